@@ -1,0 +1,58 @@
+"""`rsi-master demo`: the most complete job that exists end to end, on the embedded default.
+
+Creates a run directory, stores artifacts, records their provenance in the ledger, signs
+a checkpoint, exports it outside the run and verifies the whole run from disk.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ._common import env, key_dir_arg
+
+NAME = "demo"
+HELP = "record a small provenance chain into a new run directory and verify it"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(NAME, help=HELP, description=HELP)
+    p.add_argument("--dir", default=env("dir"), metavar="RUN_DIR", help="run directory (default runs/demo-<time>)")
+    key_dir_arg(p)
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+    import tempfile
+
+    from ..artifacts import provenance
+    from ..rundir import RunDir, new_run_id, verify_run
+
+    run_id = new_run_id()
+    path = Path(args.dir or Path("runs") / run_id)
+    harness = {"role": "harness", "id": "demo"}
+    with RunDir.create(path, key_dir=args.key_dir, run_id=run_id) as run_:
+        source = run_.store.put_dir(Path(__file__).resolve().parents[1])
+        run_.record({"kind": "source.register", "actor": harness, "payload": {"what": "rsi_master package source"},
+                     "artifacts": [{"digest": source, "role": "output", "name": "source"}]})
+        with tempfile.TemporaryDirectory() as tmp:
+            data = Path(tmp) / "data.jsonl"
+            data.write_text("".join(json.dumps({"prompt": f"{a}+{b}=", "completion": str(a + b)}) + "\n"
+                                    for a in range(10) for b in range(10)))
+            dataset = run_.store.put_file(data)
+        run_.record({"kind": "data.generate", "actor": harness, "payload": {"generator": "demo.addition", "n": 100},
+                     "artifacts": [{"digest": source, "role": "input", "name": "generator"},
+                                   {"digest": dataset, "role": "output", "name": "dataset"}]})
+        chain = provenance(run_.ledger, dataset)
+        exported = run_.key_dir.witness_path(run_id)
+    report = verify_run(path, key_dir=args.key_dir)
+    print("---")
+    print(f"run_dir: {path}")
+    print(f"run_id: {run_id}")
+    print(f"events: {report.ledger.events}")
+    print(f"artifacts: {report.artifacts}")
+    print(f"dataset_provenance_events: {chain.events()}")
+    print(f"exported_checkpoint: {exported}")
+    print(f"verified: {report.ok}")
+    return 0 if report.ok else 1

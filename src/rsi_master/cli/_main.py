@@ -1,0 +1,53 @@
+"""The `rsi-master` operator CLI: a thin argparse layer over the Python API.
+
+Subcommand modules are imported here but must keep torch & co. out of their module
+scope: `rsi-master --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sqlite3
+import sys
+
+from .. import __version__
+from ..errors import RsiMasterError
+
+__all__ = ["build_parser", "main"]
+
+# One module per subcommand, each with add_parser(subparsers) and a handler.
+COMMANDS = ("_demo", "_verify", "_log", "_checkpoint")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rsi-master",
+        description="Autonomous post-training you can trust: tamper-evident runs, guarded actions, audits.",
+    )
+    parser.add_argument("--version", action="version", version=f"rsi-master {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(f"{__package__}.{name}").add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.handler(args) or 0)
+    except RsiMasterError as exc:
+        print(f"rsi-master: error: {exc}", file=sys.stderr)
+        return 2
+    except sqlite3.DatabaseError as exc:
+        print(f"rsi-master: error: database unreadable: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        print("rsi-master: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,54 @@
+"""Layer 1: the append-only, hash-chained, checkpoint-signed event ledger."""
+
+from ._canonical import canonical_bytes, sha256_hex
+from ._checkpoint import Checkpoint, SignedCheckpoint
+from ._event import EVENT_SCHEMA_VERSION, GENESIS_HASH, Actor, ArtifactRef, Event, EventDraft, validate_draft
+from ._keys import KEY_DIR_ENV, KeyDir, Signer, default_key_dir, key_id, load_public_key, public_key_pem
+from ._merkle import (
+    EMPTY_ROOT,
+    Frontier,
+    consistency_proof,
+    inclusion_proof,
+    leaf_hash,
+    node_hash,
+    root,
+    verify_consistency,
+    verify_inclusion,
+)
+from ._store import Ledger, utc_now
+from ._verify import LedgerReport, Problem, verify_ledger
+
+__all__ = [
+    "EMPTY_ROOT",
+    "EVENT_SCHEMA_VERSION",
+    "GENESIS_HASH",
+    "KEY_DIR_ENV",
+    "Actor",
+    "ArtifactRef",
+    "Checkpoint",
+    "Event",
+    "EventDraft",
+    "Frontier",
+    "KeyDir",
+    "Ledger",
+    "LedgerReport",
+    "Problem",
+    "SignedCheckpoint",
+    "Signer",
+    "canonical_bytes",
+    "consistency_proof",
+    "default_key_dir",
+    "inclusion_proof",
+    "key_id",
+    "leaf_hash",
+    "load_public_key",
+    "node_hash",
+    "public_key_pem",
+    "root",
+    "sha256_hex",
+    "utc_now",
+    "validate_draft",
+    "verify_consistency",
+    "verify_inclusion",
+    "verify_ledger",
+]

@@ -1,0 +1,118 @@
+"""Typed ledger events.
+
+A producer hands the ledger an `EventDraft` (what happened, who did it, which artifacts
+it touched). The ledger assigns the sequence number, timestamp and previous hash, and
+seals it into an `Event` whose hash is SHA-256 over the RFC 8785 bytes of every field but
+the hash itself.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ._canonical import canonical_bytes, sha256_hex
+from ..errors import MalformedEventError
+
+__all__ = [
+    "EVENT_SCHEMA_VERSION",
+    "GENESIS_HASH",
+    "Actor",
+    "ArtifactRef",
+    "Event",
+    "EventDraft",
+    "seal",
+    "validate_draft",
+]
+
+EVENT_SCHEMA_VERSION = 1
+GENESIS_HASH = "0" * 64
+_HEX64 = r"^[0-9a-f]{64}$"
+_NAME = r"^[a-z][a-z0-9_.\-]{0,63}$"
+
+
+class Actor(BaseModel):
+    """Who caused an event."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    role: str = Field(pattern=_NAME, description="Role: harness, operator, main, worker, reviewer, public.")
+    id: str = Field(min_length=1, max_length=128, description="Identity within the role, e.g. `worker-3`.")
+
+
+class ArtifactRef(BaseModel):
+    """A reference from an event to an artifact in the content-addressed store."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    digest: str = Field(pattern=_HEX64, description="SHA-256 hex of the artifact (a directory: of its manifest).")
+    role: Literal["input", "output"] = Field(description="Whether the event consumed or produced it.")
+    name: str = Field(default="", max_length=128, description="What the artifact is to this event, e.g. `dataset`.")
+
+
+class EventDraft(BaseModel):
+    """What a producer submits; the ledger fills in the chain fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: str = Field(pattern=_NAME, description="Event kind, dotted, e.g. `data.generate`.")
+    actor: Actor
+    payload: dict[str, Any] = Field(default_factory=dict, description="Kind-specific JSON content.")
+    artifacts: tuple[ArtifactRef, ...] = Field(default=(), description="Artifacts read or written.")
+
+    @field_validator("payload")
+    @classmethod
+    def _json_only(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # Reject what JSON cannot carry faithfully (NaN, sets, bytes, huge ints) now,
+        # so a bad payload never reaches the database.
+        canonical_bytes(value)
+        return value
+
+
+class Event(EventDraft):
+    """A sealed ledger event. `hash` = SHA-256 of `body_bytes()`."""
+
+    version: int = Field(default=EVENT_SCHEMA_VERSION, description="Event schema version.")
+    seq: int = Field(ge=0, description="Position in the ledger, from 0, without gaps.")
+    ts: str = Field(description="UTC time of sealing, RFC 3339.")
+    prev_hash: str = Field(pattern=_HEX64, description="Hash of the event at seq-1 (zeros for seq 0).")
+    hash: str = Field(pattern=_HEX64, description="SHA-256 of the canonical body.")
+
+    def body_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude={"hash"})
+
+    def body_bytes(self) -> bytes:
+        return canonical_bytes(self.body_dict())
+
+    @classmethod
+    def from_body(cls, body: bytes, hash_: str) -> "Event":
+        return cls.model_validate({**json.loads(body), "hash": hash_})
+
+
+def validate_draft(draft: EventDraft | dict[str, Any]) -> EventDraft:
+    """Coerce a dict to a draft, turning validation failures into one clear error."""
+    if isinstance(draft, EventDraft):
+        return draft
+    try:
+        return EventDraft.model_validate(draft)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "event"
+        raise MalformedEventError(f"malformed event: {where}: {first['msg']}") from None
+    except ValueError as exc:
+        raise MalformedEventError(f"malformed event: {exc}") from None
+
+
+def seal(draft: EventDraft, *, seq: int, ts: str, prev_hash: str) -> tuple[Event, bytes]:
+    """Seal a draft at a chain position; returns the event and its canonical body."""
+    body = {
+        **draft.model_dump(mode="json"),
+        "version": EVENT_SCHEMA_VERSION,
+        "seq": seq,
+        "ts": ts,
+        "prev_hash": prev_hash,
+    }
+    raw = canonical_bytes(body)
+    return Event.model_validate({**body, "hash": sha256_hex(raw)}), raw

@@ -1,0 +1,139 @@
+"""Ed25519 keys for signing ledger checkpoints.
+
+The private key lives in an operator key directory outside the run directory (agents
+work inside the run directory and must not be able to re-sign a rewritten history). The
+run directory carries only the public key. The key directory also keeps a *witness*: the
+latest signed checkpoint of every run it signed, so a run directory replaced by an older
+copy is caught even when the copy is internally consistent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from ..errors import KeyMismatchError, RsiMasterError
+
+__all__ = [
+    "KEY_DIR_ENV",
+    "KeyDir",
+    "Signer",
+    "default_key_dir",
+    "key_id",
+    "load_public_key",
+    "public_key_pem",
+    "verify_signature",
+]
+
+KEY_DIR_ENV = "RSI_MASTER_KEY_DIR"
+
+
+def default_key_dir() -> Path:
+    env = os.environ.get(KEY_DIR_ENV)
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "rsi-master" / "keys"
+
+
+def _raw(public: Ed25519PublicKey) -> bytes:
+    return public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+
+
+def key_id(public: Ed25519PublicKey) -> str:
+    """Short stable name of a public key: first 16 hex of SHA-256 of its raw bytes."""
+    return hashlib.sha256(_raw(public)).hexdigest()[:16]
+
+
+def public_key_pem(public: Ed25519PublicKey) -> bytes:
+    return public.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+
+
+def load_public_key(data: bytes) -> Ed25519PublicKey:
+    try:
+        key = serialization.load_pem_public_key(data)
+    except ValueError as exc:
+        raise RsiMasterError(f"not a PEM public key: {exc}") from None
+    if not isinstance(key, Ed25519PublicKey):
+        raise RsiMasterError("public key is not Ed25519")
+    return key
+
+
+def verify_signature(public: Ed25519PublicKey, signature_hex: str, message: bytes) -> bool:
+    try:
+        public.verify(bytes.fromhex(signature_hex), message)
+    except (InvalidSignature, ValueError):
+        return False
+    return True
+
+
+class Signer:
+    """An Ed25519 private key with its id."""
+
+    def __init__(self, private: Ed25519PrivateKey) -> None:
+        self._private = private
+        self.public = private.public_key()
+        self.key_id = key_id(self.public)
+
+    def sign(self, message: bytes) -> str:
+        return self._private.sign(message).hex()
+
+
+class KeyDir:
+    """An operator key directory: `<key_id>.pem` private keys and `witness/<run_id>.json`."""
+
+    def __init__(self, path: Path | str | None = None) -> None:
+        self.path = Path(path).expanduser() if path is not None else default_key_dir()
+
+    def _keys(self) -> list[Path]:
+        if not self.path.is_dir():
+            return []
+        return sorted(self.path.glob("*.pem"))
+
+    def _load(self, file: Path) -> Signer:
+        try:
+            key = serialization.load_pem_private_key(file.read_bytes(), password=None)
+        except (OSError, ValueError) as exc:
+            raise KeyMismatchError(f"cannot read signing key {file}: {exc}") from None
+        if not isinstance(key, Ed25519PrivateKey):
+            raise KeyMismatchError(f"signing key {file} is not Ed25519")
+        return Signer(key)
+
+    def default(self) -> Signer:
+        """The key new runs are signed with, created (mode 0600) on first use."""
+        keys = self._keys()
+        if keys:
+            return self._load(keys[0])
+        self.path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private = Ed25519PrivateKey.generate()
+        signer = Signer(private)
+        pem = private.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+        target = self.path / f"{signer.key_id}.pem"
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(pem)
+        return signer
+
+    def for_public(self, public: Ed25519PublicKey) -> Signer:
+        """The private key matching a run's public key, or a clear error."""
+        wanted = key_id(public)
+        file = self.path / f"{wanted}.pem"
+        if not file.exists():
+            have = ", ".join(p.stem for p in self._keys()) or "none"
+            raise KeyMismatchError(
+                f"no signing key for this run in {self.path} (run key {wanted}; keys there: {have})"
+            )
+        signer = self._load(file)
+        if signer.key_id != wanted:
+            raise KeyMismatchError(f"key file {file} holds key {signer.key_id}, not {wanted}")
+        return signer
+
+    def witness_path(self, run_id: str) -> Path:
+        return self.path / "witness" / f"{run_id}.json"

@@ -1,0 +1,6 @@
+"""Run directories: a ledger, an artifact store and a public key, verifiable as a whole."""
+
+from ._rundir import LEDGER_FILE, PUBLIC_KEY_FILE, RunDir, new_run_id
+from ._verify import RunReport, verify_run
+
+__all__ = ["LEDGER_FILE", "PUBLIC_KEY_FILE", "RunDir", "RunReport", "new_run_id", "verify_run"]

@@ -1,0 +1,108 @@
+"""A run directory: the ledger, the artifact store and the public key, in one place.
+
+    RUN_DIR/ledger.db     append-only event ledger (SQLite, WAL)
+    RUN_DIR/ledger.pub    Ed25519 public key that signs its checkpoints
+    RUN_DIR/artifacts/    content-addressed store
+
+The private key stays in the operator key directory (`KeyDir`), never in RUN_DIR.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ..artifacts import ArtifactStore
+from ..errors import ArtifactError, NotARunError
+from ..ledger import Event, EventDraft, KeyDir, Ledger, load_public_key, public_key_pem, validate_draft
+
+__all__ = ["LEDGER_FILE", "PUBLIC_KEY_FILE", "RunDir", "new_run_id"]
+
+LEDGER_FILE = "ledger.db"
+PUBLIC_KEY_FILE = "ledger.pub"
+ARTIFACTS_DIR = "artifacts"
+
+
+def new_run_id() -> str:
+    return datetime.now(UTC).strftime("run-%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+
+
+class RunDir:
+    """Open with `RunDir.create` (new run) or `RunDir.open` (existing run)."""
+
+    def __init__(self, path: Path, ledger: Ledger, store: ArtifactStore, key_dir: KeyDir) -> None:
+        self.path = path
+        self.ledger = ledger
+        self.store = store
+        self.key_dir = key_dir
+
+    @property
+    def run_id(self) -> str:
+        return self.ledger.run_id
+
+    @classmethod
+    def create(cls, path: Path | str, *, key_dir: KeyDir | Path | str | None = None, run_id: str | None = None,
+               checkpoint_every: int = 1000) -> "RunDir":
+        path = Path(path)
+        keys = key_dir if isinstance(key_dir, KeyDir) else KeyDir(key_dir)
+        if path.exists() and (not path.is_dir() or any(path.iterdir())):
+            raise NotARunError(f"{path} exists and is not empty; refusing to overwrite it")
+        signer = keys.default()
+        if keys.path.resolve().is_relative_to(path.resolve()):
+            raise NotARunError("the key directory must be outside the run directory")
+        path.mkdir(parents=True, exist_ok=True)
+        (path / PUBLIC_KEY_FILE).write_bytes(public_key_pem(signer.public))
+        store = ArtifactStore(path / ARTIFACTS_DIR)
+        ledger = Ledger.create(path / LEDGER_FILE, run_id or new_run_id(), signer, keys, checkpoint_every)
+        return cls(path, ledger, store, keys)
+
+    @classmethod
+    def open(cls, path: Path | str, *, key_dir: KeyDir | Path | str | None = None, writable: bool = False,
+             checkpoint_every: int = 1000) -> "RunDir":
+        """Open a run; `writable` needs the operator's signing key for this run."""
+        path = Path(path)
+        keys = key_dir if isinstance(key_dir, KeyDir) else KeyDir(key_dir)
+        if not path.exists():
+            raise NotARunError(f"{path}: no such run directory")
+        if not path.is_dir():
+            raise NotARunError(f"{path}: not a directory")
+        if not os.access(path, os.R_OK | os.X_OK):
+            raise NotARunError(f"{path}: run directory is not readable")
+        if not (path / LEDGER_FILE).is_file() or not (path / PUBLIC_KEY_FILE).is_file():
+            raise NotARunError(f"{path}: not an RSI-Master run directory (no {LEDGER_FILE} / {PUBLIC_KEY_FILE})")
+        try:
+            pem = (path / PUBLIC_KEY_FILE).read_bytes()
+        except OSError as exc:
+            raise NotARunError(f"{path / PUBLIC_KEY_FILE}: {exc.strerror}") from None
+        public = load_public_key(pem)
+        signer = keys.for_public(public) if writable else None
+        ledger = Ledger.open(path / LEDGER_FILE, signer, keys, checkpoint_every, pem.decode())
+        store = ArtifactStore(path / ARTIFACTS_DIR, create=writable)
+        return cls(path, ledger, store, keys)
+
+    def close(self) -> None:
+        self.ledger.close()
+
+    def __enter__(self) -> "RunDir":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def record(self, draft: EventDraft | dict[str, Any]) -> Event:
+        return self.record_many([draft])[0]
+
+    def record_many(self, drafts: Iterable[EventDraft | dict[str, Any]]) -> list[Event]:
+        """Append events after checking that every artifact they reference is stored."""
+        checked = [validate_draft(d) for d in drafts]
+        for draft in checked:
+            for ref in draft.artifacts:
+                if not self.store.has(ref.digest):
+                    raise ArtifactError(
+                        f"event {draft.kind!r} references artifact {ref.digest} that is not in the store; nothing written"
+                    )
+        return self.ledger.append_many(checked)
