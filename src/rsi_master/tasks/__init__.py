@@ -1,0 +1,45 @@
+"""The task suite: four PostTrainBench-style tasks in pure Python (no torch).
+
+Each task generates training data through knob-driven generator families, holds sealed
+`dev`/`review`/`final` evaluation sets with stable sample IDs, renders prompts with a
+fixed template, and scores outputs with a real checker (integer match, parsed JSON,
+executed programs, short answers). See `docs/tasks.md`.
+"""
+
+from ._arithmetic import ArithmeticTask
+from ._base import EVAL_SIZE, FamilySpec, Problem, SealedExhaustedError, SuiteTask
+from ._dsl import DslError
+from ._function_calling import FunctionCallingTask
+from ._knowledge import KnowledgeTask
+from ._program_synthesis import ProgramSynthesisTask
+from ._protocol import SPLITS, Decoding, EvalItem, GeneratorFamily, Knob, Score, Split, Task
+from ._registry import UnknownTaskError, get_task, list_tasks
+from ._spec import items_digest, source_digest, task_source_files, task_spec
+
+__all__ = [
+    "EVAL_SIZE",
+    "SPLITS",
+    "ArithmeticTask",
+    "Decoding",
+    "DslError",
+    "EvalItem",
+    "FamilySpec",
+    "FunctionCallingTask",
+    "GeneratorFamily",
+    "Knob",
+    "KnowledgeTask",
+    "Problem",
+    "ProgramSynthesisTask",
+    "Score",
+    "SealedExhaustedError",
+    "Split",
+    "SuiteTask",
+    "Task",
+    "UnknownTaskError",
+    "get_task",
+    "items_digest",
+    "list_tasks",
+    "source_digest",
+    "task_source_files",
+    "task_spec",
+]

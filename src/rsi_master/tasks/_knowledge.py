@@ -1,0 +1,104 @@
+"""`knowledge`: the GPQA analogue, with the knowledge in the prompt.
+
+A few facts about made-up people and places, then a short-answer question; two-hop
+questions chain two facts ("where is the region of X's home"). The answer is a made-up
+word or a common noun that must be copied from the right fact, so a base model that
+has not learnt the format scores near zero (no 25% guessing floor as with 4-way
+multiple choice). The checker compares the last line, case-insensitively, with
+surrounding punctuation stripped.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from typing import Any
+
+from ._base import FamilySpec, Problem, SuiteTask
+from ._knowledge_world import PERSONS, PLACES, REGION, RELATIONS
+from ._protocol import Decoding, Knob, Score
+from ._text import final_line
+
+__all__ = ["KnowledgeTask"]
+
+TWO_HOP_QUESTION = "In which region does {s} live?"
+_STRIP = " .,;:!?\"'`"
+
+PROBLEM_KNOBS = (
+    Knob("n_facts", "int", 4, 2, 6, help="facts in the prompt, supporting facts included"),
+    Knob("two_hop", "float", 0.3, 0.0, 1.0, help="share of questions that chain two facts"),
+    Knob("relations", "int", len(RELATIONS), 1, len(RELATIONS), help="relations asked about (diversity)"),
+)
+
+
+def _answer_only(problem: Problem, params: Mapping[str, Any]) -> str:
+    return " " + problem.reference
+
+
+def _quote(problem: Problem, params: Mapping[str, Any]) -> str:
+    return " " + " ".join(problem.data) + "\n" + problem.reference
+
+
+class KnowledgeTask(SuiteTask):
+    """Answer a question from facts given in the prompt, with a short answer."""
+
+    name = "knowledge"
+    capability = (
+        "Answer a short question about made-up people and places using the facts given in the "
+        "prompt (sometimes chaining two facts), replying with the answer word alone on the last line."
+    )
+    template = "Facts: {question}\nAnswer:"
+    # Longest eval-distribution completion (quote family, two hops) is 59 characters.
+    decoding = Decoding(max_new_tokens=64)
+    stop = ("\n\n",)
+    eval_params = {"n_facts": 4, "two_hop": 0.3, "relations": len(RELATIONS)}
+
+    def sample(self, rng: random.Random, params: Mapping[str, Any]) -> Problem:
+        relations = RELATIONS[: params["relations"]]
+        n_facts = params["n_facts"]
+        two_hop = rng.random() < params["two_hop"]
+        persons = rng.sample(PERSONS, n_facts)
+        subject = persons[0]
+        if two_hop:
+            home, region = rng.sample(PLACES, 2)
+            support = [RELATIONS[0].fact.format(s=subject, o=home), REGION.fact.format(s=home, o=region)]
+            question, answer = TWO_HOP_QUESTION.format(s=subject), region
+        else:
+            relation = rng.choice(relations)
+            answer = relation.draw(rng)
+            support = [relation.fact.format(s=subject, o=answer)]
+            question = relation.question.format(s=subject)
+        # Distractors: other people with the same relations, and the subject's other traits.
+        distractors = []
+        for person in persons[1:]:
+            relation = rng.choice(relations if rng.random() < 0.5 else RELATIONS[:1])
+            distractors.append(relation.fact.format(s=person, o=relation.draw(rng)))
+        facts = support + distractors[: n_facts - len(support)]
+        rng.shuffle(facts)
+        text = " ".join(facts) + f"\nQuestion: {question}"
+        core = question + " " + " ".join(support)
+        return Problem(text, answer, keys=(core,), data=tuple(support))
+
+    def families(self) -> tuple[FamilySpec, ...]:
+        return (
+            FamilySpec("answer_only", "the answer word alone", PROBLEM_KNOBS, _answer_only),
+            FamilySpec("quote_then_answer", "the supporting fact(s) quoted, then the answer", PROBLEM_KNOBS, _quote),
+        )
+
+    def check(self, reference: Any, output: str) -> Score:
+        answer = final_line(output, self.stop).strip(_STRIP)
+        if not answer:
+            return Score(0.0, "empty answer")
+        if answer.casefold() != str(reference).casefold():
+            return Score(0.0, f"wrong answer {answer[:40]!r}")
+        return Score(1.0, "correct")
+
+    def pretrain_lines(self, rng: random.Random) -> list[str]:
+        # Facts in paraphrased prose: the domain's vocabulary without the prompt's
+        # "Facts:/Question:/Answer:" format or its exact fact sentences.
+        relation = rng.choice(RELATIONS)
+        person = rng.choice(PERSONS)
+        return [
+            relation.prose.format(s=person, o=relation.draw(rng)),
+            REGION.prose.format(s=rng.choice(PLACES), o=rng.choice(PLACES)),
+        ]

@@ -1,0 +1,92 @@
+"""The contract between the task suite and the runtime.
+
+A task is pure Python (no torch): it generates training data, holds sealed evaluation
+items, renders prompts with a fixed template, and scores model outputs with a real
+checker. The runtime (training, evaluation) only talks to tasks through this surface.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Literal, Protocol, runtime_checkable
+
+Split = Literal["dev", "review", "final"]
+SPLITS: tuple[Split, ...] = ("dev", "review", "final")
+
+
+@dataclass(frozen=True)
+class Decoding:
+    """Fixed decoding for a task's evaluator (greedy by default)."""
+
+    max_new_tokens: int
+    do_sample: bool = False
+    temperature: float = 1.0
+    top_p: float = 1.0
+
+
+@dataclass(frozen=True)
+class EvalItem:
+    """One sealed evaluation item. `reference` is never shown to an agent."""
+
+    sample_id: str
+    prompt: str
+    reference: Any
+
+
+@dataclass(frozen=True)
+class Score:
+    """Result of checking one model output: a score in [0, 1] and why."""
+
+    score: float
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One tunable parameter of a generator family."""
+
+    name: str
+    kind: Literal["int", "float", "choice"]
+    default: Any
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[Any, ...] = ()
+    help: str = ""
+
+
+@dataclass(frozen=True)
+class GeneratorFamily:
+    """A family of training-data generators with knobs.
+
+    `generate(params, seed, n)` returns `n` examples, each a dict with at least
+    `prompt` (already rendered through the task template) and `completion` (the text
+    the model should produce, ending with the task's stop string), plus a `check` entry
+    that the task's `reward` can use (for GRPO), never an evaluation item.
+    """
+
+    name: str
+    description: str
+    knobs: tuple[Knob, ...]
+    generate: Callable[[dict[str, Any], int, int], list[dict[str, Any]]]
+
+
+@runtime_checkable
+class Task(Protocol):
+    name: str
+    capability: str  # the target capability in words (goes into the task contract)
+    template: str  # prompt template; render() fills it
+    decoding: Decoding
+    stop: tuple[str, ...]
+
+    def render(self, question: str) -> str: ...
+
+    def generators(self) -> dict[str, GeneratorFamily]: ...
+
+    def eval_items(self, split: Split) -> list[EvalItem]: ...
+
+    def score(self, item: EvalItem, output: str) -> Score: ...
+
+    def reward(self, example: dict[str, Any], output: str) -> float: ...
+
+    def pretrain_text(self, seed: int, n: int) -> list[str]: ...
+

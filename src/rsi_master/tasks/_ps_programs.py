@@ -1,0 +1,186 @@
+"""Target programs of `program_synthesis`: the stage inventory and how to sample one.
+
+Programs are compositions of the 21 target stages below. A sampled composition is
+rejected when it behaves like a shorter one on a fixed probe set (`sort | sort`,
+`map(+1) | map(+2)`), so depth really means more work, and examples are redrawn until
+no other program of depth <= 2 fits them while behaving differently on the hidden
+tests (an ambiguous item would cap the score for reasons that are not the model's).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+from ._dsl import DslError, Program, Stage, run
+
+Fingerprint = tuple[Any, ...]  # outputs on PROBES, lists as tuples (hashable)
+
+__all__ = [
+    "Fingerprint",
+    "DESCRIPTIONS",
+    "PROBES",
+    "STAGES",
+    "TERMINAL",
+    "behaviour",
+    "canonical_fast",
+    "canonical_programs",
+    "describe",
+    "fast",
+    "sample_program",
+    "shorter_behaviours",
+]
+
+STAGES: tuple[Stage, ...] = (
+    ("map", "+", 1), ("map", "+", 2), ("map", "+", 3), ("map", "-", 1), ("map", "*", 2), ("map", "*", 3),
+    ("filter", ("even", 0)), ("filter", ("odd", 0)), ("filter", (">", 3)), ("filter", ("<", 5)),
+    ("reverse",), ("sort",), ("unique",), ("take", 2), ("take", 3), ("drop", 1), ("drop", 2),
+    ("sum",), ("max",), ("min",), ("len",),
+)
+TERMINAL = frozenset({"sum", "max", "min", "len"})
+DESCRIPTIONS = {
+    "map": {"+": "add {k}", "-": "subtract {k}", "*": "times {k}"},
+    "filter": {"even": "keep evens", "odd": "keep odds", ">": "keep >{k}", "<": "keep <{k}"},
+    "take": "first {k}", "drop": "skip {k}", "reverse": "reverse", "sort": "sort", "unique": "dedupe",
+    "sum": "sum", "max": "max", "min": "min", "len": "count",
+}
+# Fixed probe inputs: enough variety (odd/even, repeats, lengths 1-7) to tell stages apart.
+_PROBE_RNG = random.Random(7)
+PROBES: tuple[tuple[int, ...], ...] = tuple(
+    tuple(_PROBE_RNG.randint(0, 9) for _ in range(_PROBE_RNG.randint(1, 7))) for _ in range(24)
+)
+
+
+def describe(program: Program) -> str:
+    """Words for a program, one phrase per stage (`add 3, then reverse`)."""
+    phrases = []
+    for stage in program:
+        entry = DESCRIPTIONS[stage[0]]
+        if stage[0] == "map":
+            phrases.append(entry[stage[1]].format(k=stage[2]))
+        elif stage[0] == "filter":
+            phrases.append(entry[stage[1][0]].format(k=stage[1][1]))
+        elif stage[0] in ("take", "drop"):
+            phrases.append(entry.format(k=stage[1]))
+        else:
+            phrases.append(entry)
+    return ", then ".join(phrases)
+
+
+def behaviour(program: Program) -> Fingerprint:
+    """Outputs on the probe inputs (None where the program fails): a behavioural fingerprint."""
+    out: list[Any] = []
+    for probe in PROBES:
+        try:
+            value = run(program, list(probe))
+        except DslError:
+            value = None
+        out.append(tuple(value) if isinstance(value, list) else value)
+    return tuple(out)
+
+
+def _fast_stage(stage: Stage) -> Callable[[Any], Any]:
+    """A plain-Python closure for one *target* stage (trusted code, no budget needed)."""
+    name = stage[0]
+    if name == "map":
+        op, k = stage[1], stage[2]
+        return {
+            "+": lambda v: [x + k for x in v],
+            "-": lambda v: [x - k for x in v],
+            "*": lambda v: [x * k for x in v],
+        }[op]
+    if name == "filter":
+        kind, k = stage[1]
+        test = {
+            "even": lambda x: x % 2 == 0,
+            "odd": lambda x: x % 2 == 1,
+            ">": lambda x: x > k,
+            "<": lambda x: x < k,
+        }[kind]
+        return lambda v: [x for x in v if test(x)]
+    if name == "take":
+        return lambda v: v[: stage[1]]
+    if name == "drop":
+        return lambda v: v[stage[1] :]
+    simple: dict[str, Callable[[Any], Any]] = {
+        "reverse": lambda v: v[::-1],
+        "sort": sorted,
+        "unique": lambda v: list(dict.fromkeys(v)),
+        "len": len,
+        "sum": sum,
+        "max": lambda v: max(v) if v else None,
+        "min": lambda v: min(v) if v else None,
+    }
+    return simple[name]
+
+
+def fast(program: Program) -> Callable[[list[int]], Any]:
+    """A closure computing a *target* program (None where the interpreter would fail).
+
+    Ambiguity checks run hundreds of candidate programs per drawn item; the
+    interpreter's budget bookkeeping is for untrusted model output, not for these.
+    The tests check that this agrees with `run` on every canonical program.
+    """
+    stages = [_fast_stage(stage) for stage in program]
+
+    def call(value: list[int]) -> Any:
+        out: Any = value
+        for stage in stages:
+            if out is None:
+                return None
+            out = stage(out)
+        return out
+
+    return call
+
+
+def _compositions(depth: int) -> list[Program]:
+    if depth == 1:
+        return [(stage,) for stage in STAGES]
+    return [
+        (*prefix, stage)
+        for prefix in _compositions(depth - 1)
+        if prefix[-1][0] not in TERMINAL
+        for stage in STAGES
+    ]
+
+
+@lru_cache(maxsize=None)
+def shorter_behaviours(depth: int) -> frozenset[Fingerprint]:
+    """Fingerprints of the identity and of every composition shorter than `depth`."""
+    found = {behaviour(())}
+    for d in range(1, depth):
+        found |= {behaviour(p) for p in _compositions(d)}
+    return frozenset(found)
+
+
+@lru_cache(maxsize=None)
+def canonical_fast(max_depth: int) -> tuple[Callable[[list[int]], Any], ...]:
+    """`fast` closures of `canonical_programs(max_depth)`, in the same order."""
+    return tuple(fast(program) for program in canonical_programs(max_depth))
+
+
+@lru_cache(maxsize=None)
+def canonical_programs(max_depth: int) -> tuple[Program, ...]:
+    """One program per distinct behaviour among compositions of depth <= max_depth."""
+    seen: dict[Fingerprint, Program] = {}
+    for d in range(1, max_depth + 1):
+        for program in _compositions(d):
+            seen.setdefault(behaviour(program), program)
+    return tuple(seen.values())
+
+
+def sample_program(rng: random.Random, depth: int) -> Program:
+    """A composition of `depth` target stages that no shorter composition imitates."""
+    shorter = shorter_behaviours(depth)
+    while True:
+        stages = [rng.choice(STAGES) for _ in range(depth)]
+        if any(stage[0] in TERMINAL for stage in stages[:-1]):
+            continue
+        program = tuple(stages)
+        fingerprint = behaviour(program)
+        # Mostly-failing programs (e.g. `filter(<5) | filter(>3) | max` on empty lists) teach nothing.
+        if fingerprint not in shorter and sum(v is None or v == () for v in fingerprint) <= len(PROBES) // 4:
+            return program
