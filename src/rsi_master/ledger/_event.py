@@ -23,6 +23,7 @@ __all__ = [
     "ArtifactRef",
     "Event",
     "EventDraft",
+    "parse_body",
     "seal",
     "validate_draft",
 ]
@@ -88,7 +89,22 @@ class Event(EventDraft):
 
     @classmethod
     def from_body(cls, body: bytes, hash_: str) -> "Event":
-        return cls.model_validate({**json.loads(body), "hash": hash_})
+        return cls.model_validate({**parse_body(body), "hash": hash_})
+
+
+_MAX_SAFE_INT = 2**53 - 1
+
+
+def _parse_int(text: str) -> int | float:
+    # RFC 8785 writes an integral float such as 1e20 as plain digits. Drafts never hold
+    # integers beyond 2**53 (they are refused), so such a literal was a float.
+    value = int(text)
+    return value if -_MAX_SAFE_INT <= value <= _MAX_SAFE_INT else float(value)
+
+
+def parse_body(body: bytes | str) -> dict[str, Any]:
+    """Parse stored canonical bytes back into the values that were sealed."""
+    return json.loads(body, parse_int=_parse_int)
 
 
 def validate_draft(draft: EventDraft | dict[str, Any]) -> EventDraft:

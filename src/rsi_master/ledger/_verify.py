@@ -7,14 +7,13 @@ cannot hide itself from the verifier.
 from __future__ import annotations
 
 import hashlib
-import json
 import sqlite3
 from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
 from ._checkpoint import Checkpoint, SignedCheckpoint
-from ._event import GENESIS_HASH, Event
+from ._event import GENESIS_HASH, Event, parse_body
 from ._keys import load_public_key, verify_signature
 from ._merkle import Frontier, consistency_proof, verify_consistency
 from ._store import SCHEMA
@@ -42,6 +41,7 @@ class LedgerReport:
     head: str = GENESIS_HASH
     root: str = ""
     witness_size: int | None = None
+    last_checkpoint: int = 0
     problems: list[Problem] = field(default_factory=list)
     referenced: dict[str, int] = field(default_factory=dict)  # digest -> first seq referencing it
 
@@ -97,7 +97,7 @@ def verify_ledger(conn: sqlite3.Connection, public_pem: bytes, run_id: str,
         if hashlib.sha256(body).hexdigest() != hash_:
             report.add(where, "hash does not match the event body (body or hash edited)")
         try:
-            event = Event.model_validate({**json.loads(body), "hash": hash_})
+            event = Event.model_validate({**parse_body(body), "hash": hash_})
         except (ValueError, ValidationError):
             report.add(where, "body is not a valid event")
             event = None
@@ -139,6 +139,8 @@ def verify_ledger(conn: sqlite3.Connection, public_pem: bytes, run_id: str,
     for size, root_col, body, signature in checkpoint_rows:
         where = f"checkpoint {size}"
         report.checkpoints += 1
+        if isinstance(size, int):
+            report.last_checkpoint = max(report.last_checkpoint, size)
         try:
             cp = Checkpoint.model_validate_json(body)
         except (ValueError, ValidationError):

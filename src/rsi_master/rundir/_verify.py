@@ -67,10 +67,9 @@ def verify_run(path: Path | str, *, key_dir: KeyDir | Path | str | None = None,
         for digest, seq in sorted(report.referenced.items(), key=lambda kv: kv[1]):
             if digest not in stored:
                 problems.append(Problem(f"artifact {digest}", f"referenced by event {seq} but missing from the store"))
-        last = max((cp.checkpoint.tree_size for cp in run.ledger.checkpoints()), default=0)
         return RunReport(
             run_dir=str(path), run_id=run.run_id, ledger=report, artifacts=len(stored),
-            unsigned_tail=max(0, report.events - last), witness=witness_src,
+            unsigned_tail=max(0, report.events - report.last_checkpoint), witness=witness_src,
             seconds=time.perf_counter() - start, problems=problems,
         )
     finally:

@@ -1,0 +1,22 @@
+"""Helpers shared by the tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rsi_master.rundir import RunDir
+
+
+def draft(i: int = 0, kind: str = "test.event", role: str = "worker", actor: str = "w1", **payload: Any) -> dict:
+    return {"kind": kind, "actor": {"role": role, "id": actor}, "payload": {"i": i, **payload}}
+
+
+def make_run(path: Path, events: int = 10, checkpoint_every: int = 4, artifacts: int = 2) -> RunDir:
+    """A run with `events` events, some referencing stored artifacts; left open and writable."""
+    run = RunDir.create(path, checkpoint_every=checkpoint_every)
+    digests = [run.store.put_bytes(f"artifact {i}\n".encode() * 10) for i in range(artifacts)]
+    for i in range(events):
+        refs = [{"digest": digests[i % len(digests)], "role": "output"}] if digests and i % 3 == 0 else []
+        run.record({**draft(i), "artifacts": refs})
+    return run

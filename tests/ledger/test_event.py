@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+import hashlib
+import math
+
+import pytest
+
+from rsi_master.errors import MalformedEventError
+from rsi_master.ledger import EventDraft, canonical_bytes, validate_draft
+from rsi_master.ledger._event import seal
+
+
+def test_canonical_bytes_follow_rfc8785():
+    # Keys sorted, no whitespace, integral floats without a fraction, UTF-8 as is.
+    assert canonical_bytes({"b": 1.0, "a": ["é", 1e21, None, True]}) == '{"a":["é",1e+21,null,true],"b":1}'.encode()
+    with pytest.raises(ValueError):
+        canonical_bytes({"x": math.nan})
+
+
+def test_seal_hashes_the_canonical_body():
+    d = validate_draft({"kind": "data.generate", "actor": {"role": "worker", "id": "w1"}, "payload": {"n": 3}})
+    event, body = seal(d, seq=0, ts="2026-01-01T00:00:00Z", prev_hash="0" * 64)
+    assert event.hash == hashlib.sha256(body).hexdigest()
+    assert event.body_bytes() == body
+    assert b'"hash"' not in body
+
+
+@pytest.mark.parametrize(
+    "bad,where",
+    [
+        ({"kind": "Bad Kind!", "actor": {"role": "worker", "id": "w"}}, "kind"),
+        ({"kind": "ok", "actor": {"role": "worker"}}, "actor.id"),
+        ({"kind": "ok", "actor": {"role": "worker", "id": "w"}, "payload": {"x": math.inf}}, "payload"),
+        ({"kind": "ok", "actor": {"role": "worker", "id": "w"}, "artifacts": [{"digest": "abc", "role": "output"}]},
+         "artifacts"),
+        ({"kind": "ok", "actor": {"role": "worker", "id": "w"}, "extra": 1}, "extra"),
+        ({"kind": "ok", "actor": {"role": "worker", "id": "w"}, "payload": {"big": 2**80}}, "payload"),
+    ],
+)
+def test_malformed_drafts_get_one_clear_error(bad, where):
+    with pytest.raises(MalformedEventError) as exc:
+        validate_draft(bad)
+    assert where in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_drafts_are_immutable():
+    d = EventDraft.model_validate({"kind": "ok", "actor": {"role": "worker", "id": "w"}})
+    with pytest.raises(Exception):
+        d.kind = "other"  # type: ignore[misc]

@@ -1,0 +1,173 @@
+"""The ledger's write discipline: append-only in the database, atomic batches, no forks,
+many writers, and writers killed mid-append."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from rsi_master.errors import LedgerError, MalformedEventError, NotARunError
+from rsi_master.ledger import Ledger
+from rsi_master.rundir import RunDir, verify_run
+from tests.helpers import draft, make_run
+
+
+def test_append_and_read_back(tmp_path):
+    with make_run(tmp_path / "run", events=7) as run:
+        events = list(run.ledger.events())
+        assert [e.seq for e in events] == list(range(7))
+        assert all(e.prev_hash == p.hash for p, e in zip(events, events[1:]))
+        assert [e.seq for e in run.ledger.events(kinds=["test.*"], actor_id="w1", since=3)] == [3, 4, 5, 6]
+        assert run.ledger.get(2).payload == {"i": 2}
+
+
+def test_a_batch_is_all_or_nothing(tmp_path):
+    with make_run(tmp_path / "run", events=3) as run:
+        with pytest.raises(MalformedEventError):
+            run.record_many([draft(10), draft(11), {"kind": "BAD", "actor": {"role": "w", "id": "x"}}])
+        assert run.ledger.size() == 3
+        run.record_many([draft(10), draft(11)])
+        assert run.ledger.size() == 5
+
+
+def test_reference_to_a_missing_artifact_writes_nothing(tmp_path):
+    from rsi_master.errors import ArtifactError
+
+    with make_run(tmp_path / "run", events=2) as run:
+        with pytest.raises(ArtifactError, match="not in the store"):
+            run.record({**draft(), "artifacts": [{"digest": "a" * 64, "role": "input"}]})
+        assert run.ledger.size() == 2
+
+
+@pytest.mark.parametrize("sql", [
+    "UPDATE events SET kind = 'x' WHERE seq = 1",
+    "DELETE FROM events WHERE seq = 4",
+    "UPDATE checkpoints SET root = 'x'",
+    "DELETE FROM checkpoints",
+    "DELETE FROM artifact_refs",
+    "UPDATE meta SET value = 'other' WHERE key = 'run_id'",
+])
+def test_database_refuses_updates_and_deletes(tmp_path, sql):
+    make_run(tmp_path / "run", events=6).close()
+    conn = sqlite3.connect(tmp_path / "run" / "ledger.db")
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        conn.execute(sql)
+    conn.close()
+
+
+def test_database_refuses_forks_and_gaps(tmp_path):
+    make_run(tmp_path / "run", events=6).close()
+    conn = sqlite3.connect(tmp_path / "run" / "ledger.db")
+    row = conn.execute("SELECT * FROM events WHERE seq = 5").fetchone()
+    # A second child of event 4 (a fork), and an event after a gap: both refused.
+    for seq, prev in ((5, row[1]), (7, row[2]), (6, "f" * 64)):
+        with pytest.raises(sqlite3.IntegrityError):
+            conn.execute("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (seq, prev, "e" * 64, *row[3:]))
+    conn.close()
+
+
+def test_checkpoints_are_signed_periodically_and_on_close(tmp_path):
+    run = make_run(tmp_path / "run", events=10, checkpoint_every=4)
+    assert [c.checkpoint.tree_size for c in run.ledger.checkpoints()] == [4, 8]
+    run.close()
+    reopened = RunDir.open(tmp_path / "run")
+    assert [c.checkpoint.tree_size for c in reopened.ledger.checkpoints()] == [4, 8, 10]
+    assert all(c.valid_for(reopened.ledger.public_pem.encode()) for c in reopened.ledger.checkpoints())
+
+
+def test_read_only_open_refuses_writes(tmp_path):
+    make_run(tmp_path / "run").close()
+    with RunDir.open(tmp_path / "run") as run:
+        with pytest.raises(LedgerError, match="read-only"):
+            run.record(draft())
+
+
+def test_foreign_sqlite_file_is_not_a_ledger(tmp_path):
+    conn = sqlite3.connect(tmp_path / "other.db")
+    conn.execute("CREATE TABLE t (x)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(NotARunError, match="not an RSI-Master ledger"):
+        Ledger.open(tmp_path / "other.db")
+    (tmp_path / "junk.db").write_bytes(b"this is not sqlite at all" * 100)
+    with pytest.raises(NotARunError):
+        Ledger.open(tmp_path / "junk.db")
+
+
+def _writer(run_dir: str, key_dir: str, worker: int, n: int) -> None:
+    os.environ["RSI_MASTER_KEY_DIR"] = key_dir
+    with RunDir.open(run_dir, writable=True, checkpoint_every=250) as run:
+        for i in range(n):
+            run.record(draft(i, actor=f"w{worker}"))
+
+
+def test_four_processes_append_500_each(tmp_path, key_dir):
+    RunDir.create(tmp_path / "run").close()
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(str(tmp_path / "run"), str(key_dir), w, 500)) for w in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=300)
+    assert [p.exitcode for p in procs] == [0, 0, 0, 0]
+    with RunDir.open(tmp_path / "run") as run:
+        seen = [(e.actor.id, e.payload["i"]) for e in run.ledger.events()]
+    assert len(seen) == 2000 and len(set(seen)) == 2000
+    assert set(seen) == {(f"w{w}", i) for w in range(4) for i in range(500)}
+    report = verify_run(tmp_path / "run")
+    assert report.ok, report.problems
+    assert report.unsigned_tail == 0
+
+
+_KILLED_WRITER = textwrap.dedent("""
+    import sys
+    from rsi_master.rundir import RunDir
+    round_, = sys.argv[2:]
+    with RunDir.open(sys.argv[1], writable=True, checkpoint_every=50) as run:
+        b = 0
+        while True:
+            n = 1 + b % 7
+            digest = run.store.put_bytes(f"r{round_} b{b}".encode() * 1000)
+            run.record_many([{"kind": "test.batch", "actor": {"role": "worker", "id": "k"},
+                              "payload": {"round": int(round_), "batch": b, "j": j, "n": n},
+                              "artifacts": [{"digest": digest, "role": "output"}]} for j in range(n)])
+            b += 1
+""")
+
+
+def test_sigkill_mid_append_never_leaves_a_partial_event(tmp_path, key_dir):
+    run_dir = tmp_path / "run"
+    RunDir.create(run_dir).close()
+    rng = random.Random(7)
+    env = {**os.environ, "RSI_MASTER_KEY_DIR": str(key_dir)}
+    for round_ in range(20):
+        proc = subprocess.Popen([sys.executable, "-c", _KILLED_WRITER, str(run_dir), str(round_)], env=env)
+        time.sleep(rng.uniform(0.4, 0.9))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        conn = sqlite3.connect(run_dir / "ledger.db")
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        conn.close()
+    with RunDir.open(run_dir) as run:
+        batches: dict[tuple[int, int], list[int]] = {}
+        for e in run.ledger.events():
+            batches.setdefault((e.payload["round"], e.payload["batch"]), []).append(e.payload["j"])
+        assert len(batches) > 20
+        for (r, b), js in batches.items():
+            assert js == list(range(1 + b % 7)), f"batch {b} of round {r} is partial: {js}"
+    report = verify_run(run_dir)
+    assert report.ok, report.problems
+    # The killed writers never closed; a writer that reopens signs the unsigned tail.
+    with RunDir.open(run_dir, writable=True) as run:
+        run.ledger.checkpoint()
+    assert verify_run(run_dir).unsigned_tail == 0
