@@ -1,0 +1,117 @@
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+
+import pytest
+
+from rsi_master.artifacts import ArtifactStore, dir_digest, file_digest, manifest_bytes, provenance
+from rsi_master.errors import ArtifactError
+from tests.helpers import draft, make_run
+
+
+@pytest.fixture
+def store(tmp_path):
+    return ArtifactStore(tmp_path / "store")
+
+
+def _tree(root, files):
+    for rel, data in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data)
+    return root
+
+
+def test_files_are_named_by_sha256_stored_once_and_read_only(store, tmp_path):
+    src = tmp_path / "f.bin"
+    src.write_bytes(b"x" * 100_000)
+    d1 = store.put_file(src)
+    d2 = store.put_bytes(b"x" * 100_000)
+    assert d1 == d2 == hashlib.sha256(b"x" * 100_000).hexdigest()
+    assert list(store.digests()) == [d1]
+    mode = store.path(d1).stat().st_mode
+    assert not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
+    assert not any((store.root / "tmp").iterdir()), "no temporary file may be left behind"
+
+
+def test_directory_digest_is_the_sorted_manifest(store, tmp_path):
+    src = _tree(tmp_path / "ckpt", {"config.json": b"{}", "sub/w.bin": b"\1\2", "a.txt": b"a"})
+    expected = hashlib.sha256(manifest_bytes([
+        ("a.txt", hashlib.sha256(b"a").hexdigest()),
+        ("config.json", hashlib.sha256(b"{}").hexdigest()),
+        ("sub/w.bin", hashlib.sha256(b"\1\2").hexdigest()),
+    ])).hexdigest()
+    assert dir_digest(src) == expected
+    d = store.put_dir(src)
+    assert d == expected and store.kind(d) == "dir"
+    stored = store.path(d)
+    assert (stored / "sub" / "w.bin").read_bytes() == b"\1\2"
+    assert dir_digest(stored) == d
+    # Same content from another place: same digest, nothing stored twice.
+    before = sorted(store.digests())
+    assert store.put_dir(_tree(tmp_path / "copy", {"a.txt": b"a", "config.json": b"{}", "sub/w.bin": b"\1\2"})) == d
+    assert sorted(store.digests()) == before
+
+
+def test_missing_paths_and_links_get_a_clear_error_and_nothing_is_written(store, tmp_path):
+    for bad in (tmp_path / "nope.bin", tmp_path / "nodir"):
+        with pytest.raises(ArtifactError, match="no such"):
+            store.put(bad) if bad.suffix else store.put_dir(bad)
+    linked = _tree(tmp_path / "linked", {"a": b"a"})
+    os.symlink(linked / "a", linked / "b")
+    with pytest.raises(ArtifactError, match="symbolic link"):
+        store.put_dir(linked)
+    assert list(store.digests()) == []
+    with pytest.raises(ArtifactError):
+        store.path("not-a-digest")
+
+
+def test_verify_rehashes_and_names_what_changed(store, tmp_path):
+    d = store.put_dir(_tree(tmp_path / "ckpt", {"w.bin": b"weights", "cfg": b"config"}))
+    f = store.put_bytes(b"dataset")
+    assert store.verify() == []
+    tree = store.path(d)
+    os.chmod(tree, 0o755)
+    (tree / "extra").write_bytes(b"smuggled")
+    issues = store.verify()
+    assert [(i.digest, "added" in i.what) for i in issues] == [(d, True)]
+    (tree / "extra").unlink()
+    (tree / "cfg").unlink()  # replace a file with different bytes of the same size
+    (tree / "cfg").write_bytes(b"CONFIG")
+    assert any(i.digest == d and "cfg" in i.what for i in store.verify())
+    blob = store.path(f)
+    os.chmod(blob, 0o644)
+    blob.write_bytes(b"DATASET")  # same size, same mtime does not matter: content is re-hashed
+    assert any(i.digest == f and "does not match" in i.what for i in store.verify())
+
+
+def test_file_digest_streams(tmp_path):
+    big = tmp_path / "big"
+    big.write_bytes(os.urandom(9 << 20))
+    assert file_digest(big) == hashlib.sha256(big.read_bytes()).hexdigest()
+
+
+def test_provenance_walks_outputs_back_to_inputs(tmp_path):
+    with make_run(tmp_path / "run", events=0, artifacts=0) as run:
+        base = run.store.put_bytes(b"base model")
+        data = run.store.put_bytes(b"data")
+        ckpt1 = run.store.put_bytes(b"ckpt1")
+        ckpt2 = run.store.put_bytes(b"ckpt2")
+        run.record({**draft(0, kind="model.register"), "artifacts": [{"digest": base, "role": "output"}]})
+        run.record({**draft(1, kind="data.generate"), "artifacts": [{"digest": data, "role": "output"}]})
+        run.record({**draft(2, kind="train.sft"), "artifacts": [
+            {"digest": base, "role": "input"}, {"digest": data, "role": "input"}, {"digest": ckpt1, "role": "output"}]})
+        run.record({**draft(3, kind="train.sft"), "artifacts": [
+            {"digest": ckpt1, "role": "input"}, {"digest": data, "role": "input"}, {"digest": ckpt2, "role": "output"}]})
+        run.record({**draft(4, kind="eval"), "artifacts": [{"digest": ckpt2, "role": "input"}]})
+        graph = provenance(run.ledger, ckpt2)
+    assert graph.events() == [0, 1, 2, 3]
+    top = graph.produced_by[0]
+    assert top.seq == 3 and top.kind == "train.sft"
+    inputs = {n.digest: n for n in top.inputs}
+    assert set(inputs) == {ckpt1, data}
+    assert inputs[ckpt1].produced_by[0].seq == 2
+    # `data` is an input at two levels: expanded once, marked as shared the second time.
+    assert graph.to_dict()["produced_by"][0]["seq"] == 3

@@ -1,0 +1,105 @@
+"""The operator CLI: exit codes, one-line errors, filters, and a light --help."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+from rsi_master.cli._main import main
+from tests.helpers import make_run
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    make_run(tmp_path / "run", events=9, checkpoint_every=4).close()
+    return tmp_path / "run"
+
+
+def test_verify_ok_and_summary(run_dir, capsys):
+    assert main(["verify", str(run_dir)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("OK: 9 events")
+    assert "\n---\n" in out and "problems: 0" in out
+
+
+def test_verify_names_the_first_bad_event(run_dir, capsys):
+    conn = sqlite3.connect(run_dir / "ledger.db", isolation_level=None)
+    sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'events_no_update'").fetchone()[0]
+    conn.execute("DROP TRIGGER events_no_update")
+    conn.execute("UPDATE events SET body = replace(body, '\"i\":5', '\"i\":6') WHERE seq = 5")
+    conn.execute(sql)
+    conn.close()
+    assert main(["verify", str(run_dir)]) == 1
+    assert capsys.readouterr().out.startswith("FAILED: event 5: hash does not match")
+
+
+@pytest.mark.parametrize("setup,message", [
+    (lambda p: None, "no such run directory"),
+    (lambda p: p.mkdir(), "not an RSI-Master run directory"),
+    (lambda p: p.write_text("x"), "not a directory"),
+])
+def test_bad_run_dirs_get_one_line_and_exit_2(tmp_path, capsys, setup, message):
+    target = tmp_path / "target"
+    setup(target)
+    for cmd in ("verify", "log"):
+        assert main([cmd, str(target)]) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_foreign_sqlite_file_and_wrong_key(run_dir, tmp_path, capsys):
+    foreign = tmp_path / "foreign"
+    shutil.copytree(run_dir, foreign)
+    (foreign / "ledger.db").unlink()
+    for extra in ("ledger.db-wal", "ledger.db-shm"):
+        (foreign / extra).unlink(missing_ok=True)
+    conn = sqlite3.connect(foreign / "ledger.db")
+    conn.execute("CREATE TABLE stuff (x)")
+    conn.commit()
+    conn.close()
+    assert main(["verify", str(foreign)]) == 2
+    assert "not an RSI-Master ledger" in capsys.readouterr().err
+    assert main(["checkpoint", str(run_dir), "--key-dir", str(tmp_path / "other-keys")]) == 2
+    err = capsys.readouterr().err
+    assert "no signing key for this run" in err and err.count("\n") == 1
+
+
+def test_log_filters_and_json_lines(run_dir, capsys):
+    assert main(["log", str(run_dir), "--kind", "test.*", "--since", "6", "--json"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [json.loads(line)["seq"] for line in lines] == [6, 7, 8]
+    assert main(["log", str(run_dir), "--actor", "nobody"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].split()[:2] == ["seq", "time"]
+    assert main(["log", str(run_dir), "--limit", "2"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 3
+
+
+def test_checkpoint_export_then_verify_against_it(run_dir, tmp_path, capsys):
+    out = tmp_path / "cp.json"
+    assert main(["checkpoint", str(run_dir), "-o", str(out)]) == 0
+    assert json.loads(out.read_text())["checkpoint"]["tree_size"] == 9
+    assert main(["verify", str(run_dir), "--checkpoint", str(out)]) == 0
+
+
+def test_demo_records_and_verifies(tmp_path, capsys):
+    assert main(["demo", "--dir", str(tmp_path / "demo")]) == 0
+    out = capsys.readouterr().out
+    assert "verified: True" in out
+
+
+def test_help_and_import_stay_light():
+    code = ("import sys, contextlib, io\n"
+            "import rsi_master\n"
+            "from rsi_master.cli._main import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    try: main(['--help'])\n"
+            "    except SystemExit: pass\n"
+            "heavy = [m for m in ('torch', 'transformers', 'trl', 'peft') if m in sys.modules]\n"
+            "print(heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
