@@ -1,0 +1,113 @@
+"""Properties every task shares: completions, prompts, garbage outputs, pretraining text."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from rsi_master.tasks import SPLITS, EvalItem, Task, get_task
+from rsi_master.tasks._text import is_plain_ascii, normalise
+
+from .helpers import GARBAGE, TASK_NAMES
+
+# Strings that only appear in a task's prompt/answer format: the base model's
+# pretraining text must not teach the format.
+FORMAT_MARKERS = ("####", "Question:", "Answer:", "Functions:", "Request:", "Call:", "Examples:", "Program:",
+                  "Facts:", '"arguments"', "->")
+
+
+@pytest.mark.parametrize("name", TASK_NAMES)
+def test_task_follows_the_protocol(name):
+    task = get_task(name)
+    assert isinstance(task, Task)
+    assert task.decoding.do_sample is False
+    assert task.stop and all(task.stop)
+    assert "{question}" in task.template
+    assert len(task.generators()) >= 2
+
+
+@pytest.mark.parametrize("name", TASK_NAMES)
+def test_completions_end_with_exactly_one_stop_and_fit_decoding(name):
+    task = get_task(name)
+    stop = task.stop[0]
+    for family in task.generators().values():
+        for example in family.generate({}, 11, 200):
+            prompt, completion = example["prompt"], example["completion"]
+            assert completion.endswith(stop), (family.name, completion)
+            assert all(s not in completion[: -len(stop)] for s in task.stop), "stop string inside a completion"
+            assert all(s not in prompt for s in task.stop)
+            assert is_plain_ascii(prompt + completion)
+            # The evaluator generates at most max_new_tokens characters: default
+            # params match the evaluation distribution, so every target must fit.
+            assert len(completion) <= task.decoding.max_new_tokens, (family.name, len(completion))
+            assert len(prompt) + len(completion) <= 320
+            # The target completion is itself a correct answer, for eval-style scoring too.
+            assert task.reward(example, completion) == 1.0
+            item = EvalItem("x", prompt, example["check"])
+            assert task.score(item, completion).score == 1.0
+
+
+@pytest.mark.parametrize("name", TASK_NAMES)
+def test_eval_prompts_are_plain_and_short(name):
+    task = get_task(name)
+    for split in SPLITS:
+        for item in task.eval_items(split):
+            assert is_plain_ascii(item.prompt)
+            assert len(item.prompt) <= 200
+            assert all(s not in item.prompt for s in task.stop)
+
+
+@pytest.mark.parametrize("name", TASK_NAMES)
+def test_garbage_scores_zero_quickly_with_a_reason(name):
+    task = get_task(name)
+    item = task.eval_items("dev")[0]
+    example = task.generator(next(iter(task.generators()))).generate({}, 0, 1)[0]
+    for output in (*GARBAGE, None, 42, b"#### 1"):
+        start = time.monotonic()
+        score = task.score(item, output)  # type: ignore[arg-type]
+        assert score.score == 0.0 and score.reason, (output if not isinstance(output, str) else output[:40])
+        assert task.reward(example, output) == 0.0  # type: ignore[arg-type]
+        assert time.monotonic() - start < 1.0
+
+
+@pytest.mark.parametrize("name", TASK_NAMES)
+def test_reward_needs_a_check_entry(name):
+    with pytest.raises(ValueError, match="check"):
+        get_task(name).reward({"prompt": "x"}, "y")
+
+
+@pytest.mark.parametrize("name", TASK_NAMES)
+def test_pretrain_text_is_domain_text_without_formats_or_items(name):
+    task = get_task(name)
+    lines = task.pretrain_text(3, 400)
+    assert len(lines) == 400
+    assert lines == task.pretrain_text(3, 400)
+    assert lines != task.pretrain_text(4, 400)
+    prefix, suffix = task.template.split("{question}")
+    question_lines = {
+        normalise(line)
+        for split in SPLITS
+        for item in task.eval_items(split)
+        for line in item.prompt.removeprefix(prefix).removesuffix(suffix).split("\n")
+    }
+    for line in lines:
+        assert line and "\n" not in line and is_plain_ascii(line)
+        assert not any(marker in line for marker in FORMAT_MARKERS), line
+        flat = normalise(line)
+        assert not any(question in flat for question in question_lines), line
+
+
+@pytest.mark.parametrize("name", TASK_NAMES)
+def test_pretrain_style_answers_score_zero(name):
+    """Output in the pretraining style, even with the right content, is not the format."""
+    task = get_task(name)
+    for item in task.eval_items("dev")[:50]:
+        ref = item.reference
+        styled = {
+            "arithmetic": lambda: f" The total makes {ref}.",
+            "function_calling": lambda: " " + str(ref["arguments"]).replace("'", '"'),
+            "program_synthesis": lambda: f" Applying {ref['program']} to the list gives {ref['tests'][0][1]}.",
+            "knowledge": lambda: f" {ref} is the answer.",
+        }[name]()
+        assert task.score(item, styled).score == 0.0

@@ -1,0 +1,84 @@
+"""`program_synthesis`: items are well-posed and the checker executes programs."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from rsi_master.tasks import EvalItem, get_task
+from rsi_master.tasks._dsl import format_program, parse, run
+from rsi_master.tasks._ps_programs import canonical_programs
+
+TASK = get_task("program_synthesis")
+REF = {"program": "map(+1) | map(*2)", "tests": [[[1, 2], [4, 6]], [[0], [2]], [[5, 5, 1], [12, 12, 4]]]}
+ITEM = EvalItem("program_synthesis/dev/x", "Examples:\n...\nProgram:", REF)
+
+
+@pytest.mark.parametrize(
+    "output",
+    [" map(+1) | map(*2)", "map(+1)|map(*2)\n\n", " map(*2) | map(+2)", " add 1, then times 2\nmap(+1) | map(*2)"],
+)
+def test_right_and_equivalent_programs_pass(output):
+    assert TASK.score(ITEM, output).score == 1.0
+
+
+@pytest.mark.parametrize(
+    ("output", "reason"),
+    [
+        (" map(+2)", "wrong output"),
+        (" map(+1) | map(*2) | sum", "wrong output"),  # an int is not a list
+        (" map(+1) | map(*2)\nthat is all", "does not parse"),
+        (" until(<0, sort)", "limit"),
+        (" repeat(99, repeat(99, repeat(99, map(+1))))", "limit"),
+        (" open('/etc/passwd')", "does not parse"),
+        (" [4,6]", "does not parse"),
+    ],
+)
+def test_wrong_programs_say_why(output, reason):
+    start = time.monotonic()
+    score = TASK.score(ITEM, output)
+    assert score.score == 0.0 and reason in score.reason, score
+    assert time.monotonic() - start < 1.0
+
+
+def test_items_are_consistent_and_unambiguous():
+    """Every reference program passes its own tests, and no other depth<=2 behaviour
+    fits the shown examples while failing hidden ones."""
+    others = canonical_programs(2)
+    for item in TASK.eval_items("dev")[:60]:
+        program = parse(item.reference["program"])
+        tests = item.reference["tests"]
+        assert len(tests) == 3 + 5
+        assert all(run(program, x) == y for x, y in tests)
+        shown = item.prompt.removeprefix("Examples:\n").removesuffix("\nProgram:").split("\n")
+        assert len(shown) == 3
+        for other in others:
+            try:
+                fits = all(run(other, x) == y for x, y in tests[:3])
+                if fits:
+                    assert all(run(other, x) == y for x, y in tests[3:]), format_program(other)
+            except Exception:  # noqa: BLE001 - failing candidates simply do not fit
+                continue
+
+
+def test_eval_depths_are_one_and_two():
+    depths = {item.reference["program"].count("|") + 1 for item in TASK.eval_items("review")}
+    assert depths == {1, 2}
+
+
+def test_every_single_stage_guess_stays_below_the_base_target():
+    items = TASK.eval_items("dev")
+    for program in canonical_programs(1):
+        text = format_program(program)
+        correct = sum(TASK.score(item, text).score for item in items)
+        assert correct / len(items) <= 0.15, text
+
+
+def test_trace_family_shows_intermediate_values():
+    example = TASK.generator("trace_then_program").generate({"min_depth": 2, "max_depth": 2}, 0, 1)[0]
+    trace, program = example["completion"].strip().split("\n")
+    first_input = example["check"]["tests"][0][0]
+    stages = program.split(" | ")
+    assert len(trace.split(" ")) == len(stages) == 2
+    assert trace.split(" ")[0] == str(run(parse(stages[0]), first_input)).replace(" ", "")

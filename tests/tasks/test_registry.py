@@ -1,0 +1,46 @@
+"""Task registry and evaluator spec."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rsi_master.tasks import SPLITS, Task, UnknownTaskError, get_task, list_tasks, source_digest, task_source_files, task_spec
+
+from .helpers import TASK_NAMES
+
+
+def test_four_tasks_are_registered():
+    assert list_tasks() == ["arithmetic", "function_calling", "knowledge", "program_synthesis"]
+    for name in list_tasks():
+        assert get_task(name) is get_task(name)
+        assert isinstance(get_task(name), Task) and get_task(name).name == name
+
+
+@pytest.mark.parametrize("bad", ["gsm8k", "", None, 3])
+def test_unknown_task_names_the_known_ones(bad):
+    with pytest.raises(UnknownTaskError) as info:
+        get_task(bad)  # type: ignore[arg-type]
+    assert isinstance(info.value, KeyError) and isinstance(info.value, ValueError)
+    assert "known tasks: arithmetic, function_calling, knowledge, program_synthesis" in str(info.value)
+
+
+@pytest.mark.parametrize("name", TASK_NAMES)
+def test_spec_pins_everything_without_protected_content(name):
+    task = get_task(name)
+    spec = task_spec(task)
+    text = json.dumps(spec)
+    assert spec["template"] == task.template and spec["stop"] == list(task.stop)
+    assert spec["decoding"]["max_new_tokens"] == task.decoding.max_new_tokens
+    for split in SPLITS:
+        assert spec["sample_ids"][split] == [item.sample_id for item in task.eval_items(split)]
+        assert len(spec["items_sha256"][split]) == 64
+    assert task.eval_items("final")[0].prompt not in text
+    assert spec == task_spec(task)
+
+
+def test_source_files_cover_the_checkers():
+    names = {path.name for path in task_source_files()}
+    assert {"_dsl.py", "_base.py", "_arithmetic.py", "_function_calling.py", "_knowledge.py", "_program_synthesis.py"} <= names
+    assert len(source_digest()) == 64

@@ -1,0 +1,137 @@
+"""Sealed evaluation sets: size, stable IDs, determinism, and zero overlap with generators."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rsi_master.tasks import SPLITS, ArithmeticTask, Problem, get_task, items_digest
+from rsi_master.tasks._text import normalise
+
+from .helpers import TASK_NAMES
+
+# The sealed sets are part of every task contract: a change must be deliberate.
+# If you changed a sampler on purpose, update these digests and say so in docs/tasks.md.
+PINNED_DEV_DIGESTS: dict[str, str] = {
+    "arithmetic": "836eeeec023c39ed9c270b0cc692f853092297ead75d0f8a4e962e0166992b88",
+    "function_calling": "096d5389eb3eb064d110ae11c3b774480a9cf9519a10c92aa0c4af036917e88b",
+    "knowledge": "e2257d12e666eaeb0f2aed2073cfbfed1ed42aae3b338fb3cfc57f71fc82f737",
+    "program_synthesis": "9e9b72e9ed0493079f93adaa3f601a9ed0b4cae3dea2b262b7a5ce71d02b335a",
+}
+
+
+def _questions(task) -> set[str]:
+    return {normalise(item.prompt) for split in SPLITS for item in task.eval_items(split)}
+
+
+@pytest.mark.parametrize("name", TASK_NAMES)
+def test_splits_have_200_unique_items_with_stable_ids(name):
+    task = get_task(name)
+    seen: set[str] = set()
+    for split in SPLITS:
+        items = task.eval_items(split)
+        assert [item.sample_id for item in items] == [f"{name}/{split}/{i:04d}" for i in range(200)]
+        prompts = {normalise(item.prompt) for item in items}
+        assert len(prompts) == 200
+        assert not prompts & seen, "an item appears in two splits"
+        seen |= prompts
+        json.dumps([item.reference for item in items])  # references are JSON-able
+    with pytest.raises(ValueError, match="unknown split"):
+        task.eval_items("test")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", TASK_NAMES)
+def test_eval_items_are_copies(name):
+    task = get_task(name)
+    task.eval_items("dev").clear()
+    assert len(task.eval_items("dev")) == 200
+
+
+def test_eval_sets_identical_in_a_fresh_process_with_another_hash_seed():
+    code = (
+        "import json; from rsi_master.tasks import get_task, list_tasks, items_digest;"
+        "print(json.dumps({n: [items_digest(get_task(n), s) for s in ('dev','review','final')] for n in list_tasks()}))"
+    )
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = {**os.environ, "PYTHONHASHSEED": "12345", "PYTHONPATH": src}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, timeout=120)
+    theirs = json.loads(out.stdout)
+    ours = {n: [items_digest(get_task(n), s) for s in SPLITS] for n in TASK_NAMES}
+    assert theirs == ours
+
+
+@pytest.mark.parametrize("name", TASK_NAMES)
+def test_dev_set_is_pinned(name):
+    if name not in PINNED_DEV_DIGESTS:
+        pytest.fail(f"pin {name}: {items_digest(get_task(name), 'dev')}")
+    assert items_digest(get_task(name), "dev") == PINNED_DEV_DIGESTS[name], (
+        "the sealed dev set changed; if deliberate, update PINNED_DEV_DIGESTS and docs/tasks.md"
+    )
+
+
+def test_another_seal_seed_gives_other_items():
+    private = ArithmeticTask(seal_seed=99)
+    public = get_task("arithmetic")
+    assert private.eval_items("dev")[0].prompt != public.eval_items("dev")[0].prompt
+
+
+# --- generators never emit a sealed item ---------------------------------------------
+
+# Narrow settings push the generators into the evaluation distribution on purpose.
+OVERLAP_PARAMS = {
+    "arithmetic": [{}, {"min_digits": 1, "max_digits": 2, "templates": 1}],
+    "function_calling": [{}, {"n_shown": 1, "phrasings": 1}],
+    "knowledge": [{}, {"n_facts": 2, "two_hop": 1.0}],
+    "program_synthesis": [{"disambiguate": False}, {"max_depth": 1, "n_examples": 2, "min_len": 1, "max_len": 3, "disambiguate": False}],
+}
+SEEDS = range(3)
+N_PER_SEED = 600
+
+
+def _request(prompt: str) -> str:
+    return normalise(prompt.split("Request:", 1)[1].split("\n", 1)[0])
+
+
+@pytest.mark.parametrize("name", TASK_NAMES)
+def test_generators_never_emit_a_sealed_item(name):
+    task = get_task(name)
+    sealed_prompts = _questions(task)
+    raw = [item.prompt for split in SPLITS for item in task.eval_items(split)]
+    sealed_requests = {_request(p) for p in raw} if name == "function_calling" else set()
+    for family in task.generators().values():
+        for params in OVERLAP_PARAMS[name]:
+            for seed in SEEDS:
+                examples = family.generate(params, seed, N_PER_SEED)
+                prompts = {normalise(example["prompt"]) for example in examples}
+                assert not prompts & sealed_prompts, (family.name, params, seed)
+                if sealed_requests:
+                    assert not {_request(e["prompt"]) for e in examples} & sealed_requests
+
+
+def test_function_calling_requests_really_collide_without_the_seal():
+    """Guard on the test above: the narrow setting does hit sealed requests when unsealed."""
+    task = get_task("function_calling")
+    sealed = {_request(item.prompt) for split in SPLITS for item in task.eval_items(split)}
+    import random
+
+    rng = random.Random(0)
+    drawn = {_request(task.render(task.sample(rng, {**task.eval_params, "n_shown": 1, "phrasings": 1}).question)) for _ in range(3000)}
+    assert drawn & sealed
+
+
+def test_seal_rejects_a_sealed_problem(monkeypatch):
+    task = ArithmeticTask()
+    item = task.eval_items("review")[5]
+    question = item.prompt.removeprefix("Question: ").removesuffix("\nAnswer:")
+    sealed = Problem(question, item.reference, data=((1, 1), ("+",)))
+    fresh = Problem("Ann has 1 apples. Then 1 more arrive. How many apples now?", 2, data=((1, 1), ("+",)))
+    queue = [sealed, sealed, fresh]
+    monkeypatch.setattr(task, "sample", lambda rng, params: queue.pop(0))
+    examples = task.generator("answer_only").generate({}, 0, 1)
+    assert [example["prompt"] for example in examples] == [task.render(fresh.question)]
+    assert not queue
