@@ -115,3 +115,17 @@ def test_provenance_walks_outputs_back_to_inputs(tmp_path):
     assert inputs[ckpt1].produced_by[0].seq == 2
     # `data` is an input at two levels: expanded once, marked as shared the second time.
     assert graph.to_dict()["produced_by"][0]["seq"] == 3
+
+
+def test_move_hands_files_over_without_copying(store, tmp_path):
+    src = _tree(tmp_path / "out", {"model.safetensors": b"w" * 5000, "cfg/config.json": b"{}"})
+    expected = dir_digest(src)
+    inode = (src / "model.safetensors").stat().st_ino
+    d = store.put_dir(src, move=True)
+    assert d == expected and not src.exists()
+    stored = store.path(d) / "model.safetensors"
+    assert stored.stat().st_ino == inode  # the same bytes on disk, not a copy
+    assert store.verify() == []
+    single = tmp_path / "one.bin"
+    single.write_bytes(b"abc")
+    assert store.put_file(single, move=True) == hashlib.sha256(b"abc").hexdigest() and not single.exists()

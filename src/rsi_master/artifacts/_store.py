@@ -84,6 +84,15 @@ def dir_digest(path: Path | str) -> str:
     return hashlib.sha256(manifest_bytes([(rel, file_digest(p)) for rel, p in _walk(root)])).hexdigest()
 
 
+def _hash_and_sync(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb+") as fh:
+        while chunk := fh.read(_CHUNK):
+            h.update(chunk)
+        os.fsync(fh.fileno())
+    return h.hexdigest()
+
+
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -168,11 +177,33 @@ class ArtifactStore:
 
         return self.put_bytes(canonical_bytes(obj))
 
-    def put_file(self, path: Path | str) -> str:
-        """Copy a file in, hashing the very bytes that are written (one pass)."""
+    def put_file(self, path: Path | str, *, move: bool = False) -> str:
+        """Store a file, hashing the very bytes that are stored.
+
+        `move=True` hands the file over instead of copying it (for outputs a producer
+        wrote for the store, such as checkpoint shards): it is renamed into the store's
+        temporary area first, so later writes through the old path cannot reach it, then
+        hashed, fsynced and renamed into place. No byte is copied, so storing runs at
+        hashing speed; a copy is bounded by the disk's write bandwidth instead.
+        """
         src = Path(path)
-        if not src.is_file():
+        if not src.is_file() or src.is_symlink():
             raise ArtifactError(f"{src}: no such file")
+        if move:
+            fd, name = tempfile.mkstemp(dir=self._tmp)
+            os.close(fd)
+            try:
+                os.replace(src, name)
+            except OSError:  # another filesystem: copy instead
+                Path(name).unlink(missing_ok=True)
+            else:
+                try:
+                    digest = _hash_and_sync(Path(name))
+                    self._commit_blob(Path(name), digest)
+                except BaseException:
+                    Path(name).unlink(missing_ok=True)
+                    raise
+                return digest
         h = hashlib.sha256()
         fd, name = tempfile.mkstemp(dir=self._tmp)
         try:
@@ -194,12 +225,22 @@ class ArtifactStore:
             raise
         return digest
 
-    def put_dir(self, path: Path | str) -> str:
-        """Store every file, then the manifest, then materialise the tree."""
+    def put_dir(self, path: Path | str, *, move: bool = False) -> str:
+        """Store every file, then the manifest, then materialise the tree.
+
+        With `move=True` the files are handed over (see `put_file`) and the emptied
+        source directories are removed.
+        """
         src = Path(path)
         if not src.is_dir():
             raise ArtifactError(f"{src}: no such directory")
-        entries = [(rel, self.put_file(p)) for rel, p in _walk(src)]
+        entries = [(rel, self.put_file(p, move=move)) for rel, p in _walk(src)]
+        if move:
+            for dirpath, _, _ in sorted(os.walk(src), key=lambda w: -len(w[0])):
+                try:
+                    os.rmdir(dirpath)
+                except OSError:
+                    pass
         manifest = manifest_bytes(entries)
         digest = self.put_bytes(manifest)
         tree = self._trees / digest
@@ -230,11 +271,11 @@ class ArtifactStore:
             raise
         return digest
 
-    def put(self, path: Path | str) -> str:
+    def put(self, path: Path | str, *, move: bool = False) -> str:
         p = Path(path)
         if p.is_dir():
-            return self.put_dir(p)
-        return self.put_file(p)
+            return self.put_dir(p, move=move)
+        return self.put_file(p, move=move)
 
     def manifest(self, digest: str) -> list[tuple[str, str]]:
         """(relpath, file digest) entries of a stored directory."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ._canonical import canonical_bytes, sha256_hex
 from ..errors import MalformedEventError
@@ -63,14 +63,6 @@ class EventDraft(BaseModel):
     payload: dict[str, Any] = Field(default_factory=dict, description="Kind-specific JSON content.")
     artifacts: tuple[ArtifactRef, ...] = Field(default=(), description="Artifacts read or written.")
 
-    @field_validator("payload")
-    @classmethod
-    def _json_only(cls, value: dict[str, Any]) -> dict[str, Any]:
-        # Reject what JSON cannot carry faithfully (NaN, sets, bytes, huge ints) now,
-        # so a bad payload never reaches the database.
-        canonical_bytes(value)
-        return value
-
 
 class Event(EventDraft):
     """A sealed ledger event. `hash` = SHA-256 of `body_bytes()`."""
@@ -102,13 +94,21 @@ def _parse_int(text: str) -> int | float:
     return value if -_MAX_SAFE_INT <= value <= _MAX_SAFE_INT else float(value)
 
 
+_decoder = json.JSONDecoder(parse_int=_parse_int)
+
+
 def parse_body(body: bytes | str) -> dict[str, Any]:
     """Parse stored canonical bytes back into the values that were sealed."""
-    return json.loads(body, parse_int=_parse_int)
+    return _decoder.decode(body.decode() if isinstance(body, bytes) else body)
 
 
 def validate_draft(draft: EventDraft | dict[str, Any]) -> EventDraft:
-    """Coerce a dict to a draft, turning validation failures into one clear error."""
+    """Coerce a dict to a draft, turning validation failures into one clear error.
+
+    Whether the payload is canonicalisable JSON (no NaN, no huge integers, no bytes) is
+    checked when the draft is sealed, inside the write transaction, so a bad event in a
+    batch still leaves the ledger untouched.
+    """
     if isinstance(draft, EventDraft):
         return draft
     try:
@@ -124,11 +124,19 @@ def validate_draft(draft: EventDraft | dict[str, Any]) -> EventDraft:
 def seal(draft: EventDraft, *, seq: int, ts: str, prev_hash: str) -> tuple[Event, bytes]:
     """Seal a draft at a chain position; returns the event and its canonical body."""
     body = {
-        **draft.model_dump(mode="json"),
+        # Python mode: JSON mode would quietly turn inf/NaN into null and sets into lists.
+        **draft.model_dump(),
         "version": EVENT_SCHEMA_VERSION,
         "seq": seq,
         "ts": ts,
         "prev_hash": prev_hash,
     }
-    raw = canonical_bytes(body)
-    return Event.model_validate({**body, "hash": sha256_hex(raw)}), raw
+    try:
+        raw = canonical_bytes(body)
+    except ValueError as exc:
+        raise MalformedEventError(f"malformed event: payload: {exc}") from None
+    # The draft was validated already; the chain fields are ours.
+    event = Event.model_construct(kind=draft.kind, actor=draft.actor, payload=body["payload"],
+                                  artifacts=draft.artifacts, version=EVENT_SCHEMA_VERSION, seq=seq, ts=ts,
+                                  prev_hash=prev_hash, hash=sha256_hex(raw))
+    return event, raw
