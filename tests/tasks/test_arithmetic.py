@@ -87,3 +87,10 @@ def test_ops_knob_restricts_operators():
     for _ in range(200):
         operands, ops = TASK.sample(rng, {**TASK.eval_params, "ops": "sub"}).data
         assert set(ops) == {"-"}
+
+
+def test_reward_credits_only_the_format_of_a_wrong_answer():
+    example = {"check": 85}
+    assert TASK.reward(example, " #### 85") == 1.0
+    assert TASK.reward(example, " #### 84") == pytest.approx(0.1)
+    assert TASK.reward(example, " 85") == 0.0

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from rsi_master.tasks import SPLITS, EvalItem, Task, get_task
+from rsi_master.tasks import PARTIAL_CAP, SPLITS, EvalItem, Task, get_task
 from rsi_master.tasks._text import is_plain_ascii, normalise
 
 from .helpers import GARBAGE, TASK_NAMES
@@ -67,7 +67,7 @@ def test_garbage_scores_zero_quickly_with_a_reason(name):
         start = time.monotonic()
         score = task.score(item, output)  # type: ignore[arg-type]
         assert score.score == 0.0 and score.reason, (output if not isinstance(output, str) else output[:40])
-        assert task.reward(example, output) == 0.0  # type: ignore[arg-type]
+        assert 0.0 <= task.reward(example, output) <= PARTIAL_CAP  # type: ignore[arg-type]
         assert time.monotonic() - start < 1.0
 
 
@@ -111,3 +111,14 @@ def test_pretrain_style_answers_score_zero(name):
             "knowledge": lambda: f" {ref} is the answer.",
         }[name]()
         assert task.score(item, styled).score == 0.0
+
+
+@pytest.mark.parametrize("name", TASK_NAMES)
+def test_reward_is_one_only_for_right_outputs(name):
+    task = get_task(name)
+    examples = task.generator(next(iter(task.generators()))).generate({}, 9, 60)
+    for right, other in zip(examples, examples[1:]):
+        if task.reward(right, other["completion"]) == 1.0:
+            assert task.score(EvalItem("x", "", right["check"]), other["completion"]).score == 1.0
+        else:
+            assert 0.0 <= task.reward(right, other["completion"]) <= PARTIAL_CAP

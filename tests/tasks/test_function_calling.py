@@ -102,3 +102,12 @@ def test_catalogue_names_are_unique_and_every_function_is_asked():
 def test_max_arity_knob_restricts_targets():
     examples = TASK.generator("compact").generate({"max_arity": 1}, 0, 100)
     assert {e["check"]["name"] for e in examples} == {"km_to_mi", "roll"}
+
+
+def test_reward_gives_shaped_credit_for_partly_right_calls():
+    example = {"check": REF}
+    assert TASK.reward(example, '{"name":"weather","arguments":{"city":"Oslo","day":"Monday","metric":true}}') == 1.0
+    two_of_three = TASK.reward(example, '{"name":"weather","arguments":{"city":"Oslo","day":"Monday","metric":false}}')
+    wrong_name = TASK.reward(example, '{"name":"alarm","arguments":{}}')
+    assert 0.1 == wrong_name < TASK.reward(example, '{"name":"weather","arguments":{}}') < two_of_three < 0.5
+    assert TASK.reward(example, "weather please") == 0.0

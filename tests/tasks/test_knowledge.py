@@ -49,3 +49,18 @@ def test_mix_of_one_and_two_hop_in_eval():
 def test_constant_guess_is_below_the_base_target():
     answers = [item.reference for item in TASK.eval_items("dev")]
     assert max(answers.count(a) for a in set(answers)) / len(answers) <= 0.15
+
+
+def test_reward_credits_only_the_format_of_a_wrong_answer():
+    example = {"check": "Pemtor"}
+    assert TASK.reward(example, " pemtor") == 1.0
+    assert TASK.reward(example, " Ruvia") == pytest.approx(0.1)
+    assert TASK.reward(example, " Vorla lives in Ruvia.") == 0.0
+
+
+def test_chain_family_walks_the_supporting_facts():
+    for example in TASK.generator("chain_then_answer").generate({}, 3, 40):
+        chain, answer = example["completion"].strip().split("\n")
+        hops = chain.split(" > ")
+        assert hops[-1] == answer == example["check"] and len(hops) in (2, 3)
+        assert all(hop in example["prompt"] for hop in hops)

@@ -82,3 +82,12 @@ def test_trace_family_shows_intermediate_values():
     stages = program.split(" | ")
     assert len(trace.split(" ")) == len(stages) == 2
     assert trace.split(" ")[0] == str(run(parse(stages[0]), first_input)).replace(" ", "")
+
+
+def test_reward_gives_shaped_credit_by_tests_passed():
+    example = {"check": REF}
+    assert TASK.reward(example, " map(*2) | map(+2)") == 1.0
+    none_pass = TASK.reward(example, " reverse")
+    some_pass = TASK.reward(example, " map(+1) | map(*2) | take(1)")  # right on the 1-element test
+    assert none_pass == pytest.approx(0.1) and none_pass < some_pass < 0.5
+    assert TASK.reward(example, " not a program") == 0.0

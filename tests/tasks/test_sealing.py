@@ -20,7 +20,7 @@ from .helpers import TASK_NAMES
 PINNED_DEV_DIGESTS: dict[str, str] = {
     "arithmetic": "836eeeec023c39ed9c270b0cc692f853092297ead75d0f8a4e962e0166992b88",
     "function_calling": "096d5389eb3eb064d110ae11c3b774480a9cf9519a10c92aa0c4af036917e88b",
-    "knowledge": "e2257d12e666eaeb0f2aed2073cfbfed1ed42aae3b338fb3cfc57f71fc82f737",
+    "knowledge": "2bee035e256bebc185dd9be35432a94d6cfde6aa0e790ace37c00383486b2e83",
     "program_synthesis": "9e9b72e9ed0493079f93adaa3f601a9ed0b4cae3dea2b262b7a5ce71d02b335a",
 }
 

@@ -7,7 +7,7 @@ executed programs, short answers). See `docs/tasks.md`.
 """
 
 from ._arithmetic import ArithmeticTask
-from ._base import EVAL_SIZE, FamilySpec, Problem, SealedExhaustedError, SuiteTask
+from ._base import EVAL_SIZE, PARTIAL_CAP, FamilySpec, Problem, SealedExhaustedError, SuiteTask
 from ._dsl import DslError
 from ._function_calling import FunctionCallingTask
 from ._knowledge import KnowledgeTask
@@ -18,6 +18,7 @@ from ._spec import items_digest, source_digest, task_source_files, task_spec
 
 __all__ = [
     "EVAL_SIZE",
+    "PARTIAL_CAP",
     "SPLITS",
     "ArithmeticTask",
     "Decoding",

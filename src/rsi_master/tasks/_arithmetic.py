@@ -114,6 +114,11 @@ class ArithmeticTask(SuiteTask):
             return Score(0.0, f"wrong answer {int(answer)}")
         return Score(1.0, "correct")
 
+    def partial_credit(self, reference: Any, output: str) -> float:
+        # Format only: an integer after the marker on the last line.
+        line = final_line(output, self.stop)
+        return 0.1 if line.startswith(MARKER) and _ANSWER.fullmatch(line[len(MARKER) :].strip()) else 0.0
+
     def pretrain_lines(self, rng: random.Random) -> list[str]:
         # Numbers in running prose and equations in words: the domain without the
         # task's question/answer format or its marker.

@@ -20,11 +20,12 @@ from ._knobs import validate_params, validate_size
 from ._protocol import SPLITS, Decoding, EvalItem, GeneratorFamily, Knob, Score, Split
 from ._text import derive_seed, normalise
 
-__all__ = ["EVAL_SIZE", "FamilySpec", "Problem", "SealedExhaustedError", "SuiteTask"]
+__all__ = ["EVAL_SIZE", "PARTIAL_CAP", "FamilySpec", "Problem", "SealedExhaustedError", "SuiteTask"]
 
 EVAL_SIZE = 200  # items per split; PostTrainBench-scale splits are out of reach on CPU
 SEAL_SEED = 20_260_401  # fixed: the evaluation sets are part of the pinned evaluator
 MAX_REJECTIONS = 10_000  # consecutive rejected samples before a generator gives up
+PARTIAL_CAP = 0.5  # most reward a wrong output can earn (see SuiteTask.partial_credit)
 
 
 class SealedExhaustedError(RuntimeError):
@@ -93,6 +94,15 @@ class SuiteTask:
     def pretrain_lines(self, rng: random.Random) -> list[str]:
         """Some free-form domain text (any number of lines) for the base model."""
         raise NotImplementedError
+
+    def partial_credit(self, reference: Any, output: str) -> float:
+        """Shaped credit for a *wrong* output (well-formed, partly right), used by `reward`.
+
+        GRPO on a tiny model gets no gradient when every sample in a group scores 0;
+        a small credit for the right format and for partly right content gives it one.
+        `reward` caps it at PARTIAL_CAP so that no wrong answer is worth a right one.
+        """
+        return 0.0
 
     # --- Task protocol ------------------------------------------------------------
     def render(self, question: str) -> str:
@@ -184,10 +194,21 @@ class SuiteTask:
         return self._safe_check(item.reference, output)
 
     def reward(self, example: Mapping[str, Any], output: str) -> float:
-        """GRPO reward in [0, 1] from a generated example's own `check` entry."""
+        """GRPO reward in [0, 1] from a generated example's own `check` entry.
+
+        1.0 exactly when the checker accepts the output (as `score` would); otherwise the
+        task's shaped `partial_credit`, capped at PARTIAL_CAP.
+        """
         if not isinstance(example, Mapping) or "check" not in example:
             raise ValueError("reward needs a generated example with a 'check' entry")
-        return self._safe_check(example["check"], output).score
+        score = self._safe_check(example["check"], output).score
+        if score >= 1.0 or not isinstance(output, str):
+            return score
+        try:
+            partial = float(self.partial_credit(example["check"], output))
+        except Exception:  # noqa: BLE001 - same totality as score
+            return 0.0
+        return min(PARTIAL_CAP, max(0.0, partial))
 
     def _safe_check(self, reference: Any, output: Any) -> Score:
         if not isinstance(output, str):

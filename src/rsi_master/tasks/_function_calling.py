@@ -112,16 +112,37 @@ class FunctionCallingTask(SuiteTask):
             ),
         )
 
-    def check(self, reference: Any, output: str) -> Score:
+    def _parse(self, output: str) -> Any:
+        """The last line as JSON, or a reason string when it is not usable."""
         line = final_line(output, self.stop)
         if not line.startswith("{"):
             return Score(0.0, "last line is not a JSON object")
         if len(line) > MAX_JSON_CHARS or line.count("{") + line.count("[") > MAX_BRACKETS:
             return Score(0.0, "JSON too long or too deeply nested")
         try:
-            call = json.loads(line)
+            return json.loads(line)
         except (ValueError, RecursionError) as exc:
             return Score(0.0, f"malformed JSON: {str(exc)[:80]}")
+
+    def partial_credit(self, reference: Any, output: str) -> float:
+        # 0.1 for a call-shaped object, 0.2 for the right function, then up to 0.2
+        # for the share of arguments that are right.
+        call = self._parse(output)
+        if not isinstance(call, dict) or set(call) != {"name", "arguments"}:
+            return 0.0
+        if call["name"] != reference["name"] or not isinstance(call["arguments"], dict):
+            return 0.1
+        types = reference["types"]
+        right = sum(
+            key in call["arguments"] and _same(kind, call["arguments"][key], reference["arguments"][key])
+            for key, kind in types.items()
+        )
+        return 0.2 + 0.2 * right / max(1, len(types))
+
+    def check(self, reference: Any, output: str) -> Score:
+        call = self._parse(output)
+        if isinstance(call, Score):
+            return call
         if not isinstance(call, dict) or set(call) != {"name", "arguments"}:
             return Score(0.0, "call must be an object with exactly 'name' and 'arguments'")
         if call["name"] != reference["name"]:

@@ -36,7 +36,11 @@ def _answer_only(problem: Problem, params: Mapping[str, Any]) -> str:
 
 
 def _quote(problem: Problem, params: Mapping[str, Any]) -> str:
-    return " " + " ".join(problem.data) + "\n" + problem.reference
+    return " " + " ".join(problem.data[0]) + "\n" + problem.reference
+
+
+def _chain(problem: Problem, params: Mapping[str, Any]) -> str:
+    return " " + " > ".join(problem.data[1]) + "\n" + problem.reference
 
 
 class KnowledgeTask(SuiteTask):
@@ -55,34 +59,45 @@ class KnowledgeTask(SuiteTask):
 
     def sample(self, rng: random.Random, params: Mapping[str, Any]) -> Problem:
         relations = RELATIONS[: params["relations"]]
-        n_facts = params["n_facts"]
-        two_hop = rng.random() < params["two_hop"]
-        persons = rng.sample(PERSONS, n_facts)
-        subject = persons[0]
-        if two_hop:
-            home, region = rng.sample(PLACES, 2)
+        persons = rng.sample(PERSONS, params["n_facts"])
+        subject, others = persons[0], persons[1:]
+        if rng.random() < params["two_hop"]:
+            home, region, *spare = rng.sample(PLACES, 4)
             support = [RELATIONS[0].fact.format(s=subject, o=home), REGION.fact.format(s=home, o=region)]
-            question, answer = TWO_HOP_QUESTION.format(s=subject), region
+            question, answer, asked = TWO_HOP_QUESTION.format(s=subject), region, RELATIONS[0]
+            chain = [subject, home, region]
+            # Another place's region, so the second hop must follow the first.
+            distractors = [REGION.fact.format(s=spare[0], o=spare[1])]
         else:
-            relation = rng.choice(relations)
-            answer = relation.draw(rng)
-            support = [relation.fact.format(s=subject, o=answer)]
-            question = relation.question.format(s=subject)
-        # Distractors: other people with the same relations, and the subject's other traits.
-        distractors = []
-        for person in persons[1:]:
-            relation = rng.choice(relations if rng.random() < 0.5 else RELATIONS[:1])
+            asked = rng.choice(relations)
+            answer = asked.draw(rng)
+            support = [asked.fact.format(s=subject, o=answer)]
+            question, chain, distractors = asked.question.format(s=subject), [subject, answer], []
+        # Other people with the asked relation (the subject must be matched) and the
+        # subject's other traits (the relation must be matched).
+        traits = [r for r in relations if r is not asked]
+        if traits and rng.random() < 0.5:
+            trait = rng.choice(traits)
+            distractors.append(trait.fact.format(s=subject, o=trait.draw(rng)))
+        for person in others:
+            relation = asked if rng.random() < 0.6 else rng.choice(relations)
             distractors.append(relation.fact.format(s=person, o=relation.draw(rng)))
-        facts = support + distractors[: n_facts - len(support)]
+        facts = support + distractors[: max(0, params["n_facts"] - len(support))]
         rng.shuffle(facts)
         text = " ".join(facts) + f"\nQuestion: {question}"
         core = question + " " + " ".join(support)
-        return Problem(text, answer, keys=(core,), data=tuple(support))
+        return Problem(text, answer, keys=(core,), data=(tuple(support), tuple(chain)))
 
     def families(self) -> tuple[FamilySpec, ...]:
         return (
             FamilySpec("answer_only", "the answer word alone", PROBLEM_KNOBS, _answer_only),
             FamilySpec("quote_then_answer", "the supporting fact(s) quoted, then the answer", PROBLEM_KNOBS, _quote),
+            FamilySpec(
+                "chain_then_answer",
+                "the entities along the supporting facts ('Vorla > Pemtor > Ruvia'), then the answer",
+                PROBLEM_KNOBS,
+                _chain,
+            ),
         )
 
     def check(self, reference: Any, output: str) -> Score:
@@ -92,6 +107,11 @@ class KnowledgeTask(SuiteTask):
         if answer.casefold() != str(reference).casefold():
             return Score(0.0, f"wrong answer {answer[:40]!r}")
         return Score(1.0, "correct")
+
+    def partial_credit(self, reference: Any, output: str) -> float:
+        # Format only: a single word on the last line.
+        answer = final_line(output, self.stop).strip(_STRIP)
+        return 0.1 if answer and " " not in answer else 0.0
 
     def pretrain_lines(self, rng: random.Random) -> list[str]:
         # Facts in paraphrased prose: the domain's vocabulary without the prompt's

@@ -150,6 +150,21 @@ class ProgramSynthesisTask(SuiteTask):
                 return Score(0.0, f"test {index}: wrong output")
         return Score(1.0, f"passes {len(reference['tests'])} tests")
 
+    def partial_credit(self, reference: Any, output: str) -> float:
+        # 0.1 for a program that parses, up to 0.3 more for the share of tests passed.
+        try:
+            program = parse(final_line(output, self.stop))
+        except DslError:
+            return 0.0
+        passed = 0
+        for given, expected in reference["tests"]:
+            try:
+                got = run(program, given)
+            except DslError:
+                continue
+            passed += got == expected and type(got) is type(expected)
+        return 0.1 + 0.3 * passed / len(reference["tests"])
+
     def pretrain_lines(self, rng: random.Random) -> list[str]:
         # DSL expressions with their results in prose, never the examples/program format.
         stage = rng.choice(STAGES)
