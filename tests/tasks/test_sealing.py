@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ from .helpers import TASK_NAMES
 # The sealed sets are part of every task contract: a change must be deliberate.
 # If you changed a sampler on purpose, update these digests and say so in docs/tasks.md.
 PINNED_DEV_DIGESTS: dict[str, str] = {
-    "arithmetic": "836eeeec023c39ed9c270b0cc692f853092297ead75d0f8a4e962e0166992b88",
+    "arithmetic": "d7b7607f3ffd5716ac79a85256e88806009db3bd56a8203d12c401b6da78b467",
     "function_calling": "096d5389eb3eb064d110ae11c3b774480a9cf9519a10c92aa0c4af036917e88b",
     "knowledge": "2bee035e256bebc185dd9be35432a94d6cfde6aa0e790ace37c00383486b2e83",
     "program_synthesis": "9e9b72e9ed0493079f93adaa3f601a9ed0b4cae3dea2b262b7a5ce71d02b335a",
@@ -122,6 +123,20 @@ def test_function_calling_requests_really_collide_without_the_seal():
     rng = random.Random(0)
     drawn = {_request(task.render(task.sample(rng, {**task.eval_params, "n_shown": 1, "phrasings": 1}).question)) for _ in range(3000)}
     assert drawn & sealed
+
+
+def test_arithmetic_seals_equations_not_only_wording():
+    task = get_task("arithmetic")
+    sealed_equations = set()
+    for split in SPLITS:
+        for item in task.eval_items(split):
+            a, b = re.findall(r"\d+", item.prompt)
+            equation = f"{a}+{b}" if int(a) + int(b) == item.reference else f"{a}-{b}"
+            assert normalise(equation) in task.sealed_keys
+            sealed_equations.add(equation)
+    assert len(sealed_equations) == 600
+    drawn = [e["completion"].strip().split("=")[0] for e in task.generator("restate").generate({}, 0, 4000)]
+    assert not set(drawn) & sealed_equations
 
 
 def test_seal_rejects_a_sealed_problem(monkeypatch):

@@ -86,7 +86,10 @@ class ArithmeticTask(SuiteTask):
             if valid:
                 break
         question = phrase(rng, operands, ops, params["templates"])
-        return Problem(question, value, data=(tuple(operands), tuple(ops)))
+        # The bare equation is a seal key too: the same numbers in other words are
+        # still the same item, and training on them would teach its answer.
+        equation = str(operands[0]) + "".join(f"{op}{x}" for op, x in zip(ops, operands[1:]))
+        return Problem(question, value, keys=(equation,), data=(tuple(operands), tuple(ops)))
 
     def families(self) -> tuple[FamilySpec, ...]:
         return (
