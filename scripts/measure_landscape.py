@@ -1,0 +1,207 @@
+"""Measure the research landscape behind docs/tasks.md and runtime/landscape.json.
+
+    .venv/bin/python scripts/measure_landscape.py run [--only base|curves|reference] [--tasks T ...]
+    .venv/bin/python scripts/measure_landscape.py report      # landscape.json + markdown tables
+
+`run` appends one JSON line per finished measurement to runs/landscape/results.jsonl and
+skips measurements already there, so it can be interrupted and resumed. `report` reads
+only that file. Every figure comes from the sealed evaluator on the `dev` split (base
+and reference also on `final`).
+
+Compute unit: one default experiment = 5,000 training examples seen once (batch 32,
+lr 1e-3, ~157 optimizer steps, about a minute on 2 cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from rsi_master.runtime import base_model_dir, evaluate, generate, train
+from rsi_master.runtime._landscape_data import LANDSCAPE_PATH
+
+ROOT = Path("runs/landscape")
+RESULTS = ROOT / "results.jsonl"
+DEFAULT_EXAMPLES = 5000
+DEFAULT_BATCH = 32
+
+# Learning curves: one run per family over 3 default experiments of fresh data, constant
+# learning rate after warm-up so that the snapshots along the way are points of one curve
+# (with a decaying schedule an early snapshot would be a run interrupted mid-schedule).
+CURVE_MULTIPLES = (0.5, 1.0, 2.0, 3.0)
+CURVE_SPEC = {"method": "sft", "learning_rate": 1e-3, "batch_size": DEFAULT_BATCH, "epochs": 1.0,
+              "lr_scheduler": "constant_with_warmup", "warmup_ratio": 0.03, "seed": 0}
+CURVE_FAMILIES = {
+    "arithmetic": ("answer_only", "restate", "scratchpad"),
+    "function_calling": ("compact", "verbose", "plan_then_call"),
+    "knowledge": ("answer_only", "quote_then_answer"),
+    "program_synthesis": ("program_only", "describe_then_program", "trace_then_program"),
+}
+
+# Reference recipes: hand-designed from the curves and the preliminary CPU study (more,
+# smaller steps win at fixed compute), given 5 default experiments of compute.
+REFERENCE_MULTIPLE = 5.0
+REFERENCE = {
+    "arithmetic": ("scratchpad", {}, {"batch_size": 8, "learning_rate": 1e-3}),
+    "function_calling": ("compact", {}, {"batch_size": 8, "learning_rate": 1e-3}),
+    "knowledge": ("answer_only", {}, {"batch_size": 8, "learning_rate": 1e-3}),
+    "program_synthesis": ("program_only", {}, {"batch_size": 8, "learning_rate": 1e-3}),
+}
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def done_keys() -> set[str]:
+    if not RESULTS.is_file():
+        return set()
+    return {json.loads(line)["key"] for line in RESULTS.read_text().splitlines() if line.strip()}
+
+
+def record(entry: dict[str, Any]) -> None:
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    with open(RESULTS, "a") as f:
+        f.write(json.dumps(entry, sort_keys=True) + "\n")
+
+
+def dataset(task: str, family: str, params: dict[str, Any], seed: int, n: int) -> Path:
+    path = ROOT / "data" / f"{task}.{family}.s{seed}.n{n}.jsonl"
+    if not path.is_file():
+        generate(task, family, params, seed, n, path)
+    return path
+
+
+def tokens_seen(run_dir: Path) -> int | None:
+    logs = [json.loads(x) for x in (run_dir / "train_log.jsonl").read_text().splitlines() if x.strip()]
+    counts = [e["num_tokens"] for e in logs if "num_tokens" in e]
+    return int(counts[-1]) if counts else None
+
+
+def measure_base(task: str) -> None:
+    for split in ("dev", "final"):
+        r = evaluate(base_model_dir(), task, split)
+        record({"key": f"base/{task}/{split}", "kind": "base", "task": task, "split": split, "score": r.score,
+                "eval_seconds": r.seconds, "checkpoint_digest": r.checkpoint_digest, "evaluator_digest": r.evaluator_digest})
+        log(f"base {task} {split}: {r.score:.3f}")
+
+
+def measure_curve(task: str, family: str) -> None:
+    n = int(DEFAULT_EXAMPLES * CURVE_MULTIPLES[-1])
+    data = dataset(task, family, {}, 0, n)
+    run_dir = ROOT / "curves" / f"{task}.{family}"
+    steps = {m: round(m * DEFAULT_EXAMPLES / DEFAULT_BATCH) for m in CURVE_MULTIPLES}
+    total = -(-n // DEFAULT_BATCH)
+    snaps = [s for s in steps.values() if s < total]
+    t0 = time.time()
+    result = train(data, run_dir, {**CURVE_SPEC}, snapshot_steps=snaps)
+    points = []
+    for m, s in steps.items():
+        ckpt = run_dir / "checkpoint" if s >= total else run_dir / "snapshots" / f"step-{s:06d}"
+        ev = evaluate(ckpt, task, "dev")
+        points.append({"multiple": m, "step": min(s, total), "examples": min(s, total) * DEFAULT_BATCH, "score": ev.score})
+        log(f"curve {task}/{family} x{m}: {ev.score:.3f}")
+    record({"key": f"curve/{task}/{family}", "kind": "curve", "task": task, "family": family, "spec": CURVE_SPEC,
+            "points": points, "train_seconds": result.train_seconds, "tokens": tokens_seen(run_dir),
+            "wall_seconds": round(time.time() - t0, 1)})
+
+
+def measure_reference(task: str) -> None:
+    family, params, overrides = REFERENCE[task]
+    n = int(DEFAULT_EXAMPLES * REFERENCE_MULTIPLE)
+    data = dataset(task, family, params, 1, n)
+    run_dir = ROOT / "reference" / task
+    spec = {"method": "sft", "epochs": 1.0, "lr_scheduler": "cosine", "warmup_ratio": 0.03, "seed": 0, **overrides}
+    result = train(data, run_dir, spec)
+    scores = {}
+    for split in ("dev", "final"):
+        scores[split] = evaluate(result.checkpoint_dir, task, split).score
+    record({"key": f"reference/{task}", "kind": "reference", "task": task, "family": family, "params": params,
+            "spec": spec, "examples": n, "steps": result.steps, "train_seconds": result.train_seconds,
+            "tokens": tokens_seen(run_dir), "scores": scores, "checkpoint_digest": result.checkpoint_digest,
+            "checkpoint_dir": result.checkpoint_dir})
+    log(f"reference {task}/{family}: dev {scores['dev']:.3f} final {scores['final']:.3f}")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    done = done_keys()
+    tasks = args.tasks or sorted(CURVE_FAMILIES)
+    plan: list[tuple[str, Any, tuple[str, ...]]] = []
+    if args.only in (None, "base"):
+        plan += [(f"base/{t}/final", measure_base, (t,)) for t in tasks]
+    if args.only in (None, "curves"):
+        # First two families of every task, then the rest: the cheap half of the picture first.
+        plan += [(f"curve/{t}/{f}", measure_curve, (t, f)) for t in tasks for f in CURVE_FAMILIES[t][:2]]
+        plan += [(f"curve/{t}/{f}", measure_curve, (t, f)) for t in tasks for f in CURVE_FAMILIES[t][2:]]
+    if args.only in (None, "reference"):
+        plan += [(f"reference/{t}", measure_reference, (t,)) for t in tasks]
+    for key, fn, fn_args in plan:
+        if key in done:
+            continue
+        log(f"start {key}")
+        fn(*fn_args)
+    return 0
+
+
+def _load() -> list[dict[str, Any]]:
+    return [json.loads(x) for x in RESULTS.read_text().splitlines() if x.strip()]
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    rows = _load()
+    out: dict[str, Any] = {"version": 1, "split": "dev", "default_experiment": {"examples": DEFAULT_EXAMPLES,
+            "batch_size": DEFAULT_BATCH, "learning_rate": 1e-3}, "produced_by": "scripts/measure_landscape.py", "tasks": {}}
+    for r in rows:
+        t = out["tasks"].setdefault(r["task"], {"curves": {}})
+        if r["kind"] == "base":
+            t.setdefault("base", {})
+            if r["split"] == "dev":
+                t["base"]["score"] = r["score"]
+            t["base"][f"score_{r['split']}"] = r["score"]
+            t["base"]["checkpoint_digest"] = r["checkpoint_digest"]
+        elif r["kind"] == "curve":
+            t["curves"][r["family"]] = {"points": r["points"], "train_seconds": r["train_seconds"], "tokens": r["tokens"]}
+        elif r["kind"] == "reference":
+            t["reference"] = {"score": r["scores"]["dev"], "score_final": r["scores"]["final"], "family": r["family"],
+                              "spec": r["spec"], "examples": r["examples"], "steps": r["steps"],
+                              "compute_multiple": r["examples"] / DEFAULT_EXAMPLES, "train_seconds": r["train_seconds"],
+                              "checkpoint_digest": r["checkpoint_digest"]}
+    LANDSCAPE_PATH.write_text(json.dumps(out, indent=2, sort_keys=True) + "\n")
+    # Markdown for docs/tasks.md.
+    print("| task | base (dev / final) | reference (dev / final) | reference recipe |")
+    print("| --- | --- | --- | --- |")
+    for name, t in sorted(out["tasks"].items()):
+        b, ref = t.get("base", {}), t.get("reference")
+        rtxt = f"{100 * ref['score']:.1f}% / {100 * ref['score_final']:.1f}%" if ref else "-"
+        recipe = (f"{ref['family']}, batch {ref['spec'].get('batch_size')}, lr {ref['spec'].get('learning_rate')}, "
+                  f"{ref['examples']} examples ({ref['compute_multiple']:.0f}x), {ref['train_seconds']:.0f}s") if ref else "-"
+        print(f"| {name} | {100 * b.get('score', float('nan')):.1f}% / {100 * b.get('score_final', float('nan')):.1f}% | {rtxt} | {recipe} |")
+    print()
+    mults = CURVE_MULTIPLES
+    print("| task | family | " + " | ".join(f"x{m}" for m in mults) + " | train s (x3) |")
+    print("| --- | --- | " + " | ".join("---" for _ in mults) + " | --- |")
+    for name, t in sorted(out["tasks"].items()):
+        for fam, c in t["curves"].items():
+            cells = {p["multiple"]: f"{100 * p['score']:.1f}%" for p in c["points"]}
+            print(f"| {name} | {fam} | " + " | ".join(cells.get(m, "-") for m in mults) + f" | {c['train_seconds']:.0f} |")
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--only", choices=("base", "curves", "reference"), default=None)
+    r.add_argument("--tasks", nargs="*", default=None)
+    r.set_defaults(fn=cmd_run)
+    sub.add_parser("report").set_defaults(fn=cmd_report)
+    args = parser.parse_args()
+    return int(args.fn(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

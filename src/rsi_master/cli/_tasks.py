@@ -1,0 +1,61 @@
+"""`rsi-master tasks`: the task suite with measured base and reference scores."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ._common import env, is_tty
+
+NAME = "tasks"
+HELP = "list the tasks with their generator families and measured base/reference scores"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(NAME, help=HELP, description=HELP)
+    p.add_argument("--json", action="store_true", default=bool(env("tasks_json")), help="one JSON object per task")
+    p.set_defaults(handler=run)
+
+
+def _fmt(score: float | None) -> str:
+    return "-" if score is None else f"{100 * score:.1f}%"
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..runtime._landscape_data import load_landscape
+    from ..tasks import get_task, list_tasks
+
+    landscape = load_landscape()
+    rows = []
+    for name in list_tasks():
+        task = get_task(name)
+        measured = landscape.get("tasks", {}).get(name, {})
+        rows.append(
+            {
+                "task": name,
+                "capability": task.capability,
+                "families": sorted(task.generators()),
+                "base_score": measured.get("base", {}).get("score"),
+                "reference_score": measured.get("reference", {}).get("score"),
+                "split": landscape.get("split"),
+            }
+        )
+    if args.json:
+        for r in rows:
+            print(json.dumps(r, sort_keys=True))
+        return 0
+    header = ("task", "base", "reference", "families")
+    table = [(r["task"], _fmt(r["base_score"]), _fmt(r["reference_score"]), ", ".join(r["families"])) for r in rows]
+    if is_tty():
+        from rich.console import Console
+        from rich.table import Table
+
+        t = Table(*header, title=f"tasks (scores on the {landscape.get('split', '?')} split, see docs/tasks.md)")
+        for row in table:
+            t.add_row(*row)
+        Console().print(t)
+    else:
+        widths = [max(len(h), *(len(r[i]) for r in table)) for i, h in enumerate(header)]
+        for row in [header, *table]:
+            print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+    return 0

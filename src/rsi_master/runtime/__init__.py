@@ -1,0 +1,46 @@
+"""Layer 4: the embedded post-training runtime.
+
+Data operations (generate, filter, mix, dedup), training (SFT, LoRA, DPO, GRPO through
+TRL and PEFT), and the sealed evaluator that runs in its own process from a
+digest-pinned copy of its code. Importing this package is light: torch, transformers
+and TRL load only inside the functions that train or evaluate.
+"""
+
+from rsi_master.runtime._data import dedup, filter_data, generate, mix
+from rsi_master.runtime._digest import dir_digest, sha256_bytes, sha256_file
+from rsi_master.runtime._errors import CheckpointLoadError, EvaluationError, InvalidParameterError, TrainingError
+from rsi_master.runtime._evaluate import evaluate
+from rsi_master.runtime._model import TinyLlamaSpec, base_model_digest, base_model_dir, base_model_record
+from rsi_master.runtime._records import DataResult, EvalResult, SampleRecord, TrainResult
+from rsi_master.runtime._seal import evaluator_digest, seal_evaluator
+from rsi_master.runtime._spec import METHODS, TrainSpec, make_spec
+from rsi_master.runtime._train import train
+
+__all__ = [
+    "METHODS",
+    "CheckpointLoadError",
+    "DataResult",
+    "EvalResult",
+    "EvaluationError",
+    "InvalidParameterError",
+    "SampleRecord",
+    "TinyLlamaSpec",
+    "TrainResult",
+    "TrainSpec",
+    "TrainingError",
+    "base_model_digest",
+    "base_model_dir",
+    "base_model_record",
+    "dedup",
+    "dir_digest",
+    "evaluate",
+    "evaluator_digest",
+    "filter_data",
+    "generate",
+    "make_spec",
+    "mix",
+    "seal_evaluator",
+    "sha256_bytes",
+    "sha256_file",
+    "train",
+]

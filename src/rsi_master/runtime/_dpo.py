@@ -1,0 +1,40 @@
+"""DPO with TRL's DPOTrainer on (correct, corrupted) completion pairs."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+from rsi_master.runtime._corrupt import corrupt
+from rsi_master.runtime._errors import InvalidParameterError
+from rsi_master.runtime._spec import TrainSpec
+
+
+def preference_rows(task: Any, rows: list[dict[str, Any]], seed: int) -> list[dict[str, str]]:
+    """chosen = the generated (correct) completion, rejected = a checker-verified corruption."""
+    rng = random.Random(seed)
+    pairs = []
+    for row in rows:
+        rejected = corrupt(task, row, rng)
+        if rejected is not None:
+            pairs.append({"prompt": row["prompt"], "chosen": row["completion"], "rejected": rejected})
+    if not pairs:
+        raise InvalidParameterError("no preference pairs could be built: every corruption still passed the checker")
+    return pairs
+
+
+def run_dpo(model: Any, tokenizer: Any, rows: list[dict[str, Any]], spec: TrainSpec, task: Any, work: Path, callbacks: list[Any]) -> tuple[Any, int]:
+    import datasets
+    from trl import DPOConfig, DPOTrainer
+
+    from rsi_master.runtime._train import base_args, quiet
+
+    datasets.disable_progress_bars()
+    dataset = datasets.Dataset.from_list(preference_rows(task, rows, spec.seed))
+    config = DPOConfig(**base_args(spec, work, len(dataset)), beta=spec.dpo_beta, max_length=spec.max_length)
+    # ref_model=None: TRL copies the starting model as the frozen reference.
+    trainer = DPOTrainer(model=model, args=config, train_dataset=dataset, processing_class=tokenizer, callbacks=callbacks)
+    quiet(trainer)
+    trainer.train()
+    return trainer.model, int(trainer.state.global_step)

@@ -1,0 +1,21 @@
+"""Errors raised by runtime operations."""
+
+from __future__ import annotations
+
+from rsi_master.errors import RsiMasterError
+
+
+class InvalidParameterError(RsiMasterError, ValueError):
+    """A runtime operation got an unknown name or an out-of-range value; nothing ran."""
+
+
+class CheckpointLoadError(RsiMasterError, ValueError):
+    """A checkpoint directory is missing or does not load as a causal LM."""
+
+
+class EvaluationError(RsiMasterError):
+    """The sealed evaluator refused to run, failed, or timed out."""
+
+
+class TrainingError(RsiMasterError):
+    """A training run failed after validation passed."""

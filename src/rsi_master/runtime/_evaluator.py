@@ -1,0 +1,217 @@
+"""The sealed evaluator: runs in its own process from a digest-pinned copy of its code.
+
+This file is copied, together with the task suite's source, into a sealed directory
+(see `_seal.py`) and executed there as a script. Before doing anything it re-hashes the
+directory it runs from and refuses to run if the digest differs from the one it was
+given, so an edited evaluator or task checker cannot produce a score. It imports nothing
+from the installed `rsi_master` except the sealed copy of the tasks, and it accepts no
+decoding overrides: template, decoding and stop rules come from the task.
+
+Protocol: ``python -B evaluator.py --request REQ.json --result OUT.json --expected-digest HEX``.
+Exit codes: 0 ok, 2 checkpoint does not load, 3 digest mismatch, 4 bad request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib
+import json
+import math
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+SEAL_DIR = Path(__file__).resolve().parent
+EXIT_LOAD, EXIT_DIGEST, EXIT_REQUEST = 2, 3, 4
+
+
+class _Refused(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def seal_digest(root: Path) -> str:
+    """Same manifest rule as the artifact store; bytecode caches are not content."""
+    lines = []
+    for p in root.rglob("*"):
+        if p.is_dir():
+            continue
+        rel = p.relative_to(root)
+        if "__pycache__" in rel.parts:
+            continue
+        lines.append((rel.as_posix(), hashlib.sha256(p.read_bytes()).hexdigest()))
+    lines.sort()
+    return hashlib.sha256("".join(f"{r}\t{d}\n" for r, d in lines).encode("utf-8")).hexdigest()
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _load_task(spec: str) -> Any:
+    # "module:Class" names a task module inside the seal (used by tests); a bare name goes
+    # through the sealed suite's registry.
+    if ":" in spec:
+        module_name, attr = spec.split(":", 1)
+        module = importlib.import_module(module_name)
+        origin = Path(module.__file__ or "").resolve()
+        if SEAL_DIR not in origin.parents:
+            raise _Refused(EXIT_DIGEST, f"task module {module_name} resolved outside the seal: {origin}")
+        return getattr(module, attr)()
+    tasks = importlib.import_module("rsi_master.tasks")
+    origin = Path(tasks.__file__ or "").resolve()
+    if SEAL_DIR not in origin.parents:
+        raise _Refused(EXIT_DIGEST, f"rsi_master.tasks resolved outside the seal: {origin}")
+    try:
+        return tasks.get_task(spec)
+    except Exception as exc:  # the registry's own error type is not ours to know
+        raise _Refused(EXIT_REQUEST, f"unknown task {spec!r}: {exc}") from exc
+
+
+class _CheckerTimeout(Exception):
+    pass
+
+
+def _on_alarm(signum: int, frame: Any) -> None:
+    raise _CheckerTimeout()
+
+
+def _score_one(task: Any, item: Any, output: str, timeout_s: float) -> tuple[float, str]:
+    """The task's checker, bounded in time; any failure is a zero with the reason."""
+    signal.signal(signal.SIGALRM, _on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, timeout_s)
+    try:
+        result = task.score(item, output)
+        value = float(result.score)
+        reason = str(result.reason)
+    except _CheckerTimeout:
+        return 0.0, f"checker timed out after {timeout_s}s"
+    except Exception as exc:  # a model output must never crash the run
+        return 0.0, f"checker crashed: {type(exc).__name__}: {exc}"
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    if not math.isfinite(value) or value < 0.0 or value > 1.0:
+        return 0.0, f"checker returned an invalid score {value!r}"
+    return value, reason
+
+
+def _load_model(checkpoint: str) -> tuple[Any, Any]:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = Path(checkpoint)
+    if not (path / "config.json").is_file():
+        raise _Refused(EXIT_LOAD, f"checkpoint {checkpoint} has no config.json")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True, dtype=torch.float32)
+    except Exception as exc:
+        raise _Refused(EXIT_LOAD, f"checkpoint {checkpoint} does not load: {type(exc).__name__}: {exc}") from exc
+    model.eval()
+    tokenizer.padding_side = "left"  # batched generation continues from the right edge
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer, model
+
+
+def _generate(tokenizer: Any, model: Any, prompts: list[str], decoding: Any, stop: tuple[str, ...], batch_size: int) -> list[str]:
+    import torch
+    from transformers import GenerationConfig, StoppingCriteria, StoppingCriteriaList
+
+    class StopOnStrings(StoppingCriteria):
+        def __init__(self, width: int) -> None:
+            self.width = width
+
+        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+            texts = tokenizer.batch_decode(input_ids[:, self.width :], skip_special_tokens=True)
+            return torch.tensor([any(s in t for s in stop) for t in texts], dtype=torch.bool)
+
+    gen_kwargs: dict[str, Any] = {
+        "max_new_tokens": decoding.max_new_tokens,
+        "do_sample": decoding.do_sample,
+        "pad_token_id": tokenizer.pad_token_id,
+        "eos_token_id": tokenizer.eos_token_id,
+        "bos_token_id": tokenizer.bos_token_id,
+    }
+    if decoding.do_sample:
+        gen_kwargs.update(temperature=decoding.temperature, top_p=decoding.top_p)
+        torch.manual_seed(0)  # sampling decodings are still reproducible
+    config = GenerationConfig(**gen_kwargs)
+    # Sorting by length keeps padding (wasted compute) small; outputs go back in order.
+    order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
+    outputs: list[str] = [""] * len(prompts)
+    with torch.inference_mode():
+        for start in range(0, len(order), batch_size):
+            idx = order[start : start + batch_size]
+            enc = tokenizer([prompts[i] for i in idx], return_tensors="pt", padding=True)
+            width = enc["input_ids"].shape[1]
+            criteria = StoppingCriteriaList([StopOnStrings(width)]) if stop else None
+            out = model.generate(**enc, generation_config=config, stopping_criteria=criteria)
+            texts = tokenizer.batch_decode(out[:, width:], skip_special_tokens=True)
+            for i, text in zip(idx, texts):
+                cut = min([text.find(s) for s in stop if s in text] or [len(text)])
+                outputs[i] = text[:cut]
+    return outputs
+
+
+def run(request: dict[str, Any]) -> dict[str, Any]:
+    t0 = time.time()
+    task = _load_task(str(request["task"]))
+    split = request["split"]
+    if split not in ("dev", "review", "final"):
+        raise _Refused(EXIT_REQUEST, f"unknown split {split!r}; known: dev, review, final")
+    items = list(task.eval_items(split))
+    n_expected = len(items)
+    limit = request.get("max_samples")
+    if limit is not None:
+        items = items[: int(limit)]
+    tokenizer, model = _load_model(str(request["checkpoint"]))
+    prompts = [item.prompt for item in items]
+    outputs = _generate(tokenizer, model, prompts, task.decoding, tuple(task.stop), int(request.get("batch_size", 64)))
+    samples = []
+    for item, output in zip(items, outputs):
+        value, reason = _score_one(task, item, output, float(request.get("sample_timeout_s", 5.0)))
+        samples.append({"sample_id": item.sample_id, "output": output, "score": value, "reason": reason})
+    d = task.decoding
+    return {
+        "task": task.name,
+        "split": split,
+        "template_digest": _sha(task.template),
+        "prompts_digest": _sha("\x00".join(prompts)),
+        "decoding": {"max_new_tokens": d.max_new_tokens, "do_sample": d.do_sample, "temperature": d.temperature, "top_p": d.top_p},
+        "stop": list(task.stop),
+        "sample_ids": [s["sample_id"] for s in samples],
+        "n_expected": n_expected,
+        "score": sum(s["score"] for s in samples) / len(samples) if samples else 0.0,
+        "samples": samples,
+        "seconds": round(time.time() - t0, 3),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--request", required=True)
+    parser.add_argument("--result", required=True)
+    parser.add_argument("--expected-digest", required=True)
+    args = parser.parse_args(argv)
+    result_path = Path(args.result)
+    try:
+        actual = seal_digest(SEAL_DIR)
+        if actual != args.expected_digest:
+            raise _Refused(EXIT_DIGEST, f"sealed evaluator digest {actual} != expected {args.expected_digest}; refusing to run")
+        request = json.loads(Path(args.request).read_text())
+        result = run(request)
+        result["evaluator_digest"] = actual
+        result_path.write_text(json.dumps(result))
+        return 0
+    except _Refused as exc:
+        result_path.write_text(json.dumps({"error": str(exc), "code": exc.code}))
+        return exc.code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

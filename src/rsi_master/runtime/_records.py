@@ -1,0 +1,71 @@
+"""Records the runtime returns; persisted next to artifacts and read by ExpOS."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class DataResult(BaseModel):
+    """Output of a data operation (generate, filter, mix, dedup)."""
+
+    model_config = ConfigDict(frozen=True)
+    version: int = 1
+    op: str = Field(description="generate | filter | mix | dedup")
+    path: str = Field(description="the JSONL file written")
+    n_rows: int = Field(description="rows in the output")
+    sha256: str = Field(description="SHA-256 of the JSONL bytes")
+    digest: str | None = Field(default=None, description="artifact digest when a store was given")
+    spec: dict[str, Any] = Field(description="the operation's inputs, enough to redo it")
+
+
+class TrainResult(BaseModel):
+    """Output of a training run."""
+
+    model_config = ConfigDict(frozen=True)
+    version: int = 1
+    method: str = Field(description="sft | lora | dpo | grpo")
+    checkpoint_dir: str = Field(description="HF model directory (full weights, LoRA merged)")
+    checkpoint_digest: str = Field(description="directory digest of the checkpoint")
+    config_path: str = Field(description="the saved training config JSON")
+    log_path: str = Field(description="the training log (JSON lines of trainer logs)")
+    config_digest: str | None = Field(default=None, description="artifact digest of the config, with a store")
+    log_digest: str | None = Field(default=None, description="artifact digest of the log, with a store")
+    steps: int = Field(description="optimizer steps taken")
+    train_seconds: float = Field(description="wall time of the training loop")
+    final_loss: float | None = Field(default=None, description="mean loss of the last logged steps")
+
+
+class SampleRecord(BaseModel):
+    """One scored sample of a sealed evaluation."""
+
+    model_config = ConfigDict(frozen=True)
+    sample_id: str
+    output: str = Field(description="generated text, cut at the first stop string")
+    score: float = Field(description="checker score in [0, 1]; 0 when the checker failed")
+    reason: str = Field(description="the checker's reason, or why the sample got 0")
+
+
+class EvalResult(BaseModel):
+    """Output of the sealed evaluator for one checkpoint on one split."""
+
+    model_config = ConfigDict(frozen=True)
+    version: int = 1
+    task: str
+    split: str
+    checkpoint_dir: str
+    checkpoint_digest: str = Field(description="directory digest of the evaluated checkpoint")
+    evaluator_digest: str = Field(description="digest of the sealed evaluator copy that ran")
+    tokenizer_digest: str | None = Field(description="SHA-256 of the checkpoint's tokenizer.json")
+    generation_config_digest: str | None = Field(description="SHA-256 of the checkpoint's generation_config.json")
+    template_digest: str = Field(description="SHA-256 of the task's prompt template")
+    prompts_digest: str = Field(description="SHA-256 of all rendered prompts, in sample order")
+    decoding: dict[str, Any] = Field(description="decoding actually used")
+    stop: list[str] = Field(description="stop strings actually used")
+    sample_ids: list[str] = Field(description="IDs of the samples scored, in order")
+    n_expected: int = Field(description="number of items in the split")
+    score: float = Field(description="mean sample score (the aggregate)")
+    samples: list[SampleRecord]
+    seconds: float = Field(description="wall time inside the evaluator process")
+    record_digest: str | None = Field(default=None, description="artifact digest of this record, with a store")

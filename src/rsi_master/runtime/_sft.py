@@ -1,0 +1,55 @@
+"""SFT with TRL's SFTTrainer: full fine-tuning or LoRA (merged back into full weights)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rsi_master.runtime._spec import TrainSpec
+
+# Every linear layer of the Llama block: on a 1M-parameter model, adapting only attention
+# leaves too little capacity to learn a new output format.
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+def run_sft(model: Any, tokenizer: Any, rows: list[dict[str, Any]], spec: TrainSpec, work: Path, callbacks: list[Any]) -> tuple[Any, int]:
+    import datasets
+    from trl import SFTConfig, SFTTrainer
+
+    from rsi_master.runtime._train import base_args, quiet
+
+    datasets.disable_progress_bars()
+    dataset = datasets.Dataset.from_list([{"prompt": r["prompt"], "completion": r["completion"]} for r in rows])
+    config = SFTConfig(
+        **base_args(spec, work, len(rows)),
+        max_length=spec.max_length,
+        completion_only_loss=True,
+        packing=False,
+        dataset_num_proc=None,
+    )
+    peft_config = None
+    if spec.method == "lora":
+        from peft import LoraConfig
+
+        peft_config = LoraConfig(
+            r=spec.lora_r,
+            lora_alpha=spec.lora_alpha,
+            lora_dropout=spec.lora_dropout,
+            target_modules=list(LORA_TARGETS),
+            task_type="CAUSAL_LM",
+        )
+    trainer = SFTTrainer(
+        model=model,
+        args=config,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=peft_config,
+        callbacks=callbacks,
+    )
+    quiet(trainer)
+    trainer.train()
+    trained = trainer.model
+    if spec.method == "lora":
+        # Merge so that every checkpoint downstream is a plain full model.
+        trained = trained.merge_and_unload()
+    return trained, int(trainer.state.global_step)

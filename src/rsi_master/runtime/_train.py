@@ -1,0 +1,235 @@
+"""Training entry point: validate, load the parent, run a TRL trainer, write a checkpoint.
+
+Every method writes the same layout under `out_dir`:
+
+    checkpoint/          full HF model (LoRA merged), tokenizer and generation config
+                         copied byte-for-byte from the parent so evaluation is unchanged
+    train_config.json    the TrainSpec plus data and parent digests
+    train_log.jsonl      one JSON object per trainer log event
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from rsi_master.runtime._digest import dir_digest, sha256_file
+from rsi_master.runtime._errors import CheckpointLoadError, InvalidParameterError, TrainingError
+from rsi_master.runtime._jsonl import read_jsonl
+from rsi_master.runtime._model import base_model_dir
+from rsi_master.runtime._records import TrainResult
+from rsi_master.runtime._spec import TrainSpec, make_spec
+
+Progress = Callable[[dict[str, Any]], None]
+# Files a child checkpoint inherits unchanged from its parent: they define tokenization,
+# stopping and decoding defaults, which training must not move.
+_INHERITED = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "generation_config.json")
+
+
+def _load_parent(parent: Path) -> tuple[Any, Any]:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if not (parent / "config.json").is_file():
+        raise CheckpointLoadError(f"parent checkpoint {parent} has no config.json")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(parent), local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(str(parent), local_files_only=True, dtype=torch.float32)
+    except Exception as exc:
+        raise CheckpointLoadError(f"parent checkpoint {parent} does not load: {type(exc).__name__}: {exc}") from exc
+    return model, tokenizer
+
+
+def save_checkpoint(model: Any, ckpt: Path, parent_dir: Path) -> None:
+    """Full weights from training; tokenizer and generation config from the parent."""
+    model.save_pretrained(str(ckpt), safe_serialization=True)
+    for name in _INHERITED:
+        if (parent_dir / name).is_file():
+            shutil.copyfile(parent_dir / name, ckpt / name)
+
+
+class _SnapshotCallback:
+    """Saves a full checkpoint at given optimizer steps (LoRA merged into a copy)."""
+
+    def __new__(cls, root: Path, steps: list[int], parent_dir: Path, merge: bool) -> Any:
+        import copy
+
+        from transformers import TrainerCallback
+
+        class SnapshotCallback(TrainerCallback):
+            def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **kw: Any) -> None:
+                if state.global_step in steps and model is not None:
+                    snap = copy.deepcopy(model).merge_and_unload() if merge else model
+                    save_checkpoint(snap, root / f"step-{state.global_step:06d}", parent_dir)
+
+        return SnapshotCallback()
+
+
+def base_args(spec: TrainSpec, work_dir: Path, n_rows: int) -> dict[str, Any]:
+    """TrainingArguments shared by all methods: CPU, fp32, no checkpoint files, no hub."""
+    args: dict[str, Any] = dict(
+        output_dir=str(work_dir),
+        learning_rate=spec.learning_rate,
+        per_device_train_batch_size=spec.batch_size,
+        num_train_epochs=spec.epochs,
+        max_steps=spec.max_steps if spec.max_steps is not None else -1,
+        lr_scheduler_type=spec.lr_scheduler,
+        warmup_steps=spec.warmup_ratio,  # transformers 5: a float < 1 is a ratio of total steps
+        weight_decay=spec.weight_decay,
+        seed=spec.seed,
+        data_seed=spec.seed,
+        logging_steps=max(1, min(10, n_rows // spec.batch_size // 20 or 1)),
+        save_strategy="no",
+        report_to=[],
+        bf16=False,
+        fp16=False,
+        use_cpu=True,
+        activation_checkpointing=False,  # TRL defaults to on; it only costs time on a tiny model
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+    )
+    return args
+
+
+def quiet(trainer: Any) -> None:
+    """Drop the trainer's stdout printer: progress goes through our callback instead."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    trainer.remove_callback(PrinterCallback)
+    trainer.remove_callback(ProgressCallback)
+
+
+class _LogCallback:
+    """Appends trainer logs to the run's log file and forwards them to `progress`."""
+
+    def __new__(cls, log_path: Path, progress: Progress | None, t0: float) -> Any:
+        from transformers import TrainerCallback
+
+        class LogCallback(TrainerCallback):
+            def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kw: Any) -> None:
+                entry = {"step": state.global_step, "max_steps": state.max_steps, "elapsed_s": round(time.time() - t0, 2)}
+                entry.update({k: v for k, v in (logs or {}).items() if isinstance(v, (int, float, str))})
+                with open(log_path, "a") as f:
+                    f.write(json.dumps(entry) + "\n")
+                if progress is not None:
+                    progress(entry)
+
+        return LogCallback()
+
+
+def train(
+    data: str | Path,
+    out_dir: str | Path,
+    spec: TrainSpec | dict[str, Any],
+    *,
+    parent: str | Path | None = None,
+    store: Any = None,
+    progress: Progress | None = None,
+    snapshot_steps: Sequence[int] = (),
+    task: Any = None,
+) -> TrainResult:
+    """Train `parent` (default: the shipped base model) on a JSONL dataset.
+
+    SFT and LoRA train on `prompt`/`completion` rows (loss on the completion only); DPO
+    builds (chosen, rejected) pairs from them; GRPO uses the prompts and the task's
+    reward on sampled completions. `snapshot_steps` also saves full checkpoints at those
+    optimizer steps under `out_dir/snapshots/step-NNNNNN` (learning curves from one run).
+    """
+    if isinstance(spec, dict):
+        spec = make_spec(**spec)
+    data_path = Path(data)
+    if not data_path.is_file():
+        raise InvalidParameterError(f"training data {data_path} does not exist")
+    rows = read_jsonl(data_path)
+    if not rows:
+        raise InvalidParameterError(f"training data {data_path} is empty")
+    for key in ("prompt", "completion"):
+        if key not in rows[0]:
+            raise InvalidParameterError(f"training data rows need a {key!r} field")
+    parent_dir = Path(parent) if parent is not None else base_model_dir()
+    if task is not None:
+        # A task object outside the suite (tests); it must be the one the spec names.
+        if getattr(task, "name", None) != spec.task:
+            raise InvalidParameterError(f"task object {getattr(task, 'name', None)!r} is not the spec's task {spec.task!r}")
+    elif spec.task is not None:
+        from rsi_master.runtime._tasks import get_task
+
+        task = get_task(spec.task)
+
+    out = Path(out_dir)
+    ckpt = out / "checkpoint"
+    if ckpt.exists():
+        raise InvalidParameterError(f"{ckpt} already exists; training never overwrites a checkpoint")
+    out.mkdir(parents=True, exist_ok=True)
+    log_path = out / "train_log.jsonl"
+    log_path.write_text("")
+    config = {
+        "spec": spec.model_dump(),
+        "data": str(data_path),
+        "data_sha256": sha256_file(data_path),
+        "n_rows": len(rows),
+        "parent": str(parent_dir),
+        "parent_digest": dir_digest(parent_dir),
+    }
+    config_path = out / "train_config.json"
+    config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+
+    import torch
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    torch.manual_seed(spec.seed)
+    model, tokenizer = _load_parent(parent_dir)
+    t0 = time.time()
+    callback = _LogCallback(log_path, progress, t0)
+    callbacks = [callback]
+    if snapshot_steps:
+        callbacks.append(_SnapshotCallback(out / "snapshots", sorted(set(snapshot_steps)), parent_dir, spec.method == "lora"))
+    work = out / "_work"
+    try:
+        if spec.method in ("sft", "lora"):
+            from rsi_master.runtime._sft import run_sft
+
+            model, steps = run_sft(model, tokenizer, rows, spec, work, callbacks)
+        elif spec.method == "dpo":
+            from rsi_master.runtime._dpo import run_dpo
+
+            model, steps = run_dpo(model, tokenizer, rows, spec, task, work, callbacks)
+        else:
+            from rsi_master.runtime._grpo import run_grpo
+
+            model, steps = run_grpo(model, tokenizer, rows, spec, task, work, callbacks)
+    except (InvalidParameterError, CheckpointLoadError):
+        raise
+    except Exception as exc:
+        raise TrainingError(f"{spec.method} training failed: {type(exc).__name__}: {exc}") from exc
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    seconds = time.time() - t0
+
+    save_checkpoint(model, ckpt, parent_dir)
+    logs = [json.loads(line) for line in log_path.read_text().splitlines() if line.strip()]
+    losses = [e["loss"] for e in logs if "loss" in e]
+    tail = losses[-3:]
+    result = TrainResult(
+        method=spec.method,
+        checkpoint_dir=str(ckpt),
+        checkpoint_digest=dir_digest(ckpt),
+        config_path=str(config_path),
+        log_path=str(log_path),
+        steps=steps,
+        train_seconds=round(seconds, 2),
+        final_loss=sum(tail) / len(tail) if tail else None,
+    )
+    if store is not None:
+        result = result.model_copy(
+            update={
+                "checkpoint_digest": store.put_dir(ckpt),
+                "config_digest": store.put_file(config_path),
+                "log_digest": store.put_file(log_path),
+            }
+        )
+    return result
