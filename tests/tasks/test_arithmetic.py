@@ -39,7 +39,9 @@ def test_wrong_answers_say_why(output, reason):
     assert score.score == 0.0 and reason in score.reason
 
 
-@pytest.mark.parametrize(("a", "op", "b"), [(47, "+", 38), (99, "+", 99), (85, "-", 79), (100, "-", 1), (7, "+", 456), (5, "-", 5)])
+@pytest.mark.parametrize(
+    ("a", "op", "b"), [(47, "+", 38), (99, "+", 99), (85, "-", 79), (100, "-", 1), (7, "+", 456), (5, "-", 5)]
+)
 def test_scratchpad_lines_are_correct_arithmetic(a, op, b):
     line = scratchpad_line(a, op, b)
     head, steps = line.split(": ")
@@ -85,7 +87,7 @@ def test_constant_guess_is_below_the_base_target():
 def test_ops_knob_restricts_operators():
     rng = random.Random(0)
     for _ in range(200):
-        operands, ops = TASK.sample(rng, {**TASK.eval_params, "ops": "sub"}).data
+        _, ops = TASK.sample(rng, {**TASK.eval_params, "ops": "sub"}).data
         assert set(ops) == {"-"}
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 
 import pytest
@@ -13,8 +14,19 @@ from .helpers import GARBAGE, TASK_NAMES
 
 # Strings that only appear in a task's prompt/answer format: the base model's
 # pretraining text must not teach the format.
-FORMAT_MARKERS = ("####", "Question:", "Answer:", "Functions:", "Request:", "Call:", "Examples:", "Program:",
-                  "Facts:", '"arguments"', "->")
+FORMAT_MARKERS = (
+    "####",
+    "Question:",
+    "Answer:",
+    "Functions:",
+    "Request:",
+    "Call:",
+    "Examples:",
+    "Program:",
+    "Facts:",
+    '"arguments"',
+    "->",
+)
 
 
 @pytest.mark.parametrize("name", TASK_NAMES)
@@ -66,7 +78,7 @@ def test_garbage_scores_zero_quickly_with_a_reason(name):
     for output in (*GARBAGE, None, 42, b"#### 1"):
         start = time.monotonic()
         score = task.score(item, output)  # type: ignore[arg-type]
-        assert score.score == 0.0 and score.reason, (output if not isinstance(output, str) else output[:40])
+        assert score.score == 0.0 and score.reason, output if not isinstance(output, str) else output[:40]
         assert 0.0 <= task.reward(example, output) <= PARTIAL_CAP  # type: ignore[arg-type]
         assert time.monotonic() - start < 1.0
 
@@ -98,26 +110,30 @@ def test_pretrain_text_is_domain_text_without_formats_or_items(name):
         assert not any(question in flat for question in question_lines), line
 
 
+def _pretrain_styled(name: str, ref) -> str:
+    """A right answer written the way the pretraining text writes it."""
+    if name == "arithmetic":
+        return f" The total makes {ref}."
+    if name == "function_calling":
+        return " " + str(ref["arguments"]).replace("'", '"')
+    if name == "program_synthesis":
+        return f" Applying {ref['program']} to the list gives {ref['tests'][0][1]}."
+    return f" {ref} is the answer."
+
+
 @pytest.mark.parametrize("name", TASK_NAMES)
 def test_pretrain_style_answers_score_zero(name):
     """Output in the pretraining style, even with the right content, is not the format."""
     task = get_task(name)
     for item in task.eval_items("dev")[:50]:
-        ref = item.reference
-        styled = {
-            "arithmetic": lambda: f" The total makes {ref}.",
-            "function_calling": lambda: " " + str(ref["arguments"]).replace("'", '"'),
-            "program_synthesis": lambda: f" Applying {ref['program']} to the list gives {ref['tests'][0][1]}.",
-            "knowledge": lambda: f" {ref} is the answer.",
-        }[name]()
-        assert task.score(item, styled).score == 0.0
+        assert task.score(item, _pretrain_styled(name, item.reference)).score == 0.0
 
 
 @pytest.mark.parametrize("name", TASK_NAMES)
 def test_reward_is_one_only_for_right_outputs(name):
     task = get_task(name)
     examples = task.generator(next(iter(task.generators()))).generate({}, 9, 60)
-    for right, other in zip(examples, examples[1:]):
+    for right, other in itertools.pairwise(examples):
         if task.reward(right, other["completion"]) == 1.0:
             assert task.score(EvalItem("x", "", right["check"]), other["completion"]).score == 1.0
         else:

@@ -88,7 +88,7 @@ def test_every_request_mentions_every_argument_value():
 
 def test_families_differ_in_format_not_in_the_call():
     compact, verbose = (TASK.generator(f).generate({}, 4, 50) for f in ("compact", "verbose"))
-    for a, b in zip(compact, verbose):
+    for a, b in zip(compact, verbose, strict=True):
         assert a["prompt"] == b["prompt"] and a["completion"] != b["completion"]
         assert json.loads(a["completion"]) == json.loads(b["completion"])
 

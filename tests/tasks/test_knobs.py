@@ -49,7 +49,9 @@ def test_params_must_be_a_mapping():
         validate_params("f", KNOBS, [("count", 2)])  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("seed", "n", "message"), [(0, -1, ">= 0"), (0, 1.5, "n must be an int"), ("0", 1, "seed"), (0, 10**9, "<=")])
+@pytest.mark.parametrize(
+    ("seed", "n", "message"), [(0, -1, ">= 0"), (0, 1.5, "n must be an int"), ("0", 1, "seed"), (0, 10**9, "<=")]
+)
 def test_bad_sizes(seed, n, message):
     with pytest.raises(ValueError, match=message):
         validate_size(seed, n)
@@ -90,5 +92,5 @@ def test_cross_knob_constraints(name, family, params, message):
 
 
 def test_unknown_family_is_named():
-    with pytest.raises(ValueError, match="no generator 'nope'.*known"):
+    with pytest.raises(ValueError, match=r"no generator 'nope'.*known"):
         get_task("arithmetic").generator("nope")

@@ -17,7 +17,12 @@ def test_right_answers(output):
 
 @pytest.mark.parametrize(
     ("output", "reason"),
-    [(" Ruvia", "wrong answer"), (" Vorla lives in Pemtor.", "wrong answer"), (" Pemtor\nI think", "wrong answer"), ("...", "empty")],
+    [
+        (" Ruvia", "wrong answer"),
+        (" Vorla lives in Pemtor.", "wrong answer"),
+        (" Pemtor\nI think", "wrong answer"),
+        ("...", "empty"),
+    ],
 )
 def test_wrong_answers_say_why(output, reason):
     score = TASK.score(ITEM, output)

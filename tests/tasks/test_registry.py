@@ -6,7 +6,16 @@ import json
 
 import pytest
 
-from rsi_master.tasks import SPLITS, Task, UnknownTaskError, get_task, list_tasks, source_digest, task_source_files, task_spec
+from rsi_master.tasks import (
+    SPLITS,
+    Task,
+    UnknownTaskError,
+    get_task,
+    list_tasks,
+    source_digest,
+    task_source_files,
+    task_spec,
+)
 
 from .helpers import TASK_NAMES
 
@@ -42,5 +51,12 @@ def test_spec_pins_everything_without_protected_content(name):
 
 def test_source_files_cover_the_checkers():
     names = {path.name for path in task_source_files()}
-    assert {"_dsl.py", "_base.py", "_arithmetic.py", "_function_calling.py", "_knowledge.py", "_program_synthesis.py"} <= names
+    assert {
+        "_dsl.py",
+        "_base.py",
+        "_arithmetic.py",
+        "_function_calling.py",
+        "_knowledge.py",
+        "_program_synthesis.py",
+    } <= names
     assert len(source_digest()) == 64

@@ -88,7 +88,10 @@ OVERLAP_PARAMS = {
     "arithmetic": [{}, {"min_digits": 1, "max_digits": 2, "templates": 1}],
     "function_calling": [{}, {"n_shown": 1, "phrasings": 1}],
     "knowledge": [{}, {"n_facts": 2, "two_hop": 1.0}],
-    "program_synthesis": [{"disambiguate": False}, {"max_depth": 1, "n_examples": 2, "min_len": 1, "max_len": 3, "disambiguate": False}],
+    "program_synthesis": [
+        {"disambiguate": False},
+        {"max_depth": 1, "n_examples": 2, "min_len": 1, "max_len": 3, "disambiguate": False},
+    ],
 }
 SEEDS = range(3)
 N_PER_SEED = 600
@@ -121,7 +124,10 @@ def test_function_calling_requests_really_collide_without_the_seal():
     import random
 
     rng = random.Random(0)
-    drawn = {_request(task.render(task.sample(rng, {**task.eval_params, "n_shown": 1, "phrasings": 1}).question)) for _ in range(3000)}
+    drawn = {
+        _request(task.render(task.sample(rng, {**task.eval_params, "n_shown": 1, "phrasings": 1}).question))
+        for _ in range(3000)
+    }
     assert drawn & sealed
 
 

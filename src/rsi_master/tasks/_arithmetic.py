@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from ._arithmetic_text import QUESTIONS, apply, phrase, scratchpad_line
@@ -43,14 +44,14 @@ def _answer_only(problem: Problem, params: Mapping[str, Any]) -> str:
 
 def _restate(problem: Problem, params: Mapping[str, Any]) -> str:
     operands, ops = problem.data
-    expression = str(operands[0]) + "".join(f"{op}{value}" for op, value in zip(ops, operands[1:]))
+    expression = str(operands[0]) + "".join(f"{op}{value}" for op, value in zip(ops, operands[1:], strict=True))
     return f" {expression}={problem.reference}\n{MARKER} {problem.reference}"
 
 
 def _scratchpad(problem: Problem, params: Mapping[str, Any]) -> str:
     operands, ops = problem.data
     lines, value = [], operands[0]
-    for op, operand in zip(ops, operands[1:]):
+    for op, operand in zip(ops, operands[1:], strict=True):
         lines.append(scratchpad_line(value, op, operand))
         value = apply(op, value, operand)
     return " " + "\n".join(lines) + f"\n{MARKER} {problem.reference}"
@@ -69,18 +70,22 @@ class ArithmeticTask(SuiteTask):
     # is 43 characters including the stop string; a little slack, no more.
     decoding = Decoding(max_new_tokens=48)
     stop = ("\n\n",)
-    eval_params = {"min_digits": 2, "max_digits": 2, "operands": 2, "ops": "mixed", "templates": len(QUESTIONS)}
+    eval_params = MappingProxyType(
+        {"min_digits": 2, "max_digits": 2, "operands": 2, "ops": "mixed", "templates": len(QUESTIONS)}
+    )
 
     def sample(self, rng: random.Random, params: Mapping[str, Any]) -> Problem:
         choices = {"add": "+", "sub": "-", "mixed": "+-"}[params["ops"]]
         while True:  # resample until every intermediate result is >= 0
             operands = [
                 rng.randint(10 ** (digits - 1) if digits > 1 else 0, 10**digits - 1)
-                for digits in (rng.randint(params["min_digits"], params["max_digits"]) for _ in range(params["operands"]))
+                for digits in (
+                    rng.randint(params["min_digits"], params["max_digits"]) for _ in range(params["operands"])
+                )
             ]
             ops = [rng.choice(choices) for _ in range(params["operands"] - 1)]
             value, valid = operands[0], True
-            for op, operand in zip(ops, operands[1:]):
+            for op, operand in zip(ops, operands[1:], strict=True):
                 value = apply(op, value, operand)
                 valid = valid and value >= 0
             if valid:
@@ -88,7 +93,7 @@ class ArithmeticTask(SuiteTask):
         question = phrase(rng, operands, ops, params["templates"])
         # The bare equation is a seal key too: the same numbers in other words are
         # still the same item, and training on them would teach its answer.
-        equation = str(operands[0]) + "".join(f"{op}{x}" for op, x in zip(ops, operands[1:]))
+        equation = str(operands[0]) + "".join(f"{op}{x}" for op, x in zip(ops, operands[1:], strict=True))
         return Problem(question, value, keys=(equation,), data=(tuple(operands), tuple(ops)))
 
     def families(self) -> tuple[FamilySpec, ...]:

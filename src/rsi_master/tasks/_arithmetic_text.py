@@ -21,12 +21,43 @@ __all__ = [
 ]
 
 NAMES = (
-    "Ann", "Ben", "Cal", "Dee", "Eli", "Fay", "Gus", "Ida", "Jo", "Kim",
-    "Lea", "Max", "Mia", "Ned", "Ola", "Pat", "Ray", "Sam", "Tia", "Uma",
+    "Ann",
+    "Ben",
+    "Cal",
+    "Dee",
+    "Eli",
+    "Fay",
+    "Gus",
+    "Ida",
+    "Jo",
+    "Kim",
+    "Lea",
+    "Max",
+    "Mia",
+    "Ned",
+    "Ola",
+    "Pat",
+    "Ray",
+    "Sam",
+    "Tia",
+    "Uma",
 )
 OBJECTS = (
-    "apples", "beads", "cards", "coins", "cups", "eggs", "grapes", "keys",
-    "nails", "pens", "plums", "rocks", "shells", "stamps", "toys",
+    "apples",
+    "beads",
+    "cards",
+    "coins",
+    "cups",
+    "eggs",
+    "grapes",
+    "keys",
+    "nails",
+    "pens",
+    "plums",
+    "rocks",
+    "shells",
+    "stamps",
+    "toys",
 )
 # Each slot lists phrasings in a fixed order; the `templates` knob keeps a prefix.
 STARTS = ("{n} has {a} {o}.", "A box holds {a} {o}.", "There are {a} {o} in a bag.")
@@ -44,7 +75,7 @@ def phrase(rng: random.Random, operands: list[int], ops: list[str], templates: i
     """A word problem for `operands[0] ops[0] operands[1] ...` using `templates` phrasings per slot."""
     name, obj = rng.choice(NAMES), rng.choice(OBJECTS)
     parts = [rng.choice(STARTS[:templates]).format(n=name, a=operands[0], o=obj)]
-    for op, value in zip(ops, operands[1:]):
+    for op, value in zip(ops, operands[1:], strict=True):
         clauses = ADD_CLAUSES if op == "+" else SUB_CLAUSES
         parts.append(rng.choice(clauses[:templates]).format(n=name, b=value))
     parts.append(rng.choice(QUESTIONS[:templates]).format(o=obj))
@@ -63,7 +94,7 @@ def scratchpad_line(a: int, op: str, b: int) -> str:
     width = max(len(str(a)), len(str(b)))
     da, db = str(a).zfill(width), str(b).zfill(width)
     carry, steps, digits = 0, [], []
-    for x, y in zip(reversed(da), reversed(db)):
+    for x, y in zip(reversed(da), reversed(db), strict=True):
         total = int(x) + int(y) + carry if op == "+" else int(x) - int(y) - carry
         digit, out = (total % 10, total // 10) if op == "+" else (total % 10, int(total < 0))
         steps.append(f"{x}{op}{y}{op}{carry}={digit}c{out}")

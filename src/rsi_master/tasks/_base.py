@@ -206,7 +206,7 @@ class SuiteTask:
             return score
         try:
             partial = float(self.partial_credit(example["check"], output))
-        except Exception:  # noqa: BLE001 - same totality as score
+        except Exception:
             return 0.0
         return min(PARTIAL_CAP, max(0.0, partial))
 
@@ -215,7 +215,7 @@ class SuiteTask:
             return Score(0.0, f"output is {type(output).__name__}, not str")
         try:
             result = self.check(reference, output)
-        except Exception as exc:  # noqa: BLE001 - a model output must never crash a run
+        except Exception as exc:
             return Score(0.0, f"checker error: {type(exc).__name__}: {str(exc)[:200]}")
         return Score(min(1.0, max(0.0, float(result.score))), result.reason)
 

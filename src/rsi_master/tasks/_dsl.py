@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any, Union
+from typing import Any
 
-__all__ = ["DslError", "MAX_PROGRAM_CHARS", "Program", "format_program", "parse", "run"]
+__all__ = ["MAX_PROGRAM_CHARS", "DslError", "Program", "format_program", "parse", "run"]
 
 MAX_PROGRAM_CHARS = 300
 MAX_DEPTH = 6  # nesting of repeat/until
@@ -32,7 +32,7 @@ MAX_LEN = 1_000  # any list computed
 MAX_STEPS = 20_000  # element operations per run
 MAX_SECONDS = 1.0  # wall-clock backstop only: the step limit is what normally stops a run, deterministically
 
-Value = Union[int, list[int]]
+Value = int | list[int]
 Stage = tuple[Any, ...]
 Program = tuple[Stage, ...]
 

@@ -11,19 +11,93 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ARTISTS", "CATALOG", "CITIES", "DAYS", "EVENTS", "Function", "LABELS", "LANGS", "PEOPLE", "Param", "ROOMS", "SONGS", "WORDS"]
+__all__ = [
+    "ARTISTS",
+    "CATALOG",
+    "CITIES",
+    "DAYS",
+    "EVENTS",
+    "LABELS",
+    "LANGS",
+    "PEOPLE",
+    "ROOMS",
+    "SONGS",
+    "WORDS",
+    "Function",
+    "Param",
+]
 
-CITIES = ("Oslo", "Lima", "Rome", "Cairo", "Tokyo", "Delhi", "Paris", "Quito", "Dakar", "Hanoi",
-          "Perth", "Riga", "Sofia", "Bern", "Seoul", "Accra", "Baku", "Doha", "Kyiv", "Minsk")
+CITIES = (
+    "Oslo",
+    "Lima",
+    "Rome",
+    "Cairo",
+    "Tokyo",
+    "Delhi",
+    "Paris",
+    "Quito",
+    "Dakar",
+    "Hanoi",
+    "Perth",
+    "Riga",
+    "Sofia",
+    "Bern",
+    "Seoul",
+    "Accra",
+    "Baku",
+    "Doha",
+    "Kyiv",
+    "Minsk",
+)
 DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-PEOPLE = ("Ana", "Bo", "Cleo", "Dan", "Eva", "Finn", "Gia", "Hugo", "Ivy", "Jon",
-          "Kai", "Liv", "Milo", "Nora", "Otto", "Pia", "Remy", "Sara", "Theo", "Zoe")
+PEOPLE = (
+    "Ana",
+    "Bo",
+    "Cleo",
+    "Dan",
+    "Eva",
+    "Finn",
+    "Gia",
+    "Hugo",
+    "Ivy",
+    "Jon",
+    "Kai",
+    "Liv",
+    "Milo",
+    "Nora",
+    "Otto",
+    "Pia",
+    "Remy",
+    "Sara",
+    "Theo",
+    "Zoe",
+)
 LABELS = ("tea", "eggs", "pasta", "rice", "bread", "laundry", "nap", "pizza", "soup", "yoga")
 SONGS = ("Echo", "Drift", "Ember", "Halo", "Tides", "Orbit", "Velvet", "Mirage", "Nova", "Fable")
 ARTISTS = ("Aria", "Bram", "Coda", "Dune", "Eno", "Flux", "Gale", "Haze", "Iris", "Juno")
 ROOMS = ("kitchen", "bedroom", "office", "hall", "garage", "attic", "den", "bathroom")
-WORDS = ("cat", "house", "water", "bread", "river", "moon", "green", "friend", "book", "tree",
-         "apple", "road", "snow", "fire", "bird", "stone", "star", "door", "milk", "boat")
+WORDS = (
+    "cat",
+    "house",
+    "water",
+    "bread",
+    "river",
+    "moon",
+    "green",
+    "friend",
+    "book",
+    "tree",
+    "apple",
+    "road",
+    "snow",
+    "fire",
+    "bird",
+    "stone",
+    "star",
+    "door",
+    "milk",
+    "boat",
+)
 LANGS = ("French", "German", "Spanish", "Italian", "Dutch", "Polish")
 EVENTS = ("dentist", "meeting", "lunch", "gym", "class", "party", "interview", "checkup")
 
@@ -71,8 +145,11 @@ CATALOG: tuple[Function, ...] = (
     Function(
         "weather",
         (Param("city", "str", CITIES), Param("day", "str", DAYS), Param("metric", "bool", (True, False))),
-        ("Weather in {city} on {day} in {metric}?", "How warm is {city} on {day}, in {metric}?",
-         "Forecast for {city} on {day}, {metric} please."),
+        (
+            "Weather in {city} on {day} in {metric}?",
+            "How warm is {city} on {day}, in {metric}?",
+            "Forecast for {city} on {day}, {metric} please.",
+        ),
     ),
     Function(
         "alarm",
@@ -82,8 +159,11 @@ CATALOG: tuple[Function, ...] = (
     Function(
         "timer",
         (Param("minutes", "int", _range(1, 90)), Param("label", "str", LABELS)),
-        ("Start a {minutes} minute timer for {label}.", "Timer for {label}, {minutes} minutes.",
-         "Give me {minutes} minutes for {label}."),
+        (
+            "Start a {minutes} minute timer for {label}.",
+            "Timer for {label}, {minutes} minutes.",
+            "Give me {minutes} minutes for {label}.",
+        ),
     ),
     Function(
         "play",
@@ -98,8 +178,11 @@ CATALOG: tuple[Function, ...] = (
     Function(
         "book",
         (Param("name", "str", PEOPLE), Param("people", "int", _range(1, 12)), Param("hour", "int", _range(11, 22))),
-        ("Book a table for {people} at {hour} for {name}.", "Table for {people} people at {hour}, name {name}.",
-         "Reserve {people} seats at {hour} under {name}."),
+        (
+            "Book a table for {people} at {hour} for {name}.",
+            "Table for {people} people at {hour}, name {name}.",
+            "Reserve {people} seats at {hour} under {name}.",
+        ),
     ),
     Function(
         "heat",
@@ -119,8 +202,11 @@ CATALOG: tuple[Function, ...] = (
     Function(
         "event",
         (Param("title", "str", EVENTS), Param("day", "str", DAYS), Param("hour", "int", _range(7, 20))),
-        ("Add {title} on {day} at {hour}.", "Put {title} in my calendar on {day} at {hour}.",
-         "Schedule {title} for {day} at {hour}."),
+        (
+            "Add {title} on {day} at {hour}.",
+            "Put {title} in my calendar on {day} at {hour}.",
+            "Schedule {title} for {day} at {hour}.",
+        ),
     ),
     Function(
         "roll",

@@ -12,6 +12,7 @@ import json
 import math
 import random
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from ._base import FamilySpec, Problem, SuiteTask
@@ -38,7 +39,9 @@ def _targets(params: Mapping[str, Any]) -> list[int]:
 
 def _check_params(params: Mapping[str, Any]) -> None:
     if not _targets(params):
-        raise ValueError(f"no function with at most {params['max_arity']} arguments among the first {params['n_functions']}")
+        raise ValueError(
+            f"no function with at most {params['max_arity']} arguments among the first {params['n_functions']}"
+        )
 
 
 def _call(problem: Problem, ordered: bool) -> dict[str, Any]:
@@ -68,7 +71,10 @@ def _same(kind: str, got: Any, want: Any) -> bool:
         return isinstance(got, int) and not isinstance(got, bool) and got == want
     if kind == "float":
         return (
-            isinstance(got, (int, float)) and not isinstance(got, bool) and math.isfinite(got) and abs(got - want) < 1e-6
+            isinstance(got, (int, float))
+            and not isinstance(got, bool)
+            and math.isfinite(got)
+            and abs(got - want) < 1e-6
         )
     return isinstance(got, str) and got.strip().casefold() == str(want).casefold()
 
@@ -86,7 +92,7 @@ class FunctionCallingTask(SuiteTask):
     # characters with the stop string; tests/tasks check every family fits.
     decoding = Decoding(max_new_tokens=144)
     stop = ("\n\n",)
-    eval_params = {"n_shown": 3, "n_functions": len(CATALOG), "max_arity": 3, "phrasings": 3}
+    eval_params = MappingProxyType({"n_shown": 3, "n_functions": len(CATALOG), "max_arity": 3, "phrasings": 3})
 
     def sample(self, rng: random.Random, params: Mapping[str, Any]) -> Problem:
         target = CATALOG[rng.choice(_targets(params))]

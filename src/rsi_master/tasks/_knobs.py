@@ -54,9 +54,7 @@ def validate_params(family: str, knobs: tuple[Knob, ...], params: Mapping[str, A
     by_name = {knob.name: knob for knob in knobs}
     unknown = sorted(str(key) for key in params if key not in by_name)
     if unknown:
-        raise ValueError(
-            f"generator {family!r}: unknown knob(s) {unknown}; known knobs: {sorted(by_name)}"
-        )
+        raise ValueError(f"generator {family!r}: unknown knob(s) {unknown}; known knobs: {sorted(by_name)}")
     return {name: _check_value(knob, params.get(name, knob.default)) for name, knob in by_name.items()}
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from ._base import FamilySpec, Problem, SuiteTask
@@ -55,7 +56,7 @@ class KnowledgeTask(SuiteTask):
     # Longest eval-distribution completion (quote family, two hops) is 59 characters.
     decoding = Decoding(max_new_tokens=64)
     stop = ("\n\n",)
-    eval_params = {"n_facts": 4, "two_hop": 0.3, "relations": len(RELATIONS)}
+    eval_params = MappingProxyType({"n_facts": 4, "two_hop": 0.3, "relations": len(RELATIONS)})
 
     def sample(self, rng: random.Random, params: Mapping[str, Any]) -> Problem:
         relations = RELATIONS[: params["relations"]]

@@ -13,7 +13,24 @@ __all__ = ["ANIMALS", "COLORS", "JOBS", "PERSONS", "PLACES", "REGION", "RELATION
 
 PERSONS = tuple(
     a + b
-    for a in ("Vor", "Tes", "Bri", "Kal", "Mon", "Zef", "Dra", "Lun", "Pim", "Rok", "Sel", "Tav", "Gor", "Nim", "Fal", "Jus")
+    for a in (
+        "Vor",
+        "Tes",
+        "Bri",
+        "Kal",
+        "Mon",
+        "Zef",
+        "Dra",
+        "Lun",
+        "Pim",
+        "Rok",
+        "Sel",
+        "Tav",
+        "Gor",
+        "Nim",
+        "Fal",
+        "Jus",
+    )
     for b in ("la", "ko", "mi", "ren", "dar", "vin", "to", "sa", "nel", "bo")
 )
 PLACES = tuple(

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from ._base import FamilySpec, Problem, SuiteTask
 from ._dsl import DslError, Program, Value, format_program, parse, run
 from ._protocol import Decoding, Knob, Score
-from ._ps_programs import STAGES, canonical_fast, describe, sample_program
+from ._ps_programs import STAGES, another_program_fits, describe, sample_program
 from ._text import final_line
 
 __all__ = ["ProgramSynthesisTask"]
@@ -56,15 +57,6 @@ def _outputs(program: Program, inputs: list[list[int]]) -> list[Value] | None:
         return None
 
 
-def _ambiguous(outputs: list[Value], shown: list[list[int]], hidden: list[list[int]]) -> bool:
-    """True when another depth<=2 behaviour fits the shown examples but not the hidden ones."""
-    want_shown, want_hidden = outputs[: len(shown)], outputs[len(shown) :]
-    for other in canonical_fast(2):
-        if all(other(x) == y for x, y in zip(shown, want_shown)) and [other(x) for x in hidden] != want_hidden:
-            return True
-    return False
-
-
 def _program_only(problem: Problem, params: Mapping[str, Any]) -> str:
     return " " + problem.reference["program"]
 
@@ -94,10 +86,14 @@ class ProgramSynthesisTask(SuiteTask):
     # Longest eval-distribution completion (trace family, depth 2) is about 60 characters.
     decoding = Decoding(max_new_tokens=64)
     stop = ("\n\n",)
-    eval_params = {"min_depth": 1, "max_depth": 2, "n_examples": 3, "min_len": 3, "max_len": 6, "disambiguate": True}
+    eval_params = MappingProxyType(
+        {"min_depth": 1, "max_depth": 2, "n_examples": 3, "min_len": 3, "max_len": 6, "disambiguate": True}
+    )
 
     def _inputs(self, rng: random.Random, params: Mapping[str, Any], count: int) -> list[list[int]]:
-        return [[rng.randint(0, 9) for _ in range(rng.randint(params["min_len"], params["max_len"]))] for _ in range(count)]
+        return [
+            [rng.randint(0, 9) for _ in range(rng.randint(params["min_len"], params["max_len"]))] for _ in range(count)
+        ]
 
     def sample(self, rng: random.Random, params: Mapping[str, Any]) -> Problem:
         while True:
@@ -110,10 +106,12 @@ class ProgramSynthesisTask(SuiteTask):
                     continue
                 if len({tuple(x) for x in shown}) < len(shown):
                     continue
-                if params["disambiguate"] and _ambiguous(outputs, shown, hidden):
+                if params["disambiguate"] and another_program_fits(
+                    shown, outputs[: len(shown)], hidden, outputs[len(shown) :]
+                ):
                     continue
-                question = "\n".join(f"{_show(x)} -> {_show(y)}" for x, y in zip(shown, outputs))
-                tests = [[x, y] for x, y in zip(shown + hidden, outputs)]
+                question = "\n".join(f"{_show(x)} -> {_show(y)}" for x, y in zip(shown, outputs, strict=False))
+                tests = [[x, y] for x, y in zip(shown + hidden, outputs, strict=True)]
                 return Problem(question, {"program": format_program(program), "tests": tests}, data=program)
 
     def families(self) -> tuple[FamilySpec, ...]:

@@ -7,8 +7,9 @@ checker. The runtime (training, evaluation) only talks to tasks through this sur
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 Split = Literal["dev", "review", "final"]
 SPLITS: tuple[Split, ...] = ("dev", "review", "final")
@@ -89,4 +90,3 @@ class Task(Protocol):
     def reward(self, example: dict[str, Any], output: str) -> float: ...
 
     def pretrain_text(self, seed: int, n: int) -> list[str]: ...
-

@@ -11,21 +11,21 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
-from ._dsl import DslError, Program, Stage, run
+from ._dsl import Program, Stage
 
 Fingerprint = tuple[Any, ...]  # outputs on PROBES, lists as tuples (hashable)
 
 __all__ = [
-    "Fingerprint",
     "DESCRIPTIONS",
     "PROBES",
     "STAGES",
     "TERMINAL",
+    "Fingerprint",
+    "another_program_fits",
     "behaviour",
-    "canonical_fast",
     "canonical_programs",
     "describe",
     "fast",
@@ -34,17 +34,41 @@ __all__ = [
 ]
 
 STAGES: tuple[Stage, ...] = (
-    ("map", "+", 1), ("map", "+", 2), ("map", "+", 3), ("map", "-", 1), ("map", "*", 2), ("map", "*", 3),
-    ("filter", ("even", 0)), ("filter", ("odd", 0)), ("filter", (">", 3)), ("filter", ("<", 5)),
-    ("reverse",), ("sort",), ("unique",), ("take", 2), ("take", 3), ("drop", 1), ("drop", 2),
-    ("sum",), ("max",), ("min",), ("len",),
+    ("map", "+", 1),
+    ("map", "+", 2),
+    ("map", "+", 3),
+    ("map", "-", 1),
+    ("map", "*", 2),
+    ("map", "*", 3),
+    ("filter", ("even", 0)),
+    ("filter", ("odd", 0)),
+    ("filter", (">", 3)),
+    ("filter", ("<", 5)),
+    ("reverse",),
+    ("sort",),
+    ("unique",),
+    ("take", 2),
+    ("take", 3),
+    ("drop", 1),
+    ("drop", 2),
+    ("sum",),
+    ("max",),
+    ("min",),
+    ("len",),
 )
 TERMINAL = frozenset({"sum", "max", "min", "len"})
 DESCRIPTIONS = {
     "map": {"+": "add {k}", "-": "subtract {k}", "*": "times {k}"},
     "filter": {"even": "keep evens", "odd": "keep odds", ">": "keep >{k}", "<": "keep <{k}"},
-    "take": "first {k}", "drop": "skip {k}", "reverse": "reverse", "sort": "sort", "unique": "dedupe",
-    "sum": "sum", "max": "max", "min": "min", "len": "count",
+    "take": "first {k}",
+    "drop": "skip {k}",
+    "reverse": "reverse",
+    "sort": "sort",
+    "unique": "dedupe",
+    "sum": "sum",
+    "max": "max",
+    "min": "min",
+    "len": "count",
 }
 # Fixed probe inputs: enough variety (odd/even, repeats, lengths 1-7) to tell stages apart.
 _PROBE_RNG = random.Random(7)
@@ -70,13 +94,11 @@ def describe(program: Program) -> str:
 
 
 def behaviour(program: Program) -> Fingerprint:
-    """Outputs on the probe inputs (None where the program fails): a behavioural fingerprint."""
+    """Outputs of a target program on the probe inputs (None where it fails): a fingerprint."""
+    call = fast(program)
     out: list[Any] = []
     for probe in PROBES:
-        try:
-            value = run(program, list(probe))
-        except DslError:
-            value = None
+        value = call(list(probe))
         out.append(tuple(value) if isinstance(value, list) else value)
     return tuple(out)
 
@@ -140,14 +162,11 @@ def _compositions(depth: int) -> list[Program]:
     if depth == 1:
         return [(stage,) for stage in STAGES]
     return [
-        (*prefix, stage)
-        for prefix in _compositions(depth - 1)
-        if prefix[-1][0] not in TERMINAL
-        for stage in STAGES
+        (*prefix, stage) for prefix in _compositions(depth - 1) if prefix[-1][0] not in TERMINAL for stage in STAGES
     ]
 
 
-@lru_cache(maxsize=None)
+@cache
 def shorter_behaviours(depth: int) -> frozenset[Fingerprint]:
     """Fingerprints of the identity and of every composition shorter than `depth`."""
     found = {behaviour(())}
@@ -156,13 +175,48 @@ def shorter_behaviours(depth: int) -> frozenset[Fingerprint]:
     return frozenset(found)
 
 
-@lru_cache(maxsize=None)
-def canonical_fast(max_depth: int) -> tuple[Callable[[list[int]], Any], ...]:
-    """`fast` closures of `canonical_programs(max_depth)`, in the same order."""
-    return tuple(fast(program) for program in canonical_programs(max_depth))
+@cache
+def _canonical_tree() -> tuple[tuple[Callable[[Any], Any], tuple[Callable[[Any], Any] | None, ...]], ...]:
+    """Canonical depth<=2 programs grouped by first stage (None: the stage alone)."""
+    groups: dict[Stage, list[Stage | None]] = {}
+    for program in canonical_programs(2):
+        groups.setdefault(program[0], []).append(program[1] if len(program) > 1 else None)
+    return tuple(
+        (_fast_stage(first), tuple(None if second is None else _fast_stage(second) for second in seconds))
+        for first, seconds in groups.items()
+    )
 
 
-@lru_cache(maxsize=None)
+def _apply(stage: Callable[[Any], Any] | None, value: Any) -> Any:
+    return value if stage is None or value is None else stage(value)
+
+
+def another_program_fits(
+    shown: list[list[int]], want_shown: list[Any], hidden: list[list[int]], want_hidden: list[Any]
+) -> bool:
+    """True when a canonical depth<=2 program reproduces the shown outputs but not the hidden ones.
+
+    Walks the programs as a tree (first stage computed once per group) and tests the
+    first example before the others: most candidates fail there, and this check runs
+    for every drawn item.
+    """
+    x0, y0 = shown[0], want_shown[0]
+    for first, seconds in _canonical_tree():
+        head = first(x0)
+        heads = None
+        for second in seconds:
+            if _apply(second, head) != y0:
+                continue
+            if heads is None:
+                heads = [first(x) for x in shown[1:]]
+            if any(_apply(second, h) != y for h, y in zip(heads, want_shown[1:], strict=True)):
+                continue
+            if [_apply(second, first(x)) for x in hidden] != want_hidden:
+                return True
+    return False
+
+
+@cache
 def canonical_programs(max_depth: int) -> tuple[Program, ...]:
     """One program per distinct behaviour among compositions of depth <= max_depth."""
     seen: dict[Fingerprint, Program] = {}

@@ -7,7 +7,7 @@ instance per name and process.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import lru_cache
+from functools import cache
 
 from ._arithmetic import ArithmeticTask
 from ._base import SuiteTask
@@ -41,7 +41,7 @@ def list_tasks() -> list[str]:
     return sorted(_TASKS)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _instance(name: str) -> SuiteTask:
     return _TASKS[name]()
 
