@@ -29,18 +29,30 @@ RESULTS = ROOT / "results.jsonl"
 DEFAULT_EXAMPLES = 5000
 DEFAULT_BATCH = 32
 
-# Learning curves: one run per family over 3 default experiments of fresh data, constant
+# Learning curves: one run per family over 2 default experiments of fresh data, constant
 # learning rate after warm-up so that the snapshots along the way are points of one curve
 # (with a decaying schedule an early snapshot would be a run interrupted mid-schedule).
-CURVE_MULTIPLES = (0.5, 1.0, 2.0, 3.0)
+CURVE_MULTIPLES = (0.5, 1.0, 2.0)
 CURVE_SPEC = {"method": "sft", "learning_rate": 1e-3, "batch_size": DEFAULT_BATCH, "epochs": 1.0,
               "lr_scheduler": "constant_with_warmup", "warmup_ratio": 0.03, "seed": 0}
-CURVE_FAMILIES = {
-    "arithmetic": ("answer_only", "restate", "scratchpad"),
-    "function_calling": ("compact", "verbose", "plan_then_call"),
+
+
+# Measured first: the two most structurally different formats of each task.
+FIRST = {
+    "arithmetic": ("answer_only", "scratchpad"),
+    "function_calling": ("compact", "plan_then_call"),
     "knowledge": ("answer_only", "quote_then_answer"),
-    "program_synthesis": ("program_only", "describe_then_program", "trace_then_program"),
+    "program_synthesis": ("program_only", "trace_then_program"),
 }
+
+
+def curve_families(task: str) -> list[str]:
+    """Every generator family of the task, the contrasting pair first."""
+    from rsi_master.tasks import get_task
+
+    first = [f for f in FIRST.get(task, ()) if f in get_task(task).generators()]
+    return first + [f for f in get_task(task).generators() if f not in first]
+
 
 # Reference recipes: hand-designed from the curves and the preliminary CPU study (more,
 # smaller steps win at fixed compute), given 5 default experiments of compute.
@@ -129,16 +141,19 @@ def measure_reference(task: str) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     done = done_keys()
-    tasks = args.tasks or sorted(CURVE_FAMILIES)
+    from rsi_master.tasks import list_tasks
+
+    tasks = args.tasks or list_tasks()
     plan: list[tuple[str, Any, tuple[str, ...]]] = []
     if args.only in (None, "base"):
         plan += [(f"base/{t}/final", measure_base, (t,)) for t in tasks]
     if args.only in (None, "curves"):
-        # First two families of every task, then the rest: the cheap half of the picture first.
-        plan += [(f"curve/{t}/{f}", measure_curve, (t, f)) for t in tasks for f in CURVE_FAMILIES[t][:2]]
-        plan += [(f"curve/{t}/{f}", measure_curve, (t, f)) for t in tasks for f in CURVE_FAMILIES[t][2:]]
+        # First two families of every task first: the contrast every task needs.
+        plan += [(f"curve/{t}/{f}", measure_curve, (t, f)) for t in tasks for f in curve_families(t)[:2]]
     if args.only in (None, "reference"):
         plan += [(f"reference/{t}", measure_reference, (t,)) for t in tasks]
+    if args.only in (None, "curves"):
+        plan += [(f"curve/{t}/{f}", measure_curve, (t, f)) for t in tasks for f in curve_families(t)[2:]]
     for key, fn, fn_args in plan:
         if key in done:
             continue
@@ -182,7 +197,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"| {name} | {100 * b.get('score', float('nan')):.1f}% / {100 * b.get('score_final', float('nan')):.1f}% | {rtxt} | {recipe} |")
     print()
     mults = CURVE_MULTIPLES
-    print("| task | family | " + " | ".join(f"x{m}" for m in mults) + " | train s (x3) |")
+    print("| task | family | " + " | ".join(f"x{m}" for m in mults) + " | train s (x2) |")
     print("| --- | --- | " + " | ".join("---" for _ in mults) + " | --- |")
     for name, t in sorted(out["tasks"].items()):
         for fam, c in t["curves"].items():
