@@ -10,6 +10,7 @@ from rsi_master.tasks import (
     SPLITS,
     Task,
     UnknownTaskError,
+    generators_spec,
     get_task,
     list_tasks,
     source_digest,
@@ -60,3 +61,12 @@ def test_source_files_cover_the_checkers():
         "_program_synthesis.py",
     } <= names
     assert len(source_digest()) == 64
+
+
+@pytest.mark.parametrize("name", TASK_NAMES)
+def test_generators_spec_is_json_and_complete(name):
+    task = get_task(name)
+    spec = json.loads(json.dumps(generators_spec(task)))
+    assert set(spec) == set(task.generators())
+    for family in task.generators().values():
+        assert [knob["name"] for knob in spec[family.name]["knobs"]] == [knob.name for knob in family.knobs]

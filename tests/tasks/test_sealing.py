@@ -49,8 +49,13 @@ def test_splits_have_200_unique_items_with_stable_ids(name):
 @pytest.mark.parametrize("name", TASK_NAMES)
 def test_eval_items_are_copies(name):
     task = get_task(name)
-    task.eval_items("dev").clear()
+    before = items_digest(task, "dev")
+    items = task.eval_items("dev")
+    if isinstance(items[0].reference, dict):
+        items[0].reference.clear()
+    items.clear()
     assert len(task.eval_items("dev")) == 200
+    assert items_digest(task, "dev") == before
 
 
 def test_eval_sets_identical_in_a_fresh_process_with_another_hash_seed():

@@ -14,7 +14,7 @@ from ._knowledge import KnowledgeTask
 from ._program_synthesis import ProgramSynthesisTask
 from ._protocol import SPLITS, Decoding, EvalItem, GeneratorFamily, Knob, Score, Split, Task
 from ._registry import UnknownTaskError, get_task, list_tasks
-from ._spec import items_digest, source_digest, task_source_files, task_spec
+from ._spec import generators_spec, items_digest, source_digest, task_source_files, task_spec
 
 __all__ = [
     "EVAL_SIZE",
@@ -37,6 +37,7 @@ __all__ = [
     "SuiteTask",
     "Task",
     "UnknownTaskError",
+    "generators_spec",
     "get_task",
     "items_digest",
     "list_tasks",

@@ -10,11 +10,12 @@ an exception).
 
 from __future__ import annotations
 
+import copy
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property, partial
-from typing import Any
+from typing import Any, NamedTuple
 
 from ._knobs import validate_params, validate_size
 from ._protocol import SPLITS, Decoding, EvalItem, GeneratorFamily, Knob, Score, Split
@@ -26,6 +27,11 @@ EVAL_SIZE = 200  # items per split; PostTrainBench-scale splits are out of reach
 SEAL_SEED = 20_260_401  # fixed: the evaluation sets are part of the pinned evaluator
 MAX_REJECTIONS = 10_000  # consecutive rejected samples before a generator gives up
 PARTIAL_CAP = 0.5  # most reward a wrong output can earn (see SuiteTask.partial_credit)
+
+
+class _SealedSets(NamedTuple):
+    items: dict[str, tuple[EvalItem, ...]]
+    keys: frozenset[str]
 
 
 class SealedExhaustedError(RuntimeError):
@@ -110,35 +116,37 @@ class SuiteTask:
         return self.template.replace("{question}", question)
 
     @cached_property
-    def _sealed(self) -> dict[str, list[EvalItem]]:
+    def _sealed(self) -> _SealedSets:
         taken: set[str] = set()
-        out: dict[str, list[EvalItem]] = {}
+        items: dict[str, tuple[EvalItem, ...]] = {}
         for split in SPLITS:
             rng = random.Random(derive_seed("eval", self.name, split, self.seal_seed))
-            items: list[EvalItem] = []
-            while len(items) < EVAL_SIZE:
+            drawn: list[EvalItem] = []
+            while len(drawn) < EVAL_SIZE:
                 problem = self.sample(rng, self.eval_params)
                 keys = problem.seal_keys()
                 if keys & taken:  # items are unique within and across splits
                     continue
                 taken |= keys
-                sample_id = f"{self.name}/{split}/{len(items):04d}"
-                items.append(EvalItem(sample_id, self.render(problem.question), problem.reference))
-            out[split] = items
-        self.__dict__["_sealed_keys"] = frozenset(taken)
-        return out
+                sample_id = f"{self.name}/{split}/{len(drawn):04d}"
+                drawn.append(EvalItem(sample_id, self.render(problem.question), problem.reference))
+            items[split] = tuple(drawn)
+        return _SealedSets(items, frozenset(taken))
 
     @property
     def sealed_keys(self) -> frozenset[str]:
         """Normalised keys of every sealed item of every split."""
-        self._sealed  # noqa: B018 - populates _sealed_keys
-        return self.__dict__["_sealed_keys"]
+        return self._sealed.keys
 
     def eval_items(self, split: Split) -> list[EvalItem]:
-        """The sealed items of `split`, in sample-ID order (a fresh list each call)."""
+        """The sealed items of `split` in sample-ID order.
+
+        Deep copies: references are dicts and lists, and a caller that edits one must not
+        change what this process scores next.
+        """
         if split not in SPLITS:
             raise ValueError(f"unknown split {split!r}; splits are {list(SPLITS)}")
-        return list(self._sealed[split])
+        return copy.deepcopy(list(self._sealed.items[split]))
 
     def is_sealed(self, problem: Problem) -> bool:
         """True when `problem` coincides with any sealed evaluation item."""

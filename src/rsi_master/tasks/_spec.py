@@ -16,7 +16,7 @@ from typing import Any
 
 from ._protocol import SPLITS, Task
 
-__all__ = ["SPEC_VERSION", "items_digest", "source_digest", "task_source_files", "task_spec"]
+__all__ = ["SPEC_VERSION", "generators_spec", "items_digest", "source_digest", "task_source_files", "task_spec"]
 
 SPEC_VERSION = 1
 _PACKAGE_DIR = Path(__file__).resolve().parent
@@ -50,6 +50,17 @@ def items_digest(task: Task, split: str) -> str:
     return _sha256(json.dumps(records, sort_keys=True, separators=(",", ":")).encode("utf-8"))
 
 
+def generators_spec(task: Task) -> dict[str, Any]:
+    """The generator families of `task` and their knobs as JSON (for CLIs and agent tools)."""
+    return {
+        family.name: {
+            "description": family.description,
+            "knobs": [asdict(knob) | {"choices": list(knob.choices)} for knob in family.knobs],
+        }
+        for family in task.generators().values()
+    }
+
+
 def task_spec(task: Task) -> dict[str, Any]:
     """A JSON-able description of the evaluator of `task`, free of protected content."""
     return {
@@ -60,6 +71,7 @@ def task_spec(task: Task) -> dict[str, Any]:
         "template_sha256": _sha256(task.template.encode("utf-8")),
         "decoding": asdict(task.decoding),
         "stop": list(task.stop),
+        "eval_params": dict(getattr(task, "eval_params", {})),
         "sample_ids": {split: [item.sample_id for item in task.eval_items(split)] for split in SPLITS},
         "items_sha256": {split: items_digest(task, split) for split in SPLITS},
         "source_files": [str(path) for path in task_source_files()],
