@@ -6,6 +6,8 @@ import itertools
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rsi_master.tasks import PARTIAL_CAP, SPLITS, EvalItem, Task, get_task
 from rsi_master.tasks._text import is_plain_ascii, normalise
@@ -138,3 +140,38 @@ def test_reward_is_one_only_for_right_outputs(name):
             assert task.score(EvalItem("x", "", right["check"]), other["completion"]).score == 1.0
         else:
             assert 0.0 <= task.reward(right, other["completion"]) <= PARTIAL_CAP
+
+
+def _knob_values(knob):
+    if knob.kind == "choice":
+        return st.sampled_from(knob.choices)
+    if knob.kind == "int":
+        return st.integers(int(knob.low), int(knob.high))
+    return st.floats(knob.low, knob.high, allow_nan=False)
+
+
+@pytest.mark.parametrize("name", TASK_NAMES)
+def test_any_valid_params_give_valid_unsealed_examples(name):
+    """Property: across the whole knob space (not only defaults) every generated example is
+    outside the seal, ends with one stop string, is plain ASCII and earns full reward."""
+    task = get_task(name)
+    family = next(iter(task.generators().values()))
+    params = st.fixed_dictionaries({knob.name: _knob_values(knob) for knob in family.knobs})
+
+    @settings(max_examples=25, deadline=None, derandomize=True)
+    @given(params=params, seed=st.integers(0, 2**32))
+    def check(params, seed):
+        try:
+            examples = family.generate(params, seed, 5)
+        except ValueError:
+            return  # a cross-knob constraint (min > max): refused with a message, tested elsewhere
+        for family_spec in task.generators().values():
+            for example in family_spec.generate(params, seed, 5) if family_spec is not family else examples:
+                completion = example["completion"]
+                assert completion.endswith(task.stop[0]) and task.stop[0] not in completion[: -len(task.stop[0])]
+                assert is_plain_ascii(example["prompt"] + completion)
+                assert task.reward(example, completion) == 1.0
+        sealed = {normalise(item.prompt) for split in SPLITS for item in task.eval_items(split)}
+        assert not {normalise(e["prompt"]) for e in examples} & sealed
+
+    check()
