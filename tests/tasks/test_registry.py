@@ -47,6 +47,7 @@ def test_spec_pins_everything_without_protected_content(name):
         assert spec["sample_ids"][split] == [item.sample_id for item in task.eval_items(split)]
         assert len(spec["items_sha256"][split]) == 64
     assert task.eval_items("final")[0].prompt not in text
+    assert all(path.startswith("rsi_master/tasks/") for path in spec["source_files"])
     assert spec == task_spec(task)
 
 

@@ -74,6 +74,7 @@ def task_spec(task: Task) -> dict[str, Any]:
         "eval_params": dict(getattr(task, "eval_params", {})),
         "sample_ids": {split: [item.sample_id for item in task.eval_items(split)] for split in SPLITS},
         "items_sha256": {split: items_digest(task, split) for split in SPLITS},
-        "source_files": [str(path) for path in task_source_files()],
+        # Package-relative names: the spec must be the same on every machine.
+        "source_files": [f"rsi_master/tasks/{path.name}" for path in task_source_files()],
         "source_sha256": source_digest(),
     }
