@@ -7,7 +7,8 @@ import time
 import pytest
 
 from rsi_master.tasks._dsl import MAX_PROGRAM_CHARS, DslError, format_program, parse, run
-from rsi_master.tasks._ps_programs import PROBES, canonical_programs, describe, fast
+from rsi_master.tasks._ps_fast import fast
+from rsi_master.tasks._ps_programs import PROBES, canonical_programs, describe
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ from functools import cache
 from typing import Any
 
 from ._dsl import Program, Stage
+from ._ps_fast import fast, fast_stage
 
 Fingerprint = tuple[Any, ...]  # outputs on PROBES, lists as tuples (hashable)
 
@@ -28,7 +29,6 @@ __all__ = [
     "behaviour",
     "canonical_programs",
     "describe",
-    "fast",
     "sample_program",
     "shorter_behaviours",
 ]
@@ -103,61 +103,6 @@ def behaviour(program: Program) -> Fingerprint:
     return tuple(out)
 
 
-def _fast_stage(stage: Stage) -> Callable[[Any], Any]:
-    """A plain-Python closure for one *target* stage (trusted code, no budget needed)."""
-    name = stage[0]
-    if name == "map":
-        op, k = stage[1], stage[2]
-        return {
-            "+": lambda v: [x + k for x in v],
-            "-": lambda v: [x - k for x in v],
-            "*": lambda v: [x * k for x in v],
-        }[op]
-    if name == "filter":
-        kind, k = stage[1]
-        test = {
-            "even": lambda x: x % 2 == 0,
-            "odd": lambda x: x % 2 == 1,
-            ">": lambda x: x > k,
-            "<": lambda x: x < k,
-        }[kind]
-        return lambda v: [x for x in v if test(x)]
-    if name == "take":
-        return lambda v: v[: stage[1]]
-    if name == "drop":
-        return lambda v: v[stage[1] :]
-    simple: dict[str, Callable[[Any], Any]] = {
-        "reverse": lambda v: v[::-1],
-        "sort": sorted,
-        "unique": lambda v: list(dict.fromkeys(v)),
-        "len": len,
-        "sum": sum,
-        "max": lambda v: max(v) if v else None,
-        "min": lambda v: min(v) if v else None,
-    }
-    return simple[name]
-
-
-def fast(program: Program) -> Callable[[list[int]], Any]:
-    """A closure computing a *target* program (None where the interpreter would fail).
-
-    Ambiguity checks run hundreds of candidate programs per drawn item; the
-    interpreter's budget bookkeeping is for untrusted model output, not for these.
-    The tests check that this agrees with `run` on every canonical program.
-    """
-    stages = [_fast_stage(stage) for stage in program]
-
-    def call(value: list[int]) -> Any:
-        out: Any = value
-        for stage in stages:
-            if out is None:
-                return None
-            out = stage(out)
-        return out
-
-    return call
-
-
 def _compositions(depth: int) -> list[Program]:
     if depth == 1:
         return [(stage,) for stage in STAGES]
@@ -182,7 +127,7 @@ def _canonical_tree() -> tuple[tuple[Callable[[Any], Any], tuple[Callable[[Any],
     for program in canonical_programs(2):
         groups.setdefault(program[0], []).append(program[1] if len(program) > 1 else None)
     return tuple(
-        (_fast_stage(first), tuple(None if second is None else _fast_stage(second) for second in seconds))
+        (fast_stage(first), tuple(None if second is None else fast_stage(second) for second in seconds))
         for first, seconds in groups.items()
     )
 
