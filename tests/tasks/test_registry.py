@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -71,3 +75,20 @@ def test_generators_spec_is_json_and_complete(name):
     assert set(spec) == set(task.generators())
     for family in task.generators().values():
         assert [knob["name"] for knob in spec[family.name]["knobs"]] == [knob.name for knob in family.knobs]
+
+
+def test_the_suite_imports_no_heavy_dependency():
+    """Tasks are pure Python: the sealed evaluator and agents import them cheaply."""
+    code = "import sys, rsi_master.tasks; print(sorted(m for m in ('torch', 'transformers', 'trl', 'numpy') if m in sys.modules))"
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "PYTHONPATH": src},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    assert out.stdout.strip() == "[]"
+    for path in task_source_files():
+        assert "import torch" not in path.read_text(), path.name
