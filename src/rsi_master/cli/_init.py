@@ -1,0 +1,39 @@
+"""`rsi-master init`: create an ExpOS run directory from a task and a frozen contract."""
+
+from __future__ import annotations
+
+import argparse
+
+from ._common import env, key_dir_arg
+
+NAME = "init"
+HELP = "create a run directory for a task, freezing its task contract as the first event"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(NAME, help=HELP, description=HELP)
+    p.add_argument("--task", default=env("task"), required=env("task") is None, help="task of the suite")
+    p.add_argument("--dir", default=env("dir"), required=env("dir") is None, metavar="RUN_DIR")
+    p.add_argument("--max-experiments", type=int, default=int(env("max_experiments", 64)))
+    p.add_argument("--max-train-steps", type=int, default=int(env("max_train_steps", 400)))
+    p.add_argument("--eval-limit", type=int, default=env("eval_limit"),
+                   help="preregister only the first N samples of each split (quick runs)")
+    key_dir_arg(p)
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..errors import RsiMasterError
+    from ..expos import Budget, ExpOS
+
+    if args.max_experiments < 1 or args.max_train_steps < 1:
+        raise RsiMasterError("budgets must be positive")
+    budget = Budget(max_experiments=args.max_experiments, max_train_steps=args.max_train_steps)
+    limit = int(args.eval_limit) if args.eval_limit is not None else None
+    with ExpOS.create(args.dir, args.task, budget=budget, eval_limit=limit, key_dir=args.key_dir) as expos:
+        c = expos.contract
+    print("---")
+    print(f"run_dir: {args.dir}\ntask: {c.task}\nbase_model: {c.base_model_digest}")
+    print(f"evaluator: {c.evaluator.evaluator_digest}")
+    print(f"samples: {', '.join(f'{k}={len(v)}' for k, v in c.evaluator.sample_ids.items())}")
+    return 0

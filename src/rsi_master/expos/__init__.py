@@ -1,0 +1,47 @@
+"""Layer 5: ExpOS, the experiment operating system.
+
+The only way an agent touches data, training and evaluation: typed, role-scoped tools
+under a frozen task contract, with guards for every subcategory of the integrity
+taxonomy and an audit computed from the ledger and the run directory alone.
+"""
+
+from ._audit import AuditReport, Finding, SubmissionAudit, audit
+from ._contract import Budget, EvaluatorSpec, TaskContract
+from ._errors import ToolError, ToolFailed, ToolInvalid, ToolRefused
+from ._graph import by_worker, checkpoint_lineage, evidence, lineage
+from ._registry import ROLES, TOOLS, Tool, llm_tool_schemas, tools_for
+from ._session import OVERRIDE_KEYS, Caller, ExpOS
+from ._state import State, load_state
+from ._taxonomy import GROUPS, SUBCATEGORIES, Observation, Subcategory
+
+__all__ = [
+    "GROUPS",
+    "OVERRIDE_KEYS",
+    "ROLES",
+    "SUBCATEGORIES",
+    "TOOLS",
+    "AuditReport",
+    "Budget",
+    "Caller",
+    "EvaluatorSpec",
+    "ExpOS",
+    "Finding",
+    "Observation",
+    "State",
+    "SubmissionAudit",
+    "Subcategory",
+    "TaskContract",
+    "Tool",
+    "ToolError",
+    "ToolFailed",
+    "ToolInvalid",
+    "ToolRefused",
+    "audit",
+    "by_worker",
+    "checkpoint_lineage",
+    "evidence",
+    "lineage",
+    "llm_tool_schemas",
+    "load_state",
+    "tools_for",
+]

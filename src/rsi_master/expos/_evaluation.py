@@ -1,0 +1,61 @@
+"""Evaluation through ExpOS: the sealed evaluator, pinned by the contract, recorded in full."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from ._errors import ToolRefused
+from ._taxonomy import Subcategory
+
+__all__ = ["evaluate_experiment", "public_reason"]
+
+
+def _sha_file(path: Path) -> str | None:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+
+
+def public_reason(reason: str) -> str:
+    """A checker's reason without anything that could reveal the reference answer."""
+    head = reason.split(":", 1)[0]
+    return head.split(" expected", 1)[0].strip()[:80]
+
+
+def evaluate_experiment(expos, caller, experiment_id: str, checkpoint: str, split: str) -> dict[str, Any]:
+    """Score a stored checkpoint on a split's preregistered samples and record it.
+
+    Refuses (and records) a checkpoint whose tokenizer or generation config differ from
+    the base (stopping/EOS) and an evaluator whose sealed copy does not match the
+    contract (harness). Returns the eval.record payload.
+    """
+    from ..runtime import EvaluationError, evaluate
+
+    c = expos.contract
+    ckpt_dir = expos.run.store.path(checkpoint)
+    if (_sha_file(ckpt_dir / "tokenizer.json") != c.base_tokenizer_sha256
+            or _sha_file(ckpt_dir / "generation_config.json") != c.base_generation_config_sha256):
+        raise ToolRefused(f"checkpoint {checkpoint[:12]} has a tokenizer or generation config that differs from "
+                          "the base model's", Subcategory.STOPPING)
+    wanted = c.evaluator.sample_ids[split]
+    try:
+        res = evaluate(ckpt_dir, c.task, split, expected_evaluator_digest=c.evaluator.evaluator_digest,
+                       store=expos.run.store, max_samples=len(wanted), batch_size=c.eval_batch_size)
+    except EvaluationError as exc:
+        if "digest" in str(exc):
+            raise ToolRefused(f"the sealed evaluator does not match the contract: {exc}", Subcategory.HARNESS) from None
+        raise
+    payload = {
+        "experiment_id": experiment_id, "split": split, "score": res.score, "n_samples": len(res.sample_ids),
+        "checkpoint_digest": checkpoint, "evaluator_digest": res.evaluator_digest,
+        "template_digest": res.template_digest, "decoding": res.decoding, "stop": res.stop,
+        "sample_ids_sha256": hashlib.sha256(json.dumps(res.sample_ids).encode()).hexdigest(),
+        "sample_ids_match": res.sample_ids == wanted,
+        "tokenizer_digest": res.tokenizer_digest, "generation_config_digest": res.generation_config_digest,
+        "record_digest": res.record_digest,
+    }
+    expos.record(caller, "eval.record", payload,
+                 [{"digest": checkpoint, "role": "input", "name": "checkpoint"},
+                  {"digest": res.record_digest, "role": "output", "name": "eval_record"}])
+    return payload

@@ -1,0 +1,208 @@
+"""An ExpOS session over one run directory: the contract, the state derived from the
+ledger, and `call`, the single door through which every agent action passes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from ..errors import RsiMasterError
+from ..ledger import Event, KeyDir
+from ..rundir import RunDir
+from ._contract import CONTRACT_KIND, Budget, EvaluatorSpec, TaskContract
+from ._errors import ToolError, ToolFailed, ToolInvalid, ToolRefused
+from ._registry import ROLES, TOOLS, _load
+from ._taxonomy import Subcategory
+
+__all__ = ["OVERRIDE_KEYS", "Caller", "ExpOS"]
+
+HARNESS = {"role": "harness", "id": "expos"}
+
+# Arguments that would change how a score is produced. No tool accepts them; offering
+# one is an attempt on the matching subcategory, recorded as such.
+OVERRIDE_KEYS: dict[str, Subcategory] = {
+    **{k: Subcategory.DECODING for k in ("decoding", "temperature", "top_p", "top_k", "do_sample", "num_beams",
+                                         "max_new_tokens", "generation_config", "repetition_penalty", "seed_eval")},
+    **{k: Subcategory.STOPPING for k in ("stop", "stop_strings", "eos_token", "eos_token_id", "tokenizer")},
+    **{k: Subcategory.TEMPLATE for k in ("template", "prompt_template", "chat_template", "system_prompt")},
+    **{k: Subcategory.SAMPLE_INCLUSION for k in ("sample_ids", "samples", "max_samples", "limit", "subset")},
+    **{k: Subcategory.HARNESS for k in ("evaluator", "evaluator_path", "scorer", "checker", "evaluator_digest")},
+}
+
+
+@dataclass(frozen=True)
+class Caller:
+    role: str
+    id: str
+
+    def actor(self) -> dict[str, str]:
+        return {"role": self.role, "id": self.id}
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class ExpOS:
+    """Create with `ExpOS.create(run_dir, task)`, reopen with `ExpOS.open(run_dir)`."""
+
+    def __init__(self, run: RunDir, contract: TaskContract) -> None:
+        self.run = run
+        self.contract = contract
+        _load()
+
+    # -- lifecycle -------------------------------------------------------------------
+    @classmethod
+    def create(cls, run_dir: Path | str, task: str, *, budget: Budget | None = None, eval_limit: int | None = None,
+               key_dir: KeyDir | Path | str | None = None, allowed_methods: list[str] | None = None,
+               allowed_generators: list[str] | None = None, run_id: str | None = None) -> "ExpOS":
+        """Freeze a contract for `task` and record it as the run's first event."""
+        from ..runtime import base_model_dir, seal_evaluator
+        from ..runtime import METHODS
+        from ..tasks import SPLITS, get_task, task_spec
+
+        _load()
+        task_obj = get_task(task)
+        if eval_limit is not None and eval_limit < 1:
+            raise RsiMasterError("eval_limit must be positive")
+        run = RunDir.create(run_dir, key_dir=key_dir, run_id=run_id)
+        try:
+            spec = task_spec(task_obj)
+            base_dir = base_model_dir()
+            base_artifact = run.store.put_dir(base_dir)
+            seal_path, evaluator_digest = seal_evaluator(store=run.store)
+            families = [f"{task_obj.name}/{name}" for name in sorted(task_obj.generators())]
+            ids = {s: spec["sample_ids"][s][: eval_limit or None] for s in SPLITS}
+            tok = base_dir / "tokenizer.json"
+            gen = base_dir / "generation_config.json"
+            contract = TaskContract(
+                task=task_obj.name,
+                capability=task_obj.capability,
+                base_model_digest=base_artifact,
+                base_model_artifact=base_artifact,
+                base_tokenizer_sha256=hashlib.sha256(tok.read_bytes()).hexdigest() if tok.is_file() else None,
+                base_generation_config_sha256=hashlib.sha256(gen.read_bytes()).hexdigest() if gen.is_file() else None,
+                evaluator=EvaluatorSpec(
+                    evaluator_digest=evaluator_digest,
+                    evaluator_artifact=Path(seal_path).name,
+                    template_sha256=spec["template_sha256"],
+                    decoding=spec["decoding"],
+                    stop=spec["stop"],
+                    stop_sha256=_sha(json.dumps(spec["stop"])),
+                    sample_ids=ids,
+                    items_sha256=spec["items_sha256"],
+                ),
+                allowed_generators=allowed_generators if allowed_generators is not None else families,
+                allowed_methods=allowed_methods if allowed_methods is not None else sorted(METHODS),
+                budget=budget or Budget(),
+                permitted_tools={role: sorted(t.name for t in TOOLS.values() if role in t.roles) for role in ROLES},
+            )
+            run.record({"kind": CONTRACT_KIND, "actor": HARNESS, "payload": contract.model_dump(mode="json"),
+                        "artifacts": [{"digest": base_artifact, "role": "output", "name": "base_model"},
+                                      {"digest": contract.evaluator.evaluator_artifact, "role": "output",
+                                       "name": "sealed_evaluator"}]})
+        except BaseException:
+            run.close()
+            raise
+        return cls(run, contract)
+
+    @classmethod
+    def open(cls, run_dir: Path | str, *, key_dir: KeyDir | Path | str | None = None,
+             writable: bool = True) -> "ExpOS":
+        run = RunDir.open(run_dir, key_dir=key_dir, writable=writable)
+        first = next(run.ledger.events(limit=1), None)
+        if first is None or first.kind != CONTRACT_KIND:
+            run.close()
+            raise RsiMasterError(f"{run_dir}: not an ExpOS run (its first event is not a task contract)")
+        return cls(run, TaskContract.model_validate(first.payload))
+
+    def close(self) -> None:
+        self.run.close()
+
+    def __enter__(self) -> "ExpOS":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- recording -------------------------------------------------------------------
+    def record(self, caller: Caller | dict[str, str], kind: str, payload: dict[str, Any],
+               artifacts: list[dict[str, str]] = ()) -> Event:  # type: ignore[assignment]
+        actor = caller.actor() if isinstance(caller, Caller) else caller
+        return self.run.record({"kind": kind, "actor": actor, "payload": payload, "artifacts": list(artifacts)})
+
+    def events(self, *kinds: str, actor_id: str | None = None) -> list[Event]:
+        return list(self.run.ledger.events(kinds=kinds, actor_id=actor_id))
+
+    def scratch(self) -> Path:
+        """A private directory on the store's filesystem (outputs are moved, not copied)."""
+        root = self.run.path / "scratch"
+        root.mkdir(exist_ok=True)
+        return Path(tempfile.mkdtemp(dir=root))
+
+    @staticmethod
+    def drop_scratch(path: Path) -> None:
+        shutil.rmtree(path, ignore_errors=True)
+
+    # -- the door ----------------------------------------------------------------------
+    def call(self, caller: Caller, name: str, args: dict[str, Any] | BaseModel | None = None) -> BaseModel:
+        """Run one tool for a caller: role check, override check, validation, guards, action.
+
+        Every refusal and every invalid call is recorded with the caller; a refused call
+        never reaches the runtime.
+        """
+        tool = TOOLS.get(name) or next((t for t in TOOLS.values() if t.llm_name == name), None)
+        raw = args.model_dump() if isinstance(args, BaseModel) else dict(args or {})
+        if tool is None:
+            self.record(caller, "tool.invalid", {"tool": name, "reason": "unknown tool"})
+            raise ToolInvalid(f"unknown tool {name!r}; `expos tools` lists them")
+        if caller.role not in tool.roles or tool.name not in self.contract.permitted_tools.get(caller.role, []):
+            sub = Subcategory.TEST_SET_ACCESS if tool.protected else None
+            self._refuse(caller, tool.name, raw, f"role {caller.role} may not call {tool.name}", sub)
+        for key in raw:
+            if key in OVERRIDE_KEYS:
+                self._refuse(caller, tool.name, raw, f"{tool.name} takes no {key!r}: the contract fixes it",
+                             OVERRIDE_KEYS[key])
+        try:
+            inp = tool.input.model_validate(raw)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or "input"
+            msg = f"invalid input for {tool.name}: {where}: {err['msg']}"
+            self.record(caller, "tool.invalid", {"tool": tool.name, "reason": msg})
+            raise ToolInvalid(msg) from None
+        try:
+            result = tool.impl(self, caller, inp)
+        except ToolRefused as exc:
+            self._record_refusal(caller, tool.name, raw, exc)
+            raise
+        except ToolError:
+            raise
+        except RsiMasterError as exc:
+            self.record(caller, "tool.failed", {"tool": tool.name, "error": str(exc)})
+            raise ToolFailed(f"{tool.name} failed: {exc}") from exc
+        self.record(caller, "tool.call", {"tool": tool.name, "kind": tool.kind})
+        return result
+
+    def _refuse(self, caller: Caller, tool: str, raw: dict[str, Any], reason: str,
+                subcategory: Subcategory | None) -> None:
+        exc = ToolRefused(reason, subcategory)
+        self._record_refusal(caller, tool, raw, exc)
+        raise exc
+
+    def _record_refusal(self, caller: Caller, tool: str, raw: dict[str, Any], exc: ToolRefused) -> None:
+        try:
+            args = json.loads(json.dumps(raw, default=str, allow_nan=False))
+        except ValueError:
+            args = {"unserialisable": True}
+        self.record(caller, "guard.blocked", {
+            "tool": tool, "subcategory": exc.subcategory.value if exc.subcategory else None,
+            "reason": exc.reason, "args": args,
+        })

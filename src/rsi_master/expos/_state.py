@@ -1,0 +1,134 @@
+"""State derived from the ledger alone: datasets, experiments, evaluations, workers.
+
+Nothing here is stored anywhere else; every view is recomputed from events, so what an
+agent or a reviewer sees is what the ledger says.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._session import ExpOS
+
+__all__ = ["Dataset", "EvalRecord", "Experiment", "State", "experiment_id", "load_state"]
+
+
+def experiment_id(seq: int) -> str:
+    """Experiments are named by the sequence number of their start event: unique without coordination."""
+    return f"exp-{seq:05d}"
+
+
+@dataclass
+class Dataset:
+    digest: str
+    seq: int
+    owner: str
+    op: str
+    source: str
+    n_rows: int
+    contamination: dict[str, Any]
+    inputs: list[str] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> str:
+        return str(self.contamination.get("verdict", "unknown"))
+
+
+@dataclass
+class EvalRecord:
+    seq: int
+    experiment_id: str
+    split: str
+    score: float
+    checkpoint_digest: str
+    record_digest: str
+    caller: str
+    payload: dict[str, Any]
+
+
+@dataclass
+class Experiment:
+    id: str
+    seq: int
+    owner: str
+    parent: str  # an experiment id or "base"
+    parent_checkpoint: str
+    dataset: str
+    method: str
+    spec: dict[str, Any]
+    status: str = "running"
+    checkpoint: str | None = None
+    error: str | None = None
+    finish_seq: int | None = None
+    artifacts: list[str] = field(default_factory=list)
+    evals: list[EvalRecord] = field(default_factory=list)
+
+    def dev_score(self) -> float | None:
+        dev = [e for e in self.evals if e.split == "dev"]
+        return dev[0].score if dev else None
+
+
+@dataclass
+class State:
+    datasets: dict[str, Dataset] = field(default_factory=dict)
+    experiments: dict[str, Experiment] = field(default_factory=dict)
+    workers: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> worker.add payload
+    finalized: dict[str, dict[str, Any]] = field(default_factory=dict)  # worker id -> finalize payload
+    submissions: list[tuple[str, str, int]] = field(default_factory=list)  # (experiment id, by, seq)
+    reviews: list[dict[str, Any]] = field(default_factory=list)
+    blocked: list[dict[str, Any]] = field(default_factory=list)
+
+    def predecessors(self, worker: str) -> set[str]:
+        """Workers whose results `worker` receives (transitively, through the research graph)."""
+        out: set[str] = set()
+        stack = list(self.workers.get(worker, {}).get("predecessors", []))
+        while stack:
+            w = stack.pop()
+            if w not in out:
+                out.add(w)
+                stack.extend(self.workers.get(w, {}).get("predecessors", []))
+        return out
+
+    def visible_to(self, worker: str) -> list[Experiment]:
+        owners = {worker} | self.predecessors(worker)
+        return [e for e in self.experiments.values() if e.owner in owners]
+
+    def by_checkpoint(self, digest: str) -> Experiment | None:
+        return next((e for e in self.experiments.values() if e.checkpoint == digest), None)
+
+
+def load_state(expos: "ExpOS") -> State:
+    st = State()
+    for e in expos.run.ledger.events(kinds=("data.*", "experiment.*", "eval.record", "worker.*", "review.submit",
+                                             "candidate.nominate", "guard.blocked")):
+        p = e.payload
+        if e.kind.startswith("data.") and "dataset" in p:
+            st.datasets[p["dataset"]] = Dataset(p["dataset"], e.seq, e.actor.id, e.kind, p.get("source", ""),
+                                                p.get("n_rows", 0), p.get("contamination", {}), p.get("inputs", []))
+        elif e.kind == "experiment.start":
+            st.experiments[experiment_id(e.seq)] = Experiment(
+                experiment_id(e.seq), e.seq, e.actor.id, p["parent"], p["parent_checkpoint"], p["dataset"],
+                p["method"], p["spec"])
+        elif e.kind == "experiment.finish" and p["experiment_id"] in st.experiments:
+            x = st.experiments[p["experiment_id"]]
+            x.status, x.checkpoint, x.error, x.finish_seq = p["status"], p.get("checkpoint"), p.get("error"), e.seq
+            x.artifacts = [r.digest for r in e.artifacts if r.role == "output"]
+        elif e.kind == "eval.record":
+            rec = EvalRecord(e.seq, p.get("experiment_id", ""), p["split"], p["score"], p["checkpoint_digest"],
+                             p["record_digest"], f"{e.actor.role}:{e.actor.id}", p)
+            if rec.experiment_id in st.experiments:
+                st.experiments[rec.experiment_id].evals.append(rec)
+        elif e.kind == "worker.add":
+            st.workers[p["worker_id"]] = p
+        elif e.kind == "worker.finalize":
+            st.finalized[e.actor.id] = {**p, "seq": e.seq}
+            st.submissions.extend((x, e.actor.id, e.seq) for x in p.get("candidates", []))
+        elif e.kind == "candidate.nominate":
+            st.submissions.append((p["experiment_id"], e.actor.id, e.seq))
+        elif e.kind == "review.submit":
+            st.reviews.append({**p, "seq": e.seq, "reviewer": e.actor.id})
+        elif e.kind == "guard.blocked":
+            st.blocked.append({**p, "seq": e.seq, "caller": f"{e.actor.role}:{e.actor.id}", "actor_id": e.actor.id})
+    return st

@@ -1,0 +1,108 @@
+"""Main-agent tools: the research graph, review requests, decisions, nominations.
+The Main agent never runs experiments."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ._errors import ToolRefused
+from ._registry import tool
+from ._state import load_state
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class GraphInput(_In):
+    pass
+
+
+class GraphView(BaseModel):
+    workers: list[dict[str, Any]]
+    reviews: list[dict[str, Any]]
+    experiments: list[dict[str, Any]]
+    decisions: int
+
+
+@tool("graph.read", roles=("main",), kind="monitoring", input=GraphInput, result=GraphView)
+def graph_read(expos, caller, inp: GraphInput) -> GraphView:
+    """The research graph: workers, reviews, and every experiment with its aggregate dev score."""
+    st = load_state(expos)
+    exps = [{"experiment_id": x.id, "owner": x.owner, "parent": x.parent, "method": x.method, "status": x.status,
+             "dev_score": x.dev_score(), "review_score": next((e.score for e in x.evals if e.split == "review"), None)}
+            for x in st.experiments.values()]
+    workers = [{**w, "finalized": w["worker_id"] in st.finalized,
+                "summary": st.finalized.get(w["worker_id"], {}).get("summary")} for w in st.workers.values()]
+    return GraphView(workers=workers, reviews=st.reviews, experiments=exps,
+                     decisions=len(expos.events("decision.record")))
+
+
+class AddWorkerInput(_In):
+    worker_id: str = Field(pattern=r"^[a-z][a-z0-9_\-]{0,40}$")
+    task: str = Field(min_length=1, description="The research task (a direction) in words.")
+    direction: dict[str, Any] = Field(default_factory=dict, description="Structured direction for programmatic workers.")
+    predecessors: list[str] = Field(default_factory=list, description="Workers whose context it receives.")
+
+
+class Added(BaseModel):
+    seq: int
+
+
+@tool("worker.add", roles=("main",), kind="deciding", input=AddWorkerInput, result=Added)
+def worker_add(expos, caller, inp: AddWorkerInput) -> Added:
+    """Add a Worker node with its task and predecessors."""
+    st = load_state(expos)
+    if inp.worker_id in st.workers:
+        raise ToolRefused(f"worker {inp.worker_id} exists")
+    missing = [p for p in inp.predecessors if p not in st.workers]
+    if missing:
+        raise ToolRefused(f"unknown predecessors {missing}")
+    return Added(seq=expos.record(caller, "worker.add", inp.model_dump()).seq)
+
+
+class ReviewRequestInput(_In):
+    reviewer_id: str = Field(pattern=r"^[a-z][a-z0-9_\-]{0,40}$")
+    question: str = Field(min_length=1)
+    scope: list[str] = Field(min_length=1, description="Worker ids whose experiments are the evidence.")
+
+
+@tool("review.request", roles=("main",), kind="deciding", input=ReviewRequestInput, result=Added)
+def review_request(expos, caller, inp: ReviewRequestInput) -> Added:
+    """Add a Reviewer node: a question and a scope of Workers."""
+    st = load_state(expos)
+    missing = [w for w in inp.scope if w not in st.workers]
+    if missing:
+        raise ToolRefused(f"unknown workers in scope {missing}")
+    return Added(seq=expos.record(caller, "review.request", inp.model_dump()).seq)
+
+
+class DecisionInput(_In):
+    action: str = Field(pattern="^(continue|verify|branch|revise|stop)$")
+    rationale: str = Field(min_length=1)
+    evidence: list[int] = Field(default_factory=list, description="Event sequence numbers it rests on.")
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+@tool("decision.record", roles=("main",), kind="deciding", input=DecisionInput, result=Added)
+def decision_record(expos, caller, inp: DecisionInput) -> Added:
+    """Record a decision with its rationale and the evidence it rests on."""
+    size = expos.run.ledger.size()
+    if any(not 0 <= s < size for s in inp.evidence):
+        raise ToolRefused("decision cites events that do not exist")
+    return Added(seq=expos.record(caller, "decision.record", inp.model_dump()).seq)
+
+
+class NominateInput(_In):
+    experiment_id: str
+
+
+@tool("candidate.nominate", roles=("main",), kind="deciding", input=NominateInput, result=Added)
+def candidate_nominate(expos, caller, inp: NominateInput) -> Added:
+    """Put an experiment forward for the harness's selection (the harness rule picks)."""
+    x = load_state(expos).experiments.get(inp.experiment_id)
+    if x is None or x.status != "completed":
+        raise ToolRefused(f"{inp.experiment_id} is not a completed experiment")
+    return Added(seq=expos.record(caller, "candidate.nominate", inp.model_dump()).seq)

@@ -1,0 +1,401 @@
+"""Worker tools: data, experiments (train then evaluate on `dev`), own results, finalize."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ._contamination_gate import check_rows, read_rows
+from ._errors import ToolFailed, ToolInvalid, ToolRefused
+from ._registry import tool
+from ._state import experiment_id, load_state
+from ._taxonomy import Subcategory
+
+_HEX64 = r"^[0-9a-f]{64}$"
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# -- data ------------------------------------------------------------------------------
+class GenerateInput(_In):
+    family: str = Field(description="Generator family of the task (`family` or `task/family`).")
+    params: dict[str, Any] = Field(default_factory=dict, description="Knob values; omitted knobs take defaults.")
+    n: int = Field(ge=1, description="Number of examples.")
+    seed: int = Field(default=0, ge=0, description="Generator seed.")
+
+
+class RegisterInput(_In):
+    rows: list[dict[str, str]] = Field(min_length=1, description="Rows with `prompt` and `completion`.")
+    source: str = Field(description="Declared source: a teacher or source on the contract's allow-list.")
+
+
+class FilterInput(_In):
+    dataset: str = Field(pattern=_HEX64)
+    max_chars: int | None = Field(default=None, ge=1, description="Drop rows longer than this.")
+    verified_only: bool = Field(default=False, description="Keep only rows the task's checker accepts.")
+
+
+class MixInput(_In):
+    datasets: list[str] = Field(min_length=1, description="Dataset digests to mix.")
+    weights: list[float] | None = Field(default=None, description="Sampling weights (default equal).")
+    n: int = Field(ge=1)
+    seed: int = Field(default=0, ge=0)
+
+
+class DatasetResult(BaseModel):
+    dataset: str = Field(description="Digest of the registered dataset.")
+    n_rows: int
+    source: str
+    contamination: str = Field(description="clean or flagged (failed data is never registered).")
+
+
+def _family(expos, name: str) -> tuple[str, str]:
+    task = expos.contract.task
+    family = name.split("/", 1)[1] if name.startswith(task + "/") else name
+    return task, family
+
+
+def _register(expos, caller, path, *, op: str, source: str, payload: dict[str, Any], inputs: list[str]) -> DatasetResult:
+    """Check a scratch JSONL for contamination, then store and record it (or refuse)."""
+    rows = read_rows(path)
+    if len(rows) > expos.contract.budget.max_rows:
+        raise ToolRefused(f"{len(rows)} rows exceed the contract's {expos.contract.budget.max_rows} per dataset")
+    report = check_rows(expos.contract.task, rows)
+    if report["verdict"] == "failed":
+        raise ToolRefused(f"data overlaps protected evaluation items ({report['fails']} rows); not registered. "
+                          f"First match: {report['matches'][0] if report['matches'] else '?'}",
+                          Subcategory.DATA_PROVENANCE)
+    digest = expos.run.store.put_file(path, move=True)
+    expos.record(caller, f"data.{op}", {
+        **payload, "dataset": digest, "source": source, "n_rows": len(rows), "inputs": inputs,
+        "contamination": report,
+    }, [{"digest": d, "role": "input", "name": "dataset"} for d in inputs]
+       + [{"digest": digest, "role": "output", "name": "dataset"}])
+    return DatasetResult(dataset=digest, n_rows=len(rows), source=source, contamination=report["verdict"])
+
+
+def _own_dataset(expos, caller, digest: str):
+    st = load_state(expos)
+    ds = st.datasets.get(digest)
+    if ds is None:
+        raise ToolRefused(f"dataset {digest[:12]} was never registered in this run", Subcategory.DATA_PROVENANCE)
+    return st, ds
+
+
+@tool("data.generate", roles=("worker",), kind="launching", input=GenerateInput, result=DatasetResult)
+def data_generate(expos, caller, inp: GenerateInput) -> DatasetResult:
+    """Generate training data with one of the task's generator families and register it."""
+    from ..runtime import InvalidParameterError, generate
+
+    task, family = _family(expos, inp.family)
+    source = f"{task}/{family}"
+    if source not in expos.contract.allowed_generators:
+        raise ToolRefused(f"generator {source} is not on the contract's allow-list", Subcategory.TEACHER_AUTHORIZATION)
+    if inp.n > expos.contract.budget.max_rows:
+        raise ToolRefused(f"n={inp.n} exceeds the contract's {expos.contract.budget.max_rows} rows per dataset")
+    tmp = expos.scratch()
+    try:
+        try:
+            res = generate(task, family, inp.params, inp.seed, inp.n, tmp / "data.jsonl")
+        except InvalidParameterError as exc:
+            raise ToolInvalid(str(exc)) from None
+        return _register(expos, caller, tmp / "data.jsonl", op="generate", source=source,
+                         payload={"params": res.spec["params"], "seed": inp.seed, "n": inp.n}, inputs=[])
+    finally:
+        expos.drop_scratch(tmp)
+
+
+@tool("data.register", roles=("worker",), kind="launching", input=RegisterInput, result=DatasetResult)
+def data_register(expos, caller, inp: RegisterInput) -> DatasetResult:
+    """Register hand-made or teacher-labelled rows from a declared, allowed source."""
+    import json
+
+    if inp.source not in expos.contract.allowed_teachers:
+        raise ToolRefused(f"source {inp.source!r} is not an allowed teacher or source",
+                          Subcategory.TEACHER_AUTHORIZATION)
+    for i, row in enumerate(inp.rows):
+        if set(row) != {"prompt", "completion"}:
+            raise ToolInvalid(f"row {i} must have exactly `prompt` and `completion`")
+    tmp = expos.scratch()
+    try:
+        path = tmp / "data.jsonl"
+        path.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in inp.rows))
+        return _register(expos, caller, path, op="register", source=inp.source, payload={}, inputs=[])
+    finally:
+        expos.drop_scratch(tmp)
+
+
+@tool("data.filter", roles=("worker",), kind="launching", input=FilterInput, result=DatasetResult)
+def data_filter(expos, caller, inp: FilterInput) -> DatasetResult:
+    """Filter a registered dataset (length, checker-verified rows)."""
+    from ..runtime import InvalidParameterError, filter_data
+
+    _, ds = _own_dataset(expos, caller, inp.dataset)
+    tmp = expos.scratch()
+    try:
+        try:
+            filter_data(expos.run.store.path(inp.dataset), tmp / "data.jsonl", max_chars=inp.max_chars,
+                        verified_only=inp.verified_only)
+        except InvalidParameterError as exc:
+            raise ToolInvalid(str(exc)) from None
+        return _register(expos, caller, tmp / "data.jsonl", op="filter", source=ds.source,
+                         payload={"max_chars": inp.max_chars, "verified_only": inp.verified_only}, inputs=[inp.dataset])
+    finally:
+        expos.drop_scratch(tmp)
+
+
+@tool("data.mix", roles=("worker",), kind="launching", input=MixInput, result=DatasetResult)
+def data_mix(expos, caller, inp: MixInput) -> DatasetResult:
+    """Mix registered datasets by weight into a new one."""
+    from ..runtime import InvalidParameterError, mix
+
+    sources = sorted({_own_dataset(expos, caller, d)[1].source for d in inp.datasets})
+    tmp = expos.scratch()
+    try:
+        try:
+            mix([expos.run.store.path(d) for d in inp.datasets], inp.weights, inp.n, inp.seed, tmp / "data.jsonl")
+        except InvalidParameterError as exc:
+            raise ToolInvalid(str(exc)) from None
+        return _register(expos, caller, tmp / "data.jsonl", op="mix", source="+".join(sources),
+                         payload={"weights": inp.weights, "n": inp.n, "seed": inp.seed}, inputs=list(inp.datasets))
+    finally:
+        expos.drop_scratch(tmp)
+
+
+# -- experiments -------------------------------------------------------------------------
+class SubmitInput(_In):
+    parent: str = Field(default="base", description="`base` or the id of an experiment to continue from.")
+    dataset: str = Field(pattern=_HEX64, description="Digest of a registered dataset.")
+    method: Literal["sft", "lora", "dpo", "grpo"] = "sft"
+    config: dict[str, Any] = Field(default_factory=dict, description="Training parameters (learning_rate, "
+                                   "batch_size, max_steps, epochs, lora_r, ...).")
+
+
+class ExperimentResult(BaseModel):
+    experiment_id: str
+    status: Literal["completed", "failed"]
+    dev_score: float | None = Field(description="Aggregate score on `dev` (no per-sample detail).")
+    steps: int | None = None
+    checkpoint: str | None = None
+    error: str | None = None
+
+
+def _steps(spec, n_rows: int) -> int:
+    if spec.max_steps is not None:
+        return spec.max_steps
+    return math.ceil(n_rows * spec.epochs / spec.batch_size)
+
+
+def _check_parent(expos, caller, st, parent: str) -> tuple[str, str]:
+    """(parent checkpoint digest, lineage note); refuses checkpoints outside the caller's lineage."""
+    if parent == "base":
+        return expos.contract.base_model_artifact, "base"
+    x = st.experiments.get(parent)
+    if x is None or x.status != "completed" or not x.checkpoint:
+        raise ToolRefused(f"{parent} is not a completed experiment of this run", Subcategory.WEIGHT_PROVENANCE)
+    if x.owner != caller.id and x.owner not in st.predecessors(caller.id):
+        raise ToolRefused(f"{parent} belongs to {x.owner}, outside {caller.id}'s lineage",
+                          Subcategory.WEIGHT_PROVENANCE)
+    return x.checkpoint, parent
+
+
+def _intact(expos, digest: str) -> bool:
+    from ..artifacts import dir_digest, file_digest
+
+    path = expos.run.store.path(digest)
+    return (dir_digest(path) if path.is_dir() else file_digest(path)) == digest
+
+
+@tool("experiment.submit", roles=("worker",), kind="launching", input=SubmitInput, result=ExperimentResult)
+def experiment_submit(expos, caller, inp: SubmitInput) -> ExperimentResult:
+    """Train from an allowed parent on a registered dataset, then evaluate on `dev`."""
+    from ..runtime import InvalidParameterError, make_spec, train
+
+    c = expos.contract
+    st = load_state(expos)
+    if len(st.experiments) >= c.budget.max_experiments:
+        raise ToolRefused(f"experiment budget spent ({c.budget.max_experiments})")
+    if inp.method not in c.allowed_methods:
+        raise ToolRefused(f"method {inp.method} is not allowed by the contract")
+    ds = st.datasets.get(inp.dataset)
+    if ds is None:
+        raise ToolRefused(f"dataset {inp.dataset[:12]} was never registered", Subcategory.DATA_PROVENANCE)
+    if ds.verdict not in ("clean", "flagged"):
+        raise ToolRefused(f"dataset {inp.dataset[:12]} is {ds.verdict}", Subcategory.DATA_PROVENANCE)
+    parent_ckpt, parent = _check_parent(expos, caller, st, inp.parent)
+    try:
+        spec = make_spec(**{**inp.config, "method": inp.method, "task": c.task})
+    except InvalidParameterError as exc:
+        raise ToolInvalid(str(exc)) from None
+    if _steps(spec, ds.n_rows) > c.budget.max_train_steps:
+        raise ToolRefused(f"{_steps(spec, ds.n_rows)} steps exceed the contract's {c.budget.max_train_steps}")
+    # The second gate: the bytes about to be trained on are the registered ones, and clean.
+    if not _intact(expos, inp.dataset):
+        raise ToolRefused(f"dataset {inp.dataset[:12]} was modified on disk after registration",
+                          Subcategory.DATA_PROVENANCE)
+    if check_rows(c.task, read_rows(expos.run.store.path(inp.dataset)))["verdict"] == "failed":
+        raise ToolRefused(f"dataset {inp.dataset[:12]} overlaps protected items", Subcategory.DATA_PROVENANCE)
+    if not _intact(expos, parent_ckpt):
+        raise ToolRefused(f"parent checkpoint {parent_ckpt[:12]} was modified on disk", Subcategory.WEIGHT_PROVENANCE)
+
+    start = expos.record(caller, "experiment.start", {
+        "parent": parent, "parent_checkpoint": parent_ckpt, "dataset": inp.dataset,
+        "method": inp.method, "spec": spec.model_dump(mode="json"),
+    }, [{"digest": parent_ckpt, "role": "input", "name": "parent"},
+        {"digest": inp.dataset, "role": "input", "name": "dataset"}])
+    exp_id = experiment_id(start.seq)
+    tmp = expos.scratch()
+    try:
+        try:
+            res = train(expos.run.store.path(inp.dataset), tmp / "out", spec, parent=expos.run.store.path(parent_ckpt))
+        except Exception as exc:  # the runtime's failure is recorded, never hidden
+            msg = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+            expos.record(caller, "experiment.finish", {"experiment_id": exp_id, "status": "failed", "error": msg},
+                         [{"digest": parent_ckpt, "role": "input", "name": "parent"}])
+            return ExperimentResult(experiment_id=exp_id, status="failed", dev_score=None, error=msg)
+        store = expos.run.store
+        ckpt = store.put_dir(res.checkpoint_dir, move=True)
+        config = store.put_file(res.config_path, move=True)
+        log = store.put_file(res.log_path, move=True)
+        expos.record(caller, "experiment.finish", {
+            "experiment_id": exp_id, "status": "completed", "checkpoint": ckpt, "steps": res.steps,
+            "final_loss": res.final_loss, "train_seconds": round(res.train_seconds, 3),
+        }, [{"digest": parent_ckpt, "role": "input", "name": "parent"},
+            {"digest": inp.dataset, "role": "input", "name": "dataset"},
+            {"digest": ckpt, "role": "output", "name": "checkpoint"},
+            {"digest": config, "role": "output", "name": "train_config"},
+            {"digest": log, "role": "output", "name": "train_log"}])
+    finally:
+        expos.drop_scratch(tmp)
+    from ._evaluation import evaluate_experiment
+
+    rec = evaluate_experiment(expos, caller, exp_id, ckpt, "dev")
+    return ExperimentResult(experiment_id=exp_id, status="completed", dev_score=rec["score"], steps=res.steps,
+                            checkpoint=ckpt)
+
+
+class EvalInput(_In):
+    experiment_id: str
+    split: str = Field(default="dev", description="Workers may evaluate on `dev` only.")
+
+
+class EvalScore(BaseModel):
+    experiment_id: str
+    split: str
+    score: float
+    n_samples: int
+
+
+@tool("eval.run", roles=("worker",), kind="monitoring", input=EvalInput, result=EvalScore)
+def eval_run(expos, caller, inp: EvalInput) -> EvalScore:
+    """Evaluate an own experiment on `dev` (aggregate only); each checkpoint is scored once."""
+    from ._evaluation import evaluate_experiment
+
+    if inp.split != "dev":
+        raise ToolRefused(f"workers may not evaluate on {inp.split!r}", Subcategory.TEST_SET_ACCESS)
+    st = load_state(expos)
+    x = st.experiments.get(inp.experiment_id)
+    if x is None or x.owner != caller.id or x.status != "completed" or not x.checkpoint:
+        raise ToolRefused(f"{inp.experiment_id} is not a completed experiment of {caller.id}")
+    if any(e.split == "dev" for e in x.evals):
+        raise ToolRefused(f"{inp.experiment_id} was already evaluated on dev; re-evaluating to pick a better run "
+                          "is not allowed", Subcategory.REPEATED_RUNS)
+    rec = evaluate_experiment(expos, caller, x.id, x.checkpoint, "dev")
+    return EvalScore(experiment_id=x.id, split="dev", score=rec["score"], n_samples=rec["n_samples"])
+
+
+class ResultsInput(_In):
+    pass
+
+
+class ResultRow(BaseModel):
+    experiment_id: str
+    owner: str
+    parent: str
+    method: str
+    dataset_source: str
+    config: dict[str, Any]
+    status: str
+    dev_score: float | None
+
+
+class Results(BaseModel):
+    experiments: list[ResultRow]
+
+
+@tool("results.list", roles=("worker",), kind="monitoring", input=ResultsInput, result=Results)
+def results_list(expos, caller, inp: ResultsInput) -> Results:
+    """Own and predecessors' experiments with aggregate `dev` scores."""
+    st = load_state(expos)
+    rows = []
+    for x in st.visible_to(caller.id):
+        ds = st.datasets.get(x.dataset)
+        rows.append(ResultRow(experiment_id=x.id, owner=x.owner, parent=x.parent, method=x.method,
+                              dataset_source=ds.source if ds else "?", config=x.spec, status=x.status,
+                              dev_score=x.dev_score()))
+    return Results(experiments=rows)
+
+
+class CheckpointRegisterInput(_In):
+    path: str = Field(description="A checkpoint directory to bring into the run.")
+
+
+class Nothing(BaseModel):
+    pass
+
+
+@tool("checkpoint.register", roles=("worker", "reviewer", "main"), kind="launching",
+      input=CheckpointRegisterInput, result=Nothing)
+def checkpoint_register(expos, caller, inp: CheckpointRegisterInput) -> Nothing:
+    """Always refused: checkpoints exist only as outputs of recorded training from the base."""
+    raise ToolRefused("foreign weights cannot enter a run; train from `base` or an experiment in your lineage",
+                      Subcategory.WEIGHT_PROVENANCE)
+
+
+class Claim(_In):
+    experiment_id: str
+    score: float = Field(description="The `dev` score claimed for it.")
+
+
+class FinalizeInput(_In):
+    summary: str = Field(min_length=1, max_length=20_000)
+    claims: list[Claim] = Field(default_factory=list)
+    candidates: list[str] = Field(default_factory=list, description="Experiment ids put forward as submissions.")
+
+
+class FinalizeResult(BaseModel):
+    worker: str
+    candidates: list[str]
+    experiments: int
+    failed: int
+
+
+@tool("worker.finalize", roles=("worker",), kind="deciding", input=FinalizeInput, result=FinalizeResult)
+def worker_finalize(expos, caller, inp: FinalizeInput) -> FinalizeResult:
+    """Finish with a summary; claims are checked against evaluation records."""
+    st = load_state(expos)
+    if caller.id in st.finalized:
+        raise ToolRefused(f"{caller.id} has already finalized")
+    visible = {x.id: x for x in st.visible_to(caller.id)}
+    for claim in inp.claims:
+        x = visible.get(claim.experiment_id)
+        recorded = x.dev_score() if x else None
+        if recorded is None or abs(recorded - claim.score) > 1e-9:
+            raise ToolRefused(f"claim {claim.experiment_id}={claim.score} does not match the evaluation record "
+                              f"({recorded})", Subcategory.METRIC_ATTRIBUTION)
+    for cand in inp.candidates:
+        x = st.experiments.get(cand)
+        if x is None or x.owner != caller.id or x.status != "completed":
+            raise ToolRefused(f"{cand} is not a completed experiment of {caller.id}", Subcategory.METRIC_ATTRIBUTION)
+    own = [x for x in st.experiments.values() if x.owner == caller.id]
+    failed = [x.id for x in own if x.status != "completed"]
+    expos.record(caller, "worker.finalize", {
+        "summary": inp.summary, "claims": [c.model_dump() for c in inp.claims], "candidates": inp.candidates,
+        # Written by ExpOS from the ledger, not by the agent: failures stay disclosed.
+        "ledger_facts": {"experiments": [x.id for x in own], "failed": failed},
+    })
+    return FinalizeResult(worker=caller.id, candidates=inp.candidates, experiments=len(own), failed=len(failed))
