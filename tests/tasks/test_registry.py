@@ -79,7 +79,8 @@ def test_generators_spec_is_json_and_complete(name):
 
 def test_the_suite_imports_no_heavy_dependency():
     """Tasks are pure Python: the sealed evaluator and agents import them cheaply."""
-    code = "import sys, rsi_master.tasks; print(sorted(m for m in ('torch', 'transformers', 'trl', 'numpy') if m in sys.modules))"
+    heavy = "('torch', 'transformers', 'trl', 'numpy')"
+    code = f"import sys, rsi_master.tasks; print(sorted(m for m in {heavy} if m in sys.modules))"
     src = str(Path(__file__).resolve().parents[2] / "src")
     out = subprocess.run(
         [sys.executable, "-c", code],
