@@ -62,8 +62,8 @@ class ArithmeticTask(SuiteTask):
 
     name = "arithmetic"
     capability = (
-        "Solve short arithmetic word problems (adding and subtracting two- and three-digit "
-        "numbers) and give the final answer as an integer after '####' on the last line."
+        "Solve short arithmetic word problems (adding or subtracting two two-digit numbers) "
+        "and give the final answer as an integer after '####' on the last line."
     )
     template = "Question: {question}\nAnswer:"
     # Longest eval-distribution completion (two 2-digit operands, scratchpad family)

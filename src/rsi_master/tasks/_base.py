@@ -214,7 +214,7 @@ class SuiteTask:
             return score
         try:
             partial = float(self.partial_credit(example["check"], output))
-        except Exception:
+        except Exception:  # same totality as score: a sampled completion never crashes GRPO
             return 0.0
         return min(PARTIAL_CAP, max(0.0, partial))
 
@@ -223,7 +223,7 @@ class SuiteTask:
             return Score(0.0, f"output is {type(output).__name__}, not str")
         try:
             result = self.check(reference, output)
-        except Exception as exc:
+        except Exception as exc:  # a model output must never crash an evaluation run
             return Score(0.0, f"checker error: {type(exc).__name__}: {str(exc)[:200]}")
         return Score(min(1.0, max(0.0, float(result.score))), result.reason)
 
