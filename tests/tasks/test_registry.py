@@ -93,3 +93,12 @@ def test_the_suite_imports_no_heavy_dependency():
     assert out.stdout.strip() == "[]"
     for path in task_source_files():
         assert "import torch" not in path.read_text(), path.name
+
+
+def test_a_private_seal_seed_gives_another_instance_with_other_items():
+    public, private = get_task("knowledge"), get_task("knowledge", seal_seed=7)
+    assert private is get_task("knowledge", seal_seed=7) and private is not public
+    assert private.eval_items("dev")[0].prompt != public.eval_items("dev")[0].prompt
+    assert [i.sample_id for i in private.eval_items("dev")] == [i.sample_id for i in public.eval_items("dev")]
+    with pytest.raises(ValueError, match="seal_seed"):
+        get_task("knowledge", seal_seed="7")  # type: ignore[arg-type]

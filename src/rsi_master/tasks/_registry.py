@@ -42,12 +42,18 @@ def list_tasks() -> list[str]:
 
 
 @cache
-def _instance(name: str) -> SuiteTask:
-    return _TASKS[name]()
+def _instance(name: str, seal_seed: int | None) -> SuiteTask:
+    return _TASKS[name]() if seal_seed is None else _TASKS[name](seal_seed=seal_seed)
 
 
-def get_task(name: str) -> SuiteTask:
-    """The task called `name` (one shared instance per process)."""
+def get_task(name: str, *, seal_seed: int | None = None) -> SuiteTask:
+    """The task called `name` (one shared instance per process and seal seed).
+
+    `seal_seed` draws other evaluation items (a harness keeping its items private);
+    the default is the public, reproducible suite.
+    """
     if not isinstance(name, str) or name not in _TASKS:
         raise UnknownTaskError(name)
-    return _instance(name)
+    if seal_seed is not None and (isinstance(seal_seed, bool) or not isinstance(seal_seed, int)):
+        raise ValueError(f"seal_seed must be an int, got {type(seal_seed).__name__} {seal_seed!r}")
+    return _instance(name, seal_seed)
