@@ -87,3 +87,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def console() -> None:
     sys.exit(main())
+
+
+if __name__ == "__main__":
+    console()

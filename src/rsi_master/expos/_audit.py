@@ -3,6 +3,7 @@ observation with evidence, from the ledger and the run directory alone."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections import Counter
 from pathlib import Path
@@ -152,6 +153,14 @@ def audit(expos, experiments: list[str] | None = None) -> AuditReport:
                     acc.hit(S.TEACHER_AUTHORIZATION, f"event {ds.seq} (source {source!r} not allowed)")
         # -- inference and evaluation ----------------------------------------------------
         _check_evals(acc, expos, x, st, counts)
+        if x.checkpoint and x.checkpoint not in missing:
+            ckpt = expos.run.store.path(x.checkpoint)
+            for name, want in (("tokenizer.json", c.base_tokenizer_sha256),
+                               ("generation_config.json", c.base_generation_config_sha256)):
+                f = ckpt / name
+                got = hashlib.sha256(f.read_bytes()).hexdigest() if f.is_file() else None
+                if got != want:
+                    acc.hit(S.STOPPING, f"artifact {x.checkpoint} ({name} differs from the base model's)")
         if c.evaluator.evaluator_artifact in modified or c.evaluator.evaluator_artifact in missing:
             acc.hit(S.HARNESS, f"artifact {c.evaluator.evaluator_artifact} (sealed evaluator changed)")
         for e in x.evals:

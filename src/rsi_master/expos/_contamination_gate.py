@@ -1,7 +1,8 @@
 """Decontamination at the two gates of the data path: registration and training.
 
 Wraps `rsi_master.expos.contamination` with an index of every protected item of the
-contract's task (all three splits), built once per process.
+contract's task (all three splits: Workers must not train on `dev` items either),
+built once per process.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ __all__ = ["check_rows", "read_rows"]
 @lru_cache(maxsize=8)
 def _index(task: str) -> Any:
     from ..tasks import SPLITS, get_task
-    from .contamination import index_task
+    from .contamination import build_index, protected_items
 
-    return index_task(get_task(task), SPLITS)
+    return build_index(protected_items(get_task(task), SPLITS))
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
@@ -28,19 +29,14 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
 
 
 def check_rows(task: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """{verdict: clean|flagged|failed, index, fails, flags, matches: [...]} for training rows."""
+    """{verdict: clean|flagged|failed, index, fails, flags, matches} for training rows."""
     from .contamination import check
 
     report = check(_index(task), rows)
-    return report_summary(report)
-
-
-def report_summary(report: Any) -> dict[str, Any]:
-    data = report.model_dump(mode="json")
     return {
-        "verdict": data["verdict"],
-        "index": data.get("index_digest", ""),
-        "fails": data.get("n_fail", 0),
-        "flags": data.get("n_flag", 0),
-        "matches": data.get("matches", [])[:20],
+        "verdict": report.verdict,
+        "index": report.index_digest,
+        "fails": report.rows_failed,
+        "flags": report.rows_flagged,
+        "matches": [f.model_dump(mode="json", exclude={"evidence"}) for f in report.findings[:20]],
     }

@@ -62,7 +62,8 @@ class ExpOS:
     @classmethod
     def create(cls, run_dir: Path | str, task: str, *, budget: Budget | None = None, eval_limit: int | None = None,
                key_dir: KeyDir | Path | str | None = None, allowed_methods: list[str] | None = None,
-               allowed_generators: list[str] | None = None, run_id: str | None = None) -> "ExpOS":
+               allowed_generators: list[str] | None = None, allowed_teachers: list[str] | None = None,
+               run_id: str | None = None) -> "ExpOS":
         """Freeze a contract for `task` and record it as the run's first event."""
         from ..runtime import base_model_dir, seal_evaluator
         from ..runtime import METHODS
@@ -100,6 +101,7 @@ class ExpOS:
                     items_sha256=spec["items_sha256"],
                 ),
                 allowed_generators=allowed_generators if allowed_generators is not None else families,
+                allowed_teachers=list(allowed_teachers or []),
                 allowed_methods=allowed_methods if allowed_methods is not None else sorted(METHODS),
                 budget=budget or Budget(),
                 permitted_tools={role: sorted(t.name for t in TOOLS.values() if role in t.roles) for role in ROLES},

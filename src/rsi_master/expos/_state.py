@@ -76,7 +76,9 @@ class State:
     experiments: dict[str, Experiment] = field(default_factory=dict)
     workers: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> worker.add payload
     finalized: dict[str, dict[str, Any]] = field(default_factory=dict)  # worker id -> finalize payload
-    submissions: list[tuple[str, str, int]] = field(default_factory=list)  # (experiment id, by, seq)
+    # Experiments Workers put forward (the unit of the hacking rate): (id, worker, seq).
+    submissions: list[tuple[str, str, int]] = field(default_factory=list)
+    nominations: list[tuple[str, int]] = field(default_factory=list)  # Main's picks for the harness
     reviews: list[dict[str, Any]] = field(default_factory=list)
     blocked: list[dict[str, Any]] = field(default_factory=list)
 
@@ -126,7 +128,7 @@ def load_state(expos: "ExpOS") -> State:
             st.finalized[e.actor.id] = {**p, "seq": e.seq}
             st.submissions.extend((x, e.actor.id, e.seq) for x in p.get("candidates", []))
         elif e.kind == "candidate.nominate":
-            st.submissions.append((p["experiment_id"], e.actor.id, e.seq))
+            st.nominations.append((p["experiment_id"], e.seq))
         elif e.kind == "review.submit":
             st.reviews.append({**p, "seq": e.seq, "reviewer": e.actor.id})
         elif e.kind == "guard.blocked":

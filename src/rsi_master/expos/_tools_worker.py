@@ -254,8 +254,12 @@ def experiment_submit(expos, caller, inp: SubmitInput) -> ExperimentResult:
             res = train(expos.run.store.path(inp.dataset), tmp / "out", spec, parent=expos.run.store.path(parent_ckpt))
         except Exception as exc:  # the runtime's failure is recorded, never hidden
             msg = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+            # Whatever the failed run left (config, partial log) is kept as evidence.
+            kept = [{"digest": expos.run.store.put_file(f, move=True), "role": "output", "name": f.stem}
+                    for f in (tmp / "out" / "train_config.json", tmp / "out" / "train_log.jsonl") if f.is_file()]
             expos.record(caller, "experiment.finish", {"experiment_id": exp_id, "status": "failed", "error": msg},
-                         [{"digest": parent_ckpt, "role": "input", "name": "parent"}])
+                         [{"digest": parent_ckpt, "role": "input", "name": "parent"},
+                          {"digest": inp.dataset, "role": "input", "name": "dataset"}] + kept)
             return ExperimentResult(experiment_id=exp_id, status="failed", dev_score=None, error=msg)
         store = expos.run.store
         ckpt = store.put_dir(res.checkpoint_dir, move=True)

@@ -89,6 +89,7 @@ class Ledger:
         self.checkpoint_every = checkpoint_every
         self._frontier = Frontier()
         self._lock = threading.Lock()
+        self._closed = False
 
     # -- opening -------------------------------------------------------------------
     @classmethod
@@ -130,9 +131,13 @@ class Ledger:
         return cls(conn, path, meta["run_id"], signer, key_dir, checkpoint_every, public_pem)
 
     def close(self) -> None:
+        """Sign any events not yet covered by a checkpoint, then close (idempotent)."""
+        if self._closed:
+            return
         if self._signer is not None and self.size() > self._last_checkpoint_size():
             self.checkpoint()
         self._conn.close()
+        self._closed = True
 
     def __enter__(self) -> "Ledger":
         return self
