@@ -1,0 +1,26 @@
+"""`rsi-master resume RUN_DIR`: continue a killed run from its ledger alone."""
+
+from __future__ import annotations
+
+import argparse
+
+from ._common import is_tty, key_dir_arg
+
+NAME = "resume"
+HELP = "continue a run of `rsi-master run` after it was stopped or killed"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(NAME, help=HELP, description=HELP)
+    p.add_argument("run_dir", metavar="RUN_DIR")
+    key_dir_arg(p)
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..orchestra import make_display, resume_run
+    from ._run import print_summary
+
+    summary = resume_run(args.run_dir, key_dir=args.key_dir, display=make_display(is_tty()))
+    print_summary(summary)
+    return 0

@@ -1,0 +1,76 @@
+"""Layer 6: Orchestra, reviewer-guided research orchestration.
+
+A Main agent grows a research graph of Worker nodes (directions explored through ExpOS
+experiments) and Reviewer nodes (questions checked against ExpOS evidence), acting only
+at orchestration events (a Worker finalizing, a Reviewer reporting). Nodes run in
+parallel on a local pool of slot processes under a wall-clock budget; the harness
+selects the returned checkpoint on `review` and scores it once on `final`.
+Programmatic agents ship here; the protocols admit LLM-backed ones.
+"""
+
+from ._directions import DEFAULT_TRAIN, Direction, Range, default_directions, knob_ranges
+from ._display import Display, PlainDisplay, RichDisplay, make_display
+from ._graph import Decision, Job, ResearchGraph, ReviewerNode, WorkerNode, load_graph
+from ._harness import final_scores, select
+from ._main_policy import PolicyMain
+from ._memory import worker_memory
+from ._metrics import KINDS, run_metrics
+from ._orchestra import DEFAULTS, parse_budget, resume_run, start_run
+from ._protocols import (
+    MAINS,
+    REVIEWERS,
+    WORKERS,
+    MainAgent,
+    MainContext,
+    NodeContext,
+    ReviewerAgent,
+    WorkerAgent,
+    main_agent,
+    reviewer_agent,
+    worker_agent,
+)
+from ._reviewer import EvidenceReviewer
+from ._scheduler import Scheduler
+from ._worker import TPEWorker, parse_recipe
+
+__all__ = [
+    "DEFAULTS",
+    "DEFAULT_TRAIN",
+    "KINDS",
+    "MAINS",
+    "REVIEWERS",
+    "WORKERS",
+    "Decision",
+    "Direction",
+    "Display",
+    "EvidenceReviewer",
+    "Job",
+    "MainAgent",
+    "MainContext",
+    "NodeContext",
+    "PlainDisplay",
+    "PolicyMain",
+    "Range",
+    "ResearchGraph",
+    "ReviewerAgent",
+    "ReviewerNode",
+    "RichDisplay",
+    "Scheduler",
+    "TPEWorker",
+    "WorkerAgent",
+    "WorkerNode",
+    "default_directions",
+    "final_scores",
+    "knob_ranges",
+    "load_graph",
+    "main_agent",
+    "make_display",
+    "parse_budget",
+    "parse_recipe",
+    "resume_run",
+    "reviewer_agent",
+    "run_metrics",
+    "select",
+    "start_run",
+    "worker_agent",
+]

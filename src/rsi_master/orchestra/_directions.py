@@ -1,0 +1,107 @@
+"""Directions: what a Worker explores. A recipe family of the task (a generator family
+and a training method), the ranges of its knobs, and where training starts from.
+
+A direction is persisted as the `direction` of a `worker.add` event, so a run can be
+rebuilt (and resumed) from its ledger alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["DEFAULT_TRAIN", "Direction", "Range", "default_directions", "knob_ranges"]
+
+
+class Range(BaseModel):
+    """One searchable parameter: an int/float interval, a set of choices, or a fixed value."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: str = Field(pattern="^(int|float|choice|fixed)$")
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    choices: list[Any] = Field(default_factory=list)
+    value: Any = None
+
+
+class Direction(BaseModel):
+    """A Worker's assignment, structured so that a programmatic policy can execute it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    version: int = 1
+    agent: str = Field(default="tpe", description="Registered Worker implementation that executes it.")
+    family: str = Field(description="Generator family of the task.")
+    method: str = Field(default="sft", description="Training method.")
+    knobs: dict[str, Range] = Field(default_factory=dict, description="Generator knobs searched or fixed.")
+    train: dict[str, Range] = Field(default_factory=dict, description="Training parameters searched or fixed.")
+    parent: str = Field(default="base", description="`base` or a verified experiment to continue from.")
+    mix: list[dict[str, Any]] = Field(default_factory=list,
+                                      description="Extra fixed data sources [{family, params}] mixed in "
+                                                  "(a branch that combines other Workers' findings).")
+    trials: int = Field(default=6, ge=1, description="Most experiments the Worker starts.")
+    seconds: float = Field(default=120.0, gt=0, description="Wall-clock allowance of the Worker.")
+    seed: int = Field(default=0, ge=0)
+    enqueue: list[dict[str, Any]] = Field(default_factory=list,
+                                          description="Trials to try first (verified recipes of predecessors).")
+
+    def key(self) -> str:
+        """The direction's identity for budget shares: the recipe family."""
+        return f"{self.family}+{'+'.join(sorted(m['family'] for m in self.mix))}:{self.method}" if self.mix \
+            else f"{self.family}:{self.method}"
+
+
+# Short experiments keep a few-minute run useful on a laptop CPU: the landscape study
+# found small batches and more steps win at fixed compute, and ~1M-parameter SFT runs a
+# few steps per second on two cores.
+DEFAULT_TRAIN: dict[str, Range] = {
+    "learning_rate": Range(kind="float", low=5e-4, high=3e-3, log=True),
+    "batch_size": Range(kind="choice", choices=[8, 16]),
+    "max_steps": Range(kind="int", low=40, high=120),
+}
+
+
+def knob_ranges(task: str, family: str) -> dict[str, Range]:
+    """Every knob of a generator family as a search range (from the task's own declaration)."""
+    from ..tasks import get_task
+
+    out: dict[str, Range] = {}
+    for k in get_task(task).generators()[family].knobs:
+        if k.kind == "int":
+            out[k.name] = Range(kind="int", low=k.low, high=k.high)
+        elif k.kind == "float":
+            out[k.name] = Range(kind="float", low=k.low, high=k.high)
+        else:
+            out[k.name] = Range(kind="choice", choices=list(k.choices))
+    return out
+
+
+def default_directions(task: str, *, seed: int = 0) -> list[Direction]:
+    """One SFT direction per generator family, knobs around their evaluation defaults.
+
+    Knob ranges are narrowed to the defaults for knobs that set the evaluation
+    distribution's shape (the eval items use the defaults), so that a Worker searches
+    diversity and format rather than drifting off-distribution; the others are searched.
+    """
+    from ..tasks import get_task
+
+    t = get_task(task)
+    out = []
+    for i, (family, gen) in enumerate(sorted(t.generators().items())):
+        knobs: dict[str, Range] = {}
+        for k in gen.knobs:
+            if k.kind == "choice":
+                knobs[k.name] = Range(kind="choice", choices=list(k.choices))
+            elif k.kind == "int" and k.low is not None and k.high is not None:
+                # Search at most one step around the default: wider moves leave the eval distribution.
+                lo, hi = max(int(k.low), int(k.default) - 1), min(int(k.high), int(k.default) + 1)
+                knobs[k.name] = Range(kind="int", low=lo, high=hi) if lo < hi else Range(kind="fixed", value=k.default)
+            elif k.kind == "float" and k.low is not None and k.high is not None:
+                knobs[k.name] = Range(kind="float", low=float(k.low), high=float(k.high))
+            else:
+                knobs[k.name] = Range(kind="fixed", value=k.default)
+        out.append(Direction(family=family, knobs=knobs, train=dict(DEFAULT_TRAIN), seed=seed * 100 + i))
+    return out

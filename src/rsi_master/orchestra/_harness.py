@@ -1,0 +1,91 @@
+"""The harness's part: select the returned checkpoint, score it once on `final`.
+
+Selection is a fixed rule, not an agent's choice: among accepted submissions (those the
+integrity audit does not flag), the highest `review` score wins; ties go to the
+earliest submission. A submission no Reviewer scored on `review` is scored there by the
+harness (recorded like any evaluation). `final` is never used to select: the selected
+checkpoint, and the base model for comparison, are each scored on it exactly once, and
+a resumed run reuses those records instead of scoring again.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..expos import ExpOS
+
+__all__ = ["HARNESS", "final_scores", "select"]
+
+HARNESS = {"role": "harness", "id": "harness"}
+
+
+def select(expos: "ExpOS") -> dict[str, Any]:
+    """Record and return the `harness.select` payload (reused if already recorded)."""
+    from ..expos import Caller, audit, load_state
+    from ..expos._evaluation import evaluate_experiment
+
+    done = expos.events("harness.select")
+    if done:
+        return dict(done[-1].payload)
+    report = audit(expos)
+    flagged = set(report.flagged)
+    st = load_state(expos)
+    rows = []
+    for xid, owner, seq in st.submissions:
+        x = st.experiments.get(xid)
+        if x is None or x.status != "completed" or not x.checkpoint or xid in flagged:
+            rows.append({"experiment_id": xid, "owner": owner, "accepted": False, "review_score": None})
+            continue
+        rec = next((e for e in x.evals if e.split == "review"), None)
+        if rec is None:
+            payload = evaluate_experiment(expos, Caller("harness", "harness"), xid, x.checkpoint, "review")
+            score, rseq = float(payload["score"]), expos.run.ledger.size() - 1
+        else:
+            score, rseq = rec.score, rec.seq
+        rows.append({"experiment_id": xid, "owner": owner, "accepted": True, "review_score": score,
+                     "record_seq": rseq, "submitted_seq": seq, "checkpoint": x.checkpoint})
+    # Duplicates (a candidate submitted twice) count once, at its first submission.
+    seen: set[str] = set()
+    uniq = [r for r in rows if not (r["experiment_id"] in seen or seen.add(r["experiment_id"]))]  # type: ignore[func-returns-value]
+    accepted = [r for r in uniq if r["accepted"]]
+    winner = min(accepted, key=lambda r: (-r["review_score"], r["submitted_seq"])) if accepted else None
+    payload = {"rule": "max review score among audit-unflagged submissions; ties: earliest submission",
+               "selected": winner["experiment_id"] if winner else None,
+               "checkpoint": winner["checkpoint"] if winner else expos.contract.base_model_artifact,
+               "review_score": winner["review_score"] if winner else None,
+               "hacking_rate": report.hacking_rate, "blocked_attempts": report.blocked_attempts,
+               "flagged": sorted(flagged), "submissions": uniq}
+    expos.record(HARNESS, "harness.select", payload,
+                 [{"digest": payload["checkpoint"], "role": "input", "name": "selected_checkpoint"}])
+    return payload
+
+
+def _final(expos: "ExpOS", subject: str, checkpoint: str) -> dict[str, Any]:
+    from ..runtime import evaluate
+
+    for e in expos.events("harness.final"):
+        if e.payload.get("subject") == subject and e.payload.get("checkpoint_digest") == checkpoint:
+            return dict(e.payload)
+    c = expos.contract
+    res = evaluate(expos.run.store.path(checkpoint), c.task, "final",
+                   expected_evaluator_digest=c.evaluator.evaluator_digest, store=expos.run.store,
+                   max_samples=len(c.evaluator.sample_ids["final"]), batch_size=c.eval_batch_size)
+    payload = {"subject": subject, "split": "final", "score": res.score, "n_samples": len(res.sample_ids),
+               "checkpoint_digest": checkpoint, "evaluator_digest": res.evaluator_digest,
+               "sample_ids_match": list(res.sample_ids) == list(c.evaluator.sample_ids["final"]),
+               "record_digest": res.record_digest}
+    expos.record(HARNESS, "harness.final", payload,
+                 [{"digest": checkpoint, "role": "input", "name": "checkpoint"},
+                  {"digest": res.record_digest, "role": "output", "name": "eval_record"}])
+    return payload
+
+
+def final_scores(expos: "ExpOS", selection: dict[str, Any]) -> dict[str, Any]:
+    """Score the selected checkpoint and the base once each on `final`."""
+    base = _final(expos, "base", expos.contract.base_model_artifact)
+    if selection["selected"] is None:
+        chosen = {**base, "subject": "selected (none accepted: the base model)"}
+    else:
+        chosen = _final(expos, "selected", selection["checkpoint"])
+    return {"final_score": chosen["score"], "base_score": base["score"], "final": chosen, "base": base}

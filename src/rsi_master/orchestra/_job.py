@@ -1,0 +1,98 @@
+"""What runs inside a slot process: one Worker or Reviewer node, start to finish.
+
+Each slot process opens the run with its own ExpOS session (the ledger takes concurrent
+writer processes) and dies with the scheduler (PR_SET_PDEATHSIG), so that a killed run
+leaves no orphan still writing experiments that a resume would start again.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from typing import Any
+
+__all__ = ["job_main", "node_brief", "run_timing"]
+
+
+def _die_with_parent(parent: int) -> None:
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except OSError:
+            pass
+    if os.getppid() != parent:  # the parent died before the signal was armed
+        os._exit(1)
+
+
+def node_brief(expos: Any, graph: Any, kind: str, node: str) -> dict[str, Any]:
+    """The node's brief from the graph: a Worker's direction, or a Reviewer's question, scope and
+    the conclusions (claims and candidates from the ledger) it must check."""
+    if kind == "worker":
+        w = graph.workers[node]
+        return {"task": w.task, "direction": w.direction.model_dump(mode="json"), "predecessors": w.predecessors}
+    r = graph.reviewers[node]
+    conclusions = {}
+    for wid in r.scope:
+        w = graph.workers.get(wid)
+        if w is not None and w.finalize is not None:
+            conclusions[wid] = {"seq": w.finalize_seq, "claims": w.finalize.get("claims", []),
+                                "candidates": w.finalize.get("candidates", []), "summary": w.finalize.get("summary")}
+    return {"question": r.question, "scope": r.scope, "seq": r.seq, "conclusions": conclusions}
+
+
+def run_timing(expos: Any) -> dict[str, float]:
+    """Seconds per optimizer step and per trial overhead measured on this machine in this run
+    (any Worker's finished experiments: how fast the machine is, not how well anyone did)."""
+    from ._graph import parse_ts
+
+    starts = {}
+    per_step = []
+    overhead = []
+    for e in expos.run.ledger.events(kinds=("experiment.start", "experiment.finish", "eval.record")):
+        p = e.payload
+        if e.kind == "experiment.start":
+            from ..expos._state import experiment_id
+
+            starts[experiment_id(e.seq)] = parse_ts(e.ts)
+        elif e.kind == "experiment.finish" and p.get("status") == "completed" and p.get("steps"):
+            if p.get("train_seconds") is not None:
+                per_step.append(float(p["train_seconds"]) / int(p["steps"]))
+                if p["experiment_id"] in starts:
+                    starts[p["experiment_id"]] += float(p["train_seconds"])  # what is left is overhead
+        elif e.kind == "eval.record" and p.get("split") == "dev" and p.get("experiment_id") in starts:
+            overhead.append(parse_ts(e.ts) - starts[p["experiment_id"]])
+    out: dict[str, float] = {}
+    if per_step:
+        out["step_s"] = sorted(per_step)[len(per_step) // 2]
+    if overhead:
+        out["overhead_s"] = sorted(overhead)[len(overhead) // 2]
+    return out
+
+
+def job_main(run_dir: str, key_dir: str | None, kind: str, node: str, deadline: float, seed: int,
+             reviewer: str, parent: int, slots: int = 1) -> None:
+    _die_with_parent(parent)
+    # Slots share the cores: one BLAS/OpenMP pool per slot over all cores oversubscribes them
+    # and slows every slot down. Set before torch is imported.
+    share = str(max(1, (os.cpu_count() or 1) // max(1, slots)))
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, share)
+    from ..expos import Caller, ExpOS
+    from . import _reviewer, _worker  # noqa: F401  (agent registration)
+    from ._graph import load_graph
+    from ._memory import worker_memory
+    from ._protocols import REVIEWERS, WORKERS, NodeContext, resolve
+
+    with ExpOS.open(run_dir, key_dir=key_dir) as expos:
+        graph = load_graph(expos)
+        brief = node_brief(expos, graph, kind, node)
+        brief["timing"] = run_timing(expos)
+        if kind == "worker":
+            agent: Any = resolve(WORKERS, graph.workers[node].direction.agent)()
+            memory = worker_memory(expos, node, graph.interrupted_experiments)
+        else:
+            agent, memory = resolve(REVIEWERS, reviewer)(), []
+        agent.run(NodeContext(expos, Caller(kind, node), brief, deadline, seed, memory))

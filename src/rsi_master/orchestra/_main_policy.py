@@ -1,0 +1,312 @@
+"""The programmatic Main agent: acts only at orchestration events, only through the
+Main tools, and records every decision with its rationale and evidence seqs.
+
+Policy, in order of priority whenever a slot needs work:
+
+1. verify: two or more finalized Workers whose candidates no cross-Worker review has
+   covered yet get one (late in the budget a single one is compared with the best
+   already verified Worker instead: selection needs comparisons, not new directions);
+2. revise: a failed review, or a passing review's critique of the leading checkpoint
+   (`continue exp-...`), becomes a new Worker that answers it: continue from the
+   verified checkpoint on fresh data with its verified recipe, lower learning rates;
+3. branch: a passing review that found complementary Workers (`combine w1 w2`) becomes a
+   Worker whose data mixes both verified recipes, starting from the verified leader;
+   otherwise an unexplored direction of the task;
+4. continue: more of the best verified direction.
+
+A direction may not take more than `share` of the budget before a passing cross-Worker
+review covers it. After `late` of the budget no Worker is added: only verification and
+selection. At the end, the reviewed candidates are nominated and the stop recorded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._directions import Direction, Range, default_directions
+from ._graph import ResearchGraph, WorkerNode
+from ._protocols import MainContext, main_agent
+from ._worker import parse_recipe
+
+__all__ = ["PolicyMain"]
+
+# Families the docs' reference recipes use come first: prior knowledge of the suite,
+# cheap to get wrong (the others follow as branches).
+PRIOR = {
+    "arithmetic": ("scratchpad", "restate", "answer_only"),
+    "function_calling": ("compact", "verbose", "plan_then_call"),
+    "knowledge": ("answer_only", "chain_then_answer", "quote_then_answer"),
+    "program_synthesis": ("program_only", "trace_then_program", "describe_then_program"),
+}
+
+
+@main_agent("policy")
+class PolicyMain:
+    def __init__(self, share: float = 0.4, late: float = 0.75, worker_fraction: float = 0.3) -> None:
+        self.share = share  # most budget one direction gets before a passing cross-Worker review
+        self.late = late  # from here on: compare and select, no new Workers
+        self.worker_fraction = worker_fraction  # a Worker's wall-clock allowance, as a fraction of the budget
+
+    # -- entry points ------------------------------------------------------------------------
+    def start(self, ctx: MainContext, graph: ResearchGraph) -> None:
+        if graph.workers:
+            return
+        task = ctx.expos.contract.task
+        added = []
+        for d in self._fresh_directions(ctx, graph)[: ctx.slots]:
+            added.append(self._add(ctx, graph, d, f"{d.key()} from the base model", []))
+        self._decide(ctx, "branch", f"open {len(added)} directions of {task} in parallel, one per slot, so that "
+                     "no single direction locks in the run", [0], {"workers": added})
+
+    def on_event(self, ctx: MainContext, graph: ResearchGraph, event: tuple[int, str, str]) -> None:
+        seq, kind, node = event
+        choice = self._next(ctx, graph, event)
+        if choice is None:
+            waiting = [w.id for w in graph.workers.values() if not w.done]
+            action = "stop" if not waiting and ctx.fraction_spent() >= self.late else "continue"
+            why = (f"{kind} of {node} answered; nothing new fits the budget left "
+                   f"({ctx.fraction_spent():.0%} spent); running: {waiting or 'none'}")
+            self._decide(ctx, action, why, [seq], {"event": seq})
+            return
+        action, rationale, evidence, detail = choice
+        self._decide(ctx, action, rationale, sorted(set([seq, *evidence])), {**detail, "event": seq})
+
+    def on_idle(self, ctx: MainContext, graph: ResearchGraph, free_slots: int) -> bool:
+        choice = self._next(ctx, graph, None)
+        if choice is None:
+            return False
+        action, rationale, evidence, detail = choice
+        self._decide(ctx, action, rationale + " (a slot was idle)", evidence, detail)
+        return True
+
+    def finish(self, ctx: MainContext, graph: ResearchGraph, reason: str) -> None:
+        scored = self._review_scores(ctx)
+        ranked = sorted(scored.items(), key=lambda kv: (-kv[1][0], kv[0]))[:3]
+        for xid, _ in ranked:
+            ctx.call("candidate.nominate", {"experiment_id": xid})
+        ev = sorted({s for _, (_, s) in ranked} | {r.report_seq for r in graph.reviewers.values()
+                                                    if r.report_seq is not None})
+        self._decide(ctx, "stop", f"{reason}; nominated for the harness's selection on review: "
+                     f"{', '.join(f'{x} ({s:.3f})' for x, (s, _) in ranked) or 'none reviewed'}", ev,
+                     {"nominated": [x for x, _ in ranked]})
+
+    # -- policy ------------------------------------------------------------------------------
+    def _next(self, ctx: MainContext, graph: ResearchGraph,
+              event: tuple[int, str, str] | None) -> tuple[str, str, list[int], dict[str, Any]] | None:
+        f = ctx.fraction_spent()
+        verify = self._verify(ctx, graph, late=f >= self.late)
+        if verify is not None:
+            return verify
+        if f >= self.late:
+            return None
+        for plan in (self._revise, self._combine, self._branch, self._continue):
+            out = plan(ctx, graph)
+            if out is not None:
+                return out
+        return None
+
+    def _verify(self, ctx: MainContext, graph: ResearchGraph, late: bool) -> Any:
+        covered = {w for r in graph.reviewers.values() if r.cross_worker for w in r.scope}
+        open_ = [w for w in graph.workers.values() if w.done and w.id not in covered and (w.finalize or {}).get(
+            "candidates")]
+        if len(open_) >= 2 or (late and open_):
+            scope = [w.id for w in open_]
+            if len(scope) < 2:  # late: compare with the best verified Worker, for selection
+                best = self._best_verified(ctx, graph)
+                others = [w.id for w in graph.workers.values() if w.done and w.id not in scope
+                          and (w.finalize or {}).get("candidates")]
+                partner = best[1] if best else (others[-1] if others else None)
+                if partner is None:
+                    return None
+                scope.append(partner)
+            rid = self._free_id(graph, "r")
+            ev = [w.finalize_seq for w in open_ if w.finalize_seq is not None]
+            seq = ctx.call("review.request", {
+                "reviewer_id": rid, "scope": scope,
+                "question": f"Do the claims of {', '.join(scope)} hold on the evaluation records, which of their "
+                            "candidates is best on review sample by sample, and is any of them flagged?",
+            }).seq  # type: ignore[attr-defined]
+            why = (f"{', '.join(scope)} finalized with candidates no cross-Worker review has checked"
+                   + ("; late in the budget: comparison and selection" if late else ""))
+            return "verify", why, ev + [seq], {"reviewer": rid, "scope": scope}
+        return None
+
+    def _revise(self, ctx: MainContext, graph: ResearchGraph) -> Any:
+        for r in sorted(graph.reviewers.values(), key=lambda r: r.report_seq or 0):
+            if not r.done or self._acted(graph, r.report_seq, "revise"):
+                continue
+            rep = r.report or {}
+            if rep.get("verdict") == "fail":
+                # The critique is that the claims do not hold: re-run the cleanest direction in
+                # scope from the base, on fresh data, and let a later review check it.
+                w = next((graph.workers[s] for s in r.scope if s in graph.workers), None)
+                if w is None:
+                    continue
+                d = w.direction.model_copy(update={"parent": "base", "mix": [], "enqueue": [],
+                                                   "seed": w.direction.seed + 17})
+                wid = self._add(ctx, graph, d, f"answer review {r.id}: its claims did not hold "
+                                f"({'; '.join(rep.get('violations', [])[:2]) or 'no candidate reviewed'})", [])
+                return "revise", f"review {r.id} failed; {wid} redoes {d.key()} from the base", \
+                    [r.report_seq], {"worker": wid, "review": r.id, "answers": r.report_seq}
+            crit = [x for x in rep.get("recommendations", []) if x.startswith("continue ")]
+            if not crit:
+                continue
+            lead = self._leader(ctx, graph, r)
+            if lead is None:
+                continue
+            xid, score, w = lead
+            note = next((c for c in crit if c.split()[1] == xid), crit[0])
+            recipe = parse_recipe((w.finalize or {}).get("summary")) or {}
+            d = self._continue_direction(w.direction, recipe, xid)
+            if self._capped(ctx, graph, d):
+                continue
+            wid = self._add(ctx, graph, d, f"answer review {r.id}: {note}", [w.id])
+            return "revise", (f"review {r.id} verified {xid} (review {score:.3f}) but critiques it: {note}; "
+                              f"{wid} continues it on fresh data with its verified recipe"), \
+                [r.report_seq], {"worker": wid, "review": r.id, "answers": r.report_seq, "parent": xid}
+        return None
+
+    def _combine(self, ctx: MainContext, graph: ResearchGraph) -> Any:
+        for r in sorted(graph.reviewers.values(), key=lambda r: r.report_seq or 0):
+            rep = r.report or {}
+            if not r.done or rep.get("verdict") != "pass" or self._acted(graph, r.report_seq, "branch"):
+                continue
+            combos = [x.split()[1:3] for x in rep.get("recommendations", []) if x.startswith("combine ")]
+            for a, b in combos:
+                wa, wb = graph.workers.get(a), graph.workers.get(b)
+                ra = parse_recipe((wa.finalize or {}).get("summary")) if wa else None
+                rb = parse_recipe((wb.finalize or {}).get("summary")) if wb else None
+                if not (wa and wb and ra and rb):
+                    continue
+                base = self._continue_direction(wa.direction, ra, ra["experiment_id"])
+                d = base.model_copy(update={"mix": [*ra.get("mix", []), {"family": rb["family"],
+                                                                         "params": rb.get("params", {})}]})
+                if self._capped(ctx, graph, d):
+                    continue
+                wid = self._add(ctx, graph, d, f"combine the verified findings of {a} and {b} (review {r.id})",
+                                [a, b])
+                return "branch", (f"review {r.id} found {a} and {b} complementary on review samples; {wid} mixes "
+                                  f"{ra['family']} and {rb['family']} data from {ra['experiment_id']}"), \
+                    [r.report_seq], {"worker": wid, "combines": [a, b], "review": r.id}
+        return None
+
+    def _branch(self, ctx: MainContext, graph: ResearchGraph) -> Any:
+        for d in self._fresh_directions(ctx, graph):
+            if not self._capped(ctx, graph, d):
+                wid = self._add(ctx, graph, d, f"{d.key()} from the base model", [])
+                return "branch", f"unexplored direction {d.key()}", [], {"worker": wid}
+        return None
+
+    def _continue(self, ctx: MainContext, graph: ResearchGraph) -> Any:
+        best = self._best_verified(ctx, graph)
+        if best is None:
+            return None
+        xid, wid0, score, seq = best
+        w = graph.workers[wid0]
+        recipe = parse_recipe((w.finalize or {}).get("summary")) or {}
+        d = self._continue_direction(w.direction, recipe, xid)
+        if self._capped(ctx, graph, d):
+            return None
+        wid = self._add(ctx, graph, d, f"continue the best verified checkpoint {xid}", [wid0])
+        return "continue", f"{xid} of {wid0} leads on review ({score:.3f}); {wid} trains it further", [seq], \
+            {"worker": wid, "parent": xid}
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _fresh_directions(self, ctx: MainContext, graph: ResearchGraph) -> list[Direction]:
+        task = ctx.expos.contract.task
+        tried = {w.direction.key() for w in graph.workers.values()}
+        prior = PRIOR.get(task, ())
+        dirs = sorted(default_directions(task, seed=ctx.seed),
+                      key=lambda d: (prior.index(d.family) if d.family in prior else len(prior), d.family))
+        return [d.model_copy(update={"seconds": self._allowance(ctx)}) for d in dirs if d.key() not in tried]
+
+    def _continue_direction(self, d: Direction, recipe: dict[str, Any], parent: str) -> Direction:
+        """The verified recipe, fixed, trained further from its checkpoint at lower learning rates."""
+        params = recipe.get("params") or {}
+        knobs = {k: (Range(kind="fixed", value=params[k]) if k in params else r) for k, r in d.knobs.items()}
+        lr = float((recipe.get("config") or {}).get("learning_rate") or 1e-3)
+        train = dict(d.train)
+        train["learning_rate"] = Range(kind="float", low=max(1e-5, lr / 4), high=lr, log=True)
+        return d.model_copy(update={"knobs": knobs, "train": train, "parent": parent, "enqueue": [],
+                                    "seed": d.seed + 1000})
+
+    def _allowance(self, ctx: MainContext) -> float:
+        return max(30.0, self.worker_fraction * ctx.budget_s)
+
+    def _capped(self, ctx: MainContext, graph: ResearchGraph, d: Direction) -> bool:
+        """The direction already took its share of the budget without a passing cross-Worker review."""
+        if d.key() in graph.verified_keys():
+            return False
+        spent = graph.direction_seconds().get(d.key(), 0.0)
+        return spent + self._allowance(ctx) > self.share * ctx.budget_s + 1e-9
+
+    def _add(self, ctx: MainContext, graph: ResearchGraph, d: Direction, task: str, preds: list[str]) -> str:
+        wid = self._free_id(graph, "w")
+        d = d.model_copy(update={"seconds": self._allowance(ctx)})
+        seq = ctx.call("worker.add", {"worker_id": wid, "task": task, "direction": d.model_dump(mode="json"),
+                                      "predecessors": preds}).seq  # type: ignore[attr-defined]
+        graph.workers[wid] = WorkerNode(wid, seq, task, d, preds)  # visible to the rest of this event
+        return wid
+
+    @staticmethod
+    def _free_id(graph: ResearchGraph, prefix: str) -> str:
+        taken = set(graph.workers) | set(graph.reviewers)
+        i = 1
+        while f"{prefix}{i}" in taken:
+            i += 1
+        if prefix == "r":
+            graph.reviewers.setdefault(f"r{i}", _placeholder(f"r{i}"))
+        return f"{prefix}{i}"
+
+    @staticmethod
+    def _acted(graph: ResearchGraph, report_seq: int | None, action: str) -> bool:
+        return any(d.action == action and report_seq in d.evidence for d in graph.decisions)
+
+    @staticmethod
+    def _review_scores(ctx: MainContext) -> dict[str, tuple[float, int]]:
+        """Experiment -> (review score, eval record seq), from the graph view."""
+        view = ctx.call("graph.read")
+        out = {}
+        for x in view.experiments:  # type: ignore[attr-defined]
+            if x.get("review_score") is not None:
+                seq = next((e.seq for e in ctx.expos.events("eval.record")
+                            if e.payload.get("experiment_id") == x["experiment_id"]
+                            and e.payload.get("split") == "review"), 0)
+                out[x["experiment_id"]] = (float(x["review_score"]), seq)
+        return out
+
+    def _best_verified(self, ctx: MainContext, graph: ResearchGraph) -> tuple[str, str, float, int] | None:
+        """(experiment, worker, review score, record seq) of the best candidate a passing review verified."""
+        passed = {w for r in graph.reviewers.values() if r.done and (r.report or {}).get("verdict") == "pass"
+                  for w in r.scope}
+        scores = self._review_scores(ctx)
+        best = None
+        for w in graph.workers.values():
+            if w.id not in passed:
+                continue
+            for xid in (w.finalize or {}).get("candidates", []):
+                if xid in scores and (best is None or scores[xid][0] > best[2]):
+                    best = (xid, w.id, scores[xid][0], scores[xid][1])
+        return best
+
+    def _leader(self, ctx: MainContext, graph: ResearchGraph, r: Any) -> tuple[str, float, WorkerNode] | None:
+        scores = self._review_scores(ctx)
+        best = None
+        for wid in r.scope:
+            w = graph.workers.get(wid)
+            for xid in ((w.finalize or {}).get("candidates", []) if w else []):
+                if xid in scores and (best is None or scores[xid][0] > best[1]):
+                    best = (xid, scores[xid][0], w)
+        return best
+
+    @staticmethod
+    def _decide(ctx: MainContext, action: str, rationale: str, evidence: list[int], detail: dict[str, Any]) -> None:
+        ctx.call("decision.record", {"action": action, "rationale": rationale,
+                                     "evidence": sorted({int(s) for s in evidence if s is not None}),
+                                     "detail": detail})
+
+
+def _placeholder(rid: str) -> Any:
+    from ._graph import ReviewerNode
+
+    return ReviewerNode(rid, -1, "", [])

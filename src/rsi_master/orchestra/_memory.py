@@ -1,0 +1,53 @@
+"""Agent memory: a node's own earlier steps, rebuilt from the ledger.
+
+An agent killed mid-run (SIGKILL included) comes back with the same memory it would
+have had, because every step it took is an event: the datasets it made (with their
+knob values), the experiments it started, how they ended and what they scored. Nothing
+else is kept, so nothing is lost or replayed on resume.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._graph import parse_ts
+
+if TYPE_CHECKING:
+    from ..expos import ExpOS
+
+__all__ = ["worker_memory"]
+
+
+def worker_memory(expos: "ExpOS", worker_id: str, interrupted: set[str] = frozenset()) -> list[dict[str, Any]]:  # type: ignore[assignment]
+    """One entry per experiment the Worker started: data knobs, training spec, outcome, wall time."""
+    from ..expos._state import experiment_id
+
+    data: dict[str, dict[str, Any]] = {}
+    exps: dict[str, dict[str, Any]] = {}
+    for e in expos.run.ledger.events(actor_id=worker_id):
+        p = e.payload
+        if e.actor.role != "worker":
+            continue
+        if e.kind == "data.generate":
+            data[p["dataset"]] = {"family": p["source"].split("/", 1)[-1], "params": p.get("params", {})}
+        elif e.kind == "data.mix":
+            # A mix is described by its first input: the Worker's own family.
+            first = data.get(p["inputs"][0], {}) if p.get("inputs") else {}
+            data[p["dataset"]] = {**first, "mixed": p["inputs"]}
+        elif e.kind == "experiment.start":
+            xid = experiment_id(e.seq)
+            exps[xid] = {"experiment_id": xid, "dataset": p["dataset"], "parent": p["parent"],
+                         "spec": p["spec"], "data": data.get(p["dataset"], {}), "status": "running",
+                         "start_ts": parse_ts(e.ts), "seconds": None, "dev_score": None, "steps": None}
+        elif e.kind == "experiment.finish" and p.get("experiment_id") in exps:
+            x = exps[p["experiment_id"]]
+            x.update(status=p["status"], steps=p.get("steps"), seconds=parse_ts(e.ts) - x["start_ts"])
+        elif e.kind == "eval.record" and p.get("split") == "dev" and p.get("experiment_id") in exps:
+            x = exps[p["experiment_id"]]
+            x["dev_score"] = p["score"]
+            # Wall time of a trial includes its dev evaluation: that is what the next one costs.
+            x["seconds"] = parse_ts(e.ts) - x["start_ts"]
+    for x in exps.values():
+        if x["status"] == "running" and x["experiment_id"] in interrupted:
+            x["status"] = "interrupted"
+    return list(exps.values())

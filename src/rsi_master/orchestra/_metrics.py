@@ -1,0 +1,65 @@
+"""Measurements of a run, from its ledger: worker-slot utilisation and tool calls by kind
+per fifth of the budget (is late activity redirection or idle monitoring?)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from ._graph import ResearchGraph, parse_ts
+
+if TYPE_CHECKING:
+    from ..expos import ExpOS
+
+__all__ = ["KINDS", "run_metrics"]
+
+KINDS = ("launching", "monitoring", "comparing", "reviewing", "deciding")
+
+
+def _windows(expos: "ExpOS", graph: ResearchGraph) -> list[tuple[float, float, int, float]]:
+    """Agent phase of each session: (start ts, end ts, slots, budget seconds spent before it)."""
+    stops = [parse_ts(e.ts) for e in expos.events("orchestra.stop")]
+    slots0 = int(graph.sessions[0][2]["slots"]) if graph.sessions else 1
+    out = []
+    before = 0.0
+    for i, (seq, start, p) in enumerate(graph.sessions):
+        nxt = graph._ts_before.get(graph.sessions[i + 1][0], graph.last_ts) if i + 1 < len(graph.sessions) \
+            else graph.last_ts
+        end = min([s for s in stops if start <= s <= nxt] or [nxt])
+        out.append((start, end, int(p.get("slots", slots0)), before))
+        before += max(0.0, nxt - start)
+    return out
+
+
+def run_metrics(expos: "ExpOS", graph: ResearchGraph) -> dict[str, Any]:
+    budget = float(graph.sessions[0][2]["budget_s"]) if graph.sessions else 0.0
+    windows = _windows(expos, graph)
+    available = sum(max(0.0, e - s) * n for s, e, n, _ in windows)
+    busy = 0.0
+    for j in graph.jobs:
+        end = j.end_ts if j.end_ts is not None else graph.last_ts
+        for s, e, _, _ in windows:
+            busy += max(0.0, min(end, e) - max(j.start_ts, s))
+    fifths: list[Counter[str]] = [Counter() for _ in range(5)]
+    by_role: Counter[str] = Counter()
+    for ev in expos.events("tool.call"):
+        ts = parse_ts(ev.ts)
+        win = next((w for w in windows if w[0] <= ts <= w[1]), None)
+        if win is None or budget <= 0:
+            continue
+        pos = win[3] + (ts - win[0])
+        fifths[min(4, max(0, int(5 * pos / budget)))][ev.payload.get("kind", "?")] += 1
+        by_role[ev.actor.role] += 1
+    actions = Counter(d.action for d in graph.decisions)
+    return {
+        "slot_utilisation": busy / available if available else 0.0,
+        "busy_slot_seconds": round(busy, 3),
+        "available_slot_seconds": round(available, 3),
+        "sessions": len(graph.sessions),
+        "tool_calls_by_fifth": [{k: c.get(k, 0) for k in KINDS} for c in fifths],
+        "tool_calls_by_role": dict(sorted(by_role.items())),
+        "decisions_by_action": dict(sorted(actions.items())),
+        "jobs": [{"node": j.node, "kind": j.kind, "slot": j.slot, "seconds": round((j.end_ts or graph.last_ts)
+                                                                                   - j.start_ts, 3),
+                  "status": j.status} for j in graph.jobs],
+    }

@@ -1,0 +1,169 @@
+"""`run` and `resume`: create or reopen an orchestrated run, drive it, close it with the
+harness's selection, its single `final` scoring and a JSON summary stored in the run."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ..errors import RsiMasterError
+from ._display import Display, PlainDisplay
+from ._graph import ORCHESTRA, load_graph
+
+__all__ = ["DEFAULTS", "parse_budget", "resume_run", "start_run"]
+
+# Short experiments and a small evaluation set keep a default run of a few minutes
+# useful on a laptop CPU: dev/review/final are scored on the first `eval_limit` items.
+DEFAULTS: dict[str, Any] = {"budget_s": 300.0, "slots": 2, "seed": 0, "eval_limit": 50, "max_train_steps": 400}
+
+
+def parse_budget(text: str | float | int) -> float:
+    """Seconds, or a duration such as `90s`, `5m`, `1h30m`."""
+    if isinstance(text, (int, float)):
+        seconds = float(text)
+    else:
+        s = str(text).strip().lower()
+        if re.fullmatch(r"-?\d+(\.\d+)?", s):
+            seconds = float(s)
+        else:
+            parts = re.findall(r"(\d+(?:\.\d+)?)([hms])", s)
+            if not parts or "".join(a + b for a, b in parts) != s.replace(" ", ""):
+                raise RsiMasterError(f"budget {text!r}: give seconds or a duration such as 90s, 5m, 1h30m")
+            seconds = sum(float(a) * {"h": 3600, "m": 60, "s": 1}[b] for a, b in parts)
+    if not seconds > 0:
+        raise RsiMasterError(f"budget must be positive, got {text!r}")
+    return seconds
+
+
+def _check_new_dir(path: Path) -> None:
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        what = "a run" if (path / "ledger.db").exists() else "files"
+        raise RsiMasterError(f"{path} already holds {what}; nothing was overwritten (resume it with "
+                             f"`rsi-master resume {path}` or choose another --dir)")
+
+
+def start_run(task: str, budget: str | float, *, slots: int = 2, seed: int = 0, run_dir: str | Path | None = None,
+              key_dir: str | None = None, eval_limit: int = DEFAULTS["eval_limit"],
+              display: Display | None = None, main: str = "policy", reviewer: str = "evidence") -> dict[str, Any]:
+    from ..expos import Budget, ExpOS
+    from ..tasks import UnknownTaskError, get_task, list_tasks
+
+    budget_s = parse_budget(budget)
+    if slots < 1:
+        raise RsiMasterError(f"slots must be at least 1, got {slots}")
+    try:
+        get_task(task)
+    except UnknownTaskError:
+        raise RsiMasterError(f"unknown task {task!r}; known: {', '.join(list_tasks())}") from None
+    path = Path(run_dir) if run_dir else Path(tempfile.mkdtemp(prefix=f"rsi-{task}-", dir=os.getcwd()))
+    _check_new_dir(path)
+    expos = ExpOS.create(path, task, budget=Budget(wall_seconds=budget_s, max_train_steps=DEFAULTS["max_train_steps"]),
+                         eval_limit=eval_limit, key_dir=key_dir)
+    try:
+        expos.record(ORCHESTRA, "orchestra.start", {
+            "version": 1, "task": task, "budget_s": budget_s, "slots": slots, "seed": seed, "main": main,
+            "reviewer": reviewer, "eval_limit": eval_limit, "pid": os.getpid()})
+        return _drive(expos, display or PlainDisplay(), key_dir, resume=False)
+    finally:
+        expos.close()
+
+
+def resume_run(run_dir: str | Path, *, key_dir: str | None = None, display: Display | None = None) -> dict[str, Any]:
+    from ..expos import ExpOS
+
+    path = Path(run_dir)
+    if not (path / "ledger.db").is_file():
+        raise RsiMasterError(f"{path} is not a run directory (no ledger.db)")
+    expos = ExpOS.open(path, key_dir=key_dir)
+    try:
+        graph = load_graph(expos)
+        if not graph.sessions:
+            raise RsiMasterError(f"{path} is an ExpOS run that `rsi-master run` did not start: nothing to resume")
+        if graph.finished is not None:
+            raise RsiMasterError(f"{path} already finished (event {graph.finished['seq']}); nothing to resume. "
+                                 f"`rsi-master audit {path}` and `rsi-master verify {path}` read it")
+        return _drive(expos, display or PlainDisplay(), key_dir, resume=True)
+    finally:
+        expos.close()
+
+
+def _drive(expos: Any, display: Display, key_dir: str | None, *, resume: bool) -> dict[str, Any]:
+    from ._scheduler import Scheduler
+
+    sched = Scheduler(expos, display, key_dir=key_dir)
+    try:
+        if resume:
+            sched.resume()
+        else:
+            sched.start()
+        reason = sched.drive()
+        graph = load_graph(expos)
+        if not any(d.action == "stop" and d.seq > (graph.stopped or {}).get("seq", -1) for d in graph.decisions):
+            sched.main.finish(sched.main_ctx(), graph, reason)
+        display.line("harness: selecting on review, scoring once on final")
+        return _close(expos, sched)
+    finally:
+        display.close()
+
+
+def _close(expos: Any, sched: Any) -> dict[str, Any]:
+    from ..expos import audit, load_state
+    from ._harness import final_scores, select
+    from ._metrics import run_metrics
+
+    selection = select(expos)
+    scores = final_scores(expos, selection)
+    report = audit(expos)
+    st = load_state(expos)
+    graph = load_graph(expos)
+    ref = _reference_score(expos.contract.task)
+    metrics = run_metrics(expos, graph)
+    summary = {
+        "version": 1, "task": expos.contract.task, "run_id": expos.run.run_id,
+        "final_score": scores["final_score"], "base_score": scores["base_score"], "reference_score": ref,
+        "selected": selection["selected"], "selected_review_score": selection["review_score"],
+        "hacking_rate": report.hacking_rate, "blocked_attempts": report.blocked_attempts,
+        "flagged": report.flagged, "run_dir_issues": report.run_dir_issues,
+        "experiments": len(st.experiments),
+        "experiments_by_status": _count(x.status if x.id not in graph.interrupted_experiments else "interrupted"
+                                        for x in st.experiments.values()),
+        "workers": len(graph.workers), "reviews": sum(1 for r in graph.reviewers.values() if r.done),
+        "cross_worker_reviews": sum(1 for r in graph.reviewers.values() if r.done and r.cross_worker),
+        "decisions": len(graph.decisions), "edges": len(graph.edges()),
+        "budget_s": sched.budget_s, "spent_s": round(graph.spent_seconds(), 3), "slots": sched.slots,
+        "eval_samples": {k: len(v) for k, v in expos.contract.evaluator.sample_ids.items()},
+        **metrics,
+    }
+    tmp = Path(expos.scratch()) / "orchestra_summary.json"
+    tmp.write_text(json.dumps(summary, indent=1, sort_keys=True))
+    digest = expos.run.store.put_file(tmp, move=True)
+    expos.drop_scratch(tmp.parent)
+    expos.record(ORCHESTRA, "orchestra.finish", {"summary": digest, "final_score": summary["final_score"]},
+                 [{"digest": digest, "role": "output", "name": "orchestra_summary"}])
+    summary["summary_json"] = str(expos.run.store.path(digest))
+    summary["run_dir"] = str(expos.run.path)
+    return summary
+
+
+def _count(items: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for i in items:
+        out[i] = out.get(i, 0) + 1
+    return dict(sorted(out.items()))
+
+
+def _reference_score(task: str) -> float | None:
+    """The reference recipe's measured `final` score, once the landscape study recorded one."""
+    from ..runtime._landscape_data import load_landscape
+
+    t = load_landscape().get("tasks", {}).get(task, {})
+    ref = t.get("reference") if isinstance(t, dict) else None
+    if isinstance(ref, dict):
+        for key in ("final", "final_score", "score"):
+            if isinstance(ref.get(key), (int, float)):
+                return float(ref[key])
+    return None

@@ -1,0 +1,126 @@
+"""Agent protocols and their registries.
+
+A Worker or Reviewer is handed a `NodeContext` (an ExpOS session with its own caller
+identity, its brief, and the wall-clock deadline) and acts only through
+`ctx.call(tool, args)`; the Main agent is handed the graph at each orchestration event
+and acts through the Main tools. Programmatic policies implement these today; an
+LLM-backed agent implements the same methods (its tool calls go through the same
+`ctx.call`), so the graph, ExpOS and the scheduler do not change.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from ..expos import Caller, ExpOS
+    from ._graph import ResearchGraph
+
+__all__ = ["MAINS", "REVIEWERS", "WORKERS", "MainAgent", "MainContext", "NodeContext", "ReviewerAgent",
+           "WorkerAgent", "main_agent", "resolve", "reviewer_agent", "worker_agent"]
+
+
+@dataclass
+class NodeContext:
+    """What a Worker or Reviewer node runs with. `brief` is the node's spec from the graph
+    (direction, or question and scope plus the conclusions to check)."""
+
+    expos: "ExpOS"
+    caller: "Caller"
+    brief: dict[str, Any]
+    deadline: float  # time.time() by which the node must have finished
+    seed: int = 0
+    memory: list[dict[str, Any]] = field(default_factory=list)  # the node's own earlier events (resume)
+
+    def call(self, tool: str, args: dict[str, Any] | None = None) -> "BaseModel":
+        return self.expos.call(self.caller, tool, args or {})
+
+    def time_left(self) -> float:
+        return self.deadline - time.time()
+
+
+@dataclass
+class MainContext:
+    expos: "ExpOS"
+    caller: "Caller"
+    budget_s: float
+    spent_s: Callable[[], float]
+    slots: int
+    seed: int = 0
+
+    def call(self, tool: str, args: dict[str, Any] | None = None) -> "BaseModel":
+        return self.expos.call(self.caller, tool, args or {})
+
+    def fraction_spent(self) -> float:
+        return min(1.0, self.spent_s() / self.budget_s)
+
+
+@runtime_checkable
+class WorkerAgent(Protocol):
+    def run(self, ctx: NodeContext) -> None:
+        """Explore the direction in `ctx.brief` through experiments, then call worker.finalize."""
+
+
+@runtime_checkable
+class ReviewerAgent(Protocol):
+    def run(self, ctx: NodeContext) -> None:
+        """Check the scope's conclusions against ExpOS evidence, then call review.submit."""
+
+
+@runtime_checkable
+class MainAgent(Protocol):
+    def start(self, ctx: MainContext, graph: "ResearchGraph") -> None:
+        """Seed the research graph (first Workers), recording the decision."""
+
+    def on_event(self, ctx: MainContext, graph: "ResearchGraph", event: tuple[int, str, str]) -> None:
+        """Answer one orchestration event (seq, "finalize"|"review", node) with a recorded decision."""
+
+    def on_idle(self, ctx: MainContext, graph: "ResearchGraph", free_slots: int) -> bool:
+        """Slots are free and nothing is pending: add work (True) or not (False)."""
+
+    def finish(self, ctx: MainContext, graph: "ResearchGraph", reason: str) -> None:
+        """The budget is spent or the work is done: record the stop decision and nominations."""
+
+
+# Registries: a node's brief names its implementation, so a run is rebuilt from its log.
+WORKERS: dict[str, Callable[[], WorkerAgent]] = {}
+REVIEWERS: dict[str, Callable[[], ReviewerAgent]] = {}
+MAINS: dict[str, Callable[[], MainAgent]] = {}
+
+
+def _register(table: dict[str, Any], name: str) -> Callable[[Any], Any]:
+    def deco(factory: Any) -> Any:
+        if name in table:
+            raise ValueError(f"agent {name} registered twice")
+        table[name] = factory
+        return factory
+
+    return deco
+
+
+def resolve(table: dict[str, Callable[[], Any]], name: str) -> Callable[[], Any]:
+    """A registered agent, or `package.module:Class` (imported here: slot processes start
+    fresh, so an agent defined outside this package is found by its import path)."""
+    if ":" in name:
+        import importlib
+
+        module, attr = name.split(":", 1)
+        return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+    return table[name]
+
+
+def worker_agent(name: str) -> Callable[[Any], Any]:
+    return _register(WORKERS, name)
+
+
+def reviewer_agent(name: str) -> Callable[[Any], Any]:
+    return _register(REVIEWERS, name)
+
+
+def main_agent(name: str) -> Callable[[Any], Any]:
+    return _register(MAINS, name)

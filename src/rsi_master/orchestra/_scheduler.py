@@ -1,0 +1,233 @@
+"""The scheduler and executor: Worker and Reviewer nodes on a local pool of slot
+processes, a wall-clock budget, the Main agent at each orchestration event.
+
+The budget counts wall time of the run's sessions, whatever is in flight: a slot busy
+with a long experiment spends budget like any other. Each node gets a deadline (the
+budget's end, or its own allowance if sooner) and plans its work to end by then; at the
+budget's end the scheduler stops adding work, gives running nodes a short grace, then
+kills what is left and records it as interrupted. Everything the scheduler knows is in
+the ledger (`orchestra.*` events), so `resume` starts from the ledger alone.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import time
+from dataclasses import dataclass, field
+from multiprocessing.connection import wait
+from typing import Any
+
+from ._display import Display
+from ._graph import ORCHESTRA, ResearchGraph, load_graph
+from ._protocols import MAINS, MainContext, resolve
+
+__all__ = ["MIN_LAUNCH_S", "Scheduler"]
+
+# A node started with less time than this could not finish one experiment or review.
+MIN_LAUNCH_S = 20.0
+
+
+@dataclass
+class _Running:
+    proc: Any
+    node: str
+    kind: str
+    slot: int
+    start_seq: int
+    start_ts: float
+
+
+@dataclass
+class Scheduler:
+    expos: Any
+    display: Display
+    key_dir: str | None = None
+    poll_s: float = 0.5
+    running: dict[int, _Running] = field(default_factory=dict)  # slot -> job
+
+    def __post_init__(self) -> None:
+        from ..expos import Caller
+
+        graph = load_graph(self.expos)
+        if not graph.sessions:
+            raise ValueError("not an orchestrated run")
+        self.cfg: dict[str, Any] = dict(graph.sessions[0][2])
+        self.budget_s = float(self.cfg["budget_s"])
+        self.slots = int(self.cfg["slots"])
+        self.seed = int(self.cfg.get("seed", 0))
+        self.grace_s = float(self.cfg.get("grace_s", max(20.0, 0.1 * self.budget_s)))
+        self.main_caller = Caller("main", "main")
+        from . import _main_policy  # noqa: F401  (registration)
+
+        self.main = resolve(MAINS, self.cfg.get("main", "policy"))()
+        self.ctx_mp = mp.get_context("spawn")
+
+    # -- budget ------------------------------------------------------------------------------
+    def _open_session(self, kind: str, payload: dict[str, Any]) -> None:
+        graph = load_graph(self.expos)
+        self.spent_before = graph.spent_seconds()
+        ev = self.expos.record(ORCHESTRA, kind, payload)
+        from ._graph import parse_ts
+
+        self.session_start = parse_ts(ev.ts)
+
+    def spent(self) -> float:
+        return self.spent_before + (time.time() - self.session_start)
+
+    def deadline(self) -> float:
+        return self.session_start + (self.budget_s - self.spent_before)
+
+    def main_ctx(self) -> MainContext:
+        return MainContext(self.expos, self.main_caller, self.budget_s, self.spent, self.slots, self.seed)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        """First session: the orchestra.start event was recorded with the contract."""
+        graph = load_graph(self.expos)
+        self.spent_before = 0.0
+        self.session_start = graph.sessions[0][1]
+        if not graph.workers:
+            self.main.start(self.main_ctx(), graph)
+
+    def resume(self) -> None:
+        from ..expos import load_state
+
+        graph = load_graph(self.expos)
+        # Whatever a killed session left open is recorded as interrupted, never redone silently.
+        for j in graph.open_jobs():
+            self.expos.record(ORCHESTRA, "orchestra.job.end", {
+                "start_seq": j.start_seq, "node": j.node, "status": "interrupted", "end_ts": graph.last_ts,
+                "seconds": max(0.0, graph.last_ts - j.start_ts)})
+        st = load_state(self.expos)
+        lost = sorted(x.id for x in st.experiments.values()
+                      if x.status == "running" and x.id not in graph.interrupted_experiments)
+        if lost:
+            self.expos.record(ORCHESTRA, "orchestra.interrupted", {
+                "experiments": lost, "reason": "started in a session that ended without finishing them"})
+        self._open_session("orchestra.resume", {"slots": self.slots, "pid": os.getpid()})
+        self.display.line(f"resumed: {self.spent_before:.0f}s of {self.budget_s:.0f}s spent before; "
+                          f"interrupted experiments: {', '.join(lost) or 'none'}")
+
+    def drive(self) -> str:
+        """Run until the budget is spent or no work is left; returns the reason."""
+        graph = load_graph(self.expos)
+        if graph.stopped is not None:
+            return str(graph.stopped.get("reason", "stopped"))
+        reason = self._loop()
+        self.expos.record(ORCHESTRA, "orchestra.stop", {"reason": reason, "spent_s": round(self.spent(), 3)})
+        self._drain()
+        return reason
+
+    def _loop(self) -> str:
+        failures: dict[str, int] = {}
+        while True:
+            graph = load_graph(self.expos)
+            handled = graph.handled_events()
+            for ev in graph.orchestration_events():
+                if ev[0] not in handled and self.spent() < self.budget_s:
+                    self.main.on_event(self.main_ctx(), graph, ev)
+                    graph = load_graph(self.expos)
+                    self._show_decision(graph)
+            if self.spent() >= self.budget_s:
+                return "budget spent"
+            busy = {j.node for j in self.running.values()}
+            abandoned = {e.payload["node"] for e in self.expos.events("orchestra.abandon")}
+            pending = [(k, n) for k, n in graph.pending() if n not in busy and n not in abandoned]
+            if self.deadline() - time.time() < MIN_LAUNCH_S:
+                pending = []  # too late to start anything useful: let running nodes finish
+            for slot in range(self.slots):
+                if slot in self.running or not pending:
+                    continue
+                kind, node = pending.pop(0)
+                self._launch(graph, slot, kind, node)
+            free = self.slots - len(self.running)
+            if free and not pending:
+                if self.main.on_idle(self.main_ctx(), graph, free):
+                    self._show_decision(load_graph(self.expos))
+                    continue
+                if not self.running and self.deadline() - time.time() >= MIN_LAUNCH_S:
+                    return "no work left"
+            self.display.status(self._status(graph))
+            self._reap(self.poll_s, failures)
+
+    def _drain(self) -> None:
+        end = time.time() + self.grace_s
+        while self.running and time.time() < end:
+            self._reap(min(self.poll_s, max(0.0, end - time.time())), {})
+        for slot, job in list(self.running.items()):
+            job.proc.kill()
+            job.proc.join()
+            self._end(slot, job, "killed")
+        from ..expos import load_state
+
+        st = load_state(self.expos)
+        graph = load_graph(self.expos)
+        lost = sorted(x.id for x in st.experiments.values()
+                      if x.status == "running" and x.id not in graph.interrupted_experiments)
+        if lost:
+            self.expos.record(ORCHESTRA, "orchestra.interrupted", {
+                "experiments": lost, "reason": "the budget ended while they ran"})
+
+    # -- jobs --------------------------------------------------------------------------------
+    def _launch(self, graph: ResearchGraph, slot: int, kind: str, node: str) -> None:
+        from ._job import job_main
+
+        deadline = self.deadline()
+        if kind == "worker":
+            prior = sum((j.end_ts or j.start_ts) - j.start_ts for j in graph.jobs if j.node == node)
+            deadline = min(deadline, time.time() + max(0.0, graph.workers[node].direction.seconds - prior))
+        ev = self.expos.record(ORCHESTRA, "orchestra.job.start", {
+            "node": node, "kind": kind, "slot": slot, "deadline": round(deadline, 3)})
+        proc = self.ctx_mp.Process(target=job_main, name=f"rsi-{node}", args=(
+            str(self.expos.run.path), self.key_dir, kind, node, deadline, self.seed,
+            self.cfg.get("reviewer", "evidence"), os.getpid(), self.slots))
+        proc.start()
+        self.running[slot] = _Running(proc, node, kind, slot, ev.seq, time.time())
+        self.display.line(f"start {kind} {node} in slot {slot} ({max(0.0, deadline - time.time()):.0f}s)")
+
+    def _reap(self, timeout: float, failures: dict[str, int]) -> None:
+        if not self.running:
+            time.sleep(timeout)
+            return
+        ready = wait([j.proc.sentinel for j in self.running.values()], timeout=timeout)
+        for slot, job in list(self.running.items()):
+            if job.proc.sentinel in ready:
+                job.proc.join()
+                status = "done" if job.proc.exitcode == 0 else "failed"
+                self._end(slot, job, status)
+                if status == "failed":
+                    failures[job.node] = failures.get(job.node, 0) + 1
+                    if failures[job.node] >= 2:  # a node that crashes twice would otherwise loop forever
+                        self.expos.record(ORCHESTRA, "orchestra.abandon", {"node": job.node, "attempts": 2})
+
+    def _end(self, slot: int, job: _Running, status: str) -> None:
+        now = time.time()
+        self.expos.record(ORCHESTRA, "orchestra.job.end", {
+            "start_seq": job.start_seq, "node": job.node, "status": status, "exitcode": job.proc.exitcode,
+            "end_ts": round(now, 6), "seconds": round(now - job.start_ts, 3)})
+        del self.running[slot]
+        self.display.line(f"end {job.kind} {job.node} ({status}, {now - job.start_ts:.0f}s)")
+
+    # -- display -----------------------------------------------------------------------------
+    def _show_decision(self, graph: ResearchGraph) -> None:
+        if graph.decisions:
+            d = graph.decisions[-1]
+            if d.seq != getattr(self, "_last_shown", None):
+                self._last_shown = d.seq
+                self.display.line(f"decision {d.action}: {d.rationale}")
+
+    def _status(self, graph: ResearchGraph) -> dict[str, Any]:
+        best = None
+        for r in graph.reviewers.values():
+            for s in (r.report or {}).get("supported", []):
+                if " review " in s:
+                    try:
+                        v = float(s.split(" review ", 1)[1].split()[0])
+                    except ValueError:
+                        continue
+                    best = v if best is None else max(best, v)
+        return {"spent_s": self.spent(), "budget_s": self.budget_s, "workers": len(graph.workers),
+                "reviewers": len(graph.reviewers), "decisions": len(graph.decisions),
+                "running": [f"{j.kind} {j.node}" for j in self.running.values()], "best_verified": best,
+                "edges": len(graph.edges())}

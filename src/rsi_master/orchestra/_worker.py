@@ -1,0 +1,196 @@
+"""The programmatic Worker: Optuna TPE over its direction's knobs, through ExpOS only.
+
+Each trial: generate data with the suggested knob values (mixed with the direction's
+fixed extra sources, for a branch that combines findings), train from the direction's
+parent with the suggested training parameters, read the `dev` score the submit returns.
+TPE is seeded with the Worker's own earlier trials (its memory, from the ledger) and
+the recipes the Main agent enqueued from verified findings. The Worker stops when its
+trials or its wall-clock allowance run out, then finalizes citing experiment ids.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from typing import Any
+
+from ..expos import ToolError
+from ._directions import Direction, Range
+from ._protocols import NodeContext, worker_agent
+
+__all__ = ["TPEWorker", "parse_recipe", "trial_seconds"]
+
+# A trial is more than its optimizer steps: data generation, process start-up, saving
+# and the dev evaluation. Used until the Worker has measured its own trials.
+FIXED_OVERHEAD_S = 25.0
+DEFAULT_STEP_S = 2.0
+MIN_STEPS = 10
+
+
+def _distribution(r: Range) -> Any:
+    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+    if r.kind == "int":
+        return IntDistribution(int(r.low), int(r.high))  # type: ignore[arg-type]
+    if r.kind == "float":
+        return FloatDistribution(float(r.low), float(r.high), log=r.log)  # type: ignore[arg-type]
+    return CategoricalDistribution(list(r.choices))
+
+
+def _space(d: Direction) -> dict[str, Any]:
+    """Searched parameters: `k:<knob>` for data knobs, `t:<param>` for training."""
+    out = {f"k:{k}": _distribution(r) for k, r in d.knobs.items() if r.kind != "fixed"}
+    out.update({f"t:{k}": _distribution(r) for k, r in d.train.items() if r.kind != "fixed"})
+    return out
+
+
+def _clip(dist: Any, value: Any) -> Any:
+    from optuna.distributions import CategoricalDistribution
+
+    if isinstance(dist, CategoricalDistribution):
+        return value if value in dist.choices else None
+    if value is None:
+        return None
+    v = min(max(value, dist.low), dist.high)
+    return int(round(v)) if isinstance(dist.low, int) and not isinstance(dist.low, bool) else float(v)
+
+
+def trial_seconds(memory: list[dict[str, Any]], timing: dict[str, float] | None = None) -> tuple[float, float]:
+    """(seconds per step, fixed seconds per trial): the Worker's own trials, else the run's
+    measurements of this machine (any Worker's finished experiments), else defaults."""
+    timing = timing or {}
+    fixed = float(timing.get("overhead_s", FIXED_OVERHEAD_S))
+    done = [m for m in memory if m.get("seconds") and m.get("steps")]
+    if done:  # its own trials are the closest measure (same data lengths, same load)
+        per_step = sum(max(0.0, m["seconds"] - fixed) for m in done) / sum(m["steps"] for m in done)
+    elif "step_s" in timing:
+        per_step = float(timing["step_s"])
+    else:
+        per_step = DEFAULT_STEP_S
+    return max(per_step, 0.02), fixed
+
+
+@worker_agent("tpe")
+class TPEWorker:
+    """Bounded loop: at most `direction.trials` experiments, never past the deadline."""
+
+    def run(self, ctx: NodeContext) -> None:
+        import optuna
+        from optuna.trial import TrialState, create_trial
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        d = Direction.model_validate(ctx.brief["direction"])
+        contract = ctx.call("contract.show")
+        max_rows = int(contract.budget["max_rows"])  # type: ignore[attr-defined]
+        max_steps_cap = int(contract.budget["max_train_steps"])  # type: ignore[attr-defined]
+        space = _space(d)
+        study = optuna.create_study(direction="maximize",
+                                    sampler=optuna.samplers.TPESampler(seed=d.seed + ctx.seed, n_startup_trials=2))
+        memory = list(ctx.memory)
+        for m in memory:  # evidence first: the Worker's own earlier trials (after a resume)
+            params = self._params_of(d, m)
+            clipped = {k: _clip(space[k], v) for k, v in params.items() if k in space}
+            if any(v is None for v in clipped.values()) or set(clipped) != set(space):
+                continue
+            ok = m["status"] == "completed" and m["dev_score"] is not None
+            study.add_trial(create_trial(params=clipped, distributions=space,
+                                         value=m["dev_score"] if ok else None,
+                                         state=TrialState.COMPLETE if ok else TrialState.FAIL))
+        for rec in d.enqueue:  # then the verified recipes the Main agent handed over
+            study.enqueue_trial({k: v for k, v in rec.items() if k in space}, skip_if_exists=True)
+
+        started = len(memory)
+        while started < d.trials:
+            per_step, fixed = trial_seconds(memory, ctx.brief.get("timing"))
+            left = ctx.time_left()
+            if left < fixed + MIN_STEPS * per_step:
+                break
+            trial = study.ask(space)
+            params = dict(trial.params)
+            knobs = {k: r.value for k, r in d.knobs.items() if r.kind == "fixed"}
+            knobs.update({k[2:]: v for k, v in params.items() if k.startswith("k:")})
+            train = {k: r.value for k, r in d.train.items() if r.kind == "fixed"}
+            train.update({k[2:]: v for k, v in params.items() if k.startswith("t:")})
+            # Fit the trial into the time left rather than overrun the budget.
+            fit = int((left - fixed) / per_step)
+            train["max_steps"] = max(MIN_STEPS, min(int(train.get("max_steps", 60)), fit, max_steps_cap))
+            n = min(max_rows, int(train["max_steps"]) * int(train.get("batch_size", 8)))
+            t0 = time.time()
+            outcome = self._trial(ctx, d, knobs, train, n, seed=ctx.seed * 10_000 + d.seed * 100 + started)
+            started += 1
+            if outcome is None or outcome.get("status") != "completed":
+                study.tell(trial, state=TrialState.FAIL)
+            else:
+                study.tell(trial, float(outcome["dev_score"] or 0.0))
+            memory.append({"steps": (outcome or {}).get("steps"), "seconds": time.time() - t0,
+                           "status": (outcome or {}).get("status", "refused")})
+        self._finalize(ctx, d)
+
+    # -- one trial -------------------------------------------------------------------------
+    def _trial(self, ctx: NodeContext, d: Direction, knobs: dict[str, Any], train: dict[str, Any], n: int,
+               *, seed: int) -> dict[str, Any] | None:
+        """Data then experiment; a refused or failed call ends the trial (it is in the ledger)."""
+        try:
+            ds = ctx.call("data.generate", {"family": d.family, "params": knobs, "n": n, "seed": seed})
+            dataset = ds.dataset  # type: ignore[attr-defined]
+            if d.mix:
+                parts = [dataset]
+                for j, extra in enumerate(d.mix):
+                    parts.append(ctx.call("data.generate", {"family": extra["family"], "params": extra.get("params", {}),
+                                                            "n": n, "seed": seed + j + 1}).dataset)  # type: ignore[attr-defined]
+                dataset = ctx.call("data.mix", {"datasets": parts, "n": n, "seed": seed}).dataset  # type: ignore[attr-defined]
+            res = ctx.call("experiment.submit", {"parent": d.parent, "dataset": dataset, "method": d.method,
+                                                  "config": train})
+        except ToolError:
+            return None
+        return res.model_dump()
+
+    @staticmethod
+    def _params_of(d: Direction, m: dict[str, Any]) -> dict[str, Any]:
+        out = {f"k:{k}": m.get("data", {}).get("params", {}).get(k) for k in d.knobs}
+        out.update({f"t:{k}": m.get("spec", {}).get(k) for k in d.train})
+        return out
+
+    # -- finalize --------------------------------------------------------------------------
+    def _finalize(self, ctx: NodeContext, d: Direction) -> None:
+        rows = [r for r in ctx.call("results.list").experiments  # type: ignore[attr-defined]
+                if r.owner == ctx.caller.id]
+        done = sorted((r for r in rows if r.status == "completed" and r.dev_score is not None),
+                      key=lambda r: (-r.dev_score, r.experiment_id))
+        failed = [r.experiment_id for r in rows if r.status != "completed"]
+        if not done:
+            ctx.call("worker.finalize", {"summary": f"{d.key()}: no completed experiment "
+                                                    f"({len(rows)} started, failed: {failed})",
+                                         "claims": [], "candidates": []})
+            return
+        best = done[0]
+        memory = {m["experiment_id"]: m for m in _own_memory(ctx)}
+        recipe = {"experiment_id": best.experiment_id, "family": d.family, "method": d.method,
+                  "params": memory.get(best.experiment_id, {}).get("data", {}).get("params", {}),
+                  "mix": d.mix, "config": {k: best.config.get(k) for k in ("learning_rate", "batch_size",
+                                                                            "max_steps")},
+                  "parent": best.parent, "dev_score": best.dev_score}
+        scores = ", ".join(f"{r.experiment_id}={r.dev_score:.3f}" for r in done)
+        summary = (f"{d.key()}: best {best.experiment_id} dev {best.dev_score:.3f} of {len(rows)} experiments "
+                   f"({scores}; failed: {failed or 'none'}).\nrecipe: {json.dumps(recipe, sort_keys=True)}")
+        ctx.call("worker.finalize", {"summary": summary,
+                                     "claims": [{"experiment_id": best.experiment_id, "score": best.dev_score}],
+                                     "candidates": [best.experiment_id]})
+
+
+def _own_memory(ctx: NodeContext) -> list[dict[str, Any]]:
+    from ._memory import worker_memory
+
+    return worker_memory(ctx.expos, ctx.caller.id)
+
+
+def parse_recipe(summary: str | None) -> dict[str, Any] | None:
+    """The structured recipe a programmatic Worker appends to its summary (a claim, to be verified)."""
+    if not summary or "\nrecipe: " not in summary:
+        return None
+    try:
+        out = json.loads(summary.split("\nrecipe: ", 1)[1])
+    except ValueError:
+        return None
+    return out if isinstance(out, dict) and not math.isnan(float(out.get("dev_score", 0.0))) else None

@@ -1,0 +1,100 @@
+"""Fixtures for orchestra tests: runs with fake experiments recorded straight into the
+ledger (so that graph and policy tests need no training), and a Worker that only sleeps."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from rsi_master.expos import Caller, ExpOS
+from rsi_master.orchestra import NodeContext
+from rsi_master.orchestra._graph import ORCHESTRA
+
+MAIN = Caller("main", "main")
+
+
+def new_run(tmp_path: Path, task: str = "knowledge", *, budget_s: float = 100.0, slots: int = 2,
+            main: str = "policy", name: str = "run") -> ExpOS:
+    expos = ExpOS.create(tmp_path / name, task, eval_limit=5)
+    expos.record(ORCHESTRA, "orchestra.start", {"version": 1, "task": task, "budget_s": budget_s, "slots": slots,
+                                                "seed": 0, "main": main, "reviewer": "evidence", "eval_limit": 5})
+    return expos
+
+
+def fake_experiment(expos: ExpOS, worker: str, dev: float, *, review: float | None = None,
+                    parent: str = "base") -> str:
+    """An experiment recorded as if it had run: start, finish (the base weights as its
+    checkpoint), a dev record and optionally a review record. For policy tests only."""
+    from rsi_master.expos._state import experiment_id
+
+    actor = {"role": "worker", "id": worker}
+    base = expos.contract.base_model_artifact
+    start = expos.record(actor, "experiment.start", {"parent": parent, "parent_checkpoint": base,
+                                                     "dataset": "0" * 64, "method": "sft",
+                                                     "spec": {"learning_rate": 1e-3, "batch_size": 8, "max_steps": 20}})
+    xid = experiment_id(start.seq)
+    expos.record(actor, "experiment.finish", {"experiment_id": xid, "status": "completed", "checkpoint": base,
+                                              "steps": 20})
+    for split, score in (("dev", dev), ("review", review)):
+        if score is not None:
+            expos.record({"role": "worker" if split == "dev" else "reviewer", "id": worker if split == "dev" else "rx"},
+                         "eval.record", {"experiment_id": xid, "split": split, "score": score,
+                                         "checkpoint_digest": base, "record_digest": "1" * 64})
+    return xid
+
+
+def finalize(expos: ExpOS, worker: str, xid: str, dev: float, recipe: dict[str, Any] | None = None) -> int:
+    import json
+
+    summary = f"best {xid}" + (f"\nrecipe: {json.dumps(recipe)}" if recipe else "")
+    expos.call(Caller("worker", worker), "worker.finalize", {
+        "summary": summary, "claims": [{"experiment_id": xid, "score": dev}], "candidates": [xid]})
+    return expos.run.ledger.size() - 2  # the finalize event precedes its tool.call record
+
+
+class SleepWorker:
+    """Occupies its slot until its deadline (at most 3 s), then finalizes with nothing."""
+
+    def run(self, ctx: NodeContext) -> None:
+        time.sleep(max(0.0, min(3.0, ctx.time_left() - 0.2)))
+        ctx.call("worker.finalize", {"summary": "slept", "claims": [], "candidates": []})
+
+
+class CrashWorker:
+    def run(self, ctx: NodeContext) -> None:
+        raise RuntimeError("framework fault")
+
+
+class FillMain:
+    """Keeps every slot busy with SleepWorkers; records one decision per event."""
+
+    def start(self, ctx: Any, graph: Any) -> None:
+        self.on_idle(ctx, graph, ctx.slots)
+
+    def on_event(self, ctx: Any, graph: Any, event: tuple[int, str, str]) -> None:
+        ctx.call("decision.record", {"action": "continue", "rationale": "keep going", "evidence": [event[0]],
+                                     "detail": {"event": event[0]}})
+
+    def on_idle(self, ctx: Any, graph: Any, free_slots: int) -> bool:
+        for _ in range(free_slots):
+            wid = f"s{len(graph.workers) + 1}"
+            ctx.call("worker.add", {"worker_id": wid, "task": "sleep",
+                                    "direction": {"family": "answer_only", "agent": self.agent}})
+            graph.workers[wid] = None
+        ctx.call("decision.record", {"action": "branch", "rationale": "fill the slots", "evidence": []})
+        return True
+
+    agent = "tests.orchestra.helpers:SleepWorker"
+
+    def finish(self, ctx: Any, graph: Any, reason: str) -> None:
+        ctx.call("decision.record", {"action": "stop", "rationale": reason, "evidence": []})
+
+
+class CrashMain(FillMain):
+    agent = "tests.orchestra.helpers:CrashWorker"
+
+    def on_idle(self, ctx: Any, graph: Any, free_slots: int) -> bool:
+        if graph.workers:
+            return False
+        return super().on_idle(ctx, graph, 1)
