@@ -1,0 +1,75 @@
+"""Thresholds of the contamination checker, recorded with every report."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = ["ContaminationConfig"]
+
+
+class ContaminationConfig(BaseModel):
+    """Everything that changes what the checker reports; part of the index digest."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    version: int = Field(1, description="Schema version of this config.")
+    ngram_fail: int = Field(
+        13,
+        ge=2,
+        description=(
+            "A shared run fails when its core (from the first to the last non-template shingle of the "
+            "protected text inside the run) has at least this many normalised words."
+        ),
+    )
+    ngram_flag: int = Field(
+        8, ge=2, description="A run whose core has at least this many words is flagged; also the seed n-gram length."
+    )
+    near_dup_threshold: float = Field(
+        0.9,
+        gt=0.0,
+        le=1.0,
+        description=(
+            "MinHash Jaccard estimate (over non-template shingles) at or above which a window is a "
+            "near-duplicate. 0.8 fails rows that share two facts and the question of a knowledge item."
+        ),
+    )
+    near_dup_verdict: Literal["fail", "flag"] = Field("fail", description="Verdict of a near-duplicate match.")
+    shingle_words: tuple[int, ...] = Field(
+        (3, 4), min_length=1, description="Shingle sizes in words; a text's shingle set holds all sizes (never across a clause)."
+    )
+    num_perm: int = Field(128, ge=16, le=1024, description="MinHash permutations.")
+    minhash_seed: int = Field(1, description="Seed of the MinHash permutations.")
+    boilerplate_min_items: int = Field(
+        5,
+        ge=2,
+        description=(
+            "An n-gram or shingle found in at least this many distinct protected items is template text: "
+            "it may extend a match but never starts one, and MinHash ignores it."
+        ),
+    )
+    near_dup_min_shingles: int = Field(
+        3,
+        ge=1,
+        description="Texts with fewer non-template shingles than this are left to the other two methods.",
+    )
+    near_dup_min_clauses: int = Field(
+        2,
+        ge=1,
+        description=(
+            "A near-duplicate window must share rare shingles from at least this many clauses: one shared "
+            "sentence (`There are 92 eggs in a bag.`) is a coincidence in templated data, not a copy."
+        ),
+    )
+    min_exact_words: int = Field(
+        4, ge=1, description="Protected texts shorter than this (normalised words) are not indexed at all."
+    )
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ContaminationConfig:
+        if not all(1 <= k <= 8 for k in self.shingle_words) or len(set(self.shingle_words)) != len(self.shingle_words):
+            raise ValueError(f"shingle_words must be distinct sizes from 1 to 8, got {self.shingle_words}")
+        if self.ngram_flag > self.ngram_fail:
+            raise ValueError(f"ngram_flag ({self.ngram_flag}) must not exceed ngram_fail ({self.ngram_fail})")
+        return self

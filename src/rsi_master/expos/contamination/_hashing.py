@@ -1,0 +1,124 @@
+"""Vectorised rolling hashes of word-id sequences (numpy, uint64 arithmetic).
+
+Words become small integer ids through the index vocabulary; each id maps to a random
+64-bit value and a window of `n` ids hashes to a polynomial in those values. Numpy
+does this for every position of a batch in `n` array passes, which is how the check
+hashes millions of n-grams per second without a Python loop per word. Collisions only
+cost time: every hit is verified against the actual word ids before it is reported.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._normalise import powers_of
+
+__all__ = ["UNKNOWN", "clause_shingles", "id_values", "prefix_sums", "span_hashes", "window_hashes", "window_ok"]
+
+UNKNOWN = 0  # id of any word absent from every protected text: no window with it can match
+_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
+_LENGTH_SALT = 0xC2B2AE3D27D4EB4F
+_MASK = (1 << 64) - 1
+
+
+def _salt(n: int) -> np.uint64:
+    """Per-length salt, so that windows of different lengths never share a hash by construction."""
+    return np.uint64((_LENGTH_SALT * n) & _MASK)
+
+
+def id_values(vocab_size: int, seed: int = 0x5EED) -> np.ndarray:
+    """Random 64-bit value per word id (deterministic, so digests and pickles agree)."""
+    return np.random.default_rng(seed).integers(0, 2**63, size=vocab_size, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+
+
+def window_hashes(values: np.ndarray, n: int) -> np.ndarray:
+    """Hash of every window of `n` consecutive entries of `values` (len(values) - n + 1 of them)."""
+    count = len(values) - n + 1
+    if count <= 0:
+        return np.zeros(0, dtype=np.uint64)
+    out = values[:count].copy()
+    for k in range(1, n):
+        out *= _MULTIPLIER
+        out += values[k : k + count]
+    out ^= _salt(n)
+    return out
+
+
+def window_ok(bad: np.ndarray, n: int) -> np.ndarray:
+    """True for windows of `n` entries that contain no `bad` entry."""
+    count = len(bad) - n + 1
+    if count <= 0:
+        return np.zeros(0, dtype=bool)
+    csum = np.concatenate(([0], np.cumsum(bad, dtype=np.int64)))
+    return csum[n : n + count] == csum[:count]
+
+
+def _shingles_of_size(
+    values: np.ndarray, clause: np.ndarray, bad: np.ndarray, k: int
+) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+    n = len(values)
+    hashes: list[np.ndarray] = []
+    starts: list[np.ndarray] = []
+    lengths: list[np.ndarray] = []
+    if n >= k:
+        pos = np.flatnonzero((clause[: n - k + 1] == clause[k - 1 :]) & window_ok(bad, k))
+        hashes.append(window_hashes(values, k)[pos])
+        starts.append(pos)
+        lengths.append(np.full(len(pos), k, dtype=np.int64))
+    first = np.flatnonzero(np.concatenate(([True], clause[1:] != clause[:-1])))
+    clause_lengths = np.diff(np.append(first, n))
+    for length in range(1, k):
+        sel = first[clause_lengths == length]
+        if not len(sel):
+            continue
+        keep = ~bad[sel]
+        h = values[sel].copy()
+        for j in range(1, length):
+            keep &= ~bad[sel + j]
+            h *= _MULTIPLIER
+            h += values[sel + j]
+        h ^= _salt(length)
+        hashes.append(h[keep])
+        starts.append(sel[keep])
+        lengths.append(np.full(int(keep.sum()), length, dtype=np.int64))
+    return hashes, starts, lengths
+
+
+def clause_shingles(
+    values: np.ndarray, clause: np.ndarray, bad: np.ndarray, sizes: tuple[int, ...]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Shingle hashes, start and end positions, for every size `k` in `sizes`: every `k`
+    words inside one clause, and every clause shorter than `k` as one whole shingle.
+    Windows with a `bad` word are dropped.
+
+    Shingles never cross a clause boundary, so the set is the same whatever order the
+    clauses come in: that is what lets MinHash see a copy with reordered sentences.
+    Several sizes together suit items of different grain: 3-word shingles separate
+    short word problems, 4-word shingles separate digit lists.
+    """
+    hashes: list[np.ndarray] = [np.zeros(0, dtype=np.uint64)]
+    starts: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
+    lengths: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
+    if len(values):
+        for k in sizes:
+            h, st, ln = _shingles_of_size(values, clause, bad, k)
+            hashes += h
+            starts += st
+            lengths += ln
+    start = np.concatenate(starts)
+    return np.concatenate(hashes), start, start + np.concatenate(lengths)
+
+
+def prefix_sums(values: np.ndarray) -> np.ndarray:
+    """S with S[i] = sum(values[j] * B**j, j < i) mod 2**64, for O(1) hashes of any window."""
+    powers, _ = powers_of(len(values))
+    out = np.empty(len(values) + 1, dtype=np.uint64)
+    out[0] = 0
+    np.cumsum(values * powers[: len(values)], out=out[1:])
+    return out
+
+
+def span_hashes(prefix: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Hash of values[start:start+length] for each pair (same value as for the span alone)."""
+    _, inverse = powers_of(len(prefix))
+    return (prefix[starts + lengths] - prefix[starts]) * inverse[starts]

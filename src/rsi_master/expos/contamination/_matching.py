@@ -1,0 +1,211 @@
+"""The three methods, each turning hash hits in a batch into verified findings."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ._config import ContaminationConfig
+from ._hashing import UNKNOWN, clause_shingles, prefix_sums, span_hashes, window_hashes, window_ok
+from ._index import ROW_ID, ContaminationIndex
+from ._minhash import lean, signatures
+from ._report import ContaminationFinding
+
+if TYPE_CHECKING:
+    from ._check import Batch
+
+__all__ = ["exact_matches", "near_duplicate_matches", "ngram_matches"]
+
+_EVIDENCE_CHARS = 300
+
+
+def _finding(index: ContaminationIndex, batch: Batch, row: int, text: int, **fields: object) -> ContaminationFinding:
+    item = index.items[int(index.text_item[text])]
+    return ContaminationFinding(
+        row=batch.first_row + row, split=item.split, sample_id=item.sample_id, text_kind=index.text_kind[text], **fields
+    )
+
+
+def _span(index: ContaminationIndex, ids: list[int]) -> str:
+    return " ".join(index.words[i] for i in ids)[:_EVIDENCE_CHARS]
+
+
+def exact_matches(
+    index: ContaminationIndex, batch: Batch, cache: dict[int, tuple[np.ndarray, np.ndarray]]
+) -> list[ContaminationFinding]:
+    """Method 1: a protected text, normalised, appears whole inside a row."""
+    found: dict[tuple[int, int], ContaminationFinding] = {}
+    prefix = prefix_sums(batch.values)
+    for k, table in index.anchors.items():
+        hashes, ok = cache[k] if k in cache else (window_hashes(batch.values, k), window_ok(batch.bad, k))
+        pos = np.flatnonzero(ok)
+        qi, ei = table.lookup(hashes[pos])
+        if not len(qi):
+            continue
+        texts = table.a[ei]
+        start = pos[qi] - table.b[ei]
+        length = index.text_length[texts]
+        inside = (start >= 0) & (start + length <= len(batch.values))
+        start, texts, length = start[inside], texts[inside], length[inside]
+        # Compare whole-span hashes first (vectorised), then the words of the survivors.
+        same = span_hashes(prefix, start, length) == index.text_hash[texts]
+        for i, t in zip(start[same].tolist(), texts[same].tolist()):
+            text = index.text_ids[t]
+            row = int(batch.row[i])
+            if (row, t) in found or not np.array_equal(batch.ids[i : i + len(text)], text):
+                continue  # a span cannot cross a row: the separator id never occurs in a text
+            found[row, t] = _finding(
+                index, batch, row, t, kind="exact", verdict="fail", words=len(text), evidence=_span(index, text.tolist())
+            )
+    return list(found.values())
+
+
+def ngram_matches(
+    index: ContaminationIndex, cfg: ContaminationConfig, batch: Batch, grams: np.ndarray, ok: np.ndarray
+) -> list[ContaminationFinding]:
+    """Method 2: the longest run of shared words seeded by a non-template n-gram.
+
+    The run is measured by its core: from the first to the last rare (non-template)
+    shingle of the protected text that lies inside it.
+    """
+    n = cfg.ngram_flag
+    pos = np.flatnonzero(ok)
+    qi, ei = index.seeds.lookup(grams[pos])
+    if not len(qi):
+        return []
+    hits = sorted(zip(index.seeds.a[ei].tolist(), pos[qi].tolist(), index.seeds.b[ei].tolist()))
+    words = batch.word_list()
+    text_words: dict[int, list[int]] = {}
+    covered: dict[tuple[int, int], int] = {}  # (text, diagonal) -> end of the last run found on it
+    best: dict[tuple[int, int], tuple[int, int]] = {}  # (row, text) -> (start, end) of the longest run
+    for t, i, j in hits:
+        if covered.get((t, i - j), -1) >= i + n:
+            continue  # inside a run already extended
+        tw = text_words.get(t)
+        if tw is None:
+            tw = text_words[t] = index.text_ids[t].tolist()
+        a, b = i, j
+        while a > 0 and b > 0 and words[a - 1] == tw[b - 1]:
+            a, b = a - 1, b - 1
+        e, f = i + n, j + n
+        while e < len(words) and f < len(tw) and words[e] == tw[f]:
+            e, f = e + 1, f + 1
+        if words[a:e] != tw[b:f]:
+            continue  # a hash collision, not a shared run
+        covered[t, i - j] = e
+        # Measure the run's core: template words at its ends (a shared instruction,
+        # a function catalogue, "how many ... are there now") say nothing about copying.
+        spans = index.rare_spans[t]
+        inside = spans[(spans[:, 0] >= b) & (spans[:, 1] <= f)]
+        if not len(inside):
+            continue
+        core = (a + int(inside[:, 0].min()) - b, a + int(inside[:, 1].max()) - b)
+        if core[1] - core[0] < n:
+            continue
+        key = (int(batch.row[i]), t)
+        if key not in best or core[1] - core[0] > best[key][1] - best[key][0]:
+            best[key] = core
+    return [
+        _finding(
+            index,
+            batch,
+            row,
+            t,
+            kind="ngram",
+            verdict="fail" if e - a >= cfg.ngram_fail else "flag",
+            words=e - a,
+            evidence=_span(index, words[a:e]),
+        )
+        for (row, t), (a, e) in best.items()
+    ]
+
+
+def _row_shingles(
+    index: ContaminationIndex, cfg: ContaminationConfig, batch: Batch, row: int
+) -> tuple[dict[int, set[int]], np.ndarray, np.ndarray]:
+    """A row's non-template shingles per clause, its word clauses and word positions."""
+    start, end = int(batch.row_start[row]), int(batch.row_end[row])
+    values = batch.values[start:end].copy()
+    ids = batch.ids[start:end]
+    # Words outside the index vocabulary still count in a window's shingle set (they
+    # make it less similar); each keeps its own token hash as its value.
+    unknown = np.flatnonzero(ids == UNKNOWN)
+    values[unknown] = batch.tokens.hashes[batch.token_pos[start + unknown]] | np.uint64(1)
+    clause = batch.clause[start:end]
+    hashes, starts, _ = clause_shingles(values, clause, ids == ROW_ID, cfg.shingle_words)
+    keep = ~index.template.contains(hashes)
+    per_clause: dict[int, set[int]] = {}
+    for h, c in zip(hashes[keep].tolist(), clause[starts[keep]].tolist()):
+        per_clause.setdefault(c, set()).add(h)
+    return per_clause, clause, np.arange(start, end)
+
+
+def near_duplicate_matches(
+    index: ContaminationIndex,
+    cfg: ContaminationConfig,
+    batch: Batch,
+    shingles: np.ndarray,
+    starts: np.ndarray,
+) -> list[ContaminationFinding]:
+    """Method 3: a window of a row whose rare shingles are a near-duplicate of a text's.
+
+    Count filter first, vectorised: a window with Jaccard >= t against a text's `s` rare
+    shingles contains at least `ceil(t*s)` of them, and so does the row around it; rows
+    below that count cannot hold a near-duplicate and are skipped (no false negatives).
+    For the rest, the window is the run of clauses holding shared rare shingles, and a
+    MinHash of its non-template shingles is compared with every text that the LSH
+    returns for it and with the candidate text itself.
+    """
+    qi, ei = index.rare.lookup(shingles)
+    if not len(qi):
+        return []
+    # One int64 key per (row, text); distinct (pair, shingle) combinations, then the
+    # number of distinct shared shingles per pair. Rows and texts fit in 31 bits each.
+    pair = (batch.row[starts[qi]] << 31) | index.rare.a[ei]
+    mixed = shingles[qi] ^ (pair.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
+    _, first = np.unique(mixed, return_index=True)  # a 64-bit collision only lowers a count by one
+    pairs, counts = np.unique(pair[first], return_counts=True)
+    texts = pairs & ((1 << 31) - 1)
+    enough = counts >= index.need[texts]
+    by_row: dict[int, list[int]] = {}
+    for row, t in zip((pairs[enough] >> 31).tolist(), texts[enough].tolist()):
+        by_row.setdefault(row, []).append(t)
+    findings: list[ContaminationFinding] = []
+    for row, candidates in sorted(by_row.items()):
+        per_clause, clause, positions = _row_shingles(index, cfg, batch, row)
+        windows: dict[tuple[int, int], object] = {}
+        reported: set[int] = set()
+        for t in sorted(candidates):
+            own = index.text_shingles[t]
+            hit = [c for c, hs in per_clause.items() if not hs.isdisjoint(own)]
+            if len(hit) < cfg.near_dup_min_clauses:
+                continue
+            lo, hi = min(hit), max(hit)
+            if (lo, hi) not in windows:
+                window = set().union(*(hs for c, hs in per_clause.items() if lo <= c <= hi))
+                hashes = np.fromiter(window, dtype=np.uint64, count=len(window))
+                windows[lo, hi] = lean(signatures(hashes, np.zeros(len(hashes), dtype=np.int64), 1, cfg)[0], cfg)
+            mh = windows[lo, hi]
+            for other in sorted({t, *index.lsh.query(mh)} - reported):
+                target = index.minhashes[other]
+                jaccard = float(mh.jaccard(target)) if target is not None else 0.0
+                if jaccard < cfg.near_dup_threshold:
+                    continue
+                reported.add(other)
+                in_window = positions[(clause >= lo) & (clause <= hi)]
+                evidence = " ".join(batch.tokens.text(int(p)) for p in batch.token_pos[in_window])[:_EVIDENCE_CHARS]
+                findings.append(
+                    _finding(
+                        index,
+                        batch,
+                        row,
+                        other,
+                        kind="near_duplicate",
+                        verdict=cfg.near_dup_verdict,
+                        words=len(in_window),
+                        jaccard=round(jaccard, 4),
+                        evidence=evidence,
+                    )
+                )
+    return findings

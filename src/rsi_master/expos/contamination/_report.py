@@ -1,0 +1,48 @@
+"""The contamination report: one schema for the API, the ledger event and the audit."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ._config import ContaminationConfig
+
+__all__ = ["ContaminationFinding", "ContaminationReport", "MatchKind", "Verdict"]
+
+MatchKind = Literal["exact", "ngram", "near_duplicate"]
+Verdict = Literal["clean", "flagged", "failed"]
+
+
+class ContaminationFinding(BaseModel):
+    """One training row matching one protected text by one method."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    row: int = Field(description="Index of the training row in the checked input (0-based).")
+    split: str = Field(description="Protected split of the matched item (dev, review or final).")
+    sample_id: str = Field(description="Sample ID of the matched evaluation item.")
+    text_kind: str = Field(description="Which text of the item matched: prompt, question or reference.")
+    kind: MatchKind = Field(description="Method that found the match.")
+    verdict: Literal["fail", "flag"] = Field(description="fail blocks the data; flag asks a person to look.")
+    words: int = Field(
+        description="Normalised words of the evidence: the shared run (exact, ngram) or the row window (near_duplicate)."
+    )
+    jaccard: float | None = Field(None, description="MinHash Jaccard estimate (near_duplicate only).")
+    evidence: str = Field(description="The matched normalised span, cut to 300 characters.")
+
+
+class ContaminationReport(BaseModel):
+    """Result of checking a batch of training rows against a contamination index."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = Field(1, description="Schema version of this report.")
+    index_digest: str = Field(description="SHA-256 of the index (protected texts and config) the check used.")
+    config: ContaminationConfig = Field(description="Thresholds the check ran with.")
+    rows: int = Field(description="Training rows checked.")
+    chars: int = Field(description="Characters of training text checked.")
+    rows_failed: int = Field(description="Rows with at least one fail finding.")
+    rows_flagged: int = Field(description="Rows with flag findings only.")
+    findings: list[ContaminationFinding] = Field(description="Every finding, sorted by row, split, sample ID, kind.")
+    verdict: Verdict = Field(description="failed if any row failed, else flagged if any row was flagged, else clean.")
