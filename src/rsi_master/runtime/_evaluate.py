@@ -36,7 +36,7 @@ def evaluate(
     *,
     expected_evaluator_digest: str | None = None,
     store: Any = None,
-    batch_size: int = 100,
+    batch_size: int = 256,
     timeout_s: float = 600.0,
     sample_timeout_s: float = 5.0,
     max_samples: int | None = None,
