@@ -155,7 +155,7 @@ class PolicyMain:
             if lead is None:
                 continue
             xid, score, w = lead
-            note = next((c for c in crit if c.split()[1] == xid), crit[0])
+            note = next((c for c in crit if c.split()[1].strip(":;,") == xid), crit[0])
             recipe = parse_recipe((w.finalize or {}).get("summary")) or {}
             d = self._continue_direction(w.direction, recipe, xid)
             if self._capped(ctx, graph, d):
@@ -171,7 +171,8 @@ class PolicyMain:
             rep = r.report or {}
             if not r.done or rep.get("verdict") != "pass" or self._acted(graph, r.report_seq, "branch"):
                 continue
-            combos = [x.split()[1:3] for x in rep.get("recommendations", []) if x.startswith("combine ")]
+            combos = [[t.strip(":;,") for t in x.split()[1:3]] for x in rep.get("recommendations", [])
+                      if x.startswith("combine ")]
             for a, b in combos:
                 wa, wb = graph.workers.get(a), graph.workers.get(b)
                 ra = parse_recipe((wa.finalize or {}).get("summary")) if wa else None

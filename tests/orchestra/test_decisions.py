@@ -1,0 +1,124 @@
+"""The Main policy at orchestration events, on ledgers with recorded (fake) experiments."""
+
+from __future__ import annotations
+
+from rsi_master.expos import Caller
+from rsi_master.orchestra import MainContext, PolicyMain, load_graph
+
+from .helpers import MAIN, fake_experiment, finalize, new_run
+
+
+def _ctx(expos, spent: float, budget: float = 100.0, slots: int = 2) -> MainContext:
+    return MainContext(expos, MAIN, budget, lambda: spent, slots)
+
+
+def _recipe(xid, family, dev):
+    return {"experiment_id": xid, "family": family, "method": "sft", "params": {"n_facts": 4},
+            "mix": [], "config": {"learning_rate": 1e-3, "batch_size": 8, "max_steps": 20},
+            "parent": "base", "dev_score": dev}
+
+
+def _decisions(expos):
+    return load_graph(expos).decisions
+
+
+def test_start_opens_one_direction_per_slot_and_records_a_branch(tmp_path):
+    with new_run(tmp_path) as expos:
+        main = PolicyMain()
+        main.start(_ctx(expos, 0.0), load_graph(expos))
+        g = load_graph(expos)
+        assert len(g.workers) == 2
+        assert len({w.direction.key() for w in g.workers.values()}) == 2
+        assert [d.action for d in g.decisions] == ["branch"]
+        assert g.decisions[0].evidence == [0]  # rests on the contract
+        main.start(_ctx(expos, 0.0), load_graph(expos))  # idempotent: a resumed run does not re-seed
+        assert len(load_graph(expos).workers) == 2
+
+
+def test_a_full_cycle_verify_revise_branch_and_stop(tmp_path):
+    with new_run(tmp_path) as expos:
+        main = PolicyMain()
+        main.start(_ctx(expos, 0.0), load_graph(expos))
+        g = load_graph(expos)
+        w1, w2 = sorted(g.workers)
+        fam1, fam2 = g.workers[w1].direction.family, g.workers[w2].direction.family
+        x1 = fake_experiment(expos, w1, 0.5, review=0.4)
+        s1 = finalize(expos, w1, x1, 0.5, _recipe(x1, fam1, 0.5))
+        main.on_event(_ctx(expos, 10.0), load_graph(expos), (s1, "finalize", w1))
+        d = _decisions(expos)[-1]
+        # One Worker alone is not reviewed across Workers: its slot gets the next direction.
+        assert d.action == "branch" and d.detail["event"] == s1 and s1 in d.evidence
+        assert len(load_graph(expos).workers) == 3
+
+        x2 = fake_experiment(expos, w2, 0.3, review=0.35)
+        s2 = finalize(expos, w2, x2, 0.3, _recipe(x2, fam2, 0.3))
+        main.on_event(_ctx(expos, 20.0), load_graph(expos), (s2, "finalize", w2))
+        d = _decisions(expos)[-1]
+        assert d.action == "verify" and sorted(d.detail["scope"]) == [w1, w2]
+        rid = d.detail["reviewer"]
+        assert load_graph(expos).reviewers[rid].cross_worker
+
+        rev = expos.call(Caller("reviewer", rid), "review.submit", {
+            "scope": [w1, w2], "verdict": "pass", "supported": [f"{w1}: {x1} review 0.400"],
+            "recommendations": [f"continue {x1} {w1}: 30/50 review samples still wrong; train it further",
+                                f"combine {w1} {w2}: {x2} solves 3 review samples that {x1} misses"],
+            "evidence": [s1, s2]}).seq
+        main.on_event(_ctx(expos, 40.0), load_graph(expos), (rev, "review", rid))
+        d = _decisions(expos)[-1]
+        assert d.action == "revise" and rev in d.evidence and d.detail["parent"] == x1
+        g = load_graph(expos)
+        new = g.workers[d.detail["worker"]]
+        assert new.predecessors == [w1] and new.direction.parent == x1
+        assert new.direction.knobs["n_facts"].kind == "fixed"  # the verified recipe, fixed
+
+        assert main.on_idle(_ctx(expos, 45.0), load_graph(expos), 1)
+        d = _decisions(expos)[-1]
+        assert d.action == "branch" and d.detail["combines"] == [w1, w2]
+        comb = load_graph(expos).workers[d.detail["worker"]]
+        assert comb.predecessors == [w1, w2] and comb.direction.mix[0]["family"] == fam2
+        assert comb.direction.parent == x1
+
+        # Late in the budget: no new Worker, and the stop nominates the reviewed candidates.
+        n_workers = len(load_graph(expos).workers)
+        assert not main.on_idle(_ctx(expos, 80.0), load_graph(expos), 1)
+        assert len(load_graph(expos).workers) == n_workers
+        main.finish(_ctx(expos, 100.0), load_graph(expos), "budget spent")
+        d = _decisions(expos)[-1]
+        assert d.action == "stop" and d.detail["nominated"][0] == x1
+        assert [e.payload["experiment_id"] for e in expos.events("candidate.nominate")][:2] == [x1, x2]
+
+
+def test_failed_review_is_answered_by_a_revise_from_the_base(tmp_path):
+    with new_run(tmp_path) as expos:
+        main = PolicyMain()
+        main.start(_ctx(expos, 0.0), load_graph(expos))
+        w1, w2 = sorted(load_graph(expos).workers)
+        expos.call(MAIN, "review.request", {"reviewer_id": "r1", "question": "q", "scope": [w1, w2]})
+        rev = expos.call(Caller("reviewer", "r1"), "review.submit", {
+            "scope": [w1, w2], "verdict": "fail", "violations": [f"{w1} claims something unsupported"]}).seq
+        main.on_event(_ctx(expos, 30.0), load_graph(expos), (rev, "review", "r1"))
+        d = _decisions(expos)[-1]
+        assert d.action == "revise" and d.detail["answers"] == rev
+        assert load_graph(expos).workers[d.detail["worker"]].direction.parent == "base"
+
+
+def test_a_direction_is_capped_at_its_share_before_a_passing_cross_worker_review(tmp_path):
+    from rsi_master.orchestra._graph import ORCHESTRA
+
+    with new_run(tmp_path, budget_s=100.0) as expos:
+        main = PolicyMain(share=0.4, worker_fraction=0.3)
+        main.start(_ctx(expos, 0.0, slots=1), load_graph(expos))
+        (w1,) = load_graph(expos).workers
+        job = expos.record(ORCHESTRA, "orchestra.job.start", {"node": w1, "kind": "worker", "slot": 0})
+        g = load_graph(expos)
+        expos.record(ORCHESTRA, "orchestra.job.end", {"start_seq": job.seq, "node": w1, "status": "done",
+                                                      "end_ts": g.jobs[0].start_ts + 30.0})
+        g = load_graph(expos)
+        d = g.workers[w1].direction
+        assert main._capped(_ctx(expos, 30.0), g, d)  # 30 s spent + a 30 s Worker > 40 s share
+        assert not main._capped(_ctx(expos, 30.0), g, d.model_copy(update={"family": "other"}))
+        # A passing cross-Worker review lifts the cap.
+        expos.call(MAIN, "worker.add", {"worker_id": "wx", "task": "t", "direction": {"family": "other"}})
+        expos.call(MAIN, "review.request", {"reviewer_id": "r1", "question": "q", "scope": [w1, "wx"]})
+        expos.call(Caller("reviewer", "r1"), "review.submit", {"scope": [w1, "wx"], "verdict": "pass"})
+        assert not main._capped(_ctx(expos, 30.0), load_graph(expos), d)
