@@ -57,6 +57,7 @@ class Scheduler:
         self.slots = int(self.cfg["slots"])
         self.seed = int(self.cfg.get("seed", 0))
         self.grace_s = float(self.cfg.get("grace_s", max(20.0, 0.1 * self.budget_s)))
+        self.min_launch_s = min(MIN_LAUNCH_S, 0.25 * self.budget_s)
         self.main_caller = Caller("main", "main")
         from . import _main_policy  # noqa: F401  (registration)
 
@@ -134,7 +135,8 @@ class Scheduler:
             busy = {j.node for j in self.running.values()}
             abandoned = {e.payload["node"] for e in self.expos.events("orchestra.abandon")}
             pending = [(k, n) for k, n in graph.pending() if n not in busy and n not in abandoned]
-            if self.deadline() - time.time() < MIN_LAUNCH_S:
+            too_late = self.deadline() - time.time() < self.min_launch_s
+            if too_late:
                 pending = []  # too late to start anything useful: let running nodes finish
             for slot in range(self.slots):
                 if slot in self.running or not pending:
@@ -142,11 +144,11 @@ class Scheduler:
                 kind, node = pending.pop(0)
                 self._launch(graph, slot, kind, node)
             free = self.slots - len(self.running)
-            if free and not pending:
+            if free and not pending and not too_late:
                 if self.main.on_idle(self.main_ctx(), graph, free):
                     self._show_decision(load_graph(self.expos))
                     continue
-                if not self.running and self.deadline() - time.time() >= MIN_LAUNCH_S:
+                if not self.running:
                     return "no work left"
             self.display.status(self._status(graph))
             self._reap(self.poll_s, failures)

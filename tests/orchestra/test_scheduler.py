@@ -1,0 +1,48 @@
+"""The scheduler with a tiny budget and Workers that only sleep: slots, budget, stop."""
+
+from __future__ import annotations
+
+import time
+
+from rsi_master.orchestra import PlainDisplay, Scheduler, load_graph, run_metrics
+from rsi_master.rundir import verify_run
+
+from .helpers import new_run
+
+
+def test_slots_fill_the_budget_then_stop_cleanly(tmp_path, capsys):
+    with new_run(tmp_path, budget_s=8.0, slots=2, main="tests.orchestra.helpers:FillMain") as expos:
+        sched = Scheduler(expos, PlainDisplay(), poll_s=0.1)
+        t0 = time.time()
+        sched.start()
+        reason = sched.drive()
+        took = time.time() - t0
+        assert reason == "budget spent"
+        g = load_graph(expos)
+        assert g.open_jobs() == [] and g.stopped is not None
+        assert took < 8.0 + sched.grace_s + 5
+        slots_used = {j.slot for j in g.jobs}
+        assert slots_used == {0, 1}
+        # Never more jobs at once than slots.
+        for j in g.jobs:
+            overlap = [k for k in g.jobs if k.slot == j.slot and k is not j
+                       and k.start_ts < j.end_ts and j.start_ts < k.end_ts]
+            assert not overlap
+        assert all(w.done for w in g.workers.values() if any(j.node == w.id for j in g.jobs))
+        m = run_metrics(expos, g)
+        assert 0.0 < m["slot_utilisation"] <= 1.0
+        assert sum(sum(f.values()) for f in m["tool_calls_by_fifth"]) > 0
+        assert m["tool_calls_by_fifth"][0]["deciding"] >= 1
+    assert verify_run(tmp_path / "run").ok
+    assert "start worker" in capsys.readouterr().out
+
+
+def test_a_node_that_crashes_twice_is_abandoned(tmp_path):
+    with new_run(tmp_path, budget_s=60.0, slots=1, main="tests.orchestra.helpers:CrashMain") as expos:
+        sched = Scheduler(expos, PlainDisplay(), poll_s=0.1)
+        sched.start()
+        reason = sched.drive()
+        assert reason == "no work left"
+        g = load_graph(expos)
+        assert [j.status for j in g.jobs] == ["failed", "failed"]
+        assert [e.payload["node"] for e in expos.events("orchestra.abandon")] == ["s1"]
