@@ -231,7 +231,7 @@ def build_index(items: Iterable[ProtectedItem], config: ContaminationConfig | No
     # Anchor of a text: its lowest-frequency n-gram (first on ties); np.lexsort sorts by
     # the last key first, so this orders by text, then frequency, then position.
     order = np.lexsort((pos, freq, gram_text))
-    first = order[np.flatnonzero(np.concatenate(([True], np.diff(gram_text[order]) != 0)))]
+    first = order[np.flatnonzero(np.concatenate(([True], np.diff(gram_text[order]) != 0)))] if len(order) else order
     anchor_parts: dict[int, tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]] = {}
     anchor_parts[n] = ([grams[first]], [gram_text[first]], [pos[first] - texts.starts[gram_text[first]]])
     has_anchor = np.zeros(len(texts.ids), dtype=bool)
