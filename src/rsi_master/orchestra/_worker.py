@@ -110,6 +110,7 @@ class TPEWorker:
             params = dict(trial.params)
             knobs = {k: r.value for k, r in d.knobs.items() if r.kind == "fixed"}
             knobs.update({k[2:]: v for k, v in params.items() if k.startswith("k:")})
+            _order_bounds(knobs)
             train = {k: r.value for k, r in d.train.items() if r.kind == "fixed"}
             train.update({k[2:]: v for k, v in params.items() if k.startswith("t:")})
             # Fit the trial into the time left rather than overrun the budget.
@@ -142,7 +143,9 @@ class TPEWorker:
                 dataset = ctx.call("data.mix", {"datasets": parts, "n": n, "seed": seed}).dataset  # type: ignore[attr-defined]
             res = ctx.call("experiment.submit", {"parent": d.parent, "dataset": dataset, "method": d.method,
                                                   "config": train})
-        except ToolError:
+        except (ToolError, ValueError):
+            # ValueError: a knob combination the generator rejects without ExpOS turning it
+            # into ToolInvalid. Either way the trial failed and the search moves on.
             return None
         return res.model_dump()
 
@@ -177,6 +180,15 @@ class TPEWorker:
         ctx.call("worker.finalize", {"summary": summary,
                                      "claims": [{"experiment_id": best.experiment_id, "score": best.dev_score}],
                                      "candidates": [best.experiment_id]})
+
+
+def _order_bounds(knobs: dict[str, Any]) -> None:
+    """`min_x` <= `max_x` for every such pair: independent suggestions can cross."""
+    for k in list(knobs):
+        if k.startswith("min_") and f"max_{k[4:]}" in knobs:
+            lo, hi = knobs[k], knobs[f"max_{k[4:]}"]
+            if lo > hi:
+                knobs[k], knobs[f"max_{k[4:]}"] = hi, lo
 
 
 def _own_memory(ctx: NodeContext) -> list[dict[str, Any]]:

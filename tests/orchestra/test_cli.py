@@ -1,0 +1,85 @@
+"""`rsi-master run` / `resume`: bad input gets a clear message and overwrites nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from rsi_master.cli._main import main
+from rsi_master.orchestra import parse_budget
+from rsi_master.orchestra._graph import ORCHESTRA
+from rsi_master.errors import RsiMasterError
+
+from .helpers import new_run
+
+
+@pytest.mark.parametrize("text,seconds", [("90", 90.0), ("90s", 90.0), ("5m", 300.0), ("1h30m", 5400.0),
+                                          ("2.5m", 150.0), (45, 45.0)])
+def test_budget_durations(text, seconds):
+    assert parse_budget(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["0", "-5", "0s", "-1m", "5x", "m", "", "5m3"])
+def test_bad_budgets_are_refused(text):
+    with pytest.raises(RsiMasterError):
+        parse_budget(text)
+
+
+def _err(capsys, argv):
+    code = main(argv)
+    out = capsys.readouterr()
+    return code, out.err + out.out
+
+
+def test_unknown_task_and_bad_budget_write_nothing(tmp_path, capsys):
+    target = tmp_path / "new"
+    code, msg = _err(capsys, ["run", "--task", "chess", "--dir", str(target)])
+    assert code == 2 and "unknown task 'chess'" in msg and "arithmetic" in msg
+    for budget in ("0", "-3m"):
+        code, msg = _err(capsys, ["run", "--task", "arithmetic", f"--budget={budget}", "--dir", str(target)])
+        assert code == 2 and "budget" in msg
+    code, msg = _err(capsys, ["run", "--task", "arithmetic", "--slots", "0", "--dir", str(target)])
+    assert code == 2 and "slots" in msg
+    assert not target.exists()
+
+
+def test_run_refuses_a_directory_that_holds_another_run(tmp_path, capsys):
+    with new_run(tmp_path) as expos:
+        size = expos.run.ledger.size()
+    before = sorted(p.name for p in (tmp_path / "run").iterdir())
+    code, msg = _err(capsys, ["run", "--task", "knowledge", "--dir", str(tmp_path / "run")])
+    assert code == 2 and "already holds a run" in msg and "resume" in msg
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == before
+    from rsi_master.expos import ExpOS
+
+    with ExpOS.open(tmp_path / "run", writable=False) as expos:
+        assert expos.run.ledger.size() == size
+
+
+def test_resume_refuses_finished_runs_and_foreign_directories(tmp_path, capsys):
+    with new_run(tmp_path) as expos:
+        expos.record(ORCHESTRA, "orchestra.finish", {"summary": "0" * 64, "final_score": 0.0})
+        size = expos.run.ledger.size()
+    code, msg = _err(capsys, ["resume", str(tmp_path / "run")])
+    assert code == 2 and "already finished" in msg
+    from rsi_master.expos import ExpOS
+
+    with ExpOS.open(tmp_path / "run", writable=False) as expos:
+        assert expos.run.ledger.size() == size
+
+    (tmp_path / "empty").mkdir()
+    code, msg = _err(capsys, ["resume", str(tmp_path / "empty")])
+    assert code == 2 and "not a run directory" in msg
+
+    # An ExpOS run that `rsi-master run` did not start is not resumed either.
+    ExpOS.create(tmp_path / "plain", "knowledge", eval_limit=5).close()
+    code, msg = _err(capsys, ["resume", str(tmp_path / "plain")])
+    assert code == 2 and "did not start" in msg
+
+
+def test_flags_default_from_the_environment(monkeypatch):
+    from rsi_master.cli._main import build_parser
+
+    for k, v in (("TASK", "knowledge"), ("BUDGET", "7m"), ("SLOTS", "3"), ("SEED", "4"), ("DIR", "/x")):
+        monkeypatch.setenv(f"RSI_MASTER_{k}", v)
+    args = build_parser().parse_args(["run"])
+    assert (args.task, args.budget, args.slots, args.seed, args.dir) == ("knowledge", "7m", 3, 4, "/x")
