@@ -61,12 +61,23 @@ def start_run(task: str, budget: str | float, *, slots: int = 2, seed: int = 0, 
         raise RsiMasterError(f"unknown task {task!r}; known: {', '.join(list_tasks())}") from None
     path = Path(run_dir) if run_dir else Path(tempfile.mkdtemp(prefix=f"rsi-{task}-", dir=os.getcwd()))
     _check_new_dir(path)
-    expos = ExpOS.create(path, task, budget=Budget(wall_seconds=budget_s, max_train_steps=DEFAULTS["max_train_steps"]),
+    # Built beside its final place and renamed into it once the settings are recorded: a run
+    # killed while being created leaves no directory that `resume` could not continue.
+    building = path.with_name(f".{path.name}.creating-{os.getpid()}")
+    expos = ExpOS.create(building, task, budget=Budget(wall_seconds=budget_s,
+                                                       max_train_steps=DEFAULTS["max_train_steps"]),
                          eval_limit=eval_limit, key_dir=key_dir)
     try:
         expos.record(ORCHESTRA, "orchestra.start", {
             "version": 1, "task": task, "budget_s": budget_s, "slots": slots, "seed": seed, "main": main,
             "reviewer": reviewer, "eval_limit": eval_limit, "pid": os.getpid()})
+    finally:
+        expos.close()
+    if path.exists():
+        path.rmdir()  # empty (checked above)
+    building.rename(path)
+    expos = ExpOS.open(path, key_dir=key_dir)
+    try:
         return _drive(expos, display or PlainDisplay(), key_dir, resume=False)
     finally:
         expos.close()
@@ -134,7 +145,9 @@ def _close(expos: Any, sched: Any) -> dict[str, Any]:
         "workers": len(graph.workers), "reviews": sum(1 for r in graph.reviewers.values() if r.done),
         "cross_worker_reviews": sum(1 for r in graph.reviewers.values() if r.done and r.cross_worker),
         "decisions": len(graph.decisions), "edges": len(graph.edges()),
-        "budget_s": sched.budget_s, "spent_s": round(graph.spent_seconds(), 3), "slots": sched.slots,
+        # Budget clock when the agents stopped (the harness's selection and `final` scoring come after).
+        "budget_s": sched.budget_s, "spent_s": round(float((graph.stopped or {}).get("spent_s", 0.0)), 3),
+        "wall_s": round(graph.spent_seconds(), 3), "slots": sched.slots,
         "eval_samples": {k: len(v) for k, v in expos.contract.evaluator.sample_ids.items()},
         **metrics,
     }
