@@ -84,7 +84,13 @@ def job_main(run_dir: str, key_dir: str | None, kind: str, node: str, deadline: 
     from . import _reviewer, _worker  # noqa: F401  (agent registration)
     from ._graph import load_graph
     from ._memory import worker_memory
-    from ._protocols import REVIEWERS, WORKERS, NodeContext, resolve
+    from ._protocols import REVIEWERS, WORKERS, BudgetEnd, NodeContext, resolve
+
+    def _stop(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # once: a second TERM ends the process
+        raise BudgetEnd("the scheduler asked this node to stop")
+
+    signal.signal(signal.SIGTERM, _stop)
 
     with ExpOS.open(run_dir, key_dir=key_dir) as expos:
         graph = load_graph(expos)
@@ -95,4 +101,12 @@ def job_main(run_dir: str, key_dir: str | None, kind: str, node: str, deadline: 
             memory = worker_memory(expos, node, graph.interrupted_experiments)
         else:
             agent, memory = resolve(REVIEWERS, reviewer)(), []
-        agent.run(NodeContext(expos, Caller(kind, node), brief, deadline, seed, memory))
+        try:
+            agent.run(NodeContext(expos, Caller(kind, node), brief, deadline, seed, memory))
+        except BudgetEnd:
+            pass  # the agent chose not to handle it; its steps so far are in the ledger
+    # Everything is in the ledger and the store: skip interpreter teardown (torch's takes
+    # seconds on a loaded machine, and the slot counts as busy until the process is gone).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

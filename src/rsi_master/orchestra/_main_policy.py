@@ -97,8 +97,9 @@ class PolicyMain:
         verify = self._verify(ctx, graph, late=f >= self.late)
         if verify is not None:
             return verify
-        if f >= self.late:
-            return None
+        left = ctx.budget_s - ctx.spent_s()
+        if f >= self.late or left < self._min_trial_s(ctx):
+            return None  # no Worker could finish a single experiment: compare and select only
         for plan in (self._revise, self._combine, self._branch, self._continue):
             out = plan(ctx, graph)
             if out is not None:
@@ -232,7 +233,17 @@ class PolicyMain:
                                     "seed": d.seed + 1000})
 
     def _allowance(self, ctx: MainContext) -> float:
-        return max(30.0, self.worker_fraction * ctx.budget_s)
+        """A Worker's wall-clock allowance: its fraction of the budget, but at least two of the
+        shortest trials this machine has been measured to run (else it could not compare)."""
+        return max(30.0, self.worker_fraction * ctx.budget_s, 2 * self._min_trial_s(ctx))
+
+    @staticmethod
+    def _min_trial_s(ctx: MainContext) -> float:
+        from ._job import run_timing
+        from ._worker import DEFAULT_STEP_S, FIXED_OVERHEAD_S, MIN_STEPS
+
+        t = run_timing(ctx.expos)
+        return float(t.get("overhead_s", FIXED_OVERHEAD_S)) + MIN_STEPS * float(t.get("step_s", DEFAULT_STEP_S))
 
     def _capped(self, ctx: MainContext, graph: ResearchGraph, d: Direction) -> bool:
         """The direction already took its share of the budget without a passing cross-Worker review."""

@@ -21,8 +21,13 @@ if TYPE_CHECKING:
     from ..expos import Caller, ExpOS
     from ._graph import ResearchGraph
 
-__all__ = ["MAINS", "REVIEWERS", "WORKERS", "MainAgent", "MainContext", "NodeContext", "ReviewerAgent",
+__all__ = ["MAINS", "REVIEWERS", "WORKERS", "BudgetEnd", "MainAgent", "MainContext", "NodeContext", "ReviewerAgent",
            "WorkerAgent", "main_agent", "resolve", "reviewer_agent", "worker_agent"]
+
+
+class BudgetEnd(Exception):
+    """Raised inside a node when the scheduler asks it to stop (SIGTERM at the budget's end):
+    a Worker finalizes with what it has instead of being killed without a word."""
 
 
 @dataclass

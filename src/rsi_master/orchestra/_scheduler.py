@@ -22,10 +22,12 @@ from ._display import Display
 from ._graph import ORCHESTRA, ResearchGraph, load_graph
 from ._protocols import MAINS, MainContext, resolve
 
-__all__ = ["MIN_LAUNCH_S", "Scheduler"]
+__all__ = ["MIN_LAUNCH_S", "TERM_GRACE_S", "Scheduler"]
 
 # A node started with less time than this could not finish one experiment or review.
 MIN_LAUNCH_S = 20.0
+# After SIGTERM a Worker records its finalize; this is how long that may take.
+TERM_GRACE_S = 15.0
 
 
 @dataclass
@@ -157,6 +159,12 @@ class Scheduler:
         end = time.time() + self.grace_s
         while self.running and time.time() < end:
             self._reap(min(self.poll_s, max(0.0, end - time.time())), {})
+        # Ask first (SIGTERM: a Worker finalizes with what it has), then kill what is left.
+        for job in self.running.values():
+            job.proc.terminate()
+        end = time.time() + TERM_GRACE_S
+        while self.running and time.time() < end:
+            self._reap(min(self.poll_s, max(0.0, end - time.time())), {}, status_ok="stopped")
         for slot, job in list(self.running.items()):
             job.proc.kill()
             job.proc.join()
@@ -188,7 +196,7 @@ class Scheduler:
         self.running[slot] = _Running(proc, node, kind, slot, ev.seq, time.time())
         self.display.line(f"start {kind} {node} in slot {slot} ({max(0.0, deadline - time.time()):.0f}s)")
 
-    def _reap(self, timeout: float, failures: dict[str, int]) -> None:
+    def _reap(self, timeout: float, failures: dict[str, int], status_ok: str = "done") -> None:
         if not self.running:
             time.sleep(timeout)
             return
@@ -196,7 +204,7 @@ class Scheduler:
         for slot, job in list(self.running.items()):
             if job.proc.sentinel in ready:
                 job.proc.join()
-                status = "done" if job.proc.exitcode == 0 else "failed"
+                status = status_ok if job.proc.exitcode == 0 else "failed"
                 self._end(slot, job, status)
                 if status == "failed":
                     failures[job.node] = failures.get(job.node, 0) + 1

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..expos import ToolError
 from ._directions import Direction, Range
-from ._protocols import NodeContext, worker_agent
+from ._protocols import BudgetEnd, NodeContext, worker_agent
 
 __all__ = ["TPEWorker", "parse_recipe", "trial_seconds"]
 
@@ -118,7 +118,10 @@ class TPEWorker:
             train["max_steps"] = max(MIN_STEPS, min(int(train.get("max_steps", 60)), fit, max_steps_cap))
             n = min(max_rows, int(train["max_steps"]) * int(train.get("batch_size", 8)))
             t0 = time.time()
-            outcome = self._trial(ctx, d, knobs, train, n, seed=ctx.seed * 10_000 + d.seed * 100 + started)
+            try:
+                outcome = self._trial(ctx, d, knobs, train, n, seed=ctx.seed * 10_000 + d.seed * 100 + started)
+            except BudgetEnd:
+                break  # out of time mid-trial: whatever finished is still worth a finalize
             started += 1
             if outcome is None or outcome.get("status") != "completed":
                 study.tell(trial, state=TrialState.FAIL)
