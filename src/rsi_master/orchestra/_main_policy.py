@@ -234,8 +234,10 @@ class PolicyMain:
 
     def _allowance(self, ctx: MainContext) -> float:
         """A Worker's wall-clock allowance: its fraction of the budget, but at least two of the
-        shortest trials this machine has been measured to run (else it could not compare)."""
-        return max(30.0, self.worker_fraction * ctx.budget_s, 2 * self._min_trial_s(ctx))
+        shortest trials this machine has been measured to run (else it could not compare),
+        and at most a direction's share."""
+        want = max(30.0, self.worker_fraction * ctx.budget_s, 2 * self._min_trial_s(ctx))
+        return min(want, self.share * ctx.budget_s)  # never more than a direction's share
 
     @staticmethod
     def _min_trial_s(ctx: MainContext) -> float:
