@@ -27,8 +27,13 @@ class Honest:
     dataset2: str
 
     def copy(self, dest: Path) -> ExpOS:
+        """A copy with its own key directory: copies share the run id, and the witness a
+        longer copy leaves would (rightly) make a shorter one look rolled back."""
         shutil.copytree(self.path, dest)
-        return ExpOS.open(dest, key_dir=self.key_dir)
+        keys = dest.parent / "keys"
+        shutil.copytree(self.key_dir, keys)
+        os.environ["RSI_MASTER_KEY_DIR"] = str(keys)
+        return ExpOS.open(dest, key_dir=keys)
 
 
 def build_honest(root: Path) -> Honest:

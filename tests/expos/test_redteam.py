@@ -23,7 +23,7 @@ def honest(tmp_path_factory):
 
 @pytest.fixture
 def run(honest, tmp_path, monkeypatch):
-    monkeypatch.setenv("RSI_MASTER_KEY_DIR", str(honest.key_dir))
+    monkeypatch.setenv("RSI_MASTER_KEY_DIR", str(tmp_path / "keys"))
     x = honest.copy(tmp_path / "run")
     yield x
     x.close()
@@ -131,8 +131,9 @@ def test_generator_that_embeds_evaluation_items_is_refused(run):
     tmp = run.scratch()
     res = generate(run.contract.task, "answer_only" if "arithmetic/answer_only" in run.contract.allowed_generators
                    else run.contract.allowed_generators[0].split("/")[1], {}, 5, 40, tmp / "d.jsonl")
-    rows = [json.loads(line) for line in open(res.path)]
-    rows = [{"prompt": r["prompt"], "completion": r["completion"]} for r in rows]
+    from rsi_master.expos._contamination_gate import read_rows
+
+    rows = [{"prompt": r["prompt"], "completion": r["completion"]} for r in read_rows(res.path)]
     item = _review_items(run, 1)[0]
     rows.insert(17, {"prompt": item.prompt.replace("  ", " "), "completion": str(item.reference)})
     refused(run, W1, "data.register", {"source": "hand-written", "rows": rows}, "data_provenance")
@@ -315,7 +316,9 @@ def test_deleted_files_of_a_failed_experiment_are_caught(run, honest, monkeypatc
     monkeypatch.undo()
     good = run.call(w4, "experiment.submit", {"dataset": ds, "config": QUICK})
     run.call(w4, "worker.finalize", {"summary": "one good run", "candidates": [good.experiment_id]})
-    assert audit(run).flagged == []
+    before = audit(run)
+    assert before.flagged == [], [(s.experiment_id, {k: f.evidence for k, f in s.observations.items() if f.evidence})
+                                  for s in before.submissions]
     x = load_state(run).experiments[failed.experiment_id]
     for d in x.artifacts:  # remove the evidence of the failure from the run directory
         p = run.run.store.path(d)
