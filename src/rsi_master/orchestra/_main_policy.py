@@ -229,8 +229,16 @@ class PolicyMain:
         lr = float((recipe.get("config") or {}).get("learning_rate") or 1e-3)
         train = dict(d.train)
         train["learning_rate"] = Range(kind="float", low=max(1e-5, lr / 4), high=lr, log=True)
-        return d.model_copy(update={"knobs": knobs, "train": train, "parent": parent, "enqueue": [],
-                                    "seed": d.seed + 1000})
+        # The verified batch size and length are TPE's first trial (within the ranges searched).
+        cfg = recipe.get("config") or {}
+        first: dict[str, Any] = {}
+        bs, steps = train.get("batch_size"), train.get("max_steps")
+        if bs is not None and bs.kind == "choice" and cfg.get("batch_size") in bs.choices:
+            first["t:batch_size"] = cfg["batch_size"]
+        if steps is not None and steps.kind == "int" and isinstance(cfg.get("max_steps"), int):
+            first["t:max_steps"] = int(min(max(cfg["max_steps"], steps.low or 1), steps.high or 1))
+        return d.model_copy(update={"knobs": knobs, "train": train, "parent": parent,
+                                    "enqueue": [first] if first else [], "seed": d.seed + 1000})
 
     def _allowance(self, ctx: MainContext) -> float:
         """A Worker's wall-clock allowance: its fraction of the budget, but at least two of the

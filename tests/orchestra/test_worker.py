@@ -1,0 +1,94 @@
+"""The TPE Worker's loop against scripted tool results (no training)."""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+from rsi_master.orchestra import Direction, NodeContext, Range, TPEWorker, parse_recipe
+
+from .helpers import new_run
+
+
+class ScriptedCtx(NodeContext):
+    """Answers the Worker's tool calls like ExpOS would, with a dev score that rewards a learning rate near 2e-3."""
+
+    def call(self, tool, args=None):
+        args = args or {}
+        self.log.append((tool, args))
+        if tool == "contract.show":
+            return SimpleNamespace(budget={"max_rows": 20_000, "max_train_steps": 400})
+        if tool == "data.generate":
+            return SimpleNamespace(dataset=f"{len(self.log):064x}")
+        if tool == "experiment.submit":
+            lr = args["config"]["learning_rate"]
+            score = round(max(0.0, 1.0 - abs(lr - 2e-3) * 300), 6)
+            xid = f"exp-{len(self.log):05d}"
+            self.rows.append(SimpleNamespace(experiment_id=xid, owner=self.caller.id, parent=args["parent"],
+                                             config=args["config"], status="completed", dev_score=score))
+            res = {"experiment_id": xid, "status": "completed", "dev_score": score,
+                   "steps": args["config"]["max_steps"]}
+            return SimpleNamespace(model_dump=lambda: res)
+        if tool == "results.list":
+            return SimpleNamespace(experiments=list(self.rows))
+        if tool == "worker.finalize":
+            self.final = args
+            return None
+        raise AssertionError(tool)
+
+
+def _ctx(expos, direction, *, seconds=1000.0, memory=()):
+    from rsi_master.expos import Caller
+
+    ctx = ScriptedCtx(expos, Caller("worker", "w1"), {"direction": direction.model_dump(mode="json"),
+                                                      "timing": {"step_s": 0.01, "overhead_s": 0.1}},
+                      time.time() + seconds, 0, list(memory))
+    ctx.log, ctx.rows, ctx.final = [], [], None
+    return ctx
+
+
+DIRECTION = Direction(family="answer_only", trials=6, knobs={"n_facts": Range(kind="int", low=3, high=5)},
+                      train={"learning_rate": Range(kind="float", low=5e-4, high=3e-3, log=True),
+                             "batch_size": Range(kind="choice", choices=[8]),
+                             "max_steps": Range(kind="int", low=20, high=40)})
+
+
+def test_worker_runs_its_trials_then_claims_its_best_exactly(tmp_path):
+    with new_run(tmp_path) as expos:
+        ctx = _ctx(expos, DIRECTION)
+        TPEWorker().run(ctx)
+        submits = [a for t, a in ctx.log if t == "experiment.submit"]
+        assert len(submits) == 6
+        assert all(20 <= a["config"]["max_steps"] <= 40 for a in submits)
+        gens = [a for t, a in ctx.log if t == "data.generate"]
+        assert all(3 <= g["params"]["n_facts"] <= 5 for g in gens)
+        assert len({g["seed"] for g in gens}) == 6  # fresh data every trial
+        best = max(ctx.rows, key=lambda r: r.dev_score)
+        assert ctx.final["claims"] == [{"experiment_id": best.experiment_id, "score": best.dev_score}]
+        assert ctx.final["candidates"] == [best.experiment_id]
+        recipe = parse_recipe(ctx.final["summary"])
+        assert recipe["experiment_id"] == best.experiment_id and recipe["family"] == "answer_only"
+
+
+def test_worker_fits_trials_into_its_time_and_stops_when_none_fits(tmp_path):
+    with new_run(tmp_path) as expos:
+        ctx = _ctx(expos, DIRECTION, seconds=0.05)
+        TPEWorker().run(ctx)
+        assert not [t for t, _ in ctx.log if t == "experiment.submit"]
+        assert ctx.final["claims"] == [] and ctx.final["candidates"] == []
+        # 0.1 s overhead + 0.01 s/step: 0.35 s left fits 25 steps, not the 40 the search may want.
+        ctx = _ctx(expos, DIRECTION.model_copy(update={"trials": 1}), seconds=0.35)
+        TPEWorker().run(ctx)
+        (sub,) = [a for t, a in ctx.log if t == "experiment.submit"]
+        assert sub["config"]["max_steps"] <= 25
+
+
+def test_a_resumed_worker_counts_its_earlier_trials(tmp_path):
+    memory = [{"experiment_id": f"exp-0000{i}", "status": s, "dev_score": v, "steps": 30, "seconds": 1.0,
+               "data": {"params": {"n_facts": 4}},
+               "spec": {"learning_rate": 1e-3, "batch_size": 8, "max_steps": 30}}
+              for i, (s, v) in enumerate([("completed", 0.3), ("interrupted", None)])]
+    with new_run(tmp_path) as expos:
+        ctx = _ctx(expos, DIRECTION, memory=memory)
+        TPEWorker().run(ctx)
+        assert len([t for t, _ in ctx.log if t == "experiment.submit"]) == DIRECTION.trials - 2
