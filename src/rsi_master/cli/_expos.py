@@ -79,6 +79,9 @@ def main(argv: list[str] | None = None) -> int:
     except RsiMasterError as exc:
         print(f"expos: error: {exc}", file=sys.stderr)
         return EXIT_FAILED
+    except Exception as exc:  # a fault in the harness: one line for the agent, never a traceback
+        print(f"expos: internal error in {args.tool}: {type(exc).__name__}: {exc}".splitlines()[0], file=sys.stderr)
+        return EXIT_FAILED
     finally:
         expos.close()
     _print(result.model_dump(mode="json"), args.json)
