@@ -7,7 +7,9 @@ import time
 from rsi_master.orchestra import PlainDisplay, Scheduler, load_graph, run_metrics
 from rsi_master.rundir import verify_run
 
-from .helpers import new_run
+from rsi_master.orchestra._graph import ORCHESTRA
+
+from .helpers import MAIN, new_run
 
 
 def test_slots_fill_the_budget_then_stop_cleanly(tmp_path, capsys):
@@ -46,3 +48,19 @@ def test_a_node_that_crashes_twice_is_abandoned(tmp_path):
         g = load_graph(expos)
         assert [j.status for j in g.jobs] == ["failed", "failed"]
         assert [e.payload["node"] for e in expos.events("orchestra.abandon")] == ["s1"]
+
+
+def test_resume_does_not_count_the_downtime_and_closes_open_jobs(tmp_path):
+    with new_run(tmp_path, budget_s=100.0, main="tests.orchestra.helpers:FillMain") as expos:
+        expos.call(MAIN, "worker.add",
+                   {"worker_id": "s1", "task": "t", "direction": {"family": "answer_only"}})
+        expos.record(ORCHESTRA, "orchestra.job.start", {"node": "s1", "kind": "worker", "slot": 0})
+        before = load_graph(expos).spent_seconds()
+        time.sleep(1.5)  # the run is "dead" here
+        sched = Scheduler(expos, PlainDisplay(), poll_s=0.1)
+        sched.resume()
+        assert abs(sched.spent_before - before) < 1e-6
+        g = load_graph(expos)
+        assert g.open_jobs() == [] and [j.status for j in g.jobs] == ["interrupted"]
+        assert len(g.sessions) == 2
+        assert g.spent_seconds(now=g.sessions[1][1]) < before + 0.5

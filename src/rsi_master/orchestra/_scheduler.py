@@ -67,9 +67,8 @@ class Scheduler:
         self.ctx_mp = mp.get_context("spawn")
 
     # -- budget ------------------------------------------------------------------------------
-    def _open_session(self, kind: str, payload: dict[str, Any]) -> None:
-        graph = load_graph(self.expos)
-        self.spent_before = graph.spent_seconds()
+    def _open_session(self, kind: str, payload: dict[str, Any], spent_before: float) -> None:
+        self.spent_before = spent_before
         ev = self.expos.record(ORCHESTRA, kind, payload)
         from ._graph import parse_ts
 
@@ -97,6 +96,9 @@ class Scheduler:
         from ..expos import load_state
 
         graph = load_graph(self.expos)
+        # The new session opens first, so that the killed one ends at its own last event: the
+        # time between the kill and now is not spent, and what is recorded below belongs to now.
+        self._open_session("orchestra.resume", {"slots": self.slots, "pid": os.getpid()}, graph.spent_seconds())
         # Whatever a killed session left open is recorded as interrupted, never redone silently.
         for j in graph.open_jobs():
             self.expos.record(ORCHESTRA, "orchestra.job.end", {
@@ -108,7 +110,6 @@ class Scheduler:
         if lost:
             self.expos.record(ORCHESTRA, "orchestra.interrupted", {
                 "experiments": lost, "reason": "started in a session that ended without finishing them"})
-        self._open_session("orchestra.resume", {"slots": self.slots, "pid": os.getpid()})
         self.display.line(f"resumed: {self.spent_before:.0f}s of {self.budget_s:.0f}s spent before; "
                           f"interrupted experiments: {', '.join(lost) or 'none'}")
 
