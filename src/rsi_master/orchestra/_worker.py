@@ -116,6 +116,10 @@ class TPEWorker:
             # Fit the trial into the time left rather than overrun the budget.
             fit = int((left - fixed) / per_step)
             train["max_steps"] = max(MIN_STEPS, min(int(train.get("max_steps", 60)), fit, max_steps_cap))
+            if not _calibrated(memory, ctx.brief.get("timing")):
+                # Nothing measured on this machine yet: a short first trial measures it, so that
+                # the following ones are sized to the deadline instead of overrunning it.
+                train["max_steps"] = min(train["max_steps"], 2 * MIN_STEPS)
             n = min(max_rows, int(train["max_steps"]) * int(train.get("batch_size", 8)))
             t0 = time.time()
             try:
@@ -183,6 +187,10 @@ class TPEWorker:
         ctx.call("worker.finalize", {"summary": summary,
                                      "claims": [{"experiment_id": best.experiment_id, "score": best.dev_score}],
                                      "candidates": [best.experiment_id]})
+
+
+def _calibrated(memory: list[dict[str, Any]], timing: dict[str, float] | None) -> bool:
+    return bool((timing or {}).get("step_s")) or any(m.get("seconds") and m.get("steps") for m in memory)
 
 
 def _order_bounds(knobs: dict[str, Any]) -> None:
