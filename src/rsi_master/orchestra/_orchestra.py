@@ -170,13 +170,14 @@ def _count(items: Any) -> dict[str, int]:
 
 
 def _reference_score(task: str) -> float | None:
-    """The reference recipe's measured `final` score, once the landscape study recorded one."""
+    """The reference recipe's `final` score as measured by the landscape study (on the whole
+    split, whereas a run scores the first `eval_limit` items), once it recorded one."""
     from ..runtime._landscape_data import load_landscape
 
     t = load_landscape().get("tasks", {}).get(task, {})
     ref = t.get("reference") if isinstance(t, dict) else None
     if isinstance(ref, dict):
-        for key in ("final", "final_score", "score"):
+        for key in ("score_final", "final"):
             if isinstance(ref.get(key), (int, float)):
                 return float(ref[key])
     return None
