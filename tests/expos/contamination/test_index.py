@@ -54,7 +54,7 @@ def test_every_task_index_has_all_structures() -> None:
     for name in TASKS:
         index = task_index(name)
         assert index.n_items == 600
-        assert len(index.seeds) > 0 and len(index.rare) > 0 and index.anchors
+        assert len(index.seeds) > 0 and len(index.prefix) > 0 and index.anchors
 
 
 def test_signatures_equal_datasketch() -> None:

@@ -77,12 +77,6 @@ class Batch:
     row_start: np.ndarray  # row -> first word position (after its separator)
     row_end: np.ndarray
 
-    def word_list(self) -> list[int]:
-        cached = self.__dict__.get("_list")
-        if cached is None:
-            cached = self.__dict__["_list"] = self.ids.tolist()
-        return cached
-
 
 def _batch(index: ContaminationIndex, rows: list[str], first_row: int) -> Batch:
     joined = ROW.join(rows)

@@ -68,7 +68,9 @@ class ContaminationIndex:
     anchors: dict[int, HashTable]  # anchor length -> (hash, text, offset of the anchor in the text)
     seeds: HashTable  # (hash, text, position in the text)
     template: HashTable  # template shingles (in boilerplate_min_items or more items)
-    rare: HashTable  # (rare shingle, text, 0), each distinct pair once
+    prefix: HashTable  # (prefix-key shingle, text, 0)
+    rare_hashes: np.ndarray  # distinct rare shingles of every text, grouped by text
+    rare_offsets: np.ndarray  # text -> its slice of rare_hashes
     need: np.ndarray  # text -> rare shingles a row must share with it to be a near-duplicate candidate
     rare_spans: tuple[np.ndarray, ...]  # text -> (start, end) word positions of its rare shingles
     text_shingles: tuple[frozenset[int], ...]  # text -> its rare shingles
@@ -205,7 +207,8 @@ def build_index(items: Iterable[ProtectedItem], config: ContaminationConfig | No
     # Shingles: document frequency splits them into template and rare ones.
     sh_all, sh_pos, sh_end = clause_shingles(flat_values, texts.flat_clause, bad, cfg.shingle_words)
     sh_text_all = texts.flat_text[sh_pos]
-    sh_freq_all = _frequency_of(sh_all, _document_frequency(sh_all, text_item[sh_text_all]))
+    shingle_df = _document_frequency(sh_all, text_item[sh_text_all])
+    sh_freq_all = _frequency_of(sh_all, shingle_df)
     rare_all = sh_freq_all < cfg.boilerplate_min_items
     template_h = np.unique(sh_all[~rare_all])
     template = HashTable.build(template_h, np.zeros(len(template_h), np.int64), np.zeros(len(template_h), np.int64))
@@ -254,13 +257,23 @@ def build_index(items: Iterable[ProtectedItem], config: ContaminationConfig | No
     n_texts = len(texts.ids)
     pairs = np.unique(np.stack([sh_text_all[rare_all], sh_all[rare_all].view(np.int64)], axis=1), axis=0)
     sh_text, sh = pairs[:, 0], pairs[:, 1].view(np.uint64)
-    rare = HashTable.build(sh, sh_text, np.zeros(len(sh), dtype=np.int64))
     sizes = np.bincount(sh_text, minlength=n_texts)
+    offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)  # pairs are sorted by text
     # A window with Jaccard >= t against a text's s rare shingles holds at least t*s of them.
     need = np.ceil(cfg.near_dup_threshold * sizes - 1e-9).astype(np.int64)
     # Two or three rare shingles are too little evidence for a similarity estimate: such
     # texts are left to the exact and n-gram methods (a count no row can reach).
     need[sizes < cfg.near_dup_min_shingles] = np.iinfo(np.int64).max
+    # Prefix keys: per text, its s - need + 1 rarest shingles. A row holding `need` of the
+    # s shingles holds at least one of any s - need + 1 of them (pigeonhole), so rows
+    # without a prefix key cannot be near-duplicates and are never counted.
+    freq = _frequency_of(sh, shingle_df)
+    order = np.lexsort((sh, freq, sh_text))
+    rank = np.empty(len(sh), dtype=np.int64)
+    rank[order] = np.arange(len(sh)) - offsets[sh_text[order]]
+    eligible = sizes >= cfg.near_dup_min_shingles
+    is_key = eligible[sh_text] & (rank < (sizes - need + 1)[sh_text])
+    prefix = HashTable.build(sh[is_key], sh_text[is_key], np.zeros(int(is_key.sum()), dtype=np.int64))
     text_shingles = tuple(frozenset(sh[sel].tolist()) for sel in _group(sh_text, n_texts))
 
     from datasketch import MinHashLSH  # optional extra `search`, imported only when indexing
@@ -291,7 +304,9 @@ def build_index(items: Iterable[ProtectedItem], config: ContaminationConfig | No
         anchors=anchors,
         seeds=seeds,
         template=template,
-        rare=rare,
+        prefix=prefix,
+        rare_hashes=sh,
+        rare_offsets=offsets,
         need=need,
         rare_spans=rare_spans,
         text_shingles=text_shingles,

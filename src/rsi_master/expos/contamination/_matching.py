@@ -10,6 +10,7 @@ from ._config import ContaminationConfig
 from ._hashing import UNKNOWN, clause_shingles, prefix_sums, span_hashes, window_hashes, window_ok
 from ._index import ROW_ID, ContaminationIndex
 from ._minhash import lean, signatures
+from ._normalise import ranges
 from ._report import ContaminationFinding
 
 if TYPE_CHECKING:
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
 __all__ = ["exact_matches", "near_duplicate_matches", "ngram_matches"]
 
 _EVIDENCE_CHARS = 300
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+_MARGIN = 0.2
 
 
 def _finding(index: ContaminationIndex, batch: Batch, row: int, text: int, **fields: object) -> ContaminationFinding:
@@ -75,37 +78,43 @@ def ngram_matches(
     if not len(qi):
         return []
     hits = sorted(zip(index.seeds.a[ei].tolist(), pos[qi].tolist(), index.seeds.b[ei].tolist()))
-    words = batch.word_list()
+    row_words: dict[int, tuple[int, list[int]]] = {}  # row -> (first position, its word ids)
     text_words: dict[int, list[int]] = {}
+    text_spans: dict[int, list[tuple[int, int]]] = {}
     covered: dict[tuple[int, int], int] = {}  # (text, diagonal) -> end of the last run found on it
-    best: dict[tuple[int, int], tuple[int, int]] = {}  # (row, text) -> (start, end) of the longest run
+    best: dict[tuple[int, int], tuple[int, int, int]] = {}  # (row, text) -> longest core (row-relative)
     for t, i, j in hits:
         if covered.get((t, i - j), -1) >= i + n:
             continue  # inside a run already extended
+        row = int(batch.row[i])
+        if row not in row_words:
+            lo, hi = int(batch.row_start[row]), int(batch.row_end[row])
+            row_words[row] = (lo, batch.ids[lo:hi].tolist())
+        offset, words = row_words[row]
         tw = text_words.get(t)
         if tw is None:
             tw = text_words[t] = index.text_ids[t].tolist()
-        a, b = i, j
+            text_spans[t] = [tuple(span) for span in index.rare_spans[t].tolist()]
+        a, b = i - offset, j
         while a > 0 and b > 0 and words[a - 1] == tw[b - 1]:
             a, b = a - 1, b - 1
-        e, f = i + n, j + n
+        e, f = i - offset + n, j + n
         while e < len(words) and f < len(tw) and words[e] == tw[f]:
             e, f = e + 1, f + 1
         if words[a:e] != tw[b:f]:
             continue  # a hash collision, not a shared run
-        covered[t, i - j] = e
+        covered[t, i - j] = e + offset
         # Measure the run's core: template words at its ends (a shared instruction,
         # a function catalogue, "how many ... are there now") say nothing about copying.
-        spans = index.rare_spans[t]
-        inside = spans[(spans[:, 0] >= b) & (spans[:, 1] <= f)]
-        if not len(inside):
+        inside = [(s, x) for s, x in text_spans[t] if s >= b and x <= f]
+        if not inside:
             continue
-        core = (a + int(inside[:, 0].min()) - b, a + int(inside[:, 1].max()) - b)
+        core = (a + min(s for s, _ in inside) - b, a + max(x for _, x in inside) - b)
         if core[1] - core[0] < n:
             continue
-        key = (int(batch.row[i]), t)
+        key = (row, t)
         if key not in best or core[1] - core[0] > best[key][1] - best[key][0]:
-            best[key] = core
+            best[key] = (core[0], core[1], offset)
     return [
         _finding(
             index,
@@ -115,9 +124,9 @@ def ngram_matches(
             kind="ngram",
             verdict="fail" if e - a >= cfg.ngram_fail else "flag",
             words=e - a,
-            evidence=_span(index, words[a:e]),
+            evidence=_span(index, row_words[row][1][a:e]),
         )
-        for (row, t), (a, e) in best.items()
+        for (row, t), (a, e, _) in best.items()
     ]
 
 
@@ -150,26 +159,40 @@ def near_duplicate_matches(
 ) -> list[ContaminationFinding]:
     """Method 3: a window of a row whose rare shingles are a near-duplicate of a text's.
 
-    Count filter first, vectorised: a window with Jaccard >= t against a text's `s` rare
-    shingles contains at least `ceil(t*s)` of them, and so does the row around it; rows
-    below that count cannot hold a near-duplicate and are skipped (no false negatives).
+    Candidates come from prefix keys (see _index), then a count filter, vectorised: a
+    window with Jaccard >= t against a text's `s` rare shingles contains at least
+    `ceil(t*s)` of them, and so does the row around it; rows below that count cannot
+    hold a near-duplicate and are skipped. Neither step drops a true near-duplicate.
     For the rest, the window is the run of clauses holding shared rare shingles, and a
     MinHash of its non-template shingles is compared with every text that the LSH
     returns for it and with the candidate text itself.
     """
-    qi, ei = index.rare.lookup(shingles)
+    qi, ei = index.prefix.lookup(shingles)
     if not len(qi):
         return []
-    # One int64 key per (row, text); distinct (pair, shingle) combinations, then the
-    # number of distinct shared shingles per pair. Rows and texts fit in 31 bits each.
-    pair = (batch.row[starts[qi]] << 31) | index.rare.a[ei]
-    mixed = shingles[qi] ^ (pair.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
-    _, first = np.unique(mixed, return_index=True)  # a 64-bit collision only lowers a count by one
-    pairs, counts = np.unique(pair[first], return_counts=True)
-    texts = pairs & ((1 << 31) - 1)
+    mask31 = (1 << 31) - 1
+    pairs = np.unique((batch.row[starts[qi]] << 31) | index.prefix.a[ei])  # rows and texts fit in 31 bits
+    rows, texts = pairs >> 31, pairs & mask31
+    # Count filter, vectorised: for each candidate (row, text), how many of the text's
+    # rare shingles the row holds. Keys mix row and shingle into one uint64 (a collision
+    # could only raise a count of a pair the MinHash step then rejects).
+    shingle_rows = batch.row[starts]
+    keep = np.isin(shingle_rows, rows)
+    row_keys = np.sort(shingles[keep] ^ (shingle_rows[keep].astype(np.uint64) * _MIX))
+    sizes = index.rare_offsets[texts + 1] - index.rare_offsets[texts]
+    wanted = index.rare_hashes[ranges(index.rare_offsets[texts], index.rare_offsets[texts + 1])]
+    wanted ^= np.repeat(rows.astype(np.uint64), sizes) * _MIX
+    # Searching sorted queries walks row_keys once instead of jumping around it: several
+    # times faster on hundreds of thousands of keys, sort included.
+    order = np.argsort(wanted)
+    ordered = wanted[order]
+    at = np.minimum(np.searchsorted(row_keys, ordered), len(row_keys) - 1)
+    held = np.empty(len(wanted), dtype=np.int64)
+    held[order] = row_keys[at] == ordered
+    counts = np.add.reduceat(held, np.concatenate(([0], np.cumsum(sizes)[:-1]))) if len(held) else held
     enough = counts >= index.need[texts]
     by_row: dict[int, list[int]] = {}
-    for row, t in zip((pairs[enough] >> 31).tolist(), texts[enough].tolist()):
+    for row, t in zip(rows[enough].tolist(), texts[enough].tolist()):
         by_row.setdefault(row, []).append(t)
     findings: list[ContaminationFinding] = []
     for row, candidates in sorted(by_row.items()):
@@ -182,8 +205,13 @@ def near_duplicate_matches(
             if len(hit) < cfg.near_dup_min_clauses:
                 continue
             lo, hi = min(hit), max(hit)
+            window = set().union(*(hs for c, hs in per_clause.items() if lo <= c <= hi))
+            # MinHash and LSH cost about a millisecond; skip windows whose exact Jaccard
+            # is far below the threshold (the margin is over five standard deviations of
+            # a 128-permutation estimate, so no estimate above the threshold is lost).
+            if len(window & own) < (cfg.near_dup_threshold - _MARGIN) * len(window | own):
+                continue
             if (lo, hi) not in windows:
-                window = set().union(*(hs for c, hs in per_clause.items() if lo <= c <= hi))
                 hashes = np.fromiter(window, dtype=np.uint64, count=len(window))
                 windows[lo, hi] = lean(signatures(hashes, np.zeros(len(hashes), dtype=np.int64), 1, cfg)[0], cfg)
             mh = windows[lo, hi]

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["CLAUSE", "CLAUSE_HASH", "ROW", "ROW_HASH", "Tokens", "normalise", "powers_of", "tokenise", "tokens"]
+__all__ = ["CLAUSE", "CLAUSE_HASH", "ROW", "ROW_HASH", "Tokens", "normalise", "powers_of", "ranges", "tokenise", "tokens"]
 
 ROW = "\x00"
 CLAUSE = "\x01"  # as a token string; it never occurs in text (tokenise drops control bytes)
@@ -44,7 +44,7 @@ _UNICODE = str.maketrans(
 )
 
 # Token classes of a byte.
-_SEP, _WORD, _OP, _CLAUSE, _ROW = 0, 1, 2, 3, 4
+_SEP, _WORD, _OP, _CLAUSE, _ROW, _BOUND = 0, 1, 2, 3, 4, 5
 _CLASS = np.zeros(256, dtype=np.uint8)
 for _c in b"abcdefghijklmnopqrstuvwxyz0123456789":
     _CLASS[_c] = _WORD
@@ -55,9 +55,8 @@ _CLASS[0] = _ROW
 _DIGIT = np.zeros(256, dtype=bool)
 _DIGIT[ord("0") : ord("9") + 1] = True
 _LETTER = (_CLASS == _WORD) & ~_DIGIT
-_BOUNDARY = np.zeros(256, dtype=bool)
 for _c in b".?!;:,)]}":
-    _BOUNDARY[_c] = True
+    _CLASS[_c] = _BOUND  # a clause boundary when whitespace follows, else a separator
 _SPACE = np.zeros(256, dtype=bool)
 for _c in b" \t\r\n\x0b\x0c":
     _SPACE[_c] = True
@@ -103,41 +102,71 @@ def _thousands(c: np.ndarray) -> np.ndarray:
     `[1,005]` and `5,8,005` are lists (program examples), and a list written with
     leading zeros must not turn into one big number.
     """
-    digit = _DIGIT[c]
     i = np.flatnonzero(c == ord(","))
     if not len(i):
         return i
-    ok = _at(digit, i - 1) & _at(digit, i + 1) & _at(digit, i + 2) & _at(digit, i + 3) & ~_at(digit, i + 4)
-    member = digit | (c == ord(","))
+    around = np.add.outer(i, np.arange(-1, 5))  # the byte before each comma and four after
+    digit = _DIGIT[c[np.clip(around, 0, len(c) - 1)]] & (around >= 0) & (around < len(c))
+    ok = digit[:, 0] & digit[:, 2] & digit[:, 3] & digit[:, 4] & ~digit[:, 5]
+    if not ok.any():
+        return i[:0]
+    member = _DIGIT[c] | (c == ord(","))
     edge = np.flatnonzero(np.diff(np.concatenate(([False], member, [False])).view(np.int8)))
     span_starts = edge[0::2]
     span = np.searchsorted(span_starts, i, side="right") - 1
     commas = np.bincount(span, minlength=len(span_starts))
     good = np.bincount(span[ok], minlength=len(span_starts))
     opener = np.isin(_at(c, span_starts - 1, 0), (ord("["), ord(".")))  # a list, or a fraction
-    valid = (commas == good) & ~opener & digit[span_starts]
+    valid = (commas == good) & ~opener & _DIGIT[c[span_starts]]
     return i[ok & valid[span]]
 
 
+def _runs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Starts and ends of the runs of True in `mask`."""
+    edge = np.flatnonzero(np.diff(np.concatenate(([False], mask, [False])).view(np.int8)))
+    return edge[0::2], edge[1::2]
+
+
+def ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """All positions of the half-open ranges [start, end)."""
+    lengths = ends - starts
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(total)
+
+
 def _number_deletions(c: np.ndarray) -> np.ndarray:
-    """Positions to delete so that numbers are canonical (leading zeros, zero fractions)."""
-    digit = _DIGIT[c]
-    zeros = np.flatnonzero(c == ord("0"))
-    if not len(zeros):
-        return zeros
-    # Digit runs: start, end, and whether the run is the fraction of a decimal number.
-    edge = np.flatnonzero(np.diff(np.concatenate(([False], digit, [False])).view(np.int8)))
-    starts, ends = edge[0::2], edge[1::2]
-    before = _at(c, starts - 1, 0)
-    fraction = (before == ord(".")) & _DIGIT[_at(c, starts - 2, 0)]
-    nonzero = np.concatenate(([0], np.cumsum(digit & (c != ord("0")))))
-    run = np.searchsorted(starts, zeros, side="right") - 1
-    seen_before = nonzero[zeros + 1] - nonzero[starts[run]]  # nonzero digits of the run up to here
-    seen_after = nonzero[ends[run]] - nonzero[zeros]  # nonzero digits from here to the run's end
-    leading = (seen_before == 0) & (zeros < ends[run] - 1) & ~fraction[run]
-    trailing = (seen_after == 0) & fraction[run]
-    all_zero = fraction & (nonzero[ends] - nonzero[starts] == 0)
-    return np.concatenate((zeros[leading | trailing], starts[all_zero] - 1))  # `1000.0`: the point goes too
+    """Positions to delete so that numbers are canonical (leading zeros, zero fractions).
+
+    Works on runs of zeros and on decimal points only, both sparse in text.
+    """
+    n = len(c)
+    zero_starts, zero_ends = _runs(c == ord("0"))
+    if not len(zero_starts):
+        return zero_starts
+    prev = _at(c, zero_starts - 1, 0)
+    prev2 = _at(c, zero_starts - 2, 0)
+    nxt = _at(c, zero_ends, 0)
+    in_fraction = (prev == ord(".")) & _DIGIT[prev2]
+    # Leading zeros: a zero run opening a number (not a fraction); keep one zero when
+    # the whole number is zeros (`000` -> `0`).
+    opens = ~_DIGIT[prev] & ~in_fraction
+    leading_end = np.where(_DIGIT[nxt], zero_ends, zero_ends - 1)
+    leading = ranges(zero_starts[opens], leading_end[opens])
+    # Trailing zeros of a fraction: a zero run that ends the digits after a point.
+    closes = ~_DIGIT[nxt] & (zero_ends <= n)
+    ends = zero_ends[closes]
+    starts = zero_starts[closes]
+    if len(ends):
+        digit_starts, _ = _runs(_DIGIT[c])
+        run_start = digit_starts[np.searchsorted(digit_starts, starts, side="right") - 1]
+        fraction = (_at(c, run_start - 1, 0) == ord(".")) & _DIGIT[_at(c, run_start - 2, 0)]
+        whole = fraction & (run_start == starts)  # `1000.0`: the point goes too
+        trailing = ranges(np.where(whole, starts - 1, starts)[fraction], ends[fraction])
+    else:
+        trailing = leading[:0]
+    return np.concatenate((leading, trailing))
 
 
 _POWERS: list[np.ndarray] = [np.ones(1, dtype=np.uint64), np.ones(1, dtype=np.uint64)]
@@ -171,22 +200,26 @@ def tokenise(text: str) -> Tokens:
     c = _drop(c, _number_deletions(c))
     n = len(c)
     cls = _CLASS[c]
-    hyphen = np.flatnonzero(c == ord("-"))
-    cls[hyphen[_at(_LETTER[c], hyphen - 1) & _at(_LETTER[c], hyphen + 1)]] = _SEP
-    bound = np.flatnonzero(_BOUNDARY[c])
-    bound = bound[_at(_SPACE[c], bound + 1, True)]  # followed by a space or the end
-    cls[bound] = _CLAUSE
+    hyphen = np.flatnonzero(cls == _OP)
+    hyphen = hyphen[c[hyphen] == ord("-")]
+    if len(hyphen):
+        letters = _LETTER[_at(c, hyphen - 1, 0)] & _LETTER[_at(c, hyphen + 1, 0)]
+        cls[hyphen[letters]] = _SEP
+    bound = np.flatnonzero(cls == _BOUND)
+    cls[bound] = np.where(_SPACE[_at(c, bound + 1, ord(" "))], _CLAUSE, _SEP)  # followed by whitespace or the end
     change = np.empty(n + 1, dtype=bool)
     change[0] = change[n] = True
     np.not_equal(cls[1:], cls[:-1], out=change[1:n])
-    single = cls >= _CLAUSE  # markers are one-byte tokens even when adjacent
+    single = (cls == _CLAUSE) | (cls == _ROW)  # markers are one-byte tokens even when adjacent
     occupied = cls != _SEP
     starts = np.flatnonzero(occupied & (change[:n] | single))
     ends = np.flatnonzero(occupied & (change[1:] | single)) + 1
     powers, inverse = powers_of(n)
     prefix = np.empty(n + 1, dtype=np.uint64)
     prefix[0] = 0
-    np.cumsum(_BYTE_VALUE[c] * powers[:n], out=prefix[1:])
+    weighted = _BYTE_VALUE[c]
+    weighted *= powers[:n]
+    np.cumsum(weighted, out=prefix[1:])
     hashes = (prefix[ends] - prefix[starts]) * inverse[starts]
     hashes ^= (ends - starts).astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
     kinds = cls[starts]
