@@ -67,17 +67,25 @@ def _check_no_loss_no_repeat(run_dir: Path) -> None:
         assert g.finished is not None
 
 
+def load_interrupted(run_dir: Path) -> set[str]:
+    with ExpOS.open(run_dir, writable=False) as expos:
+        return load_graph(expos).interrupted_experiments
+
+
 def test_sigkill_at_random_moments_then_resume(tmp_path):
     rng = random.Random(1234)
-    env = {**os.environ, "RSI_MASTER_EVAL_LIMIT": "10"}
+    killed_mid_experiment = 0
+    # Long enough for Workers to start experiments (so that kills land mid-experiment too),
+    # evaluation sets small so that ten trials stay affordable.
+    env = {**os.environ, "RSI_MASTER_EVAL_LIMIT": "5"}
     for trial in range(10):
         run_dir = tmp_path / f"run{trial}"
-        cmd = _cli("run", "--task", "arithmetic", "--budget", "60s", "--seed", str(trial), "--dir", str(run_dir))
+        cmd = _cli("run", "--task", "arithmetic", "--budget", "120s", "--seed", str(trial), "--dir", str(run_dir))
         kills = 0
         while True:
             proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                     start_new_session=True)
-            delay = rng.uniform(1.0, 70.0) if kills < 2 else 10_000
+            delay = rng.uniform(1.0, 150.0) if kills < 2 else 10_000
             try:
                 out, _ = proc.communicate(timeout=delay)
                 assert proc.returncode == 0, out.decode()[-2000:]
@@ -92,3 +100,6 @@ def test_sigkill_at_random_moments_then_resume(tmp_path):
                 cmd = _cli("resume", str(run_dir))
         if (run_dir / "ledger.db").exists():
             _check_no_loss_no_repeat(run_dir)
+            killed_mid_experiment += bool(load_interrupted(run_dir))
+    # The test has teeth only if some kills interrupted an experiment.
+    assert killed_mid_experiment >= 1
