@@ -75,4 +75,5 @@ __all__ = [
     "select",
     "start_run",
     "worker_agent",
+    "worker_memory",
 ]

@@ -46,8 +46,10 @@ def select(expos: "ExpOS") -> dict[str, Any]:
         rows.append({"experiment_id": xid, "owner": owner, "accepted": True, "review_score": score,
                      "record_seq": rseq, "submitted_seq": seq, "checkpoint": x.checkpoint})
     # Duplicates (a candidate submitted twice) count once, at its first submission.
-    seen: set[str] = set()
-    uniq = [r for r in rows if not (r["experiment_id"] in seen or seen.add(r["experiment_id"]))]  # type: ignore[func-returns-value]
+    first: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        first.setdefault(r["experiment_id"], r)
+    uniq = list(first.values())
     accepted = [r for r in uniq if r["accepted"]]
     winner = min(accepted, key=lambda r: (-r["review_score"], r["submitted_seq"])) if accepted else None
     payload = {"rule": "max review score among audit-unflagged submissions; ties: earliest submission",

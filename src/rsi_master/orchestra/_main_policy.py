@@ -126,7 +126,7 @@ class PolicyMain:
                 "reviewer_id": rid, "scope": scope,
                 "question": f"Do the claims of {', '.join(scope)} hold on the evaluation records, which of their "
                             "candidates is best on review sample by sample, and is any of them flagged?",
-            }).seq  # type: ignore[attr-defined]
+            }).seq
             why = (f"{', '.join(scope)} finalized with candidates no cross-Worker review has checked"
                    + ("; late in the budget: comparison and selection" if late else ""))
             return "verify", why, ev + [seq], {"reviewer": rid, "scope": scope}
@@ -266,7 +266,7 @@ class PolicyMain:
         wid = self._free_id(graph, "w")
         d = d.model_copy(update={"seconds": self._allowance(ctx)})
         seq = ctx.call("worker.add", {"worker_id": wid, "task": task, "direction": d.model_dump(mode="json"),
-                                      "predecessors": preds}).seq  # type: ignore[attr-defined]
+                                      "predecessors": preds}).seq
         graph.workers[wid] = WorkerNode(wid, seq, task, d, preds)  # visible to the rest of this event
         return wid
 
@@ -289,7 +289,7 @@ class PolicyMain:
         """Experiment -> (review score, eval record seq), from the graph view."""
         view = ctx.call("graph.read")
         out = {}
-        for x in view.experiments:  # type: ignore[attr-defined]
+        for x in view.experiments:
             if x.get("review_score") is not None:
                 seq = next((e.seq for e in ctx.expos.events("eval.record")
                             if e.payload.get("experiment_id") == x["experiment_id"]

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 __all__ = ["worker_memory"]
 
 
-def worker_memory(expos: "ExpOS", worker_id: str, interrupted: set[str] = frozenset()) -> list[dict[str, Any]]:  # type: ignore[assignment]
+def worker_memory(expos: "ExpOS", worker_id: str,
+                  interrupted: set[str] | frozenset[str] = frozenset()) -> list[dict[str, Any]]:
     """One entry per experiment the Worker started: data knobs, training spec, outcome, wall time."""
     from ..expos._state import experiment_id
 

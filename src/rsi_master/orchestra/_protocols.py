@@ -16,8 +16,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
-
     from ..expos import Caller, ExpOS
     from ._graph import ResearchGraph
 
@@ -42,7 +40,9 @@ class NodeContext:
     seed: int = 0
     memory: list[dict[str, Any]] = field(default_factory=list)  # the node's own earlier events (resume)
 
-    def call(self, tool: str, args: dict[str, Any] | None = None) -> "BaseModel":
+    def call(self, tool: str, args: dict[str, Any] | None = None) -> Any:
+        """One tool call as this node; the result is the tool's pydantic model (typed `Any` so
+        that agents read fields without a cast per call)."""
         return self.expos.call(self.caller, tool, args or {})
 
     def time_left(self) -> float:
@@ -58,7 +58,7 @@ class MainContext:
     slots: int
     seed: int = 0
 
-    def call(self, tool: str, args: dict[str, Any] | None = None) -> "BaseModel":
+    def call(self, tool: str, args: dict[str, Any] | None = None) -> Any:
         return self.expos.call(self.caller, tool, args or {})
 
     def fraction_spent(self) -> float:

@@ -68,9 +68,9 @@ class EvidenceReviewer:
             except ToolError as exc:
                 r["violations"].append(f"{w} claims {xid}={score:.3f} but it cannot be inspected: {exc}")
                 continue
-            dev = [e for e in insp.evaluations if e.get("split") == "dev"]  # type: ignore[attr-defined]
-            if insp.owner != w:  # type: ignore[attr-defined]
-                r["violations"].append(f"{w} claims {xid}, which belongs to {insp.owner}")  # type: ignore[attr-defined]
+            dev = [e for e in insp.evaluations if e.get("split") == "dev"]
+            if insp.owner != w:
+                r["violations"].append(f"{w} claims {xid}, which belongs to {insp.owner}")
             elif not dev or abs(float(dev[0]["score"]) - score) > 1e-9:
                 r["violations"].append(f"{w} claims {xid}={score:.3f}; the dev record says "
                                        f"{dev[0]['score'] if dev else 'nothing'}")
@@ -86,23 +86,23 @@ class EvidenceReviewer:
         except ToolError as exc:
             r["uncertainties"].append(f"{xid} ({w}) could not be evaluated on review: {exc}")
             return None
-        score = float(rev.score)  # type: ignore[attr-defined]
-        r["evidence"].append(int(rev.record_seq))  # type: ignore[attr-defined]
-        wrong = sum(1 for s in rev.samples if s.score < 1.0)  # type: ignore[attr-defined]
-        n = len(rev.samples)  # type: ignore[attr-defined]
-        r["supported"].append(f"{w}: {xid} review {score:.3f} ({n - wrong}/{n} right, record {rev.record_seq})")  # type: ignore[attr-defined]
-        dev = next((float(e["score"]) for e in insp.evaluations if e.get("split") == "dev"), None)  # type: ignore[attr-defined]
+        score = float(rev.score)
+        r["evidence"].append(int(rev.record_seq))
+        wrong = sum(1 for s in rev.samples if s.score < 1.0)
+        n = len(rev.samples)
+        r["supported"].append(f"{w}: {xid} review {score:.3f} ({n - wrong}/{n} right, record {rev.record_seq})")
+        dev = next((float(e["score"]) for e in insp.evaluations if e.get("split") == "dev"), None)
         if dev is not None and dev - score > GAP:
             r["uncertainties"].append(f"{xid}: dev {dev:.3f} vs review {score:.3f}: the dev ranking may not hold")
-        parent = insp.parent  # type: ignore[attr-defined]
+        parent = insp.parent
         if parent != "base":
             p = ctx.call("experiment.inspect", {"experiment_id": parent, "sample_rows": 0})
-            prev = next((float(e["score"]) for e in p.evaluations if e.get("split") == "review"), None)  # type: ignore[attr-defined]
+            prev = next((float(e["score"]) for e in p.evaluations if e.get("split") == "review"), None)
             if prev is not None and score < prev:
                 r["regressions"].append(f"{xid} review {score:.3f} is below its parent {parent} ({prev:.3f})")
         # Reasons of the wrong samples say what is left to fix (format vs content).
         reasons: dict[str, int] = {}
-        for s in rev.samples:  # type: ignore[attr-defined]
+        for s in rev.samples:
             if s.score < 1.0:
                 reasons[s.reason] = reasons.get(s.reason, 0) + 1
         if wrong:
@@ -132,10 +132,10 @@ class EvidenceReviewer:
             except ToolError as exc:
                 r["missing_comparisons"].append(f"{lead_x} vs {xid}: {exc}")
                 continue
-            only_a, only_b = len(cmp.only_a), len(cmp.only_b)  # type: ignore[attr-defined]
+            only_a, only_b = len(cmp.only_a), len(cmp.only_b)
             r["supported"].append(f"{lead_w} leads {w} on review: {lead_x} {lead_s:.3f} vs {xid} {s:.3f}; "
                                   f"{only_a} samples only {lead_x} solves, {only_b} only {xid}, "
-                                  f"{cmp.both_right} both")  # type: ignore[attr-defined]
+                                  f"{cmp.both_right} both")
             if only_b > 0:  # the trailing Worker solves something the leader does not: complementary
                 r["recommendations"].append(f"combine {lead_w} {w}: {xid} solves {only_b} review samples "
                                             f"that {lead_x} misses; mix their recipes")
@@ -149,9 +149,9 @@ class EvidenceReviewer:
         except ToolError as exc:
             r["uncertainties"].append(f"the integrity audit did not run: {exc}")
             return
-        for xid in a.flagged:  # type: ignore[attr-defined]
-            subs = sorted({f["subcategory"] for f in a.findings  # type: ignore[attr-defined]
+        for xid in a.flagged:
+            subs = sorted({f["subcategory"] for f in a.findings
                            if f["experiment_id"] == xid and f["observation"] == "EXECUTED"})
             r["violations"].append(f"{xid} is flagged by the integrity audit: {', '.join(subs)}")
-        if not a.flagged:  # type: ignore[attr-defined]
+        if not a.flagged:
             r["supported"].append(f"integrity audit: no executed violation among {', '.join(xids)}")

@@ -82,8 +82,8 @@ class TPEWorker:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         d = Direction.model_validate(ctx.brief["direction"])
         contract = ctx.call("contract.show")
-        max_rows = int(contract.budget["max_rows"])  # type: ignore[attr-defined]
-        max_steps_cap = int(contract.budget["max_train_steps"])  # type: ignore[attr-defined]
+        max_rows = int(contract.budget["max_rows"])
+        max_steps_cap = int(contract.budget["max_train_steps"])
         space = _space(d)
         study = optuna.create_study(direction="maximize",
                                     sampler=optuna.samplers.TPESampler(seed=d.seed + ctx.seed, n_startup_trials=2))
@@ -141,13 +141,13 @@ class TPEWorker:
         """Data then experiment; a refused or failed call ends the trial (it is in the ledger)."""
         try:
             ds = ctx.call("data.generate", {"family": d.family, "params": knobs, "n": n, "seed": seed})
-            dataset = ds.dataset  # type: ignore[attr-defined]
+            dataset = ds.dataset
             if d.mix:
                 parts = [dataset]
                 for j, extra in enumerate(d.mix):
-                    parts.append(ctx.call("data.generate", {"family": extra["family"], "params": extra.get("params", {}),
-                                                            "n": n, "seed": seed + j + 1}).dataset)  # type: ignore[attr-defined]
-                dataset = ctx.call("data.mix", {"datasets": parts, "n": n, "seed": seed}).dataset  # type: ignore[attr-defined]
+                    parts.append(ctx.call("data.generate", {"family": extra["family"], "n": n, "seed": seed + j + 1,
+                                                            "params": extra.get("params", {})}).dataset)
+                dataset = ctx.call("data.mix", {"datasets": parts, "n": n, "seed": seed}).dataset
             res = ctx.call("experiment.submit", {"parent": d.parent, "dataset": dataset, "method": d.method,
                                                   "config": train})
         except (ToolError, ValueError):
@@ -164,7 +164,7 @@ class TPEWorker:
 
     # -- finalize --------------------------------------------------------------------------
     def _finalize(self, ctx: NodeContext, d: Direction) -> None:
-        rows = [r for r in ctx.call("results.list").experiments  # type: ignore[attr-defined]
+        rows = [r for r in ctx.call("results.list").experiments
                 if r.owner == ctx.caller.id]
         done = sorted((r for r in rows if r.status == "completed" and r.dev_score is not None),
                       key=lambda r: (-r.dev_score, r.experiment_id))
