@@ -125,6 +125,7 @@ class Scheduler:
 
     def _loop(self) -> str:
         failures: dict[str, int] = {}
+        idle_asked_at = -1
         while True:
             graph = load_graph(self.expos)
             handled = graph.handled_events()
@@ -147,12 +148,15 @@ class Scheduler:
                 kind, node = pending.pop(0)
                 self._launch(graph, slot, kind, node)
             free = self.slots - len(self.running)
-            if free and not pending and not too_late:
+            # The Main is asked about an idle slot once per change of the graph, not once per
+            # poll: asking costs it graph reads, which are recorded tool calls.
+            if free and not pending and not too_late and graph.size != idle_asked_at:
                 if self.main.on_idle(self.main_ctx(), graph, free):
                     self._show_decision(load_graph(self.expos))
                     continue
-                if not self.running:
-                    return "no work left"
+                idle_asked_at = load_graph(self.expos).size
+            if free and not pending and not too_late and not self.running:
+                return "no work left"
             self.display.status(self._status(graph))
             self._reap(self.poll_s, failures)
 
