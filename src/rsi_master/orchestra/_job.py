@@ -107,6 +107,11 @@ def job_main(run_dir: str, key_dir: str | None, kind: str, node: str, deadline: 
             pass  # the agent chose not to handle it; its steps so far are in the ledger
     # Everything is in the ledger and the store: skip interpreter teardown (torch's takes
     # seconds on a loaded machine, and the slot counts as busy until the process is gone).
+    # multiprocessing's own finalizers still run: they unlink semaphores the training stack
+    # created, which the resource tracker would otherwise report as leaked.
+    from multiprocessing import util
+
+    util._run_finalizers()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
