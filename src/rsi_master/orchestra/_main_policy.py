@@ -62,11 +62,12 @@ class PolicyMain:
         seq, kind, node = event
         choice = self._next(ctx, graph, event)
         if choice is None:
+            # Nothing to add: the graph continues as it is. The stop itself is recorded once, by
+            # `finish`, when the scheduler ends the run (budget spent or no work left).
             waiting = [w.id for w in graph.workers.values() if not w.done]
-            action = "stop" if not waiting and ctx.fraction_spent() >= self.late else "continue"
             why = (f"{kind} of {node} answered; nothing new fits the budget left "
-                   f"({ctx.fraction_spent():.0%} spent); running: {waiting or 'none'}")
-            self._decide(ctx, action, why, [seq], {"event": seq})
+                   f"({ctx.fraction_spent():.0%} spent); running: {', '.join(waiting) or 'none'}")
+            self._decide(ctx, "continue", why, [seq], {"event": seq})
             return
         action, rationale, evidence, detail = choice
         self._decide(ctx, action, rationale, sorted(set([seq, *evidence])), {**detail, "event": seq})
