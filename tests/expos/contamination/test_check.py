@@ -28,7 +28,7 @@ from .helpers import TASKS, case, clean_rows, embed, numbers, reorder, spaces, t
 # leaves the shingle set intact, but MinHash needs enough non-template shingles: short
 # word problems and digit lists have few, and a function-calling item is a template
 # catalogue plus one request sentence (see docs/contamination.md, "not caught").
-REORDER_RECALL = {"arithmetic": 0.9, "knowledge": 0.9, "program_synthesis": 0.65, "function_calling": 0.0}
+REORDER_RECALL = {"arithmetic": 0.9, "knowledge": 0.9, "program_synthesis": 0.65, "function_calling": 0.45}
 CLEAN_FLAG_SHARE = 0.005  # documented in docs/contamination.md
 
 
@@ -124,7 +124,8 @@ def test_short_items_count_as_exact_matches() -> None:
     assert index.n_texts == 0  # below min_exact_words: no evidence on its own
     index = build_index([ProtectedItem("dev", "toy/dev/0001", (("question", "Does the quorx blink twice?"),))])
     report = check(index, ["so: does THE quorx blink twice", "does the quorx blink"])
-    assert [(f.row, f.kind, f.verdict) for f in report.findings] == [(0, "exact", "fail")]
+    assert (0, "exact", "fail") in [(f.row, f.kind, f.verdict) for f in report.findings]
+    assert report.rows_failed == 1 and all(f.row == 0 for f in report.findings)
 
 
 def test_report_shape_and_row_formats() -> None:

@@ -58,9 +58,14 @@ class ContaminationConfig(BaseModel):
         2,
         ge=1,
         description=(
-            "A near-duplicate window must share rare shingles from at least this many clauses: one shared "
-            "sentence (`There are 92 eggs in a bag.`) is a coincidence in templated data, not a copy."
+            "A near-duplicate window sharing rare shingles from fewer clauses than this is only flagged: "
+            "one shared sentence (`There are 92 eggs in a bag.`) is often a coincidence in templated data."
         ),
+    )
+    near_dup_one_clause_min_shingles: int = Field(
+        5,
+        ge=1,
+        description="Rare shingles a text needs before a window of fewer than near_dup_min_clauses clauses counts.",
     )
     min_exact_words: int = Field(
         4, ge=1, description="Protected texts shorter than this (normalised words) are not indexed at all."

@@ -1,27 +1,30 @@
 """The contamination index: every protected text hashed once, queried many times.
 
-Three structures serve the three methods:
+Template shingles come first. The tasks render every item through a fixed template
+and share phrasings ("how many shells are there now", "in which region does", a
+catalogue of function signatures, single digits), so clean generated rows share 8-word
+spans with evaluation items all the time. A shingle (3 or 4 words inside one clause)
+found in `boilerplate_min_items` or more distinct protected items cannot identify any
+one of them: it is *template*. Everything else is *rare*: numbers, names, facts, the
+request sentence. Rare shingles carry the evidence in methods 2 and 3; the exact
+method ignores the distinction, so an item made only of template text is still caught
+when it is copied whole.
 
-* **anchors** (exact match): one n-gram per protected text, its rarest (lowest
-  document frequency), or the whole text when it is shorter than the n-gram length.
-  A row that contains the whole text contains its anchor, so a hit on the anchor
-  followed by a comparison of the full text finds every exact copy.
-* **seeds** (n-gram overlap): every `ngram_flag`-gram of every protected text except
-  template n-grams. Any shared run of at least `ngram_flag` words contains such a
-  window, and a hit is then extended word by word to the longest shared run.
-* **prefix keys and MinHashes** (near-duplicates): clause-bounded shingles per text, a
-  datasketch MinHash of each, and for each text its `s - ceil(t*s) + 1` rarest shingles
-  (`s` shingles, threshold `t`). A window with Jaccard >= t shares at least `t*s`
-  shingles with the text, so by pigeonhole it contains one of those prefix keys: the
-  prefilter cannot drop a true near-duplicate (prefix filtering, Chaudhuri et al. 2006).
+Structures, one per method:
 
-Template n-grams: the tasks render every item through a fixed template and share
-phrasings ("how many shells are there now", "question: in which region does"), so
-generated training rows legitimately share 8-word spans with many protected items.
-An n-gram that occurs in `boilerplate_min_items` or more distinct protected items
-cannot identify any one of them; it may lengthen a run but never start one. Copies are
-still caught through the item's own (rare) n-grams, and the exact anchor ignores the
-rule, so an item made only of template text is still caught when copied whole.
+* **anchors** (exact match): one n-gram per protected text, its lowest-frequency one,
+  or the whole text when it is shorter than the n-gram length, plus a hash of the whole
+  text. A row containing the text contains its anchor; a hit is confirmed by the
+  whole-span hash, then by the words.
+* **seeds** (n-gram overlap): every `ngram_flag`-gram that starts where a rare shingle
+  of its text starts. A run counts by its core (first to last rare shingle inside it),
+  so every qualifying run holds such a seed; a hit is extended word by word.
+* **prefix keys, rare-shingle lists and MinHashes** (near-duplicates): for each text its
+  `s - ceil(t*s) + 1` rarest shingles (`s` rare shingles, threshold `t`). A window with
+  Jaccard >= t shares at least `t*s` of them, so by pigeonhole it holds a prefix key:
+  the prefilter cannot drop a true near-duplicate (prefix filtering, Chaudhuri et al.
+  2006). The full rare-shingle lists serve the count filter; a datasketch MinHash of
+  each text's rare shingles sits in a `MinHashLSH`.
 """
 
 from __future__ import annotations

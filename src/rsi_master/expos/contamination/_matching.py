@@ -202,7 +202,8 @@ def near_duplicate_matches(
         for t in sorted(candidates):
             own = index.text_shingles[t]
             hit = [c for c, hs in per_clause.items() if not hs.isdisjoint(own)]
-            if len(hit) < cfg.near_dup_min_clauses:
+            one_clause = len(hit) < cfg.near_dup_min_clauses
+            if not hit or (one_clause and len(own) < cfg.near_dup_one_clause_min_shingles):
                 continue
             lo, hi = min(hit), max(hit)
             window = set().union(*(hs for c, hs in per_clause.items() if lo <= c <= hi))
@@ -230,7 +231,7 @@ def near_duplicate_matches(
                         row,
                         other,
                         kind="near_duplicate",
-                        verdict=cfg.near_dup_verdict,
+                        verdict="flag" if one_clause else cfg.near_dup_verdict,
                         words=len(in_window),
                         jaccard=round(jaccard, 4),
                         evidence=evidence,
