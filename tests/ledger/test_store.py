@@ -151,10 +151,13 @@ def test_sigkill_mid_append_never_leaves_a_partial_event(tmp_path, key_dir):
     rng = random.Random(7)
     env = {**os.environ, "RSI_MASTER_KEY_DIR": str(key_dir)}
     for round_ in range(20):
-        proc = subprocess.Popen([sys.executable, "-c", _KILLED_WRITER, str(run_dir), str(round_)], env=env)
-        time.sleep(rng.uniform(0.4, 0.9))
+        proc = subprocess.Popen([sys.executable, "-c", _KILLED_WRITER, str(run_dir), str(round_)], env=env,
+                                stdout=subprocess.PIPE, text=True)
+        assert proc.stdout is not None and proc.stdout.readline() == "appending\n"
+        time.sleep(rng.uniform(0.0, 0.3))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
+        proc.stdout.close()
         conn = sqlite3.connect(run_dir / "ledger.db")
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         conn.close()
