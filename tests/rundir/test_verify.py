@@ -24,16 +24,21 @@ def template(tmp_path_factory):
     """One closed run (12 events, checkpoints at 4, 8, 12) that each example copies."""
     base = tmp_path_factory.mktemp("template")
     keys = base / "keys"
-    os.environ["RSI_MASTER_KEY_DIR"] = str(keys)
-    make_run(base / "run", events=12, checkpoint_every=4).close()
+    with RunDir.create(base / "run", key_dir=keys, checkpoint_every=4) as run:
+        digests = [run.store.put_bytes(f"artifact {i}\n".encode() * 10) for i in range(2)]
+        for i in range(12):
+            refs = [{"digest": digests[i % 2], "role": "output"}] if i % 3 == 0 else []
+            run.record({**draft(i), "artifacts": refs})
     return base / "run", keys
 
 
 def _copy(template, tmp_path_factory) -> tuple[Path, Path]:
+    """A copy with its own key directory (copies share a run id, hence a witness file)."""
     src, keys = template
-    dst = tmp_path_factory.mktemp("case") / "run"
-    shutil.copytree(src, dst)
-    return dst, keys
+    case = tmp_path_factory.mktemp("case")
+    shutil.copytree(src, case / "run")
+    shutil.copytree(keys, case / "keys")
+    return case / "run", case / "keys"
 
 
 def _tamper(db: Path, table: str, key_col: str, key: int, column: str, pos: int, new: int) -> bool:
@@ -85,9 +90,9 @@ def test_any_sequence_of_appends_verifies(tmp_path_factory, n, batch, every, pay
 @given(seq=st.integers(0, 11), column=st.sampled_from(EVENT_COLUMNS), pos=st.integers(0, 10_000),
        new=st.integers(0, 255))
 def test_any_single_byte_change_to_an_event_row_is_named(template, tmp_path_factory, seq, column, pos, new):
-    path, _ = _copy(template, tmp_path_factory)
+    path, keys = _copy(template, tmp_path_factory)
     assume(_tamper(path / "ledger.db", "events", "seq", seq, column, pos, new))
-    report = verify_run(path)
+    report = verify_run(path, key_dir=keys)
     assert not report.ok
     assert str(report.problems[0]).startswith(f"event {seq}:"), report.problems
 
@@ -96,9 +101,9 @@ def test_any_single_byte_change_to_an_event_row_is_named(template, tmp_path_fact
 @given(size=st.sampled_from([4, 8, 12]), column=st.sampled_from(CHECKPOINT_COLUMNS), pos=st.integers(0, 10_000),
        new=st.integers(0, 255))
 def test_any_single_byte_change_to_a_checkpoint_is_named(template, tmp_path_factory, size, column, pos, new):
-    path, _ = _copy(template, tmp_path_factory)
+    path, keys = _copy(template, tmp_path_factory)
     assume(_tamper(path / "ledger.db", "checkpoints", "tree_size", size, column, pos, new))
-    report = verify_run(path)
+    report = verify_run(path, key_dir=keys)
     assert not report.ok
     assert any(str(p).startswith(f"checkpoint {size}:") for p in report.problems), report.problems
 
@@ -106,7 +111,7 @@ def test_any_single_byte_change_to_a_checkpoint_is_named(template, tmp_path_fact
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(which=st.integers(0, 100), pos=st.integers(0, 10_000), new=st.integers(0, 255))
 def test_any_single_byte_change_to_an_artifact_is_named(template, tmp_path_factory, which, pos, new):
-    path, _ = _copy(template, tmp_path_factory)
+    path, keys = _copy(template, tmp_path_factory)
     blobs = sorted(p for p in (path / "artifacts" / "objects").rglob("*") if p.is_file())
     blob = blobs[which % len(blobs)]
     data = bytearray(blob.read_bytes())
@@ -115,19 +120,19 @@ def test_any_single_byte_change_to_an_artifact_is_named(template, tmp_path_facto
     data[pos] = new
     os.chmod(blob, 0o644)
     blob.write_bytes(bytes(data))
-    report = verify_run(path)
+    report = verify_run(path, key_dir=keys)
     assert not report.ok
     digest = blob.parent.name + blob.name
     assert str(report.problems[0]).startswith(f"artifact {digest}:"), report.problems
 
 
 def test_removed_trigger_is_reported(template, tmp_path_factory):
-    path, _ = _copy(template, tmp_path_factory)
+    path, keys = _copy(template, tmp_path_factory)
     conn = sqlite3.connect(path / "ledger.db")
     conn.execute("DROP TRIGGER events_no_delete")
     conn.commit()
     conn.close()
-    report = verify_run(path)
+    report = verify_run(path, key_dir=keys)
     assert not report.ok and "events_no_delete" in str(report.problems[0])
 
 
