@@ -27,6 +27,7 @@ from rsi_master.rundir import verify_run
 pytestmark = pytest.mark.slow
 
 
+@pytest.mark.timeout(3600)
 @pytest.mark.parametrize("task", ["arithmetic", "knowledge", "function_calling", "program_synthesis"])
 def test_default_run_improves_on_the_base_with_a_reviewed_research_graph(tmp_path, task):
     budget = os.environ.get("RSI_MASTER_TEST_BUDGET", "5m")
@@ -72,6 +73,7 @@ def load_interrupted(run_dir: Path) -> set[str]:
         return load_graph(expos).interrupted_experiments
 
 
+@pytest.mark.timeout(7200)
 def test_sigkill_at_random_moments_then_resume(tmp_path):
     rng = random.Random(1234)
     killed_mid_experiment = 0
