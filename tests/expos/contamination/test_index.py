@@ -85,6 +85,8 @@ def test_check_refuses_a_config_the_index_was_not_built_for() -> None:
         check(index, ["x"], ContaminationConfig(ngram_flag=9))
     with pytest.raises(ValueError, match="rebuild"):
         check(index, ["x"], ContaminationConfig(near_dup_threshold=0.5))
+    with pytest.raises(ValueError, match="rebuild"):
+        check(index, ["x"], ContaminationConfig(near_dup_min_shingles=4))
     # Verdict thresholds may change without a rebuild.
     report = check(index, ["x"], ContaminationConfig(ngram_fail=20, near_dup_verdict="flag"))
     assert report.config.ngram_fail == 20

@@ -24,7 +24,11 @@ from ._report import ContaminationFinding, ContaminationReport
 __all__ = ["check", "row_text"]
 
 _BATCH_CHARS = 1 << 20
-_INDEX_FIELDS = ("ngram_flag", "shingle_words", "num_perm", "minhash_seed", "boilerplate_min_items", "min_exact_words")
+# Fields a check may set differently from the index: they only decide verdicts.
+# near_dup_threshold may only go up (see _effective_config).
+_VERDICT_FIELDS = frozenset(
+    {"ngram_fail", "near_dup_verdict", "near_dup_threshold", "near_dup_min_clauses", "near_dup_one_clause_min_shingles"}
+)
 
 
 def row_text(row: str | Mapping[str, Any]) -> str:
@@ -53,7 +57,7 @@ def row_text(row: str | Mapping[str, Any]) -> str:
 def _effective_config(index: ContaminationIndex, config: ContaminationConfig | None) -> ContaminationConfig:
     if config is None:
         return index.config
-    for name in _INDEX_FIELDS:
+    for name in sorted(set(ContaminationConfig.model_fields) - _VERDICT_FIELDS):
         if getattr(config, name) != getattr(index.config, name):
             raise ValueError(f"config.{name} differs from the index ({getattr(index.config, name)}); rebuild the index")
     if config.near_dup_threshold < index.config.near_dup_threshold:
