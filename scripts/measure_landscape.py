@@ -102,11 +102,11 @@ def measure_base(task: str) -> None:
         log(f"base {task} {split}: {r.score:.3f}")
 
 
-def measure_curve(task: str, family: str) -> None:
-    n = int(DEFAULT_EXAMPLES * CURVE_MULTIPLES[-1])
+def measure_curve(task: str, family: str, multiples: tuple[float, ...] = CURVE_MULTIPLES) -> None:
+    n = int(DEFAULT_EXAMPLES * multiples[-1])
     data = dataset(task, family, {}, 0, n)
     run_dir = ROOT / "curves" / f"{task}.{family}"
-    steps = {m: round(m * DEFAULT_EXAMPLES / DEFAULT_BATCH) for m in CURVE_MULTIPLES}
+    steps = {m: round(m * DEFAULT_EXAMPLES / DEFAULT_BATCH) for m in multiples}
     total = -(-n // DEFAULT_BATCH)
     snaps = [s for s in steps.values() if s < total]
     t0 = time.time()
@@ -119,7 +119,35 @@ def measure_curve(task: str, family: str) -> None:
         log(f"curve {task}/{family} x{m}: {ev.score:.3f}")
     record({"key": f"curve/{task}/{family}", "kind": "curve", "task": task, "family": family, "spec": CURVE_SPEC,
             "points": points, "train_seconds": result.train_seconds, "tokens": tokens_seen(run_dir),
-            "wall_seconds": round(time.time() - t0, 1)})
+            "wall_seconds": round(time.time() - t0, 1), "complete": True})
+
+
+def collect_curve(task: str, family: str) -> None:
+    """Record a curve run that was stopped early: evaluate the snapshots it wrote.
+
+    Used when the machine was too loaded to finish the planned horizon; the record says
+    `complete: false` and lists only the points actually reached.
+    """
+    run_dir = ROOT / "curves" / f"{task}.{family}"
+    points = []
+    for snap in sorted((run_dir / "snapshots").glob("step-*")):
+        step = int(snap.name.split("-")[1])
+        ev = evaluate(snap, task, "dev")
+        multiple = round(step * DEFAULT_BATCH / DEFAULT_EXAMPLES, 2)
+        points.append({"multiple": multiple, "step": step, "examples": step * DEFAULT_BATCH, "score": ev.score})
+        log(f"curve {task}/{family} x{multiple} (collected): {ev.score:.3f}")
+    logs = [json.loads(x) for x in (run_dir / "train_log.jsonl").read_text().splitlines() if x.strip()]
+    record({"key": f"curve/{task}/{family}", "kind": "curve", "task": task, "family": family, "spec": CURVE_SPEC,
+            "points": points, "train_seconds": logs[-1]["elapsed_s"] if logs else None,
+            "tokens": tokens_seen(run_dir), "complete": False})
+
+
+def cmd_collect(args: argparse.Namespace) -> int:
+    for key in args.keys:
+        _, task, family = key.split("/")
+        if key not in done_keys():
+            collect_curve(task, family)
+    return 0
 
 
 def measure_reference(task: str) -> None:
@@ -153,6 +181,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from rsi_master.tasks import list_tasks
 
     tasks = args.tasks or [t for t in TASK_ORDER if t in list_tasks()]
+    multiples = tuple(args.multiples)
     plan: list[tuple[str, Any, tuple[str, ...]]] = []
     if args.only in (None, "base"):
         plan += [(f"base/{t}/final", measure_base, (t,)) for t in tasks]
@@ -160,11 +189,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     for i in range(0, len(tasks), 2):
         group = tasks[i : i + 2]
         if args.only in (None, "curves"):
-            plan += [(f"curve/{t}/{f}", measure_curve, (t, f)) for t, f in pairs if t in group]
+            plan += [(f"curve/{t}/{f}", measure_curve, (t, f, multiples)) for t, f in pairs if t in group]
         if args.only in (None, "reference"):
             plan += [(f"reference/{t}", measure_reference, (t,)) for t in group]
     if args.only in (None, "curves"):
-        plan += [(f"curve/{t}/{f}", measure_curve, (t, f)) for t in tasks for f in curve_families(t)[2:]]
+        plan += [(f"curve/{t}/{f}", measure_curve, (t, f, multiples)) for t in tasks for f in curve_families(t)[2:]]
     # Interleave so that worker k of n takes every n-th item of a task-balanced list.
     ordered = [item for i in range(0, len(plan), 2) for item in plan[i : i + 2]]
     mine = ordered[args.worker :: args.workers]
@@ -211,7 +240,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"| {name} | {100 * b.get('score', float('nan')):.1f}% / {100 * b.get('score_final', float('nan')):.1f}% | {rtxt} | {recipe} |")
     print()
     mults = CURVE_MULTIPLES
-    print("| task | family | " + " | ".join(f"x{m}" for m in mults) + " | train s (x2) |")
+    print("| task | family | " + " | ".join(f"x{m}" for m in mults) + " | train s |")
     print("| --- | --- | " + " | ".join("---" for _ in mults) + " | --- |")
     for name, t in sorted(out["tasks"].items()):
         for fam, c in t["curves"].items():
@@ -229,6 +258,11 @@ def main() -> int:
     r.add_argument("--worker", type=int, default=0, help="this worker's index (parallel runs share results.jsonl)")
     r.add_argument("--workers", type=int, default=1)
     r.add_argument("--threads", type=int, default=1, help="torch threads per worker")
+    r.add_argument("--multiples", type=float, nargs="+", default=list(CURVE_MULTIPLES),
+                   help="curve points in default experiments (the last is the run's length)")
+    c = sub.add_parser("collect", help="record curve runs stopped early from their snapshots")
+    c.add_argument("keys", nargs="+", metavar="curve/TASK/FAMILY")
+    c.set_defaults(fn=cmd_collect)
     r.set_defaults(fn=cmd_run)
     sub.add_parser("report").set_defaults(fn=cmd_report)
     args = parser.parse_args()

@@ -1,7 +1,8 @@
 """A tiny task that follows `rsi_master.tasks._protocol`, for runtime tests only.
 
-Reverse a short lowercase word: learnable by a very small model in a few hundred steps,
-scored by a real checker (exact match after stripping), with a reward for GRPO.
+Name the last letter of a short lowercase word: a fixed-offset copy that a ~20k-parameter
+model learns in a few dozen steps; scored by a real checker (exact match), with a reward
+for GRPO. `spaced` is a second format (the letter twice, spaced) for family tests.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ def _word(rng: random.Random, length: int) -> str:
 
 class ToyTask:
     name = "toy"
-    capability = "reverse a short word"
+    capability = "name the last letter of a short word"
     template = "rev {question}\n="
     decoding = Decoding(max_new_tokens=8)
     stop = (";",)
@@ -41,8 +42,8 @@ class ToyTask:
                 prompt = self.render(w)
                 if prompt in banned:
                     continue
-                ans = w[::-1]
-                comp = (" ".join(ans) if spaced else ans) + ";"
+                ans = w[-1]
+                comp = (f"{ans} {ans}" if spaced else ans) + ";"
                 out.append({"prompt": prompt, "completion": comp, "check": {"answer": ans}})
             return out
 
@@ -57,17 +58,17 @@ class ToyTask:
             raise ValueError(f"unknown split {split!r}")
         rng = random.Random({"dev": 1, "review": 2, "final": 3}[split])
         words = sorted({_word(rng, 4) for _ in range(40)})[:20]
-        return [EvalItem(f"toy-{split}-{i:03d}", self.render(w), w[::-1]) for i, w in enumerate(words)]
+        return [EvalItem(f"toy-{split}-{i:03d}", self.render(w), w[-1]) for i, w in enumerate(words)]
 
     def score(self, item: EvalItem, output: str) -> Score:
-        got = output.replace(" ", "").strip()
+        got = output.strip().split(" ")[0]
         if got == "boom":
             raise RuntimeError("checker exploded")  # lets tests exercise crash handling
         ok = got == item.reference
         return Score(1.0 if ok else 0.0, "exact" if ok else f"expected {item.reference!r}")
 
     def reward(self, example: dict[str, Any], output: str) -> float:
-        got = output.split(";")[0].replace(" ", "").strip()
+        got = output.split(";")[0].strip().split(" ")[0]
         return 1.0 if got == example["check"]["answer"] else 0.0
 
     def pretrain_text(self, seed: int, n: int) -> list[str]:
