@@ -11,6 +11,12 @@ __all__ = ["HashTable"]
 _FILTER_BITS = 22  # 4 M-entry bitmap: most query hashes miss, and a bitmap probe is cheaper than a search
 
 
+def _bitmap(hashes: np.ndarray) -> np.ndarray:
+    bitmap = np.zeros(1 << _FILTER_BITS, dtype=bool)
+    bitmap[(hashes & np.uint64((1 << _FILTER_BITS) - 1)).astype(np.intp)] = True
+    return bitmap
+
+
 @dataclass(frozen=True)
 class HashTable:
     """Entries `(hash, a, b)` sorted by hash; `a` and `b` are integer payloads."""
@@ -24,9 +30,15 @@ class HashTable:
     def build(cls, hashes: np.ndarray, a: np.ndarray, b: np.ndarray) -> HashTable:
         order = np.argsort(hashes, kind="stable")
         hashes = np.ascontiguousarray(hashes[order], dtype=np.uint64)
-        bitmap = np.zeros(1 << _FILTER_BITS, dtype=bool)
-        bitmap[(hashes & np.uint64((1 << _FILTER_BITS) - 1)).astype(np.intp)] = True
-        return cls(hashes, np.asarray(a, dtype=np.int64)[order], np.asarray(b, dtype=np.int64)[order], bitmap)
+        return cls(hashes, np.asarray(a, dtype=np.int64)[order], np.asarray(b, dtype=np.int64)[order], _bitmap(hashes))
+
+    def __getstate__(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self.hashes, self.a, self.b  # the 4 MB bitmap is rebuilt on load, in milliseconds
+
+    def __setstate__(self, state: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+        hashes, a, b = state
+        for name, value in (("hashes", hashes), ("a", a), ("b", b), ("bitmap", _bitmap(hashes))):
+            object.__setattr__(self, name, value)
 
     def __len__(self) -> int:
         return len(self.hashes)
