@@ -207,13 +207,23 @@ def tokenise(text: str) -> Tokens:
         cls[hyphen[letters]] = _SEP
     bound = np.flatnonzero(cls == _BOUND)
     cls[bound] = np.where(_SPACE[_at(c, bound + 1, ord(" "))], _CLAUSE, _SEP)  # followed by whitespace or the end
+    # Runs of one class are tokens (one nonzero pass over the batch); SEP runs are
+    # dropped, and a run of markers (empty rows, `?!` before a space) is cut into
+    # one-byte tokens, since each marker counts.
     change = np.empty(n + 1, dtype=bool)
     change[0] = change[n] = True
     np.not_equal(cls[1:], cls[:-1], out=change[1:n])
-    single = (cls == _CLAUSE) | (cls == _ROW)  # markers are one-byte tokens even when adjacent
-    occupied = cls != _SEP
-    starts = np.flatnonzero(occupied & (change[:n] | single))
-    ends = np.flatnonzero(occupied & (change[1:] | single)) + 1
+    bounds = np.flatnonzero(change)
+    starts, ends = bounds[:-1], bounds[1:]
+    kinds = cls[starts] if n else cls[:0]
+    keep = kinds != _SEP
+    starts, ends, kinds = starts[keep], ends[keep], kinds[keep]
+    marker = (kinds == _CLAUSE) | (kinds == _ROW)
+    split = marker & (ends - starts > 1)
+    if split.any():
+        lengths = np.where(split, ends - starts, 1)
+        starts = ranges(starts, starts + lengths)
+        ends = np.where(np.repeat(split, lengths), starts + 1, np.repeat(ends, lengths))
     powers, inverse = powers_of(n)
     prefix = np.empty(n + 1, dtype=np.uint64)
     prefix[0] = 0
