@@ -26,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="parallel Worker/Reviewer processes (env RSI_MASTER_SLOTS; default 2)")
     p.add_argument("--seed", type=int, default=int(env("seed", 0)), help="seed of the policies (env RSI_MASTER_SEED)")
     p.add_argument("--dir", default=env("dir"), metavar="RUN_DIR",
-                   help="new run directory (env RSI_MASTER_DIR; default ./rsi-<task>-XXXX)")
+                   help="new run directory (env RSI_MASTER_DIR; default runs/<task>-<UTC time>)")
     p.add_argument("--eval-limit", type=int, default=int(env("eval_limit", 50)),
                    help="evaluation items per split (env RSI_MASTER_EVAL_LIMIT; default 50)")
     key_dir_arg(p)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,16 @@ def parse_budget(text: str | float | int) -> float:
     return seconds
 
 
+def _default_dir(task: str) -> Path:
+    """`runs/<task>-<UTC time>` under the working directory (`runs/` is git-ignored)."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    path, i = Path("runs") / f"{task}-{stamp}", 1
+    while path.exists():
+        path, i = Path("runs") / f"{task}-{stamp}-{i}", i + 1
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def _check_new_dir(path: Path) -> None:
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
         what = "a run" if (path / "ledger.db").exists() else "files"
@@ -59,7 +69,7 @@ def start_run(task: str, budget: str | float, *, slots: int = 2, seed: int = 0, 
         get_task(task)
     except UnknownTaskError:
         raise RsiMasterError(f"unknown task {task!r}; known: {', '.join(list_tasks())}") from None
-    path = Path(run_dir) if run_dir else Path(tempfile.mkdtemp(prefix=f"rsi-{task}-", dir=os.getcwd()))
+    path = Path(run_dir) if run_dir else _default_dir(task)
     _check_new_dir(path)
     # Built beside its final place and renamed into it once the settings are recorded: a run
     # killed while being created leaves no directory that `resume` could not continue.
