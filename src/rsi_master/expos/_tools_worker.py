@@ -237,7 +237,10 @@ def experiment_submit(expos, caller, inp: SubmitInput) -> ExperimentResult:
     if not _intact(expos, inp.dataset):
         raise ToolRefused(f"dataset {inp.dataset[:12]} was modified on disk after registration",
                           Subcategory.DATA_PROVENANCE)
-    if check_rows(c.task, read_rows(expos.run.store.path(inp.dataset)))["verdict"] == "failed":
+    recheck = check_rows(c.task, read_rows(expos.run.store.path(inp.dataset)))
+    expos.record(caller, "data.check", {"dataset_checked": inp.dataset, "gate": "before_training", **recheck},
+                 [{"digest": inp.dataset, "role": "input", "name": "dataset"}])
+    if recheck["verdict"] == "failed":
         raise ToolRefused(f"dataset {inp.dataset[:12]} overlaps protected items", Subcategory.DATA_PROVENANCE)
     if not _intact(expos, parent_ckpt):
         raise ToolRefused(f"parent checkpoint {parent_ckpt[:12]} was modified on disk", Subcategory.WEIGHT_PROVENANCE)
