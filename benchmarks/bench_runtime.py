@@ -47,9 +47,23 @@ def main() -> int:
     parser.add_argument("--family", default="scratchpad")
     parser.add_argument("--n", type=int, default=5000, help="examples in the default experiment")
     parser.add_argument("--split", default="dev")
+    parser.add_argument("--eval-only", metavar="CHECKPOINT", default=None,
+                        help="skip training; time only the evaluation of this checkpoint")
     args = parser.parse_args()
     # The installed console script: exactly what a user types.
     cli = [str(Path(sys.executable).with_name("rsi-master"))]
+    if args.eval_only:
+        eval_cmd = [*cli, "eval", "--checkpoint", args.eval_only, "--task", args.task, "--split", args.split]
+        eval_wall, eval_rss, eval_out = timed(eval_cmd)
+        print(f"eval command:  rsi-master {shlex.join(eval_cmd[1:])}")
+        print("---")
+        print(f"task: {args.task}")
+        print(f"eval_samples: {summary_value(eval_out, 'samples')}")
+        print(f"eval_wall_s: {eval_wall:.1f}")
+        print(f"eval_in_process_s: {summary_value(eval_out, 'eval_seconds')}")
+        print(f"eval_peak_rss_mib: {eval_rss:.0f}")
+        print(f"load_average_1m: {os.getloadavg()[0]:.1f}")
+        return 0
     with tempfile.TemporaryDirectory(prefix="bench-runtime-") as tmp:
         data = Path(tmp) / "data.jsonl"
         subprocess.run([*cli, "data", "generate", "--task", args.task, "--family", args.family, "--n", str(args.n),
@@ -59,8 +73,8 @@ def main() -> int:
         ckpt = Path(tmp) / "run" / "checkpoint"
         eval_cmd = [*cli, "eval", "--checkpoint", str(ckpt), "--task", args.task, "--split", args.split]
         eval_wall, eval_rss, eval_out = timed(eval_cmd)
-    print(f"train command: {shlex.join(train_cmd[1:])}")
-    print(f"eval command:  {shlex.join(eval_cmd[1:])}")
+    print(f"train command: rsi-master {shlex.join(train_cmd[1:])}")
+    print(f"eval command:  rsi-master {shlex.join(eval_cmd[1:])}")
     print("---")
     print(f"task: {args.task}/{args.family}")
     print(f"sft_examples: {args.n}")
@@ -73,6 +87,7 @@ def main() -> int:
     print(f"eval_in_process_s: {summary_value(eval_out, 'eval_seconds')}")
     print(f"eval_peak_rss_mib: {eval_rss:.0f}")
     print(f"eval_score: {summary_value(eval_out, 'score')}")
+    print(f"load_average_1m: {os.getloadavg()[0]:.1f}")
     return 0
 
 
