@@ -142,6 +142,26 @@ def collect_curve(task: str, family: str) -> None:
             "tokens": tokens_seen(run_dir), "complete": False})
 
 
+def cmd_probe(args: argparse.Namespace) -> int:
+    """One experiment of a given recipe at a given compute (a point off the curves)."""
+    import torch
+
+    torch.set_num_threads(args.threads)
+    n = int(DEFAULT_EXAMPLES * args.multiple)
+    data = dataset(args.task, args.family, {}, 2, n)
+    name = f"{args.task}.{args.family}.b{args.batch_size}.lr{args.lr}.{args.scheduler}.x{args.multiple}"
+    run_dir = ROOT / "probes" / name
+    spec = {"method": args.method, "batch_size": args.batch_size, "learning_rate": args.lr, "epochs": 1.0,
+            "lr_scheduler": args.scheduler, "warmup_ratio": 0.03, "seed": 0}
+    result = train(data, run_dir, spec)
+    ev = evaluate(result.checkpoint_dir, args.task, "dev")
+    record({"key": f"probe/{name}", "kind": "probe", "task": args.task, "family": args.family, "spec": spec,
+            "examples": n, "multiple": args.multiple, "steps": result.steps, "train_seconds": result.train_seconds,
+            "tokens": tokens_seen(run_dir), "score": ev.score})
+    log(f"probe {name}: {ev.score:.3f}")
+    return 0
+
+
 def cmd_collect(args: argparse.Namespace) -> int:
     for key in args.keys:
         _, task, family = key.split("/")
@@ -223,6 +243,9 @@ def cmd_report(args: argparse.Namespace) -> int:
             t["base"]["checkpoint_digest"] = r["checkpoint_digest"]
         elif r["kind"] == "curve":
             t["curves"][r["family"]] = {"points": r["points"], "train_seconds": r["train_seconds"], "tokens": r["tokens"]}
+        elif r["kind"] == "probe":
+            t.setdefault("probes", []).append({k: r[k] for k in ("family", "spec", "examples", "multiple", "steps",
+                                                                   "train_seconds", "tokens", "score")})
         elif r["kind"] == "reference":
             t["reference"] = {"score": r["scores"]["dev"], "score_final": r["scores"]["final"], "family": r["family"],
                               "spec": r["spec"], "examples": r["examples"], "steps": r["steps"],
@@ -246,6 +269,14 @@ def cmd_report(args: argparse.Namespace) -> int:
         for fam, c in t["curves"].items():
             cells = {p["multiple"]: f"{100 * p['score']:.1f}%" for p in c["points"]}
             print(f"| {name} | {fam} | " + " | ".join(cells.get(m, "-") for m in mults) + f" | {c['train_seconds']:.0f} |")
+    print()
+    print("| task | family | recipe | compute | steps | train s | score |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for name, t in sorted(out["tasks"].items()):
+        for p in t.get("probes", []):
+            sp = p["spec"]
+            recipe = f"{sp['method']}, batch {sp['batch_size']}, lr {sp['learning_rate']}, {sp['lr_scheduler']}"
+            print(f"| {name} | {p['family']} | {recipe} | x{p['multiple']} | {p['steps']} | {p['train_seconds']:.0f} | {100 * p['score']:.1f}% |")
     return 0
 
 
@@ -260,6 +291,16 @@ def main() -> int:
     r.add_argument("--threads", type=int, default=1, help="torch threads per worker")
     r.add_argument("--multiples", type=float, nargs="+", default=list(CURVE_MULTIPLES),
                    help="curve points in default experiments (the last is the run's length)")
+    pr = sub.add_parser("probe", help="one experiment of a given recipe")
+    pr.add_argument("task")
+    pr.add_argument("family")
+    pr.add_argument("--method", default="sft")
+    pr.add_argument("--batch-size", type=int, default=DEFAULT_BATCH)
+    pr.add_argument("--lr", type=float, default=1e-3)
+    pr.add_argument("--scheduler", default="cosine")
+    pr.add_argument("--multiple", type=float, default=1.0)
+    pr.add_argument("--threads", type=int, default=1)
+    pr.set_defaults(fn=cmd_probe)
     c = sub.add_parser("collect", help="record curve runs stopped early from their snapshots")
     c.add_argument("keys", nargs="+", metavar="curve/TASK/FAMILY")
     c.set_defaults(fn=cmd_collect)
