@@ -8,6 +8,7 @@ taxonomy and an audit computed from the ledger and the run directory alone.
 from ._audit import AuditReport, Finding, SubmissionAudit, audit
 from ._contract import Budget, EvaluatorSpec, TaskContract
 from ._errors import ToolError, ToolFailed, ToolInvalid, ToolRefused
+from ._evaluation import evaluate_experiment
 from ._graph import by_worker, checkpoint_lineage, evidence, lineage
 from ._registry import ROLES, TOOLS, Tool, llm_tool_schemas, tools_for
 from ._session import OVERRIDE_KEYS, Caller, ExpOS
@@ -39,6 +40,7 @@ __all__ = [
     "audit",
     "by_worker",
     "checkpoint_lineage",
+    "evaluate_experiment",
     "evidence",
     "lineage",
     "llm_tool_schemas",

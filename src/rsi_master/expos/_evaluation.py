@@ -28,7 +28,8 @@ def evaluate_experiment(expos, caller, experiment_id: str, checkpoint: str, spli
 
     Refuses (and records) a checkpoint whose tokenizer or generation config differ from
     the base (stopping/EOS) and an evaluator whose sealed copy does not match the
-    contract (harness). Returns the eval.record payload.
+    contract (harness). Returns the eval.record payload with the event's `seq`. The
+    harness uses it too (role `harness`) to score selected checkpoints on `final`.
     """
     from ..runtime import EvaluationError, evaluate
 
@@ -55,7 +56,7 @@ def evaluate_experiment(expos, caller, experiment_id: str, checkpoint: str, spli
         "tokenizer_digest": res.tokenizer_digest, "generation_config_digest": res.generation_config_digest,
         "record_digest": res.record_digest,
     }
-    expos.record(caller, "eval.record", payload,
-                 [{"digest": checkpoint, "role": "input", "name": "checkpoint"},
-                  {"digest": res.record_digest, "role": "output", "name": "eval_record"}])
-    return payload
+    event = expos.record(caller, "eval.record", payload,
+                         [{"digest": checkpoint, "role": "input", "name": "checkpoint"},
+                          {"digest": res.record_digest, "role": "output", "name": "eval_record"}])
+    return {**payload, "seq": event.seq}

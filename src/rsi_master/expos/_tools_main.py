@@ -32,7 +32,8 @@ def graph_read(expos, caller, inp: GraphInput) -> GraphView:
     """The research graph: workers, reviews, and every experiment with its aggregate dev score."""
     st = load_state(expos)
     exps = [{"experiment_id": x.id, "owner": x.owner, "parent": x.parent, "method": x.method, "status": x.status,
-             "dev_score": x.dev_score(), "review_score": next((e.score for e in x.evals if e.split == "review"), None)}
+             "dev_score": x.dev_score(), "review_score": next((e.score for e in x.evals if e.split == "review"), None),
+             "eval_seqs": {e.split: e.seq for e in x.evals if e.split != "final"}}
             for x in st.experiments.values()]
     workers = [{**w, "finalized": w["worker_id"] in st.finalized,
                 "summary": st.finalized.get(w["worker_id"], {}).get("summary")} for w in st.workers.values()]

@@ -106,8 +106,7 @@ def eval_review(expos, caller, inp: ReviewEvalInput) -> ReviewEval:
         return ReviewEval(experiment_id=x.id, split="review", score=rec.score, record_seq=rec.seq,
                           samples=_samples(expos, rec.record_digest))
     payload = evaluate_experiment(expos, caller, x.id, x.checkpoint, "review")
-    seq = expos.run.ledger.size() - 1
-    return ReviewEval(experiment_id=x.id, split="review", score=payload["score"], record_seq=seq,
+    return ReviewEval(experiment_id=x.id, split="review", score=payload["score"], record_seq=payload["seq"],
                       samples=_samples(expos, payload["record_digest"]))
 
 

@@ -101,8 +101,8 @@ def data_generate(expos, caller, inp: GenerateInput) -> DatasetResult:
     try:
         try:
             res = generate(task, family, inp.params, inp.seed, inp.n, tmp / "data.jsonl")
-        except InvalidParameterError as exc:
-            raise ToolInvalid(str(exc)) from None
+        except (InvalidParameterError, ValueError) as exc:  # a generator's own check on its knobs
+            raise ToolInvalid(f"invalid generator parameters: {exc}") from None
         return _register(expos, caller, tmp / "data.jsonl", op="generate", source=source,
                          payload={"params": res.spec["params"], "seed": inp.seed, "n": inp.n}, inputs=[])
     finally:

@@ -22,8 +22,7 @@ HARNESS = {"role": "harness", "id": "harness"}
 
 def select(expos: "ExpOS") -> dict[str, Any]:
     """Record and return the `harness.select` payload (reused if already recorded)."""
-    from ..expos import Caller, audit, load_state
-    from ..expos._evaluation import evaluate_experiment
+    from ..expos import Caller, audit, evaluate_experiment, load_state
 
     done = expos.events("harness.select")
     if done:
@@ -40,7 +39,7 @@ def select(expos: "ExpOS") -> dict[str, Any]:
         rec = next((e for e in x.evals if e.split == "review"), None)
         if rec is None:
             payload = evaluate_experiment(expos, Caller("harness", "harness"), xid, x.checkpoint, "review")
-            score, rseq = float(payload["score"]), expos.run.ledger.size() - 1
+            score, rseq = float(payload["score"]), payload["seq"]
         else:
             score, rseq = rec.score, rec.seq
         rows.append({"experiment_id": xid, "owner": owner, "accepted": True, "review_score": score,
