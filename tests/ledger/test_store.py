@@ -141,6 +141,8 @@ _KILLED_WRITER = textwrap.dedent("""
             run.record_many([{"kind": "test.batch", "actor": {"role": "worker", "id": "k"},
                               "payload": {"round": int(round_), "batch": b, "j": j, "n": n},
                               "artifacts": [{"digest": digest, "role": "output"}]} for j in range(n)])
+            if b == 0:
+                print("appending", flush=True)  # killed only once it is really writing
             b += 1
 """)
 
