@@ -147,17 +147,21 @@ def cmd_probe(args: argparse.Namespace) -> int:
     import torch
 
     torch.set_num_threads(args.threads)
-    n = int(DEFAULT_EXAMPLES * args.multiple)
+    n = args.examples or int(DEFAULT_EXAMPLES * args.multiple)
     data = dataset(args.task, args.family, {}, 2, n)
-    name = f"{args.task}.{args.family}.b{args.batch_size}.lr{args.lr}.{args.scheduler}.x{args.multiple}"
+    parent = Path(args.parent) if args.parent else None
+    name = (f"{args.task}.{args.family}.{args.method}.b{args.batch_size}.lr{args.lr}.{args.scheduler}.n{n}"
+            + (f".from-{parent.parent.parent.name}-{parent.name}" if parent else ""))
     run_dir = ROOT / "probes" / name
     spec = {"method": args.method, "batch_size": args.batch_size, "learning_rate": args.lr, "epochs": 1.0,
             "lr_scheduler": args.scheduler, "warmup_ratio": 0.03, "seed": 0}
-    result = train(data, run_dir, spec)
+    if args.method in ("dpo", "grpo"):
+        spec["task"] = args.task
+    result = train(data, run_dir, spec, parent=parent)
     ev = evaluate(result.checkpoint_dir, args.task, "dev")
     record({"key": f"probe/{name}", "kind": "probe", "task": args.task, "family": args.family, "spec": spec,
             "examples": n, "multiple": args.multiple, "steps": result.steps, "train_seconds": result.train_seconds,
-            "tokens": tokens_seen(run_dir), "score": ev.score})
+            "tokens": tokens_seen(run_dir), "score": ev.score, "parent": str(parent) if parent else "base"})
     log(f"probe {name}: {ev.score:.3f}")
     return 0
 
@@ -244,8 +248,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         elif r["kind"] == "curve":
             t["curves"][r["family"]] = {"points": r["points"], "train_seconds": r["train_seconds"], "tokens": r["tokens"]}
         elif r["kind"] == "probe":
-            t.setdefault("probes", []).append({k: r[k] for k in ("family", "spec", "examples", "multiple", "steps",
-                                                                   "train_seconds", "tokens", "score")})
+            t.setdefault("probes", []).append({k: r.get(k) for k in ("family", "spec", "examples", "multiple", "steps",
+                                                                       "train_seconds", "tokens", "score", "parent")})
         elif r["kind"] == "reference":
             t["reference"] = {"score": r["scores"]["dev"], "score_final": r["scores"]["final"], "family": r["family"],
                               "spec": r["spec"], "examples": r["examples"], "steps": r["steps"],
@@ -270,13 +274,14 @@ def cmd_report(args: argparse.Namespace) -> int:
             cells = {p["multiple"]: f"{100 * p['score']:.1f}%" for p in c["points"]}
             print(f"| {name} | {fam} | " + " | ".join(cells.get(m, "-") for m in mults) + f" | {c['train_seconds']:.0f} |")
     print()
-    print("| task | family | recipe | compute | steps | train s | score |")
+    print("| task | family | recipe | data | steps | train s | score |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for name, t in sorted(out["tasks"].items()):
         for p in t.get("probes", []):
             sp = p["spec"]
             recipe = f"{sp['method']}, batch {sp['batch_size']}, lr {sp['learning_rate']}, {sp['lr_scheduler']}"
-            print(f"| {name} | {p['family']} | {recipe} | x{p['multiple']} | {p['steps']} | {p['train_seconds']:.0f} | {100 * p['score']:.1f}% |")
+            start = "base" if p.get("parent") in (None, "base") else "SFT x1 snapshot"
+            print(f"| {name} | {p['family']} | {recipe}, from {start} | {p['examples']} examples | {p['steps']} | {p['train_seconds']:.0f} | {100 * p['score']:.1f}% |")
     return 0
 
 
@@ -300,6 +305,8 @@ def main() -> int:
     pr.add_argument("--scheduler", default="cosine")
     pr.add_argument("--multiple", type=float, default=1.0)
     pr.add_argument("--threads", type=int, default=1)
+    pr.add_argument("--examples", type=int, default=None, help="training rows (overrides --multiple)")
+    pr.add_argument("--parent", default=None, help="parent checkpoint (default: the base model)")
     pr.set_defaults(fn=cmd_probe)
     c = sub.add_parser("collect", help="record curve runs stopped early from their snapshots")
     c.add_argument("keys", nargs="+", metavar="curve/TASK/FAMILY")
