@@ -136,7 +136,8 @@ def seal(draft: EventDraft, *, seq: int, ts: str, prev_hash: str) -> tuple[Event
         "prev_hash": prev_hash,
     }
     try:
-        raw = canonical_bytes(body)
+        # Everything but the payload is validated strings and small ints.
+        raw = canonical_bytes(body, checked=draft.payload)
     except ValueError as exc:
         raise MalformedEventError(f"malformed event: payload: {exc}") from None
     # The draft was validated already; the chain fields are ours.

@@ -33,8 +33,10 @@ SCHEMA = (
     [
         "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
         "CREATE TABLE events (seq INTEGER PRIMARY KEY, prev_hash TEXT NOT NULL UNIQUE,"
-        " hash TEXT NOT NULL UNIQUE, kind TEXT NOT NULL, actor_role TEXT NOT NULL,"
+        " hash TEXT NOT NULL, kind TEXT NOT NULL, actor_role TEXT NOT NULL,"
         " actor_id TEXT NOT NULL, ts TEXT NOT NULL, body BLOB NOT NULL)",
+        # No UNIQUE on hash: equal hashes would need equal bodies, and seq differs; a
+        # second random-keyed index halved batched insert speed.
         "CREATE INDEX events_kind ON events (kind, seq)",
         "CREATE INDEX events_actor ON events (actor_role, actor_id, seq)",
         "CREATE TABLE artifact_refs (seq INTEGER NOT NULL, digest TEXT NOT NULL, role TEXT NOT NULL,"
@@ -42,10 +44,12 @@ SCHEMA = (
         "CREATE INDEX artifact_refs_seq ON artifact_refs (seq)",
         "CREATE TABLE checkpoints (tree_size INTEGER PRIMARY KEY, root TEXT NOT NULL,"
         " body BLOB NOT NULL, signature TEXT NOT NULL)",
-        # The chain is enforced by the database, not only by this class.
+        # The chain is enforced by the database, not only by this class: an event must
+        # name the hash at seq-1 (a gap leaves nothing to name; seq is the primary key,
+        # so nothing is inserted twice or in the middle, and prev_hash is UNIQUE: no forks).
         "CREATE TRIGGER events_chain BEFORE INSERT ON events WHEN"
-        " NEW.seq != coalesce((SELECT max(seq) FROM events), -1) + 1"
-        f" OR NEW.prev_hash != coalesce((SELECT hash FROM events WHERE seq = NEW.seq - 1), '{GENESIS_HASH}')"
+        f" NEW.prev_hash != coalesce((SELECT hash FROM events WHERE seq = NEW.seq - 1), '{GENESIS_HASH}')"
+        " OR NEW.seq < 0"
         " BEGIN SELECT RAISE(ABORT, 'event does not extend the chain'); END",
     ]
     + [
