@@ -44,9 +44,11 @@ class ArtifactIssue:
 
 def file_digest(path: Path | str) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            h.update(chunk)
+    buf = bytearray(_CHUNK)
+    view = memoryview(buf)
+    with open(path, "rb", buffering=0) as fh:
+        while n := fh.readinto(buf):
+            h.update(view[:n])
     return h.hexdigest()
 
 
@@ -86,10 +88,12 @@ def dir_digest(path: Path | str) -> str:
 
 def _hash_and_sync(path: Path) -> str:
     h = hashlib.sha256()
-    with open(path, "rb+") as fh:
-        while chunk := fh.read(_CHUNK):
-            h.update(chunk)
-        os.fsync(fh.fileno())
+    buf = bytearray(_CHUNK)
+    view = memoryview(buf)
+    with open(path, "rb+", buffering=0) as fh:
+        os.fsync(fh.fileno())  # start from durable bytes; usually a no-op for a flushed file
+        while n := fh.readinto(buf):
+            h.update(view[:n])
     return h.hexdigest()
 
 
