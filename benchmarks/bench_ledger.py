@@ -109,6 +109,8 @@ def bench_artifact(root: Path, size: int) -> tuple[float, float]:
     t = time.perf_counter()
     store.put_file(src)
     copied = size / (time.perf_counter() - t)
+    with open(src, "r+b") as fh:  # new content, so the hand-over is not a dedup (which just unlinks)
+        fh.write(b"moved!!!")
     os.sync()  # the producer's own writes are flushed before the hand-over is timed
     t = time.perf_counter()
     store.put_file(src, move=True)
