@@ -22,6 +22,7 @@ __all__ = [
     "Actor",
     "ArtifactRef",
     "Event",
+    "SealedBody",
     "EventDraft",
     "parse_body",
     "seal",
@@ -64,13 +65,18 @@ class EventDraft(BaseModel):
     artifacts: tuple[ArtifactRef, ...] = Field(default=(), description="Artifacts read or written.")
 
 
-class Event(EventDraft):
-    """A sealed ledger event. `hash` = SHA-256 of `body_bytes()`."""
+class SealedBody(EventDraft):
+    """The stored body of an event: everything its hash covers."""
 
     version: int = Field(default=EVENT_SCHEMA_VERSION, description="Event schema version.")
     seq: int = Field(ge=0, description="Position in the ledger, from 0, without gaps.")
     ts: str = Field(description="UTC time of sealing, RFC 3339.")
     prev_hash: str = Field(pattern=_HEX64, description="Hash of the event at seq-1 (zeros for seq 0).")
+
+
+class Event(SealedBody):
+    """A sealed ledger event. `hash` = SHA-256 of `body_bytes()`."""
+
     hash: str = Field(pattern=_HEX64, description="SHA-256 of the canonical body.")
 
     def body_dict(self) -> dict[str, Any]:
