@@ -43,10 +43,13 @@ class ArtifactIssue:
 
 
 def file_digest(path: Path | str) -> str:
-    h = hashlib.sha256()
-    buf = bytearray(_CHUNK)
-    view = memoryview(buf)
     with open(path, "rb", buffering=0) as fh:
+        first = fh.read(_CHUNK)
+        h = hashlib.sha256(first)
+        if len(first) < _CHUNK:  # most artifacts: one read, no buffer to allocate
+            return h.hexdigest()
+        buf = bytearray(_CHUNK)
+        view = memoryview(buf)
         while n := fh.readinto(buf):
             h.update(view[:n])
     return h.hexdigest()
@@ -302,11 +305,11 @@ class ArtifactStore:
         blob_inodes: dict[tuple[int, int], str] = {}
         good: set[str] = set()
         if self._objects.is_dir():
-            for sub in sorted(self._objects.iterdir()):
+            for sub in sorted(self._objects.iterdir(), key=lambda p: p.name):
                 if not sub.is_dir() or len(sub.name) != 2:
                     issues.append(ArtifactIssue(sub.name, f"unexpected entry objects/{sub.name}"))
                     continue
-                for f in sorted(sub.iterdir()):
+                for f in sorted(sub.iterdir(), key=lambda p: p.name):
                     name = sub.name + f.name
                     if not f.is_file() or f.is_symlink():
                         issues.append(ArtifactIssue(name, "not a regular file"))
