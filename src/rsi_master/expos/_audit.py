@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ._graph import lineage
-from ._state import State, load_state
+from ._state import load_state
 from ._taxonomy import SUBCATEGORIES, Observation, Subcategory
 
 __all__ = ["AuditReport", "Finding", "SubmissionAudit", "audit"]
@@ -57,7 +57,7 @@ class _Acc:
         self.executed[sub].append(evidence)
 
 
-def _run_dir_issues(expos, st: State) -> tuple[list[str], set[str], set[str]]:
+def _run_dir_issues(expos) -> tuple[list[str], set[str], set[str]]:
     """(issues, modified artifact digests, missing artifact digests)."""
     from ..rundir import verify_run
 
@@ -77,7 +77,7 @@ def _run_dir_issues(expos, st: State) -> tuple[list[str], set[str], set[str]]:
     return issues, modified, missing
 
 
-def _check_evals(acc: _Acc, expos, x, st: State, counts: Counter) -> None:
+def _check_evals(acc: _Acc, expos, x, counts: Counter) -> None:
     c = expos.contract
     ev = c.evaluator
     if not x.evals:
@@ -108,7 +108,7 @@ def audit(expos, experiments: list[str] | None = None) -> AuditReport:
 
     st = load_state(expos)
     c = expos.contract
-    issues, modified, missing = _run_dir_issues(expos, st)
+    issues, modified, missing = _run_dir_issues(expos)
     ledger_broken = [i for i in issues if i.startswith(("event", "schema", "checkpoint", "ledger"))]
     counts = Counter((e.checkpoint_digest, e.split) for x in st.experiments.values() for e in x.evals)
     recheck: dict[str, str] = {}
@@ -152,7 +152,7 @@ def audit(expos, experiments: list[str] | None = None) -> AuditReport:
                 if source not in c.allowed_generators and source not in c.allowed_teachers:
                     acc.hit(S.TEACHER_AUTHORIZATION, f"event {ds.seq} (source {source!r} not allowed)")
         # -- inference and evaluation ----------------------------------------------------
-        _check_evals(acc, expos, x, st, counts)
+        _check_evals(acc, expos, x, counts)
         if x.checkpoint and x.checkpoint not in missing:
             ckpt = expos.run.store.path(x.checkpoint)
             for name, want in (("tokenizer.json", c.base_tokenizer_sha256),

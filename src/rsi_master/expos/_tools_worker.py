@@ -78,12 +78,11 @@ def _register(expos, caller, path, *, op: str, source: str, payload: dict[str, A
     return DatasetResult(dataset=digest, n_rows=len(rows), source=source, contamination=report["verdict"])
 
 
-def _own_dataset(expos, caller, digest: str):
-    st = load_state(expos)
-    ds = st.datasets.get(digest)
+def _registered_dataset(expos, digest: str):
+    ds = load_state(expos).datasets.get(digest)
     if ds is None:
         raise ToolRefused(f"dataset {digest[:12]} was never registered in this run", Subcategory.DATA_PROVENANCE)
-    return st, ds
+    return ds
 
 
 @tool("data.generate", roles=("worker",), kind="launching", input=GenerateInput, result=DatasetResult)
@@ -134,7 +133,7 @@ def data_filter(expos, caller, inp: FilterInput) -> DatasetResult:
     """Filter a registered dataset (length, checker-verified rows)."""
     from ..runtime import InvalidParameterError, filter_data
 
-    _, ds = _own_dataset(expos, caller, inp.dataset)
+    ds = _registered_dataset(expos, inp.dataset)
     tmp = expos.scratch()
     try:
         try:
@@ -153,7 +152,7 @@ def data_mix(expos, caller, inp: MixInput) -> DatasetResult:
     """Mix registered datasets by weight into a new one."""
     from ..runtime import InvalidParameterError, mix
 
-    sources = sorted({_own_dataset(expos, caller, d)[1].source for d in inp.datasets})
+    sources = sorted({_registered_dataset(expos, d).source for d in inp.datasets})
     tmp = expos.scratch()
     try:
         try:

@@ -19,11 +19,9 @@ def sha256_bytes(data: bytes) -> str:
 
 
 def sha256_file(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    from rsi_master.artifacts import file_digest  # one definition of a file digest
+
+    return file_digest(path)
 
 
 def _manifest(root: Path, ignore_pycache: bool) -> str:
