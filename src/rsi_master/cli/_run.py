@@ -13,7 +13,8 @@ HELP = "post-train the base model on a task with Workers, Reviewers and a Main a
 # The closing `key: value` lines, in order (scripts and agents parse them).
 SUMMARY_KEYS = ("task", "final_score", "base_score", "reference_score", "selected", "selected_review_score",
                 "hacking_rate", "blocked_attempts", "experiments", "workers", "reviews", "cross_worker_reviews",
-                "decisions", "slot_utilisation", "budget_s", "spent_s", "summary_json", "run_dir")
+                "decisions", "slot_utilisation", "llm_tokens", "llm_cost_usd", "budget_s", "spent_s", "summary_json",
+                "run_dir")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -30,6 +31,25 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="new run directory (env RSI_MASTER_DIR; default runs/<task>-<UTC time>)")
     p.add_argument("--eval-limit", type=int, default=int(env("eval_limit", 50)),
                    help="evaluation items per split (env RSI_MASTER_EVAL_LIMIT; default 50)")
+    agents = p.add_argument_group("agents", "who plays each role: the programmatic agents (scripted, the offline "
+                                            "default) or LLM agents over an OpenAI-compatible endpoint (llm)")
+    agents.add_argument("--agents", choices=("scripted", "llm"), default=env("agents", "scripted"),
+                        help="every role's agent (env RSI_MASTER_AGENTS; default scripted)")
+    for role in ("main", "worker", "reviewer"):
+        agents.add_argument(f"--{role}", default=env(role), metavar="AGENT",
+                            help=f"the {role} agent: scripted, llm, or package.module:Class "
+                                 f"(env RSI_MASTER_{role.upper()}; default: --agents)")
+    agents.add_argument("--llm-config", default=env("llm_config"), metavar="TOML",
+                        help="[llm], [main], [worker], [reviewer] tables of LLM settings (env RSI_MASTER_LLM_CONFIG)")
+    agents.add_argument("--llm-provider", choices=("openai", "fake"), default=None,
+                        help="openai: any OpenAI-compatible endpoint; fake: the scripted offline model "
+                             "(env RSI_MASTER_LLM_PROVIDER)")
+    agents.add_argument("--llm-base-url", default=None, metavar="URL",
+                        help="endpoint of every LLM role, e.g. http://localhost:8000/v1 (env RSI_MASTER_LLM_BASE_URL, "
+                             "per role RSI_MASTER_<ROLE>_BASE_URL)")
+    agents.add_argument("--llm-model", default=None, metavar="NAME",
+                        help="model of every LLM role (env RSI_MASTER_LLM_MODEL, per role RSI_MASTER_<ROLE>_MODEL); "
+                             "the key comes from RSI_MASTER_LLM_API_KEY, RSI_MASTER_<ROLE>_API_KEY or OPENAI_API_KEY")
     key_dir_arg(p)
     p.set_defaults(handler=run)
 
@@ -43,10 +63,30 @@ def print_summary(summary: dict[str, object]) -> None:
         print(f"{key}: {'n/a' if v is None else v}")
 
 
+def agents_setup(args: argparse.Namespace) -> object | None:
+    """The run's agents, checked before anything is written; None when every role is scripted."""
+    choices = [args.main, args.worker, args.reviewer]
+    if args.agents == "scripted" and all(c in (None, "scripted") for c in choices):
+        return None
+    from ..agents import resolve_setup
+
+    explicit = {"provider": args.llm_provider, "base_url": args.llm_base_url, "model": args.llm_model}
+    return resolve_setup(args.agents, main=args.main, worker=args.worker, reviewer=args.reviewer,
+                         config_file=args.llm_config, explicit=explicit)
+
+
 def run(args: argparse.Namespace) -> int:
     from ..orchestra import make_display, start_run
 
+    setup = agents_setup(args)
+    names: dict[str, object] = {}
+    if setup is not None:
+        from ..agents import record_setup
+
+        names = dict(setup.agents)  # type: ignore[attr-defined]
+        names["setup"] = lambda expos: record_setup(expos, setup)
     summary = start_run(args.task, args.budget, slots=args.slots, seed=args.seed, run_dir=args.dir,
-                        key_dir=args.key_dir, eval_limit=args.eval_limit, display=make_display(is_tty()))
+                        key_dir=args.key_dir, eval_limit=args.eval_limit, display=make_display(is_tty()),
+                        **names)  # type: ignore[arg-type]
     print_summary(summary)
     return 0

@@ -265,7 +265,7 @@ class PolicyMain:
 
     def _add(self, ctx: MainContext, graph: ResearchGraph, d: Direction, task: str, preds: list[str]) -> str:
         wid = self._free_id(graph, "w")
-        d = d.model_copy(update={"seconds": self._allowance(ctx)})
+        d = d.model_copy(update={"seconds": self._allowance(ctx), "agent": ctx.worker})
         seq = ctx.call("worker.add", {"worker_id": wid, "task": task, "direction": d.model_dump(mode="json"),
                                       "predecessors": preds}).seq
         graph.workers[wid] = WorkerNode(wid, seq, task, d, preds)  # visible to the rest of this event

@@ -11,7 +11,7 @@ from ._graph import ResearchGraph, parse_ts
 if TYPE_CHECKING:
     from ..expos import ExpOS
 
-__all__ = ["KINDS", "run_metrics"]
+__all__ = ["KINDS", "llm_usage", "run_metrics"]
 
 KINDS = ("launching", "monitoring", "comparing", "reviewing", "deciding")
 
@@ -51,7 +51,10 @@ def run_metrics(expos: "ExpOS", graph: ResearchGraph) -> dict[str, Any]:
         fifths[min(4, max(0, int(5 * pos / budget)))][ev.payload.get("kind", "?")] += 1
         by_role[ev.actor.role] += 1
     actions = Counter(d.action for d in graph.decisions)
+    llm = llm_usage(expos)
     return {
+        "llm": llm, "llm_tokens": llm["prompt_tokens"] + llm["completion_tokens"],
+        "llm_cost_usd": round(llm["cost_usd"], 6),
         "slot_utilisation": busy / available if available else 0.0,
         "busy_slot_seconds": round(busy, 3),
         "available_slot_seconds": round(available, 3),
@@ -63,3 +66,25 @@ def run_metrics(expos: "ExpOS", graph: ResearchGraph) -> dict[str, Any]:
                                                                                    - j.start_ts, 3),
                   "status": j.status} for j in graph.jobs],
     }
+
+
+def llm_usage(expos: "ExpOS") -> dict[str, Any]:
+    """What LLM agents spent, from their `agent.step` records: turns, tokens, cost, failed
+    requests and how their turns ended, in total and per role."""
+    total = {"turns": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0, "failed_requests": 0}
+    by_role: dict[str, dict[str, Any]] = {}
+    ends: Counter[str] = Counter()
+    for e in expos.events("agent.step", "agent.error", "agent.end"):
+        role = by_role.setdefault(e.actor.role, {k: 0 for k in total} | {"cost_usd": 0.0})
+        if e.kind == "agent.step":
+            for bucket in (total, role):
+                bucket["turns"] += 1
+                bucket["prompt_tokens"] += int(e.payload.get("prompt_tokens", 0))
+                bucket["completion_tokens"] += int(e.payload.get("completion_tokens", 0))
+                bucket["cost_usd"] += float(e.payload.get("cost_usd", 0.0))
+        elif e.kind == "agent.error":
+            total["failed_requests"] += 1
+            role["failed_requests"] += 1
+        else:
+            ends[str(e.payload.get("reason"))] += 1
+    return {**total, "by_role": dict(sorted(by_role.items())), "episode_ends": dict(sorted(ends.items()))}

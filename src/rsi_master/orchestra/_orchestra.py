@@ -7,6 +7,7 @@ import json
 import os
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,12 @@ def _check_new_dir(path: Path) -> None:
 
 def start_run(task: str, budget: str | float, *, slots: int = 2, seed: int = 0, run_dir: str | Path | None = None,
               key_dir: str | None = None, eval_limit: int = DEFAULTS["eval_limit"],
-              display: Display | None = None, main: str = "policy", reviewer: str = "evidence") -> dict[str, Any]:
+              display: Display | None = None, main: str = "policy", reviewer: str = "evidence",
+              worker: str = "tpe", setup: Callable[[Any], None] | None = None) -> dict[str, Any]:
+    """Create a run and drive it to its summary. `main`, `reviewer` and `worker` name the agents
+    (registered names or `package.module:Class`; the Main agent puts `worker` in the directions it
+    adds); `setup` records more of the run's configuration (the agents layer's `agents.config`)
+    before any agent acts."""
     from ..expos import Budget, ExpOS
     from ..tasks import UnknownTaskError, get_task, list_tasks
 
@@ -80,7 +86,9 @@ def start_run(task: str, budget: str | float, *, slots: int = 2, seed: int = 0, 
     try:
         expos.record(ORCHESTRA, "orchestra.start", {
             "version": 1, "task": task, "budget_s": budget_s, "slots": slots, "seed": seed, "main": main,
-            "reviewer": reviewer, "eval_limit": eval_limit, "pid": os.getpid()})
+            "reviewer": reviewer, "worker": worker, "eval_limit": eval_limit, "pid": os.getpid()})
+        if setup is not None:
+            setup(expos)
     finally:
         expos.close()
     if path.exists():

@@ -57,6 +57,7 @@ class MainContext:
     spent_s: Callable[[], float]
     slots: int
     seed: int = 0
+    worker: str = "tpe"  # the run's Worker agent: the Main names it in the directions it adds
 
     def call(self, tool: str, args: dict[str, Any] | None = None) -> Any:
         return self.expos.call(self.caller, tool, args or {})

@@ -81,7 +81,8 @@ class Scheduler:
         return self.session_start + (self.budget_s - self.spent_before)
 
     def main_ctx(self) -> MainContext:
-        return MainContext(self.expos, self.main_caller, self.budget_s, self.spent, self.slots, self.seed)
+        return MainContext(self.expos, self.main_caller, self.budget_s, self.spent, self.slots, self.seed,
+                           str(self.cfg.get("worker", "tpe")))
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:

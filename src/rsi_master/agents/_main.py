@@ -1,0 +1,136 @@
+"""The LLM-backed Main agent: one bounded agent loop per orchestration event, over the
+Main tools, ended by `decision.record`.
+
+Each turn starts afresh from the ledger (the event, the graph view, the latest
+decisions), so the Main needs no state of its own and a resumed run continues as it
+would have. The harness adds what is its own fact rather than the model's: which event
+a decision answers (`detail.event`), and the rest of a Worker's direction (the task's
+default ranges for the chosen family, the run's Worker agent, a time allowance). A turn
+that ends without a decision gets one recorded by the harness that says so, so that the
+event counts as answered and the run goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..expos import ToolInvalid, tools_for
+from ..orchestra import Direction, MainContext, ResearchGraph, default_directions
+from ._loop import AgentLoop, Outcome
+from ._memory import brief_block, clip
+from ._model import make_model
+from ._setup import recorded_role
+
+__all__ = ["LLMMain"]
+
+SHARE = 0.4  # most of the budget one Worker's allowance may take (as the programmatic Main)
+ADDS = ("worker.add", "review.request")
+
+
+class LLMMain:
+    def __init__(self) -> None:
+        self._model: Any = None
+
+    # -- protocol --------------------------------------------------------------------------
+    def start(self, ctx: MainContext, graph: ResearchGraph) -> None:
+        if not graph.workers:
+            self._turn(ctx, graph, "start", None, "The run starts: open the first directions, at most one Worker "
+                                                  f"per slot ({ctx.slots}).")
+
+    def on_event(self, ctx: MainContext, graph: ResearchGraph, event: tuple[int, str, str]) -> None:
+        seq, kind, node = event
+        what = f"Worker {node} finalized" if kind == "finalize" else f"Reviewer {node} reported"
+        self._turn(ctx, graph, kind, event, f"Orchestration event {seq}: {what}. Decide what the graph needs next.")
+
+    def on_idle(self, ctx: MainContext, graph: ResearchGraph, free_slots: int) -> bool:
+        out = self._turn(ctx, graph, "idle", None, f"{free_slots} slot(s) are idle and nothing is pending. Add "
+                                                   "Workers or reviews (then record the decision), or answer in text "
+                                                   "if nothing is worth adding.", stop_on_text=True)
+        return any(name in ADDS for name, _ in out.ok_calls)
+
+    def finish(self, ctx: MainContext, graph: ResearchGraph, reason: str) -> None:
+        try:
+            self._turn(ctx, graph, "finish", None, f"The run ends ({reason}). Nominate the reviewed candidates "
+                                                   "with candidate_nominate, then record the decision `stop`.")
+        finally:
+            if self._model is not None:
+                self._model.close()
+                self._model = None
+
+    # -- one turn --------------------------------------------------------------------------
+    def _turn(self, ctx: MainContext, graph: ResearchGraph, tag: str, event: tuple[int, str, str] | None,
+              header: str, stop_on_text: bool = False) -> Outcome:
+        cfg, prompt = recorded_role(ctx.expos, "main")
+        if self._model is None:
+            self._model = make_model(cfg, "main")
+        view = ctx.call("graph.read").model_dump(mode="json")
+        reviewed = sorted((x for x in view["experiments"] if x.get("review_score") is not None),
+                          key=lambda x: (-x["review_score"], x["experiment_id"]))
+        decisions = [{"seq": e.seq, "action": e.payload["action"], "rationale": clip(e.payload["rationale"], 300)}
+                     for e in ctx.expos.events("decision.record")[-8:]]
+        brief = {"event": {"seq": event[0], "kind": event[1], "node": event[2]} if event else {"kind": tag},
+                 "task": ctx.expos.contract.task, "capability": ctx.expos.contract.capability,
+                 "families": self._families(ctx), "worker_agent": ctx.worker, "slots": ctx.slots,
+                 "budget_s": ctx.budget_s, "spent_s": round(ctx.spent_s(), 1),
+                 "fraction_spent": round(ctx.fraction_spent(), 3),
+                 "reviewed": [x["experiment_id"] for x in reviewed], "recent_decisions": decisions}
+        task = "\n\n".join([header, brief_block(brief), "The research graph (graph_read):\n"
+                            + (clip(json.dumps(view, sort_keys=True), 20_000) or "")])
+        loop = AgentLoop(model=self._model, config=cfg, expos=ctx.expos, caller=ctx.caller, tools=tools_for("main"),
+                         finish={"decision.record"}, episode=tag, stop_on_text=stop_on_text,
+                         deadline=time.time() + max(60.0, 0.2 * ctx.budget_s), prepare=self._prepare(ctx, tag, event))
+        out = loop.run(prompt.text, task)
+        added = sum(1 for name, _ in out.ok_calls if name in ADDS)
+        if not out.finished and not (tag == "idle" and not added and out.reason == "replied"):
+            why = out.reason + (f": {out.error}" if out.error else "")
+            action = "stop" if tag == "finish" else ("branch" if added and tag == "start" else "continue")
+            detail: dict[str, Any] = {"fallback": why}
+            if event:
+                detail["event"] = event[0]
+            ctx.call("decision.record", {
+                "action": action, "evidence": [event[0]] if event else [], "detail": detail,
+                "rationale": f"[recorded by the harness] the Main agent ended its turn without a decision ({why}); "
+                             f"{added} node(s) added in the turn"})
+        return out
+
+    def _prepare(self, ctx: MainContext, tag: str, event: tuple[int, str, str] | None) -> Any:
+        def prepare(tool: str, args: dict[str, Any]) -> dict[str, Any]:
+            if tool == "decision.record":
+                if tag == "finish" and args.get("action") != "stop":
+                    raise ToolInvalid("the run is ending: record the decision with action `stop`")
+                if event is not None:
+                    args = {**args, "detail": {**(args.get("detail") or {}), "event": event[0]}}
+            elif tool == "worker.add":
+                args = {**args, "direction": self._direction(ctx, args.get("direction"))}
+            return args
+
+        return prepare
+
+    # -- directions ------------------------------------------------------------------------
+    @staticmethod
+    def _families(ctx: MainContext) -> list[str]:
+        return sorted(d.family for d in default_directions(ctx.expos.contract.task, seed=ctx.seed))
+
+    def _direction(self, ctx: MainContext, given: Any) -> dict[str, Any]:
+        if given is None:
+            given = {}
+        if not isinstance(given, dict):
+            raise ToolInvalid("direction must be an object such as {\"family\": ...}")
+        defaults = {d.family: d for d in default_directions(ctx.expos.contract.task, seed=ctx.seed)}
+        family = given.get("family")
+        if family is None and ctx.worker != "tpe":
+            family = sorted(defaults)[0]  # an LLM Worker reads the family as a hint only
+        if family not in defaults:
+            raise ToolInvalid(f"direction.family must be one of {sorted(defaults)} (got {family!r})")
+        allowance = min(max(30.0, 0.3 * ctx.budget_s), SHARE * ctx.budget_s)
+        merged = {**defaults[family].model_dump(mode="json"), **given, "family": family, "agent": ctx.worker}
+        merged["seconds"] = float(given.get("seconds") or allowance)
+        try:
+            return Direction.model_validate(merged).model_dump(mode="json")
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise ToolInvalid(f"direction.{'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from None

@@ -1,0 +1,109 @@
+"""LLM-backed Worker and Reviewer nodes. Each runs one bounded agent loop in its slot
+process over exactly its role's ExpOS tools; the role's finishing tool ends it.
+
+A node whose model never finishes (turn or token limits, the deadline, a provider that
+keeps failing) is ended by the harness with an explicit record: the Worker's finalize
+or the Reviewer's report says that the agent did not finish and why, claims nothing and
+puts nothing forward. That record is an orchestration event, so the Main agent is told
+and the run goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from ..expos import ToolRefused, tools_for
+from ..orchestra import BudgetEnd, NodeContext
+from ._loop import AgentLoop, Outcome
+from ._memory import brief_block, clip
+from ._model import make_model
+from ._setup import recorded_role
+
+__all__ = ["LLMReviewer", "LLMWorker"]
+
+# Kept back from the node's deadline for the finishing call.
+FINISH_MARGIN_S = 5.0
+
+
+def _run(ctx: NodeContext, role: str, finish: str, task: str, prepare: Any = None) -> Outcome:
+    cfg, prompt = recorded_role(ctx.expos, role)
+    model = make_model(cfg, role)
+    loop = AgentLoop(model=model, config=cfg, expos=ctx.expos, caller=ctx.caller, tools=tools_for(role),
+                     finish={finish}, episode=role, deadline=ctx.deadline - FINISH_MARGIN_S, prepare=prepare)
+    try:
+        return loop.run(prompt.text, task)
+    except BudgetEnd:
+        return Outcome(False, "budget_end")
+    finally:
+        model.close()
+
+
+def _why(out: Outcome) -> str:
+    return out.reason + (f": {out.error}" if out.error else "")
+
+
+class LLMWorker:
+    def run(self, ctx: NodeContext) -> None:
+        from ..orchestra import load_graph
+
+        graph = load_graph(ctx.expos)
+        me = graph.workers.get(ctx.caller.id)
+        preds = me.predecessors if me else list(ctx.brief.get("predecessors", []))
+        # Only the designated predecessors' summaries: the context edges of the graph.
+        summaries = {p: (graph.workers[p].finalize or {}).get("summary") for p in preds if p in graph.workers}
+        c = ctx.expos.contract
+        brief = {"worker_id": ctx.caller.id, "task": ctx.brief.get("task"), "capability": c.capability,
+                 "direction": ctx.brief.get("direction"), "families": sorted(g.split("/", 1)[-1]
+                                                                              for g in c.allowed_generators),
+                 "predecessors": preds, "seconds_left": int(max(0.0, ctx.time_left()))}
+        parts = [f"Your research task: {ctx.brief.get('task')}", brief_block(brief)]
+        if summaries:
+            parts.append("Your predecessors' final summaries (their claims were checked against the records):\n"
+                         + "\n".join(f"- {p}: {clip(s, 3000)}" for p, s in summaries.items()))
+        if ctx.memory:
+            parts.append("You were interrupted and resumed. Your earlier experiments:\n" + "\n".join(
+                json.dumps({k: m.get(k) for k in ("experiment_id", "status", "dev_score", "parent", "spec")},
+                           sort_keys=True, default=str) for m in ctx.memory))
+        out = _run(ctx, "worker", "worker.finalize", "\n\n".join(parts))
+        if not out.finished:
+            try:
+                ctx.call("worker.finalize", {
+                    "summary": f"[ended by the harness: the Worker agent did not finalize ({_why(out)})] "
+                               "its experiments stay in the ledger; nothing is claimed or put forward",
+                    "claims": [], "candidates": []})
+            except ToolRefused:
+                pass  # it had finalized after all (the refusal is recorded)
+
+
+class LLMReviewer:
+    def run(self, ctx: NodeContext) -> None:
+        b = ctx.brief
+        conclusions = b.get("conclusions", {})
+        brief = {"question": b.get("question"), "scope": b.get("scope", []), "request_seq": b.get("seq"),
+                 "conclusions": conclusions,
+                 "candidates": [x for c in conclusions.values() for x in c.get("candidates", [])],
+                 "finalize_seqs": [c["seq"] for c in conclusions.values() if "seq" in c],
+                 "seconds_left": int(max(0.0, ctx.time_left()))}
+        task = (f"Review question: {b.get('question')}\nScope: {', '.join(b.get('scope', []))}. The Workers' "
+                f"conclusions to check are below (their summaries are claims, not evidence).\n\n"
+                + brief_block(brief))
+
+        def prepare(tool: str, args: dict[str, Any]) -> dict[str, Any]:
+            if tool == "review.submit":  # which request it answers is the harness's fact, not the model's
+                args = {**args, "request_seq": b.get("seq")}
+                args.setdefault("scope", list(b.get("scope", [])))
+            return args
+
+        started = time.time()
+        out = _run(ctx, "reviewer", "review.submit", task, prepare)
+        if not out.finished:
+            try:
+                ctx.call("review.submit", {
+                    "request_seq": b.get("seq"), "scope": list(b.get("scope", [])), "verdict": "fail",
+                    "uncertainties": [f"[ended by the harness after {time.time() - started:.0f}s: the Reviewer "
+                                      f"agent did not submit a review ({_why(out)})]; nothing was verified"],
+                    "evidence": []})
+            except ToolRefused:
+                pass
