@@ -84,7 +84,7 @@ def job_main(run_dir: str, key_dir: str | None, kind: str, node: str, deadline: 
     from . import _reviewer, _worker  # noqa: F401  (agent registration)
     from ._graph import load_graph
     from ._memory import worker_memory
-    from ._protocols import REVIEWERS, WORKERS, BudgetEnd, NodeContext, resolve
+    from ._protocols import REVIEWERS, WORKERS, BudgetEnd, NodeContext, environment, resolve
 
     def _stop(signum: int, frame: Any) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)  # once: a second TERM ends the process
@@ -92,7 +92,8 @@ def job_main(run_dir: str, key_dir: str | None, kind: str, node: str, deadline: 
 
     signal.signal(signal.SIGTERM, _stop)
 
-    with ExpOS.open(run_dir, key_dir=key_dir) as expos:
+    with ExpOS.open(run_dir, key_dir=key_dir) as opened:
+        expos = environment(opened)
         graph = load_graph(expos)
         brief = node_brief(expos, graph, kind, node)
         brief["timing"] = run_timing(expos)

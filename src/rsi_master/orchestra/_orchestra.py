@@ -60,11 +60,17 @@ def _check_new_dir(path: Path) -> None:
 def start_run(task: str, budget: str | float, *, slots: int = 2, seed: int = 0, run_dir: str | Path | None = None,
               key_dir: str | None = None, eval_limit: int = DEFAULTS["eval_limit"],
               display: Display | None = None, main: str = "policy", reviewer: str = "evidence",
-              worker: str = "tpe", setup: Callable[[Any], None] | None = None) -> dict[str, Any]:
-    """Create a run and drive it to its summary. `main`, `reviewer` and `worker` name the agents
-    (registered names or `package.module:Class`; the Main agent puts `worker` in the directions it
-    adds); `setup` records more of the run's configuration (the agents layer's `agents.config`)
-    before any agent acts."""
+              environment: str | None = None, max_train_steps: int = DEFAULTS["max_train_steps"],
+              agent_settings: dict[str, Any] | None = None, worker: str = "tpe",
+              setup: Callable[[Any], None] | None = None) -> dict[str, Any]:
+    """Create a run and drive it to its summary. `main` and `reviewer` name the agents (a
+    registered name or `package.module:Class`); `environment` names an ExpOS subclass the
+    agents act through instead of ExpOS (the bench's unguarded workspace), recorded with
+    the run's settings so that its slot processes and a resume use it too. `agent_settings`
+    (JSON) is recorded there as well, for agents that read their configuration from the run.
+    `worker` names the Worker agent the Main agent puts in the directions it adds; `setup`
+    records more of the run's configuration (the agents layer's `agents.config`) before any
+    agent acts."""
     from ..expos import Budget, ExpOS
     from ..tasks import UnknownTaskError, get_task, list_tasks
 
@@ -80,13 +86,14 @@ def start_run(task: str, budget: str | float, *, slots: int = 2, seed: int = 0, 
     # Built beside its final place and renamed into it once the settings are recorded: a run
     # killed while being created leaves no directory that `resume` could not continue.
     building = path.with_name(f".{path.name}.creating-{os.getpid()}")
-    expos = ExpOS.create(building, task, budget=Budget(wall_seconds=budget_s,
-                                                       max_train_steps=DEFAULTS["max_train_steps"]),
+    expos = ExpOS.create(building, task, budget=Budget(wall_seconds=budget_s, max_train_steps=max_train_steps),
                          eval_limit=eval_limit, key_dir=key_dir)
     try:
         expos.record(ORCHESTRA, "orchestra.start", {
             "version": 1, "task": task, "budget_s": budget_s, "slots": slots, "seed": seed, "main": main,
-            "reviewer": reviewer, "worker": worker, "eval_limit": eval_limit, "pid": os.getpid()})
+            "reviewer": reviewer, "worker": worker, "eval_limit": eval_limit, "pid": os.getpid(),
+            **({"environment": environment} if environment else {}),
+            **({"agent_settings": agent_settings} if agent_settings else {})})
         if setup is not None:
             setup(expos)
     finally:
@@ -94,9 +101,11 @@ def start_run(task: str, budget: str | float, *, slots: int = 2, seed: int = 0, 
     if path.exists():
         path.rmdir()  # empty (checked above)
     building.rename(path)
+    from ._protocols import environment as _environment
+
     expos = ExpOS.open(path, key_dir=key_dir)
     try:
-        return _drive(expos, display or PlainDisplay(), key_dir, resume=False)
+        return _drive(_environment(expos), display or PlainDisplay(), key_dir, resume=False)
     finally:
         expos.close()
 
@@ -115,7 +124,9 @@ def resume_run(run_dir: str | Path, *, key_dir: str | None = None, display: Disp
         if graph.finished is not None:
             raise RsiMasterError(f"{path} already finished (event {graph.finished['seq']}); nothing to resume. "
                                  f"`rsi-master audit {path}` and `rsi-master verify {path}` read it")
-        return _drive(expos, display or PlainDisplay(), key_dir, resume=True)
+        from ._protocols import environment as _environment
+
+        return _drive(_environment(expos), display or PlainDisplay(), key_dir, resume=True)
     finally:
         expos.close()
 

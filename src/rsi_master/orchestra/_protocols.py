@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ._graph import ResearchGraph
 
 __all__ = ["MAINS", "REVIEWERS", "WORKERS", "BudgetEnd", "MainAgent", "MainContext", "NodeContext", "ReviewerAgent",
-           "WorkerAgent", "main_agent", "resolve", "reviewer_agent", "worker_agent"]
+           "WorkerAgent", "environment", "main_agent", "resolve", "reviewer_agent", "worker_agent"]
 
 
 class BudgetEnd(Exception):
@@ -130,3 +130,16 @@ def reviewer_agent(name: str) -> Callable[[Any], Any]:
 
 def main_agent(name: str) -> Callable[[Any], Any]:
     return _register(MAINS, name)
+
+
+def environment(expos: "ExpOS") -> "ExpOS":
+    """The door the run's agents act through. ExpOS itself unless `orchestra.start` names
+    another environment (`package.module:Class`, an ExpOS subclass built from the same run
+    directory and contract): the bench's unguarded workspace is one. Scheduler, slot
+    processes and harness all open the run through this, so one run has one door."""
+    starts = expos.events("orchestra.start")
+    name = starts[0].payload.get("environment") if starts else None
+    if not name:
+        return expos
+    cls = resolve({}, name)
+    return cls(expos.run, expos.contract)  # type: ignore[no-any-return]

@@ -96,7 +96,11 @@ class EvidenceReviewer:
             r["uncertainties"].append(f"{xid}: dev {dev:.3f} vs review {score:.3f}: the dev ranking may not hold")
         parent = insp.parent
         if parent != "base":
-            p = ctx.call("experiment.inspect", {"experiment_id": parent, "sample_rows": 0})
+            try:
+                p = ctx.call("experiment.inspect", {"experiment_id": parent, "sample_rows": 0})
+            except ToolError as exc:  # a parent that is no experiment of the run is a finding, not a crash
+                r["violations"].append(f"{xid}: its parent {parent} cannot be inspected: {exc}")
+                return score
             prev = next((float(e["score"]) for e in p.evaluations if e.get("split") == "review"), None)
             if prev is not None and score < prev:
                 r["regressions"].append(f"{xid} review {score:.3f} is below its parent {parent} ({prev:.3f})")

@@ -84,9 +84,8 @@ class TPEWorker:
         contract = ctx.call("contract.show")
         max_rows = int(contract.budget["max_rows"])
         max_steps_cap = int(contract.budget["max_train_steps"])
-        space = _space(d)
-        study = optuna.create_study(direction="maximize",
-                                    sampler=optuna.samplers.TPESampler(seed=d.seed + ctx.seed, n_startup_trials=2))
+        space = self._space(ctx, d)
+        study = optuna.create_study(direction="maximize", sampler=self._sampler(ctx, d))
         memory = list(ctx.memory)
         for m in memory:  # evidence first: the Worker's own earlier trials (after a resume)
             params = self._params_of(d, m)
@@ -107,12 +106,7 @@ class TPEWorker:
             if left < fixed + MIN_STEPS * per_step:
                 break
             trial = study.ask(space)
-            params = dict(trial.params)
-            knobs = {k: r.value for k, r in d.knobs.items() if r.kind == "fixed"}
-            knobs.update({k[2:]: v for k, v in params.items() if k.startswith("k:")})
-            _order_bounds(knobs)
-            train = {k: r.value for k, r in d.train.items() if r.kind == "fixed"}
-            train.update({k[2:]: v for k, v in params.items() if k.startswith("t:")})
+            family, knobs, train = self._compose(d, dict(trial.params))
             # Fit the trial into the time left rather than overrun the budget.
             fit = int((left - fixed) / per_step)
             train["max_steps"] = max(MIN_STEPS, min(int(train.get("max_steps", 60)), fit, max_steps_cap))
@@ -123,7 +117,8 @@ class TPEWorker:
             n = min(max_rows, int(train["max_steps"]) * int(train.get("batch_size", 8)))
             t0 = time.time()
             try:
-                outcome = self._trial(ctx, d, knobs, train, n, seed=ctx.seed * 10_000 + d.seed * 100 + started)
+                outcome = self._trial(ctx, d, knobs, train, n, seed=ctx.seed * 10_000 + d.seed * 100 + started,
+                                      family=family)
             except BudgetEnd:
                 break  # out of time mid-trial: whatever finished is still worth a finalize
             started += 1
@@ -132,15 +127,43 @@ class TPEWorker:
             else:
                 study.tell(trial, float(outcome["dev_score"] or 0.0))
             memory.append({"steps": (outcome or {}).get("steps"), "seconds": time.time() - t0,
-                           "status": (outcome or {}).get("status", "refused")})
+                           "status": (outcome or {}).get("status", "refused"),
+                           "dev_score": (outcome or {}).get("dev_score"),
+                           "experiment_id": (outcome or {}).get("experiment_id")})
+            try:
+                self._after_trial(ctx, d, memory, train)
+            except BudgetEnd:
+                break
         self._finalize(ctx, d)
+
+    # -- extension points (the `tpe` Worker's own choices) ---------------------------------
+    def _space(self, ctx: NodeContext, d: Direction) -> dict[str, Any]:
+        return _space(d)
+
+    def _sampler(self, ctx: NodeContext, d: Direction) -> Any:
+        import optuna
+
+        return optuna.samplers.TPESampler(seed=d.seed + ctx.seed, n_startup_trials=2)
+
+    def _compose(self, d: Direction, params: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
+        """(generator family, knob values, training parameters) of one suggested trial."""
+        knobs = {k: r.value for k, r in d.knobs.items() if r.kind == "fixed"}
+        knobs.update({k[2:]: v for k, v in params.items() if k.startswith("k:")})
+        _order_bounds(knobs)
+        train = {k: r.value for k, r in d.train.items() if r.kind == "fixed"}
+        train.update({k[2:]: v for k, v in params.items() if k.startswith("t:")})
+        return d.family, knobs, train
+
+    def _after_trial(self, ctx: NodeContext, d: Direction, memory: list[dict[str, Any]],
+                     train: dict[str, Any]) -> None:
+        """Called after each trial with the Worker's memory; the `tpe` Worker does nothing here."""
 
     # -- one trial -------------------------------------------------------------------------
     def _trial(self, ctx: NodeContext, d: Direction, knobs: dict[str, Any], train: dict[str, Any], n: int,
-               *, seed: int) -> dict[str, Any] | None:
+               *, seed: int, family: str | None = None) -> dict[str, Any] | None:
         """Data then experiment; a refused or failed call ends the trial (it is in the ledger)."""
         try:
-            ds = ctx.call("data.generate", {"family": d.family, "params": knobs, "n": n, "seed": seed})
+            ds = ctx.call("data.generate", {"family": family or d.family, "params": knobs, "n": n, "seed": seed})
             dataset = ds.dataset
             if d.mix:
                 parts = [dataset]

@@ -1,0 +1,50 @@
+"""The bench's configurations: the full system, its ablations and the peer baselines.
+
+Every configuration runs the same Worker code (`ShortcutWorker`, or its search variants
+for the two search baselines) under the same wall-clock budget on the same slot pool;
+what changes is the Main agent, whether Reviewers exist, how many slots run at once, and
+the environment the agents act through (ExpOS or the unguarded workspace).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["CONFIGS", "Config", "config_names"]
+
+_M = "rsi_master.bench._mains:"
+_W = "rsi_master.bench._workers:"
+WORKSPACE = "rsi_master.bench._workspace:Workspace"
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    description: str
+    main: str
+    worker: str = _W + "ShortcutWorker"
+    environment: str | None = None  # None: ExpOS
+    one_slot: bool = False  # runs on one slot whatever the pool (serial Workers)
+
+
+CONFIGS: dict[str, Config] = {c.name: c for c in (
+    Config("rsi-master", "full system: policy Main, evidence Reviewers, parallel Workers, ExpOS",
+           "policy"),
+    Config("no-expos", "same Main, Workers and Reviewers acting in an unguarded workspace",
+           "policy", environment=WORKSPACE),
+    Config("no-reviewer", "no Reviewer: the Main decides from Worker summaries (claimed dev scores)",
+           _M + "NoReviewMain"),
+    Config("serial", "full system on one slot (serial Workers)", "policy", one_slot=True),
+    Config("single-agent", "one Worker refining its first direction for the whole budget, no Main "
+           "decisions, no Reviewer, through ExpOS", _M + "SingleMain"),
+    Config("single-agent-no-expos", "the single agent in the unguarded workspace", _M + "SingleMain",
+           environment=WORKSPACE),
+    Config("optuna-tpe", "Optuna TPE over the union of every recipe knob, one study per slot, through ExpOS",
+           _M + "SearchMain", worker=_W + "TPESearchWorker"),
+    Config("random-search", "random search over the same union space, one per slot, through ExpOS",
+           _M + "SearchMain", worker=_W + "RandomSearchWorker"),
+)}
+
+
+def config_names() -> list[str]:
+    return list(CONFIGS)

@@ -1,0 +1,106 @@
+"""Main agents of the bench's configurations.
+
+The full system uses the orchestra's policy Main as it is (the run's Worker agent, named
+in its settings, is the bench's `ShortcutWorker`). `NoReviewMain` is the same policy
+without Reviewers: it decides from the Workers' own summaries (their claimed `dev`
+scores). `SingleMain` starts one Worker on the first direction the policy Main would open,
+for the whole budget, and adds nothing (the linear, autoresearch-style loop: no Main
+decisions to speak of and no Reviewer). `SearchMain` starts one search Worker per slot
+(Optuna TPE or random search over the union of every recipe knob) for the whole budget.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..orchestra import Direction, MainContext, PolicyMain, ResearchGraph
+from ..orchestra._graph import WorkerNode
+
+__all__ = ["NoReviewMain", "SearchMain", "SingleMain"]
+
+# A Worker that owns the whole budget stops on its deadline, not on a trial count.
+UNBOUNDED_TRIALS = 10_000
+
+
+class NoReviewMain(PolicyMain):
+    """The policy without Reviewers: 'verified' means 'claimed in a Worker's summary'."""
+
+    def _verify(self, ctx: MainContext, graph: ResearchGraph, late: bool) -> Any:
+        return None
+
+    def _claims(self, graph: ResearchGraph) -> dict[str, tuple[float, str, int]]:
+        """Experiment -> (claimed dev score, Worker, finalize seq)."""
+        out = {}
+        for w in graph.workers.values():
+            for c in (w.finalize or {}).get("claims", []):
+                out[c["experiment_id"]] = (float(c["score"]), w.id, w.finalize_seq or 0)
+        return out
+
+    def _best_verified(self, ctx: MainContext, graph: ResearchGraph) -> tuple[str, str, float, int] | None:
+        claims = self._claims(graph)
+        if not claims:
+            return None
+        xid, (score, wid, seq) = max(claims.items(), key=lambda kv: (kv[1][0], kv[0]))
+        return xid, wid, score, seq
+
+    def _capped(self, ctx: MainContext, graph: ResearchGraph, d: Direction) -> bool:
+        claimed = {graph.workers[w].direction.key() for _, w, _ in self._claims(graph).values()}
+        if d.key() in claimed:
+            return False  # the claim stands in for the review this Main never asks for
+        return super()._capped(ctx, graph, d)
+
+    def finish(self, ctx: MainContext, graph: ResearchGraph, reason: str) -> None:
+        ranked = sorted(self._claims(graph).items(), key=lambda kv: (-kv[1][0], kv[0]))[:3]
+        for xid, _ in ranked:
+            ctx.call("candidate.nominate", {"experiment_id": xid})
+        self._decide(ctx, "stop", f"{reason}; nominated by claimed dev score: "
+                     f"{', '.join(f'{x} ({s:.3f})' for x, (s, _, _) in ranked) or 'none claimed'}",
+                     sorted({seq for _, (_, _, seq) in ranked}), {"nominated": [x for x, _ in ranked]})
+
+
+class _OneShotMain:
+    """Starts its Workers (the run's Worker agent) once, answers every event with
+    `continue`, adds nothing."""
+
+    def _directions(self, ctx: MainContext) -> list[Direction]:
+        raise NotImplementedError
+
+    def start(self, ctx: MainContext, graph: ResearchGraph) -> None:
+        if graph.workers:
+            return
+        added = []
+        for i, d in enumerate(self._directions(ctx)):
+            wid = f"w{i + 1}"
+            d = d.model_copy(update={"agent": ctx.worker, "seconds": ctx.budget_s, "trials": UNBOUNDED_TRIALS})
+            seq = ctx.call("worker.add", {"worker_id": wid, "task": f"{d.key()} for the whole budget",
+                                          "direction": d.model_dump(mode="json"), "predecessors": []}).seq
+            graph.workers[wid] = WorkerNode(wid, seq, d.key(), d, [])
+            added.append(wid)
+        ctx.call("decision.record", {"action": "branch", "rationale": f"{type(self).__name__}: start "
+                                     f"{', '.join(added)} for the whole budget", "evidence": [0],
+                                     "detail": {"workers": added}})
+
+    def on_event(self, ctx: MainContext, graph: ResearchGraph, event: tuple[int, str, str]) -> None:
+        ctx.call("decision.record", {"action": "continue", "rationale": "nothing is added after the start",
+                                     "evidence": [event[0]], "detail": {"event": event[0]}})
+
+    def on_idle(self, ctx: MainContext, graph: ResearchGraph, free_slots: int) -> bool:
+        return False
+
+    def finish(self, ctx: MainContext, graph: ResearchGraph, reason: str) -> None:
+        ctx.call("decision.record", {"action": "stop", "rationale": reason, "evidence": [], "detail": {}})
+
+
+class SingleMain(_OneShotMain):
+    """One Worker, the first direction the policy Main would open, the whole budget."""
+
+    def _directions(self, ctx: MainContext) -> list[Direction]:
+        return PolicyMain()._fresh_directions(ctx, ResearchGraph())[:1]
+
+
+class SearchMain(_OneShotMain):
+    """One search Worker per slot, each with its own seed (independent studies)."""
+
+    def _directions(self, ctx: MainContext) -> list[Direction]:
+        first = PolicyMain()._fresh_directions(ctx, ResearchGraph())[0]
+        return [first.model_copy(update={"seed": first.seed + 31 * i}) for i in range(ctx.slots)]
