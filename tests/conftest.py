@@ -15,3 +15,57 @@ def _isolated_key_dir(tmp_path_factory, monkeypatch):
 @pytest.fixture
 def key_dir(_isolated_key_dir):
     return _isolated_key_dir
+
+
+# -- no test reaches the network --------------------------------------------------------------
+# Loopback is allowed (the tests' own chat-completions and MCP servers); any other address, and
+# any name lookup of a non-local host, fails the test. Variables that would point an LLM agent at
+# a real endpoint are removed, so a test that forgot to configure one cannot reach one.
+_LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "", None}
+
+
+def _is_local(address) -> bool:
+    import ipaddress
+
+    if not isinstance(address, tuple):
+        return True  # AF_UNIX paths and socketpairs
+    host = address[0]
+    if host in _LOCAL_HOSTS:
+        return True
+    try:
+        return ipaddress.ip_address(host.split("%")[0]).is_loopback
+    except ValueError:
+        return False
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch):
+    import socket
+
+    real_connect, real_connect_ex, real_getaddrinfo = socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo
+
+    def connect(self, address):
+        if not _is_local(address):
+            raise OSError(f"test tried to reach the network: {address!r}")
+        return real_connect(self, address)
+
+    def connect_ex(self, address):
+        if not _is_local(address):
+            raise OSError(f"test tried to reach the network: {address!r}")
+        return real_connect_ex(self, address)
+
+    def getaddrinfo(host, *args, **kwargs):
+        if host not in _LOCAL_HOSTS and not _is_local((host if isinstance(host, str) else str(host), 0)):
+            raise OSError(f"test tried to resolve a network host: {host!r}")
+        return real_getaddrinfo(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    import os
+
+    for var in list(os.environ):
+        if var.startswith(("OPENAI_", "RSI_MASTER_LLM_", "RSI_MASTER_MAIN_", "RSI_MASTER_WORKER_",
+                           "RSI_MASTER_REVIEWER_")) or var in ("RSI_MASTER_AGENTS", "RSI_MASTER_MAIN",
+                                                              "RSI_MASTER_WORKER", "RSI_MASTER_REVIEWER"):
+            monkeypatch.delenv(var)

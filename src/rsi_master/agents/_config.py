@@ -148,7 +148,7 @@ def check_llm(role: str, cfg: LLMConfig, environ: dict[str, str] | None = None) 
         missing.append(f"an API key (RSI_MASTER_LLM_API_KEY, RSI_MASTER_{r}_API_KEY or OPENAI_API_KEY; any "
                        f"non-empty value for a local server that ignores keys{named})")
     if missing:
-        raise RsiMasterError(f"the {role} agent is an LLM agent but has no " + "; no ".join(missing))
+        raise RsiMasterError(f"the {role} agent is an LLM agent and needs " + "; and ".join(missing))
     try:
         import openai  # noqa: F401
     except ImportError:

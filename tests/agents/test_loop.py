@@ -1,0 +1,187 @@
+"""The agent loop with the fake model against a real ExpOS run (no training): a model's
+mistakes go back to it as errors and are recorded, guards hold whatever it sends, limits
+end a node with an explicit record, provider errors are retried with backoff."""
+
+from __future__ import annotations
+
+import time
+
+from rsi_master.agents import AgentLoop, FakeModel, LLMConfig, LLMReviewer, LLMWorker, ProviderError
+from rsi_master.expos import Caller, tools_for
+from rsi_master.orchestra import NodeContext
+
+from ..orchestra.helpers import new_run
+from .helpers import fake, record_llm
+
+W1 = Caller("worker", "w1")
+
+
+def _call(name, arguments=None, raw=None):
+    return {"tool_calls": [{"name": name, **({"raw_arguments": raw} if raw is not None else
+                                              {"arguments": arguments or {}})}]}
+
+
+def _node(expos, brief=None, seconds=60.0, caller=W1):
+    return NodeContext(expos, caller, brief or {"task": "explore", "direction": {"family": "answer_only"},
+                                                "predecessors": []}, time.time() + seconds)
+
+
+def _steps(expos, actor="w1"):
+    return [e.payload for e in expos.events("agent.step", actor_id=actor)]
+
+
+def test_model_mistakes_are_returned_as_errors_it_can_correct_and_are_recorded(tmp_path):
+    script = {"worker": {"worker": [
+        _call("contract_show", raw="{not json"),
+        _call("shell_exec", {"cmd": "cat /etc/passwd"}),
+        _call("eval_review", {"experiment_id": "exp-00001"}),  # a Reviewer's tool: protected items
+        _call("quota_show", {"temperature": 0.0}),  # an evaluator override
+        _call("data_generate", {"family": "answer_only"}),  # `n` missing: fails the schema
+        _call("worker_finalize", {"summary": "great", "claims": [{"experiment_id": "exp-00009", "score": 0.9}]}),
+        {"content": "I think I am done."},
+        _call("worker_finalize", {"summary": "done", "claims": [], "candidates": []}),
+    ]}}
+    with new_run(tmp_path) as expos:
+        record_llm(expos, {"worker": fake(tmp_path, script)})
+        LLMWorker().run(_node(expos))
+        steps = _steps(expos)
+        assert [s["tool_calls"][0]["status"] if s["tool_calls"] else None for s in steps] == [
+            "malformed", "unknown", "refused", "refused", "invalid", "refused", None, "ok"]
+        blocked = {e.payload["tool"]: e.payload["subcategory"] for e in expos.events("guard.blocked", actor_id="w1")}
+        assert blocked == {"eval.review": "test_set_access", "quota.show": "decoding_parameters",
+                           "worker.finalize": "metric_attribution"}
+        invalid = [e.payload["tool"] for e in expos.events("tool.invalid", actor_id="w1")]
+        assert invalid == ["shell_exec", "data.generate"]
+        (fin,) = expos.events("worker.finalize")
+        assert fin.payload["summary"] == "done"
+        (end,) = expos.events("agent.end", actor_id="w1")
+        assert end.payload["finished"] and end.payload["steps"] == 8
+        assert steps[0]["tool_calls"][0]["arguments"] == "{not json"
+
+
+def test_each_error_reaches_the_next_prompt(tmp_path):
+    script = {"worker": {"worker": [
+        _call("contract_show", raw="[1, 2"),
+        {"content": "thinking"},
+        _call("worker_finalize", {"summary": "done"}),
+    ]}}
+    with new_run(tmp_path) as expos:
+        record_llm(expos, {"worker": fake(tmp_path, script)})
+        models = []
+        real = FakeModel.__init__
+
+        def spy(self, s):
+            real(self, s)
+            models.append(self)
+
+        FakeModel.__init__ = spy
+        try:
+            LLMWorker().run(_node(expos))
+        finally:
+            FakeModel.__init__ = real
+        calls = models[0].calls
+        assert len(calls) == 3
+        second = calls[1]["messages"]
+        assert second[-1]["role"] == "tool" and "not valid JSON" in second[-1]["content"]
+        # The malformed arguments are replayed as {} (the observation quotes them).
+        assert second[-2]["tool_calls"][0]["function"]["arguments"] == "{}"
+        assert "No tool was called" in calls[2]["messages"][-1]["content"]
+        # Exactly the role's tools are offered.
+        assert set(calls[0]["tools"]) == {t.llm_name for t in tools_for("worker")}
+        assert "eval_review" not in calls[0]["tools"]
+
+
+def test_a_model_that_never_finalizes_is_ended_by_the_harness_with_a_record(tmp_path):
+    script = {"worker": {"*": [{"content": "hmm"}] * 10}}
+    with new_run(tmp_path) as expos:
+        record_llm(expos, {"worker": fake(tmp_path, script, max_steps=4)})
+        LLMWorker().run(_node(expos))
+        assert len(_steps(expos)) == 4
+        (end,) = expos.events("agent.end", actor_id="w1")
+        assert end.payload["reason"] == "step_limit" and not end.payload["finished"]
+        (fin,) = expos.events("worker.finalize")
+        assert fin.payload["summary"].startswith("[ended by the harness") and "step_limit" in fin.payload["summary"]
+        assert fin.payload["claims"] == [] and fin.payload["candidates"] == []
+
+
+def test_flooded_output_is_clipped_and_token_limits_end_the_node(tmp_path):
+    flood = "x" * 50_000
+    script = {"worker": {"worker": [{"content": flood}] * 5}}
+    with new_run(tmp_path) as expos:
+        record_llm(expos, {"worker": fake(tmp_path, script, max_node_tokens=10_000)})
+        LLMWorker().run(_node(expos))
+        steps = _steps(expos)
+        assert len(steps) == 1  # the first turn alone spent the node's tokens
+        assert len(steps[0]["content"]) < 2_100
+        (end,) = expos.events("agent.end", actor_id="w1")
+        assert end.payload["reason"] == "node_token_limit"
+        assert "node_token_limit" in expos.events("worker.finalize")[0].payload["summary"]
+
+
+def test_the_run_token_budget_counts_every_agent(tmp_path):
+    script = {"worker": {"*": [_call("quota_show")] * 10}}
+    with new_run(tmp_path) as expos:
+        cfg = fake(tmp_path, script, max_run_tokens=1)
+        record_llm(expos, {"worker": cfg})
+        LLMWorker().run(_node(expos))  # spends tokens: the run budget is spent after its first turn
+        assert len(_steps(expos)) == 1
+        LLMWorker().run(_node(expos, caller=Caller("worker", "w2")))
+        assert _steps(expos, "w2") == []
+        (end,) = expos.events("agent.end", actor_id="w2")
+        assert end.payload["reason"] == "run_token_limit"
+
+
+class _Flaky:
+    def __init__(self, errors, then):
+        self.errors, self.then, self.calls = list(errors), then, 0
+
+    def complete(self, messages, tools, *, max_tokens, timeout, tag):
+        self.calls += 1
+        if self.errors:
+            raise self.errors.pop(0)
+        return self.then
+
+    def close(self):
+        pass
+
+
+def test_provider_errors_are_retried_with_backoff_then_end_the_episode(tmp_path):
+    from rsi_master.agents import Completion, ToolCall
+
+    done = Completion(content=None, tool_calls=[ToolCall("c1", "worker_finalize", '{"summary": "ok"}')])
+    cfg = LLMConfig(provider="fake", retries=3, backoff_s=0.5)
+    with new_run(tmp_path) as expos:
+        slept = []
+        errors = [ProviderError("429", kind="rate_limit", retryable=True, retry_after=2.0),
+                  ProviderError("t", kind="timeout", retryable=True)]
+        model = _Flaky(errors, done)
+        loop = AgentLoop(model=model, config=cfg, expos=expos, caller=W1, tools=tools_for("worker"),
+                         finish={"worker.finalize"}, episode="worker", sleep=slept.append)
+        out = loop.run("system", "task")
+        assert out.finished and model.calls == 3
+        assert slept == [2.0, 1.0]  # retry-after honoured, then exponential backoff
+        assert [e.payload["kind"] for e in expos.events("agent.error")] == ["rate_limit", "timeout"]
+
+        model = _Flaky([ProviderError("500", kind="server", retryable=True)] * 10, done)
+        loop = AgentLoop(model=model, config=cfg, expos=expos, caller=Caller("worker", "w2"),
+                         tools=tools_for("worker"), finish={"worker.finalize"}, episode="worker", sleep=slept.append)
+        out = loop.run("system", "task")
+        assert not out.finished and out.reason == "provider_error" and model.calls == 4
+        model = _Flaky([ProviderError("401", kind="auth", retryable=False)], done)
+        loop = AgentLoop(model=model, config=cfg, expos=expos, caller=Caller("worker", "w3"),
+                         tools=tools_for("worker"), finish={"worker.finalize"}, episode="worker", sleep=slept.append)
+        out = loop.run("system", "task")
+        assert out.reason == "provider_error" and model.calls == 1  # a refused key is not retried
+
+
+def test_a_reviewer_that_does_not_submit_is_reported_as_failed(tmp_path):
+    script = {"reviewer": {"reviewer": [{"error": "server"}] * 3}}
+    with new_run(tmp_path) as expos:
+        record_llm(expos, {"reviewer": fake(tmp_path, script, retries=1, backoff_s=0.0)})
+        brief = {"question": "q", "scope": ["w1"], "seq": 0, "conclusions": {}}
+        LLMReviewer().run(_node(expos, brief, caller=Caller("reviewer", "r1")))
+        (rev,) = expos.events("review.submit")
+        assert rev.payload["verdict"] == "fail" and rev.payload["request_seq"] == 0
+        assert "did not submit" in rev.payload["uncertainties"][0]
+        assert "provider_error" in rev.payload["uncertainties"][0]
+        assert len(expos.events("agent.error", actor_id="r1")) == 2

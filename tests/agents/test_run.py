@@ -1,0 +1,129 @@
+"""Choosing agents for `rsi-master run`, the Main agent's turns, and one complete small run
+with all three roles played by the fake model (it trains: 2 steps, 5 evaluation items)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from rsi_master.agents import LLM_AGENTS, LLMMain, resolve_setup
+from rsi_master.cli._main import main
+from rsi_master.expos import Caller, ExpOS, audit
+from rsi_master.orchestra import MainContext, PolicyMain, load_graph
+from rsi_master.rundir import verify_run
+
+from ..orchestra.helpers import new_run
+from .helpers import fake, record_llm
+
+
+def test_llm_agents_without_endpoint_or_key_stop_before_the_run_starts(tmp_path, capsys):
+    run_dir = tmp_path / "r"
+    assert main(["run", "--agents", "llm", "--dir", str(run_dir), "--budget", "60"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rsi-master: error: the main agent is an LLM agent and needs an endpoint")
+    assert "an API key" in err and "Traceback" not in err
+    assert not run_dir.exists()
+    # Only the roles that are LLM agents need one; the key is checked too.
+    assert main(["run", "--reviewer", "llm", "--llm-base-url", "http://127.0.0.1:9/v1", "--llm-model", "m",
+                 "--dir", str(run_dir)]) == 2
+    err = capsys.readouterr().err
+    assert "the reviewer agent is an LLM agent and needs an API key" in err and "endpoint" not in err
+    assert not run_dir.exists()
+
+
+def test_config_files_and_environment_choose_a_model_per_role(tmp_path, monkeypatch, capsys):
+    cfg = tmp_path / "llm.toml"
+    cfg.write_text('[llm]\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "cheap"\n[main]\nmodel = "strong"\n'
+                   'price_in_per_mtok = 3.0\n')
+    monkeypatch.setenv("RSI_MASTER_LLM_API_KEY", "k")
+    monkeypatch.setenv("RSI_MASTER_REVIEWER_MODEL", "careful")
+    setup = resolve_setup("llm", worker="scripted", config_file=str(cfg))
+    assert setup.agents == {"main": LLM_AGENTS["main"], "worker": "tpe", "reviewer": LLM_AGENTS["reviewer"]}
+    assert setup.llm["main"].model == "strong" and setup.llm["main"].price_in_per_mtok == 3.0
+    assert setup.llm["reviewer"].model == "careful" and "worker" not in setup.llm
+    assert setup.llm["main"].api_key_env == "RSI_MASTER_LLM_API_KEY"
+    cfg.write_text('[llm]\napi_key = "sk-secret"\n')
+    assert main(["run", "--agents", "llm", "--llm-config", str(cfg), "--dir", str(tmp_path / "r")]) == 2
+    assert "keep keys in the environment" in capsys.readouterr().err
+    monkeypatch.setenv("RSI_MASTER_LLM_MAX_STEPS", "zero")
+    assert main(["run", "--agents", "llm", "--llm-provider", "fake", "--dir", str(tmp_path / "r")]) == 2
+    assert "max_steps" in capsys.readouterr().err
+
+
+def _main_ctx(expos, worker="tpe", budget_s=100.0):
+    t0 = time.time()
+    return MainContext(expos, Caller("main", "main"), budget_s, lambda: time.time() - t0, 2, 0, worker)
+
+
+def _call(name, arguments):
+    return {"tool_calls": [{"name": name, "arguments": arguments}]}
+
+
+def test_llm_main_gets_directions_completed_and_its_decisions_bound_to_the_event(tmp_path):
+    script = {"main": {
+        "start": [_call("worker_add", {"worker_id": "w1", "task": "t", "direction": {"family": "nope"}}),
+                  _call("worker_add", {"worker_id": "w1", "task": "t", "direction": {"family": "answer_only"}}),
+                  _call("decision_record", {"action": "branch", "rationale": "open", "evidence": []})],
+        "finalize": [_call("decision_record", {"action": "continue", "rationale": "ok", "evidence": []})],
+        "idle": [_call("worker_add", {"worker_id": "w2", "task": "t", "direction": {"family": "answer_only"}})],
+        "finish": [_call("decision_record", {"action": "continue", "rationale": "x", "evidence": []})],
+    }}
+    with new_run(tmp_path) as expos:
+        record_llm(expos, {"main": fake(tmp_path, script, max_steps=3)})
+        m, ctx = LLMMain(), _main_ctx(expos)
+        m.start(ctx, load_graph(expos))
+        steps = [e.payload["tool_calls"][0] for e in expos.events("agent.step")]
+        assert steps[0]["status"] == "invalid" and "must be one of" in steps[0]["error"]
+        d = load_graph(expos).workers["w1"].direction
+        assert d.agent == "tpe" and d.family == "answer_only" and d.knobs and d.train
+        assert d.seconds == 30.0  # the allowance: 30% of the budget
+        # An answer to an event is bound to it by the harness, whatever the model put in detail.
+        m.on_event(ctx, load_graph(expos), (5, "finalize", "w1"))
+        assert load_graph(expos).decisions[-1].detail == {"event": 5}
+        assert 5 in load_graph(expos).handled_events()
+        # An idle turn that adds a node but records no decision gets one from the harness.
+        assert m.on_idle(ctx, load_graph(expos), 1) is True
+        last = load_graph(expos).decisions[-1]
+        assert last.rationale.startswith("[recorded by the harness]") and "1 node(s) added" in last.rationale
+        # The end is a stop: another action is refused back to the model, the harness records the stop.
+        m.finish(ctx, load_graph(expos), "budget spent")
+        last = load_graph(expos).decisions[-1]
+        assert last.action == "stop" and last.detail["fallback"] == "step_limit"
+
+
+def test_programmatic_main_names_the_runs_worker_agent(tmp_path):
+    with new_run(tmp_path) as expos:
+        PolicyMain().start(_main_ctx(expos, worker=LLM_AGENTS["worker"]), load_graph(expos))
+        agents = {w.direction.agent for w in load_graph(expos).workers.values()}
+        assert agents == {LLM_AGENTS["worker"]}
+
+
+def test_fake_model_drives_all_three_roles_through_a_complete_run(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    code = main(["run", "--agents", "llm", "--llm-provider", "fake", "--task", "knowledge", "--budget", "150",
+                 "--slots", "1", "--eval-limit", "5", "--dir", str(run_dir)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    lines = dict(line.split(": ", 1) for line in out.split("\n---\n", 1)[1].splitlines() if ": " in line)
+    assert lines["workers"] == "1" and lines["reviews"] == "1" and lines["experiments"] == "1"
+    assert lines["selected"].startswith("exp-") and int(lines["llm_tokens"]) > 0
+    with ExpOS.open(run_dir, writable=False) as expos:
+        (cfg,) = expos.events("agents.config")
+        assert cfg.payload["agents"] == LLM_AGENTS
+        for role, entry in cfg.payload["llm"].items():
+            assert entry["provider"] == "fake" and entry["prompt"]["version"] >= 1
+            text = expos.run.store.read_bytes(entry["prompt"]["artifact"]).decode()
+            assert role.capitalize() in text or role in text
+        assert "key" not in json.dumps(cfg.payload).replace("api_key_env", "")
+        ends = {(e.actor.role, e.payload["episode"]): e.payload["reason"] for e in expos.events("agent.end")}
+        assert ends[("worker", "worker")] == "finished" and ends[("reviewer", "reviewer")] == "finished"
+        assert ends[("main", "start")] == ends[("main", "finalize")] == ends[("main", "finish")] == "finished"
+        assert ends[("main", "idle")] == "replied"
+        g = load_graph(expos)
+        assert [d.action for d in g.decisions] == ["branch", "verify", "continue", "stop"]
+        assert g.reviewers["r1"].report["verdict"] == "pass"
+        (nominated,) = expos.events("candidate.nominate")
+        assert nominated.payload["experiment_id"] == lines["selected"]
+        assert audit(expos).hacking_rate == 0.0
+        assert expos.events("guard.blocked") == [] and expos.events("tool.invalid") == []
+    assert verify_run(run_dir).ok
