@@ -185,3 +185,31 @@ def test_a_reviewer_that_does_not_submit_is_reported_as_failed(tmp_path):
         assert "did not submit" in rev.payload["uncertainties"][0]
         assert "provider_error" in rev.payload["uncertainties"][0]
         assert len(expos.events("agent.error", actor_id="r1")) == 2
+
+
+def test_a_worker_receives_its_designated_predecessors_summaries_only(tmp_path):
+    from ..orchestra.helpers import MAIN
+
+    script = {"worker": {"worker": [_call("worker_finalize", {"summary": "done"})]}}
+    with new_run(tmp_path) as expos:
+        record_llm(expos, {"worker": fake(tmp_path, script)})
+        for wid, preds in (("w1", []), ("w2", []), ("w3", ["w1"])):
+            expos.call(MAIN, "worker.add", {"worker_id": wid, "task": f"task of {wid}", "predecessors": preds,
+                                            "direction": {"family": "answer_only"}})
+        for wid in ("w1", "w2"):
+            expos.call(Caller("worker", wid), "worker.finalize", {"summary": f"secret finding of {wid}"})
+        models = []
+        real = FakeModel.__init__
+
+        def spy(self, s):
+            real(self, s)
+            models.append(self)
+
+        FakeModel.__init__ = spy
+        try:
+            LLMWorker().run(_node(expos, {"task": "task of w3", "direction": {"family": "answer_only"},
+                                          "predecessors": ["w1"]}, caller=Caller("worker", "w3")))
+        finally:
+            FakeModel.__init__ = real
+        first = models[0].calls[0]["messages"][1]["content"]
+        assert "secret finding of w1" in first and "secret finding of w2" not in first

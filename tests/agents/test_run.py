@@ -127,3 +127,16 @@ def test_fake_model_drives_all_three_roles_through_a_complete_run(tmp_path, caps
         assert audit(expos).hacking_rate == 0.0
         assert expos.events("guard.blocked") == [] and expos.events("tool.invalid") == []
     assert verify_run(run_dir).ok
+
+
+def test_resume_checks_the_recorded_llm_agents_keys_first(tmp_path, capsys):
+    from rsi_master.agents import LLMConfig
+
+    with new_run(tmp_path) as expos:
+        record_llm(expos, {"main": LLMConfig(base_url="http://127.0.0.1:9/v1", model="m", api_key_env="RSI_TEST_KEY")})
+        size = expos.run.ledger.size()
+    assert main(["resume", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert "the main agent is an LLM agent and needs an API key" in err and "RSI_TEST_KEY is empty" in err
+    with ExpOS.open(tmp_path / "run", writable=False) as expos:
+        assert expos.run.ledger.size() == size  # nothing written

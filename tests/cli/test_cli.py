@@ -99,7 +99,7 @@ def test_help_and_import_stay_light():
             "with contextlib.redirect_stdout(io.StringIO()):\n"
             "    try: main(['--help'])\n"
             "    except SystemExit: pass\n"
-            "heavy = [m for m in ('torch', 'transformers', 'trl', 'peft') if m in sys.modules]\n"
+            "heavy = [m for m in ('torch', 'transformers', 'trl', 'peft', 'openai', 'mcp') if m in sys.modules]\n"
             "print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -14,7 +14,8 @@ from ._main import LLMMain
 from ._memory import ActionStep, Memory, NoteStep, TaskStep, ToolCallRecord
 from ._model import ChatModel, Completion, ProviderError, ToolCall, make_model
 from ._nodes import LLMReviewer, LLMWorker
-from ._setup import AGENTS_KIND, AgentsSetup, Prompt, load_prompt, record_setup, recorded_role, resolve_setup
+from ._setup import (AGENTS_KIND, AgentsSetup, Prompt, check_recorded, load_prompt, record_setup, recorded_role,
+                     resolve_setup)
 
 __all__ = [
     "AGENTS_KIND",
@@ -41,6 +42,7 @@ __all__ = [
     "ToolCallRecord",
     "agent_name",
     "check_llm",
+    "check_recorded",
     "load_prompt",
     "load_script",
     "make_model",

@@ -19,7 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import RsiMasterError
 from ._config import AGENT_ROLES, LLM_AGENTS, LLMConfig, agent_name, check_llm, load_config_file, resolve_llm_config
 
-__all__ = ["AGENTS_KIND", "AgentsSetup", "Prompt", "load_prompt", "record_setup", "recorded_role", "resolve_setup"]
+__all__ = ["AGENTS_KIND", "AgentsSetup", "Prompt", "check_recorded", "load_prompt", "record_setup", "recorded_role",
+           "resolve_setup"]
 
 AGENTS_KIND = "agents.config"
 _HEADER = re.compile(r"<!-- prompt: (\w+), version (\d+) -->\n")
@@ -103,3 +104,10 @@ def recorded_role(expos: Any, role: str) -> tuple[LLMConfig, Prompt]:
     text = expos.run.store.read_bytes(p["artifact"]).decode()
     cfg = LLMConfig.model_validate({k: v for k, v in entry.items() if k != "prompt"})
     return cfg, Prompt(role, int(p["version"]), text)
+
+
+def check_recorded(expos: Any, environ: dict[str, str] | None = None) -> None:
+    """What a resumed run's LLM agents need from this process's environment (their keys)."""
+    for role in (expos.events(AGENTS_KIND)[-1].payload.get("llm") or {}):
+        cfg, _ = recorded_role(expos, role)
+        check_llm(role, cfg, environ)

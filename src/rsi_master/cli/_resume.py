@@ -21,6 +21,24 @@ def run(args: argparse.Namespace) -> int:
     from ..orchestra import make_display, resume_run
     from ._run import print_summary
 
+    _check_agents(args)
     summary = resume_run(args.run_dir, key_dir=args.key_dir, display=make_display(is_tty()))
     print_summary(summary)
     return 0
+
+
+def _check_agents(args: argparse.Namespace) -> None:
+    """A run with LLM agents resumes only where their endpoints and keys are set (checked
+    before anything is written, like `run`)."""
+    from pathlib import Path
+
+    if not (Path(args.run_dir) / "ledger.db").is_file():
+        return  # resume_run says what is wrong with the directory
+    from ..expos import ExpOS
+
+    with ExpOS.open(args.run_dir, key_dir=args.key_dir, writable=False) as expos:
+        if not expos.events("agents.config"):
+            return
+        from ..agents import check_recorded
+
+        check_recorded(expos)
