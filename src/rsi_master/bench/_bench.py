@@ -1,9 +1,15 @@
 """`rsi-master bench`: every configuration on every task for every seed, then the table.
 
-Campaigns run one at a time (they would only share the same cores), in seed-major order
-so that an interrupted bench has whole seeds of every configuration; a bench started
-again on the same output directory reuses finished campaigns and resumes an interrupted
-one. Figures go to `bench.json`, the table to `bench.md`, the plot to `bench.png`.
+Before the campaigns the bench measures the machine once (one short SFT experiment and
+its `dev` evaluation through ExpOS): seconds per optimizer step and per trial overhead.
+Every campaign starts with that measurement as its timing prior, so that its first trials
+are sized for this machine instead of for the built-in defaults, and every configuration
+gets the same prior. It says how fast the machine is, not how well any recipe did.
+
+Campaigns run in seed-major order (`--jobs` of them at once, default one), so that an
+interrupted bench has whole seeds of every configuration; a bench started again on the
+same output directory reuses finished campaigns and resumes an interrupted one. Figures
+go to `bench.json`, the table to `bench.md`, the plot to `bench.png`.
 """
 
 from __future__ import annotations
@@ -19,17 +25,18 @@ from ._configs import CONFIGS
 from ._report import aggregate, markdown, plot
 from ._shortcuts import ShortcutTendency
 
-__all__ = ["FULL", "QUICK", "check_settings", "run_bench"]
+__all__ = ["FULL", "QUICK", "calibrate", "check_settings", "run_bench"]
 
-# The full table: every task, three seeds, the default run's budget and evaluation size.
+# The full table: every task, three seeds, 90-second campaigns (96 campaigns: about 3 hours
+# of budget and harness on one 2-core machine), 20 evaluation items per split.
 FULL: dict[str, Any] = {"tasks": ["arithmetic", "knowledge", "function_calling", "program_synthesis"],
-                        "seeds": [0, 1, 2], "budget_s": 300.0, "eval_limit": 50, "slots": 2}
-# --quick: one task (the one that moves above base soonest), three seeds, a budget that
-# fits one short trial per Worker, five evaluation items per split: every configuration
-# and every figure, within 15 minutes on a loaded 2-core machine. Its scores are mostly
-# the base model's; it checks the machinery, not the claims.
-QUICK: dict[str, Any] = {"tasks": ["knowledge"], "seeds": [0, 1, 2], "budget_s": 25.0, "eval_limit": 5, "slots": 2,
-                         "max_train_steps": 20}
+                        "seeds": [0, 1, 2], "budget_s": 90.0, "eval_limit": 20, "slots": 2, "jobs": 1}
+# --quick: one task (the one that moves above base soonest), three seeds, 45-second
+# campaigns two at a time, five evaluation items per split: every configuration and every
+# figure within 15 minutes on a 2-core machine. At this budget most Workers get one short
+# trial; it checks the machinery, not the claims.
+QUICK: dict[str, Any] = {"tasks": ["knowledge"], "seeds": [0, 1, 2], "budget_s": 45.0, "eval_limit": 5, "slots": 2,
+                         "max_train_steps": 60, "jobs": 2}
 
 
 def check_settings(configs: list[str], tasks: list[str], seeds: list[int], budget: Any, slots: int,
@@ -56,10 +63,37 @@ def check_settings(configs: list[str], tasks: list[str], seeds: list[int], budge
     return parse_budget(budget)
 
 
+def calibrate(out: Path, task: str, eval_limit: int, key_dir: str | None) -> dict[str, float]:
+    """Seconds per step and per trial overhead on this machine, measured once per bench
+    directory (`calibration.json`) with a 10-step SFT experiment through ExpOS."""
+    from ..expos import Caller, ExpOS
+    from ..orchestra._job import run_timing
+
+    path = out / "calibration.json"
+    if path.is_file():
+        return dict(json.loads(path.read_text()))
+    run_dir = out / "calibration"
+    if run_dir.exists():
+        import shutil
+
+        shutil.rmtree(run_dir)
+    with ExpOS.create(run_dir, task, eval_limit=eval_limit, key_dir=key_dir) as expos:
+        expos.call(Caller("main", "main"), "worker.add", {"worker_id": "calibration", "task": "measure the machine"})
+        w = Caller("worker", "calibration")
+        family = expos.contract.allowed_generators[0].split("/", 1)[1]
+        ds = expos.call(w, "data.generate", {"family": family, "n": 80, "seed": 0}).dataset
+        res = expos.call(w, "experiment.submit", {"dataset": ds, "config": {"max_steps": 10, "batch_size": 8}})
+        if res.status != "completed":
+            raise RsiMasterError(f"calibration experiment failed: {res.error}")
+        timing = run_timing(expos)
+    path.write_text(json.dumps(timing, indent=1))
+    return timing
+
+
 def run_bench(out_dir: str | Path, *, configs: list[str] | None = None, tasks: list[str] | None = None,
               seeds: list[int] | None = None, budget: Any = None, slots: int | None = None,
               eval_limit: int | None = None, quick: bool = False, tendency: ShortcutTendency | None = None,
-              key_dir: str | None = None, make_plot: bool = True,
+              key_dir: str | None = None, make_plot: bool = True, jobs: int | None = None,
               progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     base = QUICK if quick else FULL
     configs = list(configs or CONFIGS)
@@ -67,6 +101,9 @@ def run_bench(out_dir: str | Path, *, configs: list[str] | None = None, tasks: l
     seeds = list(seeds if seeds is not None else base["seeds"])
     slots = int(slots if slots is not None else base["slots"])
     eval_limit = int(eval_limit if eval_limit is not None else base["eval_limit"])
+    jobs = int(jobs if jobs is not None else base.get("jobs", 1))
+    if jobs < 1:
+        raise RsiMasterError(f"jobs must be at least 1, got {jobs}")
     budget_s = check_settings(configs, tasks, seeds, budget if budget is not None else base["budget_s"], slots,
                               eval_limit)
     tendency = tendency or ShortcutTendency()
@@ -74,9 +111,9 @@ def run_bench(out_dir: str | Path, *, configs: list[str] | None = None, tasks: l
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     say = progress or (lambda s: None)
-    settings = {"configs": configs, "tasks": tasks, "seeds": seeds, "budget_s": budget_s, "slots": slots,
-                "eval_limit": eval_limit, "max_train_steps": max_steps, "quick": quick,
-                "shortcuts": tendency.model_dump(mode="json")}
+    settings: dict[str, Any] = {"configs": configs, "tasks": tasks, "seeds": seeds, "budget_s": budget_s,
+                                "slots": slots, "eval_limit": eval_limit, "max_train_steps": max_steps,
+                                "quick": quick, "jobs": jobs, "shortcuts": tendency.model_dump(mode="json")}
     prev = out / "settings.json"
     if prev.is_file():
         old = json.loads(prev.read_text())
@@ -85,19 +122,37 @@ def run_bench(out_dir: str | Path, *, configs: list[str] | None = None, tasks: l
             raise RsiMasterError(f"{out} holds a bench with other settings ({same}); choose another --out")
     prev.write_text(json.dumps(settings, indent=1))
     t0 = time.time()
+    timing = calibrate(out, tasks[0], eval_limit, key_dir)
+    settings["timing_prior"] = timing
+    say(f"[{time.time() - t0:6.0f}s] machine: {timing.get('step_s', float('nan')):.2f} s per step, "
+        f"{timing.get('overhead_s', float('nan')):.1f} s overhead per trial (timing prior of every campaign)")
+    plan = [(name, task, seed) for seed in seeds for task in tasks for name in configs]
+    kwargs = {"slots": slots, "eval_limit": eval_limit, "tendency": tendency, "key_dir": key_dir,
+              "max_train_steps": max_steps, "timing_prior": timing}
     results: list[CampaignResult] = []
-    total = len(configs) * len(tasks) * len(seeds)
-    for seed in seeds:
-        for task in tasks:
-            for name in configs:
-                r = run_campaign(name, task, seed, budget_s, out, slots=slots, eval_limit=eval_limit,
-                                 tendency=tendency, key_dir=key_dir, max_train_steps=max_steps)
-                results.append(r)
-                say(f"[{time.time() - t0:6.0f}s] {len(results)}/{total} {name} {task} seed {seed}: "
-                    f"score {r.score:.3f} (harness final {r.harness_final:.3f}, base {r.base_score:.3f}), "
-                    f"hacked {len(r.audit.hacked)}/{r.audit.submissions} submissions, "
-                    f"blocked {r.audit.blocked_attempts}, executed {r.audit.executed_attempts}, "
-                    f"{r.experiments} experiments, utilisation {r.slot_utilisation:.2f}, {r.wall_s:.0f}s")
+
+    def done(r: CampaignResult) -> None:
+        results.append(r)
+        say(f"[{time.time() - t0:6.0f}s] {len(results)}/{len(plan)} {r.config} {r.task} seed {r.seed}: "
+            f"score {r.score:.3f} (harness final {r.harness_final:.3f}, base {r.base_score:.3f}), "
+            f"hacked {len(r.audit.hacked)}/{r.audit.submissions} submissions, "
+            f"blocked {r.audit.blocked_attempts}, executed {r.audit.executed_attempts}, "
+            f"{r.experiments} experiments, utilisation {r.slot_utilisation:.2f}, {r.wall_s:.0f}s")
+
+    if jobs == 1:
+        for name, task, seed in plan:
+            done(run_campaign(name, task, seed, budget_s, out, **kwargs))
+    else:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn")) as pool:
+            futures = [pool.submit(run_campaign, name, task, seed, budget_s, out, **kwargs)
+                       for name, task, seed in plan]
+            for fut in as_completed(futures):
+                done(fut.result())
+    order = {key: i for i, key in enumerate(plan)}
+    results.sort(key=lambda r: order[(r.config, r.task, r.seed)])
     figures = aggregate(results, configs)
     table = markdown(figures)
     report = {"version": 1, "settings": settings, "figures": figures,

@@ -47,7 +47,8 @@ def campaign_id(config: str, task: str, seed: int) -> str:
 
 def run_campaign(config: str, task: str, seed: int, budget_s: float, out_dir: str | Path, *, slots: int,
                  eval_limit: int, tendency: ShortcutTendency, key_dir: str | None = None,
-                 max_train_steps: int = 400, display: Any = None) -> CampaignResult:
+                 max_train_steps: int = 400, timing_prior: dict[str, float] | None = None,
+                 display: Any = None) -> CampaignResult:
     import time
 
     from ..orchestra import resume_run, start_run
@@ -67,7 +68,8 @@ def run_campaign(config: str, task: str, seed: int, budget_s: float, out_dir: st
         summary = start_run(task, budget_s, slots=1 if cfg.one_slot else slots, seed=seed, run_dir=run_dir,
                             key_dir=key_dir, eval_limit=eval_limit, display=quiet, main=cfg.main,
                             reviewer="evidence", worker=cfg.worker, environment=cfg.environment, max_train_steps=max_train_steps,
-                            agent_settings={"shortcuts": tendency.model_dump(mode="json"), "bench_config": config})
+                            agent_settings={"shortcuts": tendency.model_dump(mode="json"), "bench_config": config},
+                            timing_prior=timing_prior)
     audit = audit_campaign(run_dir, key_dir=key_dir)
     harness_final = float(summary["final_score"])
     base = float(summary["base_score"])

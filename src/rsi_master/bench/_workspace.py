@@ -175,8 +175,25 @@ class Workspace(ExpOS):
         except (KeyError, TypeError, ValueError) as exc:
             self.record(caller, "tool.failed", {"tool": tool.name, "error": str(exc)[:300]})
             raise ToolFailed(f"{tool.name} failed: {exc}") from None
-        self.record(caller, "tool.call", {"tool": tool.name, "kind": tool.kind})
+        # The call's arguments are logged (a shell history, for the auditor): what ExpOS would
+        # have refused is visible after the fact even when nothing of it was submitted.
+        self.record(caller, "tool.call", {"tool": tool.name, "kind": tool.kind, "args": _loggable(raw)})
         return result
+
+
+def _loggable(raw: dict[str, Any]) -> dict[str, Any]:
+    """Arguments without bulk (rows are counted, not copied)."""
+    out: dict[str, Any] = {}
+    for k, v in raw.items():
+        if isinstance(v, list) and len(v) > 20:
+            out[k] = f"<{len(v)} items>"
+        else:
+            try:
+                json.dumps(v)
+                out[k] = v
+            except (TypeError, ValueError):
+                out[k] = repr(v)[:200]
+    return out
 
 
 # -- the workspace's own versions of the tools where ExpOS would guard -------------------------

@@ -61,13 +61,16 @@ def start_run(task: str, budget: str | float, *, slots: int = 2, seed: int = 0, 
               key_dir: str | None = None, eval_limit: int = DEFAULTS["eval_limit"],
               display: Display | None = None, main: str = "policy", reviewer: str = "evidence",
               environment: str | None = None, max_train_steps: int = DEFAULTS["max_train_steps"],
-              agent_settings: dict[str, Any] | None = None, worker: str = "tpe",
+              agent_settings: dict[str, Any] | None = None, timing_prior: dict[str, float] | None = None,
+              worker: str = "tpe",
               setup: Callable[[Any], None] | None = None) -> dict[str, Any]:
     """Create a run and drive it to its summary. `main` and `reviewer` name the agents (a
     registered name or `package.module:Class`); `environment` names an ExpOS subclass the
     agents act through instead of ExpOS (the bench's unguarded workspace), recorded with
     the run's settings so that its slot processes and a resume use it too. `agent_settings`
-    (JSON) is recorded there as well, for agents that read their configuration from the run.
+    (JSON) is recorded there as well, for agents that read their configuration from the run;
+    `timing_prior` ({step_s, overhead_s} measured on this machine) sizes trials until the run
+    has measured its own.
     `worker` names the Worker agent the Main agent puts in the directions it adds; `setup`
     records more of the run's configuration (the agents layer's `agents.config`) before any
     agent acts."""
@@ -93,7 +96,8 @@ def start_run(task: str, budget: str | float, *, slots: int = 2, seed: int = 0, 
             "version": 1, "task": task, "budget_s": budget_s, "slots": slots, "seed": seed, "main": main,
             "reviewer": reviewer, "worker": worker, "eval_limit": eval_limit, "pid": os.getpid(),
             **({"environment": environment} if environment else {}),
-            **({"agent_settings": agent_settings} if agent_settings else {})})
+            **({"agent_settings": agent_settings} if agent_settings else {}),
+            **({"timing_prior": timing_prior} if timing_prior else {})})
         if setup is not None:
             setup(expos)
     finally:
