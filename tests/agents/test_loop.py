@@ -213,3 +213,31 @@ def test_a_worker_receives_its_designated_predecessors_summaries_only(tmp_path):
             FakeModel.__init__ = real
         first = models[0].calls[0]["messages"][1]["content"]
         assert "secret finding of w1" in first and "secret finding of w2" not in first
+
+
+def test_an_unanticipated_tool_exception_is_told_to_the_model_and_budget_end_finalizes(tmp_path, monkeypatch):
+    import dataclasses
+
+    from rsi_master.expos import TOOLS
+    from rsi_master.orchestra import BudgetEnd
+
+    def boom(expos, caller, inp):
+        raise ValueError("knob combination nobody anticipated")
+
+    def term(expos, caller, inp):
+        raise BudgetEnd("the scheduler asked this node to stop")
+
+    tools_for("worker")  # loads the registry
+    monkeypatch.setitem(TOOLS, "quota.show", dataclasses.replace(TOOLS["quota.show"], impl=boom))
+    monkeypatch.setitem(TOOLS, "results.list", dataclasses.replace(TOOLS["results.list"], impl=term))
+    script = {"worker": {"worker": [_call("quota_show"), _call("results_list")]}}
+    with new_run(tmp_path) as expos:
+        record_llm(expos, {"worker": fake(tmp_path, script)})
+        LLMWorker().run(_node(expos))
+        (step, ) = _steps(expos)  # the second turn was cut short by the budget's end
+        call = step["tool_calls"][0]
+        assert call["status"] == "failed" and "internal error in quota.show: ValueError" in call["error"]
+        (end,) = expos.events("agent.end", actor_id="w1")
+        assert end.payload["reason"] == "budget_end"
+        (fin,) = expos.events("worker.finalize")
+        assert "budget_end" in fin.payload["summary"]

@@ -113,3 +113,24 @@ def test_the_documented_tool_reference_is_the_registrys():
     for role in ("worker", "reviewer", "main"):
         for t in tools_for(role):
             assert f"### `{t.llm_name}`" in ref
+
+
+def test_an_external_main_cannot_choose_the_code_a_slot_process_runs(run_dir, key_dir):
+    params = StdioServerParameters(command=RSI, args=["mcp", str(run_dir), "--role", "main", "--id", "main"],
+                                   env={"RSI_MASTER_KEY_DIR": str(key_dir)})
+
+    async def session():
+        async with Client(params) as client:
+            evil = await client.call_tool("worker_add", {"worker_id": "w1", "task": "t",
+                                                         "direction": {"family": "answer_only", "agent": "os:getcwd"}})
+            plain = await client.call_tool("worker_add", {"worker_id": "w2", "task": "t",
+                                                          "direction": {"family": "answer_only"}})
+            return evil, plain
+
+    evil, plain = asyncio.run(session())
+    assert evil.is_error and "the run's Worker agent" in _text(evil)
+    assert not plain.is_error
+    with ExpOS.open(run_dir, writable=False) as expos:
+        assert [e.payload["worker_id"] for e in expos.events("worker.add")] == ["w2"]
+        (blocked,) = expos.events("guard.blocked")
+        assert blocked.payload["tool"] == "worker.add" and blocked.actor.role == "main"

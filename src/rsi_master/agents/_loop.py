@@ -6,7 +6,9 @@ refused or failed action) goes back to it as an error it can correct, and is rec
 every call of a known or unknown name goes through `ExpOS.call`, so its guards, role
 checks and refusal records apply whatever the model sends. Provider errors are retried
 with exponential backoff; when they persist the episode ends (the caller decides what
-that means for the node). Framework faults are raised.
+that means for the node). Framework faults (the ledger, the run's configuration) are
+raised; an exception a tool did not anticipate is answered as the `expos` CLI answers
+it, one line to the model, recorded on the step.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..expos import Caller, ExpOS, Tool, ToolError, ToolFailed, ToolInvalid, ToolRefused
+from ..orchestra import BudgetEnd
 from ._config import LLMConfig
 from ._memory import (MAX_CONTENT_CHARS, MAX_OBSERVATION_CHARS, ActionStep, Memory, NoteStep, TaskStep,
                       ToolCallRecord, clip)
@@ -102,8 +105,9 @@ class AgentLoop:
                         continue
                     rec, result = self._execute(tc.id, tc.name, tc.arguments)
                     step.tool_calls.append(rec)
-                    if rec.status == "ok" and result is not None:
-                        name = self.tools[self._known(tc.name)].name if self._known(tc.name) else tc.name
+                    known = self._known(tc.name)
+                    if rec.status == "ok" and result is not None and known is not None:
+                        name = self.tools[known].name
                         out.ok_calls.append((name, result))
                         if name in self.finish:
                             out.finished, out.reason, out.result = True, "finished", result
@@ -119,6 +123,9 @@ class AgentLoop:
                                                       f"finish with {finish_names}."))
                 elif index == self.cfg.max_steps - 2:
                     memory.steps.append(NoteStep(text=f"One turn is left: call {finish_names} now."))
+        except BudgetEnd:
+            out.reason = "budget_end"  # mid-turn: what its tool calls did is in the ledger already
+            raise
         finally:
             self._record("agent.end", {"episode": self.episode, "reason": out.reason, "finished": out.finished,
                                        "steps": out.steps, "tokens": out.tokens, "cost_usd": out.cost_usd,
@@ -206,6 +213,13 @@ class AgentLoop:
             return rec("refused", f"refused: {exc}"), None
         except ToolFailed as exc:
             return rec("failed", f"failed: {exc}"), None
+        except BudgetEnd:
+            raise
+        except Exception as exc:
+            # An input a tool did not anticipate (the `expos` CLI answers these with one line too):
+            # the model is told and the node goes on; the step records it.
+            return rec("failed", f"failed: internal error in {tool.name}: {type(exc).__name__}: "
+                                 f"{str(exc).splitlines()[0] if str(exc) else ''}"), None
         return rec("ok", json.dumps(result.model_dump(mode="json"), sort_keys=True)), result
 
     def _record(self, kind: str, payload: dict[str, Any]) -> None:

@@ -14,6 +14,7 @@ import json
 import time
 from typing import Any
 
+from ..errors import RsiMasterError
 from ..expos import ToolRefused, tools_for
 from ..orchestra import BudgetEnd, NodeContext
 from ._loop import AgentLoop, Outcome
@@ -29,7 +30,12 @@ FINISH_MARGIN_S = 5.0
 
 def _run(ctx: NodeContext, role: str, finish: str, task: str, prepare: Any = None) -> Outcome:
     cfg, prompt = recorded_role(ctx.expos, role)
-    model = make_model(cfg, role)
+    try:
+        model = make_model(cfg, role)
+    except RsiMasterError as exc:  # e.g. the key is not in this process's environment: end the node, say why
+        ctx.expos.record(ctx.caller, "agent.end", {"episode": role, "reason": "provider_error", "finished": False,
+                                                   "steps": 0, "tokens": 0, "cost_usd": 0.0, "error": str(exc)})
+        return Outcome(False, "provider_error", error=str(exc))
     loop = AgentLoop(model=model, config=cfg, expos=ctx.expos, caller=ctx.caller, tools=tools_for(role),
                      finish={finish}, episode=role, deadline=ctx.deadline - FINISH_MARGIN_S, prepare=prepare)
     try:
