@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
+from rsi_master._proc import run_tied
 from rsi_master.runtime._digest import dir_digest, sha256_file
 from rsi_master.runtime._errors import CheckpointLoadError, EvaluationError, InvalidParameterError
 from rsi_master.runtime._records import EvalResult, SampleRecord
@@ -86,7 +87,7 @@ def evaluate(
         cmd = [sys.executable, "-B", str(seal_dir / "evaluator.py"), "--request", str(req_path),
                "--result", str(res_path), "--expected-digest", digest]
         try:
-            proc = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True, timeout=timeout_s)
+            proc = run_tied(cmd, cwd=tmp, env=env, capture_output=True, text=True, timeout=timeout_s)
         except subprocess.TimeoutExpired as exc:
             raise EvaluationError(f"evaluator timed out after {timeout_s:.0f}s on {ckpt}") from exc
         if not res_path.is_file():

@@ -1,0 +1,60 @@
+"""Child processes that die with their parent.
+
+A SIGKILLed run must not leave an orphan behind: a slot process still writing
+experiments, or an evaluator still loading a model, that a resume would start again.
+On Linux the child asks the kernel for SIGKILL when its parent goes
+(`PR_SET_PDEATHSIG`); elsewhere nothing is armed and the parent's own cleanup is all
+there is.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+__all__ = ["die_with_parent", "run_tied"]
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _prctl() -> Callable[..., int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        return ctypes.CDLL("libc.so.6", use_errno=True).prctl
+    except OSError:
+        return None
+
+
+def die_with_parent(parent: int) -> None:
+    """Arm SIGKILL on the parent's death; exit at once if `parent` is already gone."""
+    prctl = _prctl()
+    if prctl is not None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent died before the signal was armed
+        os._exit(1)
+
+
+def run_tied(cmd: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess:
+    """`subprocess.run` whose child is killed when this process dies.
+
+    The death signal is armed between fork and exec. That hook runs no Python beyond one
+    `prctl` call prepared here and a `getppid`, so it is safe in a threaded parent.
+    """
+    prctl = _prctl()
+    if prctl is None:
+        return subprocess.run(cmd, **kwargs)
+    parent = os.getpid()
+
+    def arm() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return subprocess.run(cmd, preexec_fn=arm, **kwargs)
