@@ -85,7 +85,9 @@ class LLMMain:
                          deadline=time.time() + max(60.0, 0.2 * ctx.budget_s), prepare=self._prepare(ctx, tag, event))
         out = loop.run(prompt.text, task)
         added = sum(1 for name, _ in out.ok_calls if name in ADDS)
-        if not out.finished and not (tag == "idle" and not added and out.reason == "replied"):
+        # An idle turn that added nothing needs no decision (nothing changed); any other turn
+        # that ended without one gets one, so that its event counts as answered.
+        if not out.finished and (tag != "idle" or added):
             why = out.reason + (f": {out.error}" if out.error else "")
             action = "stop" if tag == "finish" else ("branch" if added and tag == "start" else "continue")
             detail: dict[str, Any] = {"fallback": why}
