@@ -269,6 +269,77 @@ def _load() -> list[dict[str, Any]]:
     return [json.loads(x) for x in RESULTS.read_text().splitlines() if x.strip()]
 
 
+def _curve_points(curve: dict[str, Any]) -> dict[float, float]:
+    return {p["multiple"]: p["score"] for p in curve["points"]}
+
+
+def targets(out: dict[str, Any]) -> dict[str, Any]:
+    """The issue-3 landscape targets, computed from the recorded figures only.
+
+    * base: at most 15% on every task;
+    * reference: at least 40 points above base;
+    * family gap: two families of a task at least 15 points apart at the same compute;
+    * crossing: a family ahead at the first curve point (by >= 2 points) that ends at
+      least 5 points behind another at the last point it shares with it, having gained
+      less than the other over the second half of the horizon (it plateaued).
+    """
+    res: dict[str, Any] = {}
+    for name, t in sorted(out["tasks"].items()):
+        base = t.get("base", {}).get("score")
+        ref = t.get("reference", {}).get("score")
+        gap = None
+        crossing = None
+        curves = {f: _curve_points(c) for f, c in t["curves"].items()}
+        fams = sorted(curves)
+        for i, a in enumerate(fams):
+            for b in fams[i + 1:]:
+                shared = sorted(set(curves[a]) & set(curves[b]))
+                for m in shared:
+                    d = abs(curves[a][m] - curves[b][m])
+                    if gap is None or d > gap["points"]:
+                        hi, lo = (a, b) if curves[a][m] >= curves[b][m] else (b, a)
+                        gap = {"points": round(100 * d, 1), "multiple": m, "ahead": hi, "behind": lo}
+                if len(shared) < 3:
+                    continue
+                first, last, mid = shared[0], shared[-1], shared[len(shared) // 2]
+                for early, late in ((a, b), (b, a)):
+                    e, l_ = curves[early], curves[late]
+                    if (e[first] >= l_[first] + 0.02 and l_[last] >= e[last] + 0.05
+                            and (e[last] - e[mid]) < (l_[last] - l_[mid])):
+                        crossing = {"early_leader": early, "overtaken_by": late, "first": first, "last": last,
+                                    "scores": {early: [e[first], e[last]], late: [l_[first], l_[last]]}}
+        res[name] = {
+            "base_ok": base is not None and base <= 0.15,
+            "reference_gain_points": None if ref is None or base is None else round(100 * (ref - base), 1),
+            "reference_ok": ref is not None and base is not None and ref - base >= 0.40,
+            "family_gap": gap,
+            "family_gap_ok": gap is not None and gap["points"] >= 15,
+            "crossing": crossing,
+        }
+    res["crossing_tasks"] = sorted(n for n, r in res.items() if isinstance(r, dict) and r.get("crossing"))
+    res["crossing_ok"] = len(res["crossing_tasks"]) >= 2
+    return res
+
+
+def target_lines(res: dict[str, Any]) -> list[str]:
+    lines = ["| task | base <= 15% | reference >= base + 40 | families >= 15 points apart | early leader overtaken |",
+             "| --- | --- | --- | --- | --- |"]
+    for name, r in res.items():
+        if not isinstance(r, dict):
+            continue
+        gap = r["family_gap"]
+        gtxt = (f"{'met' if r['family_gap_ok'] else 'not met'}: {gap['ahead']} {gap['points']} points ahead of "
+                f"{gap['behind']} at x{gap['multiple']}") if gap else "no curves"
+        c = r["crossing"]
+        ctxt = (f"yes: {c['early_leader']} leads at x{c['first']}, {c['overtaken_by']} ahead at x{c['last']}"
+                if c else "no")
+        ref = r["reference_gain_points"]
+        rtxt = "not measured" if ref is None else f"{'met' if r['reference_ok'] else 'not met'}: +{ref}"
+        lines.append(f"| {name} | {'met' if r['base_ok'] else 'not met'} | {rtxt} | {gtxt} | {ctxt} |")
+    lines.append(f"crossing on >= 2 tasks: {'met' if res['crossing_ok'] else 'not met'} ({', '.join(res['crossing_tasks']) or 'none'})")
+    return lines
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     rows = _load()
     out: dict[str, Any] = {"version": 1, "split": "dev", "default_experiment": {"examples": DEFAULT_EXAMPLES,
@@ -318,6 +389,11 @@ def cmd_report(args: argparse.Namespace) -> int:
             recipe = f"{sp['method']}, batch {sp['batch_size']}, lr {sp['learning_rate']}, {sp['lr_scheduler']}"
             start = "base" if p.get("parent") in (None, "base") else "SFT x1 snapshot"
             print(f"| {name} | {p['family']} | {recipe}, from {start} | {p['examples']} examples | {p['steps']} | {p['train_seconds']:.0f} | {100 * p['score']:.1f}% |")
+    print()
+    out["targets"] = targets(out)
+    for line in target_lines(out["targets"]):
+        print(line)
+    LANDSCAPE_PATH.write_text(json.dumps(out, indent=2, sort_keys=True) + "\n")
     return 0
 
 
