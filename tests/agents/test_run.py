@@ -140,3 +140,39 @@ def test_resume_checks_the_recorded_llm_agents_keys_first(tmp_path, capsys):
     assert "the main agent is an LLM agent and needs an API key" in err and "RSI_TEST_KEY is empty" in err
     with ExpOS.open(tmp_path / "run", writable=False) as expos:
         assert expos.run.ledger.size() == size  # nothing written
+
+
+def test_a_worker_whose_provider_keeps_failing_ends_and_the_run_goes_on(tmp_path):
+    from rsi_master.agents import AgentsSetup, record_setup
+    from rsi_master.orchestra import start_run
+
+    from .helpers import script_file
+
+    script = {
+        "main": {"start": [_call("worker_add", {"worker_id": "w1", "task": "t", "direction": {}}),
+                           _call("decision_record", {"action": "branch", "rationale": "open", "evidence": []})],
+                 "finalize": [_call("decision_record", {"action": "continue", "rationale": "${brief.event.node} ended",
+                                                        "evidence": ["${brief.event.seq}"]})],
+                 "idle": [{"content": "nothing to add"}],
+                 "finish": [_call("decision_record", {"action": "stop", "rationale": "done", "evidence": []})]},
+        "worker": {"worker": [{"error": "server"}] * 5},
+    }
+    path = script_file(tmp_path, script)
+    from rsi_master.agents import LLMConfig
+
+    llm = {r: LLMConfig(provider="fake", script=path, retries=2, backoff_s=0.0) for r in ("main", "worker")}
+    setup = AgentsSetup(agents={"main": LLM_AGENTS["main"], "worker": LLM_AGENTS["worker"], "reviewer": "evidence"},
+                        llm=llm)
+    summary = start_run("knowledge", 90, slots=1, eval_limit=5, run_dir=tmp_path / "run", main=LLM_AGENTS["main"],
+                        worker=LLM_AGENTS["worker"], setup=lambda expos: record_setup(expos, setup))
+    assert summary["experiments"] == 0 and summary["workers"] == 1
+    with ExpOS.open(tmp_path / "run", writable=False) as expos:
+        g = load_graph(expos)
+        fin = g.workers["w1"].finalize
+        assert fin["summary"].startswith("[ended by the harness") and "provider_error" in fin["summary"]
+        # The Main was told: its decision answers that finalize event.
+        answered = [d for d in g.decisions if d.detail.get("event") == g.workers["w1"].finalize_seq]
+        assert answered and answered[0].rationale == "w1 ended"
+        assert [d.action for d in g.decisions][-1] == "stop" and g.finished is not None
+        assert [e.payload["kind"] for e in expos.events("agent.error")] == ["server"] * 3
+        assert [j.status for j in g.jobs] == ["done"]
