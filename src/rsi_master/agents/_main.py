@@ -130,7 +130,10 @@ class LLMMain:
             raise ToolInvalid(f"direction.family must be one of {sorted(defaults)} (got {family!r})")
         allowance = min(max(30.0, 0.3 * ctx.budget_s), SHARE * ctx.budget_s)
         merged = {**defaults[family].model_dump(mode="json"), **given, "family": family, "agent": ctx.worker}
-        merged["seconds"] = float(given.get("seconds") or allowance)
+        try:
+            merged["seconds"] = float(given.get("seconds") or allowance)
+        except (TypeError, ValueError):
+            raise ToolInvalid(f"direction.seconds must be a number of seconds (got {given.get('seconds')!r})") from None
         try:
             return Direction.model_validate(merged).model_dump(mode="json")
         except ValidationError as exc:

@@ -48,7 +48,7 @@ class OpenAIChatModel:
         try:
             r = self.client.chat.completions.create(**kwargs)
         except o.APITimeoutError:
-            raise ProviderError(f"no answer within {timeout:.0f}s", kind="timeout", retryable=True) from None
+            raise ProviderError(f"no answer within {timeout:.1f}s", kind="timeout", retryable=True) from None
         except o.APIConnectionError as exc:
             raise ProviderError(f"connection failed: {exc}", kind="connection", retryable=True) from None
         except o.RateLimitError as exc:

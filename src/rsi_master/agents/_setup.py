@@ -65,6 +65,8 @@ def resolve_setup(agents: str = "scripted", *, main: str | None = None, worker: 
     if agents not in ("scripted", "llm"):
         raise RsiMasterError(f"--agents must be scripted or llm, got {agents!r}")
     chosen = {r: agent_name(r, c or agents) for r, c in (("main", main), ("worker", worker), ("reviewer", reviewer))}
+    for role, name in chosen.items():
+        _check_agent(role, name)
     file = load_config_file(config_file)
     llm = {}
     for role in AGENT_ROLES:
@@ -111,3 +113,24 @@ def check_recorded(expos: Any, environ: dict[str, str] | None = None) -> None:
     for role in (expos.events(AGENTS_KIND)[-1].payload.get("llm") or {}):
         cfg, _ = recorded_role(expos, role)
         check_llm(role, cfg, environ)
+
+
+def _check_agent(role: str, name: str) -> None:
+    """A registered agent or an importable `package.module:Class`, or a clear error now
+    (the scheduler and the slot processes would otherwise fail mid-run)."""
+    import importlib
+
+    from ..orchestra import MAINS, REVIEWERS, WORKERS
+    from ..orchestra import _main_policy, _reviewer, _worker  # noqa: F401  (registration)
+
+    table = {"main": MAINS, "worker": WORKERS, "reviewer": REVIEWERS}[role]
+    if ":" not in name:
+        if name not in table:
+            raise RsiMasterError(f"--{role} {name!r}: give scripted, llm, a registered {role} agent "
+                                 f"({', '.join(sorted(table))}) or package.module:Class")
+        return
+    module, attr = name.split(":", 1)
+    try:
+        getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise RsiMasterError(f"--{role} {name}: cannot load it ({exc})") from None
