@@ -234,9 +234,10 @@ def test_an_unanticipated_tool_exception_is_told_to_the_model_and_budget_end_fin
     with new_run(tmp_path) as expos:
         record_llm(expos, {"worker": fake(tmp_path, script)})
         LLMWorker().run(_node(expos))
-        (step, ) = _steps(expos)  # the second turn was cut short by the budget's end
+        step, cut = _steps(expos)  # the second turn was cut short by the budget's end: its tokens count
         call = step["tool_calls"][0]
         assert call["status"] == "failed" and "internal error in quota.show: ValueError" in call["error"]
+        assert cut["tool_calls"] == [] and cut["completion_tokens"] > 0
         (end,) = expos.events("agent.end", actor_id="w1")
         assert end.payload["reason"] == "budget_end"
         (fin,) = expos.events("worker.finalize")

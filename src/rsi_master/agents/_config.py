@@ -48,7 +48,7 @@ class LLMConfig(BaseModel):
     max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = Field(
         default="max_tokens", description="Request field that carries the per-turn limit (servers differ).")
     max_node_tokens: int = Field(default=300_000, ge=1, description="Prompt plus completion tokens one node "
-                                                                    "may spend before it is ended.")
+                                                                    "(or one Main turn) may spend before it ends.")
     max_run_tokens: int | None = Field(default=None, ge=1, description="Tokens all agents of the run may spend "
                                                                        "(counted from the ledger).")
     timeout_s: float = Field(default=120.0, gt=0, description="Seconds one request may take.")

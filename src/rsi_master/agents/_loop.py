@@ -78,6 +78,7 @@ class AgentLoop:
         memory = Memory(system=system, steps=[TaskStep(text=task)])
         out = Outcome(False, "step_limit")
         finish_names = ", ".join(sorted(t.llm_name for t in self.tools.values() if t.name in self.finish))
+        pending: ActionStep | None = None  # a turn whose tool calls run: recorded even if the budget ends it
         try:
             for index in range(self.cfg.max_steps):
                 stop = self._limit(out)
@@ -97,6 +98,7 @@ class AgentLoop:
                 out.steps += 1
                 out.tokens += comp.prompt_tokens + comp.completion_tokens
                 out.cost_usd += step.cost_usd
+                pending = step
                 for tc in comp.tool_calls:
                     if out.finished:
                         step.tool_calls.append(ToolCallRecord(id=tc.id, name=tc.name, arguments=tc.arguments,
@@ -112,6 +114,7 @@ class AgentLoop:
                         if name in self.finish:
                             out.finished, out.reason, out.result = True, "finished", result
                 memory.steps.append(step)
+                pending = None
                 self._record("agent.step", {"episode": self.episode, **step.ledger_payload()})
                 if out.finished:
                     break
@@ -125,6 +128,8 @@ class AgentLoop:
                     memory.steps.append(NoteStep(text=f"One turn is left: call {finish_names} now."))
         except BudgetEnd:
             out.reason = "budget_end"  # mid-turn: what its tool calls did is in the ledger already
+            if pending is not None:  # its tokens were spent: they count
+                self._record("agent.step", {"episode": self.episode, **pending.ledger_payload()})
             raise
         finally:
             self._record("agent.end", {"episode": self.episode, "reason": out.reason, "finished": out.finished,
