@@ -122,6 +122,12 @@ class TPESearchWorker(ShortcutWorker):
     one more categorical parameter, each family's knobs are searched under its name, and
     the training parameters as in every direction. Same shortcut tendency."""
 
+    def _sampler(self, ctx: NodeContext, d: Direction) -> Any:
+        import optuna
+
+        # Optuna's defaults (10 random start-up trials), as the peer is used in practice.
+        return optuna.samplers.TPESampler(seed=d.seed + ctx.seed)
+
     def _union(self, ctx: NodeContext) -> dict[str, Any]:
         if not hasattr(self, "_dirs"):
             self._dirs = {d.family: d for d in default_directions(ctx.expos.contract.task)}

@@ -1,0 +1,73 @@
+"""The bench's agents against scripted tool results (no training): the union search
+Workers, and the Mains of the ablations and baselines."""
+
+from __future__ import annotations
+
+from rsi_master.bench._mains import NoReviewMain, SearchMain, SingleMain
+from rsi_master.bench._workers import RandomSearchWorker, TPESearchWorker
+from rsi_master.expos import Caller
+from rsi_master.orchestra import Direction, MainContext, load_graph
+from rsi_master.orchestra._directions import default_directions
+from tests.orchestra.helpers import fake_experiment, finalize, new_run
+from tests.orchestra.test_worker import _ctx
+
+MAIN = Caller("main", "main")
+
+
+def test_union_search_draws_families_and_only_their_knobs(tmp_path):
+    with new_run(tmp_path) as expos:  # knowledge
+        families = {d.family: d for d in default_directions("knowledge")}
+        for cls in (TPESearchWorker, RandomSearchWorker):
+            ctx = _ctx(expos, Direction(family="answer_only", trials=8))
+            cls().run(ctx)
+            gens = [a for t, a in ctx.log if t == "data.generate"]
+            assert len(gens) == 8
+            assert len({g["family"] for g in gens}) >= 2, gens  # the family is searched
+            for g in gens:
+                searched = {k for k, r in families[g["family"]].knobs.items()}
+                assert set(g["params"]) <= searched
+            subs = [a["config"] for t, a in ctx.log if t == "experiment.submit"]
+            assert all(5e-4 <= c["learning_rate"] <= 3e-3 and c["batch_size"] in (8, 16) for c in subs)
+
+
+def _main_ctx(expos, slots=2, worker="tpe", spent=0.0):
+    return MainContext(expos, MAIN, 300.0, lambda: spent, slots, 0, worker)
+
+
+def test_single_agent_is_one_worker_for_the_whole_budget(tmp_path):
+    with new_run(tmp_path) as expos:
+        m = SingleMain()
+        m.start(_main_ctx(expos, worker="x:Y"), load_graph(expos))
+        g = load_graph(expos)
+        (w,) = g.workers.values()
+        assert w.direction.agent == "x:Y" and w.direction.seconds == 300.0 and w.direction.trials >= 1000
+        assert not m.on_idle(_main_ctx(expos), g, 1)  # nothing is ever added
+
+
+def test_search_main_starts_one_worker_per_slot_with_distinct_seeds(tmp_path):
+    with new_run(tmp_path) as expos:
+        SearchMain().start(_main_ctx(expos, slots=3, worker="a:B"), load_graph(expos))
+        ws = list(load_graph(expos).workers.values())
+        assert len(ws) == 3 and len({w.direction.seed for w in ws}) == 3
+        assert {w.direction.agent for w in ws} == {"a:B"}
+
+
+def test_no_reviewer_main_never_asks_for_a_review_and_follows_claims(tmp_path):
+    with new_run(tmp_path) as expos:
+        ctx = _main_ctx(expos, spent=60.0)
+        m = NoReviewMain()
+        m.start(ctx, load_graph(expos))
+        for wid, dev in (("w1", 0.1), ("w2", 0.4)):
+            xid = fake_experiment(expos, wid, dev)
+            finalize(expos, wid, xid, dev, {"experiment_id": xid, "family": "answer_only", "config": {
+                "learning_rate": 1e-3, "batch_size": 8, "max_steps": 40}, "params": {}, "dev_score": dev})
+        g = load_graph(expos)
+        for ev in g.orchestration_events():
+            m.on_event(ctx, load_graph(expos), ev)
+        g = load_graph(expos)
+        assert not g.reviewers
+        best = m._best_verified(ctx, g)
+        assert best is not None and best[1] == "w2" and best[2] == 0.4
+        m.finish(ctx, g, "budget spent")
+        stop = load_graph(expos).decisions[-1]
+        assert stop.action == "stop" and stop.detail["nominated"][0] == best[0]
