@@ -29,14 +29,14 @@ def test_quick_bench_writes_every_figure_for_every_configuration(tmp_path):
                           timeout=3600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = dict(line.split(": ", 1) for line in proc.stdout.split("\n---\n", 1)[1].splitlines() if ": " in line)
-    assert lines["campaigns"] == "24"
+    assert lines["campaigns"] == "16"
     assert float(lines["wall_s"]) <= 900 * float(os.environ.get("RSI_MASTER_TEST_SLACK", "1")), lines["wall_s"]
     report = json.loads((out / "bench.json").read_text())
     figures = report["figures"]
     assert list(figures) == ["rsi-master", "no-expos", "no-reviewer", "serial", "single-agent",
                              "single-agent-no-expos", "optuna-tpe", "random-search"]
     for name, f in figures.items():
-        assert f["seeds"] == [0, 1, 2] and f["macro_average"]["n"] == 3, name
+        assert f["seeds"] == [0, 1] and f["macro_average"]["n"] == 2, name
         assert len(f["curve"]["mean"]) == 21
     for name in GUARDED:  # ExpOS refuses every shortcut: nothing hacked gets submitted
         assert figures[name]["hacking_rate"]["mean"] in (0.0, None), (name, figures[name]["hacking_rate"])

@@ -65,6 +65,13 @@ def run_campaign(config: str, task: str, seed: int, budget_s: float, out_dir: st
     if (run_dir / "ledger.db").is_file():
         summary = _summary_or_resume(run_dir, key_dir, quiet, resume_run)
     else:
+        import shutil
+
+        from ._workspace import workspace_dir
+
+        # A workspace left by a campaign killed before its run existed holds nothing of value
+        # and may hold edits: the new run starts from a fresh one.
+        shutil.rmtree(workspace_dir(run_dir), ignore_errors=True)
         summary = start_run(task, budget_s, slots=1 if cfg.one_slot else slots, seed=seed, run_dir=run_dir,
                             key_dir=key_dir, eval_limit=eval_limit, display=quiet, main=cfg.main,
                             reviewer="evidence", worker=cfg.worker, environment=cfg.environment, max_train_steps=max_train_steps,

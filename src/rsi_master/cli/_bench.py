@@ -32,7 +32,7 @@ def _seeds(text: str | None) -> list[int] | None:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(NAME, help=HELP, description=HELP + ". Without options: the full table (4 tasks, "
-                       "3 seeds, 90-second campaigns). With --quick: one task, 3 seeds, 45-second campaigns, two at a time.")
+                       "3 seeds, 80-second campaigns). With --quick: one task, 2 seeds, 40-second campaigns, two at a time.")
     p.add_argument("--quick", action="store_true", default=env("bench_quick", "") not in ("", "0"),
                    help="the quick bench: checks the machinery in at most 15 minutes (env RSI_MASTER_BENCH_QUICK)")
     p.add_argument("--out", default=env("bench_out", "runs/bench"), metavar="DIR",
@@ -43,10 +43,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tasks", default=env("bench_tasks"), metavar="A,B",
                    help="tasks (env RSI_MASTER_BENCH_TASKS; default all four, or knowledge with --quick)")
     p.add_argument("--seeds", default=env("bench_seeds"), metavar="0,1,2",
-                   help="seeds (env RSI_MASTER_BENCH_SEEDS; default 0,1,2)")
+                   help="seeds (env RSI_MASTER_BENCH_SEEDS; default 0,1,2, or 0,1 with --quick)")
     p.add_argument("--budget", default=env("bench_budget"),
                    help="wall-clock budget per campaign, e.g. 300s or 5m (env RSI_MASTER_BENCH_BUDGET; "
-                        "default 90s, 45s with --quick)")
+                        "default 80s, 40s with --quick)")
     p.add_argument("--slots", type=int, default=env("bench_slots"),
                    help="worker slots per campaign (env RSI_MASTER_BENCH_SLOTS; default 2)")
     p.add_argument("--eval-limit", type=int, default=env("bench_eval_limit"),
