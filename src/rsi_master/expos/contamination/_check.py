@@ -18,7 +18,7 @@ from ._config import ContaminationConfig
 from ._hashing import UNKNOWN, clause_shingles, window_hashes, window_ok
 from ._index import CLAUSE_ID, ROW_ID, ContaminationIndex
 from ._matching import exact_matches, ngram_matches, near_duplicate_matches
-from ._normalise import ROW, Tokens, tokenise
+from ._normalise import ROW, Scan, scan
 from ._report import ContaminationFinding, ContaminationReport
 
 __all__ = ["check", "row_text"]
@@ -71,7 +71,7 @@ class Batch:
     """One batch of rows as word ids (clause markers removed) with their row and clause."""
 
     first_row: int
-    tokens: Tokens  # normalised tokens, clause markers included
+    tokens: Scan  # normalised tokens, clause markers included
     token_pos: np.ndarray  # word position -> token index
     ids: np.ndarray
     values: np.ndarray
@@ -86,8 +86,8 @@ def _batch(index: ContaminationIndex, rows: list[str], first_row: int) -> Batch:
     joined = ROW.join(rows)
     if joined.count(ROW) != len(rows) - 1:  # a row with a NUL byte would split in two
         joined = ROW.join(r.replace(ROW, " ") for r in rows)
-    tok = tokenise(joined)
-    all_ids = index.ids(tok.hashes)
+    tok = scan(joined)
+    all_ids = index.word_table.lookup(tok.keys)
     is_clause = all_ids == CLAUSE_ID
     is_row = all_ids == ROW_ID
     clause_all = np.cumsum(is_clause | is_row)

@@ -49,39 +49,10 @@ def window_ok(bad: np.ndarray, n: int) -> np.ndarray:
     count = len(bad) - n + 1
     if count <= 0:
         return np.zeros(0, dtype=bool)
-    csum = np.concatenate(([0], np.cumsum(bad, dtype=np.int64)))
-    return csum[n : n + count] == csum[:count]
-
-
-def _shingles_of_size(
-    values: np.ndarray, clause: np.ndarray, bad: np.ndarray, k: int
-) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
-    n = len(values)
-    hashes: list[np.ndarray] = []
-    starts: list[np.ndarray] = []
-    lengths: list[np.ndarray] = []
-    if n >= k:
-        pos = np.flatnonzero((clause[: n - k + 1] == clause[k - 1 :]) & window_ok(bad, k))
-        hashes.append(window_hashes(values, k)[pos])
-        starts.append(pos)
-        lengths.append(np.full(len(pos), k, dtype=np.int64))
-    first = np.flatnonzero(np.concatenate(([True], clause[1:] != clause[:-1])))
-    clause_lengths = np.diff(np.append(first, n))
-    for length in range(1, k):
-        sel = first[clause_lengths == length]
-        if not len(sel):
-            continue
-        keep = ~bad[sel]
-        h = values[sel].copy()
-        for j in range(1, length):
-            keep &= ~bad[sel + j]
-            h *= _MULTIPLIER
-            h += values[sel + j]
-        h ^= _salt(length)
-        hashes.append(h[keep])
-        starts.append(sel[keep])
-        lengths.append(np.full(int(keep.sum()), length, dtype=np.int64))
-    return hashes, starts, lengths
+    hit = bad[:count].copy()
+    for k in range(1, n):  # n boolean passes: cheaper than a 64-bit cumulative sum
+        hit |= bad[k : k + count]
+    return ~hit
 
 
 def clause_shingles(
@@ -99,12 +70,35 @@ def clause_shingles(
     hashes: list[np.ndarray] = [np.zeros(0, dtype=np.uint64)]
     starts: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
     lengths: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
-    if len(values):
+    n = len(values)
+    if n:
+        # Rolling state shared by all sizes: window hashes of length k (before the salt),
+        # whether each window holds a bad word, and whether it stays inside one clause.
+        raw = {1: values}
+        hit = {1: bad}
+        for k in range(2, max(sizes) + 1):
+            count = n - k + 1
+            if count <= 0:
+                break
+            raw[k] = raw[k - 1][:count] * _MULTIPLIER + values[k - 1 :]
+            hit[k] = hit[k - 1][:count] | bad[k - 1 :]
+        first = np.flatnonzero(np.concatenate(([True], clause[1:] != clause[:-1])))
+        clause_lengths = np.diff(np.append(first, n))
         for k in sizes:
-            h, st, ln = _shingles_of_size(values, clause, bad, k)
-            hashes += h
-            starts += st
-            lengths += ln
+            if k in raw:
+                pos = np.flatnonzero((clause[: n - k + 1] == clause[k - 1 :]) & ~hit[k])
+                hashes.append(raw[k][pos] ^ _salt(k))
+                starts.append(pos)
+                lengths.append(np.full(len(pos), k, dtype=np.int64))
+            for length in range(1, k):  # whole clauses shorter than k
+                sel = first[clause_lengths == length]
+                if not len(sel):
+                    continue
+                keep = ~hit[length][sel]
+                sel = sel[keep]
+                hashes.append(raw[length][sel] ^ _salt(length))
+                starts.append(sel)
+                lengths.append(np.full(len(sel), length, dtype=np.int64))
     start = np.concatenate(starts)
     return np.concatenate(hashes), start, start + np.concatenate(lengths)
 

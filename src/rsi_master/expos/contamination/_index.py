@@ -40,8 +40,8 @@ from ._config import ContaminationConfig
 from ._hashing import UNKNOWN, clause_shingles, id_values, prefix_sums, span_hashes, window_hashes, window_ok
 from ._items import ProtectedItem
 from ._minhash import lean, signatures
-from ._normalise import CLAUSE, CLAUSE_HASH, ROW, ROW_HASH, tokenise
-from ._table import HashTable
+from ._normalise import CLAUSE, CLAUSE_HASH, MARKER_KEYS, ROW, ROW_HASH, token_keys, tokenise
+from ._table import HashTable, WordTable
 
 __all__ = ["ROW_ID", "CLAUSE_ID", "ContaminationIndex", "build_index"]
 
@@ -61,6 +61,7 @@ class ContaminationIndex:
     items: tuple[ProtectedItem, ...]
     digest: str
     vocab: tuple[np.ndarray, np.ndarray]  # sorted token hashes, word id of each
+    word_table: WordTable  # token key (see _normalise.token_keys) -> word id, for `scan`
     words: list[str]  # id -> word
     values: np.ndarray  # id -> random 64-bit value
     text_item: np.ndarray  # text -> item index
@@ -137,9 +138,11 @@ class _Texts:
     starts: np.ndarray
 
 
-def _tokenise(items: tuple[ProtectedItem, ...], cfg: ContaminationConfig) -> tuple[_Texts, np.ndarray, list[str]]:
-    """Tokenise every text in one pass; returns the texts, the sorted vocabulary hashes
-    (position = word id) and the words."""
+def _tokenise(
+    items: tuple[ProtectedItem, ...], cfg: ContaminationConfig
+) -> tuple[_Texts, tuple[np.ndarray, np.ndarray], list[str], WordTable]:
+    """Tokenise every text in one pass; returns the texts, the vocabulary (sorted token
+    hashes, word id of each), the words and the token-key table of the same ids."""
     owners = [(i, kind) for i, item in enumerate(items) for kind, _ in item.texts]
     joined = ROW.join(text.replace(ROW, " ") for item in items for _, text in item.texts)
     tok = tokenise(joined)
@@ -152,6 +155,12 @@ def _tokenise(items: tuple[ProtectedItem, ...], cfg: ContaminationConfig) -> tup
     hashes = np.concatenate(([ROW_HASH, CLAUSE_HASH], vocab_hashes)).astype(np.uint64)
     order = np.argsort(hashes)
     vocab = (hashes[order], (np.arange(len(hashes)) + 1)[order])  # ids: ROW 1, CLAUSE 2, words from 3
+    word_keys = token_keys(np.frombuffer(tok.buffer, dtype=np.uint8), tok.starts[word_positions], tok.ends[word_positions])
+    marker_keys = [(key, marker_id) for marker_id, marker in ((ROW_ID, ROW), (CLAUSE_ID, CLAUSE)) for key in MARKER_KEYS[marker]]
+    word_table = WordTable.build(
+        np.concatenate((np.asarray([k for k, _ in marker_keys], dtype=np.uint64), word_keys)),
+        np.concatenate(([i for _, i in marker_keys], np.arange(len(word_keys)) + _FIRST_WORD_ID)),
+    )
     all_ids = _ids(vocab, tok.hashes)
     text_of = np.cumsum(is_row)  # text number of each token (the separator starts the next text)
     clause_of = np.cumsum(is_row | is_clause)
@@ -184,7 +193,7 @@ def _tokenise(items: tuple[ProtectedItem, ...], cfg: ContaminationConfig) -> tup
     )
     flat_text = np.repeat(np.arange(len(pieces)), lengths)
     texts = _Texts(item_of, kinds, pieces, flat, flat_clause, flat_text, starts)
-    return texts, vocab, words
+    return texts, vocab, words, word_table
 
 
 def _ids(vocab: tuple[np.ndarray, np.ndarray], hashes: np.ndarray) -> np.ndarray:
@@ -201,7 +210,7 @@ def build_index(items: Iterable[ProtectedItem], config: ContaminationConfig | No
     cfg = config or ContaminationConfig()
     items = tuple(items)
     n = cfg.ngram_flag
-    texts, vocab, words = _tokenise(items, cfg)
+    texts, vocab, words, word_table = _tokenise(items, cfg)
     values = id_values(len(words))
     text_item = np.asarray(texts.item, dtype=np.int64)
     flat_values = values[texts.flat_ids]
@@ -297,6 +306,7 @@ def build_index(items: Iterable[ProtectedItem], config: ContaminationConfig | No
         items=items,
         digest=index_digest(items, cfg),
         vocab=vocab,
+        word_table=word_table,
         words=words,
         values=values,
         text_item=text_item,

@@ -131,23 +131,31 @@ def ngram_matches(
 
 
 def _row_shingles(
-    index: ContaminationIndex, cfg: ContaminationConfig, batch: Batch, row: int
-) -> tuple[dict[int, set[int]], np.ndarray, np.ndarray]:
-    """A row's non-template shingles per clause, its word clauses and word positions."""
-    start, end = int(batch.row_start[row]), int(batch.row_end[row])
-    values = batch.values[start:end].copy()
-    ids = batch.ids[start:end]
+    index: ContaminationIndex, cfg: ContaminationConfig, batch: Batch, rows: list[int]
+) -> dict[int, dict[int, set[int]]]:
+    """Non-template shingles of each of `rows`, per clause, computed for all rows at once."""
+    start, end = batch.row_start[rows], batch.row_end[rows]
+    pos = ranges(start, end)
+    values = batch.values[pos]
+    ids = batch.ids[pos]
     # Words outside the index vocabulary still count in a window's shingle set (they
     # make it less similar); each keeps its own token hash as its value.
     unknown = np.flatnonzero(ids == UNKNOWN)
-    values[unknown] = batch.tokens.hashes[batch.token_pos[start + unknown]] | np.uint64(1)
-    clause = batch.clause[start:end]
+    values[unknown] = batch.tokens.hashes(batch.token_pos[pos[unknown]]) | np.uint64(1)
+    # Rows never share a clause number, so shingles of the concatenation are those of
+    # each row.
+    clause = batch.clause[pos]
     hashes, starts, _ = clause_shingles(values, clause, ids == ROW_ID, cfg.shingle_words)
     keep = ~index.template.contains(hashes)
-    per_clause: dict[int, set[int]] = {}
-    for h, c in zip(hashes[keep].tolist(), clause[starts[keep]].tolist()):
-        per_clause.setdefault(c, set()).add(h)
-    return per_clause, clause, np.arange(start, end)
+    starts = starts[keep]
+    per_row: dict[int, dict[int, set[int]]] = {row: {} for row in rows}
+    for h, c, row in zip(hashes[keep].tolist(), clause[starts].tolist(), batch.row[pos[starts]].tolist()):
+        clauses = per_row[row]
+        if c in clauses:
+            clauses[c].add(h)
+        else:
+            clauses[c] = {h}
+    return per_row
 
 
 def near_duplicate_matches(
@@ -177,7 +185,9 @@ def near_duplicate_matches(
     # rare shingles the row holds. Keys mix row and shingle into one uint64 (a collision
     # could only raise a count of a pair the MinHash step then rejects).
     shingle_rows = batch.row[starts]
-    keep = np.isin(shingle_rows, rows)
+    candidate_row = np.zeros(len(batch.row_start), dtype=bool)
+    candidate_row[rows] = True
+    keep = candidate_row[shingle_rows]
     row_keys = np.sort(shingles[keep] ^ (shingle_rows[keep].astype(np.uint64) * _MIX))
     sizes = index.rare_offsets[texts + 1] - index.rare_offsets[texts]
     wanted = index.rare_hashes[ranges(index.rare_offsets[texts], index.rare_offsets[texts + 1])]
@@ -195,8 +205,11 @@ def near_duplicate_matches(
     for row, t in zip(rows[enough].tolist(), texts[enough].tolist()):
         by_row.setdefault(row, []).append(t)
     findings: list[ContaminationFinding] = []
+    shingles_of = _row_shingles(index, cfg, batch, sorted(by_row))
     for row, candidates in sorted(by_row.items()):
-        per_clause, clause, positions = _row_shingles(index, cfg, batch, row)
+        per_clause = shingles_of[row]
+        positions = np.arange(batch.row_start[row], batch.row_end[row])
+        clause = batch.clause[positions]
         windows: dict[tuple[int, int], object] = {}
         reported: set[int] = set()
         for t in sorted(candidates):

@@ -29,7 +29,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["CLAUSE", "CLAUSE_HASH", "ROW", "ROW_HASH", "Tokens", "normalise", "powers_of", "ranges", "tokenise", "tokens"]
+__all__ = [
+    "CLAUSE",
+    "CLAUSE_HASH",
+    "MARKER_KEYS",
+    "ROW",
+    "ROW_HASH",
+    "Scan",
+    "Tokens",
+    "normalise",
+    "powers_of",
+    "ranges",
+    "scan",
+    "token_hashes",
+    "token_keys",
+    "tokenise",
+    "tokens",
+]
 
 ROW = "\x00"
 CLAUSE = "\x01"  # as a token string; it never occurs in text (tokenise drops control bytes)
@@ -60,9 +76,11 @@ for _c in b".?!;:,)]}":
 _SPACE = np.zeros(256, dtype=bool)
 for _c in b" \t\r\n\x0b\x0c":
     _SPACE[_c] = True
+_CLASS_TABLE = _CLASS.tobytes()
 _BYTE_VALUE = np.random.default_rng(0xB17E).integers(1, 2**63, size=256, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
 _BASE = np.uint64(0x100000001B3)  # odd, so invertible modulo 2^64
 _BASE_INVERSE = np.uint64(pow(0x100000001B3, -1, 1 << 64))
+_LENGTH_MIX = np.uint64(0x9E3779B97F4A7C15)
 ROW_HASH = np.uint64(1)
 CLAUSE_HASH = np.uint64(2)
 
@@ -105,6 +123,9 @@ def _thousands(c: np.ndarray) -> np.ndarray:
     i = np.flatnonzero(c == ord(","))
     if not len(i):
         return i
+    # Most commas are followed by a space: only a comma before a digit can qualify.
+    if not _DIGIT[c[np.minimum(i + 1, len(c) - 1)]][i + 1 < len(c)].any():
+        return i[:0]
     around = np.add.outer(i, np.arange(-1, 5))  # the byte before each comma and four after
     digit = _DIGIT[c[np.clip(around, 0, len(c) - 1)]] & (around >= 0) & (around < len(c))
     ok = digit[:, 0] & digit[:, 2] & digit[:, 3] & digit[:, 4] & ~digit[:, 5]
@@ -136,15 +157,39 @@ def ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     return np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(total)
 
 
+def _run_starts(c: np.ndarray, pos: np.ndarray, member: np.ndarray, limit: int = 24) -> np.ndarray:
+    """For positions `pos` of bytes in class `member`, the start of the run of such bytes
+    holding each. Steps left over the few bytes before each position (numbers are
+    short); a run longer than `limit` falls back to one pass over the whole buffer."""
+    out = pos.copy()
+    active = np.arange(len(pos))
+    for _ in range(limit):
+        if not len(active):
+            return out
+        before = out[active] - 1
+        more = before >= 0
+        more[more] = member[c[before[more]]]
+        out[active[more]] = before[more]
+        active = active[more]
+    if len(active):
+        run_starts, _ = _runs(member[c])
+        out[active] = run_starts[np.searchsorted(run_starts, out[active], side="right") - 1]
+    return out
+
+
 def _number_deletions(c: np.ndarray) -> np.ndarray:
     """Positions to delete so that numbers are canonical (leading zeros, zero fractions).
 
-    Works on runs of zeros and on decimal points only, both sparse in text.
+    Works on runs of zeros and on decimal points only, both sparse in text: no pass over
+    the buffer besides finding its zeros.
     """
     n = len(c)
-    zero_starts, zero_ends = _runs(c == ord("0"))
-    if not len(zero_starts):
-        return zero_starts
+    zeros = np.flatnonzero(c == ord("0"))
+    if not len(zeros):
+        return zeros
+    cut = np.flatnonzero(np.diff(zeros) != 1)
+    zero_starts = zeros[np.concatenate(([0], cut + 1))]
+    zero_ends = zeros[np.concatenate((cut, [len(zeros) - 1]))] + 1
     prev = _at(c, zero_starts - 1, 0)
     prev2 = _at(c, zero_starts - 2, 0)
     nxt = _at(c, zero_ends, 0)
@@ -159,8 +204,7 @@ def _number_deletions(c: np.ndarray) -> np.ndarray:
     ends = zero_ends[closes]
     starts = zero_starts[closes]
     if len(ends):
-        digit_starts, _ = _runs(_DIGIT[c])
-        run_start = digit_starts[np.searchsorted(digit_starts, starts, side="right") - 1]
+        run_start = _run_starts(c, starts, _DIGIT)
         fraction = (_at(c, run_start - 1, 0) == ord(".")) & _DIGIT[_at(c, run_start - 2, 0)]
         whole = fraction & (run_start == starts)  # `1000.0`: the point goes too
         trailing = ranges(np.where(whole, starts - 1, starts)[fraction], ends[fraction])
@@ -191,39 +235,49 @@ def _drop(c: np.ndarray, positions: np.ndarray) -> np.ndarray:
     return c[keep]
 
 
-def tokenise(text: str) -> Tokens:
-    """Normalise `text` and cut it into tokens, all in array operations."""
+def _normalised(text: str) -> np.ndarray:
+    """The normalised bytes of `text`: case, Unicode, apostrophes and number formatting."""
     if not text.isascii():
         text = unicodedata.normalize("NFKC", text).translate(_UNICODE)
     c = np.frombuffer(text.lower().replace("'", "").encode("utf-8"), dtype=np.uint8)
     c = _drop(c, _thousands(c))
-    c = _drop(c, _number_deletions(c))
+    return _drop(c, _number_deletions(c))
+
+
+def _spans(c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Byte spans `[start, end)` of the tokens of normalised bytes `c`, and the class of
+    every byte (a token is a run of one class; SEP runs are no token, and each marker
+    byte is a token of its own)."""
     n = len(c)
-    cls = _CLASS[c]
-    hyphen = np.flatnonzero(cls == _OP)
-    hyphen = hyphen[c[hyphen] == ord("-")]
+    cls = np.frombuffer(c.tobytes().translate(_CLASS_TABLE), dtype=np.uint8).copy()  # C speed, unlike _CLASS[c]
+    hyphen = np.flatnonzero(c == ord("-"))
     if len(hyphen):
         letters = _LETTER[_at(c, hyphen - 1, 0)] & _LETTER[_at(c, hyphen + 1, 0)]
         cls[hyphen[letters]] = _SEP
     bound = np.flatnonzero(cls == _BOUND)
     cls[bound] = np.where(_SPACE[_at(c, bound + 1, ord(" "))], _CLAUSE, _SEP)  # followed by whitespace or the end
-    # Runs of one class are tokens (one nonzero pass over the batch); SEP runs are
-    # dropped, and a run of markers (empty rows, `?!` before a space) is cut into
-    # one-byte tokens, since each marker counts.
-    change = np.empty(n + 1, dtype=bool)
-    change[0] = change[n] = True
-    np.not_equal(cls[1:], cls[:-1], out=change[1:n])
-    bounds = np.flatnonzero(change)
-    starts, ends = bounds[:-1], bounds[1:]
-    kinds = cls[starts] if n else cls[:0]
-    keep = kinds != _SEP
-    starts, ends, kinds = starts[keep], ends[keep], kinds[keep]
-    marker = (kinds == _CLAUSE) | (kinds == _ROW)
-    split = marker & (ends - starts > 1)
-    if split.any():
-        lengths = np.where(split, ends - starts, 1)
-        starts = ranges(starts, starts + lengths)
-        ends = np.where(np.repeat(split, lengths), starts + 1, np.repeat(ends, lengths))
+    # A token starts where the class changes to a non-SEP one, or at any marker byte
+    # (a run of markers, e.g. empty rows or `?!` before a space, is one token per byte);
+    # it ends where the next run starts or a SEP byte follows.
+    word = cls != _SEP
+    first = np.empty(n, dtype=bool)
+    if n:
+        first[0] = word[0]
+        np.not_equal(cls[1:], cls[:-1], out=first[1:])
+        first[1:] |= cls[1:] >= _CLAUSE
+        first &= word
+    last = np.empty(n, dtype=bool)
+    if n:
+        last[n - 1] = word[n - 1]
+        np.logical_and(word[:-1], first[1:] | ~word[1:], out=last[:-1])
+    return np.flatnonzero(first), np.flatnonzero(last) + 1, cls
+
+
+def tokenise(text: str) -> Tokens:
+    """Normalise `text` and cut it into tokens, all in array operations."""
+    c = _normalised(text)
+    n = len(c)
+    starts, ends, cls = _spans(c)
     powers, inverse = powers_of(n)
     prefix = np.empty(n + 1, dtype=np.uint64)
     prefix[0] = 0
@@ -231,11 +285,97 @@ def tokenise(text: str) -> Tokens:
     weighted *= powers[:n]
     np.cumsum(weighted, out=prefix[1:])
     hashes = (prefix[ends] - prefix[starts]) * inverse[starts]
-    hashes ^= (ends - starts).astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    hashes ^= (ends - starts).astype(np.uint64) * _LENGTH_MIX
     kinds = cls[starts]
     hashes[kinds == _CLAUSE] = CLAUSE_HASH
     hashes[kinds == _ROW] = ROW_HASH
     return Tokens(hashes, starts, ends, c.tobytes())
+
+
+def token_hashes(c: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """`tokenise`'s hash of the word tokens `c[start:end]`, computed per token (no pass
+    over the whole buffer): for the few tokens that need it after a `scan`."""
+    lengths = ends - starts
+    out = np.zeros(len(starts), dtype=np.uint64)
+    powers, _ = powers_of(int(lengths.max()) if len(lengths) else 0)
+    active = np.arange(len(starts))
+    k = 0
+    while len(active):
+        out[active] += _BYTE_VALUE[c[starts[active] + k]] * powers[k]
+        k += 1
+        active = active[lengths[active] > k]
+    return out ^ (lengths.astype(np.uint64) * _LENGTH_MIX)
+
+
+_KEY_MASKS = np.asarray([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
+_KEY_MULTIPLIER = np.uint64(0xFF51AFD7ED558CCD)
+
+
+def token_keys(c: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """A 64-bit key per token `c[start:end]`: its bytes themselves (little-endian, zero
+    padded) for tokens of up to 8 bytes, which are nearly all, else a hash of all its
+    8-byte chunks. One unaligned 8-byte load per token instead of a hash pass over every
+    byte; `scan` uses it for the vocabulary lookup (see `WordTable`)."""
+    n = len(c)
+    padded = np.zeros(n + 8, dtype=np.uint8)
+    padded[:n] = c
+    words = np.ndarray((n + 1,), dtype="<u8", buffer=padded, strides=(1,))  # the 8 bytes from each position
+    lengths = ends - starts
+    keys = words.take(starts)
+    keys &= _KEY_MASKS.take(np.minimum(lengths, 8))
+    long = np.flatnonzero(lengths > 8)
+    if len(long):
+        h, s, lengths = keys[long], starts[long], lengths[long]
+        active = np.arange(len(long))
+        k = 8
+        while len(active):
+            rest = lengths[active] - k
+            chunk = words.take(s[active] + k) & _KEY_MASKS.take(np.minimum(rest, 8))
+            h[active] = (h[active] ^ chunk) * _KEY_MULTIPLIER
+            h[active] ^= h[active] >> np.uint64(29)
+            k += 8
+            active = active[rest > 8]
+        h ^= lengths.astype(np.uint64) * _LENGTH_MIX
+        h *= _KEY_MULTIPLIER
+        h ^= h >> np.uint64(32)
+        keys[long] = h
+    return keys
+
+
+@dataclass(frozen=True)
+class Scan:
+    """A normalised text as token spans with vocabulary keys (see `scan`); token hashes
+    (`tokenise`'s) are computed only for the tokens that need them."""
+
+    c: np.ndarray  # normalised bytes
+    starts: np.ndarray
+    ends: np.ndarray
+    keys: np.ndarray
+
+    def text(self, index: int) -> str:
+        """The normalised text of a word token (markers are not asked for)."""
+        return self.c[self.starts[index] : self.ends[index]].tobytes().decode("utf-8", "replace")
+
+    def hashes(self, index: np.ndarray) -> np.ndarray:
+        """`tokenise`'s hashes of word tokens `index`."""
+        return token_hashes(self.c, self.starts[index], self.ends[index])
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+
+def scan(text: str) -> Scan:
+    """The tokens of `text` exactly as `tokenise` cuts them, keyed by `token_keys`.
+
+    A ROW marker's key is 0 and a CLAUSE marker's is its byte (`.`, `?`, ...): no word
+    token has those keys, since they are made of other bytes.
+    """
+    c = _normalised(text)
+    starts, ends, _ = _spans(c)
+    return Scan(c, starts, ends, token_keys(c, starts, ends))
+
+
+MARKER_KEYS = {ROW: (0,), CLAUSE: tuple(b".?!;:,)]}")}
 
 
 def tokens(text: str) -> list[str]:
