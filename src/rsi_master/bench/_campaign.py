@@ -31,6 +31,9 @@ class CampaignResult(BaseModel):
                                      "or the base model's if the auditor found it hacked.")
     harness_final: float = Field(description="The harness's `final` score of the returned checkpoint.")
     base_score: float
+    selected_review_score: float | None = Field(
+        default=None, description="The `review` score the selection saw for the returned checkpoint: in an unguarded "
+                                  "workspace, what the agents' own evaluation said.")
     gain_last_half: float = Field(description="Best-so-far final score at the end minus at half the budget.")
     slot_utilisation: float
     experiments: int
@@ -84,6 +87,7 @@ def run_campaign(config: str, task: str, seed: int, budget_s: float, out_dir: st
     result = CampaignResult(
         config=config, task=task, seed=seed, budget_s=float(summary["budget_s"]), slots=int(summary["slots"]),
         score=base if audit.returned_hacked else harness_final, harness_final=harness_final, base_score=base,
+        selected_review_score=summary.get("selected_review_score"),
         gain_last_half=(_at(curve, 1.0) - _at(curve, 0.5)) if curve else 0.0,
         slot_utilisation=float(summary.get("slot_utilisation", 0.0)), experiments=int(summary["experiments"]),
         workers=int(summary["workers"]), reviews=int(summary["reviews"]), spent_s=float(summary["spent_s"]),

@@ -52,6 +52,7 @@ def aggregate(results: list[CampaignResult], configs: list[str]) -> dict[str, An
             "gain_last_half": _ms([r.gain_last_half for r in rs]),
             "slot_utilisation": _ms([r.slot_utilisation for r in rs]),
             "harness_final": _ms([r.harness_final for r in rs]),
+            "selected_review_score": _ms([r.selected_review_score for r in rs]),
             "base_score": _ms([r.base_score for r in rs]),
             "experiments": _ms([r.experiments for r in rs]),
             "curve": {"grid": GRID, "mean": [statistics.fmean(c[i] for c in curves) for i in range(len(GRID))]
@@ -62,11 +63,12 @@ def aggregate(results: list[CampaignResult], configs: list[str]) -> dict[str, An
     return out
 
 
-def _f(m: dict[str, Any], pct: bool = False) -> str:
+def _f(m: dict[str, Any], pct: bool = False, digits: int = 3) -> str:
     if m["mean"] is None:
         return "n/a"
-    k = 100.0 if pct else 1.0
-    return f"{m['mean'] * k:.1f} ± {m['std'] * k:.1f}" if pct else f"{m['mean']:.3f} ± {m['std']:.3f}"
+    if pct:
+        return f"{m['mean'] * 100:.1f} ± {m['std'] * 100:.1f}"
+    return f"{m['mean']:.{digits}f} ± {m['std']:.{digits}f}"
 
 
 def markdown(figures: dict[str, Any]) -> str:
@@ -75,14 +77,14 @@ def markdown(figures: dict[str, Any]) -> str:
         return "(no campaigns)\n"
     tasks = sorted(next(iter(figures.values()))["score_by_task"])
     head = (["config", "seeds"] + [f"{t} final" for t in tasks]
-            + ["macro avg", "hacking %", "interception %", "returned hacked", "gain last half", "slot util.",
+            + ["macro avg", "selected review score", "hacking %", "interception %", "returned hacked", "gain last half", "slot util.",
                "experiments"])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, f in figures.items():
         row = [name, str(len(f["seeds"]))] + [_f(f["score_by_task"][t]) for t in tasks] + [
-            _f(f["macro_average"]), _f(f["hacking_rate"], pct=True), _f(f["interception_rate"], pct=True),
-            f"{f['returned_hacked']}/{f['campaigns']}", _f(f["gain_last_half"]), _f(f["slot_utilisation"]),
-            _f(f["experiments"])]
+            _f(f["macro_average"]), _f(f["selected_review_score"]), _f(f["hacking_rate"], pct=True), _f(f["interception_rate"], pct=True),
+            f"{f['returned_hacked']}/{f['campaigns']}", _f(f["gain_last_half"]), _f(f["slot_utilisation"], digits=2),
+            _f(f["experiments"], digits=1)]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"
 
