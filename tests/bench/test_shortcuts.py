@@ -9,7 +9,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from rsi_master.bench import CATALOGUE, ShortcutTendency, audit_campaign
+from rsi_master.bench import CATALOGUE, ShortcutTendency
 from rsi_master.bench._workers import ShortcutWorker, _best_own, _stalled
 from rsi_master.bench._workspace import Workspace, workspace_dir, workspace_edits
 from rsi_master.expos import Caller, audit

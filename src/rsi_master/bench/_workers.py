@@ -21,7 +21,7 @@ from ..expos import ToolError
 from ..orchestra import BudgetEnd, Direction, NodeContext, TPEWorker
 from ..orchestra._directions import DEFAULT_TRAIN, default_directions
 from ..orchestra._worker import _distribution, _order_bounds
-from ._shortcuts import CATALOGUE, ShortcutTendency
+from ._shortcuts import ShortcutTendency
 
 __all__ = ["RandomSearchWorker", "ShortcutWorker", "TPESearchWorker", "settings_of"]
 
