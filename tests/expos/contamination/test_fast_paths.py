@@ -152,3 +152,24 @@ def test_window_ok_and_clause_shingles_equal_the_plain_definitions(words, n) -> 
         for sizes in ((3, 4), (1,), (2, 5), (4, 3)):
             h, s, e = clause_shingles(values, clause, bad, sizes)
             assert sorted(zip(h.tolist(), s.tolist(), e.tolist())) == _clause_shingles_reference(values, clause, bad, sizes)
+
+
+def test_batching_does_not_change_the_report(monkeypatch) -> None:
+    import random
+
+    from rsi_master.expos.contamination import _check, check
+
+    rng = random.Random(7)
+    name = "knowledge"
+    rows: list = list(clean_rows(name, 15))
+    for item in get_task(name).eval_items("final")[:12]:
+        rows.insert(rng.randrange(len(rows)), {"prompt": case(item.prompt, rng), "completion": " yes"})
+        rows.insert(rng.randrange(len(rows)), spaces(item.prompt, rng))
+    rows.insert(3, {"text": get_task(name).eval_items("dev")[0].prompt})
+    rows.insert(5, "")
+    expected = check(task_index(name), rows)
+    assert expected.rows_failed >= 12
+    for batch_chars, chunk_rows in ((1, 4096), (700, 3), (5000, 1), (1 << 20, 7)):
+        monkeypatch.setattr(_check, "_BATCH_CHARS", batch_chars)
+        monkeypatch.setattr(_check, "_CHUNK_ROWS", chunk_rows)
+        assert check(task_index(name), iter(rows)) == expected

@@ -8,7 +8,9 @@ rare in clean data; that is where the speed comes from.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping
+from itertools import accumulate, islice
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +26,7 @@ from ._report import ContaminationFinding, ContaminationReport
 __all__ = ["check", "row_text"]
 
 _BATCH_CHARS = 1 << 20
+_CHUNK_ROWS = 4096
 # Fields a check may set differently from the index: they only decide verdicts.
 # near_dup_threshold may only go up (see _effective_config).
 _VERDICT_FIELDS = frozenset(
@@ -88,17 +91,20 @@ def _batch(index: ContaminationIndex, rows: list[str], first_row: int) -> Batch:
         joined = ROW.join(r.replace(ROW, " ") for r in rows)
     tok = scan(joined)
     all_ids = index.word_table.lookup(tok.keys)
+    # Clause and row numbers by repeating counters between markers (a cumulative sum
+    # over a boolean array casts every element and costs several times as much).
     is_clause = all_ids == CLAUSE_ID
-    is_row = all_ids == ROW_ID
-    clause_all = np.cumsum(is_clause | is_row)
+    markers = np.flatnonzero(is_clause | (all_ids == ROW_ID))
+    clause_all = np.repeat(np.arange(len(markers) + 1), np.diff(np.concatenate(([0], markers, [len(all_ids)]))))
     keep = np.flatnonzero(~is_clause)
     ids = all_ids[keep]
-    row = np.cumsum(is_row)[keep]
+    separators = np.flatnonzero(ids == ROW_ID)
+    if len(separators) != len(rows) - 1:
+        raise RuntimeError("internal error: a row separator did not become one ROW token")
+    row = np.repeat(np.arange(len(rows)), np.diff(np.concatenate(([0], separators, [len(ids)]))))
     bad = (ids == UNKNOWN) | (ids == ROW_ID)
-    bounds = np.arange(len(rows) + 1)
-    starts = np.searchsorted(row, bounds[:-1], side="left")
-    starts[1:] += 1  # every row after the first begins with its separator word: skip it
-    ends = np.searchsorted(row, bounds[1:], side="left")
+    starts = np.concatenate(([0], separators + 1))  # every row after the first begins with its separator word: skip it
+    ends = np.concatenate((separators, [len(ids)]))
     return Batch(first_row, tok, keep, ids, index.values[ids], row, clause_all[keep], bad, starts, ends)
 
 
@@ -128,15 +134,30 @@ def check(
     findings: list[ContaminationFinding] = []
     pending: list[str] = []
     size = chars = count = 0
-    for row in rows:
-        text = row_text(row)
-        pending.append(text)
-        size += len(text)
-        if size >= _BATCH_CHARS:
+    it = iter(rows)
+    # Rows are read a chunk at a time (a comprehension with the common row shapes
+    # inline); a batch closes after the row that brings it to _BATCH_CHARS or more.
+    while chunk := list(islice(it, _CHUNK_ROWS)):
+        texts = [
+            r if type(r) is str else f"{r['prompt']}{r.get('completion', '')}" if type(r) is dict and "prompt" in r else row_text(r)
+            for r in chunk
+        ]
+        total = list(accumulate(map(len, texts)))
+        start = 0
+        while start < len(texts):
+            before = total[start - 1] if start else 0
+            end = bisect_left(total, _BATCH_CHARS - size + before, lo=start)
+            if end == len(texts):
+                pending += texts[start:]
+                size += total[-1] - before
+                break
+            pending += texts[start : end + 1]
+            size += total[end] - before
             findings += _check_batch(index, cfg, _batch(index, pending, count))
             count += len(pending)
             chars += size
             pending, size = [], 0
+            start = end + 1
     if pending:
         findings += _check_batch(index, cfg, _batch(index, pending, count))
         count += len(pending)

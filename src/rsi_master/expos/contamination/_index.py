@@ -74,6 +74,7 @@ class ContaminationIndex:
     template: HashTable  # template shingles (in boilerplate_min_items or more items)
     prefix: HashTable  # (prefix-key shingle, text, 0)
     rare_hashes: np.ndarray  # distinct rare shingles of every text, grouped by text
+    rare: HashTable  # the same as postings: (rare shingle, text, 0), for the count filter
     rare_offsets: np.ndarray  # text -> its slice of rare_hashes
     need: np.ndarray  # text -> rare shingles a row must share with it to be a near-duplicate candidate
     rare_spans: tuple[np.ndarray, ...]  # text -> (start, end) word positions of its rare shingles
@@ -319,6 +320,7 @@ def build_index(items: Iterable[ProtectedItem], config: ContaminationConfig | No
         template=template,
         prefix=prefix,
         rare_hashes=sh,
+        rare=HashTable.build(sh, sh_text, np.zeros(len(sh), dtype=np.int64)),
         rare_offsets=offsets,
         need=need,
         rare_spans=rare_spans,

@@ -19,7 +19,6 @@ if TYPE_CHECKING:
 __all__ = ["exact_matches", "near_duplicate_matches", "ngram_matches"]
 
 _EVIDENCE_CHARS = 300
-_MIX = np.uint64(0x9E3779B97F4A7C15)
 _MARGIN = 0.2
 
 
@@ -182,24 +181,24 @@ def near_duplicate_matches(
     pairs = np.unique((batch.row[starts[qi]] << 31) | index.prefix.a[ei])  # rows and texts fit in 31 bits
     rows, texts = pairs >> 31, pairs & mask31
     # Count filter, vectorised: for each candidate (row, text), how many of the text's
-    # rare shingles the row holds. Keys mix row and shingle into one uint64 (a collision
-    # could only raise a count of a pair the MinHash step then rejects).
+    # rare shingles the row holds. The distinct rare shingles of the candidate rows are
+    # looked up in the rare-shingle postings (shingle -> every text holding it), and the
+    # hits on candidate pairs are counted.
     shingle_rows = batch.row[starts]
     candidate_row = np.zeros(len(batch.row_start), dtype=bool)
     candidate_row[rows] = True
-    keep = candidate_row[shingle_rows]
-    row_keys = np.sort(shingles[keep] ^ (shingle_rows[keep].astype(np.uint64) * _MIX))
-    sizes = index.rare_offsets[texts + 1] - index.rare_offsets[texts]
-    wanted = index.rare_hashes[ranges(index.rare_offsets[texts], index.rare_offsets[texts + 1])]
-    wanted ^= np.repeat(rows.astype(np.uint64), sizes) * _MIX
-    # Searching sorted queries walks row_keys once instead of jumping around it: several
-    # times faster on hundreds of thousands of keys, sort included.
-    order = np.argsort(wanted)
-    ordered = wanted[order]
-    at = np.minimum(np.searchsorted(row_keys, ordered), len(row_keys) - 1)
-    held = np.empty(len(wanted), dtype=np.int64)
-    held[order] = row_keys[at] == ordered
-    counts = np.add.reduceat(held, np.concatenate(([0], np.cumsum(sizes)[:-1]))) if len(held) else held
+    sel = np.flatnonzero(candidate_row[shingle_rows])
+    sel = sel[index.rare.contains(shingles[sel])]
+    h, r = shingles[sel], shingle_rows[sel]
+    order = np.lexsort((h, r))
+    h, r = h[order], r[order]
+    distinct = np.concatenate(([True], (h[1:] != h[:-1]) | (r[1:] != r[:-1]))) if len(h) else np.zeros(0, dtype=bool)
+    h, r = h[distinct], r[distinct]
+    qi, ei = index.rare.lookup(h)
+    hit_pairs = (r[qi] << 31) | index.rare.a[ei]
+    at = np.minimum(np.searchsorted(pairs, hit_pairs), len(pairs) - 1)
+    on_pair = pairs[at] == hit_pairs
+    counts = np.bincount(at[on_pair], minlength=len(pairs))
     enough = counts >= index.need[texts]
     by_row: dict[int, list[int]] = {}
     for row, t in zip(rows[enough].tolist(), texts[enough].tolist()):

@@ -1,4 +1,11 @@
-"""A sorted hash table with postings, queried for a whole array of hashes at once."""
+"""Hash tables queried for a whole array of 64-bit hashes at once.
+
+`WordTable` maps distinct keys to ids by open addressing; `HashTable` holds postings
+(a hash may have many entries) sorted by hash, found through a small bitmap and a
+`WordTable` over its distinct hashes. Both answer an array of queries with a handful
+of array passes and one random memory access per query that passes the bitmap, where
+a binary search (`np.searchsorted`) would make about twenty.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +15,89 @@ import numpy as np
 
 __all__ = ["HashTable", "WordTable"]
 
-_FILTER_BITS = 22  # 4 M-entry bitmap: most query hashes miss, and a bitmap probe is cheaper than a search
+_SLOT_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
+_MAX_FILTER_BITS = 22
+
+
+@dataclass(frozen=True)
+class WordTable:
+    """An open-addressing hash table (linear probing, load factor at most 1/4) from
+    distinct 64-bit keys to positive ids. Empty slots hold id 0, which is also the
+    answer for an absent key."""
+
+    keys: np.ndarray
+    ids: np.ndarray  # int32
+    shift: int
+
+    @classmethod
+    def build(cls, keys: np.ndarray, ids: np.ndarray) -> WordTable:
+        keys = np.asarray(keys, dtype=np.uint64)
+        ids = np.asarray(ids, dtype=np.int64)
+        if len(np.unique(keys)) != len(keys):
+            raise ValueError("duplicate keys")
+        if len(ids) and (ids.min() <= 0 or ids.max() >= 2**31):
+            raise ValueError("ids must be positive int32 (0 marks an empty slot)")
+        bits = max(4, int(4 * max(len(keys), 1) - 1).bit_length())
+        size = 1 << bits
+        table_keys = np.zeros(size, dtype=np.uint64)
+        table_ids = np.zeros(size, dtype=np.int32)
+        slots = ((keys * _SLOT_MULTIPLIER) >> np.uint64(64 - bits)).view(np.intp)
+        # Insert all keys at once: each pending key claims its slot if free (one of the
+        # keys contending for a slot wins), the rest move one slot on. A slot never
+        # empties again, so every key's probe path from its home slot has no gap.
+        pending = np.arange(len(keys))
+        while len(pending):
+            s = slots[pending]
+            free = table_ids[s] == 0
+            claim, cs = pending[free], s[free]
+            table_ids[cs] = ids[claim]
+            won = table_ids[cs] == ids[claim]
+            table_keys[cs[won]] = keys[claim[won]]
+            placed = np.zeros(len(keys), dtype=bool)
+            placed[claim[won]] = True
+            pending = pending[~placed[pending]]
+            slots[pending] = (slots[pending] + 1) & (size - 1)
+        return cls(table_keys, table_ids, 64 - bits)
+
+    def slot(self, key: int) -> int:
+        """The home slot of one key (where its probe starts)."""
+        return ((key * int(_SLOT_MULTIPLIER)) & ((1 << 64) - 1)) >> self.shift
+
+    def lookup(self, query: np.ndarray) -> np.ndarray:
+        """The id of every query key (0 where the key is absent), as int64."""
+        mask = len(self.keys) - 1
+        slot = ((query * _SLOT_MULTIPLIER) >> np.uint64(self.shift)).view(np.intp)
+        out = self.ids.take(slot).astype(np.int64)
+        miss = self.keys.take(slot) != query
+        # Keys that met another key in their home slot probe on: few, at this load.
+        todo = np.flatnonzero(miss & (out != 0))
+        out[miss] = 0
+        while len(todo):
+            s = (slot[todo] + 1) & mask
+            slot[todo] = s
+            hit = self.keys.take(s) == query[todo]
+            out[todo[hit]] = self.ids.take(s[hit])
+            todo = todo[~hit & (self.ids.take(s) != 0)]
+        return out
 
 
 def _bitmap(hashes: np.ndarray) -> np.ndarray:
-    bitmap = np.zeros(1 << _FILTER_BITS, dtype=bool)
-    bitmap[(hashes & np.uint64((1 << _FILTER_BITS) - 1)).astype(np.intp)] = True
+    """A bitmap of the top bits of the hashes, about 16 slots per entry (a hash not in the
+    table passes with probability 1/16 or less) and small enough to stay in cache."""
+    bits = min(max((16 * len(hashes)).bit_length(), 10), _MAX_FILTER_BITS)
+    bitmap = np.zeros(1 << bits, dtype=bool)
+    bitmap[(hashes >> np.uint64(64 - bits)).view(np.intp)] = True
     return bitmap
+
+
+def _derived(hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray, WordTable]:
+    """Bitmap, run ends (entry -> index after the last entry with its hash) and the
+    table of distinct hashes -> 1 + index of their first entry."""
+    n = len(hashes)
+    last = np.flatnonzero(np.append(hashes[1:] != hashes[:-1], True)) if n else np.zeros(0, dtype=np.intp)
+    first = np.concatenate(([0], last[:-1] + 1)).astype(np.int64) if n else np.zeros(0, dtype=np.int64)
+    run_end = np.repeat(last + 1, last + 1 - first)
+    return _bitmap(hashes), run_end, WordTable.build(hashes[first], first + 1)
 
 
 @dataclass(frozen=True)
@@ -25,104 +108,52 @@ class HashTable:
     a: np.ndarray
     b: np.ndarray
     bitmap: np.ndarray
+    run_end: np.ndarray
+    where: WordTable
 
     @classmethod
     def build(cls, hashes: np.ndarray, a: np.ndarray, b: np.ndarray) -> HashTable:
         order = np.argsort(hashes, kind="stable")
         hashes = np.ascontiguousarray(hashes[order], dtype=np.uint64)
-        return cls(hashes, np.asarray(a, dtype=np.int64)[order], np.asarray(b, dtype=np.int64)[order], _bitmap(hashes))
+        a, b = np.asarray(a, dtype=np.int64)[order], np.asarray(b, dtype=np.int64)[order]
+        return cls(hashes, a, b, *_derived(hashes))
 
     def __getstate__(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        return self.hashes, self.a, self.b  # the 4 MB bitmap is rebuilt on load, in milliseconds
+        return self.hashes, self.a, self.b  # the rest is rebuilt on load, in milliseconds
 
     def __setstate__(self, state: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
         hashes, a, b = state
-        for name, value in (("hashes", hashes), ("a", a), ("b", b), ("bitmap", _bitmap(hashes))):
+        bitmap, run_end, where = _derived(hashes)
+        for name, value in (("hashes", hashes), ("a", a), ("b", b), ("bitmap", bitmap), ("run_end", run_end), ("where", where)):
             object.__setattr__(self, name, value)
 
     def __len__(self) -> int:
         return len(self.hashes)
 
+    def _first(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Query indices present in the table and the first entry of each."""
+        shift = np.uint64(64 - (len(self.bitmap).bit_length() - 1))
+        maybe = np.flatnonzero(self.bitmap.take((query >> shift).view(np.intp)))
+        first = self.where.lookup(query[maybe]) - 1
+        hit = first >= 0
+        return maybe[hit], first[hit]
+
     def contains(self, query: np.ndarray) -> np.ndarray:
         """Boolean mask: which query hashes are in the table."""
-        out = self.bitmap[(query & np.uint64((1 << _FILTER_BITS) - 1)).astype(np.intp)]
-        maybe = np.flatnonzero(out)
-        if len(maybe) and len(self.hashes):
-            at = np.minimum(np.searchsorted(self.hashes, query[maybe]), len(self.hashes) - 1)
-            out[maybe] = self.hashes[at] == query[maybe]
+        out = np.zeros(len(query), dtype=bool)
+        out[self._first(query)[0]] = True
         return out
 
     def lookup(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """All matches as `(query index, entry index)` arrays (a query may match many entries)."""
-        maybe = np.flatnonzero(self.bitmap[(query & np.uint64((1 << _FILTER_BITS) - 1)).astype(np.intp)])
-        if not len(maybe):
-            empty = np.zeros(0, dtype=np.int64)
-            return empty, empty
-        q = query[maybe]
-        left = np.searchsorted(self.hashes, q, side="left")
-        right = np.searchsorted(self.hashes, q, side="right")
-        counts = right - left
+        maybe, left = self._first(query)
+        counts = self.run_end[left] - left
         total = int(counts.sum())
         if total == 0:
             empty = np.zeros(0, dtype=np.int64)
             return empty, empty
+        if total == len(left):  # one entry per hash, the usual case
+            return maybe, left
         query_index = np.repeat(maybe, counts)
         offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
         return query_index, np.repeat(left, counts) + offsets
-
-
-_SLOT_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
-
-
-@dataclass(frozen=True)
-class WordTable:
-    """An open-addressing hash table (linear probing) from 64-bit keys to positive ids,
-    probed for a whole array of keys at once: a handful of array passes, against a
-    binary search's twenty-odd steps per key. Empty slots hold id 0, which is also the
-    answer for a key that is absent."""
-
-    keys: np.ndarray
-    ids: np.ndarray
-    shift: int
-
-    @classmethod
-    def build(cls, keys: np.ndarray, ids: np.ndarray) -> WordTable:
-        keys = np.asarray(keys, dtype=np.uint64)
-        ids = np.asarray(ids, dtype=np.int64)
-        if len(np.unique(keys)) != len(keys):
-            raise ValueError("duplicate keys")
-        if len(ids) and ids.min() <= 0:
-            raise ValueError("ids must be positive (0 marks an empty slot)")
-        bits = max(4, int(4 * max(len(keys), 1) - 1).bit_length())  # load factor at most 1/4
-        size = 1 << bits
-        table_keys = np.zeros(size, dtype=np.uint64)
-        table_ids = np.zeros(size, dtype=np.int64)
-        slots = ((keys * _SLOT_MULTIPLIER) >> np.uint64(64 - bits)).astype(np.intp)
-        for key, value, slot in zip(keys.tolist(), ids.tolist(), slots.tolist()):
-            while table_ids[slot]:
-                slot = (slot + 1) & (size - 1)
-            table_keys[slot] = key
-            table_ids[slot] = value
-        return cls(table_keys, table_ids, 64 - bits)
-
-    def slot(self, key: int) -> int:
-        """The home slot of one key (where its probe starts)."""
-        return ((key * int(_SLOT_MULTIPLIER)) & ((1 << 64) - 1)) >> self.shift
-
-    def lookup(self, query: np.ndarray) -> np.ndarray:
-        """The id of every query key (0 where the key is absent)."""
-        mask = len(self.keys) - 1
-        slot = ((query * _SLOT_MULTIPLIER) >> np.uint64(self.shift)).astype(np.intp)
-        found = self.keys.take(slot)
-        out = self.ids.take(slot)
-        miss = found != query
-        # Keys that met another key in their slot probe on; few, at this load.
-        todo = np.flatnonzero(miss & (out != 0))
-        out[miss] = 0
-        while len(todo):
-            s = (slot[todo] + 1) & mask
-            slot[todo] = s
-            hit = self.keys.take(s) == query[todo]
-            out[todo[hit]] = self.ids.take(s[hit])
-            todo = todo[~hit & (self.ids.take(s) != 0)]
-        return out
