@@ -157,7 +157,11 @@ def run_bench(out_dir: str | Path, *, configs: list[str] | None = None, tasks: l
     results.sort(key=lambda r: order[(r.config, r.task, r.seed)])
     figures = aggregate(results, configs)
     table = markdown(figures)
-    report = {"version": 1, "settings": settings, "figures": figures,
+    report = {"version": 1, "settings": settings,
+              "configurations": {n: {"description": CONFIGS[n].description, "main": CONFIGS[n].main,
+                                     "worker": CONFIGS[n].worker, "environment": CONFIGS[n].environment or "expos",
+                                     "one_slot": CONFIGS[n].one_slot} for n in configs},
+              "figures": figures,
               "campaigns": [r.model_dump(mode="json") for r in results], "wall_s": round(time.time() - t0, 1)}
     (out / "bench.json").write_text(json.dumps(report, indent=1))
     (out / "bench.md").write_text(table)
