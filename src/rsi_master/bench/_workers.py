@@ -120,7 +120,23 @@ def _best_own(memory: list[dict[str, Any]]) -> str | None:
 class TPESearchWorker(ShortcutWorker):
     """Optuna TPE over the union of every recipe knob of the task: the generator family is
     one more categorical parameter, each family's knobs are searched under its name, and
-    the training parameters as in every direction. Same shortcut tendency."""
+    the training parameters as in every direction. Same shortcut tendency.
+
+    The Workers of one run (one per slot) share one study, as Optuna is run with parallel
+    workers: a journal file in the run's scratch directory (outside the ledger; the
+    experiments themselves are recorded by ExpOS as always)."""
+
+    STUDY = "union-search"
+
+    def _study(self, ctx: NodeContext, d: Direction) -> Any:
+        import optuna
+        from optuna.storages import JournalStorage
+        from optuna.storages.journal import JournalFileBackend
+
+        path = ctx.expos.run.path / "scratch" / f"optuna-{self.STUDY}.journal"
+        path.parent.mkdir(exist_ok=True)
+        return optuna.create_study(direction="maximize", sampler=self._sampler(ctx, d), study_name=self.STUDY,
+                                   storage=JournalStorage(JournalFileBackend(str(path))), load_if_exists=True)
 
     def _sampler(self, ctx: NodeContext, d: Direction) -> Any:
         import optuna
@@ -154,7 +170,9 @@ class TPESearchWorker(ShortcutWorker):
 
 
 class RandomSearchWorker(TPESearchWorker):
-    """Random search over the same union space."""
+    """Random search over the same union space (each Worker its own seed, one shared study)."""
+
+    STUDY = "union-random"
 
     def _sampler(self, ctx: NodeContext, d: Direction) -> Any:
         import optuna

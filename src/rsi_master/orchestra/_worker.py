@@ -85,7 +85,7 @@ class TPEWorker:
         max_rows = int(contract.budget["max_rows"])
         max_steps_cap = int(contract.budget["max_train_steps"])
         space = self._space(ctx, d)
-        study = optuna.create_study(direction="maximize", sampler=self._sampler(ctx, d))
+        study = self._study(ctx, d)
         memory = list(ctx.memory)
         for m in memory:  # evidence first: the Worker's own earlier trials (after a resume)
             params = self._params_of(d, m)
@@ -139,6 +139,11 @@ class TPEWorker:
     # -- extension points (the `tpe` Worker's own choices) ---------------------------------
     def _space(self, ctx: NodeContext, d: Direction) -> dict[str, Any]:
         return _space(d)
+
+    def _study(self, ctx: NodeContext, d: Direction) -> Any:
+        import optuna
+
+        return optuna.create_study(direction="maximize", sampler=self._sampler(ctx, d))
 
     def _sampler(self, ctx: NodeContext, d: Direction) -> Any:
         import optuna
