@@ -113,6 +113,19 @@ def test_expos_cli_exit_codes(run, tmp_path):
     assert listing.returncode == 0 and "eval.review" in listing.stdout and "data.generate" not in listing.stdout
 
 
+def test_an_external_main_may_not_name_the_code_a_worker_node_runs(run):
+    path = str(run.run.path)
+    run.close()
+    add = '{"worker_id": "w1", "task": "t", "direction": {"family": "answer_only", "agent": "os:getcwd"}}'
+    refused = _expos("--run", path, "--role", "main", "--id", "m", "worker.add", add)
+    assert refused.returncode == 3 and "the run's Worker agent ('tpe')" in refused.stderr
+    ok = _expos("--run", path, "--role", "main", "--id", "m", "worker.add", add.replace("os:getcwd", "tpe"))
+    assert ok.returncode == 0
+    with ExpOS.open(path, writable=False) as x:
+        assert [e.payload["tool"] for e in x.events("guard.blocked")] == ["worker.add"]
+        assert [e.payload["direction"]["agent"] for e in x.events("worker.add")] == ["tpe"]
+
+
 def test_registry_names_are_unique_and_llm_safe():
     llm = [t.llm_name for t in TOOLS.values()]
     assert len(llm) == len(set(llm))

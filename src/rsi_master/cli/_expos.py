@@ -44,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from ..errors import RsiMasterError
     from ..expos import ROLES, Caller, ExpOS, ToolError, llm_tool_schemas, tools_for
+    from ..expos._external import external_call
 
     if args.role not in ROLES:
         print(f"expos: error: unknown role {args.role!r}; roles: {', '.join(ROLES)}", file=sys.stderr)
@@ -72,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"expos: error: {exc}", file=sys.stderr)
         return EXIT_RUN
     try:
-        result = expos.call(Caller(args.role, args.id), args.tool, data)
+        result = external_call(expos, Caller(args.role, args.id), args.tool, data)
     except ToolError as exc:
         print(f"expos: {type(exc).__name__.removeprefix('Tool').lower()}: {exc}", file=sys.stderr)
         return exc.exit_code

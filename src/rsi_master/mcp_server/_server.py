@@ -49,22 +49,9 @@ class ExposDoor:
         return await asyncio.wrap_future(self.pool.submit(self._call, name, args))
 
     def _call(self, name: str, args: dict[str, Any]) -> Any:
-        from ..expos import TOOLS, ToolRefused
+        from ..expos._external import external_call
 
-        tool = TOOLS.get(name) or next((t for t in TOOLS.values() if t.llm_name == name), None)
-        direction = args.get("direction")
-        if tool is not None and tool.name == "worker.add" and isinstance(direction, dict) and "agent" in direction:
-            # A slot process imports and runs the Worker agent a direction names: an external
-            # Main may not choose that code. The run's own Worker agent is the only one allowed.
-            starts = self.expos.events("orchestra.start")
-            allowed = str(starts[0].payload.get("worker", "tpe")) if starts else "tpe"
-            if direction["agent"] != allowed:
-                reason = f"direction.agent is the run's Worker agent ({allowed!r}), not the caller's choice"
-                self.expos.record(self.caller, "guard.blocked", {
-                    "tool": tool.name, "subcategory": None, "reason": reason,
-                    "args": {"direction": {"agent": str(direction["agent"])[:200]}}})
-                raise ToolRefused(reason)
-        return self.expos.call(self.caller, name, args)
+        return external_call(self.expos, self.caller, name, args)
 
     def close(self) -> None:
         self.pool.submit(self.expos.close).result()
