@@ -77,7 +77,8 @@ class ContaminationIndex:
     rare: HashTable  # the same as postings: (rare shingle, text, 0), for the count filter
     rare_offsets: np.ndarray  # text -> its slice of rare_hashes
     need: np.ndarray  # text -> rare shingles a row must share with it to be a near-duplicate candidate
-    rare_spans: tuple[np.ndarray, ...]  # text -> (start, end) word positions of its rare shingles
+    rare_spans: tuple[np.ndarray, ...]  # text -> (start, end) word positions of its rare shingles, by start
+    rare_spans_by_end: tuple[np.ndarray, ...]  # the same sorted by end
     text_shingles: tuple[frozenset[int], ...]  # text -> its rare shingles
     minhashes: tuple = field(repr=False)  # LeanMinHash per text (None when it has no shingle)
     lsh: object = field(repr=False)  # datasketch MinHashLSH keyed by text index
@@ -226,9 +227,14 @@ def build_index(items: Iterable[ProtectedItem], config: ContaminationConfig | No
     template_h = np.unique(sh_all[~rare_all])
     template = HashTable.build(template_h, np.zeros(len(template_h), np.int64), np.zeros(len(template_h), np.int64))
     rare_pos, rare_end = sh_pos[rare_all], sh_end[rare_all]
-    rare_spans = tuple(
-        np.stack([rare_pos[sel] - texts.starts[t], rare_end[sel] - texts.starts[t]], axis=1)
-        for t, sel in enumerate(_group(sh_text_all[rare_all], len(texts.ids)))
+    # Per text, (start, end) of its rare shingles sorted by start, and sorted by end: the
+    # n-gram method finds the first and last one inside a run with two bisections.
+    rare_text = sh_text_all[rare_all]
+    rare_start, rare_stop = rare_pos - texts.starts[rare_text], rare_end - texts.starts[rare_text]
+    span_bounds = np.searchsorted(np.sort(rare_text), np.arange(len(texts.ids) + 1)).tolist()
+    rare_spans, rare_spans_by_end = (
+        tuple(np.stack([rare_start[o], rare_stop[o]], axis=1) for o in (order[lo:hi] for lo, hi in zip(span_bounds, span_bounds[1:])))
+        for order in (np.lexsort((rare_stop, rare_start, rare_text)), np.lexsort((rare_start, rare_stop, rare_text)))
     )
 
     # n-grams: a seed is a non-template n-gram that covers a rare shingle of its text.
@@ -324,6 +330,7 @@ def build_index(items: Iterable[ProtectedItem], config: ContaminationConfig | No
         rare_offsets=offsets,
         need=need,
         rare_spans=rare_spans,
+        rare_spans_by_end=rare_spans_by_end,
         text_shingles=text_shingles,
         minhashes=tuple(minhashes),
         lsh=lsh,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
+from itertools import chain
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -79,7 +81,7 @@ def ngram_matches(
     hits = sorted(zip(index.seeds.a[ei].tolist(), pos[qi].tolist(), index.seeds.b[ei].tolist()))
     row_words: dict[int, tuple[int, list[int]]] = {}  # row -> (first position, its word ids)
     text_words: dict[int, list[int]] = {}
-    text_spans: dict[int, list[tuple[int, int]]] = {}
+    text_spans: dict[int, tuple[list[int], list[int], list[int], list[int]]] = {}
     covered: dict[tuple[int, int], int] = {}  # (text, diagonal) -> end of the last run found on it
     best: dict[tuple[int, int], tuple[int, int, int]] = {}  # (row, text) -> longest core (row-relative)
     for t, i, j in hits:
@@ -93,7 +95,8 @@ def ngram_matches(
         tw = text_words.get(t)
         if tw is None:
             tw = text_words[t] = index.text_ids[t].tolist()
-            text_spans[t] = [tuple(span) for span in index.rare_spans[t].tolist()]
+            by_start, by_end = index.rare_spans[t], index.rare_spans_by_end[t]
+            text_spans[t] = (by_start[:, 0].tolist(), by_start[:, 1].tolist(), by_end[:, 1].tolist(), by_end[:, 0].tolist())
         a, b = i - offset, j
         while a > 0 and b > 0 and words[a - 1] == tw[b - 1]:
             a, b = a - 1, b - 1
@@ -105,10 +108,18 @@ def ngram_matches(
         covered[t, i - j] = e + offset
         # Measure the run's core: template words at its ends (a shared instruction,
         # a function catalogue, "how many ... are there now") say nothing about copying.
-        inside = [(s, x) for s, x in text_spans[t] if s >= b and x <= f]
-        if not inside:
-            continue
-        core = (a + min(s for s, _ in inside) - b, a + max(x for _, x in inside) - b)
+        # The core runs from the first rare shingle inside [b, f) (the first by start
+        # with start >= b that ends by f) to the last (by end, ending by f, starting >= b).
+        start_s, start_x, end_x, end_s = text_spans[t]
+        k = bisect_left(start_s, b)
+        while k < len(start_s) and start_s[k] < f and start_x[k] > f:
+            k += 1
+        if k == len(start_s) or start_s[k] >= f:
+            continue  # no rare shingle inside the run
+        m = bisect_right(end_x, f) - 1
+        while end_s[m] < b:  # stops: the shingle found above qualifies
+            m -= 1
+        core = (a + start_s[k] - b, a + end_x[m] - b)
         if core[1] - core[0] < n:
             continue
         key = (row, t)
@@ -178,7 +189,8 @@ def near_duplicate_matches(
     if not len(qi):
         return []
     mask31 = (1 << 31) - 1
-    pairs = np.unique((batch.row[starts[qi]] << 31) | index.prefix.a[ei])  # rows and texts fit in 31 bits
+    pairs = np.sort((batch.row[starts[qi]] << 31) | index.prefix.a[ei])  # rows and texts fit in 31 bits
+    pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))]
     rows, texts = pairs >> 31, pairs & mask31
     # Count filter, vectorised: for each candidate (row, text), how many of the text's
     # rare shingles the row holds. The distinct rare shingles of the candidate rows are
@@ -188,29 +200,24 @@ def near_duplicate_matches(
     candidate_row = np.zeros(len(batch.row_start), dtype=bool)
     candidate_row[rows] = True
     sel = np.flatnonzero(candidate_row[shingle_rows])
-    sel = sel[index.rare.contains(shingles[sel])]
-    h, r = shingles[sel], shingle_rows[sel]
-    order = np.lexsort((h, r))
-    h, r = h[order], r[order]
-    distinct = np.concatenate(([True], (h[1:] != h[:-1]) | (r[1:] != r[:-1]))) if len(h) else np.zeros(0, dtype=bool)
-    h, r = h[distinct], r[distinct]
-    qi, ei = index.rare.lookup(h)
-    hit_pairs = (r[qi] << 31) | index.rare.a[ei]
-    at = np.minimum(np.searchsorted(pairs, hit_pairs), len(pairs) - 1)
-    on_pair = pairs[at] == hit_pairs
-    counts = np.bincount(at[on_pair], minlength=len(pairs))
+    found, first = index.rare.find(shingles[sel])  # `first` identifies the shingle
+    # Distinct (row, shingle) pairs, then every text holding each shingle.
+    held = np.sort((shingle_rows[sel[found]] << 32) | first)
+    held = held[np.concatenate(([True], held[1:] != held[:-1]))] if len(held) else held
+    at, entries = index.rare.expand(held & ((1 << 32) - 1))
+    hit_pairs = np.sort(((held[at] >> 32) << 31) | index.rare.a[entries])
+    counts = np.searchsorted(hit_pairs, pairs, side="right") - np.searchsorted(hit_pairs, pairs, side="left")
     enough = counts >= index.need[texts]
     by_row: dict[int, list[int]] = {}
     for row, t in zip(rows[enough].tolist(), texts[enough].tolist()):
         by_row.setdefault(row, []).append(t)
-    findings: list[ContaminationFinding] = []
+    # Windows to compare: the run of clauses holding shared rare shingles, per candidate.
     shingles_of = _row_shingles(index, cfg, batch, sorted(by_row))
+    plans: list[tuple[int, int, int, int, bool, int]] = []  # row, text, window clauses, one clause, window
+    window_sets: list[set[int]] = []
+    window_of: dict[tuple[int, int, int], int] = {}
     for row, candidates in sorted(by_row.items()):
         per_clause = shingles_of[row]
-        positions = np.arange(batch.row_start[row], batch.row_end[row])
-        clause = batch.clause[positions]
-        windows: dict[tuple[int, int], object] = {}
-        reported: set[int] = set()
         for t in sorted(candidates):
             own = index.text_shingles[t]
             hit = [c for c, hs in per_clause.items() if not hs.isdisjoint(own)]
@@ -224,29 +231,45 @@ def near_duplicate_matches(
             # a 128-permutation estimate, so no estimate above the threshold is lost).
             if len(window & own) < (cfg.near_dup_threshold - _MARGIN) * len(window | own):
                 continue
-            if (lo, hi) not in windows:
-                hashes = np.fromiter(window, dtype=np.uint64, count=len(window))
-                windows[lo, hi] = lean(signatures(hashes, np.zeros(len(hashes), dtype=np.int64), 1, cfg)[0], cfg)
-            mh = windows[lo, hi]
-            for other in sorted({t, *index.lsh.query(mh)} - reported):
-                target = index.minhashes[other]
-                jaccard = float(mh.jaccard(target)) if target is not None else 0.0
-                if jaccard < cfg.near_dup_threshold:
-                    continue
-                reported.add(other)
-                in_window = positions[(clause >= lo) & (clause <= hi)]
-                evidence = " ".join(batch.tokens.text(int(p)) for p in batch.token_pos[in_window])[:_EVIDENCE_CHARS]
-                findings.append(
-                    _finding(
-                        index,
-                        batch,
-                        row,
-                        other,
-                        kind="near_duplicate",
-                        verdict="flag" if one_clause else cfg.near_dup_verdict,
-                        words=len(in_window),
-                        jaccard=round(jaccard, 4),
-                        evidence=evidence,
-                    )
+            if (row, lo, hi) not in window_of:
+                window_of[row, lo, hi] = len(window_sets)
+                window_sets.append(window)
+            plans.append((row, t, lo, hi, one_clause, window_of[row, lo, hi]))
+    if not plans:
+        return []
+    # MinHashes of all windows in one call.
+    sizes = [len(w) for w in window_sets]
+    hashes = np.fromiter(chain.from_iterable(window_sets), dtype=np.uint64, count=sum(sizes))
+    sigs = signatures(hashes, np.repeat(np.arange(len(window_sets)), sizes), len(window_sets), cfg)
+    minhashes = [lean(sig, cfg) for sig in sigs]
+    findings: list[ContaminationFinding] = []
+    reported: set[int] = set()
+    current = -1
+    for row, t, lo, hi, one_clause, w in plans:
+        if row != current:
+            current, reported = row, set()
+            positions = np.arange(batch.row_start[row], batch.row_end[row])
+            clause = batch.clause[positions]
+        mh = minhashes[w]
+        for other in sorted({t, *index.lsh.query(mh)} - reported):
+            target = index.minhashes[other]
+            jaccard = float(mh.jaccard(target)) if target is not None else 0.0
+            if jaccard < cfg.near_dup_threshold:
+                continue
+            reported.add(other)
+            in_window = positions[(clause >= lo) & (clause <= hi)]
+            evidence = " ".join(batch.tokens.text(int(p)) for p in batch.token_pos[in_window])[:_EVIDENCE_CHARS]
+            findings.append(
+                _finding(
+                    index,
+                    batch,
+                    row,
+                    other,
+                    kind="near_duplicate",
+                    verdict="flag" if one_clause else cfg.near_dup_verdict,
+                    words=len(in_window),
+                    jaccard=round(jaccard, 4),
+                    evidence=evidence,
                 )
+            )
     return findings

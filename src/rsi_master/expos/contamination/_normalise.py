@@ -77,6 +77,7 @@ _SPACE = np.zeros(256, dtype=bool)
 for _c in b" \t\r\n\x0b\x0c":
     _SPACE[_c] = True
 _CLASS_TABLE = _CLASS.tobytes()
+_AFTER_BOUND = np.where(_SPACE, _CLAUSE, _SEP).astype(np.uint8)  # class of a boundary byte by the byte after it
 _BYTE_VALUE = np.random.default_rng(0xB17E).integers(1, 2**63, size=256, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
 _BASE = np.uint64(0x100000001B3)  # odd, so invertible modulo 2^64
 _BASE_INVERSE = np.uint64(pow(0x100000001B3, -1, 1 << 64))
@@ -112,6 +113,13 @@ def _at(mask: np.ndarray, idx: np.ndarray, fill: bool = False) -> np.ndarray:
     return np.where(ok, mask[np.clip(idx, 0, max(len(mask) - 1, 0))], fill)
 
 
+def _separators(c: np.ndarray, i: np.ndarray) -> np.ndarray:
+    """Whether each comma `i` sits between a digit and exactly three digits."""
+    around = np.add.outer(i, np.arange(-1, 5))  # the byte before each comma and four after
+    digit = _DIGIT[c[np.clip(around, 0, len(c) - 1)]] & (around >= 0) & (around < len(c))
+    return digit[:, 0] & digit[:, 2] & digit[:, 3] & digit[:, 4] & ~digit[:, 5]
+
+
 def _thousands(c: np.ndarray) -> np.ndarray:
     """Positions of thousands separators (`1,000`, `12,345,678`).
 
@@ -123,14 +131,13 @@ def _thousands(c: np.ndarray) -> np.ndarray:
     i = np.flatnonzero(c == ord(","))
     if not len(i):
         return i
-    # Most commas are followed by a space: only a comma before a digit can qualify.
-    if not _DIGIT[c[np.minimum(i + 1, len(c) - 1)]][i + 1 < len(c)].any():
+    # Most commas are followed by a space: only a comma between two digits can qualify,
+    # and when none of those does, no pass over the buffer is needed.
+    between = i[(i > 0) & (i + 1 < len(c))]
+    between = between[_DIGIT[c[between + 1]] & _DIGIT[c[between - 1]]]
+    if not _separators(c, between).any():
         return i[:0]
-    around = np.add.outer(i, np.arange(-1, 5))  # the byte before each comma and four after
-    digit = _DIGIT[c[np.clip(around, 0, len(c) - 1)]] & (around >= 0) & (around < len(c))
-    ok = digit[:, 0] & digit[:, 2] & digit[:, 3] & digit[:, 4] & ~digit[:, 5]
-    if not ok.any():
-        return i[:0]
+    ok = _separators(c, i)
     member = _DIGIT[c] | (c == ord(","))
     edge = np.flatnonzero(np.diff(np.concatenate(([False], member, [False])).view(np.int8)))
     span_starts = edge[0::2]
@@ -228,11 +235,13 @@ def powers_of(n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _drop(c: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """`c` without the bytes at `positions` (few: copied as the slices between them)."""
     if not len(positions):
         return c
-    keep = np.ones(len(c), dtype=bool)
-    keep[positions] = False
-    return c[keep]
+    positions = np.unique(positions)
+    starts = np.concatenate(([0], positions + 1)).tolist()
+    ends = np.concatenate((positions, [len(c)])).tolist()
+    return np.concatenate([c[s:e] for s, e in zip(starts, ends)])
 
 
 def _normalised(text: str) -> np.ndarray:
@@ -250,12 +259,15 @@ def _spans(c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     byte is a token of its own)."""
     n = len(c)
     cls = np.frombuffer(c.tobytes().translate(_CLASS_TABLE), dtype=np.uint8).copy()  # C speed, unlike _CLASS[c]
+    padded = np.empty(n + 2, dtype=np.uint8)  # a space on either side: no bounds checks
+    padded[0] = padded[n + 1] = ord(" ")
+    padded[1 : n + 1] = c
     hyphen = np.flatnonzero(c == ord("-"))
     if len(hyphen):
-        letters = _LETTER[_at(c, hyphen - 1, 0)] & _LETTER[_at(c, hyphen + 1, 0)]
+        letters = _LETTER[padded[hyphen]] & _LETTER[padded[hyphen + 2]]
         cls[hyphen[letters]] = _SEP
     bound = np.flatnonzero(cls == _BOUND)
-    cls[bound] = np.where(_SPACE[_at(c, bound + 1, ord(" "))], _CLAUSE, _SEP)  # followed by whitespace or the end
+    cls[bound] = _AFTER_BOUND[padded[bound + 2]]  # a clause boundary when whitespace (or the end) follows
     # A token starts where the class changes to a non-SEP one, or at any marker byte
     # (a run of markers, e.g. empty rows or `?!` before a space, is one token per byte);
     # it ends where the next run starts or a SEP byte follows.

@@ -33,7 +33,8 @@ class WordTable:
     def build(cls, keys: np.ndarray, ids: np.ndarray) -> WordTable:
         keys = np.asarray(keys, dtype=np.uint64)
         ids = np.asarray(ids, dtype=np.int64)
-        if len(np.unique(keys)) != len(keys):
+        ordered = np.sort(keys)
+        if (ordered[1:] == ordered[:-1]).any():
             raise ValueError("duplicate keys")
         if len(ids) and (ids.min() <= 0 or ids.max() >= 2**31):
             raise ValueError("ids must be positive int32 (0 marks an empty slot)")
@@ -130,30 +131,32 @@ class HashTable:
     def __len__(self) -> int:
         return len(self.hashes)
 
-    def _first(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Query indices present in the table and the first entry of each."""
+    def find(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The indices of the query hashes present in the table, and the first entry of
+        each (which identifies the hash: see `expand` for all its entries)."""
         shift = np.uint64(64 - (len(self.bitmap).bit_length() - 1))
         maybe = np.flatnonzero(self.bitmap.take((query >> shift).view(np.intp)))
         first = self.where.lookup(query[maybe]) - 1
         hit = first >= 0
         return maybe[hit], first[hit]
 
+    def expand(self, first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every entry with the hash of each first entry, as `(index into first, entry)`."""
+        counts = self.run_end[first] - first
+        total = int(counts.sum())
+        if total == len(first):  # one entry per hash, the usual case
+            return np.arange(len(first)), first
+        offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+        return np.repeat(np.arange(len(first)), counts), np.repeat(first, counts) + offsets
+
     def contains(self, query: np.ndarray) -> np.ndarray:
         """Boolean mask: which query hashes are in the table."""
         out = np.zeros(len(query), dtype=bool)
-        out[self._first(query)[0]] = True
+        out[self.find(query)[0]] = True
         return out
 
     def lookup(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """All matches as `(query index, entry index)` arrays (a query may match many entries)."""
-        maybe, left = self._first(query)
-        counts = self.run_end[left] - left
-        total = int(counts.sum())
-        if total == 0:
-            empty = np.zeros(0, dtype=np.int64)
-            return empty, empty
-        if total == len(left):  # one entry per hash, the usual case
-            return maybe, left
-        query_index = np.repeat(maybe, counts)
-        offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
-        return query_index, np.repeat(left, counts) + offsets
+        maybe, first = self.find(query)
+        at, entries = self.expand(first)
+        return maybe[at], entries
