@@ -32,6 +32,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from ..errors import RsiMasterError
 from ..expos import ExpOS, ToolFailed, ToolInvalid
 from ..expos._registry import TOOLS
 from ..expos._state import experiment_id, load_state
@@ -172,7 +173,7 @@ class Workspace(ExpOS):
             msg = f"invalid input for {tool.name}: {'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
             self.record(caller, "tool.invalid", {"tool": tool.name, "reason": msg})
             raise ToolInvalid(msg) from None
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, RsiMasterError) as exc:
             self.record(caller, "tool.failed", {"tool": tool.name, "error": str(exc)[:300]})
             raise ToolFailed(f"{tool.name} failed: {exc}") from None
         # The call's arguments are logged (a shell history, for the auditor): what ExpOS would
