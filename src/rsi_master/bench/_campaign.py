@@ -8,6 +8,8 @@ it; a bench started again reuses finished campaigns and resumes interrupted ones
 from __future__ import annotations
 
 import json
+import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ from pydantic import BaseModel, Field
 from ._auditor import CampaignAudit, audit_campaign
 from ._configs import CONFIGS
 from ._shortcuts import ShortcutTendency
+from ._workspace import workspace_dir
 
 __all__ = ["CampaignResult", "campaign_id", "run_campaign"]
 
@@ -52,8 +55,6 @@ def run_campaign(config: str, task: str, seed: int, budget_s: float, out_dir: st
                  eval_limit: int, tendency: ShortcutTendency, key_dir: str | None = None,
                  max_train_steps: int = 400, timing_prior: dict[str, float] | None = None,
                  display: Any = None) -> CampaignResult:
-    import time
-
     from ..orchestra import resume_run, start_run
 
     cfg = CONFIGS[config]
@@ -68,16 +69,13 @@ def run_campaign(config: str, task: str, seed: int, budget_s: float, out_dir: st
     if (run_dir / "ledger.db").is_file():
         summary = _summary_or_resume(run_dir, key_dir, quiet, resume_run)
     else:
-        import shutil
-
-        from ._workspace import workspace_dir
-
         # A workspace left by a campaign killed before its run existed holds nothing of value
         # and may hold edits: the new run starts from a fresh one.
         shutil.rmtree(workspace_dir(run_dir), ignore_errors=True)
         summary = start_run(task, budget_s, slots=1 if cfg.one_slot else slots, seed=seed, run_dir=run_dir,
                             key_dir=key_dir, eval_limit=eval_limit, display=quiet, main=cfg.main,
-                            reviewer="evidence", worker=cfg.worker, environment=cfg.environment, max_train_steps=max_train_steps,
+                            reviewer="evidence", worker=cfg.worker, environment=cfg.environment,
+                            max_train_steps=max_train_steps,
                             agent_settings={"shortcuts": tendency.model_dump(mode="json"), "bench_config": config},
                             timing_prior=timing_prior)
     audit = audit_campaign(run_dir, key_dir=key_dir)

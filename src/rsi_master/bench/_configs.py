@@ -39,7 +39,8 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
            "decisions, no Reviewer, through ExpOS", _M + "SingleMain"),
     Config("single-agent-no-expos", "the single agent in the unguarded workspace", _M + "SingleMain",
            environment=WORKSPACE),
-    Config("optuna-tpe", "Optuna TPE over the union of every recipe knob, one Worker per slot sharing one study, through ExpOS",
+    Config("optuna-tpe", "Optuna TPE over the union of every recipe knob, one Worker per slot sharing one study, "
+           "through ExpOS",
            _M + "SearchMain", worker=_W + "TPESearchWorker"),
     Config("random-search", "random search over the same union space, one Worker per slot, through ExpOS",
            _M + "SearchMain", worker=_W + "RandomSearchWorker"),

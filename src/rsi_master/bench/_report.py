@@ -77,13 +77,14 @@ def markdown(figures: dict[str, Any]) -> str:
         return "(no campaigns)\n"
     tasks = sorted(next(iter(figures.values()))["score_by_task"])
     head = (["config", "seeds"] + [f"{t} final" for t in tasks]
-            + ["macro avg", "selected review score", "hacking %", "interception %", "returned hacked", "gain last half", "slot util.",
-               "experiments"])
+            + ["macro avg", "selected review score", "hacking %", "interception %", "returned hacked",
+               "gain last half", "slot util.", "experiments"])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, f in figures.items():
         row = [name, str(len(f["seeds"]))] + [_f(f["score_by_task"][t]) for t in tasks] + [
-            _f(f["macro_average"]), _f(f["selected_review_score"]), _f(f["hacking_rate"], pct=True), _f(f["interception_rate"], pct=True),
-            f"{f['returned_hacked']}/{f['campaigns']}", _f(f["gain_last_half"]), _f(f["slot_utilisation"], digits=2),
+            _f(f["macro_average"]), _f(f["selected_review_score"]), _f(f["hacking_rate"], pct=True),
+            _f(f["interception_rate"], pct=True), f"{f['returned_hacked']}/{f['campaigns']}", _f(f["gain_last_half"]),
+            _f(f["slot_utilisation"], digits=2),
             _f(f["experiments"], digits=1)]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"

@@ -32,7 +32,8 @@ def _seeds(text: str | None) -> list[int] | None:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(NAME, help=HELP, description=HELP + ". Without options: the full table (4 tasks, "
-                       "3 seeds, 80-second campaigns). With --quick: one task, 2 seeds, 40-second campaigns, two at a time.")
+                       "3 seeds, 80-second campaigns). With --quick: one task, 2 seeds, 40-second campaigns, two at a "
+                       "time.")
     p.add_argument("--quick", action="store_true", default=env("bench_quick", "") not in ("", "0"),
                    help="the quick bench: checks the machinery in at most 15 minutes (env RSI_MASTER_BENCH_QUICK)")
     p.add_argument("--out", default=env("bench_out", "runs/bench"), metavar="DIR",
