@@ -13,7 +13,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rsi_master.expos.contamination import row_text
-from rsi_master.expos.contamination._hashing import _MULTIPLIER, _salt, clause_shingles, window_ok
+from rsi_master.expos.contamination._hashing import (
+    _MULTIPLIER,
+    _salt,
+    clause_shingles,
+    direct_span_hashes,
+    prefix_sums,
+    span_hashes,
+    window_ok,
+)
 from rsi_master.expos.contamination._normalise import ROW, scan, token_hashes, token_keys, tokenise
 from rsi_master.expos.contamination._table import WordTable
 from rsi_master.tasks import get_task
@@ -173,3 +181,21 @@ def test_batching_does_not_change_the_report(monkeypatch) -> None:
         monkeypatch.setattr(_check, "_BATCH_CHARS", batch_chars)
         monkeypatch.setattr(_check, "_CHUNK_ROWS", chunk_rows)
         assert check(task_index(name), iter(rows)) == expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(_TEXT)
+def test_scan_join_equals_joined_token_texts(text: str) -> None:
+    sc = scan(text)
+    every = np.arange(len(sc))
+    assert sc.join(every) == " ".join(sc.text(int(i)) for i in every)
+    assert sc.join(every[1::2]) == " ".join(sc.text(int(i)) for i in every[1::2])
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 60), st.integers(1, 20)), max_size=20))
+def test_direct_span_hashes_equal_prefix_sum_hashes(spans) -> None:
+    values = np.random.default_rng(1).integers(0, 2**63, 100, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    starts = np.asarray([s for s, _ in spans], dtype=np.int64)
+    lengths = np.asarray([n for _, n in spans], dtype=np.int64)
+    assert np.array_equal(direct_span_hashes(values, starts, lengths), span_hashes(prefix_sums(values), starts, lengths))

@@ -13,7 +13,7 @@ import numpy as np
 
 from ._normalise import powers_of
 
-__all__ = ["UNKNOWN", "clause_shingles", "id_values", "prefix_sums", "span_hashes", "window_hashes", "window_ok"]
+__all__ = ["UNKNOWN", "clause_shingles", "direct_span_hashes", "id_values", "prefix_sums", "span_hashes", "window_hashes", "window_ok"]
 
 UNKNOWN = 0  # id of any word absent from every protected text: no window with it can match
 _MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
@@ -110,6 +110,18 @@ def prefix_sums(values: np.ndarray) -> np.ndarray:
     out[0] = 0
     np.cumsum(values * powers[: len(values)], out=out[1:])
     return out
+
+
+def direct_span_hashes(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """`span_hashes` of a few spans (all lengths >= 1) without prefix sums over all of
+    `values`: sum(values[start + k] * B**k) for each span."""
+    if not len(starts):
+        return np.zeros(0, dtype=np.uint64)
+    powers, _ = powers_of(int(lengths.max()))
+    offsets = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    k = np.arange(int(lengths.sum())) - np.repeat(offsets, lengths)
+    terms = values[np.repeat(starts, lengths) + k] * powers[k]
+    return np.add.reduceat(terms, offsets)
 
 
 def span_hashes(prefix: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:

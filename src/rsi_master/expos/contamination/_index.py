@@ -40,7 +40,7 @@ from ._config import ContaminationConfig
 from ._hashing import UNKNOWN, clause_shingles, id_values, prefix_sums, span_hashes, window_hashes, window_ok
 from ._items import ProtectedItem
 from ._minhash import lean, signatures
-from ._normalise import CLAUSE, CLAUSE_HASH, MARKER_KEYS, ROW, ROW_HASH, token_keys, tokenise
+from ._normalise import CLAUSE, CLAUSE_HASH, MARKER_KEYS, ROW, ROW_HASH, ranges, token_keys, tokenise
 from ._table import HashTable, WordTable
 
 __all__ = ["ROW_ID", "CLAUSE_ID", "ContaminationIndex", "build_index"]
@@ -67,6 +67,8 @@ class ContaminationIndex:
     text_item: np.ndarray  # text -> item index
     text_kind: tuple[str, ...]
     text_ids: tuple[np.ndarray, ...]  # text -> word ids (no clause markers)
+    flat_text_ids: np.ndarray  # every text's word ids, each text between two -1 fences (int32)
+    text_offset: np.ndarray  # text -> position of its first word in flat_text_ids
     text_length: np.ndarray  # text -> words
     text_hash: np.ndarray  # text -> span hash of all its words (see _hashing.span_hashes)
     anchors: dict[int, HashTable]  # anchor length -> (hash, text, offset of the anchor in the text)
@@ -308,6 +310,11 @@ def build_index(items: Iterable[ProtectedItem], config: ContaminationConfig | No
             mh = lean(sigs[t], cfg)
             minhashes.append(mh)
             session.insert(t, mh, check_duplication=False)
+    text_lengths = np.asarray([len(i) for i in texts.ids], dtype=np.int64)
+    text_offset = 1 + np.concatenate(([0], np.cumsum(text_lengths + 1)[:-1])).astype(np.int64)
+    flat_text_ids = np.full(int((text_lengths + 1).sum()) + 1, -1, dtype=np.int32)
+    if len(texts.ids):
+        flat_text_ids[ranges(text_offset, text_offset + text_lengths)] = np.concatenate(texts.ids)
     return ContaminationIndex(
         config=cfg,
         items=items,
@@ -319,6 +326,8 @@ def build_index(items: Iterable[ProtectedItem], config: ContaminationConfig | No
         text_item=text_item,
         text_kind=tuple(texts.kind),
         text_ids=tuple(texts.ids),
+        flat_text_ids=flat_text_ids,
+        text_offset=text_offset,
         text_length=np.asarray([len(i) for i in texts.ids], dtype=np.int64),
         text_hash=text_hash,
         anchors=anchors,

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ._config import ContaminationConfig
-from ._hashing import UNKNOWN, clause_shingles, prefix_sums, span_hashes, window_hashes, window_ok
+from ._hashing import UNKNOWN, clause_shingles, direct_span_hashes, window_hashes, window_ok
 from ._index import ROW_ID, ContaminationIndex
 from ._minhash import lean, signatures
 from ._normalise import ranges
@@ -40,7 +40,6 @@ def exact_matches(
 ) -> list[ContaminationFinding]:
     """Method 1: a protected text, normalised, appears whole inside a row."""
     found: dict[tuple[int, int], ContaminationFinding] = {}
-    prefix = prefix_sums(batch.values)
     for k, table in index.anchors.items():
         hashes, ok = cache[k] if k in cache else (window_hashes(batch.values, k), window_ok(batch.bad, k))
         pos = np.flatnonzero(ok)
@@ -53,7 +52,7 @@ def exact_matches(
         inside = (start >= 0) & (start + length <= len(batch.values))
         start, texts, length = start[inside], texts[inside], length[inside]
         # Compare whole-span hashes first (vectorised), then the words of the survivors.
-        same = span_hashes(prefix, start, length) == index.text_hash[texts]
+        same = direct_span_hashes(batch.values, start, length) == index.text_hash[texts]
         for i, t in zip(start[same].tolist(), texts[same].tolist()):
             text = index.text_ids[t]
             row = int(batch.row[i])
@@ -78,65 +77,76 @@ def ngram_matches(
     qi, ei = index.seeds.lookup(grams[pos])
     if not len(qi):
         return []
-    hits = sorted(zip(index.seeds.a[ei].tolist(), pos[qi].tolist(), index.seeds.b[ei].tolist()))
-    row_words: dict[int, tuple[int, list[int]]] = {}  # row -> (first position, its word ids)
-    text_words: dict[int, list[int]] = {}
+    t, i, j = index.seeds.a[ei], pos[qi], index.seeds.b[ei]
+    order = np.lexsort((j, i, t))  # by text, then position (the order runs are met in)
+    t, i, j = t[order], i[order], j[order]
+    row = batch.row[i]
+    lo, hi = batch.row_start[row], batch.row_end[row]
+    ids, flat = batch.ids, index.flat_text_ids  # texts in `flat` are fenced by -1, never a word id
+    # Seeds are hash hits: keep those whose words match, then extend every run word by
+    # word, all hits at once (a run of k words takes k passes over the hits still growing).
+    a, b = i.copy(), index.text_offset[t] + j
+    good = np.ones(len(t), dtype=bool)
+    for k in range(n):
+        good &= ids[i + k] == flat[b + k]
+    active = np.flatnonzero(good)
+    while len(active):
+        active = active[a[active] > lo[active]]
+        active = active[ids[a[active] - 1] == flat[b[active] - 1]]
+        a[active] -= 1
+        b[active] -= 1
+    e, f = i + n, index.text_offset[t] + j + n
+    active = np.flatnonzero(good)
+    while len(active):
+        active = active[e[active] < hi[active]]
+        active = active[ids[e[active]] == flat[f[active]]]
+        e[active] += 1
+        f[active] += 1
+    b -= index.text_offset[t]
+    f -= index.text_offset[t]
     text_spans: dict[int, tuple[list[int], list[int], list[int], list[int]]] = {}
-    covered: dict[tuple[int, int], int] = {}  # (text, diagonal) -> end of the last run found on it
-    best: dict[tuple[int, int], tuple[int, int, int]] = {}  # (row, text) -> longest core (row-relative)
-    for t, i, j in hits:
-        if covered.get((t, i - j), -1) >= i + n:
-            continue  # inside a run already extended
-        row = int(batch.row[i])
-        if row not in row_words:
-            lo, hi = int(batch.row_start[row]), int(batch.row_end[row])
-            row_words[row] = (lo, batch.ids[lo:hi].tolist())
-        offset, words = row_words[row]
-        tw = text_words.get(t)
-        if tw is None:
-            tw = text_words[t] = index.text_ids[t].tolist()
-            by_start, by_end = index.rare_spans[t], index.rare_spans_by_end[t]
-            text_spans[t] = (by_start[:, 0].tolist(), by_start[:, 1].tolist(), by_end[:, 1].tolist(), by_end[:, 0].tolist())
-        a, b = i - offset, j
-        while a > 0 and b > 0 and words[a - 1] == tw[b - 1]:
-            a, b = a - 1, b - 1
-        e, f = i - offset + n, j + n
-        while e < len(words) and f < len(tw) and words[e] == tw[f]:
-            e, f = e + 1, f + 1
-        if words[a:e] != tw[b:f]:
-            continue  # a hash collision, not a shared run
-        covered[t, i - j] = e + offset
+    seen: set[tuple[int, int, int]] = set()
+    best: dict[tuple[int, int], tuple[int, int]] = {}  # (row, text) -> longest core (batch positions)
+    keep = np.flatnonzero(good)
+    for t_, r, a_, b_, f_ in zip(t[keep].tolist(), row[keep].tolist(), a[keep].tolist(), b[keep].tolist(), f[keep].tolist()):
+        if (t_, a_, b_) in seen:
+            continue  # the same run, met from another seed inside it
+        seen.add((t_, a_, b_))
+        spans = text_spans.get(t_)
+        if spans is None:
+            by_start, by_end = index.rare_spans[t_], index.rare_spans_by_end[t_]
+            spans = text_spans[t_] = (by_start[:, 0].tolist(), by_start[:, 1].tolist(), by_end[:, 1].tolist(), by_end[:, 0].tolist())
         # Measure the run's core: template words at its ends (a shared instruction,
         # a function catalogue, "how many ... are there now") say nothing about copying.
         # The core runs from the first rare shingle inside [b, f) (the first by start
         # with start >= b that ends by f) to the last (by end, ending by f, starting >= b).
-        start_s, start_x, end_x, end_s = text_spans[t]
-        k = bisect_left(start_s, b)
-        while k < len(start_s) and start_s[k] < f and start_x[k] > f:
+        start_s, start_x, end_x, end_s = spans
+        k = bisect_left(start_s, b_)
+        while k < len(start_s) and start_s[k] < f_ and start_x[k] > f_:
             k += 1
-        if k == len(start_s) or start_s[k] >= f:
+        if k == len(start_s) or start_s[k] >= f_:
             continue  # no rare shingle inside the run
-        m = bisect_right(end_x, f) - 1
-        while end_s[m] < b:  # stops: the shingle found above qualifies
+        m = bisect_right(end_x, f_) - 1
+        while end_s[m] < b_:  # stops: the shingle found above qualifies
             m -= 1
-        core = (a + start_s[k] - b, a + end_x[m] - b)
+        core = (a_ + start_s[k] - b_, a_ + end_x[m] - b_)
         if core[1] - core[0] < n:
             continue
-        key = (row, t)
+        key = (r, t_)
         if key not in best or core[1] - core[0] > best[key][1] - best[key][0]:
-            best[key] = (core[0], core[1], offset)
+            best[key] = core
     return [
         _finding(
             index,
             batch,
-            row,
-            t,
+            r,
+            t_,
             kind="ngram",
-            verdict="fail" if e - a >= cfg.ngram_fail else "flag",
-            words=e - a,
-            evidence=_span(index, row_words[row][1][a:e]),
+            verdict="fail" if e_ - a_ >= cfg.ngram_fail else "flag",
+            words=e_ - a_,
+            evidence=_span(index, ids[a_:e_].tolist()),
         )
-        for (row, t), (a, e, _) in best.items()
+        for (r, t_), (a_, e_) in best.items()
     ]
 
 
@@ -258,7 +268,7 @@ def near_duplicate_matches(
                 continue
             reported.add(other)
             in_window = positions[(clause >= lo) & (clause <= hi)]
-            evidence = " ".join(batch.tokens.text(int(p)) for p in batch.token_pos[in_window])[:_EVIDENCE_CHARS]
+            evidence = batch.tokens.join(batch.token_pos[in_window])[:_EVIDENCE_CHARS]
             findings.append(
                 _finding(
                     index,

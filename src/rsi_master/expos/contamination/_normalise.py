@@ -133,10 +133,12 @@ def _thousands(c: np.ndarray) -> np.ndarray:
         return i
     # Most commas are followed by a space: only a comma between two digits can qualify,
     # and when none of those does, no pass over the buffer is needed.
-    between = i[(i > 0) & (i + 1 < len(c))]
-    between = between[_DIGIT[c[between + 1]] & _DIGIT[c[between - 1]]]
-    if not _separators(c, between).any():
-        return i[:0]
+    n = len(c)
+    cand = i[(i > 0) & (i + 3 < n)]
+    for k in (-1, 1, 2, 3):  # a digit before, three after (lists like `1,2,3` stop at the second)
+        cand = cand[_DIGIT[c[cand + k]]]
+    if not (cand + 4 >= n).any() and _DIGIT[c[cand[cand + 4 < n] + 4]].all():
+        return i[:0]  # every candidate has a fourth digit: none is a separator
     ok = _separators(c, i)
     member = _DIGIT[c] | (c == ord(","))
     edge = np.flatnonzero(np.diff(np.concatenate(([False], member, [False])).view(np.int8)))
@@ -367,6 +369,14 @@ class Scan:
     def text(self, index: int) -> str:
         """The normalised text of a word token (markers are not asked for)."""
         return self.c[self.starts[index] : self.ends[index]].tobytes().decode("utf-8", "replace")
+
+    def join(self, index: np.ndarray) -> str:
+        """The normalised texts of word tokens `index` joined by spaces (each token is
+        whole UTF-8, so decoding the joined bytes equals joining decoded tokens)."""
+        view = memoryview(self.c)
+        return b" ".join([view[s:e] for s, e in zip(self.starts[index].tolist(), self.ends[index].tolist())]).decode(
+            "utf-8", "replace"
+        )
 
     def hashes(self, index: np.ndarray) -> np.ndarray:
         """`tokenise`'s hashes of word tokens `index`."""
