@@ -97,3 +97,14 @@ def test_real_task_with_store(toy_sft, tmp_path):
     r = evaluate(toy_sft, "arithmetic", "dev", store=store, max_samples=8)
     assert r.task == "arithmetic" and len(r.samples) == 8 and store.has(r.record_digest)
     assert store.has(r.evaluator_digest)
+
+
+def test_store_given_by_a_relative_path(toy_sft, tmp_path, monkeypatch):
+    # `rsi-master run --dir runs/x` hands the runtime a relative store; the evaluator child
+    # runs in its own temporary cwd and must still find the sealed code (a real failure once).
+    from rsi_master.artifacts import ArtifactStore
+
+    monkeypatch.chdir(tmp_path)
+    store = ArtifactStore("relative/store")
+    r = evaluate(toy_sft, "arithmetic", "dev", store=store, max_samples=4)
+    assert len(r.samples) == 4 and store.has(r.evaluator_digest)

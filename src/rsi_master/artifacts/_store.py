@@ -112,7 +112,7 @@ class ArtifactStore:
     """`objects/ab/cdef…` blobs, `trees/<digest>/` materialised directories."""
 
     def __init__(self, root: Path | str, *, create: bool = True) -> None:
-        self.root = Path(root)
+        self.root = Path(root).absolute()  # paths handed to child processes must not depend on their cwd
         self._objects = self.root / "objects"
         self._trees = self.root / "trees"
         self._tmp = self.root / "tmp"

@@ -66,6 +66,7 @@ def evaluate(
     checkpoint_digest = dir_digest(ckpt)
 
     seal_dir, digest = seal_evaluator(store=store, extra_sources=extra_sources)
+    seal_dir = Path(seal_dir).resolve()  # the evaluator runs with its own cwd
     if expected_evaluator_digest is not None and digest != expected_evaluator_digest:
         raise EvaluationError(
             f"evaluator digest {digest} differs from the pinned {expected_evaluator_digest}; refusing to evaluate"
