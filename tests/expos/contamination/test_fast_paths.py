@@ -20,6 +20,7 @@ from rsi_master.expos.contamination._hashing import (
     direct_span_hashes,
     prefix_sums,
     span_hashes,
+    window_hashes,
     window_ok,
 )
 from rsi_master.expos.contamination._normalise import ROW, scan, token_hashes, token_keys, tokenise
@@ -199,3 +200,17 @@ def test_direct_span_hashes_equal_prefix_sum_hashes(spans) -> None:
     starts = np.asarray([s for s, _ in spans], dtype=np.int64)
     lengths = np.asarray([n for _, n in spans], dtype=np.int64)
     assert np.array_equal(direct_span_hashes(values, starts, lengths), span_hashes(prefix_sums(values), starts, lengths))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 40), st.integers(1, 20))
+def test_window_hashes_equal_the_horner_definition(size: int, n: int) -> None:
+    values = np.random.default_rng(size).integers(0, 2**63, size, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    expected = []
+    with np.errstate(over="ignore"):
+        for i in range(size - n + 1):
+            h = values[i]
+            for k in range(1, n):
+                h = h * _MULTIPLIER + values[i + k]
+            expected.append(h ^ _salt(n))
+    assert window_hashes(values, n).tolist() == np.asarray(expected, dtype=np.uint64).tolist()

@@ -31,17 +31,26 @@ def id_values(vocab_size: int, seed: int = 0x5EED) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, 2**63, size=vocab_size, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
 
 
+def _raw_windows(values: np.ndarray, n: int) -> np.ndarray:
+    """sum(values[i + j] * M**(n - 1 - j), j < n) for every window start i, by doubling:
+    a window of n is a window of h = n // 2 shifted by M**(n - h) plus the window of
+    n - h after it, so about log2(n) array passes instead of n."""
+    if n == 1:
+        return values
+    h = n // 2
+    left = _raw_windows(values, h)
+    right = left if n - h == h else _raw_windows(values, n - h)
+    count = len(values) - n + 1
+    return left[:count] * np.uint64(pow(int(_MULTIPLIER), n - h, 1 << 64)) + right[h : h + count]
+
+
 def window_hashes(values: np.ndarray, n: int) -> np.ndarray:
-    """Hash of every window of `n` consecutive entries of `values` (len(values) - n + 1 of them)."""
+    """Hash of every window of `n` consecutive entries of `values` (len(values) - n + 1 of them):
+    (((v0 * M + v1) * M + v2) ... ) XOR a salt for the length."""
     count = len(values) - n + 1
     if count <= 0:
         return np.zeros(0, dtype=np.uint64)
-    out = values[:count].copy()
-    for k in range(1, n):
-        out *= _MULTIPLIER
-        out += values[k : k + count]
-    out ^= _salt(n)
-    return out
+    return _raw_windows(values, n) ^ _salt(n)
 
 
 def window_ok(bad: np.ndarray, n: int) -> np.ndarray:

@@ -82,10 +82,10 @@ class WordTable:
         return out
 
 
-def _bitmap(hashes: np.ndarray) -> np.ndarray:
-    """A bitmap of the top bits of the hashes, about 16 slots per entry (a hash not in the
-    table passes with probability 1/16 or less) and small enough to stay in cache."""
-    bits = min(max((16 * len(hashes)).bit_length(), 10), _MAX_FILTER_BITS)
+def _bitmap(hashes: np.ndarray, distinct: int) -> np.ndarray:
+    """A bitmap of the top bits of the hashes, about 16 slots per distinct hash (a hash not
+    in the table passes with probability 1/16 or less) and small enough to stay in cache."""
+    bits = min(max((16 * distinct).bit_length(), 10), _MAX_FILTER_BITS)
     bitmap = np.zeros(1 << bits, dtype=bool)
     bitmap[(hashes >> np.uint64(64 - bits)).view(np.intp)] = True
     return bitmap
@@ -98,7 +98,7 @@ def _derived(hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray, WordTable]:
     last = np.flatnonzero(np.append(hashes[1:] != hashes[:-1], True)) if n else np.zeros(0, dtype=np.intp)
     first = np.concatenate(([0], last[:-1] + 1)).astype(np.int64) if n else np.zeros(0, dtype=np.int64)
     run_end = np.repeat(last + 1, last + 1 - first)
-    return _bitmap(hashes), run_end, WordTable.build(hashes[first], first + 1)
+    return _bitmap(hashes, len(first)), run_end, WordTable.build(hashes[first], first + 1)
 
 
 @dataclass(frozen=True)
