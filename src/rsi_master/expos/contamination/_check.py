@@ -114,7 +114,7 @@ def _check_batch(index: ContaminationIndex, cfg: ContaminationConfig, batch: Bat
     gram_ok = window_ok(batch.bad, n)
     findings = exact_matches(index, batch, {n: (grams, gram_ok)})
     findings += ngram_matches(index, cfg, batch, grams, gram_ok)
-    shingles, starts, _ = clause_shingles(batch.values, batch.clause, batch.bad, cfg.shingle_words)
+    shingles, starts, _ = clause_shingles(batch.values, batch.clause, batch.bad, cfg.shingle_words, ends=False)
     findings += near_duplicate_matches(index, cfg, batch, shingles, starts)
     return findings
 

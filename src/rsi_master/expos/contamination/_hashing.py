@@ -65,11 +65,12 @@ def window_ok(bad: np.ndarray, n: int) -> np.ndarray:
 
 
 def clause_shingles(
-    values: np.ndarray, clause: np.ndarray, bad: np.ndarray, sizes: tuple[int, ...]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Shingle hashes, start and end positions, for every size `k` in `sizes`: every `k`
-    words inside one clause, and every clause shorter than `k` as one whole shingle.
-    Windows with a `bad` word are dropped.
+    values: np.ndarray, clause: np.ndarray, bad: np.ndarray, sizes: tuple[int, ...], ends: bool = True
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Shingle hashes, start and end positions (None unless `ends`), for every size `k` in
+    `sizes`: every `k` words inside one clause, and every clause shorter than `k` as one
+    whole shingle. Windows with a `bad` word are dropped. `clause` numbers the clauses
+    in order (non-decreasing).
 
     Shingles never cross a clause boundary, so the set is the same whatever order the
     clauses come in: that is what lets MinHash see a copy with reordered sentences.
@@ -78,38 +79,50 @@ def clause_shingles(
     """
     hashes: list[np.ndarray] = [np.zeros(0, dtype=np.uint64)]
     starts: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
-    lengths: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
+    lengths: list[int] = [0]
+    counts: list[int] = [0]
     n = len(values)
     if n:
-        # Rolling state shared by all sizes: window hashes of length k (before the salt),
-        # whether each window holds a bad word, and whether it stays inside one clause.
+        opens = np.empty(n, dtype=bool)  # a clause starts here
+        opens[0] = True
+        np.not_equal(clause[1:], clause[:-1], out=opens[1:])
+        first = np.flatnonzero(opens)
+        clause_lengths = np.diff(np.append(first, n))
+        # Rolling state shared by all sizes: window hashes of length k (before the
+        # salt), and whether a window holds a bad word or a clause start after its first.
+        stop = bad | opens
         raw = {1: values}
-        hit = {1: bad}
+        blocked = {1: bad}
         for k in range(2, max(sizes) + 1):
             count = n - k + 1
             if count <= 0:
                 break
             raw[k] = raw[k - 1][:count] * _MULTIPLIER + values[k - 1 :]
-            hit[k] = hit[k - 1][:count] | bad[k - 1 :]
-        first = np.flatnonzero(np.concatenate(([True], clause[1:] != clause[:-1])))
-        clause_lengths = np.diff(np.append(first, n))
+            blocked[k] = blocked[k - 1][:count] | stop[k - 1 :]
+        short: dict[int, np.ndarray] = {}
         for k in sizes:
             if k in raw:
-                pos = np.flatnonzero((clause[: n - k + 1] == clause[k - 1 :]) & ~hit[k])
+                pos = np.flatnonzero(~blocked[k])
                 hashes.append(raw[k][pos] ^ _salt(k))
                 starts.append(pos)
-                lengths.append(np.full(len(pos), k, dtype=np.int64))
-            for length in range(1, k):  # whole clauses shorter than k
-                sel = first[clause_lengths == length]
-                if not len(sel):
-                    continue
-                keep = ~hit[length][sel]
-                sel = sel[keep]
-                hashes.append(raw[length][sel] ^ _salt(length))
-                starts.append(sel)
-                lengths.append(np.full(len(sel), length, dtype=np.int64))
+                lengths.append(k)
+                counts.append(len(pos))
+            for length in range(1, k):  # whole clauses shorter than k, without a bad word
+                if length not in short:
+                    sel = first[clause_lengths == length]
+                    keep = ~bad[sel]
+                    for j in range(1, length):
+                        keep &= ~bad[sel + j]
+                    short[length] = sel[keep]
+                sel = short[length]
+                if len(sel):
+                    hashes.append(raw[length][sel] ^ _salt(length))
+                    starts.append(sel)
+                    lengths.append(length)
+                    counts.append(len(sel))
     start = np.concatenate(starts)
-    return np.concatenate(hashes), start, start + np.concatenate(lengths)
+    end = start + np.repeat(np.asarray(lengths, dtype=np.int64), counts) if ends else None
+    return np.concatenate(hashes), start, end
 
 
 def prefix_sums(values: np.ndarray) -> np.ndarray:

@@ -165,7 +165,7 @@ def _row_shingles(
     # Rows never share a clause number, so shingles of the concatenation are those of
     # each row.
     clause = batch.clause[pos]
-    hashes, starts, _ = clause_shingles(values, clause, ids == ROW_ID, cfg.shingle_words)
+    hashes, starts, _ = clause_shingles(values, clause, ids == ROW_ID, cfg.shingle_words, ends=False)
     keep = ~index.template.contains(hashes)
     starts = starts[keep]
     per_row: dict[int, dict[int, set[int]]] = {row: {} for row in rows}
