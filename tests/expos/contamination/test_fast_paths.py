@@ -34,7 +34,7 @@ from .helpers import TASKS, case, clean_rows, numbers, spaces, task_index
 # apostrophes, whitespace, row separators and non-ASCII text.
 _ALPHABET = "0000000..,,,123456789abcxyz -+-*/=<>'\x00\n\t?!;:)]}[(\"é’—…０ﬁ"
 _TEXT = st.text(alphabet=_ALPHABET, max_size=60) | st.lists(
-    st.sampled_from(["0" * 5, "1" * 40, "007", "1,000", "2.500", ".", ",", " ", "[", "a-b", "\x00", ". ", "x" * 20]),
+    st.sampled_from(["0" * 5, "1" * 40, "007", "1,000", "2.500", ".", ",", " ", "[", "a-b", "\x00", ". ", "x" * 20, "y" * 3000]),
     max_size=12,
 ).map("".join)
 

@@ -307,29 +307,26 @@ def tokenise(text: str) -> Tokens:
 
 
 def token_hashes(c: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """`tokenise`'s hash of the word tokens `c[start:end]`, computed per token (no pass
-    over the whole buffer): for the few tokens that need it after a `scan`."""
+    """`tokenise`'s hash of the word tokens `c[start:end]` (each at least one byte),
+    from their own bytes in one pass: for the few tokens that need it after a `scan`."""
+    if not len(starts):
+        return np.zeros(0, dtype=np.uint64)
     lengths = ends - starts
-    out = np.zeros(len(starts), dtype=np.uint64)
-    powers, _ = powers_of(int(lengths.max()) if len(lengths) else 0)
-    active = np.arange(len(starts))
-    k = 0
-    while len(active):
-        out[active] += _BYTE_VALUE[c[starts[active] + k]] * powers[k]
-        k += 1
-        active = active[lengths[active] > k]
-    return out ^ (lengths.astype(np.uint64) * _LENGTH_MIX)
+    offsets = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    k = np.arange(int(lengths.sum())) - np.repeat(offsets, lengths)
+    powers, _ = powers_of(int(lengths.max()))
+    terms = _BYTE_VALUE[c[np.repeat(starts, lengths) + k]] * powers[k]
+    return np.add.reduceat(terms, offsets) ^ (lengths.astype(np.uint64) * _LENGTH_MIX)
 
 
 _KEY_MASKS = np.asarray([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
-_KEY_MULTIPLIER = np.uint64(0xFF51AFD7ED558CCD)
 
 
 def token_keys(c: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """A 64-bit key per token `c[start:end]`: its bytes themselves (little-endian, zero
-    padded) for tokens of up to 8 bytes, which are nearly all, else a hash of all its
-    8-byte chunks. One unaligned 8-byte load per token instead of a hash pass over every
-    byte; `scan` uses it for the vocabulary lookup (see `WordTable`)."""
+    padded) for tokens of up to 8 bytes, which are nearly all, else its `token_hashes`
+    hash. One unaligned 8-byte load per token instead of a hash pass over every byte;
+    `scan` uses it for the vocabulary lookup (see `_table.WordTable`)."""
     n = len(c)
     padded = np.zeros(n + 8, dtype=np.uint8)
     padded[:n] = c
@@ -338,21 +335,8 @@ def token_keys(c: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarra
     keys = words.take(starts)
     keys &= _KEY_MASKS.take(np.minimum(lengths, 8))
     long = np.flatnonzero(lengths > 8)
-    if len(long):
-        h, s, lengths = keys[long], starts[long], lengths[long]
-        active = np.arange(len(long))
-        k = 8
-        while len(active):
-            rest = lengths[active] - k
-            chunk = words.take(s[active] + k) & _KEY_MASKS.take(np.minimum(rest, 8))
-            h[active] = (h[active] ^ chunk) * _KEY_MULTIPLIER
-            h[active] ^= h[active] >> np.uint64(29)
-            k += 8
-            active = active[rest > 8]
-        h ^= lengths.astype(np.uint64) * _LENGTH_MIX
-        h *= _KEY_MULTIPLIER
-        h ^= h >> np.uint64(32)
-        keys[long] = h
+    if len(long):  # rare: keyed by their hash (random 64 bits, so no clash with the short keys)
+        keys[long] = token_hashes(c, starts[long], ends[long])
     return keys
 
 
