@@ -89,14 +89,23 @@ def ngram_matches(
     good = np.ones(len(t), dtype=bool)
     for k in range(n):
         good &= ids[i + k] == flat[b + k]
-    active = np.flatnonzero(good)
+    # Seeds on one diagonal whose windows overlap or touch lie in one run: extend only the
+    # first of each such chain (a copied text holds a seed at nearly every word).
+    verified = np.flatnonzero(good)
+    diagonal = i[verified] - j[verified]
+    chain = np.lexsort((i[verified], diagonal, t[verified]))
+    tc, dc, ic = t[verified][chain], diagonal[chain], i[verified][chain]
+    opens = np.ones(len(chain), dtype=bool)
+    opens[1:] = (tc[1:] != tc[:-1]) | (dc[1:] != dc[:-1]) | (ic[1:] > ic[:-1] + n)
+    heads = np.sort(verified[chain[opens]])  # back in (text, position) order
+    active = heads
     while len(active):
         active = active[a[active] > lo[active]]
         active = active[ids[a[active] - 1] == flat[b[active] - 1]]
         a[active] -= 1
         b[active] -= 1
     e, f = i + n, index.text_offset[t] + j + n
-    active = np.flatnonzero(good)
+    active = heads
     while len(active):
         active = active[e[active] < hi[active]]
         active = active[ids[e[active]] == flat[f[active]]]
@@ -107,8 +116,7 @@ def ngram_matches(
     text_spans: dict[int, tuple[list[int], list[int], list[int], list[int]]] = {}
     seen: set[tuple[int, int, int]] = set()
     best: dict[tuple[int, int], tuple[int, int]] = {}  # (row, text) -> longest core (batch positions)
-    keep = np.flatnonzero(good)
-    for t_, r, a_, b_, f_ in zip(t[keep].tolist(), row[keep].tolist(), a[keep].tolist(), b[keep].tolist(), f[keep].tolist()):
+    for t_, r, a_, b_, f_ in zip(t[heads].tolist(), row[heads].tolist(), a[heads].tolist(), b[heads].tolist(), f[heads].tolist()):
         if (t_, a_, b_) in seen:
             continue  # the same run, met from another seed inside it
         seen.add((t_, a_, b_))
