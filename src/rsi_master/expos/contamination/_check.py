@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping
-from itertools import accumulate, islice
 from dataclasses import dataclass
+from itertools import accumulate, islice
 from typing import Any
 
 import numpy as np

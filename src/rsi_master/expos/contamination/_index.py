@@ -10,7 +10,8 @@ request sentence. Rare shingles carry the evidence in methods 2 and 3; the exact
 method ignores the distinction, so an item made only of template text is still caught
 when it is copied whole.
 
-Structures, one per method:
+Structures, one per method, after the vocabulary (word ids are assigned from the token
+hashes of `tokenise`; `word_table` gives the same ids for the token keys of `scan`):
 
 * **anchors** (exact match): one n-gram per protected text, its lowest-frequency one,
   or the whole text when it is shorter than the n-gram length, plus a hash of the whole
@@ -18,13 +19,15 @@ Structures, one per method:
   whole-span hash, then by the words.
 * **seeds** (n-gram overlap): every `ngram_flag`-gram that starts where a rare shingle
   of its text starts. A run counts by its core (first to last rare shingle inside it),
-  so every qualifying run holds such a seed; a hit is extended word by word.
+  so every qualifying run holds such a seed; a hit is extended word by word against
+  the texts' word ids (`flat_text_ids`), and the core is found in the text's rare spans.
 * **prefix keys, rare-shingle lists and MinHashes** (near-duplicates): for each text its
   `s - ceil(t*s) + 1` rarest shingles (`s` rare shingles, threshold `t`). A window with
   Jaccard >= t shares at least `t*s` of them, so by pigeonhole it holds a prefix key:
   the prefilter cannot drop a true near-duplicate (prefix filtering, Chaudhuri et al.
-  2006). The full rare-shingle lists serve the count filter; a datasketch MinHash of
-  each text's rare shingles sits in a `MinHashLSH`.
+  2006). The rare-shingle postings (`rare`: shingle -> every text holding it) serve
+  the count filter; a datasketch MinHash of each text's rare shingles sits in a
+  `MinHashLSH`.
 """
 
 from __future__ import annotations
@@ -311,7 +314,7 @@ def build_index(items: Iterable[ProtectedItem], config: ContaminationConfig | No
             minhashes.append(mh)
             session.insert(t, mh, check_duplication=False)
     text_lengths = np.asarray([len(i) for i in texts.ids], dtype=np.int64)
-    text_offset = 1 + np.concatenate(([0], np.cumsum(text_lengths + 1)[:-1])).astype(np.int64)
+    text_offset = 1 + np.cumsum(text_lengths + 1) - (text_lengths + 1)
     flat_text_ids = np.full(int((text_lengths + 1).sum()) + 1, -1, dtype=np.int32)
     if len(texts.ids):
         flat_text_ids[ranges(text_offset, text_offset + text_lengths)] = np.concatenate(texts.ids)
