@@ -68,11 +68,11 @@ class WordTable:
         """The id of every query key (0 where the key is absent), as int64."""
         mask = len(self.keys) - 1
         slot = ((query * _SLOT_MULTIPLIER) >> np.uint64(self.shift)).view(np.intp)
-        out = self.ids.take(slot).astype(np.int64)
+        home = self.ids.take(slot)
         miss = self.keys.take(slot) != query
         # Keys that met another key in their home slot probe on: few, at this load.
-        todo = np.flatnonzero(miss & (out != 0))
-        out[miss] = 0
+        todo = np.flatnonzero(miss & (home != 0))
+        out = np.where(miss, 0, home).astype(np.int64, copy=False)
         while len(todo):
             s = (slot[todo] + 1) & mask
             slot[todo] = s
