@@ -152,6 +152,17 @@ def test_arithmetic_seals_equations_not_only_wording():
     assert not set(drawn) & sealed_equations
 
 
+def test_arithmetic_longer_problems_do_not_open_with_a_sealed_one():
+    # A three-operand problem whose first operation is a sealed item's equation carries that
+    # item's sentences; the contamination check refused such a row from an honest Worker.
+    task = get_task("arithmetic")
+    sealed = {e for e in task.sealed_keys if re.fullmatch(r"\d+[+-]\d+", e)}
+    params = {"min_digits": 1, "max_digits": 2, "operands": 3, "ops": "mixed", "templates": 3}
+    restated = [e["completion"].splitlines()[0].strip() for e in task.generator("restate").generate(params, 1, 3000)]
+    openings = {re.match(r"\d+[+-]\d+", line).group(0) for line in restated}
+    assert len(openings) > 1000 and not openings & sealed
+
+
 def test_seal_rejects_a_sealed_problem(monkeypatch):
     task = ArithmeticTask()
     item = task.eval_items("review")[5]

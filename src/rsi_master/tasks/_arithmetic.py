@@ -92,9 +92,15 @@ class ArithmeticTask(SuiteTask):
                 break
         question = phrase(rng, operands, ops, params["templates"])
         # The bare equation is a seal key too: the same numbers in other words are
-        # still the same item, and training on them would teach its answer.
-        equation = str(operands[0]) + "".join(f"{op}{x}" for op, x in zip(ops, operands[1:], strict=True))
-        return Problem(question, value, keys=(equation,), data=(tuple(operands), tuple(ops)))
+        # still the same item, and training on them would teach its answer. So is every
+        # leading sub-equation: a three-operand problem opens with the sentences of a
+        # two-operand one, and a row holding a sealed item's sentences is a copy of it
+        # (the contamination check refuses such data, an honest generator must not make
+        # it). For the two-operand evaluation items this adds no key.
+        steps = [str(operands[0])]
+        for op, x in zip(ops, operands[1:], strict=True):
+            steps.append(f"{steps[-1]}{op}{x}")
+        return Problem(question, value, keys=tuple(steps[1:]), data=(tuple(operands), tuple(ops)))
 
     def families(self) -> tuple[FamilySpec, ...]:
         return (
