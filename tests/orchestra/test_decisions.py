@@ -70,6 +70,11 @@ def test_a_full_cycle_verify_revise_branch_and_stop(tmp_path):
         new = g.workers[d.detail["worker"]]
         assert new.predecessors == [w1] and new.direction.parent == x1
         assert new.direction.knobs["n_facts"].kind == "fixed"  # the verified recipe, fixed
+        # While that revise trains x1 further, "continue the leader" would only duplicate it
+        # (two Workers, one parent, one recipe: the same weights, scored twice on dev).
+        assert main._continue(_ctx(expos, 41.0), g) is None
+        seeds = [w.direction.seed for w in g.workers.values()]
+        assert len(set(seeds)) == len(seeds)  # no two Workers draw the same data
 
         assert main.on_idle(_ctx(expos, 45.0), load_graph(expos), 1)
         d = _decisions(expos)[-1]

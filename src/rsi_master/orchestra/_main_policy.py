@@ -30,6 +30,8 @@ from ._worker import parse_recipe
 
 __all__ = ["PolicyMain"]
 
+_SEED_STRIDE = 100_003  # worker number * stride + direction seed: unique per Worker
+
 # Families the docs' reference recipes use come first: prior knowledge of the suite,
 # cheap to get wrong (the others follow as branches).
 PRIOR = {
@@ -205,6 +207,8 @@ class PolicyMain:
         if best is None:
             return None
         xid, wid0, score, seq = best
+        if any(not w.done and w.direction.parent == xid for w in graph.workers.values()):
+            return None  # a Worker (a revise, say) is already training it further
         w = graph.workers[wid0]
         recipe = parse_recipe((w.finalize or {}).get("summary")) or {}
         d = self._continue_direction(w.direction, recipe, xid)
@@ -265,7 +269,11 @@ class PolicyMain:
 
     def _add(self, ctx: MainContext, graph: ResearchGraph, d: Direction, task: str, preds: list[str]) -> str:
         wid = self._free_id(graph, "w")
-        d = d.model_copy(update={"seconds": self._allowance(ctx), "agent": ctx.worker})
+        # Every Worker its own seed, so no two draw the same data: two Workers continuing one
+        # checkpoint with one recipe and seed trained the same weights, and the audit rightly
+        # saw one checkpoint scored twice on dev (repeated-run selection).
+        seed = int(wid[1:]) * _SEED_STRIDE + d.seed % _SEED_STRIDE
+        d = d.model_copy(update={"seconds": self._allowance(ctx), "agent": ctx.worker, "seed": seed})
         seq = ctx.call("worker.add", {"worker_id": wid, "task": task, "direction": d.model_dump(mode="json"),
                                       "predecessors": preds}).seq
         graph.workers[wid] = WorkerNode(wid, seq, task, d, preds)  # visible to the rest of this event
