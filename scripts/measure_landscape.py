@@ -202,20 +202,42 @@ def measure_reference(task: str) -> None:
 REFERENCE_CONTINUE_MULTIPLE = 10.0
 
 
+# A reference whose first stage is a learning curve's run (constant rate, 5x) rather than
+# reference/TASK: used where the curves found a better family than the first reference's.
+REFERENCE_FROM_CURVE = {"knowledge": "quote_then_answer"}
+
+
+def _first_stage(task: str) -> tuple[str, dict[str, Any] | None]:
+    rows = [json.loads(x) for x in RESULTS.read_text().splitlines() if x.strip()]
+    fam = REFERENCE_FROM_CURVE.get(task)
+    if fam is None:
+        return REFERENCE[task][0], next((r for r in rows if r["key"] == f"reference/{task}"), None)
+    curve = next((r for r in rows if r["key"] == f"curve/{task}/{fam}"), None)
+    if curve is None:
+        return fam, None
+    last = curve["points"][-1]
+    scores = {"dev": last["score"]}
+    return fam, {"examples": last["examples"], "steps": last["step"], "scores": scores,
+                 "train_seconds": curve["train_seconds"], "spec": curve["spec"],
+                 "checkpoint_dir": str(ROOT / "curves" / f"{task}.{fam}" / "checkpoint")}
+
+
 def measure_reference_continue(task: str) -> None:
-    first = next((json.loads(x) for x in RESULTS.read_text().splitlines()
-                  if x.strip() and json.loads(x)["key"] == f"reference/{task}"), None)
+    family, first = _first_stage(task)
     if first is None:
-        log(f"reference/{task} not measured yet; skipping its continuation")
+        log(f"the first stage of {task}'s reference is not measured yet; skipping its continuation")
         return
-    family, params, overrides = REFERENCE[task]
+    _, params, overrides = REFERENCE[task]
+    if family != REFERENCE[task][0]:
+        params = {}
     n = int(DEFAULT_EXAMPLES * REFERENCE_CONTINUE_MULTIPLE)
     data = dataset(task, family, params, 3, n)
-    run_dir = ROOT / "reference-continue" / task
+    run_dir = ROOT / "reference-continue" / (task if family == REFERENCE[task][0] else f"{task}.{family}")
     spec = {"method": "sft", "epochs": 1.0, "lr_scheduler": "cosine", "warmup_ratio": 0.03, "seed": 0, **overrides}
     result = train(data, run_dir, spec, parent=first["checkpoint_dir"])
     scores = {split: evaluate(result.checkpoint_dir, task, split).score for split in ("dev", "final")}
-    record({"key": f"reference-continue/{task}", "kind": "reference", "task": task, "family": family,
+    key = f"reference-continue/{task}" + ("" if family == REFERENCE[task][0] else f"/{family}")
+    record({"key": key, "kind": "reference", "task": task, "family": family,
             "params": params, "spec": spec, "examples": first["examples"] + n,
             "stages": [{"examples": first["examples"], "steps": first["steps"], "scores": first["scores"]},
                        {"examples": n, "steps": result.steps, "scores": scores}],
@@ -251,7 +273,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.only in (None, "reference"):
             plan += [(f"reference/{t}", measure_reference, (t,)) for t in group]
         if args.only in (None, "reference", "reference-continue"):
-            plan += [(f"reference-continue/{t}", measure_reference_continue, (t,)) for t in group]
+            plan += [(f"reference-continue/{t}" + (f"/{REFERENCE_FROM_CURVE[t]}" if t in REFERENCE_FROM_CURVE else ""),
+                      measure_reference_continue, (t,)) for t in group]
     if args.only in (None, "curves"):
         plan += [(f"curve/{t}/{f}", measure_curve, (t, f, multiples)) for t in tasks for f in curve_families(t)[2:]]
     # Interleave so that worker k of n takes every n-th item of a task-balanced list.
