@@ -319,7 +319,7 @@ def targets(out: dict[str, Any]) -> dict[str, Any]:
                 shared = sorted(set(curves[a]) & set(curves[b]))
                 for m in shared:
                     d = abs(curves[a][m] - curves[b][m])
-                    if gap is None or d > gap["points"]:
+                    if gap is None or 100 * d > gap["points"]:
                         hi, lo = (a, b) if curves[a][m] >= curves[b][m] else (b, a)
                         gap = {"points": round(100 * d, 1), "multiple": m, "ahead": hi, "behind": lo}
                 if len(shared) < 3:
@@ -352,7 +352,7 @@ def target_lines(res: dict[str, Any]) -> list[str]:
             continue
         gap = r["family_gap"]
         gtxt = (f"{'met' if r['family_gap_ok'] else 'not met'}: {gap['ahead']} {gap['points']} points ahead of "
-                f"{gap['behind']} at x{gap['multiple']}") if gap else "no curves"
+                f"{gap['behind']} at x{gap['multiple']}") if gap else "fewer than two curves"
         c = r["crossing"]
         ctxt = (f"yes: {c['early_leader']} leads at x{c['first']}, {c['overtaken_by']} ahead at x{c['last']}"
                 if c else "no")
