@@ -11,15 +11,18 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning"),
 ]
 
-# Program synthesis (program only) is the format the preliminary CPU study found fastest
-# to learn: one default experiment moves it well clear of the base model's 0%.
-TASK, FAMILY = "program_synthesis", "program_only"
+# Arithmetic with the reversed-digit scratchpad: the landscape (docs/tasks.md) measured it at
+# 18.5% after three default experiments of batch-8 SFT at a constant rate and 100% after five
+# with a cosine schedule, from a base of 0%. Three default experiments with the cosine
+# schedule take about five minutes on two cores.
+TASK, FAMILY = "arithmetic", "scratchpad"
 
 
 def test_sft_raises_the_score_clearly_above_base(tmp_path):
     base = evaluate(base_model_dir(), TASK, "dev")
-    data = generate(TASK, FAMILY, {}, 0, 5000, tmp_path / "data.jsonl")
-    result = train(data.path, tmp_path / "run", {"method": "sft"})
+    data = generate(TASK, FAMILY, {}, 0, 15_000, tmp_path / "data.jsonl")
+    spec = {"method": "sft", "batch_size": 8, "learning_rate": 1e-3, "lr_scheduler": "cosine", "warmup_ratio": 0.03}
+    result = train(data.path, tmp_path / "run", spec)
     after = evaluate(result.checkpoint_dir, TASK, "dev")
     assert after.checkpoint_digest == result.checkpoint_digest
     assert after.score >= base.score + 0.15, (base.score, after.score)
