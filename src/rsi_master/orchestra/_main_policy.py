@@ -32,14 +32,13 @@ __all__ = ["PolicyMain"]
 
 _SEED_STRIDE = 100_003  # worker number * stride + direction seed: unique per Worker
 
-# Families in the order the measured landscape ranks them at equal compute (docs/tasks.md:
-# the best 5x curve first; the others follow as branches): prior knowledge of the suite,
-# cheap to get wrong.
+# Families the docs' reference recipes use come first: prior knowledge of the suite,
+# cheap to get wrong (the others follow as branches).
 PRIOR = {
     "arithmetic": ("scratchpad", "restate", "answer_only"),
-    "function_calling": ("plan_then_call", "compact", "verbose"),
-    "knowledge": ("chain_then_answer", "quote_then_answer", "answer_only"),
-    "program_synthesis": ("trace_then_program", "program_only", "describe_then_program"),
+    "function_calling": ("compact", "verbose", "plan_then_call"),
+    "knowledge": ("answer_only", "chain_then_answer", "quote_then_answer"),
+    "program_synthesis": ("program_only", "trace_then_program", "describe_then_program"),
 }
 
 
