@@ -6,12 +6,28 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from rsi_master.agents import AgentLoop, FakeModel, LLMConfig, LLMReviewer, LLMWorker, ProviderError
 from rsi_master.expos import Caller, tools_for
 from rsi_master.orchestra import NodeContext
 
 from ..orchestra.helpers import new_run
 from .helpers import fake, record_llm
+
+
+@pytest.fixture
+def models(monkeypatch):
+    """Every FakeModel built during the test, in order (to read the prompts it was sent)."""
+    built: list[FakeModel] = []
+    real = FakeModel.__init__
+
+    def spy(self, script):
+        real(self, script)
+        built.append(self)
+
+    monkeypatch.setattr(FakeModel, "__init__", spy)
+    return built
 
 W1 = Caller("worker", "w1")
 
@@ -59,7 +75,7 @@ def test_model_mistakes_are_returned_as_errors_it_can_correct_and_are_recorded(t
         assert steps[0]["tool_calls"][0]["arguments"] == "{not json"
 
 
-def test_each_error_reaches_the_next_prompt(tmp_path):
+def test_each_error_reaches_the_next_prompt(tmp_path, models):
     script = {"worker": {"worker": [
         _call("contract_show", raw="[1, 2"),
         {"content": "thinking"},
@@ -67,18 +83,7 @@ def test_each_error_reaches_the_next_prompt(tmp_path):
     ]}}
     with new_run(tmp_path) as expos:
         record_llm(expos, {"worker": fake(tmp_path, script)})
-        models = []
-        real = FakeModel.__init__
-
-        def spy(self, s):
-            real(self, s)
-            models.append(self)
-
-        FakeModel.__init__ = spy
-        try:
-            LLMWorker().run(_node(expos))
-        finally:
-            FakeModel.__init__ = real
+        LLMWorker().run(_node(expos))
         calls = models[0].calls
         assert len(calls) == 3
         second = calls[1]["messages"]
@@ -187,7 +192,7 @@ def test_a_reviewer_that_does_not_submit_is_reported_as_failed(tmp_path):
         assert len(expos.events("agent.error", actor_id="r1")) == 2
 
 
-def test_a_worker_receives_its_designated_predecessors_summaries_only(tmp_path):
+def test_a_worker_receives_its_designated_predecessors_summaries_only(tmp_path, models):
     from ..orchestra.helpers import MAIN
 
     script = {"worker": {"worker": [_call("worker_finalize", {"summary": "done"})]}}
@@ -198,19 +203,8 @@ def test_a_worker_receives_its_designated_predecessors_summaries_only(tmp_path):
                                             "direction": {"family": "answer_only"}})
         for wid in ("w1", "w2"):
             expos.call(Caller("worker", wid), "worker.finalize", {"summary": f"secret finding of {wid}"})
-        models = []
-        real = FakeModel.__init__
-
-        def spy(self, s):
-            real(self, s)
-            models.append(self)
-
-        FakeModel.__init__ = spy
-        try:
-            LLMWorker().run(_node(expos, {"task": "task of w3", "direction": {"family": "answer_only"},
-                                          "predecessors": ["w1"]}, caller=Caller("worker", "w3")))
-        finally:
-            FakeModel.__init__ = real
+        LLMWorker().run(_node(expos, {"task": "task of w3", "direction": {"family": "answer_only"},
+                                      "predecessors": ["w1"]}, caller=Caller("worker", "w3")))
         first = models[0].calls[0]["messages"][1]["content"]
         assert "secret finding of w1" in first and "secret finding of w2" not in first
 
