@@ -9,6 +9,7 @@ there is.
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
@@ -32,29 +33,25 @@ def _prctl() -> Callable[..., int] | None:
         return None
 
 
-def die_with_parent(parent: int) -> None:
-    """Arm SIGKILL on the parent's death; exit at once if `parent` is already gone."""
-    prctl = _prctl()
+def _arm(prctl: Callable[..., int] | None, parent: int) -> None:
     if prctl is not None:
         prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:  # the parent died before the signal was armed
         os._exit(1)
 
 
+def die_with_parent(parent: int) -> None:
+    """Arm SIGKILL on the parent's death; exit at once if `parent` is already gone."""
+    _arm(_prctl(), parent)
+
+
 def run_tied(cmd: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess:
     """`subprocess.run` whose child is killed when this process dies.
 
-    The death signal is armed between fork and exec. That hook runs no Python beyond one
-    `prctl` call prepared here and a `getppid`, so it is safe in a threaded parent.
+    The death signal is armed between fork and exec, with `prctl` looked up here (no
+    library loading in the child): one call and a `getppid`, safe in a threaded parent.
     """
     prctl = _prctl()
     if prctl is None:
         return subprocess.run(cmd, **kwargs)
-    parent = os.getpid()
-
-    def arm() -> None:
-        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != parent:
-            os._exit(1)
-
-    return subprocess.run(cmd, preexec_fn=arm, **kwargs)
+    return subprocess.run(cmd, preexec_fn=functools.partial(_arm, prctl, os.getpid()), **kwargs)
