@@ -3,8 +3,9 @@
     .venv/bin/python scripts/measure_landscape.py run [--only base|curves|reference] [--tasks T ...]
     .venv/bin/python scripts/measure_landscape.py report      # landscape.json + markdown tables
 
-`run` appends one JSON line per finished measurement to runs/landscape/results.jsonl and
-skips measurements already there, so it can be interrupted and resumed. `report` reads
+`run` appends one JSON line per finished measurement to benchmarks/landscape/results.jsonl
+(tracked; checkpoints and data stay under runs/landscape/, which is not) and skips
+measurements already there, so it can be interrupted and resumed. `report` reads
 only that file. Every figure comes from the sealed evaluator on the `dev` split (base
 and reference also on `final`).
 
@@ -24,8 +25,9 @@ from typing import Any
 from rsi_master.runtime import base_model_dir, evaluate, generate, train
 from rsi_master.runtime._landscape_data import LANDSCAPE_PATH
 
-ROOT = Path("runs/landscape")
-RESULTS = ROOT / "results.jsonl"
+ROOT = Path("runs/landscape")  # checkpoints and data: large, not tracked
+# The raw figures are tracked (a few KB): `report` rebuilds landscape.json from them in any checkout.
+RESULTS = Path("benchmarks/landscape/results.jsonl")
 DEFAULT_EXAMPLES = 5000
 DEFAULT_BATCH = 32
 
@@ -265,7 +267,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     plan: list[tuple[str, Any, tuple[str, ...]]] = []
     if args.only in (None, "base"):
         plan += [(f"base/{t}/final", measure_base, (t,)) for t in tasks]
-    pairs = [(t, f) for t in tasks for f in curve_families(t)[:2]]
+    def wanted(f: str) -> bool:
+        return not args.families or f in args.families
+
+    pairs = [(t, f) for t in tasks for f in curve_families(t)[:2] if wanted(f)]
     for i in range(0, len(tasks), 2):
         group = tasks[i : i + 2]
         if args.only in (None, "curves"):
@@ -276,7 +281,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             plan += [(f"reference-continue/{t}" + (f"/{REFERENCE_FROM_CURVE[t]}" if t in REFERENCE_FROM_CURVE else ""),
                       measure_reference_continue, (t,)) for t in group]
     if args.only in (None, "curves"):
-        plan += [(f"curve/{t}/{f}", measure_curve, (t, f, multiples)) for t in tasks for f in curve_families(t)[2:]]
+        plan += [(f"curve/{t}/{f}", measure_curve, (t, f, multiples)) for t in tasks for f in curve_families(t)[2:] if wanted(f)]
     # Interleave so that worker k of n takes every n-th item of a task-balanced list.
     ordered = [item for i in range(0, len(plan), 2) for item in plan[i : i + 2]]
     mine = ordered[args.worker :: args.workers]
@@ -302,9 +307,10 @@ def targets(out: dict[str, Any]) -> dict[str, Any]:
     * base: at most 15% on every task;
     * reference: at least 40 points above base;
     * family gap: two families of a task at least 15 points apart at the same compute;
-    * crossing: a family ahead at the first curve point (by >= 2 points) that ends at
-      least 5 points behind another at the last point it shares with it, having gained
-      less than the other over the second half of the horizon (it plateaued).
+    * crossing: a family that looks best early and then plateaus below another: ahead by
+      at least 5 points (two standard errors of a difference of two 200-item scores near
+      10%) at some point of the first half of the shared horizon, at least 5 points behind
+      at the last shared point, having gained less than the other over the second half.
     """
     res: dict[str, Any] = {}
     for name, t in sorted(out["tasks"].items()):
@@ -324,13 +330,19 @@ def targets(out: dict[str, Any]) -> dict[str, Any]:
                         gap = {"points": round(100 * d, 1), "multiple": m, "ahead": hi, "behind": lo}
                 if len(shared) < 3:
                     continue
-                first, last, mid = shared[0], shared[-1], shared[len(shared) // 2]
+                last = shared[-1]
+                mid = max(m for m in shared if m <= last / 2) if any(m <= last / 2 for m in shared) else shared[0]
+                early_pts = [m for m in shared if m <= last / 2]
                 for early, late in ((a, b), (b, a)):
                     e, l_ = curves[early], curves[late]
-                    if (e[first] >= l_[first] + 0.02 and l_[last] >= e[last] + 0.05
+                    lead = max(early_pts, key=lambda m: e[m] - l_[m], default=None)
+                    if (lead is not None and e[lead] >= l_[lead] + 0.05 and l_[last] >= e[last] + 0.05
                             and (e[last] - e[mid]) < (l_[last] - l_[mid])):
-                        crossing = {"early_leader": early, "overtaken_by": late, "first": first, "last": last,
-                                    "scores": {early: [e[first], e[last]], late: [l_[first], l_[last]]}}
+                        found = {"early_leader": early, "overtaken_by": late, "first": lead, "last": last,
+                                 "scores": {early: [e[lead], e[last]], late: [l_[lead], l_[last]]}}
+                        if crossing is None or (e[lead] - l_[lead]) > (crossing["scores"][crossing["early_leader"]][0]
+                                                                        - crossing["scores"][crossing["overtaken_by"]][0]):
+                            crossing = found
         res[name] = {
             "base_ok": base is not None and base <= 0.15,
             "reference_gain_points": None if ref is None or base is None else round(100 * (ref - base), 1),
@@ -396,7 +408,7 @@ def cmd_report(args: argparse.Namespace) -> int:
                   f"{ref['examples']} examples ({ref['compute_multiple']:.0f}x), {ref['train_seconds']:.0f}s") if ref else "-"
         print(f"| {name} | {100 * b.get('score', float('nan')):.1f}% / {100 * b.get('score_final', float('nan')):.1f}% | {rtxt} | {recipe} |")
     print()
-    mults = CURVE_MULTIPLES
+    mults = sorted({p["multiple"] for t in out["tasks"].values() for c in t["curves"].values() for p in c["points"]})
     print("| task | family | " + " | ".join(f"x{m}" for m in mults) + " | train s |")
     print("| --- | --- | " + " | ".join("---" for _ in mults) + " | --- |")
     for name, t in sorted(out["tasks"].items()):
@@ -420,12 +432,49 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_recover(args: argparse.Namespace) -> int:
+    """Seed results.jsonl from a landscape.json (rows whose raw record was not kept).
+
+    The first landscape runs kept their raw records under runs/ (not tracked); what
+    survived is the aggregate in landscape.json. Each recovered row says so
+    (`recovered_from`), and no key already in results.jsonl is touched.
+    """
+    src = json.loads(Path(args.source).read_text())
+    have = done_keys()
+    rows: list[dict[str, Any]] = []
+    for task, t in sorted(src["tasks"].items()):
+        b = t.get("base")
+        for split in ("dev", "final"):
+            if b and f"score_{split}" in b:
+                rows.append({"key": f"base/{task}/{split}", "kind": "base", "task": task, "split": split,
+                             "score": b[f"score_{split}"], "checkpoint_digest": b.get("checkpoint_digest")})
+        for fam, c in t.get("curves", {}).items():
+            if args.skip_curves and f"{task}/{fam}" in args.skip_curves:
+                continue
+            rows.append({"key": f"curve/{task}/{fam}", "kind": "curve", "task": task, "family": fam, "spec": CURVE_SPEC,
+                         "points": c["points"], "train_seconds": c.get("train_seconds"), "tokens": c.get("tokens")})
+        ref = t.get("reference")
+        if ref:
+            rows.append({"key": f"reference/{task}", "kind": "reference", "task": task, "family": ref["family"],
+                         "params": {}, "spec": ref["spec"], "examples": ref["examples"], "steps": ref["steps"],
+                         "train_seconds": ref["train_seconds"], "scores": {"dev": ref["score"], "final": ref["score_final"]},
+                         "checkpoint_digest": ref["checkpoint_digest"]})
+    n = 0
+    for r in rows:
+        if r["key"] not in have:
+            record({**r, "recovered_from": args.source})
+            n += 1
+    log(f"recovered {n} rows from {args.source}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run")
     r.add_argument("--only", choices=("base", "curves", "reference", "reference-continue"), default=None)
     r.add_argument("--tasks", nargs="*", default=None)
+    r.add_argument("--families", nargs="*", default=None, help="only these generator families' curves")
     r.add_argument("--worker", type=int, default=0, help="this worker's index (parallel runs share results.jsonl)")
     r.add_argument("--workers", type=int, default=1)
     r.add_argument("--threads", type=int, default=1, help="torch threads per worker")
@@ -448,6 +497,11 @@ def main() -> int:
     c.set_defaults(fn=cmd_collect)
     r.set_defaults(fn=cmd_run)
     sub.add_parser("report").set_defaults(fn=cmd_report)
+    rc = sub.add_parser("recover", help="seed results.jsonl from a landscape.json aggregate")
+    rc.add_argument("source", nargs="?", default=str(LANDSCAPE_PATH))
+    rc.add_argument("--skip-curves", nargs="*", default=[], metavar="TASK/FAMILY",
+                    help="curves being re-measured (their new records replace the aggregate's)")
+    rc.set_defaults(fn=cmd_recover)
     args = parser.parse_args()
     return int(args.fn(args))
 

@@ -127,3 +127,41 @@ def test_a_direction_is_capped_at_its_share_before_a_passing_cross_worker_review
         expos.call(MAIN, "review.request", {"reviewer_id": "r1", "question": "q", "scope": [w1, "wx"]})
         expos.call(Caller("reviewer", "r1"), "review.submit", {"scope": [w1, "wx"], "verdict": "pass"})
         assert not main._capped(_ctx(expos, 30.0), load_graph(expos), d)
+
+
+def _landscape(monkeypatch, curves):
+    import rsi_master.runtime._landscape_data as ld
+
+    monkeypatch.setattr(ld, "load_landscape", lambda: {"tasks": {"knowledge": {"curves": curves}}})
+
+
+def test_expected_scores_interpolate_the_measured_curves_at_the_affordable_compute(monkeypatch):
+    from rsi_master.orchestra import expected_scores
+
+    # One default experiment of either family costs 100 s (1,000 tokens at 0.1 s per token).
+    early = {"points": [{"multiple": 1.0, "score": 0.2}, {"multiple": 4.0, "score": 0.2}],
+             "tokens": 4000, "train_seconds": 400}
+    late = {"points": [{"multiple": 1.0, "score": 0.0}, {"multiple": 4.0, "score": 0.9}],
+            "tokens": 4000, "train_seconds": 400}
+    _landscape(monkeypatch, {"answer_only": early, "chain_then_answer": late})
+    short = expected_scores("knowledge", 50.0)  # half a default experiment
+    assert short["answer_only"] == 0.1 and short["chain_then_answer"] == 0.0
+    long_ = expected_scores("knowledge", 300.0)  # three default experiments: 0.6 on the climbing curve
+    assert abs(long_["chain_then_answer"] - 0.6) < 1e-9 and long_["answer_only"] == 0.2
+    assert expected_scores("knowledge", 1e6)["chain_then_answer"] == 0.9  # past the horizon: last point
+    assert expected_scores("arithmetic", 100.0) == {}  # no curves measured for the task
+
+
+def test_the_opening_directions_follow_the_landscape_at_this_budget(tmp_path, monkeypatch):
+    early = {"points": [{"multiple": 1.0, "score": 0.2}, {"multiple": 4.0, "score": 0.2}],
+             "tokens": 4000, "train_seconds": 400}
+    late = {"points": [{"multiple": 1.0, "score": 0.0}, {"multiple": 4.0, "score": 0.9}],
+            "tokens": 4000, "train_seconds": 400}
+    _landscape(monkeypatch, {"answer_only": early, "chain_then_answer": late})
+    opened = {}
+    for budget in (100.0, 10_000.0):
+        with new_run(tmp_path / str(int(budget))) as expos:
+            PolicyMain().start(_ctx(expos, 0.0, budget=budget, slots=1), load_graph(expos))
+            opened[budget] = [w.direction.family for w in load_graph(expos).workers.values()]
+    # A short campaign opens what pays early; a long one what the curves put ahead later.
+    assert opened == {100.0: ["answer_only"], 10_000.0: ["chain_then_answer"]}

@@ -12,7 +12,7 @@ from ._directions import DEFAULT_TRAIN, Direction, Range, default_directions, kn
 from ._display import Display, PlainDisplay, RichDisplay, make_display
 from ._graph import Decision, Job, ResearchGraph, ReviewerNode, WorkerNode, load_graph
 from ._harness import final_scores, select
-from ._main_policy import PolicyMain
+from ._main_policy import PolicyMain, expected_scores
 from ._memory import worker_memory
 from ._metrics import KINDS, run_metrics
 from ._orchestra import DEFAULTS, parse_budget, resume_run, start_run
@@ -52,6 +52,7 @@ __all__ = [
     "NodeContext",
     "PlainDisplay",
     "PolicyMain",
+    "expected_scores",
     "Range",
     "ResearchGraph",
     "ReviewerAgent",

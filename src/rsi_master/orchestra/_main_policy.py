@@ -28,12 +28,12 @@ from ._graph import ResearchGraph, WorkerNode
 from ._protocols import MainContext, main_agent
 from ._worker import parse_recipe
 
-__all__ = ["PolicyMain"]
+__all__ = ["PolicyMain", "expected_scores"]
 
 _SEED_STRIDE = 100_003  # worker number * stride + direction seed: unique per Worker
 
-# Families the docs' reference recipes use come first: prior knowledge of the suite,
-# cheap to get wrong (the others follow as branches).
+# Tie-break of the opening order, and the whole order for a task the landscape has no
+# curves for: the families the docs' reference recipes use first.
 PRIOR = {
     "arithmetic": ("scratchpad", "restate", "answer_only"),
     "function_calling": ("compact", "verbose", "plan_then_call"),
@@ -223,8 +223,12 @@ class PolicyMain:
         task = ctx.expos.contract.task
         tried = {w.direction.key() for w in graph.workers.values()}
         prior = PRIOR.get(task, ())
+        # One direction's share of the slot-seconds, about half of it training (the rest is
+        # process start, data generation and evaluation in a short campaign).
+        expected = expected_scores(task, 0.5 * self.share * ctx.budget_s * ctx.slots)
         dirs = sorted(default_directions(task, seed=ctx.seed),
-                      key=lambda d: (prior.index(d.family) if d.family in prior else len(prior), d.family))
+                      key=lambda d: (-expected.get(d.family, -1.0),
+                                     prior.index(d.family) if d.family in prior else len(prior), d.family))
         return [d.model_copy(update={"seconds": self._allowance(ctx)}) for d in dirs if d.key() not in tried]
 
     def _continue_direction(self, d: Direction, recipe: dict[str, Any], parent: str) -> Direction:
@@ -335,6 +339,43 @@ class PolicyMain:
         ctx.call("decision.record", {"action": action, "rationale": rationale,
                                      "evidence": sorted({int(s) for s in evidence if s is not None}),
                                      "detail": detail})
+
+
+def expected_scores(task: str, slot_seconds: float) -> dict[str, float]:
+    """Family -> the `dev` score its measured learning curve (docs/tasks.md) reaches with
+    `slot_seconds` of training.
+
+    Prior knowledge of the suite, measured by `scripts/measure_landscape.py`: the family that
+    pays within this campaign opens first. It matters because the landscape's leaders change
+    with compute (arithmetic: answer-only leads to 1x, the scratchpad from 2x on), so a
+    5-minute campaign and an hour-long one should not open the same way. A family's cost is
+    its curve's tokens per default experiment times the landscape's median seconds per
+    token (each curve's own seconds depend on what else ran beside it; tokens do not). A
+    family without a curve gets no entry.
+    """
+    import statistics
+
+    from ..runtime._landscape_data import load_landscape
+
+    tasks = load_landscape().get("tasks", {})
+    rates = [float(c["train_seconds"]) / float(c["tokens"]) for t in tasks.values() if isinstance(t, dict)
+             for c in (t.get("curves") or {}).values() if c.get("train_seconds") and c.get("tokens")]
+    if not rates:
+        return {}
+    s_per_token = statistics.median(rates)
+    out: dict[str, float] = {}
+    for family, c in ((tasks.get(task) or {}).get("curves") or {}).items():
+        pts = sorted((float(p["multiple"]), float(p["score"])) for p in c.get("points", []))
+        if not pts or not c.get("tokens"):
+            continue
+        m = slot_seconds / (float(c["tokens"]) / pts[-1][0] * s_per_token)  # default experiments affordable
+        xs = [(0.0, 0.0), *pts]
+        out[family] = xs[-1][1]
+        for (x0, y0), (x1, y1) in zip(xs, xs[1:]):
+            if x0 <= m <= x1:
+                out[family] = y0 + (y1 - y0) * (m - x0) / (x1 - x0) if x1 > x0 else y1
+                break
+    return out
 
 
 def _placeholder(rid: str) -> Any:
