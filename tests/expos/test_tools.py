@@ -33,6 +33,20 @@ def test_contract_is_the_first_event_and_holds_no_protected_item(run):
             assert item.prompt not in body
 
 
+def test_final_limit_keeps_the_whole_final_split_for_the_harness(tmp_path):
+    from rsi_master.tasks import get_task, task_spec
+
+    full = task_spec(get_task("knowledge"))["sample_ids"]
+    with ExpOS.create(tmp_path / "all", "knowledge", eval_limit=4, final_limit=0) as x:
+        ids = x.contract.evaluator.sample_ids
+    assert (len(ids["dev"]), len(ids["review"])) == (4, 4) and ids["final"] == full["final"]
+    with ExpOS.create(tmp_path / "some", "knowledge", eval_limit=4, final_limit=7) as x:
+        assert x.contract.evaluator.sample_ids["final"] == full["final"][:7]
+    with pytest.raises(RsiMasterError, match="final_limit"):
+        ExpOS.create(tmp_path / "bad", "knowledge", final_limit=-1)
+    assert not (tmp_path / "bad").exists()
+
+
 def test_every_role_has_its_tools_and_schemas():
     names = {role: {t.name for t in tools_for(role)} for role in ("public", "worker", "reviewer", "main")}
     assert {"contract.show", "quota.show", "events.tail"} <= names["public"]

@@ -39,7 +39,9 @@ def test_unknown_task_and_bad_budget_write_nothing(tmp_path, capsys):
         assert code == 2 and "budget" in msg
     code, msg = _err(capsys, ["run", "--task", "arithmetic", "--slots", "0", "--dir", str(target)])
     assert code == 2 and "slots" in msg
-    assert not target.exists()
+    code, msg = _err(capsys, ["run", "--task", "arithmetic", "--final-limit", "-1", "--dir", str(target)])
+    assert code == 2 and "final_limit" in msg
+    assert not target.exists() and not list(tmp_path.glob(".new*"))
 
 
 def test_run_refuses_a_directory_that_holds_another_run(tmp_path, capsys):

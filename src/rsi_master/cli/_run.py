@@ -30,7 +30,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dir", default=env("dir"), metavar="RUN_DIR",
                    help="new run directory (env RSI_MASTER_DIR; default runs/<task>-<UTC time>)")
     p.add_argument("--eval-limit", type=int, default=int(env("eval_limit", 50)),
-                   help="evaluation items per split (env RSI_MASTER_EVAL_LIMIT; default 50)")
+                   help="evaluation items per split the agents use, dev and review (env RSI_MASTER_EVAL_LIMIT; "
+                        "default 50)")
+    p.add_argument("--final-limit", type=int, default=int(env("final_limit", 0)),
+                   help="final items the harness scores the base and the returned checkpoint on, once each; 0 is "
+                        "the whole split (env RSI_MASTER_FINAL_LIMIT; default 0)")
     agents = p.add_argument_group("agents", "who plays each role: the programmatic agents (scripted, the offline "
                                             "default) or LLM agents over an OpenAI-compatible endpoint (llm)")
     agents.add_argument("--agents", choices=("scripted", "llm"), default=env("agents", "scripted"),
@@ -86,7 +90,8 @@ def run(args: argparse.Namespace) -> int:
         names = dict(setup.agents)  # type: ignore[attr-defined]
         names["setup"] = lambda expos: record_setup(expos, setup)
     summary = start_run(args.task, args.budget, slots=args.slots, seed=args.seed, run_dir=args.dir,
-                        key_dir=args.key_dir, eval_limit=args.eval_limit, display=make_display(is_tty()),
+                        key_dir=args.key_dir, eval_limit=args.eval_limit, final_limit=args.final_limit,
+                        display=make_display(is_tty()),
                         **names)  # type: ignore[arg-type]
     print_summary(summary)
     return 0

@@ -61,10 +61,16 @@ class ExpOS:
     # -- lifecycle -------------------------------------------------------------------
     @classmethod
     def create(cls, run_dir: Path | str, task: str, *, budget: Budget | None = None, eval_limit: int | None = None,
+               final_limit: int | None = None,
                key_dir: KeyDir | Path | str | None = None, allowed_methods: list[str] | None = None,
                allowed_generators: list[str] | None = None, allowed_teachers: list[str] | None = None,
                run_id: str | None = None) -> "ExpOS":
-        """Freeze a contract for `task` and record it as the run's first event."""
+        """Freeze a contract for `task` and record it as the run's first event.
+
+        `eval_limit` keeps the first N items of each split (all of them if None);
+        `final_limit` overrides it for `final`, which only the harness scores, once per
+        checkpoint: 0 keeps the whole split there (a final score as fine-grained as the
+        landscape's), while the agents' dev and review evaluations stay short."""
         from ..runtime import base_model_dir, seal_evaluator
         from ..runtime import METHODS
         from ..tasks import SPLITS, get_task, task_spec
@@ -73,6 +79,8 @@ class ExpOS:
         task_obj = get_task(task)
         if eval_limit is not None and eval_limit < 1:
             raise RsiMasterError("eval_limit must be positive")
+        if final_limit is not None and final_limit < 0:
+            raise RsiMasterError("final_limit must be 0 (the whole split) or positive")
         run = RunDir.create(run_dir, key_dir=key_dir, run_id=run_id)
         try:
             spec = task_spec(task_obj)
@@ -80,7 +88,10 @@ class ExpOS:
             base_artifact = run.store.put_dir(base_dir)
             seal_path, evaluator_digest = seal_evaluator(store=run.store)
             families = [f"{task_obj.name}/{name}" for name in sorted(task_obj.generators())]
-            ids = {s: spec["sample_ids"][s][: eval_limit or None] for s in SPLITS}
+            limits = {s: eval_limit for s in SPLITS}
+            if final_limit is not None:
+                limits["final"] = final_limit or None
+            ids = {s: spec["sample_ids"][s][: limits[s] or None] for s in SPLITS}
             tok = base_dir / "tokenizer.json"
             gen = base_dir / "generation_config.json"
             contract = TaskContract(

@@ -19,7 +19,11 @@ __all__ = ["DEFAULTS", "parse_budget", "resume_run", "start_run"]
 
 # Short experiments and a small evaluation set keep a default run of a few minutes
 # useful on a laptop CPU: dev/review/final are scored on the first `eval_limit` items.
-DEFAULTS: dict[str, Any] = {"budget_s": 300.0, "slots": 2, "seed": 0, "eval_limit": 50, "max_train_steps": 400}
+# `final` is scored by the harness only (the base and the selected checkpoint, once each):
+# the whole split (final_limit 0), so that final_score has the resolution of the landscape's
+# reference_score (200 items) instead of 2 points a sample.
+DEFAULTS: dict[str, Any] = {"budget_s": 300.0, "slots": 2, "seed": 0, "eval_limit": 50, "final_limit": 0,
+                            "max_train_steps": 400}
 
 
 def parse_budget(text: str | float | int) -> float:
@@ -59,6 +63,7 @@ def _check_new_dir(path: Path) -> None:
 
 def start_run(task: str, budget: str | float, *, slots: int = 2, seed: int = 0, run_dir: str | Path | None = None,
               key_dir: str | None = None, eval_limit: int = DEFAULTS["eval_limit"],
+              final_limit: int | None = None,
               display: Display | None = None, main: str = "policy", reviewer: str = "evidence",
               environment: str | None = None, max_train_steps: int = DEFAULTS["max_train_steps"],
               agent_settings: dict[str, Any] | None = None, timing_prior: dict[str, float] | None = None,
@@ -71,6 +76,8 @@ def start_run(task: str, budget: str | float, *, slots: int = 2, seed: int = 0, 
     (JSON) is recorded there as well, for agents that read their configuration from the run;
     `timing_prior` ({step_s, overhead_s} measured on this machine) sizes trials until the run
     has measured its own.
+    `final_limit` is the number of `final` items the harness scores (0: the whole split;
+    None: `eval_limit`, as for the other splits).
     `worker` names the Worker agent the Main agent puts in the directions it adds; `setup`
     records more of the run's configuration (the agents layer's `agents.config`) before any
     agent acts."""
@@ -90,11 +97,12 @@ def start_run(task: str, budget: str | float, *, slots: int = 2, seed: int = 0, 
     # killed while being created leaves no directory that `resume` could not continue.
     building = path.with_name(f".{path.name}.creating-{os.getpid()}")
     expos = ExpOS.create(building, task, budget=Budget(wall_seconds=budget_s, max_train_steps=max_train_steps),
-                         eval_limit=eval_limit, key_dir=key_dir)
+                         eval_limit=eval_limit, final_limit=final_limit, key_dir=key_dir)
     try:
         expos.record(ORCHESTRA, "orchestra.start", {
             "version": 1, "task": task, "budget_s": budget_s, "slots": slots, "seed": seed, "main": main,
-            "reviewer": reviewer, "worker": worker, "eval_limit": eval_limit, "pid": os.getpid(),
+            "reviewer": reviewer, "worker": worker, "eval_limit": eval_limit,
+            "final_limit": final_limit, "pid": os.getpid(),
             **({"environment": environment} if environment else {}),
             **({"agent_settings": agent_settings} if agent_settings else {}),
             **({"timing_prior": timing_prior} if timing_prior else {})})

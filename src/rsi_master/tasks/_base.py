@@ -149,8 +149,22 @@ class SuiteTask:
         return copy.deepcopy(list(self._sealed.items[split]))
 
     def is_sealed(self, problem: Problem) -> bool:
-        """True when `problem` coincides with any sealed evaluation item."""
-        return bool(problem.seal_keys() & self.sealed_keys)
+        """True when `problem` coincides with any sealed evaluation item.
+
+        It coincides when it shares a seal key with one, or when it holds one among other
+        text (`holds_sealed_item`). Only generators ask this: the sealed sets are drawn
+        with the seal keys alone, so a task's `holds_sealed_item` cannot change them.
+        """
+        return bool(problem.seal_keys() & self.sealed_keys) or self.holds_sealed_item(problem)
+
+    def holds_sealed_item(self, problem: Problem) -> bool:
+        """True when `problem` carries most of a sealed item without sharing a seal key.
+
+        Seal keys are exact texts. A task whose problems can carry an item's content
+        among other text, in a form the contamination check still counts as a copy,
+        overrides this; by default nothing more is excluded.
+        """
+        return False
 
     def generators(self) -> dict[str, GeneratorFamily]:
         """Each family wrapped so that it validates params and never emits a sealed item."""

@@ -10,14 +10,18 @@ surrounding punctuation stripped.
 
 from __future__ import annotations
 
+import math
 import random
+import re
+from collections import Counter
 from collections.abc import Mapping
+from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
 from ._base import FamilySpec, Problem, SuiteTask
 from ._knowledge_world import PERSONS, PLACES, REGION, RELATIONS
-from ._protocol import Decoding, Knob, Score
+from ._protocol import SPLITS, Decoding, Knob, Score
 from ._text import final_line
 
 __all__ = ["KnowledgeTask"]
@@ -25,11 +29,39 @@ __all__ = ["KnowledgeTask"]
 TWO_HOP_QUESTION = "In which region does {s} live?"
 _STRIP = " .,;:!?\"'`"
 
+# What a training row must not hold: an evaluation item as the contamination check
+# (expos.contamination) sees it. The check compares 3- and 4-word shingles within a
+# clause, ignoring "template" shingles found in 5 or more protected items, and fails a
+# row whose shingles have Jaccard >= 0.9 with an item's rare ones. Job, pet and colour
+# words (12 of each) are template there, so an item's rare shingles are mostly its
+# names: a row asking the same question about the same person, with other values and
+# other facts, can match an item in full (Jaccard 1.0) without sharing its seal key.
+# A row is therefore rejected when it holds NEAR_COPY_SHARE of an item's rare shingles,
+# whatever else it holds: Jaccard >= 0.9 needs 90%, and the 0.2 margin covers MinHash
+# error. The constants mirror ContaminationConfig's defaults (a test pins them).
+SHINGLE_WORDS = (3, 4)
+TEMPLATE_ITEMS = 5
+NEAR_COPY_SHARE = 0.7
+# Clause ends and words as the check cuts knowledge text, which holds only letters,
+# spaces and clause punctuation (a test pins the rare shingles against its index).
+_CLAUSE_END = re.compile(r"[.?!;:,)\]}](?=\s|$)")
+_WORD = re.compile(r"[a-z0-9]+")
+
 PROBLEM_KNOBS = (
     Knob("n_facts", "int", 4, 2, 6, help="facts in the prompt, supporting facts included"),
     Knob("two_hop", "float", 0.3, 0.0, 1.0, help="share of questions that chain two facts"),
     Knob("relations", "int", len(RELATIONS), 1, len(RELATIONS), help="relations asked about (diversity)"),
 )
+
+
+def _clause_shingles(clause: str) -> tuple[str, ...]:
+    words = _WORD.findall(clause)
+    return tuple(" ".join(words[i : i + k]) for k in SHINGLE_WORDS for i in range(len(words) - k + 1))
+
+
+def shingles(text: str) -> set[str]:
+    """The 3- and 4-word shingles of `text`, never across a clause, lowercased."""
+    return {s for clause in _CLAUSE_END.split(text.lower()) for s in _clause_shingles(clause)}
 
 
 def _answer_only(problem: Problem, params: Mapping[str, Any]) -> str:
@@ -88,6 +120,42 @@ class KnowledgeTask(SuiteTask):
         text = " ".join(facts) + f"\nQuestion: {question}"
         core = question + " " + " ".join(support)
         return Problem(text, answer, keys=(core,), data=(tuple(support), tuple(chain)))
+
+    @cached_property
+    def _rare_shingles(self) -> tuple[dict[str, tuple[int, ...]], tuple[int, ...], int]:
+        """Each rare shingle of the sealed prompts -> the items holding it; per item, the
+        count of them that a row must hold to be rejected; the least such count."""
+        sets = [shingles(item.prompt) for split in SPLITS for item in self._sealed.items[split]]
+        frequency = Counter(s for item_shingles in sets for s in item_shingles)
+        postings: dict[str, list[int]] = {}
+        need: list[int] = []
+        for i, item_shingles in enumerate(sets):
+            rare = [s for s in item_shingles if frequency[s] < TEMPLATE_ITEMS]
+            for s in rare:
+                postings.setdefault(s, []).append(i)
+            need.append(max(1, math.ceil(NEAR_COPY_SHARE * len(rare) - 1e-9)))
+        return {s: tuple(items) for s, items in postings.items()}, tuple(need), min(need)
+
+    @cached_property
+    def _clause_items(self) -> dict[str, tuple[int, ...]]:
+        return {}  # clause -> the item of each of its rare shingles; clauses repeat a lot
+
+    def holds_sealed_item(self, problem: Problem) -> bool:
+        # The seal key (question and supporting facts) catches a row holding an item's
+        # question and answer among other facts; this catches what the check takes for
+        # the item even with other answers: its question and its names' relations.
+        postings, need, min_need = self._rare_shingles
+        cache = self._clause_items
+        items: list[int] = []
+        for clause in set(_CLAUSE_END.split(self.render(problem.question).lower())):
+            found = cache.get(clause)
+            if found is None:
+                found = cache[clause] = tuple(i for s in _clause_shingles(clause) for i in postings.get(s, ()))
+            items += found
+        # Per clause, not per distinct shingle: two clauses of a row share a rare shingle
+        # only when two facts share a value (two people living in one place), and
+        # counting it twice only rejects more.
+        return len(items) >= min_need and any(count >= need[item] for item, count in Counter(items).items())
 
     def families(self) -> tuple[FamilySpec, ...]:
         return (
