@@ -92,7 +92,8 @@ def test_another_seal_seed_gives_other_items():
 OVERLAP_PARAMS = {
     "arithmetic": [{}, {"min_digits": 1, "max_digits": 2, "templates": 1}],
     "function_calling": [{}, {"n_shown": 1, "phrasings": 1}],
-    "knowledge": [{}, {"n_facts": 2, "two_hop": 1.0}],
+    # Contamination-check view of the knob extremes: tests/tasks/test_knowledge.py.
+    "knowledge": [{}, {"n_facts": 2, "two_hop": 1.0}, {"n_facts": 6, "two_hop": 0.0, "relations": 1}],
     "program_synthesis": [
         {"disambiguate": False},
         {"max_depth": 1, "n_examples": 2, "min_len": 1, "max_len": 3, "disambiguate": False},
