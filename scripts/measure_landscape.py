@@ -88,7 +88,7 @@ def record(entry: dict[str, Any]) -> None:
 
 
 def dataset(task: str, family: str, params: dict[str, Any], seed: int, n: int) -> Path:
-    path = ROOT / "data" / f"{task}.{family}.s{seed}.n{n}.jsonl"
+    path = ROOT / "data" / f"{task}.{curve_label(family, params)}.s{seed}.n{n}.jsonl"
     if not path.is_file():
         generate(task, family, params, seed, n, path)
     return path
@@ -108,10 +108,17 @@ def measure_base(task: str) -> None:
         log(f"base {task} {split}: {r.score:.3f}")
 
 
-def measure_curve(task: str, family: str, multiples: tuple[float, ...] = CURVE_MULTIPLES) -> None:
+def curve_label(family: str, params: dict[str, Any] | None) -> str:
+    """A curve's name: the family, with the knobs it fixes away from their defaults."""
+    return family + (f"[{','.join(f'{k}={v}' for k, v in sorted(params.items()))}]" if params else "")
+
+
+def measure_curve(task: str, family: str, multiples: tuple[float, ...] = CURVE_MULTIPLES,
+                  params: dict[str, Any] | None = None) -> None:
     n = int(DEFAULT_EXAMPLES * multiples[-1])
-    data = dataset(task, family, {}, 0, n)
-    run_dir = ROOT / "curves" / f"{task}.{family}"
+    label = curve_label(family, params)
+    data = dataset(task, family, params or {}, 0, n)
+    run_dir = ROOT / "curves" / f"{task}.{label}"
     steps = {m: round(m * DEFAULT_EXAMPLES / CURVE_BATCH) for m in multiples}
     total = -(-n // CURVE_BATCH)
     snaps = [s for s in steps.values() if s < total]
@@ -122,8 +129,9 @@ def measure_curve(task: str, family: str, multiples: tuple[float, ...] = CURVE_M
         ckpt = run_dir / "checkpoint" if s >= total else run_dir / "snapshots" / f"step-{s:06d}"
         ev = evaluate(ckpt, task, "dev")
         points.append({"multiple": m, "step": min(s, total), "examples": min(s, total) * CURVE_BATCH, "score": ev.score})
-        log(f"curve {task}/{family} x{m}: {ev.score:.3f}")
-    record({"key": f"curve/{task}/{family}", "kind": "curve", "task": task, "family": family, "spec": CURVE_SPEC,
+        log(f"curve {task}/{label} x{m}: {ev.score:.3f}")
+    record({"key": f"curve/{task}/{label}", "kind": "curve", "task": task, "family": family, "label": label,
+            "params": params or {}, "spec": CURVE_SPEC,
             "points": points, "train_seconds": result.train_seconds, "tokens": tokens_seen(run_dir),
             "wall_seconds": round(time.time() - t0, 1), "complete": True})
 
@@ -169,6 +177,23 @@ def cmd_probe(args: argparse.Namespace) -> int:
             "examples": n, "multiple": args.multiple, "steps": result.steps, "train_seconds": result.train_seconds,
             "tokens": tokens_seen(run_dir), "score": ev.score, "parent": str(parent) if parent else "base"})
     log(f"probe {name}: {ev.score:.3f}")
+    return 0
+
+
+def cmd_curve(args: argparse.Namespace) -> int:
+    """One learning curve of a family with some knobs fixed (a data-selection recipe, say)."""
+    import torch
+
+    torch.set_num_threads(args.threads)
+    params = {}
+    for kv in args.params:
+        k, _, v = kv.partition("=")
+        params[k] = json.loads(v) if v[:1] in "-0123456789[{tf\"" else v
+    key = f"curve/{args.task}/{curve_label(args.family, params)}"
+    if key in done_keys():
+        log(f"{key} is recorded already")
+        return 0
+    measure_curve(args.task, args.family, tuple(args.multiples), params)
     return 0
 
 
@@ -388,7 +413,8 @@ def cmd_report(args: argparse.Namespace) -> int:
             t["base"][f"score_{r['split']}"] = r["score"]
             t["base"]["checkpoint_digest"] = r["checkpoint_digest"]
         elif r["kind"] == "curve":
-            t["curves"][r["family"]] = {"points": r["points"], "train_seconds": r["train_seconds"], "tokens": r["tokens"]}
+            t["curves"][r.get("label", r["family"])] = {"points": r["points"], "train_seconds": r["train_seconds"],
+                                                        "tokens": r["tokens"], "params": r.get("params", {})}
         elif r["kind"] == "probe":
             t.setdefault("probes", []).append({k: r.get(k) for k in ("family", "spec", "examples", "multiple", "steps",
                                                                        "train_seconds", "tokens", "score", "parent")})
@@ -492,6 +518,13 @@ def main() -> int:
     pr.add_argument("--examples", type=int, default=None, help="training rows (overrides --multiple)")
     pr.add_argument("--parent", default=None, help="parent checkpoint (default: the base model)")
     pr.set_defaults(fn=cmd_probe)
+    cu = sub.add_parser("curve", help="one learning curve, optionally with knobs fixed (--params k=v ...)")
+    cu.add_argument("task")
+    cu.add_argument("family")
+    cu.add_argument("--params", nargs="*", default=[], metavar="KNOB=VALUE")
+    cu.add_argument("--multiples", type=float, nargs="+", default=list(CURVE_MULTIPLES))
+    cu.add_argument("--threads", type=int, default=1)
+    cu.set_defaults(fn=cmd_curve)
     c = sub.add_parser("collect", help="record curve runs stopped early from their snapshots")
     c.add_argument("keys", nargs="+", metavar="curve/TASK/FAMILY")
     c.set_defaults(fn=cmd_collect)
