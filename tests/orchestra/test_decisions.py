@@ -71,8 +71,12 @@ def test_a_full_cycle_verify_revise_branch_and_stop(tmp_path):
         assert new.predecessors == [w1] and new.direction.parent == x1
         assert new.direction.knobs["n_facts"].kind == "fixed"  # the verified recipe, fixed
         # While that revise trains x1 further, "continue the leader" would only duplicate it
-        # (two Workers, one parent, one recipe: the same weights, scored twice on dev).
-        assert main._continue(_ctx(expos, 41.0), g) is None
+        # (two Workers, one parent, one recipe: the same weights, scored twice on dev): an idle
+        # slot continues the next verified lineage instead.
+        action, _, _, detail = main._continue(_ctx(expos, 41.0), g)
+        assert action == "continue" and detail["parent"] == x2
+        g = load_graph(expos)
+        assert main._continue(_ctx(expos, 42.0), g) is None  # both lineages are being trained
         seeds = [w.direction.seed for w in g.workers.values()]
         assert len(set(seeds)) == len(seeds)  # no two Workers draw the same data
 

@@ -92,3 +92,29 @@ def test_a_resumed_worker_counts_its_earlier_trials(tmp_path):
         ctx = _ctx(expos, DIRECTION, memory=memory)
         TPEWorker().run(ctx)
         assert len([t for t, _ in ctx.log if t == "experiment.submit"]) == DIRECTION.trials - 2
+
+
+def test_trials_are_priced_per_example_so_a_larger_batch_gets_fewer_steps():
+    from rsi_master.orchestra._worker import trial_seconds
+
+    # Measured: 100 steps of batch 8 in 10 s of training (plus 1 s overhead per trial).
+    memory = [{"steps": 100, "seconds": 11.0, "batch_size": 8}]
+    timing = {"overhead_s": 1.0}
+    assert trial_seconds(memory, timing, 8) == (0.1, 1.0)
+    assert trial_seconds(memory, timing, 16) == (0.2, 1.0)  # not the 0.1 s a batch-8 step took
+    # Memory rebuilt from the ledger on resume carries the batch in the spec.
+    assert trial_seconds([{"steps": 100, "seconds": 11.0, "spec": {"batch_size": 16}}], timing, 8) == (0.05, 1.0)
+    # Before the Worker measured anything: the run's per-example time, else its per-step time.
+    assert trial_seconds([], {"overhead_s": 1.0, "example_s": 0.01, "step_s": 0.5}, 16) == (0.16, 1.0)
+    assert trial_seconds([], {"overhead_s": 1.0, "step_s": 0.5}, 16) == (0.5, 1.0)
+
+
+def test_a_batch_16_trial_is_sized_to_the_time_left(tmp_path):
+    d = DIRECTION.model_copy(update={"trials": 1, "train": {**DIRECTION.train,
+                                                            "batch_size": Range(kind="choice", choices=[16])}})
+    with new_run(tmp_path) as expos:
+        ctx = _ctx(expos, d, seconds=0.35)
+        ctx.brief["timing"] = {"example_s": 0.001, "overhead_s": 0.1}  # 0.016 s a batch-16 step
+        TPEWorker().run(ctx)
+        (sub,) = [a for t, a in ctx.log if t == "experiment.submit"]
+        assert sub["config"]["batch_size"] == 16 and sub["config"]["max_steps"] <= 15

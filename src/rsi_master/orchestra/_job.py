@@ -34,12 +34,14 @@ def node_brief(expos: Any, graph: Any, kind: str, node: str) -> dict[str, Any]:
 
 
 def run_timing(expos: Any) -> dict[str, float]:
-    """Seconds per optimizer step and per trial overhead measured on this machine in this run
+    """Seconds per optimizer step, per training example and per trial overhead measured on this machine in this run
     (any Worker's finished experiments: how fast the machine is, not how well anyone did)."""
     from ._graph import parse_ts
 
-    starts = {}
+    starts: dict[str, float] = {}
+    batch: dict[str, int] = {}
     per_step = []
+    per_example = []
     overhead = []
     for e in expos.run.ledger.events(kinds=("experiment.start", "experiment.finish", "eval.record")):
         p = e.payload
@@ -47,9 +49,14 @@ def run_timing(expos: Any) -> dict[str, float]:
             from ..expos._state import experiment_id
 
             starts[experiment_id(e.seq)] = parse_ts(e.ts)
+            bs = (p.get("spec") or {}).get("batch_size")
+            if isinstance(bs, int) and bs > 0:
+                batch[experiment_id(e.seq)] = bs
         elif e.kind == "experiment.finish" and p.get("status") == "completed" and p.get("steps"):
             if p.get("train_seconds") is not None:
                 per_step.append(float(p["train_seconds"]) / int(p["steps"]))
+                if p["experiment_id"] in batch:
+                    per_example.append(float(p["train_seconds"]) / (int(p["steps"]) * batch[p["experiment_id"]]))
                 if p["experiment_id"] in starts:
                     starts[p["experiment_id"]] += float(p["train_seconds"])  # what is left is overhead
         elif e.kind == "eval.record" and p.get("split") == "dev" and p.get("experiment_id") in starts:
@@ -57,6 +64,8 @@ def run_timing(expos: Any) -> dict[str, float]:
     out: dict[str, float] = {}
     if per_step:
         out["step_s"] = sorted(per_step)[len(per_step) // 2]
+    if per_example:  # a step of batch 16 takes about twice one of batch 8: size trials per example
+        out["example_s"] = sorted(per_example)[len(per_example) // 2]
     if overhead:
         out["overhead_s"] = sorted(overhead)[len(overhead) // 2]
     # Until this run has measured the machine, a measurement made on it before the run (the

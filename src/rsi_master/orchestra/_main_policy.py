@@ -203,20 +203,22 @@ class PolicyMain:
         return None
 
     def _continue(self, ctx: MainContext, graph: ResearchGraph) -> Any:
-        best = self._best_verified(ctx, graph)
-        if best is None:
-            return None
-        xid, wid0, score, seq = best
-        if any(not w.done and w.direction.parent == xid for w in graph.workers.values()):
-            return None  # a Worker (a revise, say) is already training it further
-        w = graph.workers[wid0]
-        recipe = parse_recipe((w.finalize or {}).get("summary")) or {}
-        d = self._continue_direction(w.direction, recipe, xid)
-        if self._capped(ctx, graph, d):
-            return None
-        wid = self._add(ctx, graph, d, f"continue the best verified checkpoint {xid}", [wid0])
-        return "continue", f"{xid} of {wid0} leads on review ({score:.3f}); {wid} trains it further", [seq], \
-            {"worker": wid, "parent": xid}
+        # The best verified checkpoint that no running Worker already trains further (a revise,
+        # say); the next best when it is taken, so that an idle slot is not left idle while
+        # another verified lineage could use it.
+        taken = {w.direction.parent for w in graph.workers.values() if not w.done}
+        for xid, wid0, score, seq in self._verified(ctx, graph):
+            if xid in taken:
+                continue
+            w = graph.workers[wid0]
+            recipe = parse_recipe((w.finalize or {}).get("summary")) or {}
+            d = self._continue_direction(w.direction, recipe, xid)
+            if self._capped(ctx, graph, d):
+                continue
+            wid = self._add(ctx, graph, d, f"continue the verified checkpoint {xid}", [wid0])
+            return "continue", f"{xid} of {wid0} is the best verified checkpoint no Worker trains yet (review " \
+                f"{score:.3f}); {wid} trains it further", [seq], {"worker": wid, "parent": xid}
+        return None
 
     # -- helpers -------------------------------------------------------------------------------
     def _fresh_directions(self, ctx: MainContext, graph: ResearchGraph) -> list[Direction]:
@@ -312,17 +314,22 @@ class PolicyMain:
 
     def _best_verified(self, ctx: MainContext, graph: ResearchGraph) -> tuple[str, str, float, int] | None:
         """(experiment, worker, review score, record seq) of the best candidate a passing review verified."""
+        ranked = self._verified(ctx, graph)
+        return ranked[0] if ranked else None
+
+    def _verified(self, ctx: MainContext, graph: ResearchGraph) -> list[tuple[str, str, float, int]]:
+        """Every candidate a passing review verified, best review score first (ties: oldest)."""
         passed = {w for r in graph.reviewers.values() if r.done and (r.report or {}).get("verdict") == "pass"
                   for w in r.scope}
         scores = self._review_scores(ctx)
-        best = None
+        out = []
         for w in graph.workers.values():
             if w.id not in passed:
                 continue
             for xid in (w.finalize or {}).get("candidates", []):
-                if xid in scores and (best is None or scores[xid][0] > best[2]):
-                    best = (xid, w.id, scores[xid][0], scores[xid][1])
-        return best
+                if xid in scores:
+                    out.append((xid, w.id, scores[xid][0], scores[xid][1]))
+        return sorted(out, key=lambda t: (-t[2], t[0]))
 
     def _leader(self, ctx: MainContext, graph: ResearchGraph, r: Any) -> tuple[str, float, WorkerNode] | None:
         scores = self._review_scores(ctx)

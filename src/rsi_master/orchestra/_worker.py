@@ -56,14 +56,29 @@ def _clip(dist: Any, value: Any) -> Any:
     return int(round(v)) if isinstance(dist.low, int) and not isinstance(dist.low, bool) else float(v)
 
 
-def trial_seconds(memory: list[dict[str, Any]], timing: dict[str, float] | None = None) -> tuple[float, float]:
+def _batch(m: dict[str, Any]) -> int:
+    return int(m.get("batch_size") or (m.get("spec") or {}).get("batch_size") or 8)
+
+
+def trial_seconds(memory: list[dict[str, Any]], timing: dict[str, float] | None = None,
+                  batch_size: int | None = None) -> tuple[float, float]:
     """(seconds per step, fixed seconds per trial): the Worker's own trials, else the run's
-    measurements of this machine (any Worker's finished experiments), else defaults."""
+    measurements of this machine (any Worker's finished experiments), else defaults.
+
+    With `batch_size`, a step's time is priced per example (a step of batch 16 takes about
+    twice one of batch 8): a Worker that measured batch 8 and then draws batch 16 would
+    otherwise plan twice the steps that fit and overrun its allowance (measured: 143 s for
+    a trial planned at 85)."""
     timing = timing or {}
     fixed = float(timing.get("overhead_s", FIXED_OVERHEAD_S))
     done = [m for m in memory if m.get("seconds") and m.get("steps")]
-    if done:  # its own trials are the closest measure (same data lengths, same load)
-        per_step = sum(max(0.0, m["seconds"] - fixed) for m in done) / sum(m["steps"] for m in done)
+    train_s = sum(max(0.0, m["seconds"] - fixed) for m in done)
+    if done and batch_size:  # its own trials are the closest measure (same data lengths, same load)
+        per_step = train_s / sum(m["steps"] * _batch(m) for m in done) * batch_size
+    elif done:
+        per_step = train_s / sum(m["steps"] for m in done)
+    elif batch_size and "example_s" in timing:
+        per_step = float(timing["example_s"]) * batch_size
     elif "step_s" in timing:
         per_step = float(timing["step_s"])
     else:
@@ -101,13 +116,14 @@ class TPEWorker:
 
         started = len(memory)
         while started < d.trials:
-            per_step, fixed = trial_seconds(memory, ctx.brief.get("timing"))
+            per_step, fixed = trial_seconds(memory, ctx.brief.get("timing"), _smallest_batch(d))
             left = ctx.time_left()
             if left < fixed + MIN_STEPS * per_step:
                 break
             trial = study.ask(space)
             family, knobs, train = self._compose(d, dict(trial.params))
-            # Fit the trial into the time left rather than overrun the budget.
+            # Fit the trial into the time left rather than overrun the budget, at its batch size.
+            per_step, fixed = trial_seconds(memory, ctx.brief.get("timing"), int(train.get("batch_size", 8)))
             fit = int((left - fixed) / per_step)
             train["max_steps"] = max(MIN_STEPS, min(int(train.get("max_steps", 60)), fit, max_steps_cap))
             if not _calibrated(memory, ctx.brief.get("timing")):
@@ -127,6 +143,7 @@ class TPEWorker:
             else:
                 study.tell(trial, float(outcome["dev_score"] or 0.0))
             memory.append({"steps": (outcome or {}).get("steps"), "seconds": time.time() - t0,
+                           "batch_size": int(train.get("batch_size", 8)),
                            "status": (outcome or {}).get("status", "refused"),
                            "dev_score": (outcome or {}).get("dev_score"),
                            "experiment_id": (outcome or {}).get("experiment_id")})
@@ -218,7 +235,18 @@ class TPEWorker:
 
 
 def _calibrated(memory: list[dict[str, Any]], timing: dict[str, float] | None) -> bool:
-    return bool((timing or {}).get("step_s")) or any(m.get("seconds") and m.get("steps") for m in memory)
+    t = timing or {}
+    return bool(t.get("step_s") or t.get("example_s")) or any(m.get("seconds") and m.get("steps") for m in memory)
+
+
+def _smallest_batch(d: Direction) -> int:
+    """The cheapest step the direction can take (whether any trial still fits)."""
+    r = d.train.get("batch_size")
+    if r is None:
+        return 8
+    values = r.choices if r.kind == "choice" else [r.value] if r.kind == "fixed" else [r.low]
+    sizes = [int(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0]
+    return min(sizes) if sizes else 8
 
 
 def _order_bounds(knobs: dict[str, Any]) -> None:
