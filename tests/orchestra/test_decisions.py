@@ -169,3 +169,34 @@ def test_the_opening_directions_follow_the_landscape_at_this_budget(tmp_path, mo
             opened[budget] = [w.direction.family for w in load_graph(expos).workers.values()]
     # A short campaign opens what pays early; a long one what the curves put ahead later.
     assert opened == {100.0: ["answer_only"], 10_000.0: ["chain_then_answer"]}
+
+
+def test_late_an_idle_slot_continues_the_verified_leader_and_opens_nothing_new(tmp_path):
+    with new_run(tmp_path, budget_s=1000.0) as expos:
+        main = PolicyMain()
+        main.start(_ctx(expos, 0.0, budget=1000.0), load_graph(expos))
+        w1, w2 = sorted(load_graph(expos).workers)
+        g = load_graph(expos)
+        x1 = fake_experiment(expos, w1, 0.5, review=0.4)
+        s1 = finalize(expos, w1, x1, 0.5, _recipe(x1, g.workers[w1].direction.family, 0.5))
+        x2 = fake_experiment(expos, w2, 0.3, review=0.2)
+        s2 = finalize(expos, w2, x2, 0.3, _recipe(x2, g.workers[w2].direction.family, 0.3))
+        expos.call(MAIN, "review.request", {"reviewer_id": "r1", "question": "q", "scope": [w1, w2]})
+        expos.call(Caller("reviewer", "r1"), "review.submit", {"scope": [w1, w2], "verdict": "pass",
+                                                               "evidence": [s1, s2]})
+        n = len(load_graph(expos).workers)
+        # 80% spent (late), 200 s left: nothing to compare, so the idle slot trains the leader,
+        # sized to end before the 50 s kept for the last comparison.
+        assert main.on_idle(_ctx(expos, 800.0, budget=1000.0), load_graph(expos), 1)
+        d = _decisions(expos)[-1]
+        g = load_graph(expos)
+        new = g.workers[d.detail["worker"]]
+        assert d.action == "continue" and new.direction.parent == x1 and len(g.workers) == n + 1
+        assert new.direction.seconds <= 150.0
+        # Both lineages being trained or too little time left: nothing, and never a new direction.
+        assert main.on_idle(_ctx(expos, 800.0, budget=1000.0), g, 1)  # x2 is free
+        assert _decisions(expos)[-1].detail["parent"] == x2
+        assert not main.on_idle(_ctx(expos, 800.0, budget=1000.0), load_graph(expos), 1)
+        assert not main.on_idle(_ctx(expos, 960.0, budget=1000.0), load_graph(expos), 1)
+        assert {w.direction.family for w in load_graph(expos).workers.values()} == \
+            {g.workers[w1].direction.family, g.workers[w2].direction.family}
