@@ -348,7 +348,7 @@ def targets(out: dict[str, Any]) -> dict[str, Any]:
         for i, a in enumerate(fams):
             for b in fams[i + 1:]:
                 shared = sorted(set(curves[a]) & set(curves[b]))
-                for m in shared:
+                for m in (shared if "[" not in a + b else []):  # gaps: between plain families only
                     d = abs(curves[a][m] - curves[b][m])
                     if gap is None or 100 * d > gap["points"]:
                         hi, lo = (a, b) if curves[a][m] >= curves[b][m] else (b, a)
