@@ -105,7 +105,7 @@ def test_programmatic_main_names_the_runs_worker_agent(tmp_path):
 def test_fake_model_drives_all_three_roles_through_a_complete_run(tmp_path, capsys):
     run_dir = tmp_path / "run"
     code = main(["run", "--agents", "llm", "--llm-provider", "fake", "--task", "knowledge", "--budget", "150",
-                 "--slots", "1", "--eval-limit", "5", "--dir", str(run_dir)])
+                 "--slots", "1", "--eval-limit", "5", "--final-limit", "5", "--dir", str(run_dir)])
     out = capsys.readouterr().out
     assert code == 0, out
     lines = dict(line.split(": ", 1) for line in out.split("\n---\n", 1)[1].splitlines() if ": " in line)

@@ -118,3 +118,14 @@ def test_a_batch_16_trial_is_sized_to_the_time_left(tmp_path):
         TPEWorker().run(ctx)
         (sub,) = [a for t, a in ctx.log if t == "experiment.submit"]
         assert sub["config"]["batch_size"] == 16 and sub["config"]["max_steps"] <= 15
+
+
+def test_a_worker_measures_its_own_overhead_from_the_training_time_its_trials_report():
+    from rsi_master.orchestra._worker import trial_seconds
+
+    # A 12 s calibration trial, 8.4 s of it training 20 steps of batch 16: the default 25 s
+    # overhead would leave nothing for the steps and price them at the 0.02 s floor.
+    memory = [{"steps": 20, "seconds": 12.0, "train_seconds": 8.4, "batch_size": 16}]
+    per_step, fixed = trial_seconds(memory, {}, 16)
+    assert abs(per_step - 0.42) < 1e-9 and abs(fixed - 3.6) < 1e-9
+    assert abs(trial_seconds(memory, {}, 8)[0] - 0.21) < 1e-9

@@ -179,6 +179,8 @@ class ExperimentResult(BaseModel):
     status: Literal["completed", "failed"]
     dev_score: float | None = Field(description="Aggregate score on `dev` (no per-sample detail).")
     steps: int | None = None
+    train_seconds: float | None = Field(default=None, description="Seconds in the training loop (the rest of "
+                                                                   "the call is start-up and the dev evaluation).")
     checkpoint: str | None = None
     error: str | None = None
 
@@ -281,7 +283,7 @@ def experiment_submit(expos, caller, inp: SubmitInput) -> ExperimentResult:
 
     rec = evaluate_experiment(expos, caller, exp_id, ckpt, "dev")
     return ExperimentResult(experiment_id=exp_id, status="completed", dev_score=rec["score"], steps=res.steps,
-                            checkpoint=ckpt)
+                            train_seconds=round(res.train_seconds, 3), checkpoint=ckpt)
 
 
 class EvalInput(_In):

@@ -42,7 +42,8 @@ def worker_memory(expos: "ExpOS", worker_id: str,
                          "start_ts": parse_ts(e.ts), "seconds": None, "dev_score": None, "steps": None}
         elif e.kind == "experiment.finish" and p.get("experiment_id") in exps:
             x = exps[p["experiment_id"]]
-            x.update(status=p["status"], steps=p.get("steps"), seconds=parse_ts(e.ts) - x["start_ts"])
+            x.update(status=p["status"], steps=p.get("steps"), seconds=parse_ts(e.ts) - x["start_ts"],
+                     train_seconds=p.get("train_seconds"))
         elif e.kind == "eval.record" and p.get("split") == "dev" and p.get("experiment_id") in exps:
             x = exps[p["experiment_id"]]
             x["dev_score"] = p["score"]

@@ -68,11 +68,20 @@ def trial_seconds(memory: list[dict[str, Any]], timing: dict[str, float] | None 
     With `batch_size`, a step's time is priced per example (a step of batch 16 takes about
     twice one of batch 8): a Worker that measured batch 8 and then draws batch 16 would
     otherwise plan twice the steps that fit and overrun its allowance (measured: 143 s for
-    a trial planned at 85)."""
+    a trial planned at 85). Where its trials report their time in the training loop, the
+    rest of each trial is its own measured overhead: subtracting the 25 s default from a
+    12 s calibration trial priced steps at nothing (measured: 101 s for a trial planned
+    into 76)."""
     timing = timing or {}
     fixed = float(timing.get("overhead_s", FIXED_OVERHEAD_S))
     done = [m for m in memory if m.get("seconds") and m.get("steps")]
-    train_s = sum(max(0.0, m["seconds"] - fixed) for m in done)
+    timed = [m for m in done if m.get("train_seconds") is not None]
+    if timed:
+        fixed = sum(max(0.0, m["seconds"] - m["train_seconds"]) for m in timed) / len(timed)
+        train_s = sum(float(m["train_seconds"]) for m in timed)
+        done = timed
+    else:
+        train_s = sum(max(0.0, m["seconds"] - fixed) for m in done)
     if done and batch_size:  # its own trials are the closest measure (same data lengths, same load)
         per_step = train_s / sum(m["steps"] * _batch(m) for m in done) * batch_size
     elif done:
@@ -143,6 +152,7 @@ class TPEWorker:
             else:
                 study.tell(trial, float(outcome["dev_score"] or 0.0))
             memory.append({"steps": (outcome or {}).get("steps"), "seconds": time.time() - t0,
+                           "train_seconds": (outcome or {}).get("train_seconds"),
                            "batch_size": int(train.get("batch_size", 8)),
                            "status": (outcome or {}).get("status", "refused"),
                            "dev_score": (outcome or {}).get("dev_score"),
