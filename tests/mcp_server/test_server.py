@@ -134,3 +134,15 @@ def test_an_external_main_cannot_choose_the_code_a_slot_process_runs(run_dir, ke
         assert [e.payload["worker_id"] for e in expos.events("worker.add")] == ["w2"]
         (blocked,) = expos.events("guard.blocked")
         assert blocked.payload["tool"] == "worker.add" and blocked.actor.role == "main"
+
+
+def test_the_reference_command_refuses_bad_paths_with_a_message(tmp_path, capsys):
+    from rsi_master.mcp_server._reference import main as reference_main
+
+    assert reference_main([str(tmp_path / "missing.md")]) == 2
+    assert "No such file" in capsys.readouterr().err
+    plain = tmp_path / "plain.md"
+    plain.write_text("no markers here\n")
+    assert reference_main(["--check", str(plain)]) == 2
+    assert "no generated tool-reference section" in capsys.readouterr().err
+    assert plain.read_text() == "no markers here\n"

@@ -102,10 +102,22 @@ def update_doc(path: str | Path, *, check: bool = False) -> bool:
 
 
 def main(argv: list[str]) -> int:
-    check = "--check" in argv
-    paths = [a for a in argv if a != "--check"] or ["docs/external-agents.md"]
-    stale = [p for p in paths if not update_doc(p, check=check)]
-    if check and stale:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m rsi_master.mcp_server",
+                                     description="Regenerate (or check) the generated tool reference in the docs.")
+    parser.add_argument("--check", action="store_true", help="only say whether the reference is current")
+    parser.add_argument("docs", nargs="*", default=["docs/external-agents.md"], metavar="DOC")
+    args = parser.parse_args(argv)
+    stale = []
+    for doc in args.docs:
+        try:
+            if not update_doc(doc, check=args.check):
+                stale.append(doc)
+        except (OSError, ValueError) as exc:
+            print(f"error: {doc}: {exc.strerror if isinstance(exc, OSError) else exc}", file=sys.stderr)
+            return 2
+    if args.check and stale:
         print(f"stale tool reference in {', '.join(stale)}: run python -m rsi_master.mcp_server", file=sys.stderr)
         return 1
     return 0
