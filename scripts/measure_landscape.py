@@ -113,25 +113,32 @@ def curve_label(family: str, params: dict[str, Any] | None) -> str:
     return family + (f"[{','.join(f'{k}={v}' for k, v in sorted(params.items()))}]" if params else "")
 
 
+def curve_key(task: str, label: str, seed: int = 0) -> str:
+    """A curve record's key: seed 0 (the first measurement of every curve) carries no suffix."""
+    return f"curve/{task}/{label}" + (f"@s{seed}" if seed else "")
+
+
 def measure_curve(task: str, family: str, multiples: tuple[float, ...] = CURVE_MULTIPLES,
-                  params: dict[str, Any] | None = None) -> None:
+                  params: dict[str, Any] | None = None, seed: int = 0) -> None:
+    """One run with snapshots. `seed` draws both the data and the training order/initial
+    state of the run (a repeat of the same curve: `report` averages a curve's seeds)."""
     n = int(DEFAULT_EXAMPLES * multiples[-1])
     label = curve_label(family, params)
-    data = dataset(task, family, params or {}, 0, n)
-    run_dir = ROOT / "curves" / f"{task}.{label}"
+    data = dataset(task, family, params or {}, seed, n)
+    run_dir = ROOT / "curves" / (f"{task}.{label}" + (f"@s{seed}" if seed else ""))
     steps = {m: round(m * DEFAULT_EXAMPLES / CURVE_BATCH) for m in multiples}
     total = -(-n // CURVE_BATCH)
     snaps = [s for s in steps.values() if s < total]
     t0 = time.time()
-    result = train(data, run_dir, {**CURVE_SPEC}, snapshot_steps=snaps)
+    result = train(data, run_dir, {**CURVE_SPEC, "seed": seed}, snapshot_steps=snaps)
     points = []
     for m, s in steps.items():
         ckpt = run_dir / "checkpoint" if s >= total else run_dir / "snapshots" / f"step-{s:06d}"
         ev = evaluate(ckpt, task, "dev")
         points.append({"multiple": m, "step": min(s, total), "examples": min(s, total) * CURVE_BATCH, "score": ev.score})
-        log(f"curve {task}/{label} x{m}: {ev.score:.3f}")
-    record({"key": f"curve/{task}/{label}", "kind": "curve", "task": task, "family": family, "label": label,
-            "params": params or {}, "spec": CURVE_SPEC,
+        log(f"curve {task}/{label} seed {seed} x{m}: {ev.score:.3f}")
+    record({"key": curve_key(task, label, seed), "kind": "curve", "task": task, "family": family, "label": label,
+            "params": params or {}, "spec": {**CURVE_SPEC, "seed": seed}, "seed": seed,
             "points": points, "train_seconds": result.train_seconds, "tokens": tokens_seen(run_dir),
             "wall_seconds": round(time.time() - t0, 1), "complete": True})
 
@@ -189,11 +196,11 @@ def cmd_curve(args: argparse.Namespace) -> int:
     for kv in args.params:
         k, _, v = kv.partition("=")
         params[k] = json.loads(v) if v[:1] in "-0123456789[{tf\"" else v
-    key = f"curve/{args.task}/{curve_label(args.family, params)}"
+    key = curve_key(args.task, curve_label(args.family, params), args.seed)
     if key in done_keys():
         log(f"{key} is recorded already")
         return 0
-    measure_curve(args.task, args.family, tuple(args.multiples), params)
+    measure_curve(args.task, args.family, tuple(args.multiples), params, seed=args.seed)
     return 0
 
 
@@ -322,6 +329,21 @@ def _load() -> list[dict[str, Any]]:
     return [json.loads(x) for x in RESULTS.read_text().splitlines() if x.strip()]
 
 
+def mean_curve(recs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One curve from its seeds' records: at each multiple the mean over the seeds that
+    measured it (`seeds` says how many); tokens and seconds are the longest run's, whose
+    horizon is the curve's last point."""
+    longest = max(recs, key=lambda r: max(p["multiple"] for p in r["points"]))
+    by_m: dict[float, list[dict[str, Any]]] = {}
+    for r in recs:
+        for p in r["points"]:
+            by_m.setdefault(p["multiple"], []).append(p)
+    points = [{**ps[0], "score": round(sum(p["score"] for p in ps) / len(ps), 4), "seeds": len(ps),
+               "per_seed": [p["score"] for p in ps]} for m, ps in sorted(by_m.items())]
+    return {"points": points, "train_seconds": longest["train_seconds"], "tokens": longest["tokens"],
+            "params": longest.get("params", {}), "seeds": sorted(int(r.get("seed", 0)) for r in recs)}
+
+
 def _curve_points(curve: dict[str, Any]) -> dict[float, float]:
     return {p["multiple"]: p["score"] for p in curve["points"]}
 
@@ -413,8 +435,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             t["base"][f"score_{r['split']}"] = r["score"]
             t["base"]["checkpoint_digest"] = r["checkpoint_digest"]
         elif r["kind"] == "curve":
-            t["curves"][r.get("label", r["family"])] = {"points": r["points"], "train_seconds": r["train_seconds"],
-                                                        "tokens": r["tokens"], "params": r.get("params", {})}
+            t.setdefault("_seeds", {}).setdefault(r.get("label", r["family"]), []).append(r)
         elif r["kind"] == "probe":
             t.setdefault("probes", []).append({k: r.get(k) for k in ("family", "spec", "examples", "multiple", "steps",
                                                                        "train_seconds", "tokens", "score", "parent")})
@@ -423,6 +444,9 @@ def cmd_report(args: argparse.Namespace) -> int:
                               "spec": r["spec"], "examples": r["examples"], "steps": r["steps"],
                               "compute_multiple": r["examples"] / DEFAULT_EXAMPLES, "train_seconds": r["train_seconds"],
                               "checkpoint_digest": r["checkpoint_digest"]}
+    for t in out["tasks"].values():
+        for label, recs in sorted(t.pop("_seeds", {}).items()):
+            t["curves"][label] = mean_curve(recs)
     LANDSCAPE_PATH.write_text(json.dumps(out, indent=2, sort_keys=True) + "\n")
     # Markdown for docs/tasks.md.
     print("| task | base (dev / final) | reference (dev / final) | reference recipe |")
@@ -439,7 +463,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     print("| --- | --- | " + " | ".join("---" for _ in mults) + " | --- |")
     for name, t in sorted(out["tasks"].items()):
         for fam, c in t["curves"].items():
-            cells = {p["multiple"]: f"{100 * p['score']:.1f}%" for p in c["points"]}
+            cells = {p["multiple"]: f"{100 * p['score']:.1f}%" + (f" ({p['seeds']})" if p.get("seeds", 1) > 1 else "")
+                     for p in c["points"]}
             print(f"| {name} | {fam} | " + " | ".join(cells.get(m, "-") for m in mults) + f" | {c['train_seconds']:.0f} |")
     print()
     print("| task | family | recipe | data | steps | train s | score |")
@@ -524,6 +549,8 @@ def main() -> int:
     cu.add_argument("--params", nargs="*", default=[], metavar="KNOB=VALUE")
     cu.add_argument("--multiples", type=float, nargs="+", default=list(CURVE_MULTIPLES))
     cu.add_argument("--threads", type=int, default=1)
+    cu.add_argument("--seed", type=int, default=0,
+                    help="data and training seed; a nonzero seed repeats a curve (report averages the seeds)")
     cu.set_defaults(fn=cmd_curve)
     c = sub.add_parser("collect", help="record curve runs stopped early from their snapshots")
     c.add_argument("keys", nargs="+", metavar="curve/TASK/FAMILY")
