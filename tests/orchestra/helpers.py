@@ -23,7 +23,7 @@ def new_run(tmp_path: Path, task: str = "knowledge", *, budget_s: float = 100.0,
 
 
 def fake_experiment(expos: ExpOS, worker: str, dev: float, *, review: float | None = None,
-                    parent: str = "base") -> str:
+                    parent: str = "base", steps: int = 20) -> str:
     """An experiment recorded as if it had run: start, finish (the base weights as its
     checkpoint), a dev record and optionally a review record. For policy tests only."""
     from rsi_master.expos._state import experiment_id
@@ -32,10 +32,10 @@ def fake_experiment(expos: ExpOS, worker: str, dev: float, *, review: float | No
     base = expos.contract.base_model_artifact
     start = expos.record(actor, "experiment.start", {"parent": parent, "parent_checkpoint": base,
                                                      "dataset": "0" * 64, "method": "sft",
-                                                     "spec": {"learning_rate": 1e-3, "batch_size": 8, "max_steps": 20}})
+                                                     "spec": {"learning_rate": 1e-3, "batch_size": 8, "max_steps": steps}})
     xid = experiment_id(start.seq)
     expos.record(actor, "experiment.finish", {"experiment_id": xid, "status": "completed", "checkpoint": base,
-                                              "steps": 20})
+                                              "steps": steps})
     for split, score in (("dev", dev), ("review", review)):
         if score is not None:
             expos.record({"role": "worker" if split == "dev" else "reviewer", "id": worker if split == "dev" else "rx"},

@@ -200,3 +200,22 @@ def test_late_an_idle_slot_continues_the_verified_leader_and_opens_nothing_new(t
         assert not main.on_idle(_ctx(expos, 960.0, budget=1000.0), load_graph(expos), 1)
         assert {w.direction.family for w in load_graph(expos).workers.values()} == \
             {g.workers[w1].direction.family, g.workers[w2].direction.family}
+
+
+def test_among_tied_verified_checkpoints_the_main_continues_the_more_trained_one(tmp_path):
+    with new_run(tmp_path, budget_s=1000.0) as expos:
+        main = PolicyMain()
+        main.start(_ctx(expos, 0.0, budget=1000.0), load_graph(expos))
+        w1, w2 = sorted(load_graph(expos).workers)
+        g = load_graph(expos)
+        # Both score 0 on review (the first minutes of a campaign); w2's checkpoint has 10x the training.
+        x1 = fake_experiment(expos, w1, 0.0, review=0.0, steps=20)
+        s1 = finalize(expos, w1, x1, 0.0, _recipe(x1, g.workers[w1].direction.family, 0.0))
+        x2 = fake_experiment(expos, w2, 0.0, review=0.0, steps=200)
+        s2 = finalize(expos, w2, x2, 0.0, _recipe(x2, g.workers[w2].direction.family, 0.0))
+        expos.call(MAIN, "review.request", {"reviewer_id": "r1", "question": "q", "scope": [w1, w2]})
+        expos.call(Caller("reviewer", "r1"), "review.submit", {"scope": [w1, w2], "verdict": "pass",
+                                                               "evidence": [s1, s2]})
+        assert [t[0] for t in main._verified(_ctx(expos, 800.0, budget=1000.0), load_graph(expos))] == [x2, x1]
+        assert main.on_idle(_ctx(expos, 800.0, budget=1000.0), load_graph(expos), 1)
+        assert _decisions(expos)[-1].detail["parent"] == x2

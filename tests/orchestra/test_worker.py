@@ -129,3 +129,38 @@ def test_a_worker_measures_its_own_overhead_from_the_training_time_its_trials_re
     per_step, fixed = trial_seconds(memory, {}, 16)
     assert abs(per_step - 0.42) < 1e-9 and abs(fixed - 3.6) < 1e-9
     assert abs(trial_seconds(memory, {}, 8)[0] - 0.21) < 1e-9
+
+
+class FlatCtx(ScriptedCtx):
+    """Every trial scores 0, as in the first minutes of a campaign on this landscape."""
+
+    def call(self, tool, args=None):
+        out = super().call(tool, args)
+        if tool == "experiment.submit":
+            self.rows[-1].dev_score = 0.0
+            res = dict(out.model_dump(), dev_score=0.0)
+            return SimpleNamespace(model_dump=lambda: res)
+        return out
+
+
+def test_on_tied_scores_the_worker_claims_the_checkpoint_with_more_training_behind_it(tmp_path):
+    with new_run(tmp_path) as expos:
+        ctx = _ctx(expos, DIRECTION)
+        ctx.__class__ = FlatCtx
+        TPEWorker().run(ctx)
+        examples = {r.experiment_id: r.config["max_steps"] * r.config["batch_size"] for r in ctx.rows}
+        assert len(set(examples.values())) > 1  # the trials differ in length
+        longest = max(sorted(examples), key=lambda x: examples[x])
+        assert ctx.final["candidates"] == [longest]
+
+
+def test_lineage_examples_add_up_the_ancestors_back_to_the_base():
+    from rsi_master.orchestra._memory import lineage_examples
+
+    exps = {"a": ("base", {"max_steps": 10, "batch_size": 8}), "b": ("a", {"max_steps": 5, "batch_size": 16}),
+            "c": ("b", {"max_steps": None, "batch_size": 8})}
+    assert lineage_examples(exps, "a") == 80
+    assert lineage_examples(exps, "b") == 160
+    assert lineage_examples(exps, "c") == 160  # an epoch-sized trial of unknown length counts nothing
+    assert lineage_examples(exps, "unknown") == 0
+    assert lineage_examples({"x": ("x", {"max_steps": 1, "batch_size": 1})}, "x") == 1  # no loop on a cycle

@@ -33,7 +33,8 @@ def graph_read(expos, caller, inp: GraphInput) -> GraphView:
     st = load_state(expos)
     exps = [{"experiment_id": x.id, "owner": x.owner, "parent": x.parent, "method": x.method, "status": x.status,
              "dev_score": x.dev_score(), "review_score": next((e.score for e in x.evals if e.split == "review"), None),
-             "eval_seqs": {e.split: e.seq for e in x.evals if e.split != "final"}}
+             "eval_seqs": {e.split: e.seq for e in x.evals if e.split != "final"},
+             "config": {k: x.spec.get(k) for k in ("batch_size", "max_steps", "learning_rate")}}
             for x in st.experiments.values()]
     workers = [{**w, "finalized": w["worker_id"] in st.finalized,
                 "summary": st.finalized.get(w["worker_id"], {}).get("summary")} for w in st.workers.values()]

@@ -27,6 +27,7 @@ from typing import Any
 
 from ._directions import Direction, Range, default_directions
 from ._graph import ResearchGraph, WorkerNode
+from ._memory import lineage_examples
 from ._protocols import MainContext, main_agent
 from ._worker import parse_recipe
 
@@ -332,7 +333,9 @@ class PolicyMain:
         return ranked[0] if ranked else None
 
     def _verified(self, ctx: MainContext, graph: ResearchGraph) -> list[tuple[str, str, float, int]]:
-        """Every candidate a passing review verified, best review score first (ties: oldest)."""
+        """Every candidate a passing review verified, best review score first; ties go to the
+        checkpoint with more training behind it (scores tie at zero until a lineage has seen
+        about a default experiment of data), then the oldest."""
         passed = {w for r in graph.reviewers.values() if r.done and (r.report or {}).get("verdict") == "pass"
                   for w in r.scope}
         scores = self._review_scores(ctx)
@@ -343,17 +346,25 @@ class PolicyMain:
             for xid in (w.finalize or {}).get("candidates", []):
                 if xid in scores:
                     out.append((xid, w.id, scores[xid][0], scores[xid][1]))
-        return sorted(out, key=lambda t: (-t[2], t[0]))
+        trained = self._trained(ctx)
+        return sorted(out, key=lambda t: (-t[2], -lineage_examples(trained, t[0]), t[0]))
 
     def _leader(self, ctx: MainContext, graph: ResearchGraph, r: Any) -> tuple[str, float, WorkerNode] | None:
         scores = self._review_scores(ctx)
-        best = None
+        trained = self._trained(ctx)
+        best, best_key = None, None
         for wid in r.scope:
             w = graph.workers.get(wid)
             for xid in ((w.finalize or {}).get("candidates", []) if w else []):
-                if xid in scores and (best is None or scores[xid][0] > best[1]):
-                    best = (xid, scores[xid][0], w)
+                key = (scores[xid][0], lineage_examples(trained, xid)) if xid in scores else None
+                if key is not None and (best_key is None or key > best_key):
+                    best, best_key = (xid, scores[xid][0], w), key
         return best
+
+    @staticmethod
+    def _trained(ctx: MainContext) -> dict[str, tuple[str, dict[str, Any]]]:
+        """Experiment -> (parent, training config), for `lineage_examples`."""
+        return {x["experiment_id"]: (x["parent"], x.get("config") or {}) for x in ctx.call("graph.read").experiments}
 
     @staticmethod
     def _decide(ctx: MainContext, action: str, rationale: str, evidence: list[int], detail: dict[str, Any]) -> None:

@@ -8,14 +8,14 @@ else is kept, so nothing is lost or replayed on resume.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ._graph import parse_ts
 
 if TYPE_CHECKING:
     from ..expos import ExpOS
 
-__all__ = ["worker_memory"]
+__all__ = ["lineage_examples", "worker_memory"]
 
 
 def worker_memory(expos: "ExpOS", worker_id: str,
@@ -53,3 +53,20 @@ def worker_memory(expos: "ExpOS", worker_id: str,
         if x["status"] == "running" and x["experiment_id"] in interrupted:
             x["status"] = "interrupted"
     return list(exps.values())
+
+
+def lineage_examples(experiments: Mapping[str, tuple[str, Mapping[str, Any]]], xid: str) -> int:
+    """Training examples behind an experiment's checkpoint: its own steps times batch size,
+    plus its ancestors' back to the base model (as far as `experiments`, id -> (parent,
+    spec), reaches). Where scores tie, and in this landscape they tie at zero until a
+    lineage has seen about a default experiment of data, the checkpoint with more training
+    behind it is the one to build on."""
+    total, seen = 0, set()
+    while xid in experiments and xid not in seen:
+        seen.add(xid)
+        parent, spec = experiments[xid]
+        steps, batch = spec.get("max_steps"), spec.get("batch_size")
+        if isinstance(steps, int) and isinstance(batch, int):
+            total += steps * batch
+        xid = parent
+    return total

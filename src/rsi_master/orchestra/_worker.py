@@ -17,6 +17,7 @@ from typing import Any
 
 from ..expos import ToolError
 from ._directions import Direction, Range
+from ._memory import lineage_examples
 from ._protocols import BudgetEnd, NodeContext, worker_agent
 
 __all__ = ["TPEWorker", "parse_recipe", "trial_seconds"]
@@ -219,10 +220,12 @@ class TPEWorker:
 
     # -- finalize --------------------------------------------------------------------------
     def _finalize(self, ctx: NodeContext, d: Direction) -> None:
-        rows = [r for r in ctx.call("results.list").experiments
-                if r.owner == ctx.caller.id]
+        visible = ctx.call("results.list").experiments  # own and predecessors' (a continued lineage)
+        rows = [r for r in visible if r.owner == ctx.caller.id]
+        # Ties (all zero, early in a campaign) go to the checkpoint with more training behind it.
+        trained = {r.experiment_id: (r.parent, r.config) for r in visible}
         done = sorted((r for r in rows if r.status == "completed" and r.dev_score is not None),
-                      key=lambda r: (-r.dev_score, r.experiment_id))
+                      key=lambda r: (-r.dev_score, -lineage_examples(trained, r.experiment_id), r.experiment_id))
         failed = [r.experiment_id for r in rows if r.status != "completed"]
         if not done:
             ctx.call("worker.finalize", {"summary": f"{d.key()}: no completed experiment "
