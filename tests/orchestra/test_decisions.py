@@ -171,19 +171,26 @@ def test_the_opening_directions_follow_the_landscape_at_this_budget(tmp_path, mo
     assert opened == {100.0: ["answer_only"], 10_000.0: ["chain_then_answer"]}
 
 
+def _two_verified(expos, main, first, second):
+    """Start the Main on a 1000 s budget; each opened Worker finalizes one experiment
+    (dev, review, steps) and one passing cross-Worker review covers both."""
+    main.start(_ctx(expos, 0.0, budget=1000.0), load_graph(expos))
+    w1, w2 = sorted(load_graph(expos).workers)
+    g = load_graph(expos)
+    xs, seqs = [], []
+    for w, (dev, review, steps) in ((w1, first), (w2, second)):
+        x = fake_experiment(expos, w, dev, review=review, steps=steps)
+        seqs.append(finalize(expos, w, x, dev, _recipe(x, g.workers[w].direction.family, dev)))
+        xs.append(x)
+    expos.call(MAIN, "review.request", {"reviewer_id": "r1", "question": "q", "scope": [w1, w2]})
+    expos.call(Caller("reviewer", "r1"), "review.submit", {"scope": [w1, w2], "verdict": "pass", "evidence": seqs})
+    return w1, w2, xs[0], xs[1]
+
+
 def test_late_an_idle_slot_continues_the_verified_leader_and_opens_nothing_new(tmp_path):
     with new_run(tmp_path, budget_s=1000.0) as expos:
         main = PolicyMain()
-        main.start(_ctx(expos, 0.0, budget=1000.0), load_graph(expos))
-        w1, w2 = sorted(load_graph(expos).workers)
-        g = load_graph(expos)
-        x1 = fake_experiment(expos, w1, 0.5, review=0.4)
-        s1 = finalize(expos, w1, x1, 0.5, _recipe(x1, g.workers[w1].direction.family, 0.5))
-        x2 = fake_experiment(expos, w2, 0.3, review=0.2)
-        s2 = finalize(expos, w2, x2, 0.3, _recipe(x2, g.workers[w2].direction.family, 0.3))
-        expos.call(MAIN, "review.request", {"reviewer_id": "r1", "question": "q", "scope": [w1, w2]})
-        expos.call(Caller("reviewer", "r1"), "review.submit", {"scope": [w1, w2], "verdict": "pass",
-                                                               "evidence": [s1, s2]})
+        w1, w2, x1, x2 = _two_verified(expos, main, (0.5, 0.4, 20), (0.3, 0.2, 20))
         n = len(load_graph(expos).workers)
         # 80% spent (late), 200 s left: nothing to compare, so the idle slot trains the leader,
         # sized to end before the 50 s kept for the last comparison.
@@ -205,17 +212,8 @@ def test_late_an_idle_slot_continues_the_verified_leader_and_opens_nothing_new(t
 def test_among_tied_verified_checkpoints_the_main_continues_the_more_trained_one(tmp_path):
     with new_run(tmp_path, budget_s=1000.0) as expos:
         main = PolicyMain()
-        main.start(_ctx(expos, 0.0, budget=1000.0), load_graph(expos))
-        w1, w2 = sorted(load_graph(expos).workers)
-        g = load_graph(expos)
         # Both score 0 on review (the first minutes of a campaign); w2's checkpoint has 10x the training.
-        x1 = fake_experiment(expos, w1, 0.0, review=0.0, steps=20)
-        s1 = finalize(expos, w1, x1, 0.0, _recipe(x1, g.workers[w1].direction.family, 0.0))
-        x2 = fake_experiment(expos, w2, 0.0, review=0.0, steps=200)
-        s2 = finalize(expos, w2, x2, 0.0, _recipe(x2, g.workers[w2].direction.family, 0.0))
-        expos.call(MAIN, "review.request", {"reviewer_id": "r1", "question": "q", "scope": [w1, w2]})
-        expos.call(Caller("reviewer", "r1"), "review.submit", {"scope": [w1, w2], "verdict": "pass",
-                                                               "evidence": [s1, s2]})
+        _, _, x1, x2 = _two_verified(expos, main, (0.0, 0.0, 20), (0.0, 0.0, 200))
         assert [t[0] for t in main._verified(_ctx(expos, 800.0, budget=1000.0), load_graph(expos))] == [x2, x1]
         assert main.on_idle(_ctx(expos, 800.0, budget=1000.0), load_graph(expos), 1)
         assert _decisions(expos)[-1].detail["parent"] == x2
