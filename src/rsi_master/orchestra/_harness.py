@@ -2,7 +2,7 @@
 
 Selection is a fixed rule, not an agent's choice: among accepted submissions (those the
 integrity audit does not flag), the highest `review` score wins; ties go to the
-earliest submission. A submission no Reviewer scored on `review` is scored there by the
+checkpoint with more training examples behind it, then to the earliest submission. A submission no Reviewer scored on `review` is scored there by the
 harness (recorded like any evaluation). `final` is never used to select: the selected
 checkpoint, and the base model for comparison, are each scored on it exactly once, and
 a resumed run reuses those records instead of scoring again.
@@ -11,6 +11,8 @@ a resumed run reuses those records instead of scoring again.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+
+from ._memory import lineage_examples
 
 if TYPE_CHECKING:
     from ..expos import ExpOS
@@ -55,9 +57,16 @@ def select(expos: "ExpOS") -> dict[str, Any]:
         first.setdefault(r["experiment_id"], r)
     uniq = list(first.values())
     accepted = [r for r in uniq if r["accepted"]]
-    winner = min(accepted, key=lambda r: (-r["review_score"], r["submitted_seq"])) if accepted else None
-    payload = {"rule": "max review score among audit-unflagged submissions; ties: earliest submission" if guarded
-               else "max review score among submissions (unguarded: no audit at selection); ties: earliest",
+    # Ties (all zero, after a short campaign on this landscape) go to the checkpoint with more
+    # training examples behind it, then to the earliest submission.
+    trained = {xid: (x.parent, x.spec) for xid, x in st.experiments.items()}
+    for r in accepted:
+        r["lineage_examples"] = lineage_examples(trained, r["experiment_id"])
+    winner = min(accepted, key=lambda r: (-r["review_score"], -r["lineage_examples"], r["submitted_seq"])) \
+        if accepted else None
+    ties = "ties: more training behind the checkpoint, then earliest submission"
+    payload = {"rule": f"max review score among audit-unflagged submissions; {ties}" if guarded
+               else f"max review score among submissions (unguarded: no audit at selection); {ties}",
                "selected": winner["experiment_id"] if winner else None,
                "checkpoint": winner["checkpoint"] if winner else expos.contract.base_model_artifact,
                "review_score": winner["review_score"] if winner else None,
