@@ -113,9 +113,13 @@ def curve_label(family: str, params: dict[str, Any] | None) -> str:
     return family + (f"[{','.join(f'{k}={v}' for k, v in sorted(params.items()))}]" if params else "")
 
 
+def seed_suffix(seed: int) -> str:
+    """Seed 0 (the first measurement of every curve) carries no suffix in keys and paths."""
+    return f"@s{seed}" if seed else ""
+
+
 def curve_key(task: str, label: str, seed: int = 0) -> str:
-    """A curve record's key: seed 0 (the first measurement of every curve) carries no suffix."""
-    return f"curve/{task}/{label}" + (f"@s{seed}" if seed else "")
+    return f"curve/{task}/{label}{seed_suffix(seed)}"
 
 
 def measure_curve(task: str, family: str, multiples: tuple[float, ...] = CURVE_MULTIPLES,
@@ -125,7 +129,7 @@ def measure_curve(task: str, family: str, multiples: tuple[float, ...] = CURVE_M
     n = int(DEFAULT_EXAMPLES * multiples[-1])
     label = curve_label(family, params)
     data = dataset(task, family, params or {}, seed, n)
-    run_dir = ROOT / "curves" / (f"{task}.{label}" + (f"@s{seed}" if seed else ""))
+    run_dir = ROOT / "curves" / f"{task}.{label}{seed_suffix(seed)}"
     steps = {m: round(m * DEFAULT_EXAMPLES / CURVE_BATCH) for m in multiples}
     total = -(-n // CURVE_BATCH)
     snaps = [s for s in steps.values() if s < total]

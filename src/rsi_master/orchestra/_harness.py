@@ -2,8 +2,9 @@
 
 Selection is a fixed rule, not an agent's choice: among accepted submissions (those the
 integrity audit does not flag), the highest `review` score wins; ties go to the
-checkpoint with more training examples behind it, then to the earliest submission. A submission no Reviewer scored on `review` is scored there by the
-harness (recorded like any evaluation). `final` is never used to select: the selected
+checkpoint with more training examples behind it, then to the earliest submission. A
+submission no Reviewer scored on `review` is scored there by the harness (recorded like
+any evaluation). `final` is never used to select: the selected
 checkpoint, and the base model for comparison, are each scored on it exactly once, and
 a resumed run reuses those records instead of scoring again.
 """

@@ -86,7 +86,7 @@ class PolicyMain:
         return True
 
     def finish(self, ctx: MainContext, graph: ResearchGraph, reason: str) -> None:
-        scored = self._review_scores(ctx)
+        scored, _ = self._review_scores(ctx)
         ranked = sorted(scored.items(), key=lambda kv: (-kv[1][0], kv[0]))[:3]
         for xid, _ in ranked:
             ctx.call("candidate.nominate", {"experiment_id": xid})
@@ -315,8 +315,9 @@ class PolicyMain:
         return any(d.action == action and report_seq in d.evidence for d in graph.decisions)
 
     @staticmethod
-    def _review_scores(ctx: MainContext) -> dict[str, tuple[float, int]]:
-        """Experiment -> (review score, eval record seq), from the graph view."""
+    def _review_scores(ctx: MainContext) -> tuple[dict[str, tuple[float, int]], dict[str, tuple[str, dict[str, Any]]]]:
+        """From one graph view: experiment -> (review score, eval record seq), and experiment ->
+        (parent, training config) for `lineage_examples`."""
         view = ctx.call("graph.read")
         out = {}
         for x in view.experiments:
@@ -325,7 +326,8 @@ class PolicyMain:
                             if e.payload.get("experiment_id") == x["experiment_id"]
                             and e.payload.get("split") == "review"), 0)
                 out[x["experiment_id"]] = (float(x["review_score"]), seq)
-        return out
+        trained = {x["experiment_id"]: (x["parent"], x.get("config") or {}) for x in view.experiments}
+        return out, trained
 
     def _best_verified(self, ctx: MainContext, graph: ResearchGraph) -> tuple[str, str, float, int] | None:
         """(experiment, worker, review score, record seq) of the best candidate a passing review verified."""
@@ -338,7 +340,7 @@ class PolicyMain:
         about a default experiment of data), then the oldest."""
         passed = {w for r in graph.reviewers.values() if r.done and (r.report or {}).get("verdict") == "pass"
                   for w in r.scope}
-        scores = self._review_scores(ctx)
+        scores, trained = self._review_scores(ctx)
         out = []
         for w in graph.workers.values():
             if w.id not in passed:
@@ -346,25 +348,14 @@ class PolicyMain:
             for xid in (w.finalize or {}).get("candidates", []):
                 if xid in scores:
                     out.append((xid, w.id, scores[xid][0], scores[xid][1]))
-        trained = self._trained(ctx)
         return sorted(out, key=lambda t: (-t[2], -lineage_examples(trained, t[0]), t[0]))
 
     def _leader(self, ctx: MainContext, graph: ResearchGraph, r: Any) -> tuple[str, float, WorkerNode] | None:
-        scores = self._review_scores(ctx)
-        trained = self._trained(ctx)
-        best, best_key = None, None
-        for wid in r.scope:
-            w = graph.workers.get(wid)
-            for xid in ((w.finalize or {}).get("candidates", []) if w else []):
-                key = (scores[xid][0], lineage_examples(trained, xid)) if xid in scores else None
-                if key is not None and (best_key is None or key > best_key):
-                    best, best_key = (xid, scores[xid][0], w), key
-        return best
-
-    @staticmethod
-    def _trained(ctx: MainContext) -> dict[str, tuple[str, dict[str, Any]]]:
-        """Experiment -> (parent, training config), for `lineage_examples`."""
-        return {x["experiment_id"]: (x["parent"], x.get("config") or {}) for x in ctx.call("graph.read").experiments}
+        scores, trained = self._review_scores(ctx)
+        scoped = [(xid, scores[xid][0], w) for w in (graph.workers.get(wid) for wid in r.scope) if w
+                  for xid in (w.finalize or {}).get("candidates", []) if xid in scores]
+        # The first of the best (review score, then training behind the checkpoint).
+        return max(scoped, key=lambda c: (c[1], lineage_examples(trained, c[0])), default=None)
 
     @staticmethod
     def _decide(ctx: MainContext, action: str, rationale: str, evidence: list[int], detail: dict[str, Any]) -> None:
