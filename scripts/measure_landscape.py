@@ -108,9 +108,11 @@ def measure_base(task: str) -> None:
         log(f"base {task} {split}: {r.score:.3f}")
 
 
-def curve_label(family: str, params: dict[str, Any] | None) -> str:
-    """A curve's name: the family, with the knobs it fixes away from their defaults."""
-    return family + (f"[{','.join(f'{k}={v}' for k, v in sorted(params.items()))}]" if params else "")
+def curve_label(family: str, params: dict[str, Any] | None, method: str = "sft") -> str:
+    """A curve's name: the family, with the knobs it fixes away from their defaults and,
+    for another training method than full SFT, `+method` (a family of its own)."""
+    knobs = f"[{','.join(f'{k}={v}' for k, v in sorted(params.items()))}]" if params else ""
+    return family + knobs + ("" if method == "sft" else f"+{method}")
 
 
 def seed_suffix(seed: int) -> str:
@@ -123,18 +125,20 @@ def curve_key(task: str, label: str, seed: int = 0) -> str:
 
 
 def measure_curve(task: str, family: str, multiples: tuple[float, ...] = CURVE_MULTIPLES,
-                  params: dict[str, Any] | None = None, seed: int = 0) -> None:
+                  params: dict[str, Any] | None = None, seed: int = 0, method: str = "sft") -> None:
     """One run with snapshots. `seed` draws both the data and the training order/initial
-    state of the run (a repeat of the same curve: `report` averages a curve's seeds)."""
+    state of the run (a repeat of the same curve: `report` averages a curve's seeds).
+    `method` "lora" trains adapters (rank 16, merged at each snapshot) with the same spec."""
     n = int(DEFAULT_EXAMPLES * multiples[-1])
-    label = curve_label(family, params)
+    label = curve_label(family, params, method)
     data = dataset(task, family, params or {}, seed, n)
     run_dir = ROOT / "curves" / f"{task}.{label}{seed_suffix(seed)}"
     steps = {m: round(m * DEFAULT_EXAMPLES / CURVE_BATCH) for m in multiples}
     total = -(-n // CURVE_BATCH)
     snaps = [s for s in steps.values() if s < total]
     t0 = time.time()
-    result = train(data, run_dir, {**CURVE_SPEC, "seed": seed}, snapshot_steps=snaps)
+    spec = {**CURVE_SPEC, "method": method, "seed": seed}
+    result = train(data, run_dir, spec, snapshot_steps=snaps)
     points = []
     for m, s in steps.items():
         ckpt = run_dir / "checkpoint" if s >= total else run_dir / "snapshots" / f"step-{s:06d}"
@@ -142,7 +146,7 @@ def measure_curve(task: str, family: str, multiples: tuple[float, ...] = CURVE_M
         points.append({"multiple": m, "step": min(s, total), "examples": min(s, total) * CURVE_BATCH, "score": ev.score})
         log(f"curve {task}/{label} seed {seed} x{m}: {ev.score:.3f}")
     record({"key": curve_key(task, label, seed), "kind": "curve", "task": task, "family": family, "label": label,
-            "params": params or {}, "spec": {**CURVE_SPEC, "seed": seed}, "seed": seed,
+            "params": params or {}, "spec": spec, "seed": seed,
             "points": points, "train_seconds": result.train_seconds, "tokens": tokens_seen(run_dir),
             "wall_seconds": round(time.time() - t0, 1), "complete": True})
 
@@ -200,11 +204,11 @@ def cmd_curve(args: argparse.Namespace) -> int:
     for kv in args.params:
         k, _, v = kv.partition("=")
         params[k] = json.loads(v) if v[:1] in "-0123456789[{tf\"" else v
-    key = curve_key(args.task, curve_label(args.family, params), args.seed)
+    key = curve_key(args.task, curve_label(args.family, params, args.method), args.seed)
     if key in done_keys():
         log(f"{key} is recorded already")
         return 0
-    measure_curve(args.task, args.family, tuple(args.multiples), params, seed=args.seed)
+    measure_curve(args.task, args.family, tuple(args.multiples), params, seed=args.seed, method=args.method)
     return 0
 
 
@@ -553,6 +557,7 @@ def main() -> int:
     cu.add_argument("--params", nargs="*", default=[], metavar="KNOB=VALUE")
     cu.add_argument("--multiples", type=float, nargs="+", default=list(CURVE_MULTIPLES))
     cu.add_argument("--threads", type=int, default=1)
+    cu.add_argument("--method", choices=("sft", "lora"), default="sft", help="full fine-tuning or LoRA adapters")
     cu.add_argument("--seed", type=int, default=0,
                     help="data and training seed; a nonzero seed repeats a curve (report averages the seeds)")
     cu.set_defaults(fn=cmd_curve)

@@ -61,3 +61,14 @@ def test_family_gap_counts_only_plain_families(ml):
                                  "b": {1.0: 0.1, 2.0: 0.2, 3.0: 0.16}}))["t"]
     # the labelled data-selection curve is 50 points above `a`, but gaps are between families
     assert res["family_gap"]["points"] == 20.0 and res["family_gap"]["ahead"] == "b"
+
+
+def test_another_training_method_is_a_family_of_its_own(ml):
+    assert ml.curve_label("trace", None) == "trace"
+    assert ml.curve_label("trace", None, "lora") == "trace+lora"
+    assert ml.curve_label("trace", {"max_depth": 1}, "lora") == "trace[max_depth=1]+lora"
+    assert ml.curve_key("t", "trace+lora", 1) == "curve/t/trace+lora@s1"
+    # a method is a structural difference: its gap to the full fine-tuning curve counts
+    res = ml.targets(_landscape({"trace": {1.0: 0.1, 2.0: 0.3, 3.0: 0.4},
+                                 "trace+lora": {1.0: 0.0, 2.0: 0.05, 3.0: 0.1}}))["t"]
+    assert res["family_gap"]["points"] == 30.0 and res["family_gap"]["behind"] == "trace+lora"
