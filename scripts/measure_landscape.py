@@ -115,6 +115,16 @@ def curve_label(family: str, params: dict[str, Any] | None, method: str = "sft")
     return family + knobs + ("" if method == "sft" else f"+{method}")
 
 
+def parent_label(parent: str) -> str:
+    """A probe's starting checkpoint in words: `curves/<task>.<label>/snapshots/step-N` is
+    that curve's snapshot at N batch-8 steps, i.e. a multiple of the default experiment."""
+    path = Path(parent)
+    if path.parent.name == "snapshots" and path.name.startswith("step-"):
+        multiple = int(path.name[5:]) * CURVE_BATCH / DEFAULT_EXAMPLES
+        return f"SFT {path.parent.parent.name.split('.', 1)[-1]} x{multiple:g} snapshot"
+    return path.parent.name if path.name == "checkpoint" else path.name
+
+
 def seed_suffix(seed: int) -> str:
     """Seed 0 (the first measurement of every curve) carries no suffix in keys and paths."""
     return f"@s{seed}" if seed else ""
@@ -481,7 +491,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         for p in t.get("probes", []):
             sp = p["spec"]
             recipe = f"{sp['method']}, batch {sp['batch_size']}, lr {sp['learning_rate']}, {sp['lr_scheduler']}"
-            start = "base" if p.get("parent") in (None, "base") else "SFT x1 snapshot"
+            start = "base" if p.get("parent") in (None, "base") else parent_label(p["parent"])
             print(f"| {name} | {p['family']} | {recipe}, from {start} | {p['examples']} examples | {p['steps']} | {p['train_seconds']:.0f} | {100 * p['score']:.1f}% |")
     print()
     out["targets"] = targets(out)

@@ -72,3 +72,9 @@ def test_another_training_method_is_a_family_of_its_own(ml):
     res = ml.targets(_landscape({"trace": {1.0: 0.1, 2.0: 0.3, 3.0: 0.4},
                                  "trace+lora": {1.0: 0.0, 2.0: 0.05, 3.0: 0.1}}))["t"]
     assert res["family_gap"]["points"] == 30.0 and res["family_gap"]["behind"] == "trace+lora"
+
+
+def test_a_probe_names_the_snapshot_it_started_from(ml):
+    snap = "runs/landscape/curves/program_synthesis.trace_then_program@s1/snapshots/step-001250"
+    assert ml.parent_label(snap) == "SFT trace_then_program@s1 x2 snapshot"
+    assert ml.parent_label("runs/landscape/reference/knowledge/checkpoint") == "knowledge"
