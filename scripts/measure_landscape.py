@@ -115,13 +115,17 @@ def curve_label(family: str, params: dict[str, Any] | None, method: str = "sft")
     return family + knobs + ("" if method == "sft" else f"+{method}")
 
 
+def step_multiple(step: int) -> float:
+    """A curve snapshot's compute: `step` batch-8 steps in default experiments."""
+    return round(step * CURVE_BATCH / DEFAULT_EXAMPLES, 2)
+
+
 def parent_label(parent: str) -> str:
     """A probe's starting checkpoint in words: `curves/<task>.<label>/snapshots/step-N` is
     that curve's snapshot at N batch-8 steps, i.e. a multiple of the default experiment."""
     path = Path(parent)
     if path.parent.name == "snapshots" and path.name.startswith("step-"):
-        multiple = int(path.name[5:]) * CURVE_BATCH / DEFAULT_EXAMPLES
-        return f"SFT {path.parent.parent.name.split('.', 1)[-1]} x{multiple:g} snapshot"
+        return f"SFT {path.parent.parent.name.split('.', 1)[-1]} x{step_multiple(int(path.name[5:])):g} snapshot"
     return path.parent.name if path.name == "checkpoint" else path.name
 
 
@@ -172,7 +176,7 @@ def collect_curve(task: str, family: str) -> None:
     for snap in sorted((run_dir / "snapshots").glob("step-*")):
         step = int(snap.name.split("-")[1])
         ev = evaluate(snap, task, "dev")
-        multiple = round(step * CURVE_BATCH / DEFAULT_EXAMPLES, 2)
+        multiple = step_multiple(step)
         points.append({"multiple": multiple, "step": step, "examples": step * CURVE_BATCH, "score": ev.score})
         log(f"curve {task}/{family} x{multiple} (collected): {ev.score:.3f}")
     logs = [json.loads(x) for x in (run_dir / "train_log.jsonl").read_text().splitlines() if x.strip()]
