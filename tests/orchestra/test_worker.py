@@ -164,3 +164,18 @@ def test_lineage_examples_add_up_the_ancestors_back_to_the_base():
     assert lineage_examples(exps, "c") == 160  # an epoch-sized trial of unknown length counts nothing
     assert lineage_examples(exps, "unknown") == 0
     assert lineage_examples({"x": ("x", {"max_steps": 1, "batch_size": 1})}, "x") == 1  # no loop on a cycle
+
+
+def test_a_fresh_default_direction_tries_the_evaluation_distribution_first(tmp_path):
+    from rsi_master.orchestra._directions import default_directions
+    from rsi_master.tasks import get_task
+
+    with new_run(tmp_path) as expos:  # knowledge
+        d = {x.family: x for x in default_directions("knowledge")}["answer_only"]
+        ctx = _ctx(expos, d.model_copy(update={"trials": 4}))
+        TPEWorker().run(ctx)
+        gens = [a["params"] for t, a in ctx.log if t == "data.generate"]
+        assert len(gens) == 4
+        # the first trial's data is drawn at the knobs the sealed items use; the rest explore
+        assert gens[0] == dict(get_task("knowledge").eval_params)
+        assert any(g != gens[0] for g in gens[1:])

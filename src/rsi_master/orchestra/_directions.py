@@ -46,7 +46,8 @@ class Direction(BaseModel):
     seconds: float = Field(default=120.0, gt=0, description="Wall-clock allowance of the Worker.")
     seed: int = Field(default=0, ge=0)
     enqueue: list[dict[str, Any]] = Field(default_factory=list,
-                                          description="Trials to try first (verified recipes of predecessors).")
+                                          description="Trials to try first (the evaluation distribution's knobs for a fresh "
+                                                      "direction, verified recipes of predecessors for a continuation).")
 
     def key(self) -> str:
         """The direction's identity for budget shares: the recipe family."""
@@ -87,6 +88,9 @@ def default_directions(task: str, *, seed: int = 0) -> list[Direction]:
     Knob ranges are narrowed to the defaults for knobs that set the evaluation
     distribution's shape (the eval items use the defaults), so that a Worker searches
     diversity and format rather than drifting off-distribution; the others are searched.
+    The first trial is the evaluation distribution itself (every searched knob at its
+    default: the point the landscape measured), and TPE explores around it from there: a
+    short campaign runs two or three trials per Worker, all of them random otherwise.
     """
     from ..tasks import get_task
 
@@ -105,5 +109,7 @@ def default_directions(task: str, *, seed: int = 0) -> list[Direction]:
                 knobs[k.name] = Range(kind="float", low=float(k.low), high=float(k.high))
             else:
                 knobs[k.name] = Range(kind="fixed", value=k.default)
-        out.append(Direction(family=family, knobs=knobs, train=dict(DEFAULT_TRAIN), seed=seed * 100 + i))
+        first = {f"k:{k.name}": k.default for k in gen.knobs if knobs[k.name].kind != "fixed"}
+        out.append(Direction(family=family, knobs=knobs, train=dict(DEFAULT_TRAIN), seed=seed * 100 + i,
+                             enqueue=[first] if first else []))
     return out
