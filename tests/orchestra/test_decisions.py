@@ -70,6 +70,9 @@ def test_a_full_cycle_verify_revise_branch_and_stop(tmp_path):
         new = g.workers[d.detail["worker"]]
         assert new.predecessors == [w1] and new.direction.parent == x1
         assert new.direction.knobs["n_facts"].kind == "fixed"  # the verified recipe, fixed
+        # Its first trial is the verified rate (1e-3), and TPE searches no lower than half of it.
+        lr = new.direction.train["learning_rate"]
+        assert new.direction.enqueue[0]["t:learning_rate"] == 1e-3 and (lr.low, lr.high) == (5e-4, 1e-3)
         # While that revise trains x1 further, "continue the leader" would only duplicate it
         # (two Workers, one parent, one recipe: the same weights, scored twice on dev): an idle
         # slot continues the next verified lineage instead.

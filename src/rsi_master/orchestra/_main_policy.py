@@ -8,7 +8,8 @@ Policy, in order of priority whenever a slot needs work:
    already verified Worker instead: selection needs comparisons, not new directions);
 2. revise: a failed review, or a passing review's critique of the leading checkpoint
    (`continue exp-...`), becomes a new Worker that answers it: continue from the
-   verified checkpoint on fresh data with its verified recipe, lower learning rates;
+   verified checkpoint on fresh data with its verified recipe (its learning rate first,
+   then down to half of it);
 3. branch: a passing review that found complementary Workers (`combine w1 w2`) becomes a
    Worker whose data mixes both verified recipes, starting from the verified leader;
    otherwise an unexplored direction of the task;
@@ -242,15 +243,24 @@ class PolicyMain:
         return [d.model_copy(update={"seconds": self._allowance(ctx)}) for d in dirs if d.key() not in tried]
 
     def _continue_direction(self, d: Direction, recipe: dict[str, Any], parent: str) -> Direction:
-        """The verified recipe, fixed, trained further from its checkpoint at lower learning rates."""
+        """The verified recipe, fixed, trained further from its checkpoint: its own learning rate
+        first, then TPE down to half of it.
+
+        Not lower: the landscape's curves (docs/tasks.md) are single runs at one rate whose
+        scores start to move between one and three default experiments of data, and a rate a
+        third of 1e-3 scored less than half as much in the same time
+        (`../shared/notes/cpu-landscape.md`: program synthesis 11.5% at 3e-4, 27.5% at 1e-3).
+        Before this rule continuations went down to a quarter: 2.4e-4 to 3.7e-4 after 9e-4 in
+        the 5-minute function-calling runs of docs/benchmarks.md, whose lineages ended at zero."""
         params = recipe.get("params") or {}
         knobs = {k: (Range(kind="fixed", value=params[k]) if k in params else r) for k, r in d.knobs.items()}
         lr = float((recipe.get("config") or {}).get("learning_rate") or 1e-3)
         train = dict(d.train)
-        train["learning_rate"] = Range(kind="float", low=max(1e-5, lr / 4), high=lr, log=True)
-        # The verified batch size and length are TPE's first trial (within the ranges searched).
+        train["learning_rate"] = Range(kind="float", low=max(1e-5, lr / 2), high=max(1e-5, lr), log=True)
+        # The verified learning rate, batch size and length are TPE's first trial (within the
+        # ranges searched).
         cfg = recipe.get("config") or {}
-        first: dict[str, Any] = {}
+        first: dict[str, Any] = {"t:learning_rate": max(1e-5, lr)}
         bs, steps = train.get("batch_size"), train.get("max_steps")
         if bs is not None and bs.kind == "choice" and cfg.get("batch_size") in bs.choices:
             first["t:batch_size"] = cfg["batch_size"]
