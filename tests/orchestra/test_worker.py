@@ -179,3 +179,20 @@ def test_a_fresh_default_direction_tries_the_evaluation_distribution_first(tmp_p
         # the first trial's data is drawn at the knobs the sealed items use; the rest explore
         assert gens[0] == dict(get_task("knowledge").eval_params)
         assert any(g != gens[0] for g in gens[1:])
+
+
+def test_the_short_measuring_trial_does_not_use_up_the_enqueued_first_point(tmp_path):
+    """On a machine nothing has been measured on, the first trial is cut to 20 steps to time
+    it; the point the Main enqueued is then run again at full length, not dropped for TPE's
+    random start."""
+    first = {"k:n_facts": 5, "t:learning_rate": 2e-3, "t:batch_size": 8, "t:max_steps": 40}
+    d = DIRECTION.model_copy(update={"trials": 3, "enqueue": [first]})
+    with new_run(tmp_path) as expos:
+        ctx = _ctx(expos, d)
+        ctx.brief["timing"] = {}  # uncalibrated
+        TPEWorker().run(ctx)
+        submits = [a["config"] for t, a in ctx.log if t == "experiment.submit"]
+        gens = [a["params"] for t, a in ctx.log if t == "data.generate"]
+        assert submits[0]["max_steps"] <= 20 and submits[1]["max_steps"] == 40
+        assert gens[0]["n_facts"] == gens[1]["n_facts"] == 5
+        assert submits[0]["learning_rate"] == submits[1]["learning_rate"] == 2e-3

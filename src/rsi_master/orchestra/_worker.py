@@ -136,7 +136,8 @@ class TPEWorker:
             per_step, fixed = trial_seconds(memory, ctx.brief.get("timing"), int(train.get("batch_size", 8)))
             fit = int((left - fixed) / per_step)
             train["max_steps"] = max(MIN_STEPS, min(int(train.get("max_steps", 60)), fit, max_steps_cap))
-            if not _calibrated(memory, ctx.brief.get("timing")):
+            calibrating = not _calibrated(memory, ctx.brief.get("timing"))
+            if calibrating:
                 # Nothing measured on this machine yet: a short first trial measures it, so that
                 # the following ones are sized to the deadline instead of overrunning it.
                 train["max_steps"] = min(train["max_steps"], 2 * MIN_STEPS)
@@ -152,6 +153,12 @@ class TPEWorker:
                 study.tell(trial, state=TrialState.FAIL)
             else:
                 study.tell(trial, float(outcome["dev_score"] or 0.0))
+            if calibrating and d.enqueue:
+                # The short measuring trial took the first point the Main enqueued (the evaluation
+                # distribution, or a verified recipe): the next trial runs it at full length. Before,
+                # the opening Workers' only eval-distribution trial was this 20-step one, and the
+                # trials that trained were random draws (measured: 3-operand 3-digit additions).
+                study.enqueue_trial(dict(trial.params), skip_if_exists=False)
             memory.append({"steps": (outcome or {}).get("steps"), "seconds": time.time() - t0,
                            "train_seconds": (outcome or {}).get("train_seconds"),
                            "batch_size": int(train.get("batch_size", 8)),
