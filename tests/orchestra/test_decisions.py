@@ -174,6 +174,31 @@ def test_the_opening_directions_follow_the_landscape_at_this_budget(tmp_path, mo
     assert opened == {100.0: ["answer_only"], 10_000.0: ["chain_then_answer"]}
 
 
+def test_a_measured_data_selection_opens_a_short_campaign_as_a_direction_of_its_own(tmp_path, monkeypatch):
+    # `chain_then_answer[two_hop=0.0]` (one-hop questions only) learns early and stops;
+    # the full family climbs past it: the selection opens a short campaign only.
+    early = {"points": [{"multiple": 1.0, "score": 0.2}, {"multiple": 4.0, "score": 0.25}],
+             "tokens": 4000, "train_seconds": 400}
+    late = {"points": [{"multiple": 1.0, "score": 0.0}, {"multiple": 4.0, "score": 0.9}],
+            "tokens": 4000, "train_seconds": 400}
+    _landscape(monkeypatch, {"chain_then_answer[two_hop=0.0]": early, "chain_then_answer": late,
+                             "chain_then_answer+lora": early, "answer_only[relations=9]": early})
+    opened = {}
+    for budget in (100.0, 10_000.0):
+        with new_run(tmp_path / str(int(budget))) as expos:
+            PolicyMain().start(_ctx(expos, 0.0, budget=budget, slots=2), load_graph(expos))
+            opened[budget] = [w.direction for w in load_graph(expos).workers.values()]
+    short, long_ = opened[100.0], opened[10_000.0]
+    assert [d.key() for d in short] == ["chain_then_answer[two_hop=0.0]:sft", "chain_then_answer:sft"]
+    assert short[0].knobs["two_hop"].kind == "fixed" and short[0].knobs["two_hop"].value == 0.0
+    assert short[0].subset == "two_hop=0.0" and short[1].subset == ""
+    # Its first trial is the rest of the evaluation distribution; the selected knob stays fixed.
+    assert short[0].enqueue == [{"k:n_facts": 4, "k:relations": 4}]
+    assert [d.key() for d in long_][0] == "chain_then_answer:sft"
+    # Not directions: another training method, and a value outside the knob's range (relations <= 4).
+    assert all("+" not in d.key() and "relations=9" not in d.key() for d in short + long_)
+
+
 def _two_verified(expos, main, first, second):
     """Start the Main on a 1000 s budget; each opened Worker finalizes one experiment
     (dev, review, steps) and one passing cross-Worker review covers both."""

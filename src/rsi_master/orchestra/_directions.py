@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["DEFAULT_TRAIN", "Direction", "Range", "default_directions", "knob_ranges"]
+__all__ = ["DEFAULT_TRAIN", "Direction", "Range", "default_directions", "knob_ranges", "subset_direction"]
 
 
 class Range(BaseModel):
@@ -49,10 +49,20 @@ class Direction(BaseModel):
                                           description="Trials to try first (the evaluation distribution's knobs for a fresh "
                                                       "direction, verified recipes of predecessors for a continuation).")
 
+    subset: str = Field(default="", description="A data selection the landscape measured, `knob=value,...` as its "
+                                                 "curve names it (`ops=add`: additions only); the knobs are fixed "
+                                                 "to it in `knobs`. Part of the direction's identity.")
+
+    def label(self) -> str:
+        """The recipe family as the landscape's curves name it: `family` or `family[knob=value,...]`.
+        Kept verbatim: values re-formatted after a JSON round trip (0.0 -> 0) would no longer
+        name the curve, nor the budget share the direction already took."""
+        return f"{self.family}[{self.subset}]" if self.subset else self.family
+
     def key(self) -> str:
-        """The direction's identity for budget shares: the recipe family."""
-        return f"{self.family}+{'+'.join(sorted(m['family'] for m in self.mix))}:{self.method}" if self.mix \
-            else f"{self.family}:{self.method}"
+        """The direction's identity for budget shares: the recipe family (with its data selection)."""
+        return f"{self.label()}+{'+'.join(sorted(m['family'] for m in self.mix))}:{self.method}" if self.mix \
+            else f"{self.label()}:{self.method}"
 
 
 # The landscape (docs/tasks.md) found small batches and more optimizer steps winning at
@@ -113,3 +123,45 @@ def default_directions(task: str, *, seed: int = 0) -> list[Direction]:
         out.append(Direction(family=family, knobs=knobs, train=dict(DEFAULT_TRAIN), seed=seed * 100 + i,
                              enqueue=[first] if first else []))
     return out
+
+
+def subset_direction(task: str, label: str, *, seed: int = 0) -> Direction | None:
+    """The default direction of a landscape curve labelled `family[knob=value,...]`, with
+    those knobs fixed: a data selection (`scratchpad[ops=add]`: the scratchpad on additions
+    only). None for a label that is not one: a plain family, another training method
+    (`+lora`), an unknown family or knob, or a value outside the knob's declared range."""
+    import re
+
+    from ..tasks import get_task
+
+    m = re.fullmatch(r"([A-Za-z0-9_]+)\[([^\]]+)\]", label)
+    if m is None:
+        return None
+    family, body = m.group(1), m.group(2)
+    gens = get_task(task).generators()
+    base = next((d for d in default_directions(task, seed=seed) if d.family == family), None)
+    if base is None or family not in gens:
+        return None
+    declared = {k.name: k for k in gens[family].knobs}
+    subset: dict[str, Any] = {}
+    for part in body.split(","):
+        name, _, raw = part.partition("=")
+        k = declared.get(name.strip())
+        if k is None or not raw:
+            return None
+        value: Any
+        try:
+            if k.kind == "int":
+                value = int(raw)
+            elif k.kind == "float":
+                value = float(raw)
+            else:
+                value = next(c for c in k.choices if str(c) == raw.strip())
+        except (ValueError, StopIteration):
+            return None
+        if k.kind != "choice" and ((k.low is not None and value < k.low) or (k.high is not None and value > k.high)):
+            return None
+        subset[k.name] = value
+    knobs = {**base.knobs, **{k: Range(kind="fixed", value=v) for k, v in subset.items()}}
+    enqueue = [{n: v for n, v in rec.items() if n[2:] not in subset} for rec in base.enqueue]
+    return base.model_copy(update={"knobs": knobs, "subset": body, "enqueue": [e for e in enqueue if e]})

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._directions import Direction, Range, default_directions
+from ._directions import Direction, Range, default_directions, subset_direction
 from ._graph import ResearchGraph, WorkerNode
 from ._memory import lineage_examples
 from ._protocols import MainContext, main_agent
@@ -237,9 +237,15 @@ class PolicyMain:
         # One direction's share of the slot-seconds, about half of it training (the rest is
         # process start, data generation and evaluation in a short campaign).
         expected = expected_scores(task, 0.5 * self.share * ctx.budget_s * ctx.slots)
-        dirs = sorted(default_directions(task, seed=ctx.seed),
-                      key=lambda d: (-expected.get(d.family, -1.0),
-                                     prior.index(d.family) if d.family in prior else len(prior), d.family))
+        # The task's families, and the data selections the landscape measured (its curves
+        # labelled `family[knob=value]`): a selection that learns early opens a short campaign,
+        # and ranks below the full family once the campaign affords what the curves show the
+        # full family reaching past it (the selection's ceiling).
+        subsets = [s for s in (subset_direction(task, label, seed=ctx.seed) for label in sorted(expected))
+                   if s is not None]
+        dirs = sorted([*default_directions(task, seed=ctx.seed), *subsets],
+                      key=lambda d: (-expected.get(d.label(), -1.0),
+                                     prior.index(d.family) if d.family in prior else len(prior), d.label()))
         return [d.model_copy(update={"seconds": self._allowance(ctx)}) for d in dirs if d.key() not in tried]
 
     def _continue_direction(self, d: Direction, recipe: dict[str, Any], parent: str) -> Direction:
@@ -375,8 +381,9 @@ class PolicyMain:
 
 
 def expected_scores(task: str, slot_seconds: float) -> dict[str, float]:
-    """Family -> the `dev` score its measured learning curve (docs/tasks.md) reaches with
-    `slot_seconds` of training.
+    """Curve label -> the `dev` score its measured learning curve (docs/tasks.md) reaches with
+    `slot_seconds` of training. Labels are the landscape's: a family (`scratchpad`), a data
+    selection of it (`scratchpad[ops=add]`) or another method (`trace_then_program+lora`).
 
     Prior knowledge of the suite, measured by `scripts/measure_landscape.py`: the family that
     pays within this campaign opens first. It matters because the landscape's leaders change
