@@ -76,6 +76,11 @@ DEFAULT_TRAIN: dict[str, Range] = {
     "max_steps": Range(kind="int", low=100, high=400),
 }
 
+# The training side of the point the landscape measured (`scripts/measure_landscape.py`,
+# CURVE_SPEC: batch 8, lr 1e-3), as long as the Worker's allowance fits: a fresh direction's
+# first trial. TPE's startup draws had trained the opening Workers at 6e-4 with batch 16.
+LANDSCAPE_TRIAL: dict[str, Any] = {"t:learning_rate": 1e-3, "t:batch_size": 8, "t:max_steps": 400}
+
 
 def knob_ranges(task: str, family: str) -> dict[str, Range]:
     """Every knob of a generator family as a search range (from the task's own declaration)."""
@@ -99,8 +104,9 @@ def default_directions(task: str, *, seed: int = 0) -> list[Direction]:
     distribution's shape (the eval items use the defaults), so that a Worker searches
     diversity and format rather than drifting off-distribution; the others are searched.
     The first trial is the evaluation distribution itself (every searched knob at its
-    default: the point the landscape measured), and TPE explores around it from there: a
-    short campaign runs two or three trials per Worker, all of them random otherwise.
+    default) trained the way the landscape measured it (`LANDSCAPE_TRIAL`), and TPE explores
+    around it from there: a short campaign runs two or three trials per Worker, all of them
+    random otherwise.
     """
     from ..tasks import get_task
 
@@ -119,7 +125,7 @@ def default_directions(task: str, *, seed: int = 0) -> list[Direction]:
                 knobs[k.name] = Range(kind="float", low=float(k.low), high=float(k.high))
             else:
                 knobs[k.name] = Range(kind="fixed", value=k.default)
-        first = {f"k:{k.name}": k.default for k in gen.knobs if knobs[k.name].kind != "fixed"}
+        first = {f"k:{k.name}": k.default for k in gen.knobs if knobs[k.name].kind != "fixed"} | LANDSCAPE_TRIAL
         out.append(Direction(family=family, knobs=knobs, train=dict(DEFAULT_TRAIN), seed=seed * 100 + i,
                              enqueue=[first] if first else []))
     return out
