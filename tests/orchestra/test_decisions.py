@@ -246,3 +246,28 @@ def test_among_tied_verified_checkpoints_the_main_continues_the_more_trained_one
         assert [t[0] for t in main._verified(_ctx(expos, 800.0, budget=1000.0), load_graph(expos))] == [x2, x1]
         assert main.on_idle(_ctx(expos, 800.0, budget=1000.0), load_graph(expos), 1)
         assert _decisions(expos)[-1].detail["parent"] == x2
+
+
+def test_tied_at_zero_the_main_continues_the_lineage_the_landscape_expects_more_of(tmp_path, monkeypatch):
+    # answer_only is flat at 2%; chain_then_answer is at 0 for half a default experiment and
+    # then climbs. Both checkpoints score 0 on review; answer_only's has 10x the training.
+    flat = {"points": [{"multiple": 0.5, "score": 0.02}, {"multiple": 4.0, "score": 0.02}],
+            "tokens": 4000, "train_seconds": 400}
+    late = {"points": [{"multiple": 0.5, "score": 0.0}, {"multiple": 1.0, "score": 0.15},
+                       {"multiple": 2.0, "score": 0.3}], "tokens": 4000, "train_seconds": 400}
+    _landscape(monkeypatch, {"answer_only": flat, "chain_then_answer": late})
+    with new_run(tmp_path, budget_s=1000.0) as expos:
+        main = PolicyMain()
+        main.start(_ctx(expos, 0.0, budget=1000.0), load_graph(expos))
+        fams = {w.direction.family: w.id for w in load_graph(expos).workers.values()}
+        assert set(fams) == {"answer_only", "chain_then_answer"}
+        steps = {fams["answer_only"]: 200, fams["chain_then_answer"]: 20}
+        # _two_verified opens the same two Workers again (start is idempotent) and gives w1, w2 their steps.
+        w1, w2 = sorted(fams.values())
+        _, _, x1, x2 = _two_verified(expos, main, (0.0, 0.0, steps[w1]), (0.0, 0.0, steps[w2]))
+        chain_x = x1 if w1 == fams["chain_then_answer"] else x2
+        ranked = [t[0] for t in main._verified(_ctx(expos, 800.0, budget=1000.0), load_graph(expos))]
+        # 160 examples, but one more default experiment puts it at ~15% against answer-only's 2%
+        assert ranked[0] == chain_x
+        assert main.on_idle(_ctx(expos, 800.0, budget=1000.0), load_graph(expos), 1)
+        assert _decisions(expos)[-1].detail["parent"] == chain_x

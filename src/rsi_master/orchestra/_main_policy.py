@@ -351,9 +351,10 @@ class PolicyMain:
         return ranked[0] if ranked else None
 
     def _verified(self, ctx: MainContext, graph: ResearchGraph) -> list[tuple[str, str, float, int]]:
-        """Every candidate a passing review verified, best review score first; ties go to the
-        checkpoint with more training behind it (scores tie at zero until a lineage has seen
-        about a default experiment of data), then the oldest."""
+        """Every candidate a passing review verified, best review score first. Ties (scores
+        tie at zero until a lineage has seen about a default experiment of data) go to the
+        lineage the landscape expects more of after one more default experiment (`_prior`),
+        then to the one with more training behind it, then to the oldest."""
         passed = {w for r in graph.reviewers.values() if r.done and (r.report or {}).get("verdict") == "pass"
                   for w in r.scope}
         scores, trained = self._review_scores(ctx)
@@ -364,20 +365,65 @@ class PolicyMain:
             for xid in (w.finalize or {}).get("candidates", []):
                 if xid in scores:
                     out.append((xid, w.id, scores[xid][0], scores[xid][1]))
-        return sorted(out, key=lambda t: (-t[2], -lineage_examples(trained, t[0]), t[0]))
+        task = ctx.expos.contract.task
+
+        def rank(t: tuple[str, str, float, int]) -> tuple[float, float, int, str]:
+            return (-t[2], -self._prior(task, graph.workers[t[1]].direction, lineage_examples(trained, t[0])),
+                    -lineage_examples(trained, t[0]), t[0])
+
+        return sorted(out, key=rank)
 
     def _leader(self, ctx: MainContext, graph: ResearchGraph, r: Any) -> tuple[str, float, WorkerNode] | None:
         scores, trained = self._review_scores(ctx)
         scoped = [(xid, scores[xid][0], w) for w in (graph.workers.get(wid) for wid in r.scope) if w
                   for xid in (w.finalize or {}).get("candidates", []) if xid in scores]
-        # The first of the best (review score, then training behind the checkpoint).
-        return max(scoped, key=lambda c: (c[1], lineage_examples(trained, c[0])), default=None)
+        # The first of the best (review score, then the landscape's prior, then training behind it).
+        task = ctx.expos.contract.task
+        return max(scoped, key=lambda c: (c[1], self._prior(task, c[2].direction, lineage_examples(trained, c[0])),
+                                          lineage_examples(trained, c[0])), default=None)
+
+    @staticmethod
+    def _prior(task: str, d: Direction, examples: int) -> float:
+        """What the landscape's curve of the direction's family (its data selection included)
+        reaches after one more default experiment on top of the lineage's `examples`; -1
+        without a curve. It only breaks ties of review scores: measured evidence first. It
+        matters at zero: in a 5-minute arithmetic run the Main continued answer-only (0 on
+        review, 2,768 examples) over the scratchpad on additions only (0, 2,368 examples),
+        whose curve reaches 11% at one default experiment where answer-only's is at 2.5%."""
+        if d.mix or d.method != "sft":
+            return -1.0
+        got = curve_score(task, d.label(), examples / DEFAULT_EXAMPLES + 1.0)
+        return -1.0 if got is None else got
 
     @staticmethod
     def _decide(ctx: MainContext, action: str, rationale: str, evidence: list[int], detail: dict[str, Any]) -> None:
         ctx.call("decision.record", {"action": action, "rationale": rationale,
                                      "evidence": sorted({int(s) for s in evidence if s is not None}),
                                      "detail": detail})
+
+
+# Examples of one default experiment, the unit of the landscape's compute multiples.
+DEFAULT_EXAMPLES = 5000
+
+
+def _interpolate(points: list[tuple[float, float]], m: float) -> float:
+    """A measured curve's score at `m` default experiments: linear between its points, from 0
+    at 0, its last point past the horizon."""
+    xs = [(0.0, 0.0), *sorted(points)]
+    for (x0, y0), (x1, y1) in zip(xs, xs[1:]):
+        if x0 <= m <= x1:
+            return y0 + (y1 - y0) * (m - x0) / (x1 - x0) if x1 > x0 else y1
+    return xs[-1][1]
+
+
+def curve_score(task: str, label: str, multiple: float) -> float | None:
+    """The `dev` score the landscape's curve `label` of `task` reaches at `multiple` default
+    experiments of data; None where no curve was measured."""
+    from ..runtime._landscape_data import load_landscape
+
+    c = (((load_landscape().get("tasks") or {}).get(task) or {}).get("curves") or {}).get(label)
+    pts = [(float(p["multiple"]), float(p["score"])) for p in (c or {}).get("points", [])]
+    return _interpolate(pts, multiple) if pts else None
 
 
 def expected_scores(task: str, slot_seconds: float) -> dict[str, float]:
@@ -409,12 +455,7 @@ def expected_scores(task: str, slot_seconds: float) -> dict[str, float]:
         if not pts or not c.get("tokens"):
             continue
         m = slot_seconds / (float(c["tokens"]) / pts[-1][0] * s_per_token)  # default experiments affordable
-        xs = [(0.0, 0.0), *pts]
-        out[family] = xs[-1][1]
-        for (x0, y0), (x1, y1) in zip(xs, xs[1:]):
-            if x0 <= m <= x1:
-                out[family] = y0 + (y1 - y0) * (m - x0) / (x1 - x0) if x1 > x0 else y1
-                break
+        out[family] = _interpolate(pts, m)
     return out
 
 
