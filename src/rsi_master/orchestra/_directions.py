@@ -131,11 +131,12 @@ def default_directions(task: str, *, seed: int = 0) -> list[Direction]:
     return out
 
 
-def subset_direction(task: str, label: str, *, seed: int = 0) -> Direction | None:
-    """The default direction of a landscape curve labelled `family[knob=value,...]`, with
-    those knobs fixed: a data selection (`scratchpad[ops=add]`: the scratchpad on additions
-    only). None for a label that is not one: a plain family, another training method
-    (`+lora`), an unknown family or knob, or a value outside the knob's declared range."""
+def subset_direction(task: str, label: str, families: list[Direction]) -> Direction | None:
+    """The direction of a landscape curve labelled `family[knob=value,...]`: that family's
+    direction among `families` (`default_directions`) with those knobs fixed, a data
+    selection (`scratchpad[ops=add]`: the scratchpad on additions only). None for a label
+    that is not one: a plain family, another training method (`+lora`), an unknown family
+    or knob, or a value outside the knob's declared range."""
     import re
 
     from ..tasks import get_task
@@ -144,11 +145,10 @@ def subset_direction(task: str, label: str, *, seed: int = 0) -> Direction | Non
     if m is None:
         return None
     family, body = m.group(1), m.group(2)
-    gens = get_task(task).generators()
-    base = next((d for d in default_directions(task, seed=seed) if d.family == family), None)
-    if base is None or family not in gens:
+    base = next((d for d in families if d.family == family), None)
+    if base is None:
         return None
-    declared = {k.name: k for k in gens[family].knobs}
+    declared = {k.name: k for k in get_task(task).generators()[family].knobs}
     subset: dict[str, Any] = {}
     for part in body.split(","):
         name, _, raw = part.partition("=")

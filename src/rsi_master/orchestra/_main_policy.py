@@ -24,6 +24,7 @@ are nominated and the stop recorded.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ._directions import Direction, Range, default_directions, subset_direction
@@ -241,9 +242,9 @@ class PolicyMain:
         # labelled `family[knob=value]`): a selection that learns early opens a short campaign,
         # and ranks below the full family once the campaign affords what the curves show the
         # full family reaching past it (the selection's ceiling).
-        subsets = [s for s in (subset_direction(task, label, seed=ctx.seed) for label in sorted(expected))
-                   if s is not None]
-        dirs = sorted([*default_directions(task, seed=ctx.seed), *subsets],
+        families = default_directions(task, seed=ctx.seed)
+        subsets = [s for s in (subset_direction(task, label, families) for label in sorted(expected)) if s is not None]
+        dirs = sorted([*families, *subsets],
                       key=lambda d: (-expected.get(d.label(), -1.0),
                                      prior.index(d.family) if d.family in prior else len(prior), d.label()))
         return [d.model_copy(update={"seconds": self._allowance(ctx)}) for d in dirs if d.key() not in tried]
@@ -260,13 +261,13 @@ class PolicyMain:
         the 5-minute function-calling runs of docs/benchmarks.md, whose lineages ended at zero."""
         params = recipe.get("params") or {}
         knobs = {k: (Range(kind="fixed", value=params[k]) if k in params else r) for k, r in d.knobs.items()}
-        lr = float((recipe.get("config") or {}).get("learning_rate") or 1e-3)
+        lr = max(1e-5, float((recipe.get("config") or {}).get("learning_rate") or 1e-3))
         train = dict(d.train)
-        train["learning_rate"] = Range(kind="float", low=max(1e-5, lr / 2), high=max(1e-5, lr), log=True)
+        train["learning_rate"] = Range(kind="float", low=max(1e-5, lr / 2), high=lr, log=True)
         # The verified learning rate, batch size and length are TPE's first trial (within the
         # ranges searched).
         cfg = recipe.get("config") or {}
-        first: dict[str, Any] = {"t:learning_rate": max(1e-5, lr)}
+        first: dict[str, Any] = {"t:learning_rate": lr}
         bs, steps = train.get("batch_size"), train.get("max_steps")
         if bs is not None and bs.kind == "choice" and cfg.get("batch_size") in bs.choices:
             first["t:batch_size"] = cfg["batch_size"]
@@ -353,8 +354,8 @@ class PolicyMain:
     def _verified(self, ctx: MainContext, graph: ResearchGraph) -> list[tuple[str, str, float, int]]:
         """Every candidate a passing review verified, best review score first. Ties (scores
         tie at zero until a lineage has seen about a default experiment of data) go to the
-        lineage the landscape expects more of after one more default experiment (`_prior`),
-        then to the one with more training behind it, then to the oldest."""
+        lineage the landscape expects more of after one more default experiment
+        (`landscape_prior`), then to the one with more training behind it, then to the oldest."""
         passed = {w for r in graph.reviewers.values() if r.done and (r.report or {}).get("verdict") == "pass"
                   for w in r.scope}
         scores, trained = self._review_scores(ctx)
@@ -365,11 +366,11 @@ class PolicyMain:
             for xid in (w.finalize or {}).get("candidates", []):
                 if xid in scores:
                     out.append((xid, w.id, scores[xid][0], scores[xid][1]))
-        task = ctx.expos.contract.task
+        prior = landscape_prior(ctx.expos.contract.task)
 
         def rank(t: tuple[str, str, float, int]) -> tuple[float, float, int, str]:
-            return (-t[2], -self._prior(task, graph.workers[t[1]].direction, lineage_examples(trained, t[0])),
-                    -lineage_examples(trained, t[0]), t[0])
+            n = lineage_examples(trained, t[0])
+            return -t[2], -prior(graph.workers[t[1]].direction, n), -n, t[0]
 
         return sorted(out, key=rank)
 
@@ -377,33 +378,24 @@ class PolicyMain:
         scores, trained = self._review_scores(ctx)
         scoped = [(xid, scores[xid][0], w) for w in (graph.workers.get(wid) for wid in r.scope) if w
                   for xid in (w.finalize or {}).get("candidates", []) if xid in scores]
-        # The first of the best (review score, then the landscape's prior, then training behind it).
-        task = ctx.expos.contract.task
-        return max(scoped, key=lambda c: (c[1], self._prior(task, c[2].direction, lineage_examples(trained, c[0])),
-                                          lineage_examples(trained, c[0])), default=None)
+        # The first of the best (review score, then the landscape's prior, then training behind
+        # it). The prior only breaks ties of review scores: measured evidence first. It matters
+        # at zero: in a 5-minute arithmetic run the Main continued answer-only (0 on review,
+        # 2,768 examples) over the scratchpad on additions only (0, 2,368 examples), whose
+        # curve reaches 11% at one default experiment where answer-only's is at 2.5%.
+        prior = landscape_prior(ctx.expos.contract.task)
 
-    @staticmethod
-    def _prior(task: str, d: Direction, examples: int) -> float:
-        """What the landscape's curve of the direction's family (its data selection included)
-        reaches after one more default experiment on top of the lineage's `examples`; -1
-        without a curve. It only breaks ties of review scores: measured evidence first. It
-        matters at zero: in a 5-minute arithmetic run the Main continued answer-only (0 on
-        review, 2,768 examples) over the scratchpad on additions only (0, 2,368 examples),
-        whose curve reaches 11% at one default experiment where answer-only's is at 2.5%."""
-        if d.mix or d.method != "sft":
-            return -1.0
-        got = curve_score(task, d.label(), examples / DEFAULT_EXAMPLES + 1.0)
-        return -1.0 if got is None else got
+        def rank(c: tuple[str, float, WorkerNode]) -> tuple[float, float, int]:
+            n = lineage_examples(trained, c[0])
+            return c[1], prior(c[2].direction, n), n
+
+        return max(scoped, key=rank, default=None)
 
     @staticmethod
     def _decide(ctx: MainContext, action: str, rationale: str, evidence: list[int], detail: dict[str, Any]) -> None:
         ctx.call("decision.record", {"action": action, "rationale": rationale,
                                      "evidence": sorted({int(s) for s in evidence if s is not None}),
                                      "detail": detail})
-
-
-# Examples of one default experiment, the unit of the landscape's compute multiples.
-DEFAULT_EXAMPLES = 5000
 
 
 def _interpolate(points: list[tuple[float, float]], m: float) -> float:
@@ -416,14 +408,24 @@ def _interpolate(points: list[tuple[float, float]], m: float) -> float:
     return xs[-1][1]
 
 
-def curve_score(task: str, label: str, multiple: float) -> float | None:
-    """The `dev` score the landscape's curve `label` of `task` reaches at `multiple` default
-    experiments of data; None where no curve was measured."""
+def landscape_prior(task: str) -> Callable[[Direction, int], float]:
+    """(direction, lineage examples) -> what the landscape's curve of the direction's family
+    (its data selection included) reaches after one more default experiment on top of those
+    examples; -1 without a curve (a mix, another method, an unmeasured family). The
+    landscape is read once per call of this function, not once per candidate ranked."""
     from ..runtime._landscape_data import load_landscape
 
-    c = (((load_landscape().get("tasks") or {}).get(task) or {}).get("curves") or {}).get(label)
-    pts = [(float(p["multiple"]), float(p["score"])) for p in (c or {}).get("points", [])]
-    return _interpolate(pts, multiple) if pts else None
+    landscape = load_landscape()
+    curves = ((landscape.get("tasks") or {}).get(task) or {}).get("curves") or {}
+    unit = float((landscape.get("default_experiment") or {}).get("examples") or 5000)
+
+    def prior(d: Direction, examples: int) -> float:
+        pts = [(float(p["multiple"]), float(p["score"])) for p in (curves.get(d.label()) or {}).get("points", [])]
+        if d.mix or d.method != "sft" or not pts:
+            return -1.0
+        return _interpolate(pts, examples / unit + 1.0)
+
+    return prior
 
 
 def expected_scores(task: str, slot_seconds: float) -> dict[str, float]:
