@@ -73,6 +73,10 @@ def test_a_full_cycle_verify_revise_branch_and_stop(tmp_path):
         # Its first trial is the verified rate (1e-3), and TPE searches no lower than half of it.
         lr = new.direction.train["learning_rate"]
         assert new.direction.enqueue[0]["t:learning_rate"] == 1e-3 and (lr.low, lr.high) == (5e-4, 1e-3)
+        # ... and as long as its allowance fits (the Worker cuts it to the time left), not the
+        # verified trial's own 20 steps again: the lineage grows by the whole allowance.
+        steps = new.direction.train["max_steps"]
+        assert new.direction.enqueue[0]["t:max_steps"] == steps.high > 20
         # While that revise trains x1 further, "continue the leader" would only duplicate it
         # (two Workers, one parent, one recipe: the same weights, scored twice on dev): an idle
         # slot continues the next verified lineage instead.

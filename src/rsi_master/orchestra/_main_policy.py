@@ -264,15 +264,20 @@ class PolicyMain:
         lr = max(1e-5, float((recipe.get("config") or {}).get("learning_rate") or 1e-3))
         train = dict(d.train)
         train["learning_rate"] = Range(kind="float", low=max(1e-5, lr / 2), high=lr, log=True)
-        # The verified learning rate, batch size and length are TPE's first trial (within the
-        # ranges searched).
+        # The verified learning rate and batch size are TPE's first trial (within the ranges
+        # searched), as long as the Worker's allowance fits: a continuation's first trial adds
+        # to the lineage everything its allowance affords, rather than the verified trial's own
+        # length again and a shorter sibling after it. Every landscape curve is still rising
+        # at 5 default experiments, and the sibling only tried a lower rate on less data
+        # (measured: 101 + 48 steps in a 90-s function-calling continuation, whose lineage
+        # then held 0.5 default experiments after 5 minutes).
         cfg = recipe.get("config") or {}
         first: dict[str, Any] = {"t:learning_rate": lr}
         bs, steps = train.get("batch_size"), train.get("max_steps")
         if bs is not None and bs.kind == "choice" and cfg.get("batch_size") in bs.choices:
             first["t:batch_size"] = cfg["batch_size"]
-        if steps is not None and steps.kind == "int" and isinstance(cfg.get("max_steps"), int):
-            first["t:max_steps"] = int(min(max(cfg["max_steps"], steps.low or 1), steps.high or 1))
+        if steps is not None and steps.kind == "int" and steps.high is not None:
+            first["t:max_steps"] = int(steps.high)
         return d.model_copy(update={"knobs": knobs, "train": train, "parent": parent,
                                     "enqueue": [first] if first else [], "seed": d.seed + 1000})
 
