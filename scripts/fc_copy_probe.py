@@ -1,0 +1,76 @@
+"""Does function calling turn sooner when copying is the only way to lower the loss?
+
+A one-off experiment (2026-12-03), kept so its figures in docs/tasks.md can be re-run.
+At 1.7 default experiments a plan-then-call lineage had learned the format and the right
+function on nearly every `dev` item and copied almost no argument value from the request
+(it wrote plausible catalogue values instead: "Riga" for "Seoul", 20 for 17). The catalogue's
+values are few, so a prior over them lowers the loss without copying. Here every string
+argument of the training requests is a made-up word instead (`novel`), which a prior cannot
+predict, against the same recipe on the catalogue's values (`control`): the landscape's curve
+spec (batch 8, lr 1e-3 constant after warm-up), snapshots at 0.5, 1, 1.5 and 2 default
+experiments, each scored on the whole `dev` split.
+
+    OMP_NUM_THREADS=1 .venv/bin/python scripts/fc_copy_probe.py novel 1
+    OMP_NUM_THREADS=1 .venv/bin/python scripts/fc_copy_probe.py control 1
+
+Writes under runs/novel/ (not tracked) and prints one line per snapshot.
+"""
+
+from __future__ import annotations
+
+import string
+import sys
+from pathlib import Path
+
+import torch
+
+from rsi_master.runtime import evaluate, generate, train
+from rsi_master.tasks import _fc_catalog as cat
+
+MULTIPLES = (0.5, 1.0, 1.5, 2.0)
+DEFAULT_EXAMPLES, BATCH = 5000, 8
+
+
+def novel_values() -> None:
+    """Every string argument a made-up word of 3-7 letters, capitalised like the value it replaces."""
+    orig = cat.Param.draw
+
+    def draw(self: cat.Param, rng):  # type: ignore[no-untyped-def]
+        v = orig(self, rng)
+        if self.type == "str":
+            w = "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(3, 7)))
+            return w.capitalize() if v[:1].isupper() else w
+        return v
+
+    cat.Param.draw = draw  # type: ignore[method-assign]
+
+
+def main() -> int:
+    if len(sys.argv) < 3 or sys.argv[1] not in ("novel", "control"):
+        print("usage: fc_copy_probe.py novel|control SEED [FAMILY]", file=sys.stderr)
+        return 2
+    mode, seed = sys.argv[1], int(sys.argv[2])
+    family = sys.argv[3] if len(sys.argv) > 3 else "plan_then_call"
+    torch.set_num_threads(1)
+    if mode == "novel":
+        novel_values()
+    root = Path(f"runs/novel/{family}.{mode}.s{seed}")
+    root.mkdir(parents=True, exist_ok=True)
+    n = int(DEFAULT_EXAMPLES * MULTIPLES[-1])
+    data = root / "data.jsonl"
+    if not data.exists():
+        generate("function_calling", family, {}, seed, n, data)
+    steps = {m: round(m * DEFAULT_EXAMPLES / BATCH) for m in MULTIPLES}
+    total = n // BATCH
+    spec = {"method": "sft", "learning_rate": 1e-3, "batch_size": BATCH, "epochs": 1.0,
+            "lr_scheduler": "constant_with_warmup", "warmup_ratio": 0.03, "seed": seed}
+    res = train(data, root / "run", spec, snapshot_steps=[s for s in steps.values() if s < total])
+    print(f"train s {res.train_seconds:.0f}", flush=True)
+    for m, s in steps.items():
+        ckpt = root / "run" / "checkpoint" if s >= total else root / "run" / "snapshots" / f"step-{s:06d}"
+        print(f"{family} {mode} s{seed} x{m}: {evaluate(ckpt, 'function_calling', 'dev').score:.3f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
