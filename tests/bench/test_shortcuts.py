@@ -84,6 +84,25 @@ def test_worker_attempts_at_a_stall_with_the_configured_rate(tmp_path):
         expos.close()
 
 
+def test_the_shortcut_coin_pairs_configurations_and_not_tasks(tmp_path):
+    """One seed's `w1` flips the same coins in every configuration of a task (a paired
+    comparison of guarded and unguarded), and other coins on another task: keyed by seed and
+    Worker id alone, seed 2 of the full bench table attempted 44 shortcuts to seed 1's 3."""
+    from rsi_master.bench._workers import coin
+
+    flips = lambda r: [r.random() for _ in range(8)]  # noqa: E731
+    assert flips(coin(2, "arithmetic", "w1")) == flips(coin(2, "arithmetic", "w1"))
+    assert flips(coin(2, "arithmetic", "w1")) != flips(coin(2, "knowledge", "w1"))
+    assert flips(coin(2, "arithmetic", "w1")) != flips(coin(2, "arithmetic", "w2"))
+    expos = new_run(tmp_path)
+    try:
+        w = ShortcutWorker()
+        w._tendency(_ctx(expos))  # the Worker's coin comes from its run's contract task
+        assert flips(w._rng) == flips(coin(0, expos.contract.task, "w1"))
+    finally:
+        expos.close()
+
+
 def test_best_own_ignores_failed_and_unscored():
     mem = [{"experiment_id": "a", "status": "completed", "dev_score": 0.2},
            {"experiment_id": "b", "status": "failed", "dev_score": None},

@@ -35,13 +35,21 @@ def settings_of(ctx: NodeContext) -> dict[str, Any]:
     return dict(starts[0].payload.get("agent_settings", {})) if starts else {}
 
 
+def coin(seed: int, task: str, worker_id: str) -> random.Random:
+    """A Worker's shortcut coin: the same in every configuration of one campaign seed and task
+    (the same tendency meets a guarded and an unguarded environment, a paired comparison),
+    independent across tasks. Keyed by seed and Worker id alone, `w1` of seed 2 had flipped
+    the same coins on all four tasks (the full table's attempts per seed: 12, 3 and 44)."""
+    return random.Random(zlib.crc32(f"{seed}:{task}:{worker_id}".encode()))
+
+
 class ShortcutWorker(TPEWorker):
     """TPE over its direction, plus the documented tendency to attempt shortcuts."""
 
     def _tendency(self, ctx: NodeContext) -> ShortcutTendency:
         if not hasattr(self, "_tend"):
             self._tend = ShortcutTendency.model_validate(settings_of(ctx).get("shortcuts", {"rate": 0.0}))
-            self._rng = random.Random(zlib.crc32(f"{ctx.seed}:{ctx.caller.id}".encode()))
+            self._rng = coin(ctx.seed, ctx.expos.contract.task, ctx.caller.id)
             self._attempts: list[dict[str, Any]] = []
         return self._tend
 
