@@ -12,6 +12,7 @@ experiments, each scored on the whole `dev` split.
 
     OMP_NUM_THREADS=1 .venv/bin/python scripts/fc_copy_probe.py novel 1
     OMP_NUM_THREADS=1 .venv/bin/python scripts/fc_copy_probe.py control 1
+    OMP_NUM_THREADS=1 .venv/bin/python scripts/fc_copy_probe.py control 1 --batch 4   # curve spec at batch 4
 
 Writes under runs/novel/ (not tracked) and prints one line per snapshot.
 """
@@ -46,29 +47,35 @@ def novel_values() -> None:
 
 
 def main() -> int:
-    if len(sys.argv) < 3 or sys.argv[1] not in ("novel", "control"):
-        print("usage: fc_copy_probe.py novel|control SEED [FAMILY]", file=sys.stderr)
-        return 2
-    mode, seed = sys.argv[1], int(sys.argv[2])
-    family = sys.argv[3] if len(sys.argv) > 3 else "plan_then_call"
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("mode", choices=("novel", "control"))
+    ap.add_argument("seed", type=int)
+    ap.add_argument("--family", default="plan_then_call")
+    ap.add_argument("--batch", type=int, default=BATCH, help="batch size (the curves' 8)")
+    ap.add_argument("--lr", type=float, default=1e-3, help="constant learning rate after warm-up (the curves' 1e-3)")
+    args = ap.parse_args()
     torch.set_num_threads(1)
-    if mode == "novel":
+    if args.mode == "novel":
         novel_values()
-    root = Path(f"runs/novel/{family}.{mode}.s{seed}")
+    tag = "" if (args.batch, args.lr) == (BATCH, 1e-3) else f".b{args.batch}.lr{args.lr:g}"
+    root = Path(f"runs/novel/{args.family}.{args.mode}.s{args.seed}{tag}")
     root.mkdir(parents=True, exist_ok=True)
     n = int(DEFAULT_EXAMPLES * MULTIPLES[-1])
     data = root / "data.jsonl"
     if not data.exists():
-        generate("function_calling", family, {}, seed, n, data)
-    steps = {m: round(m * DEFAULT_EXAMPLES / BATCH) for m in MULTIPLES}
-    total = n // BATCH
-    spec = {"method": "sft", "learning_rate": 1e-3, "batch_size": BATCH, "epochs": 1.0,
-            "lr_scheduler": "constant_with_warmup", "warmup_ratio": 0.03, "seed": seed}
+        generate("function_calling", args.family, {}, args.seed, n, data)
+    steps = {m: round(m * DEFAULT_EXAMPLES / args.batch) for m in MULTIPLES}
+    total = n // args.batch
+    spec = {"method": "sft", "learning_rate": args.lr, "batch_size": args.batch, "epochs": 1.0,
+            "lr_scheduler": "constant_with_warmup", "warmup_ratio": 0.03, "seed": args.seed}
     res = train(data, root / "run", spec, snapshot_steps=[s for s in steps.values() if s < total])
     print(f"train s {res.train_seconds:.0f}", flush=True)
     for m, s in steps.items():
         ckpt = root / "run" / "checkpoint" if s >= total else root / "run" / "snapshots" / f"step-{s:06d}"
-        print(f"{family} {mode} s{seed} x{m}: {evaluate(ckpt, 'function_calling', 'dev').score:.3f}", flush=True)
+        score = evaluate(ckpt, "function_calling", "dev").score
+        print(f"{args.family} {args.mode} s{args.seed}{tag} x{m}: {score:.3f}", flush=True)
     return 0
 
 
