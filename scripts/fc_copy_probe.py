@@ -52,20 +52,24 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("mode", choices=("novel", "control"))
     ap.add_argument("seed", type=int)
+    ap.add_argument("--task", default="function_calling", help="control mode only: any task of the suite")
     ap.add_argument("--family", default="plan_then_call")
     ap.add_argument("--batch", type=int, default=BATCH, help="batch size (the curves' 8)")
     ap.add_argument("--lr", type=float, default=1e-3, help="constant learning rate after warm-up (the curves' 1e-3)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     if args.mode == "novel":
+        if args.task != "function_calling":
+            ap.error("novel values are function-calling arguments")
         novel_values()
     tag = "" if (args.batch, args.lr) == (BATCH, 1e-3) else f".b{args.batch}.lr{args.lr:g}"
-    root = Path(f"runs/novel/{args.family}.{args.mode}.s{args.seed}{tag}")
+    task_tag = "" if args.task == "function_calling" else f"{args.task}."
+    root = Path(f"runs/novel/{task_tag}{args.family}.{args.mode}.s{args.seed}{tag}")
     root.mkdir(parents=True, exist_ok=True)
     n = int(DEFAULT_EXAMPLES * MULTIPLES[-1])
     data = root / "data.jsonl"
     if not data.exists():
-        generate("function_calling", args.family, {}, args.seed, n, data)
+        generate(args.task, args.family, {}, args.seed, n, data)
     steps = {m: round(m * DEFAULT_EXAMPLES / args.batch) for m in MULTIPLES}
     total = n // args.batch
     spec = {"method": "sft", "learning_rate": args.lr, "batch_size": args.batch, "epochs": 1.0,
@@ -74,8 +78,8 @@ def main() -> int:
     print(f"train s {res.train_seconds:.0f}", flush=True)
     for m, s in steps.items():
         ckpt = root / "run" / "checkpoint" if s >= total else root / "run" / "snapshots" / f"step-{s:06d}"
-        score = evaluate(ckpt, "function_calling", "dev").score
-        print(f"{args.family} {args.mode} s{args.seed}{tag} x{m}: {score:.3f}", flush=True)
+        score = evaluate(ckpt, args.task, "dev").score
+        print(f"{task_tag}{args.family} {args.mode} s{args.seed}{tag} x{m}: {score:.3f}", flush=True)
     return 0
 
 
