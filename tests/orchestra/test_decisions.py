@@ -197,8 +197,8 @@ def test_a_measured_data_selection_opens_a_short_campaign_as_a_direction_of_its_
     assert short[0].knobs["two_hop"].kind == "fixed" and short[0].knobs["two_hop"].value == 0.0
     assert short[0].subset == "two_hop=0.0" and short[1].subset == ""
     # Its first trial is the rest of the evaluation distribution; the selected knob stays fixed.
-    assert short[0].enqueue == [{"k:n_facts": 4, "k:relations": 4, "t:learning_rate": 1e-3, "t:batch_size": 8,
-                                 "t:max_steps": 400}]
+    assert short[0].enqueue == [{"k:n_facts": 4, "k:relations": 4, "t:learning_rate": 1e-3, "t:batch_size": 2,
+                                 "t:max_steps": 3000}]
     assert [d.key() for d in long_][0] == "chain_then_answer:sft"
     # Not directions: another training method, and a value outside the knob's range (relations <= 4).
     assert all("+" not in d.key() and "relations=9" not in d.key() for d in short + long_)
