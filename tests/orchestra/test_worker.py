@@ -185,6 +185,23 @@ def test_a_fresh_default_direction_tries_the_evaluation_distribution_first(tmp_p
         assert any(g != gens[0] for g in gens[1:])
 
 
+def test_the_measuring_trial_is_counted_in_examples_so_a_batch_2_trial_is_long_enough_to_time(tmp_path):
+    """20 steps of batch 2 are mostly warm-up: measured 0.124 s a step in that trial against
+    0.048 s in the next one, which was then sized to 529 steps where about 1,300 fit. The
+    measuring trial trains as many examples as 20 steps of batch 8 (160) at any batch size."""
+    first = {"k:n_facts": 4, "t:learning_rate": 1e-3, "t:batch_size": 2, "t:max_steps": 400}
+    d = DIRECTION.model_copy(update={"trials": 2, "enqueue": [first], "train": {
+        **DIRECTION.train, "batch_size": Range(kind="choice", choices=[2, 8]),
+        "max_steps": Range(kind="int", low=20, high=400)}})
+    with new_run(tmp_path) as expos:
+        ctx = _ctx(expos, d)
+        ctx.brief["timing"] = {}  # uncalibrated
+        TPEWorker().run(ctx)
+        submits = [a["config"] for t, a in ctx.log if t == "experiment.submit"]
+        assert (submits[0]["batch_size"], submits[0]["max_steps"]) == (2, 80)
+        assert (submits[1]["batch_size"], submits[1]["max_steps"]) == (2, 400)
+
+
 def test_the_short_measuring_trial_does_not_use_up_the_enqueued_first_point(tmp_path):
     """On a machine nothing has been measured on, the first trial is cut to 20 steps to time
     it; the point the Main enqueued is then run again at full length, not dropped for TPE's
