@@ -25,11 +25,12 @@ from pathlib import Path
 
 import torch
 
+from measure_landscape import CURVE_BATCH, CURVE_SPEC, DEFAULT_EXAMPLES  # scripts/ is on the path
+
 from rsi_master.runtime import evaluate, generate, train
 from rsi_master.tasks import _fc_catalog as cat
 
 MULTIPLES = (0.5, 1.0, 1.5, 2.0)
-DEFAULT_EXAMPLES, BATCH = 5000, 8
 
 
 def novel_values() -> None:
@@ -54,15 +55,16 @@ def main() -> int:
     ap.add_argument("seed", type=int)
     ap.add_argument("--task", default="function_calling", help="control mode only: any task of the suite")
     ap.add_argument("--family", default="plan_then_call")
-    ap.add_argument("--batch", type=int, default=BATCH, help="batch size (the curves' 8)")
-    ap.add_argument("--lr", type=float, default=1e-3, help="constant learning rate after warm-up (the curves' 1e-3)")
+    ap.add_argument("--batch", type=int, default=CURVE_BATCH, help="batch size (default: the curves')")
+    ap.add_argument("--lr", type=float, default=CURVE_SPEC["learning_rate"],
+                    help="constant learning rate after warm-up (default: the curves')")
     args = ap.parse_args()
     torch.set_num_threads(1)
     if args.mode == "novel":
         if args.task != "function_calling":
             ap.error("novel values are function-calling arguments")
         novel_values()
-    tag = "" if (args.batch, args.lr) == (BATCH, 1e-3) else f".b{args.batch}.lr{args.lr:g}"
+    tag = "" if (args.batch, args.lr) == (CURVE_BATCH, CURVE_SPEC["learning_rate"]) else f".b{args.batch}.lr{args.lr:g}"
     task_tag = "" if args.task == "function_calling" else f"{args.task}."
     root = Path(f"runs/novel/{task_tag}{args.family}.{args.mode}.s{args.seed}{tag}")
     root.mkdir(parents=True, exist_ok=True)
@@ -72,8 +74,7 @@ def main() -> int:
         generate(args.task, args.family, {}, args.seed, n, data)
     steps = {m: round(m * DEFAULT_EXAMPLES / args.batch) for m in MULTIPLES}
     total = n // args.batch
-    spec = {"method": "sft", "learning_rate": args.lr, "batch_size": args.batch, "epochs": 1.0,
-            "lr_scheduler": "constant_with_warmup", "warmup_ratio": 0.03, "seed": args.seed}
+    spec = {**CURVE_SPEC, "learning_rate": args.lr, "batch_size": args.batch, "seed": args.seed}
     res = train(data, root / "run", spec, snapshot_steps=[s for s in steps.values() if s < total])
     print(f"train s {res.train_seconds:.0f}", flush=True)
     for m, s in steps.items():

@@ -279,7 +279,7 @@ class PolicyMain:
         if steps is not None and steps.kind == "int" and steps.high is not None:
             first["t:max_steps"] = int(steps.high)
         return d.model_copy(update={"knobs": knobs, "train": train, "parent": parent,
-                                    "enqueue": [first] if first else [], "seed": d.seed + 1000})
+                                    "enqueue": [first], "seed": d.seed + 1000})
 
     def _allowance(self, ctx: MainContext) -> float:
         """A Worker's wall-clock allowance: its fraction of the budget, but at least two of the
@@ -371,11 +371,11 @@ class PolicyMain:
             for xid in (w.finalize or {}).get("candidates", []):
                 if xid in scores:
                     out.append((xid, w.id, scores[xid][0], scores[xid][1]))
-        prior = landscape_prior(ctx.expos.contract.task)
+        tie = _tie_breaks(ctx, trained)
 
         def rank(t: tuple[str, str, float, int]) -> tuple[float, float, int, str]:
-            n = lineage_examples(trained, t[0])
-            return -t[2], -prior(graph.workers[t[1]].direction, n), -n, t[0]
+            p, n = tie(t[0], graph.workers[t[1]].direction)
+            return -t[2], -p, -n, t[0]
 
         return sorted(out, key=rank)
 
@@ -388,19 +388,26 @@ class PolicyMain:
         # at zero: in a 5-minute arithmetic run the Main continued answer-only (0 on review,
         # 2,768 examples) over the scratchpad on additions only (0, 2,368 examples), whose
         # curve reaches 11% at one default experiment where answer-only's is at 2.5%.
-        prior = landscape_prior(ctx.expos.contract.task)
-
-        def rank(c: tuple[str, float, WorkerNode]) -> tuple[float, float, int]:
-            n = lineage_examples(trained, c[0])
-            return c[1], prior(c[2].direction, n), n
-
-        return max(scoped, key=rank, default=None)
+        tie = _tie_breaks(ctx, trained)
+        return max(scoped, key=lambda c: (c[1], *tie(c[0], c[2].direction)), default=None)
 
     @staticmethod
     def _decide(ctx: MainContext, action: str, rationale: str, evidence: list[int], detail: dict[str, Any]) -> None:
         ctx.call("decision.record", {"action": action, "rationale": rationale,
                                      "evidence": sorted({int(s) for s in evidence if s is not None}),
                                      "detail": detail})
+
+
+def _tie_breaks(ctx: MainContext, trained: dict[str, tuple[str, dict[str, Any]]]) -> Callable[[str, Direction], tuple[float, int]]:
+    """What breaks a tie of review scores, for a checkpoint and its Worker's direction: the
+    landscape's prior for its lineage (`landscape_prior`), then the examples behind it."""
+    prior = landscape_prior(ctx.expos.contract.task)
+
+    def tie(xid: str, d: Direction) -> tuple[float, int]:
+        n = lineage_examples(trained, xid)
+        return prior(d, n), n
+
+    return tie
 
 
 def _interpolate(points: list[tuple[float, float]], m: float) -> float:

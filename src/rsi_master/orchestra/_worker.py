@@ -134,7 +134,8 @@ class TPEWorker:
             trial = study.ask(space)
             family, knobs, train = self._compose(d, dict(trial.params))
             # Fit the trial into the time left rather than overrun the budget, at its batch size.
-            per_step, fixed = trial_seconds(memory, ctx.brief.get("timing"), int(train.get("batch_size", 8)))
+            batch = int(train.get("batch_size", 8))
+            per_step, fixed = trial_seconds(memory, ctx.brief.get("timing"), batch)
             fit = int((left - fixed) / per_step)
             train["max_steps"] = max(MIN_STEPS, min(int(train.get("max_steps", 60)), fit, max_steps_cap))
             calibrating = not _calibrated(memory, ctx.brief.get("timing"))
@@ -143,9 +144,9 @@ class TPEWorker:
                 # the following ones are sized to the deadline instead of overrunning it. Counted
                 # in examples: 20 steps of batch 2 are mostly warm-up (measured 0.124 s a step
                 # against 0.048 s in the next trial, which was then sized 2.6 times too short).
-                batch = max(1, int(train.get("batch_size", 8)))
-                train["max_steps"] = min(train["max_steps"], max(2 * MIN_STEPS, -(-CALIBRATION_EXAMPLES // batch)))
-            n = min(max_rows, int(train["max_steps"]) * int(train.get("batch_size", 8)))
+                train["max_steps"] = min(train["max_steps"],
+                                         max(2 * MIN_STEPS, -(-CALIBRATION_EXAMPLES // max(1, batch))))
+            n = min(max_rows, int(train["max_steps"]) * batch)
             t0 = time.time()
             try:
                 outcome = self._trial(ctx, d, knobs, train, n, seed=ctx.seed * 10_000 + d.seed * 100 + started,
