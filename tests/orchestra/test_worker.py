@@ -107,6 +107,9 @@ def test_trials_are_priced_per_example_so_a_larger_batch_gets_fewer_steps():
     # Before the Worker measured anything: the run's per-example time, else its per-step time.
     assert trial_seconds([], {"overhead_s": 1.0, "example_s": 0.01, "step_s": 0.5}, 16) == (0.16, 1.0)
     assert trial_seconds([], {"overhead_s": 1.0, "step_s": 0.5}, 16) == (0.5, 1.0)
+    # Nothing measured anywhere: the default (2 s a step of batch 8) is priced per example too.
+    assert trial_seconds([], {}, 2) == (0.5, 25.0)
+    assert trial_seconds([], {}, 8) == trial_seconds([], {}) == (2.0, 25.0)
 
 
 def test_a_batch_16_trial_is_sized_to_the_time_left(tmp_path):
@@ -200,6 +203,21 @@ def test_the_measuring_trial_is_counted_in_examples_so_a_batch_2_trial_is_long_e
         submits = [a["config"] for t, a in ctx.log if t == "experiment.submit"]
         assert (submits[0]["batch_size"], submits[0]["max_steps"]) == (2, 80)
         assert (submits[1]["batch_size"], submits[1]["max_steps"]) == (2, 400)
+
+
+def test_a_batch_2_measuring_trial_in_a_short_allowance_is_not_cut_by_a_batch_8_price(tmp_path):
+    """With 90 s left and nothing measured, the default price of 2 s a step (a batch-8 step)
+    cut a batch-2 measuring trial to 32 steps, too few to time; priced per example it is 80."""
+    first = {"k:n_facts": 4, "t:learning_rate": 1e-3, "t:batch_size": 2, "t:max_steps": 400}
+    d = DIRECTION.model_copy(update={"trials": 1, "enqueue": [first], "train": {
+        **DIRECTION.train, "batch_size": Range(kind="choice", choices=[2, 8]),
+        "max_steps": Range(kind="int", low=20, high=400)}})
+    with new_run(tmp_path) as expos:
+        ctx = _ctx(expos, d, seconds=90.0)
+        ctx.brief["timing"] = {}  # uncalibrated
+        TPEWorker().run(ctx)
+        submits = [a["config"] for t, a in ctx.log if t == "experiment.submit"]
+        assert (submits[0]["batch_size"], submits[0]["max_steps"]) == (2, 80)
 
 
 def test_the_short_measuring_trial_does_not_use_up_the_enqueued_first_point(tmp_path):

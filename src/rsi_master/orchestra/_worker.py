@@ -25,7 +25,8 @@ __all__ = ["TPEWorker", "parse_recipe", "trial_seconds"]
 # A trial is more than its optimizer steps: data generation, process start-up, saving
 # and the dev evaluation. Used until the Worker has measured its own trials.
 FIXED_OVERHEAD_S = 25.0
-DEFAULT_STEP_S = 2.0
+DEFAULT_STEP_S = 2.0  # a step of batch 8; priced per example where the batch size is known
+DEFAULT_EXAMPLE_S = DEFAULT_STEP_S / 8
 MIN_STEPS = 10
 CALIBRATION_EXAMPLES = 160  # the measuring trial: 20 steps of batch 8, 80 of batch 2
 
@@ -73,7 +74,8 @@ def trial_seconds(memory: list[dict[str, Any]], timing: dict[str, float] | None 
     a trial planned at 85). Where its trials report their time in the training loop, the
     rest of each trial is its own measured overhead: subtracting the 25 s default from a
     12 s calibration trial priced steps at nothing (measured: 101 s for a trial planned
-    into 76)."""
+    into 76). The default before any measurement is priced per example too: at 2 s a step,
+    a batch-2 measuring trial in a 90-s allowance was cut to 32 steps instead of 80."""
     timing = timing or {}
     fixed = float(timing.get("overhead_s", FIXED_OVERHEAD_S))
     done = [m for m in memory if m.get("seconds") and m.get("steps")]
@@ -92,6 +94,8 @@ def trial_seconds(memory: list[dict[str, Any]], timing: dict[str, float] | None 
         per_step = float(timing["example_s"]) * batch_size
     elif "step_s" in timing:
         per_step = float(timing["step_s"])
+    elif batch_size:  # a step of batch 2 is not priced like one of batch 8
+        per_step = DEFAULT_EXAMPLE_S * batch_size
     else:
         per_step = DEFAULT_STEP_S
     return max(per_step, 0.02), fixed
