@@ -108,24 +108,35 @@ def measure_base(task: str) -> None:
         log(f"base {task} {split}: {r.score:.3f}")
 
 
-def curve_label(family: str, params: dict[str, Any] | None, method: str = "sft") -> str:
+def curve_label(family: str, params: dict[str, Any] | None, method: str = "sft", batch: int = CURVE_BATCH) -> str:
     """A curve's name: the family, with the knobs it fixes away from their defaults and,
-    for another training method than full SFT, `+method` (a family of its own)."""
+    for another training method than full SFT, `+method` (a family of its own); at another
+    batch size than the curves' 8, `@bN` (the same recipe family, measured at batch N: it is
+    compared with the other families' curves at that batch only)."""
     knobs = f"[{','.join(f'{k}={v}' for k, v in sorted(params.items()))}]" if params else ""
-    return family + knobs + ("" if method == "sft" else f"+{method}")
+    return family + knobs + ("" if method == "sft" else f"+{method}") + ("" if batch == CURVE_BATCH else f"@b{batch}")
 
 
-def step_multiple(step: int) -> float:
-    """A curve snapshot's compute: `step` batch-8 steps in default experiments."""
-    return round(step * CURVE_BATCH / DEFAULT_EXAMPLES, 2)
+def label_batch(label: str) -> int:
+    """The batch size a curve label (or a run's name, `label@sN`) was measured at: its `@bN`, else 8."""
+    import re
+
+    m = re.search(r"@b(\d+)(?:@s\d+)?$", label)
+    return int(m.group(1)) if m else CURVE_BATCH
+
+
+def step_multiple(step: int, batch: int = CURVE_BATCH) -> float:
+    """A curve snapshot's compute: `step` steps of `batch` in default experiments."""
+    return round(step * batch / DEFAULT_EXAMPLES, 2)
 
 
 def parent_label(parent: str) -> str:
     """A probe's starting checkpoint in words: `curves/<task>.<label>/snapshots/step-N` is
-    that curve's snapshot at N batch-8 steps, i.e. a multiple of the default experiment."""
+    that curve's snapshot at N steps of its batch, i.e. a multiple of the default experiment."""
     path = Path(parent)
     if path.parent.name == "snapshots" and path.name.startswith("step-"):
-        return f"SFT {path.parent.parent.name.split('.', 1)[-1]} x{step_multiple(int(path.name[5:])):g} snapshot"
+        run = path.parent.parent.name.split('.', 1)[-1]
+        return f"SFT {run} x{step_multiple(int(path.name[5:]), label_batch(run)):g} snapshot"
     return path.parent.name if path.name == "checkpoint" else path.name
 
 
@@ -139,25 +150,27 @@ def curve_key(task: str, label: str, seed: int = 0) -> str:
 
 
 def measure_curve(task: str, family: str, multiples: tuple[float, ...] = CURVE_MULTIPLES,
-                  params: dict[str, Any] | None = None, seed: int = 0, method: str = "sft") -> None:
+                  params: dict[str, Any] | None = None, seed: int = 0, method: str = "sft",
+                  batch: int = CURVE_BATCH) -> None:
     """One run with snapshots. `seed` draws both the data and the training order/initial
     state of the run (a repeat of the same curve: `report` averages a curve's seeds).
-    `method` "lora" trains adapters (rank 16, merged at each snapshot) with the same spec."""
+    `method` "lora" trains adapters (rank 16, merged at each snapshot) with the same spec;
+    `batch` another batch size (compute is still counted in examples)."""
     n = int(DEFAULT_EXAMPLES * multiples[-1])
-    label = curve_label(family, params, method)
+    label = curve_label(family, params, method, batch)
     data = dataset(task, family, params or {}, seed, n)
     run_dir = ROOT / "curves" / f"{task}.{label}{seed_suffix(seed)}"
-    steps = {m: round(m * DEFAULT_EXAMPLES / CURVE_BATCH) for m in multiples}
-    total = -(-n // CURVE_BATCH)
+    steps = {m: round(m * DEFAULT_EXAMPLES / batch) for m in multiples}
+    total = -(-n // batch)
     snaps = [s for s in steps.values() if s < total]
     t0 = time.time()
-    spec = {**CURVE_SPEC, "method": method, "seed": seed}
+    spec = {**CURVE_SPEC, "method": method, "seed": seed, "batch_size": batch}
     result = train(data, run_dir, spec, snapshot_steps=snaps)
     points = []
     for m, s in steps.items():
         ckpt = run_dir / "checkpoint" if s >= total else run_dir / "snapshots" / f"step-{s:06d}"
         ev = evaluate(ckpt, task, "dev")
-        points.append({"multiple": m, "step": min(s, total), "examples": min(s, total) * CURVE_BATCH, "score": ev.score})
+        points.append({"multiple": m, "step": min(s, total), "examples": min(s, total) * batch, "score": ev.score})
         log(f"curve {task}/{label} seed {seed} x{m}: {ev.score:.3f}")
     record({"key": curve_key(task, label, seed), "kind": "curve", "task": task, "family": family, "label": label,
             "params": params or {}, "spec": spec, "seed": seed,
@@ -218,11 +231,14 @@ def cmd_curve(args: argparse.Namespace) -> int:
     for kv in args.params:
         k, _, v = kv.partition("=")
         params[k] = json.loads(v) if v[:1] in "-0123456789[{tf\"" else v
-    key = curve_key(args.task, curve_label(args.family, params, args.method), args.seed)
+    if args.batch < 1:
+        raise SystemExit(f"--batch must be a positive integer, got {args.batch}")
+    key = curve_key(args.task, curve_label(args.family, params, args.method, args.batch), args.seed)
     if key in done_keys():
         log(f"{key} is recorded already")
         return 0
-    measure_curve(args.task, args.family, tuple(args.multiples), params, seed=args.seed, method=args.method)
+    measure_curve(args.task, args.family, tuple(args.multiples), params, seed=args.seed, method=args.method,
+                  batch=args.batch)
     return 0
 
 
@@ -376,6 +392,7 @@ def targets(out: dict[str, Any]) -> dict[str, Any]:
     * base: at most 15% on every task;
     * reference: at least 40 points above base;
     * family gap: two families of a task at least 15 points apart at the same compute;
+      curves are compared with curves measured at the same batch size only (`@bN`);
     * crossing: a family that looks best early and then plateaus below another: ahead by
       at least 5 points (two standard errors of a difference of two 200-item scores near
       10%) at some point of the first half of the shared horizon, at least 5 points behind
@@ -391,6 +408,8 @@ def targets(out: dict[str, Any]) -> dict[str, Any]:
         fams = sorted(curves)
         for i, a in enumerate(fams):
             for b in fams[i + 1:]:
+                if label_batch(a) != label_batch(b):
+                    continue
                 shared = sorted(set(curves[a]) & set(curves[b]))
                 for m in (shared if "[" not in a + b else []):  # gaps: between plain families only
                     d = abs(curves[a][m] - curves[b][m])
@@ -572,6 +591,8 @@ def main() -> int:
     cu.add_argument("--multiples", type=float, nargs="+", default=list(CURVE_MULTIPLES))
     cu.add_argument("--threads", type=int, default=1)
     cu.add_argument("--method", choices=("sft", "lora"), default="sft", help="full fine-tuning or LoRA adapters")
+    cu.add_argument("--batch", type=int, default=CURVE_BATCH,
+                    help="batch size (default: the curves' 8); another is a curve of its own, labelled @bN")
     cu.add_argument("--seed", type=int, default=0,
                     help="data and training seed; a nonzero seed repeats a curve (report averages the seeds)")
     cu.set_defaults(fn=cmd_curve)

@@ -74,6 +74,19 @@ def test_another_training_method_is_a_family_of_its_own(ml):
     assert res["family_gap"]["points"] == 30.0 and res["family_gap"]["behind"] == "trace+lora"
 
 
+def test_a_curve_at_another_batch_is_compared_only_with_curves_at_that_batch(ml):
+    assert ml.curve_label("trace", None, "sft", 2) == "trace@b2"
+    assert ml.curve_label("trace", {"max_depth": 1}, "lora", 2) == "trace[max_depth=1]+lora@b2"
+    assert ml.curve_label("trace", None, "sft", 8) == "trace"
+    assert [ml.label_batch(x) for x in ("trace", "trace@b2", "trace+lora@b4@s1", "trace@s2")] == [8, 2, 4, 8]
+    # `trace@b2` is 50 points above `prog` (batch 8), but that is a batch change, not a family gap
+    res = ml.targets(_landscape({"prog": {1.0: 0.0, 2.0: 0.0, 3.0: 0.0}, "trace": {1.0: 0.1, 2.0: 0.1, 3.0: 0.1},
+                                 "trace@b2": {1.0: 0.5, 2.0: 0.5, 3.0: 0.5}, "prog@b2": {1.0: 0.2, 2.0: 0.3, 3.0: 0.3}}))["t"]
+    assert (res["family_gap"]["points"], res["family_gap"]["ahead"], res["family_gap"]["behind"]) == (30.0, "trace@b2", "prog@b2")
+    snap = "runs/landscape/curves/program_synthesis.trace_then_program@b2@s1/snapshots/step-005000"
+    assert ml.parent_label(snap) == "SFT trace_then_program@b2@s1 x2 snapshot"
+
+
 def test_a_probe_names_the_snapshot_it_started_from(ml):
     snap = "runs/landscape/curves/program_synthesis.trace_then_program@s1/snapshots/step-001250"
     assert ml.parent_label(snap) == "SFT trace_then_program@s1 x2 snapshot"
