@@ -204,6 +204,43 @@ def test_a_measured_data_selection_opens_a_short_campaign_as_a_direction_of_its_
     assert all("+" not in d.key() and "relations=9" not in d.key() for d in short + long_)
 
 
+def _pts(*scores, multiples=(0.5, 1.0, 2.0, 3.0)):
+    return {"points": [{"multiple": m, "score": x} for m, x in zip(multiples, scores)], "tokens": 4000,
+            "train_seconds": 400}
+
+
+def test_a_direction_opens_at_the_batch_its_curves_put_ahead_early():
+    from rsi_master.orchestra import opening_batch
+
+    # Measured on program synthesis (three runs each): program-only stalls at batch 2 and
+    # climbs at batch 8; trace-then-program turns sooner at batch 2.
+    curves = {"prog": _pts(0.035, 0.057, 0.108, 0.15), "prog@b2": _pts(0.025, 0.043, 0.04, 0.043),
+              "trace": _pts(0.017, 0.067, 0.228, 0.272), "trace@b2": _pts(0.02, 0.113, 0.218, 0.198),
+              "late@b2": _pts(0.0, 0.0, 0.0, 0.9), "late": _pts(0.0, 0.0, 0.01, 0.2)}
+    assert opening_batch("prog", curves) == 8
+    assert opening_batch("trace", curves) == 2  # behind at 3x, but ahead where a campaign's lineages are
+    assert opening_batch("late", curves) == 8  # what batch 2 reaches past 2x does not count
+    assert opening_batch("other", curves) == 2  # no batch-2 curve: batch 2 (the probes' finding)
+    assert opening_batch("prog", {"prog@b2": curves["prog@b2"]}) == 2  # nothing to compare it with
+
+
+def test_the_opening_trial_and_order_use_the_batch_2_curve_where_one_was_measured(tmp_path, monkeypatch):
+    # answer_only stalls at batch 2 and opens at 8; chain_then_answer opens at 2, where its
+    # curve (0.4 at this budget) is ahead of answer_only's batch-8 one (0.3), though its
+    # batch-8 curve (0.2) is not: the order compares the curves of the batches they open at.
+    _landscape(monkeypatch, {"answer_only": _pts(0.2, 0.3, 0.3, 0.3), "answer_only@b2": _pts(0.0, 0.0, 0.01, 0.01),
+                             "chain_then_answer": _pts(0.0, 0.1, 0.2, 0.2),
+                             "chain_then_answer@b2": _pts(0.1, 0.25, 0.3, 0.4),
+                             "chain_then_answer[two_hop=0.0]": _pts(0.2, 0.2, 0.2, 0.2),
+                             "chain_then_answer[two_hop=0.0]@b2": _pts(0.0, 0.0, 0.0, 0.0)})
+    with new_run(tmp_path) as expos:
+        PolicyMain().start(_ctx(expos, 0.0, budget=1000.0, slots=3), load_graph(expos))
+        opened = [w.direction for w in load_graph(expos).workers.values()]
+    assert [d.label() for d in opened] == ["chain_then_answer", "answer_only", "chain_then_answer[two_hop=0.0]"]
+    batch = {d.label(): d.enqueue[0]["t:batch_size"] for d in opened}
+    assert batch == {"answer_only": 8, "chain_then_answer": 2, "chain_then_answer[two_hop=0.0]": 8}
+
+
 def _two_verified(expos, main, first, second):
     """Start the Main on a 1000 s budget; each opened Worker finalizes one experiment
     (dev, review, steps) and one passing cross-Worker review covers both."""

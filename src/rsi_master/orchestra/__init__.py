@@ -8,7 +8,7 @@ selects the returned checkpoint on `review` and scores it once on `final`.
 Programmatic agents ship here; the protocols admit LLM-backed ones.
 """
 
-from ._directions import DEFAULT_TRAIN, Direction, Range, default_directions, knob_ranges
+from ._directions import DEFAULT_TRAIN, Direction, Range, default_directions, knob_ranges, opening_batch
 from ._display import Display, PlainDisplay, RichDisplay, make_display
 from ._graph import Decision, Job, ResearchGraph, ReviewerNode, WorkerNode, load_graph
 from ._harness import final_scores, select
@@ -63,6 +63,7 @@ __all__ = [
     "WorkerAgent",
     "WorkerNode",
     "default_directions",
+    "opening_batch",
     "final_scores",
     "knob_ranges",
     "load_graph",

@@ -11,7 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["DEFAULT_TRAIN", "Direction", "Range", "default_directions", "knob_ranges", "subset_direction"]
+__all__ = ["DEFAULT_TRAIN", "Direction", "Range", "curve_label", "default_directions", "knob_ranges", "opening_batch",
+           "subset_direction"]
 
 
 class Range(BaseModel):
@@ -82,6 +83,48 @@ DEFAULT_TRAIN: dict[str, Range] = {
 # long as the Worker's allowance fits. TPE's startup draws had trained the opening Workers at
 # 6e-4 with batch 16; the landscape's curves themselves are batch 8.
 LANDSCAPE_TRIAL: dict[str, Any] = {"t:learning_rate": 1e-3, "t:batch_size": 2, "t:max_steps": 3000}
+CURVE_BATCH = 8  # the batch size of the landscape's unlabelled curves (scripts/measure_landscape.py)
+OPENING_HORIZON = 2.0  # default experiments: a 5-minute campaign's lineages train 0.6-1x, its Workers 2-3x in all
+
+
+def _task_curves(task: str) -> dict[str, Any]:
+    from ..runtime._landscape_data import load_landscape
+
+    return ((load_landscape().get("tasks") or {}).get(task) or {}).get("curves") or {}
+
+
+def _mean_to(curve: dict[str, Any], shared: set[float]) -> float:
+    pts = [float(p["score"]) for p in curve.get("points", []) if float(p["multiple"]) in shared]
+    return sum(pts) / len(pts)
+
+
+def opening_batch(label: str, curves: dict[str, Any]) -> int:
+    """A fresh direction's first batch size: batch 2 (`LANDSCAPE_TRIAL`), unless the landscape
+    measured the recipe (`label`) at batch 2 as well as at batch 8 and the batch-2 curve is
+    behind on average over their shared points up to `OPENING_HORIZON` default experiments.
+
+    Small batches are not better for every family: program synthesis' program-only format
+    stalls at batch 2 (about 4% from 1x to 3x on three runs) where it climbs at batch 8
+    (5.7% at 1x, 10.8% at 2x), while its trace-then-program format turns sooner at batch 2
+    (docs/tasks.md). A recipe without a batch-2 curve opens at 2, which the function-calling
+    and arithmetic probes found ahead."""
+    small = int(LANDSCAPE_TRIAL["t:batch_size"])
+    a, b = curves.get(f"{label}@b{small}"), curves.get(label)
+    if not a or not b:
+        return small
+    shared = {float(p["multiple"]) for p in a.get("points", [])} & {float(p["multiple"]) for p in b.get("points", [])}
+    shared = {m for m in shared if m <= OPENING_HORIZON}
+    if not shared:
+        return small
+    return small if _mean_to(a, shared) >= _mean_to(b, shared) else CURVE_BATCH
+
+
+def curve_label(d: Direction) -> str:
+    """The landscape curve that describes a fresh direction's opening: its label, at the batch
+    its first trial runs (`label@bN` where the landscape measured that batch, else the
+    batch-8 curve, the closest measurement there is)."""
+    batch = next((int(r["t:batch_size"]) for r in d.enqueue if "t:batch_size" in r), CURVE_BATCH)
+    return d.label() if batch == CURVE_BATCH else f"{d.label()}@b{batch}"
 
 
 def knob_ranges(task: str, family: str) -> dict[str, Range]:
@@ -106,13 +149,15 @@ def default_directions(task: str, *, seed: int = 0) -> list[Direction]:
     distribution's shape (the eval items use the defaults), so that a Worker searches
     diversity and format rather than drifting off-distribution; the others are searched.
     The first trial is the evaluation distribution itself (every searched knob at its
-    default) trained the way the landscape measured it (`LANDSCAPE_TRIAL`), and TPE explores
+    default) trained the way the landscape measured it (`LANDSCAPE_TRIAL`, at the batch size
+    `opening_batch` picks from the landscape's curves), and TPE explores
     around it from there: a short campaign runs two or three trials per Worker, all of them
     random otherwise.
     """
     from ..tasks import get_task
 
     t = get_task(task)
+    curves = _task_curves(task)
     out = []
     for i, (family, gen) in enumerate(sorted(t.generators().items())):
         knobs: dict[str, Range] = {}
@@ -128,6 +173,7 @@ def default_directions(task: str, *, seed: int = 0) -> list[Direction]:
             else:
                 knobs[k.name] = Range(kind="fixed", value=k.default)
         first = {f"k:{k.name}": k.default for k in gen.knobs if knobs[k.name].kind != "fixed"} | LANDSCAPE_TRIAL
+        first["t:batch_size"] = opening_batch(family, curves)
         out.append(Direction(family=family, knobs=knobs, train=dict(DEFAULT_TRAIN), seed=seed * 100 + i,
                              enqueue=[first] if first else []))
     return out
@@ -171,5 +217,7 @@ def subset_direction(task: str, label: str, families: list[Direction]) -> Direct
             return None
         subset[k.name] = value
     knobs = {**base.knobs, **{k: Range(kind="fixed", value=v) for k, v in subset.items()}}
-    enqueue = [{n: v for n, v in rec.items() if n[2:] not in subset} for rec in base.enqueue]
+    batch = opening_batch(label, _task_curves(task))  # the selection's own curves, not the family's
+    enqueue = [{n: (batch if n == "t:batch_size" else v) for n, v in rec.items() if n[2:] not in subset}
+               for rec in base.enqueue]
     return base.model_copy(update={"knobs": knobs, "subset": body, "enqueue": [e for e in enqueue if e]})
