@@ -103,11 +103,11 @@ def opening_batch(label: str, curves: dict[str, Any]) -> int:
     measured the recipe (`label`) at batch 2 as well as at batch 8 and the batch-2 curve is
     behind on average over their shared points up to `OPENING_HORIZON` default experiments.
 
-    Small batches are not better for every family: program synthesis' program-only format
-    stalls at batch 2 (about 4% from 1x to 3x on three runs) where it climbs at batch 8
-    (5.7% at 1x, 10.8% at 2x), while its trace-then-program format turns sooner at batch 2
-    (docs/tasks.md). A recipe without a batch-2 curve opens at 2, which the function-calling
-    and arithmetic probes found ahead."""
+    Small batches are not better for every family. Program synthesis, three runs each
+    (docs/tasks.md): program-only scores 5.0 / 7.0 / 6.7% at 1 / 2 / 3x at batch 2 against
+    5.7 / 10.8 / 15.0% at batch 8 and opens at 8; trace-then-program scores 9.0% at 1x at
+    batch 2 against 6.7% and opens at 2. A recipe without a batch-2 curve opens at 2, which
+    the function-calling and arithmetic probes found ahead."""
     small = int(LANDSCAPE_TRIAL["t:batch_size"])
     a, b = curves.get(f"{label}@b{small}"), curves.get(label)
     if not a or not b:
