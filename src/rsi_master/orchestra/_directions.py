@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["DEFAULT_TRAIN", "Direction", "Range", "curve_label", "default_directions", "knob_ranges", "opening_batch",
+__all__ = ["DEFAULT_TRAIN", "Direction", "Range", "opening_curve", "default_directions", "knob_ranges", "opening_batch",
            "subset_direction"]
 
 
@@ -119,7 +119,7 @@ def opening_batch(label: str, curves: dict[str, Any]) -> int:
     return small if _mean_to(a, shared) >= _mean_to(b, shared) else CURVE_BATCH
 
 
-def curve_label(d: Direction) -> str:
+def opening_curve(d: Direction) -> str:
     """The landscape curve that describes a fresh direction's opening: its label, at the batch
     its first trial runs (`label@bN` where the landscape measured that batch, else the
     batch-8 curve, the closest measurement there is)."""

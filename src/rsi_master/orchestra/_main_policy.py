@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ._directions import Direction, Range, curve_label, default_directions, subset_direction
+from ._directions import Direction, Range, opening_curve, default_directions, subset_direction
 from ._graph import ResearchGraph, WorkerNode
 from ._memory import lineage_examples
 from ._protocols import MainContext, main_agent
@@ -246,7 +246,7 @@ class PolicyMain:
         subsets = [s for s in (subset_direction(task, label, families) for label in sorted(expected)) if s is not None]
         # A direction is ranked by the curve of the batch size it opens at, where one was measured.
         dirs = sorted([*families, *subsets],
-                      key=lambda d: (-expected.get(curve_label(d), expected.get(d.label(), -1.0)),
+                      key=lambda d: (-expected.get(opening_curve(d), expected.get(d.label(), -1.0)),
                                      prior.index(d.family) if d.family in prior else len(prior), d.label()))
         return [d.model_copy(update={"seconds": self._allowance(ctx)}) for d in dirs if d.key() not in tried]
 
