@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["DEFAULT_TRAIN", "Direction", "Range", "opening_curve", "default_directions", "knob_ranges", "opening_batch",
+__all__ = ["DEFAULT_TRAIN", "Direction", "Range", "default_directions", "knob_ranges", "opening_batch", "opening_curve",
            "subset_direction"]
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ._directions import Direction, Range, opening_curve, default_directions, subset_direction
+from ._directions import Direction, Range, default_directions, opening_curve, subset_direction
 from ._graph import ResearchGraph, WorkerNode
 from ._memory import lineage_examples
 from ._protocols import MainContext, main_agent
