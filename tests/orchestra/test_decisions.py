@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rsi_master.expos import Caller
-from rsi_master.orchestra import MainContext, PolicyMain, load_graph
+from rsi_master.orchestra import Direction, MainContext, PolicyMain, load_graph
 
 from .helpers import MAIN, fake_experiment, finalize, new_run
 
@@ -239,6 +239,19 @@ def test_the_opening_trial_and_order_use_the_batch_2_curve_where_one_was_measure
     assert [d.label() for d in opened] == ["chain_then_answer", "answer_only", "chain_then_answer[two_hop=0.0]"]
     batch = {d.label(): d.enqueue[0]["t:batch_size"] for d in opened}
     assert batch == {"answer_only": 8, "chain_then_answer": 2, "chain_then_answer[two_hop=0.0]": 8}
+
+
+def test_the_lineage_prior_reads_the_curve_of_the_batch_the_direction_trained_at(monkeypatch):
+    from rsi_master.orchestra._main_policy import landscape_prior
+
+    _landscape(monkeypatch, {"answer_only": _pts(0.0, 0.1, 0.2, 0.3), "answer_only@b2": _pts(0.0, 0.3, 0.5, 0.6),
+                             "chain_then_answer": _pts(0.0, 0.1, 0.2, 0.3)})
+    prior = landscape_prior("knowledge")
+    at = {b: Direction(family="answer_only", enqueue=[{"t:batch_size": b}]) for b in (2, 8)}
+    # one default experiment behind the lineage: the prior is each curve's point at 2x
+    assert prior(at[2], 5000) == 0.5 and prior(at[8], 5000) == 0.2
+    # no batch-2 curve measured: the batch-8 one, the closest measurement there is
+    assert prior(Direction(family="chain_then_answer", enqueue=[{"t:batch_size": 2}]), 5000) == 0.2
 
 
 def _two_verified(expos, main, first, second):

@@ -423,9 +423,11 @@ def _interpolate(points: list[tuple[float, float]], m: float) -> float:
 
 def landscape_prior(task: str) -> Callable[[Direction, int], float]:
     """(direction, lineage examples) -> what the landscape's curve of the direction's family
-    (its data selection included) reaches after one more default experiment on top of those
-    examples; -1 without a curve (a mix, another method, an unmeasured family). The
-    landscape is read once per call of this function, not once per candidate ranked."""
+    (its data selection included, at the batch size its first trial trained at where the
+    landscape measured that batch: `opening_curve`) reaches after one more default experiment
+    on top of those examples; -1 without a curve (a mix, another method, an unmeasured
+    family). The landscape is read once per call of this function, not once per candidate
+    ranked."""
     from ..runtime._landscape_data import load_landscape
 
     landscape = load_landscape()
@@ -433,7 +435,8 @@ def landscape_prior(task: str) -> Callable[[Direction, int], float]:
     unit = float((landscape.get("default_experiment") or {}).get("examples") or 5000)
 
     def prior(d: Direction, examples: int) -> float:
-        pts = [(float(p["multiple"]), float(p["score"])) for p in (curves.get(d.label()) or {}).get("points", [])]
+        curve = curves.get(opening_curve(d)) or curves.get(d.label()) or {}
+        pts = [(float(p["multiple"]), float(p["score"])) for p in curve.get("points", [])]
         if d.mix or d.method != "sft" or not pts:
             return -1.0
         return _interpolate(pts, examples / unit + 1.0)
