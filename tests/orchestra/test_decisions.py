@@ -227,14 +227,15 @@ def test_a_direction_opens_at_the_batch_its_curves_put_ahead_early():
 def test_the_opening_trial_and_order_use_the_batch_2_curve_where_one_was_measured(tmp_path, monkeypatch):
     # answer_only stalls at batch 2 and opens at 8; chain_then_answer opens at 2, where its
     # curve (0.4 at this budget) is ahead of answer_only's batch-8 one (0.3), though its
-    # batch-8 curve (0.2) is not: the order compares the curves of the batches they open at.
+    # batch-8 curve (0.2) is not: the order compares the curves of the batches they open at
+    # (a 600-s campaign affords 2.7 default experiments here, within the batch-2 curves' 3x).
     _landscape(monkeypatch, {"answer_only": _pts(0.2, 0.3, 0.3, 0.3), "answer_only@b2": _pts(0.0, 0.0, 0.01, 0.01),
                              "chain_then_answer": _pts(0.0, 0.1, 0.2, 0.2),
                              "chain_then_answer@b2": _pts(0.1, 0.25, 0.3, 0.4),
                              "chain_then_answer[two_hop=0.0]": _pts(0.2, 0.2, 0.2, 0.2),
                              "chain_then_answer[two_hop=0.0]@b2": _pts(0.0, 0.0, 0.0, 0.0)})
     with new_run(tmp_path) as expos:
-        PolicyMain().start(_ctx(expos, 0.0, budget=1000.0, slots=3), load_graph(expos))
+        PolicyMain().start(_ctx(expos, 0.0, budget=600.0, slots=3), load_graph(expos))
         opened = [w.direction for w in load_graph(expos).workers.values()]
     assert [d.label() for d in opened] == ["chain_then_answer", "answer_only", "chain_then_answer[two_hop=0.0]"]
     batch = {d.label(): d.enqueue[0]["t:batch_size"] for d in opened}
@@ -252,6 +253,24 @@ def test_the_lineage_prior_reads_the_curve_of_the_batch_the_direction_trained_at
     assert prior(at[2], 5000) == 0.5 and prior(at[8], 5000) == 0.2
     # no batch-2 curve measured: the batch-8 one, the closest measurement there is
     assert prior(Direction(family="chain_then_answer", enqueue=[{"t:batch_size": 2}]), 5000) == 0.2
+    # past the batch-2 curve's horizon (3x), the batch-8 curve, which goes on (_pts ends at 3x too: 0.3)
+    assert prior(at[2], 15000) == 0.3 and prior(at[2], 10000) == 0.6
+
+
+def test_a_short_batch_2_curve_does_not_rank_a_long_campaign(monkeypatch):
+    from rsi_master.orchestra import expected_scores
+
+    # batch-2 curve measured to 3x, batch-8 one to 8x: an hour-long campaign reads the latter
+    long8 = {"points": [{"multiple": 3.0, "score": 0.2}, {"multiple": 8.0, "score": 0.5}], "tokens": 8000,
+             "train_seconds": 800}
+    b2 = {**_pts(0.0, 0.1, 0.3, 0.3), "tokens": 3000, "train_seconds": 300}
+    _landscape(monkeypatch, {"answer_only": long8, "answer_only@b2": b2,
+                             "chain_then_answer@b2": {**_pts(0.0, 0.1, 0.3, 0.4), "tokens": 3000}})
+    # one default experiment costs 100 s on every curve here
+    assert expected_scores("knowledge", 200.0)["answer_only@b2"] == 0.3  # within its horizon
+    far = expected_scores("knowledge", 800.0)
+    assert "answer_only@b2" not in far and far["answer_only"] == 0.5
+    assert far["chain_then_answer@b2"] == 0.4  # no batch-8 curve to read instead: its last point
 
 
 def _two_verified(expos, main, first, second):

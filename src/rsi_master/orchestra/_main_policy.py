@@ -435,11 +435,14 @@ def landscape_prior(task: str) -> Callable[[Direction, int], float]:
     unit = float((landscape.get("default_experiment") or {}).get("examples") or 5000)
 
     def prior(d: Direction, examples: int) -> float:
-        curve = curves.get(opening_curve(d)) or curves.get(d.label()) or {}
+        m = examples / unit + 1.0
+        at_batch, plain = curves.get(opening_curve(d)), curves.get(d.label())
+        # Past a batch-N curve's horizon (they were measured to 3x), the batch-8 curve, longer.
+        curve = at_batch if at_batch and (not plain or m <= _horizon(at_batch)) else plain or {}
         pts = [(float(p["multiple"]), float(p["score"])) for p in curve.get("points", [])]
         if d.mix or d.method != "sft" or not pts:
             return -1.0
-        return _interpolate(pts, examples / unit + 1.0)
+        return _interpolate(pts, m)
 
     return prior
 
@@ -455,7 +458,8 @@ def expected_scores(task: str, slot_seconds: float) -> dict[str, float]:
     5-minute campaign and an hour-long one should not open the same way. A family's cost is
     its curve's tokens per default experiment times the landscape's median seconds per
     token (each curve's own seconds depend on what else ran beside it; tokens do not). A
-    family without a curve gets no entry.
+    family without a curve gets no entry, and a curve at another batch size (`label@bN`)
+    none past its horizon where the batch-8 curve of the recipe is there to read instead.
     """
     import statistics
 
@@ -468,13 +472,20 @@ def expected_scores(task: str, slot_seconds: float) -> dict[str, float]:
         return {}
     s_per_token = statistics.median(rates)
     out: dict[str, float] = {}
-    for family, c in ((tasks.get(task) or {}).get("curves") or {}).items():
+    curves = (tasks.get(task) or {}).get("curves") or {}
+    for family, c in curves.items():
         pts = sorted((float(p["multiple"]), float(p["score"])) for p in c.get("points", []))
         if not pts or not c.get("tokens"):
             continue
         m = slot_seconds / (float(c["tokens"]) / pts[-1][0] * s_per_token)  # default experiments affordable
+        if "@b" in family and m > pts[-1][0] and family.rsplit("@b", 1)[0] in curves:
+            continue
         out[family] = _interpolate(pts, m)
     return out
+
+
+def _horizon(curve: dict[str, Any]) -> float:
+    return max((float(p["multiple"]) for p in curve.get("points", [])), default=0.0)
 
 
 def _placeholder(rid: str) -> Any:
