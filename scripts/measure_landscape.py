@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from rsi_master.runtime import base_model_dir, evaluate, generate, train
-from rsi_master.runtime._landscape_data import LANDSCAPE_PATH
+from rsi_master.runtime._landscape_data import CURVE_BATCH, LANDSCAPE_PATH, at_batch, split_batch
 
 ROOT = Path("runs/landscape")  # checkpoints and data: large, not tracked
 # The raw figures are tracked (a few KB): `report` rebuilds landscape.json from them in any checkout.
@@ -37,7 +37,6 @@ DEFAULT_BATCH = 32
 # Batch 8: at equal examples (equal tokens, equal compute) four times the optimizer steps
 # of the default batch 32, which is what a 1M model needs (the preliminary CPU study and
 # the first landscape runs both found batch 8 ahead at equal data).
-CURVE_BATCH = 8
 CURVE_MULTIPLES = (0.5, 1.0, 2.0, 3.0, 5.0)
 CURVE_SPEC = {"method": "sft", "learning_rate": 1e-3, "batch_size": CURVE_BATCH, "epochs": 1.0,
               "lr_scheduler": "constant_with_warmup", "warmup_ratio": 0.03, "seed": 0}
@@ -114,15 +113,12 @@ def curve_label(family: str, params: dict[str, Any] | None, method: str = "sft",
     batch size than the curves' 8, `@bN` (the same recipe family, measured at batch N: it is
     compared with the other families' curves at that batch only)."""
     knobs = f"[{','.join(f'{k}={v}' for k, v in sorted(params.items()))}]" if params else ""
-    return family + knobs + ("" if method == "sft" else f"+{method}") + ("" if batch == CURVE_BATCH else f"@b{batch}")
+    return at_batch(family + knobs + ("" if method == "sft" else f"+{method}"), batch)
 
 
 def label_batch(label: str) -> int:
     """The batch size a curve label (or a run's name, `label@sN`) was measured at: its `@bN`, else 8."""
-    import re
-
-    m = re.search(r"@b(\d+)(?:@s\d+)?$", label)
-    return int(m.group(1)) if m else CURVE_BATCH
+    return split_batch(label)[1]
 
 
 def step_multiple(step: int, batch: int = CURVE_BATCH) -> float:

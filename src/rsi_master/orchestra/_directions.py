@@ -83,14 +83,13 @@ DEFAULT_TRAIN: dict[str, Range] = {
 # long as the Worker's allowance fits. TPE's startup draws had trained the opening Workers at
 # 6e-4 with batch 16; the landscape's curves themselves are batch 8.
 LANDSCAPE_TRIAL: dict[str, Any] = {"t:learning_rate": 1e-3, "t:batch_size": 2, "t:max_steps": 3000}
-CURVE_BATCH = 8  # the batch size of the landscape's unlabelled curves (scripts/measure_landscape.py)
 OPENING_HORIZON = 2.0  # default experiments: a 5-minute campaign's lineages train 0.6-1x, its Workers 2-3x in all
 
 
 def _task_curves(task: str) -> dict[str, Any]:
-    from ..runtime._landscape_data import load_landscape
+    from ..runtime._landscape_data import load_landscape, task_curves
 
-    return ((load_landscape().get("tasks") or {}).get(task) or {}).get("curves") or {}
+    return task_curves(load_landscape(), task)
 
 
 def _mean_to(curve: dict[str, Any], shared: set[float]) -> float:
@@ -108,8 +107,10 @@ def opening_batch(label: str, curves: dict[str, Any]) -> int:
     5.7 / 10.8 / 15.0% at batch 8 and opens at 8; trace-then-program scores 9.0% at 1x at
     batch 2 against 6.7% and opens at 2. A recipe without a batch-2 curve opens at 2, which
     the function-calling and arithmetic probes found ahead."""
+    from ..runtime._landscape_data import CURVE_BATCH, at_batch
+
     small = int(LANDSCAPE_TRIAL["t:batch_size"])
-    a, b = curves.get(f"{label}@b{small}"), curves.get(label)
+    a, b = curves.get(at_batch(label, small)), curves.get(label)
     if not a or not b:
         return small
     shared = {float(p["multiple"]) for p in a.get("points", [])} & {float(p["multiple"]) for p in b.get("points", [])}
@@ -123,8 +124,10 @@ def opening_curve(d: Direction) -> str:
     """The landscape curve that describes a fresh direction's opening: its label, at the batch
     its first trial runs (`label@bN` where the landscape measured that batch, else the
     batch-8 curve, the closest measurement there is)."""
+    from ..runtime._landscape_data import CURVE_BATCH, at_batch
+
     batch = next((int(r["t:batch_size"]) for r in d.enqueue if "t:batch_size" in r), CURVE_BATCH)
-    return d.label() if batch == CURVE_BATCH else f"{d.label()}@b{batch}"
+    return at_batch(d.label(), batch)
 
 
 def knob_ranges(task: str, family: str) -> dict[str, Range]:

@@ -428,10 +428,10 @@ def landscape_prior(task: str) -> Callable[[Direction, int], float]:
     on top of those examples; -1 without a curve (a mix, another method, an unmeasured
     family). The landscape is read once per call of this function, not once per candidate
     ranked."""
-    from ..runtime._landscape_data import load_landscape
+    from ..runtime._landscape_data import load_landscape, task_curves
 
     landscape = load_landscape()
-    curves = ((landscape.get("tasks") or {}).get(task) or {}).get("curves") or {}
+    curves = task_curves(landscape, task)
     unit = float((landscape.get("default_experiment") or {}).get("examples") or 5000)
 
     def prior(d: Direction, examples: int) -> float:
@@ -463,22 +463,24 @@ def expected_scores(task: str, slot_seconds: float) -> dict[str, float]:
     """
     import statistics
 
-    from ..runtime._landscape_data import load_landscape
+    from ..runtime._landscape_data import CURVE_BATCH, load_landscape, split_batch, task_curves
 
-    tasks = load_landscape().get("tasks", {})
+    landscape = load_landscape()
+    tasks = landscape.get("tasks", {})
     rates = [float(c["train_seconds"]) / float(c["tokens"]) for t in tasks.values() if isinstance(t, dict)
              for c in (t.get("curves") or {}).values() if c.get("train_seconds") and c.get("tokens")]
     if not rates:
         return {}
     s_per_token = statistics.median(rates)
     out: dict[str, float] = {}
-    curves = (tasks.get(task) or {}).get("curves") or {}
+    curves = task_curves(landscape, task)
     for family, c in curves.items():
         pts = sorted((float(p["multiple"]), float(p["score"])) for p in c.get("points", []))
         if not pts or not c.get("tokens"):
             continue
         m = slot_seconds / (float(c["tokens"]) / pts[-1][0] * s_per_token)  # default experiments affordable
-        if "@b" in family and m > pts[-1][0] and family.rsplit("@b", 1)[0] in curves:
+        recipe, batch = split_batch(family)
+        if batch != CURVE_BATCH and m > pts[-1][0] and recipe in curves:
             continue
         out[family] = _interpolate(pts, m)
     return out
