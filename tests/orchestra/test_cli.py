@@ -85,3 +85,30 @@ def test_flags_default_from_the_environment(monkeypatch):
         monkeypatch.setenv(f"RSI_MASTER_{k}", v)
     args = build_parser().parse_args(["run"])
     assert (args.task, args.budget, args.slots, args.seed, args.dir) == ("knowledge", "7m", 3, 4, "/x")
+
+
+def test_a_run_without_a_budget_gets_its_tasks_default(tmp_path, monkeypatch, capsys):
+    """Five minutes, except function calling's ten (its curves turn later); a budget given
+    on the command line or in the environment wins. The budget reaches the ledger."""
+    import json
+    import sqlite3
+
+    from rsi_master.orchestra import _orchestra
+
+    monkeypatch.setattr(_orchestra, "_drive", lambda *a, **k: {})  # record the run, do not drive it
+    monkeypatch.delenv("RSI_MASTER_BUDGET", raising=False)
+
+    def recorded(task, *flags):
+        target = tmp_path / f"{task}{len(flags)}"
+        assert main(["run", "--task", task, "--dir", str(target), *flags]) == 0
+        db = sqlite3.connect(target / "ledger.db")
+        (body,) = db.execute("select body from events where kind='orchestra.start'").fetchone()
+        return json.loads(body)["payload"]["budget_s"]
+
+    assert recorded("function_calling") == 600.0
+    assert recorded("knowledge") == 300.0
+    assert recorded("function_calling", "--budget", "90s") == 90.0
+    monkeypatch.setenv("RSI_MASTER_BUDGET", "2m")
+    from rsi_master.cli._main import build_parser
+
+    assert build_parser().parse_args(["run", "--task", "function_calling"]).budget == "2m"

@@ -224,6 +224,35 @@ def test_a_direction_opens_at_the_batch_its_curves_put_ahead_early():
     assert opening_batch("prog", {"prog@b2": curves["prog@b2"]}) == 2  # nothing to compare it with
 
 
+def test_a_data_selection_without_a_batch_2_curve_opens_at_its_familys_batch():
+    from rsi_master.orchestra import opening_batch
+
+    # Function calling: plan-then-call is behind at batch 2 (3.0% at 2x against 8.2%), and its
+    # one-shown-function selection was measured at batch 8 only.
+    curves = {"plan": _pts(0.0, 0.008, 0.082, 0.77), "plan@b2": _pts(0.0, 0.005, 0.03, 0.03),
+              "plan[n_shown=1]": _pts(0.0, 0.012, 0.27, 0.34),
+              "plan[max_arity=1]": _pts(0.0, 0.0, 0.0, 0.1), "plan[max_arity=1]@b2": _pts(0.0, 0.1, 0.2, 0.3)}
+    assert opening_batch("plan[n_shown=1]", curves) == 8
+    assert opening_batch("plan[max_arity=1]", curves) == 2  # its own batch-2 curve decides
+    assert opening_batch("other[n_shown=1]", curves) == 2  # nothing measured of it or its family
+
+
+def test_when_nothing_pays_on_a_share_the_direction_that_turns_soonest_opens(tmp_path, monkeypatch):
+    # A default experiment costs 100 s on both curves. A direction's share of a 1,000-s
+    # one-slot campaign trains about 2 of them, where neither curve tells itself from zero
+    # (answer_only 1.5%, chain_then_answer 0); the whole campaign trains 5, where
+    # chain_then_answer has turned. It opens first, not the family that is 1.5 points up on noise.
+    flat = {"points": [{"multiple": 1.0, "score": 0.015}, {"multiple": 4.0, "score": 0.015}],
+            "tokens": 4000, "train_seconds": 400}
+    turns = {"points": [{"multiple": 1.0, "score": 0.0}, {"multiple": 2.0, "score": 0.0},
+                        {"multiple": 4.0, "score": 0.9}], "tokens": 4000, "train_seconds": 400}
+    _landscape(monkeypatch, {"answer_only": flat, "chain_then_answer": turns})
+    with new_run(tmp_path) as expos:
+        PolicyMain().start(_ctx(expos, 0.0, budget=1000.0, slots=1), load_graph(expos))
+        opened = [w.direction.family for w in load_graph(expos).workers.values()]
+    assert opened == ["chain_then_answer"]
+
+
 def test_the_opening_trial_and_order_use_the_batch_2_curve_where_one_was_measured(tmp_path, monkeypatch):
     # answer_only stalls at batch 2 and opens at 8; chain_then_answer opens at 2, where its
     # curve (0.4 at this budget) is ahead of answer_only's batch-8 one (0.3), though its

@@ -105,12 +105,19 @@ def opening_batch(label: str, curves: dict[str, Any]) -> int:
     Small batches are not better for every family. Program synthesis, three runs each
     (docs/tasks.md): program-only scores 5.0 / 7.0 / 6.7% at 1 / 2 / 3x at batch 2 against
     5.7 / 10.8 / 15.0% at batch 8 and opens at 8; trace-then-program scores 9.0% at 1x at
-    batch 2 against 6.7% and opens at 2. A recipe without a batch-2 curve opens at 2, which
-    the function-calling and arithmetic probes found ahead."""
+    batch 2 against 6.7% and opens at 2. A data selection (`family[knob=value]`) without a
+    batch-2 curve of its own opens at its family's batch; a recipe without any opens at 2,
+    which the arithmetic probes found ahead."""
     from ..runtime._landscape_data import CURVE_BATCH, at_batch
 
     small = int(LANDSCAPE_TRIAL["t:batch_size"])
     a, b = curves.get(at_batch(label, small)), curves.get(label)
+    family = label.split("[", 1)[0]
+    if not a and family != label:
+        # A data selection not measured at batch 2 opens at its family's batch: the batch
+        # decides how fast the format is learned, whatever part of the distribution it is fed
+        # (function calling's plan-then-call is behind at batch 2: 3.0% at 2x against 8.2%).
+        return opening_batch(family, curves)
     if not a or not b:
         return small
     shared = {float(p["multiple"]) for p in a.get("points", [])} & {float(p["multiple"]) for p in b.get("points", [])}

@@ -15,7 +15,7 @@ from ..errors import RsiMasterError
 from ._display import Display, PlainDisplay
 from ._graph import ORCHESTRA, load_graph
 
-__all__ = ["DEFAULTS", "parse_budget", "resume_run", "start_run"]
+__all__ = ["DEFAULTS", "TASK_BUDGETS", "default_budget", "parse_budget", "resume_run", "start_run"]
 
 # Short experiments and a small evaluation set keep a default run of a few minutes
 # useful on a laptop CPU: dev/review/final are scored on the first `eval_limit` items.
@@ -26,6 +26,20 @@ __all__ = ["DEFAULTS", "parse_budget", "resume_run", "start_run"]
 # five minutes of one slot here), where 400 steps were 800 examples.
 DEFAULTS: dict[str, Any] = {"budget_s": 300.0, "slots": 2, "seed": 0, "eval_limit": 50, "final_limit": 0,
                             "max_train_steps": 3000}
+
+# Tasks whose default campaign is longer than `DEFAULTS["budget_s"]`, and why. Function calling
+# copies argument values out of the request character by character, and its learning curves
+# stay near zero until copying forms (docs/tasks.md): the soonest, plan-then-call on one shown
+# function, reaches 1.2% at one default experiment, 8.5% at 1.5 and 27% at 2 (two runs). A
+# 5-minute campaign's best lineage trains 0.6-1x, and ended at 0.000-0.010 on `final` in the
+# default runs of docs/benchmarks.md; ten minutes lets one lineage get to where it turns.
+TASK_BUDGETS: dict[str, float] = {"function_calling": 600.0}
+
+
+def default_budget(task: str) -> float:
+    """The wall-clock budget of a run that names none: five minutes, or the task's own
+    (`TASK_BUDGETS`)."""
+    return TASK_BUDGETS.get(task, float(DEFAULTS["budget_s"]))
 
 
 def parse_budget(text: str | float | int) -> float:
@@ -63,7 +77,7 @@ def _check_new_dir(path: Path) -> None:
                              f"`rsi-master resume {path}` or choose another --dir)")
 
 
-def start_run(task: str, budget: str | float, *, slots: int = 2, seed: int = 0, run_dir: str | Path | None = None,
+def start_run(task: str, budget: str | float | None, *, slots: int = 2, seed: int = 0, run_dir: str | Path | None = None,
               key_dir: str | None = None, eval_limit: int = DEFAULTS["eval_limit"],
               final_limit: int | None = None,
               display: Display | None = None, main: str = "policy", reviewer: str = "evidence",
@@ -71,7 +85,8 @@ def start_run(task: str, budget: str | float, *, slots: int = 2, seed: int = 0, 
               agent_settings: dict[str, Any] | None = None, timing_prior: dict[str, float] | None = None,
               worker: str = "tpe",
               setup: Callable[[Any], None] | None = None) -> dict[str, Any]:
-    """Create a run and drive it to its summary. `main` and `reviewer` name the agents (a
+    """Create a run and drive it to its summary. `budget` None is the task's default
+    (`default_budget`). `main` and `reviewer` name the agents (a
     registered name or `package.module:Class`); `environment` names an ExpOS subclass the
     agents act through instead of ExpOS (the bench's unguarded workspace), recorded with
     the run's settings so that its slot processes and a resume use it too. `agent_settings`
@@ -86,7 +101,7 @@ def start_run(task: str, budget: str | float, *, slots: int = 2, seed: int = 0, 
     from ..expos import Budget, ExpOS
     from ..tasks import UnknownTaskError, get_task, list_tasks
 
-    budget_s = parse_budget(budget)
+    budget_s = parse_budget(default_budget(task) if budget is None else budget)
     if slots < 1:
         raise RsiMasterError(f"slots must be at least 1, got {slots}")
     try:
