@@ -185,6 +185,10 @@ def test_a_fresh_default_direction_tries_the_evaluation_distribution_first(tmp_p
         # long as the search and the contract allow (this fake contract caps an experiment at 400)
         sub0 = next(a["config"] for t, a in ctx.log if t == "experiment.submit")
         assert (sub0["learning_rate"], sub0["batch_size"], sub0["max_steps"]) == (1e-3, 2, 400)
+        # every trial holds its rate and anneals at its end, so a chain of trials (a lineage)
+        # trains at the rate the curves were measured at, not at half of it on average
+        subs = [a["config"] for t, a in ctx.log if t == "experiment.submit"]
+        assert {c["lr_scheduler"] for c in subs} == {"warmup_stable_decay"}
         assert any(g != gens[0] for g in gens[1:])
 
 

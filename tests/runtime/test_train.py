@@ -79,3 +79,16 @@ def test_bad_inputs_fail_before_training(tmp_path, tiny_base, toy_data):
     (broken / "config.json").write_text("{not json")
     with pytest.raises(CheckpointLoadError, match="does not load"):
         train(toy_data, tmp_path / "c", {"method": "sft", "max_steps": 1}, parent=broken)
+
+
+def test_warmup_stable_decay_holds_the_peak_rate_then_anneals(tmp_path, tiny_base, toy_data):
+    """The last fifth of the steps decays; until then the rate is the peak (after warm-up)."""
+    r = train(toy_data, tmp_path, {"method": "sft", "max_steps": 50, "batch_size": 8, "learning_rate": 1e-3,
+                                   "lr_scheduler": "warmup_stable_decay", "warmup_ratio": 0.1}, parent=tiny_base)
+    logs = [json.loads(x) for x in (tmp_path / "train_log.jsonl").read_text().splitlines()]
+    lr = {e["step"]: e["learning_rate"] for e in logs if "learning_rate" in e}
+    stable = [v for step, v in lr.items() if 5 < step <= 40]  # 5 warm-up steps, 10 decay steps
+    assert len(stable) >= 8 and all(v == pytest.approx(1e-3) for v in stable)
+    decay = [v for step, v in sorted(lr.items()) if step > 40]
+    assert decay == sorted(decay, reverse=True) and decay[-1] < 2.5e-4
+    _loads(r.checkpoint_dir)

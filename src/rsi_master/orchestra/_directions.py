@@ -73,10 +73,17 @@ class Direction(BaseModel):
 # function calling 27.5% at 2x against 1.5% at batch 8 on the same data, arithmetic's
 # scratchpad 27.5% against 8.0% (`scripts/fc_copy_probe.py`, docs/tasks.md). Trials ask
 # for 100-3,000 steps; the Worker then fits each one into its time left.
+#
+# Every trial holds its peak rate and anneals over its last fifth (warmup_stable_decay). A
+# lineage is a chain of trials, and with a cosine schedule each of them spent half its steps
+# at a decayed rate: three chained cosine trials of plan-then-call on one shown function, 2x
+# in all, scored 1.0% on `dev` where the same three at a constant rate scored 21.5% (the
+# curve, one continuous run: 27.3%), 2026-12-04 (docs/tasks.md, "Lineages").
 DEFAULT_TRAIN: dict[str, Range] = {
     "learning_rate": Range(kind="float", low=5e-4, high=3e-3, log=True),
     "batch_size": Range(kind="choice", choices=[2, 4, 8]),
     "max_steps": Range(kind="int", low=100, high=3000),
+    "lr_scheduler": Range(kind="fixed", value="warmup_stable_decay"),
 }
 
 # A fresh direction's first trial: the landscape's rate (CURVE_SPEC, lr 1e-3) at batch 2, as

@@ -10,6 +10,9 @@ from rsi_master.runtime._errors import InvalidParameterError
 
 Method = Literal["sft", "lora", "dpo", "grpo"]
 METHODS: tuple[str, ...] = ("dpo", "grpo", "lora", "sft")
+# The share of a warmup_stable_decay run's steps spent decaying: the run holds its peak rate
+# (the rate the landscape's curves train at) and still ends annealed.
+WSD_DECAY = 0.2
 
 
 class TrainSpec(BaseModel):
@@ -23,7 +26,9 @@ class TrainSpec(BaseModel):
     batch_size: int = Field(default=32, ge=1, le=1024, description="examples per optimizer step")
     epochs: float = Field(default=1.0, gt=0.0, le=100.0, description="passes over the data (ignored with max_steps)")
     max_steps: int | None = Field(default=None, ge=1, le=1_000_000, description="optimizer steps; overrides epochs")
-    lr_scheduler: Literal["cosine", "linear", "constant", "constant_with_warmup"] = "cosine"
+    lr_scheduler: Literal["cosine", "linear", "constant", "constant_with_warmup", "warmup_stable_decay"] = Field(
+        default="cosine", description="warmup_stable_decay: constant after warm-up, cosine to 0 over the last "
+                                      "WSD_DECAY of the steps")
     warmup_ratio: float = Field(default=0.03, ge=0.0, le=0.5)
     weight_decay: float = Field(default=0.0, ge=0.0, le=1.0)
     max_length: int = Field(default=512, ge=8, le=4096, description="tokens per training sequence")

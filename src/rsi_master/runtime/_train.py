@@ -11,6 +11,7 @@ Every method writes the same layout under `out_dir`:
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import time
 from pathlib import Path
@@ -91,6 +92,11 @@ def base_args(spec: TrainSpec, work_dir: Path, n_rows: int) -> dict[str, Any]:
         disable_tqdm=True,
         dataloader_num_workers=0,
     )
+    if spec.lr_scheduler == "warmup_stable_decay":
+        from ._spec import WSD_DECAY
+
+        total = spec.max_steps or max(1, math.ceil(n_rows / spec.batch_size * spec.epochs))
+        args["lr_scheduler_kwargs"] = {"num_decay_steps": max(1, round(WSD_DECAY * total))}
     return args
 
 
