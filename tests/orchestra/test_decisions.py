@@ -204,6 +204,11 @@ def test_a_measured_data_selection_opens_a_short_campaign_as_a_direction_of_its_
     assert all("+" not in d.key() and "relations=9" not in d.key() for d in short + long_)
 
 
+def _curve(*points):
+    """A measured curve of (multiple, score) points; a default experiment costs 100 s on it."""
+    return {"points": [{"multiple": m, "score": x} for m, x in points], "tokens": 4000, "train_seconds": 400}
+
+
 def _pts(*scores, multiples=(0.5, 1.0, 2.0, 3.0)):
     return {"points": [{"multiple": m, "score": x} for m, x in zip(multiples, scores)], "tokens": 4000,
             "train_seconds": 400}
@@ -242,10 +247,8 @@ def test_when_nothing_pays_on_a_share_the_direction_that_turns_soonest_opens(tmp
     # one-slot campaign trains about 2 of them, where neither curve tells itself from zero
     # (answer_only 1.5%, chain_then_answer 0); the whole campaign trains 5, where
     # chain_then_answer has turned. It opens first, not the family that is 1.5 points up on noise.
-    flat = {"points": [{"multiple": 1.0, "score": 0.015}, {"multiple": 4.0, "score": 0.015}],
-            "tokens": 4000, "train_seconds": 400}
-    turns = {"points": [{"multiple": 1.0, "score": 0.0}, {"multiple": 2.0, "score": 0.0},
-                        {"multiple": 4.0, "score": 0.9}], "tokens": 4000, "train_seconds": 400}
+    flat = _curve((1.0, 0.015), (4.0, 0.015))
+    turns = _curve((1.0, 0.0), (2.0, 0.0), (4.0, 0.9))
     _landscape(monkeypatch, {"answer_only": flat, "chain_then_answer": turns})
     with new_run(tmp_path) as expos:
         PolicyMain().start(_ctx(expos, 0.0, budget=1000.0, slots=1), load_graph(expos))
@@ -353,10 +356,8 @@ def test_among_tied_verified_checkpoints_the_main_continues_the_more_trained_one
 def test_tied_at_zero_the_main_continues_the_lineage_the_landscape_expects_more_of(tmp_path, monkeypatch):
     # answer_only is flat at 2%; chain_then_answer is at 0 for half a default experiment and
     # then climbs. Both checkpoints score 0 on review; answer_only's has 10x the training.
-    flat = {"points": [{"multiple": 0.5, "score": 0.02}, {"multiple": 4.0, "score": 0.02}],
-            "tokens": 4000, "train_seconds": 400}
-    late = {"points": [{"multiple": 0.5, "score": 0.0}, {"multiple": 1.0, "score": 0.15},
-                       {"multiple": 2.0, "score": 0.3}], "tokens": 4000, "train_seconds": 400}
+    flat = _curve((0.5, 0.02), (4.0, 0.02))
+    late = _curve((0.5, 0.0), (1.0, 0.15), (2.0, 0.3))
     _landscape(monkeypatch, {"answer_only": flat, "chain_then_answer": late})
     with new_run(tmp_path, budget_s=1000.0) as expos:
         main = PolicyMain()
