@@ -74,6 +74,11 @@ def load_interrupted(run_dir: Path) -> set[str]:
         return load_graph(expos).interrupted_experiments
 
 
+def _finished(run_dir) -> bool:
+    with ExpOS.open(run_dir, writable=False) as expos:
+        return load_graph(expos).finished is not None
+
+
 @pytest.mark.timeout(7200)
 def test_sigkill_at_random_moments_then_resume(tmp_path):
     rng = random.Random(1234)
@@ -100,6 +105,10 @@ def test_sigkill_at_random_moments_then_resume(tmp_path):
                 time.sleep(0.5)
                 if not (run_dir / "ledger.db").exists():  # killed before the run existed
                     continue
+                if _finished(run_dir):
+                    # Killed after `orchestra.finish`, its last record (summary stored): the
+                    # run is complete, and `resume` rightly refuses it ("already finished").
+                    break
                 cmd = _cli("resume", str(run_dir))
         if (run_dir / "ledger.db").exists():
             _check_no_loss_no_repeat(run_dir)
