@@ -22,7 +22,7 @@ from rsi_master.runtime._errors import CheckpointLoadError, InvalidParameterErro
 from rsi_master.runtime._jsonl import read_jsonl
 from rsi_master.runtime._model import base_model_dir
 from rsi_master.runtime._records import TrainResult
-from rsi_master.runtime._spec import TrainSpec, make_spec
+from rsi_master.runtime._spec import WSD_DECAY, TrainSpec, make_spec
 
 Progress = Callable[[dict[str, Any]], None]
 # Files a child checkpoint inherits unchanged from its parent: they define tokenization,
@@ -93,8 +93,6 @@ def base_args(spec: TrainSpec, work_dir: Path, n_rows: int) -> dict[str, Any]:
         dataloader_num_workers=0,
     )
     if spec.lr_scheduler == "warmup_stable_decay":
-        from ._spec import WSD_DECAY
-
         total = spec.max_steps or max(1, math.ceil(n_rows / spec.batch_size * spec.epochs))
         args["lr_scheduler_kwargs"] = {"num_decay_steps": max(1, round(WSD_DECAY * total))}
     return args
