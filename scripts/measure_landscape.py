@@ -107,13 +107,15 @@ def measure_base(task: str) -> None:
         log(f"base {task} {split}: {r.score:.3f}")
 
 
-def curve_label(family: str, params: dict[str, Any] | None, method: str = "sft", batch: int = CURVE_BATCH) -> str:
+def curve_label(family: str, params: dict[str, Any] | None, method: str = "sft", batch: int = CURVE_BATCH,
+                prompt_loss: bool = False) -> str:
     """A curve's name: the family, with the knobs it fixes away from their defaults and,
     for another training method than full SFT, `+method` (a family of its own); at another
     batch size than the curves' 8, `@bN` (the same recipe family, measured at batch N: it is
     compared with the other families' curves at that batch only)."""
     knobs = f"[{','.join(f'{k}={v}' for k, v in sorted(params.items()))}]" if params else ""
-    return at_batch(family + knobs + ("" if method == "sft" else f"+{method}"), batch)
+    return at_batch(family + knobs + ("" if method == "sft" else f"+{method}") + ("+prompt_loss" if prompt_loss else ""),
+                    batch)
 
 
 def label_batch(label: str) -> int:
@@ -147,20 +149,20 @@ def curve_key(task: str, label: str, seed: int = 0) -> str:
 
 def measure_curve(task: str, family: str, multiples: tuple[float, ...] = CURVE_MULTIPLES,
                   params: dict[str, Any] | None = None, seed: int = 0, method: str = "sft",
-                  batch: int = CURVE_BATCH) -> None:
+                  batch: int = CURVE_BATCH, prompt_loss: bool = False) -> None:
     """One run with snapshots. `seed` draws both the data and the training order/initial
     state of the run (a repeat of the same curve: `report` averages a curve's seeds).
     `method` "lora" trains adapters (rank 16, merged at each snapshot) with the same spec;
     `batch` another batch size (compute is still counted in examples)."""
     n = int(DEFAULT_EXAMPLES * multiples[-1])
-    label = curve_label(family, params, method, batch)
+    label = curve_label(family, params, method, batch, prompt_loss)
     data = dataset(task, family, params or {}, seed, n)
     run_dir = ROOT / "curves" / f"{task}.{label}{seed_suffix(seed)}"
     steps = {m: round(m * DEFAULT_EXAMPLES / batch) for m in multiples}
     total = -(-n // batch)
     snaps = [s for s in steps.values() if s < total]
     t0 = time.time()
-    spec = {**CURVE_SPEC, "method": method, "seed": seed, "batch_size": batch}
+    spec = {**CURVE_SPEC, "method": method, "seed": seed, "batch_size": batch, "prompt_loss": prompt_loss}
     result = train(data, run_dir, spec, snapshot_steps=snaps)
     points = []
     for m, s in steps.items():
@@ -229,12 +231,39 @@ def cmd_curve(args: argparse.Namespace) -> int:
         params[k] = json.loads(v) if v[:1] in "-0123456789[{tf\"" else v
     if args.batch < 1:
         raise SystemExit(f"--batch must be a positive integer, got {args.batch}")
-    key = curve_key(args.task, curve_label(args.family, params, args.method, args.batch), args.seed)
+    key = curve_key(args.task, curve_label(args.family, params, args.method, args.batch, args.prompt_loss), args.seed)
     if key in done_keys():
         log(f"{key} is recorded already")
         return 0
     measure_curve(args.task, args.family, tuple(args.multiples), params, seed=args.seed, method=args.method,
-                  batch=args.batch)
+                  batch=args.batch, prompt_loss=args.prompt_loss)
+    return 0
+
+
+def cmd_rescore(args: argparse.Namespace) -> int:
+    """Re-evaluate recorded curve runs from their kept snapshots (after an evaluator change,
+    say a longer `max_new_tokens`) and rewrite their points in place; training is not redone.
+    Rewrites results.jsonl: run it while no other measurement is appending to it."""
+    rows = _load()
+    by_key = {r["key"]: i for i, r in enumerate(rows)}
+    for key in args.keys:
+        if key not in by_key or rows[by_key[key]]["kind"] != "curve":
+            raise SystemExit(f"{key}: no curve record with that key in {RESULTS}")
+        rec = rows[by_key[key]]
+        run_dir = ROOT / "curves" / f"{rec['task']}.{rec.get('label', rec['family'])}{seed_suffix(int(rec.get('seed', 0)))}"
+        points = []
+        for p in rec["points"]:
+            snap = run_dir / "snapshots" / f"step-{p['step']:06d}"
+            ckpt = snap if snap.is_dir() else run_dir / "checkpoint"
+            if not ckpt.is_dir():
+                raise SystemExit(f"{key}: {snap} and {ckpt} are gone; re-run the curve instead")
+            ev = evaluate(ckpt, rec["task"], "dev")
+            log(f"rescore {key} x{p['multiple']}: {p['score']:.3f} -> {ev.score:.3f}")
+            points.append({**p, "score": ev.score})
+        rows[by_key[key]] = {**rec, "points": points, "rescored": {"at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                                                                   "evaluator_digest": ev.evaluator_digest,
+                                                                   "decoding": ev.decoding}}
+    RESULTS.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
     return 0
 
 
@@ -378,6 +407,11 @@ def mean_curve(recs: list[dict[str, Any]]) -> dict[str, Any]:
             "params": longest.get("params", {}), "seeds": sorted(int(r.get("seed", 0)) for r in recs)}
 
 
+# Two runs of one curve on this model differ by up to 16.5 points at one multiple (more where
+# a curve turns), so a single-run point settles only a gap wider than that by a margin.
+SINGLE_RUN_GAP = 0.30
+
+
 def _curve_points(curve: dict[str, Any]) -> dict[float, float]:
     return {p["multiple"]: p["score"] for p in curve["points"]}
 
@@ -387,12 +421,15 @@ def targets(out: dict[str, Any]) -> dict[str, Any]:
 
     * base: at most 15% on every task;
     * reference: at least 40 points above base;
-    * family gap: two families of a task at least 15 points apart at the same compute;
-      curves are compared with curves measured at the same batch size only (`@bN`);
+    * family gap: two families of a task at least 15 points apart at the same compute, on
+      the means of their runs; curves are compared with curves measured at the same batch
+      size only (`@bN`); a gap under `SINGLE_RUN_GAP` counts only where both curves have at
+      least two runs at that point;
     * crossing: a family that looks best early and then plateaus below another: ahead by
       at least 5 points (two standard errors of a difference of two 200-item scores near
       10%) at some point of the first half of the shared horizon, at least 5 points behind
-      at the last shared point, having gained less than the other over the second half.
+      at the last shared point, having gained less than the other over the second half;
+      both differences settled as for the gap.
     """
     res: dict[str, Any] = {}
     for name, t in sorted(out["tasks"].items()):
@@ -401,6 +438,11 @@ def targets(out: dict[str, Any]) -> dict[str, Any]:
         gap = None
         crossing = None
         curves = {f: _curve_points(c) for f, c in t["curves"].items()}
+        runs = {f: {p["multiple"]: p.get("seeds", 1) for p in c["points"]} for f, c in t["curves"].items()}
+
+        def settled(a: str, b: str, m: float, d: float) -> bool:
+            """A difference one run cannot explain: wide, or both curves repeated at `m`."""
+            return abs(d) >= SINGLE_RUN_GAP or min(runs[a][m], runs[b][m]) >= 2
         fams = sorted(curves)
         for i, a in enumerate(fams):
             for b in fams[i + 1:]:
@@ -409,6 +451,8 @@ def targets(out: dict[str, Any]) -> dict[str, Any]:
                 shared = sorted(set(curves[a]) & set(curves[b]))
                 for m in (shared if "[" not in a + b else []):  # gaps: between plain families only
                     d = abs(curves[a][m] - curves[b][m])
+                    if not settled(a, b, m, d):
+                        continue
                     if gap is None or 100 * d > gap["points"]:
                         hi, lo = (a, b) if curves[a][m] >= curves[b][m] else (b, a)
                         gap = {"points": round(100 * d, 1), "multiple": m, "ahead": hi, "behind": lo}
@@ -419,8 +463,10 @@ def targets(out: dict[str, Any]) -> dict[str, Any]:
                 early_pts = [m for m in shared if m <= last / 2]
                 for early, late in ((a, b), (b, a)):
                     e, l_ = curves[early], curves[late]
-                    lead = max(early_pts, key=lambda m: e[m] - l_[m], default=None)
+                    leads = [m for m in early_pts if settled(early, late, m, e[m] - l_[m])]
+                    lead = max(leads, key=lambda m: e[m] - l_[m], default=None)
                     if (lead is not None and e[lead] >= l_[lead] + 0.05 and l_[last] >= e[last] + 0.05
+                            and settled(early, late, last, l_[last] - e[last])
                             and (e[last] - e[mid]) < (l_[last] - l_[mid])):
                         found = {"early_leader": early, "overtaken_by": late, "first": lead, "last": last,
                                  "scores": {early: [e[lead], e[last]], late: [l_[lead], l_[last]]}}
@@ -589,9 +635,14 @@ def main() -> int:
     cu.add_argument("--method", choices=("sft", "lora"), default="sft", help="full fine-tuning or LoRA adapters")
     cu.add_argument("--batch", type=int, default=CURVE_BATCH,
                     help="batch size (default: the curves' 8); another is a curve of its own, labelled @bN")
+    cu.add_argument("--prompt-loss", action="store_true",
+                    help="train on the prompt's tokens too (a method of its own, labelled +prompt_loss)")
     cu.add_argument("--seed", type=int, default=0,
                     help="data and training seed; a nonzero seed repeats a curve (report averages the seeds)")
     cu.set_defaults(fn=cmd_curve)
+    rs = sub.add_parser("rescore", help="re-evaluate recorded curves from their snapshots, in place")
+    rs.add_argument("keys", nargs="+", metavar="curve/TASK/LABEL[@sN]")
+    rs.set_defaults(fn=cmd_rescore)
     c = sub.add_parser("collect", help="record curve runs stopped early from their snapshots")
     c.add_argument("keys", nargs="+", metavar="curve/TASK/FAMILY")
     c.set_defaults(fn=cmd_collect)

@@ -92,3 +92,31 @@ def test_warmup_stable_decay_holds_the_peak_rate_then_anneals(tmp_path, tiny_bas
     decay = [v for step, v in sorted(lr.items()) if step > 40]
     assert decay == sorted(decay, reverse=True) and decay[-1] < 2.5e-4
     _loads(r.checkpoint_dir)
+
+
+def _prompt_nll(ckpt: str | Path, prompts: list[str]) -> float:
+    """Mean negative log-likelihood of the prompts' own tokens under a checkpoint."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(ckpt), local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(str(ckpt), local_files_only=True).eval()
+    losses = []
+    with torch.no_grad():
+        for text in prompts:
+            ids = tok(text, return_tensors="pt").input_ids
+            losses.append(float(model(input_ids=ids, labels=ids).loss))
+    return sum(losses) / len(losses)
+
+
+def test_prompt_loss_trains_on_the_prompt_tokens_too(tmp_path, tiny_base, toy_data):
+    """Same data, steps and seed: only the run with `prompt_loss` learns the prompt template
+    (`rev ...\\n=`), so the prompts are likelier under it than under completion-only SFT."""
+    spec = {"method": "sft", "max_steps": 40, "batch_size": 16, "learning_rate": 1e-2}
+    plain = train(toy_data, tmp_path / "plain", spec, parent=tiny_base)
+    whole = train(toy_data, tmp_path / "whole", {**spec, "prompt_loss": True}, parent=tiny_base)
+    assert json.loads((tmp_path / "whole" / "train_config.json").read_text())["spec"]["prompt_loss"] is True
+    prompts = [json.loads(x)["prompt"] for x in toy_data.read_text().splitlines()[:64]]
+    assert _prompt_nll(whole.checkpoint_dir, prompts) < _prompt_nll(plain.checkpoint_dir, prompts) - 0.1
+    with pytest.raises(InvalidParameterError, match="prompt_loss applies to sft and lora"):
+        train(toy_data, tmp_path / "dpo", {"method": "dpo", "task": "toy", "prompt_loss": True}, parent=tiny_base)

@@ -103,6 +103,40 @@ def test_trace_family_shows_intermediate_values():
     assert trace.split(" ")[0] == str(run(parse(stages[0]), first_input)).replace(" ", "")
 
 
+def _example(family, **params):
+    example = TASK.generator(family).generate({"min_depth": 2, "max_depth": 2, **params}, 0, 1)[0]
+    lines = example["completion"].strip("\n").lstrip(" ").split("\n")
+    tests = example["check"]["tests"]
+    return lines, [parse(s) for s in lines[-1].split(" | ")], tests
+
+
+def _show(value):
+    return str(value).replace(" ", "")
+
+
+def test_steps_family_names_each_stage_with_its_value_on_the_first_example():
+    lines, stages, tests = _example("steps_then_program")
+    assert len(lines) == len(stages) + 1 == 3
+    value = tests[0][0]
+    for line, stage in zip(lines, stages, strict=False):
+        value = run(stage, value)
+        assert line == f"{format_program(stage)} {_show(value)}"
+    assert value == tests[0][1]  # the last step's value is the first example's output
+    first, _, _ = _example("first_steps_then_program")
+    assert first == [lines[0], lines[-1]]  # every stage but the last
+
+
+def test_outputs_family_restates_every_shown_output_in_order():
+    lines, _, tests = _example("outputs_then_program", n_examples=4)
+    assert len(lines) == 2
+    assert lines[0].split(" ") == [_show(y) for _, y in tests[:4]]
+
+
+def test_trace_all_family_shows_every_shown_input_after_the_first_stage():
+    lines, stages, tests = _example("trace_all_then_program")
+    assert lines[0].split(" ") == [_show(run(stages[0], x)) for x, _ in tests[:3]]
+
+
 def test_reward_gives_shaped_credit_by_tests_passed():
     example = {"check": REF}
     assert TASK.reward(example, " map(*2) | map(+2)") == 1.0

@@ -23,7 +23,7 @@ def run_sft(model: Any, tokenizer: Any, rows: list[dict[str, Any]], spec: TrainS
     config = SFTConfig(
         **base_args(spec, work, len(rows)),
         max_length=spec.max_length,
-        completion_only_loss=True,
+        completion_only_loss=not spec.prompt_loss,
         packing=False,
         dataset_num_proc=None,
     )

@@ -33,6 +33,8 @@ class TrainSpec(BaseModel):
     weight_decay: float = Field(default=0.0, ge=0.0, le=1.0)
     max_length: int = Field(default=512, ge=8, le=4096, description="tokens per training sequence")
     seed: int = Field(default=0, ge=0, le=2**31 - 1)
+    prompt_loss: bool = Field(default=False, description="sft/lora: also train on the prompt's tokens (loss over "
+                                                         "the whole sequence), not on the completion only")
     lora_r: int = Field(default=16, ge=1, le=512, description="LoRA rank (lora only)")
     lora_alpha: float = Field(default=32.0, gt=0.0, le=4096.0, description="LoRA scaling numerator (lora only)")
     lora_dropout: float = Field(default=0.0, ge=0.0, lt=1.0)
@@ -46,6 +48,8 @@ class TrainSpec(BaseModel):
     def _method_needs(self) -> "TrainSpec":
         if self.method in ("dpo", "grpo") and not self.task:
             raise ValueError(f"method {self.method} needs a task (its checker builds pairs / rewards)")
+        if self.prompt_loss and self.method not in ("sft", "lora"):
+            raise ValueError(f"prompt_loss applies to sft and lora, not {self.method}")
         if self.method == "grpo" and self.batch_size % self.grpo_num_generations:
             raise ValueError(
                 f"grpo batch_size ({self.batch_size}) must be a multiple of grpo_num_generations ({self.grpo_num_generations})"

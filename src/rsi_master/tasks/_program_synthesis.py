@@ -74,6 +74,38 @@ def _trace(problem: Problem, params: Mapping[str, Any]) -> str:
     return f" {' '.join(steps)}\n{problem.reference['program']}"
 
 
+def _stage_values(problem: Problem) -> list[tuple[str, str]]:
+    """Each stage of the target with the first example's value after it."""
+    value: Value = problem.reference["tests"][0][0]
+    steps = []
+    for stage in problem.data:
+        value = run((stage,), value)  # type: ignore[arg-type] - targets never fail on their own examples
+        steps.append((format_program((stage,)), _show(value)))
+    return steps
+
+
+def _steps(problem: Problem, params: Mapping[str, Any]) -> str:
+    lines = [f"{stage} {value}" for stage, value in _stage_values(problem)]
+    return " " + "\n".join(lines + [problem.reference["program"]])
+
+
+def _outputs_first(problem: Problem, params: Mapping[str, Any]) -> str:
+    shown = problem.reference["tests"][: params["n_examples"]]
+    return " " + " ".join(_show(y) for _, y in shown) + "\n" + problem.reference["program"]
+
+
+def _trace_all(problem: Problem, params: Mapping[str, Any]) -> str:
+    shown = problem.reference["tests"][: params["n_examples"]]
+    first = problem.data[:1]
+    values = [_show(run(first, x)) for x, _ in shown]  # type: ignore[arg-type]
+    return " " + " ".join(values) + "\n" + problem.reference["program"]
+
+
+def _first_step(problem: Problem, params: Mapping[str, Any]) -> str:
+    lines = [f"{stage} {value}" for stage, value in _stage_values(problem)[:-1]]
+    return " " + "\n".join(lines + [problem.reference["program"]])
+
+
 class ProgramSynthesisTask(SuiteTask):
     """Infer a list program from examples; checked by running it on hidden inputs."""
 
@@ -83,8 +115,9 @@ class ProgramSynthesisTask(SuiteTask):
         "in the list DSL (e.g. 'map(+3) | filter(even) | reverse') that computes it on unseen inputs."
     )
     template = "Examples:\n{question}\nProgram:"
-    # Longest eval-distribution completion (trace family, depth 2) is about 60 characters.
-    decoding = Decoding(max_new_tokens=64)
+    # Longest eval-distribution completions (steps/outputs families, depth 2, two-digit values)
+    # reach about 85 characters; 64 until the longer families came (2026-12-04).
+    decoding = Decoding(max_new_tokens=96)
     stop = ("\n\n",)
     eval_params = MappingProxyType(
         {"min_depth": 1, "max_depth": 2, "n_examples": 3, "min_len": 3, "max_len": 6, "disambiguate": True}
@@ -129,6 +162,34 @@ class ProgramSynthesisTask(SuiteTask):
                 "the first example's value after each stage, then the program",
                 PROBLEM_KNOBS,
                 _trace,
+                _check_params,
+            ),
+            FamilySpec(
+                "steps_then_program",
+                "each stage with the first example's value after it, one per line, then the program",
+                PROBLEM_KNOBS,
+                _steps,
+                _check_params,
+            ),
+            FamilySpec(
+                "outputs_then_program",
+                "the shown outputs restated, then the program",
+                PROBLEM_KNOBS,
+                _outputs_first,
+                _check_params,
+            ),
+            FamilySpec(
+                "trace_all_then_program",
+                "every shown input's value after the first stage, then the program",
+                PROBLEM_KNOBS,
+                _trace_all,
+                _check_params,
+            ),
+            FamilySpec(
+                "first_steps_then_program",
+                "every stage but the last with the first example's value after it, then the program",
+                PROBLEM_KNOBS,
+                _first_step,
                 _check_params,
             ),
         )
