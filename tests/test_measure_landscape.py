@@ -37,10 +37,22 @@ def test_mean_curve_averages_each_multiple_over_the_seeds_that_measured_it(ml):
     assert c["tokens"] == 8000 and c["seeds"] == [0, 1]
 
 
-def _landscape(curves):
+def _landscape(curves, seeds=2):
     return {"tasks": {"t": {"base": {"score": 0.0}, "reference": {"score": 0.5},
-                            "curves": {f: {"points": [{"multiple": m, "score": s} for m, s in pts.items()]}
+                            "curves": {f: {"points": [{"multiple": m, "score": s, "seeds": seeds} for m, s in pts.items()]}
                                        for f, pts in curves.items()}}}}
+
+
+def test_a_single_run_settles_only_a_wide_difference(ml):
+    a = {1.0: 0.05, 2.0: 0.10, 3.0: 0.40}
+    b = {1.0: 0.10, 2.0: 0.28, 3.0: 0.30}
+    # repeated runs: an 18-point gap at 2x counts
+    assert ml.targets(_landscape({"a": a, "b": b}))["t"]["family_gap"]["points"] == 18.0
+    # one run each: 18 points is within what one run can be off by; nothing counts
+    assert ml.targets(_landscape({"a": a, "b": b}, seeds=1))["t"]["family_gap"] is None
+    # one run each, 35 points apart: settled
+    res = ml.targets(_landscape({"a": a, "b": {**b, 2.0: 0.45}}, seeds=1))["t"]
+    assert res["family_gap"]["points"] == 35.0 and res["family_gap"]["ahead"] == "b"
 
 
 def test_crossing_needs_a_real_early_lead_and_a_real_late_deficit(ml):
