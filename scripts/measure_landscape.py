@@ -143,6 +143,11 @@ def seed_suffix(seed: int) -> str:
     return f"@s{seed}" if seed else ""
 
 
+def curve_dir(task: str, label: str, seed: int = 0) -> Path:
+    """Where a curve run keeps its checkpoint and snapshots."""
+    return ROOT / "curves" / f"{task}.{label}{seed_suffix(seed)}"
+
+
 def curve_key(task: str, label: str, seed: int = 0) -> str:
     return f"curve/{task}/{label}{seed_suffix(seed)}"
 
@@ -157,7 +162,7 @@ def measure_curve(task: str, family: str, multiples: tuple[float, ...] = CURVE_M
     n = int(DEFAULT_EXAMPLES * multiples[-1])
     label = curve_label(family, params, method, batch, prompt_loss)
     data = dataset(task, family, params or {}, seed, n)
-    run_dir = ROOT / "curves" / f"{task}.{label}{seed_suffix(seed)}"
+    run_dir = curve_dir(task, label, seed)
     steps = {m: round(m * DEFAULT_EXAMPLES / batch) for m in multiples}
     total = -(-n // batch)
     snaps = [s for s in steps.values() if s < total]
@@ -250,7 +255,7 @@ def cmd_rescore(args: argparse.Namespace) -> int:
         if key not in by_key or rows[by_key[key]]["kind"] != "curve":
             raise SystemExit(f"{key}: no curve record with that key in {RESULTS}")
         rec = rows[by_key[key]]
-        run_dir = ROOT / "curves" / f"{rec['task']}.{rec.get('label', rec['family'])}{seed_suffix(int(rec.get('seed', 0)))}"
+        run_dir = curve_dir(rec["task"], rec.get("label", rec["family"]), int(rec.get("seed", 0)))
         points = []
         for p in rec["points"]:
             snap = run_dir / "snapshots" / f"step-{p['step']:06d}"

@@ -9,6 +9,7 @@ output matches. Two programs that behave the same are equally right.
 from __future__ import annotations
 
 import random
+from functools import partial
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -61,17 +62,13 @@ def _program_only(problem: Problem, params: Mapping[str, Any]) -> str:
     return " " + problem.reference["program"]
 
 
+def _then_program(problem: Problem, lines: list[str]) -> str:
+    """A completion: the family's observation lines, then the program on the last line."""
+    return " " + "\n".join([*lines, problem.reference["program"]])
+
+
 def _describe(problem: Problem, params: Mapping[str, Any]) -> str:
-    return f" {describe(problem.data)}\n{problem.reference['program']}"
-
-
-def _trace(problem: Problem, params: Mapping[str, Any]) -> str:
-    value: Value = problem.reference["tests"][0][0]
-    steps = []
-    for stage in problem.data:
-        value = run((stage,), value)  # type: ignore[arg-type] - targets never fail on their own examples
-        steps.append(_show(value))
-    return f" {' '.join(steps)}\n{problem.reference['program']}"
+    return _then_program(problem, [describe(problem.data)])
 
 
 def _stage_values(problem: Problem) -> list[tuple[str, str]]:
@@ -84,26 +81,24 @@ def _stage_values(problem: Problem) -> list[tuple[str, str]]:
     return steps
 
 
-def _steps(problem: Problem, params: Mapping[str, Any]) -> str:
-    lines = [f"{stage} {value}" for stage, value in _stage_values(problem)]
-    return " " + "\n".join(lines + [problem.reference["program"]])
+def _trace(problem: Problem, params: Mapping[str, Any]) -> str:
+    return _then_program(problem, [" ".join(value for _, value in _stage_values(problem))])
+
+
+def _steps(problem: Problem, params: Mapping[str, Any], *, last: bool = True) -> str:
+    steps = _stage_values(problem)
+    return _then_program(problem, [f"{stage} {value}" for stage, value in (steps if last else steps[:-1])])
 
 
 def _outputs_first(problem: Problem, params: Mapping[str, Any]) -> str:
     shown = problem.reference["tests"][: params["n_examples"]]
-    return " " + " ".join(_show(y) for _, y in shown) + "\n" + problem.reference["program"]
+    return _then_program(problem, [" ".join(_show(y) for _, y in shown)])
 
 
 def _trace_all(problem: Problem, params: Mapping[str, Any]) -> str:
     shown = problem.reference["tests"][: params["n_examples"]]
     first = problem.data[:1]
-    values = [_show(run(first, x)) for x, _ in shown]  # type: ignore[arg-type]
-    return " " + " ".join(values) + "\n" + problem.reference["program"]
-
-
-def _first_step(problem: Problem, params: Mapping[str, Any]) -> str:
-    lines = [f"{stage} {value}" for stage, value in _stage_values(problem)[:-1]]
-    return " " + "\n".join(lines + [problem.reference["program"]])
+    return _then_program(problem, [" ".join(_show(run(first, x)) for x, _ in shown)])  # type: ignore[arg-type]
 
 
 class ProgramSynthesisTask(SuiteTask):
@@ -189,7 +184,7 @@ class ProgramSynthesisTask(SuiteTask):
                 "first_steps_then_program",
                 "every stage but the last with the first example's value after it, then the program",
                 PROBLEM_KNOBS,
-                _first_step,
+                partial(_steps, last=False),
                 _check_params,
             ),
         )
