@@ -1,11 +1,14 @@
 """`expos`: the agent-facing command line over the ExpOS tool registry.
 
-    expos [--run DIR] [--role ROLE] [--id ID] [--json] TOOL ['{"json": "input"}' | -]
+    expos [--door SOCKET | --run DIR] [--capability TOKEN] [--json] TOOL ['{"json": "input"}' | -]
     expos tools [--role ROLE] [--schema]
 
-Role, identity and run come from flags or EXPOS_ROLE, EXPOS_ID, EXPOS_RUN. Input is one
+Who calls is not declared: the role and node id come from the capability the harness
+issued (`--capability` or EXPOS_CAPABILITY). An agent reaches the run through the door
+(`--door` or EXPOS_DOOR: the harness's Unix socket); `--run` opens the run directory in
+this process, which only the operator can (it needs the key directory). Input is one
 JSON object (an argument, or `-` for standard input). Exit codes: 0 done, 2 invalid input,
-3 refused (role, guard or budget), 4 the action failed, 5 no usable run.
+3 refused (capability, role, guard or budget), 4 the action failed, 5 no usable run.
 """
 
 from __future__ import annotations
@@ -20,9 +23,14 @@ EXIT_INVALID, EXIT_REFUSED, EXIT_FAILED, EXIT_RUN = 2, 3, 4, 5
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="expos", description="Act on an RSI-Master run through ExpOS tools.")
-    p.add_argument("--run", default=os.environ.get("EXPOS_RUN"), help="run directory (env EXPOS_RUN)")
-    p.add_argument("--role", default=os.environ.get("EXPOS_ROLE", "public"), help="caller role (env EXPOS_ROLE)")
-    p.add_argument("--id", default=os.environ.get("EXPOS_ID", "anonymous"), help="caller identity (env EXPOS_ID)")
+    p.add_argument("--door", default=os.environ.get("EXPOS_DOOR"),
+                   help="the run's door: the harness's Unix socket (env EXPOS_DOOR)")
+    p.add_argument("--run", default=os.environ.get("EXPOS_RUN"),
+                   help="operator only: open the run directory here, with the key directory (env EXPOS_RUN)")
+    p.add_argument("--capability", default=os.environ.get("EXPOS_CAPABILITY"),
+                   help="the capability the harness issued to this caller (env EXPOS_CAPABILITY)")
+    p.add_argument("--role", default=None, help="with `tools`: list this role's tools (calls take the role from "
+                   "the capability)")
     p.add_argument("--json", action="store_true", default=bool(os.environ.get("EXPOS_JSON")),
                    help="JSON output (env EXPOS_JSON)")
     p.add_argument("--schema", action="store_true", help="with `tools`: print JSON Schemas for LLM tool calling")
@@ -43,19 +51,25 @@ def _print(obj: dict, as_json: bool) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from ..errors import RsiMasterError
-    from ..expos import ROLES, Caller, ExpOS, ToolError, llm_tool_schemas, tools_for
+    from ..expos import ROLES, ExpOS, ToolError, llm_tool_schemas, tools_for
+    from ..expos._door import DoorUnreachable
     from ..expos._external import external_call
 
-    if args.role not in ROLES:
-        print(f"expos: error: unknown role {args.role!r}; roles: {', '.join(ROLES)}", file=sys.stderr)
-        return EXIT_INVALID
     if args.tool == "tools":
+        role = args.role or "public"
+        if role not in ROLES:
+            print(f"expos: error: unknown role {role!r}; roles: {', '.join(ROLES)}", file=sys.stderr)
+            return EXIT_INVALID
         if args.schema:
-            print(json.dumps(llm_tool_schemas(args.role), indent=1))
+            print(json.dumps(llm_tool_schemas(role), indent=1))
         else:
-            for t in tools_for(args.role):
+            for t in tools_for(role):
                 print(f"{t.name:22} {t.description.splitlines()[0] if t.description else ''}")
         return 0
+    if args.role is not None:
+        print("expos: error: --role only lists tools; a call's role comes from its capability "
+              "(--capability or EXPOS_CAPABILITY)", file=sys.stderr)
+        return EXIT_INVALID
     raw = sys.stdin.read() if args.input == "-" else (args.input or "{}")
     try:
         data = json.loads(raw)
@@ -64,28 +78,43 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"expos: error: input is not a JSON object: {exc}", file=sys.stderr)
         return EXIT_INVALID
-    if not args.run:
-        print("expos: error: no run directory (use --run or EXPOS_RUN)", file=sys.stderr)
+    if not args.capability:
+        print("expos: error: no capability (use --capability or EXPOS_CAPABILITY: the token the harness issued "
+              "to this agent)", file=sys.stderr)
+        return EXIT_REFUSED
+    if not args.door and not args.run:
+        print("expos: error: no door and no run (use --door or EXPOS_DOOR; the operator may use --run)",
+              file=sys.stderr)
         return EXIT_RUN
     try:
-        expos = ExpOS.open(args.run)
-    except RsiMasterError as exc:
-        print(f"expos: error: {exc}", file=sys.stderr)
-        return EXIT_RUN
-    try:
-        result = external_call(expos, Caller(args.role, args.id), args.tool, data)
+        if args.door:
+            from ..expos._door import door_call
+
+            out = door_call(args.door, args.capability, args.tool, data)
+        else:
+            try:
+                expos = ExpOS.open(args.run)
+            except RsiMasterError as exc:
+                print(f"expos: error: {exc}", file=sys.stderr)
+                return EXIT_RUN
+            try:
+                out = external_call(expos, expos.authenticate(args.capability), args.tool, data).model_dump(
+                    mode="json")
+            finally:
+                expos.close()
     except ToolError as exc:
         print(f"expos: {type(exc).__name__.removeprefix('Tool').lower()}: {exc}", file=sys.stderr)
         return exc.exit_code
+    except DoorUnreachable as exc:
+        print(f"expos: error: {exc}", file=sys.stderr)
+        return EXIT_RUN
     except RsiMasterError as exc:
         print(f"expos: error: {exc}", file=sys.stderr)
         return EXIT_FAILED
     except Exception as exc:  # a fault in the harness: one line for the agent, never a traceback
         print(f"expos: internal error in {args.tool}: {type(exc).__name__}: {exc}".splitlines()[0], file=sys.stderr)
         return EXIT_FAILED
-    finally:
-        expos.close()
-    _print(result.model_dump(mode="json"), args.json)
+    _print(out, args.json)
     return 0
 
 

@@ -17,7 +17,7 @@ from ..errors import RsiMasterError
 __all__ = ["build_parser", "main"]
 
 # One module per subcommand, each with add_parser(subparsers) and a handler.
-COMMANDS = ("_demo", "_init", "_verify", "_log", "_checkpoint", "_audit", "_lineage", "_tasks", "_pipeline", "_run", "_resume", "_bench", "_mcp")
+COMMANDS = ("_demo", "_init", "_verify", "_log", "_checkpoint", "_audit", "_lineage", "_tasks", "_pipeline", "_run", "_resume", "_bench", "_mcp", "_door")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,7 +34,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = None
+    if "--" in argv:  # `rsi-master agent ... -- CMD ...`: what follows is the agent's command, not ours
+        i = argv.index("--")
+        argv, command = argv[:i], argv[i + 1:]
     args = parser.parse_args(argv)
+    if command is not None:
+        if not getattr(args, "takes_command", False):
+            parser.error("unrecognized arguments: -- " + " ".join(command))
+        args.cmd = command
     if not getattr(args, "handler", None):
         parser.print_help()
         return 2

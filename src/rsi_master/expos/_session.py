@@ -21,7 +21,7 @@ from ._errors import ToolError, ToolFailed, ToolInvalid, ToolRefused
 from ._registry import ROLES, TOOLS, _load
 from ._taxonomy import Subcategory
 
-__all__ = ["OVERRIDE_KEYS", "Caller", "ExpOS"]
+__all__ = ["FINAL_KINDS", "OVERRIDE_KEYS", "Caller", "ExpOS"]
 
 HARNESS = {"role": "harness", "id": "expos"}
 
@@ -37,13 +37,24 @@ OVERRIDE_KEYS: dict[str, Subcategory] = {
 }
 
 
+# The events that end a run: after the first of these by the harness, the door is shut.
+FINAL_KINDS = ("orchestra.finish",)
+UNAUTHENTICATED = {"role": "public", "id": "unauthenticated"}
+
+
 @dataclass(frozen=True)
 class Caller:
+    """Who acts. Outside the harness's own code a Caller comes only from `ExpOS.authenticate`
+    (a capability the harness issued); `cap` is that capability's id, recorded on every event."""
+
     role: str
     id: str
+    cap: str | None = None
 
     def actor(self) -> dict[str, str]:
-        return {"role": self.role, "id": self.id}
+        if self.cap is None:
+            return {"role": self.role, "id": self.id}
+        return {"role": self.role, "id": self.id, "cap": self.cap}
 
 
 def _sha(text: str) -> str:
@@ -164,13 +175,50 @@ class ExpOS:
     def drop_scratch(path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
+    # -- identity ----------------------------------------------------------------------
+    def issue(self, role: str, node: str, *, ttl_s: float | None = None) -> str:
+        """A capability for `role` as `node` in this run (the harness hands it to that node's process)."""
+        from ._capability import DEFAULT_TTL_S, issue_capability
+
+        return issue_capability(self.run.key_dir, self.run.run_id, role, node,
+                                ttl_s=DEFAULT_TTL_S if ttl_s is None else ttl_s)
+
+    def authenticate(self, token: str) -> Caller:
+        """The caller a capability names; a token that grants nothing is refused and recorded
+        (unless the run has ended, when nothing more is written)."""
+        from ._capability import CapabilityError, capability_id, check_capability
+
+        try:
+            cap = check_capability(self.run.key_dir, self.run.run_id, token)
+        except CapabilityError as exc:
+            if self.final_seq() is None:
+                self.record(UNAUTHENTICATED, "guard.blocked", {"tool": None, "subcategory": None,
+                                                               "reason": str(exc), "args": {}})
+            raise ToolRefused(str(exc)) from None
+        return Caller(cap.role, cap.node, capability_id(token))
+
+    def final_seq(self) -> int | None:
+        """The seq of the run's final record (the harness's `orchestra.finish`), or None while it runs."""
+        first = next(self.run.ledger.events(kinds=FINAL_KINDS, role="harness", limit=1), None)
+        return None if first is None else first.seq
+
     # -- the door ----------------------------------------------------------------------
     def call(self, caller: Caller, name: str, args: dict[str, Any] | BaseModel | None = None) -> BaseModel:
         """Run one tool for a caller: role check, override check, validation, guards, action.
 
         Every refusal and every invalid call is recorded with the caller; a refused call
-        never reaches the runtime.
+        never reaches the runtime. After the run's final record nothing is accepted or
+        recorded: the run's result is fixed.
         """
+        final = self.final_seq()
+        if final is not None:
+            raise ToolRefused(f"the run has ended (its final record is event {final}): no call is accepted")
+        if caller.role == "harness":
+            # The harness writes its own records from its own code; no call through the door
+            # may act as it (and no capability names it).
+            self.record(UNAUTHENTICATED, "guard.blocked", {"tool": str(name)[:100], "subcategory": None,
+                                                           "reason": "no caller acts as the harness", "args": {}})
+            raise ToolRefused("no caller acts as the harness")
         tool = TOOLS.get(name) or next((t for t in TOOLS.values() if t.llm_name == name), None)
         raw = args.model_dump() if isinstance(args, BaseModel) else dict(args or {})
         if tool is None:

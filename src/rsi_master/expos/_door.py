@@ -1,0 +1,223 @@
+"""The door: ExpOS served over a Unix socket by a harness-owned process.
+
+An agent process holds a capability and the socket's path, nothing else: the run
+directory, the key directory (signing key, capability secret, witnesses, seal secrets) and
+the sealed evaluator stay with the process that serves the door, which runs every tool
+(training and evaluation included) with the harness's privileges. A request is one JSON
+line `{"capability": TOKEN, "tool": NAME, "args": {...}}`; the reply is one JSON line,
+`{"ok": true, "result": {...}}` or `{"ok": false, "error": "refused|invalid|failed",
+"message": ..., "exit_code": N}`.
+
+Authorisation is by capability, not by who can reach the socket: the socket is
+world-connectable (0666) inside a directory only the harness can write, so an agent cannot
+put a fake door in its place.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import socketserver
+import stat
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from ..errors import RsiMasterError
+from ._errors import ToolError, ToolFailed, ToolInvalid, ToolRefused
+
+__all__ = ["Door", "DoorUnreachable", "default_socket_path", "door_call"]
+
+# One request line: a tool's input is small (data rows go by generator, not inline).
+MAX_REQUEST = 4 * 1024 * 1024
+# Tool calls that train run for minutes; a pool lets several agents work at once, each
+# worker thread keeping its own ExpOS session (SQLite connections belong to their thread).
+DOOR_THREADS = 8
+
+
+class DoorUnreachable(RsiMasterError):
+    """No door answers at the socket path (not started, ended, or no permission)."""
+
+
+_ERRORS: dict[str, type[ToolError]] = {"refused": ToolRefused, "invalid": ToolInvalid, "failed": ToolFailed}
+
+
+def default_socket_path(run_id: str) -> Path:
+    """Where a run's door listens unless told otherwise: a directory the agents cannot write."""
+    if os.geteuid() == 0:
+        return Path("/run/rsi-master") / f"{run_id}.sock"
+    base = os.environ.get("XDG_RUNTIME_DIR") or f"/tmp/rsi-master-{os.geteuid()}"
+    return Path(base) / "rsi-master" / f"{run_id}.sock"
+
+
+def _prepare_dir(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+    st = path.parent.stat()
+    if st.st_uid != os.geteuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise RsiMasterError(f"{path.parent}: the door's directory must belong to the harness's user and be "
+                             "writable by it alone (else an agent could put its own socket there)")
+    if path.exists() or path.is_symlink():
+        if not stat.S_ISSOCK(path.lstat().st_mode):
+            raise RsiMasterError(f"{path} exists and is not a socket; refusing to replace it")
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(str(path))
+        except OSError:
+            path.unlink()  # a stale socket of a door that died
+        else:
+            raise RsiMasterError(f"{path}: a door is already serving there")
+        finally:
+            probe.close()
+
+
+class _Server(socketserver.UnixStreamServer):
+    daemon_threads = True
+
+
+class Door:
+    """Serve one run's ExpOS over a Unix socket. `start()` serves from a thread; `serve()` blocks."""
+
+    def __init__(self, run_dir: str | Path, *, socket_path: str | Path | None = None,
+                 key_dir: str | Path | None = None, threads: int = DOOR_THREADS) -> None:
+        from ._session import ExpOS
+
+        self.run_dir = Path(run_dir)
+        self.key_dir = key_dir
+        probe = ExpOS.open(self.run_dir, key_dir=key_dir)  # fails early, clearly, without the key
+        self.run_id = probe.run.run_id
+        probe.close()
+        self.path = Path(socket_path) if socket_path is not None else default_socket_path(self.run_id)
+        _prepare_dir(self.path)
+        self._local = threading.local()
+        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="expos-door")
+        door = self
+
+        class Handler(socketserver.StreamRequestHandler):
+            def handle(self) -> None:
+                line = self.rfile.readline(MAX_REQUEST + 1)
+                reply = door._pool.submit(door._answer, line).result()
+                self.wfile.write(json.dumps(reply, sort_keys=True).encode("utf-8") + b"\n")
+
+        class Threaded(socketserver.ThreadingMixIn, _Server):
+            pass
+
+        self._server = Threaded(str(self.path), Handler)
+        os.chmod(self.path, 0o666)
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    def _session(self) -> Any:
+        from ._session import ExpOS
+
+        expos = getattr(self._local, "expos", None)
+        if expos is None:
+            expos = ExpOS.open(self.run_dir, key_dir=self.key_dir)
+            self._local.expos = expos
+        return expos
+
+    def _answer(self, line: bytes) -> dict[str, Any]:
+        from ._external import external_call
+
+        if len(line) > MAX_REQUEST:
+            return _error("invalid", f"request over {MAX_REQUEST} bytes")
+        try:
+            req = json.loads(line)
+        except ValueError:
+            return _error("invalid", "request is not one JSON line")
+        if not isinstance(req, dict) or not isinstance(req.get("tool"), str) or \
+                not isinstance(req.get("args", {}), dict):
+            return _error("invalid", 'request must be {"capability": str, "tool": str, "args": {...}}')
+        try:
+            expos = self._session()
+            caller = expos.authenticate(req.get("capability") or "")
+            result = external_call(expos, caller, req["tool"], req.get("args") or {})
+        except ToolError as exc:
+            return _error(type(exc).__name__.removeprefix("Tool").lower(), str(exc))
+        except RsiMasterError as exc:
+            return _error("failed", str(exc))
+        except Exception as exc:  # a harness fault: one line for the agent, the door stays up
+            return _error("failed", f"internal error in {req['tool']}: {type(exc).__name__}: {exc}".splitlines()[0])
+        return {"ok": True, "result": result.model_dump(mode="json")}
+
+    def serve(self) -> None:
+        try:
+            self._server.serve_forever(poll_interval=0.2)
+        finally:
+            self._close_sessions()
+
+    def start(self) -> "Door":
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.1},
+                                        name="expos-door", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self._server.shutdown()
+            self._thread.join()
+        self._server.server_close()
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            pass
+        self._close_sessions()
+
+    def _close_sessions(self) -> None:
+        # Each session belongs to the pool thread that opened it (SQLite connections are
+        # bound to their thread): one task per pool thread, held at a barrier so that no
+        # thread takes two, closes that thread's own session.
+        if self._closed:
+            return
+        self._closed = True
+        threads = self._pool._max_workers
+        barrier = threading.Barrier(threads)
+
+        def close_own() -> None:
+            try:
+                barrier.wait(timeout=30)
+            except threading.BrokenBarrierError:
+                pass
+            expos = getattr(self._local, "expos", None)
+            if expos is not None:
+                self._local.expos = None
+                expos.close()
+
+        for f in [self._pool.submit(close_own) for _ in range(threads)]:
+            f.result()
+        self._pool.shutdown(wait=True)
+
+    def __enter__(self) -> "Door":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _error(kind: str, message: str) -> dict[str, Any]:
+    return {"ok": False, "error": kind, "message": message, "exit_code": _ERRORS[kind].exit_code}
+
+
+def door_call(socket_path: str | Path, capability: str, tool: str, args: dict[str, Any] | None = None,
+              *, timeout: float | None = None) -> dict[str, Any]:
+    """One call through a door: the result as a dict, or the ToolError the door answered."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        try:
+            sock.connect(str(socket_path))
+        except OSError as exc:
+            raise DoorUnreachable(f"cannot reach the ExpOS door at {socket_path}: {exc.strerror or exc}") from None
+        sock.sendall(json.dumps({"capability": capability, "tool": tool, "args": args or {}}).encode() + b"\n")
+        with sock.makefile("rb") as fh:
+            line = fh.readline()
+    finally:
+        sock.close()
+    try:
+        reply = json.loads(line)
+    except ValueError:
+        raise RsiMasterError(f"the door at {socket_path} answered no reply (closed early)") from None
+    if reply.get("ok"):
+        return reply["result"]
+    raise _ERRORS.get(reply.get("error"), ToolFailed)(str(reply.get("message")))
