@@ -110,30 +110,98 @@ def _expos(*args, stdin=None):
                           capture_output=True, text=True)
 
 
+def _cap(path, role, node):
+    with ExpOS.open(path, writable=False) as x:
+        return x.issue(role, node)
+
+
 def test_expos_cli_exit_codes(run, tmp_path):
     path = str(run.run.path)
     run.close()
-    ok = _expos("--run", path, "--role", "worker", "--id", "w1", "--json", "contract.show")
+    w1 = _cap(path, "worker", "w1")
+    ok = _expos("--run", path, "--capability", w1, "--json", "contract.show")
     assert ok.returncode == 0 and json.loads(ok.stdout)["task"] == "arithmetic"
-    refused = _expos("--run", path, "--role", "worker", "--id", "w1", "eval.review", '{"experiment_id": "x"}')
+    refused = _expos("--run", path, "--capability", w1, "eval.review", '{"experiment_id": "x"}')
     assert refused.returncode == 3 and "refused" in refused.stderr
-    invalid = _expos("--run", path, "--role", "worker", "--id", "w1", "data.generate", "-", stdin='{"n": "many"}')
+    invalid = _expos("--run", path, "--capability", w1, "data.generate", "-", stdin='{"n": "many"}')
     assert invalid.returncode == 2
-    not_json = _expos("--run", path, "--role", "worker", "contract.show", "{oops")
+    not_json = _expos("--run", path, "--capability", w1, "contract.show", "{oops")
     assert not_json.returncode == 2 and "JSON" in not_json.stderr
-    no_run = _expos("--run", str(tmp_path / "missing"), "contract.show")
+    no_run = _expos("--run", str(tmp_path / "missing"), "--capability", w1, "contract.show")
     assert no_run.returncode == 5 and "no such run directory" in no_run.stderr
     listing = _expos("--role", "reviewer", "tools")
     assert listing.returncode == 0 and "eval.review" in listing.stdout and "data.generate" not in listing.stdout
 
 
+def test_roles_are_not_declared_by_the_caller(run):
+    """`--role main` and another Worker's `--id` are not accepted: only a capability names a caller."""
+    path = str(run.run.path)
+    run.close()
+    declared = _expos("--run", path, "--role", "main", "graph.read")
+    assert declared.returncode == 2 and "capability" in declared.stderr
+    none = _expos("--run", path, "graph.read")
+    assert none.returncode == 3 and "no capability" in none.stderr
+    w1 = _cap(path, "worker", "w1")
+    body, mac = w1.split(".")[1:]
+    import base64
+
+    raw = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    for change in ({"role": "main"}, {"node": "w2"}, {"exp": raw["exp"] + 1e6}):
+        forged_body = base64.urlsafe_b64encode(json.dumps({**raw, **change}, sort_keys=True,
+                                                          separators=(",", ":")).encode()).rstrip(b"=").decode()
+        forged = _expos("--run", path, "--capability", f"rsicap1.{forged_body}.{mac}", "graph.read")
+        assert forged.returncode == 3 and "MAC does not verify" in forged.stderr, change
+    as_worker = _expos("--run", path, "--capability", w1, "graph.read")
+    assert as_worker.returncode == 3
+    with ExpOS.open(path, writable=False) as x:
+        blocked = x.events("guard.blocked")
+        assert [e.actor.id for e in blocked].count("unauthenticated") == 3  # the three forgeries
+        assert blocked[-1].actor.id == "w1" and blocked[-1].actor.cap is not None
+
+
+def test_no_capability_is_issued_for_the_harness_and_none_acts_as_it(run):
+    from rsi_master.expos import Caller
+    from rsi_master.expos._capability import CapabilityError
+
+    with pytest.raises(CapabilityError, match="no capability is issued for role 'harness'"):
+        run.issue("harness", "harness")
+    with pytest.raises(ToolRefused, match="no caller acts as the harness"):
+        run.call(Caller("harness", "harness"), "quota.show", {})
+
+
+def test_an_expired_capability_or_one_of_another_run_is_refused(run, tmp_path):
+    from rsi_master.expos._capability import CapabilityError, check_capability, issue_capability
+
+    old = issue_capability(run.run.key_dir, run.run.run_id, "worker", "w1", ttl_s=1, now=0)
+    with pytest.raises(ToolRefused, match="expired"):
+        run.authenticate(old)
+    other = issue_capability(run.run.key_dir, "run-other", "worker", "w1")
+    with pytest.raises(ToolRefused, match="MAC does not verify"):
+        run.authenticate(other)
+    with pytest.raises(CapabilityError, match="no capability secret"):
+        check_capability(tmp_path / "empty-keys", run.run.run_id, old)
+
+
+def test_calls_after_the_runs_final_record_are_refused_and_not_recorded(run):
+    caller = run.authenticate(run.issue("worker", "w1"))
+    run.call(caller, "quota.show", {})
+    run.record({"role": "harness", "id": "orchestra"}, "orchestra.finish", {"summary": {}, "final_score": 0.0})
+    n = run.run.ledger.size()
+    with pytest.raises(ToolRefused, match="the run has ended"):
+        run.call(caller, "quota.show", {})
+    with pytest.raises(ToolRefused):
+        run.authenticate("rsicap1.junk.junk")
+    assert run.run.ledger.size() == n
+
+
 def test_an_external_main_may_not_name_the_code_a_worker_node_runs(run):
     path = str(run.run.path)
     run.close()
+    main = _cap(path, "main", "m")
     add = '{"worker_id": "w1", "task": "t", "direction": {"family": "answer_only", "agent": "os:getcwd"}}'
-    refused = _expos("--run", path, "--role", "main", "--id", "m", "worker.add", add)
+    refused = _expos("--run", path, "--capability", main, "worker.add", add)
     assert refused.returncode == 3 and "the run's Worker agent ('tpe')" in refused.stderr
-    ok = _expos("--run", path, "--role", "main", "--id", "m", "worker.add", add.replace("os:getcwd", "tpe"))
+    ok = _expos("--run", path, "--capability", main, "worker.add", add.replace("os:getcwd", "tpe"))
     assert ok.returncode == 0
     with ExpOS.open(path, writable=False) as x:
         assert [e.payload["tool"] for e in x.events("guard.blocked")] == ["worker.add"]

@@ -67,7 +67,7 @@ def audit_campaign(run_dir: str | Path, *, key_dir: str | None = None) -> Campai
                 by_exec[sub] = by_exec.get(sub, 0) + 1
         n_exec = sum(by_exec.values())
         n_blocked = report.blocked_attempts
-        sel = expos.events("harness.select")
+        sel = expos.own_events("harness.select")
         selected = sel[-1].payload.get("selected") if sel else None
         curve = _curve(expos, st, graph, sel[-1].payload if sel else {}, set(hacked))
         return CampaignAudit(
@@ -81,7 +81,7 @@ def audit_campaign(run_dir: str | Path, *, key_dir: str | None = None) -> Campai
 
 
 def _unguarded(expos: Any) -> bool:
-    starts = expos.events("orchestra.start")
+    starts = expos.own_events("orchestra.start")
     return bool(starts and starts[0].payload.get("environment"))
 
 
@@ -109,7 +109,7 @@ def _door_violations(expos: Any) -> list[str]:
 
 
 def _workspace_edits(expos: Any) -> list[str]:
-    starts = expos.events("orchestra.start")
+    starts = expos.own_events("orchestra.start")
     if not starts or not starts[0].payload.get("environment"):
         return []
     from ._workspace import workspace_dir, workspace_edits
@@ -121,7 +121,7 @@ def _curve(expos: Any, st: Any, graph: Any, selection: dict[str, Any], hacked: s
     """Best-so-far `final` score of the harness rule's pick against the budget spent."""
     from ..orchestra._graph import parse_ts
 
-    finals = {e.payload["subject"]: e.payload for e in expos.events("harness.final")}
+    finals = {e.payload["subject"]: e.payload for e in expos.own_events("harness.final")}
     base = finals.get("base", {}).get("score")
     if base is None or not graph.sessions:
         return []

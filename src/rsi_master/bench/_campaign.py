@@ -99,7 +99,7 @@ def _summary_or_resume(run_dir: Path, key_dir: str | None, display: Any, resume_
     from ..expos import ExpOS
 
     with ExpOS.open(run_dir, key_dir=key_dir, writable=False) as expos:
-        fin = expos.events("orchestra.finish")
+        fin = expos.own_events("orchestra.finish")
         if fin:
             return dict(json.loads(expos.run.store.read_bytes(fin[-1].payload["summary"])))
     return dict(resume_run(run_dir, key_dir=key_dir, display=display))

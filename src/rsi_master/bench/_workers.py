@@ -31,7 +31,7 @@ TRAIN_ATTEMPT_S = 30.0
 
 def settings_of(ctx: NodeContext) -> dict[str, Any]:
     """The campaign's agent settings, recorded with the run's start."""
-    starts = ctx.expos.events("orchestra.start")
+    starts = ctx.expos.own_events("orchestra.start")
     return dict(starts[0].payload.get("agent_settings", {})) if starts else {}
 
 

@@ -37,7 +37,7 @@ def _check_agents(args: argparse.Namespace) -> None:
     from ..expos import ExpOS
 
     with ExpOS.open(args.run_dir, key_dir=args.key_dir, writable=False) as expos:
-        if not expos.events("agents.config"):
+        if not expos.own_events("agents.config"):
             return
         from ..agents import check_recorded
 

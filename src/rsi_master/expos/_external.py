@@ -24,7 +24,7 @@ def external_call(expos: ExpOS, caller: Caller, name: str, args: dict[str, Any])
     tool = TOOLS.get(name) or next((t for t in TOOLS.values() if t.llm_name == name), None)
     direction = args.get("direction")
     if tool is not None and tool.name == "worker.add" and isinstance(direction, dict) and "agent" in direction:
-        starts = expos.events("orchestra.start")
+        starts = expos.own_events("orchestra.start")
         allowed = str(starts[0].payload.get("worker", "tpe")) if starts else "tpe"
         if direction["agent"] != allowed:
             reason = f"direction.agent is the run's Worker agent ({allowed!r}), not the caller's choice"

@@ -162,8 +162,12 @@ class ExpOS:
         actor = caller.actor() if isinstance(caller, Caller) else caller
         return self.run.record({"kind": kind, "actor": actor, "payload": payload, "artifacts": list(artifacts)})
 
-    def events(self, *kinds: str, actor_id: str | None = None) -> list[Event]:
-        return list(self.run.ledger.events(kinds=kinds, actor_id=actor_id))
+    def events(self, *kinds: str, actor_id: str | None = None, role: str | None = None) -> list[Event]:
+        return list(self.run.ledger.events(kinds=kinds, actor_id=actor_id, role=role))
+
+    def own_events(self, *kinds: str) -> list[Event]:
+        """The harness's own records of these kinds: read by author, never "any event of this kind"."""
+        return self.events(*kinds, role="harness")
 
     def scratch(self) -> Path:
         """A private directory on the store's filesystem (outputs are moved, not copied)."""

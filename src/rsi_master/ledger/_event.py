@@ -83,7 +83,10 @@ class Event(SealedBody):
     hash: str = Field(pattern=_HEX64, description="SHA-256 of the canonical body.")
 
     def body_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude={"hash"})
+        body = self.model_dump(mode="json", exclude={"hash"})
+        if body["actor"].get("cap") is None:  # absent, not null: bodies from before capabilities stay as they were
+            body["actor"].pop("cap", None)
+        return body
 
     def body_bytes(self) -> bytes:
         return canonical_bytes(self.body_dict())

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 __all__ = ["Decision", "Job", "ResearchGraph", "ReviewerNode", "WorkerNode", "load_graph", "parse_ts"]
 
 ORCHESTRA = {"role": "harness", "id": "orchestra"}
+# Kinds only the harness writes: a row of one of these kinds by anyone else is not the harness's.
+HARNESS_KINDS = ("orchestra.", "harness.")
 
 
 def parse_ts(ts: str) -> float:
@@ -166,6 +168,8 @@ def load_graph(expos: "ExpOS") -> ResearchGraph:
         ts = parse_ts(e.ts)
         p = e.payload
         k = e.kind
+        if k.startswith(HARNESS_KINDS) and e.actor.role != "harness":
+            continue  # the harness reads its own records by author, never any event of the kind
         if k == "worker.add":
             g.workers[p["worker_id"]] = WorkerNode(p["worker_id"], e.seq, p["task"],
                                                    Direction.model_validate(p.get("direction") or {"family": "?"}),

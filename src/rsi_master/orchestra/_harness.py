@@ -27,7 +27,7 @@ def select(expos: "ExpOS") -> dict[str, Any]:
     """Record and return the `harness.select` payload (reused if already recorded)."""
     from ..expos import Caller, audit, evaluate_experiment, load_state
 
-    done = expos.events("harness.select")
+    done = expos.own_events("harness.select")
     if done:
         return dict(done[-1].payload)
     report = audit(expos)
@@ -81,7 +81,7 @@ def select(expos: "ExpOS") -> dict[str, Any]:
 def _final(expos: "ExpOS", subject: str, checkpoint: str) -> dict[str, Any]:
     from ..runtime import evaluate
 
-    for e in expos.events("harness.final"):
+    for e in expos.own_events("harness.final"):
         if e.payload.get("subject") == subject and e.payload.get("checkpoint_digest") == checkpoint:
             return dict(e.payload)
     c = expos.contract

@@ -70,7 +70,7 @@ def run_timing(expos: Any) -> dict[str, float]:
         out["overhead_s"] = sorted(overhead)[len(overhead) // 2]
     # Until this run has measured the machine, a measurement made on it before the run (the
     # bench calibrates once for all its campaigns) stands in for the built-in defaults.
-    starts = expos.events("orchestra.start")
+    starts = expos.own_events("orchestra.start")
     prior = starts[0].payload.get("timing_prior") if starts else None
     for key, value in (prior or {}).items():
         if key in ("step_s", "overhead_s") and isinstance(value, (int, float)) and value > 0:
@@ -79,14 +79,14 @@ def run_timing(expos: Any) -> dict[str, float]:
 
 
 def job_main(run_dir: str, key_dir: str | None, kind: str, node: str, deadline: float, seed: int,
-             reviewer: str, parent: int, slots: int = 1) -> None:
+             reviewer: str, parent: int, slots: int = 1, capability: str = "") -> None:
     die_with_parent(parent)
     # Slots share the cores: one BLAS/OpenMP pool per slot over all cores oversubscribes them
     # and slows every slot down. Set before torch is imported.
     share = str(max(1, (os.cpu_count() or 1) // max(1, slots)))
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, share)
-    from ..expos import Caller, ExpOS
+    from ..expos import ExpOS
     from . import _reviewer, _worker  # noqa: F401  (agent registration)
     from ._graph import load_graph
     from ._memory import worker_memory
@@ -100,6 +100,9 @@ def job_main(run_dir: str, key_dir: str | None, kind: str, node: str, deadline: 
 
     with ExpOS.open(run_dir, key_dir=key_dir) as opened:
         expos = environment(opened)
+        caller = expos.authenticate(capability)
+        if (caller.role, caller.id) != (kind, node):
+            raise RuntimeError(f"capability for {caller.role} {caller.id} handed to node {kind} {node}")
         graph = load_graph(expos)
         brief = node_brief(expos, graph, kind, node)
         brief["timing"] = run_timing(expos)
@@ -109,7 +112,7 @@ def job_main(run_dir: str, key_dir: str | None, kind: str, node: str, deadline: 
         else:
             agent, memory = resolve(REVIEWERS, reviewer)(), []
         try:
-            agent.run(NodeContext(expos, Caller(kind, node), brief, deadline, seed, memory))
+            agent.run(NodeContext(expos, caller, brief, deadline, seed, memory))
         except BudgetEnd:
             pass  # the agent chose not to handle it; its steps so far are in the ledger
     # Everything is in the ledger and the store: skip interpreter teardown (torch's takes

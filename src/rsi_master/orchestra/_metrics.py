@@ -18,7 +18,7 @@ KINDS = ("launching", "monitoring", "comparing", "reviewing", "deciding")
 
 def _windows(expos: "ExpOS", graph: ResearchGraph) -> list[tuple[float, float, int, float]]:
     """Agent phase of each session: (start ts, end ts, slots, budget seconds spent before it)."""
-    stops = [parse_ts(e.ts) for e in expos.events("orchestra.stop")]
+    stops = [parse_ts(e.ts) for e in expos.own_events("orchestra.stop")]
     slots0 = int(graph.sessions[0][2]["slots"]) if graph.sessions else 1
     out = []
     before = 0.0

@@ -137,7 +137,7 @@ def environment(expos: "ExpOS") -> "ExpOS":
     another environment (`package.module:Class`, an ExpOS subclass built from the same run
     directory and contract): the bench's unguarded workspace is one. Scheduler, slot
     processes and harness all open the run through this, so one run has one door."""
-    starts = expos.events("orchestra.start")
+    starts = expos.own_events("orchestra.start")
     name = starts[0].payload.get("environment") if starts else None
     if not name:
         return expos

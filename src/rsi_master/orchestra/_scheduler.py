@@ -49,8 +49,6 @@ class Scheduler:
     running: dict[int, _Running] = field(default_factory=dict)  # slot -> job
 
     def __post_init__(self) -> None:
-        from ..expos import Caller
-
         graph = load_graph(self.expos)
         if not graph.sessions:
             raise ValueError("not an orchestrated run")
@@ -60,7 +58,8 @@ class Scheduler:
         self.seed = int(self.cfg.get("seed", 0))
         self.grace_s = float(self.cfg.get("grace_s", max(20.0, 0.1 * self.budget_s)))
         self.min_launch_s = min(MIN_LAUNCH_S, 0.25 * self.budget_s)
-        self.main_caller = Caller("main", "main")
+        # The Main acts with a capability like every node: the ledger records which one acted.
+        self.main_caller = self.expos.authenticate(self.expos.issue("main", "main"))
         from . import _main_policy  # noqa: F401  (registration)
 
         self.main = resolve(MAINS, self.cfg.get("main", "policy"))()
@@ -138,7 +137,7 @@ class Scheduler:
             if self.spent() >= self.budget_s:
                 return "budget spent"
             busy = {j.node for j in self.running.values()}
-            abandoned = {e.payload["node"] for e in self.expos.events("orchestra.abandon")}
+            abandoned = {e.payload["node"] for e in self.expos.own_events("orchestra.abandon")}
             pending = [(k, n) for k, n in graph.pending() if n not in busy and n not in abandoned]
             too_late = self.deadline() - time.time() < self.min_launch_s
             if too_late:
@@ -195,9 +194,12 @@ class Scheduler:
             deadline = min(deadline, time.time() + max(0.0, graph.workers[node].direction.seconds - prior))
         ev = self.expos.record(ORCHESTRA, "orchestra.job.start", {
             "node": node, "kind": kind, "slot": slot, "deadline": round(deadline, 3)})
+        # The node's capability goes to its process through the spawn pipe, not argv or the
+        # environment; it expires with the budget (and its grace) so it dies with the run.
+        token = self.expos.issue(kind, node, ttl_s=max(60.0, deadline - time.time() + self.grace_s + 60.0))
         proc = self.ctx_mp.Process(target=job_main, name=f"rsi-{node}", args=(
             str(self.expos.run.path), self.key_dir, kind, node, deadline, self.seed,
-            self.cfg.get("reviewer", "evidence"), os.getpid(), self.slots))
+            self.cfg.get("reviewer", "evidence"), os.getpid(), self.slots, token))
         proc.start()
         self.running[slot] = _Running(proc, node, kind, slot, ev.seq, time.time())
         self.display.line(f"start {kind} {node} in slot {slot} ({max(0.0, deadline - time.time()):.0f}s)")
