@@ -1,0 +1,5 @@
+"""`python -m rsi_master.cli`: the `rsi-master` command."""
+
+from . import main
+
+main()

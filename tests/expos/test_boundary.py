@@ -1,0 +1,155 @@
+"""The trust boundary, attacked from a shell with the agent's privileges.
+
+As root, `rsi-master agent` runs the agent's command as the unprivileged user `rsi-agent`
+behind the door. The attacks below run inside that command, as a Python script: each must be
+refused by the operating system (the run and key directories are the harness's alone) or by
+the door (capabilities), while honest calls through the door work and are recorded with the
+capability that acted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+import rsi_master
+from rsi_master.expos import ExpOS
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a second OS user needs root (CI runs as root)")
+
+ATTACKS = r'''
+import json, os, sqlite3, socket, subprocess, sys
+run, keys, peer = sys.argv[1], sys.argv[2], int(sys.argv[3])
+out = {}
+def attempt(name, fn):
+    try:
+        fn()
+        out[name] = "succeeded"
+    except (OSError, sqlite3.Error) as exc:
+        out[name] = "denied: " + type(exc).__name__
+def ledger_write():
+    c = sqlite3.connect(f"file:{run}/ledger.db?mode=rw", uri=True)
+    c.execute("INSERT INTO meta VALUES ('x', 'y')")
+    c.commit()
+attempt("read a world-readable control file", lambda: open(sys.argv[4]).read())
+attempt("open the ledger database and write a forged row", ledger_write)
+attempt("read the ledger database", lambda: open(f"{run}/ledger.db", "rb").read(1))
+attempt("list the artifact store", lambda: os.listdir(f"{run}/artifacts"))
+attempt("replace the run's public key", lambda: open(f"{run}/ledger.pub", "wb").write(b"x"))
+attempt("read the operator's signing key", lambda: os.listdir(keys))
+attempt("read the capability secrets", lambda: os.listdir(f"{keys}/caps"))
+attempt("read the witnesses", lambda: os.listdir(f"{keys}/witness"))
+attempt("read the harness's environment", lambda: open(f"/proc/{peer}/environ", "rb").read())
+attempt("read the harness's memory map", lambda: open(f"/proc/{peer}/maps").read())
+def fake_door():
+    s = socket.socket(socket.AF_UNIX); s.bind(os.environ["EXPOS_DOOR"] + ".fake")
+attempt("put a fake door beside the real one", fake_door)
+def rollback():
+    import shutil; shutil.copy(f"{run}/ledger.db", "/tmp/x.db")
+attempt("copy the ledger out to roll it back later", rollback)
+def honest():
+    r = subprocess.run(["expos", "--json", "quota.show"], capture_output=True, text=True)
+    if r.returncode: raise OSError(r.stderr)
+attempt("an honest call through the door", honest)
+def declared(role):
+    r = subprocess.run(["expos", "--role", role, "graph.read"], capture_output=True, text=True)
+    if r.returncode: raise OSError(r.stderr.strip())
+attempt("declare --role main", lambda: declared("main"))
+def reviewer_tool():
+    r = subprocess.run(["expos", "eval.review", '{"experiment_id": "exp-00001"}'], capture_output=True, text=True)
+    if r.returncode: raise OSError(r.stderr.strip())
+attempt("call a reviewer tool with a worker capability", reviewer_tool)
+def widened():
+    import base64
+    tok = os.environ["EXPOS_CAPABILITY"]; _, body, mac = tok.split(".")
+    raw = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))); raw["role"] = "main"
+    b = base64.urlsafe_b64encode(json.dumps(raw, sort_keys=True, separators=(",", ":")).encode()).rstrip(b"=").decode()
+    r = subprocess.run(["expos", "--capability", f"rsicap1.{b}.{mac}", "graph.read"], capture_output=True, text=True)
+    if r.returncode: raise OSError(r.stderr.strip())
+attempt("widen its own capability to main", widened)
+def operator_mode():
+    r = subprocess.run(["expos", "--run", run, "quota.show"], capture_output=True, text=True,
+                       env={**os.environ, "EXPOS_DOOR": ""})
+    if r.returncode: raise OSError(r.stderr.strip())
+attempt("open the run directly as the operator would", operator_mode)
+print(json.dumps(out))
+'''
+
+
+def _open_for_traversal(paths: list[Path]) -> list[tuple[Path, int]]:
+    """Directories on the way to these paths that others cannot traverse, opened (o+x) for the test."""
+    changed = []
+    for path in paths:
+        for d in reversed(path.parents):
+            mode = d.stat().st_mode
+            if not mode & stat.S_IXOTH:
+                os.chmod(d, mode | stat.S_IXOTH)
+                changed.append((d, mode))
+    return changed
+
+
+@pytest.fixture
+def agent_python():
+    """The agent user runs `expos` on this Python and this checkout: let it reach them (restored after)."""
+    changed = _open_for_traversal([Path(os.path.realpath(sys.executable)),
+                                   Path(rsi_master.__file__).resolve()])
+    yield
+    for d, mode in reversed(changed):
+        os.chmod(d, mode)
+
+
+@pytest.fixture
+def open_place(monkeypatch):
+    """A world-traversable place, so that only the boundary (not a private pytest tmp dir) protects the run."""
+    base = Path(tempfile.mkdtemp(prefix="rsi-boundary-", dir="/tmp"))
+    os.chmod(base, 0o755)
+    monkeypatch.setenv("RSI_MASTER_KEY_DIR", str(base / "keys"))
+    yield base
+    subprocess.run(["rm", "-rf", str(base)], check=False)
+
+
+def test_an_agent_with_a_shell_reaches_the_run_only_through_the_door(agent_python, open_place):
+    run = open_place / "run"
+    control = open_place / "control.txt"
+    control.write_text("readable by anyone")
+    os.chmod(control, 0o644)
+    init = subprocess.run([sys.executable, "-m", "rsi_master.cli", "init", "--task", "arithmetic", "--dir", str(run)],
+                          capture_output=True, text=True)
+    assert init.returncode == 0, init.stderr
+    script = open_place / "attacks.py"
+    script.write_text(ATTACKS)
+    os.chmod(script, 0o644)
+    res = subprocess.run([sys.executable, "-m", "rsi_master.cli", "agent", str(run), "--role", "worker", "--id", "w1",
+                          "--socket", str(open_place / "door" / "d.sock"), "--",
+                          sys.executable, str(script), str(run), str(open_place / "keys"), str(os.getpid()),
+                          str(control)], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert "os-user" in res.stderr
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    allowed = {"read a world-readable control file", "an honest call through the door"}
+    assert {k for k, v in out.items() if v == "succeeded"} == allowed, out
+    assert all(v.startswith("denied") for k, v in out.items() if k not in allowed)
+    with ExpOS.open(run, writable=False) as x:
+        calls = x.events("tool.call")
+        assert [(e.actor.role, e.actor.id) for e in calls] == [("worker", "w1")]
+        assert calls[0].actor.cap is not None
+        blocked = x.events("guard.blocked")
+        assert {e.actor.id for e in blocked} == {"w1", "unauthenticated"}
+    assert stat.S_IMODE(run.stat().st_mode) == 0o700 and run.stat().st_uid == 0
+    assert stat.S_IMODE((open_place / "keys").stat().st_mode) == 0o700
+
+
+def test_agent_command_errors_are_one_line(open_place):
+    res = subprocess.run([sys.executable, "-m", "rsi_master.cli", "agent", str(open_place / "nope"), "--role",
+                          "worker", "--id", "w1", "--", "true"], capture_output=True, text=True)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "no such run directory" in res.stderr
+    res = subprocess.run([sys.executable, "-m", "rsi_master.cli", "capability", str(open_place / "nope"), "--role",
+                          "harness", "--id", "h"], capture_output=True, text=True)
+    assert res.returncode == 2 and "invalid choice: 'harness'" in res.stderr
