@@ -130,7 +130,13 @@ def start_run(task: str, budget: str | float | None, *, slots: int = 2, seed: in
     if path.exists():
         path.rmdir()  # empty (checked above)
     building.rename(path)
+    from ..expos._boundary import lock_down
+    from ..ledger import KeyDir
     from ._protocols import environment as _environment
+
+    # As root the run and key directories are the harness's alone: agents joining through
+    # `rsi-master agent` run as another user and reach the run only through the door.
+    lock_down(path, KeyDir(key_dir).path)
 
     expos = ExpOS.open(path, key_dir=key_dir)
     try:
@@ -181,6 +187,7 @@ def _drive(expos: Any, display: Display, key_dir: str | None, *, resume: bool) -
 
 def _close(expos: Any, sched: Any) -> dict[str, Any]:
     from ..expos import audit, load_state
+    from ..expos._boundary import boundary_statement
     from ._harness import final_scores, select
     from ._metrics import run_metrics
 
@@ -207,6 +214,8 @@ def _close(expos: Any, sched: Any) -> dict[str, Any]:
         "budget_s": sched.budget_s, "spent_s": round(float((graph.stopped or {}).get("spent_s", 0.0)), 3),
         "wall_s": round(graph.spent_seconds(), 3), "slots": sched.slots,
         "eval_samples": {k: len(v) for k, v in expos.contract.evaluator.sample_ids.items()},
+        # What holds against an agent with a shell in this deployment (docs/expos.md, threat model).
+        "trust_boundary": boundary_statement(),
         **metrics,
     }
     tmp = Path(expos.scratch()) / "orchestra_summary.json"
