@@ -22,7 +22,7 @@ import pytest
 import rsi_master
 from rsi_master.expos import ExpOS
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a second OS user needs root (CI runs as root)")
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="a second OS user needs root (CI runs as root)")
 
 ATTACKS = r'''
 import json, os, sqlite3, socket, subprocess, sys
@@ -115,6 +115,7 @@ def open_place(monkeypatch):
     subprocess.run(["rm", "-rf", str(base)], check=False)
 
 
+@needs_root
 def test_an_agent_with_a_shell_reaches_the_run_only_through_the_door(agent_python, open_place):
     run = open_place / "run"
     control = open_place / "control.txt"
@@ -153,3 +154,43 @@ def test_agent_command_errors_are_one_line(open_place):
     res = subprocess.run([sys.executable, "-m", "rsi_master.cli", "capability", str(open_place / "nope"), "--role",
                           "harness", "--id", "h"], capture_output=True, text=True)
     assert res.returncode == 2 and "invalid choice: 'harness'" in res.stderr
+
+
+def _cli(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "rsi_master.cli", *args], capture_output=True, text=True, **kw)
+
+
+def _expos(*args):
+    return subprocess.run([sys.executable, "-m", "rsi_master.cli._expos", *args], capture_output=True, text=True)
+
+
+def test_a_door_serves_several_agents_and_outlives_them(tmp_path):
+    run, sock = tmp_path / "run", tmp_path / "doors" / "d.sock"
+    assert _cli("init", "--task", "arithmetic", "--dir", str(run)).returncode == 0
+    w1 = _cli("capability", str(run), "--role", "worker", "--id", "w1").stdout.strip()
+    m = _cli("capability", str(run), "--role", "main", "--id", "main", "--ttl", "10m").stdout.strip()
+    door = subprocess.Popen([sys.executable, "-m", "rsi_master.cli", "door", str(run), "--socket", str(sock)],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert "serving" in door.stderr.readline()
+        assert _expos("--door", str(sock), "--capability", w1, "quota.show").returncode == 0
+        assert _expos("--door", str(sock), "--capability", m, "graph.read").returncode == 0
+        refused = _expos("--door", str(sock), "--capability", w1, "graph.read")
+        assert refused.returncode == 3 and "may not call graph.read" in refused.stderr
+        second = _cli("door", str(run), "--socket", str(sock))
+        assert second.returncode == 2 and "already serving" in second.stderr
+        assert door.poll() is None
+    finally:
+        door.terminate()
+        door.wait(timeout=30)
+        door.stderr.close()
+    assert door.returncode == 0  # a TERM ends the door cleanly: its sessions close and sign the ledger
+    gone = _expos("--door", str(sock), "--capability", w1, "quota.show")
+    assert gone.returncode == 5 and "cannot reach the ExpOS door" in gone.stderr
+    from rsi_master.rundir import verify_run
+
+    assert verify_run(run).ok
+    with ExpOS.open(run, writable=False) as x:
+        assert [(e.actor.id, e.payload["tool"]) for e in x.events("tool.call")] == [("w1", "quota.show"),
+                                                                                 ("main", "graph.read")]
+        assert len({e.actor.cap for e in x.events("tool.call")}) == 2

@@ -73,6 +73,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def _door(args: argparse.Namespace) -> int:
     from ..expos._door import Door
 
+    import signal
+
+    def _term(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt  # end serving; the sessions close and sign the ledger below
+
+    signal.signal(signal.SIGTERM, _term)
     door = Door(args.run_dir, socket_path=args.socket, key_dir=args.key_dir)
     print(f"rsi-master door: serving {Path(args.run_dir).resolve()} at {door.path}", file=sys.stderr, flush=True)
     try:
@@ -102,7 +108,8 @@ def _agent(args: argparse.Namespace) -> int:
         raise RsiMasterError("agent: no command (give it after --, e.g. `-- expos quota.show`)")
     with ExpOS.open(args.run_dir, key_dir=args.key_dir, writable=False) as expos:
         token = expos.issue(args.role, args.id, ttl_s=_parse_ttl(args.ttl))
-    agent = AgentProcess(args.run_dir, token, key_dir=args.key_dir, user=args.user, socket_path=args.socket)
+        run_id = expos.run.run_id
+    agent = AgentProcess(args.run_dir, run_id, token, key_dir=args.key_dir, user=args.user, socket_path=args.socket)
     print(f"rsi-master agent: {args.role} {args.id}; {agent.boundary}", file=sys.stderr, flush=True)
     return agent.run(cmd)
 

@@ -99,12 +99,14 @@ def _blocked_dir(path: Path, user: pwd.struct_passwd) -> Path | None:
 class AgentProcess:
     """Start an agent's command behind the boundary with a capability and a door."""
 
-    def __init__(self, run_dir: str | Path, capability: str, *, key_dir: str | Path | None = None,
+    def __init__(self, run_dir: str | Path, run_id: str, capability: str, *, key_dir: str | Path | None = None,
                  user: str = "rsi-agent", socket_path: str | Path | None = None) -> None:
+        from ._door import default_socket_path
+
         self.run_dir = Path(run_dir).resolve()
         self.capability = capability
         self.key_dir = KeyDir(key_dir)
-        self.socket_path = socket_path
+        self.socket_path = Path(socket_path) if socket_path is not None else default_socket_path(run_id)
         self.root = os.geteuid() == 0
         self.user = _ensure_user(user) if self.root else None
         self.boundary = boundary_statement(user if self.root else None)
@@ -128,18 +130,20 @@ class AgentProcess:
         return out
 
     def run(self, cmd: list[str]) -> int:
-        from ._door import Door
+        from ._door import Door, door_alive
 
         if self.root:
             lock_down(self.run_dir, self.key_dir.path)
-        door = Door(self.run_dir, socket_path=self.socket_path, key_dir=self.key_dir.path).start()
+        # Several agents share one door: start it unless one serves the run there already.
+        door = None if door_alive(self.socket_path) else \
+            Door(self.run_dir, socket_path=self.socket_path, key_dir=self.key_dir.path).start()
         try:
             kwargs: dict = {}
             if self.user is not None:
                 kwargs = {"user": self.user.pw_uid, "group": self.user.pw_gid, "extra_groups": []}
                 os.makedirs(self.user.pw_dir, exist_ok=True)
             try:
-                proc = subprocess.Popen(cmd, env=self.env(door.path), cwd=self.user.pw_dir if self.user else None,
+                proc = subprocess.Popen(cmd, env=self.env(self.socket_path), cwd=self.user.pw_dir if self.user else None,
                                         preexec_fn=_preexec(os.getpid()), **kwargs)
             except OSError as exc:
                 raise RsiMasterError(f"agent: cannot start {cmd[0]!r}: {exc.strerror or exc}") from None
@@ -149,4 +153,5 @@ class AgentProcess:
                 proc.terminate()
                 return proc.wait()
         finally:
-            door.close()
+            if door is not None:
+                door.close()

@@ -28,7 +28,7 @@ from typing import Any
 from ..errors import RsiMasterError
 from ._errors import ToolError, ToolFailed, ToolInvalid, ToolRefused
 
-__all__ = ["Door", "DoorUnreachable", "default_socket_path", "door_call"]
+__all__ = ["Door", "DoorUnreachable", "default_socket_path", "door_alive", "door_call"]
 
 # One request line: a tool's input is small (data rows go by generator, not inline).
 MAX_REQUEST = 4 * 1024 * 1024
@@ -52,6 +52,20 @@ def default_socket_path(run_id: str) -> Path:
     return Path(base) / "rsi-master" / f"{run_id}.sock"
 
 
+def door_alive(path: Path) -> bool:
+    """Whether a door answers at `path` (a socket that accepts a connection)."""
+    if not (path.exists() and stat.S_ISSOCK(path.lstat().st_mode)):
+        return False
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(str(path))
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return True
+
+
 def _prepare_dir(path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
     st = path.parent.stat()
@@ -61,15 +75,9 @@ def _prepare_dir(path: Path) -> None:
     if path.exists() or path.is_symlink():
         if not stat.S_ISSOCK(path.lstat().st_mode):
             raise RsiMasterError(f"{path} exists and is not a socket; refusing to replace it")
-        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            probe.connect(str(path))
-        except OSError:
-            path.unlink()  # a stale socket of a door that died
-        else:
+        if door_alive(path):
             raise RsiMasterError(f"{path}: a door is already serving there")
-        finally:
-            probe.close()
+        path.unlink()  # a stale socket of a door that died
 
 
 class _Server(socketserver.UnixStreamServer):
