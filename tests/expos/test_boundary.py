@@ -194,3 +194,29 @@ def test_a_door_serves_several_agents_and_outlives_them(tmp_path):
         assert [(e.actor.id, e.payload["tool"]) for e in x.events("tool.call")] == [("w1", "quota.show"),
                                                                                  ("main", "graph.read")]
         assert len({e.actor.cap for e in x.events("tool.call")}) == 2
+
+
+@needs_root
+def test_the_embedded_default_works_for_a_non_root_user_and_says_what_holds(agent_python, open_place):
+    """Without root there is no second user to drop agents to: the commands work and say so."""
+    import pwd
+
+    from rsi_master.expos._boundary import _ensure_user
+
+    user = _ensure_user("rsi-agent")
+    home = open_place / "home"
+    home.mkdir()
+    os.chown(home, user.pw_uid, user.pw_gid)
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+           "RSI_MASTER_KEY_DIR": str(home / "keys")}
+    as_user = {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": [], "env": env, "cwd": home}
+    run = home / "run"
+    assert _cli("init", "--task", "arithmetic", "--dir", str(run), **as_user).returncode == 0
+    token = _cli("capability", str(run), "--role", "worker", "--id", "w1", **as_user).stdout.strip()
+    agent = _cli("agent", str(run), "--role", "worker", "--id", "w1", "--socket", str(home / "d.sock"), "--",
+                 "expos", "quota.show", **as_user)
+    assert agent.returncode == 0 and "experiments_left" in agent.stdout, agent.stderr
+    assert f"same-user (uid {user.pw_uid})" in agent.stderr and "rest on detection" in agent.stderr
+    assert token.startswith("rsicap1.")
+    assert _cli("verify", str(run), **as_user).returncode == 0
+    assert pwd.getpwuid(run.stat().st_uid).pw_name == "rsi-agent"

@@ -264,13 +264,19 @@ class ArtifactStore:
                     dest.write_bytes(self._blob(d).read_bytes())
                     os.chmod(dest, _FILE_MODE)
             for dirpath, _, _ in os.walk(staging, topdown=False):
-                os.chmod(dirpath, _DIR_MODE)
+                if dirpath != str(staging):
+                    os.chmod(dirpath, _DIR_MODE)
+            # The top directory is made read-only only once in place: moving a directory to
+            # another parent rewrites its `..`, which needs write permission on it (root skips
+            # that check, every other user does not).
             try:
                 os.rename(staging, tree)
             except OSError:
                 if not tree.is_dir():
                     raise
                 _force_remove(staging)  # another writer materialised it first
+            else:
+                os.chmod(tree, _DIR_MODE)
             _fsync_dir(self._trees)
         except BaseException:
             if staging.exists():
