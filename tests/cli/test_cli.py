@@ -103,3 +103,12 @@ def test_help_and_import_stay_light():
             "print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_init_with_an_unknown_task_is_one_line_and_writes_nothing(tmp_path, capsys):
+    run_dir, keys = tmp_path / "run", tmp_path / "keys"
+    assert main(["init", "--task", "nosuch", "--dir", str(run_dir), "--key-dir", str(keys)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "unknown task 'nosuch'" in err and "arithmetic" in err and "knowledge" in err
+    assert not run_dir.exists() and not keys.exists()
