@@ -127,6 +127,22 @@ def test_expos_cli_exit_codes(run, tmp_path):
     assert listing.returncode == 0 and "eval.review" in listing.stdout and "data.generate" not in listing.stdout
 
 
+def test_expos_cli_refuses_a_bad_identity_before_anything_runs_or_is_recorded(run):
+    path = str(run.run.path)
+    size, stored = run.run.ledger.size(), sorted((run.run.path / "artifacts").rglob("*"))
+    run.close()
+    generate = '{"family": "answer_only", "n": 5}'
+    for ident, tool, data in (("", "data.generate", generate), ("   ", "contract.show", "{}"),
+                              ("w\n1", "contract.show", "{}"), ("x" * 129, "contract.show", "{}")):
+        out = _expos("--run", path, "--role", "worker", "--id", ident, tool, data)
+        assert out.returncode == 2, (ident, out.stderr)
+        assert "invalid identity" in out.stderr and "malformed" not in out.stderr
+        assert out.stderr.count("\n") == 1 and out.stdout == ""
+    with ExpOS.open(path, writable=False) as x:
+        assert x.run.ledger.size() == size
+        assert sorted((x.run.path / "artifacts").rglob("*")) == stored  # the data was never generated
+
+
 def test_an_external_main_may_not_name_the_code_a_worker_node_runs(run):
     path = str(run.run.path)
     run.close()

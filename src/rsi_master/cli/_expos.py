@@ -40,6 +40,22 @@ def _print(obj: dict, as_json: bool) -> None:
         print(f"{key}: {text}")
 
 
+def _bad_identity(role: str, ident: str) -> bool:
+    """Whether the ledger would refuse this actor id (it would say "malformed event", and only after
+    the tool's action had run and stored its output), or the log could not show it on one line."""
+    from pydantic import ValidationError
+
+    from ..ledger import Actor
+
+    if not ident.strip() or not ident.isprintable():
+        return True
+    try:
+        Actor(role=role, id=ident)
+    except ValidationError:
+        return True
+    return False
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from ..errors import RsiMasterError
@@ -63,6 +79,10 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError("the input must be a JSON object")
     except ValueError as exc:
         print(f"expos: error: input is not a JSON object: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    if _bad_identity(args.role, args.id):
+        print(f"expos: error: invalid identity {args.id[:40]!r}: --id (or EXPOS_ID) must be 1 to 128 printable "
+              "characters, not blank", file=sys.stderr)
         return EXIT_INVALID
     if not args.run:
         print("expos: error: no run directory (use --run or EXPOS_RUN)", file=sys.stderr)
