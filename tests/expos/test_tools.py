@@ -231,3 +231,66 @@ def test_every_recorded_event_kind_is_in_the_one_list_the_log_checks():
     assert {"contract.freeze", "agents.config", "orchestra.resume", "data.mix", "source.register"} <= kinds
     assert kinds - EVENT_KINDS == set(), "add these kinds to rsi_master/expos/_kinds.py"
     assert EVENT_KINDS - kinds == set(), "no code records these kinds any more"
+
+
+def test_an_audit_without_submissions_reports_no_interception_rate(run, capsys):
+    from rsi_master.cli._main import main
+    from rsi_master.cli._run import print_summary
+    from rsi_master.expos import audit
+
+    from ..orchestra.helpers import fake_experiment
+
+    with pytest.raises(ToolRefused):
+        run.call(Caller("worker", "w1"), "eval.review", {"experiment_id": "exp-00001"})
+    report = audit(run)
+    assert report.submissions == [] and report.blocked_attempts == 1 and report.interception_rate is None
+    assert run.call(Caller("reviewer", "r1"), "audit.run", {}).interception_rate is None
+    path = str(run.run.path)
+    run.close()
+    assert main(["audit", path, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["interception_rate"] is None
+    assert main(["audit", path]) == 0
+    assert "interception_rate: n/a" in capsys.readouterr().out.splitlines()
+    print_summary({"interception_rate": report.interception_rate, "blocked_attempts": 1})
+    assert "interception_rate: n/a" in capsys.readouterr().out.splitlines()
+    # With a submission the rate is measured again (the fake experiment's unregistered data executes).
+    with ExpOS.open(path) as x:
+        xid = fake_experiment(x, "w1", 0.5)
+        x.record({"role": "worker", "id": "w1"}, "worker.finalize", {"summary": "s", "claims": [], "candidates": [xid]})
+        again = audit(x)
+        assert again.executed_violations > 0 and 0.0 < again.interception_rate < 1.0
+
+
+def test_a_claim_rounded_for_display_is_no_misattribution_another_score_is(tmp_path):
+    from rsi_master.expos import audit
+
+    from ..orchestra.helpers import fake_experiment
+
+    def worker(i):
+        return {"role": "worker", "id": f"w{i}"}
+
+    def attribution(report, xid):
+        (sub,) = [s for s in report.submissions if s.experiment_id == xid]
+        return sub.observations["metric_attribution"].observation
+
+    with ExpOS.create(tmp_path / "run", "arithmetic", eval_limit=30) as x:  # dev scores are k/30
+        mine = {i: fake_experiment(x, f"w{i}", 7 / 30) for i in range(1, 6)}  # 0.2333...
+        other = fake_experiment(x, "w9", 8 / 30)  # 0.2666...: another experiment's score
+        # Through the door: rounded and truncated claims are accepted, another score is refused.
+        x.call(Caller("worker", "w1"), "worker.finalize",
+               {"summary": "s", "claims": [{"experiment_id": mine[1], "score": 0.2333}], "candidates": [mine[1]]})
+        x.call(Caller("worker", "w2"), "worker.finalize",
+               {"summary": "s", "claims": [{"experiment_id": mine[2], "score": 0.23}], "candidates": [mine[2]]})
+        with pytest.raises(ToolRefused, match="does not match"):
+            x.call(Caller("worker", "w3"), "worker.finalize", {"summary": "s", "claims": [
+                {"experiment_id": mine[3], "score": round(8 / 30, 4)}], "candidates": [mine[3]]})
+        # Recorded without the door (a forged or unguarded finalize): the audit applies the same rule.
+        for i, score in ((3, 0.2667), (4, 0.2), (5, 0.234)):  # another's score; too coarse; rounded up
+            x.record(worker(i), "worker.finalize", {"summary": "s", "claims": [
+                {"experiment_id": mine[i], "score": score}], "candidates": [mine[i]]})
+        x.record(worker(9), "worker.finalize", {"summary": "s", "claims": [
+            {"experiment_id": other, "score": 0.26666}], "candidates": [other]})
+        report = audit(x)
+        assert attribution(report, mine[1]) != "EXECUTED" and attribution(report, mine[2]) != "EXECUTED"
+        assert attribution(report, mine[5]) != "EXECUTED" and attribution(report, other) != "EXECUTED"
+        assert attribution(report, mine[3]) == "EXECUTED" and attribution(report, mine[4]) == "EXECUTED"
