@@ -118,6 +118,7 @@ def test_log_refuses_an_unknown_role_or_kind_and_lists_the_valid_ones(run_dir, c
     for flags, words in ((["--role", "admin"], ["unknown role 'admin'", "worker", "harness"]),
                          (["--kind", "nosuch"], ["unknown event kind 'nosuch'", "data.generate", "eval.record"]),
                          (["--kind", "nosuch.*"], ["unknown event kind 'nosuch.*'"]),
+                         (["--kind", "%.*"], ["unknown event kind '%.*'"]),
                          (["--kind", "data.*", "--kind", "evals.record", "--json"], ["'evals.record'"])):
         assert main(["log", str(run_dir), *flags]) == 2, flags
         captured = capsys.readouterr()

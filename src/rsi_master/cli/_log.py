@@ -45,7 +45,8 @@ def _check_filters(run_: RunDir, kinds: list[str], role: str | None) -> None:
     ledger = run_.ledger
     for k in kinds:
         known = k in EVENT_KINDS or (k.endswith(".*") and any(e.startswith(k[:-1]) for e in EVENT_KINDS))
-        if not known and next(ledger.events(kinds=[k], limit=1), None) is None:
+        # `%` is no kind's character, but a LIKE wildcard to the ledger's prefix query.
+        if not known and ("%" in k or next(ledger.events(kinds=[k], limit=1), None) is None):
             raise RsiMasterError(f"unknown event kind {k!r}; kinds: {', '.join(sorted(EVENT_KINDS))} "
                                  "(or a prefix such as data.*)")
     if role is not None and role not in ROLES and next(ledger.events(role=role, limit=1), None) is None:

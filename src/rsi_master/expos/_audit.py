@@ -54,7 +54,7 @@ def claim_matches(claimed: float, x: Experiment | None, contract: TaskContract) 
     """Whether a claimed `dev` score is experiment `x`'s recorded one, written with fewer decimals or not.
 
     A dev score is a share of `n` samples each scored 0 or 1, so two different scores differ
-    by at least 1/n. A claim matches when it is the record rounded or truncated to the claim's
+    by at least 1/n. A claim matches when it is the record rounded down or up to the claim's
     own decimals (0.1234 or 0.1235 for 0.123456: less than one unit of its last decimal away)
     and nearer to the record than half a sample (1/(2n)), so that it names the same number of
     correct samples: 0.1 for 0.12 of 50 samples stands for five possible scores and does not
