@@ -236,3 +236,47 @@ def test_an_unanticipated_tool_exception_is_told_to_the_model_and_budget_end_fin
         assert end.payload["reason"] == "budget_end"
         (fin,) = expos.events("worker.finalize")
         assert "budget_end" in fin.payload["summary"]
+
+
+def test_an_experiment_finished_just_before_the_allowance_ends_still_counts(tmp_path, monkeypatch):
+    """The Worker's experiments complete and are scored on dev; the allowance ends before the
+    model can finalize (the budget's end during its next call, or its last turn spent). The
+    harness's finalize reports them, claims their recorded scores and puts the best forward."""
+    import dataclasses
+
+    from rsi_master.expos import TOOLS, audit, load_state
+    from rsi_master.expos._tools_worker import ExperimentResult
+    from rsi_master.orchestra import BudgetEnd
+
+    from ..orchestra.helpers import fake_experiment
+
+    scores = iter([0.4, 0.2, 0.2, 0.6])
+
+    def submit(expos, caller, inp):  # training stands in: the experiment as the tool records it
+        dev = next(scores)
+        xid = fake_experiment(expos, caller.id, dev)
+        return ExperimentResult(experiment_id=xid, status="completed", dev_score=dev, steps=20)
+
+    def term(expos, caller, inp):
+        raise BudgetEnd("the scheduler asked this node to stop")
+
+    tools_for("worker")  # loads the registry
+    monkeypatch.setitem(TOOLS, "experiment.submit", dataclasses.replace(TOOLS["experiment.submit"], impl=submit))
+    monkeypatch.setitem(TOOLS, "results.list", dataclasses.replace(TOOLS["results.list"], impl=term))
+    submit = {"name": "experiment_submit", "arguments": {"parent": "base", "dataset": "0" * 64, "method": "sft"}}
+    script = {"worker": {"worker": [{"tool_calls": [submit, submit]}, _call("results_list")]}}
+    for name, max_steps, reason, claims in (("a", 2, "budget_end", [0.4, 0.2]), ("b", 1, "step_limit", [0.2, 0.6])):
+        with new_run(tmp_path, name=name) as expos:
+            record_llm(expos, {"worker": fake(tmp_path, script, max_steps=max_steps)})
+            LLMWorker().run(_node(expos))
+            (end,) = expos.events("agent.end", actor_id="w1")
+            assert end.payload["reason"] == reason
+            (fin,) = [e.payload for e in expos.events("worker.finalize")]
+            xs = sorted(load_state(expos).experiments.values(), key=lambda x: x.seq)
+            best = max(xs, key=lambda x: x.dev_score())
+            assert reason in fin["summary"] and all(x.id in fin["summary"] for x in xs)
+            assert fin["candidates"] == [best.id]
+            assert fin["claims"] == [{"experiment_id": x.id, "score": c} for x, c in zip(xs, claims)]
+            report = audit(expos)  # the harness's claims are the records: no misattribution
+            (sub,) = report.submissions
+            assert sub.experiment_id == best.id and sub.observations["metric_attribution"].observation != "EXECUTED"

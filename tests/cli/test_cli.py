@@ -103,3 +103,31 @@ def test_help_and_import_stay_light():
             "print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_init_with_an_unknown_task_is_one_line_and_writes_nothing(tmp_path, capsys):
+    run_dir, keys = tmp_path / "run", tmp_path / "keys"
+    assert main(["init", "--task", "nosuch", "--dir", str(run_dir), "--key-dir", str(keys)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "unknown task 'nosuch'" in err and "arithmetic" in err and "knowledge" in err
+    assert not run_dir.exists() and not keys.exists()
+
+
+def test_log_refuses_an_unknown_role_or_kind_and_lists_the_valid_ones(run_dir, capsys):
+    for flags, words in ((["--role", "admin"], ["unknown role 'admin'", "worker", "harness"]),
+                         (["--kind", "nosuch"], ["unknown event kind 'nosuch'", "data.generate", "eval.record"]),
+                         (["--kind", "nosuch.*"], ["unknown event kind 'nosuch.*'"]),
+                         (["--kind", "%.*"], ["unknown event kind '%.*'"]),
+                         (["--kind", "data.*", "--kind", "evals.record", "--json"], ["'evals.record'"])):
+        assert main(["log", str(run_dir), *flags]) == 2, flags
+        captured = capsys.readouterr()
+        assert captured.out == "" and captured.err.count("\n") == 1 and "Traceback" not in captured.err
+        assert all(w in captured.err for w in words), (flags, captured.err)
+    # Valid kinds and roles this run has no event of yet: nothing to show, and no error.
+    for flags in (["--kind", "experiment.finish"], ["--kind", "orchestra.*"], ["--role", "reviewer"]):
+        assert main(["log", str(run_dir), *flags, "--json"]) == 0, flags
+        assert capsys.readouterr() == ("", "")
+    # A kind the run holds is valid whatever wrote it (this test ledger's `test.event`).
+    assert main(["log", str(run_dir), "--kind", "test.event", "--json"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 9

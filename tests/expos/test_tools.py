@@ -194,6 +194,24 @@ def test_calls_after_the_runs_final_record_are_refused_and_not_recorded(run):
     assert run.run.ledger.size() == n
 
 
+def test_a_bad_identity_is_refused_before_anything_runs_or_is_recorded(run, tmp_path):
+    """An identity is a capability's node id: a blank or malformed one is never issued, and the
+    Python API refuses such a caller before the tool runs (nothing stored, nothing recorded)."""
+    from rsi_master.expos import Caller
+
+    path = str(run.run.path)
+    size, stored = run.run.ledger.size(), sorted((run.run.path / "artifacts").rglob("*"))
+    for ident in ("", "   ", "w\n1", "x" * 129):
+        out = subprocess.run([sys.executable, "-m", "rsi_master.cli", "capability", path, "--role", "worker",
+                              "--id", ident], capture_output=True, text=True)
+        assert out.returncode == 2 and "node id" in out.stderr and "malformed event" not in out.stderr, ident
+        assert out.stderr.count("\n") == 1 and out.stdout == ""
+        with pytest.raises(ToolInvalid, match="invalid caller id"):
+            run.call(Caller("worker", ident), "data.generate", {"family": "answer_only", "n": 5})
+    assert run.run.ledger.size() == size
+    assert sorted((run.run.path / "artifacts").rglob("*")) == stored  # the data was never generated
+
+
 def test_an_external_main_may_not_name_the_code_a_worker_node_runs(run):
     path = str(run.run.path)
     run.close()
@@ -211,3 +229,138 @@ def test_an_external_main_may_not_name_the_code_a_worker_node_runs(run):
 def test_registry_names_are_unique_and_llm_safe():
     llm = [t.llm_name for t in TOOLS.values()]
     assert len(llm) == len(set(llm))
+
+
+def _recorded_kinds() -> set[str]:
+    """Every event kind a `record(...)` call in the package can write, read from the source.
+
+    Scanned calls: `x.record(caller, KIND, ...)` and `run.record({"kind": KIND, ...})`, and the
+    wrappers that pass a kind on (`_record(KIND, ...)`, `_open_session(KIND, ...)`,
+    `_register(..., op=OP)` which records `data.OP`). A kind that is a parameter of its function
+    must belong to one of these wrappers; anything else fails, so that a new way of naming a
+    kind is added here rather than missed."""
+    import ast
+    import importlib
+    from pathlib import Path
+
+    import rsi_master
+
+    wrappers = {"record", "_record", "_open_session", "_register"}
+    root = Path(rsi_master.__file__).parent
+    kinds: set[str] = set()
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        module = ".".join(("rsi_master", *path.relative_to(root).with_suffix("").parts)).removesuffix(".__init__")
+        parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+        # `_register` records `data.{op}` in the module that defines it with an `op` parameter.
+        registers = any(isinstance(n, ast.FunctionDef) and n.name == "_register"
+                        and "op" in {a.arg for a in n.args.kwonlyargs + n.args.args} for n in ast.walk(tree))
+
+        def resolve(expr: ast.expr, call: ast.Call) -> None:
+            if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+                kinds.add(expr.value)
+                return
+            func = call
+            while func is not None and not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
+                func = parents.get(func)
+            params = {a.arg for a in func.args.args + func.args.kwonlyargs} if func is not None else set()
+            names = [n.id for n in ast.walk(expr) if isinstance(n, ast.Name)]
+            if isinstance(expr, ast.Name | ast.JoinedStr) and names and set(names) <= params:
+                assert func.name in wrappers, f"{path}:{call.lineno}: kind passed through {func.name}()"
+                return
+            if isinstance(expr, ast.Name):
+                value = getattr(importlib.import_module(module), expr.id, None)
+                if isinstance(value, str):
+                    kinds.add(value)
+                    return
+            raise AssertionError(f"{path}:{call.lineno}: cannot read the event kind {ast.unparse(expr)}")
+
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute | ast.Name):
+                continue
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
+            if name == "record" and len(node.args) >= 2:
+                resolve(node.args[1], node)
+            elif name == "record" and node.args and isinstance(node.args[0], ast.Dict):
+                for key, value in zip(node.args[0].keys, node.args[0].values):
+                    if isinstance(key, ast.Constant) and key.value == "kind":
+                        resolve(value, node)
+            elif name in ("_record", "_open_session") and node.args:
+                resolve(node.args[0], node)
+            elif name == "_register" and registers:
+                (op,) = [k.value for k in node.keywords if k.arg == "op"]
+                assert isinstance(op, ast.Constant), f"{path}:{node.lineno}: op is not a literal"
+                kinds.add(f"data.{op.value}")
+    return kinds
+
+
+def test_every_recorded_event_kind_is_in_the_one_list_the_log_checks():
+    from rsi_master.expos._kinds import EVENT_KINDS
+
+    kinds = _recorded_kinds()
+    assert {"contract.freeze", "agents.config", "orchestra.resume", "data.mix", "source.register"} <= kinds
+    assert kinds - EVENT_KINDS == set(), "add these kinds to rsi_master/expos/_kinds.py"
+    assert EVENT_KINDS - kinds == set(), "no code records these kinds any more"
+
+
+def test_an_audit_without_submissions_reports_no_interception_rate(run, capsys):
+    from rsi_master.cli._main import main
+    from rsi_master.cli._run import print_summary
+    from rsi_master.expos import audit
+
+    from ..orchestra.helpers import fake_experiment
+
+    with pytest.raises(ToolRefused):
+        run.call(Caller("worker", "w1"), "eval.review", {"experiment_id": "exp-00001"})
+    report = audit(run)
+    assert report.submissions == [] and report.blocked_attempts == 1 and report.interception_rate is None
+    assert run.call(Caller("reviewer", "r1"), "audit.run", {}).interception_rate is None
+    path = str(run.run.path)
+    run.close()
+    assert main(["audit", path, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["interception_rate"] is None
+    assert main(["audit", path]) == 0
+    assert "interception_rate: n/a" in capsys.readouterr().out.splitlines()
+    print_summary({"interception_rate": report.interception_rate, "blocked_attempts": 1})
+    assert "interception_rate: n/a" in capsys.readouterr().out.splitlines()
+    # With a submission the rate is measured again (the fake experiment's unregistered data executes).
+    with ExpOS.open(path) as x:
+        xid = fake_experiment(x, "w1", 0.5)
+        x.record({"role": "worker", "id": "w1"}, "worker.finalize", {"summary": "s", "claims": [], "candidates": [xid]})
+        again = audit(x)
+        assert again.executed_violations > 0 and 0.0 < again.interception_rate < 1.0
+
+
+def test_a_claim_rounded_for_display_is_no_misattribution_another_score_is(tmp_path):
+    from rsi_master.expos import audit
+
+    from ..orchestra.helpers import fake_experiment
+
+    def worker(i):
+        return {"role": "worker", "id": f"w{i}"}
+
+    def attribution(report, xid):
+        (sub,) = [s for s in report.submissions if s.experiment_id == xid]
+        return sub.observations["metric_attribution"].observation
+
+    with ExpOS.create(tmp_path / "run", "arithmetic", eval_limit=30) as x:  # dev scores are k/30
+        mine = {i: fake_experiment(x, f"w{i}", 7 / 30) for i in range(1, 6)}  # 0.2333...
+        other = fake_experiment(x, "w9", 8 / 30)  # 0.2666...: another experiment's score
+        # Through the door: rounded and truncated claims are accepted, another score is refused.
+        x.call(Caller("worker", "w1"), "worker.finalize",
+               {"summary": "s", "claims": [{"experiment_id": mine[1], "score": 0.2333}], "candidates": [mine[1]]})
+        x.call(Caller("worker", "w2"), "worker.finalize",
+               {"summary": "s", "claims": [{"experiment_id": mine[2], "score": 0.23}], "candidates": [mine[2]]})
+        with pytest.raises(ToolRefused, match="does not match"):
+            x.call(Caller("worker", "w3"), "worker.finalize", {"summary": "s", "claims": [
+                {"experiment_id": mine[3], "score": round(8 / 30, 4)}], "candidates": [mine[3]]})
+        # Recorded without the door (a forged or unguarded finalize): the audit applies the same rule.
+        for i, score in ((3, 0.2667), (4, 0.2), (5, 0.234)):  # another's score; too coarse; rounded up
+            x.record(worker(i), "worker.finalize", {"summary": "s", "claims": [
+                {"experiment_id": mine[i], "score": score}], "candidates": [mine[i]]})
+        x.record(worker(9), "worker.finalize", {"summary": "s", "claims": [
+            {"experiment_id": other, "score": 0.26666}], "candidates": [other]})
+        report = audit(x)
+        assert attribution(report, mine[1]) != "EXECUTED" and attribution(report, mine[2]) != "EXECUTED"
+        assert attribution(report, mine[5]) != "EXECUTED" and attribution(report, other) != "EXECUTED"
+        assert attribution(report, mine[3]) == "EXECUTED" and attribution(report, mine[4]) == "EXECUTED"

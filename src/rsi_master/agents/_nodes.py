@@ -3,9 +3,10 @@ process over exactly its role's ExpOS tools; the role's finishing tool ends it.
 
 A node whose model never finishes (turn or token limits, the deadline, a provider that
 keeps failing) is ended by the harness with an explicit record: the Worker's finalize
-or the Reviewer's report says that the agent did not finish and why, claims nothing and
-puts nothing forward. That record is an orchestration event, so the Main agent is told
-and the run goes on.
+or the Reviewer's report says that the agent did not finish and why. The Worker's claims
+only what the ledger shows it completed and had scored on dev (at the recorded scores) and
+puts the best of those forward; the Reviewer's verifies nothing. That record is an
+orchestration event, so the Main agent is told and the run goes on.
 """
 
 from __future__ import annotations
@@ -50,6 +51,31 @@ def _why(out: Outcome) -> str:
     return out.reason + (f": {out.error}" if out.error else "")
 
 
+def _harness_finalize(ctx: NodeContext, out: Outcome) -> dict[str, Any]:
+    """The finalize of a Worker whose agent did not finalize, from the ledger alone.
+
+    An experiment that completed and was scored on dev before the allowance ended (the budget's
+    end a moment later, the last turn or token spent on it) is the Worker's result all the
+    same, as it is for the programmatic Worker: each is claimed at its recorded score, and the
+    best is put forward. Nothing else is: the harness invents no conclusion."""
+    from ..expos import load_state
+
+    own = [x for x in load_state(ctx.expos).experiments.values() if x.owner == ctx.caller.id]
+    scored = [x for x in own if x.status == "completed" and x.dev_score() is not None]
+    others = [f"{x.id} ({x.status if x.status != 'completed' else 'no dev score'})" for x in own if x not in scored]
+    head = f"[ended by the harness: the Worker agent did not finalize ({_why(out)})]"
+    if not scored:
+        return {"summary": f"{head} its experiments stay in the ledger; nothing is claimed or put forward"
+                           + (f" (not completed and scored: {', '.join(others)})" if others else ""),
+                "claims": [], "candidates": []}
+    best = max(scored, key=lambda x: (x.dev_score(), -x.seq))  # ties: the earliest
+    scores = ", ".join(f"{x.id}={x.dev_score():.4f}" for x in scored)
+    return {"summary": f"{head} completed and scored on dev: {scores}; put forward: {best.id}, the best dev score"
+                       + (f"; not completed and scored: {', '.join(others)}" if others else ""),
+            "claims": [{"experiment_id": x.id, "score": x.dev_score()} for x in scored],
+            "candidates": [best.id]}
+
+
 class LLMWorker:
     def run(self, ctx: NodeContext) -> None:
         from ..orchestra import load_graph
@@ -75,10 +101,7 @@ class LLMWorker:
         out = _run(ctx, "worker", "worker.finalize", "\n\n".join(parts))
         if not out.finished:
             try:
-                ctx.call("worker.finalize", {
-                    "summary": f"[ended by the harness: the Worker agent did not finalize ({_why(out)})] "
-                               "its experiments stay in the ledger; nothing is claimed or put forward",
-                    "claims": [], "candidates": []})
+                ctx.call("worker.finalize", _harness_finalize(ctx, out))
             except ToolRefused:
                 pass  # it had finalized after all (the refusal is recorded)
 

@@ -25,7 +25,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..errors import RsiMasterError
     from ..expos import Budget, ExpOS
+    from ..tasks import list_tasks
 
+    # Checked before ExpOS.create: bad input is one line, and no run directory or key is written.
+    if args.task not in list_tasks():
+        raise RsiMasterError(f"unknown task {args.task!r}; known tasks: {', '.join(list_tasks())}")
     if args.max_experiments < 1 or args.max_train_steps < 1:
         raise RsiMasterError("budgets must be positive")
     budget = Budget(max_experiments=args.max_experiments, max_train_steps=args.max_train_steps)

@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from ._common import env, is_tty
+
+if TYPE_CHECKING:
+    from ..rundir import RunDir
 
 NAME = "log"
 HELP = "show a run's ledger events"
@@ -30,11 +34,31 @@ def _short(payload: dict, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def _check_filters(run_: RunDir, kinds: list[str], role: str | None) -> None:
+    """An unknown kind or role is an error, not an empty table. Known: what the package records
+    (a valid kind this run has no event of yet shows nothing), or what this run holds (a
+    ledger written by other code)."""
+    from ..errors import RsiMasterError
+    from ..expos import ROLES
+    from ..expos._kinds import EVENT_KINDS
+
+    ledger = run_.ledger
+    for k in kinds:
+        known = k in EVENT_KINDS or (k.endswith(".*") and any(e.startswith(k[:-1]) for e in EVENT_KINDS))
+        # `%` is no kind's character, but a LIKE wildcard to the ledger's prefix query.
+        if not known and ("%" in k or next(ledger.events(kinds=[k], limit=1), None) is None):
+            raise RsiMasterError(f"unknown event kind {k!r}; kinds: {', '.join(sorted(EVENT_KINDS))} "
+                                 "(or a prefix such as data.*)")
+    if role is not None and role not in ROLES and next(ledger.events(role=role, limit=1), None) is None:
+        raise RsiMasterError(f"unknown role {role!r}; roles: {', '.join(ROLES)}")
+
+
 def run(args: argparse.Namespace) -> int:
     from ..rundir import RunDir
 
     run_ = RunDir.open(args.run_dir)
     try:
+        _check_filters(run_, args.kind, args.role)
         events = run_.ledger.events(kinds=args.kind, role=args.role, actor_id=args.actor,
                                     since=args.since, limit=args.limit)
         if args.json:

@@ -12,9 +12,9 @@ HELP = "post-train the base model on a task with Workers, Reviewers and a Main a
 
 # The closing `key: value` lines, in order (scripts and agents parse them).
 SUMMARY_KEYS = ("task", "final_score", "base_score", "reference_score", "selected", "selected_review_score",
-                "hacking_rate", "blocked_attempts", "experiments", "workers", "reviews", "cross_worker_reviews",
-                "decisions", "slot_utilisation", "llm_tokens", "llm_cost_usd", "budget_s", "spent_s", "trust_boundary",
-                "summary_json", "run_dir")
+                "hacking_rate", "interception_rate", "blocked_attempts", "experiments", "workers", "reviews",
+                "cross_worker_reviews", "decisions", "slot_utilisation", "llm_tokens", "llm_cost_usd", "budget_s",
+                "spent_s", "trust_boundary", "summary_json", "run_dir")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

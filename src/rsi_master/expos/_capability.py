@@ -31,14 +31,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..errors import RsiMasterError
 from ..ledger import KeyDir
 
-__all__ = ["AGENT_ROLES", "CAP_PREFIX", "Capability", "CapabilityError", "capability_id", "check_capability",
+__all__ = ["AGENT_ROLES", "CAP_PREFIX", "NODE_ID", "Capability", "CapabilityError", "capability_id", "check_capability",
            "issue_capability"]
 
 CAP_PREFIX = "rsicap1"
 # Roles a capability may carry. "harness" is not among them: it never leaves the harness.
 AGENT_ROLES = ("public", "worker", "reviewer", "main")
 # Node ids are what the ledger's actor id holds; the same shape as a research-graph node id.
-_NODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
+NODE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 # A day: long enough for a 10-hour campaign's node, short enough that a leaked token dies.
 DEFAULT_TTL_S = 24 * 3600.0
 
@@ -55,7 +55,7 @@ class Capability(BaseModel):
     v: Literal[1] = Field(description="Capability format version.")
     run: str = Field(min_length=1, max_length=128, description="The run id the capability is valid in.")
     role: Literal["public", "worker", "reviewer", "main"] = Field(description="The caller's role.")
-    node: str = Field(pattern=_NODE.pattern, description="The caller's node id (the actor id in the ledger).")
+    node: str = Field(pattern=NODE_ID.pattern, description="The caller's node id (the actor id in the ledger).")
     exp: float = Field(description="Expiry, seconds since the epoch (UTC).")
     nonce: str = Field(pattern=r"^[0-9a-f]{16}$", description="Random, so two grants are two tokens.")
 
@@ -111,7 +111,7 @@ def issue_capability(key_dir: KeyDir | Path | str | None, run_id: str, role: str
     keys = key_dir if isinstance(key_dir, KeyDir) else KeyDir(key_dir)
     if role not in AGENT_ROLES:
         raise CapabilityError(f"no capability is issued for role {role!r}; roles: {', '.join(AGENT_ROLES)}")
-    if not isinstance(node, str) or not _NODE.fullmatch(node):
+    if not isinstance(node, str) or not NODE_ID.fullmatch(node):
         raise CapabilityError(f"node id {node!r} is malformed: 1-128 letters, digits, '_', '.', '-', "
                               "starting with a letter or digit")
     if not ttl_s > 0:

@@ -214,6 +214,11 @@ class ExpOS:
         never reaches the runtime. After the run's final record nothing is accepted or
         recorded: the run's result is fixed.
         """
+        from ._capability import NODE_ID
+
+        if not isinstance(caller.id, str) or not NODE_ID.fullmatch(caller.id):
+            # Not recordable as an actor: refused before anything runs, and nothing is written.
+            raise ToolInvalid(f"invalid caller id {str(caller.id)[:40]!r}: 1-128 letters, digits, '_', '.', '-'")
         final = self.final_seq()
         if final is not None:
             raise ToolRefused(f"the run has ended (its final record is event {final}): no call is accepted")

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ._audit import claim_matches
 from ._contamination_gate import check_rows, read_rows
 from ._errors import ToolFailed, ToolInvalid, ToolRefused
 from ._registry import tool
@@ -392,7 +393,7 @@ def worker_finalize(expos, caller, inp: FinalizeInput) -> FinalizeResult:
     for claim in inp.claims:
         x = visible.get(claim.experiment_id)
         recorded = x.dev_score() if x else None
-        if recorded is None or abs(recorded - claim.score) > 1e-9:
+        if not claim_matches(claim.score, x, expos.contract):  # the audit's rule: display rounding is no lie
             raise ToolRefused(f"claim {claim.experiment_id}={claim.score} does not match the evaluation record "
                               f"({recorded})", Subcategory.METRIC_ATTRIBUTION)
     for cand in inp.candidates:

@@ -202,8 +202,8 @@ def _close(expos: Any, sched: Any) -> dict[str, Any]:
         "version": 1, "task": expos.contract.task, "run_id": expos.run.run_id,
         "final_score": scores["final_score"], "base_score": scores["base_score"], "reference_score": ref,
         "selected": selection["selected"], "selected_review_score": selection["review_score"],
-        "hacking_rate": report.hacking_rate, "blocked_attempts": report.blocked_attempts,
-        "flagged": report.flagged, "run_dir_issues": report.run_dir_issues,
+        "hacking_rate": report.hacking_rate, "interception_rate": report.interception_rate,
+        "blocked_attempts": report.blocked_attempts, "flagged": report.flagged, "run_dir_issues": report.run_dir_issues,
         "experiments": len(st.experiments),
         "experiments_by_status": _count(x.status if x.id not in graph.interrupted_experiments else "interrupted"
                                         for x in st.experiments.values()),
