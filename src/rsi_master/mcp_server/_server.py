@@ -136,7 +136,8 @@ def build_server(door: ExposDoor, *, progress_every: float = 5.0) -> Any:
                                           progress_every)
         except ToolError as exc:
             kind = type(exc).__name__.removeprefix("Tool").lower()
-            return types.CallToolResult(content=[types.TextContent(text=f"{kind}: {exc}")], is_error=True)
+            text = str(exc) if str(exc).startswith(kind) else f"{kind}: {exc}"  # `refused (subcategory): ...`
+            return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
         data = result.model_dump(mode="json")
         return types.CallToolResult(content=[types.TextContent(text=json.dumps(data, sort_keys=True))],
                                     structured_content=data)
