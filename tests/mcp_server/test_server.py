@@ -48,9 +48,11 @@ def test_stdio_lists_the_roles_tools_calls_them_and_refuses_the_rest(run_dir, ke
             override = await client.call_tool("results_list", {"sample_ids": ["x"]})
             unknown = await client.call_tool("shell", {"cmd": "ls"})
             foreign = await client.call_tool("checkpoint_register", {"path": "/tmp/weights"})
-            return listed, quota, dotted, other, schema, override, unknown, foreign
+            # Outside the advertised enum: the server does not answer it from the schema, ExpOS does.
+            final = await client.call_tool("eval_run", {"experiment_id": "exp-00001", "split": "final"})
+            return listed, quota, dotted, other, schema, override, unknown, foreign, final
 
-    listed, quota, dotted, other, schema, override, unknown, foreign = asyncio.run(session())
+    listed, quota, dotted, other, schema, override, unknown, foreign, final = asyncio.run(session())
     tools = {t.name: t for t in listed.tools}
     assert set(tools) == {t.llm_name for t in tools_for("worker")}
     assert tools["data_generate"].input_schema["required"] == ["family", "n"]
@@ -65,10 +67,11 @@ def test_stdio_lists_the_roles_tools_calls_them_and_refuses_the_rest(run_dir, ke
     # it says: a request to bring foreign weights in, refused and recorded as one.
     assert "checkpoint_register" not in tools
     assert foreign.is_error and _text(foreign).startswith("refused (weight_provenance)")
+    assert final.is_error and _text(final).startswith("refused (test_set_access)")
     with ExpOS.open(run_dir, writable=False) as expos:
         blocked = [(e.actor.id, e.payload["tool"], e.payload["subcategory"]) for e in expos.events("guard.blocked")]
         assert blocked == [("ext1", "eval.review", "test_set_access"), ("ext1", "results.list", "sample_inclusion"),
-                           ("ext1", "checkpoint.register", "weight_provenance")]
+                           ("ext1", "checkpoint.register", "weight_provenance"), ("ext1", "eval.run", "test_set_access")]
         assert [e.payload["tool"] for e in expos.events("tool.invalid")] == ["data.generate", "shell"]
         assert [e.payload["tool"] for e in expos.events("tool.call", actor_id="ext1")] == ["quota.show",
                                                                                           "contract.show"]
