@@ -71,7 +71,8 @@ def test_stdio_lists_the_roles_tools_calls_them_and_refuses_the_rest(run_dir, ke
     with ExpOS.open(run_dir, writable=False) as expos:
         blocked = [(e.actor.id, e.payload["tool"], e.payload["subcategory"]) for e in expos.events("guard.blocked")]
         assert blocked == [("ext1", "eval.review", "test_set_access"), ("ext1", "results.list", "sample_inclusion"),
-                           ("ext1", "checkpoint.register", "weight_provenance"), ("ext1", "eval.run", "test_set_access")]
+                           ("ext1", "checkpoint.register", "weight_provenance"),
+                           ("ext1", "eval.run", "test_set_access")]
         assert [e.payload["tool"] for e in expos.events("tool.invalid")] == ["data.generate", "shell"]
         assert [e.payload["tool"] for e in expos.events("tool.call", actor_id="ext1")] == ["quota.show",
                                                                                           "contract.show"]
@@ -197,7 +198,8 @@ def test_every_tool_has_an_mcp_name_hints_and_a_described_input(run_dir, key_dir
     assert not any(h.destructive or h.open_world for h in HINTS.values())
     closed = {("decision.record", "action"): ["continue", "verify", "branch", "revise", "stop"],
               ("review.submit", "verdict"): ["pass", "fail"], ("eval.run", "split"): ["dev"],
-              ("eval.compare", "split"): ["review", "dev"], ("experiment.submit", "method"): ["sft", "lora", "dpo", "grpo"]}
+              ("eval.compare", "split"): ["review", "dev"],
+              ("experiment.submit", "method"): ["sft", "lora", "dpo", "grpo"]}
     for (name, field), values in closed.items():
         assert TOOLS[name].input_schema()["properties"][field]["enum"] == values, (name, field)
 

@@ -108,14 +108,23 @@ async def _with_progress(ctx: Any, name: str, future: Future[Any], every: float)
     tool = TOOLS.get(name) or next((t for t in TOOLS.values() if t.llm_name == name), None)
     label = tool.name if tool else name
     start = time.monotonic()
+    reporting = True
+
+    async def report(progress: float, message: str) -> None:
+        nonlocal reporting
+        try:
+            await ctx.session.report_progress(progress, None, message)
+        except Exception:  # a client gone away stops the reports, never the call
+            reporting = False
+
     if tool is not None and tool.name in LONG_CALLS:
-        await ctx.session.report_progress(0.0, None, f"{label}: started")
+        await report(0.0, f"{label}: started")
     while True:
-        done, _ = await asyncio.wait({waiting}, timeout=every)
+        done, _ = await asyncio.wait({waiting}, timeout=every if reporting else None)
         if done:
             return waiting.result()
         elapsed = time.monotonic() - start
-        await ctx.session.report_progress(round(elapsed, 1), None, f"{label}: running for {elapsed:.0f} s")
+        await report(round(elapsed, 1), f"{label}: running for {elapsed:.0f} s")
 
 
 def build_server(door: ExposDoor, *, progress_every: float = 5.0) -> Any:
