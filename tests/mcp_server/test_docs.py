@@ -13,7 +13,6 @@ import shlex
 import subprocess
 import sys
 import tomllib
-from pathlib import Path
 
 from mcp import Client, StdioServerParameters
 

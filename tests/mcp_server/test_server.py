@@ -9,7 +9,6 @@ import asyncio
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
