@@ -1,6 +1,7 @@
 """`rsi-master mcp` exercised by the mcp SDK's own client: over stdio (list tools, call an
-allowed tool, be refused another role's tool, get a schema error) and over streamable
-HTTP on loopback."""
+allowed tool, be refused another role's tool, get a schema error), over streamable HTTP on
+loopback, progress notifications on a long call; and the tool surface MCP clients see
+(names, annotations, described inputs, enums, generator knobs)."""
 
 from __future__ import annotations
 
@@ -8,19 +9,17 @@ import asyncio
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from mcp import Client, StdioServerParameters
 
 from rsi_master.cli._main import main
-from rsi_master.expos import ExpOS, tools_for
+from rsi_master.expos import TOOLS, ExpOS, tools_for
+from rsi_master.expos._registry import HINTS, LLM_NAME
 from rsi_master.mcp_server import check_loopback, tool_reference, update_doc
 
 from ..orchestra.helpers import new_run
-
-RSI = str(Path(sys.executable).with_name("rsi-master"))
 
 
 @pytest.fixture
@@ -34,8 +33,8 @@ def _text(result) -> str:
     return result.content[0].text
 
 
-def test_stdio_lists_the_roles_tools_calls_them_and_refuses_the_rest(run_dir, key_dir):
-    params = StdioServerParameters(command=RSI, args=["mcp", str(run_dir), "--role", "worker", "--id", "ext1"],
+def test_stdio_lists_the_roles_tools_calls_them_and_refuses_the_rest(run_dir, key_dir, rsi):
+    params = StdioServerParameters(command=rsi, args=["mcp", str(run_dir), "--role", "worker", "--id", "ext1"],
                                    env={"RSI_MASTER_KEY_DIR": str(key_dir), "OMP_NUM_THREADS": "1"})
 
     async def session():
@@ -47,9 +46,12 @@ def test_stdio_lists_the_roles_tools_calls_them_and_refuses_the_rest(run_dir, ke
             schema = await client.call_tool("data_generate", {"family": "answer_only", "n": "many"})
             override = await client.call_tool("results_list", {"sample_ids": ["x"]})
             unknown = await client.call_tool("shell", {"cmd": "ls"})
-            return listed, quota, dotted, other, schema, override, unknown
+            foreign = await client.call_tool("checkpoint_register", {"path": "/tmp/weights"})
+            # Outside the advertised enum: the server does not answer it from the schema, ExpOS does.
+            final = await client.call_tool("eval_run", {"experiment_id": "exp-00001", "split": "final"})
+            return listed, quota, dotted, other, schema, override, unknown, foreign, final
 
-    listed, quota, dotted, other, schema, override, unknown = asyncio.run(session())
+    listed, quota, dotted, other, schema, override, unknown, foreign, final = asyncio.run(session())
     tools = {t.name: t for t in listed.tools}
     assert set(tools) == {t.llm_name for t in tools_for("worker")}
     assert tools["data_generate"].input_schema["required"] == ["family", "n"]
@@ -60,17 +62,24 @@ def test_stdio_lists_the_roles_tools_calls_them_and_refuses_the_rest(run_dir, ke
     assert schema.is_error and _text(schema).startswith("invalid") and "n" in _text(schema)
     assert override.is_error and "sample_inclusion" in _text(override)
     assert unknown.is_error and "unknown tool" in _text(unknown)
+    # Not offered, so no agent calls it by browsing its tools; called by name, it is what
+    # it says: a request to bring foreign weights in, refused and recorded as one.
+    assert "checkpoint_register" not in tools
+    assert foreign.is_error and _text(foreign).startswith("refused (weight_provenance)")
+    assert final.is_error and _text(final).startswith("refused (test_set_access)")
     with ExpOS.open(run_dir, writable=False) as expos:
         blocked = [(e.actor.id, e.payload["tool"], e.payload["subcategory"]) for e in expos.events("guard.blocked")]
-        assert blocked == [("ext1", "eval.review", "test_set_access"), ("ext1", "results.list", "sample_inclusion")]
+        assert blocked == [("ext1", "eval.review", "test_set_access"), ("ext1", "results.list", "sample_inclusion"),
+                           ("ext1", "checkpoint.register", "weight_provenance"),
+                           ("ext1", "eval.run", "test_set_access")]
         assert [e.payload["tool"] for e in expos.events("tool.invalid")] == ["data.generate", "shell"]
         assert [e.payload["tool"] for e in expos.events("tool.call", actor_id="ext1")] == ["quota.show",
                                                                                           "contract.show"]
 
 
-def test_streamable_http_on_loopback(run_dir, key_dir):
+def test_streamable_http_on_loopback(run_dir, key_dir, rsi):
     env = {**os.environ, "RSI_MASTER_KEY_DIR": str(key_dir), "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([RSI, "mcp", str(run_dir), "--role", "reviewer", "--id", "rx", "--transport", "http",
+    proc = subprocess.Popen([rsi, "mcp", str(run_dir), "--role", "reviewer", "--id", "rx", "--transport", "http",
                              "--port", "0"], env=env, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stderr.readline()
@@ -102,6 +111,8 @@ def test_bad_invocations_get_one_line(run_dir, tmp_path, capsys):
     assert main(["mcp", str(tmp_path / "nothing"), "--id", "x"]) == 2
     assert main(["mcp", str(run_dir), "--id", "x", "--transport", "http", "--host", "0.0.0.0"]) == 2
     assert "loopback only" in capsys.readouterr().err
+    assert main(["mcp", str(run_dir), "--id", "x", "--progress-every", "0"]) == 2
+    assert "--progress-every must be a positive" in capsys.readouterr().err
     check_loopback("::1")
     check_loopback("127.0.0.2")
 
@@ -115,8 +126,8 @@ def test_the_documented_tool_reference_is_the_registrys():
             assert f"### `{t.llm_name}`" in ref
 
 
-def test_an_external_main_cannot_choose_the_code_a_slot_process_runs(run_dir, key_dir):
-    params = StdioServerParameters(command=RSI, args=["mcp", str(run_dir), "--role", "main", "--id", "main"],
+def test_an_external_main_cannot_choose_the_code_a_slot_process_runs(run_dir, key_dir, rsi):
+    params = StdioServerParameters(command=rsi, args=["mcp", str(run_dir), "--role", "main", "--id", "main"],
                                    env={"RSI_MASTER_KEY_DIR": str(key_dir)})
 
     async def session():
@@ -146,3 +157,153 @@ def test_the_reference_command_refuses_bad_paths_with_a_message(tmp_path, capsys
     assert reference_main(["--check", str(plain)]) == 2
     assert "no generated tool-reference section" in capsys.readouterr().err
     assert plain.read_text() == "no markers here\n"
+
+
+# -- the tool surface MCP clients see ------------------------------------------------------------
+def _properties(schema: dict, path: str = ""):
+    """(path, property schema) for every property at any depth, through $defs and items."""
+    defs = schema.get("$defs", {})
+
+    def walk(s: dict, at: str):
+        if "$ref" in s:
+            yield from walk(defs[s["$ref"].rsplit("/", 1)[-1]], at)
+        for key in ("items", "additionalProperties"):
+            if isinstance(s.get(key), dict):
+                yield from walk(s[key], f"{at}[]")
+        for variant in s.get("anyOf", []):
+            yield from walk(variant, at)
+        for name, p in s.get("properties", {}).items():
+            yield f"{at}.{name}", p
+            yield from walk(p, f"{at}.{name}")
+
+    yield from walk(schema, path)
+
+
+def test_every_tool_has_an_mcp_name_hints_and_a_described_input(run_dir, key_dir):
+    tools_for("public")
+    assert set(HINTS) == set(TOOLS), "every tool says whether it is read-only and idempotent"
+    with ExpOS.open(run_dir) as expos:
+        contract = expos.contract
+    for t in TOOLS.values():
+        assert LLM_NAME.match(t.llm_name) and "." not in t.llm_name, t.name
+        for schema in (t.input_schema(), t.input_schema(contract)):
+            assert schema["type"] == "object" and schema.get("additionalProperties") is False, t.name
+            undescribed = [p for p, s in _properties(schema, t.llm_name) if not s.get("description")]
+            assert not undescribed, undescribed
+        if t.hints.read_only:
+            assert t.kind == "monitoring" or t.name in ("experiment.inspect", "eval.compare"), t.name
+    assert not HINTS["contract.show"].destructive and HINTS["quota.show"].read_only
+    assert not HINTS["experiment.submit"].read_only and not HINTS["experiment.submit"].idempotent
+    assert not any(h.destructive or h.open_world for h in HINTS.values())
+    closed = {("decision.record", "action"): ["continue", "verify", "branch", "revise", "stop"],
+              ("review.submit", "verdict"): ["pass", "fail"], ("eval.run", "split"): ["dev"],
+              ("eval.compare", "split"): ["review", "dev"],
+              ("experiment.submit", "method"): ["sft", "lora", "dpo", "grpo"]}
+    for (name, field), values in closed.items():
+        assert TOOLS[name].input_schema()["properties"][field]["enum"] == values, (name, field)
+
+
+def test_a_split_outside_the_advertised_enum_is_still_a_recorded_attempt(run_dir):
+    # The enum tells the agent what works; the door still decides, so `final` is refused as
+    # test-set access (not merely invalid input) whether or not the client checked the schema.
+    from rsi_master.expos import Caller, ToolRefused
+
+    with ExpOS.open(run_dir) as expos:
+        with pytest.raises(ToolRefused, match="test_set_access"):
+            expos.call(Caller("worker", "w"), "eval_run", {"experiment_id": "exp-1", "split": "final"})
+        with pytest.raises(ToolRefused, match="test_set_access"):
+            expos.call(Caller("reviewer", "r"), "eval.compare", {"experiment_a": "a", "experiment_b": "b",
+                                                                 "split": "final"})
+
+
+def test_data_generate_schema_names_the_runs_families_and_every_knob_with_its_range(tmp_path):
+    from rsi_master.expos import Budget, Caller, ToolInvalid
+    from rsi_master.tasks import get_task
+
+    w = Caller("worker", "w")
+    with ExpOS.create(tmp_path / "run", "arithmetic", eval_limit=3, budget=Budget(max_rows=500),
+                      allowed_generators=["arithmetic/answer_only", "arithmetic/scratchpad"],
+                      allowed_methods=["sft", "lora"]) as expos:
+        schema = TOOLS["data.generate"].input_schema(expos.contract)
+        props = schema["properties"]
+        assert props["family"]["enum"] == ["answer_only", "scratchpad"]  # only what the contract allows
+        assert props["n"]["maximum"] == 500
+        knobs = get_task("arithmetic").generators()["answer_only"].knobs
+        params = props["params"]
+        assert params["additionalProperties"] is False and set(params["properties"]) == {k.name for k in knobs}
+        for k in knobs:
+            p = params["properties"][k.name]
+            assert p["default"] == k.default and p["description"]
+            if k.kind == "choice":
+                assert p["enum"] == list(k.choices)
+            else:
+                assert (p["minimum"], p["maximum"]) == (k.low, k.high)
+                # The advertised range is the generator's: its ends pass, one past the top does not.
+                top = {"min_digits": 1, "max_digits": 4} if k.name in ("min_digits", "max_digits") else {}
+                expos.call(w, "data.generate", {"family": "answer_only", "n": 2,
+                                                "params": {**top, k.name: p["maximum"]}})
+                with pytest.raises(ToolInvalid, match=k.name):
+                    expos.call(w, "data.generate", {"family": "answer_only", "n": 2,
+                                                    "params": {k.name: p["maximum"] + 1}})
+        assert "min_digits (integer 1..4, default 2)" in params["description"]
+        submit = TOOLS["experiment.submit"].input_schema(expos.contract)["properties"]
+        assert submit["method"]["enum"] == ["sft", "lora"]
+        config = submit["config"]
+        assert config["additionalProperties"] is False and {"learning_rate", "max_steps", "lora_r"} <= set(
+            config["properties"]) and "method" not in config["properties"]
+        assert config["properties"]["learning_rate"]["maximum"] == 0.1
+    static = TOOLS["data.generate"].input_schema()["properties"]
+    assert {"knowledge/answer_only", "program_synthesis/program_only"} <= set(static["family"]["enum"])
+    assert {"n_facts", "min_depth", "n_shown"} <= set(static["params"]["properties"])
+
+
+def test_the_mcp_listing_carries_annotations_and_the_runs_schemas(run_dir):
+    from rsi_master.mcp_server import ExposDoor, mcp_tools
+
+    door = ExposDoor(run_dir, "worker", "w1")
+    try:
+        listed = {t.name: t for t in door.pool.submit(mcp_tools, door).result()}
+    finally:
+        door.close()
+    gen = listed["data_generate"]
+    assert gen.title == "data.generate" and gen.annotations.idempotent_hint and not gen.annotations.read_only_hint
+    assert gen.input_schema["properties"]["family"]["enum"] == ["answer_only", "chain_then_answer",
+                                                               "quote_then_answer"]
+    assert listed["quota_show"].annotations.read_only_hint
+    assert all(t.annotations.destructive_hint is False and t.annotations.open_world_hint is False
+               for t in listed.values())
+
+
+def test_a_long_call_reports_progress_while_it_runs(tmp_path, key_dir, rsi):
+    from rsi_master.expos import Caller
+    from rsi_master.expos._state import experiment_id
+
+    with ExpOS.create(tmp_path / "run", "knowledge", eval_limit=3) as x:
+        d = x.call(Caller("worker", "w1"), "data.generate", {"family": "answer_only", "n": 4}).dataset
+        base = x.contract.base_model_artifact
+        start = x.record(Caller("worker", "w1"), "experiment.start", {
+            "parent": "base", "parent_checkpoint": base, "dataset": d, "method": "sft", "spec": {}})
+        xid = experiment_id(start.seq)
+        x.record(Caller("worker", "w1"), "experiment.finish", {"experiment_id": xid, "status": "completed",
+                                                               "checkpoint": base, "steps": 1})
+    params = StdioServerParameters(command=rsi, args=["mcp", str(tmp_path / "run"), "--id", "w1", "--key-dir",
+                                                      str(key_dir), "--progress-every", "0.3"])
+    seen: list[tuple[float, str | None]] = []
+
+    async def progress(done, total, message):
+        seen.append((done, message))
+
+    async def session():
+        async with Client(params) as client:
+            quick = await client.call_tool("quota_show", {}, progress_callback=progress)
+            n_quick = len(seen)
+            # The base weights evaluated on dev: seconds of model loading and generation.
+            scored = await client.call_tool("eval_run", {"experiment_id": xid}, progress_callback=progress)
+            return quick, n_quick, scored
+
+    quick, n_quick, scored = asyncio.run(session())
+    assert not quick.is_error and n_quick == 0
+    assert not scored.is_error and scored.structured_content["n_samples"] == 3
+    assert seen[0] == (0.0, "eval.run: started") and len(seen) >= 3, seen
+    assert all(b[0] > a[0] for a, b in zip(seen, seen[1:], strict=False)), seen
+    assert all(m.startswith("eval.run: running for ") for _, m in seen[1:]), seen

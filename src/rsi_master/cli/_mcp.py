@@ -24,8 +24,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="stdio (default), or streamable HTTP on loopback (env RSI_MASTER_MCP_TRANSPORT)")
     p.add_argument("--host", default=env("mcp_host", "127.0.0.1"),
                    help="HTTP: loopback address to bind (env RSI_MASTER_MCP_HOST; default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=int(env("mcp_port", 8765)),
+    p.add_argument("--port", type=int, default=env("mcp_port", "8765"),
                    help="HTTP: port, 0 for any free one (env RSI_MASTER_MCP_PORT; default 8765)")
+    p.add_argument("--progress-every", type=float, default=env("mcp_progress_every", "5"), metavar="SECONDS",
+                   help="how often a running call reports progress to a client that asked for it (env "
+                        "RSI_MASTER_MCP_PROGRESS_EVERY; default 5)")
     key_dir_arg(p)
     p.set_defaults(handler=run)
 
@@ -39,5 +42,5 @@ def run(args: argparse.Namespace) -> int:
     if not args.id:
         raise RsiMasterError("mcp: no caller identity (give --id, e.g. the Worker id the run knows this agent by)")
     serve(args.run_dir, args.role, args.id, transport=args.transport, host=args.host, port=args.port,
-          key_dir=args.key_dir)
+          key_dir=args.key_dir, progress_every=args.progress_every)
     return 0

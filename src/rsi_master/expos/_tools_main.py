@@ -3,7 +3,7 @@ The Main agent never runs experiments."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -43,9 +43,11 @@ def graph_read(expos, caller, inp: GraphInput) -> GraphView:
 
 
 class AddWorkerInput(_In):
-    worker_id: str = Field(pattern=r"^[a-z][a-z0-9_\-]{0,40}$")
+    worker_id: str = Field(pattern=r"^[a-z][a-z0-9_\-]{0,40}$", description="New Worker id (lower case).")
     task: str = Field(min_length=1, description="The research task (a direction) in words.")
-    direction: dict[str, Any] = Field(default_factory=dict, description="Structured direction for programmatic workers.")
+    direction: dict[str, Any] = Field(default_factory=dict, description="Structured direction for programmatic "
+                                      "workers (e.g. `family`, `method`, `config`); `agent` may name only the "
+                                      "run's Worker agent.")
     predecessors: list[str] = Field(default_factory=list, description="Workers whose context it receives.")
 
 
@@ -66,8 +68,8 @@ def worker_add(expos, caller, inp: AddWorkerInput) -> Added:
 
 
 class ReviewRequestInput(_In):
-    reviewer_id: str = Field(pattern=r"^[a-z][a-z0-9_\-]{0,40}$")
-    question: str = Field(min_length=1)
+    reviewer_id: str = Field(pattern=r"^[a-z][a-z0-9_\-]{0,40}$", description="New Reviewer id (lower case).")
+    question: str = Field(min_length=1, description="The question the review answers.")
     scope: list[str] = Field(min_length=1, description="Worker ids whose experiments are the evidence.")
 
 
@@ -82,10 +84,11 @@ def review_request(expos, caller, inp: ReviewRequestInput) -> Added:
 
 
 class DecisionInput(_In):
-    action: str = Field(pattern="^(continue|verify|branch|revise|stop)$")
-    rationale: str = Field(min_length=1)
+    action: Literal["continue", "verify", "branch", "revise", "stop"] = Field(
+        description="continue a direction, verify a result, branch into a new one, revise one, or stop the run.")
+    rationale: str = Field(min_length=1, description="Why, in words.")
     evidence: list[int] = Field(default_factory=list, description="Event sequence numbers it rests on.")
-    detail: dict[str, Any] = Field(default_factory=dict)
+    detail: dict[str, Any] = Field(default_factory=dict, description="Structured detail (free form).")
 
 
 @tool("decision.record", roles=("main",), kind="deciding", input=DecisionInput, result=Added)
@@ -98,7 +101,7 @@ def decision_record(expos, caller, inp: DecisionInput) -> Added:
 
 
 class NominateInput(_In):
-    experiment_id: str
+    experiment_id: str = Field(description="A completed experiment of the run.")
 
 
 @tool("candidate.nominate", roles=("main",), kind="deciding", input=NominateInput, result=Added)

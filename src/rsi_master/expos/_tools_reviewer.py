@@ -4,7 +4,7 @@ sample-by-sample comparison, the integrity audit, and the review itself."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -19,7 +19,7 @@ class _In(BaseModel):
 
 
 class InspectInput(_In):
-    experiment_id: str
+    experiment_id: str = Field(description="Any experiment of the run.")
     sample_rows: int = Field(default=5, ge=0, le=100, description="Training rows to include.")
 
 
@@ -69,7 +69,7 @@ def experiment_inspect(expos, caller, inp: InspectInput) -> Inspection:
 
 
 class ReviewEvalInput(_In):
-    experiment_id: str
+    experiment_id: str = Field(description="A completed experiment of the run.")
 
 
 class SampleDiag(BaseModel):
@@ -111,9 +111,11 @@ def eval_review(expos, caller, inp: ReviewEvalInput) -> ReviewEval:
 
 
 class CompareInput(_In):
-    experiment_a: str
-    experiment_b: str
-    split: str = Field(default="review", description="`review` or `dev`.")
+    experiment_a: str = Field(description="An experiment evaluated on `split`.")
+    experiment_b: str = Field(description="Another experiment evaluated on `split`.")
+    # `final` (or anything else) is refused and recorded as a test-set access attempt.
+    split: str = Field(default="review", description="`review` or `dev`.",
+                       json_schema_extra={"enum": ["review", "dev"]})
 
 
 class Comparison(BaseModel):
@@ -178,12 +180,13 @@ class ReviewInput(_In):
     request_seq: int | None = Field(default=None, description="The review.request event answered.")
     scope: list[str] = Field(description="Worker ids reviewed.")
     supported: list[str] = Field(default_factory=list, description="Findings supported by evidence.")
-    uncertainties: list[str] = Field(default_factory=list)
-    violations: list[str] = Field(default_factory=list)
-    regressions: list[str] = Field(default_factory=list)
-    missing_comparisons: list[str] = Field(default_factory=list)
-    recommendations: list[str] = Field(default_factory=list)
-    verdict: str = Field(pattern="^(pass|fail)$", description="pass when the scope's conclusions hold.")
+    uncertainties: list[str] = Field(default_factory=list, description="What the evidence leaves open.")
+    violations: list[str] = Field(default_factory=list, description="Integrity or contract violations found.")
+    regressions: list[str] = Field(default_factory=list, description="Results worse than what they build on.")
+    missing_comparisons: list[str] = Field(default_factory=list, description="Comparisons a conclusion needs "
+                                                                            "that nobody ran.")
+    recommendations: list[str] = Field(default_factory=list, description="What to do next.")
+    verdict: Literal["pass", "fail"] = Field(description="pass when the scope's conclusions hold.")
     evidence: list[int] = Field(default_factory=list, description="Event sequence numbers relied on.")
 
 

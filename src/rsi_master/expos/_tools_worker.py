@@ -23,10 +23,13 @@ class _In(BaseModel):
 
 # -- data ------------------------------------------------------------------------------
 class GenerateInput(_In):
-    family: str = Field(description="Generator family of the task (`family` or `task/family`).")
-    params: dict[str, Any] = Field(default_factory=dict, description="Knob values; omitted knobs take defaults.")
-    n: int = Field(ge=1, description="Number of examples.")
-    seed: int = Field(default=0, ge=0, description="Generator seed.")
+    family: str = Field(description="Generator family of the run's task (`family` or `task/family`); only the "
+                        "contract's allowed families are accepted.")
+    params: dict[str, Any] = Field(default_factory=dict, description="Knob values of the chosen family; omitted "
+                                   "knobs take their defaults.")
+    n: int = Field(ge=1, description="Number of examples (at most the contract's rows per dataset).")
+    seed: int = Field(default=0, ge=0, description="Generator seed: the same family, knobs, seed and n give the "
+                                                   "same dataset.")
 
 
 class RegisterInput(_In):
@@ -35,16 +38,17 @@ class RegisterInput(_In):
 
 
 class FilterInput(_In):
-    dataset: str = Field(pattern=_HEX64)
+    dataset: str = Field(pattern=_HEX64, description="Digest of a registered dataset to filter.")
     max_chars: int | None = Field(default=None, ge=1, description="Drop rows longer than this.")
     verified_only: bool = Field(default=False, description="Keep only rows the task's checker accepts.")
 
 
 class MixInput(_In):
     datasets: list[str] = Field(min_length=1, description="Dataset digests to mix.")
-    weights: list[float] | None = Field(default=None, description="Sampling weights (default equal).")
-    n: int = Field(ge=1)
-    seed: int = Field(default=0, ge=0)
+    weights: list[float] | None = Field(default=None, description="Sampling weights, one per dataset (default "
+                                       "equal).")
+    n: int = Field(ge=1, description="Rows in the mixed dataset.")
+    seed: int = Field(default=0, ge=0, description="Sampling seed.")
 
 
 class DatasetResult(BaseModel):
@@ -170,9 +174,12 @@ def data_mix(expos, caller, inp: MixInput) -> DatasetResult:
 class SubmitInput(_In):
     parent: str = Field(default="base", description="`base` or the id of an experiment to continue from.")
     dataset: str = Field(pattern=_HEX64, description="Digest of a registered dataset.")
-    method: Literal["sft", "lora", "dpo", "grpo"] = "sft"
+    method: Literal["sft", "lora", "dpo", "grpo"] = Field(
+        default="sft", description="Training method: sft (full fine-tuning), lora (merged after), dpo (pairs built "
+                                   "with the task's checker), grpo (rewards from the task's checker); only the "
+                                   "contract's allowed methods are accepted.")
     config: dict[str, Any] = Field(default_factory=dict, description="Training parameters (learning_rate, "
-                                   "batch_size, max_steps, epochs, lora_r, ...).")
+                                   "batch_size, max_steps, epochs, lora_r, ...); omitted ones take their defaults.")
 
 
 class ExperimentResult(BaseModel):
@@ -288,8 +295,11 @@ def experiment_submit(expos, caller, inp: SubmitInput) -> ExperimentResult:
 
 
 class EvalInput(_In):
-    experiment_id: str
-    split: str = Field(default="dev", description="Workers may evaluate on `dev` only.")
+    experiment_id: str = Field(description="A completed experiment of the caller's, not yet evaluated on `dev`.")
+    # Any other split is refused and recorded as a test-set access attempt, so the model
+    # takes any string; the schema offers the one value that works.
+    split: str = Field(default="dev", description="Workers may evaluate on `dev` only.",
+                       json_schema_extra={"enum": ["dev"]})
 
 
 class EvalScore(BaseModel):
@@ -366,13 +376,14 @@ def checkpoint_register(expos, caller, inp: CheckpointRegisterInput) -> Nothing:
 
 
 class Claim(_In):
-    experiment_id: str
-    score: float = Field(description="The `dev` score claimed for it.")
+    experiment_id: str = Field(description="An experiment of the caller's or its predecessors'.")
+    score: float = Field(description="The `dev` score claimed for it (must equal the recorded one).")
 
 
 class FinalizeInput(_In):
-    summary: str = Field(min_length=1, max_length=20_000)
-    claims: list[Claim] = Field(default_factory=list)
+    summary: str = Field(min_length=1, max_length=20_000, description="What was tried, what worked, what failed.")
+    claims: list[Claim] = Field(default_factory=list, description="Scores claimed, checked against the "
+                                                                 "evaluation records.")
     candidates: list[str] = Field(default_factory=list, description="Experiment ids put forward as submissions.")
 
 

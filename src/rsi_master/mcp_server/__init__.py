@@ -3,6 +3,7 @@ tool reference generated from the registry for `docs/external-agents.md`. The `m
 SDK is imported only when a server starts."""
 
 from ._reference import tool_reference, update_doc
-from ._server import ExposDoor, build_server, check_loopback, serve
+from ._server import LONG_CALLS, ExposDoor, build_server, check_loopback, mcp_tools, serve
 
-__all__ = ["ExposDoor", "build_server", "check_loopback", "serve", "tool_reference", "update_doc"]
+__all__ = ["LONG_CALLS", "ExposDoor", "build_server", "check_loopback", "mcp_tools", "serve", "tool_reference",
+           "update_doc"]

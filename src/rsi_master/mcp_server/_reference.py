@@ -26,10 +26,12 @@ def _type(schema: dict[str, Any], defs: dict[str, Any]) -> str:
     if "anyOf" in schema:
         return " or ".join(_type(s, defs) for s in schema["anyOf"])
     if "enum" in schema:
-        return " \\| ".join(f"`{v}`" for v in schema["enum"])
+        return " | ".join(f"`{v}`" for v in schema["enum"])
     t = schema.get("type", "any")
     if t == "array":
         return f"list of {_type(schema.get('items', {}), defs)}"
+    if t == "object" and schema.get("properties"):
+        return "object with " + ", ".join(f"`{k}`" for k in schema["properties"])
     if t == "object" and "additionalProperties" in schema and isinstance(schema["additionalProperties"], dict):
         return f"object of {_type(schema['additionalProperties'], defs)}"
     return {"string": "string", "integer": "integer", "number": "number", "boolean": "boolean", "object": "object",
@@ -49,6 +51,12 @@ def _cell(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
+def _hints(h: Any) -> str:
+    if h.read_only:
+        return "Read-only."
+    return ("Idempotent" if h.idempotent else "Not idempotent") + (", destructive." if h.destructive else ".")
+
+
 def tool_reference() -> str:
     from ..expos import TOOLS, tools_for
 
@@ -56,17 +64,21 @@ def tool_reference() -> str:
     lines = ["| role | tools |", "| --- | --- |"]
     for role in AGENT_ROLES:
         lines.append(f"| {role} | " + ", ".join(f"`{t.llm_name}`" for t in tools_for(role)) + " |")
+    unoffered = sorted(t.name for t in TOOLS.values() if not t.offered)
+    if unoffered:
+        lines += ["", "Offered to no role, refused whoever calls them by name (the attempt is recorded): "
+                  + ", ".join(f"`{n}`" for n in unoffered) + "."]
     lines.append("")
     for t in sorted(TOOLS.values(), key=lambda t: t.name):
         roles = [r for r in AGENT_ROLES if r in t.roles]
-        if not roles:
+        if not roles or not t.offered:
             continue
-        schema = t.input.model_json_schema()
+        schema = t.input_schema()
         defs = schema.get("$defs", {})
         required = set(schema.get("required", []))
         lines += [f"### `{t.llm_name}` (`expos {t.name}`)", "",
                   f"{_cell(t.description) or '(no description)'}", "",
-                  f"Roles: {', '.join(roles)}. Kind: {t.kind}."
+                  f"Roles: {', '.join(roles)}. Kind: {t.kind}. {_hints(t.hints)}"
                   + (" Protected: calling it from another role is recorded as an attempt on protected items."
                      if t.protected else ""), ""]
         props = schema.get("properties", {})

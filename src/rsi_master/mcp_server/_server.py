@@ -19,18 +19,23 @@ import ipaddress
 import json
 import socket
 import sys
-from concurrent.futures import ThreadPoolExecutor
+import time
+from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from ..errors import RsiMasterError
 
-__all__ = ["ExposDoor", "build_server", "check_loopback", "serve"]
+__all__ = ["LONG_CALLS", "ExposDoor", "build_server", "check_loopback", "mcp_tools", "serve"]
 
 
 class ExposDoor:
-    """The run's ExpOS session, owned by one thread (its SQLite connections belong to the
-    thread that opened them); calls are serialized through it."""
+    """The run's ExpOS session as one caller, owned by one thread (its SQLite connections
+    belong to the thread that opened them); calls are serialized through it.
+
+    The caller (role and identity) is settled here and nowhere else: the server, its
+    tool list and every call take it from `door.caller`."""
 
     def __init__(self, run_dir: str | Path, role: str, caller_id: str, key_dir: str | None = None) -> None:
         from ..expos import ROLES, Caller, ExpOS
@@ -45,8 +50,15 @@ class ExposDoor:
             self.pool.shutdown()
             raise
 
+    @property
+    def contract(self) -> Any:
+        return self.expos.contract
+
+    def submit(self, name: str, args: dict[str, Any]) -> Future[Any]:
+        return self.pool.submit(self._call, name, args)
+
     async def call(self, name: str, args: dict[str, Any]) -> Any:
-        return await asyncio.wrap_future(self.pool.submit(self._call, name, args))
+        return await asyncio.wrap_future(self.submit(name, args))
 
     def _call(self, name: str, args: dict[str, Any]) -> Any:
         from ..expos._external import external_call
@@ -58,27 +70,83 @@ class ExposDoor:
         self.pool.shutdown()
 
 
-def build_server(door: ExposDoor) -> Any:
+# Calls that train or evaluate a model: minutes, not milliseconds. They report progress at
+# once; any call that runs past `progress_every` reports it from then on.
+LONG_CALLS = frozenset({"experiment.submit", "eval.run", "eval.review"})
+
+
+def mcp_tools(door: ExposDoor) -> list[Any]:
+    """The role's tools as MCP tools: underscore names, the registry's hints as
+    annotations, input schemas tailored to the run's contract."""
+    import mcp_types as types
+
+    from ..expos import tools_for
+
+    return [types.Tool(name=t.llm_name, title=t.name, description=t.description,
+                       input_schema=t.input_schema(door.contract), output_schema=t.result.model_json_schema(),
+                       annotations=types.ToolAnnotations(
+                           title=t.name, read_only_hint=t.hints.read_only, destructive_hint=t.hints.destructive,
+                           idempotent_hint=t.hints.idempotent, open_world_hint=t.hints.open_world))
+            for t in tools_for(door.caller.role)]
+
+
+def _progress_token(ctx: Any) -> Any:
+    """The request's `_meta.progressToken` (on the wire), or None."""
+    raw = getattr(ctx, "params", None)
+    meta = raw.get("_meta") if isinstance(raw, Mapping) else None
+    return meta.get("progressToken") if isinstance(meta, Mapping) else None
+
+
+async def _with_progress(ctx: Any, name: str, future: Future[Any], every: float) -> Any:
+    """Await a call, sending progress notifications while it runs when the client asked
+    for them (a progress token): elapsed seconds, growing with each notification."""
+    from ..expos import TOOLS
+
+    waiting = asyncio.wrap_future(future)
+    if _progress_token(ctx) is None:
+        return await waiting
+    tool = TOOLS.get(name) or next((t for t in TOOLS.values() if t.llm_name == name), None)
+    label = tool.name if tool else name
+    start = time.monotonic()
+    reporting = True
+
+    async def report(progress: float, message: str) -> None:
+        nonlocal reporting
+        try:
+            await ctx.session.report_progress(progress, None, message)
+        except Exception:  # a client gone away stops the reports, never the call
+            reporting = False
+
+    if tool is not None and tool.name in LONG_CALLS:
+        await report(0.0, f"{label}: started")
+    while True:
+        done, _ = await asyncio.wait({waiting}, timeout=every if reporting else None)
+        if done:
+            return waiting.result()
+        elapsed = time.monotonic() - start
+        await report(round(elapsed, 1), f"{label}: running for {elapsed:.0f} s")
+
+
+def build_server(door: ExposDoor, *, progress_every: float = 5.0) -> Any:
     import mcp_types as types
     from mcp.server import Server
 
     from .. import __version__
-    from ..expos import ToolError, tools_for
+    from ..expos import ToolError
 
-    tools = tools_for(door.caller.role)
+    tools = door.pool.submit(mcp_tools, door).result()
 
     async def list_tools(ctx: Any, params: Any) -> Any:
-        return types.ListToolsResult(tools=[
-            types.Tool(name=t.llm_name, title=t.name, description=t.description,
-                       input_schema=t.input.model_json_schema(), output_schema=t.result.model_json_schema())
-            for t in tools])
+        return types.ListToolsResult(tools=tools)
 
     async def call_tool(ctx: Any, params: Any) -> Any:
         try:
-            result = await door.call(params.name, dict(params.arguments or {}))
+            result = await _with_progress(ctx, params.name, door.submit(params.name, dict(params.arguments or {})),
+                                          progress_every)
         except ToolError as exc:
             kind = type(exc).__name__.removeprefix("Tool").lower()
-            return types.CallToolResult(content=[types.TextContent(text=f"{kind}: {exc}")], is_error=True)
+            text = str(exc) if str(exc).startswith(kind) else f"{kind}: {exc}"  # `refused (subcategory): ...`
+            return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
         data = result.model_dump(mode="json")
         return types.CallToolResult(content=[types.TextContent(text=json.dumps(data, sort_keys=True))],
                                     structured_content=data)
@@ -101,9 +169,11 @@ def check_loopback(host: str) -> None:
 
 
 def serve(run_dir: str | Path, role: str, caller_id: str, *, transport: str = "stdio", host: str = "127.0.0.1",
-          port: int = 8765, key_dir: str | None = None) -> None:
+          port: int = 8765, key_dir: str | None = None, progress_every: float = 5.0) -> None:
     if transport not in ("stdio", "http"):
         raise RsiMasterError(f"--transport must be stdio or http, got {transport!r}")
+    if not progress_every > 0:
+        raise RsiMasterError(f"--progress-every must be a positive number of seconds, got {progress_every}")
     if transport == "http":
         check_loopback(host)
     try:
@@ -112,7 +182,7 @@ def serve(run_dir: str | Path, role: str, caller_id: str, *, transport: str = "s
         raise RsiMasterError("the MCP server needs the mcp package: pip install 'rsi-master[llm]'") from None
     door = ExposDoor(run_dir, role, caller_id, key_dir)
     try:
-        server = build_server(door)
+        server = build_server(door, progress_every=progress_every)
         asyncio.run(_stdio(server) if transport == "stdio" else _http(server, host, port, door))
     finally:
         door.close()
