@@ -78,10 +78,11 @@ def test_database_refuses_forks_and_gaps(tmp_path):
 
 def test_checkpoints_are_signed_periodically_and_on_close(tmp_path):
     run = make_run(tmp_path / "run", events=10, checkpoint_every=4)
-    assert [c.checkpoint.tree_size for c in run.ledger.checkpoints()] == [4, 8]
+    # Checkpoint 0, signed at creation, pins the run id and the key from the start.
+    assert [c.checkpoint.tree_size for c in run.ledger.checkpoints()] == [0, 4, 8]
     run.close()
     reopened = RunDir.open(tmp_path / "run")
-    assert [c.checkpoint.tree_size for c in reopened.ledger.checkpoints()] == [4, 8, 10]
+    assert [c.checkpoint.tree_size for c in reopened.ledger.checkpoints()] == [0, 4, 8, 10]
     assert all(c.valid_for(reopened.ledger.public_pem.encode()) for c in reopened.ledger.checkpoints())
 
 
