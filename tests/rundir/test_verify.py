@@ -372,3 +372,18 @@ def test_a_version_1_run_keeps_verifying_but_is_not_appended_to(tmp_path, key_di
     assert report.ledger.version == 1 and "version-1 run" in report.notes[0]
     with pytest.raises(RsiMasterError, match="version-1 ledger"):
         RunDir.open(path, writable=True)
+
+
+def test_a_new_run_where_a_deleted_one_was_is_its_own(tmp_path, key_dir):
+    make_run(tmp_path / "run", events=3).close()
+    old = tmp_path / "old-run"
+    shutil.copytree(tmp_path / "run", old)
+    shutil.rmtree(tmp_path / "run")
+    make_run(tmp_path / "run", events=2).close()
+    with RunDir.open(tmp_path / "run", writable=True) as run:
+        run.record(draft(2))
+    assert verify_run(tmp_path / "run").ok
+    # ... and the deleted run's ledger put back in its place is not.
+    shutil.copy(old / "ledger.db", tmp_path / "run" / "ledger.db")
+    drop_wal(tmp_path / "run")
+    assert "run directory replaced" in str(verify_run(tmp_path / "run").problems[0])

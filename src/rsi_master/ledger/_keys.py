@@ -67,6 +67,7 @@ class RunRecord(BaseModel):
     key_id: str = Field(description="Id of the key that signs this run (the operator's key for it).")
     run_dir: str = Field(description="Absolute path of the run directory when last opened for writing.")
     created: str = Field(description="UTC time the run was created, RFC 3339.")
+    seen: str = Field(default="", description="UTC time `run_dir` was last set (creation or a move), RFC 3339.")
 
 
 def default_key_dir() -> Path:
@@ -209,19 +210,21 @@ class KeyDir:
             raise RsiMasterError(f"the key directory's record {path} is unreadable") from None
 
     def record_at(self, run_dir: Path | str) -> RunRecord | None:
-        """The run the key directory last saw at `run_dir`, if any."""
+        """The run the key directory last saw at `run_dir`, if any (the newest, when a run
+        directory was deleted and another run created in its place)."""
         where = str(Path(run_dir).resolve())
         folder = self.path / "runs"
         if not folder.is_dir():
             return None
-        for file in sorted(folder.glob("*.json")):
+        found: RunRecord | None = None
+        for file in folder.glob("*.json"):
             try:
                 rec = RunRecord.model_validate_json(file.read_bytes())
             except (OSError, ValidationError):
                 continue
-            if rec.run_dir == where:
-                return rec
-        return None
+            if rec.run_dir == where and (found is None or (rec.seen or rec.created) > (found.seen or found.created)):
+                found = rec
+        return found
 
     def has_key(self, key_id_: str) -> bool:
         return (self.path / f"{key_id_}.pem").is_file()

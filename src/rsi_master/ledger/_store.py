@@ -141,8 +141,9 @@ class Ledger:
             check_run_id(run_id)
         except RsiMasterError as exc:
             raise LedgerError(str(exc)) from None
+        now = utc_now()
         key_dir.register(RunRecord(run_id=run_id, key_id=signer.key_id, run_dir=str(path.parent.resolve()),
-                                   created=utc_now()))
+                                   created=now, seen=now))
         head = SignedCheckpoint.sign(Checkpoint(run_id=run_id, tree_size=0, root=EMPTY_ROOT.hex(), ts=utc_now(),
                                                 key_id=signer.key_id), signer)
         # The witness first: a crash before the database exists leaves no run, never a
@@ -254,7 +255,7 @@ class Ledger:
         self._check_seal(seal_row, frontier, refuse=True)
         self._frontier, self._tip = frontier, tip
         if record.run_dir != run_dir:  # moved or copied by the operator: remember where it is now
-            keys.save_record(record.model_copy(update={"run_dir": run_dir}))
+            keys.save_record(record.model_copy(update={"run_dir": run_dir, "seen": utc_now()}))
         if witness.tree_size < frontier.size:  # a writer died between its commit and the witness
             self._publish(self._seal_signed(), frontier)
 
