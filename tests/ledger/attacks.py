@@ -79,9 +79,10 @@ DROP_LAST = _PRELUDE + textwrap.dedent("""
     with_triggers_down(conn, edit)
 """)
 
-SET_RUN_ID = _PRELUDE + textwrap.dedent("""
+SET_META = _PRELUDE + textwrap.dedent("""
+    # Set meta[key] = value, e.g. the run id, or the schema version (a downgrade).
     def edit(conn):
-        conn.execute("UPDATE meta SET value = ? WHERE key = 'run_id'", (sys.argv[2],))
+        conn.execute("UPDATE meta SET value = ? WHERE key = ?", (sys.argv[3], sys.argv[2]))
     with_triggers_down(conn, edit)
 """)
 

@@ -22,7 +22,7 @@ from tests.ledger.attacks import (
     FORGE_TAIL,
     REPLACE_WITH_OWN_KEY,
     REWRITE,
-    SET_RUN_ID,
+    SET_META,
     as_agent,
     drop_wal,
 )
@@ -240,9 +240,14 @@ def _attack_swap_in_another_run(path, key_dir, scratch):
     return "run directory replaced", "run directory replaced"
 
 
+def _attack_downgrade_to_version_1(path, key_dir, scratch):
+    as_agent(SET_META, path / "ledger.db", "schema", "1", scratch=scratch)
+    return "version-1 ledger", "a version-2 checkpoint in a version-1 ledger"
+
+
 ATTACKS = {f.__name__.removeprefix("_attack_"): f for f in (
     _attack_forged_tail, _attack_rollback, _attack_rewrite, _attack_own_key, _attack_delete_witness,
-    _attack_zero_checkpoints, _attack_swap_in_another_run)}
+    _attack_zero_checkpoints, _attack_swap_in_another_run, _attack_downgrade_to_version_1)}
 
 
 @pytest.mark.parametrize("attack", sorted(ATTACKS))
@@ -267,7 +272,7 @@ def test_attacks_are_refused_by_the_writer_and_named_by_verify(tmp_path, key_dir
 def test_a_forged_run_id_cannot_reach_outside_the_key_directory(tmp_path, key_dir):
     path = tmp_path / "run"
     make_run(path, events=3).close()
-    as_agent(SET_RUN_ID, path / "ledger.db", "../../outside", scratch=tmp_path / "agent")
+    as_agent(SET_META, path / "ledger.db", "run_id", "../../outside", scratch=tmp_path / "agent")
     for open_ in (lambda: RunDir.open(path, writable=True), lambda: verify_run(path)):
         with pytest.raises(NotARunError, match="invalid run id"):
             open_()
