@@ -392,3 +392,14 @@ def test_a_new_run_where_a_deleted_one_was_is_its_own(tmp_path, key_dir):
     shutil.copy(old / "ledger.db", tmp_path / "run" / "ledger.db")
     drop_wal(tmp_path / "run")
     assert "run directory replaced" in str(verify_run(tmp_path / "run").problems[0])
+
+
+def test_an_upper_cased_signature_is_named_though_it_decodes_the_same(template, tmp_path_factory):
+    path, keys = _copy(template, tmp_path_factory)
+    conn = sqlite3.connect(path / "ledger.db")
+    sig = conn.execute("SELECT signature FROM checkpoints WHERE tree_size = 4").fetchone()[0]
+    conn.close()
+    pos = next(i for i, c in enumerate(sig) if c in "abcdef")
+    assert _tamper(path / "ledger.db", "checkpoints", "tree_size", 4, "signature", pos, ord(sig[pos].upper()) - 0x21)
+    report = verify_run(path, key_dir=keys)
+    assert [str(p) for p in report.problems] == ["checkpoint 4: signature is not in canonical form (lower-case hex)"]

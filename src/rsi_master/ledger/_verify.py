@@ -7,6 +7,7 @@ cannot hide itself from the verifier.
 from __future__ import annotations
 
 import hashlib
+import re
 import sqlite3
 from dataclasses import dataclass, field
 
@@ -54,6 +55,10 @@ class LedgerReport:
     @property
     def ok(self) -> bool:
         return not self.problems
+
+
+def _canonical_hex(value: object) -> bool:
+    return isinstance(value, str) and re.fullmatch(r"[0-9a-f]{128}", value) is not None
 
 
 def _expected_schema(version: str) -> set[tuple[str, str, str]]:
@@ -168,6 +173,8 @@ def verify_ledger(conn: sqlite3.Connection, public_pem: bytes, run_id: str,
             continue
         if not verify_signature(public, str(signature), body if isinstance(body, bytes) else str(body).encode()):
             report.add(where, "signature does not verify under the run's public key")
+        elif not _canonical_hex(signature):  # "AB" decodes as "ab" does: the stored text was edited
+            report.add(where, "signature is not in canonical form (lower-case hex)")
         if cp.message() != body:
             report.add(where, "body is not in canonical form")
         if cp.tree_size != size or cp.root != root_col:
@@ -229,8 +236,8 @@ def _check_seal(report: LedgerReport, row: tuple | None, public, run_id: str, ve
     except (ValueError, ValidationError):
         report.add("seal", "body is not a valid checkpoint")
         return
-    if not verify_signature(public, str(signature), body):
-        report.add("seal", "signature does not verify under the run's public key")
+    if not verify_signature(public, str(signature), body) or not _canonical_hex(signature):
+        report.add("seal", "signature does not verify under the run's public key, or is not canonical hex")
         return
     if cp.run_id != run_id or cp.version != version or cp.tree_size != size:
         report.add("seal", "signed for another run, version or size than it is stored as")
