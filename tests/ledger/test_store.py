@@ -253,3 +253,16 @@ def test_signed_roots_are_rfc6962_tree_heads_over_the_event_hashes(tmp_path, key
         assert c["version"] == 2
         assert c["root"] == _mth(data[:c["tree_size"]]).hex(), c
     assert signed[0]["root"] == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+
+def test_a_writer_refuses_an_event_hash_edited_to_upper_case(tmp_path):
+    make_run(tmp_path / "run", events=3).close()
+    conn = sqlite3.connect(tmp_path / "run" / "ledger.db", isolation_level=None)
+    sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'events_no_update'").fetchone()[0]
+    conn.execute("DROP TRIGGER events_no_update")
+    conn.execute("UPDATE events SET hash = upper(hash) WHERE seq = 2")
+    conn.execute(sql)
+    conn.close()
+    with pytest.raises(LedgerError, match="not lower-case hex"):
+        RunDir.open(tmp_path / "run", writable=True)
+    assert "hash does not match" in str(verify_run(tmp_path / "run").problems[0])

@@ -17,6 +17,7 @@ witness and the seal covers every event; it never signs rows it has not verified
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator
@@ -37,6 +38,7 @@ FORMAT = "rsi-master-ledger"
 # 2: RFC 6962 leaves (checkpoint version 2) and the seal.
 SCHEMA_VERSION = "2"
 _SUPPORTED = ("1", "2")
+_HEX64 = re.compile(r"[0-9a-f]{64}")
 
 _TABLES = ("meta", "events", "artifact_refs", "checkpoints")
 SCHEMA_V1 = (
@@ -281,10 +283,10 @@ class Ledger:
         return self._conn
 
     def _leaf(self, hash_hex: str) -> bytes:
-        try:
-            return event_leaf(bytes.fromhex(hash_hex), self.version)
-        except (ValueError, TypeError):
-            raise LedgerError(f"{self.path}: an event hash is not hex (ledger edited)") from None
+        # Lower-case only: "AB" decodes like "ab", and the next event would chain onto the edited text.
+        if not isinstance(hash_hex, str) or not _HEX64.fullmatch(hash_hex):
+            raise LedgerError(f"{self.path}: an event hash is not lower-case hex (ledger edited); refusing to write")
+        return event_leaf(bytes.fromhex(hash_hex), self.version)
 
     # -- writing -------------------------------------------------------------------
     def append(self, draft: EventDraft | dict[str, Any]) -> Event:
