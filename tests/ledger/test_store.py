@@ -3,6 +3,8 @@ many writers, and writers killed mid-append."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import multiprocessing as mp
 import os
 import random
@@ -17,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from rsi_master.errors import LedgerError, MalformedEventError, NotARunError
-from rsi_master.ledger import Ledger
+from rsi_master.ledger import Ledger, SignedCheckpoint
 from rsi_master.rundir import RunDir, verify_run
 from tests.helpers import draft, make_run
 
@@ -78,10 +80,11 @@ def test_database_refuses_forks_and_gaps(tmp_path):
 
 def test_checkpoints_are_signed_periodically_and_on_close(tmp_path):
     run = make_run(tmp_path / "run", events=10, checkpoint_every=4)
-    assert [c.checkpoint.tree_size for c in run.ledger.checkpoints()] == [4, 8]
+    # Checkpoint 0, signed at creation, pins the run id and the key from the start.
+    assert [c.checkpoint.tree_size for c in run.ledger.checkpoints()] == [0, 4, 8]
     run.close()
     reopened = RunDir.open(tmp_path / "run")
-    assert [c.checkpoint.tree_size for c in reopened.ledger.checkpoints()] == [4, 8, 10]
+    assert [c.checkpoint.tree_size for c in reopened.ledger.checkpoints()] == [0, 4, 8, 10]
     assert all(c.valid_for(reopened.ledger.public_pem.encode()) for c in reopened.ledger.checkpoints())
 
 
@@ -176,3 +179,90 @@ def test_sigkill_mid_append_never_leaves_a_partial_event(tmp_path, key_dir):
     with RunDir.open(run_dir, writable=True) as run:
         run.ledger.checkpoint()
     assert verify_run(run_dir).unsigned_tail == 0
+
+
+# -- a live writer against an agent editing the database under it ------------------------------
+def test_a_live_writer_refuses_a_tail_forged_under_it(tmp_path, key_dir):
+    from tests.ledger.attacks import FORGE_TAIL, as_agent
+
+    run = make_run(tmp_path / "run", events=4, checkpoint_every=1000)
+    as_agent(FORGE_TAIL, tmp_path / "run" / "ledger.db", 1, scratch=tmp_path / "agent")
+    with pytest.raises(LedgerError, match="events 4..4 are not covered"):
+        run.record(draft(5))
+    with pytest.raises(LedgerError, match="not covered"):
+        run.close()  # nor does closing sign the forged event
+    witness = SignedCheckpoint.load(key_dir / "witness" / f"{run.run_id}.json")
+    assert witness.checkpoint.tree_size == 4
+
+
+def test_a_live_writer_refuses_a_ledger_rolled_back_under_it(tmp_path):
+    from tests.ledger.attacks import DROP_LAST, as_agent
+
+    run = make_run(tmp_path / "run", events=4, checkpoint_every=1000)
+    as_agent(DROP_LAST, tmp_path / "run" / "ledger.db", scratch=tmp_path / "agent")
+    with pytest.raises(LedgerError, match="shrank under this writer"):
+        run.record(draft(5))
+    run.ledger.connection.close()
+
+
+def test_the_witness_moves_only_along_a_consistency_proof(tmp_path, key_dir):
+    from rsi_master.ledger import Checkpoint, KeyDir, utc_now
+
+    run = make_run(tmp_path / "run", events=4, checkpoint_every=1000)
+    path = key_dir / "witness" / f"{run.run_id}.json"
+    # A witness at 3 events of another history, validly signed (say, an operator's mistake).
+    signer = KeyDir(key_dir).default()
+    other = Checkpoint(run_id=run.run_id, tree_size=3, root="ab" * 32, ts=utc_now(), key_id=signer.key_id)
+    SignedCheckpoint.sign(other, signer).dump(path)
+    before = path.read_bytes()
+    with pytest.raises(LedgerError, match="does not extend the operator's witness at 3 events; witness kept"):
+        run.record(draft(4))
+    assert path.read_bytes() == before
+    run.ledger.connection.close()
+    with pytest.raises(LedgerError, match="history differs from the operator's witness at 3 events"):
+        RunDir.open(tmp_path / "run", writable=True)
+
+
+def _mth(leaves: list[bytes]) -> bytes:
+    """RFC 6962 section 2.1, written from the RFC and nothing else: MTH({}) = SHA-256(),
+    MTH({d0}) = SHA-256(0x00 || d0), MTH(D[n]) = SHA-256(0x01 || MTH(D[0:k]) || MTH(D[k:n]))
+    with k the largest power of two smaller than n."""
+    if not leaves:
+        return hashlib.sha256(b"").digest()
+    if len(leaves) == 1:
+        return hashlib.sha256(b"\x00" + leaves[0]).digest()
+    k = 1
+    while k * 2 < len(leaves):
+        k *= 2
+    return hashlib.sha256(b"\x01" + _mth(leaves[:k]) + _mth(leaves[k:])).digest()
+
+
+def test_signed_roots_are_rfc6962_tree_heads_over_the_event_hashes(tmp_path, key_dir):
+    """An independent RFC 6962 implementation, given the 32-byte event hashes as leaf data,
+    gets every signed root: kept checkpoints, the seal and the operator's witness."""
+    make_run(tmp_path / "run", events=13, checkpoint_every=4).close()
+    conn = sqlite3.connect(tmp_path / "run" / "ledger.db")
+    data = [bytes.fromhex(h) for (h,) in conn.execute("SELECT hash FROM events ORDER BY seq")]
+    signed = [json.loads(b) for (b,) in conn.execute("SELECT body FROM checkpoints ORDER BY tree_size")]
+    signed.append(json.loads(conn.execute("SELECT body FROM seal").fetchone()[0]))
+    conn.close()
+    run_id = signed[0]["run_id"]
+    signed.append(json.loads((key_dir / "witness" / f"{run_id}.json").read_text())["checkpoint"])
+    assert [c["tree_size"] for c in signed] == [0, 4, 8, 12, 13, 13, 13]
+    for c in signed:
+        assert c["version"] == 2
+        assert c["root"] == _mth(data[:c["tree_size"]]).hex(), c
+    assert signed[0]["root"] == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+
+def test_a_writer_refuses_an_event_hash_edited_to_upper_case(tmp_path):
+    make_run(tmp_path / "run", events=3).close()
+    conn = sqlite3.connect(tmp_path / "run" / "ledger.db", isolation_level=None)
+    sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'events_no_update'").fetchone()[0]
+    conn.execute("DROP TRIGGER events_no_update")
+    conn.execute("UPDATE events SET hash = upper(hash) WHERE seq = 2")
+    conn.execute(sql)
+    conn.close()
+    with pytest.raises(LedgerError, match="not lower-case hex"):
+        RunDir.open(tmp_path / "run", writable=True)
+    assert "hash does not match" in str(verify_run(tmp_path / "run").problems[0])

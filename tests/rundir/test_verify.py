@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import sqlite3
@@ -11,9 +12,20 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from rsi_master.errors import NotARunError, RsiMasterError
 from rsi_master.ledger import SignedCheckpoint
 from rsi_master.rundir import RunDir, verify_run
 from tests.helpers import draft, make_run
+from tests.ledger.attacks import (
+    COPY,
+    DROP_SIGNATURES,
+    FORGE_TAIL,
+    REPLACE_WITH_OWN_KEY,
+    REWRITE,
+    SET_META,
+    as_agent,
+    drop_wal,
+)
 
 EVENT_COLUMNS = ["prev_hash", "hash", "kind", "actor_role", "actor_id", "ts", "body"]
 CHECKPOINT_COLUMNS = ["root", "body", "signature"]
@@ -152,9 +164,11 @@ def test_rollback_to_an_older_copy_is_detected(tmp_path):
     shutil.copy(old, path / "ledger.db")  # ... and puts it back
     for wal in ("ledger.db-wal", "ledger.db-shm"):
         (path / wal).unlink(missing_ok=True)
-    # The older copy is internally consistent: only an exported checkpoint can tell.
+    # The older copy is internally consistent: only a trust anchor outside the run can tell,
+    # and without one `verify` says it has nothing to check against.
     report = verify_run(path, key_dir=tmp_path / "no-keys")
-    assert report.ok and report.ledger.events == 5
+    assert report.ledger.ok and report.ledger.events == 5
+    assert not report.ok and "has no record of run" in str(report.problems[0])
     report = verify_run(path, key_dir=tmp_path / "no-keys", checkpoint=exported)
     assert not report.ok and "rolled back or truncated" in str(report.problems[0])
     # The operator key directory keeps a witness and uses it by default.
@@ -174,3 +188,218 @@ def test_rewritten_history_is_detected_against_an_exported_checkpoint(tmp_path, 
         run.record_many([draft(100 + i) for i in range(6)])
     report = verify_run(path, key_dir=other_keys, checkpoint=exported)
     assert not report.ok and "not signed by this run's key" in str(report.problems[0])
+
+
+# -- attacks on the ledger by an agent with a shell (see docs/ledger.md) ------------------------
+def _witness_bytes(key_dir: Path, run_id: str) -> bytes | None:
+    path = key_dir / "witness" / f"{run_id}.json"
+    return path.read_bytes() if path.exists() else None
+
+
+def _attack_forged_tail(path, key_dir, scratch):
+    as_agent(FORGE_TAIL, path / "ledger.db", 2, scratch=scratch)
+    return "not covered by the signed head", "not covered by the signed head"
+
+
+def _attack_rollback(path, key_dir, scratch):
+    old = scratch / "old.db"
+    shutil.copy(path / "ledger.db", old)  # kept by the agent earlier
+    with RunDir.open(path, writable=True) as run:
+        run.record_many([draft(100 + i) for i in range(3)])
+    as_agent(COPY, old, path / "ledger.db", scratch=scratch)
+    drop_wal(path)
+    return "rolled back or truncated", "rolled back or truncated"
+
+
+def _attack_rewrite(path, key_dir, scratch):
+    as_agent(REWRITE, path / "ledger.db", 2, scratch=scratch)
+    return "history differs from the operator's witness", "history rewritten"
+
+
+def _attack_own_key(path, key_dir, scratch):
+    run_id = RunDir.open(path).run_id
+    as_agent(REPLACE_WITH_OWN_KEY, path, run_id, scratch, scratch=scratch)
+    return "no signing key for this run", "differs from the operator's key for this run"
+
+
+def _attack_delete_witness(path, key_dir, scratch):
+    (key_dir / "witness" / f"{RunDir.open(path).run_id}.json").unlink()
+    return "witness", "witness"
+
+
+def _attack_zero_checkpoints(path, key_dir, scratch):
+    as_agent(DROP_SIGNATURES, path / "ledger.db", scratch=scratch)
+    return "no signed head", "no signed checkpoint"
+
+
+def _attack_swap_in_another_run(path, key_dir, scratch):
+    other = scratch / "other-run"
+    make_run(other, events=8).close()  # a genuine run, same operator key
+    as_agent(COPY, other / "ledger.db", path / "ledger.db", scratch=scratch)
+    drop_wal(path)
+    return "run directory replaced", "run directory replaced"
+
+
+def _attack_downgrade_to_version_1(path, key_dir, scratch):
+    as_agent(SET_META, path / "ledger.db", "schema", "1", scratch=scratch)
+    return "version-1 ledger", "a version-2 checkpoint in a version-1 ledger"
+
+
+ATTACKS = {f.__name__.removeprefix("_attack_"): f for f in (
+    _attack_forged_tail, _attack_rollback, _attack_rewrite, _attack_own_key, _attack_delete_witness,
+    _attack_zero_checkpoints, _attack_swap_in_another_run, _attack_downgrade_to_version_1)}
+
+
+@pytest.mark.parametrize("attack", sorted(ATTACKS))
+def test_attacks_are_refused_by_the_writer_and_named_by_verify(tmp_path, key_dir, attack):
+    path = tmp_path / "run"
+    run = make_run(path, events=8, checkpoint_every=4)
+    run_id = run.run_id
+    run.close()
+    assert verify_run(path).ok
+    (tmp_path / "agent").mkdir()
+    writer_says, verify_says = ATTACKS[attack](path, key_dir, tmp_path / "agent")
+    witness = _witness_bytes(key_dir, run_id)
+    # One more writer (the next tool call) must not make the attack the new truth.
+    with pytest.raises(RsiMasterError, match=writer_says):
+        RunDir.open(path, writable=True).record(draft(999))
+    assert _witness_bytes(key_dir, run_id) == witness  # the operator's witness is untouched
+    report = verify_run(path)
+    assert not report.ok
+    assert any(verify_says in str(p) for p in report.problems), report.problems
+
+
+def test_a_forged_run_id_cannot_reach_outside_the_key_directory(tmp_path, key_dir):
+    path = tmp_path / "run"
+    make_run(path, events=3).close()
+    as_agent(SET_META, path / "ledger.db", "run_id", "../../outside", scratch=tmp_path / "agent")
+    for open_ in (lambda: RunDir.open(path, writable=True), lambda: verify_run(path)):
+        with pytest.raises(NotARunError, match="invalid run id"):
+            open_()
+    assert not (key_dir.parent / "outside.json").exists()
+
+
+def test_the_witness_follows_every_commit_so_a_rollback_within_a_session_is_caught(tmp_path, key_dir):
+    path = tmp_path / "run"
+    make_run(path, events=5, checkpoint_every=1000).close()
+    shutil.copy(path / "ledger.db", tmp_path / "old.db")
+    run = RunDir.open(path, writable=True)
+    run.record(draft(5))
+    run.ledger.connection.close()  # the harness dies: no close, no checkpoint
+    shutil.copy(tmp_path / "old.db", path / "ledger.db")
+    drop_wal(path)
+    with pytest.raises(RsiMasterError, match="witness covers 6 events, the ledger has 5"):
+        RunDir.open(path, writable=True)
+    assert "covers 6 events, the ledger has 5" in str(verify_run(path).problems[0])
+
+
+def test_a_writer_that_died_before_moving_the_witness_is_repaired_by_the_next(tmp_path, key_dir):
+    path = tmp_path / "run"
+    run = make_run(path, events=5, checkpoint_every=1000)
+    witness = key_dir / "witness" / f"{run.run_id}.json"
+    behind = witness.read_bytes()
+    run.record(draft(5))
+    run.ledger.connection.close()
+    witness.write_bytes(behind)  # as if killed between the commit and the witness write
+    with RunDir.open(path, writable=True) as run:
+        assert SignedCheckpoint.load(witness).checkpoint.tree_size == 6
+        run.record(draft(6))
+    assert verify_run(path).ok
+
+
+def test_events_after_the_final_record_are_named(tmp_path):
+    path = tmp_path / "run"
+    with make_run(path, events=3) as run:
+        # A worker cannot end the run: its "finish" is an ordinary event.
+        run.record(draft(3, kind="orchestra.finish"))
+        run.record({"kind": "orchestra.finish", "actor": {"role": "harness", "id": "orchestra"}, "payload": {}})
+    assert verify_run(path).ok
+    with RunDir.open(path, writable=True) as run:
+        run.record(draft(5, kind="eval.record"))
+    report = verify_run(path)
+    assert [str(p) for p in report.problems] == [
+        "event 5: event after the run's final record (event 4, orchestra.finish): eval.record by worker/w1"]
+
+
+def test_a_copied_run_with_its_key_directory_still_verifies_and_says_so(tmp_path, key_dir):
+    make_run(tmp_path / "run", events=4).close()
+    shutil.copytree(tmp_path / "run", tmp_path / "moved")
+    report = verify_run(tmp_path / "moved")
+    assert report.ok and "moved or copied" in report.notes[0]
+
+
+def _mth(leaves: list[bytes]) -> bytes:
+    """RFC 6962 section 2.1, written from the RFC: MTH({}) = SHA-256(), MTH({d0}) is the leaf
+    hash, else SHA-256(0x01 || MTH(D[0:k]) || MTH(D[k:n])), k the largest power of 2 < n."""
+    if not leaves:
+        return hashlib.sha256(b"").digest()
+    if len(leaves) == 1:
+        return leaves[0]
+    k = 1
+    while k * 2 < len(leaves):
+        k *= 2
+    return hashlib.sha256(b"\x01" + _mth(leaves[:k]) + _mth(leaves[k:])).digest()
+
+
+def test_a_version_1_run_keeps_verifying_but_is_not_appended_to(tmp_path, key_dir):
+    """Runs written before checkpoint version 2 signed roots over the raw event hashes."""
+    from rsi_master.artifacts import ArtifactStore
+    from rsi_master.ledger import Checkpoint, KeyDir, public_key_pem, utc_now
+    from rsi_master.ledger._event import EventDraft, seal
+    from rsi_master.ledger._store import FORMAT, SCHEMA_V1
+
+    path, run_id = tmp_path / "old-run", "run-v1"
+    signer = KeyDir(key_dir).default()
+    path.mkdir()
+    (path / "ledger.pub").write_bytes(public_key_pem(signer.public))
+    ArtifactStore(path / "artifacts")
+    conn = sqlite3.connect(path / "ledger.db", isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    for stmt in SCHEMA_V1:
+        conn.execute(stmt)
+    conn.executemany("INSERT INTO meta VALUES (?, ?)",
+                     [("format", FORMAT), ("schema", "1"), ("run_id", run_id), ("created", utc_now())])
+    prev, hashes = "0" * 64, []
+    for i in range(6):
+        event, body = seal(EventDraft.model_validate(draft(i)), seq=i, ts=utc_now(), prev_hash=prev)
+        conn.execute("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                     (i, prev, event.hash, event.kind, "worker", "w1", event.ts, body))
+        prev = event.hash
+        hashes.append(bytes.fromhex(event.hash))
+    cp = Checkpoint(version=1, run_id=run_id, tree_size=6, root=_mth(hashes).hex(), ts=utc_now(),
+                    key_id=signer.key_id)
+    signed = SignedCheckpoint.sign(cp, signer)
+    conn.execute("INSERT INTO checkpoints VALUES (6, ?, ?, ?)", (cp.root, cp.message(), signed.signature))
+    conn.close()
+    signed.dump(key_dir / "witness" / f"{run_id}.json")
+    report = verify_run(path)
+    assert report.ok, report.problems
+    assert report.ledger.version == 1 and "version-1 run" in report.notes[0]
+    with pytest.raises(RsiMasterError, match="version-1 ledger"):
+        RunDir.open(path, writable=True)
+
+
+def test_a_new_run_where_a_deleted_one_was_is_its_own(tmp_path, key_dir):
+    make_run(tmp_path / "run", events=3).close()
+    old = tmp_path / "old-run"
+    shutil.copytree(tmp_path / "run", old)
+    shutil.rmtree(tmp_path / "run")
+    make_run(tmp_path / "run", events=2).close()
+    with RunDir.open(tmp_path / "run", writable=True) as run:
+        run.record(draft(2))
+    assert verify_run(tmp_path / "run").ok
+    # ... and the deleted run's ledger put back in its place is not.
+    shutil.copy(old / "ledger.db", tmp_path / "run" / "ledger.db")
+    drop_wal(tmp_path / "run")
+    assert "run directory replaced" in str(verify_run(tmp_path / "run").problems[0])
+
+
+def test_an_upper_cased_signature_is_named_though_it_decodes_the_same(template, tmp_path_factory):
+    path, keys = _copy(template, tmp_path_factory)
+    conn = sqlite3.connect(path / "ledger.db")
+    sig = conn.execute("SELECT signature FROM checkpoints WHERE tree_size = 4").fetchone()[0]
+    conn.close()
+    pos = next(i for i, c in enumerate(sig) if c in "abcdef")
+    assert _tamper(path / "ledger.db", "checkpoints", "tree_size", 4, "signature", pos, ord(sig[pos].upper()) - 0x21)
+    report = verify_run(path, key_dir=keys)
+    assert [str(p) for p in report.problems] == ["checkpoint 4: signature is not in canonical form (lower-case hex)"]

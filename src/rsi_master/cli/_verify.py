@@ -15,8 +15,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(NAME, help=HELP, description=HELP)
     p.add_argument("run_dir", metavar="RUN_DIR")
     p.add_argument("--checkpoint", default=env("verify_checkpoint"), metavar="FILE",
-                   help="an exported signed checkpoint the ledger must extend (detects rollback); "
-                        "default: the key directory's witness for this run, if any")
+                   help="an exported signed checkpoint the ledger must extend (detects rollback); it is "
+                        "then the trust anchor. Default: the operator key directory's record and witness "
+                        "of this run (a run the key directory does not know fails)")
     p.add_argument("--json", action="store_true", default=bool(env("verify_json")), help="print JSON")
     key_dir_arg(p)
     p.set_defaults(handler=run)
@@ -42,6 +43,9 @@ def run(args: argparse.Namespace) -> int:
     for key in ("run_id", "events", "checkpoints", "unsigned_tail", "artifacts", "root", "witness"):
         print(f"{key}: {report.summary()[key]}")
     print(f"problems: {len(report.problems)}")
+    for note in report.notes:
+        print(f"note: {note}")
     if report.ok and report.unsigned_tail:
-        print(f"warning: the last {report.unsigned_tail} events are not yet covered by a signed checkpoint")
+        covered = " (the signed head covers them)" if report.ledger.sealed == report.ledger.events else ""
+        print(f"warning: the last {report.unsigned_tail} events are not yet in a kept checkpoint{covered}")
     return 0 if report.ok else 1

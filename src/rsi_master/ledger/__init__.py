@@ -1,13 +1,14 @@
 """Layer 1: the append-only, hash-chained, checkpoint-signed event ledger."""
 
 from ._canonical import canonical_bytes, sha256_hex
-from ._checkpoint import Checkpoint, SignedCheckpoint
+from ._checkpoint import CHECKPOINT_SCHEMA_VERSION, Checkpoint, SignedCheckpoint, event_leaf
 from ._event import EVENT_SCHEMA_VERSION, GENESIS_HASH, Actor, ArtifactRef, Event, EventDraft, validate_draft
-from ._keys import KEY_DIR_ENV, KeyDir, Signer, default_key_dir, key_id, load_public_key, public_key_pem
+from ._keys import KEY_DIR_ENV, KeyDir, RunRecord, Signer, default_key_dir, key_id, load_public_key, public_key_pem
 from ._merkle import (
     EMPTY_ROOT,
     Frontier,
     consistency_proof,
+    consistency_proof_extending,
     inclusion_proof,
     leaf_hash,
     node_hash,
@@ -19,6 +20,7 @@ from ._store import Ledger, utc_now
 from ._verify import LedgerReport, Problem, verify_ledger
 
 __all__ = [
+    "CHECKPOINT_SCHEMA_VERSION",
     "EMPTY_ROOT",
     "EVENT_SCHEMA_VERSION",
     "GENESIS_HASH",
@@ -33,11 +35,14 @@ __all__ = [
     "Ledger",
     "LedgerReport",
     "Problem",
+    "RunRecord",
     "SignedCheckpoint",
     "Signer",
     "canonical_bytes",
     "consistency_proof",
+    "consistency_proof_extending",
     "default_key_dir",
+    "event_leaf",
     "inclusion_proof",
     "key_id",
     "leaf_hash",

@@ -2,26 +2,41 @@
 
 The private key lives in an operator key directory outside the run directory (agents
 work inside the run directory and must not be able to re-sign a rewritten history). The
-run directory carries only the public key. The key directory also keeps a *witness*: the
-latest signed checkpoint of every run it signed, so a run directory replaced by an older
-copy is caught even when the copy is internally consistent.
+run directory carries only the public key. The key directory also keeps, per run:
+
+    runs/<run_id>.json      the run's record (`RunRecord`): its key id and directory, written
+                            when the run is created; `verify` finds runs through it
+    witness/<run_id>.json   the newest signed tree head, with its compact range
+    witness/<run_id>.lock   serialises the writers that replace the witness
+
+so a run directory replaced by an older copy, or by another history, is caught even when
+the copy is internally consistent.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from ._files import write_json_atomic
 from ..errors import KeyMismatchError, RsiMasterError
 
 __all__ = [
     "KEY_DIR_ENV",
     "KeyDir",
+    "RUN_ID_PATTERN",
+    "RunRecord",
     "Signer",
     "default_key_dir",
     "key_id",
@@ -31,6 +46,28 @@ __all__ = [
 ]
 
 KEY_DIR_ENV = "RSI_MASTER_KEY_DIR"
+# Run ids name files in the key directory; the id stored in a ledger is attacker-editable,
+# so it must not be able to climb out of it ("../x").
+RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._\-]{0,127}$"
+
+
+def check_run_id(run_id: str) -> str:
+    if not isinstance(run_id, str) or not re.fullmatch(RUN_ID_PATTERN, run_id):
+        raise RsiMasterError(f"invalid run id {run_id!r} (letters, digits, '.', '_', '-'; at most 128)")
+    return run_id
+
+
+class RunRecord(BaseModel):
+    """What the key directory knows about a run, independently of the run directory."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    version: int = Field(default=1, description="Record schema version.")
+    run_id: str = Field(pattern=RUN_ID_PATTERN, description="The run's id.")
+    key_id: str = Field(description="Id of the key that signs this run (the operator's key for it).")
+    run_dir: str = Field(description="Absolute path of the run directory when last opened for writing.")
+    created: str = Field(description="UTC time the run was created, RFC 3339.")
+    seen: str = Field(default="", description="UTC time `run_dir` was last set (creation or a move), RFC 3339.")
 
 
 def default_key_dir() -> Path:
@@ -136,4 +173,58 @@ class KeyDir:
         return signer
 
     def witness_path(self, run_id: str) -> Path:
-        return self.path / "witness" / f"{run_id}.json"
+        return self.path / "witness" / f"{check_run_id(run_id)}.json"
+
+    @contextmanager
+    def witness_lock(self, run_id: str) -> Iterator[None]:
+        """Held while a witness is read, checked and replaced (writers in other processes)."""
+        lock = self.path / "witness" / f"{check_run_id(run_id)}.lock"
+        lock.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    # -- the run index: the key directory's own record of which runs it signs ------------
+    def record_path(self, run_id: str) -> Path:
+        return self.path / "runs" / f"{check_run_id(run_id)}.json"
+
+    def register(self, record: RunRecord) -> None:
+        if self.record_path(record.run_id).exists():
+            raise RsiMasterError(f"the key directory already has a run {record.run_id}; run ids must be unique")
+        self.save_record(record)
+
+    def save_record(self, record: RunRecord) -> None:
+        write_json_atomic(self.record_path(record.run_id), record.model_dump(mode="json"))
+
+    def record(self, run_id: str) -> RunRecord | None:
+        """The record of `run_id`, None if there is none (a damaged one is an error)."""
+        path = self.record_path(run_id)
+        if not path.is_file():
+            return None
+        try:
+            return RunRecord.model_validate_json(path.read_bytes())
+        except (OSError, ValidationError):
+            raise RsiMasterError(f"the key directory's record {path} is unreadable") from None
+
+    def record_at(self, run_dir: Path | str) -> RunRecord | None:
+        """The run the key directory last saw at `run_dir`, if any (the newest, when a run
+        directory was deleted and another run created in its place)."""
+        where = str(Path(run_dir).resolve())
+        folder = self.path / "runs"
+        if not folder.is_dir():
+            return None
+        found: RunRecord | None = None
+        for file in folder.glob("*.json"):
+            try:
+                rec = RunRecord.model_validate_json(file.read_bytes())
+            except (OSError, ValidationError):
+                continue
+            if rec.run_dir == where and (found is None or (rec.seen or rec.created) > (found.seen or found.created)):
+                found = rec
+        return found
+
+    def has_key(self, key_id_: str) -> bool:
+        return (self.path / f"{key_id_}.pem").is_file()

@@ -1,7 +1,8 @@
 """RFC 6962 Merkle tree hashing, inclusion and consistency proofs.
 
-Leaves are the raw 32-byte event hashes. Interoperable with Certificate Transparency
-(RFC 6962 section 2.1; verification algorithms from RFC 9162 section 2.1.3-2.1.4), so a
+The functions here take *already hashed* leaves (`leaf_hash(data)` = SHA-256(0x00 || data)).
+Which data a ledger hashes into its leaves depends on its checkpoint version: see
+`_checkpoint.event_leaf`. Verification algorithms from RFC 9162 section 2.1.3-2.1.4, so a
 checkpoint can be checked by any CT-style verifier.
 """
 
@@ -14,6 +15,7 @@ __all__ = [
     "EMPTY_ROOT",
     "Frontier",
     "consistency_proof",
+    "consistency_proof_extending",
     "inclusion_proof",
     "leaf_hash",
     "node_hash",
@@ -64,6 +66,28 @@ class Frontier:
             node, height = node_hash(left, node), height + 1
         self._nodes.append((height, node))
         self.size += 1
+
+    def copy(self) -> "Frontier":
+        f = Frontier()
+        f.size, f._nodes = self.size, list(self._nodes)
+        return f
+
+    @property
+    def nodes(self) -> list[bytes]:
+        """The compact range [0, size): roots of its perfect subtrees, largest first."""
+        return [h for _, h in self._nodes]
+
+    @classmethod
+    def from_nodes(cls, size: int, nodes: Sequence[bytes]) -> "Frontier":
+        """Rebuild from `nodes` (as `nodes` returns them); ValueError if they cannot be a
+        compact range of `size` leaves."""
+        heights = [b for b in range(size.bit_length() - 1, -1, -1) if size >> b & 1] if size > 0 else []
+        if len(heights) != len(nodes) or any(len(n) != 32 for n in nodes):
+            raise ValueError(f"not the compact range of a tree of {size} leaves")
+        f = cls()
+        f.size = size
+        f._nodes = list(zip(heights, nodes))
+        return f
 
     def root(self) -> bytes:
         if not self._nodes:
@@ -125,6 +149,38 @@ def consistency_proof(leaves: Sequence[bytes], first: int, second: int | None = 
         return subproof(m - k, lo + k, hi, False) + [_subtree(leaves, lo, lo + k, cache)]
 
     return subproof(first, 0, n, True)
+
+
+class _Extended(Sequence[bytes]):
+    """Leaves of a tree known only by the compact range of its first `first` leaves and the
+    leaves after them; asking for a leaf hidden inside the range is a bug, not a guess."""
+
+    def __init__(self, first: int, compact: dict[tuple[int, int], bytes], new: Sequence[bytes]) -> None:
+        self._first, self._compact, self._new = first, compact, new
+
+    def __len__(self) -> int:
+        return self._first + len(self._new)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if i >= self._first:
+            return self._new[i - self._first]
+        return self._compact[(i, i + 1)]  # a leaf that is itself a node of the range
+
+
+def consistency_proof_extending(old: Frontier, new_leaves: Sequence[bytes]) -> list[bytes]:
+    """Consistency proof from the tree `old` summarises to that tree extended by `new_leaves`.
+
+    The nodes of an RFC 6962 consistency proof that lie left of the old size are exactly
+    the old tree's compact range, so a witness that stores its range can be extended from
+    the events after it alone, in O(new) rather than O(whole ledger).
+    """
+    compact: dict[tuple[int, int], bytes] = {}
+    lo = 0
+    for height, node in old._nodes:
+        compact[(lo, lo + (1 << height))] = node
+        lo += 1 << height
+    leaves = _Extended(old.size, compact, new_leaves)
+    return consistency_proof(leaves, old.size, len(leaves), dict(compact))
 
 
 def verify_inclusion(leaf: bytes, index: int, size: int, proof: Sequence[bytes], root_: bytes) -> bool:

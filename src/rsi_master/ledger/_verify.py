@@ -7,16 +7,17 @@ cannot hide itself from the verifier.
 from __future__ import annotations
 
 import hashlib
+import re
 import sqlite3
 from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from ._checkpoint import Checkpoint, SignedCheckpoint
+from ._checkpoint import Checkpoint, SignedCheckpoint, event_leaf
 from ._event import GENESIS_HASH, SealedBody
 from ._keys import load_public_key, verify_signature
 from ._merkle import Frontier, consistency_proof, verify_consistency
-from ._store import SCHEMA
+from ._store import SCHEMA_VERSION, schema_for
 
 __all__ = ["LedgerReport", "Problem", "verify_ledger"]
 
@@ -42,6 +43,8 @@ class LedgerReport:
     root: str = ""
     witness_size: int | None = None
     last_checkpoint: int = 0
+    version: int = int(SCHEMA_VERSION)
+    sealed: int | None = None  # events the seal (signed head) covers; None: no valid seal
     problems: list[Problem] = field(default_factory=list)
     referenced: dict[str, int] = field(default_factory=dict)  # digest -> first seq referencing it
 
@@ -54,9 +57,13 @@ class LedgerReport:
         return not self.problems
 
 
-def _expected_schema() -> set[tuple[str, str, str]]:
+def _canonical_hex(value: object) -> bool:
+    return isinstance(value, str) and re.fullmatch(r"[0-9a-f]{128}", value) is not None
+
+
+def _expected_schema(version: str) -> set[tuple[str, str, str]]:
     mem = sqlite3.connect(":memory:")
-    for stmt in SCHEMA:
+    for stmt in schema_for(version):
         mem.execute(stmt)
     rows = mem.execute("SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL").fetchall()
     mem.close()
@@ -67,9 +74,18 @@ def verify_ledger(conn: sqlite3.Connection, public_pem: bytes, run_id: str,
                   witness: SignedCheckpoint | None = None) -> LedgerReport:
     report = LedgerReport()
     public = load_public_key(public_pem)
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        schema = str(row[0]) if row else SCHEMA_VERSION
+    except sqlite3.DatabaseError:
+        schema = SCHEMA_VERSION
+    if schema not in ("1", "2"):
+        report.add("ledger", f"schema version {schema!r} is not one this verifier knows; checked as {SCHEMA_VERSION}")
+        schema = SCHEMA_VERSION
+    version = report.version = int(schema)
 
     actual = set(conn.execute("SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL").fetchall())
-    expected = _expected_schema()
+    expected = _expected_schema(schema)
     for typ, name, _ in sorted(expected - actual):
         report.add(f"schema {typ} {name}", "missing or altered (append-only protection removed?)")
     for typ, name, _ in sorted(actual - expected):
@@ -80,6 +96,14 @@ def verify_ledger(conn: sqlite3.Connection, public_pem: bytes, run_id: str,
     frontier = Frontier()
     checkpoint_rows = conn.execute("SELECT tree_size, root, body, signature FROM checkpoints ORDER BY tree_size").fetchall()
     wanted_sizes = {r[0] for r in checkpoint_rows}
+    seal_row = None
+    if version >= 2:
+        try:
+            seal_row = conn.execute("SELECT tree_size, body, signature FROM seal").fetchone()
+        except sqlite3.DatabaseError:
+            seal_row = None
+        if seal_row is not None:
+            wanted_sizes.add(seal_row[0])
     if witness is not None:
         wanted_sizes.add(witness.checkpoint.tree_size)
     roots: dict[int, str] = {0: frontier.root().hex()} if 0 in wanted_sizes else {}
@@ -116,7 +140,7 @@ def verify_ledger(conn: sqlite3.Connection, public_pem: bytes, run_id: str,
             report.add(where, "previous hash does not match the event before it (chain broken)")
         prev = hash_
         try:
-            leaf = bytes.fromhex(hash_)
+            leaf = event_leaf(bytes.fromhex(hash_), version)
         except (ValueError, TypeError):
             leaf = hashlib.sha256(str(hash_).encode()).digest()
         leaves.append(leaf)
@@ -149,12 +173,16 @@ def verify_ledger(conn: sqlite3.Connection, public_pem: bytes, run_id: str,
             continue
         if not verify_signature(public, str(signature), body if isinstance(body, bytes) else str(body).encode()):
             report.add(where, "signature does not verify under the run's public key")
+        elif not _canonical_hex(signature):  # "AB" decodes as "ab" does: the stored text was edited
+            report.add(where, "signature is not in canonical form (lower-case hex)")
         if cp.message() != body:
             report.add(where, "body is not in canonical form")
         if cp.tree_size != size or cp.root != root_col:
             report.add(where, "indexed columns differ from the signed body")
         if cp.run_id != run_id:
             report.add(where, f"signed for run {cp.run_id}, not {run_id}")
+        if cp.version != version:
+            report.add(where, f"a version-{cp.version} checkpoint in a version-{version} ledger")
         if cp.tree_size > report.events:
             report.add(where, f"covers {cp.tree_size} events but the ledger has {report.events} (truncated)")
         elif roots.get(cp.tree_size) != cp.root:
@@ -166,6 +194,13 @@ def verify_ledger(conn: sqlite3.Connection, public_pem: bytes, run_id: str,
                 report.add(where, f"not consistent with checkpoint {previous.tree_size}")
         previous = cp
 
+    if not checkpoint_rows:
+        report.add("ledger", "no signed checkpoint: nothing in it was signed by the run's key")
+
+    # -- the seal: the signed head of the whole ledger, replaced by every write -------------
+    if version >= 2:
+        _check_seal(report, seal_row, public, run_id, version, roots)
+
     # -- an exported checkpoint kept outside the run directory -----------------------------
     if witness is not None:
         w = witness.checkpoint
@@ -173,6 +208,8 @@ def verify_ledger(conn: sqlite3.Connection, public_pem: bytes, run_id: str,
         where = f"exported checkpoint {w.tree_size}"
         if not verify_signature(public, witness.signature, w.message()):
             report.add(where, "not signed by this run's key (was the run's public key replaced?)")
+        elif w.version != version:
+            report.add(where, f"a version-{w.version} checkpoint for a version-{version} ledger")
         elif w.run_id != run_id:
             report.add(where, f"belongs to run {w.run_id}, not {run_id}")
         elif w.tree_size > report.events:
@@ -185,3 +222,33 @@ def verify_ledger(conn: sqlite3.Connection, public_pem: bytes, run_id: str,
             if not verify_consistency(w.tree_size, len(leaves), bytes.fromhex(w.root), frontier.root(), proof):
                 report.add("ledger", f"does not extend the exported checkpoint at {w.tree_size} events")
     return report
+
+
+def _check_seal(report: LedgerReport, row: tuple | None, public, run_id: str, version: int,
+                roots: dict[int, str]) -> None:
+    if row is None:
+        report.add("seal", "missing: the ledger has no signed head")
+        return
+    size, body, signature = row
+    body = body if isinstance(body, bytes) else str(body).encode()
+    try:
+        cp = Checkpoint.model_validate_json(body)
+    except (ValueError, ValidationError):
+        report.add("seal", "body is not a valid checkpoint")
+        return
+    if not verify_signature(public, str(signature), body) or not _canonical_hex(signature):
+        report.add("seal", "signature does not verify under the run's public key, or is not canonical hex")
+        return
+    if cp.run_id != run_id or cp.version != version or cp.tree_size != size:
+        report.add("seal", "signed for another run, version or size than it is stored as")
+        return
+    report.sealed = cp.tree_size
+    if cp.tree_size < report.events:
+        report.add(f"event {cp.tree_size}", f"events {cp.tree_size}..{report.events - 1} are not covered by the "
+                                            "signed head: not written by a holder of the run's key "
+                                            "(appended with a recomputed chain?)")
+    elif cp.tree_size > report.events:
+        report.add("ledger", f"truncated: the signed head covers {cp.tree_size} events, the ledger has "
+                             f"{report.events}")
+    elif roots.get(cp.tree_size) != cp.root:
+        report.add("seal", "Merkle root differs from the events stored (history rewritten)")

@@ -6,10 +6,16 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..ledger import KeyDir, LedgerReport, Problem, SignedCheckpoint, verify_ledger
+from ..errors import RsiMasterError
+from ..ledger import KeyDir, LedgerReport, Problem, SignedCheckpoint, key_id, load_public_key, verify_ledger
 from ._rundir import RunDir
 
-__all__ = ["RunReport", "verify_run"]
+__all__ = ["FINAL_KINDS", "RunReport", "verify_run"]
+
+# Kinds of the record that ends a run, with the actor roles allowed to write it. Nothing may
+# follow it: an event after it was recorded after the run's result was fixed.
+FINAL_KINDS: dict[str, frozenset[str]] = {"orchestra.finish": frozenset({"harness"})}
+_MAX_AFTER_FINAL = 10
 
 
 @dataclass
@@ -22,6 +28,7 @@ class RunReport:
     witness: str | None = None
     seconds: float = 0.0
     problems: list[Problem] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -40,27 +47,87 @@ class RunReport:
             "root": self.ledger.root,
             "witness": self.witness,
             "problems": [str(p) for p in self.problems],
+            "notes": list(self.notes),
             "seconds": round(self.seconds, 3),
         }
 
 
+def _operator_witness(run: RunDir, keys: KeyDir, problems: list[Problem],
+                      notes: list[str]) -> tuple[SignedCheckpoint | None, str | None]:
+    """The key directory's witness for the run at this path, found through the key
+    directory's own records first (the run id in the ledger is the agent's to edit), and
+    the checks that ledger.pub is the operator's key for it."""
+    ledger_key = key_id(load_public_key(run.ledger.public_pem.encode()))
+    by_path = keys.record_at(run.path)
+    if by_path is not None and by_path.run_id != run.run_id:
+        problems.append(Problem("run directory", f"the key directory has run {by_path.run_id} here, but the "
+                                                 f"ledger is run {run.run_id} (run directory replaced?)"))
+        return None, None
+    record = by_path or keys.record(run.run_id)
+    if record is None:
+        if run.ledger.version < 2 and keys.witness_path(run.run_id).is_file():
+            # Version-1 runs predate the records: their witness is found by run id alone.
+            notes.append("version-1 run: the witness is found by run id, the key directory has no record")
+            if not keys.has_key(ledger_key):
+                problems.append(Problem("ledger.pub", f"key {ledger_key} is not one of the operator's keys in "
+                                                      f"{keys.path} (replaced?)"))
+        else:
+            problems.append(Problem("run", f"the key directory {keys.path} has no record of run {run.run_id}: "
+                                           "nothing to check it against (pass --checkpoint FILE, an exported "
+                                           "checkpoint, or the operator's --key-dir)"))
+            return None, None
+    else:
+        if record.key_id != ledger_key:
+            problems.append(Problem("ledger.pub", f"key {ledger_key} differs from the operator's key for this run "
+                                                  f"({record.key_id}, key directory {keys.path}): replaced?"))
+        if by_path is None:
+            notes.append(f"run directory moved or copied: the key directory last saw run {run.run_id} at "
+                         f"{record.run_dir}")
+    path = keys.witness_path(run.run_id)
+    if not path.is_file():
+        problems.append(Problem("witness", f"the operator's witness {path} is missing (deleted?)"))
+        return None, None
+    try:
+        return SignedCheckpoint.load(path), str(path)
+    except RsiMasterError as exc:
+        problems.append(Problem("witness", str(exc)))
+        return None, None
+
+
+def _after_final(run: RunDir) -> list[Problem]:
+    final = None
+    for e in run.ledger.events(kinds=sorted(FINAL_KINDS)):
+        if e.actor.role in FINAL_KINDS[e.kind]:
+            final = e
+            break
+    if final is None:
+        return []
+    after = list(run.ledger.events(since=final.seq + 1, limit=_MAX_AFTER_FINAL + 1))
+    out = [Problem(f"event {e.seq}", f"event after the run's final record (event {final.seq}, {final.kind}): "
+                                     f"{e.kind} by {e.actor.role}/{e.actor.id}") for e in after[:_MAX_AFTER_FINAL]]
+    if len(after) > _MAX_AFTER_FINAL:
+        out.append(Problem(f"event {after[-1].seq}", "and more events after the run's final record"))
+    return out
+
+
 def verify_run(path: Path | str, *, key_dir: KeyDir | Path | str | None = None,
                checkpoint: Path | str | None = None) -> RunReport:
-    """Verify a run directory; an exported checkpoint (explicit, or the key directory's
-    witness for this run) also catches a ledger replaced by an older copy."""
+    """Verify a run directory against a trust anchor outside it: an exported checkpoint
+    (`checkpoint`, whose signature pins the run's key), else the operator key directory's
+    record and witness of the run (a missing one is a problem)."""
     start = time.perf_counter()
     keys = key_dir if isinstance(key_dir, KeyDir) else KeyDir(key_dir)
     run = RunDir.open(path, key_dir=keys)
     try:
-        witness, witness_src = None, None
+        problems: list[Problem] = []
+        notes: list[str] = []
         if checkpoint is not None:
             witness, witness_src = SignedCheckpoint.load(Path(checkpoint)), str(checkpoint)
         else:
-            auto = keys.witness_path(run.run_id)
-            if auto.is_file():
-                witness, witness_src = SignedCheckpoint.load(auto), str(auto)
+            witness, witness_src = _operator_witness(run, keys, problems, notes)
         report = verify_ledger(run.ledger.connection, run.ledger.public_pem.encode(), run.run_id, witness)
-        problems = list(report.problems)
+        problems = list(report.problems) + problems
+        problems.extend(_after_final(run))
         for issue in run.store.verify():
             problems.append(Problem(f"artifact {issue.digest}", issue.what))
         stored = set(run.store.digests())
@@ -70,7 +137,7 @@ def verify_run(path: Path | str, *, key_dir: KeyDir | Path | str | None = None,
         return RunReport(
             run_dir=str(path), run_id=run.run_id, ledger=report, artifacts=len(stored),
             unsigned_tail=max(0, report.events - report.last_checkpoint), witness=witness_src,
-            seconds=time.perf_counter() - start, problems=problems,
+            seconds=time.perf_counter() - start, problems=problems, notes=notes,
         )
     finally:
         run.ledger.connection.close()
