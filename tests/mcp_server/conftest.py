@@ -79,9 +79,14 @@ class Shared:
     dataset: str
     experiment: str
 
+    def capability(self, role: str, caller_id: str) -> str:
+        with ExpOS.open(self.path, key_dir=self.key_dir, writable=False) as x:
+            return x.issue(role, caller_id)
+
     def server(self, rsi: str, role: str, caller_id: str, *extra: str) -> list[str]:
-        return [rsi, "mcp", str(self.path), "--role", role, "--id", caller_id, "--key-dir", str(self.key_dir),
-                *extra]
+        """The operator's server (the run opened in its process, with the key directory)."""
+        return [rsi, "mcp", str(self.path), "--capability", self.capability(role, caller_id), "--key-dir",
+                str(self.key_dir), *extra]
 
 
 @pytest.fixture(scope="module")

@@ -33,9 +33,20 @@ def _text(result) -> str:
     return result.content[0].text
 
 
-def test_stdio_lists_the_roles_tools_calls_them_and_refuses_the_rest(run_dir, key_dir, rsi):
-    params = StdioServerParameters(command=rsi, args=["mcp", str(run_dir), "--role", "worker", "--id", "ext1"],
-                                   env={"RSI_MASTER_KEY_DIR": str(key_dir), "OMP_NUM_THREADS": "1"})
+def cap(run_dir, role, node) -> str:
+    with ExpOS.open(run_dir, writable=False) as x:
+        return x.issue(role, node)
+
+
+def test_stdio_lists_the_roles_tools_calls_them_and_refuses_the_rest(run_dir, rsi, tmp_path):
+    """The agent's own server: started by the client with a minimal environment and no key
+    directory, it holds only the capability and calls through the harness's door."""
+    from rsi_master.expos._door import Door
+
+    door = Door(run_dir, socket_path=tmp_path / "door" / "d.sock").start()
+    params = StdioServerParameters(command=rsi, args=["mcp", "--door", str(door.path), "--capability",
+                                                      cap(run_dir, "worker", "ext1")],
+                                   env={"OMP_NUM_THREADS": "1"})
 
     async def session():
         async with Client(params) as client:
@@ -51,7 +62,10 @@ def test_stdio_lists_the_roles_tools_calls_them_and_refuses_the_rest(run_dir, ke
             final = await client.call_tool("eval_run", {"experiment_id": "exp-00001", "split": "final"})
             return listed, quota, dotted, other, schema, override, unknown, foreign, final
 
-    listed, quota, dotted, other, schema, override, unknown, foreign, final = asyncio.run(session())
+    try:
+        listed, quota, dotted, other, schema, override, unknown, foreign, final = asyncio.run(session())
+    finally:
+        door.close()
     tools = {t.name: t for t in listed.tools}
     assert set(tools) == {t.llm_name for t in tools_for("worker")}
     assert tools["data_generate"].input_schema["required"] == ["family", "n"]
@@ -73,14 +87,16 @@ def test_stdio_lists_the_roles_tools_calls_them_and_refuses_the_rest(run_dir, ke
                            ("ext1", "checkpoint.register", "weight_provenance"),
                            ("ext1", "eval.run", "test_set_access")]
         assert [e.payload["tool"] for e in expos.events("tool.invalid")] == ["data.generate", "shell"]
-        assert [e.payload["tool"] for e in expos.events("tool.call", actor_id="ext1")] == ["quota.show",
-                                                                                          "contract.show"]
+        # contract.show first: the server's start, which also proves the capability to the door.
+        assert [e.payload["tool"] for e in expos.events("tool.call", actor_id="ext1")] == [
+            "contract.show", "quota.show", "contract.show"]
+        assert len({e.actor.cap for e in expos.events("tool.call", actor_id="ext1")}) == 1
 
 
 def test_streamable_http_on_loopback(run_dir, key_dir, rsi):
     env = {**os.environ, "RSI_MASTER_KEY_DIR": str(key_dir), "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([rsi, "mcp", str(run_dir), "--role", "reviewer", "--id", "rx", "--transport", "http",
-                             "--port", "0"], env=env, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([rsi, "mcp", str(run_dir), "--capability", cap(run_dir, "reviewer", "rx"),
+                             "--transport", "http", "--port", "0"], env=env, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stderr.readline()
         assert " at http://127.0.0.1:" in line, line
@@ -104,14 +120,23 @@ def test_streamable_http_on_loopback(run_dir, key_dir, rsi):
 
 
 def test_bad_invocations_get_one_line(run_dir, tmp_path, capsys):
-    assert main(["mcp", str(run_dir), "--role", "worker"]) == 2
-    assert "no caller identity" in capsys.readouterr().err
-    assert main(["mcp", str(run_dir), "--role", "root", "--id", "x"]) == 2
-    assert "unknown role 'root'" in capsys.readouterr().err
-    assert main(["mcp", str(tmp_path / "nothing"), "--id", "x"]) == 2
-    assert main(["mcp", str(run_dir), "--id", "x", "--transport", "http", "--host", "0.0.0.0"]) == 2
+    w = cap(run_dir, "worker", "x")
+    assert main(["mcp", str(run_dir), "--role", "worker", "--id", "x"]) == 2
+    assert "--role and --id are not taken" in capsys.readouterr().err
+    assert main(["mcp", str(run_dir)]) == 2
+    assert "no capability" in capsys.readouterr().err
+    assert main(["mcp", "--capability", w]) == 2
+    assert "no door and no run" in capsys.readouterr().err
+    assert main(["mcp", str(run_dir), "--door", str(tmp_path / "d.sock"), "--capability", w]) == 2
+    assert "not both" in capsys.readouterr().err
+    assert main(["mcp", "--door", str(tmp_path / "d.sock"), "--capability", w]) == 2
+    assert "cannot reach the ExpOS door" in capsys.readouterr().err
+    assert main(["mcp", str(run_dir), "--capability", w[:-4] + "AAAA"]) == 2
+    assert "MAC does not verify" in capsys.readouterr().err
+    assert main(["mcp", str(tmp_path / "nothing"), "--capability", w]) == 2
+    assert main(["mcp", str(run_dir), "--capability", w, "--transport", "http", "--host", "0.0.0.0"]) == 2
     assert "loopback only" in capsys.readouterr().err
-    assert main(["mcp", str(run_dir), "--id", "x", "--progress-every", "0"]) == 2
+    assert main(["mcp", str(run_dir), "--capability", w, "--progress-every", "0"]) == 2
     assert "--progress-every must be a positive" in capsys.readouterr().err
     check_loopback("::1")
     check_loopback("127.0.0.2")
@@ -127,7 +152,7 @@ def test_the_documented_tool_reference_is_the_registrys():
 
 
 def test_an_external_main_cannot_choose_the_code_a_slot_process_runs(run_dir, key_dir, rsi):
-    params = StdioServerParameters(command=rsi, args=["mcp", str(run_dir), "--role", "main", "--id", "main"],
+    params = StdioServerParameters(command=rsi, args=["mcp", str(run_dir), "--capability", cap(run_dir, "main", "main")],
                                    env={"RSI_MASTER_KEY_DIR": str(key_dir)})
 
     async def session():
@@ -260,7 +285,7 @@ def test_data_generate_schema_names_the_runs_families_and_every_knob_with_its_ra
 def test_the_mcp_listing_carries_annotations_and_the_runs_schemas(run_dir):
     from rsi_master.mcp_server import ExposDoor, mcp_tools
 
-    door = ExposDoor(run_dir, "worker", "w1")
+    door = ExposDoor(cap(run_dir, "worker", "w1"), run_dir=run_dir)
     try:
         listed = {t.name: t for t in door.pool.submit(mcp_tools, door).result()}
     finally:
@@ -286,7 +311,8 @@ def test_a_long_call_reports_progress_while_it_runs(tmp_path, key_dir, rsi):
         xid = experiment_id(start.seq)
         x.record(Caller("worker", "w1"), "experiment.finish", {"experiment_id": xid, "status": "completed",
                                                                "checkpoint": base, "steps": 1})
-    params = StdioServerParameters(command=rsi, args=["mcp", str(tmp_path / "run"), "--id", "w1", "--key-dir",
+    params = StdioServerParameters(command=rsi, args=["mcp", str(tmp_path / "run"), "--capability",
+                                                      cap(tmp_path / "run", "worker", "w1"), "--key-dir",
                                                       str(key_dir), "--progress-every", "0.3"])
     seen: list[tuple[float, str | None]] = []
 

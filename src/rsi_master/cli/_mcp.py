@@ -1,4 +1,4 @@
-"""`rsi-master mcp`: serve one role's ExpOS tools of one run, as one identity, over MCP."""
+"""`rsi-master mcp`: serve one caller's ExpOS tools of one run over MCP, as its capability names it."""
 
 from __future__ import annotations
 
@@ -8,18 +8,24 @@ import os
 from ._common import env, key_dir_arg
 
 NAME = "mcp"
-HELP = "serve a role's ExpOS tools of a run over the Model Context Protocol (stdio, or HTTP on loopback)"
+HELP = "serve a caller's ExpOS tools of a run over the Model Context Protocol (stdio, or HTTP on loopback)"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(NAME, help=HELP, description=HELP + ". Every call is checked against the run's contract and "
-                       "recorded in its ledger under --role and --id. See docs/external-agents.md.")
+    p = sub.add_parser(NAME, help=HELP, description=HELP + ". The caller (role and node id) is the capability the "
+                       "harness issued; every call is checked against the run's contract and recorded in its ledger. "
+                       "An agent's server goes through the harness's door (--door); the operator may open the run "
+                       "directly (RUN_DIR, with the key directory). See docs/external-agents.md.")
     p.add_argument("run_dir", metavar="RUN_DIR", nargs="?", default=env("mcp_run", os.environ.get("EXPOS_RUN")),
-                   help="the run (env RSI_MASTER_MCP_RUN or EXPOS_RUN)")
-    p.add_argument("--role", default=env("mcp_role", os.environ.get("EXPOS_ROLE", "worker")),
-                   help="caller role: worker, reviewer, main or public (env RSI_MASTER_MCP_ROLE; default worker)")
-    p.add_argument("--id", default=env("mcp_id", os.environ.get("EXPOS_ID")), required=False,
-                   help="caller identity in the run, e.g. a Worker id (env RSI_MASTER_MCP_ID or EXPOS_ID)")
+                   help="operator only: the run, opened in this process (env RSI_MASTER_MCP_RUN or EXPOS_RUN)")
+    p.add_argument("--door", default=env("mcp_door", os.environ.get("EXPOS_DOOR")), metavar="SOCKET",
+                   help="the harness's door (Unix socket) to call through (env RSI_MASTER_MCP_DOOR or EXPOS_DOOR)")
+    p.add_argument("--capability", default=env("capability", os.environ.get("EXPOS_CAPABILITY")), metavar="TOKEN",
+                   help="the capability the harness issued to this caller (env RSI_MASTER_CAPABILITY or "
+                        "EXPOS_CAPABILITY)")
+    # Declared roles are gone: kept only to answer them with a clear error.
+    p.add_argument("--role", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--id", default=None, help=argparse.SUPPRESS)
     p.add_argument("--transport", choices=("stdio", "http"), default=env("mcp_transport", "stdio"),
                    help="stdio (default), or streamable HTTP on loopback (env RSI_MASTER_MCP_TRANSPORT)")
     p.add_argument("--host", default=env("mcp_host", "127.0.0.1"),
@@ -37,10 +43,15 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import RsiMasterError
     from ..mcp_server import serve
 
-    if not args.run_dir:
-        raise RsiMasterError("mcp: no run directory (give RUN_DIR, or set RSI_MASTER_MCP_RUN or EXPOS_RUN)")
-    if not args.id:
-        raise RsiMasterError("mcp: no caller identity (give --id, e.g. the Worker id the run knows this agent by)")
-    serve(args.run_dir, args.role, args.id, transport=args.transport, host=args.host, port=args.port,
-          key_dir=args.key_dir, progress_every=args.progress_every)
+    if args.role is not None or args.id is not None:
+        raise RsiMasterError("mcp: --role and --id are not taken: the caller is the capability the harness issued "
+                             "(--capability; `rsi-master capability RUN_DIR --role R --id ID` for an operator)")
+    if not args.capability:
+        raise RsiMasterError("mcp: no capability (give --capability or set EXPOS_CAPABILITY)")
+    if args.door and args.run_dir:
+        raise RsiMasterError("mcp: give --door (an agent's server) or RUN_DIR (the operator's), not both")
+    if not args.door and not args.run_dir:
+        raise RsiMasterError("mcp: no door and no run (give --door SOCKET, or RUN_DIR as the operator)")
+    serve(args.capability, run_dir=args.run_dir or None, door=args.door or None, transport=args.transport,
+          host=args.host, port=args.port, key_dir=args.key_dir, progress_every=args.progress_every)
     return 0

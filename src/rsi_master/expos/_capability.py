@@ -32,7 +32,7 @@ from ..errors import RsiMasterError
 from ..ledger import KeyDir
 
 __all__ = ["AGENT_ROLES", "CAP_PREFIX", "NODE_ID", "Capability", "CapabilityError", "capability_id", "check_capability",
-           "issue_capability"]
+           "issue_capability", "peek_capability"]
 
 CAP_PREFIX = "rsicap1"
 # Roles a capability may carry. "harness" is not among them: it never leaves the harness.
@@ -121,6 +121,16 @@ def issue_capability(key_dir: KeyDir | Path | str | None, run_id: str, role: str
     body = json.dumps(cap.model_dump(mode="json"), sort_keys=True, separators=(",", ":")).encode("utf-8")
     mac = hmac.new(_secret(keys, run_id, create=True), body, hashlib.sha256).digest()
     return f"{CAP_PREFIX}.{_b64(body)}.{_b64(mac)}"
+
+
+def peek_capability(token: str) -> Capability:
+    """What a token claims, unchecked: only for a process that cannot check it (no key directory)
+    and whose every call the door checks anyway, e.g. to list the claimed role's tools."""
+    try:
+        _, body, _ = token.strip().split(".")
+        return Capability.model_validate_json(_unb64(body))
+    except (ValueError, TypeError, ValidationError, AttributeError):
+        raise CapabilityError(f"malformed capability (expected {CAP_PREFIX}.<body>.<mac>)") from None
 
 
 def check_capability(key_dir: KeyDir | Path | str | None, run_id: str, token: str, *,

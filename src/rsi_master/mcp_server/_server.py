@@ -8,8 +8,8 @@ listed under their LLM names (`data_generate`) with the registry's input and res
 schemas; a refused, invalid or failed call comes back as an error result the agent can
 read and correct.
 
-Transports: stdio, and streamable HTTP bound to loopback only (a server holds an
-identity in the run: whoever reaches the port acts as it).
+Transports: stdio, and streamable HTTP bound to loopback only (a server holds a
+capability: whoever reaches the port acts as it, so give an HTTP server to one agent).
 """
 
 from __future__ import annotations
@@ -31,28 +31,50 @@ __all__ = ["LONG_CALLS", "ExposDoor", "build_server", "check_loopback", "mcp_too
 
 
 class ExposDoor:
-    """The run's ExpOS session as one caller, owned by one thread (its SQLite connections
-    belong to the thread that opened them); calls are serialized through it.
+    """One caller's way into the run, named by a capability the harness issued.
 
-    The caller (role and identity) is settled here and nowhere else: the server, its
-    tool list and every call take it from `door.caller`."""
+    Two ways in. Given the harness's door (`door`, a Unix socket), every call goes through it:
+    this process holds no run, no key, nothing but the capability, so an MCP client may start
+    it with the agent's own privileges (stdio). Given a run directory instead (`run_dir`), this
+    process opens the run itself, which needs the operator key directory: the harness's own
+    MCP server (HTTP). Either way the capability is checked on every call (expiry included),
+    and the caller is settled here and nowhere else: the server, its tool list and every call
+    take it from `door.caller`. Calls are serialized through one thread (the run's SQLite
+    connections belong to the thread that opened them)."""
 
-    def __init__(self, run_dir: str | Path, role: str, caller_id: str, key_dir: str | None = None) -> None:
-        from ..expos import ROLES, Caller, ExpOS
+    def __init__(self, capability: str, *, run_dir: str | Path | None = None, door: str | Path | None = None,
+                 key_dir: str | None = None) -> None:
+        from ..expos import Caller, ExpOS
+        from ..expos._capability import capability_id, peek_capability
 
-        if role not in ROLES:
-            raise RsiMasterError(f"unknown role {role!r}; roles: {', '.join(ROLES)}")
-        self.caller = Caller(role, caller_id)
+        if (run_dir is None) == (door is None):
+            raise RsiMasterError("mcp: give the harness's door (--door SOCKET) or, as the operator, a run directory")
+        self.capability = capability
+        self.socket = Path(door) if door is not None else None
+        self.expos: Any = None
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="expos")
         try:
-            self.expos = self.pool.submit(ExpOS.open, run_dir, key_dir=key_dir).result()
+            if self.socket is not None:
+                # The door checks the capability; its answer (or refusal) settles who we are.
+                view = self.pool.submit(self._door_call, "contract.show", {}).result()
+                cap = peek_capability(capability)
+                self.caller = Caller(cap.role, cap.node, capability_id(capability))
+                self._contract = _contract_from_view(view)
+                self.where = f"the door {self.socket}"
+            else:
+                self.expos = self.pool.submit(ExpOS.open, run_dir, key_dir=key_dir).result()
+                self.caller = self.pool.submit(self.expos.authenticate, capability).result()
+                self._contract = self.expos.contract
+                self.where = str(self.expos.run.path)
         except BaseException:
+            if self.expos is not None:
+                self.pool.submit(self.expos.close).result()
             self.pool.shutdown()
             raise
 
     @property
     def contract(self) -> Any:
-        return self.expos.contract
+        return self._contract
 
     def submit(self, name: str, args: dict[str, Any]) -> Future[Any]:
         return self.pool.submit(self._call, name, args)
@@ -60,14 +82,35 @@ class ExposDoor:
     async def call(self, name: str, args: dict[str, Any]) -> Any:
         return await asyncio.wrap_future(self.submit(name, args))
 
-    def _call(self, name: str, args: dict[str, Any]) -> Any:
+    def _door_call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        from ..expos._door import door_call
+
+        return door_call(self.socket, self.capability, name, args)
+
+    def _call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        """The call's result as JSON data, or the ToolError the run answered."""
         from ..expos._external import external_call
 
-        return external_call(self.expos, self.caller, name, args)
+        if self.socket is not None:
+            return self._door_call(name, args)
+        caller = self.expos.authenticate(self.capability)  # every call: an expired grant stops here
+        return external_call(self.expos, caller, name, args).model_dump(mode="json")
 
     def close(self) -> None:
-        self.pool.submit(self.expos.close).result()
+        if self.expos is not None:
+            self.pool.submit(self.expos.close).result()
         self.pool.shutdown()
+
+
+def _contract_from_view(view: dict[str, Any]) -> Any:
+    """What the tool schemas read of a contract, from `contract.show` (the door's public view)."""
+    from types import SimpleNamespace
+
+    from ..expos import Budget
+
+    return SimpleNamespace(allowed_generators=list(view["allowed_generators"]),
+                           allowed_methods=list(view["allowed_methods"]),
+                           budget=Budget.model_validate(view["budget"]))
 
 
 # Calls that train or evaluate a model: minutes, not milliseconds. They report progress at
@@ -147,7 +190,7 @@ def build_server(door: ExposDoor, *, progress_every: float = 5.0) -> Any:
             kind = type(exc).__name__.removeprefix("Tool").lower()
             text = str(exc) if str(exc).startswith(kind) else f"{kind}: {exc}"  # `refused (subcategory): ...`
             return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
-        data = result.model_dump(mode="json")
+        data = result
         return types.CallToolResult(content=[types.TextContent(text=json.dumps(data, sort_keys=True))],
                                     structured_content=data)
 
@@ -168,8 +211,9 @@ def check_loopback(host: str) -> None:
     raise RsiMasterError(f"--host {host}: the MCP server binds to loopback only (127.0.0.1, ::1 or localhost)")
 
 
-def serve(run_dir: str | Path, role: str, caller_id: str, *, transport: str = "stdio", host: str = "127.0.0.1",
-          port: int = 8765, key_dir: str | None = None, progress_every: float = 5.0) -> None:
+def serve(capability: str, *, run_dir: str | Path | None = None, door: str | Path | None = None,
+          transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765, key_dir: str | None = None,
+          progress_every: float = 5.0) -> None:
     if transport not in ("stdio", "http"):
         raise RsiMasterError(f"--transport must be stdio or http, got {transport!r}")
     if not progress_every > 0:
@@ -180,7 +224,7 @@ def serve(run_dir: str | Path, role: str, caller_id: str, *, transport: str = "s
         import mcp  # noqa: F401
     except ImportError:
         raise RsiMasterError("the MCP server needs the mcp package: pip install 'rsi-master[llm]'") from None
-    door = ExposDoor(run_dir, role, caller_id, key_dir)
+    door = ExposDoor(capability, run_dir=run_dir, door=door, key_dir=key_dir)
     try:
         server = build_server(door, progress_every=progress_every)
         asyncio.run(_stdio(server) if transport == "stdio" else _http(server, host, port, door))
@@ -209,7 +253,7 @@ async def _http(server: Any, host: str, port: int, door: ExposDoor) -> None:
         raise RsiMasterError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
-    print(f"rsi-master mcp: {door.caller.role} {door.caller.id} of {door.expos.run.path} at "
+    print(f"rsi-master mcp: {door.caller.role} {door.caller.id} through {door.where} at "
           f"http://{shown}:{bound}/mcp", file=sys.stderr, flush=True)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     try:
