@@ -78,7 +78,9 @@ def test_every_snippet_of_the_external_agents_doc_runs(tmp_path, rsi):
              "/home/me/rsi-master/.venv/bin/expos": str(VENV_BIN / "expos"),
              "/home/me/rsi-master/.venv/bin/python": sys.executable,
              "/home/me/runs/ext1": str(tmp_path / "runs" / "ext1"),
-             "/home/me/rsi-keys": str(tmp_path / "rsi-keys")}
+             "/home/me/rsi-keys": str(tmp_path / "rsi-keys"),
+             "/home/me/caps": str(tmp_path / "caps"),
+             "/home/me/door.sock": str(tmp_path / "door" / "expos.sock")}
     inspector = inspector_path()
     # A shell of the reader's: their PATH, no RSI_MASTER_* variables, the run's code.
     shell_env = {"PATH": f"{VENV_BIN}:/usr/bin:/bin", "HOME": str(home), "OMP_NUM_THREADS": "1",
@@ -132,6 +134,14 @@ def test_every_snippet_of_the_external_agents_doc_runs(tmp_path, rsi):
                             assert url == http["url"], line
                             _http(url)
                         ran.append(line)
+                    elif " door " in line and line.split()[0].endswith("rsi-master"):
+                        shell(plain), plain.clear()
+                        assert line.endswith("&"), line  # the harness's door, serving in the background
+                        door = subprocess.Popen(shlex.split(local(line[:-1])), stderr=subprocess.PIPE, text=True,
+                                                env=shell_env)
+                        servers.append(door)
+                        assert "serving" in door.stderr.readline()
+                        ran.append(line)
                     elif " mcp " in line and line.split()[0].endswith("rsi-master"):
                         shell(plain), plain.clear()
                         argv = shlex.split(local(line))
@@ -172,7 +182,9 @@ def test_every_snippet_of_the_external_agents_doc_runs(tmp_path, rsi):
             stop(proc)
     with ExpOS.open(tmp_path / "runs" / "ext1", writable=False, key_dir=tmp_path / "rsi-keys") as expos:
         generated = {e.actor.id for e in expos.events("data.generate")}
-        identities = {e.actor.id for e in expos.events("tool.call")}
+        calls = expos.events("tool.call")
+        identities = {e.actor.id for e in calls}
     assert {"w9", "shell-w1"} <= generated and {"claude-w1", "codex-w1"} <= identities
+    assert all(e.actor.cap is not None for e in calls)  # every call made with a capability
     if inspector is not None:
         assert "insp-w1" in generated

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -53,6 +54,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--role", required=True, choices=("worker", "reviewer", "main", "public"))
     p.add_argument("--id", required=True, help="the node id the capability acts as (the ledger's actor id)")
     p.add_argument("--ttl", default=env("capability_ttl", "24h"), help="lifetime, e.g. 90m, 8h (default 24h)")
+    p.add_argument("--out", "-o", default=None, metavar="FILE",
+                   help="write the token to FILE (mode 0600, not replaced if it exists) instead of printing it")
     key_dir_arg(p)
     p.set_defaults(handler=_capability)
 
@@ -93,8 +96,23 @@ def _door(args: argparse.Namespace) -> int:
 def _capability(args: argparse.Namespace) -> int:
     from ..expos import ExpOS
 
+    from ..errors import RsiMasterError
+
     with ExpOS.open(args.run_dir, key_dir=args.key_dir, writable=False) as expos:
-        print(expos.issue(args.role, args.id, ttl_s=_parse_ttl(args.ttl)))
+        token = expos.issue(args.role, args.id, ttl_s=_parse_ttl(args.ttl))
+    if args.out is None:
+        print(token)
+        return 0
+    out = Path(args.out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        raise RsiMasterError(f"{out} exists; refusing to replace a capability file") from None
+    except OSError as exc:
+        raise RsiMasterError(f"cannot write {out}: {exc.strerror}") from None
+    with os.fdopen(fd, "w") as fh:
+        fh.write(token + "\n")
     return 0
 
 

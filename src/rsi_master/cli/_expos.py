@@ -29,6 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="operator only: open the run directory here, with the key directory (env EXPOS_RUN)")
     p.add_argument("--capability", default=os.environ.get("EXPOS_CAPABILITY"),
                    help="the capability the harness issued to this caller (env EXPOS_CAPABILITY)")
+    p.add_argument("--capability-file", default=os.environ.get("EXPOS_CAPABILITY_FILE"), metavar="FILE",
+                   help="read the capability from a file (env EXPOS_CAPABILITY_FILE)")
     p.add_argument("--role", default=None, help="with `tools`: list this role's tools (calls take the role from "
                    "the capability)")
     p.add_argument("--json", action="store_true", default=bool(os.environ.get("EXPOS_JSON")),
@@ -78,9 +80,16 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"expos: error: input is not a JSON object: {exc}", file=sys.stderr)
         return EXIT_INVALID
+    from ..expos._capability import CapabilityError, read_capability
+
+    try:
+        args.capability = read_capability(args.capability, args.capability_file)
+    except CapabilityError as exc:
+        print(f"expos: error: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
     if not args.capability:
-        print("expos: error: no capability (use --capability or EXPOS_CAPABILITY: the token the harness issued "
-              "to this agent)", file=sys.stderr)
+        print("expos: error: no capability (use --capability or EXPOS_CAPABILITY, or --capability-file: the token "
+              "the harness issued to this agent)", file=sys.stderr)
         return EXIT_REFUSED
     if not args.door and not args.run:
         print("expos: error: no door and no run (use --door or EXPOS_DOOR; the operator may use --run)",

@@ -23,6 +23,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--capability", default=env("capability", os.environ.get("EXPOS_CAPABILITY")), metavar="TOKEN",
                    help="the capability the harness issued to this caller (env RSI_MASTER_CAPABILITY or "
                         "EXPOS_CAPABILITY)")
+    p.add_argument("--capability-file", default=env("capability_file", os.environ.get("EXPOS_CAPABILITY_FILE")),
+                   metavar="FILE", help="read the capability from a file (env RSI_MASTER_CAPABILITY_FILE or "
+                                        "EXPOS_CAPABILITY_FILE)")
     # Declared roles are gone: kept only to answer them with a clear error.
     p.add_argument("--role", default=None, help=argparse.SUPPRESS)
     p.add_argument("--id", default=None, help=argparse.SUPPRESS)
@@ -46,8 +49,11 @@ def run(args: argparse.Namespace) -> int:
     if args.role is not None or args.id is not None:
         raise RsiMasterError("mcp: --role and --id are not taken: the caller is the capability the harness issued "
                              "(--capability; `rsi-master capability RUN_DIR --role R --id ID` for an operator)")
+    from ..expos._capability import read_capability
+
+    args.capability = read_capability(args.capability, args.capability_file)
     if not args.capability:
-        raise RsiMasterError("mcp: no capability (give --capability or set EXPOS_CAPABILITY)")
+        raise RsiMasterError("mcp: no capability (give --capability or --capability-file, or set EXPOS_CAPABILITY)")
     if args.door and args.run_dir:
         raise RsiMasterError("mcp: give --door (an agent's server) or RUN_DIR (the operator's), not both")
     if not args.door and not args.run_dir:

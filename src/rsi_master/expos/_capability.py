@@ -32,7 +32,8 @@ from ..errors import RsiMasterError
 from ..ledger import KeyDir
 
 __all__ = ["AGENT_ROLES", "CAP_PREFIX", "NODE_ID", "Capability", "CapabilityError", "capability_id", "check_capability",
-           "issue_capability", "peek_capability"]
+           "issue_capability", "peek_capability",
+           "read_capability"]
 
 CAP_PREFIX = "rsicap1"
 # Roles a capability may carry. "harness" is not among them: it never leaves the harness.
@@ -121,6 +122,19 @@ def issue_capability(key_dir: KeyDir | Path | str | None, run_id: str, role: str
     body = json.dumps(cap.model_dump(mode="json"), sort_keys=True, separators=(",", ":")).encode("utf-8")
     mac = hmac.new(_secret(keys, run_id, create=True), body, hashlib.sha256).digest()
     return f"{CAP_PREFIX}.{_b64(body)}.{_b64(mac)}"
+
+
+def read_capability(token: str | None, file: str | Path | None) -> str | None:
+    """The token given inline, else the one in `file` (an agent's token kept in a file, so that
+    client configurations can name it without holding it); None if neither."""
+    if token:
+        return token.strip()
+    if not file:
+        return None
+    try:
+        return Path(file).read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise CapabilityError(f"cannot read the capability file {file}: {exc.strerror or exc}") from None
 
 
 def peek_capability(token: str) -> Capability:
