@@ -11,11 +11,14 @@ from rsi_master.runtime import (
     evaluate,
     evaluator_digest,
 )
+from rsi_master.tasks import PUBLIC_SEAL_KEY
 from tests.runtime.conftest import TOY_SOURCE, TOY_SPEC
+
+PUBLIC = {"seal_key": PUBLIC_SEAL_KEY}
 
 
 def _eval(ckpt, **kw):
-    return evaluate(ckpt, TOY_SPEC, "dev", extra_sources=[TOY_SOURCE], **kw)
+    return evaluate(ckpt, TOY_SPEC, "dev", extra_sources=[TOY_SOURCE], **PUBLIC, **kw)
 
 
 def test_record_binds_digests_decoding_and_sample_ids(toy_sft, toy):
@@ -54,7 +57,8 @@ def test_tampered_seal_refuses_to_run(toy_sft, tmp_path):
         f.write("\n# edited\n")
     (tmp_path / "req.json").write_text(json.dumps({"checkpoint": str(toy_sft), "task": TOY_SPEC, "split": "dev"}))
     proc = subprocess.run([sys.executable, "-B", str(copy / "evaluator.py"), "--request", str(tmp_path / "req.json"),
-                           "--result", str(tmp_path / "out.json"), "--expected-digest", digest], capture_output=True)
+                           "--result", str(tmp_path / "out.json"), "--expected-digest", digest], capture_output=True,
+                          input=json.dumps({"seal_key": PUBLIC_SEAL_KEY.to_wire()}).encode())
     assert proc.returncode == 3
     assert "refusing" in json.loads((tmp_path / "out.json").read_text())["error"]
 
@@ -64,7 +68,7 @@ def test_checker_crash_is_a_zero_with_reason(toy_sft, tmp_path):
     src = TOY_SOURCE.read_text().replace('if got == "boom":', "if True:")
     crashy = tmp_path / "crashytask.py"
     crashy.write_text(src)
-    r = evaluate(toy_sft, "crashytask:ToyTask", "dev", extra_sources=[crashy], max_samples=5)
+    r = evaluate(toy_sft, "crashytask:ToyTask", "dev", extra_sources=[crashy], max_samples=5, **PUBLIC)
     assert r.score == 0.0 and all("checker crashed: RuntimeError" in s.reason for s in r.samples)
     assert r.n_expected == 20 and len(r.sample_ids) == 5
 
@@ -80,9 +84,9 @@ def test_bad_checkpoints_and_splits_are_clear_errors(tmp_path, toy_sft):
     with pytest.raises(CheckpointLoadError, match="does not load"):
         _eval(broken)
     with pytest.raises(InvalidParameterError, match="unknown split"):
-        evaluate(toy_sft, TOY_SPEC, "test")
+        evaluate(toy_sft, TOY_SPEC, "test", **PUBLIC)
     with pytest.raises(InvalidParameterError, match="unknown task"):
-        evaluate(toy_sft, "nope", "dev")
+        evaluate(toy_sft, "nope", "dev", **PUBLIC)
 
 
 def test_timeout_is_an_error_not_a_hang(toy_sft):
@@ -94,7 +98,7 @@ def test_real_task_with_store(toy_sft, tmp_path):
     from rsi_master.artifacts import ArtifactStore
 
     store = ArtifactStore(tmp_path / "store")
-    r = evaluate(toy_sft, "arithmetic", "dev", store=store, max_samples=8)
+    r = evaluate(toy_sft, "arithmetic", "dev", store=store, max_samples=8, **PUBLIC)
     assert r.task == "arithmetic" and len(r.samples) == 8 and store.has(r.record_digest)
     assert store.has(r.evaluator_digest)
 
@@ -106,5 +110,5 @@ def test_store_given_by_a_relative_path(toy_sft, tmp_path, monkeypatch):
 
     monkeypatch.chdir(tmp_path)
     store = ArtifactStore("relative/store")
-    r = evaluate(toy_sft, "arithmetic", "dev", store=store, max_samples=4)
+    r = evaluate(toy_sft, "arithmetic", "dev", store=store, max_samples=4, **PUBLIC)
     assert len(r.samples) == 4 and store.has(r.evaluator_digest)

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 from ..errors import RsiMasterError
 from ..ledger import Event, KeyDir
 from ..rundir import RunDir
-from ._contract import CONTRACT_KIND, Budget, EvaluatorSpec, TaskContract
+from ._contract import CONTRACT_KIND, CONTRACT_VERSION, Budget, EvaluatorSpec, TaskContract
 from ._errors import ToolError, ToolFailed, ToolInvalid, ToolRefused
 from ._registry import ROLES, TOOLS, _load
 from ._taxonomy import Subcategory
@@ -56,6 +56,7 @@ class ExpOS:
     def __init__(self, run: RunDir, contract: TaskContract) -> None:
         self.run = run
         self.contract = contract
+        self._seal_key: Any = None
         _load()
 
     # -- lifecycle -------------------------------------------------------------------
@@ -70,19 +71,24 @@ class ExpOS:
         `eval_limit` keeps the first N items of each split (all of them if None);
         `final_limit` overrides it for `final`, which only the harness scores, once per
         checkpoint: 0 keeps the whole split there (a final score as fine-grained as the
-        landscape's), while the agents' dev and review evaluations stay short."""
-        from ..runtime import base_model_dir, seal_evaluator
+        landscape's), while the agents' dev and review evaluations stay short.
+
+        The protected splits are drawn from a fresh seal secret written to the key
+        directory (never the run directory); the contract keeps only a commitment to it."""
+        from ..runtime import base_model_dir, create_seal_secret, seal_commitment, seal_evaluator
         from ..runtime import METHODS
-        from ..tasks import SPLITS, get_task, task_spec
+        from ..tasks import SPLITS, SealKey, get_task, task_spec
 
         _load()
-        task_obj = get_task(task)
+        get_task(task)  # an unknown task fails before anything is written
         if eval_limit is not None and eval_limit < 1:
             raise RsiMasterError("eval_limit must be positive")
         if final_limit is not None and final_limit < 0:
             raise RsiMasterError("final_limit must be 0 (the whole split) or positive")
         run = RunDir.create(run_dir, key_dir=key_dir, run_id=run_id)
         try:
+            secret = create_seal_secret(run.key_dir, run.run_id)
+            task_obj = get_task(task, seal_key=SealKey(secret=secret))
             spec = task_spec(task_obj)
             base_dir = base_model_dir()
             base_artifact = run.store.put_dir(base_dir)
@@ -95,6 +101,8 @@ class ExpOS:
             tok = base_dir / "tokenizer.json"
             gen = base_dir / "generation_config.json"
             contract = TaskContract(
+                version=CONTRACT_VERSION,
+                seal_commitment=seal_commitment(secret),
                 task=task_obj.name,
                 capability=task_obj.capability,
                 base_model_digest=base_artifact,
@@ -138,6 +146,37 @@ class ExpOS:
 
     def close(self) -> None:
         self.run.close()
+
+    # -- protected items -----------------------------------------------------------------
+    def seal_key(self) -> Any:
+        """The key to this run's protected splits, from the operator key directory.
+
+        A v2 contract needs the secret it committed to (SealSecretError without it: never
+        the public seed); a v1 contract was frozen on the public seed and keeps it.
+        """
+        if self._seal_key is None:
+            from ..runtime import load_seal_key
+
+            self._seal_key = load_seal_key(self.run.key_dir, self.run.run_id, self.contract.seal_commitment)
+        return self._seal_key
+
+    def protected_task(self) -> Any:
+        """The contract's task holding this run's protected items (for the harness only)."""
+        from ..tasks import get_task
+
+        return get_task(self.contract.task, seal_key=self.seal_key())
+
+    def sealed_evaluator(self) -> Path:
+        """The run's stored seal, to be copied privately and checked before each evaluation."""
+        from ..errors import ArtifactError
+        from ..runtime import EvaluationError
+
+        artifact = self.contract.evaluator.evaluator_artifact
+        try:
+            return Path(self.run.store.path(artifact))
+        except ArtifactError:
+            raise EvaluationError(f"the sealed evaluator (digest {artifact[:12]}) is missing from the run's "
+                                  "store; refusing to evaluate") from None
 
     def __enter__(self) -> "ExpOS":
         return self
