@@ -256,6 +256,23 @@ def test_evaluation_without_the_seal_secret_fails_clearly(sealed_run, key_dir, t
     assert not sealed_run.events("eval.record")
 
 
+def test_seal_problems_name_a_missing_or_foreign_secret(sealed_run, key_dir):
+    from rsi_master.runtime import seal_secret_path
+
+    from rsi_master.expos import ExpOS
+
+    def problems():  # a fresh read-only session each time, as a verifier would open
+        with ExpOS.open(sealed_run.run.path, writable=False) as x:
+            return x.seal_problems()
+
+    assert problems() == []
+    path = seal_secret_path(key_dir, sealed_run.run.run_id)
+    path.unlink()
+    assert "no seal secret" in problems()[0]
+    path.write_text(bytes(32).hex())
+    assert "not the one" in problems()[0]
+
+
 def test_evaluator_refuses_to_draw_items_without_a_key(tmp_path):
     import json
     import subprocess

@@ -166,6 +166,28 @@ class ExpOS:
 
         return get_task(self.contract.task, seal_key=self.seal_key())
 
+    def seal_problems(self) -> list[str]:
+        """What is wrong with this run's seal, for verify and audit ([] when nothing).
+
+        The key must load (secret present, matching the commitment) and draw exactly the
+        items whose digests and sample IDs the contract pinned at freeze.
+        """
+        from ..runtime import SealSecretError
+        from ..tasks import SPLITS, items_digest
+
+        try:
+            task = self.protected_task()
+        except SealSecretError as exc:
+            return [str(exc)]
+        spec = self.contract.evaluator
+        problems = []
+        for split in SPLITS:
+            ids = [item.sample_id for item in task.eval_items(split)]
+            if items_digest(task, split) != spec.items_sha256.get(split) or ids[:len(spec.sample_ids[split])] != \
+                    spec.sample_ids[split]:
+                problems.append(f"the {split} items drawn with the run's seal key differ from the contract's")
+        return problems
+
     def sealed_evaluator(self) -> Path:
         """The run's stored seal, to be copied privately and checked before each evaluation."""
         from ..errors import ArtifactError
