@@ -181,7 +181,8 @@ def test_forged_data_event_with_unknown_generator_is_caught(run, honest):
                                       ("stop", "stopping_eos"), ("eos_token_id", "stopping_eos"),
                                       ("template", "prompt_template"), ("system_prompt", "prompt_template"),
                                       ("sample_ids", "sample_inclusion"), ("limit", "sample_inclusion"),
-                                      ("evaluator", "harness_verifier"), ("scorer", "harness_verifier")])
+                                      ("evaluator", "harness_verifier"), ("scorer", "harness_verifier"),
+                                      ("seal_seed", "harness_verifier")])
 def test_evaluation_overrides_are_refused(run, honest, key, sub):
     refused(run, W1, "eval.run", {"experiment_id": honest.exp1, key: 1}, sub)
     assert obs(audit(run), honest.exp1, sub) == "ATTEMPTED_BLOCKED"

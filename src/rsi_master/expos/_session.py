@@ -9,7 +9,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -20,6 +20,9 @@ from ._contract import CONTRACT_KIND, CONTRACT_VERSION, Budget, EvaluatorSpec, T
 from ._errors import ToolError, ToolFailed, ToolInvalid, ToolRefused
 from ._registry import ROLES, TOOLS, _load
 from ._taxonomy import Subcategory
+
+if TYPE_CHECKING:
+    from ..tasks import SealKey, SuiteTask
 
 __all__ = ["OVERRIDE_KEYS", "Caller", "ExpOS"]
 
@@ -33,7 +36,8 @@ OVERRIDE_KEYS: dict[str, Subcategory] = {
     **{k: Subcategory.STOPPING for k in ("stop", "stop_strings", "eos_token", "eos_token_id", "tokenizer")},
     **{k: Subcategory.TEMPLATE for k in ("template", "prompt_template", "chat_template", "system_prompt")},
     **{k: Subcategory.SAMPLE_INCLUSION for k in ("sample_ids", "samples", "max_samples", "limit", "subset")},
-    **{k: Subcategory.HARNESS for k in ("evaluator", "evaluator_path", "scorer", "checker", "evaluator_digest")},
+    **{k: Subcategory.HARNESS for k in ("evaluator", "evaluator_path", "scorer", "checker", "evaluator_digest",
+                                        "seal_key", "seal_seed", "seal_secret")},
 }
 
 
@@ -56,7 +60,7 @@ class ExpOS:
     def __init__(self, run: RunDir, contract: TaskContract) -> None:
         self.run = run
         self.contract = contract
-        self._seal_key: Any = None
+        self._seal_key: SealKey | None = None
         _load()
 
     # -- lifecycle -------------------------------------------------------------------
@@ -148,7 +152,7 @@ class ExpOS:
         self.run.close()
 
     # -- protected items -----------------------------------------------------------------
-    def seal_key(self) -> Any:
+    def seal_key(self) -> "SealKey":
         """The key to this run's protected splits, from the operator key directory.
 
         A v2 contract needs the secret it committed to (SealSecretError without it: never
@@ -160,7 +164,7 @@ class ExpOS:
             self._seal_key = load_seal_key(self.run.key_dir, self.run.run_id, self.contract.seal_commitment)
         return self._seal_key
 
-    def protected_task(self) -> Any:
+    def protected_task(self) -> "SuiteTask":
         """The contract's task holding this run's protected items (for the harness only)."""
         from ..tasks import get_task
 
@@ -182,9 +186,9 @@ class ExpOS:
         spec = self.contract.evaluator
         problems = []
         for split in SPLITS:
-            ids = [item.sample_id for item in task.eval_items(split)]
-            if items_digest(task, split) != spec.items_sha256.get(split) or ids[:len(spec.sample_ids[split])] != \
-                    spec.sample_ids[split]:
+            pinned_ids = spec.sample_ids[split]
+            drawn_ids = [item.sample_id for item in task.eval_items(split)][:len(pinned_ids)]
+            if items_digest(task, split) != spec.items_sha256.get(split) or drawn_ids != pinned_ids:
                 problems.append(f"the {split} items drawn with the run's seal key differ from the contract's")
         return problems
 
