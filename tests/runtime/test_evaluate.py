@@ -88,6 +88,10 @@ def test_bad_checkpoints_and_splits_are_clear_errors(tmp_path, toy_sft):
         evaluate(toy_sft, TOY_SPEC, "test", **PUBLIC)
     with pytest.raises(InvalidParameterError, match="unknown task"):
         evaluate(toy_sft, "nope", "dev", **PUBLIC)
+    with pytest.raises(InvalidParameterError, match="seal_key must be a SealKey"):
+        evaluate(toy_sft, TOY_SPEC, "dev", seal_key=20_260_401)
+    with pytest.raises(InvalidParameterError, match="expected_evaluator_digest"):
+        evaluate(toy_sft, TOY_SPEC, "dev", evaluator=tmp_path, **PUBLIC)
 
 
 def test_timeout_is_an_error_not_a_hang(toy_sft):
@@ -153,7 +157,8 @@ def test_seal_secret_lives_in_the_key_directory_not_the_run(sealed_run, key_dir)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600 and stat.S_IMODE(path.parent.stat().st_mode) == 0o700
     secret = bytes.fromhex(path.read_text())
     c = sealed_run.contract
-    assert c.version == 2 and c.seal_commitment == hashlib.sha256(b"rsi-master/seal-commitment/v1\x00" + secret).hexdigest()
+    commitment = hashlib.sha256(b"rsi-master/seal-commitment/v1\x00" + secret).hexdigest()
+    assert c.version == 2 and c.seal_commitment == commitment
     sealed_run.close()
     for f in sealed_run.run.path.rglob("*"):
         if f.is_file():

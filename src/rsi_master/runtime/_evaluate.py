@@ -62,6 +62,10 @@ def evaluate(
         raise InvalidParameterError(f"unknown split {split!r}; known: {', '.join(SPLITS)}")
     if not isinstance(seal_key, SealKey):
         raise InvalidParameterError("seal_key must be a SealKey: a run's, the operator's, or PUBLIC_SEAL_KEY")
+    if evaluator is not None and expected_evaluator_digest is None:
+        # A stored copy is only as good as the digest it is checked against.
+        raise InvalidParameterError("an evaluator copy runs only with the digest it must have "
+                                    "(expected_evaluator_digest)")
     for name, value in (("batch_size", batch_size), ("max_samples", max_samples)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise InvalidParameterError(f"{name} must be a positive integer, got {value!r}")
