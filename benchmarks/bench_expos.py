@@ -63,7 +63,8 @@ def main() -> int:
         t = time.perf_counter()
         with tempfile.TemporaryDirectory(dir=root) as tmp:
             res = train(data_path, Path(tmp) / "out", spec, parent=base_model_dir())
-            evaluate(res.checkpoint_dir, args.task, "dev",
+            evaluate(res.checkpoint_dir, args.task, "dev", seal_key=expos.seal_key(),
+                     evaluator=expos.sealed_evaluator(),
                      expected_evaluator_digest=expos.contract.evaluator.evaluator_digest)
         bare.append(time.perf_counter() - t)
         inner.clear()

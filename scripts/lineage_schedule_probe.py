@@ -19,11 +19,16 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from functools import partial
 from pathlib import Path
 
 import torch
 
-from rsi_master.runtime import evaluate, generate, train
+from rsi_master.runtime import evaluate as _evaluate, generate, train
+from rsi_master.tasks import PUBLIC_SEAL_KEY
+
+# Probes and the landscape score the public splits (reproducible from the code; docs quote them).
+evaluate = partial(_evaluate, seal_key=PUBLIC_SEAL_KEY)
 
 CHUNK = 3334
 

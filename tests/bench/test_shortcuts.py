@@ -117,18 +117,16 @@ def _workspace(tmp_path):
 
 
 def test_workspace_lays_out_items_with_references_readable_by_workers(tmp_path):
-    from rsi_master.tasks import get_task
-
     expos, ws = _workspace(tmp_path)
     try:
-        assert ws.dir == workspace_dir(expos.run.path) and workspace_edits(ws.dir, ws.contract) == []
+        assert ws.dir == workspace_dir(expos.run.path) and workspace_edits(ws.dir, ws) == []
         got = ws.call(W, "eval.review", {"experiment_id": "base", "split": "final"})
-        ref = {i.sample_id: i.reference for i in get_task(ws.contract.task).eval_items("final")}
+        ref = {i.sample_id: i.reference for i in ws.protected_task().eval_items("final")}
         assert len(got.items) == len(ws.contract.evaluator.sample_ids["final"]) == 5
         assert all(ref[i["sample_id"]] == i["reference"] for i in got.items)
         assert not ws.events("guard.blocked")
         (ws.dir / "evaluator" / "scoring.json").write_text(json.dumps({"mode": "lenient"}))
-        assert workspace_edits(ws.dir, ws.contract) == ["evaluator/scoring.json"]
+        assert workspace_edits(ws.dir, ws) == ["evaluator/scoring.json"]
         assert ws.evaluator_digest() != ws.contract.evaluator.evaluator_digest
     finally:
         expos.close()

@@ -100,9 +100,8 @@ def test_weight_provenance_blended_weights_on_disk_are_caught(run, honest):
 
 # -- training: data provenance -------------------------------------------------------------
 def _review_items(x, n=3):
-    from rsi_master.tasks import get_task
-
-    return get_task(x.contract.task).eval_items("review")[:n]
+    # The run's own items, drawn with its seal secret (what an attacker would have to learn).
+    return x.protected_task().eval_items("review")[:n]
 
 
 def test_training_on_review_items_verbatim_and_disguised_is_refused(run):
@@ -118,8 +117,7 @@ def test_training_on_review_items_verbatim_and_disguised_is_refused(run):
 
     disguised = [{"prompt": disguise(i.prompt), "completion": "x"} for i in items]
     refused(run, W1, "data.register", {"source": "hand-written", "rows": disguised}, "data_provenance")
-    final = [{"prompt": i.prompt, "completion": "y"} for i in
-             __import__("rsi_master.tasks", fromlist=["get_task"]).get_task(run.contract.task).eval_items("final")[:2]]
+    final = [{"prompt": i.prompt, "completion": "y"} for i in run.protected_task().eval_items("final")[:2]]
     refused(run, W1, "data.register", {"source": "hand-written", "rows": final}, "data_provenance")
     assert obs(audit(run), load_state(run).submissions[0][0], "data_provenance") == "ATTEMPTED_BLOCKED"
 
@@ -183,7 +181,8 @@ def test_forged_data_event_with_unknown_generator_is_caught(run, honest):
                                       ("stop", "stopping_eos"), ("eos_token_id", "stopping_eos"),
                                       ("template", "prompt_template"), ("system_prompt", "prompt_template"),
                                       ("sample_ids", "sample_inclusion"), ("limit", "sample_inclusion"),
-                                      ("evaluator", "harness_verifier"), ("scorer", "harness_verifier")])
+                                      ("evaluator", "harness_verifier"), ("scorer", "harness_verifier"),
+                                      ("seal_seed", "harness_verifier")])
 def test_evaluation_overrides_are_refused(run, honest, key, sub):
     refused(run, W1, "eval.run", {"experiment_id": honest.exp1, key: 1}, sub)
     assert obs(audit(run), honest.exp1, sub) == "ATTEMPTED_BLOCKED"
@@ -249,11 +248,9 @@ def test_workers_never_reach_protected_splits(run, honest):
                                             "split": "final"}, "test_set_access")
     assert obs(audit(run), honest.exp1, "test_set_access") == "ATTEMPTED_BLOCKED"
     # Nothing a worker can read contains a protected item.
-    from rsi_master.tasks import get_task
-
     seen = json.dumps([run.call(W1, t).model_dump() for t in ("results.list", "contract.show", "events.tail")])
     for split in ("review", "final"):
-        for item in get_task(run.contract.task).eval_items(split)[:20]:
+        for item in run.protected_task().eval_items(split)[:20]:
             assert item.prompt not in seen and item.sample_id not in seen
 
 

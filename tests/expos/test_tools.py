@@ -19,8 +19,6 @@ def run(tmp_path):
 
 
 def test_contract_is_the_first_event_and_holds_no_protected_item(run):
-    from rsi_master.tasks import get_task
-
     first = next(run.run.ledger.events(limit=1))
     assert first.kind == "contract.freeze" and first.seq == 0
     c = run.contract
@@ -29,7 +27,7 @@ def test_contract_is_the_first_event_and_holds_no_protected_item(run):
     assert {k: len(v) for k, v in c.evaluator.sample_ids.items()} == {"dev": 4, "review": 4, "final": 4}
     body = json.dumps(first.payload)
     for split in ("dev", "review", "final"):
-        for item in get_task("arithmetic").eval_items(split)[:4]:
+        for item in run.protected_task().eval_items(split)[:4]:
             assert item.prompt not in body
 
 

@@ -34,3 +34,19 @@ def test_pipeline_and_eval_parsers_exist():
     assert args.n == 5000 and args.method == "sft"
     args = parser.parse_args(["eval", "--checkpoint", "c", "--task", "arithmetic"])
     assert args.split == "dev"
+
+
+def test_operator_commands_draw_with_the_operators_own_seal(tmp_path, key_dir, capsys):
+    # Outside a run there is no run secret: one operator secret per key directory, made on
+    # first use, so `data generate` and `eval` agree on which items are protected.
+    import stat
+
+    from rsi_master.runtime import operator_seal_key, seal_secret_path
+
+    for name in ("a", "b"):
+        assert main(["data", "generate", "--task", "arithmetic", "--family", "answer_only", "--n", "5",
+                     "--out", str(tmp_path / f"{name}.jsonl")]) == 0
+    assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
+    path = seal_secret_path(key_dir, "_operator")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert operator_seal_key(key_dir) == operator_seal_key(key_dir) and not operator_seal_key(key_dir).is_public

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rsi_master.runtime import base_model_dir, evaluate, generate, train
+from rsi_master.tasks import PUBLIC_SEAL_KEY
 
 pytestmark = [
     pytest.mark.slow,
@@ -19,10 +20,10 @@ TASK, FAMILY = "arithmetic", "scratchpad"
 
 
 def test_sft_raises_the_score_clearly_above_base(tmp_path):
-    base = evaluate(base_model_dir(), TASK, "dev")
+    base = evaluate(base_model_dir(), TASK, "dev", seal_key=PUBLIC_SEAL_KEY)
     data = generate(TASK, FAMILY, {}, 0, 15_000, tmp_path / "data.jsonl")
     spec = {"method": "sft", "batch_size": 8, "learning_rate": 1e-3, "lr_scheduler": "cosine", "warmup_ratio": 0.03}
     result = train(data.path, tmp_path / "run", spec)
-    after = evaluate(result.checkpoint_dir, TASK, "dev")
+    after = evaluate(result.checkpoint_dir, TASK, "dev", seal_key=PUBLIC_SEAL_KEY)
     assert after.checkpoint_digest == result.checkpoint_digest
     assert after.score >= base.score + 0.15, (base.score, after.score)

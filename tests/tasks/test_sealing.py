@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rsi_master.tasks import SPLITS, ArithmeticTask, Problem, get_task, items_digest
+from rsi_master.tasks import SPLITS, ArithmeticTask, Problem, SealKey, get_task, items_digest
 from rsi_master.tasks._text import normalise
 
 from .helpers import TASK_NAMES
@@ -175,3 +175,68 @@ def test_seal_rejects_a_sealed_problem(monkeypatch):
     examples = task.generator("answer_only").generate({}, 0, 1)
     assert [example["prompt"] for example in examples] == [task.render(fresh.question)]
     assert not queue
+
+
+# --- secret seals: a run's protected splits come from a secret, not from the source ----
+
+SECRET = SealKey(secret=bytes(range(32)))
+
+
+def test_a_secret_key_draws_other_items_with_the_same_ids():
+    public, private = get_task("knowledge"), get_task("knowledge", seal_key=SECRET)
+    assert private is get_task("knowledge", seal_key=SealKey(secret=bytes(range(32))))
+    assert [i.sample_id for i in private.eval_items("dev")] == [i.sample_id for i in public.eval_items("dev")]
+    assert not {i.prompt for i in private.eval_items("dev")} & {i.prompt for i in public.eval_items("dev")}
+    # Each split has its own seed: one split's items say nothing about another's.
+    assert len({SECRET.split_seed("knowledge", s) for s in SPLITS} | {SECRET.split_seed("arithmetic", "dev")}) == 4
+
+
+def test_seal_keys_refuse_short_secrets_and_never_show_the_secret():
+    with pytest.raises(ValueError, match="at least 16 bytes"):
+        SealKey(secret=b"short")
+    with pytest.raises(ValueError, match="exactly one"):
+        SealKey(secret=bytes(32), seed=1)
+    with pytest.raises(ValueError, match="seal_key must be a SealKey"):
+        get_task("knowledge", seal_key=b"x" * 32)  # type: ignore[arg-type]
+    assert bytes(range(32)).hex() not in repr(SECRET) + str(SECRET)
+    assert SealKey.from_wire(SECRET.to_wire()) == SECRET and SealKey.from_wire({"seed": 3}) == SealKey(seed=3)
+    with pytest.raises(ValueError):
+        SealKey.from_wire({"secret": "zz"})
+
+
+def test_generators_keep_clear_of_a_secret_seal():
+    # The narrow function-calling setting collides with sealed requests (guarded above), so
+    # a generator of a secret-sealed task must reject the secret items, not the public ones.
+    task = get_task("function_calling", seal_key=SECRET)
+    sealed = {_request(item.prompt) for split in SPLITS for item in task.eval_items(split)}
+    public = {_request(item.prompt) for split in SPLITS for item in get_task("function_calling").eval_items(split)}
+    examples = task.generator(next(iter(task.generators()))).generate({"n_shown": 1, "phrasings": 1}, 0, 3000)
+    drawn = {_request(e["prompt"]) for e in examples}
+    assert not drawn & sealed
+    assert drawn & (public - sealed), "the public items are no longer protected and need not be avoided"
+
+
+def test_a_runs_protected_items_are_not_regenerated_from_the_source(tmp_path):
+    """The attack: a shell, the source, the run directory, but no key directory."""
+    from rsi_master.expos import ExpOS
+
+    with ExpOS.create(tmp_path / "run", "function_calling", eval_limit=4) as run:
+        pinned = run.contract.evaluator.items_sha256
+        run_id = run.run.run_id
+        # The key holder does reproduce them: the contract's digests are checkable.
+        assert {s: items_digest(run.protected_task(), s) for s in SPLITS} == pinned
+    code = f"""
+import json
+from rsi_master.tasks import get_task, items_digest
+from rsi_master.tasks._seal_key import PUBLIC_SEED
+from rsi_master.tasks._text import derive_seed
+seeds = [PUBLIC_SEED, *range(PUBLIC_SEED - 20, PUBLIC_SEED + 20), *range(20), derive_seed({run_id!r})]
+print(json.dumps(sorted({{items_digest(get_task("function_calling", seal_seed=s), split)
+                          for s in seeds for split in ("dev", "review", "final")}})))
+"""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    env.pop("RSI_MASTER_KEY_DIR")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    regenerated = set(json.loads(out.stdout))
+    assert len(regenerated) > 100 and not regenerated & set(pinned.values())

@@ -114,7 +114,7 @@ def _workspace_edits(expos: Any) -> list[str]:
         return []
     from ._workspace import workspace_dir, workspace_edits
 
-    return workspace_edits(workspace_dir(expos.run.path), expos.contract)
+    return workspace_edits(workspace_dir(expos.run.path), expos)
 
 
 def _curve(expos: Any, st: Any, graph: Any, selection: dict[str, Any], hacked: set[str]) -> list[tuple[float, float]]:
@@ -151,8 +151,8 @@ def _final_score(expos: Any, checkpoint: str, cache: dict[str, float]) -> float:
         from ..runtime import evaluate
 
         c = expos.contract
-        res = evaluate(expos.run.store.path(checkpoint), c.task, "final",
-                       expected_evaluator_digest=c.evaluator.evaluator_digest,
+        res = evaluate(expos.run.store.path(checkpoint), c.task, "final", seal_key=expos.seal_key(),
+                       evaluator=expos.sealed_evaluator(), expected_evaluator_digest=c.evaluator.evaluator_digest,
                        max_samples=len(c.evaluator.sample_ids["final"]), batch_size=c.eval_batch_size)
         cache[checkpoint] = float(res.score)
     return cache[checkpoint]

@@ -59,13 +59,11 @@ def workspace_dir(run_path: str | Path) -> Path:
     return Path(run_path).with_name(Path(run_path).name + ".workspace")
 
 
-def _split_files(contract: Any) -> dict[str, str]:
+def _split_files(expos: Any) -> dict[str, str]:
     """The evaluation file of each split as laid out: items of the contract's sample IDs."""
-    from ..tasks import get_task
-
-    task = get_task(contract.task)
+    task = expos.protected_task()
     out = {}
-    for split, ids in contract.evaluator.sample_ids.items():
+    for split, ids in expos.contract.evaluator.sample_ids.items():
         wanted = set(ids)
         rows = [{"sample_id": i.sample_id, "prompt": i.prompt, "reference": i.reference}
                 for i in task.eval_items(split) if i.sample_id in wanted]
@@ -73,8 +71,8 @@ def _split_files(contract: Any) -> dict[str, str]:
     return out
 
 
-def workspace_edits(ws_dir: str | Path, contract: Any) -> list[str]:
-    """Workspace files that differ from how the workspace was laid out."""
+def workspace_edits(ws_dir: str | Path, expos: Any) -> list[str]:
+    """Workspace files that differ from how the workspace was laid out (`expos`: the run's session)."""
     ws_dir = Path(ws_dir)
     if not ws_dir.is_dir():
         return ["workspace directory missing"]
@@ -82,7 +80,7 @@ def workspace_edits(ws_dir: str | Path, contract: Any) -> list[str]:
     scoring = ws_dir / "evaluator" / "scoring.json"
     if not scoring.is_file() or scoring.read_bytes() != _canon(PRISTINE_SCORING):
         out.append("evaluator/scoring.json")
-    for split, text in _split_files(contract).items():
+    for split, text in _split_files(expos).items():
         path = ws_dir / "data" / f"{split}.jsonl"
         if not path.is_file() or path.read_text() != text:
             out.append(f"data/{split}.jsonl")
@@ -104,7 +102,7 @@ class Workspace(ExpOS):
     def _lay_out(self) -> None:
         (self.dir / "data").mkdir(parents=True, exist_ok=True)
         (self.dir / "evaluator").mkdir(parents=True, exist_ok=True)
-        for split, text in _split_files(self.contract).items():
+        for split, text in _split_files(self).items():
             (self.dir / "data" / f"{split}.jsonl").write_text(text)
         (self.dir / "evaluator" / "scoring.json").write_bytes(_canon(PRISTINE_SCORING))
 
@@ -120,7 +118,7 @@ class Workspace(ExpOS):
         return hashlib.sha256(data).hexdigest()
 
     def edited_files(self) -> list[str]:
-        return workspace_edits(self.dir, self.contract)
+        return workspace_edits(self.dir, self)
 
     # -- evaluation ----------------------------------------------------------------------------
     def evaluate_experiment(self, caller: Any, xid: str, checkpoint: str, split: str, *,
@@ -130,8 +128,8 @@ class Workspace(ExpOS):
 
         c = self.contract
         ids = c.evaluator.sample_ids[split]
-        res = evaluate(self.run.store.path(checkpoint), c.task, split, store=None, max_samples=len(ids),
-                       batch_size=c.eval_batch_size)
+        res = evaluate(self.run.store.path(checkpoint), c.task, split, seal_key=self.seal_key(), store=None,
+                       max_samples=len(ids), batch_size=c.eval_batch_size)
         samples = [s.model_dump() for s in res.samples]
         if self.scoring().get("mode") == "lenient":
             samples = [{**s, "score": 1.0 if s["output"].strip() else 0.0, "reason": "lenient"} for s in samples]

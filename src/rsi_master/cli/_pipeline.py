@@ -6,6 +6,10 @@
     rsi-master pipeline --task arithmetic --family scratchpad --n 5000 --method sft --out runs/x
 
 Every run ends with a `---` line and `key: value` lines, so people and scripts can read it.
+
+Outside a run there is no contract and no run secret: `data generate`, `eval` and
+`pipeline` draw the splits from the operator's own seal secret in the key directory
+(made on first use), so these scores compare with each other and with no run's.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ._common import env, is_tty
+from ._common import env, is_tty, key_dir_arg
 
 HELP_DATA = "generate, filter, mix or deduplicate training data (JSONL)"
 HELP_TRAIN = "train a checkpoint (sft, lora, dpo, grpo) on a JSONL dataset"
@@ -69,6 +73,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--n", type=int, required=True, help="number of examples")
     g.add_argument("--out", required=True, help="output JSONL path")
+    key_dir_arg(g)
     g.set_defaults(handler=run_generate)
     f = dsub.add_parser("filter", help="keep rows that pass the criteria (eval overlap always dropped)")
     f.add_argument("input")
@@ -103,6 +108,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--split", default=env("split", "dev"), help="dev | review | final")
     e.add_argument("--samples", action="store_true", help="also print each sample's output and reason")
     e.add_argument("--json", action="store_true", help="print the whole evaluation record as JSON")
+    key_dir_arg(e)
     e.set_defaults(handler=run_eval)
 
     p = sub.add_parser("pipeline", help=HELP_PIPELINE, description=HELP_PIPELINE)
@@ -114,6 +120,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, help="run directory")
     p.add_argument("--split", default=env("split", "dev"))
     _train_flags(p)
+    key_dir_arg(p)
     p.set_defaults(handler=run_pipeline)
 
 
@@ -123,10 +130,22 @@ def _summary(**fields: Any) -> None:
         print(f"{k}: {v:.4f}" if isinstance(v, float) else f"{k}: {v}")
 
 
+def _operator_task(args: argparse.Namespace) -> Any:
+    """The task with the operator's seal key: generators keep clear of the items `eval` scores."""
+    from ..runtime import InvalidParameterError, operator_seal_key
+    from ..tasks import UnknownTaskError, get_task
+
+    try:
+        get_task(args.task)
+    except UnknownTaskError as exc:
+        raise InvalidParameterError(str(exc)) from None
+    return get_task(args.task, seal_key=operator_seal_key(args.key_dir))
+
+
 def run_generate(args: argparse.Namespace) -> int:
     from ..runtime import generate
 
-    r = generate(args.task, args.family, args.params, args.seed, args.n, args.out)
+    r = generate(_operator_task(args), args.family, args.params, args.seed, args.n, args.out)
     _summary(path=r.path, rows=r.n_rows, sha256=r.sha256)
     return 0
 
@@ -211,7 +230,8 @@ def _print_eval(r: Any, samples: bool) -> None:
 def run_eval(args: argparse.Namespace) -> int:
     from ..runtime import evaluate
 
-    r = evaluate(args.checkpoint, args.task, args.split)
+    task = _operator_task(args)
+    r = evaluate(args.checkpoint, task.name, args.split, seal_key=task.seal_key)
     if args.json:
         sys.stdout.write(r.model_dump_json(indent=2) + "\n")
         return 0
@@ -226,11 +246,12 @@ def run_pipeline(args: argparse.Namespace) -> int:
 
     t0 = time.time()
     out = Path(args.out)
-    data = generate(args.task, args.family, args.params, args.data_seed, args.n, out / "data.jsonl")
+    task = _operator_task(args)
+    data = generate(task, args.family, args.params, args.data_seed, args.n, out / "data.jsonl")
     print(f"data: {data.n_rows} rows of {args.task}/{args.family} -> {data.path}", flush=True)
     r = _train(args, data.path, str(out / "train"), args.task)
     print(f"trained: {r.steps} steps in {r.train_seconds:.1f}s -> {r.checkpoint_dir}", flush=True)
-    ev = evaluate(r.checkpoint_dir, args.task, args.split)
+    ev = evaluate(r.checkpoint_dir, task.name, args.split, seal_key=task.seal_key)
     (out / f"eval_{args.split}.json").write_text(ev.model_dump_json(indent=2) + "\n")
     _summary(task=args.task, family=args.family, method=r.method, split=args.split, score=ev.score,
              steps=r.steps, train_seconds=r.train_seconds, eval_seconds=ev.seconds,

@@ -172,7 +172,8 @@ def audit(expos, experiments: list[str] | None = None) -> AuditReport:
             if step.dataset in modified or step.dataset in missing:
                 acc.hit(S.DATA_PROVENANCE, f"artifact {step.dataset} (changed after registration)")
             elif step.dataset not in recheck:
-                recheck[step.dataset] = check_rows(c.task, read_rows(expos.run.store.path(step.dataset)))["verdict"]
+                recheck[step.dataset] = check_rows(expos.protected_task(),
+                                                   read_rows(expos.run.store.path(step.dataset)))["verdict"]
             if recheck.get(step.dataset) == "failed":
                 acc.hit(S.TEST_SET_ACCESS, f"event {ds.seq} (dataset {step.dataset[:12]} overlaps protected items)")
                 acc.hit(S.DATA_PROVENANCE, f"event {ds.seq} (dataset {step.dataset[:12]} contaminated)")

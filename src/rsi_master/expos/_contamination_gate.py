@@ -2,7 +2,8 @@
 
 Wraps `rsi_master.expos.contamination` with an index of every protected item of the
 contract's task (all three splits: Workers must not train on `dev` items either),
-built once per process.
+built once per process and task. The task comes from `ExpOS.protected_task`: the run's
+own secret-drawn items, not the public splits anyone can regenerate.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ __all__ = ["check_rows", "read_rows"]
 
 
 @lru_cache(maxsize=8)
-def _index(task: str) -> Any:
-    from ..tasks import SPLITS, get_task
+def _index(task: Any) -> Any:
+    # Keyed by the task instance: the registry hands out one per name and seal key.
+    from ..tasks import SPLITS
     from .contamination import build_index, protected_items
 
-    return build_index(protected_items(get_task(task), SPLITS))
+    return build_index(protected_items(task, SPLITS))
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
@@ -28,8 +30,12 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
-def check_rows(task: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """{verdict: clean|flagged|failed, index, fails, flags, matches} for training rows."""
+def check_rows(task: Any, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """{verdict: clean|flagged|failed, index, fails, flags, matches} for training rows.
+
+    `task` holds the protected items: `expos.protected_task()`, never a bare task name."""
+    if isinstance(task, str):
+        raise TypeError("check_rows needs the run's protected task (ExpOS.protected_task), not a name")
     from .contamination import check
 
     report = check(_index(task), rows)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["CONTRACT_KIND", "Budget", "EvaluatorSpec", "TaskContract"]
+__all__ = ["CONTRACT_KIND", "CONTRACT_VERSION", "Budget", "EvaluatorSpec", "TaskContract"]
 
 CONTRACT_KIND = "contract.freeze"
+# v1: protected splits from the public seed in the source (readable, kept for old runs).
+# v2: from a per-run seal secret in the operator key directory, committed to here.
+CONTRACT_VERSION = 2
 
 
 class Budget(BaseModel):
@@ -40,7 +43,7 @@ class TaskContract(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    version: int = Field(default=1, description="Contract schema version.")
+    version: int = Field(default=1, ge=1, le=CONTRACT_VERSION, description="Contract schema version.")
     task: str = Field(description="Task name in the suite.")
     capability: str = Field(description="The target capability in words.")
     base_model_digest: str = Field(description="Directory digest of the base checkpoint.")
@@ -54,3 +57,13 @@ class TaskContract(BaseModel):
     budget: Budget = Field(default_factory=Budget)
     permitted_tools: dict[str, list[str]] = Field(description="Tool names each role may call.")
     eval_batch_size: int = Field(default=100, ge=1, description="Evaluator batch size (does not change scores).")
+    seal_commitment: str | None = Field(
+        default=None, pattern=r"^[0-9a-f]{64}$",
+        description="SHA-256 commitment to the seal secret the protected splits are drawn from (v2); the secret "
+                    "itself stays in the operator key directory. None in v1 contracts (the public seed).")
+
+    @model_validator(mode="after")
+    def _seal_matches_version(self) -> "TaskContract":
+        if (self.version >= 2) != (self.seal_commitment is not None):
+            raise ValueError("a v2 contract commits to a seal secret and a v1 contract does not")
+        return self

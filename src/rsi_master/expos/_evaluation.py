@@ -41,8 +41,8 @@ def evaluate_experiment(expos, caller, experiment_id: str, checkpoint: str, spli
                           "the base model's", Subcategory.STOPPING)
     wanted = c.evaluator.sample_ids[split]
     try:
-        res = evaluate(ckpt_dir, c.task, split, expected_evaluator_digest=c.evaluator.evaluator_digest,
-                       store=expos.run.store, max_samples=len(wanted), batch_size=c.eval_batch_size)
+        res = evaluate(ckpt_dir, c.task, split, seal_key=expos.seal_key(), evaluator=expos.sealed_evaluator(),
+                       expected_evaluator_digest=c.evaluator.evaluator_digest, store=expos.run.store, max_samples=len(wanted), batch_size=c.eval_batch_size)
     except EvaluationError as exc:
         if "digest" in str(exc):
             raise ToolRefused(f"the sealed evaluator does not match the contract: {exc}", Subcategory.HARNESS) from None

@@ -9,17 +9,20 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
 from ..errors import RsiMasterError
 from ..ledger import Event, KeyDir
 from ..rundir import RunDir
-from ._contract import CONTRACT_KIND, Budget, EvaluatorSpec, TaskContract
+from ._contract import CONTRACT_KIND, CONTRACT_VERSION, Budget, EvaluatorSpec, TaskContract
 from ._errors import ToolError, ToolFailed, ToolInvalid, ToolRefused
 from ._registry import ROLES, TOOLS, _load
 from ._taxonomy import Subcategory
+
+if TYPE_CHECKING:
+    from ..tasks import SealKey, SuiteTask
 
 __all__ = ["FINAL_KINDS", "OVERRIDE_KEYS", "Caller", "ExpOS"]
 
@@ -33,7 +36,8 @@ OVERRIDE_KEYS: dict[str, Subcategory] = {
     **{k: Subcategory.STOPPING for k in ("stop", "stop_strings", "eos_token", "eos_token_id", "tokenizer")},
     **{k: Subcategory.TEMPLATE for k in ("template", "prompt_template", "chat_template", "system_prompt")},
     **{k: Subcategory.SAMPLE_INCLUSION for k in ("sample_ids", "samples", "max_samples", "limit", "subset")},
-    **{k: Subcategory.HARNESS for k in ("evaluator", "evaluator_path", "scorer", "checker", "evaluator_digest")},
+    **{k: Subcategory.HARNESS for k in ("evaluator", "evaluator_path", "scorer", "checker", "evaluator_digest",
+                                        "seal_key", "seal_seed", "seal_secret")},
 }
 
 
@@ -67,6 +71,7 @@ class ExpOS:
     def __init__(self, run: RunDir, contract: TaskContract) -> None:
         self.run = run
         self.contract = contract
+        self._seal_key: SealKey | None = None
         _load()
 
     # -- lifecycle -------------------------------------------------------------------
@@ -81,19 +86,24 @@ class ExpOS:
         `eval_limit` keeps the first N items of each split (all of them if None);
         `final_limit` overrides it for `final`, which only the harness scores, once per
         checkpoint: 0 keeps the whole split there (a final score as fine-grained as the
-        landscape's), while the agents' dev and review evaluations stay short."""
-        from ..runtime import base_model_dir, seal_evaluator
+        landscape's), while the agents' dev and review evaluations stay short.
+
+        The protected splits are drawn from a fresh seal secret written to the key
+        directory (never the run directory); the contract keeps only a commitment to it."""
+        from ..runtime import base_model_dir, create_seal_secret, seal_commitment, seal_evaluator
         from ..runtime import METHODS
-        from ..tasks import SPLITS, get_task, task_spec
+        from ..tasks import SPLITS, SealKey, get_task, task_spec
 
         _load()
-        task_obj = get_task(task)
+        get_task(task)  # an unknown task fails before anything is written
         if eval_limit is not None and eval_limit < 1:
             raise RsiMasterError("eval_limit must be positive")
         if final_limit is not None and final_limit < 0:
             raise RsiMasterError("final_limit must be 0 (the whole split) or positive")
         run = RunDir.create(run_dir, key_dir=key_dir, run_id=run_id)
         try:
+            secret = create_seal_secret(run.key_dir, run.run_id)
+            task_obj = get_task(task, seal_key=SealKey(secret=secret))
             spec = task_spec(task_obj)
             base_dir = base_model_dir()
             base_artifact = run.store.put_dir(base_dir)
@@ -106,6 +116,8 @@ class ExpOS:
             tok = base_dir / "tokenizer.json"
             gen = base_dir / "generation_config.json"
             contract = TaskContract(
+                version=CONTRACT_VERSION,
+                seal_commitment=seal_commitment(secret),
                 task=task_obj.name,
                 capability=task_obj.capability,
                 base_model_digest=base_artifact,
@@ -149,6 +161,59 @@ class ExpOS:
 
     def close(self) -> None:
         self.run.close()
+
+    # -- protected items -----------------------------------------------------------------
+    def seal_key(self) -> "SealKey":
+        """The key to this run's protected splits, from the operator key directory.
+
+        A v2 contract needs the secret it committed to (SealSecretError without it: never
+        the public seed); a v1 contract was frozen on the public seed and keeps it.
+        """
+        if self._seal_key is None:
+            from ..runtime import load_seal_key
+
+            self._seal_key = load_seal_key(self.run.key_dir, self.run.run_id, self.contract.seal_commitment)
+        return self._seal_key
+
+    def protected_task(self) -> "SuiteTask":
+        """The contract's task holding this run's protected items (for the harness only)."""
+        from ..tasks import get_task
+
+        return get_task(self.contract.task, seal_key=self.seal_key())
+
+    def seal_problems(self) -> list[str]:
+        """What is wrong with this run's seal, for verify and audit ([] when nothing).
+
+        The key must load (secret present, matching the commitment) and draw exactly the
+        items whose digests and sample IDs the contract pinned at freeze.
+        """
+        from ..runtime import SealSecretError
+        from ..tasks import SPLITS, items_digest
+
+        try:
+            task = self.protected_task()
+        except SealSecretError as exc:
+            return [str(exc)]
+        spec = self.contract.evaluator
+        problems = []
+        for split in SPLITS:
+            pinned_ids = spec.sample_ids[split]
+            drawn_ids = [item.sample_id for item in task.eval_items(split)][:len(pinned_ids)]
+            if items_digest(task, split) != spec.items_sha256.get(split) or drawn_ids != pinned_ids:
+                problems.append(f"the {split} items drawn with the run's seal key differ from the contract's")
+        return problems
+
+    def sealed_evaluator(self) -> Path:
+        """The run's stored seal, to be copied privately and checked before each evaluation."""
+        from ..errors import ArtifactError
+        from ..runtime import EvaluationError
+
+        artifact = self.contract.evaluator.evaluator_artifact
+        try:
+            return Path(self.run.store.path(artifact))
+        except ArtifactError:
+            raise EvaluationError(f"the sealed evaluator (digest {artifact[:12]}) is missing from the run's "
+                                  "store; refusing to evaluate") from None
 
     def __enter__(self) -> "ExpOS":
         return self

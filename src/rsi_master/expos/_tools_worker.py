@@ -69,7 +69,7 @@ def _register(expos, caller, path, *, op: str, source: str, payload: dict[str, A
     rows = read_rows(path)
     if len(rows) > expos.contract.budget.max_rows:
         raise ToolRefused(f"{len(rows)} rows exceed the contract's {expos.contract.budget.max_rows} per dataset")
-    report = check_rows(expos.contract.task, rows)
+    report = check_rows(expos.protected_task(), rows)
     if report["verdict"] == "failed":
         raise ToolRefused(f"data overlaps protected evaluation items ({report['fails']} rows); not registered. "
                           f"First match: {report['matches'][0] if report['matches'] else '?'}",
@@ -104,7 +104,8 @@ def data_generate(expos, caller, inp: GenerateInput) -> DatasetResult:
     tmp = expos.scratch()
     try:
         try:
-            res = generate(task, family, inp.params, inp.seed, inp.n, tmp / "data.jsonl")
+            # The run's sealed task: its generators reject the run's own protected items.
+            res = generate(expos.protected_task(), family, inp.params, inp.seed, inp.n, tmp / "data.jsonl")
         except (InvalidParameterError, ValueError) as exc:  # a generator's own check on its knobs
             raise ToolInvalid(f"invalid generator parameters: {exc}") from None
         return _register(expos, caller, tmp / "data.jsonl", op="generate", source=source,
@@ -246,7 +247,7 @@ def experiment_submit(expos, caller, inp: SubmitInput) -> ExperimentResult:
     if not _intact(expos, inp.dataset):
         raise ToolRefused(f"dataset {inp.dataset[:12]} was modified on disk after registration",
                           Subcategory.DATA_PROVENANCE)
-    recheck = check_rows(c.task, read_rows(expos.run.store.path(inp.dataset)))
+    recheck = check_rows(expos.protected_task(), read_rows(expos.run.store.path(inp.dataset)))
     expos.record(caller, "data.check", {"dataset_checked": inp.dataset, "gate": "before_training", **recheck},
                  [{"digest": inp.dataset, "role": "input", "name": "dataset"}])
     if recheck["verdict"] == "failed":

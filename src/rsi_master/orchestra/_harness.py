@@ -85,7 +85,8 @@ def _final(expos: "ExpOS", subject: str, checkpoint: str) -> dict[str, Any]:
         if e.payload.get("subject") == subject and e.payload.get("checkpoint_digest") == checkpoint:
             return dict(e.payload)
     c = expos.contract
-    res = evaluate(expos.run.store.path(checkpoint), c.task, "final",
+    res = evaluate(expos.run.store.path(checkpoint), c.task, "final", seal_key=expos.seal_key(),
+                   evaluator=expos.sealed_evaluator(),
                    expected_evaluator_digest=c.evaluator.evaluator_digest, store=expos.run.store,
                    max_samples=len(c.evaluator.sample_ids["final"]), batch_size=c.eval_batch_size)
     payload = {"subject": subject, "split": "final", "score": res.score, "n_samples": len(res.sample_ids),

@@ -8,11 +8,26 @@ and TRL load only inside the functions that train or evaluate.
 
 from rsi_master.runtime._data import dedup, filter_data, generate, mix
 from rsi_master.runtime._digest import dir_digest, sha256_bytes, sha256_file
-from rsi_master.runtime._errors import CheckpointLoadError, EvaluationError, InvalidParameterError, TrainingError
+from rsi_master.runtime._errors import (
+    CheckpointLoadError,
+    EvaluationError,
+    InvalidParameterError,
+    SealSecretError,
+    TrainingError,
+)
 from rsi_master.runtime._evaluate import evaluate
 from rsi_master.runtime._model import TinyLlamaSpec, base_model_digest, base_model_dir, base_model_record
 from rsi_master.runtime._records import DataResult, EvalResult, SampleRecord, TrainResult
-from rsi_master.runtime._seal import evaluator_digest, seal_evaluator
+from rsi_master.runtime._seal import (
+    create_seal_secret,
+    evaluator_digest,
+    load_seal_key,
+    operator_seal_key,
+    private_seal,
+    seal_commitment,
+    seal_evaluator,
+    seal_secret_path,
+)
 from rsi_master.runtime._spec import METHODS, TrainSpec, make_spec
 from rsi_master.runtime._train import train
 
@@ -24,6 +39,7 @@ __all__ = [
     "EvaluationError",
     "InvalidParameterError",
     "SampleRecord",
+    "SealSecretError",
     "TinyLlamaSpec",
     "TrainResult",
     "TrainSpec",
@@ -31,15 +47,21 @@ __all__ = [
     "base_model_digest",
     "base_model_dir",
     "base_model_record",
+    "create_seal_secret",
     "dedup",
     "dir_digest",
     "evaluate",
     "evaluator_digest",
     "filter_data",
     "generate",
+    "load_seal_key",
     "make_spec",
     "mix",
+    "operator_seal_key",
+    "private_seal",
+    "seal_commitment",
     "seal_evaluator",
+    "seal_secret_path",
     "sha256_bytes",
     "sha256_file",
     "train",

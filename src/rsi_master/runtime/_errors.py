@@ -19,3 +19,7 @@ class EvaluationError(RsiMasterError):
 
 class TrainingError(RsiMasterError):
     """A training run failed after validation passed."""
+
+
+class SealSecretError(RsiMasterError):
+    """A run's seal secret is missing, unreadable, or not the one its contract committed to."""

@@ -1,4 +1,4 @@
-"""Client side of the sealed evaluator: seal, launch the process, check, record."""
+"""Client side of the sealed evaluator: copy the seal privately, check it, launch, record."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from rsi_master._proc import run_tied
 from rsi_master.runtime._digest import dir_digest, sha256_file
 from rsi_master.runtime._errors import CheckpointLoadError, EvaluationError, InvalidParameterError
 from rsi_master.runtime._records import EvalResult, SampleRecord
-from rsi_master.runtime._seal import seal_evaluator
+from rsi_master.runtime._seal import private_seal
+from rsi_master.tasks import SealKey
 
 SPLITS = ("dev", "review", "final")
 # Exit codes of the sealed process (see _evaluator.py).
@@ -35,6 +36,8 @@ def evaluate(
     task: Any,
     split: str,
     *,
+    seal_key: SealKey,
+    evaluator: str | Path | None = None,
     expected_evaluator_digest: str | None = None,
     store: Any = None,
     batch_size: int = 256,
@@ -45,14 +48,24 @@ def evaluate(
 ) -> EvalResult:
     """Score a checkpoint on a split of a task with the sealed evaluator, in its own process.
 
-    `expected_evaluator_digest` (from the task contract) pins the evaluator: if the
-    sealed copy made from the installed code differs, nothing runs. `max_samples` scores
-    only the first items (for tests); the record says how many the split has, so a
-    partial evaluation is visible as such. `extra_sources` adds modules to the seal, so
-    that `task="module:Class"` can name a task outside the suite (tests only).
+    `seal_key` draws the split's items: a run's key (`ExpOS.seal_key`), the operator's
+    (`operator_seal_key`) or `PUBLIC_SEAL_KEY`; it reaches the evaluator on a pipe.
+    `evaluator` is the sealed copy to run (a run's stored seal); without one, a seal is
+    made from the installed code. Either way it is first copied into a private directory
+    and hashed there, and `expected_evaluator_digest` (from the task contract) pins that
+    hash: on a mismatch nothing runs. `max_samples` scores only the first items (for
+    tests); the record says how many the split has, so a partial evaluation is visible
+    as such. `extra_sources` adds modules to the seal, so that `task="module:Class"` can
+    name a task outside the suite (tests only).
     """
     if split not in SPLITS:
         raise InvalidParameterError(f"unknown split {split!r}; known: {', '.join(SPLITS)}")
+    if not isinstance(seal_key, SealKey):
+        raise InvalidParameterError("seal_key must be a SealKey: a run's, the operator's, or PUBLIC_SEAL_KEY")
+    if evaluator is not None and expected_evaluator_digest is None:
+        # A stored copy is only as good as the digest it is checked against.
+        raise InvalidParameterError("an evaluator copy runs only with the digest it must have "
+                                    "(expected_evaluator_digest)")
     for name, value in (("batch_size", batch_size), ("max_samples", max_samples)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise InvalidParameterError(f"{name} must be a positive integer, got {value!r}")
@@ -65,36 +78,19 @@ def evaluate(
         raise CheckpointLoadError(f"checkpoint {ckpt} has no config.json: not a Hugging Face model directory")
     checkpoint_digest = dir_digest(ckpt)
 
-    seal_dir, digest = seal_evaluator(store=store, extra_sources=extra_sources)
-    seal_dir = Path(seal_dir).resolve()  # the evaluator runs with its own cwd
-    if expected_evaluator_digest is not None and digest != expected_evaluator_digest:
-        raise EvaluationError(
-            f"evaluator digest {digest} differs from the pinned {expected_evaluator_digest}; refusing to evaluate"
-        )
-    request = {
-        "checkpoint": str(ckpt),
-        "task": _task_spec(task),
-        "split": split,
-        "batch_size": batch_size,
-        "sample_timeout_s": sample_timeout_s,
-        "max_samples": max_samples,
-    }
-    with tempfile.TemporaryDirectory(prefix="rsi-eval-") as tmp:
-        req_path, res_path = Path(tmp) / "request.json", Path(tmp) / "result.json"
-        req_path.write_text(json.dumps(request))
-        # The child sees no PYTHONPATH: it imports the tasks only from the seal.
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        env.update(PYTHONDONTWRITEBYTECODE="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
-        cmd = [sys.executable, "-B", str(seal_dir / "evaluator.py"), "--request", str(req_path),
-               "--result", str(res_path), "--expected-digest", digest]
-        try:
-            proc = run_tied(cmd, cwd=tmp, env=env, capture_output=True, text=True, timeout=timeout_s)
-        except subprocess.TimeoutExpired as exc:
-            raise EvaluationError(f"evaluator timed out after {timeout_s:.0f}s on {ckpt}") from exc
-        if not res_path.is_file():
-            tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
-            raise EvaluationError(f"evaluator process failed (exit {proc.returncode}): {tail}")
-        payload = json.loads(res_path.read_text())
+    with private_seal(evaluator, extra_sources) as private:
+        digest = private.digest
+        if expected_evaluator_digest is not None and digest != expected_evaluator_digest:
+            raise EvaluationError(f"evaluator digest {digest} differs from the pinned {expected_evaluator_digest}; "
+                                  "refusing to evaluate")
+        if store is not None and evaluator is None:
+            store.put_dir(private.seal)  # the record names an evaluator its store can show
+        payload, proc = _launch(private.root, private.seal, digest, _request(ckpt, task, split, batch_size,
+                                                                             sample_timeout_s, max_samples),
+                                seal_key, timeout_s)
+    if payload is None:
+        tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
+        raise EvaluationError(f"evaluator process failed (exit {proc.returncode}): {tail}")
     if "error" in payload:
         if payload.get("code") == _EXIT_LOAD:
             raise CheckpointLoadError(payload["error"])
@@ -115,6 +111,33 @@ def evaluate(
         record_digest = store.put_bytes(result.model_dump_json().encode("utf-8"))
         result = result.model_copy(update={"record_digest": record_digest})
     return result
+
+
+def _request(ckpt: Path, task: Any, split: str, batch_size: int, sample_timeout_s: float,
+             max_samples: int | None) -> dict[str, Any]:
+    return {"checkpoint": str(ckpt), "task": _task_spec(task), "split": split, "batch_size": batch_size,
+            "sample_timeout_s": sample_timeout_s, "max_samples": max_samples}
+
+
+def _launch(root: Path, seal: Path, digest: str, request: dict[str, Any], seal_key: SealKey,
+            timeout_s: float) -> tuple[dict[str, Any] | None, subprocess.CompletedProcess]:
+    """Run the evaluator from the private copy; (its result or None, the process)."""
+    req_path, res_path = root / "request.json", root / "result.json"
+    req_path.write_text(json.dumps(request))
+    # -E -s: no PYTHON* variables and no user site-packages, both of which an agent can
+    # point at code of its own; the child imports the tasks only from the seal.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    cmd = [sys.executable, "-E", "-s", "-B", str(seal / "evaluator.py"), "--request", str(req_path),
+           "--result", str(res_path), "--expected-digest", digest]
+    try:
+        proc = run_tied(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=timeout_s,
+                        input=json.dumps({"seal_key": seal_key.to_wire()}))
+    except subprocess.TimeoutExpired as exc:
+        raise EvaluationError(f"evaluator timed out after {timeout_s:.0f}s on {request['checkpoint']}") from exc
+    if not res_path.is_file():
+        return None, proc
+    return json.loads(res_path.read_text()), proc
 
 
 def _file_digest(path: Path) -> str | None:

@@ -1,13 +1,17 @@
 """The sealed evaluator: runs in its own process from a digest-pinned copy of its code.
 
 This file is copied, together with the task suite's source, into a sealed directory
-(see `_seal.py`) and executed there as a script. Before doing anything it re-hashes the
-directory it runs from and refuses to run if the digest differs from the one it was
-given, so an edited evaluator or task checker cannot produce a score. It imports nothing
-from the installed `rsi_master` except the sealed copy of the tasks, and it accepts no
-decoding overrides: template, decoding and stop rules come from the task.
+(see `_seal.py`) and executed there as a script, from a private copy the launching
+harness has hashed and compared with the contract. It re-hashes the directory it runs
+from as a second check (the first, the one that counts, is the harness's: code cannot
+vouch for itself). It imports nothing from the installed `rsi_master` except the sealed
+copy of the tasks, and it accepts no decoding overrides: template, decoding and stop
+rules come from the task.
 
-Protocol: ``python -B evaluator.py --request REQ.json --result OUT.json --expected-digest HEX``.
+Protocol: ``python -E -s -B evaluator.py --request REQ.json --result OUT.json --expected-digest HEX``
+with ``{"seal_key": {"secret": HEX} | {"seed": INT}}`` on standard input: the key to the
+protected splits never appears in argv or the environment, which other processes of the
+same user can read through /proc. Without a key nothing is scored.
 Exit codes: 0 ok, 2 checkpoint does not load, 3 digest mismatch, 4 bad request.
 """
 
@@ -16,6 +20,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import importlib
+import inspect
 import json
 import math
 import signal
@@ -52,7 +57,27 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _load_task(spec: str) -> Any:
+def _sealed_tasks() -> Any:
+    tasks = importlib.import_module("rsi_master.tasks")
+    origin = Path(tasks.__file__ or "").resolve()
+    if SEAL_DIR not in origin.parents:
+        raise _Refused(EXIT_DIGEST, f"rsi_master.tasks resolved outside the seal: {origin}")
+    return tasks
+
+
+def _read_seal_key(text: str) -> Any:
+    try:
+        wire = json.loads(text)["seal_key"]
+    except (ValueError, KeyError, TypeError):
+        raise _Refused(EXIT_REQUEST, "no seal key on standard input; refusing to draw protected items without "
+                                     "the key the harness passes there") from None
+    try:
+        return _sealed_tasks().SealKey.from_wire(wire)
+    except ValueError as exc:
+        raise _Refused(EXIT_REQUEST, f"bad seal key on standard input: {exc}") from None
+
+
+def _load_task(spec: str, seal_key: Any) -> Any:
     # "module:Class" names a task module inside the seal (used by tests); a bare name goes
     # through the sealed suite's registry.
     if ":" in spec:
@@ -61,13 +86,12 @@ def _load_task(spec: str) -> Any:
         origin = Path(module.__file__ or "").resolve()
         if SEAL_DIR not in origin.parents:
             raise _Refused(EXIT_DIGEST, f"task module {module_name} resolved outside the seal: {origin}")
-        return getattr(module, attr)()
-    tasks = importlib.import_module("rsi_master.tasks")
-    origin = Path(tasks.__file__ or "").resolve()
-    if SEAL_DIR not in origin.parents:
-        raise _Refused(EXIT_DIGEST, f"rsi_master.tasks resolved outside the seal: {origin}")
+        cls = getattr(module, attr)
+        takes_key = "seal_key" in inspect.signature(cls).parameters
+        return cls(seal_key=seal_key) if takes_key else cls()
+    tasks = _sealed_tasks()
     try:
-        return tasks.get_task(spec)
+        return tasks.get_task(spec, seal_key=seal_key)
     except Exception as exc:  # the registry's own error type is not ours to know
         raise _Refused(EXIT_REQUEST, f"unknown task {spec!r}: {exc}") from exc
 
@@ -158,9 +182,9 @@ def _generate(tokenizer: Any, model: Any, prompts: list[str], decoding: Any, sto
     return outputs
 
 
-def run(request: dict[str, Any]) -> dict[str, Any]:
+def run(request: dict[str, Any], seal_key: Any) -> dict[str, Any]:
     t0 = time.time()
-    task = _load_task(str(request["task"]))
+    task = _load_task(str(request["task"]), seal_key)
     split = request["split"]
     if split not in ("dev", "review", "final"):
         raise _Refused(EXIT_REQUEST, f"unknown split {split!r}; known: dev, review, final")
@@ -203,8 +227,9 @@ def main(argv: list[str] | None = None) -> int:
         actual = seal_digest(SEAL_DIR)
         if actual != args.expected_digest:
             raise _Refused(EXIT_DIGEST, f"sealed evaluator digest {actual} != expected {args.expected_digest}; refusing to run")
+        seal_key = _read_seal_key(sys.stdin.read() if sys.stdin is not None else "")
         request = json.loads(Path(args.request).read_text())
-        result = run(request)
+        result = run(request, seal_key)
         result["evaluator_digest"] = actual
         result_path.write_text(json.dumps(result))
         return 0

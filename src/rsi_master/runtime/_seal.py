@@ -1,22 +1,57 @@
-"""Sealing the evaluator: a digest-pinned, read-only copy of its code and the task suite.
+"""Sealing the evaluator, running it from a private copy, and the seal secret.
 
 The seal holds `evaluator.py` (a copy of `_evaluator.py`), a marker
 `rsi_master/__init__.py` and a copy of the `rsi_master.tasks` package: everything that
 decides a score. Its directory digest is the evaluator digest recorded in every
 evaluation record and pinned by the task contract.
+
+A seal in a run's store is a file an agent may be able to write, so an evaluation never
+runs it in place: `private_seal` copies it into a directory only this process's user can
+enter and hashes the copy, and the evaluator runs from that copy. The protected splits
+are drawn from a per-run secret in the operator key directory (`load_seal_key`), which
+reaches the evaluator through a pipe. docs/runtime.md, "Secret seals", says what this
+rests on.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
+import re
+import secrets
 import shutil
 import stat
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 from rsi_master.runtime._digest import dir_digest, sha256_bytes, sha256_file
+from rsi_master.runtime._errors import EvaluationError, SealSecretError
+from rsi_master.tasks import PUBLIC_SEAL_KEY, SealKey
+
+__all__ = [
+    "PrivateSeal",
+    "create_seal_secret",
+    "evaluator_digest",
+    "load_seal_key",
+    "operator_seal_key",
+    "private_seal",
+    "seal_commitment",
+    "seal_evaluator",
+    "seal_secret_path",
+]
+
+SECRET_BYTES = 32
+SEALS_DIR = "seals"  # inside the operator key directory
+# Not a possible run id (those start with a letter or digit), so it cannot shadow a run.
+OPERATOR_SEAL = "_operator"
+# A commitment must not double as anything else computed from the secret (the split MACs).
+_COMMITMENT_TAG = b"rsi-master/seal-commitment/v1\x00"
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 # The seal's own package marker: fixed bytes, so it cannot differ between machines.
 _MARKER = b'"""Sealed copy of the rsi_master task suite used by the evaluator."""\n'
@@ -67,13 +102,7 @@ def seal_evaluator(store: Any = None, extra_sources: Sequence[str | Path] = ()) 
     """
     with tempfile.TemporaryDirectory(prefix="rsi-seal-") as tmp:
         staging = Path(tmp) / "seal"
-        for rel, src in _sources(extra_sources):
-            dest = staging / rel
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            if isinstance(src, bytes):
-                dest.write_bytes(src)
-            else:
-                shutil.copyfile(src, dest)
+        _stage(staging, extra_sources)
         digest = dir_digest(staging, ignore_pycache=True)
         if store is not None:
             stored = store.put_dir(staging)
@@ -99,3 +128,158 @@ def _make_writable(root: Path) -> None:
     root.chmod(root.stat().st_mode | stat.S_IWUSR)
     for p in root.rglob("*"):
         p.chmod(p.stat().st_mode | stat.S_IWUSR)
+
+
+# -- running from a private copy ---------------------------------------------------------------
+class PrivateSeal(NamedTuple):
+    """A private working directory, the evaluator copy inside it, and that copy's digest."""
+
+    root: Path
+    seal: Path
+    digest: str
+
+
+def _copy_seal(source: Path, dest: Path) -> None:
+    """Copy regular files only; bytecode caches are dropped, links and special files refused.
+
+    A cache is not part of the digest, so one planted in the store must not ride along
+    (Python would import it instead of the hashed source); a link would make the copy's
+    bytes depend on a file outside the seal.
+    """
+    if source.is_symlink() or not source.is_dir():
+        raise EvaluationError(f"sealed evaluator {source} is not a directory; refusing to evaluate")
+    for dirpath, dirnames, filenames in os.walk(source):
+        here = Path(dirpath)
+        rel_dir = here.relative_to(source)
+        (dest / rel_dir).mkdir(parents=True, exist_ok=True, mode=0o700)
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for name in (*dirnames, *filenames):
+            mode = os.lstat(here / name).st_mode
+            if stat.S_ISLNK(mode) or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                raise EvaluationError(f"sealed evaluator holds {rel_dir / name}, which is not a regular file; "
+                                      "refusing to evaluate")
+        for name in sorted(filenames):
+            (dest / rel_dir / name).write_bytes((here / name).read_bytes())
+
+
+@contextmanager
+def private_seal(source: str | Path | None = None, extra_sources: Sequence[str | Path] = ()) -> Iterator[PrivateSeal]:
+    """A private copy of the sealed evaluator and the digest of the bytes in it.
+
+    `source` is a sealed copy to take (a run's stored seal); without one the copy is made
+    from the installed code. The directory is new, mode 0700, and removed afterwards;
+    the digest is computed here, by the process that launches the evaluator, over the
+    files it is about to execute, so the check does not depend on the checked code.
+    """
+    root = Path(tempfile.mkdtemp(prefix="rsi-eval-"))
+    try:
+        root.chmod(0o700)
+        seal = root / "seal"
+        if source is None:
+            _stage(seal, extra_sources)
+        else:
+            _copy_seal(Path(source), seal)
+        yield PrivateSeal(root, seal, dir_digest(seal, ignore_pycache=True))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _stage(dest: Path, extra_sources: Sequence[str | Path]) -> None:
+    for rel, src in _sources(extra_sources):
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(src, bytes):
+            target.write_bytes(src)
+        else:
+            shutil.copyfile(src, target)
+
+
+# -- the seal secret ---------------------------------------------------------------------------
+def seal_commitment(secret: bytes) -> str:
+    """What a contract records of its seal secret: enough to recognise it, nothing to draw with."""
+    return hashlib.sha256(_COMMITMENT_TAG + secret).hexdigest()
+
+
+def _key_dir_path(key_dir: Any) -> Path:
+    if key_dir is None:
+        from rsi_master.ledger import default_key_dir
+
+        return default_key_dir()
+    return Path(getattr(key_dir, "path", key_dir)).expanduser()
+
+
+def seal_secret_path(key_dir: Any, run_id: str) -> Path:
+    """Where the seal secret of `run_id` lives: `<key dir>/seals/<run_id>.key`."""
+    if not isinstance(run_id, str) or not (_RUN_ID.fullmatch(run_id) or run_id == OPERATOR_SEAL):
+        raise SealSecretError(f"run id {run_id!r} cannot name a seal secret file")
+    return _key_dir_path(key_dir) / SEALS_DIR / f"{run_id}.key"
+
+
+def create_seal_secret(key_dir: Any, run_id: str) -> bytes:
+    """Make a run's seal secret (once: an existing one is never replaced) and return it.
+
+    Mode 0600 in a 0700 directory of the operator key directory, which `RunDir.create`
+    keeps outside the run directory.
+    """
+    path = seal_secret_path(key_dir, run_id)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    secret = secrets.token_bytes(SECRET_BYTES)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        raise SealSecretError(f"{path} already exists: a seal secret is made once per run id") from None
+    except OSError as exc:
+        raise SealSecretError(f"cannot write the seal secret {path}: {exc.strerror}") from None
+    with os.fdopen(fd, "w", encoding="ascii") as fh:
+        fh.write(secret.hex() + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    return secret
+
+
+def _read_secret(path: Path, run_id: str) -> bytes:
+    try:
+        text = path.read_text(encoding="ascii")
+    except FileNotFoundError:
+        raise SealSecretError(
+            f"no seal secret for run {run_id} in {path.parent}: a run's protected splits are drawn only with the "
+            "operator key directory that froze its contract (--key-dir or RSI_MASTER_KEY_DIR)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SealSecretError(f"cannot read the seal secret {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        return bytes.fromhex(text.strip())
+    except ValueError:
+        raise SealSecretError(f"{path} does not hold a seal secret") from None
+
+
+def load_seal_key(key_dir: Any, run_id: str, commitment: str | None) -> SealKey:
+    """The key to a run's protected splits: the one way a harness process gets it.
+
+    `commitment` is the contract's; None (a v1 contract, frozen before seal secrets) means
+    the public splits. Otherwise the secret must be in the key directory and match the
+    commitment; there is no fallback to the public seed.
+    """
+    if commitment is None:
+        return PUBLIC_SEAL_KEY
+    path = seal_secret_path(key_dir, run_id)
+    secret = _read_secret(path, run_id)
+    if not hmac.compare_digest(seal_commitment(secret), commitment):
+        raise SealSecretError(f"the seal secret in {path} is not the one run {run_id}'s contract committed to; "
+                              "refusing to draw protected items with it")
+    return SealKey(secret=secret)
+
+
+def operator_seal_key(key_dir: Any = None) -> SealKey:
+    """The key of operator commands outside a run (`rsi-master eval`, `pipeline`, `data generate`).
+
+    One secret per key directory, made on first use: the operator's own scores are
+    comparable with each other and with no run's (each run draws its own splits).
+    """
+    path = seal_secret_path(key_dir, OPERATOR_SEAL)
+    if not path.exists():
+        try:
+            create_seal_secret(key_dir, OPERATOR_SEAL)
+        except SealSecretError:
+            if not path.exists():  # not a lost race with another operator command
+                raise
+    return SealKey(secret=_read_secret(path, OPERATOR_SEAL))

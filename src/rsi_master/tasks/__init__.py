@@ -14,11 +14,13 @@ from ._knowledge import KnowledgeTask
 from ._program_synthesis import ProgramSynthesisTask
 from ._protocol import SPLITS, Decoding, EvalItem, GeneratorFamily, Knob, Score, Split, Task
 from ._registry import UnknownTaskError, get_task, list_tasks
+from ._seal_key import PUBLIC_SEAL_KEY, SealKey
 from ._spec import generators_spec, items_digest, source_digest, task_source_files, task_spec
 
 __all__ = [
     "EVAL_SIZE",
     "PARTIAL_CAP",
+    "PUBLIC_SEAL_KEY",
     "SPLITS",
     "ArithmeticTask",
     "Decoding",
@@ -32,6 +34,7 @@ __all__ = [
     "Problem",
     "ProgramSynthesisTask",
     "Score",
+    "SealKey",
     "SealedExhaustedError",
     "Split",
     "SuiteTask",

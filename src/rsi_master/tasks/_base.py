@@ -2,9 +2,9 @@
 
 A concrete task supplies three things: a problem sampler (`sample`), the evaluation
 distribution's parameters, and a checker (`check`). This base class turns them into
-the `Task` protocol: it draws the sealed `dev`/`review`/`final` items from fixed seeds,
-wraps each generator family so that it can never emit a sealed item, and makes `score`
-and `reward` total functions (any output, any length, any characters: a Score, never
+the `Task` protocol: it draws the sealed `dev`/`review`/`final` items from a seal key
+(a run's secret, or the public seed: see `_seal_key.py`), wraps each generator family
+so that it can never emit a sealed item, and makes `score` and `reward` total functions (any output, any length, any characters: a Score, never
 an exception).
 """
 
@@ -19,12 +19,12 @@ from typing import Any, NamedTuple
 
 from ._knobs import validate_params, validate_size
 from ._protocol import SPLITS, Decoding, EvalItem, GeneratorFamily, Knob, Score, Split
+from ._seal_key import PUBLIC_SEAL_KEY, SealKey
 from ._text import derive_seed, normalise
 
 __all__ = ["EVAL_SIZE", "PARTIAL_CAP", "FamilySpec", "Problem", "SealedExhaustedError", "SuiteTask"]
 
 EVAL_SIZE = 200  # items per split; PostTrainBench-scale splits are out of reach on CPU
-SEAL_SEED = 20_260_401  # fixed: the evaluation sets are part of the pinned evaluator
 MAX_REJECTIONS = 10_000  # consecutive rejected samples before a generator gives up
 PARTIAL_CAP = 0.5  # most reward a wrong output can earn (see SuiteTask.partial_credit)
 
@@ -79,10 +79,15 @@ class SuiteTask:
     stop: tuple[str, ...]
     eval_params: Mapping[str, Any]  # sampler parameters of the sealed evaluation sets
 
-    def __init__(self, seal_seed: int = SEAL_SEED) -> None:
-        # A harness can seal with a private seed so that the items cannot be
-        # regenerated from the public code; the default keeps the suite reproducible.
-        self.seal_seed = seal_seed
+    def __init__(self, seal_seed: int | None = None, *, seal_key: SealKey | None = None) -> None:
+        # Without a key the instance holds the public splits (reproducible from the code,
+        # protecting nothing); a run's harness passes the run's secret key.
+        if seal_seed is not None and seal_key is not None:
+            raise ValueError("give a seal_seed or a seal_key, not both")
+        self.seal_key = seal_key if seal_key is not None else (
+            PUBLIC_SEAL_KEY if seal_seed is None else SealKey(seed=seal_seed))
+        if not isinstance(self.seal_key, SealKey):
+            raise ValueError(f"seal_key must be a SealKey, got {type(self.seal_key).__name__}")
 
     # --- to implement -----------------------------------------------------------
     def sample(self, rng: random.Random, params: Mapping[str, Any]) -> Problem:
@@ -120,7 +125,7 @@ class SuiteTask:
         taken: set[str] = set()
         items: dict[str, tuple[EvalItem, ...]] = {}
         for split in SPLITS:
-            rng = random.Random(derive_seed("eval", self.name, split, self.seal_seed))
+            rng = random.Random(self.seal_key.split_seed(self.name, split))
             drawn: list[EvalItem] = []
             while len(drawn) < EVAL_SIZE:
                 problem = self.sample(rng, self.eval_params)

@@ -14,6 +14,7 @@ from ._base import SuiteTask
 from ._function_calling import FunctionCallingTask
 from ._knowledge import KnowledgeTask
 from ._program_synthesis import ProgramSynthesisTask
+from ._seal_key import PUBLIC_SEAL_KEY, SealKey
 
 __all__ = ["UnknownTaskError", "get_task", "list_tasks"]
 
@@ -42,18 +43,22 @@ def list_tasks() -> list[str]:
 
 
 @cache
-def _instance(name: str, seal_seed: int | None) -> SuiteTask:
-    return _TASKS[name]() if seal_seed is None else _TASKS[name](seal_seed=seal_seed)
+def _instance(name: str, seal_key: SealKey) -> SuiteTask:
+    return _TASKS[name](seal_key=seal_key)
 
 
-def get_task(name: str, *, seal_seed: int | None = None) -> SuiteTask:
-    """The task called `name` (one shared instance per process and seal seed).
+def get_task(name: str, *, seal_seed: int | None = None, seal_key: SealKey | None = None) -> SuiteTask:
+    """The task called `name` (one shared instance per process and seal key).
 
-    `seal_seed` draws other evaluation items (a harness keeping its items private);
-    the default is the public, reproducible suite.
+    Without a key: the public splits, reproducible from the code. A run's harness passes
+    the run's `seal_key` (its secret); `seal_seed` is shorthand for a public-seed key.
     """
     if not isinstance(name, str) or name not in _TASKS:
         raise UnknownTaskError(name)
-    if seal_seed is not None and (isinstance(seal_seed, bool) or not isinstance(seal_seed, int)):
-        raise ValueError(f"seal_seed must be an int, got {type(seal_seed).__name__} {seal_seed!r}")
-    return _instance(name, seal_seed)
+    if seal_seed is not None and seal_key is not None:
+        raise ValueError("give a seal_seed or a seal_key, not both")
+    if seal_key is None:
+        seal_key = PUBLIC_SEAL_KEY if seal_seed is None else SealKey(seed=seal_seed)
+    elif not isinstance(seal_key, SealKey):
+        raise ValueError(f"seal_key must be a SealKey, got {type(seal_key).__name__}")
+    return _instance(name, seal_key)
