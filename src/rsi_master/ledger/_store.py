@@ -363,6 +363,20 @@ class Ledger:
             self._publish(self._seal_signed(), self._frontier)
         return signed
 
+    def vouch(self) -> int:
+        """Check, as a writer, that every stored event is covered by the signed head, and return
+        how many are. A reader that decides from the ledger (the harness's selection) calls it
+        first: rows appended without the key (a forged record with a recomputed chain) or a
+        rolled-back ledger raise LedgerError instead of being read as evidence."""
+        if self._signer is None:
+            raise LedgerError(f"{self.path}: opened read-only; only a writer can vouch for its events")
+        self._conn.execute("BEGIN")
+        try:
+            self._catch_up()
+        finally:
+            self._conn.execute("COMMIT")
+        return self._frontier.size
+
     def _catch_up(self) -> None:
         """Take in events other writers appended, only as far as the seal vouches for them."""
         row = self._conn.execute("SELECT max(seq) FROM events").fetchone()

@@ -27,6 +27,9 @@ def select(expos: "ExpOS") -> dict[str, Any]:
     """Record and return the `harness.select` payload (reused if already recorded)."""
     from ..expos import Caller, audit, evaluate_experiment, load_state
 
+    # Evidence is what the signed head vouches for: a record appended without the key (a
+    # forged evaluation with a recomputed chain) stops the selection here, not in its result.
+    expos.run.ledger.vouch()
     done = expos.own_events("harness.select")
     if done:
         return dict(done[-1].payload)
@@ -81,6 +84,7 @@ def select(expos: "ExpOS") -> dict[str, Any]:
 def _final(expos: "ExpOS", subject: str, checkpoint: str) -> dict[str, Any]:
     from ..runtime import evaluate
 
+    expos.run.ledger.vouch()  # a forged `harness.final` is never reused as the run's score
     for e in expos.own_events("harness.final"):
         if e.payload.get("subject") == subject and e.payload.get("checkpoint_digest") == checkpoint:
             return dict(e.payload)
