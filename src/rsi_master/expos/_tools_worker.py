@@ -85,6 +85,30 @@ def _registered_dataset(expos, digest: str):
     return ds
 
 
+def _measured_dataset(expos, digest: str) -> bytes:
+    """A registered dataset's bytes, read once and refused unless they hash to its digest."""
+    from ..errors import ArtifactError
+
+    try:
+        return expos.run.store.read_bytes(digest)
+    except ArtifactError as exc:
+        raise ToolRefused(f"dataset {digest[:12]} was modified on disk after registration ({exc})",
+                          Subcategory.DATA_PROVENANCE) from None
+
+
+def _rows(data: bytes) -> list[dict[str, Any]]:
+    import json
+
+    return [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
+
+
+def _held_dataset(expos, digest: str, where) -> Any:
+    """A private copy of a dataset holding exactly the measured bytes, for a runtime call."""
+    path = where / f"{digest}.jsonl"
+    path.write_bytes(_measured_dataset(expos, digest))
+    return path
+
+
 @tool("data.generate", roles=("worker",), kind="launching", input=GenerateInput, result=DatasetResult)
 def data_generate(expos, caller, inp: GenerateInput) -> DatasetResult:
     """Generate training data with one of the task's generator families and register it."""
@@ -137,7 +161,7 @@ def data_filter(expos, caller, inp: FilterInput) -> DatasetResult:
     tmp = expos.scratch()
     try:
         try:
-            filter_data(expos.run.store.path(inp.dataset), tmp / "data.jsonl", max_chars=inp.max_chars,
+            filter_data(_held_dataset(expos, inp.dataset, tmp), tmp / "data.jsonl", max_chars=inp.max_chars,
                         verified_only=inp.verified_only)
         except InvalidParameterError as exc:
             raise ToolInvalid(str(exc)) from None
@@ -156,7 +180,7 @@ def data_mix(expos, caller, inp: MixInput) -> DatasetResult:
     tmp = expos.scratch()
     try:
         try:
-            mix([expos.run.store.path(d) for d in inp.datasets], inp.weights, inp.n, inp.seed, tmp / "data.jsonl")
+            mix([_held_dataset(expos, d, tmp) for d in inp.datasets], inp.weights, inp.n, inp.seed, tmp / "data.jsonl")
         except InvalidParameterError as exc:
             raise ToolInvalid(str(exc)) from None
         return _register(expos, caller, tmp / "data.jsonl", op="mix", source="+".join(sources),
@@ -205,16 +229,29 @@ def _check_parent(expos, caller, st, parent: str) -> tuple[str, str]:
 
 
 def _intact(expos, digest: str) -> bool:
-    from ..artifacts import dir_digest, file_digest
+    from ._evaluation import measured_digest
 
-    path = expos.run.store.path(digest)
-    return (dir_digest(path) if path.is_dir() else file_digest(path)) == digest
+    return measured_digest(expos, digest) == digest
+
+
+def _kept(expos, tmp) -> list[dict[str, str]]:
+    """Whatever a stopped run left (config, partial log), stored as evidence."""
+    return [{"digest": expos.run.store.put_file(f, move=True), "role": "output", "name": f.stem}
+            for f in (tmp / "out" / "train_config.json", tmp / "out" / "train_log.jsonl") if f.is_file()]
+
+
+def _finish_refused(expos, caller, exp_id: str, tmp, inputs, reason: str, sub: Subcategory) -> None:
+    """Close a started experiment whose inputs were not the measured ones, then refuse."""
+    expos.record(caller, "experiment.finish", {"experiment_id": exp_id, "status": "failed",
+                                               "error": f"refused ({sub.value}): {reason}"[:500]},
+                 inputs + _kept(expos, tmp))
+    raise ToolRefused(f"{exp_id}: {reason}; nothing was recorded as trained", sub)
 
 
 @tool("experiment.submit", roles=("worker",), kind="launching", input=SubmitInput, result=ExperimentResult)
 def experiment_submit(expos, caller, inp: SubmitInput) -> ExperimentResult:
     """Train from an allowed parent on a registered dataset, then evaluate on `dev`."""
-    from ..runtime import InvalidParameterError, make_spec, train
+    from ..runtime import InputChangedError, InvalidParameterError, make_spec, train
 
     c = expos.contract
     st = load_state(expos)
@@ -234,16 +271,15 @@ def experiment_submit(expos, caller, inp: SubmitInput) -> ExperimentResult:
         raise ToolInvalid(str(exc)) from None
     if _steps(spec, ds.n_rows) > c.budget.max_train_steps:
         raise ToolRefused(f"{_steps(spec, ds.n_rows)} steps exceed the contract's {c.budget.max_train_steps}")
-    # The second gate: the bytes about to be trained on are the registered ones, and clean.
-    if not _intact(expos, inp.dataset):
-        raise ToolRefused(f"dataset {inp.dataset[:12]} was modified on disk after registration",
-                          Subcategory.DATA_PROVENANCE)
-    recheck = check_rows(c.task, read_rows(expos.run.store.path(inp.dataset)))
+    # The second gate: the bytes checked are read once and must be the registered ones.
+    # Training reads its own copy and reports the digest of what it read, which must be
+    # this one: equal digests, equal bytes, whatever happens to the store in between.
+    recheck = check_rows(c.task, _rows(_measured_dataset(expos, inp.dataset)))
     expos.record(caller, "data.check", {"dataset_checked": inp.dataset, "gate": "before_training", **recheck},
                  [{"digest": inp.dataset, "role": "input", "name": "dataset"}])
     if recheck["verdict"] == "failed":
         raise ToolRefused(f"dataset {inp.dataset[:12]} overlaps protected items", Subcategory.DATA_PROVENANCE)
-    if not _intact(expos, parent_ckpt):
+    if not _intact(expos, parent_ckpt):  # early: nothing starts from a tampered parent
         raise ToolRefused(f"parent checkpoint {parent_ckpt[:12]} was modified on disk", Subcategory.WEIGHT_PROVENANCE)
 
     start = expos.record(caller, "experiment.start", {
@@ -252,31 +288,41 @@ def experiment_submit(expos, caller, inp: SubmitInput) -> ExperimentResult:
     }, [{"digest": parent_ckpt, "role": "input", "name": "parent"},
         {"digest": inp.dataset, "role": "input", "name": "dataset"}])
     exp_id = experiment_id(start.seq)
+    inputs = [{"digest": parent_ckpt, "role": "input", "name": "parent"},
+              {"digest": inp.dataset, "role": "input", "name": "dataset"}]
     tmp = expos.scratch()
     try:
         try:
             res = train(expos.run.store.path(inp.dataset), tmp / "out", spec, parent=expos.run.store.path(parent_ckpt))
+        except InputChangedError as exc:
+            _finish_refused(expos, caller, exp_id, tmp, inputs, str(exc), Subcategory.WEIGHT_PROVENANCE)
         except Exception as exc:  # the runtime's failure is recorded, never hidden
             msg = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
-            # Whatever the failed run left (config, partial log) is kept as evidence.
-            kept = [{"digest": expos.run.store.put_file(f, move=True), "role": "output", "name": f.stem}
-                    for f in (tmp / "out" / "train_config.json", tmp / "out" / "train_log.jsonl") if f.is_file()]
             expos.record(caller, "experiment.finish", {"experiment_id": exp_id, "status": "failed", "error": msg},
-                         [{"digest": parent_ckpt, "role": "input", "name": "parent"},
-                          {"digest": inp.dataset, "role": "input", "name": "dataset"}] + kept)
+                         inputs + _kept(expos, tmp))
             return ExperimentResult(experiment_id=exp_id, status="failed", dev_score=None, error=msg)
+        if res.parent_digest != parent_ckpt:
+            _finish_refused(expos, caller, exp_id, tmp, inputs, f"training loaded parent bytes measuring "
+                            f"{res.parent_digest}, not {parent_ckpt}", Subcategory.WEIGHT_PROVENANCE)
+        if res.data_digest != inp.dataset:
+            _finish_refused(expos, caller, exp_id, tmp, inputs, f"training read data measuring {res.data_digest}, "
+                            f"not the checked {inp.dataset}", Subcategory.DATA_PROVENANCE)
         store = expos.run.store
         ckpt = store.put_dir(res.checkpoint_dir, move=True)
+        if ckpt != res.checkpoint_digest:  # written to between the trainer's save and the store
+            _finish_refused(expos, caller, exp_id, tmp, inputs, f"the trained checkpoint measured "
+                            f"{res.checkpoint_digest} when saved and {ckpt} when stored",
+                            Subcategory.WEIGHT_PROVENANCE)
         config = store.put_file(res.config_path, move=True)
         log = store.put_file(res.log_path, move=True)
         expos.record(caller, "experiment.finish", {
             "experiment_id": exp_id, "status": "completed", "checkpoint": ckpt, "steps": res.steps,
             "final_loss": res.final_loss, "train_seconds": round(res.train_seconds, 3),
-        }, [{"digest": parent_ckpt, "role": "input", "name": "parent"},
-            {"digest": inp.dataset, "role": "input", "name": "dataset"},
-            {"digest": ckpt, "role": "output", "name": "checkpoint"},
-            {"digest": config, "role": "output", "name": "train_config"},
-            {"digest": log, "role": "output", "name": "train_log"}])
+            # Measured by the runtime on the bytes it trained from (equal to the start's by the checks above).
+            "measured": {"parent_checkpoint": res.parent_digest, "dataset": res.data_digest},
+        }, inputs + [{"digest": ckpt, "role": "output", "name": "checkpoint"},
+                     {"digest": config, "role": "output", "name": "train_config"},
+                     {"digest": log, "role": "output", "name": "train_log"}])
     finally:
         expos.drop_scratch(tmp)
     from ._evaluation import evaluate_experiment

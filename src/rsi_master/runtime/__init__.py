@@ -8,10 +8,16 @@ and TRL load only inside the functions that train or evaluate.
 
 from rsi_master.runtime._data import dedup, filter_data, generate, mix
 from rsi_master.runtime._digest import dir_digest, sha256_bytes, sha256_file
-from rsi_master.runtime._errors import CheckpointLoadError, EvaluationError, InvalidParameterError, TrainingError
+from rsi_master.runtime._errors import (
+    CheckpointLoadError,
+    EvaluationError,
+    InputChangedError,
+    InvalidParameterError,
+    TrainingError,
+)
 from rsi_master.runtime._evaluate import evaluate
 from rsi_master.runtime._model import TinyLlamaSpec, base_model_digest, base_model_dir, base_model_record
-from rsi_master.runtime._records import DataResult, EvalResult, SampleRecord, TrainResult
+from rsi_master.runtime._records import DataResult, EvalResult, SampleRecord, TrainConfig, TrainResult
 from rsi_master.runtime._seal import evaluator_digest, seal_evaluator
 from rsi_master.runtime._spec import METHODS, TrainSpec, make_spec
 from rsi_master.runtime._train import train
@@ -22,9 +28,11 @@ __all__ = [
     "DataResult",
     "EvalResult",
     "EvaluationError",
+    "InputChangedError",
     "InvalidParameterError",
     "SampleRecord",
     "TinyLlamaSpec",
+    "TrainConfig",
     "TrainResult",
     "TrainSpec",
     "TrainingError",

@@ -19,3 +19,11 @@ class EvaluationError(RsiMasterError):
 
 class TrainingError(RsiMasterError):
     """A training run failed after validation passed."""
+
+
+class InputChangedError(RsiMasterError):
+    """A checkpoint the runtime was using changed on disk while it used it.
+
+    The runtime works on private copies hashed as they are written; this is raised when a
+    copy no longer has the digest it had, so what was trained or scored is unknown.
+    """

@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from rsi_master._proc import run_tied
+from rsi_master.artifacts import copy_measured
+from rsi_master.errors import ArtifactError
 from rsi_master.runtime._digest import dir_digest, sha256_file
-from rsi_master.runtime._errors import CheckpointLoadError, EvaluationError, InvalidParameterError
+from rsi_master.runtime._errors import CheckpointLoadError, EvaluationError, InputChangedError, InvalidParameterError
 from rsi_master.runtime._records import EvalResult, SampleRecord
 from rsi_master.runtime._seal import seal_evaluator
 
@@ -63,7 +65,6 @@ def evaluate(
         raise CheckpointLoadError(f"checkpoint {ckpt} is not a directory")
     if not (ckpt / "config.json").is_file():
         raise CheckpointLoadError(f"checkpoint {ckpt} has no config.json: not a Hugging Face model directory")
-    checkpoint_digest = dir_digest(ckpt)
 
     seal_dir, digest = seal_evaluator(store=store, extra_sources=extra_sources)
     seal_dir = Path(seal_dir).resolve()  # the evaluator runs with its own cwd
@@ -80,6 +81,16 @@ def evaluate(
         "max_samples": max_samples,
     }
     with tempfile.TemporaryDirectory(prefix="rsi-eval-") as tmp:
+        # The evaluator loads a private copy hashed as it was written, so the digests in
+        # the record are of the bytes scored, not of whatever `checkpoint` holds later.
+        held = Path(tmp) / "checkpoint"
+        try:
+            checkpoint_digest = copy_measured(ckpt, held)
+        except ArtifactError as exc:
+            raise CheckpointLoadError(f"checkpoint {ckpt} cannot be read: {exc}") from None
+        tokenizer_digest = _file_digest(held / "tokenizer.json")
+        generation_config_digest = _file_digest(held / "generation_config.json")
+        request["checkpoint"] = str(held)
         req_path, res_path = Path(tmp) / "request.json", Path(tmp) / "result.json"
         req_path.write_text(json.dumps(request))
         # The child sees no PYTHONPATH: it imports the tasks only from the seal.
@@ -95,6 +106,8 @@ def evaluate(
             tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
             raise EvaluationError(f"evaluator process failed (exit {proc.returncode}): {tail}")
         payload = json.loads(res_path.read_text())
+        if dir_digest(held) != checkpoint_digest:
+            raise InputChangedError(f"the private copy of checkpoint {ckpt} changed during evaluation")
     if "error" in payload:
         if payload.get("code") == _EXIT_LOAD:
             raise CheckpointLoadError(payload["error"])
@@ -106,8 +119,8 @@ def evaluate(
     result = EvalResult(
         checkpoint_dir=str(ckpt),
         checkpoint_digest=checkpoint_digest,
-        tokenizer_digest=_file_digest(ckpt / "tokenizer.json"),
-        generation_config_digest=_file_digest(ckpt / "generation_config.json"),
+        tokenizer_digest=tokenizer_digest,
+        generation_config_digest=generation_config_digest,
         samples=[SampleRecord(**s) for s in payload.pop("samples")],
         **payload,
     )
