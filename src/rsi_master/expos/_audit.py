@@ -115,7 +115,7 @@ class _Stored:
             return None, problem or f"not a valid {model.__name__}"
 
 
-def _check_records(acc: _Acc, expos, stored: _Stored, x, users: dict[str, set[str]]) -> None:
+def _check_records(acc: _Acc, expos, stored: _Stored, x, users: dict[str, list[tuple[int, str]]]) -> None:
     """Each per-sample record of x, re-read and checked against its eval.record event and the contract.
 
     Subcategories: a score the samples do not give, a missing or edited record, a record
@@ -129,8 +129,10 @@ def _check_records(acc: _Acc, expos, stored: _Stored, x, users: dict[str, set[st
     c, ev = expos.contract, expos.contract.evaluator
     for e in x.evals:
         d, at = e.record_digest, f"artifact {e.record_digest}"
-        if len(users.get(d, ())) > 1:
-            acc.hit(S.METRIC_ATTRIBUTION, f"{at} (one evaluation record serves {', '.join(sorted(users[d]))})")
+        first_seq, first = users[d][0]
+        if first != x.id:  # the first event to cite a record is the one the evaluator made it for
+            acc.hit(S.METRIC_ATTRIBUTION, f"{at} (one evaluation record serves {first} at event {first_seq} and "
+                                          f"{x.id} at event {e.seq})")
         rec, problem = stored.parsed(d, EvalResult)
         if problem:
             acc.hit(S.METRIC_ATTRIBUTION, f"{at} (evaluation record of event {e.seq} {problem})")
@@ -235,10 +237,12 @@ def audit(expos, experiments: list[str] | None = None) -> AuditReport:
     issues, modified, missing = _run_dir_issues(expos)
     ledger_broken = [i for i in issues if i.startswith(("event", "schema", "checkpoint", "ledger"))]
     counts = Counter((e.checkpoint_digest, e.split) for x in st.experiments.values() for e in x.evals)
-    users: dict[str, set[str]] = defaultdict(set)
+    users: dict[str, list[tuple[int, str]]] = defaultdict(list)
     for y in st.experiments.values():
         for e in y.evals:
-            users[e.record_digest].add(y.id)
+            users[e.record_digest].append((e.seq, y.id))
+    for cited in users.values():
+        cited.sort()
     stored = _Stored(expos)
     training: dict[str, list[tuple[Subcategory, str]]] = {}
     recheck: dict[str, str] = {}
