@@ -83,13 +83,14 @@ def _run_dir_issues(expos) -> tuple[list[str], set[str], set[str]]:
 
 
 class _Stored:
-    """Stored JSON evidence, each digest read once per audit: (parsed or None, problem or None)."""
+    """Stored JSON evidence, each digest read once per audit (hashed as read)."""
 
     def __init__(self, expos) -> None:
         self.store = expos.run.store
-        self._seen: dict[str, tuple[Any, str | None, bytes | None]] = {}
+        self._seen: dict[str, tuple[bytes | None, str | None]] = {}
 
     def raw(self, digest: str) -> tuple[bytes | None, str | None]:
+        """(bytes or None, problem or None)."""
         from ..errors import ArtifactError
 
         if digest not in self._seen:
@@ -100,9 +101,8 @@ class _Stored:
                     problem = "modified on disk: its bytes no longer hash to its name"
             except ArtifactError as exc:
                 problem = "missing from the store" if not self.store.has(digest) else f"unreadable: {exc}"
-            self._seen[digest] = (None, problem, data)
-        _, problem, data = self._seen[digest]
-        return data, problem
+            self._seen[digest] = (data, problem)
+        return self._seen[digest]
 
     def parsed(self, digest: str, model: type[BaseModel]) -> tuple[Any, str | None]:
         data, problem = self.raw(digest)

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ._contamination_gate import check_rows, read_rows
+from ._contamination_gate import check_rows
 from ._errors import ToolFailed, ToolInvalid, ToolRefused
 from ._registry import tool
 from ._state import experiment_id, load_state
@@ -60,8 +60,14 @@ def _family(expos, name: str) -> tuple[str, str]:
 
 
 def _register(expos, caller, path, *, op: str, source: str, payload: dict[str, Any], inputs: list[str]) -> DatasetResult:
-    """Check a scratch JSONL for contamination, then store and record it (or refuse)."""
-    rows = read_rows(path)
+    """Check a scratch JSONL for contamination, then store and record it (or refuse).
+
+    The file is read once: the rows checked and the bytes stored are the same bytes, so a
+    write to the scratch file after the check cannot reach the store."""
+    from ..artifacts import read_measured
+
+    data, _ = read_measured(path)
+    rows = _rows(data)
     if len(rows) > expos.contract.budget.max_rows:
         raise ToolRefused(f"{len(rows)} rows exceed the contract's {expos.contract.budget.max_rows} per dataset")
     report = check_rows(expos.contract.task, rows)
@@ -69,7 +75,7 @@ def _register(expos, caller, path, *, op: str, source: str, payload: dict[str, A
         raise ToolRefused(f"data overlaps protected evaluation items ({report['fails']} rows); not registered. "
                           f"First match: {report['matches'][0] if report['matches'] else '?'}",
                           Subcategory.DATA_PROVENANCE)
-    digest = expos.run.store.put_file(path, move=True)
+    digest = expos.run.store.put_bytes(data)
     expos.record(caller, f"data.{op}", {
         **payload, "dataset": digest, "source": source, "n_rows": len(rows), "inputs": inputs,
         "contamination": report,

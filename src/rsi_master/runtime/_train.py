@@ -177,8 +177,8 @@ def train(
     ckpt = out / "checkpoint"
     if ckpt.exists():
         raise InvalidParameterError(f"{ckpt} already exists; training never overwrites a checkpoint")
-    if not source_parent.is_dir():
-        raise CheckpointLoadError(f"parent checkpoint {source_parent} is not a directory")
+    if not (source_parent / "config.json").is_file():
+        raise CheckpointLoadError(f"parent checkpoint {source_parent} has no config.json")
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="rsi-train-") as held:
         parent_dir = Path(held) / "parent"
