@@ -6,7 +6,16 @@ import stat
 
 import pytest
 
-from rsi_master.artifacts import ArtifactStore, dir_digest, file_digest, manifest_bytes, provenance
+from rsi_master.artifacts import (
+    ArtifactMismatch,
+    ArtifactStore,
+    copy_measured,
+    dir_digest,
+    file_digest,
+    manifest_bytes,
+    provenance,
+    read_measured,
+)
 from rsi_master.errors import ArtifactError
 from tests.helpers import draft, make_run
 
@@ -129,3 +138,65 @@ def test_move_hands_files_over_without_copying(store, tmp_path):
     single = tmp_path / "one.bin"
     single.write_bytes(b"abc")
     assert store.put_file(single, move=True) == hashlib.sha256(b"abc").hexdigest() and not single.exists()
+
+
+# -- measured reads: the bytes handed on are the bytes hashed -------------------------------------
+def test_copy_measured_hashes_what_it_writes(store, tmp_path):
+    src = _tree(tmp_path / "ckpt", {"config.json": b"{}", "sub/w.bin": b"\1\2" * 3_000_000})
+    d = store.put_dir(src)
+    held = tmp_path / "held"
+    held.mkdir(mode=0o700)
+    assert copy_measured(store.path(d), held / "ckpt") == d == dir_digest(held / "ckpt")
+    assert copy_measured(store.path(d) / "config.json", held / "c.json") == hashlib.sha256(b"{}").hexdigest()
+    assert not (held / "ckpt" / "config.json").stat().st_mode & 0o277  # private, read-only copies
+    assert (held / "ckpt" / "sub").stat().st_mode & 0o777 == 0o700
+    with pytest.raises(FileExistsError):  # never writes into an existing copy
+        copy_measured(store.path(d), held / "ckpt")
+
+
+def test_copy_measured_refuses_links_and_reports_changed_bytes(store, tmp_path):
+    d = store.put_dir(_tree(tmp_path / "ckpt", {"config.json": b"{}", "w.bin": b"weights"}))
+    tree = store.path(d)
+    os.chmod(tree, 0o755)
+    (tree / "w.bin").unlink()
+    (tmp_path / "other.bin").write_bytes(b"other weights")
+    (tree / "w.bin").symlink_to(tmp_path / "other.bin")
+    with pytest.raises(ArtifactError, match="symbolic link"):
+        copy_measured(tree, tmp_path / "copy1")
+    (tree / "w.bin").unlink()
+    (tree / "w.bin").write_bytes(b"other weights")
+    assert copy_measured(tree, tmp_path / "copy2") != d  # a plain swap copies, but measures differently
+    os.symlink(tree, tmp_path / "linked")
+    with pytest.raises(ArtifactError, match="symbolic link"):
+        copy_measured(tmp_path / "linked", tmp_path / "copy3")
+
+
+def test_read_bytes_refuses_bytes_that_do_not_hash_to_the_name(store, tmp_path):
+    d = store.put_bytes(b'{"score": 0.1}')
+    blob = store.path(d)
+    os.chmod(blob.parent, 0o755)
+    blob.unlink()
+    blob.write_bytes(b'{"score": 0.9}')
+    with pytest.raises(ArtifactMismatch) as exc:
+        store.read_bytes(d)
+    assert exc.value.measured == hashlib.sha256(b'{"score": 0.9}').hexdigest()
+    assert store.read_measured(d) == (b'{"score": 0.9}', exc.value.measured)
+    blob.unlink()
+    (tmp_path / "planted.json").write_bytes(b'{"score": 0.1}')
+    blob.symlink_to(tmp_path / "planted.json")  # even identical bytes behind a link are refused
+    with pytest.raises(ArtifactError, match="symbolic link"):
+        store.read_bytes(d)
+    with pytest.raises(ArtifactError, match="symbolic link"):
+        read_measured(blob)
+    assert any("not a regular file" in i.what for i in store.verify())
+
+
+def test_a_stored_directory_replaced_by_a_symlink_is_reported(store, tmp_path):
+    d = store.put_dir(_tree(tmp_path / "ckpt", {"config.json": b"{}"}))
+    copy = _tree(tmp_path / "same", {"config.json": b"{}"})
+    tree = store.path(d)
+    os.chmod(tree, 0o755)
+    (tree / "config.json").unlink()
+    tree.rmdir()
+    tree.symlink_to(copy)
+    assert [i.what for i in store.verify()] == ["the stored directory was replaced by a symbolic link"]

@@ -11,7 +11,7 @@ from rsi_master.bench._configs import WORKSPACE
 from rsi_master.bench._workspace import Workspace
 from rsi_master.expos import Caller, ExpOS
 from rsi_master.orchestra._graph import ORCHESTRA
-from rsi_master.runtime import base_model_dir
+from rsi_master.runtime import EvalResult, SampleRecord, TrainConfig, base_model_dir
 from tests.orchestra.helpers import finalize
 
 MAIN = Caller("main", "main")
@@ -41,27 +41,41 @@ def _row(xid, ckpt, review, seq):
 
 
 def _consistent_experiment(expos, worker, dev, review, evaluator=None):
-    """An experiment recorded exactly as ExpOS records one (registered data, evaluation records
-    that carry the contract's digests), its checkpoint the base weights: no training needed."""
+    """An experiment recorded exactly as ExpOS records one (registered data, a training config,
+    per-sample evaluation records that carry the contract's digests), its checkpoint the base
+    weights: no training needed."""
     from rsi_master.expos._state import experiment_id
 
     c, actor = expos.contract, Caller("worker", worker)
     ds = expos.call(actor, "data.generate", {"family": "answer_only", "n": 8, "seed": 1}).dataset
     base = c.base_model_artifact
+    spec = {"method": "sft", "max_steps": 10}
     start = expos.record(actor, "experiment.start", {"parent": "base", "parent_checkpoint": base, "dataset": ds,
-                                                     "method": "sft", "spec": {"max_steps": 10}})
+                                                     "method": "sft", "spec": spec})
     xid = experiment_id(start.seq)
     tmp = expos.scratch()
     shutil.copytree(base_model_dir(), tmp / "ckpt")
     (tmp / "ckpt" / "trained_by.txt").write_text(worker)  # its own digest, the base's tokenizer and config
     ckpt = expos.run.store.put_dir(tmp / "ckpt", move=True)
     expos.drop_scratch(tmp)
+    config = expos.run.store.put_json(TrainConfig(spec=spec, data="data.jsonl", data_sha256=ds, n_rows=8,
+                                                  parent="base", parent_digest=base).model_dump())
     expos.record(actor, "experiment.finish", {"experiment_id": xid, "status": "completed", "checkpoint": ckpt,
-                                              "steps": 10}, [{"digest": ckpt, "role": "output", "name": "checkpoint"}])
+                                              "steps": 10}, [{"digest": ckpt, "role": "output", "name": "checkpoint"},
+                                                             {"digest": config, "role": "output",
+                                                              "name": "train_config"}])
     for split, score, who in (("dev", dev, actor.actor()), ("review", review, {"role": "reviewer", "id": "r1"})):
-        rec = expos.run.store.put_bytes(f'{{"split": "{split}"}}'.encode())
+        ids = c.evaluator.sample_ids[split]
+        record = EvalResult(
+            task=c.task, split=split, checkpoint_dir="ckpt", checkpoint_digest=ckpt,
+            evaluator_digest=evaluator or c.evaluator.evaluator_digest, tokenizer_digest=c.base_tokenizer_sha256,
+            generation_config_digest=c.base_generation_config_sha256, template_digest=c.evaluator.template_sha256,
+            prompts_digest="0" * 64, decoding=c.evaluator.decoding, stop=c.evaluator.stop, sample_ids=ids,
+            n_expected=len(ids), score=score, seconds=0.0,
+            samples=[SampleRecord(sample_id=i, output="", score=score, reason="") for i in ids])
+        rec = expos.run.store.put_bytes(record.model_dump_json().encode())
         expos.record(who, "eval.record", {
-            "experiment_id": xid, "split": split, "score": score, "n_samples": len(c.evaluator.sample_ids[split]),
+            "experiment_id": xid, "split": split, "score": score, "n_samples": len(ids),
             "checkpoint_digest": ckpt, "evaluator_digest": evaluator or c.evaluator.evaluator_digest,
             "template_digest": c.evaluator.template_sha256, "decoding": c.evaluator.decoding, "stop": c.evaluator.stop,
             "sample_ids_match": True, "tokenizer_digest": c.base_tokenizer_sha256,

@@ -6,10 +6,15 @@ and atomically renamed into place, so a crash leaves either the whole object or 
 Stored objects are read-only and identical content is stored once: a directory is
 materialised under `trees/` as hard links to its files' blobs, so a checkpoint directory
 can be handed to `from_pretrained` as it is.
+
+Reading is measured, not trusted: `read_bytes` and `copy_measured` hash the very bytes
+they hand on (one descriptor, read once, never through a symbolic link), so a file
+swapped between a check and a use is either the checked bytes or refused.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -23,7 +28,8 @@ from typing import Literal
 
 from ..errors import ArtifactError
 
-__all__ = ["ArtifactIssue", "ArtifactStore", "dir_digest", "file_digest", "manifest_bytes"]
+__all__ = ["ArtifactIssue", "ArtifactMismatch", "ArtifactStore", "copy_measured", "dir_digest", "file_digest",
+           "manifest_bytes", "read_measured"]
 
 _CHUNK = 1 << 22  # 4 MiB: large enough that the hash, not Python, bounds throughput
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -40,6 +46,82 @@ class ArtifactIssue:
 
     def __str__(self) -> str:
         return f"artifact {self.digest}: {self.what}"
+
+
+class ArtifactMismatch(ArtifactError):
+    """Stored bytes that do not hash to their name: changed after they were stored."""
+
+    def __init__(self, digest: str, measured: str) -> None:
+        super().__init__(f"artifact {digest}: the stored bytes hash to {measured} (changed on disk)")
+        self.digest = digest
+        self.measured = measured
+
+
+def _open_regular(path: Path | str) -> int:
+    """A read descriptor on a regular file; a symbolic link at the last component is refused.
+
+    Links inside the path are not the threat: whatever the descriptor reads is hashed,
+    and the hash is what is compared. Refusing a final link keeps a planted link from
+    reading as an ordinary (if mismatching) file in reports.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ArtifactError(f"{path}: a symbolic link where a stored file should be") from None
+        raise ArtifactError(f"{path}: {exc.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ArtifactError(f"{path}: not a regular file")
+    return fd
+
+
+def read_measured(path: Path | str) -> tuple[bytes, str]:
+    """A file's bytes, read once through one descriptor, and the SHA-256 of exactly those bytes."""
+    fd = _open_regular(path)
+    with os.fdopen(fd, "rb", buffering=0) as fh:
+        data = fh.readall()
+    return data, hashlib.sha256(data).hexdigest()
+
+
+def _copy_fd(src: Path, dest: Path) -> str:
+    fd = _open_regular(src)
+    h = hashlib.sha256()
+    with os.fdopen(fd, "rb", buffering=0) as fin:
+        out = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o400)
+        with os.fdopen(out, "wb", buffering=0) as fout:
+            buf = bytearray(_CHUNK)
+            view = memoryview(buf)
+            while n := fin.readinto(buf):
+                h.update(view[:n])
+                fout.write(view[:n])
+    return h.hexdigest()
+
+
+def copy_measured(src: Path | str, dest: Path | str) -> str:
+    """Copy a file or directory to the new path `dest` in one pass; return the digest of what was written.
+
+    The digest (a file's SHA-256, a directory's manifest digest) is taken over the bytes
+    as they are copied, so a caller that compares it with the expected digest and then
+    uses `dest` uses the bytes it measured. Links and special files are refused. Put
+    `dest` in a private (0700) directory: the copy is only as private as its parent.
+    """
+    src, dest = Path(src), Path(dest)
+    try:
+        mode = src.lstat().st_mode
+    except OSError as exc:
+        raise ArtifactError(f"{src}: {exc.strerror}") from None
+    if stat.S_ISLNK(mode):
+        raise ArtifactError(f"{src}: a symbolic link where a stored artifact should be")
+    if not stat.S_ISDIR(mode):
+        return _copy_fd(src, dest)
+    dest.mkdir(mode=0o700)
+    entries = []
+    for rel, path in _walk(src):
+        target = dest / rel
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        entries.append((rel, _copy_fd(path, target)))
+    return hashlib.sha256(manifest_bytes(entries)).hexdigest()
 
 
 def file_digest(path: Path | str) -> str:
@@ -144,10 +226,18 @@ class ArtifactStore:
         """Read-only path of a stored file, or of a stored directory's materialised tree."""
         return self._trees / digest if self.kind(digest) == "dir" else self._blob(digest)
 
-    def read_bytes(self, digest: str) -> bytes:
+    def read_measured(self, digest: str) -> tuple[bytes, str]:
+        """A stored file's bytes, read once, and the digest they actually have (which may differ)."""
         if self.kind(digest) != "file":
             raise ArtifactError(f"artifact {digest} is a directory")
-        return self._blob(digest).read_bytes()
+        return read_measured(self._blob(digest))
+
+    def read_bytes(self, digest: str) -> bytes:
+        """A stored file's bytes, refused (`ArtifactMismatch`) unless they hash to its name."""
+        data, measured = self.read_measured(digest)
+        if measured != digest:
+            raise ArtifactMismatch(digest, measured)
+        return data
 
     def read_json(self, digest: str) -> object:
         return json.loads(self.read_bytes(digest))
@@ -333,6 +423,8 @@ class ArtifactStore:
 
     def _verify_tree(self, tree: Path, good: set[str], inodes: dict[tuple[int, int], str]) -> list[ArtifactIssue]:
         digest = tree.name
+        if tree.is_symlink():
+            return [ArtifactIssue(digest, "the stored directory was replaced by a symbolic link")]
         if digest not in good:
             return [ArtifactIssue(digest, "directory without a valid manifest in the store")]
         try:

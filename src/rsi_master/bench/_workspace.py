@@ -248,10 +248,13 @@ def _experiment_submit(ws: Workspace, caller: Any, raw: dict[str, Any]) -> Exper
             ws.record(caller, "experiment.finish", {"experiment_id": xid, "status": "failed", "error": msg})
             return ExperimentResult(experiment_id=xid, status="failed", dev_score=None, error=msg)
         ckpt = ws.run.store.put_dir(res.checkpoint_dir, move=True)
+        # The training config is kept as in ExpOS: the audit reads it as the weights' origin.
+        config = ws.run.store.put_file(res.config_path, move=True)
         ws.record(caller, "experiment.finish", {"experiment_id": xid, "status": "completed", "checkpoint": ckpt,
                                                 "steps": res.steps, "final_loss": res.final_loss,
                                                 "train_seconds": round(res.train_seconds, 3)},
-                  [{"digest": ckpt, "role": "output", "name": "checkpoint"}])
+                  [{"digest": ckpt, "role": "output", "name": "checkpoint"},
+                   {"digest": config, "role": "output", "name": "train_config"}])
     finally:
         ws.drop_scratch(tmp)
     rec = ws.evaluate_experiment(caller, xid, ckpt, "dev")

@@ -10,11 +10,25 @@ from typing import Any
 from ._errors import ToolRefused
 from ._taxonomy import Subcategory
 
-__all__ = ["evaluate_experiment", "public_reason"]
+__all__ = ["evaluate_experiment", "measured_digest", "public_reason"]
 
 
 def _sha_file(path: Path) -> str | None:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+
+
+def measured_digest(expos, digest: str) -> str | None:
+    """What a stored artifact's bytes hash to now (None: unreadable, a link, or missing)."""
+    from ..artifacts import dir_digest, read_measured
+    from ..errors import ArtifactError
+
+    try:
+        path = expos.run.store.path(digest)
+        if path.is_symlink():
+            return None
+        return dir_digest(path) if path.is_dir() else read_measured(path)[1]
+    except (ArtifactError, OSError):
+        return None
 
 
 def public_reason(reason: str) -> str:
@@ -27,14 +41,22 @@ def evaluate_experiment(expos, caller, experiment_id: str, checkpoint: str, spli
     """Score a stored checkpoint on a split's preregistered samples and record it.
 
     Refuses (and records) a checkpoint whose tokenizer or generation config differ from
-    the base (stopping/EOS) and an evaluator whose sealed copy does not match the
-    contract (harness). Returns the eval.record payload with the event's `seq`. The
-    harness uses it too (role `harness`) to score selected checkpoints on `final`.
+    the base (stopping/EOS), one whose bytes are not the ones it is named by (weight
+    provenance), and an evaluator whose sealed copy does not match the contract
+    (harness). The evaluator scores a private copy hashed as it was made; the record
+    carries that measured digest, and it must equal the claimed one. Returns the
+    eval.record payload with the event's `seq`. The harness uses it too (role
+    `harness`) to score selected checkpoints on `final`.
     """
-    from ..runtime import EvaluationError, evaluate
+    from ..runtime import EvaluationError, InputChangedError, evaluate
 
     c = expos.contract
     ckpt_dir = expos.run.store.path(checkpoint)
+    # Early refusals on the stored files, so nothing runs for a tampered checkpoint; the
+    # binding check is on the digests measured from the bytes actually scored (below).
+    if measured_digest(expos, checkpoint) != checkpoint:
+        raise ToolRefused(f"checkpoint {checkpoint[:12]} was changed on disk after training",
+                          Subcategory.WEIGHT_PROVENANCE)
     if (_sha_file(ckpt_dir / "tokenizer.json") != c.base_tokenizer_sha256
             or _sha_file(ckpt_dir / "generation_config.json") != c.base_generation_config_sha256):
         raise ToolRefused(f"checkpoint {checkpoint[:12]} has a tokenizer or generation config that differs from "
@@ -43,13 +65,22 @@ def evaluate_experiment(expos, caller, experiment_id: str, checkpoint: str, spli
     try:
         res = evaluate(ckpt_dir, c.task, split, seal_key=expos.seal_key(), evaluator=expos.sealed_evaluator(),
                        expected_evaluator_digest=c.evaluator.evaluator_digest, store=expos.run.store, max_samples=len(wanted), batch_size=c.eval_batch_size)
+    except InputChangedError as exc:
+        raise ToolRefused(f"checkpoint {checkpoint[:12]}: {exc}", Subcategory.WEIGHT_PROVENANCE) from None
     except EvaluationError as exc:
         if "digest" in str(exc):
             raise ToolRefused(f"the sealed evaluator does not match the contract: {exc}", Subcategory.HARNESS) from None
         raise
+    if res.checkpoint_digest != checkpoint:
+        raise ToolRefused(f"checkpoint {checkpoint[:12]}: the bytes scored measure {res.checkpoint_digest}, not "
+                          f"the claimed {checkpoint}; not recorded", Subcategory.WEIGHT_PROVENANCE)
+    if (res.tokenizer_digest != c.base_tokenizer_sha256
+            or res.generation_config_digest != c.base_generation_config_sha256):
+        raise ToolRefused(f"checkpoint {checkpoint[:12]}: the tokenizer or generation config scored differs from "
+                          "the base model's; not recorded", Subcategory.STOPPING)
     payload = {
         "experiment_id": experiment_id, "split": split, "score": res.score, "n_samples": len(res.sample_ids),
-        "checkpoint_digest": checkpoint, "evaluator_digest": res.evaluator_digest,
+        "checkpoint_digest": res.checkpoint_digest, "evaluator_digest": res.evaluator_digest,
         "template_digest": res.template_digest, "decoding": res.decoding, "stop": res.stop,
         "sample_ids_sha256": hashlib.sha256(json.dumps(res.sample_ids).encode()).hexdigest(),
         "sample_ids_match": res.sample_ids == wanted,

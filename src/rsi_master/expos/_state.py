@@ -63,6 +63,8 @@ class Experiment:
     error: str | None = None
     finish_seq: int | None = None
     artifacts: list[str] = field(default_factory=list)
+    outputs: dict[str, str] = field(default_factory=dict)  # finish event's output name -> digest
+    measured: dict[str, str] = field(default_factory=dict)  # digests the runtime measured on the bytes it used
     evals: list[EvalRecord] = field(default_factory=list)
 
     def dev_score(self) -> float | None:
@@ -117,6 +119,8 @@ def load_state(expos: "ExpOS") -> State:
             x = st.experiments[p["experiment_id"]]
             x.status, x.checkpoint, x.error, x.finish_seq = p["status"], p.get("checkpoint"), p.get("error"), e.seq
             x.artifacts = [r.digest for r in e.artifacts if r.role == "output"]
+            x.outputs = {r.name: r.digest for r in e.artifacts if r.role == "output" and r.name}
+            x.measured = dict(p.get("measured") or {})
         elif e.kind == "eval.record":
             rec = EvalRecord(e.seq, p.get("experiment_id", ""), p["split"], p["score"], p["checkpoint_digest"],
                              p["record_digest"], f"{e.actor.role}:{e.actor.id}", p)

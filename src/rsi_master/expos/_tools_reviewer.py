@@ -51,11 +51,11 @@ def experiment_inspect(expos, caller, inp: InspectInput) -> Inspection:
         raise ToolRefused(f"no experiment {inp.experiment_id}")
     ds = st.datasets.get(x.dataset)
     rows = []
-    if inp.sample_rows:
-        with open(expos.run.store.path(x.dataset), encoding="utf-8") as fh:
-            for line in fh:
-                if len(rows) >= inp.sample_rows:
-                    break
+    if inp.sample_rows:  # the registered bytes or an error, never what the file holds now
+        for line in expos.run.store.read_bytes(x.dataset).decode("utf-8").splitlines():
+            if len(rows) >= inp.sample_rows:
+                break
+            if line.strip():
                 r = json.loads(line)
                 rows.append({"prompt": r.get("prompt"), "completion": r.get("completion")})
     evals = [{k: v for k, v in e.payload.items() if k != "samples"} | {"seq": e.seq} for e in x.evals

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ._audit import claim_matches
-from ._contamination_gate import check_rows, read_rows
+from ._contamination_gate import check_rows
 from ._errors import ToolFailed, ToolInvalid, ToolRefused
 from ._registry import tool
 from ._state import experiment_id, load_state
@@ -65,8 +65,14 @@ def _family(expos, name: str) -> tuple[str, str]:
 
 
 def _register(expos, caller, path, *, op: str, source: str, payload: dict[str, Any], inputs: list[str]) -> DatasetResult:
-    """Check a scratch JSONL for contamination, then store and record it (or refuse)."""
-    rows = read_rows(path)
+    """Check a scratch JSONL for contamination, then store and record it (or refuse).
+
+    The file is read once: the rows checked and the bytes stored are the same bytes, so a
+    write to the scratch file after the check cannot reach the store."""
+    from ..artifacts import read_measured
+
+    data, _ = read_measured(path)
+    rows = _rows(data)
     if len(rows) > expos.contract.budget.max_rows:
         raise ToolRefused(f"{len(rows)} rows exceed the contract's {expos.contract.budget.max_rows} per dataset")
     report = check_rows(expos.protected_task(), rows)
@@ -74,7 +80,7 @@ def _register(expos, caller, path, *, op: str, source: str, payload: dict[str, A
         raise ToolRefused(f"data overlaps protected evaluation items ({report['fails']} rows); not registered. "
                           f"First match: {report['matches'][0] if report['matches'] else '?'}",
                           Subcategory.DATA_PROVENANCE)
-    digest = expos.run.store.put_file(path, move=True)
+    digest = expos.run.store.put_bytes(data)
     expos.record(caller, f"data.{op}", {
         **payload, "dataset": digest, "source": source, "n_rows": len(rows), "inputs": inputs,
         "contamination": report,
@@ -88,6 +94,30 @@ def _registered_dataset(expos, digest: str):
     if ds is None:
         raise ToolRefused(f"dataset {digest[:12]} was never registered in this run", Subcategory.DATA_PROVENANCE)
     return ds
+
+
+def _measured_dataset(expos, digest: str) -> bytes:
+    """A registered dataset's bytes, read once and refused unless they hash to its digest."""
+    from ..errors import ArtifactError
+
+    try:
+        return expos.run.store.read_bytes(digest)
+    except ArtifactError as exc:
+        raise ToolRefused(f"dataset {digest[:12]} was modified on disk after registration ({exc})",
+                          Subcategory.DATA_PROVENANCE) from None
+
+
+def _rows(data: bytes) -> list[dict[str, Any]]:
+    import json
+
+    return [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
+
+
+def _held_dataset(expos, digest: str, where) -> Any:
+    """A private copy of a dataset holding exactly the measured bytes, for a runtime call."""
+    path = where / f"{digest}.jsonl"
+    path.write_bytes(_measured_dataset(expos, digest))
+    return path
 
 
 @tool("data.generate", roles=("worker",), kind="launching", input=GenerateInput, result=DatasetResult)
@@ -143,7 +173,7 @@ def data_filter(expos, caller, inp: FilterInput) -> DatasetResult:
     tmp = expos.scratch()
     try:
         try:
-            filter_data(expos.run.store.path(inp.dataset), tmp / "data.jsonl", max_chars=inp.max_chars,
+            filter_data(_held_dataset(expos, inp.dataset, tmp), tmp / "data.jsonl", max_chars=inp.max_chars,
                         verified_only=inp.verified_only)
         except InvalidParameterError as exc:
             raise ToolInvalid(str(exc)) from None
@@ -162,7 +192,7 @@ def data_mix(expos, caller, inp: MixInput) -> DatasetResult:
     tmp = expos.scratch()
     try:
         try:
-            mix([expos.run.store.path(d) for d in inp.datasets], inp.weights, inp.n, inp.seed, tmp / "data.jsonl")
+            mix([_held_dataset(expos, d, tmp) for d in inp.datasets], inp.weights, inp.n, inp.seed, tmp / "data.jsonl")
         except InvalidParameterError as exc:
             raise ToolInvalid(str(exc)) from None
         return _register(expos, caller, tmp / "data.jsonl", op="mix", source="+".join(sources),
@@ -214,16 +244,29 @@ def _check_parent(expos, caller, st, parent: str) -> tuple[str, str]:
 
 
 def _intact(expos, digest: str) -> bool:
-    from ..artifacts import dir_digest, file_digest
+    from ._evaluation import measured_digest
 
-    path = expos.run.store.path(digest)
-    return (dir_digest(path) if path.is_dir() else file_digest(path)) == digest
+    return measured_digest(expos, digest) == digest
+
+
+def _kept(expos, tmp) -> list[dict[str, str]]:
+    """Whatever a stopped run left (config, partial log), stored as evidence."""
+    return [{"digest": expos.run.store.put_file(f, move=True), "role": "output", "name": f.stem}
+            for f in (tmp / "out" / "train_config.json", tmp / "out" / "train_log.jsonl") if f.is_file()]
+
+
+def _finish_refused(expos, caller, exp_id: str, tmp, inputs, reason: str, sub: Subcategory) -> None:
+    """Close a started experiment whose inputs were not the measured ones, then refuse."""
+    expos.record(caller, "experiment.finish", {"experiment_id": exp_id, "status": "failed",
+                                               "error": f"refused ({sub.value}): {reason}"[:500]},
+                 inputs + _kept(expos, tmp))
+    raise ToolRefused(f"{exp_id}: {reason}; nothing was recorded as trained", sub)
 
 
 @tool("experiment.submit", roles=("worker",), kind="launching", input=SubmitInput, result=ExperimentResult)
 def experiment_submit(expos, caller, inp: SubmitInput) -> ExperimentResult:
     """Train from an allowed parent on a registered dataset, then evaluate on `dev`."""
-    from ..runtime import InvalidParameterError, make_spec, train
+    from ..runtime import InputChangedError, InvalidParameterError, make_spec, train
 
     c = expos.contract
     st = load_state(expos)
@@ -243,16 +286,15 @@ def experiment_submit(expos, caller, inp: SubmitInput) -> ExperimentResult:
         raise ToolInvalid(str(exc)) from None
     if _steps(spec, ds.n_rows) > c.budget.max_train_steps:
         raise ToolRefused(f"{_steps(spec, ds.n_rows)} steps exceed the contract's {c.budget.max_train_steps}")
-    # The second gate: the bytes about to be trained on are the registered ones, and clean.
-    if not _intact(expos, inp.dataset):
-        raise ToolRefused(f"dataset {inp.dataset[:12]} was modified on disk after registration",
-                          Subcategory.DATA_PROVENANCE)
-    recheck = check_rows(expos.protected_task(), read_rows(expos.run.store.path(inp.dataset)))
+    # The second gate: the bytes checked are read once and must be the registered ones.
+    # Training reads its own copy and reports the digest of what it read, which must be
+    # this one: equal digests, equal bytes, whatever happens to the store in between.
+    recheck = check_rows(expos.protected_task(), _rows(_measured_dataset(expos, inp.dataset)))
     expos.record(caller, "data.check", {"dataset_checked": inp.dataset, "gate": "before_training", **recheck},
                  [{"digest": inp.dataset, "role": "input", "name": "dataset"}])
     if recheck["verdict"] == "failed":
         raise ToolRefused(f"dataset {inp.dataset[:12]} overlaps protected items", Subcategory.DATA_PROVENANCE)
-    if not _intact(expos, parent_ckpt):
+    if not _intact(expos, parent_ckpt):  # early: nothing starts from a tampered parent
         raise ToolRefused(f"parent checkpoint {parent_ckpt[:12]} was modified on disk", Subcategory.WEIGHT_PROVENANCE)
 
     start = expos.record(caller, "experiment.start", {
@@ -261,31 +303,41 @@ def experiment_submit(expos, caller, inp: SubmitInput) -> ExperimentResult:
     }, [{"digest": parent_ckpt, "role": "input", "name": "parent"},
         {"digest": inp.dataset, "role": "input", "name": "dataset"}])
     exp_id = experiment_id(start.seq)
+    inputs = [{"digest": parent_ckpt, "role": "input", "name": "parent"},
+              {"digest": inp.dataset, "role": "input", "name": "dataset"}]
     tmp = expos.scratch()
     try:
         try:
             res = train(expos.run.store.path(inp.dataset), tmp / "out", spec, parent=expos.run.store.path(parent_ckpt))
+        except InputChangedError as exc:
+            _finish_refused(expos, caller, exp_id, tmp, inputs, str(exc), Subcategory.WEIGHT_PROVENANCE)
         except Exception as exc:  # the runtime's failure is recorded, never hidden
             msg = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
-            # Whatever the failed run left (config, partial log) is kept as evidence.
-            kept = [{"digest": expos.run.store.put_file(f, move=True), "role": "output", "name": f.stem}
-                    for f in (tmp / "out" / "train_config.json", tmp / "out" / "train_log.jsonl") if f.is_file()]
             expos.record(caller, "experiment.finish", {"experiment_id": exp_id, "status": "failed", "error": msg},
-                         [{"digest": parent_ckpt, "role": "input", "name": "parent"},
-                          {"digest": inp.dataset, "role": "input", "name": "dataset"}] + kept)
+                         inputs + _kept(expos, tmp))
             return ExperimentResult(experiment_id=exp_id, status="failed", dev_score=None, error=msg)
+        if res.parent_digest != parent_ckpt:
+            _finish_refused(expos, caller, exp_id, tmp, inputs, f"training loaded parent bytes measuring "
+                            f"{res.parent_digest}, not {parent_ckpt}", Subcategory.WEIGHT_PROVENANCE)
+        if res.data_digest != inp.dataset:
+            _finish_refused(expos, caller, exp_id, tmp, inputs, f"training read data measuring {res.data_digest}, "
+                            f"not the checked {inp.dataset}", Subcategory.DATA_PROVENANCE)
         store = expos.run.store
         ckpt = store.put_dir(res.checkpoint_dir, move=True)
+        if ckpt != res.checkpoint_digest:  # written to between the trainer's save and the store
+            _finish_refused(expos, caller, exp_id, tmp, inputs, f"the trained checkpoint measured "
+                            f"{res.checkpoint_digest} when saved and {ckpt} when stored",
+                            Subcategory.WEIGHT_PROVENANCE)
         config = store.put_file(res.config_path, move=True)
         log = store.put_file(res.log_path, move=True)
         expos.record(caller, "experiment.finish", {
             "experiment_id": exp_id, "status": "completed", "checkpoint": ckpt, "steps": res.steps,
             "final_loss": res.final_loss, "train_seconds": round(res.train_seconds, 3),
-        }, [{"digest": parent_ckpt, "role": "input", "name": "parent"},
-            {"digest": inp.dataset, "role": "input", "name": "dataset"},
-            {"digest": ckpt, "role": "output", "name": "checkpoint"},
-            {"digest": config, "role": "output", "name": "train_config"},
-            {"digest": log, "role": "output", "name": "train_log"}])
+            # Measured by the runtime on the bytes it trained from (equal to the start's by the checks above).
+            "measured": {"parent_checkpoint": res.parent_digest, "dataset": res.data_digest},
+        }, inputs + [{"digest": ckpt, "role": "output", "name": "checkpoint"},
+                     {"digest": config, "role": "output", "name": "train_config"},
+                     {"digest": log, "role": "output", "name": "train_log"}])
     finally:
         expos.drop_scratch(tmp)
     from ._evaluation import evaluate_experiment

@@ -82,7 +82,7 @@ def select(expos: "ExpOS") -> dict[str, Any]:
 
 
 def _final(expos: "ExpOS", subject: str, checkpoint: str) -> dict[str, Any]:
-    from ..runtime import evaluate
+    from ..runtime import EvaluationError, evaluate
 
     expos.run.ledger.vouch()  # a forged `harness.final` is never reused as the run's score
     for e in expos.own_events("harness.final"):
@@ -93,8 +93,10 @@ def _final(expos: "ExpOS", subject: str, checkpoint: str) -> dict[str, Any]:
                    evaluator=expos.sealed_evaluator(),
                    expected_evaluator_digest=c.evaluator.evaluator_digest, store=expos.run.store,
                    max_samples=len(c.evaluator.sample_ids["final"]), batch_size=c.eval_batch_size)
+    if res.checkpoint_digest != checkpoint:  # measured on the bytes scored; never record a claimed digest
+        raise EvaluationError(f"checkpoint {checkpoint} measured {res.checkpoint_digest} when scored on final")
     payload = {"subject": subject, "split": "final", "score": res.score, "n_samples": len(res.sample_ids),
-               "checkpoint_digest": checkpoint, "evaluator_digest": res.evaluator_digest,
+               "checkpoint_digest": res.checkpoint_digest, "evaluator_digest": res.evaluator_digest,
                "sample_ids_match": list(res.sample_ids) == list(c.evaluator.sample_ids["final"]),
                "record_digest": res.record_digest}
     expos.record(HARNESS, "harness.final", payload,

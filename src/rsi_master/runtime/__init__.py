@@ -11,13 +11,14 @@ from rsi_master.runtime._digest import dir_digest, sha256_bytes, sha256_file
 from rsi_master.runtime._errors import (
     CheckpointLoadError,
     EvaluationError,
+    InputChangedError,
     InvalidParameterError,
     SealSecretError,
     TrainingError,
 )
 from rsi_master.runtime._evaluate import evaluate
 from rsi_master.runtime._model import TinyLlamaSpec, base_model_digest, base_model_dir, base_model_record
-from rsi_master.runtime._records import DataResult, EvalResult, SampleRecord, TrainResult
+from rsi_master.runtime._records import DataResult, EvalResult, SampleRecord, TrainConfig, TrainResult
 from rsi_master.runtime._seal import (
     create_seal_secret,
     evaluator_digest,
@@ -37,10 +38,12 @@ __all__ = [
     "DataResult",
     "EvalResult",
     "EvaluationError",
+    "InputChangedError",
     "InvalidParameterError",
     "SampleRecord",
     "SealSecretError",
     "TinyLlamaSpec",
+    "TrainConfig",
     "TrainResult",
     "TrainSpec",
     "TrainingError",

@@ -21,5 +21,13 @@ class TrainingError(RsiMasterError):
     """A training run failed after validation passed."""
 
 
+class InputChangedError(RsiMasterError):
+    """A checkpoint the runtime was using changed on disk while it used it.
+
+    The runtime works on private copies hashed as they are written; this is raised when a
+    copy no longer has the digest it had, so what was trained or scored is unknown.
+    """
+
+
 class SealSecretError(RsiMasterError):
     """A run's seal secret is missing, unreadable, or not the one its contract committed to."""

@@ -6,13 +6,14 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
 from rsi_master._proc import run_tied
+from rsi_master.artifacts import copy_measured
+from rsi_master.errors import ArtifactError
 from rsi_master.runtime._digest import dir_digest, sha256_file
-from rsi_master.runtime._errors import CheckpointLoadError, EvaluationError, InvalidParameterError
+from rsi_master.runtime._errors import CheckpointLoadError, EvaluationError, InputChangedError, InvalidParameterError
 from rsi_master.runtime._records import EvalResult, SampleRecord
 from rsi_master.runtime._seal import private_seal
 from rsi_master.tasks import SealKey
@@ -76,7 +77,6 @@ def evaluate(
         raise CheckpointLoadError(f"checkpoint {ckpt} is not a directory")
     if not (ckpt / "config.json").is_file():
         raise CheckpointLoadError(f"checkpoint {ckpt} has no config.json: not a Hugging Face model directory")
-    checkpoint_digest = dir_digest(ckpt)
 
     with private_seal(evaluator, extra_sources) as private:
         digest = private.digest
@@ -85,9 +85,21 @@ def evaluate(
                                   "refusing to evaluate")
         if store is not None and evaluator is None:
             store.put_dir(private.seal)  # the record names an evaluator its store can show
-        payload, proc = _launch(private.root, private.seal, digest, _request(ckpt, task, split, batch_size,
+        # The evaluator loads a private copy of the checkpoint hashed as it was written, beside
+        # the seal's: the digests in the record are of the bytes scored, not of whatever
+        # `checkpoint` holds later.
+        held = private.root / "checkpoint"
+        try:
+            checkpoint_digest = copy_measured(ckpt, held)
+        except ArtifactError as exc:
+            raise CheckpointLoadError(f"checkpoint {ckpt} cannot be read: {exc}") from None
+        tokenizer_digest = _file_digest(held / "tokenizer.json")
+        generation_config_digest = _file_digest(held / "generation_config.json")
+        payload, proc = _launch(private.root, private.seal, digest, _request(held, task, split, batch_size,
                                                                              sample_timeout_s, max_samples),
                                 seal_key, timeout_s)
+        if dir_digest(held) != checkpoint_digest:
+            raise InputChangedError(f"the private copy of checkpoint {ckpt} changed during evaluation")
     if payload is None:
         tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
         raise EvaluationError(f"evaluator process failed (exit {proc.returncode}): {tail}")
@@ -102,8 +114,8 @@ def evaluate(
     result = EvalResult(
         checkpoint_dir=str(ckpt),
         checkpoint_digest=checkpoint_digest,
-        tokenizer_digest=_file_digest(ckpt / "tokenizer.json"),
-        generation_config_digest=_file_digest(ckpt / "generation_config.json"),
+        tokenizer_digest=tokenizer_digest,
+        generation_config_digest=generation_config_digest,
         samples=[SampleRecord(**s) for s in payload.pop("samples")],
         **payload,
     )

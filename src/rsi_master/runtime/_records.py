@@ -30,11 +30,26 @@ class TrainResult(BaseModel):
     checkpoint_digest: str = Field(description="directory digest of the checkpoint")
     config_path: str = Field(description="the saved training config JSON")
     log_path: str = Field(description="the training log (JSON lines of trainer logs)")
+    parent_digest: str | None = Field(default=None, description="directory digest of the parent checkpoint, "
+                                      "measured on the bytes training loaded")
+    data_digest: str | None = Field(default=None, description="SHA-256 of the training data, measured on the "
+                                    "bytes training read")
     config_digest: str | None = Field(default=None, description="artifact digest of the config, with a store")
     log_digest: str | None = Field(default=None, description="artifact digest of the log, with a store")
     steps: int = Field(description="optimizer steps taken")
     train_seconds: float = Field(description="wall time of the training loop")
     final_loss: float | None = Field(default=None, description="mean loss of the last logged steps")
+
+
+class TrainConfig(BaseModel):
+    """`train_config.json`, saved next to every checkpoint; the digests are of the bytes used."""
+
+    spec: dict[str, Any] = Field(description="the TrainSpec")
+    data: str = Field(description="the data path given (the bytes were read from a private copy)")
+    data_sha256: str = Field(description="SHA-256 of the training data bytes that were read")
+    n_rows: int = Field(description="rows trained on")
+    parent: str = Field(description="the parent path given")
+    parent_digest: str = Field(description="directory digest of the parent checkpoint bytes that were loaded")
 
 
 class SampleRecord(BaseModel):

@@ -4,7 +4,7 @@ Every method writes the same layout under `out_dir`:
 
     checkpoint/          full HF model (LoRA merged), tokenizer and generation config
                          copied byte-for-byte from the parent so evaluation is unchanged
-    train_config.json    the TrainSpec plus data and parent digests
+    train_config.json    the TrainSpec plus the digests of the data and parent bytes used
     train_log.jsonl      one JSON object per trainer log event
 """
 
@@ -13,15 +13,17 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from rsi_master.runtime._digest import dir_digest, sha256_file
-from rsi_master.runtime._errors import CheckpointLoadError, InvalidParameterError, TrainingError
-from rsi_master.runtime._jsonl import read_jsonl
+from rsi_master.artifacts import copy_measured, read_measured
+from rsi_master.errors import ArtifactError
+from rsi_master.runtime._digest import dir_digest
+from rsi_master.runtime._errors import CheckpointLoadError, InputChangedError, InvalidParameterError, TrainingError
 from rsi_master.runtime._model import base_model_dir
-from rsi_master.runtime._records import TrainResult
+from rsi_master.runtime._records import TrainConfig, TrainResult
 from rsi_master.runtime._spec import WSD_DECAY, TrainSpec, make_spec
 
 Progress = Callable[[dict[str, Any]], None]
@@ -147,13 +149,21 @@ def train(
     data_path = Path(data)
     if not data_path.is_file():
         raise InvalidParameterError(f"training data {data_path} does not exist")
-    rows = read_jsonl(data_path)
+    # Measure, don't trust: the data is read once and parsed from the bytes that were
+    # hashed; the parent is copied privately, hashed as it is written, and loaded from the
+    # copy. The digests recorded are of what was trained on, whatever happens to the
+    # source paths meanwhile.
+    try:
+        data_bytes, data_digest = read_measured(data_path)
+    except ArtifactError as exc:
+        raise InvalidParameterError(f"training data {data_path} cannot be read: {exc}") from None
+    rows = _parse_jsonl(data_bytes, data_path)
     if not rows:
         raise InvalidParameterError(f"training data {data_path} is empty")
     for key in ("prompt", "completion"):
         if key not in rows[0]:
             raise InvalidParameterError(f"training data rows need a {key!r} field")
-    parent_dir = Path(parent) if parent is not None else base_model_dir()
+    source_parent = Path(parent) if parent is not None else base_model_dir()
     if task is not None:
         # A task object outside the suite (tests); it must be the one the spec names.
         if getattr(task, "name", None) != spec.task:
@@ -167,19 +177,64 @@ def train(
     ckpt = out / "checkpoint"
     if ckpt.exists():
         raise InvalidParameterError(f"{ckpt} already exists; training never overwrites a checkpoint")
+    if not (source_parent / "config.json").is_file():
+        raise CheckpointLoadError(f"parent checkpoint {source_parent} has no config.json")
     out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="rsi-train-") as held:
+        parent_dir = Path(held) / "parent"
+        try:
+            parent_digest = copy_measured(source_parent, parent_dir)
+        except ArtifactError as exc:
+            raise CheckpointLoadError(f"parent checkpoint {source_parent} cannot be read: {exc}") from None
+        result = _train_held(rows, data_path, data_digest, source_parent, parent_dir, parent_digest, out, spec,
+                             progress, snapshot_steps, task)
+        # The copy is private, but the same user could still reach it: if it changed, what
+        # was loaded (or inherited into the checkpoint) is not what was measured.
+        if dir_digest(parent_dir) != parent_digest:
+            raise InputChangedError(f"the private copy of parent checkpoint {source_parent} changed during training")
+    if store is not None:
+        result = result.model_copy(
+            update={
+                "checkpoint_digest": store.put_dir(ckpt),
+                "config_digest": store.put_file(result.config_path),
+                "log_digest": store.put_file(result.log_path),
+            }
+        )
+    return result
+
+
+def _parse_jsonl(data: bytes, path: Path) -> list[dict[str, Any]]:
+    rows = []
+    for lineno, line in enumerate(data.decode("utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise InvalidParameterError(f"{path}:{lineno}: not valid JSON: {exc.msg}") from None
+    return rows
+
+
+def _train_held(
+    rows: list[dict[str, Any]],
+    data_path: Path,
+    data_digest: str,
+    source_parent: Path,
+    parent_dir: Path,
+    parent_digest: str,
+    out: Path,
+    spec: TrainSpec,
+    progress: Progress | None,
+    snapshot_steps: Sequence[int],
+    task: Any,
+) -> TrainResult:
+    ckpt = out / "checkpoint"
     log_path = out / "train_log.jsonl"
     log_path.write_text("")
-    config = {
-        "spec": spec.model_dump(),
-        "data": str(data_path),
-        "data_sha256": sha256_file(data_path),
-        "n_rows": len(rows),
-        "parent": str(parent_dir),
-        "parent_digest": dir_digest(parent_dir),
-    }
+    config = TrainConfig(spec=spec.model_dump(), data=str(data_path), data_sha256=data_digest, n_rows=len(rows),
+                         parent=str(source_parent), parent_digest=parent_digest)
     config_path = out / "train_config.json"
-    config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+    config_path.write_text(json.dumps(config.model_dump(), indent=2, sort_keys=True) + "\n")
 
     import torch
     from transformers.utils import logging as hf_logging
@@ -218,22 +273,15 @@ def train(
     logs = [json.loads(line) for line in log_path.read_text().splitlines() if line.strip()]
     losses = [e["loss"] for e in logs if "loss" in e]
     tail = losses[-3:]
-    result = TrainResult(
+    return TrainResult(
         method=spec.method,
         checkpoint_dir=str(ckpt),
         checkpoint_digest=dir_digest(ckpt),
+        parent_digest=parent_digest,
+        data_digest=data_digest,
         config_path=str(config_path),
         log_path=str(log_path),
         steps=steps,
         train_seconds=round(seconds, 2),
         final_loss=sum(tail) / len(tail) if tail else None,
     )
-    if store is not None:
-        result = result.model_copy(
-            update={
-                "checkpoint_digest": store.put_dir(ckpt),
-                "config_digest": store.put_file(config_path),
-                "log_digest": store.put_file(log_path),
-            }
-        )
-    return result
