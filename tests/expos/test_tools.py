@@ -338,8 +338,12 @@ def test_a_claim_rounded_for_display_is_no_misattribution_another_score_is(tmp_p
         return {"role": "worker", "id": f"w{i}"}
 
     def attribution(report, xid):
+        """EXECUTED when the audit names the claim (the fake experiments' per-sample records are
+        not stored, which the audit names too: only the claim findings are this test's)."""
         (sub,) = [s for s in report.submissions if s.experiment_id == xid]
-        return sub.observations["metric_attribution"].observation
+        found = sub.observations["metric_attribution"]
+        claims = [e for e in found.evidence if "(claim on " in e]
+        return "EXECUTED" if found.observation == "EXECUTED" and claims else "not executed"
 
     with ExpOS.create(tmp_path / "run", "arithmetic", eval_limit=30) as x:  # dev scores are k/30
         mine = {i: fake_experiment(x, f"w{i}", 7 / 30) for i in range(1, 6)}  # 0.2333...
