@@ -1,0 +1,99 @@
+"""Numbers written in words become digits: `forty-two` reads as `42`.
+
+The protected items write every number in digits; an agent can spell them out
+(`A box holds thirty-one keys`) and every n-gram holding a number would change.
+English cardinals are read (`zero` to `nineteen`, the tens, `hundred`, `thousand`,
+`million`, `billion`, `trillion`, joined by spaces, hyphens or `and`); other
+languages and ordinals are not.
+
+Finding the words is vectorised: a token of a scanned batch is a number word when
+its key (its own bytes, see `_normalise.token_keys`) is in a small hash table, one
+lookup for all tokens of a batch. Clean training data has few such tokens; only
+those are looked at in Python. Each run of number words (consecutive tokens with
+nothing but white space or a hyphen between them, `and` allowed between two of
+them) is read by `text2num` (`alpha2digit`, language `en`), the maintained parser
+of spelled-out numbers, and the run's bytes are replaced by its digits.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from ...errors import RsiMasterError
+from ._table import WordTable
+
+__all__ = ["NUMBER_WORDS", "spelled_numbers"]
+
+NUMBER_WORDS = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+    "sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety "
+    "hundred thousand million billion trillion"
+).split()
+_GAP = b" \t\r\n\x0b\x0c-"  # what may stand between two words of one number
+
+
+@lru_cache(maxsize=1)
+def _words() -> tuple[WordTable, int]:
+    """Table of the number words' token keys, and the key of `and`."""
+    from ._normalise import token_keys  # a number word's key is what a scan gives its token
+
+    words = [w.encode("ascii") for w in (*NUMBER_WORDS, "and")]
+    ends = np.cumsum([len(w) + 1 for w in words]) - 1
+    keys = token_keys(np.frombuffer(b" ".join(words), dtype=np.uint8), ends - [len(w) for w in words], ends)
+    return WordTable.build(keys[:-1], np.arange(1, len(keys))), int(keys[-1])
+
+
+@lru_cache(maxsize=1)
+def _parser() -> Any:
+    try:
+        from text_to_num import alpha2digit
+    except ImportError as exc:
+        raise RsiMasterError(
+            "the contamination check reads spelled-out numbers with the `text2num` package; "
+            "install the project's dependencies (pip install -e .)"
+        ) from exc
+    return alpha2digit
+
+
+@lru_cache(maxsize=1 << 14)
+def read_number_words(words: str) -> str:
+    """Digits for a run of English number words (`forty two` -> `42`, `two three` ->
+    `2 3`); numbers are written without leading zeros, as the normaliser writes them."""
+    out = _parser()(words, "en", threshold=0)
+    return " ".join(str(int(w)) if w.isdigit() else w for w in out.split())
+
+
+def spelled_numbers(c: np.ndarray, starts: np.ndarray, ends: np.ndarray, keys: np.ndarray) -> np.ndarray | None:
+    """Normalised bytes `c` with every run of number words replaced by its digits, or
+    None when `c` holds no number word (the token spans and keys then stand)."""
+    table, and_key = _words()
+    hits = np.flatnonzero(table.lookup(keys)).tolist()
+    if not hits:
+        return None
+    data = c.tobytes()
+
+    def joined(i: int, j: int) -> bool:
+        return not data[int(ends[i]) : int(starts[j])].strip(_GAP)
+
+    runs: list[list[int]] = [[hits[0]]]
+    for h in hits[1:]:
+        run = runs[-1]
+        last = run[-1]
+        if h == last + 1 and joined(last, h):
+            run.append(h)
+        elif h == last + 2 and int(keys[last + 1]) == and_key and joined(last, last + 1) and joined(last + 1, h):
+            run += [last + 1, h]
+        else:
+            runs.append([h])
+    pieces: list[bytes] = []
+    done = 0
+    for run in runs:
+        lo, hi = int(starts[run[0]]), int(ends[run[-1]])
+        words = " ".join(data[int(starts[k]) : int(ends[k])].decode("utf-8") for k in run)
+        pieces += [data[done:lo], read_number_words(words).encode("utf-8")]
+        done = hi
+    pieces.append(data[done:])
+    return np.frombuffer(b"".join(pieces), dtype=np.uint8)
