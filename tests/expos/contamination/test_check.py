@@ -138,7 +138,7 @@ def test_report_shape_and_row_formats() -> None:
         {"messages": [{"role": "user", "content": item.prompt}]},
     ]
     report = check(index, rows)
-    assert report.version == 1 and report.index_digest == index.digest
+    assert report.version == 2 and report.index_digest == index.digest
     assert report.rows == 4 and report.chars == sum(len(row_text(r)) for r in rows)
     assert report.rows_failed == 3 and {f.row for f in report.findings} == {1, 2, 3}
     assert ContaminationReport.model_validate_json(report.model_dump_json()) == report
