@@ -3,15 +3,16 @@
 The protected items write every number in digits; an agent can spell them out
 (`A box holds thirty-one keys`) and every n-gram holding a number would change.
 English cardinals are read (`zero` to `nineteen`, the tens, `hundred`, `thousand`,
-`million`, `billion`, `trillion`, joined by spaces, hyphens or `and`); other
-languages and ordinals are not.
+`million`, `billion`, `trillion`, joined by spaces, hyphens or `and`, and by a comma
+after a scale word: `one thousand, two hundred and thirty-four`); other languages,
+ordinals, fractions and digits followed by a scale word (`12 thousand`) are not.
 
 Finding the words is vectorised: a token of a scanned batch is a number word when
 its key (its own bytes, see `_normalise.token_keys`) is in a small hash table, one
 lookup for all tokens of a batch. Clean training data has few such tokens; only
 those are looked at in Python. Each run of number words (consecutive tokens with
 nothing but white space or a hyphen between them, `and` allowed between two of
-them) is read by `text2num` (`alpha2digit`, language `en`), the maintained parser
+them, and row boundaries: an item cut into rows may be cut inside a number) is read by `text2num` (`alpha2digit`, language `en`), the maintained parser
 of spelled-out numbers, and the run's bytes are replaced by its digits.
 """
 
@@ -33,6 +34,12 @@ NUMBER_WORDS = (
     "hundred thousand million billion trillion"
 ).split()
 _GAP = b" \t\r\n\x0b\x0c-"  # what may stand between two words of one number
+_FIRST_SCALE = NUMBER_WORDS.index("hundred") + 1  # table ids above this are thousand, million...
+_COMMA_KEY = ord(",")  # the key of a `,` clause marker token (see _normalise.scan)
+_ROW_KEY = 0  # the key of a row separator token
+_MINUS_KEY = ord("-")  # a hyphen at the end or start of a row is a token of its own
+_CONNECTORS = frozenset({_COMMA_KEY, _ROW_KEY, _MINUS_KEY})
+_MAX_BRIDGE = 4  # tokens from one number word to the next within a number, at most
 
 
 @lru_cache(maxsize=1)
@@ -70,30 +77,44 @@ def spelled_numbers(c: np.ndarray, starts: np.ndarray, ends: np.ndarray, keys: n
     """Normalised bytes `c` with every run of number words replaced by its digits, or
     None when `c` holds no number word (the token spans and keys then stand)."""
     table, and_key = _words()
-    hits = np.flatnonzero(table.lookup(keys)).tolist()
+    ids = table.lookup(keys)
+    hits = np.flatnonzero(ids).tolist()
     if not hits:
         return None
     data = c.tobytes()
 
-    def joined(i: int, j: int) -> bool:
-        return not data[int(ends[i]) : int(starts[j])].strip(_GAP)
+    def gap(i: int, j: int) -> bytes:
+        return data[int(ends[i]) : int(starts[j])].strip(_GAP)
+
+    def scale(i: int) -> bool:
+        return int(ids[i]) > _FIRST_SCALE
+
+    def bridges(last: int, h: int) -> bool:
+        """Whether the tokens between number words `last` and `h` join them into one
+        number: nothing, `and`, a comma after a scale word, or row boundaries (rows
+        are one stream: `thirty` at the end of a row and `eight` at the start of the
+        next are `38`), with only white space between the tokens."""
+        between = [int(keys[k]) for k in range(last + 1, h)]
+        if any(gap(k, k + 1) for k in range(last, h)):
+            return not between and gap(last, h) == b"," and scale(last)
+        if _ROW_KEY in between:  # a hyphen may end or start a row (`thirty-` | `eight`)
+            between = [k for k in between if k not in (_ROW_KEY, _MINUS_KEY)]
+        return not between or between == [and_key] or (between == [_COMMA_KEY] and scale(last))
 
     runs: list[list[int]] = [[hits[0]]]
     for h in hits[1:]:
         run = runs[-1]
-        last = run[-1]
-        if h == last + 1 and joined(last, h):
-            run.append(h)
-        elif h == last + 2 and int(keys[last + 1]) == and_key and joined(last, last + 1) and joined(last + 1, h):
-            run += [last + 1, h]
+        if h - run[-1] <= _MAX_BRIDGE and bridges(run[-1], h):
+            run += range(run[-1] + 1, h + 1)
         else:
             runs.append([h])
     pieces: list[bytes] = []
     done = 0
     for run in runs:
         lo, hi = int(starts[run[0]]), int(ends[run[-1]])
-        words = " ".join(data[int(starts[k]) : int(ends[k])].decode("utf-8") for k in run)
-        pieces += [data[done:lo], read_number_words(words).encode("utf-8")]
+        words = " ".join(data[int(starts[k]) : int(ends[k])].decode("utf-8") for k in run if int(keys[k]) not in _CONNECTORS)
+        rows = sum(int(keys[k]) == _ROW_KEY for k in run)  # row boundaries stay, after the number
+        pieces += [data[done:lo], read_number_words(words).encode("utf-8") + b"\x00" * rows]
         done = hi
     pieces.append(data[done:])
     return np.frombuffer(b"".join(pieces), dtype=np.uint8)

@@ -130,21 +130,27 @@ def confusables_version() -> str:
 
 
 @lru_cache(maxsize=1)
-def _ascii_spellings() -> dict[str, str]:
-    """Skeleton -> the one ASCII character a reader takes it for, lowercased.
+def _ascii_spellings() -> dict[tuple[str, bool], str]:
+    """(skeleton, whether the look-alike is a capital) -> the ASCII character a reader
+    takes it for, lowercased.
 
     Several ASCII characters share a skeleton (`l` is the skeleton of `l`, `I`, `1`
-    and `|`; `O` of `O` and `0`; `rn` of `m`): a look-alike of any of them is most
-    likely the letter whose lowercase spells the skeleton (`l`, `o`), else a letter
-    (`m` for `rn`), else the first in code point order.
+    and `|`; `O` of `O` and `0`; `rn` of `m`). A look-alike stands for a letter of its
+    own case (a capital for `I`, a small letter for `l`); failing that, for the letter
+    whose lowercase spells the skeleton, else a letter, else the first in code point
+    order.
     """
     table, _ = _confusables()
     groups: dict[str, list[str]] = {}
     for a in map(chr, range(0x21, 0x7F)):
         groups.setdefault(table.get(a, a), []).append(a)
     return {
-        skeleton: min(members, key=lambda a: (a.lower() != skeleton.lower(), not a.isalpha(), a)).lower()
+        (skeleton, upper): min(
+            members,
+            key=lambda a: ((a.isupper() if upper else a.islower()) is False, a.lower() != skeleton.lower(), not a.isalpha(), a),
+        ).lower()
         for skeleton, members in groups.items()
+        for upper in (False, True)
     }
 
 
@@ -160,7 +166,7 @@ def _skeleton(text: str) -> str:
         if _deleted(ch):
             continue
         proto = table.get(ch, ch)
-        out.append(_ascii_spellings().get(proto, proto.lower() if proto.isascii() else proto))
+        out.append(_ascii_spellings().get((proto, ch.isupper()), proto.lower() if proto.isascii() else proto))
     return "".join(out)
 
 
@@ -176,13 +182,13 @@ def fold_char(ch: str) -> str | None:
         return None
     if ch.isspace() or category in ("Zs", "Zl", "Zp"):
         return " "
-    # Lowercase first where that reaches ASCII (Greek capital iota -> iota -> `i`,
-    # where the capital's own skeleton is `l`), else the character's own skeleton
-    # (Cyrillic capital En -> `H` -> `h`, where its lowercase is no Latin look-alike).
+    # The character's own skeleton first (Greek capital Nu -> `N` -> `n`, where its
+    # lowercase nu looks like `v`), else its lowercase's (for capitals that are no
+    # look-alike themselves).
     lower = ch.lower()
-    via_lower = _skeleton(unicodedata.normalize("NFKD", lower)) if lower != ch else None
     own = _skeleton(ch)
-    for candidate in (via_lower, own):
+    via_lower = _skeleton(unicodedata.normalize("NFKD", lower)) if lower != ch else None
+    for candidate in (own, via_lower):
         if candidate is not None and candidate.isascii() and candidate != lower:
             return candidate
     if category[0] in "PS":
