@@ -40,17 +40,25 @@ _ROW_KEY = 0  # the key of a row separator token
 _MINUS_KEY = ord("-")  # a hyphen at the end or start of a row is a token of its own
 _CONNECTORS = frozenset({_COMMA_KEY, _ROW_KEY, _MINUS_KEY})
 _MAX_BRIDGE = 4  # tokens from one number word to the next within a number, at most
+_NOT_GAP = np.ones(256, dtype=bool)
+_NOT_GAP[list(_GAP)] = False
 
 
 @lru_cache(maxsize=1)
 def _words() -> tuple[WordTable, int]:
-    """Table of the number words' token keys, and the key of `and`."""
+    """Table of the number words' token keys (ids from 1) and the key of `and`."""
     from ._normalise import token_keys  # a number word's key is what a scan gives its token
 
     words = [w.encode("ascii") for w in (*NUMBER_WORDS, "and")]
     ends = np.cumsum([len(w) + 1 for w in words]) - 1
     keys = token_keys(np.frombuffer(b" ".join(words), dtype=np.uint8), ends - [len(w) for w in words], ends)
     return WordTable.build(keys[:-1], np.arange(1, len(keys))), int(keys[-1])
+
+
+@lru_cache(maxsize=1)
+def _alone() -> dict[int, bytes]:
+    """The digits of each number word on its own, by table id."""
+    return {k: read_number_words(w).encode("ascii") for k, w in enumerate(NUMBER_WORDS, start=1)}
 
 
 @lru_cache(maxsize=1)
@@ -78,8 +86,8 @@ def spelled_numbers(c: np.ndarray, starts: np.ndarray, ends: np.ndarray, keys: n
     None when `c` holds no number word (the token spans and keys then stand)."""
     table, and_key = _words()
     ids = table.lookup(keys)
-    hits = np.flatnonzero(ids).tolist()
-    if not hits:
+    hit = np.flatnonzero(ids)
+    if not len(hit):
         return None
     data = c.tobytes()
 
@@ -101,20 +109,28 @@ def spelled_numbers(c: np.ndarray, starts: np.ndarray, ends: np.ndarray, keys: n
             between = [k for k in between if k not in (_ROW_KEY, _MINUS_KEY)]
         return not between or between == [and_key] or (between == [_COMMA_KEY] and scale(last))
 
-    runs: list[list[int]] = [[hits[0]]]
-    for h in hits[1:]:
-        run = runs[-1]
-        if h - run[-1] <= _MAX_BRIDGE and bridges(run[-1], h):
-            run += range(run[-1] + 1, h + 1)
-        else:
-            runs.append([h])
+    # Which neighbouring number words belong to one number: next to each other with
+    # white space or a hyphen between (vectorised, the common case), else asked of
+    # `bridges` when at most _MAX_BRIDGE tokens apart.
+    left, right = hit[:-1], hit[1:]
+    outside = np.concatenate(([0], np.cumsum(_NOT_GAP[c], dtype=np.int64)))
+    join = (right == left + 1) & (outside[starts[right]] == outside[ends[left]])
+    for k in np.flatnonzero(~join & (right - left <= _MAX_BRIDGE)).tolist():
+        join[k] = bridges(int(left[k]), int(right[k]))
+    first = np.flatnonzero(np.concatenate(([True], ~join)))
+    last = np.concatenate((first[1:] - 1, [len(hit) - 1]))
     pieces: list[bytes] = []
     done = 0
-    for run in runs:
-        lo, hi = int(starts[run[0]]), int(ends[run[-1]])
-        words = " ".join(data[int(starts[k]) : int(ends[k])].decode("utf-8") for k in run if int(keys[k]) not in _CONNECTORS)
-        rows = sum(int(keys[k]) == _ROW_KEY for k in run)  # row boundaries stay, after the number
-        pieces += [data[done:lo], read_number_words(words).encode("utf-8") + b"\x00" * rows]
+    for a, b in zip(hit[first].tolist(), hit[last].tolist()):
+        lo, hi = int(starts[a]), int(ends[b])
+        if a == b:
+            digits = _alone()[int(ids[a])]
+        else:
+            run = range(a, b + 1)
+            words = " ".join(data[int(starts[k]) : int(ends[k])].decode("utf-8") for k in run if int(keys[k]) not in _CONNECTORS)
+            rows = sum(int(keys[k]) == _ROW_KEY for k in run)  # row boundaries stay, after the number
+            digits = read_number_words(words).encode("utf-8") + b"\x00" * rows
+        pieces += [data[done:lo], digits]
         done = hi
     pieces.append(data[done:])
     return np.frombuffer(b"".join(pieces), dtype=np.uint8)
