@@ -107,6 +107,11 @@ def invisible(text: str, rng: random.Random, share: float = 0.5) -> str:
     return "".join(out)
 
 
+def invisible_spaces(text: str, rng: random.Random) -> str:
+    """Every space replaced by an invisible character (the words then look glued together)."""
+    return re.sub(" ", lambda _: rng.choice(INVISIBLE), text)
+
+
 def digits(text: str, script: str) -> str:
     """ASCII digits written in the digits of another script."""
     zero = DIGITS[script]

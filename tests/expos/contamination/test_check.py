@@ -30,6 +30,7 @@ from .helpers import (
     embed,
     fullwidth,
     invisible,
+    invisible_spaces,
     look_alikes,
     number_words,
     numbers,
@@ -83,6 +84,7 @@ CHARACTER_DISGUISES = {
     "look-alikes": lambda t, rng: look_alikes(t, rng),
     "fullwidth": lambda t, rng: fullwidth(t),
     "invisible": lambda t, rng: invisible(t, rng),
+    "invisible for spaces": lambda t, rng: invisible_spaces(t, rng),
     "digits arabic-indic": lambda t, rng: digits(t, "arabic-indic"),
     "digits devanagari": lambda t, rng: digits(t, "devanagari"),
     "digits fullwidth": lambda t, rng: digits(t, "fullwidth"),
@@ -90,6 +92,7 @@ CHARACTER_DISGUISES = {
     "look-alikes+invisible+number words": lambda t, rng: invisible(look_alikes(number_words(t, rng), rng), rng),
     "fullwidth+invisible+digits persian": lambda t, rng: invisible(fullwidth(digits(t, "persian")), rng),
     "everything": lambda t, rng: spaces(invisible(look_alikes(case(digits(t, "thai"), rng), rng), rng), rng),
+    "look-alikes+number words, invisible for spaces": lambda t, rng: invisible_spaces(look_alikes(number_words(t, rng), rng), rng),
 }
 
 

@@ -27,6 +27,7 @@ from ._hashing import UNKNOWN, clause_shingles, window_hashes, window_ok
 from ._index import CLAUSE_ID, ROW_ID, ContaminationIndex
 from ._matching import exact_matches, ngram_matches, near_duplicate_matches
 from ._normalise import ROW, Scan, scan
+from ._unicode import spaced
 from ._report import ContaminationFinding, ContaminationReport
 
 __all__ = ["check", "row_text"]
@@ -137,6 +138,31 @@ def _check_batch(index: ContaminationIndex, cfg: ContaminationConfig, batch: Bat
     return findings
 
 
+def _second_reading(
+    index: ContaminationIndex, cfg: ContaminationConfig, rows: list[tuple[int, str]]
+) -> list[ContaminationFinding]:
+    """Findings in the rows that hold invisible characters, read with those characters
+    as spaces.
+
+    The normaliser deletes them, which undoes `sh<ZWSP>ells`; an agent can as well put
+    them where the spaces were (`A<ZWSP>box<ZWSP>holds`), and deleting them then glues
+    the words together. Such rows are checked a second time with the other reading,
+    each run of consecutive such rows as one stream (clean generated data has none).
+    """
+    found: list[ContaminationFinding] = []
+    k = 0
+    while k < len(rows):
+        end = k + 1
+        while end < len(rows) and rows[end][0] == rows[end - 1][0] + 1:
+            end += 1
+        offset = rows[k][0]
+        for f in check(index, [text for _, text in rows[k:end]], cfg).findings:
+            shift = {"row": f.row + offset, "last_row": None if f.last_row is None else f.last_row + offset}
+            found.append(f.model_copy(update=shift))
+        k = end
+    return found
+
+
 def _last_row(finding: ContaminationFinding) -> int:
     return finding.row if finding.last_row is None else finding.last_row
 
@@ -166,6 +192,7 @@ def check(
     """
     cfg = _effective_config(index, config)
     findings: list[ContaminationFinding] = []
+    other_reading: list[tuple[int, str]] = []  # (row, the row with its invisible characters as spaces)
     pending: list[str] = []
     carry: list[str] = []  # the last rows of the previous batch, seen again
     size = chars = count = 0
@@ -188,6 +215,8 @@ def check(
             r if type(r) is str else f"{r['prompt']}{r.get('completion', '')}" if type(r) is dict and "prompt" in r else row_text(r)
             for r in chunk
         ]
+        first = count + len(pending)
+        other_reading += [(first + k, t) for k, text in enumerate(texts) if not text.isascii() and (t := spaced(text))]
         total = list(accumulate(map(len, texts)))
         start = 0
         while start < len(texts):
@@ -204,6 +233,7 @@ def check(
             start = end + 1
     if pending:
         run_batch()
+    findings += _second_reading(index, cfg, other_reading)
     findings = _strongest(findings)
     findings.sort(key=lambda f: (f.row, f.split, f.sample_id, f.kind, f.text_kind))
     failed = {r for f in findings if f.verdict == "fail" for r in range(f.row, _last_row(f) + 1)}

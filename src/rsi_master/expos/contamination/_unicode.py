@@ -44,7 +44,7 @@ import unicodedata
 from functools import lru_cache
 from importlib import resources
 
-__all__ = ["confusables_version", "default_ignorable", "fold", "fold_char"]
+__all__ = ["confusables_version", "default_ignorable", "fold", "fold_char", "spaced"]
 
 # Meaning before appearance: these would otherwise be confusables of something else
 # (the Arabic decimal separator looks like a comma) or plain symbols.
@@ -221,3 +221,38 @@ def fold(text: str) -> str:
     if len(text.encode("utf-8")) - len(text) > len(text) // _WHOLE_TEXT_DENSITY:
         return unicodedata.normalize("NFKD", text).translate(_TABLE)
     return _NON_ASCII.sub(lambda m: _fold_run(m.group()), text)
+
+
+def _invisible(ch: str) -> bool:
+    """A character `fold` deletes that is not a mark on a letter: the default-ignorable
+    ones (zero-width space, soft hyphen, word joiner, variation selectors, the
+    combining grapheme joiner...) and the other format, control, private-use and
+    unassigned code points."""
+    return _TABLE[ord(ch)] is None and (default_ignorable(ord(ch)) or unicodedata.category(ch) not in ("Mn", "Me"))
+
+
+@lru_cache(maxsize=1 << 16)
+def _spaced_run(run: str) -> str:
+    return "".join(" " if _invisible(ch) else ch for ch in run)
+
+
+def spaced(text: str) -> str | None:
+    """`text` with its invisible characters read as spaces, or None when it has none.
+
+    `fold` deletes them, which undoes `sh<ZWSP>ells`; an agent can as well put them
+    where the spaces were (`A<ZWSP>box<ZWSP>holds`), and deleting them then glues
+    the words together. The check reads a row holding any with both readings.
+    """
+    if text.isascii():
+        return None
+    changed = False
+
+    def one(m: re.Match[str]) -> str:
+        nonlocal changed
+        run = m.group()
+        out = _spaced_run(unicodedata.normalize("NFKD", run))
+        changed = changed or any(_invisible(ch) for ch in run)
+        return out
+
+    out = _NON_ASCII.sub(one, text)
+    return out if changed else None
