@@ -149,6 +149,17 @@ def test_items_split_over_rows_fail(name: str, layout: str) -> None:
     assert all(f.row in pieces_rows for f in report.findings if f.verdict == "fail")
 
 
+def test_invisible_characters_for_spaces_are_read_as_spaces_over_consecutive_rows_only() -> None:
+    item = get_task("knowledge").eval_items("final")[11]
+    pieces = [p.replace(" ", "\u200b") for p in split_rows(item.prompt, 2)]
+    clean = [row_text(r) for r in clean_rows("knowledge", 2)]
+    together = check(task_index("knowledge"), [clean[0], *pieces, clean[1]])
+    assert [(f.row, f.last_row) for f in together.findings if f.kind == "exact" and f.text_kind == "prompt"] == [(1, 2)]
+    # The same pieces with a clean row between: the second reading keeps them apart.
+    apart = check(task_index("knowledge"), [pieces[0], clean[0], pieces[1]])
+    assert not [f for f in apart.findings if f.kind == "exact" or (f.last_row or f.row) != f.row]
+
+
 def test_batch_boundaries_lose_no_split_item(monkeypatch: pytest.MonkeyPatch) -> None:
     """Batches of a few rows: every split item still fails, and the report is the
     report of one big batch (the carried rows add and lose nothing)."""

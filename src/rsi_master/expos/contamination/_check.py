@@ -33,6 +33,7 @@ from ._report import ContaminationFinding, ContaminationReport
 __all__ = ["check", "row_text"]
 
 _BATCH_CHARS = 1 << 20
+_BARRIER = "zqxvkjbarrierzqxvkj"  # a word in no protected text: no match runs over it
 _CHUNK_ROWS = 4096
 # Fields a check may set differently from the index: they only decide verdicts.
 # near_dup_threshold may only go up (see _effective_config).
@@ -146,20 +147,24 @@ def _second_reading(
 
     The normaliser deletes them, which undoes `sh<ZWSP>ells`; an agent can as well put
     them where the spaces were (`A<ZWSP>box<ZWSP>holds`), and deleting them then glues
-    the words together. Such rows are checked a second time with the other reading,
-    each run of consecutive such rows as one stream (clean generated data has none).
+    the words together. Such rows are checked a second time with the other reading, in
+    one stream where each run of consecutive such rows is kept apart from the next by a
+    row holding only a word of no protected text (clean generated data has none).
     """
+    if not rows:
+        return []
+    texts: list[str] = []
+    original: list[int] = []  # row of the second stream -> row of the input (-1: barrier)
+    for k, (row, text) in enumerate(rows):
+        if k and row != rows[k - 1][0] + 1:
+            texts.append(_BARRIER)
+            original.append(-1)
+        texts.append(text)
+        original.append(row)
     found: list[ContaminationFinding] = []
-    k = 0
-    while k < len(rows):
-        end = k + 1
-        while end < len(rows) and rows[end][0] == rows[end - 1][0] + 1:
-            end += 1
-        offset = rows[k][0]
-        for f in check(index, [text for _, text in rows[k:end]], cfg).findings:
-            shift = {"row": f.row + offset, "last_row": None if f.last_row is None else f.last_row + offset}
-            found.append(f.model_copy(update=shift))
-        k = end
+    for f in check(index, texts, cfg).findings:
+        last = None if f.last_row is None else original[f.last_row]
+        found.append(f.model_copy(update={"row": original[f.row], "last_row": last}))
     return found
 
 
