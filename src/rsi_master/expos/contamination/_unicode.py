@@ -232,8 +232,10 @@ def _invisible(ch: str) -> bool:
 
 
 @lru_cache(maxsize=1 << 16)
-def _spaced_run(run: str) -> str:
-    return "".join(" " if _invisible(ch) else ch for ch in run)
+def _spaced_run(run: str) -> tuple[str, bool]:
+    """The run with its invisible characters as spaces, and whether it had any."""
+    spaced_out = "".join(" " if _invisible(ch) else ch for ch in unicodedata.normalize("NFKD", run))
+    return spaced_out, any(_invisible(ch) for ch in run)
 
 
 def spaced(text: str) -> str | None:
@@ -249,9 +251,8 @@ def spaced(text: str) -> str | None:
 
     def one(m: re.Match[str]) -> str:
         nonlocal changed
-        run = m.group()
-        out = _spaced_run(unicodedata.normalize("NFKD", run))
-        changed = changed or any(_invisible(ch) for ch in run)
+        out, invisible = _spaced_run(m.group())
+        changed = changed or invisible
         return out
 
     out = _NON_ASCII.sub(one, text)
