@@ -231,11 +231,16 @@ def _invisible(ch: str) -> bool:
     return _TABLE[ord(ch)] is None and (default_ignorable(ord(ch)) or unicodedata.category(ch) not in ("Mn", "Me"))
 
 
-@lru_cache(maxsize=1 << 16)
-def _spaced_run(run: str) -> tuple[str, bool]:
-    """The run with its invisible characters as spaces, and whether it had any."""
-    spaced_out = "".join(" " if _invisible(ch) else ch for ch in unicodedata.normalize("NFKD", run))
-    return spaced_out, any(_invisible(ch) for ch in run)
+class _Spaces(dict):
+    """`str.translate` table: invisible characters to a space, filled on first use."""
+
+    def __missing__(self, cp: int) -> str:
+        value = " " if cp >= 0x80 and _invisible(chr(cp)) else chr(cp)
+        self[cp] = value
+        return value
+
+
+_SPACES = _Spaces()
 
 
 def spaced(text: str) -> str | None:
@@ -247,13 +252,6 @@ def spaced(text: str) -> str | None:
     """
     if text.isascii():
         return None
-    changed = False
-
-    def one(m: re.Match[str]) -> str:
-        nonlocal changed
-        out, invisible = _spaced_run(m.group())
-        changed = changed or invisible
-        return out
-
-    out = _NON_ASCII.sub(one, text)
-    return out if changed else None
+    decomposed = unicodedata.normalize("NFKD", text)  # as `fold` sees it
+    out = decomposed.translate(_SPACES)
+    return out if out != decomposed else None
