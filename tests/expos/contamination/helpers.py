@@ -91,6 +91,15 @@ def look_alikes(text: str, rng: random.Random, share: float = 0.7) -> str:
     return "".join(rng.choice(LOOK_ALIKES[ch]) if ch in LOOK_ALIKES and rng.random() < share else ch for ch in text)
 
 
+# Lisu capitals: caseless letters drawn as Latin capitals (`ꓲ` for `I` reads `l` first).
+LISU = dict(zip("ABCDEFGHIJKLMNOPRSTUVWXYZ", "ꓮꓐꓚꓓꓰꓝꓖꓧꓲꓙꓗꓡꓟꓠꓳꓑꓣꓢꓔꓴꓦꓪꓫꓬꓜ"))
+
+
+def lisu(text: str) -> str:
+    """The text in capitals, written with Lisu look-alikes."""
+    return "".join(LISU.get(ch, ch) for ch in text.upper())
+
+
 def fullwidth(text: str) -> str:
     """Every printable ASCII character in its fullwidth form, spaces as ideographic spaces."""
     return "".join(chr(ord(ch) + 0xFEE0) if "!" <= ch <= "~" else "\u3000" if ch == " " else ch for ch in text)

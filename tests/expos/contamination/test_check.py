@@ -31,6 +31,7 @@ from .helpers import (
     fullwidth,
     invisible,
     invisible_spaces,
+    lisu,
     look_alikes,
     number_words,
     numbers,
@@ -83,6 +84,7 @@ def test_formatting_disguises_fail_with_the_right_item(name: str, disguise: str)
 CHARACTER_DISGUISES = {
     "look-alikes": lambda t, rng: look_alikes(t, rng),
     "fullwidth": lambda t, rng: fullwidth(t),
+    "capitals in Lisu look-alikes": lambda t, rng: lisu(t),
     "invisible": lambda t, rng: invisible(t, rng),
     "invisible for spaces": lambda t, rng: invisible_spaces(t, rng),
     "digits arabic-indic": lambda t, rng: digits(t, "arabic-indic"),

@@ -27,7 +27,7 @@ from ._hashing import UNKNOWN, clause_shingles, window_hashes, window_ok
 from ._index import CLAUSE_ID, ROW_ID, ContaminationIndex
 from ._matching import exact_matches, ngram_matches, near_duplicate_matches
 from ._normalise import ROW, Scan, scan
-from ._unicode import spaced
+from ._unicode import other_reading
 from ._report import ContaminationFinding, ContaminationReport
 
 __all__ = ["check", "row_text"]
@@ -142,14 +142,15 @@ def _check_batch(index: ContaminationIndex, cfg: ContaminationConfig, batch: Bat
 def _second_reading(
     index: ContaminationIndex, cfg: ContaminationConfig, rows: list[tuple[int, str]]
 ) -> list[ContaminationFinding]:
-    """Findings in the rows that hold invisible characters, read with those characters
-    as spaces.
+    """Findings in the rows that hold ambiguous characters, read the other way.
 
-    The normaliser deletes them, which undoes `sh<ZWSP>ells`; an agent can as well put
-    them where the spaces were (`A<ZWSP>box<ZWSP>holds`), and deleting them then glues
-    the words together. Such rows are checked a second time with the other reading, in
-    one stream where each run of consecutive such rows is kept apart from the next by a
-    row holding only a word of no protected text (clean generated data has none).
+    The normaliser deletes invisible characters, which undoes `sh<ZWSP>ells`; an agent
+    can as well put them where the spaces were (`A<ZWSP>box<ZWSP>holds`), and deleting
+    them then glues the words together. A caseless look-alike of a stroke reads `l`,
+    and may stand for `I` (see `_unicode.other_reading`). Such rows are checked a
+    second time read the other way, in one stream where each run of consecutive such
+    rows is kept apart from the next by a row holding only a word of no protected text
+    (clean generated data has none).
     """
     if not rows:
         return []
@@ -197,7 +198,7 @@ def check(
     """
     cfg = _effective_config(index, config)
     findings: list[ContaminationFinding] = []
-    other_reading: list[tuple[int, str]] = []  # (row, the row with its invisible characters as spaces)
+    second: list[tuple[int, str]] = []  # (row, the row with its ambiguous characters read the other way)
     pending: list[str] = []
     carry: list[str] = []  # the last rows of the previous batch, seen again
     size = chars = count = 0
@@ -221,7 +222,7 @@ def check(
             for r in chunk
         ]
         first = count + len(pending)
-        other_reading += [(first + k, t) for k, text in enumerate(texts) if not text.isascii() and (t := spaced(text))]
+        second += [(first + k, t) for k, text in enumerate(texts) if not text.isascii() and (t := other_reading(text))]
         total = list(accumulate(map(len, texts)))
         start = 0
         while start < len(texts):
@@ -238,7 +239,7 @@ def check(
             start = end + 1
     if pending:
         run_batch()
-    findings += _second_reading(index, cfg, other_reading)
+    findings += _second_reading(index, cfg, second)
     findings = _strongest(findings)
     findings.sort(key=lambda f: (f.row, f.split, f.sample_id, f.kind, f.text_kind))
     failed = {r for f in findings if f.verdict == "fail" for r in range(f.row, _last_row(f) + 1)}

@@ -44,7 +44,7 @@ import unicodedata
 from functools import lru_cache
 from importlib import resources
 
-__all__ = ["confusables_version", "default_ignorable", "fold", "fold_char", "spaced"]
+__all__ = ["confusables_version", "default_ignorable", "fold", "fold_char", "other_reading"]
 
 # Meaning before appearance: these would otherwise be confusables of something else
 # (the Arabic decimal separator looks like a comma) or plain symbols.
@@ -231,27 +231,39 @@ def _invisible(ch: str) -> bool:
     return _TABLE[ord(ch)] is None and (default_ignorable(ord(ch)) or unicodedata.category(ch) not in ("Mn", "Me"))
 
 
-class _Spaces(dict):
-    """`str.translate` table: invisible characters to a space, filled on first use."""
+def _other_choice(ch: str) -> str:
+    """The other reading of an ambiguous non-ASCII character, or the character itself.
+
+    Two kinds are ambiguous. Invisible characters (see `_invisible`): `fold` deletes
+    them, which undoes `sh<ZWSP>ells`, but in place of spaces (`A<ZWSP>box`) they
+    separate words. Caseless look-alikes of a vertical stroke (Lisu `ꓲ`, `ǀ`, Arabic
+    alef): their skeleton is `l`, but with no case of their own they may stand for a
+    capital `I` as well.
+    """
+    if _invisible(ch):
+        return " "
+    if not ch.islower() and not ch.isupper() and _confusables()[0].get(ch) == "l":  # the skeleton of `I` too
+        return "I"
+    return ch
+
+
+class _Other(dict):
+    """`str.translate` table of `_other_choice`, filled on first use."""
 
     def __missing__(self, cp: int) -> str:
-        value = " " if cp >= 0x80 and _invisible(chr(cp)) else chr(cp)
+        value = chr(cp) if cp < 0x80 else _other_choice(chr(cp))
         self[cp] = value
         return value
 
 
-_SPACES = _Spaces()
+_OTHER = _Other()
 
 
-def spaced(text: str) -> str | None:
-    """`text` with its invisible characters read as spaces, or None when it has none.
-
-    `fold` deletes them, which undoes `sh<ZWSP>ells`; an agent can as well put them
-    where the spaces were (`A<ZWSP>box<ZWSP>holds`), and deleting them then glues
-    the words together. The check reads a row holding any with both readings.
-    """
+def other_reading(text: str) -> str | None:
+    """`text` with every ambiguous character read the other way (`_other_choice`), or
+    None when it has none; the check reads such rows both ways."""
     if text.isascii():
         return None
     decomposed = unicodedata.normalize("NFKD", text)  # as `fold` sees it
-    out = decomposed.translate(_SPACES)
+    out = decomposed.translate(_OTHER)
     return out if out != decomposed else None
