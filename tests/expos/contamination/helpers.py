@@ -73,3 +73,75 @@ def embed(name: str, text: str, seed: int) -> str:
     """`text` between two normal generated examples of the same task, as one row."""
     before, after = get_task(name).generator(next(iter(get_task(name).generators()))).generate(None, seed, 2)
     return f"{before['prompt']}{before['completion']}{text}\n\n{after['prompt']}{after['completion']}"
+
+
+# -- disguises by the meaning of characters (docs/contamination.md, Normalisation) ----------
+# Latin letters and the Cyrillic or Greek letters drawn the same in common fonts.
+LOOK_ALIKES = {
+    "a": "а", "c": "с", "e": "е", "i": "і", "j": "ј", "o": "оο", "p": "р", "s": "ѕ", "x": "х", "y": "у",
+    "A": "АΑ", "B": "ВΒ", "C": "С", "E": "ЕΕ", "H": "НΗ", "I": "ІΙ", "K": "КΚ", "M": "МΜ", "N": "Ν",
+    "O": "ОΟ", "P": "РΡ", "S": "Ѕ", "T": "ТΤ", "X": "ХΧ", "Y": "ΥҮ", "Z": "Ζ",
+}
+INVISIBLE = ["\u200b", "\u200c", "\u200d", "\u00ad", "\u2060", "\ufeff", "\u034f", "\ufe0f", "\u180e", "\U000e0041"]
+DIGITS = {"arabic-indic": 0x0660, "persian": 0x06F0, "devanagari": 0x0966, "bengali": 0x09E6, "thai": 0x0E50, "fullwidth": 0xFF10}
+
+
+def look_alikes(text: str, rng: random.Random, share: float = 0.7) -> str:
+    """Latin letters replaced by Cyrillic or Greek look-alikes."""
+    return "".join(rng.choice(LOOK_ALIKES[ch]) if ch in LOOK_ALIKES and rng.random() < share else ch for ch in text)
+
+
+# Lisu capitals: caseless letters drawn as Latin capitals (`ꓲ` for `I` reads `l` first).
+LISU = dict(zip("ABCDEFGHIJKLMNOPRSTUVWXYZ", "ꓮꓐꓚꓓꓰꓝꓖꓧꓲꓙꓗꓡꓟꓠꓳꓑꓣꓢꓔꓴꓦꓪꓫꓬꓜ"))
+
+
+def lisu(text: str) -> str:
+    """The text in capitals, written with Lisu look-alikes."""
+    return "".join(LISU.get(ch, ch) for ch in text.upper())
+
+
+def fullwidth(text: str) -> str:
+    """Every printable ASCII character in its fullwidth form, spaces as ideographic spaces."""
+    return "".join(chr(ord(ch) + 0xFEE0) if "!" <= ch <= "~" else "\u3000" if ch == " " else ch for ch in text)
+
+
+def invisible(text: str, rng: random.Random, share: float = 0.5) -> str:
+    """Zero-width spaces and joiners, soft hyphens, word joiners, variation selectors
+    and tag characters inside words."""
+    out = []
+    for ch, nxt in zip(text, text[1:] + " "):
+        out.append(ch)
+        if ch.isalnum() and nxt.isalnum() and rng.random() < share:
+            out.append(rng.choice(INVISIBLE))
+    return "".join(out)
+
+
+def invisible_spaces(text: str, rng: random.Random) -> str:
+    """Every space replaced by an invisible character (the words then look glued together)."""
+    return re.sub(" ", lambda _: rng.choice(INVISIBLE), text)
+
+
+def digits(text: str, script: str) -> str:
+    """ASCII digits written in the digits of another script."""
+    zero = DIGITS[script]
+    return "".join(chr(zero + int(ch)) if ch.isdigit() else ch for ch in text)
+
+
+def number_words(text: str, rng: random.Random) -> str:
+    """Every whole number spelled out in English (num2words: `116` -> `one hundred and
+    sixteen`), in a random case; decimals (`68.0`) are left in digits."""
+    from num2words import num2words
+
+    def spell(m: re.Match[str]) -> str:
+        words = num2words(int(m.group()))
+        return rng.choice([words, words.upper(), words.title(), words.replace("-", " ")])
+
+    return re.sub(r"(?<![\d.])\d+(?![\d.])", spell, text)
+
+
+def split_rows(text: str, pieces: int) -> list[str]:
+    """`text` cut at white space into `pieces` consecutive rows, as evenly as possible
+    by words (each piece keeps the white space that follows it)."""
+    words = re.split(r"(?<=\s)(?=\S)", text)
+    bounds = [round(k * len(words) / pieces) for k in range(pieces + 1)]
+    return ["".join(words[lo:hi]) for lo, hi in zip(bounds, bounds[1:])]

@@ -4,6 +4,12 @@ Rows are processed in batches of about a megabyte: the batch is normalised as on
 string, mapped to word ids, and every n-gram, anchor window and shingle of the batch
 is hashed and looked up with numpy. Python-level work happens only for hits, which are
 rare in clean data; that is where the speed comes from.
+
+Rows are read as one stream: an item cut into pieces over consecutive rows is still
+one run of words, so the exact and n-gram methods match across row boundaries (a
+match names its first and last row). Near-duplicates (reordered clauses) are looked
+for inside one row. A batch starts with the last rows of the one before, enough to
+hold the longest protected text, so no match is lost at a batch boundary.
 """
 
 from __future__ import annotations
@@ -21,11 +27,13 @@ from ._hashing import UNKNOWN, clause_shingles, window_hashes, window_ok
 from ._index import CLAUSE_ID, ROW_ID, ContaminationIndex
 from ._matching import exact_matches, ngram_matches, near_duplicate_matches
 from ._normalise import ROW, Scan, scan
+from ._unicode import other_reading
 from ._report import ContaminationFinding, ContaminationReport
 
 __all__ = ["check", "row_text"]
 
 _BATCH_CHARS = 1 << 20
+_BARRIER = "zqxvkjbarrierzqxvkj"  # a word in no protected text: no match runs over it
 _CHUNK_ROWS = 4096
 # Fields a check may set differently from the index: they only decide verdicts.
 # near_dup_threshold may only go up (see _effective_config).
@@ -71,17 +79,17 @@ def _effective_config(index: ContaminationIndex, config: ContaminationConfig | N
 
 @dataclass
 class Batch:
-    """One batch of rows as word ids (clause markers removed) with their row and clause."""
+    """One batch of rows as word ids (clause and row markers removed) with their row and clause."""
 
     first_row: int
     tokens: Scan  # normalised tokens, clause markers included
     token_pos: np.ndarray  # word position -> token index
     ids: np.ndarray
     values: np.ndarray
-    row: np.ndarray  # word position -> row number within the batch
-    clause: np.ndarray
-    bad: np.ndarray  # unknown word or row separator: no match can contain it
-    row_start: np.ndarray  # row -> first word position (after its separator)
+    row: np.ndarray  # word position -> row number within the batch (non-decreasing)
+    clause: np.ndarray  # a row marker starts a clause too: no clause spans two rows
+    bad: np.ndarray  # unknown word: no match can contain it
+    row_start: np.ndarray  # row -> first word position
     row_end: np.ndarray
 
 
@@ -94,18 +102,30 @@ def _batch(index: ContaminationIndex, rows: list[str], first_row: int) -> Batch:
     # Clause and row numbers by repeating counters between markers (a cumulative sum
     # over a boolean array casts every element and costs several times as much).
     is_clause = all_ids == CLAUSE_ID
-    markers = np.flatnonzero(is_clause | (all_ids == ROW_ID))
+    is_row = all_ids == ROW_ID
+    is_marker = is_clause | is_row
+    markers = np.flatnonzero(is_marker)
     clause_all = np.repeat(np.arange(len(markers) + 1), np.diff(np.concatenate(([0], markers, [len(all_ids)]))))
-    keep = np.flatnonzero(~is_clause)
-    ids = all_ids[keep]
-    separators = np.flatnonzero(ids == ROW_ID)
+    separators = np.flatnonzero(is_row)
     if len(separators) != len(rows) - 1:
         raise RuntimeError("internal error: a row separator did not become one ROW token")
-    row = np.repeat(np.arange(len(rows)), np.diff(np.concatenate(([0], separators, [len(ids)]))))
-    bad = (ids == UNKNOWN) | (ids == ROW_ID)
-    starts = np.concatenate(([0], separators + 1))  # every row after the first begins with its separator word: skip it
-    ends = np.concatenate((separators, [len(ids)]))
-    return Batch(first_row, tok, keep, ids, index.values[ids], row, clause_all[keep], bad, starts, ends)
+    row_all = np.repeat(np.arange(len(rows)), np.diff(np.concatenate(([0], separators, [len(all_ids)]))))
+    keep = np.flatnonzero(~is_marker)
+    ids = all_ids[keep]
+    row = row_all[keep]
+    numbers = np.arange(len(rows))
+    starts, ends = np.searchsorted(row, numbers), np.searchsorted(row, numbers, side="right")
+    return Batch(first_row, tok, keep, ids, index.values[ids], row, clause_all[keep], ids == UNKNOWN, starts, ends)
+
+
+def _tail(index: ContaminationIndex, batch: Batch) -> int:
+    """How many rows at the end of a batch the next batch must see again: those
+    holding its last `longest protected text` words, where a match into the next
+    batch can start."""
+    longest = int(index.text_length.max()) if len(index.text_length) else 0
+    if not longest or not len(batch.row):
+        return 0
+    return len(batch.row_start) - int(batch.row[max(len(batch.row) - longest, 0)])
 
 
 def _check_batch(index: ContaminationIndex, cfg: ContaminationConfig, batch: Batch) -> list[ContaminationFinding]:
@@ -117,6 +137,52 @@ def _check_batch(index: ContaminationIndex, cfg: ContaminationConfig, batch: Bat
     shingles, starts, _ = clause_shingles(batch.values, batch.clause, batch.bad, cfg.shingle_words, ends=False)
     findings += near_duplicate_matches(index, cfg, batch, shingles, starts)
     return findings
+
+
+def _second_reading(
+    index: ContaminationIndex, cfg: ContaminationConfig, rows: list[tuple[int, str]]
+) -> list[ContaminationFinding]:
+    """Findings in the rows that hold ambiguous characters, read the other way.
+
+    The normaliser deletes invisible characters, which undoes `sh<ZWSP>ells`; an agent
+    can as well put them where the spaces were (`A<ZWSP>box<ZWSP>holds`), and deleting
+    them then glues the words together. A caseless look-alike of a stroke reads `l`,
+    and may stand for `I` (see `_unicode.other_reading`). Such rows are checked a
+    second time read the other way, in one stream where each run of consecutive such
+    rows is kept apart from the next by a row holding only a word of no protected text
+    (clean generated data has none).
+    """
+    if not rows:
+        return []
+    texts: list[str] = []
+    original: list[int] = []  # row of the second stream -> row of the input (-1: barrier)
+    for k, (row, text) in enumerate(rows):
+        if k and row != rows[k - 1][0] + 1:
+            texts.append(_BARRIER)
+            original.append(-1)
+        texts.append(text)
+        original.append(row)
+    found: list[ContaminationFinding] = []
+    for f in check(index, texts, cfg).findings:
+        last = None if f.last_row is None else original[f.last_row]
+        found.append(f.model_copy(update={"row": original[f.row], "last_row": last}))
+    return found
+
+
+def _last_row(finding: ContaminationFinding) -> int:
+    return finding.row if finding.last_row is None else finding.last_row
+
+
+def _strongest(findings: list[ContaminationFinding]) -> list[ContaminationFinding]:
+    """One finding per (row, text, method): a run cut short by the end of a batch is
+    found whole in the next one, which carries its first rows."""
+    best: dict[tuple[int, str, str, str, str], ContaminationFinding] = {}
+    for f in findings:
+        key = (f.row, f.split, f.sample_id, f.text_kind, f.kind)
+        old = best.get(key)
+        if old is None or (f.verdict == "fail", f.words) > (old.verdict == "fail", old.words):
+            best[key] = f
+    return list(best.values())
 
 
 def check(
@@ -132,8 +198,21 @@ def check(
     """
     cfg = _effective_config(index, config)
     findings: list[ContaminationFinding] = []
+    second: list[tuple[int, str]] = []  # (row, the row with its ambiguous characters read the other way)
     pending: list[str] = []
+    carry: list[str] = []  # the last rows of the previous batch, seen again
     size = chars = count = 0
+
+    def run_batch() -> None:
+        nonlocal carry, count, chars
+        batch = _batch(index, carry + pending, count - len(carry))
+        # Matches that lie within the carried rows were found with the previous batch.
+        findings.extend(f for f in _check_batch(index, cfg, batch) if _last_row(f) >= count)
+        seen = carry + pending
+        carry = seen[len(seen) - _tail(index, batch) :]
+        count += len(pending)
+        chars += size
+
     it = iter(rows)
     # Rows are read a chunk at a time (a comprehension with the common row shapes
     # inline); a batch closes after the row that brings it to _BATCH_CHARS or more.
@@ -142,6 +221,8 @@ def check(
             r if type(r) is str else f"{r['prompt']}{r.get('completion', '')}" if type(r) is dict and "prompt" in r else row_text(r)
             for r in chunk
         ]
+        first = count + len(pending)
+        second += [(first + k, t) for k, text in enumerate(texts) if not text.isascii() and (t := other_reading(text))]
         total = list(accumulate(map(len, texts)))
         start = 0
         while start < len(texts):
@@ -153,18 +234,16 @@ def check(
                 break
             pending += texts[start : end + 1]
             size += total[end] - before
-            findings += _check_batch(index, cfg, _batch(index, pending, count))
-            count += len(pending)
-            chars += size
+            run_batch()
             pending, size = [], 0
             start = end + 1
     if pending:
-        findings += _check_batch(index, cfg, _batch(index, pending, count))
-        count += len(pending)
-        chars += size
+        run_batch()
+    findings += _second_reading(index, cfg, second)
+    findings = _strongest(findings)
     findings.sort(key=lambda f: (f.row, f.split, f.sample_id, f.kind, f.text_kind))
-    failed = {f.row for f in findings if f.verdict == "fail"}
-    flagged = {f.row for f in findings} - failed
+    failed = {r for f in findings if f.verdict == "fail" for r in range(f.row, _last_row(f) + 1)}
+    flagged = {r for f in findings for r in range(f.row, _last_row(f) + 1)} - failed
     verdict = "failed" if failed else "flagged" if flagged else "clean"
     return ContaminationReport(
         index_digest=index.digest,

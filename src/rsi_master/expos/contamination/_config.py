@@ -15,6 +15,15 @@ class ContaminationConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     version: int = Field(1, description="Schema version of this config.")
+    normalisation: Literal[2] = Field(
+        2,
+        description=(
+            "What the normaliser erases, by version (part of the index digest). 1: case, whitespace, punctuation, "
+            "quotes, number formatting. 2: also look-alike characters (UTS #39 confusables), default-ignorable "
+            "characters and combining marks, digits of every script, English numbers in words; matches run "
+            "across row boundaries."
+        ),
+    )
     ngram_fail: int = Field(
         13,
         ge=2,

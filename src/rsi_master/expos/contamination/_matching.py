@@ -10,7 +10,7 @@ import numpy as np
 
 from ._config import ContaminationConfig
 from ._hashing import UNKNOWN, clause_shingles, direct_span_hashes, window_hashes, window_ok
-from ._index import ROW_ID, ContaminationIndex
+from ._index import ContaminationIndex
 from ._minhash import lean, signatures
 from ._normalise import ranges
 from ._report import ContaminationFinding
@@ -24,10 +24,17 @@ _EVIDENCE_CHARS = 300
 _MARGIN = 0.2
 
 
-def _finding(index: ContaminationIndex, batch: Batch, row: int, text: int, **fields: object) -> ContaminationFinding:
+def _finding(
+    index: ContaminationIndex, batch: Batch, row: int, text: int, last_row: int | None = None, **fields: object
+) -> ContaminationFinding:
     item = index.items[int(index.text_item[text])]
     return ContaminationFinding(
-        row=batch.first_row + row, split=item.split, sample_id=item.sample_id, text_kind=index.text_kind[text], **fields
+        row=batch.first_row + row,
+        last_row=None if last_row is None or last_row == row else batch.first_row + last_row,
+        split=item.split,
+        sample_id=item.sample_id,
+        text_kind=index.text_kind[text],
+        **fields,
     )
 
 
@@ -57,9 +64,10 @@ def exact_matches(
             text = index.text_ids[t]
             row = int(batch.row[i])
             if (row, t) in found or not np.array_equal(batch.ids[i : i + len(text)], text):
-                continue  # a span cannot cross a row: the separator id never occurs in a text
+                continue
+            last = int(batch.row[i + len(text) - 1])  # the rows are one stream: a copy may span several
             found[row, t] = _finding(
-                index, batch, row, t, kind="exact", verdict="fail", words=len(text), evidence=_span(index, text.tolist())
+                index, batch, row, t, last, kind="exact", verdict="fail", words=len(text), evidence=_span(index, text.tolist())
             )
     return list(found.values())
 
@@ -80,8 +88,6 @@ def ngram_matches(
     t, i, j = index.seeds.a[ei], pos[qi], index.seeds.b[ei]
     order = np.lexsort((j, i, t))  # by text, then position (the order runs are met in)
     t, i, j = t[order], i[order], j[order]
-    row = batch.row[i]
-    lo, hi = batch.row_start[row], batch.row_end[row]
     ids, flat = batch.ids, index.flat_text_ids  # texts in `flat` are fenced by -1, never a word id
     # Seeds are hash hits: keep those whose words match, then extend every run word by
     # word, all hits at once (a run of k words takes k passes over the hits still growing).
@@ -98,16 +104,17 @@ def ngram_matches(
     opens = np.ones(len(chain), dtype=bool)
     opens[1:] = (tc[1:] != tc[:-1]) | (dc[1:] != dc[:-1]) | (ic[1:] > ic[:-1] + n)
     heads = np.sort(verified[chain[opens]])  # back in (text, position) order
+    # Runs extend across row boundaries (rows are one stream), up to the batch's ends.
     active = heads
     while len(active):
-        active = active[a[active] > lo[active]]
+        active = active[a[active] > 0]
         active = active[ids[a[active] - 1] == flat[b[active] - 1]]
         a[active] -= 1
         b[active] -= 1
     e, f = i + n, index.text_offset[t] + j + n
     active = heads
     while len(active):
-        active = active[e[active] < hi[active]]
+        active = active[e[active] < len(ids)]
         active = active[ids[e[active]] == flat[f[active]]]
         e[active] += 1
         f[active] += 1
@@ -116,7 +123,7 @@ def ngram_matches(
     text_spans: dict[int, tuple[list[int], list[int], list[int], list[int]]] = {}
     seen: set[tuple[int, int, int]] = set()
     best: dict[tuple[int, int], tuple[int, int]] = {}  # (row, text) -> longest core (batch positions)
-    for t_, r, a_, b_, f_ in zip(t[heads].tolist(), row[heads].tolist(), a[heads].tolist(), b[heads].tolist(), f[heads].tolist()):
+    for t_, a_, b_, f_ in zip(t[heads].tolist(), a[heads].tolist(), b[heads].tolist(), f[heads].tolist()):
         if (t_, a_, b_) in seen:
             continue  # the same run, met from another seed inside it
         seen.add((t_, a_, b_))
@@ -140,7 +147,7 @@ def ngram_matches(
         core = (a_ + start_s[k] - b_, a_ + end_x[m] - b_)
         if core[1] - core[0] < n:
             continue
-        key = (r, t_)
+        key = (int(batch.row[core[0]]), t_)  # the row where the core starts
         if key not in best or core[1] - core[0] > best[key][1] - best[key][0]:
             best[key] = core
     return [
@@ -149,6 +156,7 @@ def ngram_matches(
             batch,
             r,
             t_,
+            int(batch.row[e_ - 1]),
             kind="ngram",
             verdict="fail" if e_ - a_ >= cfg.ngram_fail else "flag",
             words=e_ - a_,
@@ -173,7 +181,7 @@ def _row_shingles(
     # Rows never share a clause number, so shingles of the concatenation are those of
     # each row.
     clause = batch.clause[pos]
-    hashes, starts, _ = clause_shingles(values, clause, ids == ROW_ID, cfg.shingle_words, ends=False)
+    hashes, starts, _ = clause_shingles(values, clause, np.zeros(len(ids), dtype=bool), cfg.shingle_words, ends=False)
     keep = ~index.template.contains(hashes)
     starts = starts[keep]
     per_row: dict[int, dict[int, set[int]]] = {row: {} for row in rows}

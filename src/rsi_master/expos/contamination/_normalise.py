@@ -1,10 +1,14 @@
 """Text normalisation and tokenisation, vectorised over bytes with numpy.
 
 The same code runs on protected items and on training text, so every formatting
-difference it erases (case, whitespace, punctuation, quote style, number formatting)
-cannot hide a copy:
+difference it erases (case, whitespace, punctuation, quote style, number formatting,
+how a character is encoded) cannot hide a copy:
 
-* lowercase (and NFKC for non-ASCII text, with curly quotes and dashes unified);
+* non-ASCII characters are folded to what a reader sees (`_unicode.fold`: look-alike
+  letters of other scripts, fullwidth forms, invisible characters, digits of every
+  script, curly quotes and dashes), then everything is lowercased;
+* numbers in English words become digits (`_numbers.spelled_numbers`, after the
+  tokens are cut: `forty-two` -> `42`);
 * `1,000` -> `1000`, `1000.0` -> `1000`, `2.50` -> `2.5`, `007` -> `7`;
 * apostrophes vanish (`Lea's` = `Leas`), other punctuation separates words; `-`
   between two letters is a hyphen, not a minus;
@@ -24,10 +28,12 @@ vocabulary).
 
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass
 
 import numpy as np
+
+from ._numbers import spelled_numbers
+from ._unicode import fold
 
 __all__ = [
     "CLAUSE",
@@ -49,15 +55,6 @@ __all__ = [
 
 ROW = "\x00"
 CLAUSE = "\x01"  # as a token string; it never occurs in text (tokenise drops control bytes)
-
-_UNICODE = str.maketrans(
-    {
-        "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'", "`": "'",
-        "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u00ab": '"', "\u00bb": '"', "\u2033": '"',
-        "\u2212": "-", "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-",
-        "\u00a0": " ", "\u2026": "...",
-    }
-)
 
 # Token classes of a byte.
 _SEP, _WORD, _OP, _CLAUSE, _ROW, _BOUND = 0, 1, 2, 3, 4, 5
@@ -247,12 +244,24 @@ def _drop(c: np.ndarray, positions: np.ndarray) -> np.ndarray:
 
 
 def _normalised(text: str) -> np.ndarray:
-    """The normalised bytes of `text`: case, Unicode, apostrophes and number formatting."""
-    if not text.isascii():
-        text = unicodedata.normalize("NFKC", text).translate(_UNICODE)
-    c = np.frombuffer(text.lower().replace("'", "").encode("utf-8"), dtype=np.uint8)
+    """The normalised bytes of `text`: Unicode fold, case, apostrophes and number formatting."""
+    c = np.frombuffer(fold(text).lower().replace("'", "").encode("utf-8"), dtype=np.uint8)
     c = _drop(c, _thousands(c))
     return _drop(c, _number_deletions(c))
+
+
+def _cut(text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Normalised bytes, token spans, byte classes and token keys of `text`, with
+    numbers in words already turned into digits (a second pass only when there were any)."""
+    c = _normalised(text)
+    starts, ends, cls = _spans(c)
+    keys = token_keys(c, starts, ends)
+    spelled = spelled_numbers(c, starts, ends, keys)
+    if spelled is not None:
+        c = spelled
+        starts, ends, cls = _spans(c)
+        keys = token_keys(c, starts, ends)
+    return c, starts, ends, cls, keys
 
 
 def _spans(c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -289,9 +298,8 @@ def _spans(c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def tokenise(text: str) -> Tokens:
     """Normalise `text` and cut it into tokens, all in array operations."""
-    c = _normalised(text)
+    c, starts, ends, cls, _ = _cut(text)
     n = len(c)
-    starts, ends, cls = _spans(c)
     powers, inverse = powers_of(n)
     prefix = np.empty(n + 1, dtype=np.uint64)
     prefix[0] = 0
@@ -376,9 +384,8 @@ def scan(text: str) -> Scan:
     A ROW marker's key is 0 and a CLAUSE marker's is its byte (`.`, `?`, ...): no word
     token has those keys, since they are made of other bytes.
     """
-    c = _normalised(text)
-    starts, ends, _ = _spans(c)
-    return Scan(c, starts, ends, token_keys(c, starts, ends))
+    c, starts, ends, _, keys = _cut(text)
+    return Scan(c, starts, ends, keys)
 
 
 MARKER_KEYS = {ROW: (0,), CLAUSE: tuple(b".?!;:,)]}")}

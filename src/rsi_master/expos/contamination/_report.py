@@ -19,7 +19,10 @@ class ContaminationFinding(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    row: int = Field(description="Index of the training row in the checked input (0-based).")
+    row: int = Field(description="Index of the training row in the checked input (0-based); the first row of a match that spans rows.")
+    last_row: int | None = Field(
+        None, description="Last row of a match that runs on over consecutive rows (exact and ngram); None within one row."
+    )
     split: str = Field(description="Protected split of the matched item (dev, review or final).")
     sample_id: str = Field(description="Sample ID of the matched evaluation item.")
     text_kind: str = Field(description="Which text of the item matched: prompt, question or reference.")
@@ -37,12 +40,14 @@ class ContaminationReport(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    version: int = Field(1, description="Schema version of this report.")
+    version: int = Field(
+        2, description="Schema version of this report (2: findings may span rows, and rows_failed/rows_flagged count every row a match spans)."
+    )
     index_digest: str = Field(description="SHA-256 of the index (protected texts and config) the check used.")
     config: ContaminationConfig = Field(description="Thresholds the check ran with.")
     rows: int = Field(description="Training rows checked.")
     chars: int = Field(description="Characters of training text checked.")
-    rows_failed: int = Field(description="Rows with at least one fail finding.")
-    rows_flagged: int = Field(description="Rows with flag findings only.")
+    rows_failed: int = Field(description="Rows within at least one fail finding.")
+    rows_flagged: int = Field(description="Rows within flag findings only.")
     findings: list[ContaminationFinding] = Field(description="Every finding, sorted by row, split, sample ID, kind.")
     verdict: Verdict = Field(description="failed if any row failed, else flagged if any row was flagged, else clean.")
