@@ -279,4 +279,7 @@ def test_an_experiment_finished_just_before_the_allowance_ends_still_counts(tmp_
             assert fin["claims"] == [{"experiment_id": x.id, "score": c} for x, c in zip(xs, claims)]
             report = audit(expos)  # the harness's claims are the records: no misattribution
             (sub,) = report.submissions
-            assert sub.experiment_id == best.id and sub.observations["metric_attribution"].observation != "EXECUTED"
+            # (The stand-in experiments store no per-sample records, which the audit names too: the
+            # claim findings are this test's.)
+            assert sub.experiment_id == best.id
+            assert not [e for e in sub.observations["metric_attribution"].evidence if "(claim on " in e]
