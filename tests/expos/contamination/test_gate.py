@@ -10,15 +10,15 @@ import subprocess
 import sys
 
 from rsi_master.expos import ExpOS
-from rsi_master.tasks import get_task
 
 from .helpers import clean_rows, digits, fullwidth, invisible, look_alikes, number_words, split_rows
 
 
-def _register(path: str, rows: list[dict]) -> subprocess.CompletedProcess[str]:
+def _register(path: str, capability: str, rows: list[dict]) -> subprocess.CompletedProcess[str]:
     args = json.dumps({"source": "hand-written", "rows": rows})
     return subprocess.run(
-        [sys.executable, "-m", "rsi_master.cli._expos", "--run", path, "--role", "worker", "--id", "w1", "data.register", "-"],
+        [sys.executable, "-m", "rsi_master.cli._expos", "--run", path, "--capability", capability, "data.register",
+         "-"],
         input=args,
         capture_output=True,
         text=True,
@@ -29,8 +29,10 @@ def _register(path: str, rows: list[dict]) -> subprocess.CompletedProcess[str]:
 def test_disguised_review_items_are_refused_at_registration(tmp_path) -> None:
     with ExpOS.create(tmp_path / "run", "arithmetic", eval_limit=4, allowed_teachers=["hand-written"]) as x:
         path = str(x.run.path)
+        w1 = x.issue("worker", "w1")
+        # The run's own protected items (drawn from its seal secret), as the attacker would want them.
+        items = x.protected_task().eval_items("review")[:3]
     rng = random.Random(19)
-    items = get_task("arithmetic").eval_items("review")[:3]
     clean = [{"prompt": r["prompt"], "completion": r["completion"]} for r in clean_rows("arithmetic", 4)]
     attempts = {
         "look-alikes, invisible characters, fullwidth digits": [
@@ -44,10 +46,10 @@ def test_disguised_review_items_are_refused_at_registration(tmp_path) -> None:
         ],
     }
     for what, rows in attempts.items():
-        out = _register(path, rows)
+        out = _register(path, w1, rows)
         assert out.returncode == 3, (what, out.stdout, out.stderr)
         assert "overlaps protected evaluation items" in out.stderr and "Traceback" not in out.stderr, what
-    honest = _register(path, clean)
+    honest = _register(path, w1, clean)
     assert honest.returncode == 0, honest.stderr
     with ExpOS.open(path, writable=False) as x:
         blocked = list(x.events("guard.blocked"))
