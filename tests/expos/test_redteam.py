@@ -129,9 +129,9 @@ def test_generator_that_embeds_evaluation_items_is_refused(run):
     tmp = run.scratch()
     res = generate(run.contract.task, "answer_only" if "arithmetic/answer_only" in run.contract.allowed_generators
                    else run.contract.allowed_generators[0].split("/")[1], {}, 5, 40, tmp / "d.jsonl")
-    from rsi_master.expos._contamination_gate import read_rows
+    from rsi_master.runtime import parse_jsonl
 
-    rows = [{"prompt": r["prompt"], "completion": r["completion"]} for r in read_rows(res.path)]
+    rows = [{"prompt": r["prompt"], "completion": r["completion"]} for r in parse_jsonl(res.path.read_bytes(), res.path)]
     item = _review_items(run, 1)[0]
     rows.insert(17, {"prompt": item.prompt.replace("  ", " "), "completion": str(item.reference)})
     refused(run, W1, "data.register", {"source": "hand-written", "rows": rows}, "data_provenance")

@@ -8,12 +8,10 @@ own secret-drawn items, not the public splits anyone can regenerate.
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
-__all__ = ["check_rows", "read_rows"]
+__all__ = ["check_rows"]
 
 
 @lru_cache(maxsize=8)
@@ -23,11 +21,6 @@ def _index(task: Any) -> Any:
     from .contamination import build_index, protected_items
 
     return build_index(protected_items(task, SPLITS))
-
-
-def read_rows(path: Path) -> list[dict[str, Any]]:
-    with open(path, encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
 
 
 def check_rows(task: Any, rows: list[dict[str, Any]]) -> dict[str, Any]:

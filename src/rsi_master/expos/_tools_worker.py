@@ -108,9 +108,9 @@ def _measured_dataset(expos, digest: str) -> bytes:
 
 
 def _rows(data: bytes) -> list[dict[str, Any]]:
-    import json
+    from ..runtime import parse_jsonl
 
-    return [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
+    return parse_jsonl(data, "dataset")
 
 
 def _held_dataset(expos, digest: str, where) -> Any:

@@ -17,6 +17,7 @@ from rsi_master.runtime._errors import (
     TrainingError,
 )
 from rsi_master.runtime._evaluate import evaluate
+from rsi_master.runtime._jsonl import parse_jsonl
 from rsi_master.runtime._model import TinyLlamaSpec, base_model_digest, base_model_dir, base_model_record
 from rsi_master.runtime._records import DataResult, EvalResult, SampleRecord, TrainConfig, TrainResult
 from rsi_master.runtime._seal import (
@@ -61,6 +62,7 @@ __all__ = [
     "make_spec",
     "mix",
     "operator_seal_key",
+    "parse_jsonl",
     "private_seal",
     "seal_commitment",
     "seal_evaluator",

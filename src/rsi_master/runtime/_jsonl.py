@@ -22,14 +22,18 @@ def write_jsonl(path: str | Path, rows: Iterable[dict[str, Any]]) -> int:
     return n
 
 
-def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+def parse_jsonl(data: bytes, where: str | Path) -> list[dict[str, Any]]:
+    """Rows of JSONL bytes (blank lines skipped); ValueError naming `where` and the line."""
     rows = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{lineno}: not valid JSON: {exc.msg}") from exc
+    for lineno, line in enumerate(data.decode("utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{where}:{lineno}: not valid JSON: {exc.msg}") from None
     return rows
+
+
+def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    return parse_jsonl(Path(path).read_bytes(), path)

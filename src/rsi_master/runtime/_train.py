@@ -22,6 +22,7 @@ from rsi_master.artifacts import copy_measured, read_measured
 from rsi_master.errors import ArtifactError
 from rsi_master.runtime._digest import dir_digest
 from rsi_master.runtime._errors import CheckpointLoadError, InputChangedError, InvalidParameterError, TrainingError
+from rsi_master.runtime._jsonl import parse_jsonl
 from rsi_master.runtime._model import base_model_dir
 from rsi_master.runtime._records import TrainConfig, TrainResult
 from rsi_master.runtime._spec import WSD_DECAY, TrainSpec, make_spec
@@ -157,7 +158,10 @@ def train(
         data_bytes, data_digest = read_measured(data_path)
     except ArtifactError as exc:
         raise InvalidParameterError(f"training data {data_path} cannot be read: {exc}") from None
-    rows = _parse_jsonl(data_bytes, data_path)
+    try:
+        rows = parse_jsonl(data_bytes, data_path)
+    except ValueError as exc:
+        raise InvalidParameterError(str(exc)) from None
     if not rows:
         raise InvalidParameterError(f"training data {data_path} is empty")
     for key in ("prompt", "completion"):
@@ -201,18 +205,6 @@ def train(
             }
         )
     return result
-
-
-def _parse_jsonl(data: bytes, path: Path) -> list[dict[str, Any]]:
-    rows = []
-    for lineno, line in enumerate(data.decode("utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise InvalidParameterError(f"{path}:{lineno}: not valid JSON: {exc.msg}") from None
-    return rows
 
 
 def _train_held(
