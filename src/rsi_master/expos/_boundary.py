@@ -30,12 +30,11 @@ _PR_SET_NO_NEW_PRIVS = 38
 _PR_SET_PDEATHSIG = 1
 
 
-def boundary_statement(user: str | None = None) -> str:
+def boundary_statement(user: str = "rsi-agent") -> str:
     """One line for run summaries: which trust boundary holds for agents of this process."""
     if os.geteuid() == 0:
-        who = f" as OS user {user}" if user else ""
-        return (f"os-user: run and key directories belong to root (0700); external agents run{who} and reach "
-                "the run only through the door with a capability")
+        return (f"os-user: run and key directories belong to root (0700); external agents started with "
+                f"`rsi-master agent` run as OS user {user} and reach the run only through the door with a capability")
     return (f"same-user (uid {os.geteuid()}): no second OS user without root; an agent with a shell started "
             "as this user could read the key directory, so guarantees against it rest on detection "
             "(verify with a checkpoint exported elsewhere, audit)")
@@ -109,7 +108,7 @@ class AgentProcess:
         self.socket_path = Path(socket_path) if socket_path is not None else default_socket_path(run_id)
         self.root = os.geteuid() == 0
         self.user = _ensure_user(user) if self.root else None
-        self.boundary = boundary_statement(user if self.root else None)
+        self.boundary = boundary_statement(user)
         if self.user is not None:
             # The agent's tools (`expos`, the MCP client) run on this Python: say clearly if the
             # agent user cannot reach it, instead of a failed exec inside the agent.
