@@ -366,3 +366,37 @@ def test_a_claim_rounded_for_display_is_no_misattribution_another_score_is(tmp_p
         assert attribution(report, mine[1]) != "EXECUTED" and attribution(report, mine[2]) != "EXECUTED"
         assert attribution(report, mine[5]) != "EXECUTED" and attribution(report, other) != "EXECUTED"
         assert attribution(report, mine[3]) == "EXECUTED" and attribution(report, mine[4]) == "EXECUTED"
+
+
+def test_generated_rows_the_gate_fails_are_left_out_not_refused(tmp_path, monkeypatch):
+    """The harness's generator can draw a row that resembles a protected item (a templated
+    question opening like a sealed one): it is left out and the dataset topped up from the
+    same seeded stream; the agent is not refused, and no attempt is recorded against it."""
+    import rsi_master.runtime as runtime
+    from rsi_master.runtime import parse_jsonl, write_jsonl
+
+    real = runtime.generate
+    with ExpOS.create(tmp_path / "run", "arithmetic", eval_limit=5, allowed_teachers=["hand-written"]) as x:
+        item = x.protected_task().eval_items("review")[0]
+
+        def overlapping(task, family, params, seed, n, path, *args, **kw):
+            res = real(task, family, params, seed, n, path, *args, **kw)
+            rows = parse_jsonl(path.read_bytes(), path)
+            rows[3] = {**rows[3], "prompt": item.prompt}  # as if the generator had drawn the sealed item
+            write_jsonl(path, rows)
+            return res
+
+        monkeypatch.setattr(runtime, "generate", overlapping)
+        x.call(Caller("main", "main"), "worker.add", {"worker_id": "w1", "task": "t"})
+        w1 = Caller("worker", "w1")
+        out = x.call(w1, "data.generate", {"family": "answer_only", "n": 50, "seed": 3})
+        again = x.call(w1, "data.generate", {"family": "answer_only", "n": 50, "seed": 3})
+        assert out.n_rows == 50 and out.contamination != "failed" and again.dataset == out.dataset
+        assert x.events("guard.blocked") == []
+        assert [e.payload["left_out"] for e in x.events("data.generate")] == [1, 1]
+        prompts = {r["prompt"] for r in parse_jsonl(x.run.store.read_bytes(out.dataset), "dataset")}
+        assert item.prompt not in prompts and len(prompts) == 50
+        # Hand-written rows are the agent's own: the same item there is refused, as before.
+        with pytest.raises(ToolRefused, match="overlaps protected evaluation items"):
+            x.call(w1, "data.register", {"source": "hand-written", "rows": [{"prompt": item.prompt,
+                                                                             "completion": "1"}]})

@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["check_rows"]
+__all__ = ["check_rows", "failing_rows"]
 
 
 @lru_cache(maxsize=8)
@@ -39,3 +39,16 @@ def check_rows(task: Any, rows: list[dict[str, Any]]) -> dict[str, Any]:
         "flags": report.rows_flagged,
         "matches": [f.model_dump(mode="json", exclude={"evidence"}) for f in report.findings[:20]],
     }
+
+
+def failing_rows(task: Any, rows: list[dict[str, Any]]) -> set[int]:
+    """Indices of the rows the gate fails (every row a failing match spans)."""
+    if isinstance(task, str):
+        raise TypeError("failing_rows needs the run's protected task (ExpOS.protected_task), not a name")
+    from .contamination import check
+
+    out: set[int] = set()
+    for f in check(_index(task), rows).findings:
+        if f.verdict == "fail":
+            out.update(range(f.row, (f.last_row if f.last_row is not None else f.row) + 1))
+    return out

@@ -120,10 +120,14 @@ def _held_dataset(expos, digest: str, where) -> Any:
     return path
 
 
+# How many times data.generate tops a dataset up after leaving out rows the gate fails.
+MAX_TOP_UPS = 4
+
+
 @tool("data.generate", roles=("worker",), kind="launching", input=GenerateInput, result=DatasetResult)
 def data_generate(expos, caller, inp: GenerateInput) -> DatasetResult:
     """Generate training data with one of the task's generator families and register it."""
-    from ..runtime import InvalidParameterError, generate
+    from ..runtime import InvalidParameterError
 
     task, family = _family(expos, inp.family)
     source = f"{task}/{family}"
@@ -134,14 +138,43 @@ def data_generate(expos, caller, inp: GenerateInput) -> DatasetResult:
     tmp = expos.scratch()
     try:
         try:
-            # The run's sealed task: its generators reject the run's own protected items.
-            res = generate(expos.protected_task(), family, inp.params, inp.seed, inp.n, tmp / "data.jsonl")
+            res, left_out = _generate_clean(expos, family, inp, tmp / "data.jsonl")
         except (InvalidParameterError, ValueError) as exc:  # a generator's own check on its knobs
             raise ToolInvalid(f"invalid generator parameters: {exc}") from None
         return _register(expos, caller, tmp / "data.jsonl", op="generate", source=source,
-                         payload={"params": res.spec["params"], "seed": inp.seed, "n": inp.n}, inputs=[])
+                         payload={"params": res.spec["params"], "seed": inp.seed, "n": inp.n,
+                                  **({"left_out": left_out} if left_out else {})}, inputs=[])
     finally:
         expos.drop_scratch(tmp)
+
+
+def _generate_clean(expos, family: str, inp: GenerateInput, path) -> tuple[Any, int]:
+    """Run the generator on the run's sealed task (which never emits a sealed item itself) and
+    leave out the rows the gate still fails, topping up from the same seeded stream.
+
+    A generator can draw a row that only resembles a protected item (a templated question
+    opening like a sealed one, with other numbers), which the gate's near-duplicate rule
+    fails. The rows are the harness's generator's, not the agent's: leaving them out is
+    not a refusal of the agent, and the dataset registered passes the gate like any other.
+    Deterministic: the same seed and knobs give the same rows left out and the same data."""
+    from ..runtime import generate, parse_jsonl, write_jsonl
+    from ._contamination_gate import failing_rows
+
+    task = expos.protected_task()
+    extra = 0
+    for _ in range(MAX_TOP_UPS):
+        res = generate(task, family, inp.params, inp.seed, inp.n + extra, path)
+        rows = parse_jsonl(path.read_bytes(), path)
+        bad = failing_rows(task, rows)
+        if not bad and not extra:
+            return res, 0  # the common case: the generator's file as it wrote it
+        keep = [r for i, r in enumerate(rows) if i not in bad][: inp.n]
+        if len(keep) == inp.n:
+            write_jsonl(path, keep)
+            return res, len(bad)
+        extra = 2 * extra + 2 * len(bad) + 8
+    raise ToolFailed(f"generator {family} keeps drawing rows that overlap protected items; try another seed "
+                     "or other knobs")
 
 
 @tool("data.register", roles=("worker",), kind="launching", input=RegisterInput, result=DatasetResult)

@@ -17,7 +17,7 @@ from rsi_master.runtime._errors import (
     TrainingError,
 )
 from rsi_master.runtime._evaluate import evaluate
-from rsi_master.runtime._jsonl import parse_jsonl
+from rsi_master.runtime._jsonl import parse_jsonl, write_jsonl
 from rsi_master.runtime._model import TinyLlamaSpec, base_model_digest, base_model_dir, base_model_record
 from rsi_master.runtime._records import DataResult, EvalResult, SampleRecord, TrainConfig, TrainResult
 from rsi_master.runtime._seal import (
@@ -70,4 +70,5 @@ __all__ = [
     "sha256_bytes",
     "sha256_file",
     "train",
+    "write_jsonl",
 ]
