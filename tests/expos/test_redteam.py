@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -131,7 +132,7 @@ def test_generator_that_embeds_evaluation_items_is_refused(run):
                    else run.contract.allowed_generators[0].split("/")[1], {}, 5, 40, tmp / "d.jsonl")
     from rsi_master.runtime import parse_jsonl
 
-    rows = [{"prompt": r["prompt"], "completion": r["completion"]} for r in parse_jsonl(res.path.read_bytes(), res.path)]
+    rows = [{"prompt": r["prompt"], "completion": r["completion"]} for r in parse_jsonl(Path(res.path).read_bytes(), res.path)]
     item = _review_items(run, 1)[0]
     rows.insert(17, {"prompt": item.prompt.replace("  ", " "), "completion": str(item.reference)})
     refused(run, W1, "data.register", {"source": "hand-written", "rows": rows}, "data_provenance")
