@@ -19,7 +19,6 @@ import base64
 import hashlib
 import hmac
 import json
-import os
 import re
 import secrets
 import time
@@ -29,7 +28,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import RsiMasterError
-from ..ledger import KeyDir
+from ..ledger import KeyDir, check_run_id, read_secret, write_secret
 
 __all__ = ["AGENT_ROLES", "CAP_PREFIX", "NODE_ID", "Capability", "CapabilityError", "capability_id", "check_capability",
            "issue_capability", "peek_capability",
@@ -70,35 +69,30 @@ def _unb64(text: str) -> bytes:
 
 
 def _secret_path(keys: KeyDir, run_id: str) -> Path:
-    if not re.fullmatch(r"[A-Za-z0-9_.\-]{1,128}", run_id) or run_id in (".", ".."):
-        raise CapabilityError(f"run id {run_id!r} cannot name a capability secret")
+    try:
+        check_run_id(run_id)
+    except RsiMasterError:
+        raise CapabilityError(f"run id {run_id!r} cannot name a capability secret") from None
     return keys.path / "caps" / f"{run_id}.key"
 
 
 def _secret(keys: KeyDir, run_id: str, *, create: bool) -> bytes:
     path = _secret_path(keys, run_id)
     try:
-        data = path.read_bytes()
+        return read_secret(path)
     except FileNotFoundError:
         if not create:
             raise CapabilityError(f"no capability secret for run {run_id} in the key directory {keys.path}: "
                                   "capabilities of this run can only be checked where they were issued") from None
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        data = secrets.token_bytes(32)
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:  # another harness process made it first: use theirs
-            return _secret(keys, run_id, create=False)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        return data
+    except (OSError, ValueError) as exc:
+        raise CapabilityError(f"cannot read the capability secret {path}: {getattr(exc, 'strerror', None) or exc}") \
+            from None
+    try:
+        return write_secret(path)
+    except FileExistsError:  # another harness process made it first: use theirs
+        return _secret(keys, run_id, create=False)
     except OSError as exc:
-        raise CapabilityError(f"cannot read the capability secret {path}: {exc.strerror}") from None
-    if len(data) != 32:
-        raise CapabilityError(f"capability secret {path} is damaged ({len(data)} bytes, expected 32)")
-    return data
+        raise CapabilityError(f"cannot write the capability secret {path}: {exc.strerror}") from None
 
 
 def capability_id(token: str) -> str:

@@ -3,7 +3,19 @@
 from ._canonical import canonical_bytes, sha256_hex
 from ._checkpoint import CHECKPOINT_SCHEMA_VERSION, Checkpoint, SignedCheckpoint, event_leaf
 from ._event import EVENT_SCHEMA_VERSION, GENESIS_HASH, Actor, ArtifactRef, Event, EventDraft, validate_draft
-from ._keys import KEY_DIR_ENV, KeyDir, RunRecord, Signer, default_key_dir, key_id, load_public_key, public_key_pem
+from ._keys import (
+    KEY_DIR_ENV,
+    KeyDir,
+    RunRecord,
+    Signer,
+    check_run_id,
+    default_key_dir,
+    key_id,
+    load_public_key,
+    public_key_pem,
+    read_secret,
+    write_secret,
+)
 from ._merkle import (
     EMPTY_ROOT,
     Frontier,
@@ -39,6 +51,7 @@ __all__ = [
     "SignedCheckpoint",
     "Signer",
     "canonical_bytes",
+    "check_run_id",
     "consistency_proof",
     "consistency_proof_extending",
     "default_key_dir",
@@ -49,6 +62,7 @@ __all__ = [
     "load_public_key",
     "node_hash",
     "public_key_pem",
+    "read_secret",
     "root",
     "sha256_hex",
     "utc_now",
@@ -56,4 +70,5 @@ __all__ = [
     "verify_consistency",
     "verify_inclusion",
     "verify_ledger",
+    "write_secret",
 ]

@@ -42,7 +42,9 @@ __all__ = [
     "key_id",
     "load_public_key",
     "public_key_pem",
+    "read_secret",
     "verify_signature",
+    "write_secret",
 ]
 
 KEY_DIR_ENV = "RSI_MASTER_KEY_DIR"
@@ -55,6 +57,27 @@ def check_run_id(run_id: str) -> str:
     if not isinstance(run_id, str) or not re.fullmatch(RUN_ID_PATTERN, run_id):
         raise RsiMasterError(f"invalid run id {run_id!r} (letters, digits, '.', '_', '-'; at most 128)")
     return run_id
+
+
+def write_secret(path: Path, nbytes: int = 32) -> bytes:
+    """Make a secret file once (mode 0600, hex text, in a 0700 folder) and return its bytes.
+
+    Never replaces one (FileExistsError) and never follows a link planted in its place;
+    other OSErrors propagate for the caller to name. The per-run secrets of the key directory
+    (capabilities, seals) are all made here."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    secret = os.urandom(nbytes)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as fh:
+        fh.write(secret.hex() + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    return secret
+
+
+def read_secret(path: Path) -> bytes:
+    """A secret file's bytes; FileNotFoundError, OSError or ValueError (not a secret) for the caller to name."""
+    return bytes.fromhex(path.read_text(encoding="ascii").strip())
 
 
 class RunRecord(BaseModel):

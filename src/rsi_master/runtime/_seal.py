@@ -19,7 +19,6 @@ import hashlib
 import hmac
 import os
 import re
-import secrets
 import shutil
 import stat
 import tempfile
@@ -221,35 +220,30 @@ def create_seal_secret(key_dir: Any, run_id: str) -> bytes:
     Mode 0600 in a 0700 directory of the operator key directory, which `RunDir.create`
     keeps outside the run directory.
     """
+    from rsi_master.ledger import write_secret
+
     path = seal_secret_path(key_dir, run_id)
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    secret = secrets.token_bytes(SECRET_BYTES)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        return write_secret(path, SECRET_BYTES)
     except FileExistsError:
         raise SealSecretError(f"{path} already exists: a seal secret is made once per run id") from None
     except OSError as exc:
         raise SealSecretError(f"cannot write the seal secret {path}: {exc.strerror}") from None
-    with os.fdopen(fd, "w", encoding="ascii") as fh:
-        fh.write(secret.hex() + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    return secret
 
 
 def _read_secret(path: Path, run_id: str) -> bytes:
+    from rsi_master.ledger import read_secret
+
     try:
-        text = path.read_text(encoding="ascii")
+        return read_secret(path)
     except FileNotFoundError:
         raise SealSecretError(
             f"no seal secret for run {run_id} in {path.parent}: a run's protected splits are drawn only with the "
             "operator key directory that froze its contract (--key-dir or RSI_MASTER_KEY_DIR)") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SealSecretError(f"cannot read the seal secret {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    try:
-        return bytes.fromhex(text.strip())
     except ValueError:
         raise SealSecretError(f"{path} does not hold a seal secret") from None
+    except OSError as exc:
+        raise SealSecretError(f"cannot read the seal secret {path}: {exc.strerror or exc}") from None
 
 
 def load_seal_key(key_dir: Any, run_id: str, commitment: str | None) -> SealKey:
