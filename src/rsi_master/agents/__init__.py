@@ -12,8 +12,9 @@ from ._fake import FakeModel, load_script
 from ._loop import AgentLoop, Outcome, run_tokens
 from ._main import LLMMain
 from ._memory import ActionStep, Memory, NoteStep, TaskStep, ToolCallRecord
-from ._model import ChatModel, Completion, ProviderError, ToolCall, make_model
+from ._model import ChatModel, Completion, ProviderError, ToolCall
 from ._nodes import LLMReviewer, LLMWorker
+from ._providers import make_model
 from ._setup import (AGENTS_KIND, AgentsSetup, Prompt, check_recorded, load_prompt, record_setup, recorded_role,
                      resolve_setup)
 

@@ -22,7 +22,7 @@ from ..expos import ToolInvalid, tools_for
 from ..orchestra import Direction, MainContext, ResearchGraph, default_directions
 from ._loop import AgentLoop, Outcome
 from ._memory import brief_block, clip
-from ._model import make_model
+from ._providers import make_model
 from ._setup import recorded_role
 
 __all__ = ["LLMMain"]

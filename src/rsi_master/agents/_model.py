@@ -1,7 +1,8 @@
 """What the agent loop needs from a chat model: one turn of a tool-calling conversation.
 
 Providers turn their own failures into `ProviderError`, marked retryable or not; the
-loop owns retries and backoff, so that every failed attempt is recorded.
+loop owns retries and backoff, so that every failed attempt is recorded. `_providers`
+picks the provider a configuration names.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any, Protocol
 
 from ..errors import RsiMasterError
 
-__all__ = ["ChatModel", "Completion", "ProviderError", "ToolCall", "make_model"]
+__all__ = ["ChatModel", "Completion", "ProviderError", "ToolCall"]
 
 
 @dataclass(frozen=True)
@@ -47,21 +48,3 @@ class ChatModel(Protocol):
         """One turn. `tag` names the episode (the fake model's scripts are keyed by it)."""
 
     def close(self) -> None: ...
-
-
-def make_model(cfg: Any, role: str) -> ChatModel:
-    """The model a role's configuration names; the key is read from the environment here."""
-    import os
-
-    if cfg.provider == "fake":
-        from ._fake import FakeModel, load_script
-
-        return FakeModel(load_script(cfg.script, role))
-    from ._openai import OpenAIChatModel
-
-    key = os.environ.get(cfg.api_key_env or "", "")
-    if not (cfg.base_url and cfg.model and key):
-        raise RsiMasterError(f"the {role} agent's endpoint, model or key ({cfg.api_key_env}) is not set in "
-                             "this process's environment")
-    return OpenAIChatModel(base_url=cfg.base_url, api_key=key, model=cfg.model, temperature=cfg.temperature,
-                           max_tokens_param=cfg.max_tokens_param)

@@ -20,7 +20,7 @@ from ..expos import ToolRefused, tools_for
 from ..orchestra import BudgetEnd, NodeContext
 from ._loop import AgentLoop, Outcome
 from ._memory import brief_block, clip
-from ._model import make_model
+from ._providers import make_model
 from ._setup import recorded_role
 
 __all__ = ["LLMReviewer", "LLMWorker"]

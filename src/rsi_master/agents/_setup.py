@@ -78,7 +78,7 @@ def resolve_setup(agents: str = "scripted", *, main: str | None = None, worker: 
 
 
 def record_setup(expos: Any, setup: AgentsSetup) -> None:
-    from ..orchestra._graph import ORCHESTRA
+    from ..orchestra import ORCHESTRA
 
     payload: dict[str, Any] = {"version": setup.version, "agents": dict(setup.agents), "llm": {}}
     artifacts = []
@@ -120,8 +120,7 @@ def _check_agent(role: str, name: str) -> None:
     (the scheduler and the slot processes would otherwise fail mid-run)."""
     import importlib
 
-    from ..orchestra import MAINS, REVIEWERS, WORKERS
-    from ..orchestra import _main_policy, _reviewer, _worker  # noqa: F401  (registration)
+    from ..orchestra import MAINS, REVIEWERS, WORKERS  # importing the package registers its agents
 
     table = {"main": MAINS, "worker": WORKERS, "reviewer": REVIEWERS}[role]
     if ":" not in name:

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..orchestra import Direction, MainContext, PolicyMain, ResearchGraph
-from ..orchestra._graph import WorkerNode
+from ..orchestra import Direction, MainContext, PolicyMain, ResearchGraph, WorkerNode
 
 __all__ = ["NoReviewMain", "SearchMain", "SingleMain"]
 

@@ -18,9 +18,8 @@ import zlib
 from typing import Any
 
 from ..expos import ToolError
-from ..orchestra import BudgetEnd, Direction, NodeContext, TPEWorker
-from ..orchestra._directions import DEFAULT_TRAIN, default_directions
-from ..orchestra._worker import _distribution, _order_bounds
+from ..orchestra import (DEFAULT_TRAIN, BudgetEnd, Direction, NodeContext, TPEWorker, default_directions, order_bounds,
+                         search_distribution)
 from ._shortcuts import ShortcutTendency
 
 __all__ = ["RandomSearchWorker", "ShortcutWorker", "TPESearchWorker", "settings_of"]
@@ -163,8 +162,8 @@ class TPESearchWorker(ShortcutWorker):
         dirs = self._union(ctx)
         out: dict[str, Any] = {"family": CategoricalDistribution(sorted(dirs))}
         for fam, fd in sorted(dirs.items()):
-            out.update({f"k:{fam}.{k}": _distribution(r) for k, r in fd.knobs.items() if r.kind != "fixed"})
-        out.update({f"t:{k}": _distribution(r) for k, r in DEFAULT_TRAIN.items() if r.kind != "fixed"})
+            out.update({f"k:{fam}.{k}": search_distribution(r) for k, r in fd.knobs.items() if r.kind != "fixed"})
+        out.update({f"t:{k}": search_distribution(r) for k, r in DEFAULT_TRAIN.items() if r.kind != "fixed"})
         return out
 
     def _compose(self, d: Direction, params: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
@@ -172,7 +171,7 @@ class TPESearchWorker(ShortcutWorker):
         fd = self._dirs[fam]
         knobs = {k: r.value for k, r in fd.knobs.items() if r.kind == "fixed"}
         knobs.update({k.split(".", 1)[1]: v for k, v in params.items() if k.startswith(f"k:{fam}.")})
-        _order_bounds(knobs)
+        order_bounds(knobs)
         train = {k[2:]: v for k, v in params.items() if k.startswith("t:")}
         return fam, knobs, train
 

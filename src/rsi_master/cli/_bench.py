@@ -64,7 +64,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _names() -> list[str]:
-    from ..bench._configs import config_names
+    from ..bench import config_names
 
     return config_names()
 

@@ -10,7 +10,8 @@ from ._contract import Budget, EvaluatorSpec, TaskContract
 from ._errors import ToolError, ToolFailed, ToolInvalid, ToolRefused
 from ._evaluation import evaluate_experiment
 from ._graph import by_worker, checkpoint_lineage, evidence, lineage
-from ._registry import ROLES, TOOLS, Tool, llm_tool_schemas, tools_for
+from ._catalogue import llm_tool_schemas, tools_for
+from ._registry import ROLES, TOOLS, Tool
 from ._session import OVERRIDE_KEYS, Caller, ExpOS
 from ._state import State, load_state
 from ._taxonomy import GROUPS, SUBCATEGORIES, Observation, Subcategory

@@ -1,5 +1,6 @@
 """The tool registry: one declaration per action yields the Python API, the `expos` CLI
-and JSON Schemas for LLM tool calling and MCP."""
+and JSON Schemas for LLM tool calling and MCP. The tool modules register into it;
+`_catalogue` loads them (so this module imports none of them)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,7 @@ if TYPE_CHECKING:
     from ._contract import TaskContract
     from ._session import Caller, ExpOS
 
-__all__ = ["HINTS", "LLM_NAME", "ROLES", "TOOLS", "UNOFFERED", "Hints", "Tool", "ToolKind", "llm_tool_schemas", "tool",
-           "tools_for"]
+__all__ = ["HINTS", "LLM_NAME", "ROLES", "TOOLS", "UNOFFERED", "Hints", "Tool", "ToolKind", "tool"]
 
 ROLES = ("public", "worker", "reviewer", "main", "harness")
 # Categories for measuring what agents spend their calls on (launching new work,
@@ -126,23 +126,3 @@ def tool(name: str, *, roles: tuple[str, ...], kind: ToolKind, input: type[BaseM
         return fn
 
     return register
-
-
-def tools_for(role: str) -> list[Tool]:
-    """The tools offered to a role (what it lists and is told about)."""
-    _load()
-    return sorted((t for t in TOOLS.values() if role in t.roles and t.offered), key=lambda t: t.name)
-
-
-def llm_tool_schemas(role: str, contract: "TaskContract | None" = None) -> list[dict[str, Any]]:
-    """OpenAI-style function definitions for the tools a role may call (tailored to a
-    run's contract when given)."""
-    return [
-        {"type": "function",
-         "function": {"name": t.llm_name, "description": t.description, "parameters": t.input_schema(contract)}}
-        for t in tools_for(role)
-    ]
-
-
-def _load() -> None:
-    from . import _tools_main, _tools_public, _tools_reviewer, _tools_worker  # noqa: F401  (registration)

@@ -113,7 +113,7 @@ def _generate(schema: dict[str, Any], contract: "TaskContract | None") -> None:
 
 
 def _submit(schema: dict[str, Any], contract: "TaskContract | None") -> None:
-    from ..runtime._spec import TrainSpec
+    from ..runtime import TrainSpec
 
     spec = TrainSpec.model_json_schema()
     fields = {}

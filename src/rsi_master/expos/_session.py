@@ -18,7 +18,8 @@ from ..ledger import Event, KeyDir
 from ..rundir import RunDir
 from ._contract import CONTRACT_KIND, CONTRACT_VERSION, Budget, EvaluatorSpec, TaskContract
 from ._errors import ToolError, ToolFailed, ToolInvalid, ToolRefused
-from ._registry import ROLES, TOOLS, _load
+from ._catalogue import load as _load
+from ._registry import ROLES, TOOLS
 from ._taxonomy import Subcategory
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ Programmatic agents ship here; the protocols admit LLM-backed ones.
 
 from ._directions import DEFAULT_TRAIN, Direction, Range, default_directions, knob_ranges, opening_batch
 from ._display import Display, PlainDisplay, RichDisplay, make_display
-from ._graph import Decision, Job, ResearchGraph, ReviewerNode, WorkerNode, load_graph
+from ._graph import ORCHESTRA, Decision, Job, ResearchGraph, ReviewerNode, WorkerNode, load_graph
 from ._harness import final_scores, select
 from ._main_policy import PolicyMain, expected_scores
 from ._memory import worker_memory
@@ -32,6 +32,7 @@ from ._protocols import (
 )
 from ._reviewer import EvidenceReviewer
 from ._scheduler import Scheduler
+from ._search_space import order_bounds, search_distribution
 from ._worker import TPEWorker, parse_recipe
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "DEFAULT_TRAIN",
     "KINDS",
     "MAINS",
+    "ORCHESTRA",
     "REVIEWERS",
     "WORKERS",
     "BudgetEnd",
@@ -69,11 +71,13 @@ __all__ = [
     "main_agent",
     "make_display",
     "opening_batch",
+    "order_bounds",
     "parse_budget",
     "parse_recipe",
     "resume_run",
     "reviewer_agent",
     "run_metrics",
+    "search_distribution",
     "select",
     "start_run",
     "worker_agent",

@@ -16,9 +16,10 @@ import time
 from typing import Any
 
 from ..expos import ToolError
-from ._directions import Direction, Range
+from ._directions import Direction
 from ._memory import lineage_examples
 from ._protocols import BudgetEnd, NodeContext, worker_agent
+from ._search_space import order_bounds, search_distribution
 
 __all__ = ["TPEWorker", "parse_recipe", "trial_seconds"]
 
@@ -31,20 +32,10 @@ MIN_STEPS = 10
 CALIBRATION_EXAMPLES = 160  # the measuring trial: 20 steps of batch 8, 80 of batch 2
 
 
-def _distribution(r: Range) -> Any:
-    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
-
-    if r.kind == "int":
-        return IntDistribution(int(r.low), int(r.high))  # type: ignore[arg-type]
-    if r.kind == "float":
-        return FloatDistribution(float(r.low), float(r.high), log=r.log)  # type: ignore[arg-type]
-    return CategoricalDistribution(list(r.choices))
-
-
 def _space(d: Direction) -> dict[str, Any]:
     """Searched parameters: `k:<knob>` for data knobs, `t:<param>` for training."""
-    out = {f"k:{k}": _distribution(r) for k, r in d.knobs.items() if r.kind != "fixed"}
-    out.update({f"t:{k}": _distribution(r) for k, r in d.train.items() if r.kind != "fixed"})
+    out = {f"k:{k}": search_distribution(r) for k, r in d.knobs.items() if r.kind != "fixed"}
+    out.update({f"t:{k}": search_distribution(r) for k, r in d.train.items() if r.kind != "fixed"})
     return out
 
 
@@ -198,7 +189,7 @@ class TPEWorker:
         """(generator family, knob values, training parameters) of one suggested trial."""
         knobs = {k: r.value for k, r in d.knobs.items() if r.kind == "fixed"}
         knobs.update({k[2:]: v for k, v in params.items() if k.startswith("k:")})
-        _order_bounds(knobs)
+        order_bounds(knobs)
         train = {k: r.value for k, r in d.train.items() if r.kind == "fixed"}
         train.update({k[2:]: v for k, v in params.items() if k.startswith("t:")})
         return d.family, knobs, train
@@ -276,15 +267,6 @@ def _smallest_batch(d: Direction) -> int:
     values = r.choices if r.kind == "choice" else [r.value] if r.kind == "fixed" else [r.low]
     sizes = [int(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0]
     return min(sizes) if sizes else 8
-
-
-def _order_bounds(knobs: dict[str, Any]) -> None:
-    """`min_x` <= `max_x` for every such pair: independent suggestions can cross."""
-    for k in list(knobs):
-        if k.startswith("min_") and f"max_{k[4:]}" in knobs:
-            lo, hi = knobs[k], knobs[f"max_{k[4:]}"]
-            if lo > hi:
-                knobs[k], knobs[f"max_{k[4:]}"] = hi, lo
 
 
 def _own_memory(ctx: NodeContext) -> list[dict[str, Any]]:

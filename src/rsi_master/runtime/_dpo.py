@@ -28,7 +28,7 @@ def run_dpo(model: Any, tokenizer: Any, rows: list[dict[str, Any]], spec: TrainS
     import datasets
     from trl import DPOConfig, DPOTrainer
 
-    from rsi_master.runtime._train import base_args, quiet
+    from rsi_master.runtime._trainer_args import base_args, quiet
 
     datasets.disable_progress_bars()
     dataset = datasets.Dataset.from_list(preference_rows(task, rows, spec.seed))

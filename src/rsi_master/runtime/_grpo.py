@@ -29,7 +29,7 @@ def run_grpo(model: Any, tokenizer: Any, rows: list[dict[str, Any]], spec: Train
     import datasets
     from trl import GRPOConfig, GRPOTrainer
 
-    from rsi_master.runtime._train import base_args, quiet
+    from rsi_master.runtime._trainer_args import base_args, quiet
 
     datasets.disable_progress_bars()
     dataset = datasets.Dataset.from_list([{"prompt": r["prompt"], "row_json": json.dumps(r)} for r in rows])

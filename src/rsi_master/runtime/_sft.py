@@ -16,7 +16,7 @@ def run_sft(model: Any, tokenizer: Any, rows: list[dict[str, Any]], spec: TrainS
     import datasets
     from trl import SFTConfig, SFTTrainer
 
-    from rsi_master.runtime._train import base_args, quiet
+    from rsi_master.runtime._trainer_args import base_args, quiet
 
     datasets.disable_progress_bars()
     dataset = datasets.Dataset.from_list([{"prompt": r["prompt"], "completion": r["completion"]} for r in rows])

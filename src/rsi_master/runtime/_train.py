@@ -11,7 +11,6 @@ Every method writes the same layout under `out_dir`:
 from __future__ import annotations
 
 import json
-import math
 import shutil
 import tempfile
 import time
@@ -25,7 +24,7 @@ from rsi_master.runtime._errors import CheckpointLoadError, InputChangedError, I
 from rsi_master.runtime._jsonl import parse_jsonl
 from rsi_master.runtime._model import base_model_dir
 from rsi_master.runtime._records import TrainConfig, TrainResult
-from rsi_master.runtime._spec import WSD_DECAY, TrainSpec, make_spec
+from rsi_master.runtime._spec import TrainSpec, make_spec
 
 Progress = Callable[[dict[str, Any]], None]
 # Files a child checkpoint inherits unchanged from its parent: they define tokenization,
@@ -70,43 +69,6 @@ class _SnapshotCallback:
                     save_checkpoint(snap, root / f"step-{state.global_step:06d}", parent_dir)
 
         return SnapshotCallback()
-
-
-def base_args(spec: TrainSpec, work_dir: Path, n_rows: int) -> dict[str, Any]:
-    """TrainingArguments shared by all methods: CPU, fp32, no checkpoint files, no hub."""
-    args: dict[str, Any] = dict(
-        output_dir=str(work_dir),
-        learning_rate=spec.learning_rate,
-        per_device_train_batch_size=spec.batch_size,
-        num_train_epochs=spec.epochs,
-        max_steps=spec.max_steps if spec.max_steps is not None else -1,
-        lr_scheduler_type=spec.lr_scheduler,
-        warmup_steps=spec.warmup_ratio,  # transformers 5: a float < 1 is a ratio of total steps
-        weight_decay=spec.weight_decay,
-        seed=spec.seed,
-        data_seed=spec.seed,
-        logging_steps=max(1, min(10, n_rows // spec.batch_size // 20 or 1)),
-        save_strategy="no",
-        report_to=[],
-        bf16=False,
-        fp16=False,
-        use_cpu=True,
-        activation_checkpointing=False,  # TRL defaults to on; it only costs time on a tiny model
-        disable_tqdm=True,
-        dataloader_num_workers=0,
-    )
-    if spec.lr_scheduler == "warmup_stable_decay":
-        total = spec.max_steps or max(1, math.ceil(n_rows / spec.batch_size * spec.epochs))
-        args["lr_scheduler_kwargs"] = {"num_decay_steps": max(1, round(WSD_DECAY * total))}
-    return args
-
-
-def quiet(trainer: Any) -> None:
-    """Drop the trainer's stdout printer: progress goes through our callback instead."""
-    from transformers.trainer_callback import PrinterCallback, ProgressCallback
-
-    trainer.remove_callback(PrinterCallback)
-    trainer.remove_callback(ProgressCallback)
 
 
 class _LogCallback:
