@@ -346,7 +346,7 @@ def test_a_version_1_run_keeps_verifying_but_is_not_appended_to(tmp_path, key_di
     from rsi_master.artifacts import ArtifactStore
     from rsi_master.ledger import Checkpoint, KeyDir, public_key_pem, utc_now
     from rsi_master.ledger._event import EventDraft, seal
-    from rsi_master.ledger._store import FORMAT, SCHEMA_V1
+    from rsi_master.ledger._schema import FORMAT, SCHEMA_V1
 
     path, run_id = tmp_path / "old-run", "run-v1"
     signer = KeyDir(key_dir).default()

@@ -28,7 +28,8 @@ from ._merkle import (
     verify_consistency,
     verify_inclusion,
 )
-from ._store import Ledger, utc_now
+from ._schema import utc_now
+from ._store import Ledger
 from ._verify import LedgerReport, Problem, verify_ledger
 
 __all__ = [

@@ -3,112 +3,36 @@
 One writer at a time: every write is a `BEGIN IMMEDIATE` transaction, so concurrent
 producers (processes or threads with their own `Ledger`) queue on SQLite's write lock
 instead of forking the chain. The database itself refuses updates, deletes and inserts
-that do not extend the chain (triggers, UNIQUE prev_hash), so even a buggy or hostile
-writer using plain SQL cannot rewrite history without first altering the schema, which
-`verify` checks.
+that do not extend the chain (`_schema`), so even a buggy or hostile writer using plain
+SQL cannot rewrite history without first altering the schema, which `verify` checks.
 
 An agent with file access can still alter the schema, or append rows with a correctly
 recomputed chain. What it cannot do is sign: every write transaction also replaces the
 *seal* (a signed tree head over every event, version-2 ledgers) in the same transaction,
 and the operator key directory's *witness* is moved forward to it after the commit, only
-along a verified consistency proof. A writer opens a ledger only when it extends the
-witness and the seal covers every event; it never signs rows it has not verified.
+along a verified consistency proof (`_sealing`).
 """
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..errors import LedgerError, MalformedEventError, NotARunError, RsiMasterError
 from ._checkpoint import Checkpoint, SignedCheckpoint, event_leaf, write_json_atomic
 from ._event import GENESIS_HASH, Event, EventDraft, seal, validate_draft
-from ._keys import KeyDir, RunRecord, Signer, check_run_id, public_key_pem, verify_signature
-from ._merkle import EMPTY_ROOT, Frontier, consistency_proof, consistency_proof_extending, verify_consistency
-from ..errors import LedgerError, MalformedEventError, NotARunError, RsiMasterError
+from ._keys import KeyDir, RunRecord, Signer, check_run_id, public_key_pem
+from ._merkle import EMPTY_ROOT, Frontier
+from ._schema import FORMAT, SCHEMA, SCHEMA_VERSION, SUPPORTED_SCHEMAS, connect, utc_now
+from ._sealing import SealKeeper
 
-__all__ = ["FORMAT", "SCHEMA", "SCHEMA_VERSION", "Ledger", "schema_for", "utc_now"]
-
-FORMAT = "rsi-master-ledger"
-# 1: checkpoints over raw event hashes, no seal (read and verified, never appended to).
-# 2: RFC 6962 leaves (checkpoint version 2) and the seal.
-SCHEMA_VERSION = "2"
-_SUPPORTED = ("1", "2")
-_HEX64 = re.compile(r"[0-9a-f]{64}")
-
-_TABLES = ("meta", "events", "artifact_refs", "checkpoints")
-SCHEMA_V1 = (
-    [
-        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-        "CREATE TABLE events (seq INTEGER PRIMARY KEY, prev_hash TEXT NOT NULL UNIQUE,"
-        " hash TEXT NOT NULL, kind TEXT NOT NULL, actor_role TEXT NOT NULL,"
-        " actor_id TEXT NOT NULL, ts TEXT NOT NULL, body BLOB NOT NULL)",
-        # No UNIQUE on hash: equal hashes would need equal bodies, and seq differs; a
-        # second random-keyed index halved batched insert speed.
-        "CREATE INDEX events_kind ON events (kind, seq)",
-        "CREATE INDEX events_actor ON events (actor_role, actor_id, seq)",
-        "CREATE TABLE artifact_refs (seq INTEGER NOT NULL, digest TEXT NOT NULL, role TEXT NOT NULL,"
-        " name TEXT NOT NULL, PRIMARY KEY (digest, role, seq, name)) WITHOUT ROWID",
-        "CREATE INDEX artifact_refs_seq ON artifact_refs (seq)",
-        "CREATE TABLE checkpoints (tree_size INTEGER PRIMARY KEY, root TEXT NOT NULL,"
-        " body BLOB NOT NULL, signature TEXT NOT NULL)",
-        # The chain is enforced by the database, not only by this class: an event must
-        # name the hash at seq-1 (a gap leaves nothing to name; seq is the primary key,
-        # so nothing is inserted twice or in the middle, and prev_hash is UNIQUE: no forks).
-        "CREATE TRIGGER events_chain BEFORE INSERT ON events WHEN"
-        f" NEW.prev_hash != coalesce((SELECT hash FROM events WHERE seq = NEW.seq - 1), '{GENESIS_HASH}')"
-        " OR NEW.seq < 0"
-        " BEGIN SELECT RAISE(ABORT, 'event does not extend the chain'); END",
-    ]
-    + [
-        f"CREATE TRIGGER {t}_no_{op.lower()} BEFORE {op} ON {t}"
-        f" BEGIN SELECT RAISE(ABORT, 'ledger is append-only: {op} on {t} refused'); END"
-        for t in _TABLES
-        for op in ("UPDATE", "DELETE")
-    ]
-)
-SCHEMA = SCHEMA_V1 + [
-    # One row, replaced in every write transaction: the signed head of the whole ledger.
-    # Rows beyond it were not written by a holder of the key.
-    "CREATE TABLE seal (id INTEGER PRIMARY KEY CHECK (id = 0), tree_size INTEGER NOT NULL,"
-    " body BLOB NOT NULL, signature TEXT NOT NULL)",
-    "CREATE TRIGGER seal_no_delete BEFORE DELETE ON seal"
-    " BEGIN SELECT RAISE(ABORT, 'ledger is append-only: DELETE on seal refused'); END",
-    "CREATE TRIGGER seal_forward BEFORE UPDATE ON seal WHEN NEW.tree_size < OLD.tree_size OR NEW.id != 0"
-    " BEGIN SELECT RAISE(ABORT, 'the seal only moves forward'); END",
-]
+__all__ = ["Ledger"]
 
 
-def schema_for(version: str) -> list[str]:
-    return SCHEMA_V1 if version == "1" else SCHEMA
-
-
-def utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
-
-
-def _connect(path: Path, *, create: bool) -> sqlite3.Connection:
-    mode = "rwc" if create else "rw"
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode={mode}", uri=True, isolation_level=None, timeout=60.0)
-        conn.execute("PRAGMA busy_timeout = 60000")
-        if create:
-            conn.execute("PRAGMA journal_mode = WAL")
-        # FULL: a committed event survives power loss, not only a killed process.
-        conn.execute("PRAGMA synchronous = FULL")
-        # The UNIQUE prev_hash index has random keys: with SQLite's default 2 MB page
-        # cache a large ledger misses on nearly every insert (32 MB holds ~300k events).
-        conn.execute("PRAGMA cache_size = -32768")
-    except sqlite3.DatabaseError as exc:
-        raise NotARunError(f"{path}: not a readable ledger database ({exc})") from None
-    return conn
-
-
-class Ledger:
+class Ledger(SealKeeper):
     """Append-only, hash-chained event log with signed Merkle checkpoints."""
 
     def __init__(self, conn: sqlite3.Connection, path: Path, run_id: str, signer: Signer | None,
@@ -122,11 +46,9 @@ class Ledger:
         self._signer = signer
         self._key_dir = key_dir
         self.checkpoint_every = checkpoint_every
-        # What this writer has verified: the tree (its compact range), the last event's
-        # hash, and the seal row it last saw or wrote. Never rebuilt from unverified rows.
         self._frontier = Frontier()
         self._tip = GENESIS_HASH
-        self._sealed: tuple[tuple[int, bytes, str], str] | None = None  # (seal row, its root)
+        self._sealed = None
         self._lock = threading.Lock()
         self._closed = False
 
@@ -152,7 +74,7 @@ class Ledger:
         # ledger the key directory cannot vouch for.
         write_json_atomic(key_dir.witness_path(run_id), head.model_dump(mode="json"))
         body = head.checkpoint.message()
-        conn = _connect(path, create=True)
+        conn = connect(path, create=True)
         conn.execute("BEGIN IMMEDIATE")
         for stmt in SCHEMA:
             conn.execute(stmt)
@@ -177,7 +99,7 @@ class Ledger:
         path = Path(path)
         if not path.is_file():
             raise NotARunError(f"{path}: no ledger database here")
-        conn = _connect(path, create=False)
+        conn = connect(path, create=False)
         try:
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
         except sqlite3.DatabaseError:
@@ -186,7 +108,7 @@ class Ledger:
         if meta.get("format") != FORMAT:
             conn.close()
             raise NotARunError(f"{path}: a database, but not an RSI-Master ledger")
-        if meta.get("schema") not in _SUPPORTED:
+        if meta.get("schema") not in SUPPORTED_SCHEMAS:
             conn.close()
             raise NotARunError(f"{path}: ledger schema {meta.get('schema')} is not supported (want {SCHEMA_VERSION})")
         try:
@@ -202,64 +124,6 @@ class Ledger:
                 conn.close()
                 raise
         return ledger
-
-    def _refuse(self, why: str) -> LedgerError:
-        return LedgerError(f"{self.path}: {why}; refusing to open it for writing")
-
-    def _verify_for_writing(self) -> None:
-        """Check the ledger against the key directory before signing anything in it.
-
-        What a writer may legitimately find: events up to the seal (a crashed writer's
-        transaction either committed with its seal or not at all) and a witness at or
-        behind the seal (the witness is moved after the commit). Anything else (fewer
-        events than the witness covers, another root at its size, events the seal does not
-        cover) was done by someone without the key, and is refused.
-        """
-        if self.version != int(SCHEMA_VERSION):
-            raise self._refuse(f"a version-{self.version} ledger (written before signed heads); "
-                               "it can be verified but not appended to")
-        keys, signer = self._key_dir, self._signer
-        if keys is None or signer is None:
-            raise self._refuse("no operator key directory")
-        record = keys.record(self.run_id)
-        if record is None:
-            raise self._refuse(f"the key directory {keys.path} has no record of run {self.run_id}")
-        if record.key_id != signer.key_id:
-            raise self._refuse(f"the key directory's record of run {self.run_id} names key {record.key_id}, "
-                               f"the run directory's ledger.pub is key {signer.key_id}")
-        run_dir = str(self.path.parent.resolve())
-        here = keys.record_at(run_dir)
-        if here is not None and here.run_id != self.run_id:
-            raise self._refuse(f"the key directory has run {here.run_id} at {run_dir}, this ledger is run "
-                               f"{self.run_id} (run directory replaced?)")
-        # Read before the database: the witness only ever lags it, never leads.
-        witness = self._read_witness().checkpoint
-        frontier, at_witness = Frontier(), EMPTY_ROOT if witness.tree_size == 0 else None
-        tip = GENESIS_HASH
-        self._conn.execute("BEGIN")  # one snapshot for the events and the seal
-        try:
-            for seq, hash_ in self._conn.execute("SELECT seq, hash FROM events ORDER BY seq"):
-                if seq != frontier.size:
-                    raise self._refuse(f"event {frontier.size} is missing")
-                frontier.append(self._leaf(hash_))
-                tip = hash_
-                if frontier.size == witness.tree_size:
-                    at_witness = frontier.root()
-            seal_row = self._read_seal()
-        finally:
-            self._conn.execute("COMMIT")
-        if frontier.size < witness.tree_size:
-            raise self._refuse(f"rolled back or truncated: the operator's witness covers {witness.tree_size} "
-                               f"events, the ledger has {frontier.size}")
-        if at_witness is None or at_witness.hex() != witness.root:
-            raise self._refuse(f"history differs from the operator's witness at {witness.tree_size} events "
-                               "(rewritten)")
-        self._check_seal(seal_row, frontier, refuse=True)
-        self._frontier, self._tip = frontier, tip
-        if record.run_dir != run_dir:  # moved or copied by the operator: remember where it is now
-            keys.save_record(record.model_copy(update={"run_dir": run_dir, "seen": utc_now()}))
-        if witness.tree_size < frontier.size:  # a writer died between its commit and the witness
-            self._publish(self._seal_signed(), frontier)
 
     def close(self) -> None:
         """Sign a checkpoint over events not yet covered by one, then close (idempotent)."""
@@ -282,12 +146,6 @@ class Ledger:
     def connection(self) -> sqlite3.Connection:
         return self._conn
 
-    def _leaf(self, hash_hex: str) -> bytes:
-        # Lower-case only: "AB" decodes like "ab", and the next event would chain onto the edited text.
-        if not isinstance(hash_hex, str) or not _HEX64.fullmatch(hash_hex):
-            raise LedgerError(f"{self.path}: an event hash is not lower-case hex (ledger edited); refusing to write")
-        return event_leaf(bytes.fromhex(hash_hex), self.version)
-
     # -- writing -------------------------------------------------------------------
     def append(self, draft: EventDraft | dict[str, Any]) -> Event:
         return self.append_many([draft])[0]
@@ -308,7 +166,9 @@ class Ledger:
                 size = self._frontier.size
                 prev = self._tip
                 ts = utc_now()
-                events, rows, refs = [], [], []
+                events: list[Event] = []
+                rows: list[tuple[Any, ...]] = []
+                refs: list[tuple[int, str, str, str]] = []
                 for draft in checked:
                     try:
                         event, body = seal(draft, seq=size, ts=ts, prev_hash=prev)
@@ -377,77 +237,6 @@ class Ledger:
             self._conn.execute("COMMIT")
         return self._frontier.size
 
-    def _catch_up(self) -> None:
-        """Take in events other writers appended, only as far as the seal vouches for them."""
-        row = self._conn.execute("SELECT max(seq) FROM events").fetchone()
-        stored = 0 if row[0] is None else row[0] + 1
-        if stored < self._frontier.size:
-            raise LedgerError(f"{self.path}: the ledger shrank under this writer ({self._frontier.size} events "
-                              f"verified, {stored} stored: rolled back); refusing to write")
-        rows = self._conn.execute(
-            "SELECT seq, hash FROM events WHERE seq >= ? ORDER BY seq", (self._frontier.size,)
-        ).fetchall()
-        for seq, hash_ in rows:
-            if seq != self._frontier.size:
-                raise LedgerError(f"{self.path}: ledger has a gap before event {seq}")
-            self._frontier.append(self._leaf(hash_))
-            self._tip = hash_
-        self._check_seal(self._read_seal(), self._frontier)
-
-    def _read_seal(self) -> tuple[int, bytes, str] | None:
-        row = self._conn.execute("SELECT tree_size, body, signature FROM seal WHERE id = 0").fetchone()
-        return None if row is None else (row[0], bytes(row[1]) if not isinstance(row[1], bytes) else row[1], row[2])
-
-    def _check_seal(self, seal_row: tuple[int, bytes, str] | None, frontier: Frontier, refuse: bool = False) -> None:
-        def fail(why: str) -> LedgerError:
-            return self._refuse(why) if refuse else LedgerError(f"{self.path}: {why}; refusing to write")
-
-        if seal_row is None:
-            raise fail("the ledger has no signed head (seal)")
-        if self._sealed is not None and seal_row == self._sealed[0]:
-            root = self._sealed[1]  # the row this writer wrote or verified last
-        else:
-            assert self._signer is not None
-            _, body, signature = seal_row
-            if not verify_signature(self._signer.public, signature, body):
-                raise fail("the signed head (seal) does not verify under this run's key")
-            try:
-                cp = Checkpoint.model_validate_json(body)
-            except ValueError:
-                raise fail("the signed head (seal) is not a checkpoint") from None
-            if cp.run_id != self.run_id or cp.version != self.version or cp.tree_size != seal_row[0]:
-                raise fail("the signed head (seal) belongs to another run or version")
-            root = cp.root
-        size = seal_row[0]
-        if frontier.size > size:
-            raise fail(f"events {size}..{frontier.size - 1} are not covered by the signed head: they were "
-                       "not written by a holder of this run's key (appended with a recomputed chain?)")
-        if frontier.size < size:
-            raise fail(f"truncated: the signed head covers {size} events, the ledger has {frontier.size}")
-        if frontier.root().hex() != root:
-            raise fail(f"the events differ from the signed head at {size} events (rewritten)")
-        self._sealed = (seal_row, root)
-
-    def _seal_signed(self) -> SignedCheckpoint:
-        assert self._sealed is not None
-        _, body, signature = self._sealed[0]
-        return SignedCheckpoint(checkpoint=Checkpoint.model_validate_json(body), signature=signature,
-                                public_key=self.public_pem)
-
-    def _sign_head(self) -> SignedCheckpoint:
-        assert self._signer is not None
-        cp = Checkpoint(run_id=self.run_id, tree_size=self._frontier.size, root=self._frontier.root().hex(),
-                        ts=utc_now(), key_id=self._signer.key_id, version=self.version)
-        return SignedCheckpoint.sign(cp, self._signer)
-
-    def _write_seal(self, head: SignedCheckpoint) -> None:
-        body = head.checkpoint.message()
-        cur = self._conn.execute("UPDATE seal SET tree_size = ?, body = ?, signature = ? WHERE id = 0",
-                                 (head.checkpoint.tree_size, body, head.signature))
-        if cur.rowcount != 1:
-            raise LedgerError(f"{self.path}: the ledger's seal row is missing (edited); refusing to write")
-        self._sealed = ((head.checkpoint.tree_size, body, head.signature), head.checkpoint.root)
-
     def _last_checkpoint_size(self) -> int:
         row = self._conn.execute("SELECT max(tree_size) FROM checkpoints").fetchone()
         return row[0] if row and row[0] is not None else 0
@@ -464,55 +253,6 @@ class Ledger:
         self._conn.execute("INSERT INTO checkpoints VALUES (?, ?, ?, ?)",
                            (cp.tree_size, cp.root, cp.message(), signed.signature))
 
-    # -- the operator's witness ---------------------------------------------------------
-    def _read_witness(self) -> SignedCheckpoint:
-        assert self._key_dir is not None and self._signer is not None
-        path = self._key_dir.witness_path(self.run_id)
-        if not path.is_file():
-            raise self._refuse(f"the operator's witness {path} is missing")
-        try:
-            witness = SignedCheckpoint.load(path)
-        except RsiMasterError as exc:
-            raise self._refuse(str(exc)) from None
-        cp = witness.checkpoint
-        if not verify_signature(self._signer.public, witness.signature, cp.message()):
-            raise self._refuse(f"the operator's witness {path} does not verify under this run's key")
-        if cp.run_id != self.run_id or cp.version != self.version:
-            raise self._refuse(f"the operator's witness {path} belongs to another run or version")
-        return witness
-
-    def _publish(self, head: SignedCheckpoint, frontier: Frontier) -> None:
-        """Move the witness to `head`, only along a consistency proof from the witness.
-
-        Runs after the commit: a writer killed before it leaves the witness behind the
-        seal, which the next writer finds and repairs; never ahead of the database."""
-        assert self._key_dir is not None
-        new = head.checkpoint
-        with self._key_dir.witness_lock(self.run_id):
-            old = self._read_witness()
-            w = old.checkpoint
-            if w.tree_size >= new.tree_size:  # another writer got here first
-                if w.tree_size == new.tree_size and w.root != new.root:
-                    raise LedgerError(f"{self.path}: the operator's witness at {w.tree_size} events has another "
-                                      "root than this writer's head (forked ledger); witness kept")
-                return
-            rows = self._conn.execute("SELECT hash FROM events WHERE seq >= ? AND seq < ? ORDER BY seq",
-                                      (w.tree_size, new.tree_size)).fetchall()
-            added = [self._leaf(h) for (h,) in rows]
-            compact = old.compact_range()
-            if compact is not None and len(added) == new.tree_size - w.tree_size:
-                proof = consistency_proof_extending(compact, added)
-            else:  # a witness without its range: prove from every event
-                every = [self._leaf(h) for (h,) in self._conn.execute(
-                    "SELECT hash FROM events WHERE seq < ? ORDER BY seq", (new.tree_size,))]
-                proof = consistency_proof(every, w.tree_size, new.tree_size) if len(every) == new.tree_size else []
-            if not verify_consistency(w.tree_size, new.tree_size, bytes.fromhex(w.root), bytes.fromhex(new.root),
-                                      proof):
-                raise LedgerError(f"{self.path}: the ledger does not extend the operator's witness at {w.tree_size} "
-                                  "events; witness kept")
-            witness = head.model_copy(update={"frontier": tuple(n.hex() for n in frontier.nodes)})
-            write_json_atomic(self._key_dir.witness_path(self.run_id), witness.model_dump(mode="json"))
-
     # -- reading -------------------------------------------------------------------
     def size(self) -> int:
         row = self._conn.execute("SELECT max(seq) FROM events").fetchone()
@@ -527,7 +267,8 @@ class Ledger:
     def events(self, *, kinds: Iterable[str] = (), role: str | None = None, actor_id: str | None = None,
                since: int = 0, limit: int | None = None) -> Iterator[Event]:
         """Events in order, optionally filtered by kind (exact or `prefix.*`) and actor."""
-        where, args = ["seq >= ?"], [since]
+        where: list[str] = ["seq >= ?"]
+        args: list[int | str] = [since]
         kind_terms = []
         for k in kinds:
             if k.endswith(".*"):
@@ -550,27 +291,7 @@ class Ledger:
         for body, hash_ in self._conn.execute(sql, args):
             yield Event.from_body(body, hash_)
 
-    def leaf_hashes(self, size: int | None = None) -> list[bytes]:
-        """The Merkle leaves (under this ledger's checkpoint version) of the first `size` events."""
-        sql = "SELECT hash FROM events ORDER BY seq"
-        rows = self._conn.execute(sql + (f" LIMIT {int(size)}" if size is not None else "")).fetchall()
-        return [event_leaf(bytes.fromhex(h), self.version) for (h,) in rows]
-
     def checkpoints(self) -> list[SignedCheckpoint]:
         rows = self._conn.execute("SELECT body, signature FROM checkpoints ORDER BY tree_size").fetchall()
         return [SignedCheckpoint(checkpoint=Checkpoint.model_validate_json(b), signature=s, public_key=self.public_pem)
                 for b, s in rows]
-
-    def refs_to(self, digest: str, role: str | None = None) -> list[int]:
-        """Sequence numbers of events that reference an artifact (as input/output)."""
-        if role is None:
-            rows = self._conn.execute("SELECT DISTINCT seq FROM artifact_refs WHERE digest = ? ORDER BY seq", (digest,))
-        else:
-            rows = self._conn.execute(
-                "SELECT DISTINCT seq FROM artifact_refs WHERE digest = ? AND role = ? ORDER BY seq", (digest, role))
-        return [r[0] for r in rows]
-
-    def refs_of(self, seq: int) -> list[tuple[str, str, str]]:
-        """(digest, role, name) of the artifacts one event references."""
-        return self._conn.execute("SELECT digest, role, name FROM artifact_refs WHERE seq = ?", (seq,)).fetchall()
-

@@ -17,7 +17,7 @@ from ._checkpoint import Checkpoint, SignedCheckpoint, event_leaf
 from ._event import GENESIS_HASH, SealedBody
 from ._keys import load_public_key, verify_signature
 from ._merkle import Frontier, consistency_proof, verify_consistency
-from ._store import SCHEMA_VERSION, schema_for
+from ._schema import SCHEMA_VERSION, schema_for
 
 __all__ = ["LedgerReport", "Problem", "verify_ledger"]
 
