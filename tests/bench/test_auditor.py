@@ -10,6 +10,7 @@ from rsi_master.bench import audit_campaign
 from rsi_master.bench._configs import WORKSPACE
 from rsi_master.bench._workspace import Workspace
 from rsi_master.expos import Caller, ExpOS
+from rsi_master.ledger import canonical_bytes
 from rsi_master.orchestra._graph import ORCHESTRA
 from rsi_master.runtime import EvalResult, SampleRecord, TrainConfig, base_model_dir
 from tests.orchestra.helpers import finalize
@@ -58,8 +59,8 @@ def _consistent_experiment(expos, worker, dev, review, evaluator=None):
     (tmp / "ckpt" / "trained_by.txt").write_text(worker)  # its own digest, the base's tokenizer and config
     ckpt = expos.run.store.put_dir(tmp / "ckpt", move=True)
     expos.drop_scratch(tmp)
-    config = expos.run.store.put_json(TrainConfig(spec=spec, data="data.jsonl", data_sha256=ds, n_rows=8,
-                                                  parent="base", parent_digest=base).model_dump())
+    config = expos.run.store.put_bytes(canonical_bytes(TrainConfig(
+        spec=spec, data="data.jsonl", data_sha256=ds, n_rows=8, parent="base", parent_digest=base).model_dump()))
     expos.record(actor, "experiment.finish", {"experiment_id": xid, "status": "completed", "checkpoint": ckpt,
                                               "steps": 10}, [{"digest": ckpt, "role": "output", "name": "checkpoint"},
                                                              {"digest": config, "role": "output",

@@ -54,9 +54,6 @@ class AgentsSetup(BaseModel):
     agents: dict[str, str] = Field(description="Role -> agent implementation.")
     llm: dict[str, LLMConfig] = Field(default_factory=dict, description="Role -> model, for LLM agents.")
 
-    def is_llm(self, role: str) -> bool:
-        return self.agents.get(role) == LLM_AGENTS[role]
-
 
 def resolve_setup(agents: str = "scripted", *, main: str | None = None, worker: str | None = None,
                   reviewer: str | None = None, config_file: str | None = None,

@@ -1,16 +1,14 @@
 """Layer 2: the content-addressed artifact store and provenance queries."""
 
-from ._provenance import ProvenanceNode, provenance
-from ._store import (
-    ArtifactIssue,
-    ArtifactMismatch,
-    ArtifactStore,
+from ._measure import (
     copy_measured,
     dir_digest,
     file_digest,
     manifest_bytes,
     read_measured,
 )
+from ._provenance import ProvenanceNode, provenance
+from ._store import ArtifactIssue, ArtifactMismatch, ArtifactStore
 
 __all__ = [
     "ArtifactIssue",

@@ -7,19 +7,15 @@ Stored objects are read-only and identical content is stored once: a directory i
 materialised under `trees/` as hard links to its files' blobs, so a checkpoint directory
 can be handed to `from_pretrained` as it is.
 
-Reading is measured, not trusted: `read_bytes` and `copy_measured` hash the very bytes
-they hand on (one descriptor, read once, never through a symbolic link), so a file
-swapped between a check and a use is either the checked bytes or refused.
+Reading is measured, not trusted (`_measure`): `read_bytes` hashes the very bytes it hands
+on and refuses them unless they hash to the name they were asked for.
 """
 
 from __future__ import annotations
 
-import errno
 import hashlib
-import json
 import os
-import re
-import stat
+import shutil
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,12 +23,10 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import ArtifactError
+from ._measure import CHUNK, HEX64, file_digest, manifest_bytes, parse_manifest, read_measured, regular_files
 
-__all__ = ["ArtifactIssue", "ArtifactMismatch", "ArtifactStore", "copy_measured", "dir_digest", "file_digest",
-           "manifest_bytes", "read_measured"]
+__all__ = ["ArtifactIssue", "ArtifactMismatch", "ArtifactStore"]
 
-_CHUNK = 1 << 22  # 4 MiB: large enough that the hash, not Python, bounds throughput
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _FILE_MODE = 0o444
 _DIR_MODE = 0o555
 
@@ -57,123 +51,9 @@ class ArtifactMismatch(ArtifactError):
         self.measured = measured
 
 
-def _open_regular(path: Path | str) -> int:
-    """A read descriptor on a regular file; a symbolic link at the last component is refused.
-
-    Links inside the path are not the threat: whatever the descriptor reads is hashed,
-    and the hash is what is compared. Refusing a final link keeps a planted link from
-    reading as an ordinary (if mismatching) file in reports.
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise ArtifactError(f"{path}: a symbolic link where a stored file should be") from None
-        raise ArtifactError(f"{path}: {exc.strerror}") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise ArtifactError(f"{path}: not a regular file")
-    return fd
-
-
-def read_measured(path: Path | str) -> tuple[bytes, str]:
-    """A file's bytes, read once through one descriptor, and the SHA-256 of exactly those bytes."""
-    fd = _open_regular(path)
-    with os.fdopen(fd, "rb", buffering=0) as fh:
-        data = fh.readall()
-    return data, hashlib.sha256(data).hexdigest()
-
-
-def _copy_fd(src: Path, dest: Path) -> str:
-    fd = _open_regular(src)
-    h = hashlib.sha256()
-    with os.fdopen(fd, "rb", buffering=0) as fin:
-        out = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o400)
-        with os.fdopen(out, "wb", buffering=0) as fout:
-            buf = bytearray(_CHUNK)
-            view = memoryview(buf)
-            while n := fin.readinto(buf):
-                h.update(view[:n])
-                fout.write(view[:n])
-    return h.hexdigest()
-
-
-def copy_measured(src: Path | str, dest: Path | str) -> str:
-    """Copy a file or directory to the new path `dest` in one pass; return the digest of what was written.
-
-    The digest (a file's SHA-256, a directory's manifest digest) is taken over the bytes
-    as they are copied, so a caller that compares it with the expected digest and then
-    uses `dest` uses the bytes it measured. Links and special files are refused. Put
-    `dest` in a private (0700) directory: the copy is only as private as its parent.
-    """
-    src, dest = Path(src), Path(dest)
-    try:
-        mode = src.lstat().st_mode
-    except OSError as exc:
-        raise ArtifactError(f"{src}: {exc.strerror}") from None
-    if stat.S_ISLNK(mode):
-        raise ArtifactError(f"{src}: a symbolic link where a stored artifact should be")
-    if not stat.S_ISDIR(mode):
-        return _copy_fd(src, dest)
-    dest.mkdir(mode=0o700)
-    entries = []
-    for rel, path in _walk(src):
-        target = dest / rel
-        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        entries.append((rel, _copy_fd(path, target)))
-    return hashlib.sha256(manifest_bytes(entries)).hexdigest()
-
-
-def file_digest(path: Path | str) -> str:
-    with open(path, "rb", buffering=0) as fh:
-        first = fh.read(_CHUNK)
-        h = hashlib.sha256(first)
-        if len(first) < _CHUNK:  # most artifacts: one read, no buffer to allocate
-            return h.hexdigest()
-        buf = bytearray(_CHUNK)
-        view = memoryview(buf)
-        while n := fh.readinto(buf):
-            h.update(view[:n])
-    return h.hexdigest()
-
-
-def _walk(root: Path) -> list[tuple[str, Path]]:
-    """Regular files under root as (posix relpath, path), sorted; refuses links and specials."""
-    out = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        for name in dirnames + filenames:
-            full = Path(dirpath) / name
-            mode = full.lstat().st_mode
-            if stat.S_ISLNK(mode):
-                raise ArtifactError(f"{full}: symbolic links cannot be stored")
-            if name in filenames and not stat.S_ISREG(mode):
-                raise ArtifactError(f"{full}: not a regular file")
-        for name in filenames:
-            full = Path(dirpath) / name
-            out.append((full.relative_to(root).as_posix(), full))
-    out.sort()
-    return out
-
-
-def manifest_bytes(entries: list[tuple[str, str]]) -> bytes:
-    """The bytes a directory digest is taken over: sorted `relpath\\tsha256\\n` lines."""
-    for rel, _ in entries:
-        if "\t" in rel or "\n" in rel:
-            raise ArtifactError(f"file name {rel!r} contains a tab or newline")
-    return "".join(f"{rel}\t{d}\n" for rel, d in sorted(entries)).encode()
-
-
-def dir_digest(path: Path | str) -> str:
-    root = Path(path)
-    if not root.is_dir():
-        raise ArtifactError(f"{root}: not a directory")
-    return hashlib.sha256(manifest_bytes([(rel, file_digest(p)) for rel, p in _walk(root)])).hexdigest()
-
-
 def _hash_and_sync(path: Path) -> str:
     h = hashlib.sha256()
-    buf = bytearray(_CHUNK)
+    buf = bytearray(CHUNK)
     view = memoryview(buf)
     with open(path, "rb+", buffering=0) as fh:
         os.fsync(fh.fileno())  # start from durable bytes; usually a no-op for a flushed file
@@ -207,7 +87,7 @@ class ArtifactStore:
     # -- naming ------------------------------------------------------------------------
     @staticmethod
     def _check(digest: str) -> str:
-        if not isinstance(digest, str) or not _HEX64.match(digest):
+        if not isinstance(digest, str) or not HEX64.match(digest):
             raise ArtifactError(f"not an artifact digest: {digest!r}")
         return digest
 
@@ -239,9 +119,6 @@ class ArtifactStore:
             raise ArtifactMismatch(digest, measured)
         return data
 
-    def read_json(self, digest: str) -> object:
-        return json.loads(self.read_bytes(digest))
-
     # -- writing -----------------------------------------------------------------------
     def _commit_blob(self, tmp: Path, digest: str) -> None:
         target = self._blob(digest)
@@ -268,11 +145,6 @@ class ArtifactStore:
             Path(name).unlink(missing_ok=True)
             raise
         return digest
-
-    def put_json(self, obj: object) -> str:
-        from ..ledger import canonical_bytes
-
-        return self.put_bytes(canonical_bytes(obj))
 
     def put_file(self, path: Path | str, *, move: bool = False) -> str:
         """Store a file, hashing the very bytes that are stored.
@@ -305,7 +177,7 @@ class ArtifactStore:
         fd, name = tempfile.mkstemp(dir=self._tmp)
         try:
             with open(src, "rb") as fin, os.fdopen(fd, "wb") as fout:
-                buf = bytearray(_CHUNK)
+                buf = bytearray(CHUNK)
                 view = memoryview(buf)
                 while n := fin.readinto(buf):
                     h.update(view[:n])
@@ -331,7 +203,7 @@ class ArtifactStore:
         src = Path(path)
         if not src.is_dir():
             raise ArtifactError(f"{src}: no such directory")
-        entries = [(rel, self.put_file(p, move=move)) for rel, p in _walk(src)]
+        entries = [(rel, self.put_file(p, move=move)) for rel, p in regular_files(src)]
         if move:
             for dirpath, _, _ in sorted(os.walk(src), key=lambda w: -len(w[0])):
                 try:
@@ -384,7 +256,7 @@ class ArtifactStore:
         """(relpath, file digest) entries of a stored directory."""
         if self.kind(digest) != "dir":
             raise ArtifactError(f"artifact {digest} is not a directory")
-        return _parse_manifest(self._blob(digest).read_bytes())
+        return parse_manifest(self._blob(digest).read_bytes())
 
     # -- listing and verification -------------------------------------------------------
     def digests(self) -> Iterator[str]:
@@ -428,8 +300,8 @@ class ArtifactStore:
         if digest not in good:
             return [ArtifactIssue(digest, "directory without a valid manifest in the store")]
         try:
-            wanted = dict(_parse_manifest(self._blob(digest).read_bytes()))
-            found = dict(_walk(tree))
+            wanted = dict(parse_manifest(self._blob(digest).read_bytes()))
+            found = dict(regular_files(tree))
         except (ArtifactError, ValueError) as exc:
             return [ArtifactIssue(digest, f"unreadable directory: {exc}")]
         issues = []
@@ -447,19 +319,7 @@ class ArtifactStore:
         return issues
 
 
-def _parse_manifest(data: bytes) -> list[tuple[str, str]]:
-    entries = []
-    for line in data.decode().splitlines():
-        rel, _, d = line.partition("\t")
-        if not _HEX64.match(d):
-            raise ArtifactError(f"bad manifest line {line!r}")
-        entries.append((rel, d))
-    return entries
-
-
 def _force_remove(path: Path) -> None:
     for dirpath, _, _ in os.walk(path):
         os.chmod(dirpath, 0o755)
-    import shutil
-
     shutil.rmtree(path)

@@ -117,9 +117,6 @@ class Workspace(ExpOS):
             return self.contract.evaluator.evaluator_digest
         return hashlib.sha256(data).hexdigest()
 
-    def edited_files(self) -> list[str]:
-        return workspace_edits(self.dir, self)
-
     # -- evaluation ----------------------------------------------------------------------------
     def evaluate_experiment(self, caller: Any, xid: str, checkpoint: str, split: str, *,
                             subset: str | None = None) -> dict[str, Any]:

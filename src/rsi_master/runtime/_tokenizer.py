@@ -7,7 +7,6 @@ tasks that copy values from the prompt need.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
@@ -46,9 +45,3 @@ def build_tokenizer() -> Any:
         padding_side="right",
         clean_up_tokenization_spaces=False,
     )
-
-
-def save_tokenizer(out_dir: str | Path) -> Any:
-    tok = build_tokenizer()
-    tok.save_pretrained(str(out_dir))
-    return tok
