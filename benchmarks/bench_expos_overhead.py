@@ -37,9 +37,9 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
 
+    import rsi_master.runtime as runtime
     from rsi_master.artifacts import copy_measured
     from rsi_master.expos import Budget, Caller, ExpOS
-    import rsi_master.runtime as runtime
     from rsi_master.runtime import base_model_dir, make_spec
 
     root = Path(tempfile.mkdtemp(prefix="bench-expos-overhead-"))

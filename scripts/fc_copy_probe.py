@@ -25,12 +25,12 @@ from functools import partial
 from pathlib import Path
 
 import torch
-
 from measure_landscape import CURVE_BATCH, CURVE_SPEC, DEFAULT_EXAMPLES  # scripts/ is on the path
 
-from rsi_master.runtime import evaluate as _evaluate, generate, train
-from rsi_master.tasks import _fc_catalog as cat
+from rsi_master.runtime import evaluate as _evaluate
+from rsi_master.runtime import generate, train
 from rsi_master.tasks import PUBLIC_SEAL_KEY
+from rsi_master.tasks import _fc_catalog as cat
 
 # Probes and the landscape score the public splits (reproducible from the code; docs quote them).
 evaluate = partial(_evaluate, seal_key=PUBLIC_SEAL_KEY)

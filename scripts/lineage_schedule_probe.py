@@ -24,7 +24,8 @@ from pathlib import Path
 
 import torch
 
-from rsi_master.runtime import evaluate as _evaluate, generate, train
+from rsi_master.runtime import evaluate as _evaluate
+from rsi_master.runtime import generate, train
 from rsi_master.tasks import PUBLIC_SEAL_KEY
 
 # Probes and the landscape score the public splits (reproducible from the code; docs quote them).

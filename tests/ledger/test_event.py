@@ -7,6 +7,7 @@ import pytest
 import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from rsi_master.errors import MalformedEventError
 from rsi_master.ledger import EventDraft, canonical_bytes, validate_draft
@@ -46,7 +47,7 @@ def test_malformed_drafts_get_one_clear_error(bad, where):
 
 def test_drafts_are_immutable():
     d = EventDraft.model_validate({"kind": "ok", "actor": {"role": "worker", "id": "w"}})
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError, match="frozen"):
         d.kind = "other"  # type: ignore[misc]
 
 

@@ -94,10 +94,10 @@ def test_every_inclusion_proof_verifies_and_mangled_ones_fail():
         for i in range(n):
             proof = inclusion_proof(LEAVES, i, n)
             assert verify_inclusion(LEAVES[i], i, n, proof, ROOTS[n])
-            assert not verify_inclusion(LEAVES[i], i, n, proof + [b"\0" * 32], ROOTS[n])
+            assert not verify_inclusion(LEAVES[i], i, n, [*proof, b"\x00" * 32], ROOTS[n])
             if proof:
                 assert not verify_inclusion(LEAVES[i], i, n, proof[:-1], ROOTS[n])
-                bad = [bytes([proof[0][0] ^ 1]) + proof[0][1:]] + proof[1:]
+                bad = [bytes([proof[0][0] ^ 1]) + proof[0][1:], *proof[1:]]
                 assert not verify_inclusion(LEAVES[i], i, n, bad, ROOTS[n])
             other = (i + 1) % n
             if n > 1:
@@ -112,8 +112,8 @@ def test_every_consistency_proof_verifies_and_mangled_ones_fail():
             assert verify_consistency(m, n, ROOTS[m], ROOTS[n], proof)
             if 0 < m < n:
                 assert not verify_consistency(m, n, ROOTS[m], ROOTS[n], proof[:-1])
-                assert not verify_consistency(m, n, ROOTS[m], ROOTS[n], proof + [b"\0" * 32])
-                flipped = [bytes([proof[0][0] ^ 0x80]) + proof[0][1:]] + proof[1:]
+                assert not verify_consistency(m, n, ROOTS[m], ROOTS[n], [*proof, b"\x00" * 32])
+                flipped = [bytes([proof[0][0] ^ 128]) + proof[0][1:], *proof[1:]]
                 assert not verify_consistency(m, n, ROOTS[m], ROOTS[n], flipped)
                 # A different older tree is not a prefix of this one.
                 assert not verify_consistency(m, n, ROOTS[m - 1] if m > 1 else b"\1" * 32, ROOTS[n], proof)

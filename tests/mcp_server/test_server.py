@@ -6,6 +6,7 @@ loopback, progress notifications on a long call; and the tool surface MCP client
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import subprocess
@@ -331,5 +332,5 @@ def test_a_long_call_reports_progress_while_it_runs(tmp_path, key_dir, rsi):
     assert not quick.is_error and n_quick == 0
     assert not scored.is_error and scored.structured_content["n_samples"] == 3
     assert seen[0] == (0.0, "eval.run: started") and len(seen) >= 3, seen
-    assert all(b[0] > a[0] for a, b in zip(seen, seen[1:], strict=False)), seen
+    assert all(b[0] > a[0] for a, b in itertools.pairwise(seen)), seen
     assert all(m.startswith("eval.run: running for ") for _, m in seen[1:]), seen

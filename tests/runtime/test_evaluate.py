@@ -77,7 +77,7 @@ def test_checker_crash_is_a_zero_with_reason(toy_sft, tmp_path):
 def test_bad_checkpoints_and_splits_are_clear_errors(tmp_path, toy_sft):
     with pytest.raises(CheckpointLoadError, match="not a directory"):
         _eval(tmp_path / "nope")
-    with pytest.raises(CheckpointLoadError, match="no config.json"):
+    with pytest.raises(CheckpointLoadError, match=r"no config\.json"):
         _eval(tmp_path)
     broken = tmp_path / "broken"
     shutil.copytree(toy_sft, broken)
@@ -262,9 +262,8 @@ def test_evaluation_without_the_seal_secret_fails_clearly(sealed_run, key_dir, t
 
 
 def test_seal_problems_name_a_missing_or_foreign_secret(sealed_run, key_dir):
-    from rsi_master.runtime import seal_secret_path
-
     from rsi_master.expos import ExpOS
+    from rsi_master.runtime import seal_secret_path
 
     def problems():  # a fresh read-only session each time, as a verifier would open
         with ExpOS.open(sealed_run.run.path, writable=False) as x:

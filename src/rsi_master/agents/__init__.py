@@ -15,8 +15,16 @@ from ._memory import ActionStep, Memory, NoteStep, TaskStep, ToolCallRecord
 from ._model import ChatModel, Completion, ProviderError, ToolCall
 from ._nodes import LLMReviewer, LLMWorker
 from ._providers import make_model
-from ._setup import (AGENTS_KIND, AgentsSetup, Prompt, check_recorded, load_prompt, record_setup, recorded_role,
-                     resolve_setup)
+from ._setup import (
+    AGENTS_KIND,
+    AgentsSetup,
+    Prompt,
+    check_recorded,
+    load_prompt,
+    record_setup,
+    recorded_role,
+    resolve_setup,
+)
 
 __all__ = [
     "AGENTS_KIND",

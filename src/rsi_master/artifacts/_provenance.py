@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..ledger import Ledger
 
-__all__ = ["ProvenanceNode", "ProducingEvent", "provenance"]
+__all__ = ["ProducingEvent", "ProvenanceNode", "provenance"]
 
 
 @dataclass
@@ -16,7 +16,7 @@ class ProducingEvent:
     seq: int
     kind: str
     actor: str
-    inputs: list["ProvenanceNode"] = field(default_factory=list)
+    inputs: list[ProvenanceNode] = field(default_factory=list)
 
 
 @dataclass
@@ -49,7 +49,7 @@ class ProvenanceNode:
         return sorted(out)
 
 
-def provenance(ledger: "Ledger", digest: str, *, max_depth: int = 64) -> ProvenanceNode:
+def provenance(ledger: Ledger, digest: str, *, max_depth: int = 64) -> ProvenanceNode:
     """Walk output->input references back through the ledger's artifact index."""
     conn = ledger.connection
     expanded: set[str] = set()

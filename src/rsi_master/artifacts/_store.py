@@ -13,6 +13,7 @@ on and refuses them unless they hash to the name they were asked for.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -206,10 +207,8 @@ class ArtifactStore:
         entries = [(rel, self.put_file(p, move=move)) for rel, p in regular_files(src)]
         if move:
             for dirpath, _, _ in sorted(os.walk(src), key=lambda w: -len(w[0])):
-                try:
+                with contextlib.suppress(OSError):  # not empty: a file copied from another filesystem stays
                     os.rmdir(dirpath)
-                except OSError:
-                    pass
         manifest = manifest_bytes(entries)
         digest = self.put_bytes(manifest)
         tree = self._trees / digest

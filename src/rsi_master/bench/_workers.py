@@ -18,8 +18,16 @@ import zlib
 from typing import Any
 
 from ..expos import ToolError
-from ..orchestra import (DEFAULT_TRAIN, BudgetEnd, Direction, NodeContext, TPEWorker, default_directions, order_bounds,
-                         search_distribution)
+from ..orchestra import (
+    DEFAULT_TRAIN,
+    BudgetEnd,
+    Direction,
+    NodeContext,
+    TPEWorker,
+    default_directions,
+    order_bounds,
+    search_distribution,
+)
 from ._shortcuts import ShortcutTendency
 
 __all__ = ["RandomSearchWorker", "ShortcutWorker", "TPESearchWorker", "settings_of"]

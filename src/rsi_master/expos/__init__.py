@@ -6,11 +6,11 @@ taxonomy and an audit computed from the ledger and the run directory alone.
 """
 
 from ._audit import AuditReport, Finding, SubmissionAudit, audit
+from ._catalogue import llm_tool_schemas, tools_for
 from ._contract import Budget, EvaluatorSpec, TaskContract
 from ._errors import ToolError, ToolFailed, ToolInvalid, ToolRefused
 from ._evaluation import evaluate_experiment
 from ._graph import by_worker, checkpoint_lineage, evidence, lineage
-from ._catalogue import llm_tool_schemas, tools_for
 from ._registry import ROLES, TOOLS, Tool
 from ._session import OVERRIDE_KEYS, Caller, ExpOS
 from ._state import State, load_state
@@ -30,8 +30,8 @@ __all__ = [
     "Finding",
     "Observation",
     "State",
-    "SubmissionAudit",
     "Subcategory",
+    "SubmissionAudit",
     "TaskContract",
     "Tool",
     "ToolError",

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._errors import ToolRefused
 from ._catalogue import load as _load
+from ._errors import ToolRefused
 from ._registry import TOOLS
 from ._session import Caller, ExpOS
 

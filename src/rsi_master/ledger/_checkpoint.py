@@ -6,11 +6,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..errors import RsiMasterError
 from ._canonical import canonical_bytes
 from ._files import write_json_atomic
 from ._keys import Signer, load_public_key, public_key_pem, verify_signature
 from ._merkle import Frontier, leaf_hash
-from ..errors import RsiMasterError
 
 __all__ = ["CHECKPOINT_SCHEMA_VERSION", "Checkpoint", "SignedCheckpoint", "event_leaf", "write_json_atomic"]
 
@@ -55,7 +55,7 @@ class SignedCheckpoint(BaseModel):
         "from the events after it alone.")
 
     @classmethod
-    def sign(cls, checkpoint: Checkpoint, signer: Signer) -> "SignedCheckpoint":
+    def sign(cls, checkpoint: Checkpoint, signer: Signer) -> SignedCheckpoint:
         return cls(
             checkpoint=checkpoint,
             signature=signer.sign(checkpoint.message()),
@@ -77,7 +77,7 @@ class SignedCheckpoint(BaseModel):
         return f if f.root().hex() == self.checkpoint.root else None
 
     @classmethod
-    def load(cls, path: Path) -> "SignedCheckpoint":
+    def load(cls, path: Path) -> SignedCheckpoint:
         try:
             return cls.model_validate_json(path.read_bytes())
         except OSError as exc:

@@ -23,19 +23,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ._files import write_json_atomic
 from ..errors import KeyMismatchError, RsiMasterError
+from ._files import write_json_atomic
 
 __all__ = [
     "KEY_DIR_ENV",
-    "KeyDir",
     "RUN_ID_PATTERN",
+    "KeyDir",
     "RunRecord",
     "Signer",
     "default_key_dir",

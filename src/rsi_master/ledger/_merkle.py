@@ -67,7 +67,7 @@ class Frontier:
         self._nodes.append((height, node))
         self.size += 1
 
-    def copy(self) -> "Frontier":
+    def copy(self) -> Frontier:
         f = Frontier()
         f.size, f._nodes = self.size, list(self._nodes)
         return f
@@ -78,7 +78,7 @@ class Frontier:
         return [h for _, h in self._nodes]
 
     @classmethod
-    def from_nodes(cls, size: int, nodes: Sequence[bytes]) -> "Frontier":
+    def from_nodes(cls, size: int, nodes: Sequence[bytes]) -> Frontier:
         """Rebuild from `nodes` (as `nodes` returns them); ValueError if they cannot be a
         compact range of `size` leaves."""
         heights = [b for b in range(size.bit_length() - 1, -1, -1) if size >> b & 1] if size > 0 else []
@@ -121,8 +121,8 @@ def inclusion_proof(leaves: Sequence[bytes], index: int, size: int | None = None
             return []
         k = _split(hi - lo)
         if m < k:
-            return path(m, lo, lo + k) + [_subtree(leaves, lo + k, hi)]
-        return path(m - k, lo + k, hi) + [_subtree(leaves, lo, lo + k)]
+            return [*path(m, lo, lo + k), _subtree(leaves, lo + k, hi)]
+        return [*path(m - k, lo + k, hi), _subtree(leaves, lo, lo + k)]
 
     return path(index, 0, n)
 
@@ -145,8 +145,8 @@ def consistency_proof(leaves: Sequence[bytes], first: int, second: int | None = 
             return [] if complete else [_subtree(leaves, lo, hi, cache)]
         k = _split(size)
         if m <= k:
-            return subproof(m, lo, lo + k, complete) + [_subtree(leaves, lo + k, hi, cache)]
-        return subproof(m - k, lo + k, hi, False) + [_subtree(leaves, lo, lo + k, cache)]
+            return [*subproof(m, lo, lo + k, complete), _subtree(leaves, lo + k, hi, cache)]
+        return [*subproof(m - k, lo + k, hi, False), _subtree(leaves, lo, lo + k, cache)]
 
     return subproof(first, 0, n, True)
 

@@ -53,7 +53,8 @@ SCHEMA_V1 = (
         for op in ("UPDATE", "DELETE")
     ]
 )
-SCHEMA = SCHEMA_V1 + [
+SCHEMA = [
+    *SCHEMA_V1,
     # One row, replaced in every write transaction: the signed head of the whole ledger.
     # Rows beyond it were not written by a holder of the key.
     "CREATE TABLE seal (id INTEGER PRIMARY KEY CHECK (id = 0), tree_size INTEGER NOT NULL,"

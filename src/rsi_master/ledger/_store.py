@@ -55,7 +55,7 @@ class Ledger(SealKeeper):
     # -- opening -------------------------------------------------------------------
     @classmethod
     def create(cls, path: Path, run_id: str, signer: Signer, key_dir: KeyDir | None = None,
-               checkpoint_every: int = 1000) -> "Ledger":
+               checkpoint_every: int = 1000) -> Ledger:
         path = Path(path)
         if path.exists():
             raise LedgerError(f"{path} already exists; refusing to overwrite a ledger")
@@ -91,7 +91,7 @@ class Ledger(SealKeeper):
 
     @classmethod
     def open(cls, path: Path, signer: Signer | None = None, key_dir: KeyDir | None = None,
-             checkpoint_every: int = 1000, public_pem: str = "") -> "Ledger":
+             checkpoint_every: int = 1000, public_pem: str = "") -> Ledger:
         """Open an existing ledger; without a signer it is read-only.
 
         With a signer, the ledger must be one the key directory vouches for (see
@@ -136,7 +136,7 @@ class Ledger(SealKeeper):
             self._conn.close()
             self._closed = True
 
-    def __enter__(self) -> "Ledger":
+    def __enter__(self) -> Ledger:
         return self
 
     def __exit__(self, *exc: object) -> None:

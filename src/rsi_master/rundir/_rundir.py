@@ -46,7 +46,7 @@ class RunDir:
 
     @classmethod
     def create(cls, path: Path | str, *, key_dir: KeyDir | Path | str | None = None, run_id: str | None = None,
-               checkpoint_every: int = 1000) -> "RunDir":
+               checkpoint_every: int = 1000) -> RunDir:
         path = Path(path)
         keys = key_dir if isinstance(key_dir, KeyDir) else KeyDir(key_dir)
         if path.exists() and (not path.is_dir() or any(path.iterdir())):
@@ -62,7 +62,7 @@ class RunDir:
 
     @classmethod
     def open(cls, path: Path | str, *, key_dir: KeyDir | Path | str | None = None, writable: bool = False,
-             checkpoint_every: int = 1000) -> "RunDir":
+             checkpoint_every: int = 1000) -> RunDir:
         """Open a run; `writable` needs the operator's signing key for this run."""
         path = Path(path)
         keys = key_dir if isinstance(key_dir, KeyDir) else KeyDir(key_dir)
@@ -87,7 +87,7 @@ class RunDir:
     def close(self) -> None:
         self.ledger.close()
 
-    def __enter__(self) -> "RunDir":
+    def __enter__(self) -> RunDir:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from rsi_master.runtime._digest import sha256_file
 from rsi_master.runtime._errors import InvalidParameterError

@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from rsi_master.runtime import _model, _tokenizer
 from rsi_master.runtime._digest import dir_digest, sha256_bytes

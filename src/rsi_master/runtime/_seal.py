@@ -22,11 +22,11 @@ import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import Any, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 from rsi_master.runtime._digest import dir_digest, sha256_bytes, sha256_file
 from rsi_master.runtime._errors import EvaluationError, SealSecretError

@@ -45,7 +45,7 @@ class TrainSpec(BaseModel):
     grpo_beta: float = Field(default=0.0, ge=0.0, le=10.0, description="KL weight; 0 skips the reference model")
 
     @model_validator(mode="after")
-    def _method_needs(self) -> "TrainSpec":
+    def _method_needs(self) -> TrainSpec:
         if self.method in ("dpo", "grpo") and not self.task:
             raise ValueError(f"method {self.method} needs a task (its checker builds pairs / rewards)")
         if self.prompt_loss and self.method not in ("sft", "lora"):

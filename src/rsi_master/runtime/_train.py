@@ -14,8 +14,9 @@ import json
 import shutil
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from rsi_master.artifacts import copy_measured, read_measured
 from rsi_master.errors import ArtifactError

@@ -14,27 +14,27 @@ __all__ = ["base_args", "quiet"]
 
 def base_args(spec: TrainSpec, work_dir: Path, n_rows: int) -> dict[str, Any]:
     """TrainingArguments shared by all methods: CPU, fp32, no checkpoint files, no hub."""
-    args: dict[str, Any] = dict(
-        output_dir=str(work_dir),
-        learning_rate=spec.learning_rate,
-        per_device_train_batch_size=spec.batch_size,
-        num_train_epochs=spec.epochs,
-        max_steps=spec.max_steps if spec.max_steps is not None else -1,
-        lr_scheduler_type=spec.lr_scheduler,
-        warmup_steps=spec.warmup_ratio,  # transformers 5: a float < 1 is a ratio of total steps
-        weight_decay=spec.weight_decay,
-        seed=spec.seed,
-        data_seed=spec.seed,
-        logging_steps=max(1, min(10, n_rows // spec.batch_size // 20 or 1)),
-        save_strategy="no",
-        report_to=[],
-        bf16=False,
-        fp16=False,
-        use_cpu=True,
-        activation_checkpointing=False,  # TRL defaults to on; it only costs time on a tiny model
-        disable_tqdm=True,
-        dataloader_num_workers=0,
-    )
+    args: dict[str, Any] = {
+        "output_dir": str(work_dir),
+        "learning_rate": spec.learning_rate,
+        "per_device_train_batch_size": spec.batch_size,
+        "num_train_epochs": spec.epochs,
+        "max_steps": spec.max_steps if spec.max_steps is not None else -1,
+        "lr_scheduler_type": spec.lr_scheduler,
+        "warmup_steps": spec.warmup_ratio,  # transformers 5: a float < 1 is a ratio of total steps
+        "weight_decay": spec.weight_decay,
+        "seed": spec.seed,
+        "data_seed": spec.seed,
+        "logging_steps": max(1, min(10, n_rows // spec.batch_size // 20 or 1)),
+        "save_strategy": "no",
+        "report_to": [],
+        "bf16": False,
+        "fp16": False,
+        "use_cpu": True,
+        "activation_checkpointing": False,  # TRL defaults to on; it only costs time on a tiny model
+        "disable_tqdm": True,
+        "dataloader_num_workers": 0,
+    }
     if spec.lr_scheduler == "warmup_stable_decay":
         total = spec.max_steps or max(1, math.ceil(n_rows / spec.batch_size * spec.epochs))
         args["lr_scheduler_kwargs"] = {"num_decay_steps": max(1, round(WSD_DECAY * total))}

@@ -9,8 +9,8 @@ output matches. Two programs that behave the same are equally right.
 from __future__ import annotations
 
 import random
-from functools import partial
 from collections.abc import Mapping
+from functools import partial
 from types import MappingProxyType
 from typing import Any
 

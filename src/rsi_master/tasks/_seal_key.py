@@ -68,7 +68,7 @@ class SealKey:
         return {"seed": self.seed} if self.secret is None else {"secret": self.secret.hex()}
 
     @classmethod
-    def from_wire(cls, data: Any) -> "SealKey":
+    def from_wire(cls, data: Any) -> SealKey:
         if not isinstance(data, dict) or set(data) not in ({"seed"}, {"secret"}):
             raise ValueError("a seal key is {'secret': hex} or {'seed': int}")
         if "seed" in data:
