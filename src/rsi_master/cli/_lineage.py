@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from ._common import key_dir_arg
 
@@ -32,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
         if len(matches) != 1:
             raise RsiMasterError(f"{target!r} names {len(matches)} checkpoints in this run (want exactly one)")
         chain = lineage(st, matches[0].id)
-        steps = []
+        steps: list[dict[str, Any]] = []
         for x in chain:
             ds = st.datasets.get(x.dataset)
             steps.append({"experiment_id": x.id, "owner": x.owner, "status": x.status, "checkpoint": x.checkpoint,

@@ -4,8 +4,12 @@ better, verified, audited checkpoint, and end with a greppable summary."""
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from ._common import env, is_tty, key_dir_arg
+
+if TYPE_CHECKING:
+    from ..agents import AgentsSetup
 
 NAME = "run"
 HELP = "post-train the base model on a task with Workers, Reviewers and a Main agent under a budget"
@@ -68,7 +72,7 @@ def print_summary(summary: dict[str, object]) -> None:
         print(f"{key}: {'n/a' if v is None else v}")
 
 
-def agents_setup(args: argparse.Namespace) -> object | None:
+def agents_setup(args: argparse.Namespace) -> AgentsSetup | None:
     """The run's agents, checked before anything is written; None when every role is scripted."""
     choices = [args.main, args.worker, args.reviewer]
     if args.agents == "scripted" and all(c in (None, "scripted") for c in choices):
@@ -88,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     if setup is not None:
         from ..agents import record_setup
 
-        names = dict(setup.agents)  # type: ignore[attr-defined]
+        names = dict(setup.agents)
         names["setup"] = lambda expos: record_setup(expos, setup)
     summary = start_run(args.task, args.budget, slots=args.slots, seed=args.seed, run_dir=args.dir,
                         key_dir=args.key_dir, eval_limit=args.eval_limit, final_limit=args.final_limit,

@@ -161,7 +161,7 @@ class _Extended(Sequence[bytes]):
     def __len__(self) -> int:
         return self._first + len(self._new)
 
-    def __getitem__(self, i):  # type: ignore[override]
+    def __getitem__(self, i):
         if i >= self._first:
             return self._new[i - self._first]
         return self._compact[(i, i + 1)]  # a leaf that is itself a node of the range

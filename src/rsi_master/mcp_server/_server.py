@@ -62,6 +62,7 @@ class ExposDoor:
                 self._contract = _contract_from_view(view)
                 self.where = f"the door {self.socket}"
             else:
+                assert run_dir is not None  # exactly one of door and run_dir, checked above
                 self.expos = self.pool.submit(ExpOS.open, run_dir, key_dir=key_dir).result()
                 self.caller = self.pool.submit(self.expos.authenticate, capability).result()
                 self._contract = self.expos.contract
@@ -85,6 +86,7 @@ class ExposDoor:
     def _door_call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
         from ..expos._door import door_call
 
+        assert self.socket is not None, "a call through the door on a run opened here"
         return door_call(self.socket, self.capability, name, args)
 
     def _call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -224,12 +226,12 @@ def serve(capability: str, *, run_dir: str | Path | None = None, door: str | Pat
         import mcp  # noqa: F401
     except ImportError:
         raise RsiMasterError("the MCP server needs the mcp package: pip install 'rsi-master[llm]'") from None
-    door = ExposDoor(capability, run_dir=run_dir, door=door, key_dir=key_dir)
+    expos_door = ExposDoor(capability, run_dir=run_dir, door=door, key_dir=key_dir)
     try:
-        server = build_server(door, progress_every=progress_every)
-        asyncio.run(_stdio(server) if transport == "stdio" else _http(server, host, port, door))
+        server = build_server(expos_door, progress_every=progress_every)
+        asyncio.run(_stdio(server) if transport == "stdio" else _http(server, host, port, expos_door))
     finally:
-        door.close()
+        expos_door.close()
 
 
 async def _stdio(server: Any) -> None:

@@ -121,6 +121,8 @@ def verify_run(path: Path | str, *, key_dir: KeyDir | Path | str | None = None,
     try:
         problems: list[Problem] = []
         notes: list[str] = []
+        witness: SignedCheckpoint | None
+        witness_src: str | None
         if checkpoint is not None:
             witness, witness_src = SignedCheckpoint.load(Path(checkpoint)), str(checkpoint)
         else:

@@ -35,7 +35,8 @@ def build_config(spec: TinyLlamaSpec = TinyLlamaSpec()) -> Any:
     from transformers import LlamaConfig
 
     v = _tokenizer.vocab()
-    return LlamaConfig(
+    # rope_theta: the spelling the shipped model was built with (transformers 5 reads it into rope_parameters).
+    return LlamaConfig(  # type: ignore[call-arg]
         vocab_size=len(v),
         hidden_size=spec.hidden_size,
         intermediate_size=spec.intermediate_size,

@@ -33,7 +33,7 @@ def run_sft(model: Any, tokenizer: Any, rows: list[dict[str, Any]], spec: TrainS
 
         peft_config = LoraConfig(
             r=spec.lora_r,
-            lora_alpha=spec.lora_alpha,
+            lora_alpha=spec.lora_alpha,  # type: ignore[arg-type]  # annotated int; the scale alpha / r takes any number
             lora_dropout=spec.lora_dropout,
             target_modules=list(LORA_TARGETS),
             task_type="CAUSAL_LM",
@@ -48,7 +48,7 @@ def run_sft(model: Any, tokenizer: Any, rows: list[dict[str, Any]], spec: TrainS
     )
     quiet(trainer)
     trainer.train()
-    trained = trainer.model
+    trained: Any = trainer.model
     if spec.method == "lora":
         # Merge so that every checkpoint downstream is a plain full model.
         trained = trained.merge_and_unload()

@@ -76,7 +76,8 @@ def _stage_values(problem: Problem) -> list[tuple[str, str]]:
     value: Value = problem.reference["tests"][0][0]
     steps = []
     for stage in problem.data:
-        value = run((stage,), value)  # type: ignore[arg-type] - targets never fail on their own examples
+        # Only the last stage can be terminal (an int): every stage before it gets a list.
+        value = run((stage,), value)  # type: ignore[arg-type]
         steps.append((format_program((stage,)), _show(value)))
     return steps
 
@@ -98,7 +99,7 @@ def _outputs_first(problem: Problem, params: Mapping[str, Any]) -> str:
 def _trace_all(problem: Problem, params: Mapping[str, Any]) -> str:
     shown = problem.reference["tests"][: params["n_examples"]]
     first = problem.data[:1]
-    return _then_program(problem, [" ".join(_show(run(first, x)) for x, _ in shown)])  # type: ignore[arg-type]
+    return _then_program(problem, [" ".join(_show(run(first, x)) for x, _ in shown)])
 
 
 class ProgramSynthesisTask(SuiteTask):

@@ -57,7 +57,8 @@ STAGES: tuple[Stage, ...] = (
     ("len",),
 )
 TERMINAL = frozenset({"sum", "max", "min", "len"})
-DESCRIPTIONS = {
+# A stage with an operator (map, filter) has a phrase per operator; the others, one phrase.
+DESCRIPTIONS: dict[str, Any] = {
     "map": {"+": "add {k}", "-": "subtract {k}", "*": "times {k}"},
     "filter": {"even": "keep evens", "odd": "keep odds", ">": "keep >{k}", "<": "keep <{k}"},
     "take": "first {k}",

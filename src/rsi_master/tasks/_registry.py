@@ -18,7 +18,7 @@ from ._seal_key import PUBLIC_SEAL_KEY, SealKey
 
 __all__ = ["UnknownTaskError", "get_task", "list_tasks"]
 
-_TASKS: dict[str, Callable[[], SuiteTask]] = {
+_TASKS: dict[str, Callable[..., SuiteTask]] = {
     ArithmeticTask.name: ArithmeticTask,
     FunctionCallingTask.name: FunctionCallingTask,
     KnowledgeTask.name: KnowledgeTask,
