@@ -331,7 +331,8 @@ def _checkpoint_register(ws: Workspace, caller: Any, raw: dict[str, Any]) -> Exp
     ws.record(caller, ExperimentFinish(experiment_id=xid, status="completed", checkpoint=ckpt, steps=0),
               [{"digest": ckpt, "role": "output", "name": "checkpoint"}])
     rec = ws.evaluate_experiment(caller, xid, ckpt, "dev")
-    return ExperimentResult(experiment_id=xid, status="completed", dev_score=rec.payload.score, steps=0, checkpoint=ckpt)
+    return ExperimentResult(experiment_id=xid, status="completed", dev_score=rec.payload.score, steps=0,
+                            checkpoint=ckpt)
 
 
 def _results_list(ws: Workspace, caller: Any, raw: dict[str, Any]) -> Results:

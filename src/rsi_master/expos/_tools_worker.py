@@ -8,8 +8,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..events import (
-    DataCheck, DataFilter, DataGenerate, DataMix, DataRegister, ExperimentFinish, ExperimentStart, LedgerFacts, Measured,
-    Payload, WorkerFinalize,
+    DataCheck, DataFilter, DataGenerate, DataMix, DataRegister, ExperimentFinish, ExperimentStart, LedgerFacts,
+    Measured, Payload, WorkerFinalize,
 )
 from ._audit import claim_matches
 from ._contamination_gate import check_rows
