@@ -28,13 +28,19 @@ def public_packages() -> list[str]:
     return out
 
 
-def defined_names(init: Path) -> set[str]:
+def defined_names(init: Path, package: str | None = None) -> set[str]:
     """Public names bound at the top level of a package's `__init__` (plain `import x` binds a
-    module it uses, not API)."""
+    module it uses, not API; `from .m import *` binds what `m.__all__` lists)."""
     names: set[str] = set()
     for node in ast.parse(init.read_text()).body:
         if isinstance(node, ast.ImportFrom) and node.module != "__future__":
-            names.update(alias.asname or alias.name for alias in node.names)
+            for alias in node.names:
+                if alias.name == "*":
+                    assert package is not None, f"{init}: a star import needs its package to be resolved"
+                    star = importlib.import_module("." * node.level + (node.module or ""), package)
+                    names.update(star.__all__)
+                else:
+                    names.add(alias.asname or alias.name)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
         elif isinstance(node, ast.Assign):
@@ -72,6 +78,6 @@ def test_all_is_complete_existing_and_sorted(package):
     assert len(listed) == len(set(listed)), f"{package}.__all__ lists a name twice"
     missing = [n for n in listed if not hasattr(module, n)]
     assert not missing, f"{package}.__all__ lists names it does not have: {missing}"
-    unlisted = sorted(defined_names(Path(module.__file__)) - set(listed))
+    unlisted = sorted(defined_names(Path(module.__file__), package) - set(listed))
     assert not unlisted, f"{package} defines public names its __all__ leaves out: {unlisted}"
     assert listed == sorted(listed, key=ruff_order), f"{package}.__all__ is not sorted (ruff check --fix sorts it)"
