@@ -60,8 +60,11 @@ def test_a_full_cycle_verify_revise_branch_and_stop(tmp_path):
 
         rev = expos.call(Caller("reviewer", rid), "review.submit", {
             "scope": [w1, w2], "verdict": "pass", "supported": [f"{w1}: {x1} review 0.400"],
-            "recommendations": [f"continue {x1} {w1}: 30/50 review samples still wrong; train it further",
-                                f"combine {w1} {w2}: {x2} solves 3 review samples that {x1} misses"],
+            "recommendations": [
+                {"action": "continue", "experiment_id": x1, "worker_id": w1,
+                 "reason": "30/50 review samples still wrong; train it further"},
+                {"action": "combine", "worker_ids": [w1, w2], "experiment_ids": [x1, x2],
+                 "reason": f"{x2} solves 3 review samples that {x1} misses"}],
             "evidence": [s1, s2]}).seq
         main.on_event(_ctx(expos, 40.0), load_graph(expos), (rev, "review", rid))
         d = _decisions(expos)[-1]
