@@ -11,7 +11,8 @@ from pydantic import TypeAdapter, ValidationError
 from ..events._messages import Combine, Continue, Finding, Recipe, Recommendation, Revise, Stop, Verdict
 from ._graph import ResearchGraph, WorkerNode
 
-__all__ = ["best_review_score", "candidates", "findings", "recipe", "recommendations", "stopped", "verdict", "violations"]
+__all__ = ["best_review_score", "candidates", "findings", "recipe", "recommendations", "stopped", "verdict",
+           "violations"]
 
 _RECOMMENDATION: TypeAdapter[Any] = TypeAdapter(Recommendation)
 
