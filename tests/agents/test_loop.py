@@ -301,6 +301,10 @@ def test_a_reviewers_malformed_recommendation_is_refused_by_the_tool_schema_not_
         {"action": "stop", "worker_ids": ["w1"], "reason": "its claims did not hold"}]})
     script = {"reviewer": {"reviewer": [prose, no_id, unknown, bad_verdict, good]}}
     with new_run(tmp_path) as expos:
+        from ..orchestra.helpers import MAIN
+
+        expos.call(MAIN, "worker.add", {"worker_id": "w1", "task": "t", "predecessors": [],
+                                        "direction": {"family": "answer_only"}})
         record_llm(expos, {"reviewer": fake(tmp_path, script)})
         brief = {"question": "q", "scope": ["w1"], "seq": 0, "conclusions": {}}
         LLMReviewer().run(_node(expos, brief, caller=Caller("reviewer", "r1")))

@@ -66,12 +66,34 @@ def test_the_display_reads_typed_scores_not_prose(tmp_path):
         for w in ("w1", "w2"):
             expos.call(MAIN, "worker.add", {"worker_id": w, "task": "t", "predecessors": [],
                                             "direction": {"family": "answer_only"}})
+        x = fake_experiment(expos, "w1", 0.5)
         expos.call(MAIN, "review.request", {"reviewer_id": "r1", "question": "q", "scope": ["w1", "w2"]})
         expos.call(Caller("reviewer", "r1"), "review.submit", {
-            "scope": ["w1", "w2"], "verdict": "pass", "supported": ["w1: exp-00001 review 0.900"],
-            "findings": [{"claim": "w1: exp-00001 review 0.400", "status": "supported", "split": "review",
-                          "score": 0.4, "experiment_ids": ["exp-00001"]},
+            "scope": ["w1", "w2"], "verdict": "pass", "supported": [f"w1: {x} review 0.900"],
+            "findings": [{"claim": f"w1: {x} review 0.400", "status": "supported", "split": "review",
+                          "score": 0.4, "experiment_ids": [x]},
                          {"claim": "a dev score", "status": "supported", "split": "dev", "score": 0.8},
                          {"claim": "a review score that does not hold", "status": "unsupported",
                           "split": "review", "score": 0.7}]})
         assert best_review_score(load_graph(expos)) == 0.4
+
+
+def test_a_review_naming_an_experiment_or_worker_that_does_not_exist_is_refused(tmp_path):
+    import pytest
+
+    from rsi_master.expos import ToolRefused
+
+    with new_run(tmp_path) as expos:
+        expos.call(MAIN, "worker.add", {"worker_id": "w1", "task": "t", "predecessors": [],
+                                        "direction": {"family": "answer_only"}})
+        expos.call(MAIN, "review.request", {"reviewer_id": "r1", "question": "q", "scope": ["w1"]})
+        x = fake_experiment(expos, "w1", 0.5)
+        for rec in ({"action": "continue", "experiment_id": "exp-99999", "worker_id": "w1", "reason": "r"},
+                    {"action": "combine", "worker_ids": ["w1", "w7"], "reason": "r"}):
+            with pytest.raises(ToolRefused, match="do not exist: \\['(exp-99999|w7)'\\]"):
+                expos.call(Caller("reviewer", "r1"), "review.submit", {"scope": ["w1"], "verdict": "pass",
+                                                                       "recommendations": [rec]})
+        assert expos.events("review.submit") == []
+        expos.call(Caller("reviewer", "r1"), "review.submit", {"scope": ["w1"], "verdict": "pass", "recommendations": [
+            {"action": "continue", "experiment_id": x, "worker_id": "w1", "reason": "r"}]})
+        assert len(expos.events("review.submit")) == 1

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = ["Combine", "Continue", "Finding", "Hyperparameters", "Recipe", "Recommendation", "Revise", "Source", "Stop",
-           "Verdict"]
+           "Verdict", "named_ids"]
 
 Verdict = Literal["pass", "fail"]
 """A review's verdict: `pass` when the scope's conclusions hold on the evidence."""
@@ -127,3 +127,12 @@ class Stop(_Message):
 
 Recommendation = Annotated[Continue | Combine | Revise | Stop, Field(discriminator="action")]
 """What a Reviewer recommends the Main do next, one of four actions, each naming its ids."""
+
+
+def named_ids(m: Finding | Continue | Combine | Revise | Stop) -> tuple[set[str], set[str]]:
+    """(experiment ids, Worker ids) a finding or recommendation is about."""
+    if isinstance(m, Continue):
+        return {m.experiment_id}, {m.worker_id}
+    if isinstance(m, Revise):
+        return set(m.experiment_ids), {m.worker_id}
+    return set(m.experiment_ids), set(m.worker_ids)

@@ -4,11 +4,11 @@ sample-by-sample comparison, the integrity audit, and the review itself."""
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..events._messages import Finding, Recommendation, Verdict
+from ..events._messages import Finding, Recommendation, Verdict, named_ids
 from ._errors import ToolRefused
 from ._evaluation import evaluate_experiment, public_reason
 from ._registry import tool
@@ -206,5 +206,15 @@ def review_submit(expos, caller, inp: ReviewInput) -> ReviewResult:
     bad = [s for s in inp.evidence if not 0 <= s < size]
     if bad:
         raise ToolRefused(f"evidence cites events that do not exist: {bad[:5]}")
+    # The Main acts on these ids: one that names nothing is refused here, not ignored there.
+    st = load_state(expos)
+    xs: set[str] = set()
+    ws: set[str] = set()
+    for m in [*inp.findings, *inp.recommendations]:
+        x, w = named_ids(m)
+        xs, ws = xs | x, ws | w
+    unknown = sorted(xs - set(st.experiments)) + sorted(ws - set(st.workers))
+    if unknown:
+        raise ToolRefused(f"findings or recommendations name experiments or Workers that do not exist: {unknown[:5]}")
     event = expos.record(caller, "review.submit", inp.model_dump())
     return ReviewResult(seq=event.seq)
