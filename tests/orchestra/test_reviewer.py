@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from rsi_master.events._messages import Combine, Continue, Finding
+from rsi_master.events import Combine, Continue, Finding
 from rsi_master.expos import Caller
 from rsi_master.orchestra import NodeContext, load_graph
 from rsi_master.orchestra._reports import best_review_score, recommendations
@@ -17,13 +17,16 @@ from .helpers import MAIN, fake_experiment, finalize, new_run
 
 def _reviewed(expos, xid: str, right: list[bool]) -> None:
     """A `review` record of `xid` whose samples s0, s1, ... are right or wrong as given."""
-    base = expos.contract.base_model_artifact
+    c = expos.contract
     samples = [{"sample_id": f"s{i}", "output": "out", "score": 1.0 if ok else 0.0, "reason": "" if ok else "wrong"}
                for i, ok in enumerate(right)]
     digest = expos.run.store.put_json({"samples": samples})
     expos.record({"role": "reviewer", "id": "rx"}, "eval.record", {
-        "experiment_id": xid, "split": "review", "score": sum(right) / len(right), "checkpoint_digest": base,
-        "record_digest": digest})
+        "experiment_id": xid, "split": "review", "score": sum(right) / len(right), "n_samples": len(right),
+        "checkpoint_digest": c.base_model_artifact, "evaluator_digest": c.evaluator.evaluator_digest,
+        "template_digest": c.evaluator.template_sha256, "decoding": c.evaluator.decoding, "stop": c.evaluator.stop,
+        "sample_ids_sha256": "2" * 64, "sample_ids_match": True, "tokenizer_digest": c.base_tokenizer_sha256,
+        "generation_config_digest": c.base_generation_config_sha256, "record_digest": digest})
 
 
 def test_the_reviewers_report_carries_typed_findings_and_recommendations(tmp_path):

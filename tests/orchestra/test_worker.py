@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from types import SimpleNamespace
 
-from rsi_master.events._messages import Recipe
+from rsi_master.events import Recipe
 from rsi_master.orchestra import Direction, NodeContext, Range, TPEWorker
 
 from .helpers import new_run

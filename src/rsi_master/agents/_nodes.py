@@ -78,9 +78,13 @@ def _harness_finalize(ctx: NodeContext, out: Outcome) -> dict[str, Any]:
 
 def _conclusion(w: Any) -> str:
     """A predecessor's final summary (prose) and its typed recipe, as the agent reads them."""
-    fin = w.finalize or {}
-    r = fin.get("recipe")
-    return str(fin.get("summary") or "") + (f"\n  recipe: {json.dumps(r, sort_keys=True)}" if r else "")
+    from ..events import WorkerFinalize
+
+    f = w.finalize if w.finalize is None or isinstance(w.finalize, WorkerFinalize) else \
+        WorkerFinalize.model_validate(w.finalize)
+    if f is None:
+        return ""
+    return f.summary + (f"\n  recipe: {f.recipe.model_dump_json(exclude_defaults=True)}" if f.recipe else "")
 
 
 class LLMWorker:

@@ -7,6 +7,9 @@ call `typed(event)` (or `payload_of(event, Model)`) and read attributes, never d
 """
 
 from ._base import PAYLOADS, Payload, Record, dump_payload
+from ._messages import (
+    Combine, Continue, Finding, Hyperparameters, Recipe, Recommendation, Revise, Source, Stop, Verdict, named_ids,
+)
 from ._payloads import *  # noqa: F403  (the payload models)
 from ._payloads import __all__ as _payload_names
 from ._typed import (
@@ -23,4 +26,7 @@ from ._typed import (
 __all__ = sorted([
     "PAYLOADS", "SCHEMA_VERSION", "Payload", "Record", "TypedEvent", "UnknownEventKind", "dump_payload",
     "event_adapter", "payload_model", "payload_of", "typed", "validate_payload", *_payload_names,
+    # typed agent messages, nested in worker.finalize and review.submit
+    "Combine", "Continue", "Finding", "Hyperparameters", "Recipe", "Recommendation", "Revise", "Source", "Stop",
+    "Verdict", "named_ids",
 ])

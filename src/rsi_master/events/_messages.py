@@ -23,7 +23,7 @@ Verdict = Literal["pass", "fail"]
 
 
 class _Message(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 class Source(_Message):

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..events._messages import Finding, Recommendation, Verdict, named_ids
+from ..events import Finding, Recommendation, Verdict, named_ids
 from ._errors import ToolRefused
 from ._evaluation import evaluate_experiment, public_reason
 from ._registry import tool

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..events._messages import Recipe
+from ..events import Recipe
 from ._audit import claim_matches
 from ._contamination_gate import check_rows
 from ._errors import ToolFailed, ToolInvalid, ToolRefused
@@ -508,7 +508,7 @@ def worker_finalize(expos, caller, inp: FinalizeInput) -> FinalizeResult:
     failed = [x.id for x in own if x.status != "completed"]
     expos.record(caller, "worker.finalize", {
         "summary": inp.summary, "claims": [c.model_dump() for c in inp.claims], "candidates": inp.candidates,
-        "recipe": inp.recipe.model_dump(mode="json") if inp.recipe is not None else None,
+        **({"recipe": inp.recipe.model_dump(mode="json")} if inp.recipe is not None else {}),
         # Written by ExpOS from the ledger, not by the agent: failures stay disclosed.
         "ledger_facts": {"experiments": [x.id for x in own], "failed": failed},
     })

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..events._messages import Combine, Continue, Hyperparameters, Recipe, Revise
+from ..events import Combine, Continue, Hyperparameters, Recipe, Revise
 from . import _reports as reports
 from ._directions import Direction, Range
 from ._graph import ResearchGraph, WorkerNode

@@ -1,51 +1,59 @@
 """What the orchestra (the Main, the live display) reads of the agents' messages in the
 graph, as typed fields: a Worker's candidates and recipe, a Reviewer's verdict, findings
-and recommendations. Nothing here parses prose."""
+and recommendations. Nothing here parses prose: a schema-v1 report's prose recommendation
+is not an instruction, and is passed over."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
-
-from ..events._messages import Combine, Continue, Finding, Recipe, Recommendation, Revise, Stop, Verdict
+from ..events import Combine, Continue, Finding, Recipe, ReviewSubmit, Revise, Stop, Verdict, WorkerFinalize
 from ._graph import ResearchGraph, WorkerNode
 
-__all__ = ["best_review_score", "candidates", "findings", "recipe", "recommendations", "stopped", "verdict",
-           "violations"]
+__all__ = ["best_review_score", "candidates", "findings", "finalization", "recipe", "recommendations", "report",
+           "stopped", "verdict", "violations"]
 
-_RECOMMENDATION: TypeAdapter[Any] = TypeAdapter(Recommendation)
+
+def finalization(w: WorkerNode) -> WorkerFinalize | None:
+    """A Worker's `worker.finalize` payload, typed (the graph may hold it as its stored JSON)."""
+    f: Any = w.finalize
+    return f if f is None or isinstance(f, WorkerFinalize) else WorkerFinalize.model_validate(f)
+
+
+def report(r: Any) -> ReviewSubmit | None:
+    """A Reviewer's `review.submit` payload, typed."""
+    p: Any = r.report
+    return p if p is None or isinstance(p, ReviewSubmit) else ReviewSubmit.model_validate(p)
 
 
 def candidates(w: WorkerNode) -> list[str]:
-    return list((w.finalize or {}).get("candidates", []))
+    f = finalization(w)
+    return list(f.candidates) if f else []
 
 
 def recipe(w: WorkerNode) -> Recipe | None:
-    raw = (w.finalize or {}).get("recipe")
-    return Recipe.model_validate(raw) if raw else None
+    f = finalization(w)
+    return f.recipe if f else None
 
 
 def verdict(r: Any) -> Verdict | None:
-    return (r.report or {}).get("verdict")  # type: ignore[no-any-return]
+    p = report(r)
+    return p.verdict if p else None
 
 
 def violations(r: Any) -> list[str]:
-    return list((r.report or {}).get("violations", []))
-
-
-def recommendations(r: Any) -> list[Continue | Combine | Revise | Stop]:
-    out = []
-    for x in (r.report or {}).get("recommendations", []):
-        try:
-            out.append(_RECOMMENDATION.validate_python(x))
-        except ValidationError:
-            continue  # a v1 record's prose recommendation: not an instruction the Main can act on
-    return out
+    p = report(r)
+    return list(p.violations) if p else []
 
 
 def findings(r: Any) -> list[Finding]:
-    return [Finding.model_validate(f) for f in (r.report or {}).get("findings", [])]
+    p = report(r)
+    return list(p.findings) if p else []
+
+
+def recommendations(r: Any) -> list[Continue | Combine | Revise | Stop]:
+    p = report(r)
+    return [x for x in (p.recommendations if p else []) if not isinstance(x, str)]
 
 
 def best_review_score(graph: ResearchGraph) -> float | None:

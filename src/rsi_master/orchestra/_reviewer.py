@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..events._messages import Combine, Continue, Finding
+from ..events import Combine, Continue, Finding
 from ..expos import ToolError
 from ._protocols import NodeContext, reviewer_agent
 

@@ -14,7 +14,7 @@ import math
 import time
 from typing import Any
 
-from ..events._messages import Hyperparameters, Recipe, Source
+from ..events import Hyperparameters, Recipe, Source
 from ..expos import ToolError
 from ._directions import Direction, Range
 from ._memory import lineage_examples
