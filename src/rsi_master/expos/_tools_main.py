@@ -37,7 +37,8 @@ def graph_read(expos, caller, inp: GraphInput) -> GraphView:
              "config": {k: x.spec.get(k) for k in ("batch_size", "max_steps", "learning_rate")}}
             for x in st.experiments.values()]
     workers = [{**w, "finalized": w["worker_id"] in st.finalized,
-                "summary": st.finalized.get(w["worker_id"], {}).get("summary")} for w in st.workers.values()]
+                "summary": st.finalized.get(w["worker_id"], {}).get("summary"),
+                "recipe": st.finalized.get(w["worker_id"], {}).get("recipe")} for w in st.workers.values()]
     return GraphView(workers=workers, reviews=st.reviews, experiments=exps,
                      decisions=len(expos.events("decision.record")))
 
