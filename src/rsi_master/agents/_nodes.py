@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from ..errors import RsiMasterError
+from ..events import AgentEnd
 from ..expos import ToolRefused, tools_for
 from ..orchestra import BudgetEnd, NodeContext
 from ._loop import AgentLoop, Outcome
@@ -34,8 +35,8 @@ def _run(ctx: NodeContext, role: str, finish: str, task: str, prepare: Any = Non
     try:
         model = make_model(cfg, role)
     except RsiMasterError as exc:  # e.g. the key is not in this process's environment: end the node, say why
-        ctx.expos.record(ctx.caller, "agent.end", {"episode": role, "reason": "provider_error", "finished": False,
-                                                   "steps": 0, "tokens": 0, "cost_usd": 0.0, "error": str(exc)})
+        ctx.expos.record(ctx.caller, AgentEnd(episode=role, reason="provider_error", finished=False, steps=0, tokens=0,
+                                              cost_usd=0.0, error=str(exc)))
         return Outcome(False, "provider_error", error=str(exc))
     loop = AgentLoop(model=model, config=cfg, expos=ctx.expos, caller=ctx.caller, tools=tools_for(role),
                      finish={finish}, episode=role, deadline=ctx.deadline - FINISH_MARGIN_S, prepare=prepare)
@@ -78,10 +79,7 @@ def _harness_finalize(ctx: NodeContext, out: Outcome) -> dict[str, Any]:
 
 def _conclusion(w: Any) -> str:
     """A predecessor's final summary (prose) and its typed recipe, as the agent reads them."""
-    from ..events import WorkerFinalize
-
-    f = w.finalize if w.finalize is None or isinstance(w.finalize, WorkerFinalize) else \
-        WorkerFinalize.model_validate(w.finalize)
+    f = w.finalize
     if f is None:
         return ""
     return f.summary + (f"\n  recipe: {f.recipe.model_dump_json(exclude_defaults=True)}" if f.recipe else "")

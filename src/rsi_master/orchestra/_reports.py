@@ -5,25 +5,21 @@ is not an instruction, and is passed over."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..events import Combine, Continue, Finding, Recipe, ReviewSubmit, Revise, Stop, Verdict, WorkerFinalize
-from ._graph import ResearchGraph, WorkerNode
+from ._graph import ResearchGraph, ReviewerNode, WorkerNode
 
 __all__ = ["best_review_score", "candidates", "findings", "finalization", "recipe", "recommendations", "report",
            "stopped", "verdict", "violations"]
 
 
 def finalization(w: WorkerNode) -> WorkerFinalize | None:
-    """A Worker's `worker.finalize` payload, typed (the graph may hold it as its stored JSON)."""
-    f: Any = w.finalize
-    return f if f is None or isinstance(f, WorkerFinalize) else WorkerFinalize.model_validate(f)
+    """A Worker's `worker.finalize` payload (None until it finalized)."""
+    return w.finalize
 
 
-def report(r: Any) -> ReviewSubmit | None:
-    """A Reviewer's `review.submit` payload, typed."""
-    p: Any = r.report
-    return p if p is None or isinstance(p, ReviewSubmit) else ReviewSubmit.model_validate(p)
+def report(r: ReviewerNode) -> ReviewSubmit | None:
+    """A Reviewer's `review.submit` payload (None until it reported)."""
+    return r.report
 
 
 def candidates(w: WorkerNode) -> list[str]:
@@ -36,22 +32,22 @@ def recipe(w: WorkerNode) -> Recipe | None:
     return f.recipe if f else None
 
 
-def verdict(r: Any) -> Verdict | None:
+def verdict(r: ReviewerNode) -> Verdict | None:
     p = report(r)
     return p.verdict if p else None
 
 
-def violations(r: Any) -> list[str]:
+def violations(r: ReviewerNode) -> list[str]:
     p = report(r)
     return list(p.violations) if p else []
 
 
-def findings(r: Any) -> list[Finding]:
+def findings(r: ReviewerNode) -> list[Finding]:
     p = report(r)
     return list(p.findings) if p else []
 
 
-def recommendations(r: Any) -> list[Continue | Combine | Revise | Stop]:
+def recommendations(r: ReviewerNode) -> list[Continue | Combine | Revise | Stop]:
     p = report(r)
     return [x for x in (p.recommendations if p else []) if not isinstance(x, str)]
 
