@@ -8,6 +8,7 @@ import time
 
 from rsi_master.agents import LLM_AGENTS, LLMMain, resolve_setup
 from rsi_master.cli._main import main
+from rsi_master.events import Continue
 from rsi_master.expos import Caller, ExpOS, audit
 from rsi_master.orchestra import MainContext, PolicyMain, load_graph
 from rsi_master.rundir import verify_run
@@ -126,6 +127,12 @@ def test_fake_model_drives_all_three_roles_through_a_complete_run(tmp_path, caps
         g = load_graph(expos)
         assert [d.action for d in g.decisions] == ["branch", "verify", "continue", "stop"]
         assert g.reviewers["r1"].report.verdict == "pass"
+        # The scripted agents send typed messages: a recipe, findings and a recommendation.
+        (fin,) = expos.events("worker.finalize")
+        assert fin.payload["recipe"]["experiment_id"] == fin.payload["candidates"][0]
+        (rec,) = g.reviewers["r1"].report.recommendations
+        assert isinstance(rec, Continue) and rec.experiment_id == fin.payload["candidates"][0]
+        assert g.reviewers["r1"].report.findings[0].split == "review"
         (nominated,) = expos.events("candidate.nominate")
         assert nominated.payload["experiment_id"] == lines["selected"]
         assert audit(expos).hacking_rate == 0.0

@@ -37,8 +37,12 @@ def graph_read(expos, caller, inp: GraphInput) -> GraphView:
              "eval_seqs": {e.split: e.seq for e in x.evals if e.split != "final"},
              "config": {k: x.spec.get(k) for k in ("batch_size", "max_steps", "learning_rate")}}
             for x in st.experiments.values()]
+    def _fin(wid: str) -> Any:
+        return st.finalized[wid].payload if wid in st.finalized else None
+
     workers = [{**dump_payload(w), "finalized": w.worker_id in st.finalized,
-                "summary": st.finalized[w.worker_id].payload.summary if w.worker_id in st.finalized else None}
+                "summary": f.summary if (f := _fin(w.worker_id)) else None,
+                "recipe": f.recipe.model_dump(mode="json") if f and f.recipe else None}
                for w in st.workers.values()]
     reviews = [{**dump_payload(r.payload), "seq": r.seq, "reviewer": r.actor.id} for r in st.reviews]
     return GraphView(workers=workers, reviews=reviews, experiments=exps,

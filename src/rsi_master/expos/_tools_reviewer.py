@@ -4,11 +4,11 @@ sample-by-sample comparison, the integrity audit, and the review itself."""
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..events import AuditRun, ReviewSubmit, dump_payload
+from ..events import AuditRun, Finding, Recommendation, ReviewSubmit, Verdict, dump_payload, named_ids
 from ._errors import ToolRefused
 from ._evaluation import evaluate_experiment, public_reason
 from ._registry import tool
@@ -184,8 +184,11 @@ class ReviewInput(_In):
     regressions: list[str] = Field(default_factory=list, description="Results worse than what they build on.")
     missing_comparisons: list[str] = Field(default_factory=list, description="Comparisons a conclusion needs "
                                                                             "that nobody ran.")
-    recommendations: list[str] = Field(default_factory=list, description="What to do next.")
-    verdict: Literal["pass", "fail"] = Field(description="pass when the scope's conclusions hold.")
+    findings: list[Finding] = Field(default_factory=list, description="What was checked, each with its status "
+                                                                      "and the experiments and records it rests on.")
+    recommendations: list[Recommendation] = Field(default_factory=list, description="What to do next: continue a "
+                                                  "checkpoint, combine two Workers, revise a Worker, or stop.")
+    verdict: Verdict = Field(description="pass when the scope's conclusions hold.")
     evidence: list[int] = Field(default_factory=list, description="Event sequence numbers relied on.")
 
 
@@ -201,5 +204,15 @@ def review_submit(expos, caller, inp: ReviewInput) -> ReviewResult:
     bad = [s for s in inp.evidence if not 0 <= s < size]
     if bad:
         raise ToolRefused(f"evidence cites events that do not exist: {bad[:5]}")
+    # The Main acts on these ids: one that names nothing is refused here, not ignored there.
+    st = load_state(expos)
+    xs: set[str] = set()
+    ws: set[str] = set()
+    for m in [*inp.findings, *inp.recommendations]:
+        x, w = named_ids(m)
+        xs, ws = xs | x, ws | w
+    unknown = sorted(xs - set(st.experiments)) + sorted(ws - set(st.workers))
+    if unknown:
+        raise ToolRefused(f"findings or recommendations name experiments or Workers that do not exist: {unknown[:5]}")
     event = expos.record(caller, ReviewSubmit(**inp.model_dump()))
     return ReviewResult(seq=event.seq)

@@ -23,8 +23,10 @@ def _type(schema: dict[str, Any], defs: dict[str, Any]) -> str:
         name = schema["$ref"].rsplit("/", 1)[-1]
         fields = defs.get(name, {}).get("properties", {})
         return "{" + ", ".join(f"{k}: {_type(v, defs)}" for k, v in fields.items()) + "}"
-    if "anyOf" in schema:
-        return " or ".join(_type(s, defs) for s in schema["anyOf"])
+    if "anyOf" in schema or "oneOf" in schema:  # oneOf: a discriminated union (a review's recommendations)
+        return " or ".join(_type(s, defs) for s in schema.get("anyOf") or schema["oneOf"])
+    if "const" in schema:
+        return f"`{schema['const']}`"
     if "enum" in schema:
         return " | ".join(f"`{v}`" for v in schema["enum"])
     t = schema.get("type", "any")

@@ -33,7 +33,7 @@ from ._protocols import (
 from ._reviewer import EvidenceReviewer
 from ._scheduler import Scheduler
 from ._search_space import order_bounds, search_distribution
-from ._worker import TPEWorker, parse_recipe
+from ._worker import TPEWorker
 
 __all__ = [
     "DEFAULTS",
@@ -73,7 +73,6 @@ __all__ = [
     "opening_batch",
     "order_bounds",
     "parse_budget",
-    "parse_recipe",
     "resume_run",
     "reviewer_agent",
     "run_metrics",

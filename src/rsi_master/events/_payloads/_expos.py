@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from .._base import Payload, Record, kind
+from .._messages import Finding, Recipe, Recommendation, Verdict
 
 __all__ = [
     "AuditRun", "CandidateNominate", "Claim", "Contamination", "DataCheck", "DataFilter", "DataGenerate",
@@ -207,10 +208,12 @@ class LedgerFacts(Record):
 class WorkerFinalize(Payload):
     """A Worker finished, with a summary, claims checked against the records, and candidates."""
 
-    summary: str = Field(description="What was tried, what worked, what failed (programmatic Workers append a "
-                                     "`recipe:` line).")
+    summary: str = Field(description="What was tried, what worked, what failed, for people and LLM agents "
+                                     "(schema v1: programmatic Workers appended a `recipe:` line).")
     claims: list[Claim] = Field(description="Scores claimed.")
     candidates: list[str] = Field(description="Experiment ids put forward as submissions.")
+    recipe: Recipe | None = Field(default=None, description="What the Worker's best experiment did (absent: none "
+                                                            "completed, or a schema v1 record).")
     ledger_facts: LedgerFacts | None = Field(default=None, description="ExpOS's own account (absent in the bench's "
                                                                        "unguarded workspace).")
 
@@ -235,9 +238,12 @@ class ReviewSubmit(Payload):
     violations: list[str] = Field(description="Integrity or contract violations found.")
     regressions: list[str] = Field(description="Results worse than what they build on.")
     missing_comparisons: list[str] = Field(description="Comparisons a conclusion needs that nobody ran.")
-    recommendations: list[str] = Field(description="What to do next (the evidence Reviewer writes "
-                                                   "`continue <xid> <worker>: ...` and `combine <w1> <w2>: ...`).")
-    verdict: Literal["pass", "fail"] = Field(description="pass when the scope's conclusions hold.")
+    findings: list[Finding] = Field(default_factory=list, description="Each checked statement, typed (absent in "
+                                                                      "schema v1 records).")
+    recommendations: list[Recommendation | str] = Field(
+        description="What to do next, typed. A string only in schema v1 records (`continue <xid> <worker>: ...`), "
+                    "which nothing acts on; review.submit takes typed recommendations only.")
+    verdict: Verdict = Field(description="pass when the scope's conclusions hold.")
     evidence: list[int] = Field(description="Event sequence numbers relied on.")
 
 
