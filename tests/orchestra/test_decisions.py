@@ -275,7 +275,7 @@ def test_the_opening_trial_and_order_use_the_batch_2_curve_where_one_was_measure
 
 
 def test_the_lineage_prior_reads_the_curve_of_the_batch_the_direction_trained_at(monkeypatch):
-    from rsi_master.orchestra._main_policy import landscape_prior
+    from rsi_master.orchestra._main_ranking import landscape_prior
 
     _landscape(monkeypatch, {"answer_only": _pts(0.0, 0.1, 0.2, 0.3), "answer_only@b2": _pts(0.0, 0.3, 0.5, 0.6),
                              "chain_then_answer": _pts(0.0, 0.1, 0.2, 0.3)})

@@ -1,0 +1,196 @@
+"""The Main policy's plans, one per kind of decision: verify, revise, combine (a branch that
+mixes two verified recipes), branch (an unexplored direction) and continue; each returns
+(action, rationale, evidence seqs, detail) or None when it has nothing to add."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._directions import Direction, Range
+from ._graph import ResearchGraph, WorkerNode
+from ._main_ranking import Ranking
+from ._protocols import MainContext
+from ._worker import parse_recipe
+
+__all__ = ["Plans"]
+
+_SEED_STRIDE = 100_003  # worker number * stride + direction seed: unique per Worker
+
+
+class Plans(Ranking):
+    """The plans of `PolicyMain`."""
+
+    def _verify(self, ctx: MainContext, graph: ResearchGraph, late: bool) -> Any:
+        covered = {w for r in graph.reviewers.values() if r.cross_worker for w in r.scope}
+        open_ = [w for w in graph.workers.values() if w.done and w.id not in covered and (w.finalize or {}).get(
+            "candidates")]
+        if len(open_) >= 2 or (late and open_):
+            scope = [w.id for w in open_]
+            if len(scope) < 2:  # late: compare with the best verified Worker, for selection
+                best = self._best_verified(ctx, graph)
+                others = [w.id for w in graph.workers.values() if w.done and w.id not in scope
+                          and (w.finalize or {}).get("candidates")]
+                partner = best[1] if best else (others[-1] if others else None)
+                if partner is None:
+                    return None
+                scope.append(partner)
+            rid = self._free_id(graph, "r")
+            ev = [w.finalize_seq for w in open_ if w.finalize_seq is not None]
+            seq = ctx.call("review.request", {
+                "reviewer_id": rid, "scope": scope,
+                "question": f"Do the claims of {', '.join(scope)} hold on the evaluation records, which of their "
+                            "candidates is best on review sample by sample, and is any of them flagged?",
+            }).seq
+            why = (f"{', '.join(scope)} finalized with candidates no cross-Worker review has checked"
+                   + ("; late in the budget: comparison and selection" if late else ""))
+            return "verify", why, ev + [seq], {"reviewer": rid, "scope": scope}
+        return None
+
+    def _revise(self, ctx: MainContext, graph: ResearchGraph) -> Any:
+        for r in sorted(graph.reviewers.values(), key=lambda r: r.report_seq or 0):
+            if not r.done or self._acted(graph, r.report_seq, "revise"):
+                continue
+            rep = r.report or {}
+            if rep.get("verdict") == "fail":
+                # The critique is that the claims do not hold: re-run the cleanest direction in
+                # scope from the base, on fresh data, and let a later review check it.
+                w = next((graph.workers[s] for s in r.scope if s in graph.workers), None)
+                if w is None:
+                    continue
+                d = w.direction.model_copy(update={"parent": "base", "mix": [], "enqueue": [],
+                                                   "seed": w.direction.seed + 17})
+                wid = self._add(ctx, graph, d, f"answer review {r.id}: its claims did not hold "
+                                f"({'; '.join(rep.get('violations', [])[:2]) or 'no candidate reviewed'})", [])
+                return "revise", f"review {r.id} failed; {wid} redoes {d.key()} from the base", \
+                    [r.report_seq], {"worker": wid, "review": r.id, "answers": r.report_seq}
+            crit = [x for x in rep.get("recommendations", []) if x.startswith("continue ")]
+            if not crit:
+                continue
+            lead = self._leader(ctx, graph, r)
+            if lead is None:
+                continue
+            xid, score, w = lead
+            note = next((c for c in crit if c.split()[1].strip(":;,") == xid), crit[0])
+            recipe = parse_recipe((w.finalize or {}).get("summary")) or {}
+            d = self._continue_direction(w.direction, recipe, xid)
+            if self._capped(ctx, graph, d):
+                continue
+            wid = self._add(ctx, graph, d, f"answer review {r.id}: {note}", [w.id])
+            return "revise", (f"review {r.id} verified {xid} (review {score:.3f}) but critiques it: {note}; "
+                              f"{wid} continues it on fresh data with its verified recipe"), \
+                [r.report_seq], {"worker": wid, "review": r.id, "answers": r.report_seq, "parent": xid}
+        return None
+
+    def _combine(self, ctx: MainContext, graph: ResearchGraph) -> Any:
+        for r in sorted(graph.reviewers.values(), key=lambda r: r.report_seq or 0):
+            rep = r.report or {}
+            if not r.done or rep.get("verdict") != "pass" or self._acted(graph, r.report_seq, "branch"):
+                continue
+            combos = [[t.strip(":;,") for t in x.split()[1:3]] for x in rep.get("recommendations", [])
+                      if x.startswith("combine ")]
+            for a, b in combos:
+                wa, wb = graph.workers.get(a), graph.workers.get(b)
+                ra = parse_recipe((wa.finalize or {}).get("summary")) if wa else None
+                rb = parse_recipe((wb.finalize or {}).get("summary")) if wb else None
+                if not (wa and wb and ra and rb):
+                    continue
+                base = self._continue_direction(wa.direction, ra, ra["experiment_id"])
+                d = base.model_copy(update={"mix": [*ra.get("mix", []), {"family": rb["family"],
+                                                                         "params": rb.get("params", {})}]})
+                if self._capped(ctx, graph, d):
+                    continue
+                wid = self._add(ctx, graph, d, f"combine the verified findings of {a} and {b} (review {r.id})",
+                                [a, b])
+                return "branch", (f"review {r.id} found {a} and {b} complementary on review samples; {wid} mixes "
+                                  f"{ra['family']} and {rb['family']} data from {ra['experiment_id']}"), \
+                    [r.report_seq], {"worker": wid, "combines": [a, b], "review": r.id}
+        return None
+
+    def _branch(self, ctx: MainContext, graph: ResearchGraph) -> Any:
+        for d in self._fresh_directions(ctx, graph):
+            if not self._capped(ctx, graph, d):
+                wid = self._add(ctx, graph, d, f"{d.key()} from the base model", [])
+                return "branch", f"unexplored direction {d.key()}", [], {"worker": wid}
+        return None
+
+    def _continue(self, ctx: MainContext, graph: ResearchGraph) -> Any:
+        # The best verified checkpoint that no running Worker already trains further (a revise,
+        # say); the next best when it is taken, so that an idle slot is not left idle while
+        # another verified lineage could use it.
+        taken = {w.direction.parent for w in graph.workers.values() if not w.done}
+        for xid, wid0, score, seq in self._verified(ctx, graph):
+            if xid in taken:
+                continue
+            w = graph.workers[wid0]
+            recipe = parse_recipe((w.finalize or {}).get("summary")) or {}
+            d = self._continue_direction(w.direction, recipe, xid)
+            if self._capped(ctx, graph, d):
+                continue
+            wid = self._add(ctx, graph, d, f"continue the verified checkpoint {xid}", [wid0])
+            return "continue", f"{xid} of {wid0} is the best verified checkpoint no Worker trains yet (review " \
+                f"{score:.3f}); {wid} trains it further", [seq], {"worker": wid, "parent": xid}
+        return None
+
+    def _continue_direction(self, d: Direction, recipe: dict[str, Any], parent: str) -> Direction:
+        """The verified recipe, fixed, trained further from its checkpoint: its own learning rate
+        first, then TPE down to half of it.
+
+        Not lower: the landscape's curves (docs/tasks.md) are single runs at one rate whose
+        scores start to move between one and three default experiments of data, and a rate a
+        third of 1e-3 scored less than half as much in the same time
+        (`../shared/notes/cpu-landscape.md`: program synthesis 11.5% at 3e-4, 27.5% at 1e-3).
+        Before this rule continuations went down to a quarter: 2.4e-4 to 3.7e-4 after 9e-4 in
+        the 5-minute function-calling runs of docs/benchmarks.md, whose lineages ended at zero."""
+        params = recipe.get("params") or {}
+        knobs = {k: (Range(kind="fixed", value=params[k]) if k in params else r) for k, r in d.knobs.items()}
+        lr = max(1e-5, float((recipe.get("config") or {}).get("learning_rate") or 1e-3))
+        train = dict(d.train)
+        train["learning_rate"] = Range(kind="float", low=max(1e-5, lr / 2), high=lr, log=True)
+        # The verified learning rate and batch size are TPE's first trial (within the ranges
+        # searched), as long as the Worker's allowance fits: a continuation's first trial adds
+        # to the lineage everything its allowance affords, rather than the verified trial's own
+        # length again and a shorter sibling after it. Every landscape curve is still rising
+        # at 5 default experiments, and the sibling only tried a lower rate on less data
+        # (measured: 101 + 48 steps in a 90-s function-calling continuation, whose lineage
+        # then held 0.5 default experiments after 5 minutes).
+        cfg = recipe.get("config") or {}
+        first: dict[str, Any] = {"t:learning_rate": lr}
+        bs, steps = train.get("batch_size"), train.get("max_steps")
+        if bs is not None and bs.kind == "choice" and cfg.get("batch_size") in bs.choices:
+            first["t:batch_size"] = cfg["batch_size"]
+        if steps is not None and steps.kind == "int" and steps.high is not None:
+            first["t:max_steps"] = int(steps.high)
+        return d.model_copy(update={"knobs": knobs, "train": train, "parent": parent,
+                                    "enqueue": [first], "seed": d.seed + 1000})
+
+    def _add(self, ctx: MainContext, graph: ResearchGraph, d: Direction, task: str, preds: list[str]) -> str:
+        wid = self._free_id(graph, "w")
+        # Every Worker its own seed, so no two draw the same data: two Workers continuing one
+        # checkpoint with one recipe and seed trained the same weights, and the audit rightly
+        # saw one checkpoint scored twice on dev (repeated-run selection).
+        seed = int(wid[1:]) * _SEED_STRIDE + d.seed % _SEED_STRIDE
+        d = d.model_copy(update={"seconds": self._allowance(ctx), "agent": ctx.worker, "seed": seed})
+        seq = ctx.call("worker.add", {"worker_id": wid, "task": task, "direction": d.model_dump(mode="json"),
+                                      "predecessors": preds}).seq
+        graph.workers[wid] = WorkerNode(wid, seq, task, d, preds)  # visible to the rest of this event
+        return wid
+
+    @staticmethod
+    def _free_id(graph: ResearchGraph, prefix: str) -> str:
+        taken = set(graph.workers) | set(graph.reviewers)
+        i = 1
+        while f"{prefix}{i}" in taken:
+            i += 1
+        if prefix == "r":
+            graph.reviewers.setdefault(f"r{i}", _placeholder(f"r{i}"))
+        return f"{prefix}{i}"
+
+    @staticmethod
+    def _acted(graph: ResearchGraph, report_seq: int | None, action: str) -> bool:
+        return any(d.action == action and report_seq in d.evidence for d in graph.decisions)
+
+
+def _placeholder(rid: str) -> Any:
+    from ._graph import ReviewerNode
+
+    return ReviewerNode(rid, -1, "", [])
