@@ -109,6 +109,17 @@ def _rebuild(args: argparse.Namespace, m: Any) -> None:
     m.log(f"landscape written to {path}")
 
 
+def _known(task: str) -> None:
+    """An unknown task fails in one line before anything runs."""
+    from ..errors import RsiMasterError
+    from ..tasks import UnknownTaskError, get_task
+
+    try:
+        get_task(task)
+    except UnknownTaskError as exc:
+        raise RsiMasterError(str(exc).strip("\"'")) from None
+
+
 def _knob_value(text: str) -> Any:
     return json.loads(text) if text[:1] in "-0123456789[{tf\"" else text
 
@@ -118,11 +129,11 @@ def run_measure(args: argparse.Namespace) -> int:
     from ..landscape import CURVE_BATCH, CurveLabel
     from ..landscape._measure import CURVE_MULTIPLES
     from ..landscape._plan import TASK_ORDER, plan, run_plan
-    from ..tasks import get_task, list_tasks
+    from ..tasks import list_tasks
 
     tasks = args.tasks or [t for t in TASK_ORDER if t in list_tasks()] + [t for t in list_tasks() if t not in TASK_ORDER]
     for t in tasks:
-        get_task(t)  # an unknown task fails before anything runs
+        _known(t)
     params: dict[str, Any] = {}
     for kv in args.params:
         k, eq, v = kv.partition("=")
@@ -148,9 +159,7 @@ def run_measure(args: argparse.Namespace) -> int:
 
 
 def run_probe(args: argparse.Namespace) -> int:
-    from ..tasks import get_task
-
-    get_task(args.task)
+    _known(args.task)
     m = _measurer(args)
     m.probe(args.task, args.family, method=args.method, batch_size=args.batch_size, lr=args.lr,
             scheduler=args.scheduler, multiple=args.multiple, examples=args.examples, parent=args.parent)

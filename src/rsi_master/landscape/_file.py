@@ -49,6 +49,15 @@ def _upgrade(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def _validated(data: Any, where: str) -> Landscape:
+    try:
+        return Landscape.model_validate(data)
+    except (ValidationError, LabelError) as exc:
+        first = exc.errors()[0] if isinstance(exc, ValidationError) else None
+        msg = f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}" if first else str(exc)
+        raise LandscapeError(f"{where}: {msg}") from None
+
+
 def loads(text: str, where: str = "landscape") -> Landscape:
     """A landscape from its JSON text; `LandscapeError` naming `where` and the first fault."""
     try:
@@ -63,12 +72,7 @@ def loads(text: str, where: str = "landscape") -> Landscape:
     elif version != FORMAT_VERSION:
         raise LandscapeError(f"{where}: format version {version!r} is not one this rsi-master reads "
                              f"(1 or {FORMAT_VERSION})")
-    try:
-        return Landscape.model_validate(data)
-    except (ValidationError, LabelError) as exc:
-        first = exc.errors()[0] if isinstance(exc, ValidationError) else None
-        msg = (f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}" if first else str(exc))
-        raise LandscapeError(f"{where}: {msg}") from None
+    return _validated(data, where)
 
 
 def load(path: str | Path | None = None) -> Landscape:
@@ -98,7 +102,7 @@ def save(landscape: Landscape, path: str | Path | None = None) -> Path:
     """Write `landscape` (validated again first, so that no file is written that `load`
     would refuse) to `path` (default: `landscape_path()`)."""
     p = Path(path) if path is not None else landscape_path()
-    text = dumps(Landscape.model_validate(landscape.model_dump()))
+    text = dumps(_validated(landscape.model_dump(), str(p)))
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_name(p.name + ".tmp")
     tmp.write_text(text)

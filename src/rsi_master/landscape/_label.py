@@ -96,6 +96,12 @@ class CurveLabel(BaseModel):
                     method=method, prompt_loss=prompt_loss, batch=batch, seed=seed)
         return cls.parse(str(label))  # one check of every part, whichever way a label was made
 
+    @classmethod
+    def of_selection(cls, family: str, selection: str = "") -> CurveLabel:
+        """The curve of `family` on the data selection `selection` (`knob=value,...` as a label
+        writes it; empty for the whole family), full SFT at the curves' batch."""
+        return cls.parse(f"{family}[{selection}]") if selection else cls(family=family)
+
     def __str__(self) -> str:
         out = self.family
         if self.knobs:

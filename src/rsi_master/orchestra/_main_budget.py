@@ -36,10 +36,9 @@ class Budget:
     @staticmethod
     def _min_trial_s(ctx: MainContext) -> float:
         from ._job import run_timing
-        from ._worker import DEFAULT_STEP_S, FIXED_OVERHEAD_S, MIN_STEPS
+        from ._worker import min_trial_seconds
 
-        t = run_timing(ctx.expos)
-        return float(t.get("overhead_s", FIXED_OVERHEAD_S)) + MIN_STEPS * float(t.get("step_s", DEFAULT_STEP_S))
+        return min_trial_seconds(run_timing(ctx.expos))
 
     def _capped(self, ctx: MainContext, graph: ResearchGraph, d: Direction) -> bool:
         """The direction already took its share of the budget without a passing cross-Worker review."""

@@ -20,7 +20,7 @@ from ._directions import Direction, Range
 from ._memory import lineage_examples
 from ._protocols import BudgetEnd, NodeContext, worker_agent
 
-__all__ = ["TPEWorker", "parse_recipe", "trial_seconds"]
+__all__ = ["TPEWorker", "min_trial_seconds", "parse_recipe", "trial_seconds"]
 
 # A trial is more than its optimizer steps: data generation, process start-up, saving
 # and the dev evaluation. Used until the Worker has measured its own trials.
@@ -61,6 +61,12 @@ def _clip(dist: Any, value: Any) -> Any:
 
 def _batch(m: dict[str, Any]) -> int:
     return int(m.get("batch_size") or (m.get("spec") or {}).get("batch_size") or 8)
+
+
+def min_trial_seconds(timing: dict[str, float]) -> float:
+    """The shortest trial a Worker runs (`MIN_STEPS` steps and a trial's fixed overhead),
+    priced from this run's measurements of the machine (`run_timing`), else the defaults."""
+    return float(timing.get("overhead_s", FIXED_OVERHEAD_S)) + MIN_STEPS * float(timing.get("step_s", DEFAULT_STEP_S))
 
 
 def trial_seconds(memory: list[dict[str, Any]], timing: dict[str, float] | None = None,
