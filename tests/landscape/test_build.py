@@ -8,8 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from rsi_master.landscape import SHIPPED, CurveLabel, CurveRow, Landscape, build, dumps, mean_curve, read_rows, targets
-from rsi_master.landscape._measure import curve_key, parent_label
+from rsi_master.landscape import (
+    SHIPPED,
+    CurveLabel,
+    CurveRow,
+    Landscape,
+    build,
+    curve_key,
+    dumps,
+    mean_curve,
+    parent_label,
+    read_rows,
+    targets,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 

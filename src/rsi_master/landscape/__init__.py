@@ -15,6 +15,7 @@ from ._build import build, mean_curve
 from ._expect import affordable_multiple, expected_scores
 from ._file import ENV_VAR, SHIPPED, LandscapeError, dumps, landscape_path, load, loads, save
 from ._label import CURVE_BATCH, CurveLabel, LabelError
+from ._measure import CURVE_MULTIPLES, CURVE_SPEC, DEFAULT_EXAMPLES, Measurer, curve_key, parent_label, step_multiple
 from ._model import (
     FORMAT_VERSION,
     Base,
@@ -35,6 +36,9 @@ from ._targets import SINGLE_RUN_GAP, target_lines, targets
 
 __all__ = [
     "CURVE_BATCH",
+    "CURVE_MULTIPLES",
+    "CURVE_SPEC",
+    "DEFAULT_EXAMPLES",
     "ENV_VAR",
     "FORMAT_VERSION",
     "SHIPPED",
@@ -50,6 +54,7 @@ __all__ = [
     "LabelError",
     "Landscape",
     "LandscapeError",
+    "Measurer",
     "Point",
     "Probe",
     "ProbeRow",
@@ -63,14 +68,17 @@ __all__ = [
     "affordable_multiple",
     "append_row",
     "build",
+    "curve_key",
     "dumps",
     "expected_scores",
     "landscape_path",
     "load",
     "loads",
     "mean_curve",
+    "parent_label",
     "read_rows",
     "save",
+    "step_multiple",
     "target_lines",
     "targets",
     "write_rows",
