@@ -14,11 +14,14 @@ from ._main_budget import Budget
 from ._memory import lineage_examples
 from ._protocols import MainContext
 
-__all__ = ["PAYS", "Ranking", "expected_scores", "landscape_prior"]
+__all__ = ["PAYS", "TRAINING_FRACTION", "Ranking", "expected_scores", "landscape_prior"]
 
 # An expected score the landscape's curves tell from zero: 4 of 200 items, twice the
 # spread of a one-run score near 1% (about +-0.7 points on 200 items).
 PAYS = 0.02
+# The part of a slot's seconds that trains, in a short campaign (the rest is process start,
+# data generation and evaluation).
+TRAINING_FRACTION = 0.5
 
 
 
@@ -33,16 +36,15 @@ class Ranking(Budget):
         # Tie-break of the opening order, and the whole order for a task the landscape has no
         # curves for: the task's own (`TaskHints.opening_order`).
         prior = task_hints(get_task(task)).opening_order
-        # One direction's share of the slot-seconds, about half of it training (the rest is
-        # process start, data generation and evaluation in a short campaign).
-        expected = expected_scores(task, 0.5 * self.share * ctx.budget_s * ctx.slots)
+        # One direction's share of the slot-seconds, the part of it that trains.
+        expected = expected_scores(task, TRAINING_FRACTION * self.share * ctx.budget_s * ctx.slots)
         if expected and max(expected.values()) < PAYS:
             # No direction pays on its share of this campaign: rank them by what the campaign's
             # whole training would buy, so that the one that turns soonest opens first and its
             # lineage is the one trained further (function calling in five or ten minutes:
             # every curve is below 1% at a share, plan-then-call on one shown function turns
             # first, 8.5% at 1.5 default experiments). Below PAYS the curves' order is noise.
-            expected = expected_scores(task, 0.5 * ctx.budget_s * ctx.slots)
+            expected = expected_scores(task, TRAINING_FRACTION * ctx.budget_s * ctx.slots)
         # The task's families, and the data selections the landscape measured (its curves
         # labelled `family[knob=value]`): a selection that learns early opens a short campaign,
         # and ranks below the full family once the campaign affords what the curves show the
