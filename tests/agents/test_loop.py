@@ -4,6 +4,7 @@ end a node with an explicit record, provider errors are retried with backoff."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -283,3 +284,54 @@ def test_an_experiment_finished_just_before_the_allowance_ends_still_counts(tmp_
             # claim findings are this test's.)
             assert sub.experiment_id == best.id
             assert not [e for e in sub.observations["metric_attribution"].evidence if "(claim on " in e]
+
+
+def test_a_reviewers_malformed_recommendation_is_refused_by_the_tool_schema_not_dropped(tmp_path, models):
+    """Recommendations are typed: prose, an unknown action or one without the ids its action
+    needs is refused by review.submit's input validation, with an error that names the field,
+    and the model corrects it; nothing half-valid reaches the ledger."""
+    prose = _call("review_submit", {"scope": ["w1"], "verdict": "pass",
+                                    "recommendations": ["continue exp-00001 w1: train it further"]})
+    no_id = _call("review_submit", {"scope": ["w1"], "verdict": "pass",
+                                    "recommendations": [{"action": "continue", "worker_id": "w1", "reason": "more"}]})
+    unknown = _call("review_submit", {"scope": ["w1"], "verdict": "pass",
+                                      "recommendations": [{"action": "retrain", "worker_id": "w1", "reason": "x"}]})
+    bad_verdict = _call("review_submit", {"scope": ["w1"], "verdict": "looks good"})
+    good = _call("review_submit", {"scope": ["w1"], "verdict": "fail", "recommendations": [
+        {"action": "stop", "worker_ids": ["w1"], "reason": "its claims did not hold"}]})
+    script = {"reviewer": {"reviewer": [prose, no_id, unknown, bad_verdict, good]}}
+    with new_run(tmp_path) as expos:
+        record_llm(expos, {"reviewer": fake(tmp_path, script)})
+        brief = {"question": "q", "scope": ["w1"], "seq": 0, "conclusions": {}}
+        LLMReviewer().run(_node(expos, brief, caller=Caller("reviewer", "r1")))
+        steps = _steps(expos, "r1")
+        assert [s["tool_calls"][0]["status"] for s in steps] == ["invalid"] * 4 + ["ok"]
+        errors = [s["tool_calls"][0]["error"] for s in steps[:4]]
+        assert all("recommendations" in e for e in errors[:3]) and "experiment_id" in errors[1]
+        assert "verdict" in errors[3]
+        # Each refusal went back to the model in its next prompt.
+        assert "experiment_id" in json.dumps(models[0].calls[2]["messages"][-1])
+        assert [e.payload["tool"] for e in expos.events("tool.invalid", actor_id="r1")] == ["review.submit"] * 4
+        (rev,) = expos.events("review.submit")
+        assert rev.payload["recommendations"] == [{"action": "stop", "experiment_ids": [], "worker_ids": ["w1"],
+                                                   "reason": "its claims did not hold"}]
+
+
+def test_the_llm_tools_carry_the_typed_messages_in_their_schemas():
+    """The JSON Schemas an LLM (and an MCP client) is given for finalizing and reviewing are the
+    typed messages': the recommendation actions as a discriminated union, the verdict as an enum."""
+    from rsi_master.expos import llm_tool_schemas
+
+    review = next(t["function"]["parameters"] for t in llm_tool_schemas("reviewer")
+                  if t["function"]["name"] == "review_submit")
+    defs = review["$defs"]
+    union = review["properties"]["recommendations"]["items"]
+    assert union["discriminator"]["propertyName"] == "action"
+    assert {defs[r["$ref"].rsplit("/", 1)[-1]]["properties"]["action"]["const"] for r in union["oneOf"]} == {
+        "continue", "combine", "revise", "stop"}
+    assert defs["Continue"]["required"] == ["action", "experiment_id", "worker_id", "reason"]
+    assert review["properties"]["verdict"]["enum"] == ["pass", "fail"]
+    assert set(defs["Finding"]["properties"]["status"]["enum"]) == {"supported", "unsupported", "uncertain"}
+    finalize = next(t["function"]["parameters"] for t in llm_tool_schemas("worker")
+                    if t["function"]["name"] == "worker_finalize")
+    assert "Recipe" in finalize["$defs"] and "experiment_id" in finalize["$defs"]["Recipe"]["required"]

@@ -77,8 +77,10 @@ def task_plans(task: str, root: Path) -> dict[str, Any]:
         expos.call(MAIN, "review.request", {"reviewer_id": "r1", "question": "q", "scope": [w1, w2]})
         rev = expos.call(Caller("reviewer", "r1"), "review.submit", {
             "scope": [w1, w2], "verdict": "pass", "supported": [f"{w1}: {x1} review 0.400"],
-            "recommendations": [f"continue {x1} {w1}: train it further",
-                                f"combine {w1} {w2}: {x2} solves samples that {x1} misses"],
+            "recommendations": [
+                {"action": "continue", "experiment_id": x1, "worker_id": w1, "reason": "train it further"},
+                {"action": "combine", "worker_ids": [w1, w2], "experiment_ids": [x1, x2],
+                 "reason": f"{x2} solves samples that {x1} misses"}],
             "evidence": [s1, s2]}).seq
         main.on_event(_ctx(expos, 40.0, budget, 2), load_graph(expos), (rev, "review", "r1"))
         main.on_idle(_ctx(expos, 45.0, budget, 2), load_graph(expos), 1)

@@ -45,11 +45,9 @@ def fake_experiment(expos: ExpOS, worker: str, dev: float, *, review: float | No
 
 
 def finalize(expos: ExpOS, worker: str, xid: str, dev: float, recipe: dict[str, Any] | None = None) -> int:
-    import json
-
-    summary = f"best {xid}" + (f"\nrecipe: {json.dumps(recipe)}" if recipe else "")
     expos.call(Caller("worker", worker), "worker.finalize", {
-        "summary": summary, "claims": [{"experiment_id": xid, "score": dev}], "candidates": [xid]})
+        "summary": f"best {xid}", "claims": [{"experiment_id": xid, "score": dev}], "candidates": [xid],
+        "recipe": recipe})
     return expos.run.ledger.size() - 2  # the finalize event precedes its tool.call record
 
 

@@ -62,8 +62,11 @@ def test_a_full_cycle_verify_revise_branch_and_stop(tmp_path):
 
         rev = expos.call(Caller("reviewer", rid), "review.submit", {
             "scope": [w1, w2], "verdict": "pass", "supported": [f"{w1}: {x1} review 0.400"],
-            "recommendations": [f"continue {x1} {w1}: 30/50 review samples still wrong; train it further",
-                                f"combine {w1} {w2}: {x2} solves 3 review samples that {x1} misses"],
+            "recommendations": [
+                {"action": "continue", "experiment_id": x1, "worker_id": w1,
+                 "reason": "30/50 review samples still wrong; train it further"},
+                {"action": "combine", "worker_ids": [w1, w2], "experiment_ids": [x1, x2],
+                 "reason": f"{x2} solves 3 review samples that {x1} misses"}],
             "evidence": [s1, s2]}).seq
         main.on_event(_ctx(expos, 40.0), load_graph(expos), (rev, "review", rid))
         d = _decisions(expos)[-1]
@@ -118,6 +121,68 @@ def test_failed_review_is_answered_by_a_revise_from_the_base(tmp_path):
         d = _decisions(expos)[-1]
         assert d.action == "revise" and d.detail["answers"] == rev
         assert load_graph(expos).workers[d.detail["worker"]].direction.parent == "base"
+
+
+def _reviewed(tmp_path, verdict, prose, recommendations):
+    """Two Workers finalize one experiment each (x1 leads on review); a cross-Worker review with
+    the given verdict, prose lists and typed recommendations covers both; the Main answers it."""
+    expos = new_run(tmp_path, budget_s=1000.0)
+    main = PolicyMain()
+    main.start(_ctx(expos, 0.0, budget=1000.0), load_graph(expos))
+    g = load_graph(expos)
+    w1, w2 = sorted(g.workers)
+    x1 = fake_experiment(expos, w1, 0.5, review=0.4)
+    s1 = finalize(expos, w1, x1, 0.5, _recipe(x1, g.workers[w1].direction.family, 0.5))
+    x2 = fake_experiment(expos, w2, 0.3, review=0.35)
+    s2 = finalize(expos, w2, x2, 0.3, _recipe(x2, g.workers[w2].direction.family, 0.3))
+    expos.call(MAIN, "review.request", {"reviewer_id": "r1", "question": "q", "scope": [w1, w2]})
+    rev = expos.call(Caller("reviewer", "r1"), "review.submit", {
+        "scope": [w1, w2], "verdict": verdict, **prose, "evidence": [s1, s2],
+        "recommendations": recommendations(w1, w2, x1, x2)}).seq
+    main.on_event(_ctx(expos, 40.0, budget=1000.0), load_graph(expos), (rev, "review", "r1"))
+    return expos, main, (w1, w2, x1, x2)
+
+
+def test_the_main_reads_the_typed_recommendation_not_the_prose_a_stop_is_a_stop(tmp_path):
+    # The prose says "continue x1" three ways; the one typed recommendation says stop it.
+    def stop(w1, w2, x1, x2):
+        return [{"action": "stop", "experiment_ids": [x1], "worker_ids": [],
+                 "reason": f"continue {x1} {w1}: no, its review samples are memorised"}]
+
+    prose = {"supported": ["continue exp-00001 w1: train it further"], "uncertainties": ["continue the leader"]}
+    expos, main, (w1, w2, x1, x2) = _reviewed(tmp_path, "pass", prose, stop)
+    with expos:
+        d = _decisions(expos)[-1]
+        g = load_graph(expos)
+        assert d.action != "revise" and all(w.direction.parent != x1 for w in g.workers.values())
+        # ... nor does an idle slot continue it, though it leads on review: x2 is trained instead.
+        assert main.on_idle(_ctx(expos, 800.0, budget=1000.0), g, 1)
+        d = _decisions(expos)[-1]
+        assert d.action == "continue" and d.detail["parent"] == x2
+        assert not main.on_idle(_ctx(expos, 800.0, budget=1000.0), load_graph(expos), 1)
+
+    # The same review with a typed Continue is answered by a revise that continues x1.
+    def cont(w1, w2, x1, x2):
+        return [{"action": "continue", "experiment_id": x1, "worker_id": w1, "reason": "train it further"}]
+
+    expos, _, (w1, w2, x1, x2) = _reviewed(tmp_path / "b", "pass", {}, cont)
+    with expos:
+        d = _decisions(expos)[-1]
+        assert d.action == "revise" and d.detail["parent"] == x1
+        assert f"continue {x1} {w1}: train it further" in d.rationale  # the typed message, rendered
+
+
+def test_a_failed_review_redoes_the_worker_its_revise_names(tmp_path):
+    def revise(w1, w2, x1, x2):
+        return [{"action": "revise", "worker_id": w2, "experiment_ids": [x2], "reason": "its claim did not hold"}]
+
+    expos, _, (w1, w2, x1, x2) = _reviewed(tmp_path, "fail", {"violations": ["something"]}, revise)
+    with expos:
+        d = _decisions(expos)[-1]
+        g = load_graph(expos)
+        new = g.workers[d.detail["worker"]]
+        assert d.action == "revise" and new.direction.parent == "base"
+        assert new.direction.family == g.workers[w2].direction.family != g.workers[w1].direction.family
 
 
 def test_a_direction_is_capped_at_its_share_before_a_passing_cross_worker_review(tmp_path):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 from types import SimpleNamespace
 
-from rsi_master.orchestra import Direction, NodeContext, Range, TPEWorker, parse_recipe
+from rsi_master.events._messages import Recipe
+from rsi_master.orchestra import Direction, NodeContext, Range, TPEWorker
 
 from .helpers import new_run
 
@@ -66,8 +67,11 @@ def test_worker_runs_its_trials_then_claims_its_best_exactly(tmp_path):
         best = max(ctx.rows, key=lambda r: r.dev_score)
         assert ctx.final["claims"] == [{"experiment_id": best.experiment_id, "score": best.dev_score}]
         assert ctx.final["candidates"] == [best.experiment_id]
-        recipe = parse_recipe(ctx.final["summary"])
-        assert recipe["experiment_id"] == best.experiment_id and recipe["family"] == "answer_only"
+        # The recipe is a typed field of the finalization; the summary is prose for people.
+        recipe = Recipe.model_validate(ctx.final["recipe"])
+        assert recipe.experiment_id == best.experiment_id and recipe.family == "answer_only"
+        assert recipe.dev_score == best.dev_score and recipe.config.learning_rate == best.config["learning_rate"]
+        assert "recipe" not in ctx.final["summary"]
 
 
 def test_worker_fits_trials_into_its_time_and_stops_when_none_fits(tmp_path):

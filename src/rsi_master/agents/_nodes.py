@@ -76,6 +76,13 @@ def _harness_finalize(ctx: NodeContext, out: Outcome) -> dict[str, Any]:
             "candidates": [best.id]}
 
 
+def _conclusion(w: Any) -> str:
+    """A predecessor's final summary (prose) and its typed recipe, as the agent reads them."""
+    fin = w.finalize or {}
+    r = fin.get("recipe")
+    return str(fin.get("summary") or "") + (f"\n  recipe: {json.dumps(r, sort_keys=True)}" if r else "")
+
+
 class LLMWorker:
     def run(self, ctx: NodeContext) -> None:
         from ..orchestra import load_graph
@@ -84,7 +91,7 @@ class LLMWorker:
         me = graph.workers.get(ctx.caller.id)
         preds = me.predecessors if me else list(ctx.brief.get("predecessors", []))
         # Only the designated predecessors' summaries: the context edges of the graph.
-        summaries = {p: (graph.workers[p].finalize or {}).get("summary") for p in preds if p in graph.workers}
+        summaries = {p: _conclusion(graph.workers[p]) for p in preds if p in graph.workers}
         c = ctx.expos.contract
         brief = {"worker_id": ctx.caller.id, "task": ctx.brief.get("task"), "capability": c.capability,
                  "direction": ctx.brief.get("direction"), "families": sorted(g.split("/", 1)[-1]

@@ -350,7 +350,8 @@ def _worker_finalize(ws: Workspace, caller: Any, raw: dict[str, Any]) -> BaseMod
     st = load_state(ws)
     own = [x for x in st.experiments.values() if x.owner == caller.id]
     ws.record(caller, "worker.finalize", {"summary": str(raw.get("summary", "")), "claims": raw.get("claims", []),
-                                          "candidates": list(raw.get("candidates", []))})
+                                          "candidates": list(raw.get("candidates", [])),
+                                          "recipe": raw.get("recipe")})  # unchecked, as everything here
     return FinalizeResult(worker=caller.id, candidates=list(raw.get("candidates", [])), experiments=len(own),
                           failed=sum(1 for x in own if x.status != "completed"))
 

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..events._messages import Finding, Recommendation, Verdict
 from ._errors import ToolRefused
 from ._evaluation import evaluate_experiment, public_reason
 from ._registry import tool
@@ -185,8 +186,11 @@ class ReviewInput(_In):
     regressions: list[str] = Field(default_factory=list, description="Results worse than what they build on.")
     missing_comparisons: list[str] = Field(default_factory=list, description="Comparisons a conclusion needs "
                                                                             "that nobody ran.")
-    recommendations: list[str] = Field(default_factory=list, description="What to do next.")
-    verdict: Literal["pass", "fail"] = Field(description="pass when the scope's conclusions hold.")
+    findings: list[Finding] = Field(default_factory=list, description="What was checked, each with its status "
+                                                                      "and the experiments and records it rests on.")
+    recommendations: list[Recommendation] = Field(default_factory=list, description="What to do next: continue a "
+                                                  "checkpoint, combine two Workers, revise a Worker, or stop.")
+    verdict: Verdict = Field(description="pass when the scope's conclusions hold.")
     evidence: list[int] = Field(default_factory=list, description="Event sequence numbers relied on.")
 
 

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..events._messages import Recipe
 from ._audit import claim_matches
 from ._contamination_gate import check_rows
 from ._errors import ToolFailed, ToolInvalid, ToolRefused
@@ -471,6 +472,9 @@ class FinalizeInput(_In):
     claims: list[Claim] = Field(default_factory=list, description="Scores claimed, checked against the "
                                                                  "evaluation records.")
     candidates: list[str] = Field(default_factory=list, description="Experiment ids put forward as submissions.")
+    recipe: Recipe | None = Field(default=None, description="What your best experiment did (its data, method and "
+                                                             "training parameters), for Workers that continue or "
+                                                             "mix it; null when none completed.")
 
 
 class FinalizeResult(BaseModel):
@@ -497,10 +501,14 @@ def worker_finalize(expos, caller, inp: FinalizeInput) -> FinalizeResult:
         x = st.experiments.get(cand)
         if x is None or x.owner != caller.id or x.status != "completed":
             raise ToolRefused(f"{cand} is not a completed experiment of {caller.id}", Subcategory.METRIC_ATTRIBUTION)
+    if inp.recipe is not None and inp.recipe.experiment_id not in visible:
+        raise ToolRefused(f"the recipe names {inp.recipe.experiment_id}, which is no experiment of {caller.id} or "
+                          "its predecessors")
     own = [x for x in st.experiments.values() if x.owner == caller.id]
     failed = [x.id for x in own if x.status != "completed"]
     expos.record(caller, "worker.finalize", {
         "summary": inp.summary, "claims": [c.model_dump() for c in inp.claims], "candidates": inp.candidates,
+        "recipe": inp.recipe.model_dump(mode="json") if inp.recipe is not None else None,
         # Written by ExpOS from the ledger, not by the agent: failures stay disclosed.
         "ledger_facts": {"experiments": [x.id for x in own], "failed": failed},
     })

@@ -32,7 +32,7 @@ from ._protocols import (
 )
 from ._reviewer import EvidenceReviewer
 from ._scheduler import Scheduler
-from ._worker import TPEWorker, parse_recipe
+from ._worker import TPEWorker
 
 __all__ = [
     "DEFAULTS",
@@ -70,7 +70,6 @@ __all__ = [
     "make_display",
     "opening_batch",
     "parse_budget",
-    "parse_recipe",
     "resume_run",
     "reviewer_agent",
     "run_metrics",

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..events._messages import Combine, Continue, Hyperparameters, Recipe, Revise
+from . import _reports as reports
 from ._directions import Direction, Range
 from ._graph import ResearchGraph, WorkerNode
 from ._main_ranking import Ranking
 from ._protocols import MainContext
 from ._seeds import continue_seed, redo_seed, worker_seed
-from ._worker import parse_recipe
 
 __all__ = ["Plans"]
 
@@ -21,14 +22,13 @@ class Plans(Ranking):
 
     def _verify(self, ctx: MainContext, graph: ResearchGraph, late: bool) -> Any:
         covered = {w for r in graph.reviewers.values() if r.cross_worker for w in r.scope}
-        open_ = [w for w in graph.workers.values() if w.done and w.id not in covered and (w.finalize or {}).get(
-            "candidates")]
+        open_ = [w for w in graph.workers.values() if w.done and w.id not in covered and reports.candidates(w)]
         if len(open_) >= 2 or (late and open_):
             scope = [w.id for w in open_]
             if len(scope) < 2:  # late: compare with the best verified Worker, for selection
                 best = self._best_verified(ctx, graph)
                 others = [w.id for w in graph.workers.values() if w.done and w.id not in scope
-                          and (w.finalize or {}).get("candidates")]
+                          and reports.candidates(w)]
                 partner = best[1] if best else (others[-1] if others else None)
                 if partner is None:
                     return None
@@ -49,29 +49,32 @@ class Plans(Ranking):
         for r in sorted(graph.reviewers.values(), key=lambda r: r.report_seq or 0):
             if not r.done or self._acted(graph, r.report_seq, "revise"):
                 continue
-            rep = r.report or {}
-            if rep.get("verdict") == "fail":
-                # The critique is that the claims do not hold: re-run the cleanest direction in
-                # scope from the base, on fresh data, and let a later review check it.
-                w = next((graph.workers[s] for s in r.scope if s in graph.workers), None)
+            recs = reports.recommendations(r)
+            if reports.verdict(r) == "fail":
+                # The critique is that the claims do not hold: re-run a direction in scope from the
+                # base, on fresh data, and let a later review check it: the one the review says to
+                # revise, else the first in scope.
+                named = [x.worker_id for x in recs if isinstance(x, Revise)]
+                w = next((graph.workers[s] for s in [*named, *r.scope] if s in graph.workers), None)
                 if w is None:
                     continue
                 d = w.direction.model_copy(update={"parent": "base", "mix": [], "enqueue": [],
                                                    "seed": redo_seed(w.direction.seed)})
                 wid = self._add(ctx, graph, d, f"answer review {r.id}: its claims did not hold "
-                                f"({'; '.join(rep.get('violations', [])[:2]) or 'no candidate reviewed'})", [])
+                                f"({'; '.join(reports.violations(r)[:2]) or 'no candidate reviewed'})", [])
                 return "revise", f"review {r.id} failed; {wid} redoes {d.key()} from the base", \
                     [r.report_seq], {"worker": wid, "review": r.id, "answers": r.report_seq}
-            crit = [x for x in rep.get("recommendations", []) if x.startswith("continue ")]
+            crit = [x for x in recs if isinstance(x, Continue)]
             if not crit:
                 continue
             lead = self._leader(ctx, graph, r)
             if lead is None:
                 continue
             xid, score, w = lead
-            note = next((c for c in crit if c.split()[1].strip(":;,") == xid), crit[0])
-            recipe = parse_recipe((w.finalize or {}).get("summary")) or {}
-            d = self._continue_direction(w.direction, recipe, xid)
+            if {xid, w.id} & reports.stopped(graph):
+                continue
+            note = next((c for c in crit if c.experiment_id == xid), crit[0]).text()
+            d = self._continue_direction(w.direction, reports.recipe(w), xid)
             if self._capped(ctx, graph, d):
                 continue
             wid = self._add(ctx, graph, d, f"answer review {r.id}: {note}", [w.id])
@@ -82,26 +85,24 @@ class Plans(Ranking):
 
     def _combine(self, ctx: MainContext, graph: ResearchGraph) -> Any:
         for r in sorted(graph.reviewers.values(), key=lambda r: r.report_seq or 0):
-            rep = r.report or {}
-            if not r.done or rep.get("verdict") != "pass" or self._acted(graph, r.report_seq, "branch"):
+            if not r.done or reports.verdict(r) != "pass" or self._acted(graph, r.report_seq, "branch"):
                 continue
-            combos = [[t.strip(":;,") for t in x.split()[1:3]] for x in rep.get("recommendations", [])
-                      if x.startswith("combine ")]
+            combos = [x.worker_ids for x in reports.recommendations(r) if isinstance(x, Combine)]
             for a, b in combos:
                 wa, wb = graph.workers.get(a), graph.workers.get(b)
-                ra = parse_recipe((wa.finalize or {}).get("summary")) if wa else None
-                rb = parse_recipe((wb.finalize or {}).get("summary")) if wb else None
-                if not (wa and wb and ra and rb):
+                ra = reports.recipe(wa) if wa else None
+                rb = reports.recipe(wb) if wb else None
+                if not (wa and wb and ra and rb) or {a, b, ra.experiment_id} & reports.stopped(graph):
                     continue
-                base = self._continue_direction(wa.direction, ra, ra["experiment_id"])
-                d = base.model_copy(update={"mix": [*ra.get("mix", []), {"family": rb["family"],
-                                                                         "params": rb.get("params", {})}]})
+                base = self._continue_direction(wa.direction, ra, ra.experiment_id)
+                d = base.model_copy(update={"mix": [*(m.model_dump(mode="json") for m in ra.mix),
+                                                    {"family": rb.family, "params": rb.params}]})
                 if self._capped(ctx, graph, d):
                     continue
                 wid = self._add(ctx, graph, d, f"combine the verified findings of {a} and {b} (review {r.id})",
                                 [a, b])
                 return "branch", (f"review {r.id} found {a} and {b} complementary on review samples; {wid} mixes "
-                                  f"{ra['family']} and {rb['family']} data from {ra['experiment_id']}"), \
+                                  f"{ra.family} and {rb.family} data from {ra.experiment_id}"), \
                     [r.report_seq], {"worker": wid, "combines": [a, b], "review": r.id}
         return None
 
@@ -116,13 +117,13 @@ class Plans(Ranking):
         # The best verified checkpoint that no running Worker already trains further (a revise,
         # say); the next best when it is taken, so that an idle slot is not left idle while
         # another verified lineage could use it.
-        taken = {w.direction.parent for w in graph.workers.values() if not w.done}
+        # A lineage a review said to stop is not continued.
+        taken = {w.direction.parent for w in graph.workers.values() if not w.done} | reports.stopped(graph)
         for xid, wid0, score, seq in self._verified(ctx, graph):
-            if xid in taken:
+            if xid in taken or wid0 in taken:
                 continue
             w = graph.workers[wid0]
-            recipe = parse_recipe((w.finalize or {}).get("summary")) or {}
-            d = self._continue_direction(w.direction, recipe, xid)
+            d = self._continue_direction(w.direction, reports.recipe(w), xid)
             if self._capped(ctx, graph, d):
                 continue
             wid = self._add(ctx, graph, d, f"continue the verified checkpoint {xid}", [wid0])
@@ -130,7 +131,7 @@ class Plans(Ranking):
                 f"{score:.3f}); {wid} trains it further", [seq], {"worker": wid, "parent": xid}
         return None
 
-    def _continue_direction(self, d: Direction, recipe: dict[str, Any], parent: str) -> Direction:
+    def _continue_direction(self, d: Direction, recipe: Recipe | None, parent: str) -> Direction:
         """The verified recipe, fixed, trained further from its checkpoint: its own learning rate
         first, then TPE down to half of it.
 
@@ -140,9 +141,10 @@ class Plans(Ranking):
         (`../shared/notes/cpu-landscape.md`: program synthesis 11.5% at 3e-4, 27.5% at 1e-3).
         Before this rule continuations went down to a quarter: 2.4e-4 to 3.7e-4 after 9e-4 in
         the 5-minute function-calling runs of docs/benchmarks.md, whose lineages ended at zero."""
-        params = recipe.get("params") or {}
+        params = recipe.params if recipe else {}
+        cfg = recipe.config if recipe else Hyperparameters()
         knobs = {k: (Range(kind="fixed", value=params[k]) if k in params else r) for k, r in d.knobs.items()}
-        lr = max(1e-5, float((recipe.get("config") or {}).get("learning_rate") or 1e-3))
+        lr = max(1e-5, float(cfg.learning_rate or 1e-3))
         train = dict(d.train)
         train["learning_rate"] = Range(kind="float", low=max(1e-5, lr / 2), high=lr, log=True)
         # The verified learning rate and batch size are TPE's first trial (within the ranges
@@ -152,11 +154,10 @@ class Plans(Ranking):
         # at 5 default experiments, and the sibling only tried a lower rate on less data
         # (measured: 101 + 48 steps in a 90-s function-calling continuation, whose lineage
         # then held 0.5 default experiments after 5 minutes).
-        cfg = recipe.get("config") or {}
         first: dict[str, Any] = {"t:learning_rate": lr}
         bs, steps = train.get("batch_size"), train.get("max_steps")
-        if bs is not None and bs.kind == "choice" and cfg.get("batch_size") in bs.choices:
-            first["t:batch_size"] = cfg["batch_size"]
+        if bs is not None and bs.kind == "choice" and cfg.batch_size in bs.choices:
+            first["t:batch_size"] = cfg.batch_size
         if steps is not None and steps.kind == "int" and steps.high is not None:
             first["t:max_steps"] = int(steps.high)
         return d.model_copy(update={"knobs": knobs, "train": train, "parent": parent,

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..landscape import expected_scores
+from . import _reports as reports
 from ._directions import Direction, default_directions, opening_curve, subset_direction
 from ._graph import ResearchGraph, WorkerNode
 from ._main_budget import Budget
@@ -83,14 +84,13 @@ class Ranking(Budget):
         tie at zero until a lineage has seen about a default experiment of data) go to the
         lineage the landscape expects more of after one more default experiment
         (`landscape_prior`), then to the one with more training behind it, then to the oldest."""
-        passed = {w for r in graph.reviewers.values() if r.done and (r.report or {}).get("verdict") == "pass"
-                  for w in r.scope}
+        passed = {w for r in graph.reviewers.values() if r.done and reports.verdict(r) == "pass" for w in r.scope}
         scores, trained = self._review_scores(ctx)
         out = []
         for w in graph.workers.values():
             if w.id not in passed:
                 continue
-            for xid in (w.finalize or {}).get("candidates", []):
+            for xid in reports.candidates(w):
                 if xid in scores:
                     out.append((xid, w.id, scores[xid][0], scores[xid][1]))
         tie = _tie_breaks(ctx, trained)
@@ -104,7 +104,7 @@ class Ranking(Budget):
     def _leader(self, ctx: MainContext, graph: ResearchGraph, r: Any) -> tuple[str, float, WorkerNode] | None:
         scores, trained = self._review_scores(ctx)
         scoped = [(xid, scores[xid][0], w) for w in (graph.workers.get(wid) for wid in r.scope) if w
-                  for xid in (w.finalize or {}).get("candidates", []) if xid in scores]
+                  for xid in reports.candidates(w) if xid in scores]
         # The first of the best (review score, then the landscape's prior, then training behind
         # it). The prior only breaks ties of review scores: measured evidence first. It matters
         # at zero: in a 5-minute arithmetic run the Main continued answer-only (0 on review,

@@ -21,6 +21,7 @@ from typing import Any
 from ._display import Display
 from ._graph import ORCHESTRA, ResearchGraph, load_graph
 from ._protocols import MAINS, MainContext, resolve
+from ._reports import best_review_score
 
 __all__ = ["MIN_LAUNCH_S", "TERM_GRACE_S", "Scheduler"]
 
@@ -236,15 +237,7 @@ class Scheduler:
                 self.display.line(f"decision {d.action}: {d.rationale}")
 
     def _status(self, graph: ResearchGraph) -> dict[str, Any]:
-        best = None
-        for r in graph.reviewers.values():
-            for s in (r.report or {}).get("supported", []):
-                if " review " in s:
-                    try:
-                        v = float(s.split(" review ", 1)[1].split()[0])
-                    except ValueError:
-                        continue
-                    best = v if best is None else max(best, v)
+        best = best_review_score(graph)
         return {"spent_s": self.spent(), "budget_s": self.budget_s, "workers": len(graph.workers),
                 "reviewers": len(graph.reviewers), "decisions": len(graph.decisions),
                 "running": [f"{j.kind} {j.node}" for j in self.running.values()], "best_verified": best,

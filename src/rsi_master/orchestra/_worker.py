@@ -10,17 +10,17 @@ trials or its wall-clock allowance run out, then finalizes citing experiment ids
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from typing import Any
 
+from ..events._messages import Hyperparameters, Recipe, Source
 from ..expos import ToolError
 from ._directions import Direction, Range
 from ._memory import lineage_examples
 from ._protocols import BudgetEnd, NodeContext, worker_agent
 
-__all__ = ["TPEWorker", "min_trial_seconds", "parse_recipe", "trial_seconds"]
+__all__ = ["TPEWorker", "min_trial_seconds", "trial_seconds"]
 
 # A trial is more than its optimizer steps: data generation, process start-up, saving
 # and the dev evaluation. Used until the Worker has measured its own trials.
@@ -256,18 +256,18 @@ class TPEWorker:
             return
         best = done[0]
         memory = {m["experiment_id"]: m for m in _own_memory(ctx)}
-        recipe = {"experiment_id": best.experiment_id, "family": d.family, "method": d.method,
-                  "params": memory.get(best.experiment_id, {}).get("data", {}).get("params", {}),
-                  "mix": d.mix, "config": {k: best.config.get(k) for k in ("learning_rate", "batch_size",
-                                                                            "max_steps")},
-                  "parent": best.parent, "dev_score": best.dev_score}
+        recipe = Recipe(experiment_id=best.experiment_id, family=d.family, method=d.method,
+                        params=memory.get(best.experiment_id, {}).get("data", {}).get("params", {}),
+                        mix=[Source(family=m["family"], params=m.get("params", {})) for m in d.mix],
+                        config=Hyperparameters(**{k: best.config.get(k) for k in ("learning_rate", "batch_size",
+                                                                                  "max_steps")}),
+                        parent=best.parent, dev_score=best.dev_score) if math.isfinite(best.dev_score) else None
         scores = ", ".join(f"{r.experiment_id}={r.dev_score:.3f}" for r in done)
         summary = (f"{d.key()}: best {best.experiment_id} dev {best.dev_score:.3f} of {len(rows)} experiments "
-                   f"({scores}; failed: {failed or 'none'}).\nrecipe: {json.dumps(recipe, sort_keys=True)}")
+                   f"({scores}; failed: {failed or 'none'})")
         ctx.call("worker.finalize", {"summary": summary,
                                      "claims": [{"experiment_id": best.experiment_id, "score": best.dev_score}],
-                                     "candidates": [best.experiment_id]})
-
+                                     "candidates": [best.experiment_id], "recipe": recipe.model_dump(mode="json") if recipe else None})
 
 def _calibrated(memory: list[dict[str, Any]], timing: dict[str, float] | None) -> bool:
     t = timing or {}
@@ -298,13 +298,3 @@ def _own_memory(ctx: NodeContext) -> list[dict[str, Any]]:
 
     return worker_memory(ctx.expos, ctx.caller.id)
 
-
-def parse_recipe(summary: str | None) -> dict[str, Any] | None:
-    """The structured recipe a programmatic Worker appends to its summary (a claim, to be verified)."""
-    if not summary or "\nrecipe: " not in summary:
-        return None
-    try:
-        out = json.loads(summary.split("\nrecipe: ", 1)[1])
-    except ValueError:
-        return None
-    return out if isinstance(out, dict) and not math.isnan(float(out.get("dev_score", 0.0))) else None

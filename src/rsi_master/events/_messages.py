@@ -1,0 +1,129 @@
+"""Typed messages between agents: what a Worker's best experiment did (`Recipe`), what a
+Reviewer found (`Finding`) and recommends (`Recommendation`), and its `Verdict`.
+
+They travel inside the `worker.finalize` and `review.submit` payloads and are the input
+schemas of those tools, so an LLM agent (and an MCP client) is handed the same types a
+programmatic agent writes. Code reads their fields; the prose beside them (a Worker's
+summary, a recommendation's `reason`, `text()`) is for people and LLM agents, and nothing
+parses it back.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = ["Combine", "Continue", "Finding", "Hyperparameters", "Recipe", "Recommendation", "Revise", "Source", "Stop",
+           "Verdict"]
+
+Verdict = Literal["pass", "fail"]
+"""A review's verdict: `pass` when the scope's conclusions hold on the evidence."""
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Source(_Message):
+    """A fixed extra data source mixed into a Worker's data (a branch that combines findings)."""
+
+    family: str = Field(description="Generator family of the task.")
+    params: dict[str, Any] = Field(default_factory=dict, description="Its generator knobs, fixed.")
+
+
+class Hyperparameters(_Message):
+    """The training parameters of the experiment a recipe names (null: not set, the default ran)."""
+
+    learning_rate: float | None = Field(default=None, description="Peak learning rate.")
+    batch_size: int | None = Field(default=None, description="Examples per optimizer step.")
+    max_steps: int | None = Field(default=None, description="Optimizer steps asked for.")
+
+
+class Recipe(_Message):
+    """What a Worker's best experiment did, so that another Worker can continue or mix it. A
+    claim like any other of the Worker's: the Main builds only on recipes of Workers a
+    passing review covered."""
+
+    experiment_id: str = Field(description="The experiment the recipe describes (the Worker's best).")
+    family: str = Field(description="Generator family of its data (the direction).")
+    method: str = Field(default="sft", description="Training method.")
+    params: dict[str, Any] = Field(default_factory=dict, description="Generator knobs its data was made with.")
+    mix: list[Source] = Field(default_factory=list, description="Extra fixed data sources mixed into its data.")
+    config: Hyperparameters = Field(default_factory=Hyperparameters, description="Its training parameters.")
+    parent: str = Field(default="base", description="`base` or the experiment it continued from.")
+    dev_score: float | None = Field(default=None, description="Its recorded `dev` score.")
+
+    @field_validator("dev_score")
+    @classmethod
+    def _finite(cls, v: float | None) -> float | None:
+        if v is not None and not math.isfinite(v):
+            raise ValueError("dev_score must be a finite number or null")
+        return v
+
+
+class Finding(_Message):
+    """One checked statement of a review, with the records it rests on."""
+
+    claim: str = Field(min_length=1, description="What was checked, in words.")
+    status: Literal["supported", "unsupported", "uncertain"] = Field(
+        description="supported: the records bear it out; unsupported: they contradict it; uncertain: they leave "
+                    "it open.")
+    experiment_ids: list[str] = Field(default_factory=list, description="Experiments it is about.")
+    worker_ids: list[str] = Field(default_factory=list, description="Workers it is about.")
+    evidence: list[int] = Field(default_factory=list, description="Ledger seqs it rests on (evaluation records).")
+    split: Literal["dev", "review"] | None = Field(default=None, description="Split of the score below, if any.")
+    score: float | None = Field(default=None, description="The score the records show, if it is about one.")
+
+
+class Continue(_Message):
+    """Train this checkpoint further (a critique of the leader that more training answers)."""
+
+    action: Literal["continue"] = Field(description="What to do: `continue`.")
+    experiment_id: str = Field(description="The checkpoint to continue from.")
+    worker_id: str = Field(description="The Worker whose candidate it is.")
+    reason: str = Field(min_length=1, description="Why, in words.")
+
+    def text(self) -> str:
+        return f"continue {self.experiment_id} {self.worker_id}: {self.reason}"
+
+
+class Combine(_Message):
+    """Mix the verified recipes of two complementary Workers, starting from the first one's."""
+
+    action: Literal["combine"] = Field(description="What to do: `combine`.")
+    worker_ids: list[str] = Field(min_length=2, max_length=2, description="The two Workers, the leader first.")
+    experiment_ids: list[str] = Field(default_factory=list, description="Their checkpoints compared.")
+    reason: str = Field(min_length=1, description="Why, in words (what each solves that the other misses).")
+
+    def text(self) -> str:
+        return f"combine {' '.join(self.worker_ids)}: {self.reason}"
+
+
+class Revise(_Message):
+    """Redo this Worker's direction from the base model on fresh data: its claims did not hold."""
+
+    action: Literal["revise"] = Field(description="What to do: `revise`.")
+    worker_id: str = Field(description="The Worker whose direction to redo.")
+    experiment_ids: list[str] = Field(default_factory=list, description="Its experiments the critique is about.")
+    reason: str = Field(min_length=1, description="Why, in words.")
+
+    def text(self) -> str:
+        return f"revise {self.worker_id}: {self.reason}"
+
+
+class Stop(_Message):
+    """Train these no further (a dead end, or a checkpoint that must not be built on)."""
+
+    action: Literal["stop"] = Field(description="What to do: `stop`.")
+    experiment_ids: list[str] = Field(default_factory=list, description="Checkpoints not to continue.")
+    worker_ids: list[str] = Field(default_factory=list, description="Workers whose lineages not to continue.")
+    reason: str = Field(min_length=1, description="Why, in words.")
+
+    def text(self) -> str:
+        return f"stop {' '.join([*self.experiment_ids, *self.worker_ids])}: {self.reason}"
+
+
+Recommendation = Annotated[Continue | Combine | Revise | Stop, Field(discriminator="action")]
+"""What a Reviewer recommends the Main do next, one of four actions, each naming its ids."""
