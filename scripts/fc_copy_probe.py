@@ -25,8 +25,8 @@ from functools import partial
 from pathlib import Path
 
 import torch
-from measure_landscape import CURVE_BATCH, CURVE_SPEC, DEFAULT_EXAMPLES  # scripts/ is on the path
 
+from rsi_master.landscape import CURVE_BATCH, CURVE_SPEC, DEFAULT_EXAMPLES
 from rsi_master.runtime import evaluate as _evaluate
 from rsi_master.runtime import generate, train
 from rsi_master.tasks import PUBLIC_SEAL_KEY

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from rsi_master.expos import Caller
 from rsi_master.orchestra import Direction, MainContext, PolicyMain, load_graph
 
@@ -205,13 +207,20 @@ def test_a_direction_is_capped_at_its_share_before_a_passing_cross_worker_review
         assert not main._capped(_ctx(expos, 30.0), load_graph(expos), d)
 
 
-def _landscape(monkeypatch, curves):
-    import rsi_master.runtime._landscape_data as ld
+@pytest.fixture
+def use_landscape(tmp_path_factory, monkeypatch):
+    """Make a landscape file of these knowledge curves the one in force (`RSI_MASTER_LANDSCAPE`)."""
+    from rsi_master.landscape import ENV_VAR, Landscape, TaskLandscape, save
 
-    monkeypatch.setattr(ld, "load_landscape", lambda: {"tasks": {"knowledge": {"curves": curves}}})
+    def use(curves):
+        path = tmp_path_factory.mktemp("landscape") / "landscape.json"
+        save(Landscape(tasks={"knowledge": TaskLandscape(curves=curves)}), path)
+        monkeypatch.setenv(ENV_VAR, str(path))
+
+    return use
 
 
-def test_expected_scores_interpolate_the_measured_curves_at_the_affordable_compute(monkeypatch):
+def test_expected_scores_interpolate_the_measured_curves_at_the_affordable_compute(use_landscape):
     from rsi_master.orchestra import expected_scores
 
     # One default experiment of either family costs 100 s (1,000 tokens at 0.1 s per token).
@@ -219,7 +228,7 @@ def test_expected_scores_interpolate_the_measured_curves_at_the_affordable_compu
              "tokens": 4000, "train_seconds": 400}
     late = {"points": [{"multiple": 1.0, "score": 0.0}, {"multiple": 4.0, "score": 0.9}],
             "tokens": 4000, "train_seconds": 400}
-    _landscape(monkeypatch, {"answer_only": early, "chain_then_answer": late})
+    use_landscape({"answer_only": early, "chain_then_answer": late})
     short = expected_scores("knowledge", 50.0)  # half a default experiment
     assert short["answer_only"] == 0.1 and short["chain_then_answer"] == 0.0
     long_ = expected_scores("knowledge", 300.0)  # three default experiments: 0.6 on the climbing curve
@@ -228,12 +237,12 @@ def test_expected_scores_interpolate_the_measured_curves_at_the_affordable_compu
     assert expected_scores("arithmetic", 100.0) == {}  # no curves measured for the task
 
 
-def test_the_opening_directions_follow_the_landscape_at_this_budget(tmp_path, monkeypatch):
+def test_the_opening_directions_follow_the_landscape_at_this_budget(tmp_path, use_landscape):
     early = {"points": [{"multiple": 1.0, "score": 0.2}, {"multiple": 4.0, "score": 0.2}],
              "tokens": 4000, "train_seconds": 400}
     late = {"points": [{"multiple": 1.0, "score": 0.0}, {"multiple": 4.0, "score": 0.9}],
             "tokens": 4000, "train_seconds": 400}
-    _landscape(monkeypatch, {"answer_only": early, "chain_then_answer": late})
+    use_landscape({"answer_only": early, "chain_then_answer": late})
     opened = {}
     for budget in (100.0, 10_000.0):
         with new_run(tmp_path / str(int(budget))) as expos:
@@ -243,14 +252,14 @@ def test_the_opening_directions_follow_the_landscape_at_this_budget(tmp_path, mo
     assert opened == {100.0: ["answer_only"], 10_000.0: ["chain_then_answer"]}
 
 
-def test_a_measured_data_selection_opens_a_short_campaign_as_a_direction_of_its_own(tmp_path, monkeypatch):
+def test_a_measured_data_selection_opens_a_short_campaign_as_a_direction_of_its_own(tmp_path, use_landscape):
     # `chain_then_answer[two_hop=0.0]` (one-hop questions only) learns early and stops;
     # the full family climbs past it: the selection opens a short campaign only.
     early = {"points": [{"multiple": 1.0, "score": 0.2}, {"multiple": 4.0, "score": 0.25}],
              "tokens": 4000, "train_seconds": 400}
     late = {"points": [{"multiple": 1.0, "score": 0.0}, {"multiple": 4.0, "score": 0.9}],
             "tokens": 4000, "train_seconds": 400}
-    _landscape(monkeypatch, {"chain_then_answer[two_hop=0.0]": early, "chain_then_answer": late,
+    use_landscape({"chain_then_answer[two_hop=0.0]": early, "chain_then_answer": late,
                              "chain_then_answer+lora": early, "answer_only[relations=9]": early})
     opened = {}
     for budget in (100.0, 10_000.0):
@@ -274,6 +283,12 @@ def _curve(*points):
     return {"points": [{"multiple": m, "score": x} for m, x in points], "tokens": 4000, "train_seconds": 400}
 
 
+def _typed(curves):
+    from rsi_master.landscape import Curve
+
+    return {label: Curve.model_validate(c) for label, c in curves.items()}
+
+
 def _pts(*scores, multiples=(0.5, 1.0, 2.0, 3.0)):
     return {"points": [{"multiple": m, "score": x} for m, x in zip(multiples, scores)], "tokens": 4000,
             "train_seconds": 400}
@@ -287,6 +302,7 @@ def test_a_direction_opens_at_the_batch_its_curves_put_ahead_early():
     curves = {"prog": _pts(0.035, 0.057, 0.108, 0.15), "prog@b2": _pts(0.027, 0.05, 0.07, 0.067),
               "trace": _pts(0.017, 0.067, 0.228, 0.272), "trace@b2": _pts(0.025, 0.09, 0.205, 0.202),
               "late@b2": _pts(0.0, 0.0, 0.0, 0.9), "late": _pts(0.0, 0.0, 0.01, 0.2)}
+    curves = _typed(curves)
     assert opening_batch("prog", curves) == 8
     assert opening_batch("trace", curves) == 2  # behind at 3x, but ahead where a campaign's lineages are
     assert opening_batch("late", curves) == 8  # what batch 2 reaches past 2x does not count
@@ -302,31 +318,32 @@ def test_a_data_selection_without_a_batch_2_curve_opens_at_its_familys_batch():
     curves = {"plan": _pts(0.0, 0.008, 0.082, 0.77), "plan@b2": _pts(0.0, 0.005, 0.03, 0.03),
               "plan[n_shown=1]": _pts(0.0, 0.012, 0.27, 0.34),
               "plan[max_arity=1]": _pts(0.0, 0.0, 0.0, 0.1), "plan[max_arity=1]@b2": _pts(0.0, 0.1, 0.2, 0.3)}
+    curves = _typed(curves)
     assert opening_batch("plan[n_shown=1]", curves) == 8
     assert opening_batch("plan[max_arity=1]", curves) == 2  # its own batch-2 curve decides
     assert opening_batch("other[n_shown=1]", curves) == 2  # nothing measured of it or its family
 
 
-def test_when_nothing_pays_on_a_share_the_direction_that_turns_soonest_opens(tmp_path, monkeypatch):
+def test_when_nothing_pays_on_a_share_the_direction_that_turns_soonest_opens(tmp_path, use_landscape):
     # A default experiment costs 100 s on both curves. A direction's share of a 1,000-s
     # one-slot campaign trains about 2 of them, where neither curve tells itself from zero
     # (answer_only 1.5%, chain_then_answer 0); the whole campaign trains 5, where
     # chain_then_answer has turned. It opens first, not the family that is 1.5 points up on noise.
     flat = _curve((1.0, 0.015), (4.0, 0.015))
     turns = _curve((1.0, 0.0), (2.0, 0.0), (4.0, 0.9))
-    _landscape(monkeypatch, {"answer_only": flat, "chain_then_answer": turns})
+    use_landscape({"answer_only": flat, "chain_then_answer": turns})
     with new_run(tmp_path) as expos:
         PolicyMain().start(_ctx(expos, 0.0, budget=1000.0, slots=1), load_graph(expos))
         opened = [w.direction.family for w in load_graph(expos).workers.values()]
     assert opened == ["chain_then_answer"]
 
 
-def test_the_opening_trial_and_order_use_the_batch_2_curve_where_one_was_measured(tmp_path, monkeypatch):
+def test_the_opening_trial_and_order_use_the_batch_2_curve_where_one_was_measured(tmp_path, use_landscape):
     # answer_only stalls at batch 2 and opens at 8; chain_then_answer opens at 2, where its
     # curve (0.4 at this budget) is ahead of answer_only's batch-8 one (0.3), though its
     # batch-8 curve (0.2) is not: the order compares the curves of the batches they open at
     # (a 600-s campaign affords 2.7 default experiments here, within the batch-2 curves' 3x).
-    _landscape(monkeypatch, {"answer_only": _pts(0.2, 0.3, 0.3, 0.3), "answer_only@b2": _pts(0.0, 0.0, 0.01, 0.01),
+    use_landscape({"answer_only": _pts(0.2, 0.3, 0.3, 0.3), "answer_only@b2": _pts(0.0, 0.0, 0.01, 0.01),
                              "chain_then_answer": _pts(0.0, 0.1, 0.2, 0.2),
                              "chain_then_answer@b2": _pts(0.1, 0.25, 0.3, 0.4),
                              "chain_then_answer[two_hop=0.0]": _pts(0.2, 0.2, 0.2, 0.2),
@@ -339,10 +356,10 @@ def test_the_opening_trial_and_order_use_the_batch_2_curve_where_one_was_measure
     assert batch == {"answer_only": 8, "chain_then_answer": 2, "chain_then_answer[two_hop=0.0]": 8}
 
 
-def test_the_lineage_prior_reads_the_curve_of_the_batch_the_direction_trained_at(monkeypatch):
+def test_the_lineage_prior_reads_the_curve_of_the_batch_the_direction_trained_at(use_landscape):
     from rsi_master.orchestra._main_ranking import landscape_prior
 
-    _landscape(monkeypatch, {"answer_only": _pts(0.0, 0.1, 0.2, 0.3), "answer_only@b2": _pts(0.0, 0.3, 0.5, 0.6),
+    use_landscape({"answer_only": _pts(0.0, 0.1, 0.2, 0.3), "answer_only@b2": _pts(0.0, 0.3, 0.5, 0.6),
                              "chain_then_answer": _pts(0.0, 0.1, 0.2, 0.3)})
     prior = landscape_prior("knowledge")
     at = {b: Direction(family="answer_only", enqueue=[{"t:batch_size": b}]) for b in (2, 8)}
@@ -354,14 +371,14 @@ def test_the_lineage_prior_reads_the_curve_of_the_batch_the_direction_trained_at
     assert prior(at[2], 15000) == 0.3 and prior(at[2], 10000) == 0.6
 
 
-def test_a_short_batch_2_curve_does_not_rank_a_long_campaign(monkeypatch):
+def test_a_short_batch_2_curve_does_not_rank_a_long_campaign(use_landscape):
     from rsi_master.orchestra import expected_scores
 
     # batch-2 curve measured to 3x, batch-8 one to 8x: an hour-long campaign reads the latter
     long8 = {"points": [{"multiple": 3.0, "score": 0.2}, {"multiple": 8.0, "score": 0.5}], "tokens": 8000,
              "train_seconds": 800}
     b2 = {**_pts(0.0, 0.1, 0.3, 0.3), "tokens": 3000, "train_seconds": 300}
-    _landscape(monkeypatch, {"answer_only": long8, "answer_only@b2": b2,
+    use_landscape({"answer_only": long8, "answer_only@b2": b2,
                              "chain_then_answer@b2": {**_pts(0.0, 0.1, 0.3, 0.4), "tokens": 3000}})
     # one default experiment costs 100 s on every curve here
     assert expected_scores("knowledge", 200.0)["answer_only@b2"] == 0.3  # within its horizon
@@ -418,12 +435,12 @@ def test_among_tied_verified_checkpoints_the_main_continues_the_more_trained_one
         assert _decisions(expos)[-1].detail["parent"] == x2
 
 
-def test_tied_at_zero_the_main_continues_the_lineage_the_landscape_expects_more_of(tmp_path, monkeypatch):
+def test_tied_at_zero_the_main_continues_the_lineage_the_landscape_expects_more_of(tmp_path, use_landscape):
     # answer_only is flat at 2%; chain_then_answer is at 0 for half a default experiment and
     # then climbs. Both checkpoints score 0 on review; answer_only's has 10x the training.
     flat = _curve((0.5, 0.02), (4.0, 0.02))
     late = _curve((0.5, 0.0), (1.0, 0.15), (2.0, 0.3))
-    _landscape(monkeypatch, {"answer_only": flat, "chain_then_answer": late})
+    use_landscape({"answer_only": flat, "chain_then_answer": late})
     with new_run(tmp_path, budget_s=1000.0) as expos:
         main = PolicyMain()
         main.start(_ctx(expos, 0.0, budget=1000.0), load_graph(expos))

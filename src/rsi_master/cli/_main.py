@@ -17,7 +17,7 @@ from ..errors import RsiMasterError
 __all__ = ["build_parser", "main"]
 
 # One module per subcommand, each with add_parser(subparsers) and a handler.
-COMMANDS = ("_demo", "_init", "_verify", "_log", "_checkpoint", "_audit", "_lineage", "_tasks", "_pipeline", "_run", "_resume", "_bench", "_mcp", "_door")
+COMMANDS = ("_demo", "_init", "_verify", "_log", "_checkpoint", "_audit", "_lineage", "_tasks", "_landscape", "_pipeline", "_run", "_resume", "_bench", "_mcp", "_door")
 
 
 def build_parser() -> argparse.ArgumentParser:

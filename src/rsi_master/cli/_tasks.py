@@ -22,22 +22,24 @@ def _fmt(score: float | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..runtime._landscape_data import load_landscape
+    from ..landscape import load
     from ..tasks import get_task, list_tasks
 
-    landscape = load_landscape()
+    landscape = load()
     rows = []
     for name in list_tasks():
         task = get_task(name)
-        measured = landscape.get("tasks", {}).get(name, {})
+        measured = landscape.tasks.get(name)
+        base = measured.base if measured is not None else None
+        ref = measured.reference if measured is not None else None
         rows.append(
             {
                 "task": name,
                 "capability": task.capability,
                 "families": sorted(task.generators()),
-                "base_score": measured.get("base", {}).get("score"),
-                "reference_score": measured.get("reference", {}).get("score"),
-                "split": landscape.get("split"),
+                "base_score": base.score if base is not None else None,
+                "reference_score": ref.score if ref is not None else None,
+                "split": landscape.split,
             }
         )
     if args.json:
@@ -50,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         from rich.console import Console
         from rich.table import Table
 
-        t = Table(*header, title=f"tasks (scores on the {landscape.get('split', '?')} split, see docs/tasks.md)")
+        t = Table(*header, title=f"tasks (scores on the {landscape.split} split, see docs/tasks.md)")
         for row in table:
             t.add_row(*row)
         Console().print(t)

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..landscape import CURVE_BATCH, Curve, CurveLabel, LabelError
+from ._seeds import family_seed
 
 __all__ = ["DEFAULT_TRAIN", "Direction", "Range", "default_directions", "knob_ranges", "opening_batch", "opening_curve",
            "subset_direction"]
@@ -54,11 +57,26 @@ class Direction(BaseModel):
                                                  "curve names it (`ops=add`: additions only); the knobs are fixed "
                                                  "to it in `knobs`. Part of the direction's identity.")
 
+    @field_validator("subset")
+    @classmethod
+    def _selection(cls, subset: str) -> str:
+        if subset:
+            try:
+                CurveLabel.of_selection("family", subset)
+            except LabelError as exc:
+                raise ValueError(f"subset {subset!r} is not a data selection as a curve label writes it: {exc}") \
+                    from None
+        return subset
+
+    def curve_label(self) -> CurveLabel:
+        """The landscape curve of the recipe: its family on its data selection (full SFT, batch 8).
+        The selection is kept verbatim: values re-formatted after a JSON round trip (0.0 -> 0)
+        would no longer name the curve, nor the budget share the direction already took."""
+        return CurveLabel.of_selection(self.family, self.subset)
+
     def label(self) -> str:
-        """The recipe family as the landscape's curves name it: `family` or `family[knob=value,...]`.
-        Kept verbatim: values re-formatted after a JSON round trip (0.0 -> 0) would no longer
-        name the curve, nor the budget share the direction already took."""
-        return f"{self.family}[{self.subset}]" if self.subset else self.family
+        """The recipe family as the landscape's curves name it: `family` or `family[knob=value,...]`."""
+        return str(self.curve_label())
 
     def key(self) -> str:
         """The direction's identity for budget shares: the recipe family (with its data selection)."""
@@ -93,18 +111,13 @@ LANDSCAPE_TRIAL: dict[str, Any] = {"t:learning_rate": 1e-3, "t:batch_size": 2, "
 OPENING_HORIZON = 2.0  # default experiments: a 5-minute campaign's lineages train 0.6-1x, its Workers 2-3x in all
 
 
-def _task_curves(task: str) -> dict[str, Any]:
-    from ..runtime._landscape_data import load_landscape, task_curves
+def _task_curves(task: str) -> dict[str, Curve]:
+    from ..landscape import load
 
-    return task_curves(load_landscape(), task)
-
-
-def _mean_to(curve: dict[str, Any], shared: set[float]) -> float:
-    pts = [float(p["score"]) for p in curve.get("points", []) if float(p["multiple"]) in shared]
-    return sum(pts) / len(pts)
+    return load().curves(task)
 
 
-def opening_batch(label: str, curves: dict[str, Any]) -> int:
+def opening_batch(label: str, curves: dict[str, Curve]) -> int:
     """A fresh direction's first batch size: batch 2 (`LANDSCAPE_TRIAL`), unless the landscape
     measured the recipe (`label`) at batch 2 as well as at batch 8 and the batch-2 curve is
     behind on average over their shared points up to `OPENING_HORIZON` default experiments.
@@ -115,33 +128,29 @@ def opening_batch(label: str, curves: dict[str, Any]) -> int:
     batch 2 against 6.7% and opens at 2. A data selection (`family[knob=value]`) without a
     batch-2 curve of its own opens at its family's batch; a recipe without any opens at 2,
     which the arithmetic probes found ahead."""
-    from ..runtime._landscape_data import CURVE_BATCH, at_batch
-
     small = int(LANDSCAPE_TRIAL["t:batch_size"])
-    a, b = curves.get(at_batch(label, small)), curves.get(label)
-    family = label.split("[", 1)[0]
-    if not a and family != label:
+    parsed = CurveLabel.parse(label)
+    a, b = curves.get(str(parsed.at_batch(small))), curves.get(label)
+    if not a and parsed.knobs:
         # A data selection not measured at batch 2 opens at its family's batch: the batch
         # decides how fast the format is learned, whatever part of the distribution it is fed
         # (function calling's plan-then-call is behind at batch 2: 3.0% at 2x against 8.2%).
-        return opening_batch(family, curves)
+        return opening_batch(parsed.family, curves)
     if not a or not b:
         return small
-    shared = {float(p["multiple"]) for p in a.get("points", [])} & {float(p["multiple"]) for p in b.get("points", [])}
+    shared = {p.multiple for p in a.points} & {p.multiple for p in b.points}
     shared = {m for m in shared if m <= OPENING_HORIZON}
     if not shared:
         return small
-    return small if _mean_to(a, shared) >= _mean_to(b, shared) else CURVE_BATCH
+    return small if a.mean_over(shared) >= b.mean_over(shared) else CURVE_BATCH
 
 
 def opening_curve(d: Direction) -> str:
     """The landscape curve that describes a fresh direction's opening: its label, at the batch
     its first trial runs (`label@bN` where the landscape measured that batch, else the
     batch-8 curve, the closest measurement there is)."""
-    from ..runtime._landscape_data import CURVE_BATCH, at_batch
-
     batch = next((int(r["t:batch_size"]) for r in d.enqueue if "t:batch_size" in r), CURVE_BATCH)
-    return at_batch(d.label(), batch)
+    return str(d.curve_label().at_batch(batch))
 
 
 def knob_ranges(task: str, family: str) -> dict[str, Range]:
@@ -191,7 +200,7 @@ def default_directions(task: str, *, seed: int = 0) -> list[Direction]:
                 knobs[k.name] = Range(kind="fixed", value=k.default)
         first = {f"k:{k.name}": k.default for k in gen.knobs if knobs[k.name].kind != "fixed"} | LANDSCAPE_TRIAL
         first["t:batch_size"] = opening_batch(family, curves)
-        out.append(Direction(family=family, knobs=knobs, train=dict(DEFAULT_TRAIN), seed=seed * 100 + i,
+        out.append(Direction(family=family, knobs=knobs, train=dict(DEFAULT_TRAIN), seed=family_seed(seed, i),
                              enqueue=[first] if first else []))
     return out
 
@@ -202,23 +211,23 @@ def subset_direction(task: str, label: str, families: list[Direction]) -> Direct
     selection (`scratchpad[ops=add]`: the scratchpad on additions only). None for a label
     that is not one: a plain family, another training method (`+lora`), an unknown family
     or knob, or a value outside the knob's declared range."""
-    import re
-
     from ..tasks import get_task
 
-    m = re.fullmatch(r"([A-Za-z0-9_]+)\[([^\]]+)\]", label)
-    if m is None:
+    try:
+        parsed = CurveLabel.parse(label)
+    except LabelError:
         return None
-    family, body = m.group(1), m.group(2)
+    if not parsed.knobs or parsed.method != "sft" or parsed.prompt_loss or parsed.batch != CURVE_BATCH:
+        return None
+    family = parsed.family
     base = next((d for d in families if d.family == family), None)
     if base is None:
         return None
     declared = {k.name: k for k in get_task(task).generators()[family].knobs}
     subset: dict[str, Any] = {}
-    for part in body.split(","):
-        name, _, raw = part.partition("=")
-        k = declared.get(name.strip())
-        if k is None or not raw:
+    for name, raw in parsed.knobs:
+        k = declared.get(name)
+        if k is None:
             return None
         value: Any
         try:
@@ -237,4 +246,4 @@ def subset_direction(task: str, label: str, families: list[Direction]) -> Direct
     batch = opening_batch(label, _task_curves(task))  # the selection's own curves, not the family's
     enqueue = [{n: (batch if n == "t:batch_size" else v) for n, v in rec.items() if n[2:] not in subset}
                for rec in base.enqueue]
-    return base.model_copy(update={"knobs": knobs, "subset": body, "enqueue": [e for e in enqueue if e]})
+    return base.model_copy(update={"knobs": knobs, "subset": parsed.selection, "enqueue": [e for e in enqueue if e]})

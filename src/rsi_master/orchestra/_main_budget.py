@@ -9,6 +9,12 @@ from ._protocols import MainContext
 
 __all__ = ["Budget"]
 
+MIN_ALLOWANCE_S = 30.0  # a Worker's allowance is never shorter (process start and a first trial)
+# Kept at the end for comparing the last candidates: a cross-Worker review, at least this long
+# and this fraction of the budget.
+RESERVE_S = 10.0
+RESERVE_FRACTION = 0.05
+
 
 class Budget:
     """The budget rules of `PolicyMain` (a base class, so that a Main built on the policy, such as
@@ -23,7 +29,7 @@ class Budget:
         """A Worker's wall-clock allowance: its fraction of the budget, but at least two of the
         shortest trials this machine has been measured to run (else it could not compare),
         and at most a direction's share."""
-        want = max(30.0, self.worker_fraction * ctx.budget_s, 2 * self._min_trial_s(ctx))
+        want = max(MIN_ALLOWANCE_S, self.worker_fraction * ctx.budget_s, 2 * self._min_trial_s(ctx))
         # Never more than a direction's share, nor past the time kept for the last comparison.
         left = ctx.budget_s - ctx.spent_s() - self._reserve_s(ctx)
         return max(0.0, min(want, self.share * ctx.budget_s, left))
@@ -31,15 +37,14 @@ class Budget:
     @staticmethod
     def _reserve_s(ctx: MainContext) -> float:
         """Time kept at the end for comparing the last candidates (a cross-Worker review)."""
-        return max(10.0, 0.05 * ctx.budget_s)
+        return max(RESERVE_S, RESERVE_FRACTION * ctx.budget_s)
 
     @staticmethod
     def _min_trial_s(ctx: MainContext) -> float:
         from ._job import run_timing
-        from ._worker import DEFAULT_STEP_S, FIXED_OVERHEAD_S, MIN_STEPS
+        from ._worker import min_trial_seconds
 
-        t = run_timing(ctx.expos)
-        return float(t.get("overhead_s", FIXED_OVERHEAD_S)) + MIN_STEPS * float(t.get("step_s", DEFAULT_STEP_S))
+        return min_trial_seconds(run_timing(ctx.expos))
 
     def _capped(self, ctx: MainContext, graph: ResearchGraph, d: Direction) -> bool:
         """The direction already took its share of the budget without a passing cross-Worker review."""

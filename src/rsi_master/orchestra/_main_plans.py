@@ -12,10 +12,9 @@ from ._directions import Direction, Range
 from ._graph import ResearchGraph, WorkerNode
 from ._main_ranking import Ranking
 from ._protocols import MainContext
+from ._seeds import continue_seed, redo_seed, worker_seed
 
 __all__ = ["Plans"]
-
-_SEED_STRIDE = 100_003  # worker number * stride + direction seed: unique per Worker
 
 
 class Plans(Ranking):
@@ -60,7 +59,7 @@ class Plans(Ranking):
                 if w is None:
                     continue
                 d = w.direction.model_copy(update={"parent": "base", "mix": [], "enqueue": [],
-                                                   "seed": w.direction.seed + 17})
+                                                   "seed": redo_seed(w.direction.seed)})
                 wid = self._add(ctx, graph, d, f"answer review {r.id}: its claims did not hold "
                                 f"({'; '.join(reports.violations(r)[:2]) or 'no candidate reviewed'})", [])
                 return "revise", f"review {r.id} failed; {wid} redoes {d.key()} from the base", \
@@ -162,14 +161,14 @@ class Plans(Ranking):
         if steps is not None and steps.kind == "int" and steps.high is not None:
             first["t:max_steps"] = int(steps.high)
         return d.model_copy(update={"knobs": knobs, "train": train, "parent": parent,
-                                    "enqueue": [first], "seed": d.seed + 1000})
+                                    "enqueue": [first], "seed": continue_seed(d.seed)})
 
     def _add(self, ctx: MainContext, graph: ResearchGraph, d: Direction, task: str, preds: list[str]) -> str:
         wid = self._free_id(graph, "w")
         # Every Worker its own seed, so no two draw the same data: two Workers continuing one
         # checkpoint with one recipe and seed trained the same weights, and the audit rightly
         # saw one checkpoint scored twice on dev (repeated-run selection).
-        seed = int(wid[1:]) * _SEED_STRIDE + d.seed % _SEED_STRIDE
+        seed = worker_seed(int(wid[1:]), d.seed)
         d = d.model_copy(update={"seconds": self._allowance(ctx), "agent": ctx.worker, "seed": seed})
         seq = ctx.call("worker.add", {"worker_id": wid, "task": task, "direction": d.model_dump(mode="json"),
                                       "predecessors": preds}).seq

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..events import EvalRecord, payload_of
+from ..landscape import expected_scores
 from . import _reports as reports
 from ._directions import Direction, default_directions, opening_curve, subset_direction
 from ._graph import ResearchGraph, WorkerNode
@@ -15,39 +16,37 @@ from ._main_budget import Budget
 from ._memory import lineage_examples
 from ._protocols import MainContext
 
-__all__ = ["PAYS", "PRIOR", "Ranking", "expected_scores", "landscape_prior"]
+__all__ = ["PAYS", "TRAINING_FRACTION", "Ranking", "expected_scores", "landscape_prior"]
 
 # An expected score the landscape's curves tell from zero: 4 of 200 items, twice the
 # spread of a one-run score near 1% (about +-0.7 points on 200 items).
 PAYS = 0.02
+# The part of a slot's seconds that trains, in a short campaign (the rest is process start,
+# data generation and evaluation).
+TRAINING_FRACTION = 0.5
 
-# Tie-break of the opening order, and the whole order for a task the landscape has no
-# curves for: the families the docs' reference recipes use first.
-PRIOR = {
-    "arithmetic": ("scratchpad", "restate", "answer_only"),
-    "function_calling": ("compact", "verbose", "plan_then_call"),
-    "knowledge": ("answer_only", "chain_then_answer", "quote_then_answer"),
-    "program_synthesis": ("program_only", "trace_then_program", "describe_then_program"),
-}
 
 
 class Ranking(Budget):
     """The ranking rules of `PolicyMain`."""
 
     def _fresh_directions(self, ctx: MainContext, graph: ResearchGraph) -> list[Direction]:
+        from ..tasks import get_task, task_hints
+
         task = ctx.expos.contract.task
         tried = {w.direction.key() for w in graph.workers.values()}
-        prior = PRIOR.get(task, ())
-        # One direction's share of the slot-seconds, about half of it training (the rest is
-        # process start, data generation and evaluation in a short campaign).
-        expected = expected_scores(task, 0.5 * self.share * ctx.budget_s * ctx.slots)
+        # Tie-break of the opening order, and the whole order for a task the landscape has no
+        # curves for: the task's own (`TaskHints.opening_order`).
+        prior = task_hints(get_task(task)).opening_order
+        # One direction's share of the slot-seconds, the part of it that trains.
+        expected = expected_scores(task, TRAINING_FRACTION * self.share * ctx.budget_s * ctx.slots)
         if expected and max(expected.values()) < PAYS:
             # No direction pays on its share of this campaign: rank them by what the campaign's
             # whole training would buy, so that the one that turns soonest opens first and its
             # lineage is the one trained further (function calling in five or ten minutes:
             # every curve is below 1% at a share, plan-then-call on one shown function turns
             # first, 8.5% at 1.5 default experiments). Below PAYS the curves' order is noise.
-            expected = expected_scores(task, 0.5 * ctx.budget_s * ctx.slots)
+            expected = expected_scores(task, TRAINING_FRACTION * ctx.budget_s * ctx.slots)
         # The task's families, and the data selections the landscape measured (its curves
         # labelled `family[knob=value]`): a selection that learns early opens a short campaign,
         # and ranks below the full family once the campaign affords what the curves show the
@@ -130,16 +129,6 @@ def _tie_breaks(ctx: MainContext, trained: dict[str, tuple[str, dict[str, Any]]]
     return tie
 
 
-def _interpolate(points: list[tuple[float, float]], m: float) -> float:
-    """A measured curve's score at `m` default experiments: linear between its points, from 0
-    at 0, its last point past the horizon."""
-    xs = [(0.0, 0.0), *sorted(points)]
-    for (x0, y0), (x1, y1) in zip(xs, xs[1:]):
-        if x0 <= m <= x1:
-            return y0 + (y1 - y0) * (m - x0) / (x1 - x0) if x1 > x0 else y1
-    return xs[-1][1]
-
-
 def landscape_prior(task: str) -> Callable[[Direction, int], float]:
     """(direction, lineage examples) -> what the landscape's curve of the direction's family
     (its data selection included, at the batch size its first trial trained at where the
@@ -147,63 +136,19 @@ def landscape_prior(task: str) -> Callable[[Direction, int], float]:
     on top of those examples; -1 without a curve (a mix, another method, an unmeasured
     family). The landscape is read once per call of this function, not once per candidate
     ranked."""
-    from ..runtime._landscape_data import load_landscape, task_curves
+    from ..landscape import load
 
-    landscape = load_landscape()
-    curves = task_curves(landscape, task)
-    unit = float((landscape.get("default_experiment") or {}).get("examples") or 5000)
+    landscape = load()
+    curves = landscape.curves(task)
+    unit = float(landscape.default_experiment.examples)
 
     def prior(d: Direction, examples: int) -> float:
         m = examples / unit + 1.0
         at_batch, plain = curves.get(opening_curve(d)), curves.get(d.label())
         # Past a batch-N curve's horizon (they were measured to 3x), the batch-8 curve, longer.
-        curve = at_batch if at_batch and (not plain or m <= _horizon(at_batch)) else plain or {}
-        pts = [(float(p["multiple"]), float(p["score"])) for p in curve.get("points", [])]
-        if d.mix or d.method != "sft" or not pts:
+        curve = at_batch if at_batch and (not plain or m <= at_batch.horizon) else plain
+        if d.mix or d.method != "sft" or curve is None or not curve.points:
             return -1.0
-        return _interpolate(pts, m)
+        return curve.score_at(m)
 
     return prior
-
-
-def expected_scores(task: str, slot_seconds: float) -> dict[str, float]:
-    """Curve label -> the `dev` score its measured learning curve (docs/tasks.md) reaches with
-    `slot_seconds` of training. Labels are the landscape's: a family (`scratchpad`), a data
-    selection of it (`scratchpad[ops=add]`) or another method (`trace_then_program+lora`).
-
-    Prior knowledge of the suite, measured by `scripts/measure_landscape.py`: the family that
-    pays within this campaign opens first. It matters because the landscape's leaders change
-    with compute (arithmetic: answer-only leads to 1x, the scratchpad from 2x on), so a
-    5-minute campaign and an hour-long one should not open the same way. A family's cost is
-    its curve's tokens per default experiment times the landscape's median seconds per
-    token (each curve's own seconds depend on what else ran beside it; tokens do not). A
-    family without a curve gets no entry, and a curve at another batch size (`label@bN`)
-    none past its horizon where the batch-8 curve of the recipe is there to read instead.
-    """
-    import statistics
-
-    from ..runtime._landscape_data import CURVE_BATCH, load_landscape, split_batch, task_curves
-
-    landscape = load_landscape()
-    tasks = landscape.get("tasks", {})
-    rates = [float(c["train_seconds"]) / float(c["tokens"]) for t in tasks.values() if isinstance(t, dict)
-             for c in (t.get("curves") or {}).values() if c.get("train_seconds") and c.get("tokens")]
-    if not rates:
-        return {}
-    s_per_token = statistics.median(rates)
-    out: dict[str, float] = {}
-    curves = task_curves(landscape, task)
-    for family, c in curves.items():
-        pts = sorted((float(p["multiple"]), float(p["score"])) for p in c.get("points", []))
-        if not pts or not c.get("tokens"):
-            continue
-        m = slot_seconds / (float(c["tokens"]) / pts[-1][0] * s_per_token)  # default experiments affordable
-        recipe, batch = split_batch(family)
-        if batch != CURVE_BATCH and m > pts[-1][0] and recipe in curves:
-            continue
-        out[family] = _interpolate(pts, m)
-    return out
-
-
-def _horizon(curve: dict[str, Any]) -> float:
-    return max((float(p["multiple"]) for p in curve.get("points", [])), default=0.0)

@@ -16,7 +16,7 @@ from ..events import OrchestraFinish, OrchestraStart
 from ._display import Display, PlainDisplay
 from ._graph import ORCHESTRA, load_graph
 
-__all__ = ["DEFAULTS", "TASK_BUDGETS", "default_budget", "parse_budget", "resume_run", "start_run"]
+__all__ = ["DEFAULTS", "default_budget", "parse_budget", "resume_run", "start_run"]
 
 # Short experiments and a small evaluation set keep a default run of a few minutes
 # useful on a laptop CPU: dev/review/final are scored on the first `eval_limit` items.
@@ -28,19 +28,16 @@ __all__ = ["DEFAULTS", "TASK_BUDGETS", "default_budget", "parse_budget", "resume
 DEFAULTS: dict[str, Any] = {"budget_s": 300.0, "slots": 2, "seed": 0, "eval_limit": 50, "final_limit": 0,
                             "max_train_steps": 3000}
 
-# Tasks whose default campaign is longer than `DEFAULTS["budget_s"]`, and why. Function calling
-# copies argument values out of the request character by character, and its learning curves
-# stay near zero until copying forms (docs/tasks.md): the soonest, plan-then-call on one shown
-# function, reaches 1.2% at one default experiment, 8.5% at 1.5 and 27% at 2 (two runs). A
-# 5-minute campaign's best lineage trains 0.6-1x, and ended at 0.000-0.010 on `final` in the
-# default runs of docs/benchmarks.md; ten minutes lets one lineage get to where it turns.
-TASK_BUDGETS: dict[str, float] = {"function_calling": 600.0}
-
-
 def default_budget(task: str) -> float:
     """The wall-clock budget of a run that names none: five minutes, or the task's own
-    (`TASK_BUDGETS`)."""
-    return TASK_BUDGETS.get(task, float(DEFAULTS["budget_s"]))
+    (`TaskHints.budget_s`: function calling's ten, and why, in its module)."""
+    from ..tasks import UnknownTaskError, get_task, task_hints
+
+    try:
+        own = task_hints(get_task(task)).budget_s
+    except UnknownTaskError:
+        own = None  # start_run names the known tasks
+    return float(DEFAULTS["budget_s"]) if own is None else float(own)
 
 
 def parse_budget(text: str | float | int) -> float:
@@ -240,12 +237,8 @@ def _count(items: Any) -> dict[str, int]:
 def _reference_score(task: str) -> float | None:
     """The reference recipe's `final` score as measured by the landscape study (on the whole
     split, whereas a run scores the first `eval_limit` items), once it recorded one."""
-    from ..runtime._landscape_data import load_landscape
+    from ..landscape import load
 
-    t = load_landscape().get("tasks", {}).get(task, {})
-    ref = t.get("reference") if isinstance(t, dict) else None
-    if isinstance(ref, dict):
-        for key in ("score_final", "final"):
-            if isinstance(ref.get(key), (int, float)):
-                return float(ref[key])
-    return None
+    t = load().tasks.get(task)
+    ref = t.reference if t is not None else None
+    return ref.score_final if ref is not None else None

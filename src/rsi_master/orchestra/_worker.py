@@ -21,7 +21,7 @@ from ._memory import lineage_examples
 from ._protocols import BudgetEnd, NodeContext, worker_agent
 from ._search_space import order_bounds, search_distribution
 
-__all__ = ["TPEWorker", "trial_seconds"]
+__all__ = ["TPEWorker", "min_trial_seconds", "trial_seconds"]
 
 # A trial is more than its optimizer steps: data generation, process start-up, saving
 # and the dev evaluation. Used until the Worker has measured its own trials.
@@ -52,6 +52,12 @@ def _clip(dist: Any, value: Any) -> Any:
 
 def _batch(m: dict[str, Any]) -> int:
     return int(m.get("batch_size") or (m.get("spec") or {}).get("batch_size") or 8)
+
+
+def min_trial_seconds(timing: dict[str, float]) -> float:
+    """The shortest trial a Worker runs (`MIN_STEPS` steps and a trial's fixed overhead),
+    priced from this run's measurements of the machine (`run_timing`), else the defaults."""
+    return float(timing.get("overhead_s", FIXED_OVERHEAD_S)) + MIN_STEPS * float(timing.get("step_s", DEFAULT_STEP_S))
 
 
 def trial_seconds(memory: list[dict[str, Any]], timing: dict[str, float] | None = None,

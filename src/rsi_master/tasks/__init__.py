@@ -12,7 +12,7 @@ from ._dsl import DslError
 from ._function_calling import FunctionCallingTask
 from ._knowledge import KnowledgeTask
 from ._program_synthesis import ProgramSynthesisTask
-from ._protocol import SPLITS, Decoding, EvalItem, GeneratorFamily, Knob, Score, Split, Task
+from ._protocol import SPLITS, Decoding, EvalItem, GeneratorFamily, Knob, Score, Split, Task, TaskHints, task_hints
 from ._registry import UnknownTaskError, get_task, list_tasks
 from ._seal_key import PUBLIC_SEAL_KEY, SealKey
 from ._spec import generators_spec, items_digest, source_digest, task_source_files, task_spec
@@ -39,12 +39,14 @@ __all__ = [
     "Split",
     "SuiteTask",
     "Task",
+    "TaskHints",
     "UnknownTaskError",
     "generators_spec",
     "get_task",
     "items_digest",
     "list_tasks",
     "source_digest",
+    "task_hints",
     "task_source_files",
     "task_spec",
 ]

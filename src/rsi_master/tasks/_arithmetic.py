@@ -16,7 +16,7 @@ from typing import Any
 
 from ._arithmetic_text import QUESTIONS, apply, phrase, scratchpad_line
 from ._base import FamilySpec, Problem, SuiteTask
-from ._protocol import Decoding, Knob, Score
+from ._protocol import Decoding, Knob, Score, TaskHints
 from ._text import final_line
 
 __all__ = ["ArithmeticTask"]
@@ -70,6 +70,10 @@ class ArithmeticTask(SuiteTask):
     # is 43 characters including the stop string; a little slack, no more.
     decoding = Decoding(max_new_tokens=48)
     stop = ("\n\n",)
+    # Opening order where the landscape's curves do not decide: the reference recipe's family
+    # (the scratchpad, docs/tasks.md) first.
+    hints = TaskHints(opening_order=("scratchpad", "restate", "answer_only"), contrast=("answer_only", "scratchpad"),
+                      reference="scratchpad")
     eval_params = MappingProxyType(
         {"min_digits": 2, "max_digits": 2, "operands": 2, "ops": "mixed", "templates": len(QUESTIONS)}
     )

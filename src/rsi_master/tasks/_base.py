@@ -18,7 +18,7 @@ from functools import cached_property, partial
 from typing import Any, NamedTuple
 
 from ._knobs import validate_params, validate_size
-from ._protocol import SPLITS, Decoding, EvalItem, GeneratorFamily, Knob, Score, Split
+from ._protocol import SPLITS, Decoding, EvalItem, GeneratorFamily, Knob, Score, Split, TaskHints
 from ._seal_key import PUBLIC_SEAL_KEY, SealKey
 from ._text import derive_seed, normalise
 
@@ -78,6 +78,7 @@ class SuiteTask:
     decoding: Decoding
     stop: tuple[str, ...]
     eval_params: Mapping[str, Any]  # sampler parameters of the sealed evaluation sets
+    hints: TaskHints = TaskHints()  # what measuring the task found (see TaskHints)
 
     def __init__(self, seal_seed: int | None = None, *, seal_key: SealKey | None = None) -> None:
         # Without a key the instance holds the public splits (reproducible from the code,

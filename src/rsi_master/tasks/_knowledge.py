@@ -21,7 +21,7 @@ from typing import Any
 
 from ._base import FamilySpec, Problem, SuiteTask
 from ._knowledge_world import PERSONS, PLACES, REGION, RELATIONS
-from ._protocol import SPLITS, Decoding, Knob, Score
+from ._protocol import SPLITS, Decoding, Knob, Score, TaskHints
 from ._text import final_line
 
 __all__ = ["KnowledgeTask"]
@@ -88,6 +88,11 @@ class KnowledgeTask(SuiteTask):
     # Longest eval-distribution completion (quote family, two hops) is 59 characters.
     decoding = Decoding(max_new_tokens=64)
     stop = ("\n\n",)
+    # The reference's continuation starts from the quote-then-answer curve's run: the curves
+    # found it ahead of the first reference's answer-only.
+    hints = TaskHints(opening_order=("answer_only", "chain_then_answer", "quote_then_answer"),
+                      contrast=("answer_only", "quote_then_answer"), reference="answer_only",
+                      reference_curve="quote_then_answer")
     eval_params = MappingProxyType({"n_facts": 4, "two_hop": 0.3, "relations": len(RELATIONS)})
 
     def sample(self, rng: random.Random, params: Mapping[str, Any]) -> Problem:

@@ -71,6 +71,34 @@ class GeneratorFamily:
     generate: Callable[[dict[str, Any], int, int], list[dict[str, Any]]]
 
 
+@dataclass(frozen=True)
+class TaskHints:
+    """What measuring a task found, as data of the task that the harness reads (all optional:
+    a task without hints is measured and run on the landscape's curves alone).
+
+    `opening_order`: the families the Main opens first, in order, where the landscape's curves
+    do not tell them apart (the whole order for a task without curves); `contrast`: the two
+    most different families, whose curves `rsi-master landscape measure` takes first;
+    `reference`: the family of the hand-designed reference recipe; `reference_curve`: a
+    family whose curve run is the first stage of the continued reference instead of the
+    reference's own run (where the curves found a better family); `budget_s`: the
+    wall-clock budget of a run that names none, where five minutes are too short to learn
+    anything (why, in the task's module)."""
+
+    opening_order: tuple[str, ...] = ()
+    contrast: tuple[str, ...] = ()
+    reference: str | None = None
+    reference_curve: str | None = None
+    budget_s: float | None = None
+
+
+def task_hints(task: Any) -> TaskHints:
+    """The task's hints; none for a task that declares no `hints` (the protocol does not
+    require them)."""
+    hints = getattr(task, "hints", None)
+    return hints if isinstance(hints, TaskHints) else TaskHints()
+
+
 @runtime_checkable
 class Task(Protocol):
     name: str
