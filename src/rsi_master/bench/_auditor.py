@@ -81,6 +81,9 @@ def audit_campaign(run_dir: str | Path, *, key_dir: str | None = None) -> Campai
 
 
 def _unguarded(expos: Any) -> bool:
+    """The run's contract records its guard policy; a run from before that names its environment."""
+    if expos.contract.guards == "unguarded":
+        return True
     starts = expos.own_events("orchestra.start")
     return bool(starts and starts[0].payload.get("environment"))
 
