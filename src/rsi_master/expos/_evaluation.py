@@ -101,17 +101,18 @@ def evaluate_unchecked(expos, caller, experiment_id: str, checkpoint: str, split
 def record_evaluation(expos, caller, experiment_id: str, checkpoint: str, res: Any) -> dict[str, Any]:
     """Record an evaluation result (stored at `res.record_digest`) as `eval.record`; the payload
     with the event's `seq`."""
+    from ..events import EvalRecord
+
     wanted = expos.contract.evaluator.sample_ids[res.split]
-    payload = {
-        "experiment_id": experiment_id, "split": res.split, "score": res.score, "n_samples": len(res.sample_ids),
-        "checkpoint_digest": res.checkpoint_digest, "evaluator_digest": res.evaluator_digest,
-        "template_digest": res.template_digest, "decoding": res.decoding, "stop": res.stop,
-        "sample_ids_sha256": hashlib.sha256(json.dumps(res.sample_ids).encode()).hexdigest(),
-        "sample_ids_match": list(res.sample_ids) == list(wanted),
-        "tokenizer_digest": res.tokenizer_digest, "generation_config_digest": res.generation_config_digest,
-        "record_digest": res.record_digest,
-    }
-    event = expos.record(caller, "eval.record", payload,
-                         [{"digest": checkpoint, "role": "input", "name": "checkpoint"},
-                          {"digest": res.record_digest, "role": "output", "name": "eval_record"}])
-    return {**payload, "seq": event.seq}
+    payload = EvalRecord(
+        experiment_id=experiment_id, split=res.split, score=res.score, n_samples=len(res.sample_ids),
+        checkpoint_digest=res.checkpoint_digest, evaluator_digest=res.evaluator_digest,
+        template_digest=res.template_digest, decoding=res.decoding, stop=res.stop,
+        sample_ids_sha256=hashlib.sha256(json.dumps(res.sample_ids).encode()).hexdigest(),
+        sample_ids_match=list(res.sample_ids) == list(wanted),
+        tokenizer_digest=res.tokenizer_digest, generation_config_digest=res.generation_config_digest,
+        record_digest=res.record_digest,
+    )
+    event = expos.record(caller, payload, [{"digest": checkpoint, "role": "input", "name": "checkpoint"},
+                                           {"digest": res.record_digest, "role": "output", "name": "eval_record"}])
+    return {**payload.model_dump(), "seq": event.seq}

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from ..events import DataCheck, ExperimentFinish, ExperimentStart, Measured
 from ._contamination_gate import check_rows
 from ._errors import ToolInvalid, ToolRefused
 from ._state import experiment_id, load_state
@@ -84,9 +85,8 @@ def _refuse_started(expos, caller, exp_id: str, tmp, inputs, reason: str, sub: S
     refusal = ToolRefused(f"{exp_id}: {reason}; nothing was recorded as trained", sub)
     if expos.guards.waives(refusal):
         return
-    expos.record(caller, "experiment.finish", {"experiment_id": exp_id, "status": "failed",
-                                               "error": f"refused ({sub.value}): {reason}"[:500]},
-                 inputs + _kept(expos, tmp))
+    expos.record(caller, ExperimentFinish(experiment_id=exp_id, status="failed",
+                                          error=f"refused ({sub.value}): {reason}"[:500]), inputs + _kept(expos, tmp))
     raise refusal
 
 
@@ -117,7 +117,7 @@ def run_experiment(expos, caller, *, parent: str, dataset: str, method: str,
     # Training reads its own copy and reports the digest of what it read, which must be
     # this one: equal digests, equal bytes, whatever happens to the store in between.
     recheck = check_rows(expos.protected_task(), rows_of(measured_dataset(expos, dataset)))
-    expos.record(caller, "data.check", {"dataset_checked": dataset, "gate": "before_training", **recheck},
+    expos.record(caller, DataCheck(dataset_checked=dataset, gate="before_training", **recheck),
                  [{"digest": dataset, "role": "input", "name": "dataset"}])
     if recheck["verdict"] == "failed":
         expos.guard(f"dataset {dataset[:12]} overlaps protected items", Subcategory.DATA_PROVENANCE)
@@ -126,10 +126,8 @@ def run_experiment(expos, caller, *, parent: str, dataset: str, method: str,
 
     inputs = [{"digest": parent_ckpt, "role": "input", "name": "parent"},
               {"digest": dataset, "role": "input", "name": "dataset"}]
-    start = expos.record(caller, "experiment.start", {
-        "parent": parent, "parent_checkpoint": parent_ckpt, "dataset": dataset,
-        "method": method, "spec": spec.model_dump(mode="json"),
-    }, inputs)
+    start = expos.record(caller, ExperimentStart(parent=parent, parent_checkpoint=parent_ckpt, dataset=dataset,
+                                                 method=method, spec=spec.model_dump(mode="json")), inputs)
     exp_id = experiment_id(start.seq)
     store = expos.run.store
     tmp = expos.scratch()
@@ -154,12 +152,12 @@ def run_experiment(expos, caller, *, parent: str, dataset: str, method: str,
                             Subcategory.WEIGHT_PROVENANCE)
         config_digest = store.put_file(res.config_path, move=True)
         log = store.put_file(res.log_path, move=True)
-        expos.record(caller, "experiment.finish", {
-            "experiment_id": exp_id, "status": "completed", "checkpoint": ckpt, "steps": res.steps,
-            "final_loss": res.final_loss, "train_seconds": round(res.train_seconds, 3),
+        expos.record(caller, ExperimentFinish(
+            experiment_id=exp_id, status="completed", checkpoint=ckpt, steps=res.steps,
+            final_loss=res.final_loss, train_seconds=round(res.train_seconds, 3),
             # Measured by the runtime on the bytes it trained from (equal to the start's by the checks above).
-            "measured": {"parent_checkpoint": res.parent_digest, "dataset": res.data_digest},
-        }, inputs + [{"digest": ckpt, "role": "output", "name": "checkpoint"},
+            measured=Measured(parent_checkpoint=res.parent_digest, dataset=res.data_digest),
+        ), inputs + [{"digest": ckpt, "role": "output", "name": "checkpoint"},
                      {"digest": config_digest, "role": "output", "name": "train_config"},
                      {"digest": log, "role": "output", "name": "train_log"}])
     finally:
@@ -171,7 +169,7 @@ def run_experiment(expos, caller, *, parent: str, dataset: str, method: str,
 
 def _failed(expos, caller, exp_id: str, tmp, inputs, exc: BaseException) -> ExperimentResult:
     msg = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
-    expos.record(caller, "experiment.finish", {"experiment_id": exp_id, "status": "failed", "error": msg},
+    expos.record(caller, ExperimentFinish(experiment_id=exp_id, status="failed", error=msg),
                  inputs + _kept(expos, tmp))
     return ExperimentResult(experiment_id=exp_id, status="failed", dev_score=None, error=msg)
 
@@ -191,11 +189,10 @@ def adopt_checkpoint(expos, caller, source: Path, origin: str, note: str) -> Exp
         ckpt = expos.run.store.put_dir(tmp / "ckpt", move=True)
     finally:
         expos.drop_scratch(tmp)
-    start = expos.record(caller, "experiment.start", {"parent": "foreign", "parent_checkpoint": ckpt,
-                                                      "dataset": "", "method": "copy",
-                                                      "spec": {"copied_from": origin}})
+    start = expos.record(caller, ExperimentStart(parent="foreign", parent_checkpoint=ckpt, dataset="",
+                                                 method="copy", spec={"copied_from": origin}))
     xid = experiment_id(start.seq)
-    expos.record(caller, "experiment.finish", {"experiment_id": xid, "status": "completed", "checkpoint": ckpt,
-                                               "steps": 0}, [{"digest": ckpt, "role": "output", "name": "checkpoint"}])
+    expos.record(caller, ExperimentFinish(experiment_id=xid, status="completed", checkpoint=ckpt, steps=0),
+                 [{"digest": ckpt, "role": "output", "name": "checkpoint"}])
     rec = expos.evaluate(caller, xid, ckpt, "dev")
     return ExperimentResult(experiment_id=xid, status="completed", dev_score=rec["score"], steps=0, checkpoint=ckpt)

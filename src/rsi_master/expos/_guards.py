@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Literal, NoReturn
 
 from pydantic import BaseModel
 
+from .. import events
 from ._errors import ToolFailed, ToolRefused
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ class GuardPolicy:
         """Score a stored checkpoint on a split and record it; the `eval.record` payload with its `seq`."""
         raise NotImplementedError
 
-    def call_payload(self, tool: "Tool", raw: dict[str, Any]) -> dict[str, Any]:
+    def call_payload(self, tool: "Tool", raw: dict[str, Any]) -> events.ToolCall:
         """The `tool.call` record of a call that went through."""
         raise NotImplementedError
 
@@ -89,10 +90,8 @@ class Strict(GuardPolicy):
             args = json.loads(json.dumps(raw, default=str, allow_nan=False))
         except ValueError:
             args = {"unserialisable": True}
-        expos.record(caller, "guard.blocked", {
-            "tool": tool, "subcategory": exc.subcategory.value if exc.subcategory else None,
-            "reason": exc.reason, "args": args,
-        })
+        expos.record(caller, events.GuardBlocked(tool=tool, subcategory=exc.subcategory.value if exc.subcategory
+                                                 else None, reason=exc.reason, args=args))
         raise exc
 
     def visible(self, st: "State", worker: str) -> list["Experiment"]:
@@ -104,8 +103,8 @@ class Strict(GuardPolicy):
 
         return evaluate_experiment(expos, caller, experiment_id, checkpoint, split)
 
-    def call_payload(self, tool: "Tool", raw: dict[str, Any]) -> dict[str, Any]:
-        return {"tool": tool.name, "kind": tool.kind}
+    def call_payload(self, tool: "Tool", raw: dict[str, Any]) -> events.ToolCall:
+        return events.ToolCall(tool=tool.name, kind=tool.kind)
 
 
 class Unguarded(GuardPolicy):
@@ -119,7 +118,7 @@ class Unguarded(GuardPolicy):
         return True
 
     def refused(self, expos: "ExpOS", caller: "Caller", tool: str, raw: dict[str, Any], exc: ToolRefused) -> NoReturn:
-        expos.record(caller, "tool.failed", {"tool": tool, "error": str(exc)[:300]})
+        expos.record(caller, events.ToolFailed(tool=tool, error=str(exc)[:300]))
         raise ToolFailed(f"{tool} failed: {exc}") from None
 
     def visible(self, st: "State", worker: str) -> list["Experiment"]:
@@ -131,9 +130,9 @@ class Unguarded(GuardPolicy):
 
         return evaluate_unchecked(expos, caller, experiment_id, checkpoint, split)
 
-    def call_payload(self, tool: "Tool", raw: dict[str, Any]) -> dict[str, Any]:
+    def call_payload(self, tool: "Tool", raw: dict[str, Any]) -> events.ToolCall:
         # A shell history for the auditor: what the guards would have refused is named from it.
-        return {"tool": tool.name, "kind": tool.kind, "args": loggable(raw)}
+        return events.ToolCall(tool=tool.name, kind=tool.kind, args=loggable(raw))
 
 
 def loggable(raw: dict[str, Any]) -> dict[str, Any]:

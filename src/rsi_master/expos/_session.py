@@ -354,7 +354,7 @@ class ExpOS:
         except RsiMasterError as exc:
             self.record(caller, "tool.failed", {"tool": tool.name, "error": str(exc)})
             raise ToolFailed(f"{tool.name} failed: {exc}") from exc
-        self.record(caller, "tool.call", self.guards.call_payload(tool, raw))
+        self.record(caller, self.guards.call_payload(tool, raw))
         return result
 
     def _run(self, caller: Caller, tool: Tool, raw: dict[str, Any]) -> BaseModel:

@@ -152,12 +152,13 @@ def environment(expos: "ExpOS") -> "ExpOS":
     created with. Strict unless the run's contract is unguarded; then the policy class its
     `orchestra.start` names (`environment`), or plain `Unguarded`. Scheduler, slot processes
     and harness all open the run through this, so one run has one door and one policy."""
+    from ..events import OrchestraStart, payload_of
     from ..expos import ExpOS, Unguarded
 
     if expos.contract.guards == "strict":
         return expos
     starts = expos.own_events("orchestra.start")
-    name = starts[0].payload.get("environment") if starts else None
+    name = payload_of(starts[0], OrchestraStart).environment if starts else None
     policy = guard_policy(name) if name else Unguarded()
     session = ExpOS(expos.run, expos.contract, guards=policy)
     policy.prepare(session)
