@@ -324,7 +324,8 @@ class ExpOS:
 
         Every refusal and every invalid call is recorded with the caller; a refused call
         never reaches the runtime. After the run's final record nothing is accepted or
-        recorded: the run's result is fixed.
+        recorded: the run's result is fixed. Each guard asks the session's policy
+        (`self.guards`), which refuses (Strict) or waives the refusal and logs the call (Unguarded).
         """
         from ._capability import NODE_ID
 
