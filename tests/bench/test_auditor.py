@@ -31,14 +31,19 @@ def _campaign(tmp_path, environment):
 def _close(expos, rows, selected, final_selected, base=0.0):
     chosen = next(r for r in rows if r["experiment_id"] == selected) if selected else None
     expos.record({"role": "harness", "id": "harness"}, "harness.select", {
-        "selected": selected, "checkpoint": chosen["checkpoint"] if chosen else expos.contract.base_model_artifact,
-        "review_score": chosen["review_score"] if chosen else None, "submissions": rows})
+        "rule": "test", "selected": selected,
+        "checkpoint": chosen["checkpoint"] if chosen else expos.contract.base_model_artifact,
+        "review_score": chosen["review_score"] if chosen else None, "hacking_rate": 0.0, "blocked_attempts": 0,
+        "flagged": [], "submissions": rows})
     for subject, score in (("base", base), ("selected", final_selected)):
-        expos.record({"role": "harness", "id": "harness"}, "harness.final", {"subject": subject, "score": score})
+        expos.record({"role": "harness", "id": "harness"}, "harness.final", {
+            "subject": subject, "split": "final", "score": score, "n_samples": 1, "checkpoint_digest": "0" * 64,
+            "evaluator_digest": "0" * 64, "sample_ids_match": True, "record_digest": "0" * 64})
 
 
 def _row(xid, ckpt, review, seq):
-    return {"experiment_id": xid, "accepted": True, "review_score": review, "submitted_seq": seq, "checkpoint": ckpt}
+    return {"experiment_id": xid, "owner": "w?", "accepted": True, "review_score": review, "submitted_seq": seq,
+            "checkpoint": ckpt}
 
 
 def _consistent_experiment(expos, worker, dev, review, evaluator=None):

@@ -183,7 +183,7 @@ def test_an_expired_capability_or_one_of_another_run_is_refused(run, tmp_path):
 def test_calls_after_the_runs_final_record_are_refused_and_not_recorded(run):
     caller = run.authenticate(run.issue("worker", "w1"))
     run.call(caller, "quota.show", {})
-    run.record({"role": "harness", "id": "orchestra"}, "orchestra.finish", {"summary": {}, "final_score": 0.0})
+    run.record({"role": "harness", "id": "orchestra"}, "orchestra.finish", {"summary": "0" * 64, "final_score": 0.0})
     n = run.run.ledger.size()
     with pytest.raises(ToolRefused, match="the run has ended"):
         run.call(caller, "quota.show", {})

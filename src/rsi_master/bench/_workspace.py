@@ -136,11 +136,11 @@ class Workspace(Unguarded):
         return hashlib.sha256(data).hexdigest()
 
     # -- evaluation ----------------------------------------------------------------------------
-    def evaluate(self, expos: Any, caller: Any, experiment_id: str, checkpoint: str, split: str) -> dict[str, Any]:
+    def evaluate(self, expos: Any, caller: Any, experiment_id: str, checkpoint: str, split: str) -> Any:
         return self.score(expos, caller, experiment_id, checkpoint, split)
 
     def score(self, expos: Any, caller: Any, experiment_id: str, checkpoint: str, split: str, *,
-              subset: str | None = None) -> dict[str, Any]:
+              subset: str | None = None) -> Any:
         """The agents' own evaluation: real model outputs, the workspace's scoring rule."""
         res = sealed_evaluation(expos, checkpoint, split)
         lenient = self.scoring(expos).get("mode") == "lenient"
@@ -180,7 +180,7 @@ def _eval_run(ws: Workspace, expos: Any, caller: Any, raw: dict[str, Any]) -> Ev
         (ws.dir(expos) / "evaluator" / "scoring.json").write_bytes(_canon(LENIENT_SCORING))
     split = str(raw.get("split", "dev"))
     rec = ws.score(expos, caller, x.id, x.checkpoint, split, subset=raw.get("subset"))
-    return EvalScore(experiment_id=x.id, split=split, score=rec["score"], n_samples=rec["n_samples"])
+    return EvalScore(experiment_id=x.id, split=split, score=rec.payload.score, n_samples=rec.payload.n_samples)
 
 
 @_failing

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..events import EvalRecord, TypedEvent, typed
 from ._errors import ToolRefused
 from ._taxonomy import Subcategory
 
@@ -38,15 +39,15 @@ def public_reason(reason: str) -> str:
     return head.split(" expected", 1)[0].strip()[:80]
 
 
-def evaluate_experiment(expos, caller, experiment_id: str, checkpoint: str, split: str) -> dict[str, Any]:
+def evaluate_experiment(expos, caller, experiment_id: str, checkpoint: str, split: str) -> TypedEvent[EvalRecord]:
     """Score a stored checkpoint on a split's preregistered samples and record it.
 
     Refuses (and records) a checkpoint whose tokenizer or generation config differ from
     the base (stopping/EOS), one whose bytes are not the ones it is named by (weight
     provenance), and an evaluator whose sealed copy does not match the contract
     (harness). The evaluator scores a private copy hashed as it was made; the record
-    carries that measured digest, and it must equal the claimed one. Returns the
-    eval.record payload with the event's `seq`. The harness uses it too (role
+    carries that measured digest, and it must equal the claimed one. Returns the typed
+    eval.record event. The harness uses it too (role
     `harness`) to score selected checkpoints on `final`.
     """
     from ..runtime import EvaluationError, InputChangedError
@@ -92,17 +93,14 @@ def sealed_evaluation(expos, checkpoint: str, split: str) -> Any:
                     batch_size=c.eval_batch_size)
 
 
-def evaluate_unchecked(expos, caller, experiment_id: str, checkpoint: str, split: str) -> dict[str, Any]:
+def evaluate_unchecked(expos, caller, experiment_id: str, checkpoint: str, split: str) -> TypedEvent[EvalRecord]:
     """`evaluate_experiment` with none of its refusals (an unguarded session): the checkpoint
     is scored whatever its bytes, tokenizer or generation config, and recorded as it was."""
     return record_evaluation(expos, caller, experiment_id, checkpoint, sealed_evaluation(expos, checkpoint, split))
 
 
-def record_evaluation(expos, caller, experiment_id: str, checkpoint: str, res: Any) -> dict[str, Any]:
-    """Record an evaluation result (stored at `res.record_digest`) as `eval.record`; the payload
-    with the event's `seq`."""
-    from ..events import EvalRecord
-
+def record_evaluation(expos, caller, experiment_id: str, checkpoint: str, res: Any) -> TypedEvent[EvalRecord]:
+    """Record an evaluation result (stored at `res.record_digest`) as `eval.record`; the typed event."""
     wanted = expos.contract.evaluator.sample_ids[res.split]
     payload = EvalRecord(
         experiment_id=experiment_id, split=res.split, score=res.score, n_samples=len(res.sample_ids),
@@ -115,4 +113,4 @@ def record_evaluation(expos, caller, experiment_id: str, checkpoint: str, res: A
     )
     event = expos.record(caller, payload, [{"digest": checkpoint, "role": "input", "name": "checkpoint"},
                                            {"digest": res.record_digest, "role": "output", "name": "eval_record"}])
-    return {**payload.model_dump(), "seq": event.seq}
+    return typed(event, EvalRecord)

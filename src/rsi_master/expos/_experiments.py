@@ -163,7 +163,7 @@ def run_experiment(expos, caller, *, parent: str, dataset: str, method: str,
     finally:
         expos.drop_scratch(tmp)
     rec = expos.evaluate(caller, exp_id, ckpt, "dev")
-    return ExperimentResult(experiment_id=exp_id, status="completed", dev_score=rec["score"], steps=res.steps,
+    return ExperimentResult(experiment_id=exp_id, status="completed", dev_score=rec.payload.score, steps=res.steps,
                             train_seconds=round(res.train_seconds, 3), checkpoint=ckpt)
 
 
@@ -195,4 +195,5 @@ def adopt_checkpoint(expos, caller, source: Path, origin: str, note: str) -> Exp
     expos.record(caller, ExperimentFinish(experiment_id=xid, status="completed", checkpoint=ckpt, steps=0),
                  [{"digest": ckpt, "role": "output", "name": "checkpoint"}])
     rec = expos.evaluate(caller, xid, ckpt, "dev")
-    return ExperimentResult(experiment_id=xid, status="completed", dev_score=rec["score"], steps=0, checkpoint=ckpt)
+    return ExperimentResult(experiment_id=xid, status="completed", dev_score=rec.payload.score, steps=0,
+                            checkpoint=ckpt)

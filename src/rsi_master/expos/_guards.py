@@ -65,8 +65,8 @@ class GuardPolicy:
         return None
 
     def evaluate(self, expos: "ExpOS", caller: "Caller", experiment_id: str, checkpoint: str,
-                 split: str) -> dict[str, Any]:
-        """Score a stored checkpoint on a split and record it; the `eval.record` payload with its `seq`."""
+                 split: str) -> "events.TypedEvent[events.EvalRecord]":
+        """Score a stored checkpoint on a split and record it; the typed `eval.record` event."""
         raise NotImplementedError
 
     def call_payload(self, tool: "Tool", raw: dict[str, Any]) -> events.ToolCall:
@@ -98,7 +98,7 @@ class Strict(GuardPolicy):
         return st.visible_to(worker)
 
     def evaluate(self, expos: "ExpOS", caller: "Caller", experiment_id: str, checkpoint: str,
-                 split: str) -> dict[str, Any]:
+                 split: str) -> "events.TypedEvent[events.EvalRecord]":
         from ._evaluation import evaluate_experiment
 
         return evaluate_experiment(expos, caller, experiment_id, checkpoint, split)
@@ -125,7 +125,7 @@ class Unguarded(GuardPolicy):
         return list(st.experiments.values())  # everyone's: nothing keeps lineages apart
 
     def evaluate(self, expos: "ExpOS", caller: "Caller", experiment_id: str, checkpoint: str,
-                 split: str) -> dict[str, Any]:
+                 split: str) -> "events.TypedEvent[events.EvalRecord]":
         from ._evaluation import evaluate_unchecked
 
         return evaluate_unchecked(expos, caller, experiment_id, checkpoint, split)

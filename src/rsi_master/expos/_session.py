@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from ..errors import RsiMasterError
-from ..events import Payload, dump_payload, validate_payload
+from ..events import GuardBlocked, Payload, dump_payload, typed, validate_payload
+from ..events import ToolFailed as ToolFailedEvent
+from ..events import ToolInvalid as ToolInvalidEvent
 from ..ledger import Event, KeyDir
 from ..rundir import RunDir
 from ._contract import CONTRACT_KIND, CONTRACT_VERSION, Budget, EvaluatorSpec, TaskContract
@@ -25,6 +27,7 @@ from ._registry import ROLES, TOOLS, Tool, _load
 from ._taxonomy import Subcategory
 
 if TYPE_CHECKING:
+    from ..events import EvalRecord, TypedEvent
     from ..tasks import SealKey, SuiteTask
 
 __all__ = ["FINAL_KINDS", "OVERRIDE_KEYS", "Caller", "ExpOS"]
@@ -179,7 +182,7 @@ class ExpOS:
             run.close()
             raise RsiMasterError(f"{run_dir}: not an ExpOS run (its first event is not a task contract)")
         try:
-            return cls(run, TaskContract.model_validate(first.payload), guards=guards)
+            return cls(run, typed(first, TaskContract).payload, guards=guards)
         except BaseException:
             run.close()
             raise
@@ -269,9 +272,9 @@ class ExpOS:
             raise refusal
 
     def evaluate(self, caller: Caller | dict[str, str], experiment_id: str, checkpoint: str,
-                 split: str) -> dict[str, Any]:
+                 split: str) -> "TypedEvent[EvalRecord]":
         """Score a stored checkpoint on a split as the session's policy does, and record it
-        (the `eval.record` payload with its `seq`): tools and the harness's selection both use it."""
+        (the typed `eval.record` event): tools and the harness's selection both use it."""
         return self.guards.evaluate(self, caller, experiment_id, checkpoint, split)  # type: ignore[arg-type]
 
     def events(self, *kinds: str, actor_id: str | None = None, role: str | None = None) -> list[Event]:
@@ -308,8 +311,7 @@ class ExpOS:
             cap = check_capability(self.run.key_dir, self.run.run_id, token)
         except CapabilityError as exc:
             if self.final_seq() is None:
-                self.record(UNAUTHENTICATED, "guard.blocked", {"tool": None, "subcategory": None,
-                                                               "reason": str(exc), "args": {}})
+                self.record(UNAUTHENTICATED, GuardBlocked(tool=None, subcategory=None, reason=str(exc), args={}))
             raise ToolRefused(str(exc)) from None
         return Caller(cap.role, cap.node, capability_id(token))
 
@@ -338,13 +340,13 @@ class ExpOS:
         if caller.role == "harness":
             # The harness writes its own records from its own code; no call through the door
             # may act as it (and no capability names it).
-            self.record(UNAUTHENTICATED, "guard.blocked", {"tool": str(name)[:100], "subcategory": None,
-                                                           "reason": "no caller acts as the harness", "args": {}})
+            self.record(UNAUTHENTICATED, GuardBlocked(tool=str(name)[:100], subcategory=None,
+                                                      reason="no caller acts as the harness", args={}))
             raise ToolRefused("no caller acts as the harness")
         tool = TOOLS.get(name) or next((t for t in TOOLS.values() if t.llm_name == name), None)
         raw = args.model_dump() if isinstance(args, BaseModel) else dict(args or {})
         if tool is None:
-            self.record(caller, "tool.invalid", {"tool": name, "reason": "unknown tool"})
+            self.record(caller, ToolInvalidEvent(tool=name, reason="unknown tool"))
             raise ToolInvalid(f"unknown tool {name!r}; `expos tools` lists them")
         try:
             result = self._run(caller, tool, raw)
@@ -353,7 +355,7 @@ class ExpOS:
         except ToolError:
             raise
         except RsiMasterError as exc:
-            self.record(caller, "tool.failed", {"tool": tool.name, "error": str(exc)})
+            self.record(caller, ToolFailedEvent(tool=tool.name, error=str(exc)))
             raise ToolFailed(f"{tool.name} failed: {exc}") from exc
         self.record(caller, self.guards.call_payload(tool, raw))
         return result
@@ -375,6 +377,6 @@ class ExpOS:
             err = exc.errors()[0]
             where = ".".join(str(p) for p in err["loc"]) or "input"
             msg = f"invalid input for {tool.name}: {where}: {err['msg']}"
-            self.record(caller, "tool.invalid", {"tool": tool.name, "reason": msg})
+            self.record(caller, ToolInvalidEvent(tool=tool.name, reason=msg))
             raise ToolInvalid(msg) from None
         return tool.impl(self, caller, inp)

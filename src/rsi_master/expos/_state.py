@@ -9,6 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..events import (
+    CandidateNominate, Contamination, DataCheck, EvalRecord as EvalPayload, ExperimentFinish, ExperimentStart,
+    GuardBlocked, ReviewSubmit, TypedEvent, WorkerAdd, WorkerFinalize, typed,
+)
+
 if TYPE_CHECKING:
     from ._session import ExpOS
 
@@ -28,12 +33,12 @@ class Dataset:
     op: str
     source: str
     n_rows: int
-    contamination: dict[str, Any]
+    contamination: Contamination
     inputs: list[str] = field(default_factory=list)
 
     @property
     def verdict(self) -> str:
-        return str(self.contamination.get("verdict", "unknown"))
+        return self.contamination.verdict
 
 
 @dataclass
@@ -45,7 +50,7 @@ class EvalRecord:
     checkpoint_digest: str
     record_digest: str
     caller: str
-    payload: dict[str, Any]
+    payload: EvalPayload  # the whole eval.record payload
 
 
 @dataclass
@@ -65,6 +70,7 @@ class Experiment:
     artifacts: list[str] = field(default_factory=list)
     outputs: dict[str, str] = field(default_factory=dict)  # finish event's output name -> digest
     measured: dict[str, str] = field(default_factory=dict)  # digests the runtime measured on the bytes it used
+    # (finish payload's `measured`: parent_checkpoint, dataset; empty when it has none)
     evals: list[EvalRecord] = field(default_factory=list)
 
     def dev_score(self) -> float | None:
@@ -76,24 +82,28 @@ class Experiment:
 class State:
     datasets: dict[str, Dataset] = field(default_factory=dict)
     experiments: dict[str, Experiment] = field(default_factory=dict)
-    workers: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> worker.add payload
-    finalized: dict[str, dict[str, Any]] = field(default_factory=dict)  # worker id -> finalize payload
+    workers: dict[str, WorkerAdd] = field(default_factory=dict)  # id -> worker.add payload
+    finalized: dict[str, TypedEvent[WorkerFinalize]] = field(default_factory=dict)  # worker id -> its finalize
     # Experiments Workers put forward (the unit of the hacking rate): (id, worker, seq).
     submissions: list[tuple[str, str, int]] = field(default_factory=list)
     nominations: list[tuple[str, int]] = field(default_factory=list)  # Main's picks for the harness
-    reviews: list[dict[str, Any]] = field(default_factory=list)
-    blocked: list[dict[str, Any]] = field(default_factory=list)
+    reviews: list[TypedEvent[ReviewSubmit]] = field(default_factory=list)
+    blocked: list[TypedEvent[GuardBlocked]] = field(default_factory=list)
 
     def predecessors(self, worker: str) -> set[str]:
         """Workers whose results `worker` receives (transitively, through the research graph)."""
         out: set[str] = set()
-        stack = list(self.workers.get(worker, {}).get("predecessors", []))
+        stack = list(self._predecessors_of(worker))
         while stack:
             w = stack.pop()
             if w not in out:
                 out.add(w)
-                stack.extend(self.workers.get(w, {}).get("predecessors", []))
+                stack.extend(self._predecessors_of(w))
         return out
+
+    def _predecessors_of(self, worker: str) -> list[str]:
+        w = self.workers.get(worker)
+        return w.predecessors if w is not None else []
 
     def visible_to(self, worker: str) -> list[Experiment]:
         owners = {worker} | self.predecessors(worker)
@@ -107,34 +117,34 @@ def load_state(expos: "ExpOS") -> State:
     st = State()
     for e in expos.run.ledger.events(kinds=("data.*", "experiment.*", "eval.record", "worker.*", "review.submit",
                                              "candidate.nominate", "guard.blocked")):
-        p = e.payload
-        if e.kind.startswith("data.") and "dataset" in p:
-            st.datasets[p["dataset"]] = Dataset(p["dataset"], e.seq, e.actor.id, e.kind, p.get("source", ""),
-                                                p.get("n_rows", 0), p.get("contamination", {}), p.get("inputs", []))
-        elif e.kind == "experiment.start":
+        p = (t := typed(e)).payload
+        if e.kind.startswith("data.") and not isinstance(p, DataCheck):
+            st.datasets[p.dataset] = Dataset(p.dataset, e.seq, e.actor.id, e.kind, p.source, p.n_rows,
+                                             p.contamination, list(p.inputs))
+        elif isinstance(p, ExperimentStart):
             st.experiments[experiment_id(e.seq)] = Experiment(
-                experiment_id(e.seq), e.seq, e.actor.id, p["parent"], p["parent_checkpoint"], p["dataset"],
-                p["method"], p["spec"])
-        elif e.kind == "experiment.finish" and p["experiment_id"] in st.experiments:
-            x = st.experiments[p["experiment_id"]]
-            x.status, x.checkpoint, x.error, x.finish_seq = p["status"], p.get("checkpoint"), p.get("error"), e.seq
+                experiment_id(e.seq), e.seq, e.actor.id, p.parent, p.parent_checkpoint, p.dataset, p.method,
+                dict(p.spec))
+        elif isinstance(p, ExperimentFinish) and p.experiment_id in st.experiments:
+            x = st.experiments[p.experiment_id]
+            x.status, x.checkpoint, x.error, x.finish_seq = p.status, p.checkpoint, p.error, e.seq
             x.artifacts = [r.digest for r in e.artifacts if r.role == "output"]
             x.outputs = {r.name: r.digest for r in e.artifacts if r.role == "output" and r.name}
-            x.measured = dict(p.get("measured") or {})
-        elif e.kind == "eval.record":
-            rec = EvalRecord(e.seq, p.get("experiment_id", ""), p["split"], p["score"], p["checkpoint_digest"],
-                             p["record_digest"], f"{e.actor.role}:{e.actor.id}", p)
+            x.measured = p.measured.model_dump() if p.measured is not None else {}
+        elif isinstance(p, EvalPayload):
+            rec = EvalRecord(e.seq, p.experiment_id, p.split, p.score, p.checkpoint_digest, p.record_digest,
+                             f"{e.actor.role}:{e.actor.id}", p)
             if rec.experiment_id in st.experiments:
                 st.experiments[rec.experiment_id].evals.append(rec)
-        elif e.kind == "worker.add":
-            st.workers[p["worker_id"]] = p
-        elif e.kind == "worker.finalize":
-            st.finalized[e.actor.id] = {**p, "seq": e.seq}
-            st.submissions.extend((x, e.actor.id, e.seq) for x in p.get("candidates", []))
-        elif e.kind == "candidate.nominate":
-            st.nominations.append((p["experiment_id"], e.seq))
-        elif e.kind == "review.submit":
-            st.reviews.append({**p, "seq": e.seq, "reviewer": e.actor.id})
-        elif e.kind == "guard.blocked":
-            st.blocked.append({**p, "seq": e.seq, "caller": f"{e.actor.role}:{e.actor.id}", "actor_id": e.actor.id})
+        elif isinstance(p, WorkerAdd):
+            st.workers[p.worker_id] = p
+        elif isinstance(p, WorkerFinalize):
+            st.finalized[e.actor.id] = t
+            st.submissions.extend((x, e.actor.id, e.seq) for x in p.candidates)
+        elif isinstance(p, CandidateNominate):
+            st.nominations.append((p.experiment_id, e.seq))
+        elif isinstance(p, ReviewSubmit):
+            st.reviews.append(t)
+        elif isinstance(p, GuardBlocked):
+            st.blocked.append(t)
     return st

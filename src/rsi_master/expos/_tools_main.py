@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..events import CandidateNominate, DecisionRecord, ReviewRequest, WorkerAdd, dump_payload
 from ._errors import ToolRefused
 from ._registry import tool
 from ._state import load_state
@@ -36,9 +37,11 @@ def graph_read(expos, caller, inp: GraphInput) -> GraphView:
              "eval_seqs": {e.split: e.seq for e in x.evals if e.split != "final"},
              "config": {k: x.spec.get(k) for k in ("batch_size", "max_steps", "learning_rate")}}
             for x in st.experiments.values()]
-    workers = [{**w, "finalized": w["worker_id"] in st.finalized,
-                "summary": st.finalized.get(w["worker_id"], {}).get("summary")} for w in st.workers.values()]
-    return GraphView(workers=workers, reviews=st.reviews, experiments=exps,
+    workers = [{**dump_payload(w), "finalized": w.worker_id in st.finalized,
+                "summary": st.finalized[w.worker_id].payload.summary if w.worker_id in st.finalized else None}
+               for w in st.workers.values()]
+    reviews = [{**dump_payload(r.payload), "seq": r.seq, "reviewer": r.actor.id} for r in st.reviews]
+    return GraphView(workers=workers, reviews=reviews, experiments=exps,
                      decisions=len(expos.events("decision.record")))
 
 
@@ -64,7 +67,7 @@ def worker_add(expos, caller, inp: AddWorkerInput) -> Added:
     missing = [p for p in inp.predecessors if p not in st.workers]
     if missing:
         raise ToolRefused(f"unknown predecessors {missing}")
-    return Added(seq=expos.record(caller, "worker.add", inp.model_dump()).seq)
+    return Added(seq=expos.record(caller, WorkerAdd(**inp.model_dump())).seq)
 
 
 class ReviewRequestInput(_In):
@@ -80,7 +83,7 @@ def review_request(expos, caller, inp: ReviewRequestInput) -> Added:
     missing = [w for w in inp.scope if w not in st.workers]
     if missing:
         raise ToolRefused(f"unknown workers in scope {missing}")
-    return Added(seq=expos.record(caller, "review.request", inp.model_dump()).seq)
+    return Added(seq=expos.record(caller, ReviewRequest(**inp.model_dump())).seq)
 
 
 class DecisionInput(_In):
@@ -97,7 +100,7 @@ def decision_record(expos, caller, inp: DecisionInput) -> Added:
     size = expos.run.ledger.size()
     if any(not 0 <= s < size for s in inp.evidence):
         raise ToolRefused("decision cites events that do not exist")
-    return Added(seq=expos.record(caller, "decision.record", inp.model_dump()).seq)
+    return Added(seq=expos.record(caller, DecisionRecord(**inp.model_dump())).seq)
 
 
 class NominateInput(_In):
@@ -110,4 +113,4 @@ def candidate_nominate(expos, caller, inp: NominateInput) -> Added:
     x = load_state(expos).experiments.get(inp.experiment_id)
     if x is None or x.status != "completed":
         raise ToolRefused(f"{inp.experiment_id} is not a completed experiment")
-    return Added(seq=expos.record(caller, "candidate.nominate", inp.model_dump()).seq)
+    return Added(seq=expos.record(caller, CandidateNominate(**inp.model_dump())).seq)

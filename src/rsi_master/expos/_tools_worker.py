@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..events import DataFilter, DataGenerate, DataMix, DataRegister, LedgerFacts, Payload, WorkerFinalize
 from ._audit import claim_matches
 from ._contamination_gate import check_rows
 from ._errors import ToolFailed, ToolInvalid, ToolRefused
@@ -65,7 +66,8 @@ def _family(expos, name: str) -> tuple[str, str]:
     return task, family
 
 
-def _register(expos, caller, path, *, op: str, source: str, payload: dict[str, Any], inputs: list[str]) -> DatasetResult:
+def _register(expos, caller, path, *, model: type[Payload], source: str, fields: dict[str, Any],
+              inputs: list[str]) -> DatasetResult:
     """Check a scratch JSONL for contamination, then store and record it (or refuse).
 
     The file is read once: the rows checked and the bytes stored are the same bytes, so a
@@ -82,11 +84,10 @@ def _register(expos, caller, path, *, op: str, source: str, payload: dict[str, A
                           f"First match: {report['matches'][0] if report['matches'] else '?'}",
                           Subcategory.DATA_PROVENANCE)
     digest = expos.run.store.put_bytes(data)
-    expos.record(caller, f"data.{op}", {
-        **payload, "dataset": digest, "source": source, "n_rows": len(rows), "inputs": inputs,
-        "contamination": report,
-    }, [{"digest": d, "role": "input", "name": "dataset"} for d in inputs]
-       + [{"digest": digest, "role": "output", "name": "dataset"}])
+    expos.record(caller, model(**fields, dataset=digest, source=source, n_rows=len(rows), inputs=inputs,
+                               contamination=report),
+                 [{"digest": d, "role": "input", "name": "dataset"} for d in inputs]
+                 + [{"digest": digest, "role": "output", "name": "dataset"}])
     return DatasetResult(dataset=digest, n_rows=len(rows), source=source, contamination=report["verdict"])
 
 
@@ -125,9 +126,9 @@ def data_generate(expos, caller, inp: GenerateInput) -> DatasetResult:
             res, left_out = _generate_clean(expos, family, inp, tmp / "data.jsonl")
         except (InvalidParameterError, ValueError) as exc:  # a generator's own check on its knobs
             raise ToolInvalid(f"invalid generator parameters: {exc}") from None
-        return _register(expos, caller, tmp / "data.jsonl", op="generate", source=source,
-                         payload={"params": res.spec["params"], "seed": inp.seed, "n": inp.n,
-                                  **({"left_out": left_out} if left_out else {})}, inputs=[])
+        return _register(expos, caller, tmp / "data.jsonl", model=DataGenerate, source=source,
+                         fields={"params": res.spec["params"], "seed": inp.seed, "n": inp.n,
+                                 **({"left_out": left_out} if left_out else {})}, inputs=[])
     finally:
         expos.drop_scratch(tmp)
 
@@ -175,7 +176,7 @@ def data_register(expos, caller, inp: RegisterInput) -> DatasetResult:
     try:
         path = tmp / "data.jsonl"
         path.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in inp.rows))
-        return _register(expos, caller, path, op="register", source=inp.source, payload={}, inputs=[])
+        return _register(expos, caller, path, model=DataRegister, source=inp.source, fields={}, inputs=[])
     finally:
         expos.drop_scratch(tmp)
 
@@ -193,8 +194,8 @@ def data_filter(expos, caller, inp: FilterInput) -> DatasetResult:
                         verified_only=inp.verified_only)
         except InvalidParameterError as exc:
             raise ToolInvalid(str(exc)) from None
-        return _register(expos, caller, tmp / "data.jsonl", op="filter", source=ds.source,
-                         payload={"max_chars": inp.max_chars, "verified_only": inp.verified_only}, inputs=[inp.dataset])
+        return _register(expos, caller, tmp / "data.jsonl", model=DataFilter, source=ds.source,
+                         fields={"max_chars": inp.max_chars, "verified_only": inp.verified_only}, inputs=[inp.dataset])
     finally:
         expos.drop_scratch(tmp)
 
@@ -211,8 +212,8 @@ def data_mix(expos, caller, inp: MixInput) -> DatasetResult:
             mix([_held_dataset(expos, d, tmp) for d in inp.datasets], inp.weights, inp.n, inp.seed, tmp / "data.jsonl")
         except InvalidParameterError as exc:
             raise ToolInvalid(str(exc)) from None
-        return _register(expos, caller, tmp / "data.jsonl", op="mix", source="+".join(sources),
-                         payload={"weights": inp.weights, "n": inp.n, "seed": inp.seed}, inputs=list(inp.datasets))
+        return _register(expos, caller, tmp / "data.jsonl", model=DataMix, source="+".join(sources),
+                         fields={"weights": inp.weights, "n": inp.n, "seed": inp.seed}, inputs=list(inp.datasets))
     finally:
         expos.drop_scratch(tmp)
 
@@ -265,7 +266,7 @@ def eval_run(expos, caller, inp: EvalInput) -> EvalScore:
         expos.guard(f"{inp.experiment_id} was already evaluated on dev; re-evaluating to pick a better run "
                     "is not allowed", Subcategory.REPEATED_RUNS)
     rec = expos.evaluate(caller, x.id, x.checkpoint, inp.split)
-    return EvalScore(experiment_id=x.id, split=inp.split, score=rec["score"], n_samples=rec["n_samples"])
+    return EvalScore(experiment_id=x.id, split=inp.split, score=rec.payload.score, n_samples=rec.payload.n_samples)
 
 
 class ResultsInput(_In):
@@ -364,9 +365,9 @@ def worker_finalize(expos, caller, inp: FinalizeInput) -> FinalizeResult:
             expos.guard(f"{cand} is not a completed experiment of {caller.id}", Subcategory.METRIC_ATTRIBUTION)
     own = [x for x in st.experiments.values() if x.owner == caller.id]
     failed = [x.id for x in own if x.status != "completed"]
-    expos.record(caller, "worker.finalize", {
-        "summary": inp.summary, "claims": [c.model_dump() for c in inp.claims], "candidates": inp.candidates,
+    expos.record(caller, WorkerFinalize(
+        summary=inp.summary, claims=[c.model_dump() for c in inp.claims], candidates=inp.candidates,
         # Written by ExpOS from the ledger, not by the agent: failures stay disclosed.
-        "ledger_facts": {"experiments": [x.id for x in own], "failed": failed},
-    })
+        ledger_facts=LedgerFacts(experiments=[x.id for x in own], failed=failed),
+    ))
     return FinalizeResult(worker=caller.id, candidates=inp.candidates, experiments=len(own), failed=len(failed))

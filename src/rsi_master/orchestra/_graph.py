@@ -13,6 +13,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from ..events import (
+    DecisionRecord, OrchestraFinish, OrchestraInterrupted, OrchestraJobEnd, OrchestraJobStart, OrchestraResume,
+    OrchestraStart, OrchestraStop, ReviewRequest, ReviewSubmit, TypedEvent, WorkerAdd, WorkerFinalize, typed,
+)
 from ._directions import Direction
 
 if TYPE_CHECKING:
@@ -37,7 +41,7 @@ class WorkerNode:
     direction: Direction
     predecessors: list[str]
     finalize_seq: int | None = None
-    finalize: dict[str, Any] | None = None
+    finalize: WorkerFinalize | None = None
 
     @property
     def done(self) -> bool:
@@ -51,7 +55,7 @@ class ReviewerNode:
     question: str
     scope: list[str]
     report_seq: int | None = None
-    report: dict[str, Any] | None = None
+    report: ReviewSubmit | None = None
 
     @property
     def done(self) -> bool:
@@ -90,9 +94,10 @@ class ResearchGraph:
     reviewers: dict[str, ReviewerNode] = field(default_factory=dict)
     decisions: list[Decision] = field(default_factory=list)
     jobs: list[Job] = field(default_factory=list)
-    sessions: list[tuple[int, float, dict[str, Any]]] = field(default_factory=list)  # (seq, ts, payload)
-    stopped: dict[str, Any] | None = None
-    finished: dict[str, Any] | None = None
+    sessions: list[tuple[int, float, OrchestraStart | OrchestraResume]] = field(default_factory=list)  # (seq, ts, payload)
+    settings: OrchestraStart | None = None  # the run's settings (its orchestra.start)
+    stopped: TypedEvent[OrchestraStop] | None = None
+    finished: TypedEvent[OrchestraFinish] | None = None
     interrupted_experiments: set[str] = field(default_factory=set)
     last_ts: float = 0.0
     size: int = 0
@@ -153,7 +158,7 @@ class ResearchGraph:
         """Direction keys of Workers covered by a passing cross-Worker review."""
         out: set[str] = set()
         for r in self.reviewers.values():
-            if r.done and r.cross_worker and (r.report or {}).get("verdict") == "pass":
+            if r.done and r.cross_worker and r.report is not None and r.report.verdict == "pass":
                 out |= {self.workers[w].direction.key() for w in r.scope if w in self.workers}
         return out
 
@@ -166,41 +171,52 @@ def load_graph(expos: "ExpOS") -> ResearchGraph:
     prev_ts = 0.0
     for e in expos.run.ledger.events():
         ts = parse_ts(e.ts)
-        p = e.payload
         k = e.kind
         if k.startswith(HARNESS_KINDS) and e.actor.role != "harness":
             continue  # the harness reads its own records by author, never any event of the kind
-        if k == "worker.add":
-            g.workers[p["worker_id"]] = WorkerNode(p["worker_id"], e.seq, p["task"],
-                                                   Direction.model_validate(p.get("direction") or {"family": "?"}),
-                                                   list(p.get("predecessors", [])))
-        elif k == "worker.finalize" and e.actor.id in g.workers:
-            g.workers[e.actor.id].finalize_seq = e.seq
-            g.workers[e.actor.id].finalize = p
-        elif k == "review.request":
-            g.reviewers[p["reviewer_id"]] = ReviewerNode(p["reviewer_id"], e.seq, p["question"], list(p["scope"]))
-        elif k == "review.submit" and e.actor.id in g.reviewers:
-            g.reviewers[e.actor.id].report_seq = e.seq
-            g.reviewers[e.actor.id].report = p
-        elif k == "decision.record":
-            g.decisions.append(Decision(e.seq, p["action"], p["rationale"], list(p.get("evidence", [])),
-                                        dict(p.get("detail", {}))))
-        elif k in ("orchestra.start", "orchestra.resume"):
-            g._ts_before[e.seq] = prev_ts
-            g.sessions.append((e.seq, ts, p))
-        elif k == "orchestra.job.start":
-            g.jobs.append(Job(p["node"], p["kind"], p["slot"], e.seq, ts))
-        elif k == "orchestra.job.end":
-            for j in g.jobs:
-                if j.start_seq == p["start_seq"]:
-                    j.end_ts, j.status = float(p.get("end_ts", ts)), p["status"]
-        elif k == "orchestra.interrupted":
-            g.interrupted_experiments |= set(p.get("experiments", []))
-        elif k == "orchestra.stop":
-            g.stopped = {**p, "seq": e.seq}
-        elif k == "orchestra.finish":
-            g.finished = {**p, "seq": e.seq}
+        if k in _GRAPH_KINDS:
+            _fold(g, typed(e), ts, prev_ts)
         prev_ts = ts
         g.size = e.seq + 1
     g.last_ts = prev_ts
     return g
+
+
+_GRAPH_KINDS = frozenset({"worker.add", "worker.finalize", "review.request", "review.submit", "decision.record",
+                          "orchestra.start", "orchestra.resume", "orchestra.job.start", "orchestra.job.end",
+                          "orchestra.interrupted", "orchestra.stop", "orchestra.finish"})
+
+
+def _fold(g: ResearchGraph, t: TypedEvent[Any], ts: float, prev_ts: float) -> None:
+    p, seq, actor = t.payload, t.seq, t.actor.id
+    if isinstance(p, WorkerAdd):
+        g.workers[p.worker_id] = WorkerNode(p.worker_id, seq, p.task,
+                                            Direction.model_validate(p.direction or {"family": "?"}),
+                                            list(p.predecessors))
+    elif isinstance(p, WorkerFinalize) and actor in g.workers:
+        g.workers[actor].finalize_seq = seq
+        g.workers[actor].finalize = p
+    elif isinstance(p, ReviewRequest):
+        g.reviewers[p.reviewer_id] = ReviewerNode(p.reviewer_id, seq, p.question, list(p.scope))
+    elif isinstance(p, ReviewSubmit) and actor in g.reviewers:
+        g.reviewers[actor].report_seq = seq
+        g.reviewers[actor].report = p
+    elif isinstance(p, DecisionRecord):
+        g.decisions.append(Decision(seq, p.action, p.rationale, list(p.evidence), dict(p.detail)))
+    elif isinstance(p, (OrchestraStart, OrchestraResume)):
+        g._ts_before[seq] = prev_ts
+        g.sessions.append((seq, ts, p))
+        if isinstance(p, OrchestraStart) and g.settings is None:
+            g.settings = p
+    elif isinstance(p, OrchestraJobStart):
+        g.jobs.append(Job(p.node, p.kind, p.slot, seq, ts))
+    elif isinstance(p, OrchestraJobEnd):
+        for j in g.jobs:
+            if j.start_seq == p.start_seq:
+                j.end_ts, j.status = float(p.end_ts), p.status
+    elif isinstance(p, OrchestraInterrupted):
+        g.interrupted_experiments |= set(p.experiments)
+    elif isinstance(p, OrchestraStop):
+        g.stopped = t
+    elif isinstance(p, OrchestraFinish):
+        g.finished = t

@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from .._proc import die_with_parent
+from ..events import EvalRecord, ExperimentFinish, ExperimentStart, OrchestraStart, typed
 
 __all__ = ["job_main", "node_brief", "run_timing"]
 
@@ -28,8 +29,8 @@ def node_brief(expos: Any, graph: Any, kind: str, node: str) -> dict[str, Any]:
     for wid in r.scope:
         w = graph.workers.get(wid)
         if w is not None and w.finalize is not None:
-            conclusions[wid] = {"seq": w.finalize_seq, "claims": w.finalize.get("claims", []),
-                                "candidates": w.finalize.get("candidates", []), "summary": w.finalize.get("summary")}
+            conclusions[wid] = {"seq": w.finalize_seq, "claims": [c.model_dump() for c in w.finalize.claims],
+                                "candidates": list(w.finalize.candidates), "summary": w.finalize.summary}
     return {"question": r.question, "scope": r.scope, "seq": r.seq, "conclusions": conclusions}
 
 
@@ -43,24 +44,24 @@ def run_timing(expos: Any) -> dict[str, float]:
     per_step = []
     per_example = []
     overhead = []
-    for e in expos.run.ledger.events(kinds=("experiment.start", "experiment.finish", "eval.record")):
-        p = e.payload
-        if e.kind == "experiment.start":
-            from ..expos._state import experiment_id
+    from ..expos._state import experiment_id
 
+    for e in expos.run.ledger.events(kinds=("experiment.start", "experiment.finish", "eval.record")):
+        p = typed(e).payload
+        if isinstance(p, ExperimentStart):
             starts[experiment_id(e.seq)] = parse_ts(e.ts)
-            bs = (p.get("spec") or {}).get("batch_size")
+            bs = p.spec.get("batch_size")
             if isinstance(bs, int) and bs > 0:
                 batch[experiment_id(e.seq)] = bs
-        elif e.kind == "experiment.finish" and p.get("status") == "completed" and p.get("steps"):
-            if p.get("train_seconds") is not None:
-                per_step.append(float(p["train_seconds"]) / int(p["steps"]))
-                if p["experiment_id"] in batch:
-                    per_example.append(float(p["train_seconds"]) / (int(p["steps"]) * batch[p["experiment_id"]]))
-                if p["experiment_id"] in starts:
-                    starts[p["experiment_id"]] += float(p["train_seconds"])  # what is left is overhead
-        elif e.kind == "eval.record" and p.get("split") == "dev" and p.get("experiment_id") in starts:
-            overhead.append(parse_ts(e.ts) - starts[p["experiment_id"]])
+        elif isinstance(p, ExperimentFinish) and p.status == "completed" and p.steps:
+            if p.train_seconds is not None:
+                per_step.append(p.train_seconds / p.steps)
+                if p.experiment_id in batch:
+                    per_example.append(p.train_seconds / (p.steps * batch[p.experiment_id]))
+                if p.experiment_id in starts:
+                    starts[p.experiment_id] += p.train_seconds  # what is left is overhead
+        elif isinstance(p, EvalRecord) and p.split == "dev" and p.experiment_id in starts:
+            overhead.append(parse_ts(e.ts) - starts[p.experiment_id])
     out: dict[str, float] = {}
     if per_step:
         out["step_s"] = sorted(per_step)[len(per_step) // 2]
@@ -71,7 +72,7 @@ def run_timing(expos: Any) -> dict[str, float]:
     # Until this run has measured the machine, a measurement made on it before the run (the
     # bench calibrates once for all its campaigns) stands in for the built-in defaults.
     starts = expos.own_events("orchestra.start")
-    prior = starts[0].payload.get("timing_prior") if starts else None
+    prior = typed(starts[0], OrchestraStart).payload.timing_prior if starts else None
     for key, value in (prior or {}).items():
         if key in ("step_s", "overhead_s") and isinstance(value, (int, float)) and value > 0:
             out.setdefault(key, float(value))

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
+from ..events import DataGenerate, DataMix, EvalRecord, ExperimentFinish, ExperimentStart, typed
 from ._graph import parse_ts
 
 if TYPE_CHECKING:
     from ..expos import ExpOS
 
 __all__ = ["lineage_examples", "worker_memory"]
+
+
+_MEMORY_KINDS = frozenset({"data.generate", "data.mix", "experiment.start", "experiment.finish", "eval.record"})
 
 
 def worker_memory(expos: "ExpOS", worker_id: str,
@@ -26,27 +30,27 @@ def worker_memory(expos: "ExpOS", worker_id: str,
     data: dict[str, dict[str, Any]] = {}
     exps: dict[str, dict[str, Any]] = {}
     for e in expos.run.ledger.events(actor_id=worker_id):
-        p = e.payload
-        if e.actor.role != "worker":
+        if e.actor.role != "worker" or e.kind not in _MEMORY_KINDS:
             continue
-        if e.kind == "data.generate":
-            data[p["dataset"]] = {"family": p["source"].split("/", 1)[-1], "params": p.get("params", {})}
-        elif e.kind == "data.mix":
+        p = typed(e).payload
+        if isinstance(p, DataGenerate):
+            data[p.dataset] = {"family": p.source.split("/", 1)[-1], "params": dict(p.params)}
+        elif isinstance(p, DataMix):
             # A mix is described by its first input: the Worker's own family.
-            first = data.get(p["inputs"][0], {}) if p.get("inputs") else {}
-            data[p["dataset"]] = {**first, "mixed": p["inputs"]}
-        elif e.kind == "experiment.start":
+            first = data.get(p.inputs[0], {}) if p.inputs else {}
+            data[p.dataset] = {**first, "mixed": list(p.inputs)}
+        elif isinstance(p, ExperimentStart):
             xid = experiment_id(e.seq)
-            exps[xid] = {"experiment_id": xid, "dataset": p["dataset"], "parent": p["parent"],
-                         "spec": p["spec"], "data": data.get(p["dataset"], {}), "status": "running",
+            exps[xid] = {"experiment_id": xid, "dataset": p.dataset, "parent": p.parent,
+                         "spec": dict(p.spec), "data": data.get(p.dataset, {}), "status": "running",
                          "start_ts": parse_ts(e.ts), "seconds": None, "dev_score": None, "steps": None}
-        elif e.kind == "experiment.finish" and p.get("experiment_id") in exps:
-            x = exps[p["experiment_id"]]
-            x.update(status=p["status"], steps=p.get("steps"), seconds=parse_ts(e.ts) - x["start_ts"],
-                     train_seconds=p.get("train_seconds"))
-        elif e.kind == "eval.record" and p.get("split") == "dev" and p.get("experiment_id") in exps:
-            x = exps[p["experiment_id"]]
-            x["dev_score"] = p["score"]
+        elif isinstance(p, ExperimentFinish) and p.experiment_id in exps:
+            x = exps[p.experiment_id]
+            x.update(status=p.status, steps=p.steps, seconds=parse_ts(e.ts) - x["start_ts"],
+                     train_seconds=p.train_seconds)
+        elif isinstance(p, EvalRecord) and p.split == "dev" and p.experiment_id in exps:
+            x = exps[p.experiment_id]
+            x["dev_score"] = p.score
             # Wall time of a trial includes its dev evaluation: that is what the next one costs.
             x["seconds"] = parse_ts(e.ts) - x["start_ts"]
     for x in exps.values():

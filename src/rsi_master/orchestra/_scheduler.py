@@ -18,6 +18,10 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from typing import Any
 
+from ..events import (
+    OrchestraAbandon, OrchestraInterrupted, OrchestraJobEnd, OrchestraJobStart, OrchestraResume, OrchestraStart,
+    OrchestraStop, Payload, typed,
+)
 from ._display import Display
 from ._graph import ORCHESTRA, ResearchGraph, load_graph
 from ._protocols import MAINS, MainContext, resolve
@@ -50,25 +54,25 @@ class Scheduler:
 
     def __post_init__(self) -> None:
         graph = load_graph(self.expos)
-        if not graph.sessions:
+        if graph.settings is None:
             raise ValueError("not an orchestrated run")
-        self.cfg: dict[str, Any] = dict(graph.sessions[0][2])
-        self.budget_s = float(self.cfg["budget_s"])
-        self.slots = int(self.cfg["slots"])
-        self.seed = int(self.cfg.get("seed", 0))
-        self.grace_s = float(self.cfg.get("grace_s", max(20.0, 0.1 * self.budget_s)))
+        self.cfg: OrchestraStart = graph.settings
+        self.budget_s = float(self.cfg.budget_s)
+        self.slots = self.cfg.slots
+        self.seed = self.cfg.seed
+        self.grace_s = self.cfg.grace_s if self.cfg.grace_s is not None else max(20.0, 0.1 * self.budget_s)
         self.min_launch_s = min(MIN_LAUNCH_S, 0.25 * self.budget_s)
         # The Main acts with a capability like every node: the ledger records which one acted.
         self.main_caller = self.expos.authenticate(self.expos.issue("main", "main"))
         from . import _main_policy  # noqa: F401  (registration)
 
-        self.main = resolve(MAINS, self.cfg.get("main", "policy"))()
+        self.main = resolve(MAINS, self.cfg.main)()
         self.ctx_mp = mp.get_context("spawn")
 
     # -- budget ------------------------------------------------------------------------------
-    def _open_session(self, kind: str, payload: dict[str, Any], spent_before: float) -> None:
+    def _open_session(self, session: Payload, spent_before: float) -> None:
         self.spent_before = spent_before
-        ev = self.expos.record(ORCHESTRA, kind, payload)
+        ev = self.expos.record(ORCHESTRA, session)
         from ._graph import parse_ts
 
         self.session_start = parse_ts(ev.ts)
@@ -81,7 +85,7 @@ class Scheduler:
 
     def main_ctx(self) -> MainContext:
         return MainContext(self.expos, self.main_caller, self.budget_s, self.spent, self.slots, self.seed,
-                           str(self.cfg.get("worker", "tpe")))
+                           self.cfg.worker)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -98,18 +102,18 @@ class Scheduler:
         graph = load_graph(self.expos)
         # The new session opens first, so that the killed one ends at its own last event: the
         # time between the kill and now is not spent, and what is recorded below belongs to now.
-        self._open_session("orchestra.resume", {"slots": self.slots, "pid": os.getpid()}, graph.spent_seconds())
+        self._open_session(OrchestraResume(slots=self.slots, pid=os.getpid()), graph.spent_seconds())
         # Whatever a killed session left open is recorded as interrupted, never redone silently.
         for j in graph.open_jobs():
-            self.expos.record(ORCHESTRA, "orchestra.job.end", {
-                "start_seq": j.start_seq, "node": j.node, "status": "interrupted", "end_ts": graph.last_ts,
-                "seconds": max(0.0, graph.last_ts - j.start_ts)})
+            self.expos.record(ORCHESTRA, OrchestraJobEnd(
+                start_seq=j.start_seq, node=j.node, status="interrupted", end_ts=graph.last_ts,
+                seconds=max(0.0, graph.last_ts - j.start_ts)))
         st = load_state(self.expos)
         lost = sorted(x.id for x in st.experiments.values()
                       if x.status == "running" and x.id not in graph.interrupted_experiments)
         if lost:
-            self.expos.record(ORCHESTRA, "orchestra.interrupted", {
-                "experiments": lost, "reason": "started in a session that ended without finishing them"})
+            self.expos.record(ORCHESTRA, OrchestraInterrupted(
+                experiments=lost, reason="started in a session that ended without finishing them"))
         self.display.line(f"resumed: {self.spent_before:.0f}s of {self.budget_s:.0f}s spent before; "
                           f"interrupted experiments: {', '.join(lost) or 'none'}")
 
@@ -117,9 +121,9 @@ class Scheduler:
         """Run until the budget is spent or no work is left; returns the reason."""
         graph = load_graph(self.expos)
         if graph.stopped is not None:
-            return str(graph.stopped.get("reason", "stopped"))
+            return graph.stopped.payload.reason
         reason = self._loop()
-        self.expos.record(ORCHESTRA, "orchestra.stop", {"reason": reason, "spent_s": round(self.spent(), 3)})
+        self.expos.record(ORCHESTRA, OrchestraStop(reason=reason, spent_s=round(self.spent(), 3)))
         self._drain()
         return reason
 
@@ -137,7 +141,7 @@ class Scheduler:
             if self.spent() >= self.budget_s:
                 return "budget spent"
             busy = {j.node for j in self.running.values()}
-            abandoned = {e.payload["node"] for e in self.expos.own_events("orchestra.abandon")}
+            abandoned = {typed(e, OrchestraAbandon).payload.node for e in self.expos.own_events("orchestra.abandon")}
             pending = [(k, n) for k, n in graph.pending() if n not in busy and n not in abandoned]
             too_late = self.deadline() - time.time() < self.min_launch_s
             if too_late:
@@ -181,8 +185,7 @@ class Scheduler:
         lost = sorted(x.id for x in st.experiments.values()
                       if x.status == "running" and x.id not in graph.interrupted_experiments)
         if lost:
-            self.expos.record(ORCHESTRA, "orchestra.interrupted", {
-                "experiments": lost, "reason": "the budget ended while they ran"})
+            self.expos.record(ORCHESTRA, OrchestraInterrupted(experiments=lost, reason="the budget ended while they ran"))
 
     # -- jobs --------------------------------------------------------------------------------
     def _launch(self, graph: ResearchGraph, slot: int, kind: str, node: str) -> None:
@@ -192,14 +195,14 @@ class Scheduler:
         if kind == "worker":
             prior = sum((j.end_ts or j.start_ts) - j.start_ts for j in graph.jobs if j.node == node)
             deadline = min(deadline, time.time() + max(0.0, graph.workers[node].direction.seconds - prior))
-        ev = self.expos.record(ORCHESTRA, "orchestra.job.start", {
-            "node": node, "kind": kind, "slot": slot, "deadline": round(deadline, 3)})
+        ev = self.expos.record(ORCHESTRA, OrchestraJobStart(node=node, kind=kind, slot=slot,  # type: ignore[arg-type]
+                                                            deadline=round(deadline, 3)))
         # The node's capability goes to its process through the spawn pipe, not argv or the
         # environment; it expires with the budget (and its grace) so it dies with the run.
         token = self.expos.issue(kind, node, ttl_s=max(60.0, deadline - time.time() + self.grace_s + 60.0))
         proc = self.ctx_mp.Process(target=job_main, name=f"rsi-{node}", args=(
             str(self.expos.run.path), self.key_dir, kind, node, deadline, self.seed,
-            self.cfg.get("reviewer", "evidence"), os.getpid(), self.slots, token))
+            self.cfg.reviewer, os.getpid(), self.slots, token))
         proc.start()
         self.running[slot] = _Running(proc, node, kind, slot, ev.seq, time.time())
         self.display.line(f"start {kind} {node} in slot {slot} ({max(0.0, deadline - time.time()):.0f}s)")
@@ -217,13 +220,13 @@ class Scheduler:
                 if status == "failed":
                     failures[job.node] = failures.get(job.node, 0) + 1
                     if failures[job.node] >= 2:  # a node that crashes twice would otherwise loop forever
-                        self.expos.record(ORCHESTRA, "orchestra.abandon", {"node": job.node, "attempts": 2})
+                        self.expos.record(ORCHESTRA, OrchestraAbandon(node=job.node, attempts=2))
 
     def _end(self, slot: int, job: _Running, status: str) -> None:
         now = time.time()
-        self.expos.record(ORCHESTRA, "orchestra.job.end", {
-            "start_seq": job.start_seq, "node": job.node, "status": status, "exitcode": job.proc.exitcode,
-            "end_ts": round(now, 6), "seconds": round(now - job.start_ts, 3)})
+        self.expos.record(ORCHESTRA, OrchestraJobEnd(
+            start_seq=job.start_seq, node=job.node, status=status, exitcode=job.proc.exitcode,
+            end_ts=round(now, 6), seconds=round(now - job.start_ts, 3)))
         del self.running[slot]
         self.display.line(f"end {job.kind} {job.node} ({status}, {now - job.start_ts:.0f}s)")
 
@@ -238,7 +241,7 @@ class Scheduler:
     def _status(self, graph: ResearchGraph) -> dict[str, Any]:
         best = None
         for r in graph.reviewers.values():
-            for s in (r.report or {}).get("supported", []):
+            for s in (r.report.supported if r.report is not None else []):
                 if " review " in s:
                     try:
                         v = float(s.split(" review ", 1)[1].split()[0])
