@@ -4,6 +4,8 @@ workspace, and the best-so-far curve."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
 
 from rsi_master.bench import audit_campaign
@@ -84,6 +86,7 @@ def _consistent_experiment(expos, worker, dev, review, evaluator=None):
             "experiment_id": xid, "split": split, "score": score, "n_samples": len(ids),
             "checkpoint_digest": ckpt, "evaluator_digest": evaluator or c.evaluator.evaluator_digest,
             "template_digest": c.evaluator.template_sha256, "decoding": c.evaluator.decoding, "stop": c.evaluator.stop,
+            "sample_ids_sha256": hashlib.sha256(json.dumps(ids).encode()).hexdigest(),
             "sample_ids_match": True, "tokenizer_digest": c.base_tokenizer_sha256,
             "generation_config_digest": c.base_generation_config_sha256, "record_digest": rec})
     return xid, ckpt

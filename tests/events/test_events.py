@@ -100,7 +100,7 @@ def test_every_event_of_a_real_v2_run_reads_and_redumps_to_its_bytes(tmp_path):
         events = list(run.ledger.events())
     assert {e.version for e in events} == {2}
     assert _round_trip(events) == len(events)
-    assert len({e.kind for e in events}) >= 15
+    assert len({e.kind for e in events}) >= 14
 
 
 def test_docs_events_md_is_current():

@@ -537,7 +537,7 @@ def test_evaluation_records_the_measured_digest(honest, monkeypatch):
         for xp in load_state(x).experiments.values():
             for e in xp.evals:
                 rec = json.loads(x.run.store.read_bytes(e.record_digest))
-                assert e.payload["checkpoint_digest"] == rec["checkpoint_digest"] == xp.checkpoint
+                assert e.payload.checkpoint_digest == rec["checkpoint_digest"] == xp.checkpoint
 
 
 def test_blended_weights_in_place_of_a_stored_checkpoint(run, honest):

@@ -45,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
             dataset = run_.store.put_file(data)
         # A generated dataset as ExpOS records one (the demo has no contract, so no gate: unchecked).
         demo = DataGenerate(params={"generator": "demo.addition"}, seed=0, n=100, dataset=dataset,
-                            source="demo.addition", n_rows=100, inputs=[], contamination=Contamination(verdict="unchecked"))
+                            source="demo.addition", n_rows=100, inputs=[],
+                            contamination=Contamination(verdict="unchecked"))
         run_.record({"kind": "data.generate", "actor": harness, "payload": dump_payload(demo),
                      "artifacts": [{"digest": source, "role": "input", "name": "generator"},
                                    {"digest": dataset, "role": "output", "name": "dataset"}]})

@@ -60,7 +60,8 @@ def payload_model(kind: str) -> type[Payload]:
 
 def _variant(kind: str, model: type[Payload]) -> type[TypedEvent]:
     name = "".join(part.capitalize() for part in kind.replace("_", ".").split(".")) + "Event"
-    return create_model(name, __base__=TypedEvent[model], __doc__=model.__doc__,  # type: ignore[call-overload,no-any-return,name-defined]
+    base = TypedEvent[model]  # type: ignore[valid-type]
+    return create_model(name, __base__=base, __doc__=model.__doc__,  # type: ignore[call-overload,no-any-return]
                         kind=(Literal[kind], Field(description="Event kind.")))
 
 

@@ -94,7 +94,8 @@ class ResearchGraph:
     reviewers: dict[str, ReviewerNode] = field(default_factory=dict)
     decisions: list[Decision] = field(default_factory=list)
     jobs: list[Job] = field(default_factory=list)
-    sessions: list[tuple[int, float, OrchestraStart | OrchestraResume]] = field(default_factory=list)  # (seq, ts, payload)
+    # (seq, ts, payload) of each session: the run's start, then each resume
+    sessions: list[tuple[int, float, OrchestraStart | OrchestraResume]] = field(default_factory=list)
     settings: OrchestraStart | None = None  # the run's settings (its orchestra.start)
     stopped: TypedEvent[OrchestraStop] | None = None
     finished: TypedEvent[OrchestraFinish] | None = None
