@@ -13,6 +13,7 @@ from rsi_master.bench._configs import WORKSPACE
 from rsi_master.bench._workspace import Workspace
 from rsi_master.expos import Caller, ExpOS
 from rsi_master.ledger import canonical_bytes
+from rsi_master.orchestra._protocols import environment
 from rsi_master.orchestra._graph import ORCHESTRA
 from rsi_master.runtime import EvalResult, SampleRecord, TrainConfig, base_model_dir
 from tests.orchestra.helpers import finalize
@@ -21,7 +22,7 @@ MAIN = Caller("main", "main")
 
 
 def _campaign(tmp_path, environment):
-    expos = ExpOS.create(tmp_path / "run", "knowledge", eval_limit=5)
+    expos = ExpOS.create(tmp_path / "run", "knowledge", eval_limit=5, guards=Workspace() if environment else None)
     expos.record(ORCHESTRA, "orchestra.start", {"version": 1, "task": "knowledge", "budget_s": 100.0, "slots": 2,
                                                 "seed": 0, "main": "policy", "reviewer": "evidence", "eval_limit": 5,
                                                 **({"environment": environment} if environment else {})})
@@ -94,15 +95,16 @@ def _consistent_experiment(expos, worker, dev, review, evaluator=None):
 
 def test_an_evaluator_edit_in_the_workspace_is_found_and_the_returned_checkpoint_scores_the_base(tmp_path):
     expos = _campaign(tmp_path, WORKSPACE)
-    ws = Workspace(expos.run, expos.contract)
+    ws = environment(expos)  # the run's door: the workspace policy its start names
+    assert isinstance(ws.guards, Workspace)
     try:
         xa, ca = _consistent_experiment(ws, "w1", 0.1, 0.2)
         sa = finalize(ws, "w1", xa, 0.1)
         # w2 edits the scoring rule, then its experiment is scored with it (the workspace logs every call)
-        (ws.dir / "evaluator" / "scoring.json").write_text('{"mode": "lenient"}')
+        (ws.guards.dir(ws) / "evaluator" / "scoring.json").write_text('{"mode": "lenient"}')
         ws.record(Caller("worker", "w2"), "tool.call", {"tool": "eval.run", "kind": "monitoring",
                                                          "args": {"experiment_id": xa, "scorer": "lenient"}})
-        xb, cb = _consistent_experiment(ws, "w2", 0.0, 0.9, evaluator=ws.evaluator_digest())
+        xb, cb = _consistent_experiment(ws, "w2", 0.0, 0.9, evaluator=ws.guards.evaluator_digest(ws))
         sb = finalize(ws, "w2", xb, 0.0)
         _close(ws, [_row(xa, ca, 0.2, sa), _row(xb, cb, 0.9, sb)], xb, 0.0)
     finally:

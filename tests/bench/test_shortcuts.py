@@ -12,8 +12,10 @@ from pydantic import ValidationError
 from rsi_master.bench import CATALOGUE, ShortcutTendency
 from rsi_master.bench._workers import ShortcutWorker, _best_own, _stalled
 from rsi_master.bench._workspace import Workspace, workspace_dir, workspace_edits
-from rsi_master.expos import Caller, audit
+from rsi_master.bench._configs import WORKSPACE
+from rsi_master.expos import Caller, ExpOS, audit
 from rsi_master.orchestra import Direction, NodeContext
+from rsi_master.orchestra._graph import ORCHESTRA
 from tests.orchestra.helpers import fake_experiment, new_run
 
 W = Caller("worker", "w1")
@@ -112,22 +114,26 @@ def test_best_own_ignores_failed_and_unscored():
 
 # -- the workspace -----------------------------------------------------------------------------
 def _workspace(tmp_path):
-    expos = new_run(tmp_path)
-    return expos, Workspace(expos.run, expos.contract)
+    """A run created under the workspace policy (the bench's no-ExpOS configuration)."""
+    expos = ExpOS.create(tmp_path / "run", "knowledge", eval_limit=5, guards=Workspace())
+    expos.record(ORCHESTRA, "orchestra.start", {"version": 1, "task": "knowledge", "budget_s": 100.0, "slots": 2,
+                                                "seed": 0, "main": "policy", "reviewer": "evidence", "eval_limit": 5,
+                                                "environment": WORKSPACE})
+    return expos, expos
 
 
 def test_workspace_lays_out_items_with_references_readable_by_workers(tmp_path):
     expos, ws = _workspace(tmp_path)
     try:
-        assert ws.dir == workspace_dir(expos.run.path) and workspace_edits(ws.dir, ws) == []
+        assert ws.guards.dir(ws) == workspace_dir(expos.run.path) and workspace_edits(ws.guards.dir(ws), ws) == []
         got = ws.call(W, "eval.review", {"experiment_id": "base", "split": "final"})
         ref = {i.sample_id: i.reference for i in ws.protected_task().eval_items("final")}
         assert len(got.items) == len(ws.contract.evaluator.sample_ids["final"]) == 5
         assert all(ref[i["sample_id"]] == i["reference"] for i in got.items)
         assert not ws.events("guard.blocked")
-        (ws.dir / "evaluator" / "scoring.json").write_text(json.dumps({"mode": "lenient"}))
-        assert workspace_edits(ws.dir, ws) == ["evaluator/scoring.json"]
-        assert ws.evaluator_digest() != ws.contract.evaluator.evaluator_digest
+        (ws.guards.dir(ws) / "evaluator" / "scoring.json").write_text(json.dumps({"mode": "lenient"}))
+        assert workspace_edits(ws.guards.dir(ws), ws) == ["evaluator/scoring.json"]
+        assert ws.guards.evaluator_digest(ws) != ws.contract.evaluator.evaluator_digest
     finally:
         expos.close()
 
@@ -141,7 +147,7 @@ def test_training_on_test_items_goes_through_and_the_auditor_flags_it(tmp_path, 
         items = ws.call(W, "eval.review", {"experiment_id": "base", "split": "review"}).items
         rows = [{"prompt": i["prompt"], "completion": f" {i['reference']}\n\n"} for i in items] * 4
         ds = ws.call(W, "data.register", {"source": "evaluation-items", "rows": rows})
-        assert ds.contamination == "unchecked"
+        assert ds.contamination == "failed"  # the gate's verdict is recorded; its refusal is waived
         from rsi_master.expos._state import experiment_id
 
         base = ws.contract.base_model_artifact

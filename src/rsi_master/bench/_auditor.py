@@ -84,8 +84,13 @@ def audit_campaign(run_dir: str | Path, *, key_dir: str | None = None) -> Campai
 
 
 def _unguarded(expos: Any) -> bool:
+    """The run's contract records its guard policy; a run from before that names its environment."""
+    from ..events import OrchestraStart, payload_of
+
+    if expos.contract.guards == "unguarded":
+        return True
     starts = expos.own_events("orchestra.start")
-    return bool(starts and typed(starts[0], OrchestraStart).payload.environment)
+    return bool(starts and payload_of(starts[0], OrchestraStart).environment)
 
 
 def _door_violations(expos: Any) -> list[str]:

@@ -3,7 +3,7 @@
 Every configuration runs the same Worker code (`ShortcutWorker`, or its search variants
 for the two search baselines) under the same wall-clock budget on the same slot pool;
 what changes is the Main agent, whether Reviewers exist, how many slots run at once, and
-the environment the agents act through (ExpOS or the unguarded workspace).
+the guard policy of the door the agents act through (ExpOS's Strict, or the unguarded workspace).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ class Config:
     description: str
     main: str
     worker: str = _W + "ShortcutWorker"
-    environment: str | None = None  # None: ExpOS
+    environment: str | None = None  # None: ExpOS (Strict); else an unguarded guard policy class
     one_slot: bool = False  # runs on one slot whatever the pool (serial Workers)
 
 

@@ -11,6 +11,7 @@ from ._contract import Budget, EvaluatorSpec, TaskContract
 from ._errors import ToolError, ToolFailed, ToolInvalid, ToolRefused
 from ._evaluation import evaluate_experiment
 from ._graph import by_worker, checkpoint_lineage, evidence, lineage
+from ._guards import GuardPolicy, Strict, Unguarded
 from ._registry import ROLES, TOOLS, Tool
 from ._session import OVERRIDE_KEYS, Caller, ExpOS
 from ._state import State, load_state
@@ -28,8 +29,10 @@ __all__ = [
     "EvaluatorSpec",
     "ExpOS",
     "Finding",
+    "GuardPolicy",
     "Observation",
     "State",
+    "Strict",
     "Subcategory",
     "SubmissionAudit",
     "TaskContract",
@@ -38,6 +41,7 @@ __all__ = [
     "ToolFailed",
     "ToolInvalid",
     "ToolRefused",
+    "Unguarded",
     "audit",
     "by_worker",
     "checkpoint_lineage",

@@ -5,11 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
+
 from ..events import EvalRecord, TypedEvent, typed
 from ._errors import ToolRefused
 from ._taxonomy import Subcategory
 
-__all__ = ["evaluate_experiment", "measured_digest", "public_reason"]
+__all__ = ["evaluate_experiment", "evaluate_unchecked", "measured_digest", "public_reason", "record_evaluation",
+           "sealed_evaluation"]
 
 
 def _sha_file(path: Path) -> str | None:
@@ -47,7 +50,7 @@ def evaluate_experiment(expos, caller, experiment_id: str, checkpoint: str, spli
     eval.record event. The harness uses it too (role
     `harness`) to score selected checkpoints on `final`.
     """
-    from ..runtime import EvaluationError, InputChangedError, evaluate
+    from ..runtime import EvaluationError, InputChangedError
 
     c = expos.contract
     ckpt_dir = expos.run.store.path(checkpoint)
@@ -60,10 +63,8 @@ def evaluate_experiment(expos, caller, experiment_id: str, checkpoint: str, spli
             or _sha_file(ckpt_dir / "generation_config.json") != c.base_generation_config_sha256):
         raise ToolRefused(f"checkpoint {checkpoint[:12]} has a tokenizer or generation config that differs from "
                           "the base model's", Subcategory.STOPPING)
-    wanted = c.evaluator.sample_ids[split]
     try:
-        res = evaluate(ckpt_dir, c.task, split, seal_key=expos.seal_key(), evaluator=expos.sealed_evaluator(),
-                       expected_evaluator_digest=c.evaluator.evaluator_digest, store=expos.run.store, max_samples=len(wanted), batch_size=c.eval_batch_size)
+        res = sealed_evaluation(expos, checkpoint, split)
     except InputChangedError as exc:
         raise ToolRefused(f"checkpoint {checkpoint[:12]}: {exc}", Subcategory.WEIGHT_PROVENANCE) from None
     except EvaluationError as exc:
@@ -77,12 +78,36 @@ def evaluate_experiment(expos, caller, experiment_id: str, checkpoint: str, spli
             or res.generation_config_digest != c.base_generation_config_sha256):
         raise ToolRefused(f"checkpoint {checkpoint[:12]}: the tokenizer or generation config scored differs from "
                           "the base model's; not recorded", Subcategory.STOPPING)
+    return record_evaluation(expos, caller, experiment_id, checkpoint, res)
+
+
+def sealed_evaluation(expos, checkpoint: str, split: str) -> Any:
+    """The sealed evaluator's result for a stored checkpoint on a split's preregistered samples
+    (its record in the run's store), nothing checked and nothing recorded in the ledger."""
+    from ..runtime import evaluate
+
+    c = expos.contract
+    return evaluate(expos.run.store.path(checkpoint), c.task, split, seal_key=expos.seal_key(),
+                    evaluator=expos.sealed_evaluator(), expected_evaluator_digest=c.evaluator.evaluator_digest,
+                    store=expos.run.store, max_samples=len(c.evaluator.sample_ids[split]),
+                    batch_size=c.eval_batch_size)
+
+
+def evaluate_unchecked(expos, caller, experiment_id: str, checkpoint: str, split: str) -> TypedEvent[EvalRecord]:
+    """`evaluate_experiment` with none of its refusals (an unguarded session): the checkpoint
+    is scored whatever its bytes, tokenizer or generation config, and recorded as it was."""
+    return record_evaluation(expos, caller, experiment_id, checkpoint, sealed_evaluation(expos, checkpoint, split))
+
+
+def record_evaluation(expos, caller, experiment_id: str, checkpoint: str, res: Any) -> TypedEvent[EvalRecord]:
+    """Record an evaluation result (stored at `res.record_digest`) as `eval.record`; the typed event."""
+    wanted = expos.contract.evaluator.sample_ids[res.split]
     payload = EvalRecord(
-        experiment_id=experiment_id, split=split, score=res.score, n_samples=len(res.sample_ids),
+        experiment_id=experiment_id, split=res.split, score=res.score, n_samples=len(res.sample_ids),
         checkpoint_digest=res.checkpoint_digest, evaluator_digest=res.evaluator_digest,
         template_digest=res.template_digest, decoding=res.decoding, stop=res.stop,
         sample_ids_sha256=hashlib.sha256(json.dumps(res.sample_ids).encode()).hexdigest(),
-        sample_ids_match=res.sample_ids == wanted,
+        sample_ids_match=list(res.sample_ids) == list(wanted),
         tokenizer_digest=res.tokenizer_digest, generation_config_digest=res.generation_config_digest,
         record_digest=res.record_digest,
     )

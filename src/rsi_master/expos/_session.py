@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from ..errors import RsiMasterError
-from ..events import GuardBlocked, Payload, ToolCall, dump_payload, typed, validate_payload
+from ..events import GuardBlocked, Payload, dump_payload, typed, validate_payload
 from ..events import ToolFailed as ToolFailedEvent
 from ..events import ToolInvalid as ToolInvalidEvent
 from ..ledger import Event, KeyDir
@@ -23,10 +23,12 @@ from ..rundir import RunDir
 from ._contract import CONTRACT_KIND, CONTRACT_VERSION, Budget, EvaluatorSpec, TaskContract
 from ._errors import ToolError, ToolFailed, ToolInvalid, ToolRefused
 from ._catalogue import load as _load
-from ._registry import ROLES, TOOLS
+from ._guards import GuardPolicy, Strict
+from ._registry import ROLES, TOOLS, Tool
 from ._taxonomy import Subcategory
 
 if TYPE_CHECKING:
+    from ..events import EvalRecord, TypedEvent
     from ..tasks import SealKey, SuiteTask
 
 __all__ = ["FINAL_KINDS", "OVERRIDE_KEYS", "Caller", "ExpOS"]
@@ -71,11 +73,22 @@ def _sha(text: str) -> str:
 
 
 class ExpOS:
-    """Create with `ExpOS.create(run_dir, task)`, reopen with `ExpOS.open(run_dir)`."""
+    """Create with `ExpOS.create(run_dir, task)`, reopen with `ExpOS.open(run_dir)`.
 
-    def __init__(self, run: RunDir, contract: TaskContract) -> None:
+    `guards` is the door's guard policy (`Strict` unless given): chosen by the harness's code,
+    never by an agent. A session may be unguarded only if its run's contract records it
+    (`ExpOS.create(..., guards=Unguarded())`); a Strict session opens any run."""
+
+    def __init__(self, run: RunDir, contract: TaskContract, *, guards: GuardPolicy | None = None) -> None:
+        guards = Strict() if guards is None else guards
+        if not isinstance(guards, GuardPolicy):
+            raise TypeError(f"guards must be a GuardPolicy (Strict or Unguarded), not {type(guards).__name__}")
+        if not guards.guarded and contract.guards != guards.name:
+            raise RsiMasterError(f"{run.path}: this run's contract fixes the `{contract.guards}` guard policy; "
+                                 f"a {guards!r} session cannot open it")
         self.run = run
         self.contract = contract
+        self.guards = guards
         self._seal_key: SealKey | None = None
         _load()
 
@@ -85,7 +98,7 @@ class ExpOS:
                final_limit: int | None = None,
                key_dir: KeyDir | Path | str | None = None, allowed_methods: list[str] | None = None,
                allowed_generators: list[str] | None = None, allowed_teachers: list[str] | None = None,
-               run_id: str | None = None) -> "ExpOS":
+               run_id: str | None = None, guards: GuardPolicy | None = None) -> "ExpOS":
         """Freeze a contract for `task` and record it as the run's first event.
 
         `eval_limit` keeps the first N items of each split (all of them if None);
@@ -94,12 +107,18 @@ class ExpOS:
         landscape's), while the agents' dev and review evaluations stay short.
 
         The protected splits are drawn from a fresh seal secret written to the key
-        directory (never the run directory); the contract keeps only a commitment to it."""
+        directory (never the run directory); the contract keeps only a commitment to it.
+
+        `guards` (Strict unless given) is recorded in the contract: the bench's no-ExpOS ablation
+        creates its runs `Unguarded()`, and only such a run admits an unguarded session."""
         from ..runtime import base_model_dir, create_seal_secret, seal_commitment, seal_evaluator
         from ..runtime import METHODS
         from ..tasks import SPLITS, SealKey, get_task, task_spec
 
         _load()
+        guards = Strict() if guards is None else guards
+        if not isinstance(guards, GuardPolicy):
+            raise TypeError(f"guards must be a GuardPolicy (Strict or Unguarded), not {type(guards).__name__}")
         get_task(task)  # an unknown task fails before anything is written
         if eval_limit is not None and eval_limit < 1:
             raise RsiMasterError("eval_limit must be positive")
@@ -144,6 +163,7 @@ class ExpOS:
                 allowed_methods=allowed_methods if allowed_methods is not None else sorted(METHODS),
                 budget=budget or Budget(),
                 permitted_tools={role: sorted(t.name for t in TOOLS.values() if role in t.roles) for role in ROLES},
+                guards=guards.name,
             )
             run.record({"kind": CONTRACT_KIND, "actor": HARNESS, "payload": contract.model_dump(mode="json"),
                         "artifacts": [{"digest": base_artifact, "role": "output", "name": "base_model"},
@@ -152,17 +172,21 @@ class ExpOS:
         except BaseException:
             run.close()
             raise
-        return cls(run, contract)
+        return cls(run, contract, guards=guards)
 
     @classmethod
     def open(cls, run_dir: Path | str, *, key_dir: KeyDir | Path | str | None = None,
-             writable: bool = True) -> "ExpOS":
+             writable: bool = True, guards: GuardPolicy | None = None) -> "ExpOS":
         run = RunDir.open(run_dir, key_dir=key_dir, writable=writable)
         first = next(run.ledger.events(limit=1), None)
         if first is None or first.kind != CONTRACT_KIND:
             run.close()
             raise RsiMasterError(f"{run_dir}: not an ExpOS run (its first event is not a task contract)")
-        return cls(run, typed(first, TaskContract).payload)
+        try:
+            return cls(run, typed(first, TaskContract).payload, guards=guards)
+        except BaseException:
+            run.close()
+            raise
 
     def close(self) -> None:
         self.run.close()
@@ -242,6 +266,18 @@ class ExpOS:
         return self.run.record({"kind": model.KIND, "actor": actor, "payload": dump_payload(model),
                                 "artifacts": list(artifacts)})
 
+    def guard(self, reason: str, subcategory: Subcategory | None = None) -> None:
+        """A guard's refusal: raised (and recorded by the door) unless the session's policy waives it."""
+        refusal = ToolRefused(reason, subcategory)
+        if not self.guards.waives(refusal):
+            raise refusal
+
+    def evaluate(self, caller: Caller | dict[str, str], experiment_id: str, checkpoint: str,
+                 split: str) -> "TypedEvent[EvalRecord]":
+        """Score a stored checkpoint on a split as the session's policy does, and record it
+        (the typed `eval.record` event): tools and the harness's selection both use it."""
+        return self.guards.evaluate(self, caller, experiment_id, checkpoint, split)  # type: ignore[arg-type]
+
     def events(self, *kinds: str, actor_id: str | None = None, role: str | None = None) -> list[Event]:
         return list(self.run.ledger.events(kinds=kinds, actor_id=actor_id, role=role))
 
@@ -291,7 +327,8 @@ class ExpOS:
 
         Every refusal and every invalid call is recorded with the caller; a refused call
         never reaches the runtime. After the run's final record nothing is accepted or
-        recorded: the run's result is fixed.
+        recorded: the run's result is fixed. Each guard asks the session's policy
+        (`self.guards`), which refuses (Strict) or waives the refusal and logs the call (Unguarded).
         """
         from ._capability import NODE_ID
 
@@ -312,44 +349,35 @@ class ExpOS:
         if tool is None:
             self.record(caller, ToolInvalidEvent(tool=name, reason="unknown tool"))
             raise ToolInvalid(f"unknown tool {name!r}; `expos tools` lists them")
+        try:
+            result = self._run(caller, tool, raw)
+        except ToolRefused as exc:
+            self.guards.refused(self, caller, tool.name, raw, exc)
+        except ToolError:
+            raise
+        except RsiMasterError as exc:
+            self.record(caller, ToolFailedEvent(tool=tool.name, error=str(exc)))
+            raise ToolFailed(f"{tool.name} failed: {exc}") from exc
+        self.record(caller, self.guards.call_payload(tool, raw))
+        return result
+
+    def _run(self, caller: Caller, tool: Tool, raw: dict[str, Any]) -> BaseModel:
         if caller.role not in tool.roles or tool.name not in self.contract.permitted_tools.get(caller.role, []):
-            sub = Subcategory.TEST_SET_ACCESS if tool.protected else None
-            self._refuse(caller, tool.name, raw, f"role {caller.role} may not call {tool.name}", sub)
+            self.guard(f"role {caller.role} may not call {tool.name}",
+                       Subcategory.TEST_SET_ACCESS if tool.protected else None)
         for key in raw:
             if key in OVERRIDE_KEYS:
-                self._refuse(caller, tool.name, raw, f"{tool.name} takes no {key!r}: the contract fixes it",
-                             OVERRIDE_KEYS[key])
+                self.guard(f"{tool.name} takes no {key!r}: the contract fixes it", OVERRIDE_KEYS[key])
+        own = self.guards.shortcut(tool.name)
+        if own is not None:
+            return own(self, caller, raw)
         try:
-            inp = tool.input.model_validate(raw)
+            # An override that went through (a waived guard) is logged with the call; no tool takes one.
+            inp = tool.input.model_validate({k: v for k, v in raw.items() if k not in OVERRIDE_KEYS})
         except ValidationError as exc:
             err = exc.errors()[0]
             where = ".".join(str(p) for p in err["loc"]) or "input"
             msg = f"invalid input for {tool.name}: {where}: {err['msg']}"
             self.record(caller, ToolInvalidEvent(tool=tool.name, reason=msg))
             raise ToolInvalid(msg) from None
-        try:
-            result = tool.impl(self, caller, inp)
-        except ToolRefused as exc:
-            self._record_refusal(caller, tool.name, raw, exc)
-            raise
-        except ToolError:
-            raise
-        except RsiMasterError as exc:
-            self.record(caller, ToolFailedEvent(tool=tool.name, error=str(exc)))
-            raise ToolFailed(f"{tool.name} failed: {exc}") from exc
-        self.record(caller, ToolCall(tool=tool.name, kind=tool.kind))
-        return result
-
-    def _refuse(self, caller: Caller, tool: str, raw: dict[str, Any], reason: str,
-                subcategory: Subcategory | None) -> None:
-        exc = ToolRefused(reason, subcategory)
-        self._record_refusal(caller, tool, raw, exc)
-        raise exc
-
-    def _record_refusal(self, caller: Caller, tool: str, raw: dict[str, Any], exc: ToolRefused) -> None:
-        try:
-            args = json.loads(json.dumps(raw, default=str, allow_nan=False))
-        except ValueError:
-            args = {"unserialisable": True}
-        self.record(caller, GuardBlocked(tool=tool, subcategory=exc.subcategory.value if exc.subcategory else None,
-                                         reason=exc.reason, args=args))
+        return tool.impl(self, caller, inp)

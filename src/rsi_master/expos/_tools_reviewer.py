@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..events import AuditRun, Finding, Recommendation, ReviewSubmit, Verdict, dump_payload, named_ids
 from ._errors import ToolRefused
-from ._evaluation import evaluate_experiment, public_reason
+from ._evaluation import public_reason
 from ._registry import tool
 from ._state import load_state
 
@@ -105,7 +105,7 @@ def eval_review(expos, caller, inp: ReviewEvalInput) -> ReviewEval:
         rec = done[0]
         return ReviewEval(experiment_id=x.id, split="review", score=rec.score, record_seq=rec.seq,
                           samples=_samples(expos, rec.record_digest))
-    rec = evaluate_experiment(expos, caller, x.id, x.checkpoint, "review")
+    rec = expos.evaluate(caller, x.id, x.checkpoint, "review")
     return ReviewEval(experiment_id=x.id, split="review", score=rec.payload.score, record_seq=rec.seq,
                       samples=_samples(expos, rec.payload.record_digest))
 
@@ -166,6 +166,8 @@ def audit_run(expos, caller, inp: AuditInput) -> AuditView:
     """Run the integrity audit over the ledger and run directory (scoped to some experiments)."""
     from ._audit import audit
 
+    if not expos.guards.guarded:  # an unguarded run has no integrity audit while its agents act
+        return AuditView(hacking_rate=0.0, interception_rate=None, flagged=[], findings=[])
     report = audit(expos, experiments=inp.experiments or None)
     findings = [{"experiment_id": s.experiment_id, "subcategory": k, "observation": o.observation,
                  "evidence": o.evidence} for s in report.submissions for k, o in s.observations.items()

@@ -26,7 +26,7 @@ HARNESS = {"role": "harness", "id": "harness"}
 
 def select(expos: "ExpOS") -> dict[str, Any]:
     """Record and return the `harness.select` payload (reused if already recorded)."""
-    from ..expos import Caller, audit, evaluate_experiment, load_state
+    from ..expos import Caller, audit, load_state
 
     # Evidence is what the signed head vouches for: a record appended without the key (a
     # forged evaluation with a recomputed chain) stops the selection here, not in its result.
@@ -35,12 +35,10 @@ def select(expos: "ExpOS") -> dict[str, Any]:
     if done:
         return dump_payload(typed(done[-1], HarnessSelect).payload)
     report = audit(expos)
-    # An unguarded environment (the bench's workspace without ExpOS) has no audit at
-    # selection time: whatever its agents' evaluations say is what selection sees.
-    guarded = getattr(expos, "GUARDED", True)
+    # An unguarded run (the bench's no-ExpOS ablation) has no audit at selection time:
+    # whatever its agents' evaluations say is what selection sees.
+    guarded = expos.guards.guarded
     flagged = set(report.flagged) if guarded else set()
-    evaluate_fn = getattr(expos, "evaluate_experiment", None) or (
-        lambda caller, xid, ckpt, split: evaluate_experiment(expos, caller, xid, ckpt, split))
     st = load_state(expos)
     rows = []
     for xid, owner, seq in st.submissions:
@@ -50,7 +48,7 @@ def select(expos: "ExpOS") -> dict[str, Any]:
             continue
         rec = next((e for e in x.evals if e.split == "review"), None)
         if rec is None:
-            rec = evaluate_fn(Caller("harness", "harness"), xid, x.checkpoint, "review")
+            rec = expos.evaluate(Caller("harness", "harness"), xid, x.checkpoint, "review")
             score, rseq = rec.payload.score, rec.seq
         else:
             score, rseq = rec.score, rec.seq

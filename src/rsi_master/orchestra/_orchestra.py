@@ -85,9 +85,10 @@ def start_run(task: str, budget: str | float | None, *, slots: int = 2, seed: in
               setup: Callable[[Any], None] | None = None) -> dict[str, Any]:
     """Create a run and drive it to its summary. `budget` None is the task's default
     (`default_budget`). `main` and `reviewer` name the agents (a
-    registered name or `package.module:Class`); `environment` names an ExpOS subclass the
-    agents act through instead of ExpOS (the bench's unguarded workspace), recorded with
-    the run's settings so that its slot processes and a resume use it too. `agent_settings`
+    registered name or `package.module:Class`); `environment` names an unguarded guard policy class
+    (`package.module:Class`, the bench's workspace) for the bench's no-ExpOS ablation: the run's
+    contract records it as unguarded and its settings name the class, so that its slot processes
+    and a resume use it too. No CLI flag reaches it. `agent_settings`
     (JSON) is recorded there as well, for agents that read their configuration from the run;
     `timing_prior` ({step_s, overhead_s} measured on this machine) sizes trials until the run
     has measured its own.
@@ -111,8 +112,11 @@ def start_run(task: str, budget: str | float | None, *, slots: int = 2, seed: in
     # Built beside its final place and renamed into it once the settings are recorded: a run
     # killed while being created leaves no directory that `resume` could not continue.
     building = path.with_name(f".{path.name}.creating-{os.getpid()}")
+    from ._protocols import guard_policy
+
+    guards = guard_policy(environment) if environment else None
     expos = ExpOS.create(building, task, budget=Budget(wall_seconds=budget_s, max_train_steps=max_train_steps),
-                         eval_limit=eval_limit, final_limit=final_limit, key_dir=key_dir)
+                         eval_limit=eval_limit, final_limit=final_limit, key_dir=key_dir, guards=guards)
     try:
         expos.record(ORCHESTRA, OrchestraStart(
             version=1, task=task, budget_s=budget_s, slots=slots, seed=seed, main=main, reviewer=reviewer,

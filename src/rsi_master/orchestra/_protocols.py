@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ._graph import ResearchGraph
 
 __all__ = ["MAINS", "REVIEWERS", "WORKERS", "BudgetEnd", "MainAgent", "MainContext", "NodeContext", "ReviewerAgent",
-           "WorkerAgent", "environment", "main_agent", "resolve", "reviewer_agent", "worker_agent"]
+           "WorkerAgent", "environment", "guard_policy", "main_agent", "resolve", "reviewer_agent", "worker_agent"]
 
 
 class BudgetEnd(Exception):
@@ -132,16 +132,34 @@ def main_agent(name: str) -> Callable[[Any], Any]:
     return _register(MAINS, name)
 
 
-def environment(expos: "ExpOS") -> "ExpOS":
-    """The door the run's agents act through. ExpOS itself unless `orchestra.start` names
-    another environment (`package.module:Class`, an ExpOS subclass built from the same run
-    directory and contract): the bench's unguarded workspace is one. Scheduler, slot
-    processes and harness all open the run through this, so one run has one door."""
-    from ..events import OrchestraStart, typed
+def guard_policy(name: str) -> Any:
+    """The guard policy a run's `orchestra.start` names (`package.module:Class`, a subclass of
+    `expos.Unguarded`: the bench's workspace), made by the harness's code."""
+    from ..errors import RsiMasterError
+    from ..expos import Unguarded
 
-    starts = expos.own_events("orchestra.start")
-    name = typed(starts[0], OrchestraStart).payload.environment if starts else None
-    if not name:
+    try:
+        cls = resolve({}, name)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise RsiMasterError(f"unknown environment {name!r}: {exc}") from None
+    if not (isinstance(cls, type) and issubclass(cls, Unguarded)):
+        raise RsiMasterError(f"environment {name!r} is not a guard policy (a subclass of expos.Unguarded)")
+    return cls()
+
+
+def environment(expos: "ExpOS") -> "ExpOS":
+    """The door the run's agents act through: the session with the guard policy the run was
+    created with. Strict unless the run's contract is unguarded; then the policy class its
+    `orchestra.start` names (`environment`), or plain `Unguarded`. Scheduler, slot processes
+    and harness all open the run through this, so one run has one door and one policy."""
+    from ..events import OrchestraStart, payload_of
+    from ..expos import ExpOS, Unguarded
+
+    if expos.contract.guards == "strict":
         return expos
-    cls = resolve({}, name)
-    return cls(expos.run, expos.contract)  # type: ignore[no-any-return]
+    starts = expos.own_events("orchestra.start")
+    name = payload_of(starts[0], OrchestraStart).environment if starts else None
+    policy = guard_policy(name) if name else Unguarded()
+    session = ExpOS(expos.run, expos.contract, guards=policy)
+    policy.prepare(session)
+    return session

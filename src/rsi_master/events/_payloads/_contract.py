@@ -3,7 +3,7 @@ event (`contract.freeze`). Lives with the event payloads because it is one; `exp
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -59,6 +59,9 @@ class TaskContract(Payload):
         default=None, pattern=r"^[0-9a-f]{64}$",
         description="SHA-256 commitment to the seal secret the protected splits are drawn from (v2); the secret "
                     "itself stays in the operator key directory. None in v1 contracts (the public seed).")
+    guards: Literal["strict", "unguarded"] = Field(
+        default="strict", description="The door's guard policy for this run: `strict` (refuse and record) or "
+                                      "`unguarded` (the bench's no-ExpOS ablation: refusals waived, calls logged).")
 
     @model_validator(mode="after")
     def _seal_matches_version(self) -> "TaskContract":

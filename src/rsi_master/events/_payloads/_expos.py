@@ -67,8 +67,9 @@ class Contamination(Record):
     """The contamination gate's report on a dataset's rows."""
 
     verdict: Literal["clean", "flagged", "failed", "unchecked"] = Field(
-        description="clean, flagged (a person should look), failed (never registered) or unchecked (the bench's "
-                    "unguarded workspace).")
+        description="clean, flagged (a person should look), failed (never registered under the Strict guard "
+                    "policy; registered under Unguarded, the gate's refusal waived) or unchecked (bench runs from "
+                    "before the one door).")
     index: str | None = Field(default=None, description="Digest of the protected-item index checked against.")
     fails: int | None = Field(default=None, description="Rows that failed the gate.")
     flags: int | None = Field(default=None, description="Rows flagged by the gate.")
@@ -214,8 +215,8 @@ class WorkerFinalize(Payload):
     candidates: list[str] = Field(description="Experiment ids put forward as submissions.")
     recipe: Recipe | None = Field(default=None, description="What the Worker's best experiment did (absent: none "
                                                             "completed, or a schema v1 record).")
-    ledger_facts: LedgerFacts | None = Field(default=None, description="ExpOS's own account (absent in the bench's "
-                                                                       "unguarded workspace).")
+    ledger_facts: LedgerFacts | None = Field(default=None, description="ExpOS's own account (absent in bench runs "
+                                                                       "from before the one door).")
 
 
 @kind("review.request")

@@ -93,7 +93,8 @@ class OrchestraStart(Payload):
     pid: int | None = Field(default=None, description="Process id of the harness.")
     grace_s: float | None = Field(default=None, description="Seconds nodes get after the budget to finalize "
                                                             "(absent: max(20, 10% of the budget)).")
-    environment: str | None = Field(default=None, description="ExpOS subclass the agents act through (the bench).")
+    environment: str | None = Field(default=None, description="The unguarded guard policy class the agents act "
+                                                              "through (the bench's no-ExpOS ablation).")
     agent_settings: dict[str, Any] | None = Field(default=None, description="JSON settings for agents that read "
                                                                             "their configuration from the run.")
     timing_prior: dict[str, float] | None = Field(default=None, description="{step_s, overhead_s} measured on this "

@@ -1,0 +1,199 @@
+"""The experiment service: train from a parent on a registered dataset, record the
+experiment, evaluate it on `dev`. One implementation for every guard policy: each guard is
+asked through `expos.guard`, which refuses under `Strict` and lets the call go on under
+`Unguarded`; the records an honest experiment leaves are the same under both."""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from ..events import DataCheck, ExperimentFinish, ExperimentStart, Measured
+from ._contamination_gate import check_rows
+from ._errors import ToolInvalid, ToolRefused
+from ._state import experiment_id, load_state
+from ._taxonomy import Subcategory
+
+__all__ = ["ExperimentResult", "adopt_checkpoint", "measured_dataset", "rows_of", "run_experiment"]
+
+
+class ExperimentResult(BaseModel):
+    experiment_id: str
+    status: Literal["completed", "failed"]
+    dev_score: float | None = Field(description="Aggregate score on `dev` (no per-sample detail).")
+    steps: int | None = None
+    train_seconds: float | None = Field(default=None, description="Seconds in the training loop (the rest of "
+                                                                   "the call is start-up and the dev evaluation).")
+    checkpoint: str | None = None
+    error: str | None = None
+
+
+def measured_dataset(expos, digest: str) -> bytes:
+    """A registered dataset's bytes, read once and refused unless they hash to its digest."""
+    from ..errors import ArtifactError
+
+    try:
+        return expos.run.store.read_bytes(digest)
+    except ArtifactError as exc:
+        raise ToolRefused(f"dataset {digest[:12]} was modified on disk after registration ({exc})",
+                          Subcategory.DATA_PROVENANCE) from None
+
+
+def rows_of(data: bytes) -> list[dict[str, Any]]:
+    from ..runtime import parse_jsonl
+
+    return parse_jsonl(data, "dataset")
+
+
+def _steps(spec, n_rows: int) -> int:
+    if spec.max_steps is not None:
+        return spec.max_steps
+    return math.ceil(n_rows * spec.epochs / spec.batch_size)
+
+
+def _parent(expos, caller, st, parent: str) -> tuple[str, str]:
+    """(parent checkpoint digest, lineage note); a checkpoint outside the caller's lineage is a guard's."""
+    if parent == "base":
+        return expos.contract.base_model_artifact, "base"
+    x = st.experiments.get(parent)
+    if x is None or x.status != "completed" or not x.checkpoint:
+        raise ToolRefused(f"{parent} is not a completed experiment of this run", Subcategory.WEIGHT_PROVENANCE)
+    if x.owner != caller.id and x.owner not in st.predecessors(caller.id):
+        expos.guard(f"{parent} belongs to {x.owner}, outside {caller.id}'s lineage", Subcategory.WEIGHT_PROVENANCE)
+    return x.checkpoint, parent
+
+
+def _intact(expos, digest: str) -> bool:
+    from ._evaluation import measured_digest
+
+    return measured_digest(expos, digest) == digest
+
+
+def _kept(expos, tmp) -> list[dict[str, str]]:
+    """Whatever a stopped run left (config, partial log), stored as evidence."""
+    return [{"digest": expos.run.store.put_file(f, move=True), "role": "output", "name": f.stem}
+            for f in (tmp / "out" / "train_config.json", tmp / "out" / "train_log.jsonl") if f.is_file()]
+
+
+def _refuse_started(expos, caller, exp_id: str, tmp, inputs, reason: str, sub: Subcategory) -> None:
+    """A guard on a started experiment whose inputs were not the measured ones: under a policy
+    that refuses, close it as failed and refuse; under one that waives, go on."""
+    refusal = ToolRefused(f"{exp_id}: {reason}; nothing was recorded as trained", sub)
+    if expos.guards.waives(refusal):
+        return
+    expos.record(caller, ExperimentFinish(experiment_id=exp_id, status="failed",
+                                          error=f"refused ({sub.value}): {reason}"[:500]), inputs + _kept(expos, tmp))
+    raise refusal
+
+
+def run_experiment(expos, caller, *, parent: str, dataset: str, method: str,
+                   config: dict[str, Any]) -> ExperimentResult:
+    """Train from `parent` (`base` or an experiment id) on a registered dataset, then evaluate on `dev`."""
+    from ..runtime import InputChangedError, InvalidParameterError, make_spec, train
+
+    c = expos.contract
+    st = load_state(expos)
+    if len(st.experiments) >= c.budget.max_experiments:
+        expos.guard(f"experiment budget spent ({c.budget.max_experiments})")
+    if method not in c.allowed_methods:
+        expos.guard(f"method {method} is not allowed by the contract")
+    ds = st.datasets.get(dataset)
+    if ds is None:
+        expos.guard(f"dataset {dataset[:12]} was never registered", Subcategory.DATA_PROVENANCE)
+    elif ds.verdict not in ("clean", "flagged"):
+        expos.guard(f"dataset {dataset[:12]} is {ds.verdict}", Subcategory.DATA_PROVENANCE)
+    parent_ckpt, parent = _parent(expos, caller, st, parent)
+    try:
+        spec = make_spec(**{**config, "method": method, "task": c.task})
+    except InvalidParameterError as exc:
+        raise ToolInvalid(str(exc)) from None
+    if ds is not None and _steps(spec, ds.n_rows) > c.budget.max_train_steps:
+        expos.guard(f"{_steps(spec, ds.n_rows)} steps exceed the contract's {c.budget.max_train_steps}")
+    # The second gate: the bytes checked are read once and must be the registered ones.
+    # Training reads its own copy and reports the digest of what it read, which must be
+    # this one: equal digests, equal bytes, whatever happens to the store in between.
+    recheck = check_rows(expos.protected_task(), rows_of(measured_dataset(expos, dataset)))
+    expos.record(caller, DataCheck(dataset_checked=dataset, gate="before_training", **recheck),
+                 [{"digest": dataset, "role": "input", "name": "dataset"}])
+    if recheck["verdict"] == "failed":
+        expos.guard(f"dataset {dataset[:12]} overlaps protected items", Subcategory.DATA_PROVENANCE)
+    if not _intact(expos, parent_ckpt):  # early: nothing starts from a tampered parent
+        expos.guard(f"parent checkpoint {parent_ckpt[:12]} was modified on disk", Subcategory.WEIGHT_PROVENANCE)
+
+    inputs = [{"digest": parent_ckpt, "role": "input", "name": "parent"},
+              {"digest": dataset, "role": "input", "name": "dataset"}]
+    start = expos.record(caller, ExperimentStart(parent=parent, parent_checkpoint=parent_ckpt, dataset=dataset,
+                                                 method=method, spec=spec.model_dump(mode="json")), inputs)
+    exp_id = experiment_id(start.seq)
+    store = expos.run.store
+    tmp = expos.scratch()
+    try:
+        try:
+            res = train(store.path(dataset), tmp / "out", spec, parent=store.path(parent_ckpt))
+        except InputChangedError as exc:
+            _refuse_started(expos, caller, exp_id, tmp, inputs, str(exc), Subcategory.WEIGHT_PROVENANCE)
+            return _failed(expos, caller, exp_id, tmp, inputs, exc)
+        except Exception as exc:  # the runtime's failure is recorded, never hidden
+            return _failed(expos, caller, exp_id, tmp, inputs, exc)
+        if res.parent_digest != parent_ckpt:
+            _refuse_started(expos, caller, exp_id, tmp, inputs, f"training loaded parent bytes measuring "
+                            f"{res.parent_digest}, not {parent_ckpt}", Subcategory.WEIGHT_PROVENANCE)
+        if res.data_digest != dataset:
+            _refuse_started(expos, caller, exp_id, tmp, inputs, f"training read data measuring {res.data_digest}, "
+                            f"not the checked {dataset}", Subcategory.DATA_PROVENANCE)
+        ckpt = store.put_dir(res.checkpoint_dir, move=True)
+        if ckpt != res.checkpoint_digest:  # written to between the trainer's save and the store
+            _refuse_started(expos, caller, exp_id, tmp, inputs, f"the trained checkpoint measured "
+                            f"{res.checkpoint_digest} when saved and {ckpt} when stored",
+                            Subcategory.WEIGHT_PROVENANCE)
+        config_digest = store.put_file(res.config_path, move=True)
+        log = store.put_file(res.log_path, move=True)
+        expos.record(caller, ExperimentFinish(
+            experiment_id=exp_id, status="completed", checkpoint=ckpt, steps=res.steps,
+            final_loss=res.final_loss, train_seconds=round(res.train_seconds, 3),
+            # Measured by the runtime on the bytes it trained from (equal to the start's by the checks above).
+            measured=Measured(parent_checkpoint=res.parent_digest, dataset=res.data_digest),
+        ), inputs + [{"digest": ckpt, "role": "output", "name": "checkpoint"},
+                     {"digest": config_digest, "role": "output", "name": "train_config"},
+                     {"digest": log, "role": "output", "name": "train_log"}])
+    finally:
+        expos.drop_scratch(tmp)
+    rec = expos.evaluate(caller, exp_id, ckpt, "dev")
+    return ExperimentResult(experiment_id=exp_id, status="completed", dev_score=rec.payload.score, steps=res.steps,
+                            train_seconds=round(res.train_seconds, 3), checkpoint=ckpt)
+
+
+def _failed(expos, caller, exp_id: str, tmp, inputs, exc: BaseException) -> ExperimentResult:
+    msg = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+    expos.record(caller, ExperimentFinish(experiment_id=exp_id, status="failed", error=msg),
+                 inputs + _kept(expos, tmp))
+    return ExperimentResult(experiment_id=exp_id, status="failed", dev_score=None, error=msg)
+
+
+def adopt_checkpoint(expos, caller, source: Path, origin: str, note: str) -> ExperimentResult:
+    """Bring a checkpoint directory trained elsewhere into the run as the caller's experiment
+    (only a policy that waives the weight-provenance guard gets here), then evaluate it on `dev`.
+    `origin` is recorded in the experiment's spec; the copy holds `note` in a file (`COPIED_FROM`),
+    so it has a digest of its own and its evaluations are not counted against the original's."""
+    tmp = expos.scratch()
+    try:
+        shutil.copytree(source, tmp / "ckpt")
+        for p in (tmp / "ckpt").rglob("*"):
+            p.chmod(0o755 if p.is_dir() else 0o644)
+        (tmp / "ckpt").chmod(0o755)
+        (tmp / "ckpt" / "COPIED_FROM").write_text(f"{note}\n")
+        ckpt = expos.run.store.put_dir(tmp / "ckpt", move=True)
+    finally:
+        expos.drop_scratch(tmp)
+    start = expos.record(caller, ExperimentStart(parent="foreign", parent_checkpoint=ckpt, dataset="",
+                                                 method="copy", spec={"copied_from": origin}))
+    xid = experiment_id(start.seq)
+    expos.record(caller, ExperimentFinish(experiment_id=xid, status="completed", checkpoint=ckpt, steps=0),
+                 [{"digest": ckpt, "role": "output", "name": "checkpoint"}])
+    rec = expos.evaluate(caller, xid, ckpt, "dev")
+    return ExperimentResult(experiment_id=xid, status="completed", dev_score=rec.payload.score, steps=0,
+                            checkpoint=ckpt)
