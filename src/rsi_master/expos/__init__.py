@@ -10,9 +10,10 @@ from ._contract import Budget, EvaluatorSpec, TaskContract
 from ._errors import ToolError, ToolFailed, ToolInvalid, ToolRefused
 from ._evaluation import evaluate_experiment
 from ._graph import by_worker, checkpoint_lineage, evidence, lineage
+from ._projection import Part, Projection, parse_ts, register_part
 from ._registry import ROLES, TOOLS, Tool, llm_tool_schemas, tools_for
 from ._session import OVERRIDE_KEYS, Caller, ExpOS
-from ._state import State, load_state
+from ._state import Decision, ReviewerNode, State, WorkerRecord, load_state
 from ._taxonomy import GROUPS, SUBCATEGORIES, Observation, Subcategory
 
 __all__ = [
@@ -24,10 +25,14 @@ __all__ = [
     "AuditReport",
     "Budget",
     "Caller",
+    "Decision",
     "EvaluatorSpec",
     "ExpOS",
     "Finding",
     "Observation",
+    "Part",
+    "Projection",
+    "ReviewerNode",
     "State",
     "SubmissionAudit",
     "Subcategory",
@@ -37,6 +42,7 @@ __all__ = [
     "ToolFailed",
     "ToolInvalid",
     "ToolRefused",
+    "WorkerRecord",
     "audit",
     "by_worker",
     "checkpoint_lineage",
@@ -45,5 +51,7 @@ __all__ = [
     "lineage",
     "llm_tool_schemas",
     "load_state",
+    "parse_ts",
+    "register_part",
     "tools_for",
 ]

@@ -1,4 +1,4 @@
-"""An ExpOS session over one run directory: the contract, the state derived from the
+"""An ExpOS session over one run directory: the contract, the state projected from the
 ledger, and `call`, the single door through which every agent action passes."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from ..ledger import Event, KeyDir
 from ..rundir import RunDir
 from ._contract import CONTRACT_KIND, CONTRACT_VERSION, Budget, EvaluatorSpec, TaskContract
 from ._errors import ToolError, ToolFailed, ToolInvalid, ToolRefused
+from ._projection import Projection
 from ._registry import ROLES, TOOLS, _load
 from ._taxonomy import Subcategory
 
@@ -72,6 +73,7 @@ class ExpOS:
         self.run = run
         self.contract = contract
         self._seal_key: SealKey | None = None
+        self._projection: Projection | None = None
         _load()
 
     # -- lifecycle -------------------------------------------------------------------
@@ -221,6 +223,15 @@ class ExpOS:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # -- the projection ----------------------------------------------------------------
+    def projection(self) -> Projection:
+        """This session's one projection of the ledger, advanced to its last event (written by
+        this process or any other). Folded in full at the first call, from new events after."""
+        if self._projection is None:
+            self._projection = Projection(self.run.ledger)
+        self._projection.advance()
+        return self._projection
+
     # -- recording -------------------------------------------------------------------
     def record(self, caller: Caller | dict[str, str], kind: str, payload: dict[str, Any],
                artifacts: list[dict[str, str]] = ()) -> Event:  # type: ignore[assignment]
@@ -313,6 +324,7 @@ class ExpOS:
             msg = f"invalid input for {tool.name}: {where}: {err['msg']}"
             self.record(caller, "tool.invalid", {"tool": tool.name, "reason": msg})
             raise ToolInvalid(msg) from None
+        self.projection()  # the tool reads the ledger as it is now, other processes' events included
         try:
             result = tool.impl(self, caller, inp)
         except ToolRefused as exc:

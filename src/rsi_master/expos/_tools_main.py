@@ -36,10 +36,10 @@ def graph_read(expos, caller, inp: GraphInput) -> GraphView:
              "eval_seqs": {e.split: e.seq for e in x.evals if e.split != "final"},
              "config": {k: x.spec.get(k) for k in ("batch_size", "max_steps", "learning_rate")}}
             for x in st.experiments.values()]
-    workers = [{**w, "finalized": w["worker_id"] in st.finalized,
-                "summary": st.finalized.get(w["worker_id"], {}).get("summary")} for w in st.workers.values()]
-    return GraphView(workers=workers, reviews=st.reviews, experiments=exps,
-                     decisions=len(expos.events("decision.record")))
+    workers = [{"worker_id": w.id, "task": w.task, "direction": w.direction, "predecessors": w.predecessors,
+                "finalized": w.id in st.finalized, "summary": st.finalized.get(w.id, {}).get("summary")}
+               for w in st.workers.values()]
+    return GraphView(workers=workers, reviews=st.reviews, experiments=exps, decisions=len(st.decisions))
 
 
 class AddWorkerInput(_In):

@@ -28,6 +28,7 @@ from ._merkle import (
     verify_consistency,
     verify_inclusion,
 )
+from ._rows import Row, hash_at, rows_since
 from ._store import Ledger, utc_now
 from ._verify import LedgerReport, Problem, verify_ledger
 
@@ -47,6 +48,7 @@ __all__ = [
     "Ledger",
     "LedgerReport",
     "Problem",
+    "Row",
     "RunRecord",
     "SignedCheckpoint",
     "Signer",
@@ -56,6 +58,7 @@ __all__ = [
     "consistency_proof_extending",
     "default_key_dir",
     "event_leaf",
+    "hash_at",
     "inclusion_proof",
     "key_id",
     "leaf_hash",
@@ -64,6 +67,7 @@ __all__ = [
     "public_key_pem",
     "read_secret",
     "root",
+    "rows_since",
     "sha256_hex",
     "utc_now",
     "validate_draft",

@@ -5,28 +5,32 @@ Worker-to-Worker edges that carry context), Reviewer nodes from `review.request`
 (question and scope: the Worker-to-Reviewer edges). Finalizations, reviews, decisions
 and the scheduler's job records complete the picture. Nothing here is stored anywhere
 else, which is what lets `resume` rebuild a run after SIGKILL.
+
+Where it is folded: the nodes and decisions come from ExpOS tools, so ExpOS's projection
+folds them (expos sits below orchestra and cannot know orchestra's records); the
+scheduler's own records (`orchestra.*`) are folded by `OrchestraPart`, which this module
+registers with the projection. A `ResearchGraph` is a snapshot of both for an agent to
+read (and, for the Main, to extend while it decides): the live state is never handed out.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from ..expos import Decision, Projection, ReviewerNode, WorkerRecord, parse_ts, register_part
 from ._directions import Direction
 
 if TYPE_CHECKING:
     from ..expos import ExpOS
+    from ..ledger import Event
 
-__all__ = ["Decision", "Job", "ResearchGraph", "ReviewerNode", "WorkerNode", "load_graph", "parse_ts"]
+__all__ = ["Decision", "Job", "OrchestraPart", "ResearchGraph", "ReviewerNode", "WorkerNode", "load_graph",
+           "parse_ts", "snapshot"]
 
 ORCHESTRA = {"role": "harness", "id": "orchestra"}
 # Kinds only the harness writes: a row of one of these kinds by anyone else is not the harness's.
 HARNESS_KINDS = ("orchestra.", "harness.")
-
-
-def parse_ts(ts: str) -> float:
-    return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
 
 
 @dataclass
@@ -45,33 +49,6 @@ class WorkerNode:
 
 
 @dataclass
-class ReviewerNode:
-    id: str
-    seq: int
-    question: str
-    scope: list[str]
-    report_seq: int | None = None
-    report: dict[str, Any] | None = None
-
-    @property
-    def done(self) -> bool:
-        return self.report_seq is not None
-
-    @property
-    def cross_worker(self) -> bool:
-        return len(set(self.scope)) >= 2
-
-
-@dataclass
-class Decision:
-    seq: int
-    action: str
-    rationale: str
-    evidence: list[int]
-    detail: dict[str, Any]
-
-
-@dataclass
 class Job:
     """One run of a node in a slot, from the scheduler's records."""
 
@@ -82,6 +59,59 @@ class Job:
     start_ts: float
     end_ts: float | None = None
     status: str | None = None
+
+
+@register_part
+class OrchestraPart:
+    """The scheduler's records, folded as they come: sessions, jobs, stop, finish, interruptions."""
+
+    KINDS: ClassVar[frozenset[str]] = frozenset({
+        "orchestra.start", "orchestra.resume", "orchestra.job.start", "orchestra.job.end", "orchestra.interrupted",
+        "orchestra.abandon", "orchestra.stop", "orchestra.finish"})
+
+    def __init__(self) -> None:
+        self.sessions: list[tuple[int, float, dict[str, Any]]] = []  # (seq, ts, payload)
+        self.ts_before: dict[int, float] = {}  # session start seq -> timestamp of the event before it
+        self.jobs: list[Job] = []
+        self.open_jobs: dict[int, Job] = {}  # start seq -> job not yet ended
+        self.stopped: dict[str, Any] | None = None
+        self.finished: dict[str, Any] | None = None
+        self.interrupted: set[str] = set()
+        self.abandoned: set[str] = set()
+        self._directions: dict[tuple[str, int], Direction] = {}
+
+    def fold(self, e: "Event", prev_ts: str) -> None:
+        if e.actor.role != "harness":
+            return  # the harness reads its own records by author, never any event of the kind
+        p, k = e.payload, e.kind
+        if k in ("orchestra.start", "orchestra.resume"):
+            self.ts_before[e.seq] = parse_ts(prev_ts)
+            self.sessions.append((e.seq, parse_ts(e.ts), p))
+        elif k == "orchestra.job.start":
+            job = Job(p["node"], p["kind"], p["slot"], e.seq, parse_ts(e.ts))
+            self.jobs.append(job)
+            self.open_jobs[e.seq] = job
+        elif k == "orchestra.job.end":
+            job = self.open_jobs.pop(p["start_seq"], None) or next(
+                (j for j in self.jobs if j.start_seq == p["start_seq"]), None)
+            if job is not None:
+                job.end_ts, job.status = float(p.get("end_ts", parse_ts(e.ts))), p["status"]
+        elif k == "orchestra.interrupted":
+            self.interrupted |= set(p.get("experiments", []))
+        elif k == "orchestra.abandon":
+            self.abandoned.add(p["node"])
+        elif k == "orchestra.stop":
+            self.stopped = {**p, "seq": e.seq}
+        elif k == "orchestra.finish":
+            self.finished = {**p, "seq": e.seq}
+
+    def direction(self, node: WorkerRecord) -> Direction:
+        """A Worker's direction as orchestra reads it (validated once per node)."""
+        key = (node.id, node.seq)
+        d = self._directions.get(key)
+        if d is None:
+            d = self._directions[key] = Direction.model_validate(node.direction or {"family": "?"})
+        return d
 
 
 @dataclass
@@ -157,50 +187,23 @@ class ResearchGraph:
                 out |= {self.workers[w].direction.key() for w in r.scope if w in self.workers}
         return out
 
-    # Filled by load_graph: for each session start, the timestamp of the event before it.
+    # For each session start, the timestamp of the event before it.
     _ts_before: dict[int, float] = field(default_factory=dict)
 
 
+def snapshot(proj: Projection) -> ResearchGraph:
+    """The research graph as the projection has it now, in objects of the reader's own: a Main
+    may add the nodes it just recorded to it without touching the session's state."""
+    st, orc = proj.state, proj.part(OrchestraPart)
+    return ResearchGraph(
+        workers={w.id: WorkerNode(w.id, w.seq, w.task, orc.direction(w), list(w.predecessors), w.finalize_seq,
+                                  w.finalize) for w in st.workers.values()},
+        reviewers={r.id: replace(r, scope=list(r.scope)) for r in st.reviewers.values()},
+        decisions=list(st.decisions), jobs=[replace(j) for j in orc.jobs], sessions=list(orc.sessions),
+        stopped=orc.stopped, finished=orc.finished, interrupted_experiments=set(orc.interrupted),
+        last_ts=proj.last_ts, size=proj.size, _ts_before=dict(orc.ts_before))
+
+
 def load_graph(expos: "ExpOS") -> ResearchGraph:
-    g = ResearchGraph()
-    prev_ts = 0.0
-    for e in expos.run.ledger.events():
-        ts = parse_ts(e.ts)
-        p = e.payload
-        k = e.kind
-        if k.startswith(HARNESS_KINDS) and e.actor.role != "harness":
-            continue  # the harness reads its own records by author, never any event of the kind
-        if k == "worker.add":
-            g.workers[p["worker_id"]] = WorkerNode(p["worker_id"], e.seq, p["task"],
-                                                   Direction.model_validate(p.get("direction") or {"family": "?"}),
-                                                   list(p.get("predecessors", [])))
-        elif k == "worker.finalize" and e.actor.id in g.workers:
-            g.workers[e.actor.id].finalize_seq = e.seq
-            g.workers[e.actor.id].finalize = p
-        elif k == "review.request":
-            g.reviewers[p["reviewer_id"]] = ReviewerNode(p["reviewer_id"], e.seq, p["question"], list(p["scope"]))
-        elif k == "review.submit" and e.actor.id in g.reviewers:
-            g.reviewers[e.actor.id].report_seq = e.seq
-            g.reviewers[e.actor.id].report = p
-        elif k == "decision.record":
-            g.decisions.append(Decision(e.seq, p["action"], p["rationale"], list(p.get("evidence", [])),
-                                        dict(p.get("detail", {}))))
-        elif k in ("orchestra.start", "orchestra.resume"):
-            g._ts_before[e.seq] = prev_ts
-            g.sessions.append((e.seq, ts, p))
-        elif k == "orchestra.job.start":
-            g.jobs.append(Job(p["node"], p["kind"], p["slot"], e.seq, ts))
-        elif k == "orchestra.job.end":
-            for j in g.jobs:
-                if j.start_seq == p["start_seq"]:
-                    j.end_ts, j.status = float(p.get("end_ts", ts)), p["status"]
-        elif k == "orchestra.interrupted":
-            g.interrupted_experiments |= set(p.get("experiments", []))
-        elif k == "orchestra.stop":
-            g.stopped = {**p, "seq": e.seq}
-        elif k == "orchestra.finish":
-            g.finished = {**p, "seq": e.seq}
-        prev_ts = ts
-        g.size = e.seq + 1
-    g.last_ts = prev_ts
-    return g
+    """The research graph up to the ledger's last event (the session's projection, advanced)."""
+    return snapshot(expos.projection())

@@ -36,31 +36,18 @@ def node_brief(expos: Any, graph: Any, kind: str, node: str) -> dict[str, Any]:
 def run_timing(expos: Any) -> dict[str, float]:
     """Seconds per optimizer step, per training example and per trial overhead measured on this machine in this run
     (any Worker's finished experiments: how fast the machine is, not how well anyone did)."""
-    from ._graph import parse_ts
-
-    starts: dict[str, float] = {}
-    batch: dict[str, int] = {}
     per_step = []
     per_example = []
     overhead = []
-    for e in expos.run.ledger.events(kinds=("experiment.start", "experiment.finish", "eval.record")):
-        p = e.payload
-        if e.kind == "experiment.start":
-            from ..expos._state import experiment_id
-
-            starts[experiment_id(e.seq)] = parse_ts(e.ts)
-            bs = (p.get("spec") or {}).get("batch_size")
+    for x in expos.projection().state.experiments.values():
+        bs = x.spec.get("batch_size") if isinstance(x.spec, dict) else None
+        start = x.start_ts
+        if x.status == "completed" and x.steps and x.train_seconds is not None:
+            per_step.append(float(x.train_seconds) / int(x.steps))
             if isinstance(bs, int) and bs > 0:
-                batch[experiment_id(e.seq)] = bs
-        elif e.kind == "experiment.finish" and p.get("status") == "completed" and p.get("steps"):
-            if p.get("train_seconds") is not None:
-                per_step.append(float(p["train_seconds"]) / int(p["steps"]))
-                if p["experiment_id"] in batch:
-                    per_example.append(float(p["train_seconds"]) / (int(p["steps"]) * batch[p["experiment_id"]]))
-                if p["experiment_id"] in starts:
-                    starts[p["experiment_id"]] += float(p["train_seconds"])  # what is left is overhead
-        elif e.kind == "eval.record" and p.get("split") == "dev" and p.get("experiment_id") in starts:
-            overhead.append(parse_ts(e.ts) - starts[p["experiment_id"]])
+                per_example.append(float(x.train_seconds) / (int(x.steps) * bs))
+            start += float(x.train_seconds)  # what is left is overhead
+        overhead += [e.ts - start for e in x.evals if e.split == "dev"]
     out: dict[str, float] = {}
     if per_step:
         out["step_s"] = sorted(per_step)[len(per_step) // 2]
