@@ -201,12 +201,13 @@ class Projection:
         """Timestamp of the last event folded (0.0 before any)."""
         return parse_ts(self._last_ts)
 
-    def advance(self) -> int:
-        """Fold the events appended since the last call (by anyone); returns how many."""
+    def advance(self, until: int | None = None) -> int:
+        """Fold the events appended since the last call (by anyone), or those before `until`;
+        returns how many."""
         if self.size and hash_at(self.ledger, self.size - 1) != self._tip:
             raise LedgerError(f"{self.ledger.path}: event {self.size - 1} is no longer the one this session read "
                               "(the ledger was rewritten or rolled back under it); refusing to read on")
-        rows = rows_since(self.ledger, self.size)
+        rows = rows_since(self.ledger, self.size, until)
         self.rows_read += len(rows)
         for row in rows:
             if row.seq != self.size or row.prev_hash != self._tip:
@@ -247,7 +248,9 @@ class Projection:
         self._parts[type(part)] = part
         if catch_up and self.size:
             prev = ""
-            for row in rows_since(self.ledger, 0)[: self.size]:
+            rows = rows_since(self.ledger, 0, self.size)
+            self.rows_read += len(rows)
+            for row in rows:
                 if row.kind in part.KINDS:
                     part.fold(row.event(), prev)
                 prev = row.ts

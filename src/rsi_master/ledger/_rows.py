@@ -31,11 +31,16 @@ class Row(NamedTuple):
         return Event.from_body(self.body, self.hash)
 
 
-def rows_since(ledger: "Ledger", since: int) -> list[Row]:
-    """Every row with `seq >= since`, in order, read in one statement (one snapshot: rows
-    other processes commit meanwhile are in the next call's answer)."""
-    cur = ledger.connection.execute(
-        "SELECT seq, kind, ts, prev_hash, hash, body FROM events WHERE seq >= ? ORDER BY seq", (since,))
+def rows_since(ledger: "Ledger", since: int, until: int | None = None) -> list[Row]:
+    """Every row with `since <= seq` (and `seq < until`), in order, read in one statement (one
+    snapshot: rows other processes commit meanwhile are in the next call's answer)."""
+    if until is None:
+        cur = ledger.connection.execute(
+            "SELECT seq, kind, ts, prev_hash, hash, body FROM events WHERE seq >= ? ORDER BY seq", (since,))
+    else:
+        cur = ledger.connection.execute(
+            "SELECT seq, kind, ts, prev_hash, hash, body FROM events WHERE seq >= ? AND seq < ? ORDER BY seq",
+            (since, until))
     return [Row(*r) for r in cur]
 
 

@@ -1,0 +1,141 @@
+"""The projection: folded once, then from new events only, and the same state either way."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+from rsi_master.errors import LedgerError
+from rsi_master.expos import Projection, load_state
+from rsi_master.orchestra import load_graph
+from rsi_master.orchestra._graph import ORCHESTRA, OrchestraPart
+from tests.expos.honest import MAIN, build_honest
+
+
+@pytest.fixture(scope="module")
+def honest(tmp_path_factory):
+    return build_honest(tmp_path_factory.mktemp("honest"))
+
+
+@pytest.fixture
+def run(honest, tmp_path):
+    """A copy of the honest run, with a scheduler's records on top (sessions, jobs, an interruption)."""
+    x = honest.copy(tmp_path / "run")
+    start = x.record(ORCHESTRA, "orchestra.start", {"version": 1, "task": "arithmetic", "budget_s": 100.0,
+                                                     "slots": 2, "seed": 0, "main": "policy"})
+    job = x.record(ORCHESTRA, "orchestra.job.start", {"node": "w1", "kind": "worker", "slot": 0, "deadline": 1e10})
+    x.record(ORCHESTRA, "orchestra.job.start", {"node": "w2", "kind": "worker", "slot": 1, "deadline": 1e10})
+    x.record(ORCHESTRA, "orchestra.job.end", {"start_seq": job.seq, "node": "w1", "status": "done", "exitcode": 0,
+                                              "end_ts": 2e9, "seconds": 1.0})
+    x.record(ORCHESTRA, "orchestra.resume", {"slots": 2, "pid": 1})
+    x.record(ORCHESTRA, "orchestra.interrupted", {"experiments": [honest.exp2], "reason": "test"})
+    x.record({"role": "worker", "id": "w1"}, "orchestra.stop", {"reason": "forged: not the harness's"})
+    assert start.seq > 0
+    yield x
+    x.close()
+
+
+def _dump(proj: Projection) -> dict:
+    orc = proj.part(OrchestraPart)
+    return {"state": dataclasses.asdict(proj.state), "size": proj.size, "last_ts": proj.last_ts,
+            "orchestra": {k: v for k, v in vars(orc).items() if not k.startswith("_")}}
+
+
+def test_folding_in_random_chunks_gives_the_state_of_one_fold(run):
+    whole = Projection(run.run.ledger)
+    whole.advance()
+    assert whole.size == run.run.ledger.size() and whole.unreadable == []
+    st = whole.state
+    # What the run holds, so that the comparison below compares something.
+    assert len(st.experiments) == 2 and len(st.workers) == 2 and len(st.reviewers) == 1 and st.decisions
+    assert st.submissions and st.nominations and st.reviews and st.workers["w2"].done
+    assert len(whole.part(OrchestraPart).sessions) == 2 and whole.part(OrchestraPart).stopped is None
+    for seed in range(5):
+        rng = random.Random(seed)
+        chunked = Projection(run.run.ledger)
+        while chunked.size < whole.size:
+            chunked.advance(until=chunked.size + rng.randint(1, 12))
+        assert _dump(chunked) == _dump(whole)
+
+
+def test_a_part_attached_late_catches_up(run):
+    import rsi_master.expos._projection as projection
+
+    registered = list(projection._PARTS)
+    projection._PARTS.clear()  # a process that made its projection before importing orchestra
+    try:
+        late = Projection(run.run.ledger)
+        late.advance()
+        assert OrchestraPart not in late._parts
+    finally:
+        projection._PARTS[:] = registered
+    whole = Projection(run.run.ledger)
+    whole.advance()
+    assert _dump(late) == _dump(whole)
+
+
+def test_advance_takes_in_events_another_process_appended(run):
+    st = load_state(run)
+    assert "w9" not in st.workers
+    code = ("import sys; from rsi_master.expos import Caller, ExpOS\n"
+            "with ExpOS.open(sys.argv[1]) as x:\n"
+            "    x.call(Caller('main', 'main'), 'worker.add', {'worker_id': 'w9', 'task': 'from elsewhere'})\n")
+    subprocess.run([sys.executable, "-c", code, str(run.run.path)], check=True, timeout=120)
+    assert load_state(run).workers["w9"].task == "from elsewhere"
+    assert load_graph(run).pending() == [("worker", "w9")]
+    assert run.projection().size == run.run.ledger.size()
+
+
+def test_a_poll_with_no_new_events_reads_no_rows(run):
+    proj = run.projection()
+    read = proj.rows_read
+    for _ in range(3):
+        assert proj.advance() == 0
+    load_state(run)
+    load_graph(run)
+    assert proj.rows_read == read
+    run.call(MAIN, "graph.read")  # one tool call: its own tool.call record is the one new row
+    assert run.projection().rows_read == read + 1
+
+
+def test_one_projection_per_session_and_state_is_shared(run):
+    assert load_state(run) is load_state(run) is run.projection().state
+    g1, g2 = load_graph(run), load_graph(run)
+    assert g1 is not g2 and g1.workers is not g2.workers  # snapshots: a Main may add to its own
+    g1.workers.clear()
+    assert set(load_graph(run).workers) == {"w1", "w2"}
+
+
+def test_a_rewritten_history_is_refused_not_read(run):
+    proj = run.projection()
+    last = proj.size - 1
+    with sqlite3.connect(run.run.path / "ledger.db") as conn:
+        conn.execute("DROP TRIGGER events_no_update")
+        conn.execute("UPDATE events SET hash = ? WHERE seq = ?", ("f" * 64, last))
+    with pytest.raises(LedgerError, match="no longer the one this session read"):
+        proj.advance()
+
+
+def test_vouching_covers_every_event_the_projection_read(run):
+    proj = run.projection()
+    assert proj.vouch() == proj.size
+    # A row appended around the key (a recomputed chain): folded like any row, but vouching refuses it.
+    from rsi_master.ledger._event import EventDraft, seal
+
+    with sqlite3.connect(run.run.path / "ledger.db", isolation_level=None) as conn:
+        seq, prev = conn.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
+        draft = EventDraft.model_validate({"kind": "candidate.nominate", "actor": {"role": "main", "id": "main"},
+                                           "payload": {"experiment_id": "exp-99999"}})
+        event, body = seal(draft, seq=seq + 1, ts="2030-01-01T00:00:00.000000Z", prev_hash=prev)
+        conn.execute("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                     (seq + 1, prev, event.hash, event.kind, "main", "main", event.ts, body))
+    assert proj.advance() == 1
+    with pytest.raises(LedgerError, match="not covered by the signed head"):
+        proj.vouch()
+    with pytest.raises(LedgerError, match="not covered by the signed head"):  # nor signs them on close
+        run.close()
