@@ -352,12 +352,12 @@ class PolicyMain:
         """From one graph view: experiment -> (review score, eval record seq), and experiment ->
         (parent, training config) for `lineage_examples`."""
         view = ctx.call("graph.read")
+        experiments = ctx.expos.projection().state.experiments
         out = {}
         for x in view.experiments:
             if x.get("review_score") is not None:
-                seq = next((e.seq for e in ctx.expos.events("eval.record")
-                            if e.payload.get("experiment_id") == x["experiment_id"]
-                            and e.payload.get("split") == "review"), 0)
+                evals = experiments[x["experiment_id"]].evals if x["experiment_id"] in experiments else []
+                seq = next((e.seq for e in evals if e.split == "review"), 0)
                 out[x["experiment_id"]] = (float(x["review_score"]), seq)
         trained = {x["experiment_id"]: (x["parent"], x.get("config") or {}) for x in view.experiments}
         return out, trained
