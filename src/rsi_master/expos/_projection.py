@@ -232,7 +232,7 @@ class Projection:
         for fold in folds:
             try:
                 fold(event, self._last_ts)
-            except (KeyError, TypeError, ValueError, AttributeError):
+            except (KeyError, TypeError, ValueError):
                 # A record no tool writes in this shape (appended around the door): the state
                 # keeps what it could read and the audit reads the row itself from the ledger.
                 self.unreadable.append(event.seq)

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ._graph import parse_ts
-
 if TYPE_CHECKING:
     from ..expos import ExpOS
 
