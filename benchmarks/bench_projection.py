@@ -183,6 +183,7 @@ def main() -> int:
         print(f"  ratio {last}/{first} events: cost x{at[last] / at[first]:.2f} for x{last / first:.0f} events "
               f"(linear: equal; replaying per poll would be ~x{(last / first) ** 2:.0f})")
 
+        del proj, drafts  # what the growing run held: not the fresh fold's garbage to collect
         t = time.perf_counter()
         fresh = Projection(run.ledger)
         fresh.advance()
