@@ -46,7 +46,9 @@ def _dump(proj: Projection) -> dict:
             "orchestra": {k: v for k, v in vars(orc).items() if not k.startswith("_")}}
 
 
-def test_folding_in_random_chunks_gives_the_state_of_one_fold(run):
+def test_folding_in_random_chunks_gives_the_state_of_one_fold(run, monkeypatch):
+    import rsi_master.expos._projection as projection
+
     whole = Projection(run.run.ledger)
     whole.advance()
     assert whole.size == run.run.ledger.size() and whole.unreadable == []
@@ -61,6 +63,10 @@ def test_folding_in_random_chunks_gives_the_state_of_one_fold(run):
         while chunked.size < whole.size:
             chunked.advance(until=chunked.size + rng.randint(1, 12))
         assert _dump(chunked) == _dump(whole)
+    monkeypatch.setattr(projection, "_SLICE", 7)  # one advance, read in slices of 7 rows
+    sliced = Projection(run.run.ledger)
+    assert sliced.advance() == whole.size and sliced.rows_read == whole.size
+    assert _dump(sliced) == _dump(whole)
 
 
 def test_a_part_attached_late_catches_up(run):

@@ -45,6 +45,7 @@ class Part(Protocol):
 
 P = TypeVar("P", bound=Part)
 _PARTS: list[type[Any]] = []
+_SLICE = 10_000  # rows read per statement
 
 
 def register_part(cls: type[P]) -> type[P]:
@@ -207,17 +208,25 @@ class Projection:
         if self.size and hash_at(self.ledger, self.size - 1) != self._tip:
             raise LedgerError(f"{self.ledger.path}: event {self.size - 1} is no longer the one this session read "
                               "(the ledger was rewritten or rolled back under it); refusing to read on")
-        rows = rows_since(self.ledger, self.size, until)
-        self.rows_read += len(rows)
-        for row in rows:
-            if row.seq != self.size or row.prev_hash != self._tip:
-                raise LedgerError(f"{self.ledger.path}: event {row.seq} does not extend the events this session "
-                                  "read (gap or fork); refusing to read on")
-            folds = self._folds.get(row.kind)
-            if folds:
-                self._fold(row.event(), folds)
-            self._last_ts, self._tip, self.size = row.ts, row.hash, row.seq + 1
-        return len(rows)
+        start = self.size
+        while True:
+            # In slices, so that a first fold of a long run never holds all its rows at once.
+            first = self.size
+            end = first + _SLICE if until is None else min(until, first + _SLICE)
+            if end <= first:
+                return self.size - start
+            rows = rows_since(self.ledger, first, end)
+            self.rows_read += len(rows)
+            for row in rows:
+                if row.seq != self.size or row.prev_hash != self._tip:
+                    raise LedgerError(f"{self.ledger.path}: event {row.seq} does not extend the events this "
+                                      "session read (gap or fork); refusing to read on")
+                folds = self._folds.get(row.kind)
+                if folds:
+                    self._fold(row.event(), folds)
+                self._last_ts, self._tip, self.size = row.ts, row.hash, row.seq + 1
+            if len(rows) < end - first:
+                return self.size - start
 
     def vouch(self) -> int:
         """Check, as the ledger's writer, that every event folded here is covered by the signed head
