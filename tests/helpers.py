@@ -20,3 +20,22 @@ def make_run(path: Path, events: int = 10, checkpoint_every: int = 4, artifacts:
         refs = [{"digest": digests[i % len(digests)], "role": "output"}] if digests and i % 3 == 0 else []
         run.record({**draft(i), "artifacts": refs})
     return run
+
+
+V1_RUN = Path(__file__).parent / "fixtures" / "v1_run"
+
+
+def v1_run(tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of the committed schema-v1 run (tests/fixtures/v1_run) and of its key directory,
+    with the key directory's modes as the operator's code makes them: (run_dir, key_dir)."""
+    import os
+    import shutil
+
+    run_dir, key_dir = tmp_path / "v1-run", tmp_path / "v1-keys"
+    shutil.copytree(V1_RUN / "run", run_dir)
+    shutil.copytree(V1_RUN / "keys", key_dir)
+    for root, dirs, files in os.walk(key_dir):
+        os.chmod(root, 0o700)
+        for f in files:
+            os.chmod(os.path.join(root, f), 0o600)
+    return run_dir, key_dir

@@ -1,69 +1,9 @@
-"""The task contract: what a run may do, frozen at run start as the first ledger event."""
+"""The task contract: what a run may do, frozen at run start as the first ledger event.
+It is the payload of `contract.freeze`, so it is defined with the other payloads in
+`rsi_master.events`; ExpOS's guards read it from here."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from ..events import CONTRACT_KIND, CONTRACT_VERSION, Budget, EvaluatorSpec, TaskContract
 
 __all__ = ["CONTRACT_KIND", "CONTRACT_VERSION", "Budget", "EvaluatorSpec", "TaskContract"]
-
-CONTRACT_KIND = "contract.freeze"
-# v1: protected splits from the public seed in the source (readable, kept for old runs).
-# v2: from a per-run seal secret in the operator key directory, committed to here.
-CONTRACT_VERSION = 2
-
-
-class Budget(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    max_experiments: int = Field(default=64, ge=1, description="Training experiments the whole run may start.")
-    max_train_steps: int = Field(default=400, ge=1, description="Optimizer steps one experiment may take.")
-    max_rows: int = Field(default=20_000, ge=1, description="Rows one dataset may hold.")
-    wall_seconds: float | None = Field(default=None, gt=0, description="Wall-clock budget of the run, if any.")
-
-
-class EvaluatorSpec(BaseModel):
-    """Everything that decides a score, pinned by digest. Holds no protected item."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    evaluator_digest: str = Field(description="Digest of the sealed evaluator copy (code + task suite).")
-    evaluator_artifact: str = Field(description="Store digest of the sealed copy in this run.")
-    template_sha256: str = Field(description="SHA-256 of the prompt template.")
-    decoding: dict[str, Any] = Field(description="Fixed decoding parameters.")
-    stop: list[str] = Field(description="Fixed stop strings.")
-    stop_sha256: str = Field(description="SHA-256 of the canonical stop list.")
-    sample_ids: dict[str, list[str]] = Field(description="Preregistered sample IDs per split.")
-    items_sha256: dict[str, str] = Field(description="Digest of each split's sealed items.")
-
-
-class TaskContract(BaseModel):
-    """Frozen at run start; every guard checks against it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    version: int = Field(default=1, ge=1, le=CONTRACT_VERSION, description="Contract schema version.")
-    task: str = Field(description="Task name in the suite.")
-    capability: str = Field(description="The target capability in words.")
-    base_model_digest: str = Field(description="Directory digest of the base checkpoint.")
-    base_model_artifact: str = Field(description="Store digest of the base checkpoint in this run.")
-    base_tokenizer_sha256: str | None = Field(description="SHA-256 of the base tokenizer.json.")
-    base_generation_config_sha256: str | None = Field(description="SHA-256 of the base generation_config.json.")
-    evaluator: EvaluatorSpec
-    allowed_generators: list[str] = Field(description="Generator families (`task/family`) data may come from.")
-    allowed_teachers: list[str] = Field(default_factory=list, description="Teacher models allowed to label data.")
-    allowed_methods: list[str] = Field(description="Training methods allowed.")
-    budget: Budget = Field(default_factory=Budget)
-    permitted_tools: dict[str, list[str]] = Field(description="Tool names each role may call.")
-    eval_batch_size: int = Field(default=100, ge=1, description="Evaluator batch size (does not change scores).")
-    seal_commitment: str | None = Field(
-        default=None, pattern=r"^[0-9a-f]{64}$",
-        description="SHA-256 commitment to the seal secret the protected splits are drawn from (v2); the secret "
-                    "itself stays in the operator key directory. None in v1 contracts (the public seed).")
-
-    @model_validator(mode="after")
-    def _seal_matches_version(self) -> "TaskContract":
-        if (self.version >= 2) != (self.seal_commitment is not None):
-            raise ValueError("a v2 contract commits to a seal secret and a v1 contract does not")
-        return self

@@ -9,11 +9,13 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
 from ..errors import RsiMasterError
+from ..events import Payload, dump_payload, validate_payload
 from ..ledger import Event, KeyDir
 from ..rundir import RunDir
 from ._contract import CONTRACT_KIND, CONTRACT_VERSION, Budget, EvaluatorSpec, TaskContract
@@ -233,10 +235,20 @@ class ExpOS:
         return self._projection
 
     # -- recording -------------------------------------------------------------------
-    def record(self, caller: Caller | dict[str, str], kind: str, payload: dict[str, Any],
-               artifacts: list[dict[str, str]] = ()) -> Event:  # type: ignore[assignment]
+    def record(self, caller: Caller | dict[str, str], kind: str | Payload,
+               payload: Payload | dict[str, Any] | Sequence[dict[str, str]] | None = None,
+               artifacts: Sequence[dict[str, str]] = ()) -> Event:
+        """Record an event: `record(caller, Model(...), artifacts)` with the kind's payload model,
+        or `record(caller, kind, payload_dict, artifacts)`, validated through the kind's model.
+        Nothing unvalidated is written; the stored payload is the fields set (`dump_payload`)."""
+        if isinstance(kind, Payload):
+            model = kind
+            artifacts = payload if payload is not None else artifacts  # type: ignore[assignment]
+        else:
+            model = validate_payload(kind, payload if payload is not None else {})  # type: ignore[arg-type]
         actor = caller.actor() if isinstance(caller, Caller) else caller
-        return self.run.record({"kind": kind, "actor": actor, "payload": payload, "artifacts": list(artifacts)})
+        return self.run.record({"kind": model.KIND, "actor": actor, "payload": dump_payload(model),
+                                "artifacts": list(artifacts)})
 
     def events(self, *kinds: str, actor_id: str | None = None, role: str | None = None) -> list[Event]:
         return list(self.run.ledger.events(kinds=kinds, actor_id=actor_id, role=role))

@@ -1,0 +1,119 @@
+"""Typed views of ledger events, and the checks writers go through.
+
+The discriminated union is on the event, not inside the payload: a payload may itself have
+a field named `kind` (`tool.call`, `orchestra.job.start`, `agent.error`), so each kind's
+event model has `kind: Literal[...]` and `payload: <the kind's model>`.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Annotated, Any, Literal, TypeVar, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+
+from ..errors import MalformedEventError
+from ..ledger import Actor, ArtifactRef, Event
+from ._base import PAYLOADS, Payload
+
+__all__ = ["SCHEMA_VERSION", "TypedEvent", "UnknownEventKind", "event_adapter", "payload_model", "payload_of",
+           "typed", "validate_payload"]
+
+SCHEMA_VERSION = 2
+"""Event schema version the ledger writes (ledger.EVENT_SCHEMA_VERSION). v2: every payload is
+its kind's model, validated before it is written. v1 bodies (written before, by the same
+writers, unvalidated) are read through the same models: a field the model does not know is
+left out of the typed view (it stays in the stored bytes and their hash); a missing required
+field is an error naming the event."""
+
+P = TypeVar("P", bound=Payload)
+
+
+class UnknownEventKind(MalformedEventError):
+    """An event kind no payload model describes."""
+
+
+class TypedEvent(BaseModel):
+    """A ledger event whose payload is its kind's model (attribute access)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: str = Field(description="Event kind, dotted, e.g. `data.generate`.")
+    actor: Actor
+    payload: Payload = Field(description="The kind's payload model.")
+    artifacts: tuple[ArtifactRef, ...] = Field(default=(), description="Artifacts read or written.")
+    version: int = Field(description="Event schema version the body was written with.")
+    seq: int = Field(ge=0, description="Position in the ledger, from 0.")
+    ts: str = Field(description="UTC time of sealing, RFC 3339.")
+    prev_hash: str = Field(description="Hash of the event at seq-1.")
+    hash: str = Field(description="SHA-256 of the canonical body.")
+
+
+def payload_model(kind: str) -> type[Payload]:
+    """The payload model of an event kind; UnknownEventKind for a kind none describes."""
+    try:
+        return PAYLOADS[kind]
+    except KeyError:
+        raise UnknownEventKind(f"unknown event kind {kind!r}") from None
+
+
+def _variant(kind: str, model: type[Payload]) -> type[TypedEvent]:
+    name = "".join(part.capitalize() for part in kind.replace("_", ".").split(".")) + "Event"
+    return create_model(name, __base__=TypedEvent, __doc__=model.__doc__,  # type: ignore[call-overload,no-any-return]
+                        kind=(Literal[kind], Field(description="Event kind.")), payload=(model, ...))
+
+
+@lru_cache(maxsize=1)
+def event_adapter() -> TypeAdapter[Any]:
+    """The discriminated union of every kind's typed event (for validation and JSON Schema)."""
+    variants = tuple(_variant(k, m) for k, m in sorted(PAYLOADS.items()))
+    return TypeAdapter(Annotated[Union[variants], Field(discriminator="kind")])  # type: ignore[valid-type]
+
+
+@lru_cache(maxsize=None)
+def _variants() -> dict[str, type[TypedEvent]]:
+    return {k: _variant(k, m) for k, m in PAYLOADS.items()}
+
+
+def _error(where: str, exc: ValidationError) -> MalformedEventError:
+    first = exc.errors()[0]
+    loc = ".".join(str(p) for p in first["loc"]) or "payload"
+    return MalformedEventError(f"{where}: payload.{loc}: {first['msg']}")
+
+
+def validate_payload(kind: str, payload: Payload | dict[str, Any]) -> Payload:
+    """The kind's model of a payload (a model is checked to be of the kind): what a writer hands on."""
+    model = payload_model(kind)
+    if isinstance(payload, Payload):
+        if not isinstance(payload, model):
+            raise MalformedEventError(f"{kind} takes a {model.__name__} payload, not a {type(payload).__name__}")
+        return payload
+    try:
+        return model.model_validate(payload)
+    except ValidationError as exc:
+        raise _error(f"malformed {kind} event", exc) from None
+
+
+def _read_payload(event: Event, model: type[P]) -> P:
+    data = event.payload
+    if event.version < SCHEMA_VERSION:
+        data = {k: v for k, v in data.items() if k in model.model_fields}
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise _error(f"event {event.seq} ({event.kind}, schema v{event.version})", exc) from None
+
+
+def typed(event: Event) -> TypedEvent:
+    """The typed view of a ledger event: `.payload` is its kind's model."""
+    model = payload_model(event.kind)
+    return _variants()[event.kind].model_construct(
+        kind=event.kind, actor=event.actor, payload=_read_payload(event, model), artifacts=tuple(event.artifacts),
+        version=event.version, seq=event.seq, ts=event.ts, prev_hash=event.prev_hash, hash=event.hash)
+
+
+def payload_of(event: Event, model: type[P]) -> P:
+    """The payload of an event known to be of `model`'s kind, typed as that model."""
+    if event.kind != model.KIND:
+        raise MalformedEventError(f"event {event.seq} is {event.kind}, not {model.KIND}")
+    return _read_payload(event, model)

@@ -1,0 +1,91 @@
+"""Event schema v2: one model per kind, typed views, v1 bodies read through the same models."""
+
+from __future__ import annotations
+
+import pytest
+
+from rsi_master.errors import MalformedEventError
+from rsi_master.events import (
+    PAYLOADS, SCHEMA_VERSION, EvalRecord, ExperimentFinish, ToolCall, UnknownEventKind, dump_payload, payload_model,
+    payload_of, typed,
+)
+from rsi_master.expos import ExpOS
+from rsi_master.expos._kinds import EVENT_KINDS
+from rsi_master.ledger import EVENT_SCHEMA_VERSION, Actor, Event
+from rsi_master.ledger._canonical import canonical_bytes
+from rsi_master.rundir import RunDir
+from tests.helpers import v1_run
+
+W = Actor(role="worker", id="w1")
+
+
+def _event(kind: str, payload: dict, version: int = SCHEMA_VERSION) -> Event:
+    return Event(kind=kind, actor=W, payload=payload, version=version, seq=3, ts="2026-01-01T00:00:00Z",
+                 prev_hash="0" * 64, hash="1" * 64)
+
+
+def test_one_model_per_kind_and_the_ledger_writes_this_version():
+    assert set(PAYLOADS) == set(EVENT_KINDS)
+    assert all(payload_model(k).KIND == k for k in PAYLOADS)
+    assert all(m.model_config.get("extra") == "forbid" for m in PAYLOADS.values())
+    assert EVENT_SCHEMA_VERSION == SCHEMA_VERSION == 2
+    with pytest.raises(UnknownEventKind, match="unknown event kind 'no.such'"):
+        payload_model("no.such")
+
+
+def test_typed_gives_the_kinds_model_with_the_events_chain_fields():
+    e = _event("tool.call", {"tool": "eval.run", "kind": "monitoring"})
+    t = typed(e)
+    assert isinstance(t.payload, ToolCall) and t.payload.tool == "eval.run" and t.payload.args is None
+    assert (t.kind, t.seq, t.actor, t.hash, t.version) == ("tool.call", 3, W, "1" * 64, 2)
+    assert payload_of(e, ToolCall).kind == "monitoring"
+    with pytest.raises(MalformedEventError, match="is tool.call, not experiment.finish"):
+        payload_of(e, ExperimentFinish)
+
+
+def test_v2_payloads_are_closed_and_v1_payloads_lose_only_unknown_fields():
+    body = {"experiment_id": "exp-00001", "status": "failed", "error": "boom", "retired_field": 1}
+    with pytest.raises(MalformedEventError, match=r"event 3 \(experiment.finish, schema v2\): payload.retired_field"):
+        typed(_event("experiment.finish", body))
+    old = typed(_event("experiment.finish", body, version=1)).payload
+    assert isinstance(old, ExperimentFinish) and old.error == "boom" and old.checkpoint is None
+    with pytest.raises(MalformedEventError, match=r"schema v1\): payload.status: Field required"):
+        typed(_event("experiment.finish", {"experiment_id": "exp-00001"}, version=1))
+
+
+def test_absent_fields_stay_absent_so_the_bytes_are_the_writers():
+    p = ExperimentFinish(experiment_id="exp-00001", status="failed", error="x")
+    assert dump_payload(p) == {"experiment_id": "exp-00001", "status": "failed", "error": "x"}
+
+
+def test_the_record_path_validates_what_it_writes(tmp_path):
+    with ExpOS.create(tmp_path / "run", "arithmetic", eval_limit=5) as x:
+        with pytest.raises(MalformedEventError, match="malformed eval.record event: payload.split: Field required"):
+            x.record(W.model_dump(exclude_none=True), "eval.record", {"experiment_id": "exp-00001"})
+        with pytest.raises(UnknownEventKind):
+            x.record(W.model_dump(exclude_none=True), "made.up", {})
+        with pytest.raises(MalformedEventError, match="takes a ToolCall payload"):
+            x.record(W.model_dump(exclude_none=True), "tool.call", ExperimentFinish(experiment_id="e", status="failed"))
+        e = x.record(W.model_dump(exclude_none=True), ToolCall(tool="eval.run", kind="monitoring"))
+        assert e.kind == "tool.call" and e.version == 2 and e.payload == {"tool": "eval.run", "kind": "monitoring"}
+        assert x.run.ledger.size() == 2  # the contract, then the one valid event
+
+
+def _round_trip(ledger_events) -> int:
+    n = 0
+    for e in ledger_events:
+        if e.kind in PAYLOADS:
+            t = typed(e)
+            assert canonical_bytes(dump_payload(t.payload)) == canonical_bytes(e.payload), (e.seq, e.kind)
+            n += 1
+    return n
+
+
+def test_every_event_of_the_v1_run_reads_and_redumps_to_its_bytes(tmp_path):
+    run_dir, key_dir = v1_run(tmp_path)
+    with RunDir.open(run_dir, key_dir=key_dir) as run:
+        events = list(run.ledger.events())
+    assert {e.version for e in events} == {1}
+    assert _round_trip(events) == len(events) == 80
+    evals = [payload_of(e, EvalRecord) for e in events if e.kind == "eval.record"]
+    assert {p.split for p in evals} == {"dev", "review"} and all(p.sample_ids_match for p in evals)
