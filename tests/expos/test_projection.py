@@ -11,31 +11,26 @@ import sys
 import pytest
 
 from rsi_master.errors import LedgerError
-from rsi_master.expos import Projection, load_state
+from rsi_master.expos import Caller, ExpOS, Projection, load_state
 from rsi_master.orchestra import load_graph
 from rsi_master.orchestra._graph import ORCHESTRA, OrchestraPart
-from tests.expos.honest import MAIN, build_honest
+from tests.helpers import v1_run
 
-
-@pytest.fixture(scope="module")
-def honest(tmp_path_factory):
-    return build_honest(tmp_path_factory.mktemp("honest"))
+MAIN = Caller("main", "main")
 
 
 @pytest.fixture
-def run(honest, tmp_path):
-    """A copy of the honest run, with a scheduler's records on top (sessions, jobs, an interruption)."""
-    x = honest.copy(tmp_path / "run")
-    start = x.record(ORCHESTRA, "orchestra.start", {"version": 1, "task": "arithmetic", "budget_s": 100.0,
-                                                     "slots": 2, "seed": 0, "main": "policy"})
-    job = x.record(ORCHESTRA, "orchestra.job.start", {"node": "w1", "kind": "worker", "slot": 0, "deadline": 1e10})
-    x.record(ORCHESTRA, "orchestra.job.start", {"node": "w2", "kind": "worker", "slot": 1, "deadline": 1e10})
-    x.record(ORCHESTRA, "orchestra.job.end", {"start_seq": job.seq, "node": "w1", "status": "done", "exitcode": 0,
-                                              "end_ts": 2e9, "seconds": 1.0})
-    x.record(ORCHESTRA, "orchestra.resume", {"slots": 2, "pid": 1})
-    x.record(ORCHESTRA, "orchestra.interrupted", {"experiments": [honest.exp2], "reason": "test"})
-    x.record({"role": "worker", "id": "w1"}, "orchestra.stop", {"reason": "forged: not the harness's"})
-    assert start.seq > 0
+def run(tmp_path):
+    """A run with a graph and a scheduler's records (no training: the projection reads events)."""
+    x = ExpOS.create(tmp_path / "run", "arithmetic", eval_limit=4)
+    x.record(ORCHESTRA, "orchestra.start", {"version": 1, "task": "arithmetic", "budget_s": 100.0, "slots": 2,
+                                            "main": "policy", "reviewer": "evidence", "eval_limit": 4})
+    x.call(MAIN, "worker.add", {"worker_id": "w1", "task": "t1", "direction": {"family": "answer_only"}})
+    x.call(MAIN, "worker.add", {"worker_id": "w2", "task": "t2", "predecessors": ["w1"]})
+    job = x.record(ORCHESTRA, "orchestra.job.start", {"node": "w1", "kind": "worker", "slot": 0})
+    x.record(ORCHESTRA, "orchestra.job.end", {"start_seq": job.seq, "node": "w1", "status": "done", "end_ts": 2e9,
+                                              "seconds": 1.0})
+    x.call(Caller("worker", "w1"), "worker.finalize", {"summary": "nothing yet"})
     yield x
     x.close()
 
@@ -46,27 +41,30 @@ def _dump(proj: Projection) -> dict:
             "orchestra": {k: v for k, v in vars(orc).items() if not k.startswith("_")}}
 
 
-def test_folding_in_random_chunks_gives_the_state_of_one_fold(run, monkeypatch):
+def test_folding_in_random_chunks_gives_the_state_of_one_fold(tmp_path, monkeypatch):
+    """On the committed run (a real `start_run`: 80 events, schema v1): any chunking, one state."""
     import rsi_master.expos._projection as projection
 
-    whole = Projection(run.run.ledger)
-    whole.advance()
-    assert whole.size == run.run.ledger.size() and whole.unreadable == []
-    st = whole.state
-    # What the run holds, so that the comparison below compares something.
-    assert len(st.experiments) == 2 and len(st.workers) == 2 and len(st.reviewers) == 1 and st.decisions
-    assert st.submissions and st.nominations and st.reviews and st.workers["w2"].done
-    assert len(whole.part(OrchestraPart).sessions) == 2 and whole.part(OrchestraPart).stopped is None
-    for seed in range(5):
-        rng = random.Random(seed)
-        chunked = Projection(run.run.ledger)
-        while chunked.size < whole.size:
-            chunked.advance(until=chunked.size + rng.randint(1, 12))
-        assert _dump(chunked) == _dump(whole)
-    monkeypatch.setattr(projection, "_SLICE", 7)  # one advance, read in slices of 7 rows
-    sliced = Projection(run.run.ledger)
-    assert sliced.advance() == whole.size and sliced.rows_read == whole.size
-    assert _dump(sliced) == _dump(whole)
+    run_dir, key_dir = v1_run(tmp_path)
+    with ExpOS.open(run_dir, key_dir=key_dir, writable=False) as x:
+        whole = Projection(x.run.ledger)
+        whole.advance()
+        assert whole.size == x.run.ledger.size() == 80 and whole.unreadable == []
+        st, orc = whole.state, whole.part(OrchestraPart)
+        # What the run holds, so that the comparison below compares something.
+        assert len(st.experiments) == 4 and len(st.workers) == 2 and st.reviewers and st.decisions
+        assert st.submissions and st.datasets and all(x.evals for x in st.experiments.values())
+        assert orc.sessions and orc.jobs and orc.stopped is not None and orc.finished is not None
+        for seed in range(5):
+            rng = random.Random(seed)
+            chunked = Projection(x.run.ledger)
+            while chunked.size < whole.size:
+                chunked.advance(until=chunked.size + rng.randint(1, 12))
+            assert _dump(chunked) == _dump(whole)
+        monkeypatch.setattr(projection, "_SLICE", 7)  # one advance, read in slices of 7 rows
+        sliced = Projection(x.run.ledger)
+        assert sliced.advance() == whole.size and sliced.rows_read == whole.size
+        assert _dump(sliced) == _dump(whole)
 
 
 def test_a_part_attached_late_catches_up(run):
@@ -93,7 +91,7 @@ def test_advance_takes_in_events_another_process_appended(run):
             "    x.call(Caller('main', 'main'), 'worker.add', {'worker_id': 'w9', 'task': 'from elsewhere'})\n")
     subprocess.run([sys.executable, "-c", code, str(run.run.path)], check=True, timeout=120)
     assert load_state(run).workers["w9"].task == "from elsewhere"
-    assert load_graph(run).pending() == [("worker", "w9")]
+    assert load_graph(run).pending() == [("worker", "w2"), ("worker", "w9")]
     assert run.projection().size == run.run.ledger.size()
 
 
@@ -145,3 +143,10 @@ def test_vouching_covers_every_event_the_projection_read(run):
         proj.vouch()
     with pytest.raises(LedgerError, match="not covered by the signed head"):  # nor signs them on close
         run.close()
+
+
+def test_scheduler_records_by_anyone_but_the_harness_are_not_folded(run):
+    run.record({"role": "worker", "id": "w1"}, "orchestra.stop", {"reason": "forged", "spent_s": 1.0})
+    assert load_graph(run).stopped is None
+    run.record(ORCHESTRA, "orchestra.stop", {"reason": "budget spent", "spent_s": 1.0})
+    assert load_graph(run).stopped.payload.reason == "budget spent"

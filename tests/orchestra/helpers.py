@@ -39,8 +39,12 @@ def fake_experiment(expos: ExpOS, worker: str, dev: float, *, review: float | No
     for split, score in (("dev", dev), ("review", review)):
         if score is not None:
             expos.record({"role": "worker" if split == "dev" else "reviewer", "id": worker if split == "dev" else "rx"},
-                         "eval.record", {"experiment_id": xid, "split": split, "score": score,
-                                         "checkpoint_digest": base, "record_digest": "1" * 64})
+                         "eval.record", {"experiment_id": xid, "split": split, "score": score, "n_samples": 5,
+                                         "checkpoint_digest": base, "record_digest": "1" * 64,
+                                         "evaluator_digest": "2" * 64, "template_digest": "3" * 64,
+                                         "decoding": {}, "stop": [], "sample_ids_sha256": "4" * 64,
+                                         "sample_ids_match": True, "tokenizer_digest": None,
+                                         "generation_config_digest": None})
     return xid
 
 

@@ -127,7 +127,7 @@ def test_a_direction_is_capped_at_its_share_before_a_passing_cross_worker_review
         (w1,) = load_graph(expos).workers
         job = expos.record(ORCHESTRA, "orchestra.job.start", {"node": w1, "kind": "worker", "slot": 0})
         g = load_graph(expos)
-        expos.record(ORCHESTRA, "orchestra.job.end", {"start_seq": job.seq, "node": w1, "status": "done",
+        expos.record(ORCHESTRA, "orchestra.job.end", {"start_seq": job.seq, "node": w1, "status": "done", "seconds": 7.0,
                                                       "end_ts": g.jobs[0].start_ts + 30.0})
         g = load_graph(expos)
         d = g.workers[w1].direction

@@ -84,7 +84,8 @@ class LLMWorker:
         me = graph.workers.get(ctx.caller.id)
         preds = me.predecessors if me else list(ctx.brief.get("predecessors", []))
         # Only the designated predecessors' summaries: the context edges of the graph.
-        summaries = {p: (graph.workers[p].finalize or {}).get("summary") for p in preds if p in graph.workers}
+        summaries = {p: graph.workers[p].finalize.summary for p in preds
+                     if p in graph.workers and graph.workers[p].finalize is not None}
         c = ctx.expos.contract
         brief = {"worker_id": ctx.caller.id, "task": ctx.brief.get("task"), "capability": c.capability,
                  "direction": ctx.brief.get("direction"), "families": sorted(g.split("/", 1)[-1]

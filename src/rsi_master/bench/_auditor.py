@@ -125,7 +125,7 @@ def _curve(expos: Any, st: Any, graph: Any, selection: dict[str, Any], hacked: s
     base = finals.get("base", {}).get("score")
     if base is None or not graph.sessions:
         return []
-    budget = float(graph.sessions[0][2]["budget_s"])
+    budget = float(graph.sessions[0][2].budget_s)
     start = graph.sessions[0][1]
     finish_ts = {e.payload["experiment_id"]: parse_ts(e.ts) for e in expos.events("experiment.finish")}
     rows = [r for r in selection.get("submissions", []) if r.get("accepted") and r.get("review_score") is not None]

@@ -22,9 +22,22 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, ClassVar, Protocol, TypeVar
 
-from ..errors import LedgerError
+from .. import events as ev
+from ..errors import LedgerError, MalformedEventError
 from ..ledger import GENESIS_HASH, Event, Ledger, hash_at, rows_since
-from ._state import Dataset, Decision, EvalRecord, Experiment, ReviewerNode, State, WorkerRecord, experiment_id
+from ._state import (
+    Blocked,
+    Dataset,
+    Decision,
+    EvalRecord,
+    Experiment,
+    Recorded,
+    Review,
+    ReviewerNode,
+    State,
+    WorkerRecord,
+    experiment_id,
+)
 
 __all__ = ["FOLDS", "Part", "Projection", "parse_ts", "register_part"]
 
@@ -55,50 +68,44 @@ def register_part(cls: type[P]) -> type[P]:
     return cls
 
 
-# -- ExpOS's folds: one function per event kind ---------------------------------------------------
-Fold = Callable[[State, Event], None]
+# -- ExpOS's folds: one function per event kind, on the kind's payload model ---------------------
+Fold = Callable[[State, Event, Any], None]
 
 
-def _dataset(st: State, e: Event) -> None:
-    p = e.payload
-    if "dataset" in p:
-        st.datasets[p["dataset"]] = Dataset(p["dataset"], e.seq, e.actor.id, e.kind, p.get("source", ""),
-                                            p.get("n_rows", 0), p.get("contamination", {}), p.get("inputs", []),
-                                            p.get("params", {}) or {}, e.actor.role)
+def _dataset(st: State, e: Event, p: ev.DataGenerate | ev.DataRegister | ev.DataFilter | ev.DataMix) -> None:
+    st.datasets[p.dataset] = Dataset(p.dataset, e.seq, e.actor.id, e.kind, p.source, p.n_rows,
+                                     p.contamination.model_dump(exclude_unset=True), list(p.inputs),
+                                     dict(p.params) if isinstance(p, ev.DataGenerate) else {}, e.actor.role,
+                                     p.contamination.verdict)
 
 
-def _experiment_start(st: State, e: Event) -> None:
-    p = e.payload
+def _experiment_start(st: State, e: Event, p: ev.ExperimentStart) -> None:
     xid = experiment_id(e.seq)
-    st.experiments[xid] = Experiment(xid, e.seq, e.actor.id, p["parent"], p["parent_checkpoint"], p["dataset"],
-                                     p["method"], p["spec"], role=e.actor.role, start_ts=parse_ts(e.ts))
+    st.experiments[xid] = Experiment(xid, e.seq, e.actor.id, p.parent, p.parent_checkpoint, p.dataset, p.method,
+                                     p.spec, role=e.actor.role, start_ts=parse_ts(e.ts))
 
 
-def _experiment_finish(st: State, e: Event) -> None:
-    p = e.payload
-    x = st.experiments.get(p["experiment_id"])
+def _experiment_finish(st: State, e: Event, p: ev.ExperimentFinish) -> None:
+    x = st.experiments.get(p.experiment_id)
     if x is None:
         return
-    x.status, x.checkpoint, x.error, x.finish_seq = p["status"], p.get("checkpoint"), p.get("error"), e.seq
+    x.status, x.checkpoint, x.error, x.finish_seq = p.status, p.checkpoint, p.error, e.seq
     x.artifacts = [r.digest for r in e.artifacts if r.role == "output"]
     x.outputs = {r.name: r.digest for r in e.artifacts if r.role == "output" and r.name}
-    x.measured = dict(p.get("measured") or {})
-    x.finish_ts, x.steps, x.train_seconds = parse_ts(e.ts), p.get("steps"), p.get("train_seconds")
+    x.measured = p.measured.model_dump() if p.measured is not None else {}
+    x.finish_ts, x.steps, x.train_seconds = parse_ts(e.ts), p.steps, p.train_seconds
 
 
-def _eval_record(st: State, e: Event) -> None:
-    p = e.payload
-    rec = EvalRecord(e.seq, p.get("experiment_id", ""), p["split"], p["score"], p["checkpoint_digest"],
-                     p["record_digest"], f"{e.actor.role}:{e.actor.id}", p, parse_ts(e.ts))
+def _eval_record(st: State, e: Event, p: ev.EvalRecord) -> None:
+    rec = EvalRecord(e.seq, p.experiment_id, p.split, p.score, p.checkpoint_digest, p.record_digest,
+                     f"{e.actor.role}:{e.actor.id}", p, parse_ts(e.ts))
     x = st.experiments.get(rec.experiment_id)
     if x is not None:
         x.evals.append(rec)
 
 
-def _worker_add(st: State, e: Event) -> None:
-    p = e.payload
-    node = WorkerRecord(p["worker_id"], e.seq, p["task"], dict(p.get("direction") or {}),
-                      list(p.get("predecessors", [])))
+def _worker_add(st: State, e: Event, p: ev.WorkerAdd) -> None:
+    node = WorkerRecord(p.worker_id, e.seq, p.task, dict(p.direction), list(p.predecessors))
     old = st.workers.get(node.id)
     st.n_edges += len(node.predecessors) - (len(old.predecessors) if old else 0)
     st.workers[node.id] = node
@@ -106,10 +113,9 @@ def _worker_add(st: State, e: Event) -> None:
     st.pending[node.id] = (e.seq, "worker")
 
 
-def _worker_finalize(st: State, e: Event) -> None:
-    p = e.payload
-    st.finalized[e.actor.id] = {**p, "seq": e.seq}
-    st.submissions.extend((x, e.actor.id, e.seq) for x in p.get("candidates", []))
+def _worker_finalize(st: State, e: Event, p: ev.WorkerFinalize) -> None:
+    st.finalized[e.actor.id] = Recorded(e.seq, p)
+    st.submissions.extend((x, e.actor.id, e.seq) for x in p.candidates)
     node = st.workers.get(e.actor.id)
     if node is not None:
         if node.finalize_seq is not None:
@@ -118,9 +124,8 @@ def _worker_finalize(st: State, e: Event) -> None:
         _answered_by_node(st, e.seq, "finalize", node.id)
 
 
-def _review_request(st: State, e: Event) -> None:
-    p = e.payload
-    node = ReviewerNode(p["reviewer_id"], e.seq, p["question"], list(p["scope"]))
+def _review_request(st: State, e: Event, p: ev.ReviewRequest) -> None:
+    node = ReviewerNode(p.reviewer_id, e.seq, p.question, list(p.scope))
     old = st.reviewers.get(node.id)
     st.n_edges += len(node.scope) - (len(old.scope) if old else 0)
     st.reviewers[node.id] = node
@@ -128,9 +133,8 @@ def _review_request(st: State, e: Event) -> None:
     st.pending[node.id] = (e.seq, "reviewer")
 
 
-def _review_submit(st: State, e: Event) -> None:
-    p = e.payload
-    st.reviews.append({**p, "seq": e.seq, "reviewer": e.actor.id})
+def _review_submit(st: State, e: Event, p: ev.ReviewSubmit) -> None:
+    st.reviews.append(Review(e.seq, e.actor.id, p))
     node = st.reviewers.get(e.actor.id)
     if node is not None:
         if node.report_seq is not None:
@@ -146,9 +150,8 @@ def _answered_by_node(st: State, seq: int, kind: str, node: str) -> None:
         st.unanswered[seq] = (seq, kind, node)
 
 
-def _decision(st: State, e: Event) -> None:
-    p = e.payload
-    d = Decision(e.seq, p["action"], p["rationale"], list(p.get("evidence", [])), dict(p.get("detail", {})))
+def _decision(st: State, e: Event, p: ev.DecisionRecord) -> None:
+    d = Decision(e.seq, p.action, p.rationale, list(p.evidence), dict(p.detail))
     st.decisions.append(d)
     if "event" in d.detail:
         answered = int(d.detail["event"])
@@ -156,26 +159,29 @@ def _decision(st: State, e: Event) -> None:
         st.unanswered.pop(answered, None)
 
 
-def _nominate(st: State, e: Event) -> None:
-    st.nominations.append((e.payload["experiment_id"], e.seq))
+def _nominate(st: State, e: Event, p: ev.CandidateNominate) -> None:
+    st.nominations.append((p.experiment_id, e.seq))
 
 
-def _blocked(st: State, e: Event) -> None:
-    st.blocked.append({**e.payload, "seq": e.seq, "caller": f"{e.actor.role}:{e.actor.id}", "actor_id": e.actor.id})
+def _blocked(st: State, e: Event, p: ev.GuardBlocked) -> None:
+    st.blocked.append(Blocked(e.seq, f"{e.actor.role}:{e.actor.id}", e.actor.id, p))
 
 
-FOLDS: dict[str, Fold] = {
-    **{k: _dataset for k in ("data.generate", "data.register", "data.filter", "data.mix", "data.check")},
-    "experiment.start": _experiment_start,
-    "experiment.finish": _experiment_finish,
-    "eval.record": _eval_record,
-    "worker.add": _worker_add,
-    "worker.finalize": _worker_finalize,
-    "review.request": _review_request,
-    "review.submit": _review_submit,
-    "decision.record": _decision,
-    "candidate.nominate": _nominate,
-    "guard.blocked": _blocked,
+FOLDS: dict[str, tuple[type[ev.Payload], Fold]] = {
+    "data.generate": (ev.DataGenerate, _dataset),
+    "data.register": (ev.DataRegister, _dataset),
+    "data.filter": (ev.DataFilter, _dataset),
+    "data.mix": (ev.DataMix, _dataset),
+    "experiment.start": (ev.ExperimentStart, _experiment_start),
+    "experiment.finish": (ev.ExperimentFinish, _experiment_finish),
+    "eval.record": (ev.EvalRecord, _eval_record),
+    "worker.add": (ev.WorkerAdd, _worker_add),
+    "worker.finalize": (ev.WorkerFinalize, _worker_finalize),
+    "review.request": (ev.ReviewRequest, _review_request),
+    "review.submit": (ev.ReviewSubmit, _review_submit),
+    "decision.record": (ev.DecisionRecord, _decision),
+    "candidate.nominate": (ev.CandidateNominate, _nominate),
+    "guard.blocked": (ev.GuardBlocked, _blocked),
 }
 
 
@@ -192,8 +198,9 @@ class Projection:
         self._last_ts = ""
         self._parts: dict[type[Any], Any] = {}
         self._folds: dict[str, list[Callable[[Event, str], None]]] = {}
-        for kind, fold in FOLDS.items():
-            self._folds.setdefault(kind, []).append(lambda e, _ts, f=fold: f(self.state, e))
+        for kind, (model, fold) in FOLDS.items():
+            self._folds.setdefault(kind, []).append(
+                lambda e, _ts, m=model, f=fold: f(self.state, e, ev.payload_of(e, m)))
         for cls in _PARTS:
             self._attach(cls(), catch_up=False)
 
@@ -241,9 +248,9 @@ class Projection:
         for fold in folds:
             try:
                 fold(event, self._last_ts)
-            except (KeyError, TypeError, ValueError):
-                # A record no tool writes in this shape (appended around the door): the state
-                # keeps what it could read and the audit reads the row itself from the ledger.
+            except MalformedEventError:
+                # A payload no writer through ExpOS could record (they are validated; this row was
+                # appended around the door): left out of the state, listed, never guessed at.
                 self.unreadable.append(event.seq)
 
     def part(self, cls: type[P]) -> P:

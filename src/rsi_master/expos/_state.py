@@ -8,13 +8,17 @@ Nothing here is stored anywhere else: the session's `Projection` folds it from t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from .. import events as ev
 
 if TYPE_CHECKING:
     from ._session import ExpOS
 
-__all__ = ["Dataset", "Decision", "EvalRecord", "Experiment", "ReviewerNode", "State", "WorkerRecord",
-           "experiment_id", "load_state"]
+__all__ = ["Blocked", "Dataset", "Decision", "EvalRecord", "Experiment", "Recorded", "Review", "ReviewerNode", "State",
+           "WorkerRecord", "experiment_id", "load_state"]
+
+P = TypeVar("P", bound=ev.Payload)
 
 
 def experiment_id(seq: int) -> str:
@@ -30,14 +34,11 @@ class Dataset:
     op: str
     source: str
     n_rows: int
-    contamination: dict[str, Any]
+    contamination: dict[str, Any]  # the gate's report as recorded
     inputs: list[str] = field(default_factory=list)
     params: dict[str, Any] = field(default_factory=dict)
     role: str = "worker"
-
-    @property
-    def verdict(self) -> str:
-        return str(self.contamination.get("verdict", "unknown"))
+    verdict: str = "unknown"
 
 
 @dataclass
@@ -49,7 +50,7 @@ class EvalRecord:
     checkpoint_digest: str
     record_digest: str
     caller: str
-    payload: dict[str, Any]
+    payload: ev.EvalRecord
     ts: float = 0.0
 
 
@@ -92,7 +93,7 @@ class WorkerRecord:
     direction: dict[str, Any]
     predecessors: list[str]
     finalize_seq: int | None = None
-    finalize: dict[str, Any] | None = None
+    finalize: ev.WorkerFinalize | None = None
 
     @property
     def done(self) -> bool:
@@ -108,7 +109,7 @@ class ReviewerNode:
     question: str
     scope: list[str]
     report_seq: int | None = None
-    report: dict[str, Any] | None = None
+    report: ev.ReviewSubmit | None = None
 
     @property
     def done(self) -> bool:
@@ -128,6 +129,35 @@ class Decision:
     detail: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class Recorded(Generic[P]):
+    """An event's payload and where it is in the ledger."""
+
+    seq: int
+    payload: P
+
+
+@dataclass(frozen=True)
+class Review:
+    seq: int
+    reviewer: str
+    payload: ev.ReviewSubmit
+
+
+@dataclass(frozen=True)
+class Blocked:
+    """A refused call (`guard.blocked`): what the audit counts as an attempt."""
+
+    seq: int
+    caller: str  # role:id
+    actor_id: str
+    payload: ev.GuardBlocked
+
+    @property
+    def subcategory(self) -> str | None:
+        return self.payload.subcategory
+
+
 @dataclass
 class State:
     datasets: dict[str, Dataset] = field(default_factory=dict)
@@ -135,12 +165,12 @@ class State:
     workers: dict[str, WorkerRecord] = field(default_factory=dict)
     reviewers: dict[str, ReviewerNode] = field(default_factory=dict)
     decisions: list[Decision] = field(default_factory=list)
-    finalized: dict[str, dict[str, Any]] = field(default_factory=dict)  # worker id -> finalize payload and seq
+    finalized: dict[str, Recorded[ev.WorkerFinalize]] = field(default_factory=dict)  # by worker id
     # Experiments Workers put forward (the unit of the hacking rate): (id, worker, seq).
     submissions: list[tuple[str, str, int]] = field(default_factory=list)
     nominations: list[tuple[str, int]] = field(default_factory=list)  # Main's picks for the harness
-    reviews: list[dict[str, Any]] = field(default_factory=list)
-    blocked: list[dict[str, Any]] = field(default_factory=list)
+    reviews: list[Review] = field(default_factory=list)
+    blocked: list[Blocked] = field(default_factory=list)
     # Kept as the events come, so that a poll asks "what is new" without a pass over the graph.
     pending: dict[str, tuple[int, str]] = field(default_factory=dict)  # node id -> (seq, "worker"|"reviewer")
     unanswered: dict[int, tuple[int, str, str]] = field(default_factory=dict)  # orchestration events, no decision

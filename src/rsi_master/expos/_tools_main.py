@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..events import dump_payload
 from ._errors import ToolRefused
 from ._registry import tool
 from ._state import load_state
@@ -37,9 +38,11 @@ def graph_read(expos, caller, inp: GraphInput) -> GraphView:
              "config": {k: x.spec.get(k) for k in ("batch_size", "max_steps", "learning_rate")}}
             for x in st.experiments.values()]
     workers = [{"worker_id": w.id, "task": w.task, "direction": w.direction, "predecessors": w.predecessors,
-                "finalized": w.id in st.finalized, "summary": st.finalized.get(w.id, {}).get("summary")}
+                "finalized": w.id in st.finalized,
+                "summary": st.finalized[w.id].payload.summary if w.id in st.finalized else None}
                for w in st.workers.values()]
-    return GraphView(workers=workers, reviews=st.reviews, experiments=exps, decisions=len(st.decisions))
+    reviews = [{**dump_payload(r.payload), "seq": r.seq, "reviewer": r.reviewer} for r in st.reviews]
+    return GraphView(workers=workers, reviews=reviews, experiments=exps, decisions=len(st.decisions))
 
 
 class AddWorkerInput(_In):

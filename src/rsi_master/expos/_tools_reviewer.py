@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..events import dump_payload
 from ._errors import ToolRefused
 from ._evaluation import evaluate_experiment, public_reason
 from ._registry import tool
@@ -58,7 +59,7 @@ def experiment_inspect(expos, caller, inp: InspectInput) -> Inspection:
             if line.strip():
                 r = json.loads(line)
                 rows.append({"prompt": r.get("prompt"), "completion": r.get("completion")})
-    evals = [{k: v for k, v in e.payload.items() if k != "samples"} | {"seq": e.seq} for e in x.evals
+    evals = [dump_payload(e.payload) | {"seq": e.seq} for e in x.evals
              if e.split != "final"]
     return Inspection(
         experiment_id=x.id, owner=x.owner, status=x.status, method=x.method, spec=x.spec, parent=x.parent,

@@ -16,9 +16,11 @@ read (and, for the Main, to extend while it decides): the live state is never ha
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from ..expos import Decision, Projection, ReviewerNode, WorkerRecord, parse_ts, register_part
+from .. import events as ev
+from ..events import typed
+from ..expos import Decision, Projection, Recorded, ReviewerNode, WorkerRecord, parse_ts, register_part
 from ._directions import Direction
 
 if TYPE_CHECKING:
@@ -31,6 +33,7 @@ __all__ = ["Decision", "Job", "OrchestraPart", "ResearchGraph", "ReviewerNode", 
 ORCHESTRA = {"role": "harness", "id": "orchestra"}
 # Kinds only the harness writes: a row of one of these kinds by anyone else is not the harness's.
 HARNESS_KINDS = ("orchestra.", "harness.")
+Session = ev.OrchestraStart | ev.OrchestraResume
 
 
 @dataclass
@@ -41,7 +44,7 @@ class WorkerNode:
     direction: Direction
     predecessors: list[str]
     finalize_seq: int | None = None
-    finalize: dict[str, Any] | None = None
+    finalize: ev.WorkerFinalize | None = None
 
     @property
     def done(self) -> bool:
@@ -70,12 +73,12 @@ class OrchestraPart:
         "orchestra.abandon", "orchestra.stop", "orchestra.finish"})
 
     def __init__(self) -> None:
-        self.sessions: list[tuple[int, float, dict[str, Any]]] = []  # (seq, ts, payload)
+        self.sessions: list[tuple[int, float, Session]] = []  # (seq, ts, payload)
         self.ts_before: dict[int, float] = {}  # session start seq -> timestamp of the event before it
         self.jobs: list[Job] = []
         self.open_jobs: dict[int, Job] = {}  # start seq -> job not yet ended
-        self.stopped: dict[str, Any] | None = None
-        self.finished: dict[str, Any] | None = None
+        self.stopped: Recorded[ev.OrchestraStop] | None = None
+        self.finished: Recorded[ev.OrchestraFinish] | None = None
         self.interrupted: set[str] = set()
         self.abandoned: set[str] = set()
         self._directions: dict[tuple[str, int], Direction] = {}
@@ -83,27 +86,27 @@ class OrchestraPart:
     def fold(self, e: "Event", prev_ts: str) -> None:
         if e.actor.role != "harness":
             return  # the harness reads its own records by author, never any event of the kind
-        p, k = e.payload, e.kind
-        if k in ("orchestra.start", "orchestra.resume"):
+        p = typed(e).payload
+        if isinstance(p, (ev.OrchestraStart, ev.OrchestraResume)):
             self.ts_before[e.seq] = parse_ts(prev_ts)
             self.sessions.append((e.seq, parse_ts(e.ts), p))
-        elif k == "orchestra.job.start":
-            job = Job(p["node"], p["kind"], p["slot"], e.seq, parse_ts(e.ts))
+        elif isinstance(p, ev.OrchestraJobStart):
+            job = Job(p.node, p.kind, p.slot, e.seq, parse_ts(e.ts))
             self.jobs.append(job)
             self.open_jobs[e.seq] = job
-        elif k == "orchestra.job.end":
-            job = self.open_jobs.pop(p["start_seq"], None) or next(
-                (j for j in self.jobs if j.start_seq == p["start_seq"]), None)
+        elif isinstance(p, ev.OrchestraJobEnd):
+            job = self.open_jobs.pop(p.start_seq, None) or next(
+                (j for j in self.jobs if j.start_seq == p.start_seq), None)
             if job is not None:
-                job.end_ts, job.status = float(p.get("end_ts", parse_ts(e.ts))), p["status"]
-        elif k == "orchestra.interrupted":
-            self.interrupted |= set(p.get("experiments", []))
-        elif k == "orchestra.abandon":
-            self.abandoned.add(p["node"])
-        elif k == "orchestra.stop":
-            self.stopped = {**p, "seq": e.seq}
-        elif k == "orchestra.finish":
-            self.finished = {**p, "seq": e.seq}
+                job.end_ts, job.status = float(p.end_ts), p.status
+        elif isinstance(p, ev.OrchestraInterrupted):
+            self.interrupted |= set(p.experiments)
+        elif isinstance(p, ev.OrchestraAbandon):
+            self.abandoned.add(p.node)
+        elif isinstance(p, ev.OrchestraStop):
+            self.stopped = Recorded(e.seq, p)
+        elif isinstance(p, ev.OrchestraFinish):
+            self.finished = Recorded(e.seq, p)
 
     def direction(self, node: WorkerRecord) -> Direction:
         """A Worker's direction as orchestra reads it (validated once per node)."""
@@ -120,9 +123,9 @@ class ResearchGraph:
     reviewers: dict[str, ReviewerNode] = field(default_factory=dict)
     decisions: list[Decision] = field(default_factory=list)
     jobs: list[Job] = field(default_factory=list)
-    sessions: list[tuple[int, float, dict[str, Any]]] = field(default_factory=list)  # (seq, ts, payload)
-    stopped: dict[str, Any] | None = None
-    finished: dict[str, Any] | None = None
+    sessions: list[tuple[int, float, Session]] = field(default_factory=list)  # (seq, ts, payload)
+    stopped: Recorded[ev.OrchestraStop] | None = None
+    finished: Recorded[ev.OrchestraFinish] | None = None
     interrupted_experiments: set[str] = field(default_factory=set)
     last_ts: float = 0.0
     size: int = 0
@@ -183,7 +186,7 @@ class ResearchGraph:
         """Direction keys of Workers covered by a passing cross-Worker review."""
         out: set[str] = set()
         for r in self.reviewers.values():
-            if r.done and r.cross_worker and (r.report or {}).get("verdict") == "pass":
+            if r.done and r.cross_worker and r.report is not None and r.report.verdict == "pass":
                 out |= {self.workers[w].direction.key() for w in r.scope if w in self.workers}
         return out
 

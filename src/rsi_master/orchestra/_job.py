@@ -28,8 +28,8 @@ def node_brief(expos: Any, graph: Any, kind: str, node: str) -> dict[str, Any]:
     for wid in r.scope:
         w = graph.workers.get(wid)
         if w is not None and w.finalize is not None:
-            conclusions[wid] = {"seq": w.finalize_seq, "claims": w.finalize.get("claims", []),
-                                "candidates": w.finalize.get("candidates", []), "summary": w.finalize.get("summary")}
+            conclusions[wid] = {"seq": w.finalize_seq, "claims": [c.model_dump() for c in w.finalize.claims],
+                                "candidates": list(w.finalize.candidates), "summary": w.finalize.summary}
     return {"question": r.question, "scope": r.scope, "seq": r.seq, "conclusions": conclusions}
 
 

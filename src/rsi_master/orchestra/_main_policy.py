@@ -124,14 +124,13 @@ class PolicyMain:
 
     def _verify(self, ctx: MainContext, graph: ResearchGraph, late: bool) -> Any:
         covered = {w for r in graph.reviewers.values() if r.cross_worker for w in r.scope}
-        open_ = [w for w in graph.workers.values() if w.done and w.id not in covered and (w.finalize or {}).get(
-            "candidates")]
+        open_ = [w for w in graph.workers.values() if w.done and w.id not in covered and _candidates(w)]
         if len(open_) >= 2 or (late and open_):
             scope = [w.id for w in open_]
             if len(scope) < 2:  # late: compare with the best verified Worker, for selection
                 best = self._best_verified(ctx, graph)
                 others = [w.id for w in graph.workers.values() if w.done and w.id not in scope
-                          and (w.finalize or {}).get("candidates")]
+                          and _candidates(w)]
                 partner = best[1] if best else (others[-1] if others else None)
                 if partner is None:
                     return None
@@ -152,8 +151,10 @@ class PolicyMain:
         for r in sorted(graph.reviewers.values(), key=lambda r: r.report_seq or 0):
             if not r.done or self._acted(graph, r.report_seq, "revise"):
                 continue
-            rep = r.report or {}
-            if rep.get("verdict") == "fail":
+            rep = r.report
+            if rep is None:
+                continue
+            if rep.verdict == "fail":
                 # The critique is that the claims do not hold: re-run the cleanest direction in
                 # scope from the base, on fresh data, and let a later review check it.
                 w = next((graph.workers[s] for s in r.scope if s in graph.workers), None)
@@ -162,10 +163,10 @@ class PolicyMain:
                 d = w.direction.model_copy(update={"parent": "base", "mix": [], "enqueue": [],
                                                    "seed": w.direction.seed + 17})
                 wid = self._add(ctx, graph, d, f"answer review {r.id}: its claims did not hold "
-                                f"({'; '.join(rep.get('violations', [])[:2]) or 'no candidate reviewed'})", [])
+                                f"({'; '.join(rep.violations[:2]) or 'no candidate reviewed'})", [])
                 return "revise", f"review {r.id} failed; {wid} redoes {d.key()} from the base", \
                     [r.report_seq], {"worker": wid, "review": r.id, "answers": r.report_seq}
-            crit = [x for x in rep.get("recommendations", []) if x.startswith("continue ")]
+            crit = [x for x in rep.recommendations if x.startswith("continue ")]
             if not crit:
                 continue
             lead = self._leader(ctx, graph, r)
@@ -173,7 +174,7 @@ class PolicyMain:
                 continue
             xid, score, w = lead
             note = next((c for c in crit if c.split()[1].strip(":;,") == xid), crit[0])
-            recipe = parse_recipe((w.finalize or {}).get("summary")) or {}
+            recipe = parse_recipe(_summary(w)) or {}
             d = self._continue_direction(w.direction, recipe, xid)
             if self._capped(ctx, graph, d):
                 continue
@@ -185,15 +186,15 @@ class PolicyMain:
 
     def _combine(self, ctx: MainContext, graph: ResearchGraph) -> Any:
         for r in sorted(graph.reviewers.values(), key=lambda r: r.report_seq or 0):
-            rep = r.report or {}
-            if not r.done or rep.get("verdict") != "pass" or self._acted(graph, r.report_seq, "branch"):
+            rep = r.report
+            if not r.done or rep is None or rep.verdict != "pass" or self._acted(graph, r.report_seq, "branch"):
                 continue
-            combos = [[t.strip(":;,") for t in x.split()[1:3]] for x in rep.get("recommendations", [])
+            combos = [[t.strip(":;,") for t in x.split()[1:3]] for x in rep.recommendations
                       if x.startswith("combine ")]
             for a, b in combos:
                 wa, wb = graph.workers.get(a), graph.workers.get(b)
-                ra = parse_recipe((wa.finalize or {}).get("summary")) if wa else None
-                rb = parse_recipe((wb.finalize or {}).get("summary")) if wb else None
+                ra = parse_recipe(_summary(wa)) if wa else None
+                rb = parse_recipe(_summary(wb)) if wb else None
                 if not (wa and wb and ra and rb):
                     continue
                 base = self._continue_direction(wa.direction, ra, ra["experiment_id"])
@@ -224,7 +225,7 @@ class PolicyMain:
             if xid in taken:
                 continue
             w = graph.workers[wid0]
-            recipe = parse_recipe((w.finalize or {}).get("summary")) or {}
+            recipe = parse_recipe(_summary(w)) or {}
             d = self._continue_direction(w.direction, recipe, xid)
             if self._capped(ctx, graph, d):
                 continue
@@ -372,14 +373,14 @@ class PolicyMain:
         tie at zero until a lineage has seen about a default experiment of data) go to the
         lineage the landscape expects more of after one more default experiment
         (`landscape_prior`), then to the one with more training behind it, then to the oldest."""
-        passed = {w for r in graph.reviewers.values() if r.done and (r.report or {}).get("verdict") == "pass"
-                  for w in r.scope}
+        passed = {w for r in graph.reviewers.values()
+                  if r.done and r.report is not None and r.report.verdict == "pass" for w in r.scope}
         scores, trained = self._review_scores(ctx)
         out = []
         for w in graph.workers.values():
             if w.id not in passed:
                 continue
-            for xid in (w.finalize or {}).get("candidates", []):
+            for xid in _candidates(w):
                 if xid in scores:
                     out.append((xid, w.id, scores[xid][0], scores[xid][1]))
         tie = _tie_breaks(ctx, trained)
@@ -393,7 +394,7 @@ class PolicyMain:
     def _leader(self, ctx: MainContext, graph: ResearchGraph, r: Any) -> tuple[str, float, WorkerNode] | None:
         scores, trained = self._review_scores(ctx)
         scoped = [(xid, scores[xid][0], w) for w in (graph.workers.get(wid) for wid in r.scope) if w
-                  for xid in (w.finalize or {}).get("candidates", []) if xid in scores]
+                  for xid in _candidates(w) if xid in scores]
         # The first of the best (review score, then the landscape's prior, then training behind
         # it). The prior only breaks ties of review scores: measured evidence first. It matters
         # at zero: in a 5-minute arithmetic run the Main continued answer-only (0 on review,
@@ -498,6 +499,14 @@ def expected_scores(task: str, slot_seconds: float) -> dict[str, float]:
 
 def _horizon(curve: dict[str, Any]) -> float:
     return max((float(p["multiple"]) for p in curve.get("points", [])), default=0.0)
+
+
+def _summary(w: WorkerNode) -> str | None:
+    return w.finalize.summary if w.finalize is not None else None
+
+
+def _candidates(w: WorkerNode) -> list[str]:
+    return list(w.finalize.candidates) if w.finalize is not None else []
 
 
 def _placeholder(rid: str) -> Any:

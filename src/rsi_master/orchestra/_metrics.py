@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from ..events import OrchestraStart
 from ._graph import ResearchGraph, parse_ts
 
 if TYPE_CHECKING:
@@ -19,20 +20,20 @@ KINDS = ("launching", "monitoring", "comparing", "reviewing", "deciding")
 def _windows(expos: "ExpOS", graph: ResearchGraph) -> list[tuple[float, float, int, float]]:
     """Agent phase of each session: (start ts, end ts, slots, budget seconds spent before it)."""
     stops = [parse_ts(e.ts) for e in expos.own_events("orchestra.stop")]
-    slots0 = int(graph.sessions[0][2]["slots"]) if graph.sessions else 1
     out = []
     before = 0.0
     for i, (seq, start, p) in enumerate(graph.sessions):
         nxt = graph._ts_before.get(graph.sessions[i + 1][0], graph.last_ts) if i + 1 < len(graph.sessions) \
             else graph.last_ts
         end = min([s for s in stops if start <= s <= nxt] or [nxt])
-        out.append((start, end, int(p.get("slots", slots0)), before))
+        out.append((start, end, int(p.slots), before))
         before += max(0.0, nxt - start)
     return out
 
 
 def run_metrics(expos: "ExpOS", graph: ResearchGraph) -> dict[str, Any]:
-    budget = float(graph.sessions[0][2]["budget_s"]) if graph.sessions else 0.0
+    start = graph.sessions[0][2] if graph.sessions else None
+    budget = float(start.budget_s) if isinstance(start, OrchestraStart) else 0.0
     windows = _windows(expos, graph)
     available = sum(max(0.0, e - s) * n for s, e, n, _ in windows)
     busy = 0.0

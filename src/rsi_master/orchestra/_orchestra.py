@@ -157,7 +157,7 @@ def resume_run(run_dir: str | Path, *, key_dir: str | None = None, display: Disp
         if not graph.sessions:
             raise RsiMasterError(f"{path} is an ExpOS run that `rsi-master run` did not start: nothing to resume")
         if graph.finished is not None:
-            raise RsiMasterError(f"{path} already finished (event {graph.finished['seq']}); nothing to resume. "
+            raise RsiMasterError(f"{path} already finished (event {graph.finished.seq}); nothing to resume. "
                                  f"`rsi-master audit {path}` and `rsi-master verify {path}` read it")
         from ._protocols import environment as _environment
 
@@ -177,7 +177,8 @@ def _drive(expos: Any, display: Display, key_dir: str | None, *, resume: bool) -
             sched.start()
         reason = sched.drive()
         graph = load_graph(expos)
-        if not any(d.action == "stop" and d.seq > (graph.stopped or {}).get("seq", -1) for d in graph.decisions):
+        stopped_at = graph.stopped.seq if graph.stopped is not None else -1
+        if not any(d.action == "stop" and d.seq > stopped_at for d in graph.decisions):
             sched.main.finish(sched.main_ctx(), graph, reason)
         display.line("harness: selecting on review, scoring once on final")
         return _close(expos, sched)
@@ -211,7 +212,7 @@ def _close(expos: Any, sched: Any) -> dict[str, Any]:
         "cross_worker_reviews": sum(1 for r in graph.reviewers.values() if r.done and r.cross_worker),
         "decisions": len(graph.decisions), "edges": len(graph.edges()),
         # Budget clock when the agents stopped (the harness's selection and `final` scoring come after).
-        "budget_s": sched.budget_s, "spent_s": round(float((graph.stopped or {}).get("spent_s", 0.0)), 3),
+        "budget_s": sched.budget_s, "spent_s": round(float(graph.stopped.payload.spent_s if graph.stopped else 0.0), 3),
         "wall_s": round(graph.spent_seconds(), 3), "slots": sched.slots,
         "eval_samples": {k: len(v) for k, v in expos.contract.evaluator.sample_ids.items()},
         # What holds against an agent with a shell in this deployment (docs/expos.md, threat model).

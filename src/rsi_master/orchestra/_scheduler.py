@@ -22,6 +22,7 @@ from multiprocessing.connection import wait
 from typing import Any
 
 from ._display import Display
+from ..events import OrchestraStart
 from ..expos import State
 from ._graph import ORCHESTRA, OrchestraPart, load_graph, parse_ts, snapshot
 from ._protocols import MAINS, MainContext, resolve
@@ -54,19 +55,19 @@ class Scheduler:
 
     def __post_init__(self) -> None:
         graph = load_graph(self.expos)
-        if not graph.sessions:
+        if not graph.sessions or not isinstance(graph.sessions[0][2], OrchestraStart):
             raise ValueError("not an orchestrated run")
-        self.cfg: dict[str, Any] = dict(graph.sessions[0][2])
-        self.budget_s = float(self.cfg["budget_s"])
-        self.slots = int(self.cfg["slots"])
-        self.seed = int(self.cfg.get("seed", 0))
-        self.grace_s = float(self.cfg.get("grace_s", max(20.0, 0.1 * self.budget_s)))
+        self.cfg: OrchestraStart = graph.sessions[0][2]
+        self.budget_s = float(self.cfg.budget_s)
+        self.slots = int(self.cfg.slots)
+        self.seed = int(self.cfg.seed)
+        self.grace_s = float(self.cfg.grace_s if self.cfg.grace_s is not None else max(20.0, 0.1 * self.budget_s))
         self.min_launch_s = min(MIN_LAUNCH_S, 0.25 * self.budget_s)
         # The Main acts with a capability like every node: the ledger records which one acted.
         self.main_caller = self.expos.authenticate(self.expos.issue("main", "main"))
         from . import _main_policy  # noqa: F401  (registration)
 
-        self.main = resolve(MAINS, self.cfg.get("main", "policy"))()
+        self.main = resolve(MAINS, self.cfg.main)()
         self.ctx_mp = mp.get_context("spawn")
 
     # -- budget ------------------------------------------------------------------------------
@@ -83,7 +84,7 @@ class Scheduler:
 
     def main_ctx(self) -> MainContext:
         return MainContext(self.expos, self.main_caller, self.budget_s, self.spent, self.slots, self.seed,
-                           str(self.cfg.get("worker", "tpe")))
+                           str(self.cfg.worker))
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -115,7 +116,7 @@ class Scheduler:
         """Run until the budget is spent or no work is left; returns the reason."""
         graph = load_graph(self.expos)
         if graph.stopped is not None:
-            return str(graph.stopped.get("reason", "stopped"))
+            return graph.stopped.payload.reason
         reason = self._loop()
         self.expos.record(ORCHESTRA, "orchestra.stop", {"reason": reason, "spent_s": round(self.spent(), 3)})
         self._drain()
@@ -199,7 +200,7 @@ class Scheduler:
         token = self.expos.issue(kind, node, ttl_s=max(60.0, deadline - time.time() + self.grace_s + 60.0))
         proc = self.ctx_mp.Process(target=job_main, name=f"rsi-{node}", args=(
             str(self.expos.run.path), self.key_dir, kind, node, deadline, self.seed,
-            self.cfg.get("reviewer", "evidence"), os.getpid(), self.slots, token))
+            self.cfg.reviewer, os.getpid(), self.slots, token))
         proc.start()
         self.running[slot] = _Running(proc, node, kind, slot, ev.seq, time.time())
         self.display.line(f"start {kind} {node} in slot {slot} ({max(0.0, deadline - time.time()):.0f}s)")
@@ -239,7 +240,7 @@ class Scheduler:
         if getattr(self, "_best_at", None) != len(st.reviews):  # recomputed when a review came in
             self._best_at, self._best = len(st.reviews), None
             for r in st.reviewers.values():
-                for s in (r.report or {}).get("supported", []):
+                for s in r.report.supported if r.report is not None else []:
                     if " review " in s:
                         try:
                             v = float(s.split(" review ", 1)[1].split()[0])
