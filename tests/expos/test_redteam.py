@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from rsi_master.events import dump_payload
 from rsi_master.expos import ToolInvalid, ToolRefused, audit, load_state
 from tests.expos.honest import MAIN, QUICK, REVIEWER, W1, W2, build_honest
 
@@ -192,7 +193,7 @@ def test_evaluation_overrides_are_refused(run, honest, key, sub):
 def _forge_eval(x, experiment_id, **changes):
     st = load_state(x)
     e = next(r for r in st.experiments[experiment_id].evals if r.split == "dev")
-    payload = {**e.payload, **changes}
+    payload = {**dump_payload(e.payload), **changes}
     x.record(W1, "eval.record", payload, [{"digest": e.checkpoint_digest, "role": "input", "name": "checkpoint"},
                                           {"digest": e.record_digest, "role": "output", "name": "eval_record"}])
 
@@ -536,7 +537,7 @@ def test_evaluation_records_the_measured_digest(honest, monkeypatch):
         for xp in load_state(x).experiments.values():
             for e in xp.evals:
                 rec = json.loads(x.run.store.read_bytes(e.record_digest))
-                assert e.payload["checkpoint_digest"] == rec["checkpoint_digest"] == xp.checkpoint
+                assert e.payload.checkpoint_digest == rec["checkpoint_digest"] == xp.checkpoint
 
 
 def test_blended_weights_in_place_of_a_stored_checkpoint(run, honest):
@@ -668,7 +669,8 @@ def test_one_record_serving_two_experiments_is_named(run, honest):
     e1 = _dev(run, honest.exp1)
     x2 = load_state(run).experiments[honest.exp2]
     # exp2 is pointed at exp1's evaluation record (and its score).
-    run.record(W2, "eval.record", {**e1.payload, "experiment_id": honest.exp2, "checkpoint_digest": x2.checkpoint},
+    run.record(W2, "eval.record", {**dump_payload(e1.payload), "experiment_id": honest.exp2,
+                                   "checkpoint_digest": x2.checkpoint},
                [{"digest": x2.checkpoint, "role": "input", "name": "checkpoint"},
                 {"digest": e1.record_digest, "role": "output", "name": "eval_record"}])
     report = audit(run)
