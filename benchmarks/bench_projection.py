@@ -49,19 +49,23 @@ class Campaign:
         self.seq = 1  # after the contract
         self.n_worker = 0
 
-    def _ev(self, kind: str, actor: dict[str, str], payload: dict[str, Any],
-            artifacts: list[dict[str, str]] = ()) -> dict[str, Any]:  # type: ignore[assignment]
+    def _ev(self, kind: str, actor: dict[str, str], payload: dict[str, Any]) -> dict[str, Any]:
+        from rsi_master.events import dump_payload, validate_payload
+
         self.seq += 1
-        return {"kind": kind, "actor": actor, "payload": payload, "artifacts": list(artifacts)}
+        # Through the kind's model, as ExpOS.record writes it: the fold reads what a run holds.
+        return {"kind": kind, "actor": actor, "payload": dump_payload(validate_payload(kind, payload))}
 
     def _tool(self, actor: dict[str, str], tool: str, kind: str) -> dict[str, Any]:
         return self._ev("tool.call", actor, {"tool": tool, "kind": kind})
 
     def _step(self, actor: dict[str, str], i: int) -> dict[str, Any]:
         text = f"Trial {i}: the dev score moved; next I try a lower learning rate with the same data. " * 4
-        return self._ev("agent.step", actor, {"episode": actor["id"], "index": i, "text": text,
-                                              "tool_calls": [{"name": "experiment.submit", "arguments": "{}"}],
-                                              "prompt_tokens": 1800 + i, "completion_tokens": 120})
+        return self._ev("agent.step", actor, {"episode": actor["role"], "version": 1, "index": i, "content": text,
+                                              "tool_calls": [{"name": "experiment_submit", "arguments": "{}",
+                                                              "status": "ok"}],
+                                              "prompt_tokens": 1800 + i, "completion_tokens": 120, "cost_usd": 0.001,
+                                              "seconds": 2.5, "finish_reason": "tool_calls"})
 
     def worker(self) -> list[dict[str, Any]]:
         """One Worker's life: added, six trials, finalized, reviewed, decided on."""
@@ -78,13 +82,13 @@ class Campaign:
         xids = []
         for t in range(6):
             ds = _hex(self.seq, "data")
-            out += [self._ev("data.generate", w, {"family": "answer_only", "params": {"digits": 2}, "n": 64,
+            out += [self._ev("data.generate", w, {"params": {"digits": 2}, "n": 64,
                                                   "seed": t, "dataset": ds, "source": "arithmetic/answer_only",
                                                   "n_rows": 64, "inputs": [],
                                                   "contamination": {"verdict": "clean", "fails": 0, "matches": []}}),
                     self._tool(w, "data.generate", "launching"),
                     self._ev("data.check", w, {"dataset_checked": ds, "gate": "before_training", "verdict": "clean",
-                                               "fails": 0, "matches": []})]
+                                               "index": "i" * 64, "fails": 0, "flags": 0, "matches": []})]
             start = self.seq
             xid = f"exp-{start:05d}"
             xids.append(xid)
@@ -118,7 +122,9 @@ class Campaign:
         out += [self._ev("eval.record", r, self._eval(xids[-1], "review", _hex(self.seq - 40, "ckpt"), 0.4)),
                 self._tool(r, "eval.review", "reviewing"),
                 self._ev("review.submit", r, {"request_seq": req, "scope": [wid], "verdict": "pass",
-                                              "supported": [f"{xids[-1]} review 0.400"], "evidence": [rec]}),
+                                              "supported": [f"{xids[-1]} review 0.400"], "uncertainties": [],
+                                              "violations": [], "regressions": [], "missing_comparisons": [],
+                                              "recommendations": [], "evidence": [rec]}),
                 self._tool(r, "review.submit", "reviewing"),
                 self._ev("orchestra.job.end", orch, {"start_seq": rjob, "node": rid, "status": "done", "exitcode": 0,
                                                      "end_ts": 1.0e9, "seconds": 20.0}),
@@ -189,7 +195,9 @@ def main() -> int:
         fresh.advance()
         full = time.perf_counter() - t
         print(f"\nfold {fresh.size} events into a fresh projection: {full:.3f} s "
-              f"({full / fresh.size * 1e6:.1f} us/event); rows read {fresh.rows_read}")
+              f"({full / fresh.size * 1e6:.1f} us/event); rows read {fresh.rows_read}, "
+              f"{len(fresh.state.experiments)} experiments, {len(fresh.state.workers)} workers, "
+              f"{len(fresh.unreadable)} unreadable")
 
         idle = []
         for _ in range(200):

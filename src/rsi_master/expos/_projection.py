@@ -222,7 +222,7 @@ class Projection:
             end = first + _SLICE if until is None else min(until, first + _SLICE)
             if end <= first:
                 return self.size - start
-            rows = rows_since(self.ledger, first, end)
+            rows = rows_since(self.ledger, first, end, bodies=self._folds.keys())
             self.rows_read += len(rows)
             for row in rows:
                 if row.seq != self.size or row.prev_hash != self._tip:
@@ -264,7 +264,7 @@ class Projection:
         self._parts[type(part)] = part
         if catch_up and self.size:
             prev = ""
-            rows = rows_since(self.ledger, 0, self.size)
+            rows = rows_since(self.ledger, 0, self.size, bodies=part.KINDS)
             self.rows_read += len(rows)
             for row in rows:
                 if row.kind in part.KINDS:

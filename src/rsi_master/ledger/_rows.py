@@ -7,6 +7,7 @@ kinds it folds: most of a long run's events are tool-call and agent-step records
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING, NamedTuple
 
 from ._event import Event
@@ -25,23 +26,32 @@ class Row(NamedTuple):
     ts: str
     prev_hash: str
     hash: str
-    body: bytes
+    body: bytes | None  # None where the caller did not ask for this kind's bodies
 
     def event(self) -> Event:
+        if self.body is None:
+            raise ValueError(f"event {self.seq}: its body was not read")
         return Event.from_body(self.body, self.hash)
 
 
-def rows_since(ledger: "Ledger", since: int, until: int | None = None) -> list[Row]:
+def rows_since(ledger: "Ledger", since: int, until: int | None = None,
+               bodies: Collection[str] | None = None) -> list[Row]:
     """Every row with `since <= seq` (and `seq < until`), in order, read in one statement (one
-    snapshot: rows other processes commit meanwhile are in the next call's answer)."""
-    if until is None:
-        cur = ledger.connection.execute(
-            "SELECT seq, kind, ts, prev_hash, hash, body FROM events WHERE seq >= ? ORDER BY seq", (since,))
+    snapshot: rows other processes commit meanwhile are in the next call's answer). With
+    `bodies`, only rows of those kinds carry their body (the rest are never copied out)."""
+    where, args = "seq >= ?", [since]
+    if until is not None:
+        where += " AND seq < ?"
+        args.append(until)
+    if bodies is None:
+        body = "body"
     else:
-        cur = ledger.connection.execute(
-            "SELECT seq, kind, ts, prev_hash, hash, body FROM events WHERE seq >= ? AND seq < ? ORDER BY seq",
-            (since, until))
-    return [Row(*r) for r in cur]
+        kinds = sorted(bodies)
+        body = f"CASE WHEN kind IN ({', '.join('?' * len(kinds))}) THEN body END" if kinds else "NULL"
+        args = [*kinds, *args]
+    cur = ledger.connection.execute(
+        f"SELECT seq, kind, ts, prev_hash, hash, {body} FROM events WHERE {where} ORDER BY seq", args)
+    return list(map(Row._make, cur))
 
 
 def hash_at(ledger: "Ledger", seq: int) -> str | None:
