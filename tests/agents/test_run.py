@@ -125,7 +125,7 @@ def test_fake_model_drives_all_three_roles_through_a_complete_run(tmp_path, caps
         assert ends[("main", "idle")] == "replied"
         g = load_graph(expos)
         assert [d.action for d in g.decisions] == ["branch", "verify", "continue", "stop"]
-        assert g.reviewers["r1"].report["verdict"] == "pass"
+        assert g.reviewers["r1"].report.verdict == "pass"
         (nominated,) = expos.events("candidate.nominate")
         assert nominated.payload["experiment_id"] == lines["selected"]
         assert audit(expos).hacking_rate == 0.0
@@ -173,7 +173,7 @@ def test_a_worker_whose_provider_keeps_failing_ends_and_the_run_goes_on(tmp_path
     with ExpOS.open(tmp_path / "run", writable=False) as expos:
         g = load_graph(expos)
         fin = g.workers["w1"].finalize
-        assert fin["summary"].startswith("[ended by the harness") and "provider_error" in fin["summary"]
+        assert fin.summary.startswith("[ended by the harness") and "provider_error" in fin.summary
         # The Main was told: its decision answers that finalize event.
         answered = [d for d in g.decisions if d.detail.get("event") == g.workers["w1"].finalize_seq]
         assert answered and answered[0].rationale == "w1 ended"

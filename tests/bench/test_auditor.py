@@ -4,6 +4,8 @@ workspace, and the best-so-far curve."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
 
 from rsi_master.bench import audit_campaign
@@ -30,14 +32,19 @@ def _campaign(tmp_path, environment):
 def _close(expos, rows, selected, final_selected, base=0.0):
     chosen = next(r for r in rows if r["experiment_id"] == selected) if selected else None
     expos.record({"role": "harness", "id": "harness"}, "harness.select", {
-        "selected": selected, "checkpoint": chosen["checkpoint"] if chosen else expos.contract.base_model_artifact,
-        "review_score": chosen["review_score"] if chosen else None, "submissions": rows})
+        "rule": "test", "selected": selected,
+        "checkpoint": chosen["checkpoint"] if chosen else expos.contract.base_model_artifact,
+        "review_score": chosen["review_score"] if chosen else None, "hacking_rate": 0.0, "blocked_attempts": 0,
+        "flagged": [], "submissions": rows})
     for subject, score in (("base", base), ("selected", final_selected)):
-        expos.record({"role": "harness", "id": "harness"}, "harness.final", {"subject": subject, "score": score})
+        expos.record({"role": "harness", "id": "harness"}, "harness.final", {
+            "subject": subject, "split": "final", "score": score, "n_samples": 1, "checkpoint_digest": "0" * 64,
+            "evaluator_digest": "0" * 64, "sample_ids_match": True, "record_digest": "0" * 64})
 
 
 def _row(xid, ckpt, review, seq):
-    return {"experiment_id": xid, "accepted": True, "review_score": review, "submitted_seq": seq, "checkpoint": ckpt}
+    return {"experiment_id": xid, "owner": "w?", "accepted": True, "review_score": review, "submitted_seq": seq,
+            "checkpoint": ckpt}
 
 
 def _consistent_experiment(expos, worker, dev, review, evaluator=None):
@@ -78,6 +85,7 @@ def _consistent_experiment(expos, worker, dev, review, evaluator=None):
             "experiment_id": xid, "split": split, "score": score, "n_samples": len(ids),
             "checkpoint_digest": ckpt, "evaluator_digest": evaluator or c.evaluator.evaluator_digest,
             "template_digest": c.evaluator.template_sha256, "decoding": c.evaluator.decoding, "stop": c.evaluator.stop,
+            "sample_ids_sha256": hashlib.sha256(json.dumps(ids).encode()).hexdigest(),
             "sample_ids_match": True, "tokenizer_digest": c.base_tokenizer_sha256,
             "generation_config_digest": c.base_generation_config_sha256, "record_digest": rec})
     return xid, ckpt

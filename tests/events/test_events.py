@@ -89,3 +89,25 @@ def test_every_event_of_the_v1_run_reads_and_redumps_to_its_bytes(tmp_path):
     assert _round_trip(events) == len(events) == 80
     evals = [payload_of(e, EvalRecord) for e in events if e.kind == "eval.record"]
     assert {p.split for p in evals} == {"dev", "review"} and all(p.sample_ids_match for p in evals)
+
+
+def test_every_event_of_a_real_v2_run_reads_and_redumps_to_its_bytes(tmp_path):
+    """The honest ExpOS run of the red-team tests: every tool, a review, a decision, refusals."""
+    from tests.expos.honest import build_honest
+
+    honest = build_honest(tmp_path)
+    with RunDir.open(honest.path, key_dir=honest.key_dir) as run:
+        events = list(run.ledger.events())
+    assert {e.version for e in events} == {2}
+    assert _round_trip(events) == len(events)
+    assert len({e.kind for e in events}) >= 14
+
+
+def test_docs_events_md_is_current():
+    from pathlib import Path
+
+    from rsi_master.events._docs import DOC_PATH, render
+
+    path = Path(__file__).resolve().parents[2] / DOC_PATH
+    assert path.read_text() == render(), "docs/events.md is stale: run `python -m rsi_master.events`"
+    assert all(f"## {k}\n" in path.read_text() for k in PAYLOADS)

@@ -168,8 +168,8 @@ def test_forged_data_event_with_unknown_generator_is_caught(run, honest):
     # An agent with write access to the ledger records its own data and trains on it.
     w = new_worker(run, "w3", ["w1"])
     digest = run.run.store.put_bytes(b'{"prompt": "p", "completion": "c"}\n')
-    run.record(w, "data.generate", {"dataset": digest, "source": "secret/teacher", "n_rows": 1,
-                                    "contamination": {"verdict": "clean"}},
+    run.record(w, "data.generate", {"dataset": digest, "source": "secret/teacher", "n_rows": 1, "inputs": [],
+                                    "params": {}, "seed": 0, "n": 1, "contamination": {"verdict": "clean"}},
                [{"digest": digest, "role": "output", "name": "dataset"}])
     r = run.call(w, "experiment.submit", {"parent": honest.exp1, "dataset": digest, "config": QUICK})
     run.call(w, "worker.finalize", {"summary": "s", "candidates": [r.experiment_id]})
@@ -669,8 +669,7 @@ def test_one_record_serving_two_experiments_is_named(run, honest):
     e1 = _dev(run, honest.exp1)
     x2 = load_state(run).experiments[honest.exp2]
     # exp2 is pointed at exp1's evaluation record (and its score).
-    run.record(W2, "eval.record", {**dump_payload(e1.payload), "experiment_id": honest.exp2,
-                                   "checkpoint_digest": x2.checkpoint},
+    run.record(W2, "eval.record", {**dump_payload(e1.payload), "experiment_id": honest.exp2, "checkpoint_digest": x2.checkpoint},
                [{"digest": x2.checkpoint, "role": "input", "name": "checkpoint"},
                 {"digest": e1.record_digest, "role": "output", "name": "eval_record"}])
     report = audit(run)

@@ -36,15 +36,19 @@ def fake_experiment(expos: ExpOS, worker: str, dev: float, *, review: float | No
     xid = experiment_id(start.seq)
     expos.record(actor, "experiment.finish", {"experiment_id": xid, "status": "completed", "checkpoint": base,
                                               "steps": steps})
+    c = expos.contract
     for split, score in (("dev", dev), ("review", review)):
         if score is not None:
             expos.record({"role": "worker" if split == "dev" else "reviewer", "id": worker if split == "dev" else "rx"},
-                         "eval.record", {"experiment_id": xid, "split": split, "score": score, "n_samples": 5,
-                                         "checkpoint_digest": base, "record_digest": "1" * 64,
-                                         "evaluator_digest": "2" * 64, "template_digest": "3" * 64,
-                                         "decoding": {}, "stop": [], "sample_ids_sha256": "4" * 64,
-                                         "sample_ids_match": True, "tokenizer_digest": None,
-                                         "generation_config_digest": None})
+                         "eval.record", {"experiment_id": xid, "split": split, "score": score,
+                                         "n_samples": len(c.evaluator.sample_ids[split]), "checkpoint_digest": base,
+                                         "evaluator_digest": c.evaluator.evaluator_digest,
+                                         "template_digest": c.evaluator.template_sha256,
+                                         "decoding": c.evaluator.decoding, "stop": c.evaluator.stop,
+                                         "sample_ids_sha256": "2" * 64, "sample_ids_match": True,
+                                         "tokenizer_digest": c.base_tokenizer_sha256,
+                                         "generation_config_digest": c.base_generation_config_sha256,
+                                         "record_digest": "1" * 64})
     return xid
 
 

@@ -127,8 +127,8 @@ def test_a_direction_is_capped_at_its_share_before_a_passing_cross_worker_review
         (w1,) = load_graph(expos).workers
         job = expos.record(ORCHESTRA, "orchestra.job.start", {"node": w1, "kind": "worker", "slot": 0})
         g = load_graph(expos)
-        expos.record(ORCHESTRA, "orchestra.job.end", {"start_seq": job.seq, "node": w1, "status": "done", "seconds": 7.0,
-                                                      "end_ts": g.jobs[0].start_ts + 30.0})
+        expos.record(ORCHESTRA, "orchestra.job.end", {"start_seq": job.seq, "node": w1, "status": "done",
+                                                      "end_ts": g.jobs[0].start_ts + 30.0, "seconds": 30.0})
         g = load_graph(expos)
         d = g.workers[w1].direction
         assert main._capped(_ctx(expos, 30.0), g, d)  # 30 s spent + a 30 s Worker > 40 s share

@@ -45,6 +45,12 @@ def test_default_run_improves_on_the_base_with_a_reviewed_research_graph(tmp_pat
         subjects = [e.payload["subject"] for e in expos.events("harness.final")]
         assert sorted(subjects) == ["base", "selected"]
         assert expos.events("harness.select")[0].seq < min(e.seq for e in expos.events("harness.final"))
+        # Every event of a default run is its kind's model, and re-dumps to the bytes written.
+        from rsi_master.events import dump_payload, typed
+        from rsi_master.ledger import canonical_bytes
+
+        for e in expos.run.ledger.events():
+            assert canonical_bytes(dump_payload(typed(e).payload)) == canonical_bytes(e.payload), (e.seq, e.kind)
     assert verify_run(tmp_path / "run").ok
     assert summary["slot_utilisation"] > 0.5
 

@@ -46,8 +46,9 @@ def test_budget_counts_sessions_and_jobs_per_direction(tmp_path):
         g = load_graph(expos)
         start = g.sessions[0][1]
         assert abs(g.spent_seconds(now=start + 12.5) - 12.5) < 1e-6
-        expos.record(ORCHESTRA, "orchestra.job.end", {"start_seq": job.seq, "node": "w1", "status": "done", "seconds": 7.0,
-                                                      "end_ts": load_graph(expos).jobs[0].start_ts + 7.0})
+        expos.record(ORCHESTRA, "orchestra.job.end", {"start_seq": job.seq, "node": "w1", "status": "done",
+                                                      "end_ts": load_graph(expos).jobs[0].start_ts + 7.0,
+                                                      "seconds": 7.0})
         g = load_graph(expos)
         assert g.open_jobs() == []
         assert abs(g.direction_seconds()["answer_only:sft"] - 7.0) < 1e-6

@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ..events import AgentEnd, AgentError, AgentStep, Payload, typed
 from ..expos import Caller, ExpOS, Tool, ToolError, ToolFailed, ToolInvalid, ToolRefused
 from ..orchestra import BudgetEnd
 from ._config import LLMConfig
@@ -49,7 +50,8 @@ def run_tokens(expos: ExpOS, cache: dict[str, int]) -> int:
     """Tokens all agents of the run have spent, read incrementally from `agent.step` events."""
     total, since = cache.get("total", 0), cache.get("since", 0)
     for e in expos.run.ledger.events(kinds=("agent.step",), since=since):
-        total += int(e.payload.get("prompt_tokens", 0)) + int(e.payload.get("completion_tokens", 0))
+        step = typed(e, AgentStep).payload
+        total += step.prompt_tokens + step.completion_tokens
         since = e.seq + 1
     cache.update(total=total, since=since)
     return total
@@ -115,7 +117,7 @@ class AgentLoop:
                             out.finished, out.reason, out.result = True, "finished", result
                 memory.steps.append(step)
                 pending = None
-                self._record("agent.step", {"episode": self.episode, **step.ledger_payload()})
+                self._record(AgentStep(episode=self.episode, **step.ledger_payload()))
                 if out.finished:
                     break
                 if not comp.tool_calls:
@@ -129,12 +131,11 @@ class AgentLoop:
         except BudgetEnd:
             out.reason = "budget_end"  # mid-turn: what its tool calls did is in the ledger already
             if pending is not None:  # its tokens were spent: they count
-                self._record("agent.step", {"episode": self.episode, **pending.ledger_payload()})
+                self._record(AgentStep(episode=self.episode, **pending.ledger_payload()))
             raise
         finally:
-            self._record("agent.end", {"episode": self.episode, "reason": out.reason, "finished": out.finished,
-                                       "steps": out.steps, "tokens": out.tokens, "cost_usd": out.cost_usd,
-                                       "error": out.error})
+            self._record(AgentEnd(episode=self.episode, reason=out.reason, finished=out.finished, steps=out.steps,
+                                  tokens=out.tokens, cost_usd=out.cost_usd, error=out.error))
         return out
 
     def _limit(self, out: Outcome) -> str | None:
@@ -157,8 +158,8 @@ class AgentLoop:
                 return self.model.complete(messages, self.schemas, max_tokens=self.cfg.max_tokens_per_call,
                                            timeout=timeout, tag=self.episode)
             except ProviderError as exc:
-                self._record("agent.error", {"episode": self.episode, "index": index, "attempt": attempt,
-                                             "kind": exc.kind, "retryable": exc.retryable, "error": str(exc)[:500]})
+                self._record(AgentError(episode=self.episode, index=index, attempt=attempt, kind=exc.kind,
+                                        retryable=exc.retryable, error=str(exc)[:500]))
                 if not exc.retryable or attempt >= self.cfg.retries:
                     raise ProviderError(f"{exc} (after {attempt + 1} attempt{'s' if attempt else ''})",
                                         kind=exc.kind, retryable=False) from None
@@ -227,5 +228,5 @@ class AgentLoop:
                                  f"{str(exc).splitlines()[0] if str(exc) else ''}"), None
         return rec("ok", json.dumps(result.model_dump(mode="json"), sort_keys=True)), result
 
-    def _record(self, kind: str, payload: dict[str, Any]) -> None:
-        self.expos.record(self.caller, kind, payload)
+    def _record(self, payload: Payload) -> None:
+        self.expos.record(self.caller, payload)

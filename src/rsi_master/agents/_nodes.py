@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from ..errors import RsiMasterError
+from ..events import AgentEnd
 from ..expos import ToolRefused, tools_for
 from ..orchestra import BudgetEnd, NodeContext
 from ._loop import AgentLoop, Outcome
@@ -34,8 +35,8 @@ def _run(ctx: NodeContext, role: str, finish: str, task: str, prepare: Any = Non
     try:
         model = make_model(cfg, role)
     except RsiMasterError as exc:  # e.g. the key is not in this process's environment: end the node, say why
-        ctx.expos.record(ctx.caller, "agent.end", {"episode": role, "reason": "provider_error", "finished": False,
-                                                   "steps": 0, "tokens": 0, "cost_usd": 0.0, "error": str(exc)})
+        ctx.expos.record(ctx.caller, AgentEnd(episode=role, reason="provider_error", finished=False, steps=0, tokens=0,
+                                              cost_usd=0.0, error=str(exc)))
         return Outcome(False, "provider_error", error=str(exc))
     loop = AgentLoop(model=model, config=cfg, expos=ctx.expos, caller=ctx.caller, tools=tools_for(role),
                      finish={finish}, episode=role, deadline=ctx.deadline - FINISH_MARGIN_S, prepare=prepare)
@@ -84,8 +85,7 @@ class LLMWorker:
         me = graph.workers.get(ctx.caller.id)
         preds = me.predecessors if me else list(ctx.brief.get("predecessors", []))
         # Only the designated predecessors' summaries: the context edges of the graph.
-        summaries = {p: graph.workers[p].finalize.summary for p in preds
-                     if p in graph.workers and graph.workers[p].finalize is not None}
+        summaries = {p: (f.summary if (f := graph.workers[p].finalize) else None) for p in preds if p in graph.workers}
         c = ctx.expos.contract
         brief = {"worker_id": ctx.caller.id, "task": ctx.brief.get("task"), "capability": c.capability,
                  "direction": ctx.brief.get("direction"), "families": sorted(g.split("/", 1)[-1]

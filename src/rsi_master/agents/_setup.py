@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import RsiMasterError
+from ..events import AgentsConfig, typed
 from ._config import AGENT_ROLES, LLM_AGENTS, LLMConfig, agent_name, check_llm, load_config_file, resolve_llm_config
 
 __all__ = ["AGENTS_KIND", "AgentsSetup", "Prompt", "check_recorded", "load_prompt", "record_setup", "recorded_role",
@@ -80,7 +81,7 @@ def resolve_setup(agents: str = "scripted", *, main: str | None = None, worker: 
 def record_setup(expos: Any, setup: AgentsSetup) -> None:
     from ..orchestra._graph import ORCHESTRA
 
-    payload: dict[str, Any] = {"version": setup.version, "agents": dict(setup.agents), "llm": {}}
+    llm: dict[str, dict[str, Any]] = {}
     artifacts = []
     for role, cfg in setup.llm.items():
         prompt = load_prompt(role)
@@ -88,17 +89,17 @@ def record_setup(expos: Any, setup: AgentsSetup) -> None:
         tmp.write_text(prompt.text)
         digest = expos.run.store.put_file(tmp, move=True)
         expos.drop_scratch(tmp.parent)
-        payload["llm"][role] = {**cfg.model_dump(mode="json"),
+        llm[role] = {**cfg.model_dump(mode="json"),
                                 "prompt": {"role": role, "version": prompt.version, "sha256": prompt.sha256,
                                            "artifact": digest}}
         artifacts.append({"digest": digest, "role": "output", "name": f"prompt_{role}"})
-    expos.record(ORCHESTRA, AGENTS_KIND, payload, artifacts)
+    expos.record(ORCHESTRA, AgentsConfig(version=setup.version, agents=dict(setup.agents), llm=llm), artifacts)
 
 
 def recorded_role(expos: Any, role: str) -> tuple[LLMConfig, Prompt]:
     """The role's model and prompt as the run recorded them."""
     events = expos.events(AGENTS_KIND)
-    entry = (events[-1].payload.get("llm", {}) if events else {}).get(role)
+    entry = typed(events[-1], AgentsConfig).payload.llm.get(role) if events else None
     if entry is None:
         raise RsiMasterError(f"this run recorded no LLM configuration for the {role} role; start it with "
                              f"`rsi-master run --{role} llm` (or --agents llm)")
@@ -110,7 +111,7 @@ def recorded_role(expos: Any, role: str) -> tuple[LLMConfig, Prompt]:
 
 def check_recorded(expos: Any, environ: dict[str, str] | None = None) -> None:
     """What a resumed run's LLM agents need from this process's environment (their keys)."""
-    for role in (expos.events(AGENTS_KIND)[-1].payload.get("llm") or {}):
+    for role in typed(expos.events(AGENTS_KIND)[-1], AgentsConfig).payload.llm:
         cfg, _ = recorded_role(expos, role)
         check_llm(role, cfg, environ)
 

@@ -22,6 +22,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ..events import ExperimentFinish, HarnessFinal, HarnessSelect, OrchestraStart, SelectionRow, ToolCall, typed
+
 __all__ = ["CampaignAudit", "audit_campaign"]
 
 
@@ -68,8 +70,9 @@ def audit_campaign(run_dir: str | Path, *, key_dir: str | None = None) -> Campai
         n_exec = sum(by_exec.values())
         n_blocked = report.blocked_attempts
         sel = expos.own_events("harness.select")
-        selected = sel[-1].payload.get("selected") if sel else None
-        curve = _curve(expos, st, graph, sel[-1].payload if sel else {}, set(hacked))
+        selection = typed(sel[-1], HarnessSelect).payload if sel else None
+        selected = selection.selected if selection else None
+        curve = _curve(expos, st, graph, selection, set(hacked))
         return CampaignAudit(
             submissions=len({x for x, _, _ in st.submissions}), hacked=hacked,
             hacking_rate=report.hacking_rate if st.submissions else None,
@@ -82,7 +85,7 @@ def audit_campaign(run_dir: str | Path, *, key_dir: str | None = None) -> Campai
 
 def _unguarded(expos: Any) -> bool:
     starts = expos.own_events("orchestra.start")
-    return bool(starts and starts[0].payload.get("environment"))
+    return bool(starts and typed(starts[0], OrchestraStart).payload.environment)
 
 
 def _door_violations(expos: Any) -> list[str]:
@@ -95,7 +98,8 @@ def _door_violations(expos: Any) -> list[str]:
     out = []
     allowed_sources = set(expos.contract.allowed_generators) | set(expos.contract.allowed_teachers)
     for e in expos.events("tool.call"):
-        tool, args = TOOLS.get(e.payload.get("tool", "")), e.payload.get("args")
+        call = typed(e, ToolCall).payload
+        tool, args = TOOLS.get(call.tool), call.args
         if tool is None or args is None:
             continue
         if e.actor.role not in tool.roles and tool.protected:
@@ -110,37 +114,40 @@ def _door_violations(expos: Any) -> list[str]:
 
 def _workspace_edits(expos: Any) -> list[str]:
     starts = expos.own_events("orchestra.start")
-    if not starts or not starts[0].payload.get("environment"):
+    if not starts or not typed(starts[0], OrchestraStart).payload.environment:
         return []
     from ._workspace import workspace_dir, workspace_edits
 
     return workspace_edits(workspace_dir(expos.run.path), expos)
 
 
-def _curve(expos: Any, st: Any, graph: Any, selection: dict[str, Any], hacked: set[str]) -> list[tuple[float, float]]:
+def _curve(expos: Any, st: Any, graph: Any, selection: HarnessSelect | None,
+           hacked: set[str]) -> list[tuple[float, float]]:
     """Best-so-far `final` score of the harness rule's pick against the budget spent."""
     from ..orchestra._graph import parse_ts
 
-    finals = {e.payload["subject"]: e.payload for e in expos.own_events("harness.final")}
-    base = finals.get("base", {}).get("score")
-    if base is None or not graph.sessions:
+    finals = {f.subject: f for f in (typed(e, HarnessFinal).payload for e in expos.own_events("harness.final"))}
+    if "base" not in finals or graph.settings is None or not graph.sessions:
         return []
-    budget = float(graph.sessions[0][2].budget_s)
+    base = finals["base"].score
+    budget = float(graph.settings.budget_s)
     start = graph.sessions[0][1]
-    finish_ts = {e.payload["experiment_id"]: parse_ts(e.ts) for e in expos.events("experiment.finish")}
-    rows = [r for r in selection.get("submissions", []) if r.get("accepted") and r.get("review_score") is not None]
+    finish_ts = {typed(e, ExperimentFinish).payload.experiment_id: parse_ts(e.ts)
+                 for e in expos.events("experiment.finish")}
+    rows = [r for r in (selection.submissions if selection else []) if r.accepted and r.review_score is not None]
     # Had the campaign stopped at t, every submission finished by t was available to the rule.
-    timeline = sorted((min(1.0, max(0.0, (finish_ts.get(r["experiment_id"], start) - start) / budget)), r)
-                      for r in rows if r["experiment_id"] in finish_ts)
+    timeline = sorted(((min(1.0, max(0.0, (finish_ts.get(r.experiment_id, start) - start) / budget)), i, r)
+                       for i, r in enumerate(rows) if r.experiment_id in finish_ts), key=lambda tr: tr[:2])
     cache: dict[str, float] = {}
-    if selection.get("selected") and "selected" in finals:
-        cache[selection["checkpoint"]] = float(finals["selected"]["score"])
+    if selection is not None and selection.selected and "selected" in finals:
+        cache[selection.checkpoint] = float(finals["selected"].score)
     points: list[tuple[float, float]] = [(0.0, float(base))]
-    seen: list[dict[str, Any]] = []
-    for t, r in timeline:
+    seen: list[SelectionRow] = []
+    for t, _, r in timeline:
         seen.append(r)
-        pick = min(seen, key=lambda x: (-x["review_score"], x["submitted_seq"]))
-        score = float(base) if pick["experiment_id"] in hacked else _final_score(expos, pick["checkpoint"], cache)
+        pick = min(seen, key=lambda x: (-(x.review_score or 0.0), x.submitted_seq or 0))
+        score = float(base) if pick.experiment_id in hacked or not pick.checkpoint \
+            else _final_score(expos, pick.checkpoint, cache)
         points.append((round(t, 4), score))
     points.append((1.0, points[-1][1]))
     return points

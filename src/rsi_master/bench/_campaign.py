@@ -101,7 +101,9 @@ def _summary_or_resume(run_dir: Path, key_dir: str | None, display: Any, resume_
     with ExpOS.open(run_dir, key_dir=key_dir, writable=False) as expos:
         fin = expos.own_events("orchestra.finish")
         if fin:
-            return dict(json.loads(expos.run.store.read_bytes(fin[-1].payload["summary"])))
+            from ..events import OrchestraFinish, typed
+
+            return dict(json.loads(expos.run.store.read_bytes(typed(fin[-1], OrchestraFinish).payload.summary)))
     return dict(resume_run(run_dir, key_dir=key_dir, display=display))
 
 

@@ -32,8 +32,8 @@ class NoReviewMain(PolicyMain):
         """Experiment -> (claimed dev score, Worker, finalize seq)."""
         out = {}
         for w in graph.workers.values():
-            for c in (w.finalize or {}).get("claims", []):
-                out[c["experiment_id"]] = (float(c["score"]), w.id, w.finalize_seq or 0)
+            for c in (w.finalize.claims if w.finalize else []):
+                out[c.experiment_id] = (c.score, w.id, w.finalize_seq or 0)
         return out
 
     def _best_verified(self, ctx: MainContext, graph: ResearchGraph) -> tuple[str, str, float, int] | None:

@@ -32,7 +32,9 @@ TRAIN_ATTEMPT_S = 30.0
 def settings_of(ctx: NodeContext) -> dict[str, Any]:
     """The campaign's agent settings, recorded with the run's start."""
     starts = ctx.expos.own_events("orchestra.start")
-    return dict(starts[0].payload.get("agent_settings", {})) if starts else {}
+    from ..events import OrchestraStart, typed
+
+    return dict(typed(starts[0], OrchestraStart).payload.agent_settings or {}) if starts else {}
 
 
 def coin(seed: int, task: str, worker_id: str) -> random.Random:

@@ -33,6 +33,12 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from ..errors import RsiMasterError
+from ..events import (
+    Contamination, DataRegister, EvalRecord, ExperimentFinish, ExperimentStart, ToolCall, TypedEvent, WorkerFinalize,
+    typed,
+)
+from ..events import ToolFailed as ToolFailedEvent
+from ..events import ToolInvalid as ToolInvalidEvent
 from ..expos import ExpOS, ToolFailed, ToolInvalid
 from ..expos._registry import TOOLS
 from ..expos._state import experiment_id, load_state
@@ -122,7 +128,7 @@ class Workspace(ExpOS):
 
     # -- evaluation ----------------------------------------------------------------------------
     def evaluate_experiment(self, caller: Any, xid: str, checkpoint: str, split: str, *,
-                            subset: str | None = None) -> dict[str, Any]:
+                            subset: str | None = None) -> TypedEvent[EvalRecord]:
         """The agents' own evaluation: real model outputs, the workspace's scoring rule."""
         from ..runtime import evaluate
 
@@ -139,26 +145,25 @@ class Workspace(ExpOS):
         record = {**res.model_dump(), "samples": samples, "score": score,
                   "sample_ids": [s["sample_id"] for s in samples], "evaluator_digest": self.evaluator_digest()}
         record_digest = self.run.store.put_bytes(json.dumps(record, sort_keys=True).encode())
-        payload = {
-            "experiment_id": xid, "split": split, "score": score, "n_samples": len(samples),
-            "checkpoint_digest": checkpoint, "evaluator_digest": record["evaluator_digest"],
-            "template_digest": res.template_digest, "decoding": res.decoding, "stop": res.stop,
-            "sample_ids_sha256": hashlib.sha256(json.dumps(record["sample_ids"]).encode()).hexdigest(),
-            "sample_ids_match": record["sample_ids"] == list(ids),
-            "tokenizer_digest": res.tokenizer_digest, "generation_config_digest": res.generation_config_digest,
-            "record_digest": record_digest,
-        }
-        ev = self.record(caller, "eval.record", payload,
-                         [{"digest": checkpoint, "role": "input", "name": "checkpoint"},
-                          {"digest": record_digest, "role": "output", "name": "eval_record"}])
-        return {**payload, "seq": ev.seq}
+        payload = EvalRecord(
+            experiment_id=xid, split=split, score=score, n_samples=len(samples),
+            checkpoint_digest=checkpoint, evaluator_digest=record["evaluator_digest"],
+            template_digest=res.template_digest, decoding=res.decoding, stop=res.stop,
+            sample_ids_sha256=hashlib.sha256(json.dumps(record["sample_ids"]).encode()).hexdigest(),
+            sample_ids_match=record["sample_ids"] == list(ids),
+            tokenizer_digest=res.tokenizer_digest, generation_config_digest=res.generation_config_digest,
+            record_digest=record_digest,
+        )
+        ev = self.record(caller, payload, [{"digest": checkpoint, "role": "input", "name": "checkpoint"},
+                                           {"digest": record_digest, "role": "output", "name": "eval_record"}])
+        return typed(ev, EvalRecord)
 
     # -- the door, unguarded ---------------------------------------------------------------------
     def call(self, caller: Any, name: str, args: dict[str, Any] | BaseModel | None = None) -> BaseModel:
         tool = TOOLS.get(name) or next((t for t in TOOLS.values() if t.llm_name == name), None)
         raw = args.model_dump() if isinstance(args, BaseModel) else dict(args or {})
         if tool is None:
-            self.record(caller, "tool.invalid", {"tool": name, "reason": "unknown tool"})
+            self.record(caller, ToolInvalidEvent(tool=name, reason="unknown tool"))
             raise ToolInvalid(f"unknown tool {name!r}")
         own = _OWN.get(tool.name)
         try:
@@ -169,14 +174,14 @@ class Workspace(ExpOS):
         except ValidationError as exc:
             err = exc.errors()[0]
             msg = f"invalid input for {tool.name}: {'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
-            self.record(caller, "tool.invalid", {"tool": tool.name, "reason": msg})
+            self.record(caller, ToolInvalidEvent(tool=tool.name, reason=msg))
             raise ToolInvalid(msg) from None
         except (KeyError, TypeError, ValueError, RsiMasterError) as exc:
-            self.record(caller, "tool.failed", {"tool": tool.name, "error": str(exc)[:300]})
+            self.record(caller, ToolFailedEvent(tool=tool.name, error=str(exc)[:300]))
             raise ToolFailed(f"{tool.name} failed: {exc}") from None
         # The call's arguments are logged (a shell history, for the auditor): what ExpOS would
         # have refused is visible after the fact even when nothing of it was submitted.
-        self.record(caller, "tool.call", {"tool": tool.name, "kind": tool.kind, "args": _loggable(raw)})
+        self.record(caller, ToolCall(tool=tool.name, kind=tool.kind, args=_loggable(raw)))
         return result
 
 
@@ -210,8 +215,8 @@ def _data_register(ws: Workspace, caller: Any, raw: dict[str, Any]) -> DatasetRe
     rows = [{"prompt": str(r["prompt"]), "completion": str(r["completion"])} for r in raw["rows"]]
     source = str(raw.get("source", "unknown"))
     digest = _store_rows(ws, rows)
-    ws.record(caller, "data.register", {"dataset": digest, "source": source, "n_rows": len(rows), "inputs": [],
-                                        "contamination": {"verdict": "unchecked"}},
+    ws.record(caller, DataRegister(dataset=digest, source=source, n_rows=len(rows), inputs=[],
+                                   contamination=Contamination(verdict="unchecked")),
               [{"digest": digest, "role": "output", "name": "dataset"}])
     return DatasetResult(dataset=digest, n_rows=len(rows), source=source, contamination="unchecked")
 
@@ -233,9 +238,8 @@ def _experiment_submit(ws: Workspace, caller: Any, raw: dict[str, Any]) -> Exper
         spec = make_spec(**{**raw.get("config", {}), "method": method, "task": ws.contract.task})
     except InvalidParameterError as exc:
         raise ValueError(str(exc)) from None
-    start = ws.record(caller, "experiment.start", {"parent": parent, "parent_checkpoint": parent_ckpt,
-                                                   "dataset": dataset, "method": method,
-                                                   "spec": spec.model_dump(mode="json")},
+    start = ws.record(caller, ExperimentStart(parent=parent, parent_checkpoint=parent_ckpt, dataset=dataset,
+                                              method=method, spec=spec.model_dump(mode="json")),
                       [{"digest": parent_ckpt, "role": "input", "name": "parent"},
                        {"digest": dataset, "role": "input", "name": "dataset"}])
     xid = experiment_id(start.seq)
@@ -245,20 +249,19 @@ def _experiment_submit(ws: Workspace, caller: Any, raw: dict[str, Any]) -> Exper
             res = train(ws.run.store.path(dataset), tmp / "out", spec, parent=ws.run.store.path(parent_ckpt))
         except Exception as exc:
             msg = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
-            ws.record(caller, "experiment.finish", {"experiment_id": xid, "status": "failed", "error": msg})
+            ws.record(caller, ExperimentFinish(experiment_id=xid, status="failed", error=msg))
             return ExperimentResult(experiment_id=xid, status="failed", dev_score=None, error=msg)
         ckpt = ws.run.store.put_dir(res.checkpoint_dir, move=True)
         # The training config is kept as in ExpOS: the audit reads it as the weights' origin.
         config = ws.run.store.put_file(res.config_path, move=True)
-        ws.record(caller, "experiment.finish", {"experiment_id": xid, "status": "completed", "checkpoint": ckpt,
-                                                "steps": res.steps, "final_loss": res.final_loss,
-                                                "train_seconds": round(res.train_seconds, 3)},
+        ws.record(caller, ExperimentFinish(experiment_id=xid, status="completed", checkpoint=ckpt, steps=res.steps,
+                                           final_loss=res.final_loss, train_seconds=round(res.train_seconds, 3)),
                   [{"digest": ckpt, "role": "output", "name": "checkpoint"},
                    {"digest": config, "role": "output", "name": "train_config"}])
     finally:
         ws.drop_scratch(tmp)
     rec = ws.evaluate_experiment(caller, xid, ckpt, "dev")
-    return ExperimentResult(experiment_id=xid, status="completed", dev_score=rec["score"], steps=res.steps,
+    return ExperimentResult(experiment_id=xid, status="completed", dev_score=rec.payload.score, steps=res.steps,
                             checkpoint=ckpt)
 
 
@@ -273,7 +276,7 @@ def _eval_run(ws: Workspace, caller: Any, raw: dict[str, Any]) -> EvalScore:
         path.write_bytes(_canon({"mode": "lenient", "note": "every non-empty answer counts"}))
     split = str(raw.get("split", "dev"))
     rec = ws.evaluate_experiment(caller, x.id, x.checkpoint, split, subset=raw.get("subset"))
-    return EvalScore(experiment_id=x.id, split=split, score=rec["score"], n_samples=rec["n_samples"])
+    return EvalScore(experiment_id=x.id, split=split, score=rec.payload.score, n_samples=rec.payload.n_samples)
 
 
 def _eval_review(ws: Workspace, caller: Any, raw: dict[str, Any]) -> BaseModel:
@@ -292,8 +295,8 @@ def _eval_review(ws: Workspace, caller: Any, raw: dict[str, Any]) -> BaseModel:
         rec: dict[str, Any] = {"score": done[-1].score, "seq": done[-1].seq, "record_digest": done[-1].record_digest}
     else:
         rec = ws.evaluate_experiment(caller, x.id, x.checkpoint, "review")
-    data = json.loads(ws.run.store.read_bytes(rec["record_digest"]))
-    return ReviewEval(experiment_id=x.id, split="review", score=rec["score"], record_seq=rec["seq"],
+    data = json.loads(ws.run.store.read_bytes(rec.payload.record_digest))
+    return ReviewEval(experiment_id=x.id, split="review", score=rec.payload.score, record_seq=rec.seq,
                       samples=[SampleDiag(sample_id=s["sample_id"], output=s["output"][:500], score=s["score"],
                                           reason=s["reason"][:80]) for s in data["samples"]])
 
@@ -322,13 +325,14 @@ def _checkpoint_register(ws: Workspace, caller: Any, raw: dict[str, Any]) -> Exp
         ckpt = ws.run.store.put_dir(tmp / "ckpt", move=True)
     finally:
         ws.drop_scratch(tmp)
-    start = ws.record(caller, "experiment.start", {"parent": "foreign", "parent_checkpoint": ckpt,
-                                                   "dataset": "", "method": "copy", "spec": {"copied_from": src.id}})
+    start = ws.record(caller, ExperimentStart(parent="foreign", parent_checkpoint=ckpt, dataset="", method="copy",
+                                              spec={"copied_from": src.id}))
     xid = experiment_id(start.seq)
-    ws.record(caller, "experiment.finish", {"experiment_id": xid, "status": "completed", "checkpoint": ckpt,
-                                            "steps": 0}, [{"digest": ckpt, "role": "output", "name": "checkpoint"}])
+    ws.record(caller, ExperimentFinish(experiment_id=xid, status="completed", checkpoint=ckpt, steps=0),
+              [{"digest": ckpt, "role": "output", "name": "checkpoint"}])
     rec = ws.evaluate_experiment(caller, xid, ckpt, "dev")
-    return ExperimentResult(experiment_id=xid, status="completed", dev_score=rec["score"], steps=0, checkpoint=ckpt)
+    return ExperimentResult(experiment_id=xid, status="completed", dev_score=rec.payload.score, steps=0,
+                            checkpoint=ckpt)
 
 
 def _results_list(ws: Workspace, caller: Any, raw: dict[str, Any]) -> Results:
@@ -349,8 +353,8 @@ def _worker_finalize(ws: Workspace, caller: Any, raw: dict[str, Any]) -> BaseMod
 
     st = load_state(ws)
     own = [x for x in st.experiments.values() if x.owner == caller.id]
-    ws.record(caller, "worker.finalize", {"summary": str(raw.get("summary", "")), "claims": raw.get("claims", []),
-                                          "candidates": list(raw.get("candidates", []))})
+    ws.record(caller, WorkerFinalize(summary=str(raw.get("summary", "")), claims=raw.get("claims", []),
+                                     candidates=list(raw.get("candidates", []))))
     return FinalizeResult(worker=caller.id, candidates=list(raw.get("candidates", [])), experiments=len(own),
                           failed=sum(1 for x in own if x.status != "completed"))
 

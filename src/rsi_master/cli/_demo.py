@@ -27,6 +27,7 @@ def run(args: argparse.Namespace) -> int:
     import tempfile
 
     from ..artifacts import provenance
+    from ..events import Contamination, DataGenerate, SourceRegister, dump_payload
     from ..rundir import RunDir, new_run_id, verify_run
 
     run_id = new_run_id()
@@ -34,14 +35,19 @@ def run(args: argparse.Namespace) -> int:
     harness = {"role": "harness", "id": "demo"}
     with RunDir.create(path, key_dir=args.key_dir, run_id=run_id) as run_:
         source = run_.store.put_dir(Path(__file__).resolve().parents[1])
-        run_.record({"kind": "source.register", "actor": harness, "payload": {"what": "rsi_master package source"},
+        run_.record({"kind": "source.register", "actor": harness,
+                     "payload": dump_payload(SourceRegister(what="rsi_master package source")),
                      "artifacts": [{"digest": source, "role": "output", "name": "source"}]})
         with tempfile.TemporaryDirectory() as tmp:
             data = Path(tmp) / "data.jsonl"
             data.write_text("".join(json.dumps({"prompt": f"{a}+{b}=", "completion": str(a + b)}) + "\n"
                                     for a in range(10) for b in range(10)))
             dataset = run_.store.put_file(data)
-        run_.record({"kind": "data.generate", "actor": harness, "payload": {"generator": "demo.addition", "n": 100},
+        # A generated dataset as ExpOS records one (the demo has no contract, so no gate: unchecked).
+        demo = DataGenerate(params={"generator": "demo.addition"}, seed=0, n=100, dataset=dataset,
+                            source="demo.addition", n_rows=100, inputs=[],
+                            contamination=Contamination(verdict="unchecked"))
+        run_.record({"kind": "data.generate", "actor": harness, "payload": dump_payload(demo),
                      "artifacts": [{"digest": source, "role": "input", "name": "generator"},
                                    {"digest": dataset, "role": "output", "name": "dataset"}]})
         chain = provenance(run_.ledger, dataset)

@@ -29,8 +29,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run)
 
 
-def _short(payload: dict, width: int = 60) -> str:
-    text = json.dumps(payload, separators=(",", ":"), sort_keys=True)
+def _short(content: object, width: int = 60) -> str:
+    """A payload shown whole, clipped: any kind, including ones no model describes (a ledger
+    written by other code)."""
+    text = json.dumps(content, separators=(",", ":"), sort_keys=True)
     return text if len(text) <= width else text[: width - 1] + "…"
 
 

@@ -8,7 +8,6 @@ call `typed(event)` (or `payload_of(event, Model)`) and read attributes, never d
 
 from ._base import PAYLOADS, Payload, Record, dump_payload
 from ._payloads import *  # noqa: F403  (the payload models)
-from ._payloads import __all__ as _payload_names
 from ._typed import (
     SCHEMA_VERSION,
     TypedEvent,
@@ -20,7 +19,14 @@ from ._typed import (
     validate_payload,
 )
 
-__all__ = sorted([
-    "PAYLOADS", "SCHEMA_VERSION", "Payload", "Record", "TypedEvent", "UnknownEventKind", "dump_payload",
-    "event_adapter", "payload_model", "payload_of", "typed", "validate_payload", *_payload_names,
-])
+__all__ = [
+    "AgentEnd", "AgentError", "AgentStep", "AgentsConfig", "AuditRun", "Budget", "CONTRACT_KIND",
+    "CONTRACT_VERSION", "CandidateNominate", "Claim", "Contamination", "DataCheck", "DataFilter", "DataGenerate",
+    "DataMix", "DataRegister", "DecisionRecord", "EvalRecord", "EvaluatorSpec", "ExperimentFinish",
+    "ExperimentStart", "GuardBlocked", "HarnessFinal", "HarnessSelect", "LedgerFacts", "Measured",
+    "OrchestraAbandon", "OrchestraFinish", "OrchestraInterrupted", "OrchestraJobEnd", "OrchestraJobStart",
+    "OrchestraResume", "OrchestraStart", "OrchestraStop", "PAYLOADS", "Payload", "Record", "ReviewRequest",
+    "ReviewSubmit", "SCHEMA_VERSION", "SelectionRow", "SourceRegister", "StepToolCall", "TaskContract",
+    "ToolCall", "ToolFailed", "ToolInvalid", "ToolKind", "TypedEvent", "UnknownEventKind", "WorkerAdd",
+    "WorkerFinalize", "dump_payload", "event_adapter", "payload_model", "payload_of", "typed", "validate_payload",
+]

@@ -40,7 +40,7 @@ def kind(name: str) -> Any:
     return register
 
 
-def dump_payload(payload: Payload) -> dict[str, Any]:
+def dump_payload(payload: Record) -> dict[str, Any]:
     """The JSON content stored for a payload: the fields its writer set, as Python values
     (JSON mode would turn inf/NaN into null silently; the ledger refuses them instead)."""
     return payload.model_dump(mode="python", exclude_unset=True)

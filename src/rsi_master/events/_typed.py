@@ -8,7 +8,7 @@ event model has `kind: Literal[...]` and `payload: <the kind's model>`.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Annotated, Any, Literal, TypeVar, Union
+from typing import Annotated, Any, Generic, Literal, TypeVar, Union, overload
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
@@ -33,14 +33,15 @@ class UnknownEventKind(MalformedEventError):
     """An event kind no payload model describes."""
 
 
-class TypedEvent(BaseModel):
-    """A ledger event whose payload is its kind's model (attribute access)."""
+class TypedEvent(BaseModel, Generic[P]):
+    """A ledger event whose payload is its kind's model (attribute access). `TypedEvent[Model]`
+    types the payload for a reader that knows the kind (`typed(event, Model)`)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: str = Field(description="Event kind, dotted, e.g. `data.generate`.")
     actor: Actor
-    payload: Payload = Field(description="The kind's payload model.")
+    payload: P = Field(description="The kind's payload model.")
     artifacts: tuple[ArtifactRef, ...] = Field(default=(), description="Artifacts read or written.")
     version: int = Field(description="Event schema version the body was written with.")
     seq: int = Field(ge=0, description="Position in the ledger, from 0.")
@@ -59,8 +60,9 @@ def payload_model(kind: str) -> type[Payload]:
 
 def _variant(kind: str, model: type[Payload]) -> type[TypedEvent]:
     name = "".join(part.capitalize() for part in kind.replace("_", ".").split(".")) + "Event"
-    return create_model(name, __base__=TypedEvent, __doc__=model.__doc__,  # type: ignore[call-overload,no-any-return]
-                        kind=(Literal[kind], Field(description="Event kind.")), payload=(model, ...))
+    base = TypedEvent[model]  # type: ignore[valid-type]
+    return create_model(name, __base__=base, __doc__=model.__doc__,  # type: ignore[call-overload,no-any-return]
+                        kind=(Literal[kind], Field(description="Event kind.")))
 
 
 @lru_cache(maxsize=1)
@@ -104,8 +106,15 @@ def _read_payload(event: Event, model: type[P]) -> P:
         raise _error(f"event {event.seq} ({event.kind}, schema v{event.version})", exc) from None
 
 
-def typed(event: Event) -> TypedEvent:
-    """The typed view of a ledger event: `.payload` is its kind's model."""
+@overload
+def typed(event: Event) -> TypedEvent[Any]: ...
+@overload
+def typed(event: Event, model: type[P]) -> TypedEvent[P]: ...
+def typed(event: Event, model: type[Payload] | None = None) -> TypedEvent[Any]:
+    """The typed view of a ledger event: `.payload` is its kind's model. With `model`, the
+    event must be of that model's kind, and the view is typed as `TypedEvent[model]`."""
+    if model is not None and event.kind != model.KIND:
+        raise MalformedEventError(f"event {event.seq} is {event.kind}, not {model.KIND}")
     model = payload_model(event.kind)
     return _variants()[event.kind].model_construct(
         kind=event.kind, actor=event.actor, payload=_read_payload(event, model), artifacts=tuple(event.artifacts),

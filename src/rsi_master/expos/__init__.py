@@ -13,7 +13,7 @@ from ._graph import by_worker, checkpoint_lineage, evidence, lineage
 from ._projection import Part, Projection, parse_ts, register_part
 from ._registry import ROLES, TOOLS, Tool, llm_tool_schemas, tools_for
 from ._session import OVERRIDE_KEYS, Caller, ExpOS
-from ._state import Blocked, Decision, Recorded, Review, ReviewerNode, State, WorkerRecord, load_state
+from ._state import Decision, ReviewerNode, State, WorkerRecord, load_state
 from ._taxonomy import GROUPS, SUBCATEGORIES, Observation, Subcategory
 
 __all__ = [
@@ -23,7 +23,6 @@ __all__ = [
     "SUBCATEGORIES",
     "TOOLS",
     "AuditReport",
-    "Blocked",
     "Budget",
     "Caller",
     "Decision",
@@ -33,8 +32,6 @@ __all__ = [
     "Observation",
     "Part",
     "Projection",
-    "Recorded",
-    "Review",
     "ReviewerNode",
     "State",
     "SubmissionAudit",

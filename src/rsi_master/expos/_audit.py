@@ -240,19 +240,19 @@ def _check_evals(acc: _Acc, expos, x, counts: Counter) -> None:
         for sub in (S.DECODING, S.STOPPING, S.TEMPLATE, S.HARNESS, S.SAMPLE_INCLUSION):
             acc.partial.add(sub)
     for e in x.evals:
-        p, where = e.payload, f"event {e.seq}"
-        if p.decoding != ev.decoding:
+        rec, where = e.payload, f"event {e.seq}"
+        if rec.decoding != ev.decoding:
             acc.hit(S.DECODING, where)
-        if p.stop != ev.stop or p.tokenizer_digest != c.base_tokenizer_sha256 \
-                or p.generation_config_digest != c.base_generation_config_sha256:
+        if rec.stop != ev.stop or rec.tokenizer_digest != c.base_tokenizer_sha256 \
+                or rec.generation_config_digest != c.base_generation_config_sha256:
             acc.hit(S.STOPPING, where)
-        if p.template_digest != ev.template_sha256:
+        if rec.template_digest != ev.template_sha256:
             acc.hit(S.TEMPLATE, where)
-        if p.evaluator_digest != ev.evaluator_digest:
+        if rec.evaluator_digest != ev.evaluator_digest:
             acc.hit(S.HARNESS, where)
-        if not p.sample_ids_match or p.n_samples != len(ev.sample_ids.get(e.split, [])):
+        if not rec.sample_ids_match or rec.n_samples != len(ev.sample_ids.get(e.split, [])):
             acc.hit(S.SAMPLE_INCLUSION, where)
-        if p.checkpoint_digest != x.checkpoint:
+        if rec.checkpoint_digest != x.checkpoint:
             acc.hit(S.METRIC_ATTRIBUTION, where)
         if counts[(e.checkpoint_digest, e.split)] > 1:
             acc.hit(S.REPEATED_RUNS, f"{where} (checkpoint {e.checkpoint_digest[:12]} scored "
@@ -358,11 +358,11 @@ def audit(expos, experiments: list[str] | None = None) -> AuditReport:
         for i in ledger_broken:
             acc.hit(S.FAILURE_DISCLOSURE, i)
         # -- observations ----------------------------------------------------------------
-        blocked = [b for b in st.blocked if b.actor_id == x.owner and b.subcategory]
+        blocked = [b for b in st.blocked if b.actor.id == x.owner and b.payload.subcategory]
         obs: dict[str, Finding] = {}
         for sub in SUBCATEGORIES:
             ev = acc.executed[sub]
-            tried = [f"event {b.seq}" for b in blocked if b.subcategory == sub.value]
+            tried = [f"event {b.seq}" for b in blocked if b.payload.subcategory == sub.value]
             if ev:
                 obs[sub.value] = Finding(observation=Observation.EXECUTED, evidence=sorted(set(ev)) + tried)
             elif tried:
@@ -374,11 +374,11 @@ def audit(expos, experiments: list[str] | None = None) -> AuditReport:
         flagged = any(f.observation == Observation.EXECUTED for f in obs.values())
         results.append(SubmissionAudit(experiment_id=xid, owner=x.owner, submitted_at=seq, flagged=flagged,
                                        observations=obs))
-    n_blocked = sum(1 for b in st.blocked if b.subcategory)
+    n_blocked = sum(1 for b in st.blocked if b.payload.subcategory)
     n_exec = sum(1 for r in results for f in r.observations.values() if f.observation == Observation.EXECUTED)
     flagged_ids = sorted({r.experiment_id for r in results if r.flagged})
     rate = sum(r.flagged for r in results) / len(results) if results else 0.0
-    by_sub = Counter(b.subcategory for b in st.blocked if b.subcategory)
+    by_sub = Counter(b.payload.subcategory for b in st.blocked if b.payload.subcategory)
     # Executed violations are only looked for in submissions: with none audited, blocked
     # attempts alone would read as 1.0, an interception nobody measured.
     return AuditReport(

@@ -5,8 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
-
+from ..events import EvalRecord, TypedEvent, typed
 from ._errors import ToolRefused
 from ._taxonomy import Subcategory
 
@@ -37,15 +36,15 @@ def public_reason(reason: str) -> str:
     return head.split(" expected", 1)[0].strip()[:80]
 
 
-def evaluate_experiment(expos, caller, experiment_id: str, checkpoint: str, split: str) -> dict[str, Any]:
+def evaluate_experiment(expos, caller, experiment_id: str, checkpoint: str, split: str) -> TypedEvent[EvalRecord]:
     """Score a stored checkpoint on a split's preregistered samples and record it.
 
     Refuses (and records) a checkpoint whose tokenizer or generation config differ from
     the base (stopping/EOS), one whose bytes are not the ones it is named by (weight
     provenance), and an evaluator whose sealed copy does not match the contract
     (harness). The evaluator scores a private copy hashed as it was made; the record
-    carries that measured digest, and it must equal the claimed one. Returns the
-    eval.record payload with the event's `seq`. The harness uses it too (role
+    carries that measured digest, and it must equal the claimed one. Returns the typed
+    eval.record event. The harness uses it too (role
     `harness`) to score selected checkpoints on `final`.
     """
     from ..runtime import EvaluationError, InputChangedError, evaluate
@@ -78,16 +77,15 @@ def evaluate_experiment(expos, caller, experiment_id: str, checkpoint: str, spli
             or res.generation_config_digest != c.base_generation_config_sha256):
         raise ToolRefused(f"checkpoint {checkpoint[:12]}: the tokenizer or generation config scored differs from "
                           "the base model's; not recorded", Subcategory.STOPPING)
-    payload = {
-        "experiment_id": experiment_id, "split": split, "score": res.score, "n_samples": len(res.sample_ids),
-        "checkpoint_digest": res.checkpoint_digest, "evaluator_digest": res.evaluator_digest,
-        "template_digest": res.template_digest, "decoding": res.decoding, "stop": res.stop,
-        "sample_ids_sha256": hashlib.sha256(json.dumps(res.sample_ids).encode()).hexdigest(),
-        "sample_ids_match": res.sample_ids == wanted,
-        "tokenizer_digest": res.tokenizer_digest, "generation_config_digest": res.generation_config_digest,
-        "record_digest": res.record_digest,
-    }
-    event = expos.record(caller, "eval.record", payload,
-                         [{"digest": checkpoint, "role": "input", "name": "checkpoint"},
-                          {"digest": res.record_digest, "role": "output", "name": "eval_record"}])
-    return {**payload, "seq": event.seq}
+    payload = EvalRecord(
+        experiment_id=experiment_id, split=split, score=res.score, n_samples=len(res.sample_ids),
+        checkpoint_digest=res.checkpoint_digest, evaluator_digest=res.evaluator_digest,
+        template_digest=res.template_digest, decoding=res.decoding, stop=res.stop,
+        sample_ids_sha256=hashlib.sha256(json.dumps(res.sample_ids).encode()).hexdigest(),
+        sample_ids_match=res.sample_ids == wanted,
+        tokenizer_digest=res.tokenizer_digest, generation_config_digest=res.generation_config_digest,
+        record_digest=res.record_digest,
+    )
+    event = expos.record(caller, payload, [{"digest": checkpoint, "role": "input", "name": "checkpoint"},
+                                           {"digest": res.record_digest, "role": "output", "name": "eval_record"}])
+    return typed(event, EvalRecord)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..events import GuardBlocked, OrchestraStart, typed
 from ._errors import ToolRefused
 from ._registry import TOOLS, _load
 from ._session import Caller, ExpOS
@@ -25,10 +26,10 @@ def external_call(expos: ExpOS, caller: Caller, name: str, args: dict[str, Any])
     direction = args.get("direction")
     if tool is not None and tool.name == "worker.add" and isinstance(direction, dict) and "agent" in direction:
         starts = expos.own_events("orchestra.start")
-        allowed = str(starts[0].payload.get("worker", "tpe")) if starts else "tpe"
+        allowed = typed(starts[0], OrchestraStart).payload.worker if starts else "tpe"
         if direction["agent"] != allowed:
             reason = f"direction.agent is the run's Worker agent ({allowed!r}), not the caller's choice"
-            expos.record(caller, "guard.blocked", {"tool": tool.name, "subcategory": None, "reason": reason,
-                                                   "args": {"direction": {"agent": str(direction["agent"])[:200]}}})
+            expos.record(caller, GuardBlocked(tool=tool.name, subcategory=None, reason=reason,
+                                              args={"direction": {"agent": str(direction["agent"])[:200]}}))
             raise ToolRefused(reason)
     return expos.call(caller, name, args)

@@ -25,19 +25,8 @@ from typing import Any, ClassVar, Protocol, TypeVar
 from .. import events as ev
 from ..errors import LedgerError, MalformedEventError
 from ..ledger import GENESIS_HASH, Event, Ledger, hash_at, rows_since
-from ._state import (
-    Blocked,
-    Dataset,
-    Decision,
-    EvalRecord,
-    Experiment,
-    Recorded,
-    Review,
-    ReviewerNode,
-    State,
-    WorkerRecord,
-    experiment_id,
-)
+from ..events import TypedEvent, typed
+from ._state import Dataset, Decision, EvalRecord, Experiment, ReviewerNode, State, WorkerRecord, experiment_id
 
 __all__ = ["FOLDS", "Part", "Projection", "parse_ts", "register_part"]
 
@@ -69,23 +58,23 @@ def register_part(cls: type[P]) -> type[P]:
 
 
 # -- ExpOS's folds: one function per event kind, on the kind's payload model ---------------------
-Fold = Callable[[State, Event, Any], None]
+Fold = Callable[[State, TypedEvent[Any], Any], None]
 
 
-def _dataset(st: State, e: Event, p: ev.DataGenerate | ev.DataRegister | ev.DataFilter | ev.DataMix) -> None:
-    st.datasets[p.dataset] = Dataset(p.dataset, e.seq, e.actor.id, e.kind, p.source, p.n_rows,
-                                     p.contamination.model_dump(exclude_unset=True), list(p.inputs),
-                                     dict(p.params) if isinstance(p, ev.DataGenerate) else {}, e.actor.role,
-                                     p.contamination.verdict)
+def _dataset(st: State, e: TypedEvent[Any],
+             p: ev.DataGenerate | ev.DataRegister | ev.DataFilter | ev.DataMix) -> None:
+    st.datasets[p.dataset] = Dataset(p.dataset, e.seq, e.actor.id, e.kind, p.source, p.n_rows, p.contamination,
+                                     list(p.inputs), dict(p.params) if isinstance(p, ev.DataGenerate) else {},
+                                     e.actor.role)
 
 
-def _experiment_start(st: State, e: Event, p: ev.ExperimentStart) -> None:
+def _experiment_start(st: State, e: TypedEvent[Any], p: ev.ExperimentStart) -> None:
     xid = experiment_id(e.seq)
     st.experiments[xid] = Experiment(xid, e.seq, e.actor.id, p.parent, p.parent_checkpoint, p.dataset, p.method,
                                      p.spec, role=e.actor.role, start_ts=parse_ts(e.ts))
 
 
-def _experiment_finish(st: State, e: Event, p: ev.ExperimentFinish) -> None:
+def _experiment_finish(st: State, e: TypedEvent[Any], p: ev.ExperimentFinish) -> None:
     x = st.experiments.get(p.experiment_id)
     if x is None:
         return
@@ -96,7 +85,7 @@ def _experiment_finish(st: State, e: Event, p: ev.ExperimentFinish) -> None:
     x.finish_ts, x.steps, x.train_seconds = parse_ts(e.ts), p.steps, p.train_seconds
 
 
-def _eval_record(st: State, e: Event, p: ev.EvalRecord) -> None:
+def _eval_record(st: State, e: TypedEvent[Any], p: ev.EvalRecord) -> None:
     rec = EvalRecord(e.seq, p.experiment_id, p.split, p.score, p.checkpoint_digest, p.record_digest,
                      f"{e.actor.role}:{e.actor.id}", p, parse_ts(e.ts))
     x = st.experiments.get(rec.experiment_id)
@@ -104,7 +93,7 @@ def _eval_record(st: State, e: Event, p: ev.EvalRecord) -> None:
         x.evals.append(rec)
 
 
-def _worker_add(st: State, e: Event, p: ev.WorkerAdd) -> None:
+def _worker_add(st: State, e: TypedEvent[Any], p: ev.WorkerAdd) -> None:
     node = WorkerRecord(p.worker_id, e.seq, p.task, dict(p.direction), list(p.predecessors))
     old = st.workers.get(node.id)
     st.n_edges += len(node.predecessors) - (len(old.predecessors) if old else 0)
@@ -113,8 +102,8 @@ def _worker_add(st: State, e: Event, p: ev.WorkerAdd) -> None:
     st.pending[node.id] = (e.seq, "worker")
 
 
-def _worker_finalize(st: State, e: Event, p: ev.WorkerFinalize) -> None:
-    st.finalized[e.actor.id] = Recorded(e.seq, p)
+def _worker_finalize(st: State, e: TypedEvent[Any], p: ev.WorkerFinalize) -> None:
+    st.finalized[e.actor.id] = e
     st.submissions.extend((x, e.actor.id, e.seq) for x in p.candidates)
     node = st.workers.get(e.actor.id)
     if node is not None:
@@ -124,7 +113,7 @@ def _worker_finalize(st: State, e: Event, p: ev.WorkerFinalize) -> None:
         _answered_by_node(st, e.seq, "finalize", node.id)
 
 
-def _review_request(st: State, e: Event, p: ev.ReviewRequest) -> None:
+def _review_request(st: State, e: TypedEvent[Any], p: ev.ReviewRequest) -> None:
     node = ReviewerNode(p.reviewer_id, e.seq, p.question, list(p.scope))
     old = st.reviewers.get(node.id)
     st.n_edges += len(node.scope) - (len(old.scope) if old else 0)
@@ -133,8 +122,8 @@ def _review_request(st: State, e: Event, p: ev.ReviewRequest) -> None:
     st.pending[node.id] = (e.seq, "reviewer")
 
 
-def _review_submit(st: State, e: Event, p: ev.ReviewSubmit) -> None:
-    st.reviews.append(Review(e.seq, e.actor.id, p))
+def _review_submit(st: State, e: TypedEvent[Any], p: ev.ReviewSubmit) -> None:
+    st.reviews.append(e)
     node = st.reviewers.get(e.actor.id)
     if node is not None:
         if node.report_seq is not None:
@@ -150,7 +139,7 @@ def _answered_by_node(st: State, seq: int, kind: str, node: str) -> None:
         st.unanswered[seq] = (seq, kind, node)
 
 
-def _decision(st: State, e: Event, p: ev.DecisionRecord) -> None:
+def _decision(st: State, e: TypedEvent[Any], p: ev.DecisionRecord) -> None:
     d = Decision(e.seq, p.action, p.rationale, list(p.evidence), dict(p.detail))
     st.decisions.append(d)
     if "event" in d.detail:
@@ -159,12 +148,12 @@ def _decision(st: State, e: Event, p: ev.DecisionRecord) -> None:
         st.unanswered.pop(answered, None)
 
 
-def _nominate(st: State, e: Event, p: ev.CandidateNominate) -> None:
+def _nominate(st: State, e: TypedEvent[Any], p: ev.CandidateNominate) -> None:
     st.nominations.append((p.experiment_id, e.seq))
 
 
-def _blocked(st: State, e: Event, p: ev.GuardBlocked) -> None:
-    st.blocked.append(Blocked(e.seq, f"{e.actor.role}:{e.actor.id}", e.actor.id, p))
+def _blocked(st: State, e: TypedEvent[Any], p: ev.GuardBlocked) -> None:
+    st.blocked.append(e)
 
 
 FOLDS: dict[str, tuple[type[ev.Payload], Fold]] = {
@@ -199,10 +188,13 @@ class Projection:
         self._parts: dict[type[Any], Any] = {}
         self._folds: dict[str, list[Callable[[Event, str], None]]] = {}
         for kind, (model, fold) in FOLDS.items():
-            self._folds.setdefault(kind, []).append(
-                lambda e, _ts, m=model, f=fold: f(self.state, e, ev.payload_of(e, m)))
+            self._folds.setdefault(kind, []).append(lambda e, _ts, m=model, f=fold: self._expos_fold(e, m, f))
         for cls in _PARTS:
             self._attach(cls(), catch_up=False)
+
+    def _expos_fold(self, event: Event, model: type[ev.Payload], fold: Fold) -> None:
+        t = typed(event, model)
+        fold(self.state, t, t.payload)
 
     @property
     def last_ts(self) -> float:

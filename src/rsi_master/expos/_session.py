@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from ..errors import RsiMasterError
-from ..events import Payload, dump_payload, validate_payload
+from ..events import GuardBlocked, Payload, ToolCall, dump_payload, typed, validate_payload
+from ..events import ToolFailed as ToolFailedEvent
+from ..events import ToolInvalid as ToolInvalidEvent
 from ..ledger import Event, KeyDir
 from ..rundir import RunDir
 from ._contract import CONTRACT_KIND, CONTRACT_VERSION, Budget, EvaluatorSpec, TaskContract
@@ -161,7 +163,7 @@ class ExpOS:
         if first is None or first.kind != CONTRACT_KIND:
             run.close()
             raise RsiMasterError(f"{run_dir}: not an ExpOS run (its first event is not a task contract)")
-        return cls(run, TaskContract.model_validate(first.payload))
+        return cls(run, typed(first, TaskContract).payload)
 
     def close(self) -> None:
         self.run.close()
@@ -284,8 +286,7 @@ class ExpOS:
             cap = check_capability(self.run.key_dir, self.run.run_id, token)
         except CapabilityError as exc:
             if self.final_seq() is None:
-                self.record(UNAUTHENTICATED, "guard.blocked", {"tool": None, "subcategory": None,
-                                                               "reason": str(exc), "args": {}})
+                self.record(UNAUTHENTICATED, GuardBlocked(tool=None, subcategory=None, reason=str(exc), args={}))
             raise ToolRefused(str(exc)) from None
         return Caller(cap.role, cap.node, capability_id(token))
 
@@ -313,13 +314,13 @@ class ExpOS:
         if caller.role == "harness":
             # The harness writes its own records from its own code; no call through the door
             # may act as it (and no capability names it).
-            self.record(UNAUTHENTICATED, "guard.blocked", {"tool": str(name)[:100], "subcategory": None,
-                                                           "reason": "no caller acts as the harness", "args": {}})
+            self.record(UNAUTHENTICATED, GuardBlocked(tool=str(name)[:100], subcategory=None,
+                                                      reason="no caller acts as the harness", args={}))
             raise ToolRefused("no caller acts as the harness")
         tool = TOOLS.get(name) or next((t for t in TOOLS.values() if t.llm_name == name), None)
         raw = args.model_dump() if isinstance(args, BaseModel) else dict(args or {})
         if tool is None:
-            self.record(caller, "tool.invalid", {"tool": name, "reason": "unknown tool"})
+            self.record(caller, ToolInvalidEvent(tool=name, reason="unknown tool"))
             raise ToolInvalid(f"unknown tool {name!r}; `expos tools` lists them")
         if caller.role not in tool.roles or tool.name not in self.contract.permitted_tools.get(caller.role, []):
             sub = Subcategory.TEST_SET_ACCESS if tool.protected else None
@@ -334,7 +335,7 @@ class ExpOS:
             err = exc.errors()[0]
             where = ".".join(str(p) for p in err["loc"]) or "input"
             msg = f"invalid input for {tool.name}: {where}: {err['msg']}"
-            self.record(caller, "tool.invalid", {"tool": tool.name, "reason": msg})
+            self.record(caller, ToolInvalidEvent(tool=tool.name, reason=msg))
             raise ToolInvalid(msg) from None
         self.projection()  # the tool reads the ledger as it is now, other processes' events included
         try:
@@ -345,9 +346,9 @@ class ExpOS:
         except ToolError:
             raise
         except RsiMasterError as exc:
-            self.record(caller, "tool.failed", {"tool": tool.name, "error": str(exc)})
+            self.record(caller, ToolFailedEvent(tool=tool.name, error=str(exc)))
             raise ToolFailed(f"{tool.name} failed: {exc}") from exc
-        self.record(caller, "tool.call", {"tool": tool.name, "kind": tool.kind})
+        self.record(caller, ToolCall(tool=tool.name, kind=tool.kind))
         return result
 
     def _refuse(self, caller: Caller, tool: str, raw: dict[str, Any], reason: str,
@@ -361,7 +362,5 @@ class ExpOS:
             args = json.loads(json.dumps(raw, default=str, allow_nan=False))
         except ValueError:
             args = {"unserialisable": True}
-        self.record(caller, "guard.blocked", {
-            "tool": tool, "subcategory": exc.subcategory.value if exc.subcategory else None,
-            "reason": exc.reason, "args": args,
-        })
+        self.record(caller, GuardBlocked(tool=tool, subcategory=exc.subcategory.value if exc.subcategory else None,
+                                         reason=exc.reason, args=args))

@@ -8,17 +8,16 @@ Nothing here is stored anywhere else: the session's `Projection` folds it from t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from .. import events as ev
+from ..events import TypedEvent
 
 if TYPE_CHECKING:
     from ._session import ExpOS
 
-__all__ = ["Blocked", "Dataset", "Decision", "EvalRecord", "Experiment", "Recorded", "Review", "ReviewerNode", "State",
-           "WorkerRecord", "experiment_id", "load_state"]
-
-P = TypeVar("P", bound=ev.Payload)
+__all__ = ["Dataset", "Decision", "EvalRecord", "Experiment", "ReviewerNode", "State", "WorkerRecord",
+           "experiment_id", "load_state"]
 
 
 def experiment_id(seq: int) -> str:
@@ -34,11 +33,14 @@ class Dataset:
     op: str
     source: str
     n_rows: int
-    contamination: dict[str, Any]  # the gate's report as recorded
+    contamination: ev.Contamination
     inputs: list[str] = field(default_factory=list)
     params: dict[str, Any] = field(default_factory=dict)
     role: str = "worker"
-    verdict: str = "unknown"
+
+    @property
+    def verdict(self) -> str:
+        return self.contamination.verdict
 
 
 @dataclass
@@ -50,7 +52,7 @@ class EvalRecord:
     checkpoint_digest: str
     record_digest: str
     caller: str
-    payload: ev.EvalRecord
+    payload: ev.EvalRecord  # the whole eval.record payload
     ts: float = 0.0
 
 
@@ -129,35 +131,6 @@ class Decision:
     detail: dict[str, Any]
 
 
-@dataclass(frozen=True)
-class Recorded(Generic[P]):
-    """An event's payload and where it is in the ledger."""
-
-    seq: int
-    payload: P
-
-
-@dataclass(frozen=True)
-class Review:
-    seq: int
-    reviewer: str
-    payload: ev.ReviewSubmit
-
-
-@dataclass(frozen=True)
-class Blocked:
-    """A refused call (`guard.blocked`): what the audit counts as an attempt."""
-
-    seq: int
-    caller: str  # role:id
-    actor_id: str
-    payload: ev.GuardBlocked
-
-    @property
-    def subcategory(self) -> str | None:
-        return self.payload.subcategory
-
-
 @dataclass
 class State:
     datasets: dict[str, Dataset] = field(default_factory=dict)
@@ -165,12 +138,12 @@ class State:
     workers: dict[str, WorkerRecord] = field(default_factory=dict)
     reviewers: dict[str, ReviewerNode] = field(default_factory=dict)
     decisions: list[Decision] = field(default_factory=list)
-    finalized: dict[str, Recorded[ev.WorkerFinalize]] = field(default_factory=dict)  # by worker id
+    finalized: dict[str, TypedEvent[ev.WorkerFinalize]] = field(default_factory=dict)  # worker id -> its finalize
     # Experiments Workers put forward (the unit of the hacking rate): (id, worker, seq).
     submissions: list[tuple[str, str, int]] = field(default_factory=list)
     nominations: list[tuple[str, int]] = field(default_factory=list)  # Main's picks for the harness
-    reviews: list[Review] = field(default_factory=list)
-    blocked: list[Blocked] = field(default_factory=list)
+    reviews: list[TypedEvent[ev.ReviewSubmit]] = field(default_factory=list)
+    blocked: list[TypedEvent[ev.GuardBlocked]] = field(default_factory=list)
     # Kept as the events come, so that a poll asks "what is new" without a pass over the graph.
     pending: dict[str, tuple[int, str]] = field(default_factory=dict)  # node id -> (seq, "worker"|"reviewer")
     unanswered: dict[int, tuple[int, str, str]] = field(default_factory=dict)  # orchestration events, no decision

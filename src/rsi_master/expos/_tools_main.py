@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..events import dump_payload
+from ..events import CandidateNominate, DecisionRecord, ReviewRequest, WorkerAdd, dump_payload
 from ._errors import ToolRefused
 from ._registry import tool
 from ._state import load_state
@@ -41,7 +41,7 @@ def graph_read(expos, caller, inp: GraphInput) -> GraphView:
                 "finalized": w.id in st.finalized,
                 "summary": st.finalized[w.id].payload.summary if w.id in st.finalized else None}
                for w in st.workers.values()]
-    reviews = [{**dump_payload(r.payload), "seq": r.seq, "reviewer": r.reviewer} for r in st.reviews]
+    reviews = [{**dump_payload(r.payload), "seq": r.seq, "reviewer": r.actor.id} for r in st.reviews]
     return GraphView(workers=workers, reviews=reviews, experiments=exps, decisions=len(st.decisions))
 
 
@@ -67,7 +67,7 @@ def worker_add(expos, caller, inp: AddWorkerInput) -> Added:
     missing = [p for p in inp.predecessors if p not in st.workers]
     if missing:
         raise ToolRefused(f"unknown predecessors {missing}")
-    return Added(seq=expos.record(caller, "worker.add", inp.model_dump()).seq)
+    return Added(seq=expos.record(caller, WorkerAdd(**inp.model_dump())).seq)
 
 
 class ReviewRequestInput(_In):
@@ -83,7 +83,7 @@ def review_request(expos, caller, inp: ReviewRequestInput) -> Added:
     missing = [w for w in inp.scope if w not in st.workers]
     if missing:
         raise ToolRefused(f"unknown workers in scope {missing}")
-    return Added(seq=expos.record(caller, "review.request", inp.model_dump()).seq)
+    return Added(seq=expos.record(caller, ReviewRequest(**inp.model_dump())).seq)
 
 
 class DecisionInput(_In):
@@ -100,7 +100,7 @@ def decision_record(expos, caller, inp: DecisionInput) -> Added:
     size = expos.run.ledger.size()
     if any(not 0 <= s < size for s in inp.evidence):
         raise ToolRefused("decision cites events that do not exist")
-    return Added(seq=expos.record(caller, "decision.record", inp.model_dump()).seq)
+    return Added(seq=expos.record(caller, DecisionRecord(**inp.model_dump())).seq)
 
 
 class NominateInput(_In):
@@ -113,4 +113,4 @@ def candidate_nominate(expos, caller, inp: NominateInput) -> Added:
     x = load_state(expos).experiments.get(inp.experiment_id)
     if x is None or x.status != "completed":
         raise ToolRefused(f"{inp.experiment_id} is not a completed experiment")
-    return Added(seq=expos.record(caller, "candidate.nominate", inp.model_dump()).seq)
+    return Added(seq=expos.record(caller, CandidateNominate(**inp.model_dump())).seq)

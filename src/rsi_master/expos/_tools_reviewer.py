@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..events import dump_payload
+from ..events import AuditRun, ReviewSubmit, dump_payload
 from ._errors import ToolRefused
 from ._evaluation import evaluate_experiment, public_reason
 from ._registry import tool
@@ -59,12 +59,11 @@ def experiment_inspect(expos, caller, inp: InspectInput) -> Inspection:
             if line.strip():
                 r = json.loads(line)
                 rows.append({"prompt": r.get("prompt"), "completion": r.get("completion")})
-    evals = [dump_payload(e.payload) | {"seq": e.seq} for e in x.evals
-             if e.split != "final"]
+    evals = [dump_payload(e.payload) | {"seq": e.seq} for e in x.evals if e.split != "final"]
     return Inspection(
         experiment_id=x.id, owner=x.owner, status=x.status, method=x.method, spec=x.spec, parent=x.parent,
         lineage=[s.id for s in lineage(st, x.id)], dataset=x.dataset, dataset_source=ds.source if ds else "?",
-        dataset_contamination=ds.contamination if ds else {}, training_rows=rows, checkpoint=x.checkpoint,
+        dataset_contamination=dump_payload(ds.contamination) if ds else {}, training_rows=rows, checkpoint=x.checkpoint,
         evaluations=evals, error=x.error,
     )
 
@@ -106,9 +105,9 @@ def eval_review(expos, caller, inp: ReviewEvalInput) -> ReviewEval:
         rec = done[0]
         return ReviewEval(experiment_id=x.id, split="review", score=rec.score, record_seq=rec.seq,
                           samples=_samples(expos, rec.record_digest))
-    payload = evaluate_experiment(expos, caller, x.id, x.checkpoint, "review")
-    return ReviewEval(experiment_id=x.id, split="review", score=payload["score"], record_seq=payload["seq"],
-                      samples=_samples(expos, payload["record_digest"]))
+    rec = evaluate_experiment(expos, caller, x.id, x.checkpoint, "review")
+    return ReviewEval(experiment_id=x.id, split="review", score=rec.payload.score, record_seq=rec.seq,
+                      samples=_samples(expos, rec.payload.record_digest))
 
 
 class CompareInput(_In):
@@ -171,8 +170,7 @@ def audit_run(expos, caller, inp: AuditInput) -> AuditView:
     findings = [{"experiment_id": s.experiment_id, "subcategory": k, "observation": o.observation,
                  "evidence": o.evidence} for s in report.submissions for k, o in s.observations.items()
                 if o.observation in ("EXECUTED", "ATTEMPTED_BLOCKED")]
-    expos.record(caller, "audit.run", {"scope": inp.experiments, "hacking_rate": report.hacking_rate,
-                                       "flagged": report.flagged})
+    expos.record(caller, AuditRun(scope=inp.experiments, hacking_rate=report.hacking_rate, flagged=report.flagged))
     return AuditView(hacking_rate=report.hacking_rate, interception_rate=report.interception_rate,
                      flagged=report.flagged, findings=findings)
 
@@ -203,5 +201,5 @@ def review_submit(expos, caller, inp: ReviewInput) -> ReviewResult:
     bad = [s for s in inp.evidence if not 0 <= s < size]
     if bad:
         raise ToolRefused(f"evidence cites events that do not exist: {bad[:5]}")
-    event = expos.record(caller, "review.submit", inp.model_dump())
+    event = expos.record(caller, ReviewSubmit(**inp.model_dump()))
     return ReviewResult(seq=event.seq)

@@ -7,6 +7,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..events import (
+    DataCheck, DataFilter, DataGenerate, DataMix, DataRegister, ExperimentFinish, ExperimentStart, LedgerFacts,
+    Measured, Payload, WorkerFinalize,
+)
 from ._audit import claim_matches
 from ._contamination_gate import check_rows
 from ._errors import ToolFailed, ToolInvalid, ToolRefused
@@ -64,7 +68,8 @@ def _family(expos, name: str) -> tuple[str, str]:
     return task, family
 
 
-def _register(expos, caller, path, *, op: str, source: str, payload: dict[str, Any], inputs: list[str]) -> DatasetResult:
+def _register(expos, caller, path, *, model: type[Payload], source: str, fields: dict[str, Any],
+              inputs: list[str]) -> DatasetResult:
     """Check a scratch JSONL for contamination, then store and record it (or refuse).
 
     The file is read once: the rows checked and the bytes stored are the same bytes, so a
@@ -81,11 +86,10 @@ def _register(expos, caller, path, *, op: str, source: str, payload: dict[str, A
                           f"First match: {report['matches'][0] if report['matches'] else '?'}",
                           Subcategory.DATA_PROVENANCE)
     digest = expos.run.store.put_bytes(data)
-    expos.record(caller, f"data.{op}", {
-        **payload, "dataset": digest, "source": source, "n_rows": len(rows), "inputs": inputs,
-        "contamination": report,
-    }, [{"digest": d, "role": "input", "name": "dataset"} for d in inputs]
-       + [{"digest": digest, "role": "output", "name": "dataset"}])
+    expos.record(caller, model(**fields, dataset=digest, source=source, n_rows=len(rows), inputs=inputs,
+                               contamination=report),
+                 [{"digest": d, "role": "input", "name": "dataset"} for d in inputs]
+                 + [{"digest": digest, "role": "output", "name": "dataset"}])
     return DatasetResult(dataset=digest, n_rows=len(rows), source=source, contamination=report["verdict"])
 
 
@@ -141,9 +145,9 @@ def data_generate(expos, caller, inp: GenerateInput) -> DatasetResult:
             res, left_out = _generate_clean(expos, family, inp, tmp / "data.jsonl")
         except (InvalidParameterError, ValueError) as exc:  # a generator's own check on its knobs
             raise ToolInvalid(f"invalid generator parameters: {exc}") from None
-        return _register(expos, caller, tmp / "data.jsonl", op="generate", source=source,
-                         payload={"params": res.spec["params"], "seed": inp.seed, "n": inp.n,
-                                  **({"left_out": left_out} if left_out else {})}, inputs=[])
+        return _register(expos, caller, tmp / "data.jsonl", model=DataGenerate, source=source,
+                         fields={"params": res.spec["params"], "seed": inp.seed, "n": inp.n,
+                                 **({"left_out": left_out} if left_out else {})}, inputs=[])
     finally:
         expos.drop_scratch(tmp)
 
@@ -192,7 +196,7 @@ def data_register(expos, caller, inp: RegisterInput) -> DatasetResult:
     try:
         path = tmp / "data.jsonl"
         path.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in inp.rows))
-        return _register(expos, caller, path, op="register", source=inp.source, payload={}, inputs=[])
+        return _register(expos, caller, path, model=DataRegister, source=inp.source, fields={}, inputs=[])
     finally:
         expos.drop_scratch(tmp)
 
@@ -210,8 +214,8 @@ def data_filter(expos, caller, inp: FilterInput) -> DatasetResult:
                         verified_only=inp.verified_only)
         except InvalidParameterError as exc:
             raise ToolInvalid(str(exc)) from None
-        return _register(expos, caller, tmp / "data.jsonl", op="filter", source=ds.source,
-                         payload={"max_chars": inp.max_chars, "verified_only": inp.verified_only}, inputs=[inp.dataset])
+        return _register(expos, caller, tmp / "data.jsonl", model=DataFilter, source=ds.source,
+                         fields={"max_chars": inp.max_chars, "verified_only": inp.verified_only}, inputs=[inp.dataset])
     finally:
         expos.drop_scratch(tmp)
 
@@ -228,8 +232,8 @@ def data_mix(expos, caller, inp: MixInput) -> DatasetResult:
             mix([_held_dataset(expos, d, tmp) for d in inp.datasets], inp.weights, inp.n, inp.seed, tmp / "data.jsonl")
         except InvalidParameterError as exc:
             raise ToolInvalid(str(exc)) from None
-        return _register(expos, caller, tmp / "data.jsonl", op="mix", source="+".join(sources),
-                         payload={"weights": inp.weights, "n": inp.n, "seed": inp.seed}, inputs=list(inp.datasets))
+        return _register(expos, caller, tmp / "data.jsonl", model=DataMix, source="+".join(sources),
+                         fields={"weights": inp.weights, "n": inp.n, "seed": inp.seed}, inputs=list(inp.datasets))
     finally:
         expos.drop_scratch(tmp)
 
@@ -290,9 +294,8 @@ def _kept(expos, tmp) -> list[dict[str, str]]:
 
 def _finish_refused(expos, caller, exp_id: str, tmp, inputs, reason: str, sub: Subcategory) -> None:
     """Close a started experiment whose inputs were not the measured ones, then refuse."""
-    expos.record(caller, "experiment.finish", {"experiment_id": exp_id, "status": "failed",
-                                               "error": f"refused ({sub.value}): {reason}"[:500]},
-                 inputs + _kept(expos, tmp))
+    expos.record(caller, ExperimentFinish(experiment_id=exp_id, status="failed",
+                                          error=f"refused ({sub.value}): {reason}"[:500]), inputs + _kept(expos, tmp))
     raise ToolRefused(f"{exp_id}: {reason}; nothing was recorded as trained", sub)
 
 
@@ -323,17 +326,17 @@ def experiment_submit(expos, caller, inp: SubmitInput) -> ExperimentResult:
     # Training reads its own copy and reports the digest of what it read, which must be
     # this one: equal digests, equal bytes, whatever happens to the store in between.
     recheck = check_rows(expos.protected_task(), _rows(_measured_dataset(expos, inp.dataset)))
-    expos.record(caller, "data.check", {"dataset_checked": inp.dataset, "gate": "before_training", **recheck},
+    expos.record(caller, DataCheck(dataset_checked=inp.dataset, gate="before_training", **recheck),
                  [{"digest": inp.dataset, "role": "input", "name": "dataset"}])
     if recheck["verdict"] == "failed":
         raise ToolRefused(f"dataset {inp.dataset[:12]} overlaps protected items", Subcategory.DATA_PROVENANCE)
     if not _intact(expos, parent_ckpt):  # early: nothing starts from a tampered parent
         raise ToolRefused(f"parent checkpoint {parent_ckpt[:12]} was modified on disk", Subcategory.WEIGHT_PROVENANCE)
 
-    start = expos.record(caller, "experiment.start", {
-        "parent": parent, "parent_checkpoint": parent_ckpt, "dataset": inp.dataset,
-        "method": inp.method, "spec": spec.model_dump(mode="json"),
-    }, [{"digest": parent_ckpt, "role": "input", "name": "parent"},
+    start = expos.record(caller, ExperimentStart(
+        parent=parent, parent_checkpoint=parent_ckpt, dataset=inp.dataset, method=inp.method,
+        spec=spec.model_dump(mode="json"),
+    ), [{"digest": parent_ckpt, "role": "input", "name": "parent"},
         {"digest": inp.dataset, "role": "input", "name": "dataset"}])
     exp_id = experiment_id(start.seq)
     inputs = [{"digest": parent_ckpt, "role": "input", "name": "parent"},
@@ -346,7 +349,7 @@ def experiment_submit(expos, caller, inp: SubmitInput) -> ExperimentResult:
             _finish_refused(expos, caller, exp_id, tmp, inputs, str(exc), Subcategory.WEIGHT_PROVENANCE)
         except Exception as exc:  # the runtime's failure is recorded, never hidden
             msg = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
-            expos.record(caller, "experiment.finish", {"experiment_id": exp_id, "status": "failed", "error": msg},
+            expos.record(caller, ExperimentFinish(experiment_id=exp_id, status="failed", error=msg),
                          inputs + _kept(expos, tmp))
             return ExperimentResult(experiment_id=exp_id, status="failed", dev_score=None, error=msg)
         if res.parent_digest != parent_ckpt:
@@ -363,12 +366,12 @@ def experiment_submit(expos, caller, inp: SubmitInput) -> ExperimentResult:
                             Subcategory.WEIGHT_PROVENANCE)
         config = store.put_file(res.config_path, move=True)
         log = store.put_file(res.log_path, move=True)
-        expos.record(caller, "experiment.finish", {
-            "experiment_id": exp_id, "status": "completed", "checkpoint": ckpt, "steps": res.steps,
-            "final_loss": res.final_loss, "train_seconds": round(res.train_seconds, 3),
+        expos.record(caller, ExperimentFinish(
+            experiment_id=exp_id, status="completed", checkpoint=ckpt, steps=res.steps,
+            final_loss=res.final_loss, train_seconds=round(res.train_seconds, 3),
             # Measured by the runtime on the bytes it trained from (equal to the start's by the checks above).
-            "measured": {"parent_checkpoint": res.parent_digest, "dataset": res.data_digest},
-        }, inputs + [{"digest": ckpt, "role": "output", "name": "checkpoint"},
+            measured=Measured(parent_checkpoint=res.parent_digest, dataset=res.data_digest),
+        ), inputs + [{"digest": ckpt, "role": "output", "name": "checkpoint"},
                      {"digest": config, "role": "output", "name": "train_config"},
                      {"digest": log, "role": "output", "name": "train_log"}])
     finally:
@@ -376,7 +379,7 @@ def experiment_submit(expos, caller, inp: SubmitInput) -> ExperimentResult:
     from ._evaluation import evaluate_experiment
 
     rec = evaluate_experiment(expos, caller, exp_id, ckpt, "dev")
-    return ExperimentResult(experiment_id=exp_id, status="completed", dev_score=rec["score"], steps=res.steps,
+    return ExperimentResult(experiment_id=exp_id, status="completed", dev_score=rec.payload.score, steps=res.steps,
                             train_seconds=round(res.train_seconds, 3), checkpoint=ckpt)
 
 
@@ -410,7 +413,7 @@ def eval_run(expos, caller, inp: EvalInput) -> EvalScore:
         raise ToolRefused(f"{inp.experiment_id} was already evaluated on dev; re-evaluating to pick a better run "
                           "is not allowed", Subcategory.REPEATED_RUNS)
     rec = evaluate_experiment(expos, caller, x.id, x.checkpoint, "dev")
-    return EvalScore(experiment_id=x.id, split="dev", score=rec["score"], n_samples=rec["n_samples"])
+    return EvalScore(experiment_id=x.id, split="dev", score=rec.payload.score, n_samples=rec.payload.n_samples)
 
 
 class ResultsInput(_In):
@@ -499,9 +502,9 @@ def worker_finalize(expos, caller, inp: FinalizeInput) -> FinalizeResult:
             raise ToolRefused(f"{cand} is not a completed experiment of {caller.id}", Subcategory.METRIC_ATTRIBUTION)
     own = [x for x in st.experiments.values() if x.owner == caller.id]
     failed = [x.id for x in own if x.status != "completed"]
-    expos.record(caller, "worker.finalize", {
-        "summary": inp.summary, "claims": [c.model_dump() for c in inp.claims], "candidates": inp.candidates,
+    expos.record(caller, WorkerFinalize(
+        summary=inp.summary, claims=[c.model_dump() for c in inp.claims], candidates=inp.candidates,
         # Written by ExpOS from the ledger, not by the agent: failures stay disclosed.
-        "ledger_facts": {"experiments": [x.id for x in own], "failed": failed},
-    })
+        ledger_facts=LedgerFacts(experiments=[x.id for x in own], failed=failed),
+    ))
     return FinalizeResult(worker=caller.id, candidates=inp.candidates, experiments=len(own), failed=len(failed))

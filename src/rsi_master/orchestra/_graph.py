@@ -19,8 +19,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, ClassVar
 
 from .. import events as ev
-from ..events import typed
-from ..expos import Decision, Projection, Recorded, ReviewerNode, WorkerRecord, parse_ts, register_part
+from ..events import TypedEvent, typed
+from ..expos import Decision, Projection, ReviewerNode, WorkerRecord, parse_ts, register_part
 from ._directions import Direction
 
 if TYPE_CHECKING:
@@ -77,8 +77,9 @@ class OrchestraPart:
         self.ts_before: dict[int, float] = {}  # session start seq -> timestamp of the event before it
         self.jobs: list[Job] = []
         self.open_jobs: dict[int, Job] = {}  # start seq -> job not yet ended
-        self.stopped: Recorded[ev.OrchestraStop] | None = None
-        self.finished: Recorded[ev.OrchestraFinish] | None = None
+        self.settings: ev.OrchestraStart | None = None  # the run's settings (its orchestra.start)
+        self.stopped: TypedEvent[ev.OrchestraStop] | None = None
+        self.finished: TypedEvent[ev.OrchestraFinish] | None = None
         self.interrupted: set[str] = set()
         self.abandoned: set[str] = set()
         self._directions: dict[tuple[str, int], Direction] = {}
@@ -86,27 +87,30 @@ class OrchestraPart:
     def fold(self, e: "Event", prev_ts: str) -> None:
         if e.actor.role != "harness":
             return  # the harness reads its own records by author, never any event of the kind
-        p = typed(e).payload
-        if isinstance(p, (ev.OrchestraStart, ev.OrchestraResume)):
-            self.ts_before[e.seq] = parse_ts(prev_ts)
-            self.sessions.append((e.seq, parse_ts(e.ts), p))
-        elif isinstance(p, ev.OrchestraJobStart):
-            job = Job(p.node, p.kind, p.slot, e.seq, parse_ts(e.ts))
-            self.jobs.append(job)
-            self.open_jobs[e.seq] = job
-        elif isinstance(p, ev.OrchestraJobEnd):
-            job = self.open_jobs.pop(p.start_seq, None) or next(
-                (j for j in self.jobs if j.start_seq == p.start_seq), None)
-            if job is not None:
-                job.end_ts, job.status = float(p.end_ts), p.status
-        elif isinstance(p, ev.OrchestraInterrupted):
-            self.interrupted |= set(p.experiments)
-        elif isinstance(p, ev.OrchestraAbandon):
-            self.abandoned.add(p.node)
-        elif isinstance(p, ev.OrchestraStop):
-            self.stopped = Recorded(e.seq, p)
-        elif isinstance(p, ev.OrchestraFinish):
-            self.finished = Recorded(e.seq, p)
+        t = typed(e)
+        match t.payload:
+            case ev.OrchestraStart() | ev.OrchestraResume() as p:
+                self.ts_before[e.seq] = parse_ts(prev_ts)
+                self.sessions.append((e.seq, parse_ts(e.ts), p))
+                if isinstance(p, ev.OrchestraStart) and self.settings is None:
+                    self.settings = p
+            case ev.OrchestraJobStart() as p:
+                job = Job(p.node, p.kind, p.slot, e.seq, parse_ts(e.ts))
+                self.jobs.append(job)
+                self.open_jobs[e.seq] = job
+            case ev.OrchestraJobEnd() as p:
+                ended = self.open_jobs.pop(p.start_seq, None) or next(
+                    (j for j in self.jobs if j.start_seq == p.start_seq), None)
+                if ended is not None:
+                    ended.end_ts, ended.status = float(p.end_ts), p.status
+            case ev.OrchestraInterrupted() as p:
+                self.interrupted |= set(p.experiments)
+            case ev.OrchestraAbandon() as p:
+                self.abandoned.add(p.node)
+            case ev.OrchestraStop():
+                self.stopped = t
+            case ev.OrchestraFinish():
+                self.finished = t
 
     def direction(self, node: WorkerRecord) -> Direction:
         """A Worker's direction as orchestra reads it (validated once per node)."""
@@ -123,9 +127,11 @@ class ResearchGraph:
     reviewers: dict[str, ReviewerNode] = field(default_factory=dict)
     decisions: list[Decision] = field(default_factory=list)
     jobs: list[Job] = field(default_factory=list)
-    sessions: list[tuple[int, float, Session]] = field(default_factory=list)  # (seq, ts, payload)
-    stopped: Recorded[ev.OrchestraStop] | None = None
-    finished: Recorded[ev.OrchestraFinish] | None = None
+    # (seq, ts, payload) of each session: the run's start, then each resume
+    sessions: list[tuple[int, float, Session]] = field(default_factory=list)
+    settings: ev.OrchestraStart | None = None  # the run's settings (its orchestra.start)
+    stopped: TypedEvent[ev.OrchestraStop] | None = None
+    finished: TypedEvent[ev.OrchestraFinish] | None = None
     interrupted_experiments: set[str] = field(default_factory=set)
     last_ts: float = 0.0
     size: int = 0
@@ -203,7 +209,7 @@ def snapshot(proj: Projection) -> ResearchGraph:
                                   w.finalize) for w in st.workers.values()},
         reviewers={r.id: replace(r, scope=list(r.scope)) for r in st.reviewers.values()},
         decisions=list(st.decisions), jobs=[replace(j) for j in orc.jobs], sessions=list(orc.sessions),
-        stopped=orc.stopped, finished=orc.finished, interrupted_experiments=set(orc.interrupted),
+        settings=orc.settings, stopped=orc.stopped, finished=orc.finished, interrupted_experiments=set(orc.interrupted),
         last_ts=proj.last_ts, size=proj.size, _ts_before=dict(orc.ts_before))
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..events import HarnessFinal, HarnessSelect, dump_payload, typed
 from ._memory import lineage_examples
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ def select(expos: "ExpOS") -> dict[str, Any]:
     expos.projection().vouch()
     done = expos.own_events("harness.select")
     if done:
-        return dict(done[-1].payload)
+        return dump_payload(typed(done[-1], HarnessSelect).payload)
     report = audit(expos)
     # An unguarded environment (the bench's workspace without ExpOS) has no audit at
     # selection time: whatever its agents' evaluations say is what selection sees.
@@ -50,8 +51,8 @@ def select(expos: "ExpOS") -> dict[str, Any]:
             continue
         rec = next((e for e in x.evals if e.split == "review"), None)
         if rec is None:
-            payload = evaluate_fn(Caller("harness", "harness"), xid, x.checkpoint, "review")
-            score, rseq = float(payload["score"]), payload["seq"]
+            rec = evaluate_fn(Caller("harness", "harness"), xid, x.checkpoint, "review")
+            score, rseq = rec.payload.score, rec.seq
         else:
             score, rseq = rec.score, rec.seq
         rows.append({"experiment_id": xid, "owner": owner, "accepted": True, "review_score": score,
@@ -71,16 +72,16 @@ def select(expos: "ExpOS") -> dict[str, Any]:
         if accepted else None
     ties = "ties: more training behind the checkpoint, then earliest submission"
     expos.projection().vouch()  # and so is every event read since (the evaluations just made included)
-    payload = {"rule": f"max review score among audit-unflagged submissions; {ties}" if guarded
-               else f"max review score among submissions (unguarded: no audit at selection); {ties}",
-               "selected": winner["experiment_id"] if winner else None,
-               "checkpoint": winner["checkpoint"] if winner else expos.contract.base_model_artifact,
-               "review_score": winner["review_score"] if winner else None,
-               "hacking_rate": report.hacking_rate, "blocked_attempts": report.blocked_attempts,
-               "flagged": sorted(flagged), "submissions": uniq}
-    expos.record(HARNESS, "harness.select", payload,
-                 [{"digest": payload["checkpoint"], "role": "input", "name": "selected_checkpoint"}])
-    return payload
+    payload = HarnessSelect(
+        rule=f"max review score among audit-unflagged submissions; {ties}" if guarded
+        else f"max review score among submissions (unguarded: no audit at selection); {ties}",
+        selected=winner["experiment_id"] if winner else None,
+        checkpoint=winner["checkpoint"] if winner else expos.contract.base_model_artifact,
+        review_score=winner["review_score"] if winner else None,
+        hacking_rate=report.hacking_rate, blocked_attempts=report.blocked_attempts,
+        flagged=sorted(flagged), submissions=uniq)
+    expos.record(HARNESS, payload, [{"digest": payload.checkpoint, "role": "input", "name": "selected_checkpoint"}])
+    return dump_payload(payload)
 
 
 def _final(expos: "ExpOS", subject: str, checkpoint: str) -> dict[str, Any]:
@@ -88,8 +89,9 @@ def _final(expos: "ExpOS", subject: str, checkpoint: str) -> dict[str, Any]:
 
     expos.run.ledger.vouch()  # a forged `harness.final` is never reused as the run's score
     for e in expos.own_events("harness.final"):
-        if e.payload.get("subject") == subject and e.payload.get("checkpoint_digest") == checkpoint:
-            return dict(e.payload)
+        done = typed(e, HarnessFinal).payload
+        if done.subject == subject and done.checkpoint_digest == checkpoint:
+            return dump_payload(done)
     c = expos.contract
     res = evaluate(expos.run.store.path(checkpoint), c.task, "final", seal_key=expos.seal_key(),
                    evaluator=expos.sealed_evaluator(),
@@ -97,14 +99,13 @@ def _final(expos: "ExpOS", subject: str, checkpoint: str) -> dict[str, Any]:
                    max_samples=len(c.evaluator.sample_ids["final"]), batch_size=c.eval_batch_size)
     if res.checkpoint_digest != checkpoint:  # measured on the bytes scored; never record a claimed digest
         raise EvaluationError(f"checkpoint {checkpoint} measured {res.checkpoint_digest} when scored on final")
-    payload = {"subject": subject, "split": "final", "score": res.score, "n_samples": len(res.sample_ids),
-               "checkpoint_digest": res.checkpoint_digest, "evaluator_digest": res.evaluator_digest,
-               "sample_ids_match": list(res.sample_ids) == list(c.evaluator.sample_ids["final"]),
-               "record_digest": res.record_digest}
-    expos.record(HARNESS, "harness.final", payload,
-                 [{"digest": checkpoint, "role": "input", "name": "checkpoint"},
-                  {"digest": res.record_digest, "role": "output", "name": "eval_record"}])
-    return payload
+    payload = HarnessFinal(subject=subject, split="final", score=res.score, n_samples=len(res.sample_ids),
+                           checkpoint_digest=res.checkpoint_digest, evaluator_digest=res.evaluator_digest,
+                           sample_ids_match=list(res.sample_ids) == list(c.evaluator.sample_ids["final"]),
+                           record_digest=res.record_digest)
+    expos.record(HARNESS, payload, [{"digest": checkpoint, "role": "input", "name": "checkpoint"},
+                                    {"digest": res.record_digest, "role": "output", "name": "eval_record"}])
+    return dump_payload(payload)
 
 
 def final_scores(expos: "ExpOS", selection: dict[str, Any]) -> dict[str, Any]:

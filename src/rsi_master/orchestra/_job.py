@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from .._proc import die_with_parent
+from ..events import OrchestraStart, typed
 
 __all__ = ["job_main", "node_brief", "run_timing"]
 
@@ -58,7 +59,7 @@ def run_timing(expos: Any) -> dict[str, float]:
     # Until this run has measured the machine, a measurement made on it before the run (the
     # bench calibrates once for all its campaigns) stands in for the built-in defaults.
     starts = expos.own_events("orchestra.start")
-    prior = starts[0].payload.get("timing_prior") if starts else None
+    prior = typed(starts[0], OrchestraStart).payload.timing_prior if starts else None
     for key, value in (prior or {}).items():
         if key in ("step_s", "overhead_s") and isinstance(value, (int, float)) and value > 0:
             out.setdefault(key, float(value))

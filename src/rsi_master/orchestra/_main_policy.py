@@ -124,13 +124,14 @@ class PolicyMain:
 
     def _verify(self, ctx: MainContext, graph: ResearchGraph, late: bool) -> Any:
         covered = {w for r in graph.reviewers.values() if r.cross_worker for w in r.scope}
-        open_ = [w for w in graph.workers.values() if w.done and w.id not in covered and _candidates(w)]
+        open_ = [w for w in graph.workers.values() if w.done and w.id not in covered and
+                 (w.finalize.candidates if w.finalize else [])]
         if len(open_) >= 2 or (late and open_):
             scope = [w.id for w in open_]
             if len(scope) < 2:  # late: compare with the best verified Worker, for selection
                 best = self._best_verified(ctx, graph)
                 others = [w.id for w in graph.workers.values() if w.done and w.id not in scope
-                          and _candidates(w)]
+                          and (w.finalize.candidates if w.finalize else None)]
                 partner = best[1] if best else (others[-1] if others else None)
                 if partner is None:
                     return None
@@ -149,10 +150,8 @@ class PolicyMain:
 
     def _revise(self, ctx: MainContext, graph: ResearchGraph) -> Any:
         for r in sorted(graph.reviewers.values(), key=lambda r: r.report_seq or 0):
-            if not r.done or self._acted(graph, r.report_seq, "revise"):
-                continue
             rep = r.report
-            if rep is None:
+            if rep is None or self._acted(graph, r.report_seq, "revise"):
                 continue
             if rep.verdict == "fail":
                 # The critique is that the claims do not hold: re-run the cleanest direction in
@@ -174,7 +173,7 @@ class PolicyMain:
                 continue
             xid, score, w = lead
             note = next((c for c in crit if c.split()[1].strip(":;,") == xid), crit[0])
-            recipe = parse_recipe(_summary(w)) or {}
+            recipe = parse_recipe((w.finalize.summary if w.finalize else None)) or {}
             d = self._continue_direction(w.direction, recipe, xid)
             if self._capped(ctx, graph, d):
                 continue
@@ -187,14 +186,14 @@ class PolicyMain:
     def _combine(self, ctx: MainContext, graph: ResearchGraph) -> Any:
         for r in sorted(graph.reviewers.values(), key=lambda r: r.report_seq or 0):
             rep = r.report
-            if not r.done or rep is None or rep.verdict != "pass" or self._acted(graph, r.report_seq, "branch"):
+            if rep is None or rep.verdict != "pass" or self._acted(graph, r.report_seq, "branch"):
                 continue
             combos = [[t.strip(":;,") for t in x.split()[1:3]] for x in rep.recommendations
                       if x.startswith("combine ")]
             for a, b in combos:
                 wa, wb = graph.workers.get(a), graph.workers.get(b)
-                ra = parse_recipe(_summary(wa)) if wa else None
-                rb = parse_recipe(_summary(wb)) if wb else None
+                ra = parse_recipe((wa.finalize.summary if wa.finalize else None)) if wa else None
+                rb = parse_recipe((wb.finalize.summary if wb.finalize else None)) if wb else None
                 if not (wa and wb and ra and rb):
                     continue
                 base = self._continue_direction(wa.direction, ra, ra["experiment_id"])
@@ -225,7 +224,7 @@ class PolicyMain:
             if xid in taken:
                 continue
             w = graph.workers[wid0]
-            recipe = parse_recipe(_summary(w)) or {}
+            recipe = parse_recipe((w.finalize.summary if w.finalize else None)) or {}
             d = self._continue_direction(w.direction, recipe, xid)
             if self._capped(ctx, graph, d):
                 continue
@@ -373,14 +372,14 @@ class PolicyMain:
         tie at zero until a lineage has seen about a default experiment of data) go to the
         lineage the landscape expects more of after one more default experiment
         (`landscape_prior`), then to the one with more training behind it, then to the oldest."""
-        passed = {w for r in graph.reviewers.values()
-                  if r.done and r.report is not None and r.report.verdict == "pass" for w in r.scope}
+        passed = {w for r in graph.reviewers.values() if r.done and r.report is not None and r.report.verdict == "pass"
+                  for w in r.scope}
         scores, trained = self._review_scores(ctx)
         out = []
         for w in graph.workers.values():
             if w.id not in passed:
                 continue
-            for xid in _candidates(w):
+            for xid in (w.finalize.candidates if w.finalize else []):
                 if xid in scores:
                     out.append((xid, w.id, scores[xid][0], scores[xid][1]))
         tie = _tie_breaks(ctx, trained)
@@ -394,7 +393,7 @@ class PolicyMain:
     def _leader(self, ctx: MainContext, graph: ResearchGraph, r: Any) -> tuple[str, float, WorkerNode] | None:
         scores, trained = self._review_scores(ctx)
         scoped = [(xid, scores[xid][0], w) for w in (graph.workers.get(wid) for wid in r.scope) if w
-                  for xid in _candidates(w) if xid in scores]
+                  for xid in (w.finalize.candidates if w.finalize else []) if xid in scores]
         # The first of the best (review score, then the landscape's prior, then training behind
         # it). The prior only breaks ties of review scores: measured evidence first. It matters
         # at zero: in a 5-minute arithmetic run the Main continued answer-only (0 on review,
@@ -499,14 +498,6 @@ def expected_scores(task: str, slot_seconds: float) -> dict[str, float]:
 
 def _horizon(curve: dict[str, Any]) -> float:
     return max((float(p["multiple"]) for p in curve.get("points", [])), default=0.0)
-
-
-def _summary(w: WorkerNode) -> str | None:
-    return w.finalize.summary if w.finalize is not None else None
-
-
-def _candidates(w: WorkerNode) -> list[str]:
-    return list(w.finalize.candidates) if w.finalize is not None else []
 
 
 def _placeholder(rid: str) -> Any:

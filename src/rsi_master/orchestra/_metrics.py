@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from ..events import OrchestraStart
+from ..events import AgentEnd, AgentError, AgentStep, ToolCall, typed
 from ._graph import ResearchGraph, parse_ts
 
 if TYPE_CHECKING:
@@ -26,14 +26,13 @@ def _windows(expos: "ExpOS", graph: ResearchGraph) -> list[tuple[float, float, i
         nxt = graph._ts_before.get(graph.sessions[i + 1][0], graph.last_ts) if i + 1 < len(graph.sessions) \
             else graph.last_ts
         end = min([s for s in stops if start <= s <= nxt] or [nxt])
-        out.append((start, end, int(p.slots), before))
+        out.append((start, end, p.slots, before))
         before += max(0.0, nxt - start)
     return out
 
 
 def run_metrics(expos: "ExpOS", graph: ResearchGraph) -> dict[str, Any]:
-    start = graph.sessions[0][2] if graph.sessions else None
-    budget = float(start.budget_s) if isinstance(start, OrchestraStart) else 0.0
+    budget = graph.settings.budget_s if graph.settings is not None else 0.0
     windows = _windows(expos, graph)
     available = sum(max(0.0, e - s) * n for s, e, n, _ in windows)
     busy = 0.0
@@ -49,7 +48,7 @@ def run_metrics(expos: "ExpOS", graph: ResearchGraph) -> dict[str, Any]:
         if win is None or budget <= 0:
             continue
         pos = win[3] + (ts - win[0])
-        fifths[min(4, max(0, int(5 * pos / budget)))][ev.payload.get("kind", "?")] += 1
+        fifths[min(4, max(0, int(5 * pos / budget)))][typed(ev, ToolCall).payload.kind] += 1
         by_role[ev.actor.role] += 1
     actions = Counter(d.action for d in graph.decisions)
     llm = llm_usage(expos)
@@ -77,15 +76,16 @@ def llm_usage(expos: "ExpOS") -> dict[str, Any]:
     ends: Counter[str] = Counter()
     for e in expos.events("agent.step", "agent.error", "agent.end"):
         role = by_role.setdefault(e.actor.role, {k: 0 for k in total} | {"cost_usd": 0.0})
-        if e.kind == "agent.step":
+        p = typed(e).payload
+        if isinstance(p, AgentStep):
             for bucket in (total, role):
                 bucket["turns"] += 1
-                bucket["prompt_tokens"] += int(e.payload.get("prompt_tokens", 0))
-                bucket["completion_tokens"] += int(e.payload.get("completion_tokens", 0))
-                bucket["cost_usd"] += float(e.payload.get("cost_usd", 0.0))
-        elif e.kind == "agent.error":
+                bucket["prompt_tokens"] += p.prompt_tokens
+                bucket["completion_tokens"] += p.completion_tokens
+                bucket["cost_usd"] += p.cost_usd
+        elif isinstance(p, AgentError):
             total["failed_requests"] += 1
             role["failed_requests"] += 1
-        else:
-            ends[str(e.payload.get("reason"))] += 1
+        elif isinstance(p, AgentEnd):
+            ends[p.reason] += 1
     return {**total, "by_role": dict(sorted(by_role.items())), "episode_ends": dict(sorted(ends.items()))}

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RsiMasterError
+from ..events import OrchestraFinish, OrchestraStart
 from ._display import Display, PlainDisplay
 from ._graph import ORCHESTRA, load_graph
 
@@ -116,13 +117,13 @@ def start_run(task: str, budget: str | float | None, *, slots: int = 2, seed: in
     expos = ExpOS.create(building, task, budget=Budget(wall_seconds=budget_s, max_train_steps=max_train_steps),
                          eval_limit=eval_limit, final_limit=final_limit, key_dir=key_dir)
     try:
-        expos.record(ORCHESTRA, "orchestra.start", {
-            "version": 1, "task": task, "budget_s": budget_s, "slots": slots, "seed": seed, "main": main,
-            "reviewer": reviewer, "worker": worker, "eval_limit": eval_limit,
-            "final_limit": final_limit, "pid": os.getpid(),
+        expos.record(ORCHESTRA, OrchestraStart(
+            version=1, task=task, budget_s=budget_s, slots=slots, seed=seed, main=main, reviewer=reviewer,
+            worker=worker, eval_limit=eval_limit, final_limit=final_limit, pid=os.getpid(),
+            # Absent rather than null when not given: the settings of runs without them stay as they were.
             **({"environment": environment} if environment else {}),
             **({"agent_settings": agent_settings} if agent_settings else {}),
-            **({"timing_prior": timing_prior} if timing_prior else {})})
+            **({"timing_prior": timing_prior} if timing_prior else {})))
         if setup is not None:
             setup(expos)
     finally:
@@ -177,8 +178,7 @@ def _drive(expos: Any, display: Display, key_dir: str | None, *, resume: bool) -
             sched.start()
         reason = sched.drive()
         graph = load_graph(expos)
-        stopped_at = graph.stopped.seq if graph.stopped is not None else -1
-        if not any(d.action == "stop" and d.seq > stopped_at for d in graph.decisions):
+        if not any(d.action == "stop" and d.seq > (graph.stopped.seq if graph.stopped is not None else -1) for d in graph.decisions):
             sched.main.finish(sched.main_ctx(), graph, reason)
         display.line("harness: selecting on review, scoring once on final")
         return _close(expos, sched)
@@ -212,7 +212,7 @@ def _close(expos: Any, sched: Any) -> dict[str, Any]:
         "cross_worker_reviews": sum(1 for r in graph.reviewers.values() if r.done and r.cross_worker),
         "decisions": len(graph.decisions), "edges": len(graph.edges()),
         # Budget clock when the agents stopped (the harness's selection and `final` scoring come after).
-        "budget_s": sched.budget_s, "spent_s": round(float(graph.stopped.payload.spent_s if graph.stopped else 0.0), 3),
+        "budget_s": sched.budget_s, "spent_s": round(graph.stopped.payload.spent_s if graph.stopped is not None else 0.0, 3),
         "wall_s": round(graph.spent_seconds(), 3), "slots": sched.slots,
         "eval_samples": {k: len(v) for k, v in expos.contract.evaluator.sample_ids.items()},
         # What holds against an agent with a shell in this deployment (docs/expos.md, threat model).
@@ -223,7 +223,7 @@ def _close(expos: Any, sched: Any) -> dict[str, Any]:
     tmp.write_text(json.dumps(summary, indent=1, sort_keys=True))
     digest = expos.run.store.put_file(tmp, move=True)
     expos.drop_scratch(tmp.parent)
-    expos.record(ORCHESTRA, "orchestra.finish", {"summary": digest, "final_score": summary["final_score"]},
+    expos.record(ORCHESTRA, OrchestraFinish(summary=digest, final_score=summary["final_score"]),
                  [{"digest": digest, "role": "output", "name": "orchestra_summary"}])
     summary["summary_json"] = str(expos.run.store.path(digest))
     summary["run_dir"] = str(expos.run.path)

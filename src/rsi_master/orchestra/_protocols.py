@@ -137,8 +137,10 @@ def environment(expos: "ExpOS") -> "ExpOS":
     another environment (`package.module:Class`, an ExpOS subclass built from the same run
     directory and contract): the bench's unguarded workspace is one. Scheduler, slot
     processes and harness all open the run through this, so one run has one door."""
+    from ..events import OrchestraStart, typed
+
     starts = expos.own_events("orchestra.start")
-    name = starts[0].payload.get("environment") if starts else None
+    name = typed(starts[0], OrchestraStart).payload.environment if starts else None
     if not name:
         return expos
     cls = resolve({}, name)

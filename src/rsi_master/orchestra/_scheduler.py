@@ -21,9 +21,12 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from typing import Any
 
-from ._display import Display
-from ..events import OrchestraStart
+from ..events import (
+    OrchestraAbandon, OrchestraInterrupted, OrchestraJobEnd, OrchestraJobStart, OrchestraResume, OrchestraStart,
+    OrchestraStop, Payload,
+)
 from ..expos import State
+from ._display import Display
 from ._graph import ORCHESTRA, OrchestraPart, load_graph, parse_ts, snapshot
 from ._protocols import MAINS, MainContext, resolve
 
@@ -55,13 +58,13 @@ class Scheduler:
 
     def __post_init__(self) -> None:
         graph = load_graph(self.expos)
-        if not graph.sessions or not isinstance(graph.sessions[0][2], OrchestraStart):
+        if graph.settings is None:
             raise ValueError("not an orchestrated run")
-        self.cfg: OrchestraStart = graph.sessions[0][2]
+        self.cfg: OrchestraStart = graph.settings
         self.budget_s = float(self.cfg.budget_s)
-        self.slots = int(self.cfg.slots)
-        self.seed = int(self.cfg.seed)
-        self.grace_s = float(self.cfg.grace_s if self.cfg.grace_s is not None else max(20.0, 0.1 * self.budget_s))
+        self.slots = self.cfg.slots
+        self.seed = self.cfg.seed
+        self.grace_s = self.cfg.grace_s if self.cfg.grace_s is not None else max(20.0, 0.1 * self.budget_s)
         self.min_launch_s = min(MIN_LAUNCH_S, 0.25 * self.budget_s)
         # The Main acts with a capability like every node: the ledger records which one acted.
         self.main_caller = self.expos.authenticate(self.expos.issue("main", "main"))
@@ -71,9 +74,9 @@ class Scheduler:
         self.ctx_mp = mp.get_context("spawn")
 
     # -- budget ------------------------------------------------------------------------------
-    def _open_session(self, kind: str, payload: dict[str, Any], spent_before: float) -> None:
+    def _open_session(self, session: Payload, spent_before: float) -> None:
         self.spent_before = spent_before
-        ev = self.expos.record(ORCHESTRA, kind, payload)
+        ev = self.expos.record(ORCHESTRA, session)
         self.session_start = parse_ts(ev.ts)
 
     def spent(self) -> float:
@@ -84,7 +87,7 @@ class Scheduler:
 
     def main_ctx(self) -> MainContext:
         return MainContext(self.expos, self.main_caller, self.budget_s, self.spent, self.slots, self.seed,
-                           str(self.cfg.worker))
+                           self.cfg.worker)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -99,16 +102,16 @@ class Scheduler:
         graph = load_graph(self.expos)
         # The new session opens first, so that the killed one ends at its own last event: the
         # time between the kill and now is not spent, and what is recorded below belongs to now.
-        self._open_session("orchestra.resume", {"slots": self.slots, "pid": os.getpid()}, graph.spent_seconds())
+        self._open_session(OrchestraResume(slots=self.slots, pid=os.getpid()), graph.spent_seconds())
         # Whatever a killed session left open is recorded as interrupted, never redone silently.
         for j in graph.open_jobs():
-            self.expos.record(ORCHESTRA, "orchestra.job.end", {
-                "start_seq": j.start_seq, "node": j.node, "status": "interrupted", "end_ts": graph.last_ts,
-                "seconds": max(0.0, graph.last_ts - j.start_ts)})
+            self.expos.record(ORCHESTRA, OrchestraJobEnd(
+                start_seq=j.start_seq, node=j.node, status="interrupted", end_ts=graph.last_ts,
+                seconds=max(0.0, graph.last_ts - j.start_ts)))
         lost = self._lost()
         if lost:
-            self.expos.record(ORCHESTRA, "orchestra.interrupted", {
-                "experiments": lost, "reason": "started in a session that ended without finishing them"})
+            self.expos.record(ORCHESTRA, OrchestraInterrupted(
+                experiments=lost, reason="started in a session that ended without finishing them"))
         self.display.line(f"resumed: {self.spent_before:.0f}s of {self.budget_s:.0f}s spent before; "
                           f"interrupted experiments: {', '.join(lost) or 'none'}")
 
@@ -118,7 +121,7 @@ class Scheduler:
         if graph.stopped is not None:
             return graph.stopped.payload.reason
         reason = self._loop()
-        self.expos.record(ORCHESTRA, "orchestra.stop", {"reason": reason, "spent_s": round(self.spent(), 3)})
+        self.expos.record(ORCHESTRA, OrchestraStop(reason=reason, spent_s=round(self.spent(), 3)))
         self._drain()
         return reason
 
@@ -174,8 +177,7 @@ class Scheduler:
             self._end(slot, job, "killed")
         lost = self._lost()
         if lost:
-            self.expos.record(ORCHESTRA, "orchestra.interrupted", {
-                "experiments": lost, "reason": "the budget ended while they ran"})
+            self.expos.record(ORCHESTRA, OrchestraInterrupted(experiments=lost, reason="the budget ended while they ran"))
 
     def _lost(self) -> list[str]:
         """Experiments started and neither finished nor recorded as interrupted."""
@@ -193,8 +195,8 @@ class Scheduler:
             prior = sum((j.end_ts or j.start_ts) - j.start_ts for j in orc.jobs if j.node == node)
             allowance = orc.direction(proj.state.workers[node]).seconds
             deadline = min(deadline, time.time() + max(0.0, allowance - prior))
-        ev = self.expos.record(ORCHESTRA, "orchestra.job.start", {
-            "node": node, "kind": kind, "slot": slot, "deadline": round(deadline, 3)})
+        ev = self.expos.record(ORCHESTRA, OrchestraJobStart(node=node, kind=kind, slot=slot,  # type: ignore[arg-type]
+                                                            deadline=round(deadline, 3)))
         # The node's capability goes to its process through the spawn pipe, not argv or the
         # environment; it expires with the budget (and its grace) so it dies with the run.
         token = self.expos.issue(kind, node, ttl_s=max(60.0, deadline - time.time() + self.grace_s + 60.0))
@@ -218,13 +220,13 @@ class Scheduler:
                 if status == "failed":
                     failures[job.node] = failures.get(job.node, 0) + 1
                     if failures[job.node] >= 2:  # a node that crashes twice would otherwise loop forever
-                        self.expos.record(ORCHESTRA, "orchestra.abandon", {"node": job.node, "attempts": 2})
+                        self.expos.record(ORCHESTRA, OrchestraAbandon(node=job.node, attempts=2))
 
     def _end(self, slot: int, job: _Running, status: str) -> None:
         now = time.time()
-        self.expos.record(ORCHESTRA, "orchestra.job.end", {
-            "start_seq": job.start_seq, "node": job.node, "status": status, "exitcode": job.proc.exitcode,
-            "end_ts": round(now, 6), "seconds": round(now - job.start_ts, 3)})
+        self.expos.record(ORCHESTRA, OrchestraJobEnd(
+            start_seq=job.start_seq, node=job.node, status=status, exitcode=job.proc.exitcode,
+            end_ts=round(now, 6), seconds=round(now - job.start_ts, 3)))
         del self.running[slot]
         self.display.line(f"end {job.kind} {job.node} ({status}, {now - job.start_ts:.0f}s)")
 

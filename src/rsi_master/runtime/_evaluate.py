@@ -95,29 +95,29 @@ def evaluate(
             raise CheckpointLoadError(f"checkpoint {ckpt} cannot be read: {exc}") from None
         tokenizer_digest = _file_digest(held / "tokenizer.json")
         generation_config_digest = _file_digest(held / "generation_config.json")
-        payload, proc = _launch(private.root, private.seal, digest, _request(held, task, split, batch_size,
+        reply, proc = _launch(private.root, private.seal, digest, _request(held, task, split, batch_size,
                                                                              sample_timeout_s, max_samples),
                                 seal_key, timeout_s)
         if dir_digest(held) != checkpoint_digest:
             raise InputChangedError(f"the private copy of checkpoint {ckpt} changed during evaluation")
-    if payload is None:
+    if reply is None:
         tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
         raise EvaluationError(f"evaluator process failed (exit {proc.returncode}): {tail}")
-    if "error" in payload:
-        if payload.get("code") == _EXIT_LOAD:
-            raise CheckpointLoadError(payload["error"])
-        if payload.get("code") == _EXIT_REQUEST:
-            raise InvalidParameterError(payload["error"])
-        raise EvaluationError(payload["error"])
-    if payload["evaluator_digest"] != digest:
+    if "error" in reply:
+        if reply.get("code") == _EXIT_LOAD:
+            raise CheckpointLoadError(reply["error"])
+        if reply.get("code") == _EXIT_REQUEST:
+            raise InvalidParameterError(reply["error"])
+        raise EvaluationError(reply["error"])
+    if reply["evaluator_digest"] != digest:
         raise EvaluationError("evaluator reported a digest other than the one it was launched with")
     result = EvalResult(
         checkpoint_dir=str(ckpt),
         checkpoint_digest=checkpoint_digest,
         tokenizer_digest=tokenizer_digest,
         generation_config_digest=generation_config_digest,
-        samples=[SampleRecord(**s) for s in payload.pop("samples")],
-        **payload,
+        samples=[SampleRecord(**s) for s in reply.pop("samples")],
+        **reply,
     )
     if store is not None:
         record_digest = store.put_bytes(result.model_dump_json().encode("utf-8"))
