@@ -134,7 +134,7 @@ def sealed_run(tmp_path):
 def _score_base(x, split="dev"):
     from rsi_master.expos import evaluate_experiment
 
-    return evaluate_experiment(x, HARNESS, "base", x.contract.base_model_artifact, split)
+    return evaluate_experiment(x, HARNESS, "base", x.contract.base_model_artifact, split).payload
 
 
 def _unlock(seal: Path) -> Path:
@@ -202,7 +202,7 @@ def test_evaluator_runs_from_a_private_copy_and_gets_the_key_on_stdin(sealed_run
     real = ev.run_tied
     monkeypatch.setattr(ev, "run_tied", launch_after_tampering)
     payload = _score_base(sealed_run)
-    assert payload["evaluator_digest"] == sealed_run.contract.evaluator.evaluator_digest and payload["n_samples"] == 4
+    assert payload.evaluator_digest == sealed_run.contract.evaluator.evaluator_digest and payload.n_samples == 4
     assert not seen["script"].is_relative_to(sealed_run.run.path.resolve()) and seen["mode"] == 0o700
     assert not seen["script"].exists()  # the private copy is gone once the evaluation ends
     assert secret not in seen["visible"] and secret in seen["stdin"]
@@ -231,7 +231,7 @@ def test_bytecode_planted_in_the_store_seal_does_not_run(sealed_run):
     in_place = subprocess.run([sys.executable, "-E", "-s", "-B", "-c", probe, str(seal)], capture_output=True,
                               text=True, timeout=60)
     assert in_place.stdout.strip() == "planted"  # the attack is real against a seal run in place
-    assert _score_base(sealed_run)["score"] < 1.0
+    assert _score_base(sealed_run).score < 1.0
 
 
 def test_evaluation_without_the_seal_secret_fails_clearly(sealed_run, key_dir, tmp_path):
@@ -317,6 +317,6 @@ def test_v1_contract_keeps_the_public_splits(tmp_path):
                                   {"digest": seal.name, "role": "output", "name": "sealed_evaluator"}]})
     with ExpOS.open(tmp_path / "v1") as v1:
         assert v1.seal_key() == PUBLIC_SEAL_KEY and v1.protected_task() is get_task("arithmetic")
-        assert _score_base(v1)["n_samples"] == 4
+        assert _score_base(v1).n_samples == 4
     with pytest.raises(ValueError, match="v2 contract commits"):
         TaskContract.model_validate({**template.model_dump(), "seal_commitment": None})
