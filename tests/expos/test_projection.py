@@ -125,23 +125,38 @@ def test_a_rewritten_history_is_refused_not_read(run):
         proj.advance()
 
 
-def test_vouching_covers_every_event_the_projection_read(run):
-    proj = run.projection()
-    assert proj.vouch() == proj.size
-    # A row appended around the key (a recomputed chain): folded like any row, but vouching refuses it.
+def _append_around_the_key(run, kind: str, payload: dict) -> None:
+    """A row appended with plain SQL and a recomputed chain, as an agent with file access could."""
     from rsi_master.ledger._event import EventDraft, seal
 
     with sqlite3.connect(run.run.path / "ledger.db", isolation_level=None) as conn:
         seq, prev = conn.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
-        draft = EventDraft.model_validate({"kind": "candidate.nominate", "actor": {"role": "main", "id": "main"},
-                                           "payload": {"experiment_id": "exp-99999"}})
+        draft = EventDraft.model_validate({"kind": kind, "actor": {"role": "main", "id": "main"}, "payload": payload})
         event, body = seal(draft, seq=seq + 1, ts="2030-01-01T00:00:00.000000Z", prev_hash=prev)
         conn.execute("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                      (seq + 1, prev, event.hash, event.kind, "main", "main", event.ts, body))
-    assert proj.advance() == 1
+
+
+def test_vouching_covers_every_event_the_projection_read(run):
+    proj = run.projection()
+    assert proj.vouch() == proj.size
+    # Folded like any row, but vouching refuses it: the signed head does not cover it.
+    _append_around_the_key(run, "candidate.nominate", {"experiment_id": "exp-99999"})
+    assert proj.advance() == 1 and proj.state.nominations[-1][0] == "exp-99999"
     with pytest.raises(LedgerError, match="not covered by the signed head"):
         proj.vouch()
     with pytest.raises(LedgerError, match="not covered by the signed head"):  # nor signs them on close
+        run.close()
+
+
+def test_a_payload_no_writer_could_record_is_listed_not_folded(run):
+    proj = run.projection()
+    before = len(proj.state.decisions)
+    _append_around_the_key(run, "decision.record", {"action": "stop"})  # no rationale, evidence, detail
+    assert proj.advance() == 1
+    assert proj.unreadable == [proj.size - 1] and len(proj.state.decisions) == before
+    assert proj.advance() == 0 and proj.size == run.run.ledger.size()  # and it reads on from there
+    with pytest.raises(LedgerError, match="not covered by the signed head"):
         run.close()
 
 

@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 from .. import events as ev
 from ..errors import LedgerError, MalformedEventError
-from ..ledger import GENESIS_HASH, Event, Ledger, hash_at, rows_since
+from ..ledger import GENESIS_HASH, Event, Ledger, Row, hash_at, rows_since
 from ..events import TypedEvent, typed
 from ._state import Dataset, Decision, EvalRecord, Experiment, ReviewerNode, State, WorkerRecord, experiment_id
 
@@ -222,7 +222,7 @@ class Projection:
                                       "session read (gap or fork); refusing to read on")
                 folds = self._folds.get(row.kind)
                 if folds:
-                    self._fold(row.event(), folds)
+                    self._fold(row, folds)
                 self._last_ts, self._tip, self.size = row.ts, row.hash, row.seq + 1
             if len(rows) < end - first:
                 return self.size - start
@@ -236,14 +236,15 @@ class Projection:
                               "(removed or rewritten since); refusing to decide from them")
         return covered
 
-    def _fold(self, event: Event, folds: list[Callable[[Event, str], None]]) -> None:
-        for fold in folds:
-            try:
-                fold(event, self._last_ts)
-            except MalformedEventError:
-                # A payload no writer through ExpOS could record (they are validated; this row was
-                # appended around the door): left out of the state, listed, never guessed at.
-                self.unreadable.append(event.seq)
+    def _fold(self, row: Row, folds: list[Callable[[Event, str], None]], prev_ts: str | None = None) -> None:
+        try:
+            event = row.event()
+            for fold in folds:
+                fold(event, self._last_ts if prev_ts is None else prev_ts)
+        except (MalformedEventError, ValueError):
+            # A body or payload no writer through ExpOS could record (they are validated; this
+            # row was appended around the door): left out of the state, listed, never guessed at.
+            self.unreadable.append(row.seq)
 
     def part(self, cls: type[P]) -> P:
         """The state `cls` folds, attached (and caught up on the events read so far) at first use."""
@@ -260,7 +261,7 @@ class Projection:
             self.rows_read += len(rows)
             for row in rows:
                 if row.kind in part.KINDS:
-                    part.fold(row.event(), prev)
+                    self._fold(row, [part.fold], prev)
                 prev = row.ts
         for kind in part.KINDS:
             self._folds.setdefault(kind, []).append(part.fold)
