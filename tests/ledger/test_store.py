@@ -33,6 +33,21 @@ def test_append_and_read_back(tmp_path):
         assert run.ledger.get(2).payload == {"i": 2}
 
 
+def test_rows_after_a_position_with_bodies_only_where_asked(tmp_path):
+    from rsi_master.ledger import hash_at, rows_since
+
+    with make_run(tmp_path / "run", events=7) as run:
+        events = list(run.ledger.events())
+        rows = rows_since(run.ledger, 3)
+        assert [r.seq for r in rows] == [3, 4, 5, 6] and [r.event() for r in rows] == events[3:]
+        assert [r.seq for r in rows_since(run.ledger, 2, until=4)] == [2, 3] and rows_since(run.ledger, 7) == []
+        light = rows_since(run.ledger, 0, bodies=())
+        assert [r.hash for r in light] == [e.hash for e in events] and {r.body for r in light} == {None}
+        with pytest.raises(ValueError, match="not read"):
+            light[0].event()
+        assert hash_at(run.ledger, 6) == events[6].hash and hash_at(run.ledger, 7) is None
+
+
 def test_a_batch_is_all_or_nothing(tmp_path):
     with make_run(tmp_path / "run", events=3) as run:
         with pytest.raises(MalformedEventError):

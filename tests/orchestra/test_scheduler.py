@@ -35,6 +35,9 @@ def test_slots_fill_the_budget_then_stop_cleanly(tmp_path, capsys):
         assert 0.0 < m["slot_utilisation"] <= 1.0
         assert sum(sum(f.values()) for f in m["tool_calls_by_fifth"]) > 0
         assert m["tool_calls_by_fifth"][0]["deciding"] >= 1
+        # About eighty polls, and the slot processes' events among them: each event was read once.
+        proj = expos.projection()
+        assert proj.rows_read == proj.size == expos.run.ledger.size()
     assert verify_run(tmp_path / "run").ok
     assert "start worker" in capsys.readouterr().out
 

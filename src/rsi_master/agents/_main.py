@@ -18,7 +18,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..events import DecisionRecord, typed
 from ..expos import ToolInvalid, tools_for
 from ..orchestra import Direction, MainContext, ResearchGraph, default_directions
 from ._loop import AgentLoop, Outcome
@@ -71,8 +70,8 @@ class LLMMain:
         view = ctx.call("graph.read").model_dump(mode="json")
         reviewed = sorted((x for x in view["experiments"] if x.get("review_score") is not None),
                           key=lambda x: (-x["review_score"], x["experiment_id"]))
-        decisions = [{"seq": t.seq, "action": t.payload.action, "rationale": clip(t.payload.rationale, 300)}
-                     for t in (typed(e, DecisionRecord) for e in ctx.expos.events("decision.record")[-8:])]
+        decisions = [{"seq": d.seq, "action": d.action, "rationale": clip(d.rationale, 300)}
+                     for d in ctx.expos.projection().state.decisions[-8:]]
         brief = {"event": {"seq": event[0], "kind": event[1], "node": event[2]} if event else {"kind": tag},
                  "task": ctx.expos.contract.task, "capability": ctx.expos.contract.capability,
                  "families": self._families(ctx), "worker_agent": ctx.worker, "slots": ctx.slots,

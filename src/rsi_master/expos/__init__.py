@@ -12,9 +12,10 @@ from ._errors import ToolError, ToolFailed, ToolInvalid, ToolRefused
 from ._evaluation import evaluate_experiment
 from ._graph import by_worker, checkpoint_lineage, evidence, lineage
 from ._guards import GuardPolicy, Strict, Unguarded
+from ._projection import Part, Projection, parse_ts, register_part
 from ._registry import ROLES, TOOLS, Tool
 from ._session import OVERRIDE_KEYS, Caller, ExpOS
-from ._state import State, load_state
+from ._state import Decision, ReviewerNode, State, WorkerRecord, load_state
 from ._taxonomy import GROUPS, SUBCATEGORIES, Observation, Subcategory
 
 __all__ = [
@@ -26,11 +27,15 @@ __all__ = [
     "AuditReport",
     "Budget",
     "Caller",
+    "Decision",
     "EvaluatorSpec",
     "ExpOS",
     "Finding",
     "GuardPolicy",
     "Observation",
+    "Part",
+    "Projection",
+    "ReviewerNode",
     "State",
     "Strict",
     "Subcategory",
@@ -42,6 +47,7 @@ __all__ = [
     "ToolInvalid",
     "ToolRefused",
     "Unguarded",
+    "WorkerRecord",
     "audit",
     "by_worker",
     "checkpoint_lineage",
@@ -50,5 +56,7 @@ __all__ = [
     "lineage",
     "llm_tool_schemas",
     "load_state",
+    "parse_ts",
+    "register_part",
     "tools_for",
 ]

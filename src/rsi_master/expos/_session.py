@@ -1,4 +1,4 @@
-"""An ExpOS session over one run directory: the contract, the state derived from the
+"""An ExpOS session over one run directory: the contract, the state projected from the
 ledger, and `call`, the single door through which every agent action passes."""
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from ._contract import CONTRACT_KIND, CONTRACT_VERSION, Budget, EvaluatorSpec, T
 from ._errors import ToolError, ToolFailed, ToolInvalid, ToolRefused
 from ._catalogue import load as _load
 from ._guards import GuardPolicy, Strict
+from ._projection import Projection
 from ._registry import ROLES, TOOLS, Tool
 from ._taxonomy import Subcategory
 
@@ -90,6 +91,7 @@ class ExpOS:
         self.contract = contract
         self.guards = guards
         self._seal_key: SealKey | None = None
+        self._projection: Projection | None = None
         _load()
 
     # -- lifecycle -------------------------------------------------------------------
@@ -250,6 +252,15 @@ class ExpOS:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # -- the projection ----------------------------------------------------------------
+    def projection(self) -> Projection:
+        """This session's one projection of the ledger, advanced to its last event (written by
+        this process or any other). Folded in full at the first call, from new events after."""
+        if self._projection is None:
+            self._projection = Projection(self.run.ledger)
+        self._projection.advance()
+        return self._projection
+
     # -- recording -------------------------------------------------------------------
     def record(self, caller: Caller | dict[str, str], kind: str | Payload,
                payload: Payload | dict[str, Any] | Sequence[dict[str, str]] | None = None,
@@ -380,4 +391,3 @@ class ExpOS:
             msg = f"invalid input for {tool.name}: {where}: {err['msg']}"
             self.record(caller, ToolInvalidEvent(tool=tool.name, reason=msg))
             raise ToolInvalid(msg) from None
-        return tool.impl(self, caller, inp)

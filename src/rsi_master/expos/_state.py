@@ -1,7 +1,8 @@
-"""State derived from the ledger alone: datasets, experiments, evaluations, workers.
+"""State derived from the ledger alone: datasets, experiments, evaluations, workers, the
+research graph's nodes and decisions, and what the audit reads (submissions, refusals).
 
-Nothing here is stored anywhere else; every view is recomputed from events, so what an
-agent or a reviewer sees is what the ledger says.
+Nothing here is stored anywhere else: the session's `Projection` folds it from the events
+(once, then from the new ones), so what an agent or a reviewer sees is what the ledger says.
 """
 
 from __future__ import annotations
@@ -9,15 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..events import (
-    CandidateNominate, Contamination, DataCheck, EvalRecord as EvalPayload, ExperimentFinish, ExperimentStart,
-    GuardBlocked, ReviewSubmit, TypedEvent, WorkerAdd, WorkerFinalize, typed,
-)
+from .. import events as ev
+from ..events import TypedEvent
 
 if TYPE_CHECKING:
     from ._session import ExpOS
 
-__all__ = ["Dataset", "EvalRecord", "Experiment", "State", "experiment_id", "load_state"]
+__all__ = ["Dataset", "Decision", "EvalRecord", "Experiment", "ReviewerNode", "State", "WorkerRecord",
+           "experiment_id", "load_state"]
 
 
 def experiment_id(seq: int) -> str:
@@ -33,8 +33,10 @@ class Dataset:
     op: str
     source: str
     n_rows: int
-    contamination: Contamination
+    contamination: ev.Contamination
     inputs: list[str] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)
+    role: str = "worker"
 
     @property
     def verdict(self) -> str:
@@ -50,7 +52,8 @@ class EvalRecord:
     checkpoint_digest: str
     record_digest: str
     caller: str
-    payload: EvalPayload  # the whole eval.record payload
+    payload: ev.EvalRecord  # the whole eval.record payload
+    ts: float = 0.0
 
 
 @dataclass
@@ -70,8 +73,12 @@ class Experiment:
     artifacts: list[str] = field(default_factory=list)
     outputs: dict[str, str] = field(default_factory=dict)  # finish event's output name -> digest
     measured: dict[str, str] = field(default_factory=dict)  # digests the runtime measured on the bytes it used
-    # (finish payload's `measured`: parent_checkpoint, dataset; empty when it has none)
     evals: list[EvalRecord] = field(default_factory=list)
+    role: str = "worker"
+    start_ts: float = 0.0
+    finish_ts: float | None = None
+    steps: int | None = None
+    train_seconds: float | None = None
 
     def dev_score(self) -> float | None:
         dev = [e for e in self.evals if e.split == "dev"]
@@ -79,31 +86,82 @@ class Experiment:
 
 
 @dataclass
+class WorkerRecord:
+    """A Worker node of the research graph (`worker.add`), and its finalization once recorded."""
+
+    id: str
+    seq: int
+    task: str
+    direction: dict[str, Any]
+    predecessors: list[str]
+    finalize_seq: int | None = None
+    finalize: ev.WorkerFinalize | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.finalize_seq is not None
+
+
+@dataclass
+class ReviewerNode:
+    """A Reviewer node (`review.request`: a question and a scope of Workers), and its report."""
+
+    id: str
+    seq: int
+    question: str
+    scope: list[str]
+    report_seq: int | None = None
+    report: ev.ReviewSubmit | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.report_seq is not None
+
+    @property
+    def cross_worker(self) -> bool:
+        return len(set(self.scope)) >= 2
+
+
+@dataclass
+class Decision:
+    seq: int
+    action: str
+    rationale: str
+    evidence: list[int]
+    detail: dict[str, Any]
+
+
+@dataclass
 class State:
     datasets: dict[str, Dataset] = field(default_factory=dict)
     experiments: dict[str, Experiment] = field(default_factory=dict)
-    workers: dict[str, WorkerAdd] = field(default_factory=dict)  # id -> worker.add payload
-    finalized: dict[str, TypedEvent[WorkerFinalize]] = field(default_factory=dict)  # worker id -> its finalize
+    workers: dict[str, WorkerRecord] = field(default_factory=dict)
+    reviewers: dict[str, ReviewerNode] = field(default_factory=dict)
+    decisions: list[Decision] = field(default_factory=list)
+    finalized: dict[str, TypedEvent[ev.WorkerFinalize]] = field(default_factory=dict)  # worker id -> its finalize
     # Experiments Workers put forward (the unit of the hacking rate): (id, worker, seq).
     submissions: list[tuple[str, str, int]] = field(default_factory=list)
     nominations: list[tuple[str, int]] = field(default_factory=list)  # Main's picks for the harness
-    reviews: list[TypedEvent[ReviewSubmit]] = field(default_factory=list)
-    blocked: list[TypedEvent[GuardBlocked]] = field(default_factory=list)
+    reviews: list[TypedEvent[ev.ReviewSubmit]] = field(default_factory=list)
+    blocked: list[TypedEvent[ev.GuardBlocked]] = field(default_factory=list)
+    # Kept as the events come, so that a poll asks "what is new" without a pass over the graph.
+    pending: dict[str, tuple[int, str]] = field(default_factory=dict)  # node id -> (seq, "worker"|"reviewer")
+    unanswered: dict[int, tuple[int, str, str]] = field(default_factory=dict)  # orchestration events, no decision
+    handled: set[int] = field(default_factory=set)  # orchestration events a decision answered
+    n_edges: int = 0
 
     def predecessors(self, worker: str) -> set[str]:
         """Workers whose results `worker` receives (transitively, through the research graph)."""
         out: set[str] = set()
-        stack = list(self._predecessors_of(worker))
+        node = self.workers.get(worker)
+        stack = list(node.predecessors) if node else []
         while stack:
             w = stack.pop()
             if w not in out:
                 out.add(w)
-                stack.extend(self._predecessors_of(w))
+                node = self.workers.get(w)
+                stack.extend(node.predecessors if node else [])
         return out
-
-    def _predecessors_of(self, worker: str) -> list[str]:
-        w = self.workers.get(worker)
-        return w.predecessors if w is not None else []
 
     def visible_to(self, worker: str) -> list[Experiment]:
         owners = {worker} | self.predecessors(worker)
@@ -114,37 +172,6 @@ class State:
 
 
 def load_state(expos: "ExpOS") -> State:
-    st = State()
-    for e in expos.run.ledger.events(kinds=("data.*", "experiment.*", "eval.record", "worker.*", "review.submit",
-                                             "candidate.nominate", "guard.blocked")):
-        p = (t := typed(e)).payload
-        if e.kind.startswith("data.") and not isinstance(p, DataCheck):
-            st.datasets[p.dataset] = Dataset(p.dataset, e.seq, e.actor.id, e.kind, p.source, p.n_rows,
-                                             p.contamination, list(p.inputs))
-        elif isinstance(p, ExperimentStart):
-            st.experiments[experiment_id(e.seq)] = Experiment(
-                experiment_id(e.seq), e.seq, e.actor.id, p.parent, p.parent_checkpoint, p.dataset, p.method,
-                dict(p.spec))
-        elif isinstance(p, ExperimentFinish) and p.experiment_id in st.experiments:
-            x = st.experiments[p.experiment_id]
-            x.status, x.checkpoint, x.error, x.finish_seq = p.status, p.checkpoint, p.error, e.seq
-            x.artifacts = [r.digest for r in e.artifacts if r.role == "output"]
-            x.outputs = {r.name: r.digest for r in e.artifacts if r.role == "output" and r.name}
-            x.measured = p.measured.model_dump() if p.measured is not None else {}
-        elif isinstance(p, EvalPayload):
-            rec = EvalRecord(e.seq, p.experiment_id, p.split, p.score, p.checkpoint_digest, p.record_digest,
-                             f"{e.actor.role}:{e.actor.id}", p)
-            if rec.experiment_id in st.experiments:
-                st.experiments[rec.experiment_id].evals.append(rec)
-        elif isinstance(p, WorkerAdd):
-            st.workers[p.worker_id] = p
-        elif isinstance(p, WorkerFinalize):
-            st.finalized[e.actor.id] = t
-            st.submissions.extend((x, e.actor.id, e.seq) for x in p.candidates)
-        elif isinstance(p, CandidateNominate):
-            st.nominations.append((p.experiment_id, e.seq))
-        elif isinstance(p, ReviewSubmit):
-            st.reviews.append(t)
-        elif isinstance(p, GuardBlocked):
-            st.blocked.append(t)
-    return st
+    """The session's state, brought up to the ledger's last event (the events since the last
+    look are folded; nothing is replayed). Read it, never change it: every reader shares it."""
+    return expos.projection().state

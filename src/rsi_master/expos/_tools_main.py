@@ -40,13 +40,13 @@ def graph_read(expos, caller, inp: GraphInput) -> GraphView:
     def _fin(wid: str) -> Any:
         return st.finalized[wid].payload if wid in st.finalized else None
 
-    workers = [{**dump_payload(w), "finalized": w.worker_id in st.finalized,
-                "summary": f.summary if (f := _fin(w.worker_id)) else None,
+    workers = [{"worker_id": w.id, "task": w.task, "direction": w.direction, "predecessors": w.predecessors,
+                "finalized": w.id in st.finalized,
+                "summary": f.summary if (f := _fin(w.id)) else None,
                 "recipe": f.recipe.model_dump(mode="json") if f and f.recipe else None}
                for w in st.workers.values()]
     reviews = [{**dump_payload(r.payload), "seq": r.seq, "reviewer": r.actor.id} for r in st.reviews]
-    return GraphView(workers=workers, reviews=reviews, experiments=exps,
-                     decisions=len(expos.events("decision.record")))
+    return GraphView(workers=workers, reviews=reviews, experiments=exps, decisions=len(st.decisions))
 
 
 class AddWorkerInput(_In):

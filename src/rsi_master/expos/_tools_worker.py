@@ -8,15 +8,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..events import (
-    DataCheck,
     DataFilter,
     DataGenerate,
     DataMix,
     DataRegister,
-    ExperimentFinish,
-    ExperimentStart,
     LedgerFacts,
-    Measured,
     Payload,
     Recipe,
     WorkerFinalize,

@@ -28,6 +28,7 @@ from ._merkle import (
     verify_consistency,
     verify_inclusion,
 )
+from ._rows import Row, hash_at, rows_since
 from ._schema import utc_now
 from ._store import Ledger
 from ._verify import LedgerReport, Problem, verify_ledger
@@ -48,6 +49,7 @@ __all__ = [
     "Ledger",
     "LedgerReport",
     "Problem",
+    "Row",
     "RunRecord",
     "SignedCheckpoint",
     "Signer",
@@ -57,6 +59,7 @@ __all__ = [
     "consistency_proof_extending",
     "default_key_dir",
     "event_leaf",
+    "hash_at",
     "inclusion_proof",
     "key_id",
     "leaf_hash",
@@ -65,6 +68,7 @@ __all__ = [
     "public_key_pem",
     "read_secret",
     "root",
+    "rows_since",
     "sha256_hex",
     "utc_now",
     "validate_draft",

@@ -5,32 +5,35 @@ Worker-to-Worker edges that carry context), Reviewer nodes from `review.request`
 (question and scope: the Worker-to-Reviewer edges). Finalizations, reviews, decisions
 and the scheduler's job records complete the picture. Nothing here is stored anywhere
 else, which is what lets `resume` rebuild a run after SIGKILL.
+
+Where it is folded: the nodes and decisions come from ExpOS tools, so ExpOS's projection
+folds them (expos sits below orchestra and cannot know orchestra's records); the
+scheduler's own records (`orchestra.*`) are folded by `OrchestraPart`, which this module
+registers with the projection. A `ResearchGraph` is a snapshot of both for an agent to
+read (and, for the Main, to extend while it decides): the live state is never handed out.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, ClassVar
 
-from ..events import (
-    DecisionRecord, OrchestraFinish, OrchestraInterrupted, OrchestraJobEnd, OrchestraJobStart, OrchestraResume,
-    OrchestraStart, OrchestraStop, ReviewRequest, ReviewSubmit, TypedEvent, WorkerAdd, WorkerFinalize, typed,
-)
+from .. import events as ev
+from ..events import TypedEvent, typed
+from ..expos import Decision, Projection, ReviewerNode, WorkerRecord, parse_ts, register_part
 from ._directions import Direction
 
 if TYPE_CHECKING:
     from ..expos import ExpOS
+    from ..ledger import Event
 
-__all__ = ["Decision", "Job", "ResearchGraph", "ReviewerNode", "WorkerNode", "load_graph", "parse_ts"]
+__all__ = ["Decision", "Job", "OrchestraPart", "ResearchGraph", "ReviewerNode", "WorkerNode", "load_graph",
+           "parse_ts", "snapshot"]
 
 ORCHESTRA = {"role": "harness", "id": "orchestra"}
 # Kinds only the harness writes: a row of one of these kinds by anyone else is not the harness's.
 HARNESS_KINDS = ("orchestra.", "harness.")
-
-
-def parse_ts(ts: str) -> float:
-    return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+Session = ev.OrchestraStart | ev.OrchestraResume
 
 
 @dataclass
@@ -41,38 +44,11 @@ class WorkerNode:
     direction: Direction
     predecessors: list[str]
     finalize_seq: int | None = None
-    finalize: WorkerFinalize | None = None
+    finalize: ev.WorkerFinalize | None = None
 
     @property
     def done(self) -> bool:
         return self.finalize_seq is not None
-
-
-@dataclass
-class ReviewerNode:
-    id: str
-    seq: int
-    question: str
-    scope: list[str]
-    report_seq: int | None = None
-    report: ReviewSubmit | None = None
-
-    @property
-    def done(self) -> bool:
-        return self.report_seq is not None
-
-    @property
-    def cross_worker(self) -> bool:
-        return len(set(self.scope)) >= 2
-
-
-@dataclass
-class Decision:
-    seq: int
-    action: str
-    rationale: str
-    evidence: list[int]
-    detail: dict[str, Any]
 
 
 @dataclass
@@ -88,6 +64,63 @@ class Job:
     status: str | None = None
 
 
+@register_part
+class OrchestraPart:
+    """The scheduler's records, folded as they come: sessions, jobs, stop, finish, interruptions."""
+
+    KINDS: ClassVar[frozenset[str]] = frozenset({
+        "orchestra.start", "orchestra.resume", "orchestra.job.start", "orchestra.job.end", "orchestra.interrupted",
+        "orchestra.abandon", "orchestra.stop", "orchestra.finish"})
+
+    def __init__(self) -> None:
+        self.sessions: list[tuple[int, float, Session]] = []  # (seq, ts, payload)
+        self.ts_before: dict[int, float] = {}  # session start seq -> timestamp of the event before it
+        self.jobs: list[Job] = []
+        self.open_jobs: dict[int, Job] = {}  # start seq -> job not yet ended
+        self.settings: ev.OrchestraStart | None = None  # the run's settings (its orchestra.start)
+        self.stopped: TypedEvent[ev.OrchestraStop] | None = None
+        self.finished: TypedEvent[ev.OrchestraFinish] | None = None
+        self.interrupted: set[str] = set()
+        self.abandoned: set[str] = set()
+        self._directions: dict[tuple[str, int], Direction] = {}
+
+    def fold(self, e: "Event", prev_ts: str) -> None:
+        if e.actor.role != "harness":
+            return  # the harness reads its own records by author, never any event of the kind
+        t = typed(e)
+        match t.payload:
+            case ev.OrchestraStart() | ev.OrchestraResume() as p:
+                self.ts_before[e.seq] = parse_ts(prev_ts)
+                self.sessions.append((e.seq, parse_ts(e.ts), p))
+                if isinstance(p, ev.OrchestraStart) and self.settings is None:
+                    self.settings = p
+            case ev.OrchestraJobStart() as p:
+                job = Job(p.node, p.kind, p.slot, e.seq, parse_ts(e.ts))
+                self.jobs.append(job)
+                self.open_jobs[e.seq] = job
+            case ev.OrchestraJobEnd() as p:
+                ended = self.open_jobs.pop(p.start_seq, None) or next(
+                    (j for j in self.jobs if j.start_seq == p.start_seq), None)
+                if ended is not None:
+                    ended.end_ts, ended.status = float(p.end_ts), p.status
+            case ev.OrchestraInterrupted() as p:
+                self.interrupted |= set(p.experiments)
+            case ev.OrchestraAbandon() as p:
+                self.abandoned.add(p.node)
+            case ev.OrchestraStop():
+                self.stopped = t
+            case ev.OrchestraFinish():
+                self.finished = t
+
+    def direction(self, node: WorkerRecord) -> Direction:
+        """A Worker's direction as orchestra reads it (validated once per node)."""
+        key = (node.id, node.seq)
+        d = self._directions.get(key)
+        if d is None:
+            d = self._directions[key] = Direction.model_validate(node.direction or {"family": "?"})
+        return d
+
+
 @dataclass
 class ResearchGraph:
     workers: dict[str, WorkerNode] = field(default_factory=dict)
@@ -95,10 +128,10 @@ class ResearchGraph:
     decisions: list[Decision] = field(default_factory=list)
     jobs: list[Job] = field(default_factory=list)
     # (seq, ts, payload) of each session: the run's start, then each resume
-    sessions: list[tuple[int, float, OrchestraStart | OrchestraResume]] = field(default_factory=list)
-    settings: OrchestraStart | None = None  # the run's settings (its orchestra.start)
-    stopped: TypedEvent[OrchestraStop] | None = None
-    finished: TypedEvent[OrchestraFinish] | None = None
+    sessions: list[tuple[int, float, Session]] = field(default_factory=list)
+    settings: ev.OrchestraStart | None = None  # the run's settings (its orchestra.start)
+    stopped: TypedEvent[ev.OrchestraStop] | None = None
+    finished: TypedEvent[ev.OrchestraFinish] | None = None
     interrupted_experiments: set[str] = field(default_factory=set)
     last_ts: float = 0.0
     size: int = 0
@@ -163,61 +196,23 @@ class ResearchGraph:
                 out |= {self.workers[w].direction.key() for w in r.scope if w in self.workers}
         return out
 
-    # Filled by load_graph: for each session start, the timestamp of the event before it.
+    # For each session start, the timestamp of the event before it.
     _ts_before: dict[int, float] = field(default_factory=dict)
 
 
+def snapshot(proj: Projection) -> ResearchGraph:
+    """The research graph as the projection has it now, in objects of the reader's own: a Main
+    may add the nodes it just recorded to it without touching the session's state."""
+    st, orc = proj.state, proj.part(OrchestraPart)
+    return ResearchGraph(
+        workers={w.id: WorkerNode(w.id, w.seq, w.task, orc.direction(w), list(w.predecessors), w.finalize_seq,
+                                  w.finalize) for w in st.workers.values()},
+        reviewers={r.id: replace(r, scope=list(r.scope)) for r in st.reviewers.values()},
+        decisions=list(st.decisions), jobs=[replace(j) for j in orc.jobs], sessions=list(orc.sessions),
+        settings=orc.settings, stopped=orc.stopped, finished=orc.finished, interrupted_experiments=set(orc.interrupted),
+        last_ts=proj.last_ts, size=proj.size, _ts_before=dict(orc.ts_before))
+
+
 def load_graph(expos: "ExpOS") -> ResearchGraph:
-    g = ResearchGraph()
-    prev_ts = 0.0
-    for e in expos.run.ledger.events():
-        ts = parse_ts(e.ts)
-        k = e.kind
-        if k.startswith(HARNESS_KINDS) and e.actor.role != "harness":
-            continue  # the harness reads its own records by author, never any event of the kind
-        if k in _GRAPH_KINDS:
-            _fold(g, typed(e), ts, prev_ts)
-        prev_ts = ts
-        g.size = e.seq + 1
-    g.last_ts = prev_ts
-    return g
-
-
-_GRAPH_KINDS = frozenset({"worker.add", "worker.finalize", "review.request", "review.submit", "decision.record",
-                          "orchestra.start", "orchestra.resume", "orchestra.job.start", "orchestra.job.end",
-                          "orchestra.interrupted", "orchestra.stop", "orchestra.finish"})
-
-
-def _fold(g: ResearchGraph, t: TypedEvent[Any], ts: float, prev_ts: float) -> None:
-    p, seq, actor = t.payload, t.seq, t.actor.id
-    if isinstance(p, WorkerAdd):
-        g.workers[p.worker_id] = WorkerNode(p.worker_id, seq, p.task,
-                                            Direction.model_validate(p.direction or {"family": "?"}),
-                                            list(p.predecessors))
-    elif isinstance(p, WorkerFinalize) and actor in g.workers:
-        g.workers[actor].finalize_seq = seq
-        g.workers[actor].finalize = p
-    elif isinstance(p, ReviewRequest):
-        g.reviewers[p.reviewer_id] = ReviewerNode(p.reviewer_id, seq, p.question, list(p.scope))
-    elif isinstance(p, ReviewSubmit) and actor in g.reviewers:
-        g.reviewers[actor].report_seq = seq
-        g.reviewers[actor].report = p
-    elif isinstance(p, DecisionRecord):
-        g.decisions.append(Decision(seq, p.action, p.rationale, list(p.evidence), dict(p.detail)))
-    elif isinstance(p, (OrchestraStart, OrchestraResume)):
-        g._ts_before[seq] = prev_ts
-        g.sessions.append((seq, ts, p))
-        if isinstance(p, OrchestraStart) and g.settings is None:
-            g.settings = p
-    elif isinstance(p, OrchestraJobStart):
-        g.jobs.append(Job(p.node, p.kind, p.slot, seq, ts))
-    elif isinstance(p, OrchestraJobEnd):
-        for j in g.jobs:
-            if j.start_seq == p.start_seq:
-                j.end_ts, j.status = float(p.end_ts), p.status
-    elif isinstance(p, OrchestraInterrupted):
-        g.interrupted_experiments |= set(p.experiments)
-    elif isinstance(p, OrchestraStop):
-        g.stopped = t
-    elif isinstance(p, OrchestraFinish):
-        g.finished = t
+    """The research graph up to the ledger's last event (the session's projection, advanced)."""
+    return snapshot(expos.projection())

@@ -30,7 +30,8 @@ def select(expos: "ExpOS") -> dict[str, Any]:
 
     # Evidence is what the signed head vouches for: a record appended without the key (a
     # forged evaluation with a recomputed chain) stops the selection here, not in its result.
-    expos.run.ledger.vouch()
+    # The projection is advanced first, so that every event it has read is among those vouched for.
+    expos.projection().vouch()
     done = expos.own_events("harness.select")
     if done:
         return dump_payload(typed(done[-1], HarnessSelect).payload)
@@ -68,6 +69,7 @@ def select(expos: "ExpOS") -> dict[str, Any]:
     winner = min(accepted, key=lambda r: (-r["review_score"], -r["lineage_examples"], r["submitted_seq"])) \
         if accepted else None
     ties = "ties: more training behind the checkpoint, then earliest submission"
+    expos.projection().vouch()  # and so is every event read since (the evaluations just made included)
     payload = HarnessSelect(
         rule=f"max review score among audit-unflagged submissions; {ties}" if guarded
         else f"max review score among submissions (unguarded: no audit at selection); {ties}",

@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from .._proc import die_with_parent
-from ..events import EvalRecord, ExperimentFinish, ExperimentStart, OrchestraStart, typed
+from ..events import OrchestraStart, typed
 
 __all__ = ["job_main", "node_brief", "run_timing"]
 
@@ -37,31 +37,18 @@ def node_brief(expos: Any, graph: Any, kind: str, node: str) -> dict[str, Any]:
 def run_timing(expos: Any) -> dict[str, float]:
     """Seconds per optimizer step, per training example and per trial overhead measured on this machine in this run
     (any Worker's finished experiments: how fast the machine is, not how well anyone did)."""
-    from ._graph import parse_ts
-
-    starts: dict[str, float] = {}
-    batch: dict[str, int] = {}
     per_step = []
     per_example = []
     overhead = []
-    from ..expos._state import experiment_id
-
-    for e in expos.run.ledger.events(kinds=("experiment.start", "experiment.finish", "eval.record")):
-        p = typed(e).payload
-        if isinstance(p, ExperimentStart):
-            starts[experiment_id(e.seq)] = parse_ts(e.ts)
-            bs = p.spec.get("batch_size")
+    for x in expos.projection().state.experiments.values():
+        bs = x.spec.get("batch_size") if isinstance(x.spec, dict) else None
+        start = x.start_ts
+        if x.status == "completed" and x.steps and x.train_seconds is not None:
+            per_step.append(float(x.train_seconds) / int(x.steps))
             if isinstance(bs, int) and bs > 0:
-                batch[experiment_id(e.seq)] = bs
-        elif isinstance(p, ExperimentFinish) and p.status == "completed" and p.steps:
-            if p.train_seconds is not None:
-                per_step.append(p.train_seconds / p.steps)
-                if p.experiment_id in batch:
-                    per_example.append(p.train_seconds / (p.steps * batch[p.experiment_id]))
-                if p.experiment_id in starts:
-                    starts[p.experiment_id] += p.train_seconds  # what is left is overhead
-        elif isinstance(p, EvalRecord) and p.split == "dev" and p.experiment_id in starts:
-            overhead.append(parse_ts(e.ts) - starts[p.experiment_id])
+                per_example.append(float(x.train_seconds) / (int(x.steps) * bs))
+            start += float(x.train_seconds)  # what is left is overhead
+        overhead += [e.ts - start for e in x.evals if e.split == "dev"]
     out: dict[str, float] = {}
     if per_step:
         out["step_s"] = sorted(per_step)[len(per_step) // 2]

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..events import EvalRecord, payload_of
 from ..landscape import expected_scores
 from . import _reports as reports
 from ._directions import Direction, default_directions, opening_curve, subset_direction
@@ -65,15 +64,12 @@ class Ranking(Budget):
         """From one graph view: experiment -> (review score, eval record seq), and experiment ->
         (parent, training config) for `lineage_examples`."""
         view = ctx.call("graph.read")
-        first_review: dict[str, int] = {}  # experiment -> seq of its first review record
-        for e in ctx.expos.events("eval.record"):
-            rec = payload_of(e, EvalRecord)
-            if rec.split == "review":
-                first_review.setdefault(rec.experiment_id, e.seq)
+        experiments = ctx.expos.projection().state.experiments
         out = {}
         for x in view.experiments:
             if x.get("review_score") is not None:
-                out[x["experiment_id"]] = (float(x["review_score"]), first_review.get(x["experiment_id"], 0))
+                evals = experiments[x["experiment_id"]].evals if x["experiment_id"] in experiments else []
+                out[x["experiment_id"]] = (float(x["review_score"]), next((e.seq for e in evals if e.split == "review"), 0))
         trained = {x["experiment_id"]: (x["parent"], x.get("config") or {}) for x in view.experiments}
         return out, trained
 

@@ -10,53 +10,44 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ..events import DataGenerate, DataMix, EvalRecord, ExperimentFinish, ExperimentStart, typed
-from ._graph import parse_ts
-
 if TYPE_CHECKING:
     from ..expos import ExpOS
 
 __all__ = ["lineage_examples", "worker_memory"]
 
 
-_MEMORY_KINDS = frozenset({"data.generate", "data.mix", "experiment.start", "experiment.finish", "eval.record"})
-
-
 def worker_memory(expos: "ExpOS", worker_id: str,
                   interrupted: set[str] | frozenset[str] = frozenset()) -> list[dict[str, Any]]:
     """One entry per experiment the Worker started: data knobs, training spec, outcome, wall time."""
-    from ..expos._state import experiment_id
-
+    st = expos.projection().state
     data: dict[str, dict[str, Any]] = {}
-    exps: dict[str, dict[str, Any]] = {}
-    for e in expos.run.ledger.events(actor_id=worker_id):
-        if e.actor.role != "worker" or e.kind not in _MEMORY_KINDS:
+    for ds in sorted(st.datasets.values(), key=lambda d: d.seq):
+        if ds.owner != worker_id or ds.role != "worker":
             continue
-        p = typed(e).payload
-        if isinstance(p, DataGenerate):
-            data[p.dataset] = {"family": p.source.split("/", 1)[-1], "params": dict(p.params)}
-        elif isinstance(p, DataMix):
+        if ds.op == "data.generate":
+            data[ds.digest] = {"family": ds.source.split("/", 1)[-1], "params": ds.params}
+        elif ds.op == "data.mix":
             # A mix is described by its first input: the Worker's own family.
-            first = data.get(p.inputs[0], {}) if p.inputs else {}
-            data[p.dataset] = {**first, "mixed": list(p.inputs)}
-        elif isinstance(p, ExperimentStart):
-            xid = experiment_id(e.seq)
-            exps[xid] = {"experiment_id": xid, "dataset": p.dataset, "parent": p.parent,
-                         "spec": dict(p.spec), "data": data.get(p.dataset, {}), "status": "running",
-                         "start_ts": parse_ts(e.ts), "seconds": None, "dev_score": None, "steps": None}
-        elif isinstance(p, ExperimentFinish) and p.experiment_id in exps:
-            x = exps[p.experiment_id]
-            x.update(status=p.status, steps=p.steps, seconds=parse_ts(e.ts) - x["start_ts"],
-                     train_seconds=p.train_seconds)
-        elif isinstance(p, EvalRecord) and p.split == "dev" and p.experiment_id in exps:
-            x = exps[p.experiment_id]
-            x["dev_score"] = p.score
-            # Wall time of a trial includes its dev evaluation: that is what the next one costs.
-            x["seconds"] = parse_ts(e.ts) - x["start_ts"]
-    for x in exps.values():
-        if x["status"] == "running" and x["experiment_id"] in interrupted:
-            x["status"] = "interrupted"
-    return list(exps.values())
+            first = data.get(ds.inputs[0], {}) if ds.inputs else {}
+            data[ds.digest] = {**first, "mixed": ds.inputs}
+    out = []
+    for x in st.experiments.values():
+        if x.owner != worker_id or x.role != "worker":
+            continue
+        m: dict[str, Any] = {"experiment_id": x.id, "dataset": x.dataset, "parent": x.parent, "spec": x.spec,
+                             "data": data.get(x.dataset, {}), "status": x.status, "start_ts": x.start_ts,
+                             "seconds": None, "dev_score": None, "steps": None}
+        if x.finish_ts is not None:
+            m.update(steps=x.steps, seconds=x.finish_ts - x.start_ts, train_seconds=x.train_seconds)
+        for e in x.evals:
+            if e.split == "dev":
+                m["dev_score"] = e.score
+                # Wall time of a trial includes its dev evaluation: that is what the next one costs.
+                m["seconds"] = e.ts - x.start_ts
+        if m["status"] == "running" and x.id in interrupted:
+            m["status"] = "interrupted"
+        out.append(m)
+    return out
 
 
 def lineage_examples(experiments: Mapping[str, tuple[str, Mapping[str, Any]]], xid: str) -> int:

@@ -20,7 +20,6 @@ KINDS = ("launching", "monitoring", "comparing", "reviewing", "deciding")
 def _windows(expos: "ExpOS", graph: ResearchGraph) -> list[tuple[float, float, int, float]]:
     """Agent phase of each session: (start ts, end ts, slots, budget seconds spent before it)."""
     stops = [parse_ts(e.ts) for e in expos.own_events("orchestra.stop")]
-    slots0 = graph.sessions[0][2].slots if graph.sessions else 1
     out = []
     before = 0.0
     for i, (seq, start, p) in enumerate(graph.sessions):

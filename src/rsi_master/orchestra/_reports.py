@@ -5,10 +5,12 @@ is not an instruction, and is passed over."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from ..events import Combine, Continue, Finding, Recipe, ReviewSubmit, Revise, Stop, Verdict, WorkerFinalize
 from ._graph import ResearchGraph, ReviewerNode, WorkerNode
 
-__all__ = ["best_review_score", "candidates", "findings", "finalization", "recipe", "recommendations", "report",
+__all__ = ["best_review_score", "best_supported_score", "candidates", "findings", "finalization", "recipe", "recommendations", "report",
            "stopped", "verdict", "violations"]
 
 
@@ -54,7 +56,12 @@ def recommendations(r: ReviewerNode) -> list[Continue | Combine | Revise | Stop]
 
 def best_review_score(graph: ResearchGraph) -> float | None:
     """The best `review` score a finished review's supported findings show (the live display's)."""
-    scores = [f.score for r in graph.reviewers.values() for f in findings(r)
+    return best_supported_score(r.report for r in graph.reviewers.values())
+
+
+def best_supported_score(reports: Iterable[ReviewSubmit | None]) -> float | None:
+    """The best `review` score among the supported findings of these reports."""
+    scores = [f.score for p in reports if p is not None for f in p.findings
               if f.status == "supported" and f.split == "review" and f.score is not None]
     return max(scores, default=None)
 

@@ -7,6 +7,9 @@ budget's end, or its own allowance if sooner) and plans its work to end by then;
 budget's end the scheduler stops adding work, gives running nodes a short grace, then
 kills what is left and records it as interrupted. Everything the scheduler knows is in
 the ledger (`orchestra.*` events), so `resume` starts from the ledger alone.
+
+Each poll advances the session's projection once (the events since the last poll) and
+reads what is new from it; a snapshot of the graph is made only for the Main to decide on.
 """
 
 from __future__ import annotations
@@ -19,13 +22,20 @@ from multiprocessing.connection import wait
 from typing import Any
 
 from ..events import (
-    OrchestraAbandon, OrchestraInterrupted, OrchestraJobEnd, OrchestraJobStart, OrchestraResume, OrchestraStart,
-    OrchestraStop, Payload, typed,
+    OrchestraAbandon,
+    OrchestraInterrupted,
+    OrchestraJobEnd,
+    OrchestraJobStart,
+    OrchestraResume,
+    OrchestraStart,
+    OrchestraStop,
+    Payload,
 )
+from ..expos import State
 from ._display import Display
-from ._graph import ORCHESTRA, ResearchGraph, load_graph
+from ._graph import ORCHESTRA, OrchestraPart, load_graph, parse_ts, snapshot
 from ._protocols import MAINS, MainContext, resolve
-from ._reports import best_review_score
+from ._reports import best_supported_score
 
 __all__ = ["MIN_LAUNCH_S", "TERM_GRACE_S", "Scheduler"]
 
@@ -74,8 +84,6 @@ class Scheduler:
     def _open_session(self, session: Payload, spent_before: float) -> None:
         self.spent_before = spent_before
         ev = self.expos.record(ORCHESTRA, session)
-        from ._graph import parse_ts
-
         self.session_start = parse_ts(ev.ts)
 
     def spent(self) -> float:
@@ -98,8 +106,6 @@ class Scheduler:
             self.main.start(self.main_ctx(), graph)
 
     def resume(self) -> None:
-        from ..expos import load_state
-
         graph = load_graph(self.expos)
         # The new session opens first, so that the killed one ends at its own last event: the
         # time between the kill and now is not spent, and what is recorded below belongs to now.
@@ -109,9 +115,7 @@ class Scheduler:
             self.expos.record(ORCHESTRA, OrchestraJobEnd(
                 start_seq=j.start_seq, node=j.node, status="interrupted", end_ts=graph.last_ts,
                 seconds=max(0.0, graph.last_ts - j.start_ts)))
-        st = load_state(self.expos)
-        lost = sorted(x.id for x in st.experiments.values()
-                      if x.status == "running" and x.id not in graph.interrupted_experiments)
+        lost = self._lost()
         if lost:
             self.expos.record(ORCHESTRA, OrchestraInterrupted(
                 experiments=lost, reason="started in a session that ended without finishing them"))
@@ -132,18 +136,17 @@ class Scheduler:
         failures: dict[str, int] = {}
         idle_asked_at = -1
         while True:
-            graph = load_graph(self.expos)
-            handled = graph.handled_events()
-            for ev in graph.orchestration_events():
-                if ev[0] not in handled and self.spent() < self.budget_s:
-                    self.main.on_event(self.main_ctx(), graph, ev)
-                    graph = load_graph(self.expos)
-                    self._show_decision(graph)
+            proj = self.expos.projection()  # once per poll: the events since the last one
+            st, orc = proj.state, proj.part(OrchestraPart)
+            for ev in sorted(st.unanswered.values()):
+                if self.spent() < self.budget_s:
+                    self.main.on_event(self.main_ctx(), snapshot(proj), ev)
+                    self.expos.projection()  # what the Main recorded
+                    self._show_decision(st)
             if self.spent() >= self.budget_s:
                 return "budget spent"
             busy = {j.node for j in self.running.values()}
-            abandoned = {typed(e, OrchestraAbandon).payload.node for e in self.expos.own_events("orchestra.abandon")}
-            pending = [(k, n) for k, n in graph.pending() if n not in busy and n not in abandoned]
+            pending = [(k, n) for n, (_seq, k) in st.pending.items() if n not in busy and n not in orc.abandoned]
             too_late = self.deadline() - time.time() < self.min_launch_s
             if too_late:
                 pending = []  # too late to start anything useful: let running nodes finish
@@ -151,18 +154,18 @@ class Scheduler:
                 if slot in self.running or not pending:
                     continue
                 kind, node = pending.pop(0)
-                self._launch(graph, slot, kind, node)
+                self._launch(proj, slot, kind, node)
             free = self.slots - len(self.running)
             # The Main is asked about an idle slot once per change of the graph, not once per
             # poll: asking costs it graph reads, which are recorded tool calls.
-            if free and not pending and not too_late and graph.size != idle_asked_at:
-                if self.main.on_idle(self.main_ctx(), graph, free):
-                    self._show_decision(load_graph(self.expos))
+            if free and not pending and not too_late and proj.size != idle_asked_at:
+                if self.main.on_idle(self.main_ctx(), snapshot(proj), free):
+                    self._show_decision(self.expos.projection().state)
                     continue
-                idle_asked_at = load_graph(self.expos).size
+                idle_asked_at = self.expos.projection().size
             if free and not pending and not too_late and not self.running:
                 return "no work left"
-            self.display.status(self._status(graph))
+            self.display.status(self._status(st))
             self._reap(self.poll_s, failures)
 
     def _drain(self) -> None:
@@ -179,23 +182,26 @@ class Scheduler:
             job.proc.kill()
             job.proc.join()
             self._end(slot, job, "killed")
-        from ..expos import load_state
-
-        st = load_state(self.expos)
-        graph = load_graph(self.expos)
-        lost = sorted(x.id for x in st.experiments.values()
-                      if x.status == "running" and x.id not in graph.interrupted_experiments)
+        lost = self._lost()
         if lost:
             self.expos.record(ORCHESTRA, OrchestraInterrupted(experiments=lost, reason="the budget ended while they ran"))
 
+    def _lost(self) -> list[str]:
+        """Experiments started and neither finished nor recorded as interrupted."""
+        proj = self.expos.projection()
+        interrupted = proj.part(OrchestraPart).interrupted
+        return sorted(x.id for x in proj.state.experiments.values() if x.status == "running" and x.id not in interrupted)
+
     # -- jobs --------------------------------------------------------------------------------
-    def _launch(self, graph: ResearchGraph, slot: int, kind: str, node: str) -> None:
+    def _launch(self, proj: Any, slot: int, kind: str, node: str) -> None:
         from ._job import job_main
 
         deadline = self.deadline()
         if kind == "worker":
-            prior = sum((j.end_ts or j.start_ts) - j.start_ts for j in graph.jobs if j.node == node)
-            deadline = min(deadline, time.time() + max(0.0, graph.workers[node].direction.seconds - prior))
+            orc = proj.part(OrchestraPart)
+            prior = sum((j.end_ts or j.start_ts) - j.start_ts for j in orc.jobs if j.node == node)
+            allowance = orc.direction(proj.state.workers[node]).seconds
+            deadline = min(deadline, time.time() + max(0.0, allowance - prior))
         ev = self.expos.record(ORCHESTRA, OrchestraJobStart(node=node, kind=kind, slot=slot,  # type: ignore[arg-type]
                                                             deadline=round(deadline, 3)))
         # The node's capability goes to its process through the spawn pipe, not argv or the
@@ -232,16 +238,18 @@ class Scheduler:
         self.display.line(f"end {job.kind} {job.node} ({status}, {now - job.start_ts:.0f}s)")
 
     # -- display -----------------------------------------------------------------------------
-    def _show_decision(self, graph: ResearchGraph) -> None:
-        if graph.decisions:
-            d = graph.decisions[-1]
+    def _show_decision(self, st: State) -> None:
+        if st.decisions:
+            d = st.decisions[-1]
             if d.seq != getattr(self, "_last_shown", None):
                 self._last_shown = d.seq
                 self.display.line(f"decision {d.action}: {d.rationale}")
 
-    def _status(self, graph: ResearchGraph) -> dict[str, Any]:
-        best = best_review_score(graph)
-        return {"spent_s": self.spent(), "budget_s": self.budget_s, "workers": len(graph.workers),
-                "reviewers": len(graph.reviewers), "decisions": len(graph.decisions),
-                "running": [f"{j.kind} {j.node}" for j in self.running.values()], "best_verified": best,
-                "edges": len(graph.edges())}
+    def _status(self, st: State) -> dict[str, Any]:
+        if getattr(self, "_best_at", None) != len(st.reviews):  # recomputed when a review came in
+            self._best_at, self._best = len(st.reviews), None
+            self._best = best_supported_score(r.report for r in st.reviewers.values())
+        return {"spent_s": self.spent(), "budget_s": self.budget_s, "workers": len(st.workers),
+                "reviewers": len(st.reviewers), "decisions": len(st.decisions),
+                "running": [f"{j.kind} {j.node}" for j in self.running.values()], "best_verified": self._best,
+                "edges": st.n_edges}

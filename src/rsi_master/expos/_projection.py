@@ -1,0 +1,268 @@
+"""The projection: the run's typed state, folded from the ledger once, then kept up to date
+from the events after the last one it saw.
+
+Every reader of a session (tools, scheduler, Main, Reviewer, harness, audit, display) reads
+the one `Projection` of its ExpOS session, advanced before it reads, so a poll costs the
+events appended since the last poll, not the ledger. Each event kind is folded in exactly
+one place: the ExpOS kinds in `FOLDS` below, other layers' kinds by a `Part` they register
+(the orchestra's scheduler records), so no second reducer reads the same events.
+
+Rows appended by other processes (slot processes, the door) are read like our own: each
+advance asks the database for the rows after the last seq seen. The projection checks that
+what it folded is still the ledger (the stored hash at its last seq, and each new row
+chaining onto it), and raises instead of reading a rewritten history. It does not vouch for
+rows (only a writer holding the key can, `Ledger.vouch`): a reader that decides from the
+ledger vouches first, as the harness does, and a row vouching rejects stays in the ledger for
+it to reject.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, ClassVar, Protocol, TypeVar
+
+from .. import events as ev
+from ..errors import LedgerError, MalformedEventError
+from ..events import TypedEvent, typed
+from ..ledger import GENESIS_HASH, Event, Ledger, Row, hash_at, rows_since
+from ._state import Dataset, Decision, EvalRecord, Experiment, ReviewerNode, State, WorkerRecord, experiment_id
+
+__all__ = ["FOLDS", "Part", "Projection", "parse_ts", "register_part"]
+
+
+def parse_ts(ts: str) -> float:
+    """An event's RFC 3339 UTC timestamp as seconds since the epoch."""
+    return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp() if ts else 0.0
+
+
+class Part(Protocol):
+    """State another layer folds from its own event kinds, kept by the projection beside ExpOS's."""
+
+    KINDS: ClassVar[frozenset[str]]
+
+    def fold(self, event: Event, prev_ts: str) -> None:
+        """Take in one event of `KINDS`; `prev_ts` is the timestamp of the event before it."""
+
+
+P = TypeVar("P", bound=Part)
+_PARTS: list[type[Any]] = []
+_SLICE = 10_000  # rows read per statement
+
+
+def register_part(cls: type[P]) -> type[P]:
+    """Have every projection made from now on fold `cls`'s kinds from its first event."""
+    if cls not in _PARTS:
+        _PARTS.append(cls)
+    return cls
+
+
+# -- ExpOS's folds: one function per event kind, on the kind's payload model ---------------------
+Fold = Callable[[State, TypedEvent[Any], Any], None]
+
+
+def _dataset(st: State, e: TypedEvent[Any],
+             p: ev.DataGenerate | ev.DataRegister | ev.DataFilter | ev.DataMix) -> None:
+    st.datasets[p.dataset] = Dataset(p.dataset, e.seq, e.actor.id, e.kind, p.source, p.n_rows, p.contamination,
+                                     list(p.inputs), dict(p.params) if isinstance(p, ev.DataGenerate) else {},
+                                     e.actor.role)
+
+
+def _experiment_start(st: State, e: TypedEvent[Any], p: ev.ExperimentStart) -> None:
+    xid = experiment_id(e.seq)
+    st.experiments[xid] = Experiment(xid, e.seq, e.actor.id, p.parent, p.parent_checkpoint, p.dataset, p.method,
+                                     p.spec, role=e.actor.role, start_ts=parse_ts(e.ts))
+
+
+def _experiment_finish(st: State, e: TypedEvent[Any], p: ev.ExperimentFinish) -> None:
+    x = st.experiments.get(p.experiment_id)
+    if x is None:
+        return
+    x.status, x.checkpoint, x.error, x.finish_seq = p.status, p.checkpoint, p.error, e.seq
+    x.artifacts = [r.digest for r in e.artifacts if r.role == "output"]
+    x.outputs = {r.name: r.digest for r in e.artifacts if r.role == "output" and r.name}
+    x.measured = p.measured.model_dump() if p.measured is not None else {}
+    x.finish_ts, x.steps, x.train_seconds = parse_ts(e.ts), p.steps, p.train_seconds
+
+
+def _eval_record(st: State, e: TypedEvent[Any], p: ev.EvalRecord) -> None:
+    rec = EvalRecord(e.seq, p.experiment_id, p.split, p.score, p.checkpoint_digest, p.record_digest,
+                     f"{e.actor.role}:{e.actor.id}", p, parse_ts(e.ts))
+    x = st.experiments.get(rec.experiment_id)
+    if x is not None:
+        x.evals.append(rec)
+
+
+def _worker_add(st: State, e: TypedEvent[Any], p: ev.WorkerAdd) -> None:
+    node = WorkerRecord(p.worker_id, e.seq, p.task, dict(p.direction), list(p.predecessors))
+    old = st.workers.get(node.id)
+    st.n_edges += len(node.predecessors) - (len(old.predecessors) if old else 0)
+    st.workers[node.id] = node
+    st.pending.pop(node.id, None)
+    st.pending[node.id] = (e.seq, "worker")
+
+
+def _worker_finalize(st: State, e: TypedEvent[Any], p: ev.WorkerFinalize) -> None:
+    st.finalized[e.actor.id] = e
+    st.submissions.extend((x, e.actor.id, e.seq) for x in p.candidates)
+    node = st.workers.get(e.actor.id)
+    if node is not None:
+        if node.finalize_seq is not None:
+            st.unanswered.pop(node.finalize_seq, None)
+        node.finalize_seq, node.finalize = e.seq, p
+        _answered_by_node(st, e.seq, "finalize", node.id)
+
+
+def _review_request(st: State, e: TypedEvent[Any], p: ev.ReviewRequest) -> None:
+    node = ReviewerNode(p.reviewer_id, e.seq, p.question, list(p.scope))
+    old = st.reviewers.get(node.id)
+    st.n_edges += len(node.scope) - (len(old.scope) if old else 0)
+    st.reviewers[node.id] = node
+    st.pending.pop(node.id, None)
+    st.pending[node.id] = (e.seq, "reviewer")
+
+
+def _review_submit(st: State, e: TypedEvent[Any], p: ev.ReviewSubmit) -> None:
+    st.reviews.append(e)
+    node = st.reviewers.get(e.actor.id)
+    if node is not None:
+        if node.report_seq is not None:
+            st.unanswered.pop(node.report_seq, None)
+        node.report_seq, node.report = e.seq, p
+        _answered_by_node(st, e.seq, "review", node.id)
+
+
+def _answered_by_node(st: State, seq: int, kind: str, node: str) -> None:
+    """A node finished: off the pending list, and an orchestration event for the Main."""
+    st.pending.pop(node, None)
+    if seq not in st.handled:
+        st.unanswered[seq] = (seq, kind, node)
+
+
+def _decision(st: State, e: TypedEvent[Any], p: ev.DecisionRecord) -> None:
+    d = Decision(e.seq, p.action, p.rationale, list(p.evidence), dict(p.detail))
+    st.decisions.append(d)
+    if "event" in d.detail:
+        answered = int(d.detail["event"])
+        st.handled.add(answered)
+        st.unanswered.pop(answered, None)
+
+
+def _nominate(st: State, e: TypedEvent[Any], p: ev.CandidateNominate) -> None:
+    st.nominations.append((p.experiment_id, e.seq))
+
+
+def _blocked(st: State, e: TypedEvent[Any], p: ev.GuardBlocked) -> None:
+    st.blocked.append(e)
+
+
+FOLDS: dict[str, tuple[type[ev.Payload], Fold]] = {
+    "data.generate": (ev.DataGenerate, _dataset),
+    "data.register": (ev.DataRegister, _dataset),
+    "data.filter": (ev.DataFilter, _dataset),
+    "data.mix": (ev.DataMix, _dataset),
+    "experiment.start": (ev.ExperimentStart, _experiment_start),
+    "experiment.finish": (ev.ExperimentFinish, _experiment_finish),
+    "eval.record": (ev.EvalRecord, _eval_record),
+    "worker.add": (ev.WorkerAdd, _worker_add),
+    "worker.finalize": (ev.WorkerFinalize, _worker_finalize),
+    "review.request": (ev.ReviewRequest, _review_request),
+    "review.submit": (ev.ReviewSubmit, _review_submit),
+    "decision.record": (ev.DecisionRecord, _decision),
+    "candidate.nominate": (ev.CandidateNominate, _nominate),
+    "guard.blocked": (ev.GuardBlocked, _blocked),
+}
+
+
+class Projection:
+    """Typed state of one ledger; `advance()` takes in the events appended since the last call."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+        self.state = State()
+        self.size = 0  # events folded: the next one to read is this seq
+        self.rows_read = 0  # rows fetched from the database, over the projection's life
+        self.unreadable: list[int] = []  # events whose payload a fold could not read (malformed, forged)
+        self._tip = GENESIS_HASH
+        self._last_ts = ""
+        self._parts: dict[type[Any], Any] = {}
+        self._folds: dict[str, list[Callable[[Event, str], None]]] = {}
+        for kind, (model, fold) in FOLDS.items():
+            self._folds.setdefault(kind, []).append(lambda e, _ts, m=model, f=fold: self._expos_fold(e, m, f))
+        for cls in _PARTS:
+            self._attach(cls(), catch_up=False)
+
+    def _expos_fold(self, event: Event, model: type[ev.Payload], fold: Fold) -> None:
+        t = typed(event, model)
+        fold(self.state, t, t.payload)
+
+    @property
+    def last_ts(self) -> float:
+        """Timestamp of the last event folded (0.0 before any)."""
+        return parse_ts(self._last_ts)
+
+    def advance(self, until: int | None = None) -> int:
+        """Fold the events appended since the last call (by anyone), or those before `until`;
+        returns how many."""
+        if self.size and hash_at(self.ledger, self.size - 1) != self._tip:
+            raise LedgerError(f"{self.ledger.path}: event {self.size - 1} is no longer the one this session read "
+                              "(the ledger was rewritten or rolled back under it); refusing to read on")
+        start = self.size
+        while True:
+            # In slices, so that a first fold of a long run never holds all its rows at once.
+            first = self.size
+            end = first + _SLICE if until is None else min(until, first + _SLICE)
+            if end <= first:
+                return self.size - start
+            rows = rows_since(self.ledger, first, end, bodies=self._folds.keys())
+            self.rows_read += len(rows)
+            for row in rows:
+                if row.seq != self.size or row.prev_hash != self._tip:
+                    raise LedgerError(f"{self.ledger.path}: event {row.seq} does not extend the events this "
+                                      "session read (gap or fork); refusing to read on")
+                folds = self._folds.get(row.kind)
+                if folds:
+                    self._fold(row, folds)
+                self._last_ts, self._tip, self.size = row.ts, row.hash, row.seq + 1
+            if len(rows) < end - first:
+                return self.size - start
+
+    def vouch(self) -> int:
+        """Check, as the ledger's writer, that every event folded here is covered by the signed head
+        and still stored as it was read (`Ledger.vouch`); raises LedgerError otherwise."""
+        covered = self.ledger.vouch()
+        if self.size > covered or (self.size and hash_at(self.ledger, self.size - 1) != self._tip):
+            raise LedgerError(f"{self.ledger.path}: this session read events the signed head does not vouch for "
+                              "(removed or rewritten since); refusing to decide from them")
+        return covered
+
+    def _fold(self, row: Row, folds: list[Callable[[Event, str], None]], prev_ts: str | None = None) -> None:
+        try:
+            event = row.event()
+            for fold in folds:
+                fold(event, self._last_ts if prev_ts is None else prev_ts)
+        except (MalformedEventError, ValueError):
+            # A body or payload no writer through ExpOS could record (they are validated; this
+            # row was appended around the door): left out of the state, listed, never guessed at.
+            self.unreadable.append(row.seq)
+
+    def part(self, cls: type[P]) -> P:
+        """The state `cls` folds, attached (and caught up on the events read so far) at first use."""
+        part = self._parts.get(cls)
+        if part is None:
+            part = self._attach(cls(), catch_up=True)
+        return part  # type: ignore[no-any-return]
+
+    def _attach(self, part: Any, catch_up: bool) -> Any:
+        self._parts[type(part)] = part
+        if catch_up and self.size:
+            prev = ""
+            rows = rows_since(self.ledger, 0, self.size, bodies=part.KINDS)
+            self.rows_read += len(rows)
+            for row in rows:
+                if row.kind in part.KINDS:
+                    self._fold(row, [part.fold], prev)
+                prev = row.ts
+        for kind in part.KINDS:
+            self._folds.setdefault(kind, []).append(part.fold)
+        return part
