@@ -56,13 +56,14 @@ _STEP = 4  # the index keeps the rare n-grams at every _STEP-th position of a te
 _VALUES = np.random.default_rng(0xC4A7).integers(1, 2**63, size=256, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
 
 
-def skeleton(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def skeleton(c: np.ndarray, across: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """The character reading of normalised bytes `c` whose rows are separated by NUL
-    bytes: the kept bytes under the skeleton, and the row of each."""
+    bytes: the kept bytes under the skeleton, and the row of each. `rn` is `m` also
+    across two rows when `across` (training rows are one stream; protected texts are not)."""
     keep = _KEEP[c]
     row = np.cumsum(c == 0, dtype=np.int64)[keep]
     s = np.frombuffer(c[keep].tobytes().translate(_SKELETON), dtype=np.uint8)
-    rn = np.flatnonzero((s[:-1] == ord("r")) & (s[1:] == ord("n")))  # never overlapping
+    rn = np.flatnonzero((s[:-1] == ord("r")) & (s[1:] == ord("n")) & (across | (row[:-1] == row[1:])))
     if len(rn):
         s = s.copy()
         s[rn] = ord("m")
@@ -98,7 +99,9 @@ class CharIndex:
     """The protected texts in the character reading (text numbers as in the index)."""
 
     grams: HashTable  # rare n-grams: (hash, text, position in the text's reading)
-    core: np.ndarray  # text -> (start, end) of its core: first to last character under a rare n-gram
+    all_grams: HashTable  # every n-gram, template included, for the rows near a piece
+    distinctive: np.ndarray  # text -> its distinctive characters (0: the text takes no part)
+    marks: np.ndarray  # distinctive characters in flat[:i], for every i
     length: np.ndarray  # text -> characters of its reading
     flat: np.ndarray  # every text's reading, one after the other (uint8)
     offset: np.ndarray  # text -> start of its reading in `flat`
@@ -115,7 +118,7 @@ def build_characters(texts: list[str], text_item: np.ndarray, cfg: Contamination
     """The character reading of the index's texts (`texts[t]` belongs to item `text_item[t]`)."""
     k = cfg.char_gram
     tok = tokenise(ROW.join(t.replace(ROW, " ") for t in texts))
-    s, text = skeleton(np.frombuffer(tok.buffer, dtype=np.uint8))
+    s, text = skeleton(np.frombuffer(tok.buffer, dtype=np.uint8), across=False)
     n = len(texts)
     offset = np.searchsorted(text, np.arange(n)).astype(np.int64)
     length = np.bincount(text, minlength=n).astype(np.int64)
@@ -126,20 +129,21 @@ def build_characters(texts: list[str], text_item: np.ndarray, cfg: Contamination
     pairs = np.unique(np.stack([grams.view(np.int64), text_item[owner]], axis=1), axis=0)
     distinct, counts = np.unique(pairs[:, 0], return_counts=True)
     rare = counts[np.searchsorted(distinct, grams.view(np.int64))] < cfg.boilerplate_min_items
-    core = np.zeros((n, 2), dtype=np.int64)
-    if rare.any():
-        first = np.full(n, -1, dtype=np.int64)
-        last = np.zeros(n, dtype=np.int64)
-        np.maximum.at(last, owner[rare], pos[rare] + k)
-        first[owner[rare][::-1]] = pos[rare][::-1]  # the first rare n-gram of each text wins
-        has = first >= 0
-        core[has, 0], core[has, 1] = first[has] - offset[has], last[has] - offset[has]
-    core[core[:, 1] - core[:, 0] < 2 * k] = 0  # too little to tell an item from its template
-    # Every _STEP-th position only: a piece holding _STEP consecutive rare n-grams holds
-    # one of them, and the stream has a quarter of the hits to sort and extend.
-    take = rare & (core[owner, 1] > 0) & ((pos - offset[owner]) % _STEP == 0)
-    table = HashTable.build(grams[take], owner[take], (pos - offset[owner])[take])
-    return CharIndex(table, core, length, s.copy(), offset)
+    # Distinctive characters: those under a rare n-gram (numbers and names with the few
+    # characters around them, not the template between them).
+    depth = np.zeros(len(s) + 1, dtype=np.int64)
+    np.add.at(depth, pos[rare], 1)
+    np.add.at(depth, pos[rare] + k, -1)
+    distinctive = np.cumsum(depth[:-1]) > 0
+    count = np.bincount(text[distinctive], minlength=n).astype(np.int64)
+    count[count < 2 * k] = 0  # too little to tell an item from its template
+    # Every _STEP-th position only: a piece holding _STEP consecutive n-grams holds one of
+    # them, and the stream has a quarter of the hits to sort and extend.
+    take = (count[owner] > 0) & ((pos - offset[owner]) % _STEP == 0)
+    rare_table = HashTable.build(grams[take & rare], owner[take & rare], (pos - offset[owner])[take & rare])
+    all_table = HashTable.build(grams[take], owner[take], (pos - offset[owner])[take])
+    marks = np.concatenate(([0], np.cumsum(distinctive))).astype(np.int64)
+    return CharIndex(rare_table, all_table, count, marks, length, s.copy(), offset)
 
 
 @dataclass
@@ -173,23 +177,25 @@ def _extend(stream: np.ndarray, text: np.ndarray, at: np.ndarray, where: np.ndar
     todo = np.flatnonzero(room > 0)
     while todo.size:
         d, lt = done[todo], left[todo]
-        x = np.where(lt, stream[at[todo] - d] ^ text[where[todo] - d], stream[at[todo] + d + 8] ^ text[where[todo] + d + 8])
+        x = stream[np.where(lt, at[todo] - d, at[todo] + d + 8)] ^ text[np.where(lt, where[todo] - d, where[todo] + d + 8)]
         same = np.where(lt, 7 - _high_byte(x), _low_byte(x))  # equal bytes next to the stretch
         done[todo] = np.minimum(d + same, room[todo])
         todo = todo[(same == 8) & (done[todo] < room[todo])]
     return done
 
 
-def pieces(ci: CharIndex, cfg: ContaminationConfig, c: np.ndarray, first_row: int) -> Pieces:
-    """The pieces of protected texts in normalised rows `c` (NUL-separated; row 0 is `first_row`)."""
-    k = cfg.char_gram
-    s, row = skeleton(c)
-    if len(s) < k or not len(ci.grams):
-        return _empty()
-    at, entry = ci.grams.lookup(window_hashes(_VALUES[s], k))
-    if not len(at):
-        return _empty()
-    text, pos = ci.grams.a[entry], ci.grams.b[entry]
+def _found(
+    ci: CharIndex, table: HashTable, k: int, s: np.ndarray, hashes: np.ndarray, positions: np.ndarray,
+    only: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(text, start, end, stream position) of the pieces seeded by the hits of the stream
+    n-grams at `positions` (increasing) in `table` (of the texts `only`, if given)."""
+    at, entry = table.lookup(hashes[positions])
+    if only is not None:
+        mine = np.isin(table.a[entry], only)
+        at, entry = at[mine], entry[mine]
+    at = positions[at]
+    text, pos = table.a[entry], table.b[entry]
     # One seed per run of hits on a diagonal (they extend to the same piece). The hits come
     # in stream order, so a stable sort by (text, diagonal) leaves each run in text order.
     diagonal = at - pos
@@ -205,40 +211,84 @@ def pieces(ci: CharIndex, cfg: ContaminationConfig, c: np.ndarray, first_row: in
     # Seeds of one piece (a gap of template between runs) extend to the same piece.
     keep = np.ones(len(at), dtype=bool)
     keep[1:] = (text[1:] != text[:-1]) | (diagonal[1:] != diagonal[:-1]) | (start[1:] != start[:-1])
-    text, start, end, at = text[keep], start[keep], end[keep], at[keep]
+    return text[keep], start[keep], end[keep], at[keep]
+
+
+def _alone(cfg: ContaminationConfig, span: np.ndarray, context: np.ndarray) -> np.ndarray:
+    """Pieces that count with other pieces: `char_piece` characters or more, and at least
+    half of their rows. The rows of an honest data set are whole examples, which share
+    stretches of template and numbers with items all the time (`A box holds 95 coins.`
+    in one row, `91 more are put in.` in another), but are not made of them."""
+    return (span >= cfg.char_piece) & (2 * span >= context)
+
+
+def pieces(ci: CharIndex, cfg: ContaminationConfig, c: np.ndarray, first_row: int) -> Pieces:
+    """The pieces of protected texts in normalised rows `c` (NUL-separated; row 0 is `first_row`).
+
+    Pieces are seeded by rare n-grams; in the rows within `char_window` of a piece that
+    is alone in its rows, also by the template n-grams of its text, so that a piece made
+    only of template (`more arrive. How many keys now?`, cut from the numbers before it)
+    is found too.
+    """
+    k = cfg.char_gram
+    s, row = skeleton(c)
+    if len(s) < k or not len(ci.grams):
+        return _empty()
+    hashes = window_hashes(_VALUES[s], k)
+    text, start, end, at = _found(ci, ci.grams, k, s, hashes, np.arange(len(hashes)))
+    sizes = np.bincount(row)
+    row_end = np.cumsum(sizes)  # characters up to the end of each row
     first, last = row[at], row[at + (end - start) - 1]
-    row_end = np.cumsum(np.bincount(row))  # characters up to the end of each row
-    context = row_end[last] - row_end[first] + np.bincount(row)[first]
+    alone = _alone(cfg, end - start, row_end[last] - row_end[first] + sizes[first])
+    if alone.any():
+        near = np.zeros(len(sizes) + 1, dtype=np.int64)  # rows within the window of a piece alone
+        np.add.at(near, np.maximum(first[alone] - cfg.char_window, 0), 1)
+        np.add.at(near, np.minimum(last[alone] + cfg.char_window + 1, len(sizes)), -1)
+        positions = np.flatnonzero((np.cumsum(near[:-1]) > 0)[row[: len(hashes)]])
+        more = _found(ci, ci.all_grams, k, s, hashes, positions, np.unique(text[alone]))
+        text, start, end, at = (np.concatenate(pair) for pair in zip((text, start, end, at), more))
+        order = np.lexsort((at, start, text))
+        dup = np.zeros(len(order), dtype=bool)
+        dup[1:] = (text[order][1:] == text[order][:-1]) & (start[order][1:] == start[order][:-1]) & (at[order][1:] == at[order][:-1])
+        keep = order[~dup]
+        text, start, end, at = text[keep], start[keep], end[keep], at[keep]
+        first, last = row[at], row[at + (end - start) - 1]
+    context = row_end[last] - row_end[first] + sizes[first]
     return Pieces(text, start, end, first_row + first, first_row + last, context)
 
 
-def _covered(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """Characters in the union of the intervals [start, end) of each group 0..max(group)."""
+def _covered(group: np.ndarray, start: np.ndarray, end: np.ndarray, marks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Characters, and distinctive characters (`marks`: their running count over `flat`),
+    in the union of the intervals [start, end) of `flat` of each group 0..max(group)."""
     order = np.lexsort((start, group))
     group, start, end = group[order], start[order], end[order]
-    shift = np.int64(1) << 32  # positions stay below 2**32
+    shift = np.int64(1) << 40  # positions stay below 2**40
     reach = np.maximum.accumulate(group * shift + end) - group * shift  # furthest end so far in the group
     before = np.full(len(start), -1, dtype=np.int64)
     before[1:] = np.where(group[1:] == group[:-1], reach[:-1], -1)
-    return np.bincount(group, weights=np.maximum(end - np.maximum(start, before), 0)).astype(np.int64)
+    lo = np.minimum(np.maximum(start, before), end)
+    chars = np.bincount(group, weights=end - lo)
+    marked = np.bincount(group, weights=marks[end] - marks[lo])
+    return chars.astype(np.int64), marked.astype(np.int64)
 
 
-def _failing(ci: CharIndex, cfg: ContaminationConfig, p: Pieces, eligible: np.ndarray, key: np.ndarray) -> np.ndarray:
-    """Eligible pieces whose group (`key`, within one text) covers `char_cover` of the
-    text and all of its core: a row that differs from an item only in a number (the
-    same request with another hour) covers most of it, but not its core."""
+def _failing(
+    ci: CharIndex, cfg: ContaminationConfig, p: Pieces, eligible: np.ndarray, key: np.ndarray, share: float
+) -> np.ndarray:
+    """Eligible pieces whose group (`key`, within one text) covers every distinctive
+    character of the text and `share` of all its characters. A row that differs from an
+    item only in a number (the same request with another hour) covers most of it, but
+    not the number."""
     chosen = np.flatnonzero(eligible)
     out = np.zeros(len(p.text), dtype=bool)
     if not len(chosen):
         return out
     keys, group = np.unique(key[chosen], return_inverse=True)
-    text, start, end = p.text[chosen], p.start[chosen], p.end[chosen]
-    lo, hi = ci.core[text, 0], ci.core[text, 1]
-    covered = _covered(group, start, end)
-    core = _covered(group, np.clip(start, lo, hi), np.clip(end, lo, hi))
-    length, core_length = np.zeros(len(keys), dtype=np.int64), np.zeros(len(keys), dtype=np.int64)
-    length[group], core_length[group] = ci.length[text], hi - lo
-    out[chosen] = ((covered >= cfg.char_cover * length) & (core >= core_length))[group]
+    text = p.text[chosen]
+    chars, marked = _covered(group, ci.offset[text] + p.start[chosen], ci.offset[text] + p.end[chosen], ci.marks)
+    length, distinctive = np.zeros(len(keys), dtype=np.int64), np.zeros(len(keys), dtype=np.int64)
+    length[group], distinctive[group] = ci.length[text], ci.distinctive[text]
+    out[chosen] = ((marked >= distinctive) & (chars >= share * length))[group]
     return out
 
 
@@ -247,17 +297,13 @@ def character_findings(ci: CharIndex, cfg: ContaminationConfig, p: Pieces) -> li
     if not len(p.text):
         return []
     span = p.end - p.start
-    fail = _failing(ci, cfg, p, np.ones(len(p.text), dtype=bool), np.arange(len(p.text)))  # (1) one piece
+    fail = _failing(ci, cfg, p, np.ones(len(p.text), dtype=bool), np.arange(len(p.text)), cfg.char_cover)  # (1)
     w = cfg.char_window
-    # A piece counts with others when it is most of its rows: the rows of an honest data
-    # set are whole examples, which share stretches of template and numbers with items
-    # all the time (`A box holds 95 coins.` in one row, `91 more are put in.` in another).
-    alone = 2 * span >= p.context
-    near = (span >= cfg.char_piece) & alone
+    near = _alone(cfg, span, p.context)
     for shift in (0, w // 2):  # (2) pieces in nearby rows
         window = (p.first_row + shift) // w
-        fail |= _failing(ci, cfg, p, near, p.text * (int(window.max()) + 1) + window)
-    fail |= _failing(ci, cfg, p, span >= cfg.char_far, p.text)  # (3) long pieces anywhere
+        fail |= _failing(ci, cfg, p, near, p.text * (int(window.max()) + 1) + window, 0.0)
+    fail |= _failing(ci, cfg, p, (span >= cfg.char_far) & near, p.text, 0.0)  # (3) long pieces anywhere
     best: dict[tuple[int, int, int], tuple[int, int]] = {}
     for t, a, b, lo, hi in zip(*(x[fail].tolist() for x in (p.text, p.first_row, p.last_row, p.start, p.end))):
         if (t, a, b) not in best or hi - lo > best[t, a, b][1] - best[t, a, b][0]:

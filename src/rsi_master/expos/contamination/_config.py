@@ -81,10 +81,13 @@ class ContaminationConfig(BaseModel):
         10, ge=4, le=32, description="Characters of the n-grams of the character reading (see _characters)."
     )
     char_cover: float = Field(
-        0.9,
+        1.0,
         gt=0.0,
         le=1.0,
-        description="Share of a protected text's rare characters that pieces must cover for the character reading to fail it.",
+        description=(
+            "Share of a protected text's characters one piece must cover (with every distinctive one) for the "
+            "character reading to fail it; below 1, a row that differs from an item only in template words fails."
+        ),
     )
     char_piece: int = Field(
         20, ge=1, description="Characters a piece needs to count with other pieces in nearby rows (char_window)."
