@@ -185,15 +185,11 @@ def _extend(stream: np.ndarray, text: np.ndarray, at: np.ndarray, where: np.ndar
 
 
 def _found(
-    ci: CharIndex, table: HashTable, k: int, s: np.ndarray, hashes: np.ndarray, positions: np.ndarray,
-    only: np.ndarray | None = None,
+    ci: CharIndex, table: HashTable, k: int, s: np.ndarray, hashes: np.ndarray, positions: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(text, start, end, stream position) of the pieces seeded by the hits of the stream
-    n-grams at `positions` (increasing) in `table` (of the texts `only`, if given)."""
+    n-grams at `positions` (increasing) in `table`."""
     at, entry = table.lookup(hashes[positions])
-    if only is not None:
-        mine = np.isin(table.a[entry], only)
-        at, entry = at[mine], entry[mine]
     at = positions[at]
     text, pos = table.a[entry], table.b[entry]
     # One seed per run of hits on a diagonal (they extend to the same piece). The hits come
@@ -226,9 +222,9 @@ def pieces(ci: CharIndex, cfg: ContaminationConfig, c: np.ndarray, first_row: in
     """The pieces of protected texts in normalised rows `c` (NUL-separated; row 0 is `first_row`).
 
     Pieces are seeded by rare n-grams; in the rows within `char_window` of a piece that
-    is alone in its rows, also by the template n-grams of its text, so that a piece made
-    only of template (`more arrive. How many keys now?`, cut from the numbers before it)
-    is found too.
+    is alone in its rows and cut at a row's edge, also by the template n-grams of its
+    text, so that a piece made only of template (`more arrive. How many keys now?`, cut
+    from the numbers before it) is found too.
     """
     k = cfg.char_gram
     s, row = skeleton(c)
@@ -239,13 +235,19 @@ def pieces(ci: CharIndex, cfg: ContaminationConfig, c: np.ndarray, first_row: in
     sizes = np.bincount(row)
     row_end = np.cumsum(sizes)  # characters up to the end of each row
     first, last = row[at], row[at + (end - start) - 1]
-    alone = _alone(cfg, end - start, row_end[last] - row_end[first] + sizes[first])
-    if alone.any():
-        near = np.zeros(len(sizes) + 1, dtype=np.int64)  # rows within the window of a piece alone
-        np.add.at(near, np.maximum(first[alone] - cfg.char_window, 0), 1)
-        np.add.at(near, np.minimum(last[alone] + cfg.char_window + 1, len(sizes)), -1)
+    # A piece alone in its rows that stops at a row's edge where its text goes on was cut
+    # there: the rest may be template alone (honest rows are whole examples: their pieces
+    # stop where the example differs, inside the row).
+    cut = ((start > 0) & (at == row_end[first] - sizes[first])) | ((end < ci.length[text]) & (at + end - start == row_end[last]))
+    cut &= _alone(cfg, end - start, row_end[last] - row_end[first] + sizes[first])
+    if cut.any():
+        near = np.zeros(len(sizes) + 1, dtype=np.int64)  # rows within the window of a cut piece
+        np.add.at(near, np.maximum(first[cut] - cfg.char_window, 0), 1)
+        np.add.at(near, np.minimum(last[cut] + cfg.char_window + 1, len(sizes)), -1)
         positions = np.flatnonzero((np.cumsum(near[:-1]) > 0)[row[: len(hashes)]])
-        more = _found(ci, ci.all_grams, k, s, hashes, positions, np.unique(text[alone]))
+        mine = np.isin(ci.all_grams.a, text[cut])  # a table of those texts alone: few hits to sort
+        table = HashTable.build(ci.all_grams.hashes[mine], ci.all_grams.a[mine], ci.all_grams.b[mine])
+        more = _found(ci, table, k, s, hashes, positions)
         text, start, end, at = (np.concatenate(pair) for pair in zip((text, start, end, at), more))
         order = np.lexsort((at, start, text))
         dup = np.zeros(len(order), dtype=bool)
