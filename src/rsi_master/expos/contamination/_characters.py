@@ -35,6 +35,7 @@ Every piece of a failing set is a finding (kind `characters`) naming its rows.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -56,10 +57,29 @@ _STEP = 4  # the index keeps the rare n-grams at every _STEP-th position of a te
 _VALUES = np.random.default_rng(0xC4A7).integers(1, 2**63, size=256, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
 
 
+_DIGIT = np.zeros(256, dtype=bool)
+_DIGIT[ord("0") : ord("9") + 1] = True
+# `o` standing for a zero that number formatting would have dropped (`83.О`, `О5`).
+_LEADING = re.compile(rb"(?<![a-z0-9.\x80-\xff])o+(?=[0-9])")
+_FRACTION = re.compile(rb"(?<=[0-9])(\.[0-9]*?)o+(?![a-z0-9\x80-\xff])")
+
+
+def _letter_zeros(c: np.ndarray) -> np.ndarray:
+    """`c` without the letters `o` a skeleton reads as zeros where `_formats` drops zeros:
+    leading (`О5` is `05`, which reads `5`) and ending a fraction (`83.О` is `83.0`, `83`)."""
+    o = np.flatnonzero(c[:-1] == ord("o"))
+    before = c[np.maximum(o - 1, 0)]
+    if not len(o) or not (_DIGIT[c[o + 1]].any() or _DIGIT[before].any() or (before == ord(".")).any()):
+        return c  # no `o` next to a digit: honest text nearly always
+    text = _FRACTION.sub(lambda m: m.group(1).rstrip(b".").rstrip(b"0"), _LEADING.sub(b"", c.tobytes()))
+    return np.frombuffer(text, dtype=np.uint8)
+
+
 def skeleton(c: np.ndarray, across: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """The character reading of normalised bytes `c` whose rows are separated by NUL
     bytes: the kept bytes under the skeleton, and the row of each. `rn` is `m` also
     across two rows when `across` (training rows are one stream; protected texts are not)."""
+    c = _letter_zeros(c)
     keep = _KEEP[c]
     row = np.cumsum(c == 0, dtype=np.int64)[keep]
     s = np.frombuffer(c[keep].tobytes().translate(_SKELETON), dtype=np.uint8)
@@ -136,7 +156,6 @@ def build_characters(texts: list[str], text_item: np.ndarray, cfg: Contamination
     np.add.at(depth, pos[rare] + k, -1)
     distinctive = np.cumsum(depth[:-1]) > 0
     count = np.bincount(text[distinctive], minlength=n).astype(np.int64)
-    count[count < 2 * k] = 0  # too little to tell an item from its template
     # Every _STEP-th position only: a piece holding _STEP consecutive n-grams holds one of
     # them, and the stream has a quarter of the hits to sort and extend.
     take = (count[owner] > 0) & ((pos - offset[owner]) % _STEP == 0)
@@ -290,7 +309,9 @@ def _failing(
     chars, marked = _covered(group, ci.offset[text] + p.start[chosen], ci.offset[text] + p.end[chosen], ci.marks)
     length, distinctive = np.zeros(len(keys), dtype=np.int64), np.zeros(len(keys), dtype=np.int64)
     length[group], distinctive[group] = ci.length[text], ci.distinctive[text]
-    out[chosen] = ((marked >= distinctive) & (chars >= share * length))[group]
+    # With less than two n-grams' worth of distinctive characters, only a whole copy counts.
+    enough = (distinctive >= 2 * cfg.char_gram) | (share >= 1.0)
+    out[chosen] = ((marked >= distinctive) & (chars >= share * length) & enough)[group]
     return out
 
 
