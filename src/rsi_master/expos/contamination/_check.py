@@ -22,12 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from ._characters import Pieces, character_findings, evidence, pieces
+from ._characters import evidence
 from ._config import ContaminationConfig
 from ._hashing import UNKNOWN, clause_shingles, window_hashes, window_ok
 from ._index import CLAUSE_ID, ROW_ID, ContaminationIndex
 from ._matching import exact_matches, ngram_matches, near_duplicate_matches
 from ._normalise import ROW, Scan, scan
+from ._pieces import Pieces, Stream, batch_pieces, character_findings
 from ._unicode import other_reading
 from ._report import ContaminationFinding, ContaminationReport
 
@@ -132,9 +133,11 @@ def _tail(index: ContaminationIndex, batch: Batch) -> int:
 
 
 def _check_batch(
-    index: ContaminationIndex, cfg: ContaminationConfig, batch: Batch, found: list[Pieces]
+    index: ContaminationIndex, cfg: ContaminationConfig, batch: Batch, new: int, found: list[Pieces], stream: Stream
 ) -> list[ContaminationFinding]:
-    found.append(pieces(index.characters, cfg, batch.tokens.c, batch.first_row))
+    """Findings of the word methods in a batch whose rows from `new` on were not seen
+    before; its pieces in the character reading go to `found`, its new rows to `stream`."""
+    found.append(batch_pieces(index.characters, cfg, batch.tokens.c, batch.first_row, new, stream))
     n = cfg.ngram_flag
     grams = window_hashes(batch.values, n)
     gram_ok = window_ok(batch.bad, n)
@@ -176,13 +179,11 @@ def _second_reading(
 
 
 def _character_findings(
-    index: ContaminationIndex, cfg: ContaminationConfig, found: list[Pieces]
+    index: ContaminationIndex, cfg: ContaminationConfig, found: list[Pieces], stream: Stream
 ) -> list[ContaminationFinding]:
-    """The character reading's findings, from the pieces of every batch (see _characters)."""
-    if not found:
-        return []
+    """The character reading's findings, from the pieces of every batch (see _pieces)."""
     out = []
-    for t, first, last, start, end in character_findings(index.characters, cfg, Pieces.join(found)):
+    for t, first, last, start, end in character_findings(index.characters, cfg, found, stream):
         item = index.items[int(index.text_item[t])]
         out.append(
             ContaminationFinding(
@@ -234,12 +235,13 @@ def check(
     carry: list[str] = []  # the last rows of the previous batch, seen again
     size = chars = count = 0
     found: list[Pieces] = []  # the character reading's pieces, judged once all rows are read
+    stream = Stream()  # the character reading of every row
 
     def run_batch() -> None:
         nonlocal carry, count, chars
         batch = _batch(index, carry + pending, count - len(carry))
         # Matches that lie within the carried rows were found with the previous batch.
-        findings.extend(f for f in _check_batch(index, cfg, batch, found) if _last_row(f) >= count)
+        findings.extend(f for f in _check_batch(index, cfg, batch, len(carry), found, stream) if _last_row(f) >= count)
         seen = carry + pending
         carry = seen[len(seen) - _tail(index, batch) :]
         count += len(pending)
@@ -271,7 +273,7 @@ def check(
             start = end + 1
     if pending:
         run_batch()
-    findings += _character_findings(index, cfg, found)
+    findings += _character_findings(index, cfg, found, stream)
     findings += _second_reading(index, cfg, second)
     findings = _strongest(findings)
     findings.sort(key=lambda f: (f.row, f.split, f.sample_id, f.kind, f.text_kind))
