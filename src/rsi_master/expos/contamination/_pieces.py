@@ -127,7 +127,8 @@ def _pieces(found: tuple[np.ndarray, ...], row: np.ndarray, row_start: np.ndarra
     text, start, end, at = found
     first, last = row[at], row[at + (end - start) - 1]
     lead = at - row_start[first]
-    trail = row_start[last] + sizes[last] - (at + end - start)
+    stop = at + end - start
+    trail = row_start[last] + sizes[last] - stop
     return Pieces(text, start, end, first, last, lead, trail)
 
 
@@ -223,12 +224,20 @@ def _failing(
 
 
 def _longest(p: Pieces) -> Pieces:
-    """Of pieces with one text, first row and start, the longest: a piece cut short by the
-    end of a batch is found whole in the next, which sees its rows again."""
-    order = np.lexsort((-p.end, p.start, p.first_row, p.text))
-    key = np.stack([p.text, p.first_row, p.start])[:, order]
-    first = np.ones(len(order), dtype=bool)
-    first[1:] = (key[:, 1:] != key[:, :-1]).any(axis=0)
+    """Of the pieces that share a text, first row and start, the longest: a piece cut
+    short by the end of a batch is found whole in the next, which sees its rows again,
+    and a template search finds rare-seeded pieces again."""
+    if not len(p.text):
+        return p
+    if int(p.text.max()) < 1 << 19 and int(p.first_row.max()) < 1 << 24 and int(p.start.max()) < 1 << 20:
+        key = (p.text << 44) | (p.first_row << 20) | p.start
+        order = np.lexsort((-p.end, key))
+        first = np.ones(len(order), dtype=bool)
+        first[1:] = key[order][1:] != key[order][:-1]
+    else:  # a key would overflow 64 bits
+        order = np.lexsort((-p.end, p.start, p.first_row, p.text))
+        first = np.ones(len(order), dtype=bool)
+        first[1:] = np.any([x[order][1:] != x[order][:-1] for x in (p.text, p.first_row, p.start)], axis=0)
     return p.take(order[first])
 
 
@@ -241,7 +250,9 @@ def character_findings(
     if p is None or not len(p.text):
         return []
     p = _longest(p)
-    p = _longest(Pieces.join([p, _template_pieces(ci, cfg, p, reading, sizes)]))
+    more = _template_pieces(ci, cfg, p, reading, sizes)
+    if len(more.text):
+        p = _longest(Pieces.join([p, more]))
     span = p.end - p.start
     fail = _failing(ci, cfg, p, np.ones(len(span), dtype=bool), np.arange(len(span)), cfg.char_cover)  # one piece
     w = cfg.char_window
