@@ -60,7 +60,7 @@ VALUES = np.random.default_rng(0xC4A7).integers(1, 2**63, size=256, dtype=np.uin
 _DIGIT = np.zeros(256, dtype=bool)
 _DIGIT[ord("0") : ord("9") + 1] = True
 # `o` standing for a zero that number formatting would have dropped (`83.О`, `О5`).
-_LEADING = re.compile(rb"(?<![a-z0-9.\x80-\xff])o+(?=[0-9])")
+_LEADING = re.compile(rb"(?<![a-z0-9.\x80-\xff])o+(?=[0-9]+(?![a-z0-9\x80-\xff]))")  # not `o1ive`
 _FRACTION = re.compile(rb"(?<=[0-9])(\.[0-9]*?)o+(?![a-z0-9\x80-\xff])")
 
 

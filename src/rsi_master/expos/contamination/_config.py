@@ -85,12 +85,12 @@ class ContaminationConfig(BaseModel):
         gt=0.0,
         le=1.0,
         description=(
-            "Share of a protected text's characters one piece must cover (with every distinctive one) for the "
-            "character reading to fail it; below 1, a row that differs from an item only in template words fails."
+            "Share of a protected text's characters its pieces must cover (with every distinctive one) for the "
+            "character reading to fail it; below 1, a row that differs from an item only in a template word fails."
         ),
     )
     char_piece: int = Field(
-        20, ge=1, description="Characters a piece needs to count with other pieces in nearby rows (char_window)."
+        12, ge=1, description="Characters a piece needs to count with other pieces in nearby rows (char_window)."
     )
     char_window: int = Field(
         32, ge=2, description="Rows of a window of pieces; pieces within half of it always share one."

@@ -202,12 +202,12 @@ def _covered(group: np.ndarray, start: np.ndarray, end: np.ndarray, marks: np.nd
 
 
 def _failing(
-    ci: CharIndex, cfg: ContaminationConfig, p: Pieces, eligible: np.ndarray, key: np.ndarray, share: float
+    ci: CharIndex, cfg: ContaminationConfig, p: Pieces, eligible: np.ndarray, key: np.ndarray, single: bool = False
 ) -> np.ndarray:
     """Eligible pieces whose group (`key`, within one text) covers every distinctive
-    character of the text and `share` of all its characters. A row that differs from an
-    item only in a number (the same request with another hour) covers most of it, but
-    not the number."""
+    character of the text and `char_cover` of all its characters. A row that differs from
+    an item only in a number or a word (the same request with another hour, or `celsius`
+    for `fahrenheit`) covers most of it, but not all."""
     chosen = np.flatnonzero(eligible)
     out = np.zeros(len(p.text), dtype=bool)
     if not len(chosen):
@@ -217,9 +217,9 @@ def _failing(
     chars, marked = _covered(group, ci.offset[text] + p.start[chosen], ci.offset[text] + p.end[chosen], ci.marks)
     length, distinctive = np.zeros(len(keys), dtype=np.int64), np.zeros(len(keys), dtype=np.int64)
     length[group], distinctive[group] = ci.length[text], ci.distinctive[text]
-    # With less than two n-grams' worth of distinctive characters, only a whole copy counts.
-    enough = (distinctive >= 2 * cfg.char_gram) | (share >= 1.0)
-    out[chosen] = ((marked >= distinctive) & (chars >= share * length) & enough)[group]
+    # With less than two n-grams' worth of distinctive characters, only one piece counts.
+    enough = (distinctive >= 2 * cfg.char_gram) | single
+    out[chosen] = ((marked >= distinctive) & (chars >= cfg.char_cover * length) & enough)[group]
     return out
 
 
@@ -254,13 +254,13 @@ def character_findings(
     if len(more.text):
         p = _longest(Pieces.join([p, more]))
     span = p.end - p.start
-    fail = _failing(ci, cfg, p, np.ones(len(span), dtype=bool), np.arange(len(span)), cfg.char_cover)  # one piece
+    fail = _failing(ci, cfg, p, np.ones(len(span), dtype=bool), np.arange(len(span)), single=True)  # one piece
     w = cfg.char_window
     near = _alone(cfg, p)
     for shift in (0, w // 2):  # pieces in nearby rows
         window = (p.first_row + shift) // w
-        fail |= _failing(ci, cfg, p, near, p.text * (int(window.max()) + 1) + window, 0.0)
-    fail |= _failing(ci, cfg, p, (span >= cfg.char_far) & near, p.text, 0.0)  # long pieces anywhere
+        fail |= _failing(ci, cfg, p, near, p.text * (int(window.max()) + 1) + window)
+    fail |= _failing(ci, cfg, p, (span >= cfg.char_far) & near, p.text)  # long pieces anywhere
     best: dict[tuple[int, int, int], tuple[int, int]] = {}
     for t, a, b, lo, hi in zip(*(x[fail].tolist() for x in (p.text, p.first_row, p.last_row, p.start, p.end))):
         if (t, a, b) not in best or hi - lo > best[t, a, b][1] - best[t, a, b][0]:
