@@ -61,17 +61,20 @@ _DIGIT = np.zeros(256, dtype=bool)
 _DIGIT[ord("0") : ord("9") + 1] = True
 # `o` standing for a zero that number formatting would have dropped (`83.О`, `О5`).
 _LEADING = re.compile(rb"(?<![a-z0-9.\x80-\xff])o+(?=[0-9]+(?![a-z0-9\x80-\xff]))")  # not `o1ive`
+_ZEROS = re.compile(rb"(?<![a-z0-9.\x80-\xff])oo+(?![a-z0-9\x80-\xff])")  # `00` is `0`
 _FRACTION = re.compile(rb"(?<=[0-9])(\.[0-9]*?)o+(?![a-z0-9\x80-\xff])")
 
 
 def _letter_zeros(c: np.ndarray) -> np.ndarray:
     """`c` without the letters `o` a skeleton reads as zeros where `_formats` drops zeros:
-    leading (`О5` is `05`, which reads `5`) and ending a fraction (`83.О` is `83.0`, `83`)."""
+    leading (`О5` is `05`, which reads `5`), ending a fraction (`83.О` is `83.0`, `83`),
+    all but one of a number of zeros (`17:ОО` is `17:00`, `17:0`)."""
     o = np.flatnonzero(c[:-1] == ord("o"))
     before = c[np.maximum(o - 1, 0)]
     if not len(o) or not (_DIGIT[c[o + 1]].any() or _DIGIT[before].any() or (before == ord(".")).any()):
         return c  # no `o` next to a digit: honest text nearly always
     text = _FRACTION.sub(lambda m: m.group(1).rstrip(b".").rstrip(b"0"), _LEADING.sub(b"", c.tobytes()))
+    text = _ZEROS.sub(b"o", text)
     return np.frombuffer(text, dtype=np.uint8)
 
 

@@ -123,12 +123,28 @@ def _found(
 
 
 def _pieces(found: tuple[np.ndarray, ...], row: np.ndarray, row_start: np.ndarray, sizes: np.ndarray) -> Pieces:
-    """Pieces with their rows (`row`: stream position -> row; rows start at `row_start`)."""
+    """Pieces with their rows (`row`: stream position -> row; rows start at `row_start`).
+
+    A piece that runs on from the end of a row holding mostly other text (`...#### 154`
+    then `more. What is...`: the `4` matches) also comes without that bit (and likewise
+    at its end), so that the rows it is made of are seen as such (`_alone`)."""
     text, start, end, at = found
-    first, last = row[at], row[at + (end - start) - 1]
-    lead = at - row_start[first]
     stop = at + end - start
-    trail = row_start[last] + sizes[last] - stop
+    first, last = row[at], row[stop - 1]
+    head = row_start[first] + sizes[first] - at  # its characters in its first row
+    tail = stop - row_start[last]
+    lead, trail = at - row_start[first], row_start[last] + sizes[last] - stop
+    cut_head = (last > first) & (head < lead)
+    cut_tail = (last > first) & (tail < trail)
+    trim = np.flatnonzero((cut_head | cut_tail) & (end - start > head * cut_head + tail * cut_tail))
+    if len(trim):
+        h, t = (head * cut_head)[trim], (tail * cut_tail)[trim]
+        text = np.concatenate((text, text[trim]))
+        start, end = np.concatenate((start, start[trim] + h)), np.concatenate((end, end[trim] - t))
+        at = np.concatenate((at, at[trim] + h))
+        stop = at + end - start
+        first, last = row[at], row[stop - 1]
+        lead, trail = at - row_start[first], row_start[last] + sizes[last] - stop
     return Pieces(text, start, end, first, last, lead, trail)
 
 
