@@ -88,7 +88,9 @@ SPREAD = {
 SPREAD_RECALL = {"arithmetic": 1.0, "knowledge": 0.9, "program_synthesis": 0.7, "function_calling": 0.6}
 
 
-def _caught(name: str, attack, items: list) -> list[bool]:
+def _caught(name: str, attack, items: list, every_row: bool = True) -> list[bool]:
+    """Per item: the data fails naming it (in every attacked row, with `every_row`), and
+    no clean row fails."""
     rng = random.Random(name)
     clean = clean_rows(name, 4)
     out = []
@@ -99,7 +101,8 @@ def _caught(name: str, attack, items: list) -> list[bool]:
         report = check(task_index(name), rows)
         item_rows = {j for j, r in enumerate(rows) if r not in clean}
         fails = {(f.sample_id, r) for f in report.findings if f.verdict == "fail" for r in range(f.row, (f.last_row or f.row) + 1)}
-        out.append(item_rows <= {r for s, r in fails if s == item.sample_id} and {r for _, r in fails} <= item_rows)
+        named = {r for s, r in fails if s == item.sample_id}
+        out.append((item_rows <= named if every_row else bool(named)) and {r for _, r in fails} <= item_rows)
     return out
 
 
@@ -116,7 +119,7 @@ def test_character_attacks_fail_with_the_right_item(name: str, attack: str) -> N
 @pytest.mark.parametrize("name", TASKS)
 @pytest.mark.parametrize("attack", list(SPREAD))
 def test_pieces_in_rows_apart_fail(name: str, attack: str) -> None:
-    caught = _caught(name, SPREAD[attack], _items(name))
+    caught = _caught(name, SPREAD[attack], _items(name), every_row=False)
     assert sum(caught) >= SPREAD_RECALL[name] * len(caught), (attack, caught)
 
 

@@ -59,6 +59,9 @@ VALUES = np.random.default_rng(0xC4A7).integers(1, 2**63, size=256, dtype=np.uin
 
 _DIGIT = np.zeros(256, dtype=bool)
 _DIGIT[ord("0") : ord("9") + 1] = True
+_LETTER = np.zeros(256, dtype=bool)
+_LETTER[ord("a") : ord("z") + 1] = True
+_LETTER[0x80:] = True
 # `o` standing for a zero that number formatting would have dropped (`83.О`, `О5`).
 _LEADING = re.compile(rb"(?<![a-z0-9.\x80-\xff])o+(?=[0-9]+(?![a-z0-9\x80-\xff]))")  # not `o1ive`
 _ZEROS = re.compile(rb"(?<![a-z0-9.\x80-\xff])oo+(?![a-z0-9\x80-\xff])")  # `00` is `0`
@@ -70,8 +73,9 @@ def _letter_zeros(c: np.ndarray) -> np.ndarray:
     leading (`О5` is `05`, which reads `5`), ending a fraction (`83.О` is `83.0`, `83`),
     all but one of a number of zeros (`17:ОО` is `17:00`, `17:0`)."""
     o = np.flatnonzero(c[:-1] == ord("o"))
-    before = c[np.maximum(o - 1, 0)]
-    if not len(o) or not (_DIGIT[c[o + 1]].any() or _DIGIT[before].any() or (before == ord(".")).any()):
+    before, after = c[np.maximum(o - 1, 0)], c[o + 1]
+    alone = ~_LETTER[before] & (~_LETTER[after] | (after == ord("o")))  # ` o ` or ` oo`
+    if not len(o) or not (_DIGIT[after].any() or _DIGIT[before].any() or (before == ord(".")).any() or alone.any()):
         return c  # no `o` next to a digit: honest text nearly always
     text = _FRACTION.sub(lambda m: m.group(1).rstrip(b".").rstrip(b"0"), _LEADING.sub(b"", c.tobytes()))
     text = _ZEROS.sub(b"o", text)
