@@ -218,12 +218,15 @@ def _covered(group: np.ndarray, start: np.ndarray, end: np.ndarray, marks: np.nd
 
 
 def _failing(
-    ci: CharIndex, cfg: ContaminationConfig, p: Pieces, eligible: np.ndarray, key: np.ndarray, single: bool = False
+    ci: CharIndex, cfg: ContaminationConfig, p: Pieces, eligible: np.ndarray, key: np.ndarray, whole: np.ndarray | None = None
 ) -> np.ndarray:
     """Eligible pieces whose group (`key`, within one text) covers every distinctive
     character of the text and `char_cover` of all its characters. A row that differs from
     an item only in a number or a word (the same request with another hour, or `celsius`
-    for `fahrenheit`) covers most of it, but not all."""
+    for `fahrenheit`) covers most of it, but not all. Without `whole` each group is one
+    piece; with it, a group holding a piece in `whole` (a whole copy on its own) does not
+    fail as a group: the copy fails, the partial pieces around it need not."""
+    single = whole is None
     chosen = np.flatnonzero(eligible)
     out = np.zeros(len(p.text), dtype=bool)
     if not len(chosen):
@@ -235,7 +238,10 @@ def _failing(
     length[group], distinctive[group] = ci.length[text], ci.distinctive[text]
     # With less than two n-grams' worth of distinctive characters, only one piece counts.
     enough = (distinctive >= 2 * cfg.char_gram) | single
-    out[chosen] = ((marked >= distinctive) & (chars >= cfg.char_cover * length) & enough)[group]
+    fails = (marked >= distinctive) & (chars >= cfg.char_cover * length) & enough
+    if whole is not None:
+        fails &= np.bincount(group, weights=whole[chosen], minlength=len(keys)) == 0
+    out[chosen] = fails[group]
     return out
 
 
@@ -270,13 +276,14 @@ def character_findings(
     if len(more.text):
         p = _longest(Pieces.join([p, more]))
     span = p.end - p.start
-    fail = _failing(ci, cfg, p, np.ones(len(span), dtype=bool), np.arange(len(span)), single=True)  # one piece
+    whole = _failing(ci, cfg, p, np.ones(len(span), dtype=bool), np.arange(len(span)))  # one piece
+    fail = whole.copy()
     w = cfg.char_window
     near = _alone(cfg, p)
     for shift in (0, w // 2):  # pieces in nearby rows
         window = (p.first_row + shift) // w
-        fail |= _failing(ci, cfg, p, near, p.text * (int(window.max()) + 1) + window)
-    fail |= _failing(ci, cfg, p, (span >= cfg.char_far) & near, p.text)  # long pieces anywhere
+        fail |= _failing(ci, cfg, p, near, p.text * (int(window.max()) + 1) + window, whole)
+    fail |= _failing(ci, cfg, p, (span >= cfg.char_far) & near, p.text, whole)  # long pieces anywhere
     best: dict[tuple[int, int, int], tuple[int, int]] = {}
     for t, a, b, lo, hi in zip(*(x[fail].tolist() for x in (p.text, p.first_row, p.last_row, p.start, p.end))):
         if (t, a, b) not in best or hi - lo > best[t, a, b][1] - best[t, a, b][0]:
