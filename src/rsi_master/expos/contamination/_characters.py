@@ -14,23 +14,12 @@ more as one string of characters:
   puts `i` with `I`), and `rn` is `m` (TR39 maps `m` to `rn`; written the other way
   round here, which changes nothing when both sides are read so).
 
-Each protected text contributes its *rare* character n-grams (`char_gram` characters,
-found in fewer than `boilerplate_min_items` items); a hit in the stream lies on a
-diagonal (stream position minus text position), and hits of one text on one diagonal,
-at most two n-grams apart, form a *piece*: a stretch of the text copied whole. What a
-set of pieces *covers* is the union of the text's rare n-grams they hit, in
-characters; a text with fewer than two n-grams' worth of rare characters takes no part.
-
-A text fails when at least `char_cover` of its rare characters are covered by
-(1) one piece: the whole item, however its words were cut, glued or spelled, over
-    consecutive rows included;
-(2) pieces of `char_piece` characters or more whose first rows lie within one window
-    of `char_window` rows (windows at offsets 0 and half a window, so pieces within
-    half a window of rows always share one): an item cut into pieces put in nearby rows,
-    in any order;
-(3) pieces of `char_far` characters or more anywhere in the data: an item cut into
-    long pieces put anywhere.
-Every piece of a failing set is a finding (kind `characters`) naming its rows.
+This module holds the reading (`skeleton`) and the index side of it (`CharIndex`):
+each protected text's reading, its *rare* character n-grams (`char_gram` characters,
+found in fewer than `boilerplate_min_items` items; those at every `_STEP`-th position
+seed pieces) and its *distinctive* characters (those under a rare n-gram). Finding
+pieces and judging them is `_pieces`; docs/contamination.md, "The character reading",
+states what it covers and what it does not.
 """
 
 from __future__ import annotations
