@@ -48,6 +48,10 @@ VALUES = np.random.default_rng(0xC4A7).integers(1, 2**63, size=256, dtype=np.uin
 
 _DIGIT = np.zeros(256, dtype=bool)
 _DIGIT[ord("0") : ord("9") + 1] = True
+_NUMBER_MARK = np.zeros(256, dtype=bool)
+_NUMBER_MARK[[ord("."), ord(","), ord(":")]] = True
+_DIGIT_OR_O = _DIGIT.copy()
+_DIGIT_OR_O[ord("o")] = True
 _LETTER = np.zeros(256, dtype=bool)
 _LETTER[ord("a") : ord("z") + 1] = True
 _LETTER[0x80:] = True
@@ -77,6 +81,11 @@ def skeleton(c: np.ndarray, across: bool = True) -> tuple[np.ndarray, np.ndarray
     across two rows when `across` (training rows are one stream; protected texts are not)."""
     c = _letter_zeros(c)
     keep = _KEEP[c]
+    # `.`, `,` and `:` between two digits stay (`4.5` is not `45.0`, `[4,5]` not `[45]`,
+    # `1:05` not `105`); `o` counts as a digit there, as the reading makes it one.
+    marks = np.flatnonzero(_NUMBER_MARK[c[1:-1]]) + 1
+    if len(marks):
+        keep[marks[_DIGIT_OR_O[c[marks - 1]] & _DIGIT_OR_O[c[marks + 1]]]] = True
     row = np.cumsum(c == 0, dtype=np.int64)[keep]
     s = np.frombuffer(c[keep].tobytes().translate(_SKELETON), dtype=np.uint8)
     rn = np.flatnonzero((s[:-1] == ord("r")) & (s[1:] == ord("n")) & (across | (row[:-1] == row[1:])))
