@@ -145,3 +145,31 @@ def split_rows(text: str, pieces: int) -> list[str]:
     words = re.split(r"(?<=\s)(?=\S)", text)
     bounds = [round(k * len(words) / pieces) for k in range(pieces + 1)]
     return ["".join(words[lo:hi]) for lo, hi in zip(bounds, bounds[1:])]
+
+
+# -- what a character reading must see (docs/contamination.md, "The character reading") --------
+def rn_for_m(text: str) -> str:
+    """Every `m` written `rn` (and `M` as `RN`): ASCII that reads the same."""
+    return text.replace("m", "rn").replace("M", "RN")
+
+
+def ascii_look_alikes(text: str) -> str:
+    """`0` for `O`, `1` for `l`, `l` for `I`, `|` for `l` after a digit: ASCII for ASCII."""
+    return re.sub(r"(?<=\d)l", "|", text.replace("O", "0").replace("l", "1").replace("I", "l"))
+
+
+def cyrillic_zero(text: str) -> str:
+    """Every digit `0` written as the Cyrillic capital `О` (a letter, not a digit)."""
+    return text.replace("0", "\u041e")
+
+
+def invisible_everywhere(text: str, rng: random.Random) -> str:
+    """Invisible characters both inside words and in place of every space, in one text."""
+    return invisible_spaces(invisible(text, rng, share=0.6), rng)
+
+
+def cut_mid_word(text: str, pieces: int) -> list[str]:
+    """`text` cut into `pieces` parts at positions inside words (never at white space)."""
+    inside = [i for i in range(1, len(text)) if text[i - 1].isalnum() and text[i].isalnum()]
+    marks = [inside[round(k * (len(inside) - 1) / pieces)] for k in range(1, pieces)]
+    return [text[a:b] for a, b in zip([0, *marks], [*marks, len(text)])]

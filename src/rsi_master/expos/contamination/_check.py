@@ -22,11 +22,13 @@ from typing import Any
 
 import numpy as np
 
+from ._characters import evidence
 from ._config import ContaminationConfig
 from ._hashing import UNKNOWN, clause_shingles, window_hashes, window_ok
 from ._index import CLAUSE_ID, ROW_ID, ContaminationIndex
 from ._matching import exact_matches, ngram_matches, near_duplicate_matches
 from ._normalise import ROW, Scan, scan
+from ._pieces import Pieces, Stream, batch_pieces, character_findings
 from ._unicode import other_reading
 from ._report import ContaminationFinding, ContaminationReport
 
@@ -38,7 +40,8 @@ _CHUNK_ROWS = 4096
 # Fields a check may set differently from the index: they only decide verdicts.
 # near_dup_threshold may only go up (see _effective_config).
 _VERDICT_FIELDS = frozenset(
-    {"ngram_fail", "near_dup_verdict", "near_dup_threshold", "near_dup_min_clauses", "near_dup_one_clause_min_shingles"}
+    {"ngram_fail", "near_dup_verdict", "near_dup_threshold", "near_dup_min_clauses", "near_dup_one_clause_min_shingles",
+     "char_cover", "char_piece", "char_window", "char_far"}
 )
 
 
@@ -121,14 +124,20 @@ def _batch(index: ContaminationIndex, rows: list[str], first_row: int) -> Batch:
 def _tail(index: ContaminationIndex, batch: Batch) -> int:
     """How many rows at the end of a batch the next batch must see again: those
     holding its last `longest protected text` words, where a match into the next
-    batch can start."""
-    longest = int(index.text_length.max()) if len(index.text_length) else 0
+    batch can start (in characters for the character reading: a word has one or more)."""
+    lengths = (index.text_length, index.characters.length)
+    longest = max((int(x.max()) for x in lengths if len(x)), default=0)
     if not longest or not len(batch.row):
         return 0
     return len(batch.row_start) - int(batch.row[max(len(batch.row) - longest, 0)])
 
 
-def _check_batch(index: ContaminationIndex, cfg: ContaminationConfig, batch: Batch) -> list[ContaminationFinding]:
+def _check_batch(
+    index: ContaminationIndex, cfg: ContaminationConfig, batch: Batch, new: int, found: list[Pieces], stream: Stream
+) -> list[ContaminationFinding]:
+    """Findings of the word methods in a batch whose rows from `new` on were not seen
+    before; its pieces in the character reading go to `found`, its new rows to `stream`."""
+    found.append(batch_pieces(index.characters, cfg, batch.tokens.c, batch.first_row, new, stream))
     n = cfg.ngram_flag
     grams = window_hashes(batch.values, n)
     gram_ok = window_ok(batch.bad, n)
@@ -169,6 +178,29 @@ def _second_reading(
     return found
 
 
+def _character_findings(
+    index: ContaminationIndex, cfg: ContaminationConfig, found: list[Pieces], stream: Stream
+) -> list[ContaminationFinding]:
+    """The character reading's findings, from the pieces of every batch (see _pieces)."""
+    out = []
+    for t, first, last, start, end in character_findings(index.characters, cfg, found, stream):
+        item = index.items[int(index.text_item[t])]
+        out.append(
+            ContaminationFinding(
+                row=first,
+                last_row=last if last != first else None,
+                split=item.split,
+                sample_id=item.sample_id,
+                text_kind=index.text_kind[t],
+                kind="characters",
+                verdict="fail",
+                words=end - start,
+                evidence=evidence(index.characters, t, start, end)[:300],
+            )
+        )
+    return out
+
+
 def _last_row(finding: ContaminationFinding) -> int:
     return finding.row if finding.last_row is None else finding.last_row
 
@@ -202,12 +234,14 @@ def check(
     pending: list[str] = []
     carry: list[str] = []  # the last rows of the previous batch, seen again
     size = chars = count = 0
+    found: list[Pieces] = []  # the character reading's pieces, judged once all rows are read
+    stream = Stream()  # the character reading of every row
 
     def run_batch() -> None:
         nonlocal carry, count, chars
         batch = _batch(index, carry + pending, count - len(carry))
         # Matches that lie within the carried rows were found with the previous batch.
-        findings.extend(f for f in _check_batch(index, cfg, batch) if _last_row(f) >= count)
+        findings.extend(f for f in _check_batch(index, cfg, batch, len(carry), found, stream) if _last_row(f) >= count)
         seen = carry + pending
         carry = seen[len(seen) - _tail(index, batch) :]
         count += len(pending)
@@ -239,6 +273,7 @@ def check(
             start = end + 1
     if pending:
         run_batch()
+    findings += _character_findings(index, cfg, found, stream)
     findings += _second_reading(index, cfg, second)
     findings = _strongest(findings)
     findings.sort(key=lambda f: (f.row, f.split, f.sample_id, f.kind, f.text_kind))

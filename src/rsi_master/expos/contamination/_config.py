@@ -15,13 +15,14 @@ class ContaminationConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     version: int = Field(1, description="Schema version of this config.")
-    normalisation: Literal[2] = Field(
-        2,
+    normalisation: Literal[3] = Field(
+        3,
         description=(
             "What the normaliser erases, by version (part of the index digest). 1: case, whitespace, punctuation, "
             "quotes, number formatting. 2: also look-alike characters (UTS #39 confusables), default-ignorable "
             "characters and combining marks, digits of every script, English numbers in words; matches run "
-            "across row boundaries."
+            "across row boundaries. 3: also a character reading on both sides (the full TR39 skeleton, ASCII "
+            "included, without white space, rows joined), matched by character n-grams."
         ),
     )
     ngram_fail: int = Field(
@@ -75,6 +76,27 @@ class ContaminationConfig(BaseModel):
         5,
         ge=1,
         description="Rare shingles a text needs before a window of fewer than near_dup_min_clauses clauses counts.",
+    )
+    char_gram: int = Field(
+        10, ge=4, le=32, description="Characters of the n-grams of the character reading (see _characters)."
+    )
+    char_cover: float = Field(
+        1.0,
+        gt=0.0,
+        le=1.0,
+        description=(
+            "Share of a protected text's characters its pieces must cover (with every distinctive one) for the "
+            "character reading to fail it; below 1, a row that differs from an item only in a template word fails."
+        ),
+    )
+    char_piece: int = Field(
+        12, ge=1, description="Characters a piece needs to count with other pieces in nearby rows (char_window)."
+    )
+    char_window: int = Field(
+        32, ge=2, description="Rows of a window of pieces; pieces within half of it always share one."
+    )
+    char_far: int = Field(
+        48, ge=1, description="Characters a piece needs to count with other pieces anywhere in the data."
     )
     min_exact_words: int = Field(
         4, ge=1, description="Protected texts shorter than this (normalised words) are not indexed at all."

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._characters import CharIndex, build_characters
 from ._config import ContaminationConfig
 from ._hashing import UNKNOWN, clause_shingles, id_values, prefix_sums, span_hashes, window_hashes, window_ok
 from ._items import ProtectedItem
@@ -87,6 +88,7 @@ class ContaminationIndex:
     text_shingles: tuple[frozenset[int], ...]  # text -> its rare shingles
     minhashes: tuple = field(repr=False)  # LeanMinHash per text (None when it has no shingle)
     lsh: object = field(repr=False)  # datasketch MinHashLSH keyed by text index
+    characters: CharIndex = field(repr=False)  # the character reading (see _characters)
 
     def ids(self, hashes: np.ndarray) -> np.ndarray:
         """Word ids of token hashes (UNKNOWN for words in no protected text)."""
@@ -346,4 +348,7 @@ def build_index(items: Iterable[ProtectedItem], config: ContaminationConfig | No
         text_shingles=text_shingles,
         minhashes=tuple(minhashes),
         lsh=lsh,
+        characters=build_characters(
+            [dict(items[i].texts)[kind] for i, kind in zip(texts.item, texts.kind)], text_item, cfg
+        ),
     )

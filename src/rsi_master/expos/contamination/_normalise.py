@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._formats import canonical_numbers, ranges
 from ._numbers import spelled_numbers
 from ._unicode import fold
 
@@ -104,121 +105,6 @@ class Tokens:
         return len(self.hashes)
 
 
-def _at(mask: np.ndarray, idx: np.ndarray, fill: bool = False) -> np.ndarray:
-    """mask[idx] with `fill` where idx is out of range."""
-    ok = (idx >= 0) & (idx < len(mask))
-    return np.where(ok, mask[np.clip(idx, 0, max(len(mask) - 1, 0))], fill)
-
-
-def _separators(c: np.ndarray, i: np.ndarray) -> np.ndarray:
-    """Whether each comma `i` sits between a digit and exactly three digits."""
-    around = np.add.outer(i, np.arange(-1, 5))  # the byte before each comma and four after
-    digit = _DIGIT[c[np.clip(around, 0, len(c) - 1)]] & (around >= 0) & (around < len(c))
-    return digit[:, 0] & digit[:, 2] & digit[:, 3] & digit[:, 4] & ~digit[:, 5]
-
-
-def _thousands(c: np.ndarray) -> np.ndarray:
-    """Positions of thousands separators (`1,000`, `12,345,678`).
-
-    A comma between a digit and exactly three digits is a separator only when every
-    comma of its digits-and-commas span is one and the span does not open a list:
-    `[1,005]` and `5,8,005` are lists (program examples), and a list written with
-    leading zeros must not turn into one big number.
-    """
-    i = np.flatnonzero(c == ord(","))
-    if not len(i):
-        return i
-    # Most commas are followed by a space: only a comma between two digits can qualify,
-    # and when none of those does, no pass over the buffer is needed.
-    n = len(c)
-    cand = i[(i > 0) & (i + 3 < n)]
-    for k in (-1, 1, 2, 3):  # a digit before, three after (lists like `1,2,3` stop at the second)
-        cand = cand[_DIGIT[c[cand + k]]]
-    if not (cand + 4 >= n).any() and _DIGIT[c[cand[cand + 4 < n] + 4]].all():
-        return i[:0]  # every candidate has a fourth digit: none is a separator
-    ok = _separators(c, i)
-    member = _DIGIT[c] | (c == ord(","))
-    edge = np.flatnonzero(np.diff(np.concatenate(([False], member, [False])).view(np.int8)))
-    span_starts = edge[0::2]
-    span = np.searchsorted(span_starts, i, side="right") - 1
-    commas = np.bincount(span, minlength=len(span_starts))
-    good = np.bincount(span[ok], minlength=len(span_starts))
-    opener = np.isin(_at(c, span_starts - 1, 0), (ord("["), ord(".")))  # a list, or a fraction
-    valid = (commas == good) & ~opener & _DIGIT[c[span_starts]]
-    return i[ok & valid[span]]
-
-
-def _runs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Starts and ends of the runs of True in `mask`."""
-    edge = np.flatnonzero(np.diff(np.concatenate(([False], mask, [False])).view(np.int8)))
-    return edge[0::2], edge[1::2]
-
-
-def ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """All positions of the half-open ranges [start, end)."""
-    lengths = ends - starts
-    total = int(lengths.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    return np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(total)
-
-
-def _run_starts(c: np.ndarray, pos: np.ndarray, member: np.ndarray, limit: int = 24) -> np.ndarray:
-    """For positions `pos` of bytes in class `member`, the start of the run of such bytes
-    holding each. Steps left over the few bytes before each position (numbers are
-    short); a run longer than `limit` falls back to one pass over the whole buffer."""
-    out = pos.copy()
-    active = np.arange(len(pos))
-    for _ in range(limit):
-        if not len(active):
-            return out
-        before = out[active] - 1
-        more = before >= 0
-        more[more] = member[c[before[more]]]
-        out[active[more]] = before[more]
-        active = active[more]
-    if len(active):
-        run_starts, _ = _runs(member[c])
-        out[active] = run_starts[np.searchsorted(run_starts, out[active], side="right") - 1]
-    return out
-
-
-def _number_deletions(c: np.ndarray) -> np.ndarray:
-    """Positions to delete so that numbers are canonical (leading zeros, zero fractions).
-
-    Works on runs of zeros and on decimal points only, both sparse in text: no pass over
-    the buffer besides finding its zeros.
-    """
-    n = len(c)
-    zeros = np.flatnonzero(c == ord("0"))
-    if not len(zeros):
-        return zeros
-    cut = np.flatnonzero(np.diff(zeros) != 1)
-    zero_starts = zeros[np.concatenate(([0], cut + 1))]
-    zero_ends = zeros[np.concatenate((cut, [len(zeros) - 1]))] + 1
-    prev = _at(c, zero_starts - 1, 0)
-    prev2 = _at(c, zero_starts - 2, 0)
-    nxt = _at(c, zero_ends, 0)
-    in_fraction = (prev == ord(".")) & _DIGIT[prev2]
-    # Leading zeros: a zero run opening a number (not a fraction); keep one zero when
-    # the whole number is zeros (`000` -> `0`).
-    opens = ~_DIGIT[prev] & ~in_fraction
-    leading_end = np.where(_DIGIT[nxt], zero_ends, zero_ends - 1)
-    leading = ranges(zero_starts[opens], leading_end[opens])
-    # Trailing zeros of a fraction: a zero run that ends the digits after a point.
-    closes = ~_DIGIT[nxt] & (zero_ends <= n)
-    ends = zero_ends[closes]
-    starts = zero_starts[closes]
-    if len(ends):
-        run_start = _run_starts(c, starts, _DIGIT)
-        fraction = (_at(c, run_start - 1, 0) == ord(".")) & _DIGIT[_at(c, run_start - 2, 0)]
-        whole = fraction & (run_start == starts)  # `1000.0`: the point goes too
-        trailing = ranges(np.where(whole, starts - 1, starts)[fraction], ends[fraction])
-    else:
-        trailing = leading[:0]
-    return np.concatenate((leading, trailing))
-
-
 _POWERS: list[np.ndarray] = [np.ones(1, dtype=np.uint64), np.ones(1, dtype=np.uint64)]
 
 
@@ -233,21 +119,9 @@ def powers_of(n: int) -> tuple[np.ndarray, np.ndarray]:
     return _POWERS[0], _POWERS[1]
 
 
-def _drop(c: np.ndarray, positions: np.ndarray) -> np.ndarray:
-    """`c` without the bytes at `positions` (few: copied as the slices between them)."""
-    if not len(positions):
-        return c
-    positions = np.unique(positions)
-    starts = np.concatenate(([0], positions + 1)).tolist()
-    ends = np.concatenate((positions, [len(c)])).tolist()
-    return np.concatenate([c[s:e] for s, e in zip(starts, ends)])
-
-
 def _normalised(text: str) -> np.ndarray:
     """The normalised bytes of `text`: Unicode fold, case, apostrophes and number formatting."""
-    c = np.frombuffer(fold(text).lower().replace("'", "").encode("utf-8"), dtype=np.uint8)
-    c = _drop(c, _thousands(c))
-    return _drop(c, _number_deletions(c))
+    return canonical_numbers(np.frombuffer(fold(text).lower().replace("'", "").encode("utf-8"), dtype=np.uint8))
 
 
 def _cut(text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

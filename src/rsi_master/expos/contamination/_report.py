@@ -10,7 +10,7 @@ from ._config import ContaminationConfig
 
 __all__ = ["ContaminationFinding", "ContaminationReport", "MatchKind", "Verdict"]
 
-MatchKind = Literal["exact", "ngram", "near_duplicate"]
+MatchKind = Literal["exact", "ngram", "near_duplicate", "characters"]
 Verdict = Literal["clean", "flagged", "failed"]
 
 
@@ -21,7 +21,10 @@ class ContaminationFinding(BaseModel):
 
     row: int = Field(description="Index of the training row in the checked input (0-based); the first row of a match that spans rows.")
     last_row: int | None = Field(
-        None, description="Last row of a match that runs on over consecutive rows (exact and ngram); None within one row."
+        None,
+        description=(
+            "Last row of a match that runs on over consecutive rows (exact, ngram, characters); None within one row."
+        ),
     )
     split: str = Field(description="Protected split of the matched item (dev, review or final).")
     sample_id: str = Field(description="Sample ID of the matched evaluation item.")
@@ -29,7 +32,10 @@ class ContaminationFinding(BaseModel):
     kind: MatchKind = Field(description="Method that found the match.")
     verdict: Literal["fail", "flag"] = Field(description="fail blocks the data; flag asks a person to look.")
     words: int = Field(
-        description="Normalised words of the evidence: the shared run (exact, ngram) or the row window (near_duplicate)."
+        description=(
+            "Normalised words of the evidence: the shared run (exact, ngram) or the row window (near_duplicate); "
+            "characters of the piece for the character reading (characters)."
+        )
     )
     jaccard: float | None = Field(None, description="MinHash Jaccard estimate (near_duplicate only).")
     evidence: str = Field(description="The matched normalised span, cut to 300 characters.")
