@@ -391,3 +391,4 @@ class ExpOS:
             msg = f"invalid input for {tool.name}: {where}: {err['msg']}"
             self.record(caller, ToolInvalidEvent(tool=tool.name, reason=msg))
             raise ToolInvalid(msg) from None
+        return tool.impl(self, caller, inp)
