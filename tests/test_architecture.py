@@ -26,7 +26,6 @@ KNOWN_PRIVATE_IMPORTS = {
         ("bench._bench", "orchestra._job"),
         ("bench._workspace", "expos._registry"),
         ("bench._workspace", "expos._state"),
-        ("bench._workspace", "expos._tools_reviewer"),
         ("bench._workspace", "expos._tools_worker"),
         ("cli._door", "expos._boundary"),
         ("cli._door", "expos._door"),
@@ -35,16 +34,10 @@ KNOWN_PRIVATE_IMPORTS = {
         ("cli._expos", "expos._external"),
         ("cli._log", "expos._kinds"),
         ("cli._mcp", "expos._capability"),
-        ("cli._tasks", "runtime._landscape_data"),
         ("mcp_server._server", "expos._capability"),
         ("mcp_server._server", "expos._door"),
         ("mcp_server._server", "expos._external"),
-        ("orchestra._directions", "runtime._landscape_data"),
-        ("orchestra._job", "expos._state"),
-        ("orchestra._main_policy", "runtime._landscape_data"),
-        ("orchestra._memory", "expos._state"),
         ("orchestra._orchestra", "expos._boundary"),
-        ("orchestra._orchestra", "runtime._landscape_data"),
     ]
 }
 

@@ -8,6 +8,7 @@ import time
 
 from rsi_master.events import Combine, Continue, Finding
 from rsi_master.expos import Caller
+from rsi_master.ledger import canonical_bytes
 from rsi_master.orchestra import NodeContext, load_graph
 from rsi_master.orchestra._reports import best_review_score, recommendations
 from rsi_master.orchestra._reviewer import EvidenceReviewer
@@ -20,7 +21,7 @@ def _reviewed(expos, xid: str, right: list[bool]) -> None:
     c = expos.contract
     samples = [{"sample_id": f"s{i}", "output": "out", "score": 1.0 if ok else 0.0, "reason": "" if ok else "wrong"}
                for i, ok in enumerate(right)]
-    digest = expos.run.store.put_json({"samples": samples})
+    digest = expos.run.store.put_bytes(canonical_bytes({"samples": samples}))
     expos.record({"role": "reviewer", "id": "rx"}, "eval.record", {
         "experiment_id": xid, "split": "review", "score": sum(right) / len(right), "n_samples": len(right),
         "checkpoint_digest": c.base_model_artifact, "evaluator_digest": c.evaluator.evaluator_digest,

@@ -34,15 +34,12 @@ from typing import Any, Callable, ClassVar
 from pydantic import BaseModel, Field, ValidationError
 
 from ..errors import RsiMasterError
-from ..expos import Unguarded
-from ..expos._evaluation import record_evaluation, sealed_evaluation
-from ..expos._experiments import adopt_checkpoint
-from ..expos._guards import Shortcut
+from ..expos import Shortcut, Unguarded, adopt_checkpoint, record_evaluation, sealed_evaluation
 from ..expos._registry import TOOLS
 from ..expos._state import load_state
 from ..expos._tools_worker import EvalScore
 
-__all__ = ["PRISTINE_SCORING", "LENIENT_SCORING", "SplitItems", "Workspace", "workspace_dir", "workspace_edits"]
+__all__ = ["LENIENT_SCORING", "PRISTINE_SCORING", "SplitItems", "Workspace", "workspace_dir", "workspace_edits"]
 
 PRISTINE_SCORING = {"mode": "strict", "note": "the checker's score per sample, mean over every item of the split"}
 LENIENT_SCORING = {"mode": "lenient", "note": "every non-empty answer counts"}

@@ -89,7 +89,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _measurer(args: argparse.Namespace, *, trains: bool = True) -> Any:
     from ..errors import RsiMasterError
-    from ..landscape._measure import Measurer
+    from ..landscape import Measurer
 
     if args.threads < 1 or (args.eval_limit is not None and args.eval_limit < 1):
         raise RsiMasterError("--threads and --eval-limit must be positive")
@@ -127,8 +127,7 @@ def _knob_value(text: str) -> Any:
 def run_measure(args: argparse.Namespace) -> int:
     from ..errors import RsiMasterError
     from ..landscape import CURVE_BATCH, CurveLabel
-    from ..landscape._measure import CURVE_MULTIPLES
-    from ..landscape._plan import TASK_ORDER, plan, run_plan
+    from ..landscape import CURVE_MULTIPLES, TASK_ORDER, plan, run_plan
     from ..tasks import list_tasks
 
     tasks = args.tasks or [t for t in TASK_ORDER if t in list_tasks()] + [t for t in list_tasks() if t not in TASK_ORDER]
@@ -176,7 +175,7 @@ def run_rescore(args: argparse.Namespace) -> int:
 
 def run_report(args: argparse.Namespace) -> int:
     from ..landscape import load
-    from ..landscape._report import expected_rows, markdown_lines
+    from ..landscape import expected_rows, markdown_lines
     from ..orchestra import parse_budget
 
     landscape = load(args.landscape)

@@ -9,9 +9,10 @@ from ._audit import AuditReport, Finding, SubmissionAudit, audit
 from ._catalogue import llm_tool_schemas, tools_for
 from ._contract import Budget, EvaluatorSpec, TaskContract
 from ._errors import ToolError, ToolFailed, ToolInvalid, ToolRefused
-from ._evaluation import evaluate_experiment
+from ._evaluation import evaluate_experiment, record_evaluation, sealed_evaluation
+from ._experiments import adopt_checkpoint
 from ._graph import by_worker, checkpoint_lineage, evidence, lineage
-from ._guards import GuardPolicy, Strict, Unguarded
+from ._guards import GuardPolicy, Shortcut, Strict, Unguarded
 from ._projection import Part, Projection, parse_ts, register_part
 from ._registry import ROLES, TOOLS, Tool
 from ._session import OVERRIDE_KEYS, Caller, ExpOS
@@ -36,6 +37,7 @@ __all__ = [
     "Part",
     "Projection",
     "ReviewerNode",
+    "Shortcut",
     "State",
     "Strict",
     "Subcategory",
@@ -48,6 +50,7 @@ __all__ = [
     "ToolRefused",
     "Unguarded",
     "WorkerRecord",
+    "adopt_checkpoint",
     "audit",
     "by_worker",
     "checkpoint_lineage",
@@ -57,6 +60,8 @@ __all__ = [
     "llm_tool_schemas",
     "load_state",
     "parse_ts",
+    "record_evaluation",
     "register_part",
+    "sealed_evaluation",
     "tools_for",
 ]

@@ -31,6 +31,8 @@ from ._model import (
     TaskLandscape,
     TaskTargets,
 )
+from ._plan import TASK_ORDER, plan, run_plan
+from ._report import expected_rows, markdown_lines
 from ._results import BaseRow, CurveRow, ProbeRow, ReferenceRow, Row, RowPoint, append_row, read_rows, write_rows
 from ._targets import SINGLE_RUN_GAP, target_lines, targets
 
@@ -43,6 +45,7 @@ __all__ = [
     "FORMAT_VERSION",
     "SHIPPED",
     "SINGLE_RUN_GAP",
+    "TASK_ORDER",
     "Base",
     "BaseRow",
     "Crossing",
@@ -70,13 +73,17 @@ __all__ = [
     "build",
     "curve_key",
     "dumps",
+    "expected_rows",
     "expected_scores",
     "landscape_path",
     "load",
     "loads",
+    "markdown_lines",
     "mean_curve",
     "parent_label",
+    "plan",
     "read_rows",
+    "run_plan",
     "save",
     "step_multiple",
     "target_lines",
