@@ -475,17 +475,22 @@ with open(target + '.new', 'wb') as f:
 os.replace(target + '.new', target)
 """, str(weights_of(run, parent)), str(original), str(weights_of(run, other)), str(stop)])
     loaded = spy_loads(monkeypatch)
-    outcomes = []
+    outcomes: list[str] = []
+    per_call: list[tuple[str, list[str]]] = []
     try:
         for seed in (11, 12, 13):
             ds = run.call(W2, "data.generate", {"family": run.contract.allowed_generators[0].split("/")[1],
                                                  "n": 16, "seed": seed}).dataset
+            # The loads of this call only: a call refused before training loads nothing, so the
+            # loads are paired with their own call's outcome, not by position.
+            first = len(loaded)
             try:
                 r = run.call(W2, "experiment.submit", {"parent": honest.exp1, "dataset": ds, "config": QUICK})
                 outcomes.append(r.status)
             except ToolRefused as exc:
                 assert exc.subcategory.value == "weight_provenance", exc
                 outcomes.append("refused")
+            per_call.append((outcomes[-1], loaded[first:]))
     finally:
         stop.write_text("")
         swapper.wait(timeout=30)
@@ -495,8 +500,8 @@ os.replace(target + '.new', target)
             and x.id != honest.exp2]
     assert len(done) == outcomes.count("completed")
     assert all(x.measured["parent_checkpoint"] == parent for x in done)
-    for digest, status in zip(loaded, outcomes):
-        assert status == "refused" or digest == parent
+    for status, digests in per_call:
+        assert status == "refused" or digests == [parent], (status, digests)
     assert len(list(run.run.ledger.events(kinds=["guard.blocked"]))) == outcomes.count("refused")
 
 
