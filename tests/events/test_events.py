@@ -6,8 +6,16 @@ import pytest
 
 from rsi_master.errors import MalformedEventError
 from rsi_master.events import (
-    PAYLOADS, SCHEMA_VERSION, EvalRecord, ExperimentFinish, ToolCall, UnknownEventKind, dump_payload, payload_model,
-    payload_of, typed,
+    PAYLOADS,
+    SCHEMA_VERSION,
+    EvalRecord,
+    ExperimentFinish,
+    ToolCall,
+    UnknownEventKind,
+    dump_payload,
+    payload_model,
+    payload_of,
+    typed,
 )
 from rsi_master.expos import ExpOS
 from rsi_master.expos._kinds import EVENT_KINDS
@@ -26,7 +34,7 @@ def _event(kind: str, payload: dict, version: int = SCHEMA_VERSION) -> Event:
 
 def test_one_model_per_kind_and_the_ledger_writes_this_version():
     assert set(PAYLOADS) == set(EVENT_KINDS)
-    assert all(payload_model(k).KIND == k for k in PAYLOADS)
+    assert all(k == payload_model(k).KIND for k in PAYLOADS)
     assert all(m.model_config.get("extra") == "forbid" for m in PAYLOADS.values())
     assert EVENT_SCHEMA_VERSION == SCHEMA_VERSION == 2
     with pytest.raises(UnknownEventKind, match="unknown event kind 'no.such'"):

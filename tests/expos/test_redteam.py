@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from rsi_master.events import dump_payload
-from rsi_master.expos import ToolInvalid, ToolRefused, audit, load_state
+from rsi_master.expos import ToolRefused, audit, load_state
 from tests.expos.honest import MAIN, QUICK, REVIEWER, W1, W2, build_honest
 
 

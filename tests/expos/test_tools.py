@@ -236,7 +236,7 @@ def test_every_recorded_event_kind_is_in_the_one_list_the_log_checks(tmp_path):
     from rsi_master.events import PAYLOADS
     from rsi_master.expos._kinds import EVENT_KINDS
 
-    assert EVENT_KINDS == set(PAYLOADS)
+    assert set(PAYLOADS) == EVENT_KINDS
     assert {"contract.freeze", "agents.config", "orchestra.resume", "data.mix", "source.register"} <= EVENT_KINDS
     with ExpOS.create(tmp_path / "run", "arithmetic", eval_limit=5) as x:
         with pytest.raises(MalformedEventError, match="unknown event kind 'data.smuggle'"):

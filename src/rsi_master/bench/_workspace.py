@@ -28,8 +28,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field, ValidationError
 

@@ -7,8 +7,8 @@ event model has `kind: Literal[...]` and `payload: <the kind's model>`.
 
 from __future__ import annotations
 
-from functools import lru_cache
-from typing import Annotated, Any, Generic, Literal, TypeVar, Union, overload
+from functools import cache, lru_cache
+from typing import Annotated, Any, Generic, Literal, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
@@ -69,10 +69,10 @@ def _variant(kind: str, model: type[Payload]) -> type[TypedEvent]:
 def event_adapter() -> TypeAdapter[Any]:
     """The discriminated union of every kind's typed event (for validation and JSON Schema)."""
     variants = tuple(_variant(k, m) for k, m in sorted(PAYLOADS.items()))
-    return TypeAdapter(Annotated[Union[variants], Field(discriminator="kind")])  # type: ignore[valid-type]
+    return TypeAdapter(Annotated[variants, Field(discriminator="kind")])  # type: ignore[valid-type]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _variants() -> dict[str, type[TypedEvent]]:
     return {k: _variant(k, m) for k, m in PAYLOADS.items()}
 

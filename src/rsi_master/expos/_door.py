@@ -155,7 +155,7 @@ class Door:
         finally:
             self._close_sessions()
 
-    def start(self) -> "Door":
+    def start(self) -> Door:
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.1},
                                         name="expos-door", daemon=True)
         self._thread.start()
@@ -196,7 +196,7 @@ class Door:
             f.result()
         self._pool.shutdown(wait=True)
 
-    def __enter__(self) -> "Door":
+    def __enter__(self) -> Door:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -14,8 +14,21 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ._label import CurveLabel
 
-__all__ = ["FORMAT_VERSION", "Base", "Crossing", "Curve", "DefaultExperiment", "FamilyGap", "Landscape", "Point",
-           "Probe", "Reference", "TaskLandscape", "TaskTargets", "Targets"]
+__all__ = [
+    "FORMAT_VERSION",
+    "Base",
+    "Crossing",
+    "Curve",
+    "DefaultExperiment",
+    "FamilyGap",
+    "Landscape",
+    "Point",
+    "Probe",
+    "Reference",
+    "Targets",
+    "TaskLandscape",
+    "TaskTargets",
+]
 
 FORMAT_VERSION = 2
 

@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ._canonical import canonical_bytes, sha256_hex
 from ..errors import MalformedEventError
+from ._canonical import canonical_bytes, sha256_hex
 
 __all__ = [
     "EVENT_SCHEMA_VERSION",
@@ -22,8 +22,8 @@ __all__ = [
     "Actor",
     "ArtifactRef",
     "Event",
-    "SealedBody",
     "EventDraft",
+    "SealedBody",
     "parse_body",
     "seal",
     "validate_draft",
@@ -92,7 +92,7 @@ class Event(SealedBody):
         return canonical_bytes(self.body_dict())
 
     @classmethod
-    def from_body(cls, body: bytes, hash_: str) -> "Event":
+    def from_body(cls, body: bytes, hash_: str) -> Event:
         return cls.model_validate({**parse_body(body), "hash": hash_})
 
 

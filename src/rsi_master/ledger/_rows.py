@@ -34,7 +34,7 @@ class Row(NamedTuple):
         return Event.from_body(self.body, self.hash)
 
 
-def rows_since(ledger: "Ledger", since: int, until: int | None = None,
+def rows_since(ledger: Ledger, since: int, until: int | None = None,
                bodies: Collection[str] | None = None) -> list[Row]:
     """Every row with `since <= seq` (and `seq < until`), in order, read in one statement (one
     snapshot: rows other processes commit meanwhile are in the next call's answer). With
@@ -54,7 +54,7 @@ def rows_since(ledger: "Ledger", since: int, until: int | None = None,
     return list(map(Row._make, cur))
 
 
-def hash_at(ledger: "Ledger", seq: int) -> str | None:
+def hash_at(ledger: Ledger, seq: int) -> str | None:
     """The stored hash of event `seq` (None if there is none)."""
     row = ledger.connection.execute("SELECT hash FROM events WHERE seq = ?", (seq,)).fetchone()
     return None if row is None else str(row[0])

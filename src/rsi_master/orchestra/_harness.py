@@ -24,7 +24,7 @@ __all__ = ["HARNESS", "final_scores", "select"]
 HARNESS = {"role": "harness", "id": "harness"}
 
 
-def select(expos: "ExpOS") -> dict[str, Any]:
+def select(expos: ExpOS) -> dict[str, Any]:
     """Record and return the `harness.select` payload (reused if already recorded)."""
     from ..expos import Caller, audit, load_state
 
@@ -82,7 +82,7 @@ def select(expos: "ExpOS") -> dict[str, Any]:
     return dump_payload(payload)
 
 
-def _final(expos: "ExpOS", subject: str, checkpoint: str) -> dict[str, Any]:
+def _final(expos: ExpOS, subject: str, checkpoint: str) -> dict[str, Any]:
     from ..runtime import EvaluationError, evaluate
 
     expos.run.ledger.vouch()  # a forged `harness.final` is never reused as the run's score
@@ -106,7 +106,7 @@ def _final(expos: "ExpOS", subject: str, checkpoint: str) -> dict[str, Any]:
     return dump_payload(payload)
 
 
-def final_scores(expos: "ExpOS", selection: dict[str, Any]) -> dict[str, Any]:
+def final_scores(expos: ExpOS, selection: dict[str, Any]) -> dict[str, Any]:
     """Score the selected checkpoint and the base once each on `final`."""
     base = _final(expos, "base", expos.contract.base_model_artifact)
     if selection["selected"] is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 import re
-from functools import lru_cache
+from functools import cache
 
 from rsi_master.expos.contamination import ContaminationIndex, build_index, protected_items
 from rsi_master.tasks import get_task, list_tasks
@@ -13,7 +13,7 @@ from rsi_master.tasks import get_task, list_tasks
 TASKS = tuple(list_tasks())
 
 
-@lru_cache(maxsize=None)
+@cache
 def task_index(name: str) -> ContaminationIndex:
     """The default index of one task (dev, review and final items), built once per session."""
     return build_index(protected_items(get_task(name)))

@@ -237,7 +237,7 @@ def test_question_in_another_template_is_caught() -> None:
 
 
 def test_ngram_thresholds() -> None:
-    words = "the violet heron crossed seven quiet rivers before dawn then rested beside an old mill near farrow".split()
+    words = ["the", "violet", "heron", "crossed", "seven", "quiet", "rivers", "before", "dawn", "then", "rested", "beside", "an", "old", "mill", "near", "farrow"]
     index = build_index([ProtectedItem("final", "toy/final/0000", (("prompt", " ".join(words)),))])
     short = "zz " + " ".join(words[:6]) + " yy"
     flag = "zz " + " ".join(words[:10]) + " yy"
@@ -251,7 +251,7 @@ def test_ngram_thresholds() -> None:
 
 
 def test_ngram_runs_cross_row_boundaries() -> None:
-    words = "the violet heron crossed seven quiet rivers before dawn then rested beside an old mill near farrow".split()
+    words = ["the", "violet", "heron", "crossed", "seven", "quiet", "rivers", "before", "dawn", "then", "rested", "beside", "an", "old", "mill", "near", "farrow"]
     index = build_index([ProtectedItem("final", "toy/final/0000", (("prompt", " ".join(words)),))])
     rows = ["zz yy", "aa " + " ".join(words[:5]), " ".join(words[5:9]), " ".join(words[9:14]) + " bb", "cc"]
     report = check(index, rows)

@@ -26,11 +26,11 @@ from ._characters import evidence
 from ._config import ContaminationConfig
 from ._hashing import UNKNOWN, clause_shingles, window_hashes, window_ok
 from ._index import CLAUSE_ID, ROW_ID, ContaminationIndex
-from ._matching import exact_matches, ngram_matches, near_duplicate_matches
+from ._matching import exact_matches, near_duplicate_matches, ngram_matches
 from ._normalise import ROW, Scan, scan
 from ._pieces import Pieces, Stream, batch_pieces, character_findings
-from ._unicode import other_reading
 from ._report import ContaminationFinding, ContaminationReport
+from ._unicode import other_reading
 
 __all__ = ["check", "row_text"]
 

@@ -47,7 +47,7 @@ from ._minhash import lean, signatures
 from ._normalise import CLAUSE, CLAUSE_HASH, MARKER_KEYS, ROW, ROW_HASH, ranges, token_keys, tokenise
 from ._table import HashTable, WordTable
 
-__all__ = ["ROW_ID", "CLAUSE_ID", "ContaminationIndex", "build_index"]
+__all__ = ["CLAUSE_ID", "ROW_ID", "ContaminationIndex", "build_index"]
 
 ROW_ID = 1
 CLAUSE_ID = 2

@@ -28,11 +28,7 @@ from ._table import WordTable
 
 __all__ = ["NUMBER_WORDS", "spelled_numbers"]
 
-NUMBER_WORDS = (
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-    "sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety "
-    "hundred thousand million billion trillion"
-).split()
+NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety", "hundred", "thousand", "million", "billion", "trillion"]
 _GAP = b" \t\r\n\x0b\x0c-"  # what may stand between two words of one number
 _FIRST_SCALE = NUMBER_WORDS.index("hundred") + 1  # table ids above this are thousand, million...
 _COMMA_KEY = ord(",")  # the key of a `,` clause marker token (see _normalise.scan)
