@@ -157,7 +157,7 @@ def run_experiment(expos, caller, *, parent: str, dataset: str, method: str,
             final_loss=res.final_loss, train_seconds=round(res.train_seconds, 3),
             # Measured by the runtime on the bytes it trained from (equal to the start's by the checks above).
             measured=Measured(parent_checkpoint=res.parent_digest, dataset=res.data_digest),
-        ), inputs + [{"digest": ckpt, "role": "output", "name": "checkpoint"},
+        ), [*inputs, {"digest": ckpt, "role": "output", "name": "checkpoint"},
                      {"digest": config_digest, "role": "output", "name": "train_config"},
                      {"digest": log, "role": "output", "name": "train_log"}])
     finally:

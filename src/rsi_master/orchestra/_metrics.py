@@ -22,7 +22,7 @@ def _windows(expos: ExpOS, graph: ResearchGraph) -> list[tuple[float, float, int
     stops = [parse_ts(e.ts) for e in expos.own_events("orchestra.stop")]
     out = []
     before = 0.0
-    for i, (seq, start, p) in enumerate(graph.sessions):
+    for i, (_seq, start, p) in enumerate(graph.sessions):
         nxt = graph._ts_before.get(graph.sessions[i + 1][0], graph.last_ts) if i + 1 < len(graph.sessions) \
             else graph.last_ts
         end = min([s for s in stops if start <= s <= nxt] or [nxt])

@@ -33,6 +33,7 @@ hashes of `tokenise`; `word_table` gives the same ids for the token keys of `sca
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -240,7 +241,7 @@ def build_index(items: Iterable[ProtectedItem], config: ContaminationConfig | No
     rare_start, rare_stop = rare_pos - texts.starts[rare_text], rare_end - texts.starts[rare_text]
     span_bounds = np.searchsorted(np.sort(rare_text), np.arange(len(texts.ids) + 1)).tolist()
     rare_spans, rare_spans_by_end = (
-        tuple(np.stack([rare_start[o], rare_stop[o]], axis=1) for o in (order[lo:hi] for lo, hi in zip(span_bounds, span_bounds[1:])))
+        tuple(np.stack([rare_start[o], rare_stop[o]], axis=1) for o in (order[lo:hi] for lo, hi in itertools.pairwise(span_bounds)))
         for order in (np.lexsort((rare_stop, rare_start, rare_text)), np.lexsort((rare_start, rare_stop, rare_text)))
     )
 
