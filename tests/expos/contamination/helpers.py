@@ -3,6 +3,7 @@ would apply to an evaluation item before slipping it into training data."""
 
 from __future__ import annotations
 
+import itertools
 import random
 import re
 from functools import cache
@@ -144,7 +145,7 @@ def split_rows(text: str, pieces: int) -> list[str]:
     by words (each piece keeps the white space that follows it)."""
     words = re.split(r"(?<=\s)(?=\S)", text)
     bounds = [round(k * len(words) / pieces) for k in range(pieces + 1)]
-    return ["".join(words[lo:hi]) for lo, hi in zip(bounds, bounds[1:])]
+    return ["".join(words[lo:hi]) for lo, hi in itertools.pairwise(bounds)]
 
 
 # -- what a character reading must see (docs/contamination.md, "The character reading") --------

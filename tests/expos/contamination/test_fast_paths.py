@@ -137,7 +137,7 @@ def _clause_shingles_reference(values: np.ndarray, clause: np.ndarray, bad: np.n
             if clause[i] == clause[i + k - 1] and not bad[i : i + k].any():
                 out.append((i, k))
         first = [i for i in range(n) if i == 0 or clause[i] != clause[i - 1]]
-        for i, j in zip(first, first[1:] + [n]):
+        for i, j in zip(first, [*first[1:], n]):
             if j - i < k and not bad[i:j].any():
                 out.append((i, j - i))
     hashes = []
