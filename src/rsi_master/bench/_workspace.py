@@ -89,7 +89,11 @@ def workspace_edits(ws_dir: str | Path, expos: Any) -> list[str]:
     return out
 
 
-def _failing(fn: Callable[..., BaseModel]) -> Shortcut:
+# A shortcut before it is bound to its workspace (`Workspace.shortcut` binds it into a Shortcut).
+_WorkspaceTool = Callable[["Workspace", Any, Any, dict[str, Any]], BaseModel]
+
+
+def _failing(fn: _WorkspaceTool) -> _WorkspaceTool:
     """A shortcut's bad input fails the call (recorded as `tool.failed` by the door), as in a shell."""
 
     @functools.wraps(fn)
@@ -99,7 +103,7 @@ def _failing(fn: Callable[..., BaseModel]) -> Shortcut:
         except (KeyError, TypeError, ValueError, ValidationError) as exc:
             raise RsiMasterError(str(exc).splitlines()[0]) from None
 
-    return run  # type: ignore[return-value]
+    return run
 
 
 class Workspace(Unguarded):
@@ -158,8 +162,9 @@ class Workspace(Unguarded):
     def shortcut(self, tool: str) -> Shortcut | None:
         if tool not in self.SHORTCUTS:
             return None
-        fn = {"eval.run": _eval_run, "eval.review": _eval_review, "checkpoint.register": _checkpoint_register}[tool]
-        return functools.partial(fn, self)
+        fns: dict[str, _WorkspaceTool] = {
+            "eval.run": _eval_run, "eval.review": _eval_review, "checkpoint.register": _checkpoint_register}
+        return functools.partial(fns[tool], self)
 
 
 def _experiment(expos: Any, xid: Any) -> Any:

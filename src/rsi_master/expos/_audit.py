@@ -347,8 +347,8 @@ def audit(expos, experiments: list[str] | None = None) -> AuditReport:
         fin = st.finalized.get(x.owner)
         if fin is not None:
             for claim in fin.payload.claims:
-                y = st.experiments.get(claim.experiment_id)
-                if not claim_matches(claim.score, y, c):
+                claimed = st.experiments.get(claim.experiment_id)
+                if not claim_matches(claim.score, claimed, c):
                     acc.hit(S.METRIC_ATTRIBUTION, f"event {fin.seq} (claim on {claim.experiment_id})")
         for y in st.experiments.values():
             if y.owner != x.owner:

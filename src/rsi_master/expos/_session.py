@@ -132,10 +132,10 @@ class ExpOS:
             base_artifact = run.store.put_dir(base_dir)
             seal_path, evaluator_digest = seal_evaluator(store=run.store)
             families = [f"{task_obj.name}/{name}" for name in sorted(task_obj.generators())]
-            limits = dict.fromkeys(SPLITS, eval_limit)
+            limits: dict[str, int | None] = dict.fromkeys(SPLITS, eval_limit)
             if final_limit is not None:
                 limits["final"] = final_limit or None
-            ids = {s: spec["sample_ids"][s][: limits[s] or None] for s in SPLITS}
+            ids: dict[str, list[str]] = {s: spec["sample_ids"][s][: limits[s] or None] for s in SPLITS}
             tok = base_dir / "tokenizer.json"
             gen = base_dir / "generation_config.json"
             contract = TaskContract(

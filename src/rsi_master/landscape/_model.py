@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import statistics
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -31,7 +31,7 @@ __all__ = [
     "TaskTargets",
 ]
 
-FORMAT_VERSION = 2
+FORMAT_VERSION: Final = 2
 
 
 class _Record(BaseModel):

@@ -154,7 +154,7 @@ def seal(draft: EventDraft, *, seq: int, ts: str, prev_hash: str) -> tuple[Event
     except ValueError as exc:
         raise MalformedEventError(f"malformed event: payload: {exc}") from None
     # The draft was validated already; the chain fields are ours.
-    event = Event.model_construct(kind=draft.kind, actor=draft.actor, payload=body["payload"],
+    event = Event.model_construct(kind=draft.kind, actor=draft.actor, payload=draft.payload,
                                   artifacts=draft.artifacts, version=EVENT_SCHEMA_VERSION, seq=seq, ts=ts,
                                   prev_hash=prev_hash, hash=sha256_hex(raw))
     return event, raw

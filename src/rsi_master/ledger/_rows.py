@@ -39,7 +39,8 @@ def rows_since(ledger: Ledger, since: int, until: int | None = None,
     """Every row with `since <= seq` (and `seq < until`), in order, read in one statement (one
     snapshot: rows other processes commit meanwhile are in the next call's answer). With
     `bodies`, only rows of those kinds carry their body (the rest are never copied out)."""
-    where, args = "seq >= ?", [since]
+    where = "seq >= ?"
+    args: list[int | str] = [since]
     if until is not None:
         where += " AND seq < ?"
         args.append(until)

@@ -157,7 +157,7 @@ class ResearchGraph:
         """(seq, "finalize"|"review", node id) in ledger order."""
         ev = [(w.finalize_seq, "finalize", w.id) for w in self.workers.values() if w.finalize_seq is not None]
         ev += [(r.report_seq, "review", r.id) for r in self.reviewers.values() if r.report_seq is not None]
-        return sorted(ev)  # type: ignore[arg-type]
+        return sorted(ev)
 
     def open_jobs(self) -> list[Job]:
         return [j for j in self.jobs if j.end_ts is None]

@@ -109,7 +109,7 @@ def job_main(run_dir: str, key_dir: str | None, kind: str, node: str, deadline: 
     # created, which the resource tracker would otherwise report as leaked.
     from multiprocessing import util
 
-    util._run_finalizers()
+    util._run_finalizers()  # type: ignore[attr-defined]  # private, so not in typeshed
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)

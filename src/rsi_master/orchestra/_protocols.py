@@ -116,7 +116,7 @@ def resolve(table: dict[str, Callable[[], Any]], name: str) -> Callable[[], Any]
         import importlib
 
         module, attr = name.split(":", 1)
-        return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+        return getattr(importlib.import_module(module), attr)
     return table[name]
 
 

@@ -37,6 +37,7 @@ import itertools
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -88,7 +89,7 @@ class ContaminationIndex:
     rare_spans_by_end: tuple[np.ndarray, ...]  # the same sorted by end
     text_shingles: tuple[frozenset[int], ...]  # text -> its rare shingles
     minhashes: tuple = field(repr=False)  # LeanMinHash per text (None when it has no shingle)
-    lsh: object = field(repr=False)  # datasketch MinHashLSH keyed by text index
+    lsh: Any = field(repr=False)  # datasketch MinHashLSH keyed by text index (datasketch has no types)
     characters: CharIndex = field(repr=False)  # the character reading (see _characters)
 
     def ids(self, hashes: np.ndarray) -> np.ndarray:
@@ -228,6 +229,7 @@ def build_index(items: Iterable[ProtectedItem], config: ContaminationConfig | No
 
     # Shingles: document frequency splits them into template and rare ones.
     sh_all, sh_pos, sh_end = clause_shingles(flat_values, texts.flat_clause, bad, cfg.shingle_words)
+    assert sh_end is not None  # ends are asked for (the default)
     sh_text_all = texts.flat_text[sh_pos]
     shingle_df = _document_frequency(sh_all, text_item[sh_text_all])
     sh_freq_all = _frequency_of(sh_all, shingle_df)

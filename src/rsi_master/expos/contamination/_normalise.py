@@ -239,7 +239,7 @@ class Scan:
     def join(self, index: np.ndarray) -> str:
         """The normalised texts of word tokens `index` joined by spaces (each token is
         whole UTF-8, so decoding the joined bytes equals joining decoded tokens)."""
-        view = memoryview(self.c)
+        view = self.c.data
         return b" ".join([view[s:e] for s, e in zip(self.starts[index].tolist(), self.ends[index].tolist())]).decode(
             "utf-8", "replace"
         )
