@@ -70,7 +70,7 @@ def calibrate(out: Path, task: str, eval_limit: int, key_dir: str | None) -> dic
     """Seconds per step and per trial overhead on this machine, measured once per bench
     directory (`calibration.json`) with a 10-step SFT experiment through ExpOS."""
     from ..expos import Caller, ExpOS
-    from ..orchestra._job import run_timing
+    from ..orchestra import run_timing
 
     path = out / "calibration.json"
     if path.is_file():

@@ -35,10 +35,16 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, Field, ValidationError
 
 from ..errors import RsiMasterError
-from ..expos import Shortcut, Unguarded, adopt_checkpoint, record_evaluation, sealed_evaluation
-from ..expos._registry import TOOLS
-from ..expos._state import load_state
-from ..expos._tools_worker import EvalScore
+from ..expos import (
+    TOOLS,
+    EvalScore,
+    Shortcut,
+    Unguarded,
+    adopt_checkpoint,
+    load_state,
+    record_evaluation,
+    sealed_evaluation,
+)
 
 __all__ = ["LENIENT_SCORING", "PRISTINE_SCORING", "SplitItems", "Workspace", "workspace_dir", "workspace_edits"]
 

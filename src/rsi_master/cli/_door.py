@@ -76,7 +76,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def _door(args: argparse.Namespace) -> int:
     import signal
 
-    from ..expos._door import Door
+    from ..expos import Door
 
     def _term(signum: int, frame: object) -> None:
         raise KeyboardInterrupt  # end serving; the sessions close and sign the ledger below
@@ -117,8 +117,7 @@ def _capability(args: argparse.Namespace) -> int:
 
 def _agent(args: argparse.Namespace) -> int:
     from ..errors import RsiMasterError
-    from ..expos import ExpOS
-    from ..expos._boundary import AgentProcess
+    from ..expos import AgentProcess, ExpOS
 
     cmd = args.cmd
     if not cmd:

@@ -131,7 +131,7 @@ def start_run(task: str, budget: str | float | None, *, slots: int = 2, seed: in
     if path.exists():
         path.rmdir()  # empty (checked above)
     building.rename(path)
-    from ..expos._boundary import lock_down
+    from ..expos import lock_down
     from ..ledger import KeyDir
     from ._protocols import environment as _environment
 
@@ -187,8 +187,7 @@ def _drive(expos: Any, display: Display, key_dir: str | None, *, resume: bool) -
 
 
 def _close(expos: Any, sched: Any) -> dict[str, Any]:
-    from ..expos import audit, load_state
-    from ..expos._boundary import boundary_statement
+    from ..expos import audit, boundary_statement, load_state
     from ._harness import final_scores, select
     from ._metrics import run_metrics
 

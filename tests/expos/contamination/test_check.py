@@ -219,7 +219,8 @@ def test_clean_generated_data_does_not_fail(name: str) -> None:
 def test_character_rules_leave_generated_rows_alone(name: str) -> None:
     """The generators write ASCII and digits: folding and number words change nothing
     in honest data, so they cannot add a false positive to a default run."""
-    from rsi_master.expos.contamination._normalise import _normalised, _spans, token_keys
+    from rsi_master.expos.contamination._keys import token_keys
+    from rsi_master.expos.contamination._normalise import _normalised, _spans
     from rsi_master.expos.contamination._numbers import spelled_numbers
 
     text = "\x00".join(row_text(r) for r in clean_rows(name, 300, seed=5))

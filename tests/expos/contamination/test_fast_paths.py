@@ -23,7 +23,8 @@ from rsi_master.expos.contamination._hashing import (
     window_hashes,
     window_ok,
 )
-from rsi_master.expos.contamination._normalise import ROW, scan, token_hashes, token_keys, tokenise
+from rsi_master.expos.contamination._keys import token_hashes, token_keys
+from rsi_master.expos.contamination._normalise import ROW, scan, tokenise
 from rsi_master.expos.contamination._table import WordTable
 from rsi_master.tasks import get_task
 

@@ -45,8 +45,9 @@ from ._characters import CharIndex, build_characters
 from ._config import ContaminationConfig
 from ._hashing import UNKNOWN, clause_shingles, id_values, prefix_sums, span_hashes, window_hashes, window_ok
 from ._items import ProtectedItem
+from ._keys import token_keys
 from ._minhash import lean, signatures
-from ._normalise import CLAUSE, CLAUSE_HASH, MARKER_KEYS, ROW, ROW_HASH, ranges, token_keys, tokenise
+from ._normalise import CLAUSE, CLAUSE_HASH, MARKER_KEYS, ROW, ROW_HASH, ranges, tokenise
 from ._table import HashTable, WordTable
 
 __all__ = ["CLAUSE_ID", "ROW_ID", "ContaminationIndex", "build_index"]
@@ -67,7 +68,7 @@ class ContaminationIndex:
     items: tuple[ProtectedItem, ...]
     digest: str
     vocab: tuple[np.ndarray, np.ndarray]  # sorted token hashes, word id of each
-    word_table: WordTable  # token key (see _normalise.token_keys) -> word id, for `scan`
+    word_table: WordTable  # token key (see _keys.token_keys) -> word id, for `scan`
     words: list[str]  # id -> word
     values: np.ndarray  # id -> random 64-bit value
     text_item: np.ndarray  # text -> item index
