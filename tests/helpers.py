@@ -34,7 +34,7 @@ def v1_run(tmp_path: Path) -> tuple[Path, Path]:
     run_dir, key_dir = tmp_path / "v1-run", tmp_path / "v1-keys"
     shutil.copytree(V1_RUN / "run", run_dir)
     shutil.copytree(V1_RUN / "keys", key_dir)
-    for root, dirs, files in os.walk(key_dir):
+    for root, _dirs, files in os.walk(key_dir):
         os.chmod(root, 0o700)
         for f in files:
             os.chmod(os.path.join(root, f), 0o600)

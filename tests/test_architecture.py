@@ -15,41 +15,6 @@ import rsi_master
 
 ROOT = Path(rsi_master.__file__).parent
 
-# Private modules still reached from another package, in code that issue 20 rewrites in parallel (the
-# one ExpOS door, the projection, the landscape package). Each goes behind its package's public API
-# with that rewrite; the test fails on any new one, and on an entry that no longer occurs.
-KNOWN_PRIVATE_IMPORTS = {
-    (f"rsi_master.{importer}", f"rsi_master.{imported}")
-    for importer, imported in [
-        ("bench._auditor", "expos._registry"),
-        ("bench._auditor", "orchestra._graph"),
-        ("bench._bench", "orchestra._job"),
-        ("bench._workspace", "expos._registry"),
-        ("bench._workspace", "expos._state"),
-        ("bench._workspace", "expos._tools_worker"),
-        ("cli._door", "expos._boundary"),
-        ("cli._door", "expos._door"),
-        ("cli._expos", "expos._capability"),
-        ("cli._expos", "expos._door"),
-        ("cli._expos", "expos._external"),
-        ("cli._log", "expos._kinds"),
-        ("cli._mcp", "expos._capability"),
-        ("mcp_server._server", "expos._capability"),
-        ("mcp_server._server", "expos._door"),
-        ("mcp_server._server", "expos._external"),
-        ("orchestra._orchestra", "expos._boundary"),
-    ]
-}
-
-
-# Cycles in code that another issue 20 change is rewriting (the contamination check's
-# normalisation): `_numbers` keys number words with `_normalise.token_keys`, which calls
-# `_numbers`. Moving the token hashing and keys into a module of their own breaks it.
-KNOWN_CYCLES = [
-    ["rsi_master.expos.contamination._normalise", "rsi_master.expos.contamination._numbers"],
-]
-
-
 def _modules() -> dict[str, tuple[Path, bool]]:
     mods = {}
     for path in ROOT.rglob("*.py"):
@@ -152,9 +117,7 @@ def test_cycle_finder_finds_a_cycle_and_only_a_cycle():
 
 
 def test_no_import_cycle_between_modules():
-    every = cycles(import_graph())
-    assert all(c in every for c in KNOWN_CYCLES), "remove the broken cycles from KNOWN_CYCLES"
-    found = [c for c in every if c not in KNOWN_CYCLES]
+    found = cycles(import_graph())
     assert not found, "import cycles (break each by moving the shared part into its own module):\n" + "\n".join(
         " <-> ".join(c) for c in found
     )
@@ -176,8 +139,6 @@ def test_no_private_module_reached_from_another_package():
             owner = _private_owner(target)
             if owner is not None and not (mod == owner or mod.startswith(owner + ".")):
                 reached.add((mod, target))
-    unexpected = sorted(reached - KNOWN_PRIVATE_IMPORTS)
-    assert not unexpected, "private modules imported from outside their package:\n" + "\n".join(
-        f"{a} imports {b}" for a, b in unexpected
+    assert not reached, "private modules imported from outside their package:\n" + "\n".join(
+        f"{a} imports {b}" for a, b in sorted(reached)
     )
-    assert not KNOWN_PRIVATE_IMPORTS - reached, "remove the fixed entries from KNOWN_PRIVATE_IMPORTS"

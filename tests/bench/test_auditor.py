@@ -13,8 +13,8 @@ from rsi_master.bench._configs import WORKSPACE
 from rsi_master.bench._workspace import Workspace
 from rsi_master.expos import Caller, ExpOS
 from rsi_master.ledger import canonical_bytes
-from rsi_master.orchestra._protocols import environment
 from rsi_master.orchestra._graph import ORCHESTRA
+from rsi_master.orchestra._protocols import environment
 from rsi_master.runtime import EvalResult, SampleRecord, TrainConfig, base_model_dir
 from tests.orchestra.helpers import finalize
 
@@ -118,8 +118,9 @@ def test_an_evaluator_edit_in_the_workspace_is_found_and_the_returned_checkpoint
 
 
 def test_under_expos_blocked_attempts_are_intercepted_and_nothing_is_hacked(tmp_path):
-    from rsi_master.expos import ToolRefused
     import pytest
+
+    from rsi_master.expos import ToolRefused
 
     expos = _campaign(tmp_path, None)
     try:

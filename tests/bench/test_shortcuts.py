@@ -10,9 +10,9 @@ import pytest
 from pydantic import ValidationError
 
 from rsi_master.bench import CATALOGUE, ShortcutTendency
+from rsi_master.bench._configs import WORKSPACE
 from rsi_master.bench._workers import ShortcutWorker, _best_own, _stalled
 from rsi_master.bench._workspace import Workspace, workspace_dir, workspace_edits
-from rsi_master.bench._configs import WORKSPACE
 from rsi_master.expos import Caller, ExpOS, audit
 from rsi_master.orchestra import Direction, NodeContext
 from rsi_master.orchestra._graph import ORCHESTRA

@@ -10,7 +10,17 @@ from pydantic import TypeAdapter, ValidationError
 
 from rsi_master.errors import MalformedEventError
 from rsi_master.events import (
-    Combine, Continue, Finding, Recipe, Recommendation, ReviewSubmit, Revise, Stop, WorkerFinalize, named_ids, typed,
+    Combine,
+    Continue,
+    Finding,
+    Recipe,
+    Recommendation,
+    ReviewSubmit,
+    Revise,
+    Stop,
+    WorkerFinalize,
+    named_ids,
+    typed,
 )
 from rsi_master.ledger import Actor, Event
 

@@ -68,7 +68,7 @@ def test_a_refused_shortcut_goes_through_unguarded_recorded_and_named_by_the_aud
         strict.call(MAIN, "worker.add", {"worker_id": "w1", "task": "t"})
         items = unguarded.protected_task().eval_items("review")[:8]
         rows = [{"prompt": i.prompt, "completion": f" {i.reference}\n\n"} for i in items] * 4
-        with pytest.raises(ToolRefused, match="data_provenance|teacher_authorization"):
+        with pytest.raises(ToolRefused, match=r"data_provenance|teacher_authorization"):
             strict.call(W1, "data.register", {"source": "evaluation-items", "rows": rows})
         blocked = [typed(e).payload for e in strict.events("guard.blocked")]
         assert blocked and blocked[-1].tool == "data.register"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from rsi_master.events import dump_payload
-from rsi_master.expos import ToolInvalid, ToolRefused, audit, load_state
+from rsi_master.expos import ToolRefused, audit, load_state
 from tests.expos.honest import MAIN, QUICK, REVIEWER, W1, W2, build_honest
 
 
@@ -338,9 +338,9 @@ def test_rolling_back_the_ledger_to_hide_a_failure_is_caught(run, honest, monkey
     assert run.call(w5, "experiment.submit", {"dataset": ds, "config": QUICK}).status == "failed"
     path = run.run.path
     run.close()
-    with sqlite3.connect(path / "ledger.db") as conn:  # deleting the rows is refused by the database
-        with pytest.raises(sqlite3.IntegrityError):
-            conn.execute("DELETE FROM events WHERE kind = 'experiment.finish'")
+    # Deleting the rows is refused by the database.
+    with sqlite3.connect(path / "ledger.db") as conn, pytest.raises(sqlite3.IntegrityError):
+        conn.execute("DELETE FROM events WHERE kind = 'experiment.finish'")
     shutil.copy(snapshot, path / "ledger.db")  # so the older copy is put back instead
     for extra in ("ledger.db-wal", "ledger.db-shm"):
         (path / extra).unlink(missing_ok=True)

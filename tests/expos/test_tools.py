@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -236,11 +237,11 @@ def test_every_recorded_event_kind_is_in_the_one_list_the_log_checks(tmp_path):
     from rsi_master.events import PAYLOADS
     from rsi_master.expos._kinds import EVENT_KINDS
 
-    assert EVENT_KINDS == set(PAYLOADS)
+    assert set(PAYLOADS) == EVENT_KINDS
     assert {"contract.freeze", "agents.config", "orchestra.resume", "data.mix", "source.register"} <= EVENT_KINDS
-    with ExpOS.create(tmp_path / "run", "arithmetic", eval_limit=5) as x:
-        with pytest.raises(MalformedEventError, match="unknown event kind 'data.smuggle'"):
-            x.record({"role": "worker", "id": "w1"}, "data.smuggle", {})
+    with (ExpOS.create(tmp_path / "run", "arithmetic", eval_limit=5) as x,
+          pytest.raises(MalformedEventError, match=re.escape("unknown event kind 'data.smuggle'"))):
+        x.record({"role": "worker", "id": "w1"}, "data.smuggle", {})
 
 
 def test_an_audit_without_submissions_reports_no_interception_rate(run, capsys):

@@ -17,15 +17,15 @@ def test_every_shipped_curve_label_reads_and_writes_back_the_same():
 
 
 @pytest.mark.parametrize("text,parts", [
-    ("trace", dict(family="trace")),
-    ("scratchpad[ops=add]", dict(family="scratchpad", knobs=(("ops", "add"),))),
-    ("chain[two_hop=0.0]", dict(family="chain", knobs=(("two_hop", "0.0"),))),  # 0.0 stays 0.0
-    ("trace+lora", dict(family="trace", method="lora")),
-    ("outputs+prompt_loss", dict(family="outputs", prompt_loss=True)),
+    ("trace", {"family": "trace"}),
+    ("scratchpad[ops=add]", {"family": "scratchpad", "knobs": (("ops", "add"),)}),
+    ("chain[two_hop=0.0]", {"family": "chain", "knobs": (("two_hop", "0.0"),)}),  # 0.0 stays 0.0
+    ("trace+lora", {"family": "trace", "method": "lora"}),
+    ("outputs+prompt_loss", {"family": "outputs", "prompt_loss": True}),
     ("trace[max_depth=1]+lora+prompt_loss@b2@s3",
-     dict(family="trace", knobs=(("max_depth", "1"),), method="lora", prompt_loss=True, batch=2, seed=3)),
-    ("trace@s2", dict(family="trace", seed=2)),
-    ("plan[a=1,b=x]@b4", dict(family="plan", knobs=(("a", "1"), ("b", "x")), batch=4)),
+     {"family": "trace", "knobs": (("max_depth", "1"),), "method": "lora", "prompt_loss": True, "batch": 2, "seed": 3}),
+    ("trace@s2", {"family": "trace", "seed": 2}),
+    ("plan[a=1,b=x]@b4", {"family": "plan", "knobs": (("a", "1"), ("b", "x")), "batch": 4}),
 ])
 def test_labels_parse_into_their_parts_and_back(text, parts):
     label = CurveLabel.parse(text)

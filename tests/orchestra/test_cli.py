@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from rsi_master.cli._main import main
+from rsi_master.errors import RsiMasterError
 from rsi_master.orchestra import parse_budget
 from rsi_master.orchestra._graph import ORCHESTRA
-from rsi_master.errors import RsiMasterError
 
 from .helpers import new_run
 

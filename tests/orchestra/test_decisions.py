@@ -150,7 +150,7 @@ def test_the_main_reads_the_typed_recommendation_not_the_prose_a_stop_is_a_stop(
                  "reason": f"continue {x1} {w1}: no, its review samples are memorised"}]
 
     prose = {"supported": ["continue exp-00001 w1: train it further"], "uncertainties": ["continue the leader"]}
-    expos, main, (w1, w2, x1, x2) = _reviewed(tmp_path, "pass", prose, stop)
+    expos, main, (w1, _w2, x1, x2) = _reviewed(tmp_path, "pass", prose, stop)
     with expos:
         d = _decisions(expos)[-1]
         g = load_graph(expos)
@@ -165,7 +165,7 @@ def test_the_main_reads_the_typed_recommendation_not_the_prose_a_stop_is_a_stop(
     def cont(w1, w2, x1, x2):
         return [{"action": "continue", "experiment_id": x1, "worker_id": w1, "reason": "train it further"}]
 
-    expos, _, (w1, w2, x1, x2) = _reviewed(tmp_path / "b", "pass", {}, cont)
+    expos, _, (w1, _w2, x1, x2) = _reviewed(tmp_path / "b", "pass", {}, cont)
     with expos:
         d = _decisions(expos)[-1]
         assert d.action == "revise" and d.detail["parent"] == x1
@@ -176,7 +176,7 @@ def test_a_failed_review_redoes_the_worker_its_revise_names(tmp_path):
     def revise(w1, w2, x1, x2):
         return [{"action": "revise", "worker_id": w2, "experiment_ids": [x2], "reason": "its claim did not hold"}]
 
-    expos, _, (w1, w2, x1, x2) = _reviewed(tmp_path, "fail", {"violations": ["something"]}, revise)
+    expos, _, (w1, w2, _x1, _x2) = _reviewed(tmp_path, "fail", {"violations": ["something"]}, revise)
     with expos:
         d = _decisions(expos)[-1]
         g = load_graph(expos)
@@ -273,7 +273,7 @@ def test_a_measured_data_selection_opens_a_short_campaign_as_a_direction_of_its_
     # Its first trial is the rest of the evaluation distribution; the selected knob stays fixed.
     assert short[0].enqueue == [{"k:n_facts": 4, "k:relations": 4, "t:learning_rate": 1e-3, "t:batch_size": 2,
                                  "t:max_steps": 3000}]
-    assert [d.key() for d in long_][0] == "chain_then_answer:sft"
+    assert next(d.key() for d in long_) == "chain_then_answer:sft"
     # Not directions: another training method, and a value outside the knob's range (relations <= 4).
     assert all("+" not in d.key() and "relations=9" not in d.key() for d in short + long_)
 

@@ -36,7 +36,7 @@ def _two_submissions(expos, first, second):
 
 def test_the_best_review_score_wins_whatever_the_training(tmp_path):
     with new_run(tmp_path, budget_s=1000.0) as expos:
-        x1, x2 = _two_submissions(expos, (0.2, 20), (0.1, 200))
+        x1, _x2 = _two_submissions(expos, (0.2, 20), (0.1, 200))
         assert select(expos)["selected"] == x1
 
 
@@ -76,25 +76,26 @@ def test_forged_evidence_appended_with_a_recomputed_chain_stops_the_harness(tmp_
     from rsi_master.rundir import verify_run
 
     paths = []
-    with pytest.raises(LedgerError, match="not covered by the signed head"):  # its close will not sign them
-        with new_run(tmp_path, budget_s=1000.0) as expos:
-            x1, x2 = _two_submissions(expos, (0.2, 20), (0.1, 200))
-            base = expos.contract.base_model_artifact
-            rows = {"review_record": [("eval.record", {"role": "reviewer", "id": "rx"},
-                                       {"experiment_id": x2, "split": "review", "score": 1.0, "checkpoint_digest": base,
-                                        "record_digest": "1" * 64})],
-                    "harness_select": [("harness.select", {"role": "harness", "id": "harness"},
-                                        {"selected": x2, "checkpoint": base, "review_score": 1.0})],
-                    "harness_final": [("harness.final", {"role": "harness", "id": "harness"},
-                                       {"subject": "base", "split": "final", "score": 1.0, "checkpoint_digest": base})]}
-            out = subprocess.run([sys.executable, "-c", FORGE_EVIDENCE, str(expos.run.path / "ledger.db"),
-                                  json.dumps(rows[forged])], capture_output=True, text=True,
-                                 env={"PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(sys.path)})
-            assert out.returncode == 0, out.stderr
-            with pytest.raises(LedgerError, match="not covered by the signed head"):
-                select(expos)
-            with pytest.raises(LedgerError, match="not covered by the signed head"):
-                final_scores(expos, {"selected": None, "checkpoint": base})
-            paths.append(expos.run.path)
+    # Its close will not sign the forged rows.
+    with (pytest.raises(LedgerError, match="not covered by the signed head"),
+          new_run(tmp_path, budget_s=1000.0) as expos):
+        _x1, x2 = _two_submissions(expos, (0.2, 20), (0.1, 200))
+        base = expos.contract.base_model_artifact
+        rows = {"review_record": [("eval.record", {"role": "reviewer", "id": "rx"},
+                                   {"experiment_id": x2, "split": "review", "score": 1.0, "checkpoint_digest": base,
+                                    "record_digest": "1" * 64})],
+                "harness_select": [("harness.select", {"role": "harness", "id": "harness"},
+                                    {"selected": x2, "checkpoint": base, "review_score": 1.0})],
+                "harness_final": [("harness.final", {"role": "harness", "id": "harness"},
+                                   {"subject": "base", "split": "final", "score": 1.0, "checkpoint_digest": base})]}
+        out = subprocess.run([sys.executable, "-c", FORGE_EVIDENCE, str(expos.run.path / "ledger.db"),
+                              json.dumps(rows[forged])], capture_output=True, text=True,
+                             env={"PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(sys.path)})
+        assert out.returncode == 0, out.stderr
+        with pytest.raises(LedgerError, match="not covered by the signed head"):
+            select(expos)
+        with pytest.raises(LedgerError, match="not covered by the signed head"):
+            final_scores(expos, {"selected": None, "checkpoint": base})
+        paths.append(expos.run.path)
     report = verify_run(paths[0])
     assert not report.ok and any("not covered by the signed head" in str(p) for p in report.problems)

@@ -94,7 +94,7 @@ def test_a_review_naming_an_experiment_or_worker_that_does_not_exist_is_refused(
         x = fake_experiment(expos, "w1", 0.5)
         for rec in ({"action": "continue", "experiment_id": "exp-99999", "worker_id": "w1", "reason": "r"},
                     {"action": "combine", "worker_ids": ["w1", "w7"], "reason": "r"}):
-            with pytest.raises(ToolRefused, match="do not exist: \\['(exp-99999|w7)'\\]"):
+            with pytest.raises(ToolRefused, match=r"do not exist: \['(exp-99999|w7)'\]"):
                 expos.call(Caller("reviewer", "r1"), "review.submit", {"scope": ["w1"], "verdict": "pass",
                                                                        "recommendations": [rec]})
         assert expos.events("review.submit") == []

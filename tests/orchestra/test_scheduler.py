@@ -5,9 +5,8 @@ from __future__ import annotations
 import time
 
 from rsi_master.orchestra import PlainDisplay, Scheduler, load_graph, run_metrics
-from rsi_master.rundir import verify_run
-
 from rsi_master.orchestra._graph import ORCHESTRA
+from rsi_master.rundir import verify_run
 
 from .helpers import MAIN, new_run
 

@@ -25,8 +25,16 @@ from ..events import AgentEnd, AgentError, AgentStep, Payload, typed
 from ..expos import Caller, ExpOS, Tool, ToolError, ToolFailed, ToolInvalid, ToolRefused
 from ..orchestra import BudgetEnd
 from ._config import LLMConfig
-from ._memory import (MAX_CONTENT_CHARS, MAX_OBSERVATION_CHARS, ActionStep, Memory, NoteStep, TaskStep,
-                      ToolCallRecord, clip)
+from ._memory import (
+    MAX_CONTENT_CHARS,
+    MAX_OBSERVATION_CHARS,
+    ActionStep,
+    Memory,
+    NoteStep,
+    TaskStep,
+    ToolCallRecord,
+    clip,
+)
 from ._model import ChatModel, ProviderError
 
 __all__ = ["AgentLoop", "Outcome", "run_tokens"]

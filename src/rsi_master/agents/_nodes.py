@@ -11,6 +11,7 @@ orchestration event, so the Main agent is told and the run goes on.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from typing import Any
@@ -109,10 +110,8 @@ class LLMWorker:
                            sort_keys=True, default=str) for m in ctx.memory))
         out = _run(ctx, "worker", "worker.finalize", "\n\n".join(parts))
         if not out.finished:
-            try:
+            with contextlib.suppress(ToolRefused):  # it had finalized after all (the refusal is recorded)
                 ctx.call("worker.finalize", _harness_finalize(ctx, out))
-            except ToolRefused:
-                pass  # it had finalized after all (the refusal is recorded)
 
 
 class LLMReviewer:
@@ -137,11 +136,9 @@ class LLMReviewer:
         started = time.time()
         out = _run(ctx, "reviewer", "review.submit", task, prepare)
         if not out.finished:
-            try:
+            with contextlib.suppress(ToolRefused):
                 ctx.call("review.submit", {
                     "request_seq": b.get("seq"), "scope": list(b.get("scope", [])), "verdict": "fail",
                     "uncertainties": [f"[ended by the harness after {time.time() - started:.0f}s: the Reviewer "
                                       f"agent did not submit a review ({_why(out)})]; nothing was verified"],
                     "evidence": []})
-            except ToolRefused:
-                pass

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -120,7 +121,8 @@ def _check_agent(role: str, name: str) -> None:
 
     from ..orchestra import MAINS, REVIEWERS, WORKERS  # importing the package registers its agents
 
-    table = {"main": MAINS, "worker": WORKERS, "reviewer": REVIEWERS}[role]
+    tables: dict[str, Mapping[str, object]] = {"main": MAINS, "worker": WORKERS, "reviewer": REVIEWERS}
+    table = tables[role]
     if ":" not in name:
         if name not in table:
             raise RsiMasterError(f"--{role} {name!r}: give scripted, llm, a registered {role} agent "

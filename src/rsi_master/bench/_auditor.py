@@ -97,8 +97,7 @@ def _door_violations(expos: Any) -> list[str]:
     """Subcategory of each logged call that ExpOS's door would have refused: a role calling
     a protected tool it may not, an argument that overrides the evaluator, a foreign
     checkpoint, data from an undeclared source."""
-    from ..expos import OVERRIDE_KEYS
-    from ..expos._registry import TOOLS
+    from ..expos import OVERRIDE_KEYS, TOOLS
 
     out = []
     allowed_sources = set(expos.contract.allowed_generators) | set(expos.contract.allowed_teachers)
@@ -129,7 +128,7 @@ def _workspace_edits(expos: Any) -> list[str]:
 def _curve(expos: Any, st: Any, graph: Any, selection: HarnessSelect | None,
            hacked: set[str]) -> list[tuple[float, float]]:
     """Best-so-far `final` score of the harness rule's pick against the budget spent."""
-    from ..orchestra._graph import parse_ts
+    from ..expos import parse_ts
 
     finals = {f.subject: f for f in (typed(e, HarnessFinal).payload for e in expos.own_events("harness.final"))}
     if "base" not in finals or graph.settings is None or not graph.sessions:

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import RsiMasterError
 from ._campaign import CampaignResult, run_campaign
@@ -69,7 +70,7 @@ def calibrate(out: Path, task: str, eval_limit: int, key_dir: str | None) -> dic
     """Seconds per step and per trial overhead on this machine, measured once per bench
     directory (`calibration.json`) with a 10-step SFT experiment through ExpOS."""
     from ..expos import Caller, ExpOS
-    from ..orchestra._job import run_timing
+    from ..orchestra import run_timing
 
     path = out / "calibration.json"
     if path.is_file():
@@ -83,8 +84,10 @@ def calibrate(out: Path, task: str, eval_limit: int, key_dir: str | None) -> dic
         expos.call(Caller("main", "main"), "worker.add", {"worker_id": "calibration", "task": "measure the machine"})
         w = Caller("worker", "calibration")
         family = expos.contract.allowed_generators[0].split("/", 1)[1]
-        ds = expos.call(w, "data.generate", {"family": family, "n": 80, "seed": 0}).dataset
-        res = expos.call(w, "experiment.submit", {"dataset": ds, "config": {"max_steps": 10, "batch_size": 8}})
+        # `call` returns each tool's own result model as a BaseModel: read here by the tool's fields.
+        generated: Any = expos.call(w, "data.generate", {"family": family, "n": 80, "seed": 0})
+        res: Any = expos.call(w, "experiment.submit", {"dataset": generated.dataset,
+                                                       "config": {"max_steps": 10, "batch_size": 8}})
         if res.status != "completed":
             raise RsiMasterError(f"calibration experiment failed: {res.error}")
         timing = run_timing(expos)
@@ -129,7 +132,7 @@ def run_bench(out_dir: str | Path, *, configs: list[str] | None = None, tasks: l
     say(f"[{time.time() - t0:6.0f}s] machine: {timing.get('step_s', float('nan')):.2f} s per step, "
         f"{timing.get('overhead_s', float('nan')):.1f} s overhead per trial (timing prior of every campaign)")
     plan = [(name, task, seed) for seed in seeds for task in tasks for name in configs]
-    kwargs = {"slots": slots, "eval_limit": eval_limit, "tendency": tendency, "key_dir": key_dir,
+    kwargs: dict[str, Any] = {"slots": slots, "eval_limit": eval_limit, "tendency": tendency, "key_dir": key_dir,
               "max_train_steps": max_steps, "timing_prior": timing}
     results: list[CampaignResult] = []
 

@@ -6,6 +6,7 @@ the best-so-far `final` score against the budget."""
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ __all__ = ["GRID", "aggregate", "markdown", "plot"]
 GRID = [i / 20 for i in range(21)]  # budget fractions the curves are averaged on
 
 
-def _ms(values: list[float]) -> dict[str, float | int | None]:
+def _ms(values: Sequence[float | None]) -> dict[str, float | int | None]:
     v = [float(x) for x in values if x is not None]
     if not v:
         return {"mean": None, "std": None, "n": 0}

@@ -28,16 +28,23 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field, ValidationError
 
 from ..errors import RsiMasterError
-from ..expos import Shortcut, Unguarded, adopt_checkpoint, record_evaluation, sealed_evaluation
-from ..expos._registry import TOOLS
-from ..expos._state import load_state
-from ..expos._tools_worker import EvalScore
+from ..expos import (
+    TOOLS,
+    EvalScore,
+    Shortcut,
+    Unguarded,
+    adopt_checkpoint,
+    load_state,
+    record_evaluation,
+    sealed_evaluation,
+)
 
 __all__ = ["LENIENT_SCORING", "PRISTINE_SCORING", "SplitItems", "Workspace", "workspace_dir", "workspace_edits"]
 
@@ -88,7 +95,11 @@ def workspace_edits(ws_dir: str | Path, expos: Any) -> list[str]:
     return out
 
 
-def _failing(fn: Callable[..., BaseModel]) -> Shortcut:
+# A shortcut before it is bound to its workspace (`Workspace.shortcut` binds it into a Shortcut).
+_WorkspaceTool = Callable[["Workspace", Any, Any, dict[str, Any]], BaseModel]
+
+
+def _failing(fn: _WorkspaceTool) -> _WorkspaceTool:
     """A shortcut's bad input fails the call (recorded as `tool.failed` by the door), as in a shell."""
 
     @functools.wraps(fn)
@@ -98,7 +109,7 @@ def _failing(fn: Callable[..., BaseModel]) -> Shortcut:
         except (KeyError, TypeError, ValueError, ValidationError) as exc:
             raise RsiMasterError(str(exc).splitlines()[0]) from None
 
-    return run  # type: ignore[return-value]
+    return run
 
 
 class Workspace(Unguarded):
@@ -157,8 +168,9 @@ class Workspace(Unguarded):
     def shortcut(self, tool: str) -> Shortcut | None:
         if tool not in self.SHORTCUTS:
             return None
-        fn = {"eval.run": _eval_run, "eval.review": _eval_review, "checkpoint.register": _checkpoint_register}[tool]
-        return functools.partial(fn, self)
+        fns: dict[str, _WorkspaceTool] = {
+            "eval.run": _eval_run, "eval.review": _eval_review, "checkpoint.register": _checkpoint_register}
+        return functools.partial(fns[tool], self)
 
 
 def _experiment(expos: Any, xid: Any) -> Any:

@@ -74,9 +74,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _door(args: argparse.Namespace) -> int:
-    from ..expos._door import Door
-
     import signal
+
+    from ..expos import Door
 
     def _term(signum: int, frame: object) -> None:
         raise KeyboardInterrupt  # end serving; the sessions close and sign the ledger below
@@ -94,9 +94,8 @@ def _door(args: argparse.Namespace) -> int:
 
 
 def _capability(args: argparse.Namespace) -> int:
-    from ..expos import ExpOS
-
     from ..errors import RsiMasterError
+    from ..expos import ExpOS
 
     with ExpOS.open(args.run_dir, key_dir=args.key_dir, writable=False) as expos:
         token = expos.issue(args.role, args.id, ttl_s=_parse_ttl(args.ttl))
@@ -118,8 +117,7 @@ def _capability(args: argparse.Namespace) -> int:
 
 def _agent(args: argparse.Namespace) -> int:
     from ..errors import RsiMasterError
-    from ..expos import ExpOS
-    from ..expos._boundary import AgentProcess
+    from ..expos import AgentProcess, ExpOS
 
     cmd = args.cmd
     if not cmd:

@@ -53,9 +53,7 @@ def _print(obj: dict, as_json: bool) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from ..errors import RsiMasterError
-    from ..expos import ROLES, ExpOS, ToolError, llm_tool_schemas, tools_for
-    from ..expos._door import DoorUnreachable
-    from ..expos._external import external_call
+    from ..expos import ROLES, DoorUnreachable, ExpOS, ToolError, external_call, llm_tool_schemas, tools_for
 
     if args.tool == "tools":
         role = args.role or "public"
@@ -80,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"expos: error: input is not a JSON object: {exc}", file=sys.stderr)
         return EXIT_INVALID
-    from ..expos._capability import CapabilityError, read_capability
+    from ..expos import CapabilityError, read_capability
 
     try:
         args.capability = read_capability(args.capability, args.capability_file)
@@ -97,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_RUN
     try:
         if args.door:
-            from ..expos._door import door_call
+            from ..expos import door_call
 
             out = door_call(args.door, args.capability, args.tool, data)
         else:

@@ -126,8 +126,7 @@ def _knob_value(text: str) -> Any:
 
 def run_measure(args: argparse.Namespace) -> int:
     from ..errors import RsiMasterError
-    from ..landscape import CURVE_BATCH, CurveLabel
-    from ..landscape import CURVE_MULTIPLES, TASK_ORDER, plan, run_plan
+    from ..landscape import CURVE_BATCH, CURVE_MULTIPLES, TASK_ORDER, CurveLabel, plan, run_plan
     from ..tasks import list_tasks
 
     tasks = args.tasks or [t for t in TASK_ORDER if t in list_tasks()] + [t for t in list_tasks() if t not in TASK_ORDER]
@@ -174,8 +173,7 @@ def run_rescore(args: argparse.Namespace) -> int:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from ..landscape import load
-    from ..landscape import expected_rows, markdown_lines
+    from ..landscape import expected_rows, load, markdown_lines
     from ..orchestra import parse_budget
 
     landscape = load(args.landscape)

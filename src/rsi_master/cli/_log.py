@@ -41,8 +41,7 @@ def _check_filters(run_: RunDir, kinds: list[str], role: str | None) -> None:
     (a valid kind this run has no event of yet shows nothing), or what this run holds (a
     ledger written by other code)."""
     from ..errors import RsiMasterError
-    from ..expos import ROLES
-    from ..expos._kinds import EVENT_KINDS
+    from ..expos import EVENT_KINDS, ROLES
 
     ledger = run_.ledger
     for k in kinds:

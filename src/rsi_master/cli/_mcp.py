@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     if args.role is not None or args.id is not None:
         raise RsiMasterError("mcp: --role and --id are not taken: the caller is the capability the harness issued "
                              "(--capability; `rsi-master capability RUN_DIR --role R --id ID` for an operator)")
-    from ..expos._capability import read_capability
+    from ..expos import read_capability
 
     args.capability = read_capability(args.capability, args.capability_file)
     if not args.capability:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from ._common import env, is_tty
 
@@ -26,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     from ..tasks import get_task, list_tasks
 
     landscape = load()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in list_tasks():
         task = get_task(name)
         measured = landscape.tasks.get(name)

@@ -7,7 +7,7 @@ event model has `kind: Literal[...]` and `payload: <the kind's model>`.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Annotated, Any, Generic, Literal, TypeVar, Union, overload
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
@@ -60,19 +60,22 @@ def payload_model(kind: str) -> type[Payload]:
 
 def _variant(kind: str, model: type[Payload]) -> type[TypedEvent]:
     name = "".join(part.capitalize() for part in kind.replace("_", ".").split(".")) + "Event"
-    base = TypedEvent[model]  # type: ignore[valid-type]
-    return create_model(name, __base__=base, __doc__=model.__doc__,  # type: ignore[call-overload,no-any-return]
-                        kind=(Literal[kind], Field(description="Event kind.")))
+    # The generic's argument and the Literal are values known at run time only, so they are Any to mypy.
+    base: Any = TypedEvent[model]  # type: ignore[valid-type]
+    kind_type: Any = Literal[kind]
+    return create_model(name, __base__=base, __doc__=model.__doc__, kind=(kind_type, Field(description="Event kind.")))
 
 
 @lru_cache(maxsize=1)
 def event_adapter() -> TypeAdapter[Any]:
     """The discriminated union of every kind's typed event (for validation and JSON Schema)."""
     variants = tuple(_variant(k, m) for k, m in sorted(PAYLOADS.items()))
-    return TypeAdapter(Annotated[Union[variants], Field(discriminator="kind")])  # type: ignore[valid-type]
+    # A Union of a run-time tuple has no `X | Y` spelling; built at run time, so Any to mypy.
+    union: Any = Annotated[Union[variants], Field(discriminator="kind")]  # noqa: UP007
+    return TypeAdapter(union)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _variants() -> dict[str, type[TypedEvent]]:
     return {k: _variant(k, m) for k, m in PAYLOADS.items()}
 

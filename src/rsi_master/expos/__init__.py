@@ -6,29 +6,41 @@ taxonomy and an audit computed from the ledger and the run directory alone.
 """
 
 from ._audit import AuditReport, Finding, SubmissionAudit, audit
+from ._boundary import AgentProcess, boundary_statement, lock_down
+from ._capability import CapabilityError, capability_id, peek_capability, read_capability
 from ._catalogue import llm_tool_schemas, tools_for
 from ._contract import Budget, EvaluatorSpec, TaskContract
+from ._door import Door, DoorUnreachable, door_call
 from ._errors import ToolError, ToolFailed, ToolInvalid, ToolRefused
 from ._evaluation import evaluate_experiment, record_evaluation, sealed_evaluation
 from ._experiments import adopt_checkpoint
+from ._external import external_call
 from ._graph import by_worker, checkpoint_lineage, evidence, lineage
 from ._guards import GuardPolicy, Shortcut, Strict, Unguarded
+from ._kinds import EVENT_KINDS
 from ._projection import Part, Projection, parse_ts, register_part
 from ._registry import ROLES, TOOLS, Tool
 from ._session import OVERRIDE_KEYS, Caller, ExpOS
 from ._state import Decision, ReviewerNode, State, WorkerRecord, load_state
 from ._taxonomy import GROUPS, SUBCATEGORIES, Observation, Subcategory
+from ._tools_worker import EvalScore
 
 __all__ = [
+    "EVENT_KINDS",
     "GROUPS",
     "OVERRIDE_KEYS",
     "ROLES",
     "SUBCATEGORIES",
     "TOOLS",
+    "AgentProcess",
     "AuditReport",
     "Budget",
     "Caller",
+    "CapabilityError",
     "Decision",
+    "Door",
+    "DoorUnreachable",
+    "EvalScore",
     "EvaluatorSpec",
     "ExpOS",
     "Finding",
@@ -52,14 +64,21 @@ __all__ = [
     "WorkerRecord",
     "adopt_checkpoint",
     "audit",
+    "boundary_statement",
     "by_worker",
+    "capability_id",
     "checkpoint_lineage",
+    "door_call",
     "evaluate_experiment",
     "evidence",
+    "external_call",
     "lineage",
     "llm_tool_schemas",
     "load_state",
+    "lock_down",
     "parse_ts",
+    "peek_capability",
+    "read_capability",
     "record_evaluation",
     "register_part",
     "sealed_evaluation",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import decimal
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -290,7 +291,7 @@ def audit(expos, experiments: list[str] | None = None) -> AuditReport:
         # -- training ------------------------------------------------------------------
         if not chain or chain[-1].parent != "base" or chain[-1].parent_checkpoint != c.base_model_artifact:
             acc.hit(S.WEIGHT_PROVENANCE, f"event {x.seq} (lineage does not reach the base model)")
-        for child, parent in zip(chain, chain[1:]):
+        for child, parent in itertools.pairwise(chain):
             if child.parent_checkpoint != parent.checkpoint:
                 acc.hit(S.WEIGHT_PROVENANCE, f"event {child.seq} (parent checkpoint is not {parent.id}'s output)")
         for step in chain:
@@ -346,8 +347,8 @@ def audit(expos, experiments: list[str] | None = None) -> AuditReport:
         fin = st.finalized.get(x.owner)
         if fin is not None:
             for claim in fin.payload.claims:
-                y = st.experiments.get(claim.experiment_id)
-                if not claim_matches(claim.score, y, c):
+                claimed = st.experiments.get(claim.experiment_id)
+                if not claim_matches(claim.score, claimed, c):
                     acc.hit(S.METRIC_ATTRIBUTION, f"event {fin.seq} (claim on {claim.experiment_id})")
         for y in st.experiments.values():
             if y.owner != x.owner:

@@ -65,7 +65,7 @@ def _ensure_user(name: str) -> pwd.struct_passwd:
     return pwd.getpwnam(name)
 
 
-def _preexec(parent: int):  # noqa: ANN202
+def _preexec(parent: int):
     """What the child does before exec, prepared here: the child of a forked, threaded parent
     must not import or load libraries."""
     import ctypes

@@ -15,6 +15,7 @@ put a fake door in its place.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -155,7 +156,7 @@ class Door:
         finally:
             self._close_sessions()
 
-    def start(self) -> "Door":
+    def start(self) -> Door:
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.1},
                                         name="expos-door", daemon=True)
         self._thread.start()
@@ -166,10 +167,7 @@ class Door:
             self._server.shutdown()
             self._thread.join()
         self._server.server_close()
-        try:
-            self.path.unlink()
-        except FileNotFoundError:
-            pass
+        self.path.unlink(missing_ok=True)
         self._close_sessions()
 
     def _close_sessions(self) -> None:
@@ -183,10 +181,8 @@ class Door:
         barrier = threading.Barrier(threads)
 
         def close_own() -> None:
-            try:
+            with contextlib.suppress(threading.BrokenBarrierError):
                 barrier.wait(timeout=30)
-            except threading.BrokenBarrierError:
-                pass
             expos = getattr(self._local, "expos", None)
             if expos is not None:
                 self._local.expos = None
@@ -196,7 +192,7 @@ class Door:
             f.result()
         self._pool.shutdown(wait=True)
 
-    def __enter__(self) -> "Door":
+    def __enter__(self) -> Door:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

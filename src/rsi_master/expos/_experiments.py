@@ -139,6 +139,8 @@ def run_experiment(expos, caller, *, parent: str, dataset: str, method: str,
             return _failed(expos, caller, exp_id, tmp, inputs, exc)
         except Exception as exc:  # the runtime's failure is recorded, never hidden
             return _failed(expos, caller, exp_id, tmp, inputs, exc)
+        # Given a parent, training measures both (the runtime's contract).
+        assert res.parent_digest is not None and res.data_digest is not None
         if res.parent_digest != parent_ckpt:
             _refuse_started(expos, caller, exp_id, tmp, inputs, f"training loaded parent bytes measuring "
                             f"{res.parent_digest}, not {parent_ckpt}", Subcategory.WEIGHT_PROVENANCE)
@@ -157,7 +159,7 @@ def run_experiment(expos, caller, *, parent: str, dataset: str, method: str,
             final_loss=res.final_loss, train_seconds=round(res.train_seconds, 3),
             # Measured by the runtime on the bytes it trained from (equal to the start's by the checks above).
             measured=Measured(parent_checkpoint=res.parent_digest, dataset=res.data_digest),
-        ), inputs + [{"digest": ckpt, "role": "output", "name": "checkpoint"},
+        ), [*inputs, {"digest": ckpt, "role": "output", "name": "checkpoint"},
                      {"digest": config_digest, "role": "output", "name": "train_config"},
                      {"digest": log, "role": "output", "name": "train_log"}])
     finally:

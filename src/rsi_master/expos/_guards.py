@@ -16,7 +16,8 @@ so, and the door socket, the `expos` CLI and MCP open every run Strict.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Literal, NoReturn
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NoReturn
 
 from pydantic import BaseModel
 
@@ -49,14 +50,14 @@ class GuardPolicy:
         """Whether a guard's refusal is waived (the call goes on as if it had passed)."""
         raise NotImplementedError
 
-    def prepare(self, expos: "ExpOS") -> None:
+    def prepare(self, expos: ExpOS) -> None:
         """Called by the harness once it has the run's final directory, before any agent acts."""
 
-    def refused(self, expos: "ExpOS", caller: "Caller", tool: str, raw: dict[str, Any], exc: ToolRefused) -> NoReturn:
+    def refused(self, expos: ExpOS, caller: Caller, tool: str, raw: dict[str, Any], exc: ToolRefused) -> NoReturn:
         """Record a refusal no policy waives and raise it."""
         raise NotImplementedError
 
-    def visible(self, st: "State", worker: str) -> list["Experiment"]:
+    def visible(self, st: State, worker: str) -> list[Experiment]:
         """The experiments a Worker's results list shows."""
         raise NotImplementedError
 
@@ -64,12 +65,12 @@ class GuardPolicy:
         """The policy's own implementation of a tool (None: the tool's)."""
         return None
 
-    def evaluate(self, expos: "ExpOS", caller: "Caller", experiment_id: str, checkpoint: str,
-                 split: str) -> "events.TypedEvent[events.EvalRecord]":
+    def evaluate(self, expos: ExpOS, caller: Caller, experiment_id: str, checkpoint: str,
+                 split: str) -> events.TypedEvent[events.EvalRecord]:
         """Score a stored checkpoint on a split and record it; the typed `eval.record` event."""
         raise NotImplementedError
 
-    def call_payload(self, tool: "Tool", raw: dict[str, Any]) -> events.ToolCall:
+    def call_payload(self, tool: Tool, raw: dict[str, Any]) -> events.ToolCall:
         """The `tool.call` record of a call that went through."""
         raise NotImplementedError
 
@@ -85,7 +86,7 @@ class Strict(GuardPolicy):
     def waives(self, refusal: ToolRefused) -> bool:
         return False
 
-    def refused(self, expos: "ExpOS", caller: "Caller", tool: str, raw: dict[str, Any], exc: ToolRefused) -> NoReturn:
+    def refused(self, expos: ExpOS, caller: Caller, tool: str, raw: dict[str, Any], exc: ToolRefused) -> NoReturn:
         try:
             args = json.loads(json.dumps(raw, default=str, allow_nan=False))
         except ValueError:
@@ -94,16 +95,16 @@ class Strict(GuardPolicy):
                                                  else None, reason=exc.reason, args=args))
         raise exc
 
-    def visible(self, st: "State", worker: str) -> list["Experiment"]:
+    def visible(self, st: State, worker: str) -> list[Experiment]:
         return st.visible_to(worker)
 
-    def evaluate(self, expos: "ExpOS", caller: "Caller", experiment_id: str, checkpoint: str,
-                 split: str) -> "events.TypedEvent[events.EvalRecord]":
+    def evaluate(self, expos: ExpOS, caller: Caller, experiment_id: str, checkpoint: str,
+                 split: str) -> events.TypedEvent[events.EvalRecord]:
         from ._evaluation import evaluate_experiment
 
         return evaluate_experiment(expos, caller, experiment_id, checkpoint, split)
 
-    def call_payload(self, tool: "Tool", raw: dict[str, Any]) -> events.ToolCall:
+    def call_payload(self, tool: Tool, raw: dict[str, Any]) -> events.ToolCall:
         return events.ToolCall(tool=tool.name, kind=tool.kind)
 
 
@@ -117,20 +118,20 @@ class Unguarded(GuardPolicy):
     def waives(self, refusal: ToolRefused) -> bool:
         return True
 
-    def refused(self, expos: "ExpOS", caller: "Caller", tool: str, raw: dict[str, Any], exc: ToolRefused) -> NoReturn:
+    def refused(self, expos: ExpOS, caller: Caller, tool: str, raw: dict[str, Any], exc: ToolRefused) -> NoReturn:
         expos.record(caller, events.ToolFailed(tool=tool, error=str(exc)[:300]))
         raise ToolFailed(f"{tool} failed: {exc}") from None
 
-    def visible(self, st: "State", worker: str) -> list["Experiment"]:
+    def visible(self, st: State, worker: str) -> list[Experiment]:
         return list(st.experiments.values())  # everyone's: nothing keeps lineages apart
 
-    def evaluate(self, expos: "ExpOS", caller: "Caller", experiment_id: str, checkpoint: str,
-                 split: str) -> "events.TypedEvent[events.EvalRecord]":
+    def evaluate(self, expos: ExpOS, caller: Caller, experiment_id: str, checkpoint: str,
+                 split: str) -> events.TypedEvent[events.EvalRecord]:
         from ._evaluation import evaluate_unchecked
 
         return evaluate_unchecked(expos, caller, experiment_id, checkpoint, split)
 
-    def call_payload(self, tool: "Tool", raw: dict[str, Any]) -> events.ToolCall:
+    def call_payload(self, tool: Tool, raw: dict[str, Any]) -> events.ToolCall:
         # A shell history for the auditor: what the guards would have refused is named from it.
         return events.ToolCall(tool=tool.name, kind=tool.kind, args=loggable(raw))
 

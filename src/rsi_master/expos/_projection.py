@@ -188,9 +188,12 @@ class Projection:
         self._parts: dict[type[Any], Any] = {}
         self._folds: dict[str, list[Callable[[Event, str], None]]] = {}
         for kind, (model, fold) in FOLDS.items():
-            self._folds.setdefault(kind, []).append(lambda e, _ts, m=model, f=fold: self._expos_fold(e, m, f))
+            self._folds.setdefault(kind, []).append(self._expos_folder(model, fold))
         for cls in _PARTS:
             self._attach(cls(), catch_up=False)
+
+    def _expos_folder(self, model: type[ev.Payload], fold: Fold) -> Callable[[Event, str], None]:
+        return lambda event, _ts: self._expos_fold(event, model, fold)
 
     def _expos_fold(self, event: Event, model: type[ev.Payload], fold: Fold) -> None:
         t = typed(event, model)
@@ -251,7 +254,7 @@ class Projection:
         part = self._parts.get(cls)
         if part is None:
             part = self._attach(cls(), catch_up=True)
-        return part  # type: ignore[no-any-return]
+        return part
 
     def _attach(self, part: Any, catch_up: bool) -> Any:
         self._parts[type(part)] = part

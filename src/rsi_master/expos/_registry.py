@@ -81,7 +81,7 @@ class Tool:
     result: type[BaseModel]
     roles: frozenset[str]
     kind: ToolKind
-    impl: Callable[["ExpOS", "Caller", Any], BaseModel]
+    impl: Callable[[ExpOS, Caller, Any], BaseModel]
     description: str
     # Calling it from a role that may not is an attempt to reach protected items.
     protected: bool = False
@@ -98,7 +98,7 @@ class Tool:
     def offered(self) -> bool:
         return self.name not in UNOFFERED
 
-    def input_schema(self, contract: "TaskContract | None" = None) -> dict[str, Any]:
+    def input_schema(self, contract: TaskContract | None = None) -> dict[str, Any]:
         """The input JSON Schema; with a run's contract, tailored to it (its generator
         families and their knobs, its methods, its budget)."""
         from ._schemas import input_schema

@@ -30,7 +30,7 @@ _CONFIG_HELP = {
 _CONFIG_SET_BY_TOOL = ("version", "method", "task")
 
 
-def generator_families(contract: "TaskContract | None" = None) -> list[tuple[str, str, Any]]:
+def generator_families(contract: TaskContract | None = None) -> list[tuple[str, str, Any]]:
     """(task, family, GeneratorFamily) for the contract's allowed generators, or every task's."""
     from ..tasks import get_task, list_tasks
 
@@ -72,7 +72,7 @@ def _range(s: dict[str, Any]) -> str:
     return f"{s['type']} {lo}..{hi}" if lo is not None and hi is not None else s["type"]
 
 
-def _generate(schema: dict[str, Any], contract: "TaskContract | None") -> None:
+def _generate(schema: dict[str, Any], contract: TaskContract | None) -> None:
     fams = generator_families(contract)
     names = [f if contract is not None else f"{t}/{f}" for t, f, _ in fams]
     props = schema["properties"]
@@ -112,7 +112,7 @@ def _generate(schema: dict[str, Any], contract: "TaskContract | None") -> None:
         props["n"]["maximum"] = contract.budget.max_rows
 
 
-def _submit(schema: dict[str, Any], contract: "TaskContract | None") -> None:
+def _submit(schema: dict[str, Any], contract: TaskContract | None) -> None:
     from ..runtime import TrainSpec
 
     spec = TrainSpec.model_json_schema()
@@ -133,7 +133,7 @@ def _submit(schema: dict[str, Any], contract: "TaskContract | None") -> None:
                                            "(max_steps, or rows x epochs / batch_size).")
 
 
-def _mix(schema: dict[str, Any], contract: "TaskContract | None") -> None:
+def _mix(schema: dict[str, Any], contract: TaskContract | None) -> None:
     if contract is not None:
         schema["properties"]["n"]["maximum"] = contract.budget.max_rows
 
@@ -141,7 +141,7 @@ def _mix(schema: dict[str, Any], contract: "TaskContract | None") -> None:
 _TAILORS = {"data.generate": _generate, "experiment.submit": _submit, "data.mix": _mix}
 
 
-def input_schema(tool: "Tool", contract: "TaskContract | None" = None) -> dict[str, Any]:
+def input_schema(tool: Tool, contract: TaskContract | None = None) -> dict[str, Any]:
     schema = tool.input.model_json_schema()
     tailor = _TAILORS.get(tool.name)
     if tailor is not None:

@@ -7,9 +7,9 @@ import hashlib
 import json
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
@@ -20,9 +20,9 @@ from ..events import ToolFailed as ToolFailedEvent
 from ..events import ToolInvalid as ToolInvalidEvent
 from ..ledger import Event, KeyDir
 from ..rundir import RunDir
+from ._catalogue import load as _load
 from ._contract import CONTRACT_KIND, CONTRACT_VERSION, Budget, EvaluatorSpec, TaskContract
 from ._errors import ToolError, ToolFailed, ToolInvalid, ToolRefused
-from ._catalogue import load as _load
 from ._guards import GuardPolicy, Strict
 from ._projection import Projection
 from ._registry import ROLES, TOOLS, Tool
@@ -39,13 +39,11 @@ HARNESS = {"role": "harness", "id": "expos"}
 # Arguments that would change how a score is produced. No tool accepts them; offering
 # one is an attempt on the matching subcategory, recorded as such.
 OVERRIDE_KEYS: dict[str, Subcategory] = {
-    **{k: Subcategory.DECODING for k in ("decoding", "temperature", "top_p", "top_k", "do_sample", "num_beams",
-                                         "max_new_tokens", "generation_config", "repetition_penalty", "seed_eval")},
-    **{k: Subcategory.STOPPING for k in ("stop", "stop_strings", "eos_token", "eos_token_id", "tokenizer")},
-    **{k: Subcategory.TEMPLATE for k in ("template", "prompt_template", "chat_template", "system_prompt")},
-    **{k: Subcategory.SAMPLE_INCLUSION for k in ("sample_ids", "samples", "max_samples", "limit", "subset")},
-    **{k: Subcategory.HARNESS for k in ("evaluator", "evaluator_path", "scorer", "checker", "evaluator_digest",
-                                        "seal_key", "seal_seed", "seal_secret")},
+    **dict.fromkeys(("decoding", "temperature", "top_p", "top_k", "do_sample", "num_beams", "max_new_tokens", "generation_config", "repetition_penalty", "seed_eval"), Subcategory.DECODING),
+    **dict.fromkeys(("stop", "stop_strings", "eos_token", "eos_token_id", "tokenizer"), Subcategory.STOPPING),
+    **dict.fromkeys(("template", "prompt_template", "chat_template", "system_prompt"), Subcategory.TEMPLATE),
+    **dict.fromkeys(("sample_ids", "samples", "max_samples", "limit", "subset"), Subcategory.SAMPLE_INCLUSION),
+    **dict.fromkeys(("evaluator", "evaluator_path", "scorer", "checker", "evaluator_digest", "seal_key", "seal_seed", "seal_secret"), Subcategory.HARNESS),
 }
 
 
@@ -100,7 +98,7 @@ class ExpOS:
                final_limit: int | None = None,
                key_dir: KeyDir | Path | str | None = None, allowed_methods: list[str] | None = None,
                allowed_generators: list[str] | None = None, allowed_teachers: list[str] | None = None,
-               run_id: str | None = None, guards: GuardPolicy | None = None) -> "ExpOS":
+               run_id: str | None = None, guards: GuardPolicy | None = None) -> ExpOS:
         """Freeze a contract for `task` and record it as the run's first event.
 
         `eval_limit` keeps the first N items of each split (all of them if None);
@@ -113,8 +111,7 @@ class ExpOS:
 
         `guards` (Strict unless given) is recorded in the contract: the bench's no-ExpOS ablation
         creates its runs `Unguarded()`, and only such a run admits an unguarded session."""
-        from ..runtime import base_model_dir, create_seal_secret, seal_commitment, seal_evaluator
-        from ..runtime import METHODS
+        from ..runtime import METHODS, base_model_dir, create_seal_secret, seal_commitment, seal_evaluator
         from ..tasks import SPLITS, SealKey, get_task, task_spec
 
         _load()
@@ -135,10 +132,10 @@ class ExpOS:
             base_artifact = run.store.put_dir(base_dir)
             seal_path, evaluator_digest = seal_evaluator(store=run.store)
             families = [f"{task_obj.name}/{name}" for name in sorted(task_obj.generators())]
-            limits = {s: eval_limit for s in SPLITS}
+            limits: dict[str, int | None] = dict.fromkeys(SPLITS, eval_limit)
             if final_limit is not None:
                 limits["final"] = final_limit or None
-            ids = {s: spec["sample_ids"][s][: limits[s] or None] for s in SPLITS}
+            ids: dict[str, list[str]] = {s: spec["sample_ids"][s][: limits[s] or None] for s in SPLITS}
             tok = base_dir / "tokenizer.json"
             gen = base_dir / "generation_config.json"
             contract = TaskContract(
@@ -178,7 +175,7 @@ class ExpOS:
 
     @classmethod
     def open(cls, run_dir: Path | str, *, key_dir: KeyDir | Path | str | None = None,
-             writable: bool = True, guards: GuardPolicy | None = None) -> "ExpOS":
+             writable: bool = True, guards: GuardPolicy | None = None) -> ExpOS:
         run = RunDir.open(run_dir, key_dir=key_dir, writable=writable)
         first = next(run.ledger.events(limit=1), None)
         if first is None or first.kind != CONTRACT_KIND:
@@ -194,7 +191,7 @@ class ExpOS:
         self.run.close()
 
     # -- protected items -----------------------------------------------------------------
-    def seal_key(self) -> "SealKey":
+    def seal_key(self) -> SealKey:
         """The key to this run's protected splits, from the operator key directory.
 
         A v2 contract needs the secret it committed to (SealSecretError without it: never
@@ -206,7 +203,7 @@ class ExpOS:
             self._seal_key = load_seal_key(self.run.key_dir, self.run.run_id, self.contract.seal_commitment)
         return self._seal_key
 
-    def protected_task(self) -> "SuiteTask":
+    def protected_task(self) -> SuiteTask:
         """The contract's task holding this run's protected items (for the harness only)."""
         from ..tasks import get_task
 
@@ -246,7 +243,7 @@ class ExpOS:
             raise EvaluationError(f"the sealed evaluator (digest {artifact[:12]}) is missing from the run's "
                                   "store; refusing to evaluate") from None
 
-    def __enter__(self) -> "ExpOS":
+    def __enter__(self) -> ExpOS:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -284,7 +281,7 @@ class ExpOS:
             raise refusal
 
     def evaluate(self, caller: Caller | dict[str, str], experiment_id: str, checkpoint: str,
-                 split: str) -> "TypedEvent[EvalRecord]":
+                 split: str) -> TypedEvent[EvalRecord]:
         """Score a stored checkpoint on a split as the session's policy does, and record it
         (the typed `eval.record` event): tools and the harness's selection both use it."""
         return self.guards.evaluate(self, caller, experiment_id, checkpoint, split)  # type: ignore[arg-type]

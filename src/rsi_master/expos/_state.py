@@ -171,7 +171,7 @@ class State:
         return next((e for e in self.experiments.values() if e.checkpoint == digest), None)
 
 
-def load_state(expos: "ExpOS") -> State:
+def load_state(expos: ExpOS) -> State:
     """The session's state, brought up to the ledger's last event (the events since the last
     look are folded; nothing is replayed). Read it, never change it: every reader shares it."""
     return expos.projection().state

@@ -51,7 +51,7 @@ def experiment_inspect(expos, caller, inp: InspectInput) -> Inspection:
     if x is None:
         raise ToolRefused(f"no experiment {inp.experiment_id}")
     ds = st.datasets.get(x.dataset)
-    rows = []
+    rows: list[dict[str, Any]] = []
     if inp.sample_rows:  # the registered bytes or an error, never what the file holds now
         for line in expos.run.store.read_bytes(x.dataset).decode("utf-8").splitlines():
             if len(rows) >= inp.sample_rows:

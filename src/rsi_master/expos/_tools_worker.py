@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..events import Claim as ClaimRecord
 from ..events import (
     DataFilter,
     DataGenerate,
@@ -93,8 +94,9 @@ def _register(expos, caller, path, *, model: type[Payload], source: str, fields:
                           f"First match: {report['matches'][0] if report['matches'] else '?'}",
                           Subcategory.DATA_PROVENANCE)
     digest = expos.run.store.put_bytes(data)
-    expos.record(caller, model(**fields, dataset=digest, source=source, n_rows=len(rows), inputs=inputs,
-                               contamination=report),
+    # The fields past the common ones differ by kind (`fields`), so the payload is validated from a dict.
+    expos.record(caller, model.model_validate({**fields, "dataset": digest, "source": source, "n_rows": len(rows),
+                                               "inputs": inputs, "contamination": report}),
                  [{"digest": d, "role": "input", "name": "dataset"} for d in inputs]
                  + [{"digest": digest, "role": "output", "name": "dataset"}])
     return DatasetResult(dataset=digest, n_rows=len(rows), source=source, contamination=report["verdict"])
@@ -381,7 +383,7 @@ def worker_finalize(expos, caller, inp: FinalizeInput) -> FinalizeResult:
     own = [x for x in st.experiments.values() if x.owner == caller.id]
     failed = [x.id for x in own if x.status != "completed"]
     expos.record(caller, WorkerFinalize(
-        summary=inp.summary, claims=[c.model_dump() for c in inp.claims], candidates=inp.candidates,
+        summary=inp.summary, claims=[ClaimRecord(experiment_id=c.experiment_id, score=c.score) for c in inp.claims], candidates=inp.candidates,
         **({"recipe": inp.recipe} if inp.recipe is not None else {}),
         # Written by ExpOS from the ledger, not by the agent: failures stay disclosed.
         ledger_facts=LedgerFacts(experiments=[x.id for x in own], failed=failed),

@@ -7,17 +7,31 @@ also on `final`); nothing in it is typed by hand (`rsi-master landscape measure`
 
 from __future__ import annotations
 
+import itertools
 import statistics
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ._label import CurveLabel
 
-__all__ = ["FORMAT_VERSION", "Base", "Crossing", "Curve", "DefaultExperiment", "FamilyGap", "Landscape", "Point",
-           "Probe", "Reference", "TaskLandscape", "TaskTargets", "Targets"]
+__all__ = [
+    "FORMAT_VERSION",
+    "Base",
+    "Crossing",
+    "Curve",
+    "DefaultExperiment",
+    "FamilyGap",
+    "Landscape",
+    "Point",
+    "Probe",
+    "Reference",
+    "Targets",
+    "TaskLandscape",
+    "TaskTargets",
+]
 
-FORMAT_VERSION = 2
+FORMAT_VERSION: Final = 2
 
 
 class _Record(BaseModel):
@@ -63,7 +77,7 @@ class Curve(_Record):
         """The score at `multiple` default experiments: linear between the points, from 0 at
         0, the last point's score past the horizon."""
         xs = [(0.0, 0.0), *sorted((p.multiple, p.score) for p in self.points)]
-        for (x0, y0), (x1, y1) in zip(xs, xs[1:]):
+        for (x0, y0), (x1, y1) in itertools.pairwise(xs):
             if x0 <= multiple <= x1:
                 return y0 + (y1 - y0) * (multiple - x0) / (x1 - x0) if x1 > x0 else y1
         return xs[-1][1]

@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ._canonical import canonical_bytes, sha256_hex
 from ..errors import MalformedEventError
+from ._canonical import canonical_bytes, sha256_hex
 
 __all__ = [
     "EVENT_SCHEMA_VERSION",
@@ -22,8 +22,8 @@ __all__ = [
     "Actor",
     "ArtifactRef",
     "Event",
-    "SealedBody",
     "EventDraft",
+    "SealedBody",
     "parse_body",
     "seal",
     "validate_draft",
@@ -92,7 +92,7 @@ class Event(SealedBody):
         return canonical_bytes(self.body_dict())
 
     @classmethod
-    def from_body(cls, body: bytes, hash_: str) -> "Event":
+    def from_body(cls, body: bytes, hash_: str) -> Event:
         return cls.model_validate({**parse_body(body), "hash": hash_})
 
 
@@ -154,7 +154,7 @@ def seal(draft: EventDraft, *, seq: int, ts: str, prev_hash: str) -> tuple[Event
     except ValueError as exc:
         raise MalformedEventError(f"malformed event: payload: {exc}") from None
     # The draft was validated already; the chain fields are ours.
-    event = Event.model_construct(kind=draft.kind, actor=draft.actor, payload=body["payload"],
+    event = Event.model_construct(kind=draft.kind, actor=draft.actor, payload=draft.payload,
                                   artifacts=draft.artifacts, version=EVENT_SCHEMA_VERSION, seq=seq, ts=ts,
                                   prev_hash=prev_hash, hash=sha256_hex(raw))
     return event, raw

@@ -34,12 +34,13 @@ class Row(NamedTuple):
         return Event.from_body(self.body, self.hash)
 
 
-def rows_since(ledger: "Ledger", since: int, until: int | None = None,
+def rows_since(ledger: Ledger, since: int, until: int | None = None,
                bodies: Collection[str] | None = None) -> list[Row]:
     """Every row with `since <= seq` (and `seq < until`), in order, read in one statement (one
     snapshot: rows other processes commit meanwhile are in the next call's answer). With
     `bodies`, only rows of those kinds carry their body (the rest are never copied out)."""
-    where, args = "seq >= ?", [since]
+    where = "seq >= ?"
+    args: list[int | str] = [since]
     if until is not None:
         where += " AND seq < ?"
         args.append(until)
@@ -54,7 +55,7 @@ def rows_since(ledger: "Ledger", since: int, until: int | None = None,
     return list(map(Row._make, cur))
 
 
-def hash_at(ledger: "Ledger", seq: int) -> str | None:
+def hash_at(ledger: Ledger, seq: int) -> str | None:
     """The stored hash of event `seq` (None if there is none)."""
     row = ledger.connection.execute("SELECT hash FROM events WHERE seq = ?", (seq,)).fetchone()
     return None if row is None else str(row[0])

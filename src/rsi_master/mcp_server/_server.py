@@ -44,8 +44,7 @@ class ExposDoor:
 
     def __init__(self, capability: str, *, run_dir: str | Path | None = None, door: str | Path | None = None,
                  key_dir: str | None = None) -> None:
-        from ..expos import Caller, ExpOS
-        from ..expos._capability import capability_id, peek_capability
+        from ..expos import Caller, ExpOS, capability_id, peek_capability
 
         if (run_dir is None) == (door is None):
             raise RsiMasterError("mcp: give the harness's door (--door SOCKET) or, as the operator, a run directory")
@@ -84,14 +83,14 @@ class ExposDoor:
         return await asyncio.wrap_future(self.submit(name, args))
 
     def _door_call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
-        from ..expos._door import door_call
+        from ..expos import door_call
 
         assert self.socket is not None, "a call through the door on a run opened here"
         return door_call(self.socket, self.capability, name, args)
 
     def _call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
         """The call's result as JSON data, or the ToolError the run answered."""
-        from ..expos._external import external_call
+        from ..expos import external_call
 
         if self.socket is not None:
             return self._door_call(name, args)

@@ -12,6 +12,7 @@ from ._directions import DEFAULT_TRAIN, Direction, Range, default_directions, kn
 from ._display import Display, PlainDisplay, RichDisplay, make_display
 from ._graph import ORCHESTRA, Decision, Job, ResearchGraph, ReviewerNode, WorkerNode, load_graph
 from ._harness import final_scores, select
+from ._job import run_timing
 from ._main_policy import PolicyMain, expected_scores
 from ._memory import worker_memory
 from ._metrics import KINDS, run_metrics
@@ -76,6 +77,7 @@ __all__ = [
     "resume_run",
     "reviewer_agent",
     "run_metrics",
+    "run_timing",
     "search_distribution",
     "select",
     "start_run",

@@ -84,7 +84,7 @@ class OrchestraPart:
         self.abandoned: set[str] = set()
         self._directions: dict[tuple[str, int], Direction] = {}
 
-    def fold(self, e: "Event", prev_ts: str) -> None:
+    def fold(self, e: Event, prev_ts: str) -> None:
         if e.actor.role != "harness":
             return  # the harness reads its own records by author, never any event of the kind
         t = typed(e)
@@ -157,7 +157,7 @@ class ResearchGraph:
         """(seq, "finalize"|"review", node id) in ledger order."""
         ev = [(w.finalize_seq, "finalize", w.id) for w in self.workers.values() if w.finalize_seq is not None]
         ev += [(r.report_seq, "review", r.id) for r in self.reviewers.values() if r.report_seq is not None]
-        return sorted(ev)  # type: ignore[arg-type]
+        return sorted(ev)
 
     def open_jobs(self) -> list[Job]:
         return [j for j in self.jobs if j.end_ts is None]
@@ -213,6 +213,6 @@ def snapshot(proj: Projection) -> ResearchGraph:
         last_ts=proj.last_ts, size=proj.size, _ts_before=dict(orc.ts_before))
 
 
-def load_graph(expos: "ExpOS") -> ResearchGraph:
+def load_graph(expos: ExpOS) -> ResearchGraph:
     """The research graph up to the ledger's last event (the session's projection, advanced)."""
     return snapshot(expos.projection())

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..events import HarnessFinal, HarnessSelect, dump_payload, typed
+from ..events import HarnessFinal, HarnessSelect, SelectionRow, dump_payload, typed
 from ._memory import lineage_examples
 
 if TYPE_CHECKING:
@@ -24,7 +24,7 @@ __all__ = ["HARNESS", "final_scores", "select"]
 HARNESS = {"role": "harness", "id": "harness"}
 
 
-def select(expos: "ExpOS") -> dict[str, Any]:
+def select(expos: ExpOS) -> dict[str, Any]:
     """Record and return the `harness.select` payload (reused if already recorded)."""
     from ..expos import Caller, audit, load_state
 
@@ -41,7 +41,7 @@ def select(expos: "ExpOS") -> dict[str, Any]:
     guarded = expos.guards.guarded
     flagged = set(report.flagged) if guarded else set()
     st = load_state(expos)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for xid, owner, seq in st.submissions:
         x = st.experiments.get(xid)
         if x is None or x.status != "completed" or not x.checkpoint or xid in flagged:
@@ -49,8 +49,8 @@ def select(expos: "ExpOS") -> dict[str, Any]:
             continue
         rec = next((e for e in x.evals if e.split == "review"), None)
         if rec is None:
-            rec = expos.evaluate(Caller("harness", "harness"), xid, x.checkpoint, "review")
-            score, rseq = rec.payload.score, rec.seq
+            made = expos.evaluate(Caller("harness", "harness"), xid, x.checkpoint, "review")
+            score, rseq = made.payload.score, made.seq
         else:
             score, rseq = rec.score, rec.seq
         rows.append({"experiment_id": xid, "owner": owner, "accepted": True, "review_score": score,
@@ -77,12 +77,12 @@ def select(expos: "ExpOS") -> dict[str, Any]:
         checkpoint=winner["checkpoint"] if winner else expos.contract.base_model_artifact,
         review_score=winner["review_score"] if winner else None,
         hacking_rate=report.hacking_rate, blocked_attempts=report.blocked_attempts,
-        flagged=sorted(flagged), submissions=uniq)
+        flagged=sorted(flagged), submissions=[SelectionRow.model_validate(r) for r in uniq])
     expos.record(HARNESS, payload, [{"digest": payload.checkpoint, "role": "input", "name": "selected_checkpoint"}])
     return dump_payload(payload)
 
 
-def _final(expos: "ExpOS", subject: str, checkpoint: str) -> dict[str, Any]:
+def _final(expos: ExpOS, subject: str, checkpoint: str) -> dict[str, Any]:
     from ..runtime import EvaluationError, evaluate
 
     expos.run.ledger.vouch()  # a forged `harness.final` is never reused as the run's score
@@ -97,6 +97,7 @@ def _final(expos: "ExpOS", subject: str, checkpoint: str) -> dict[str, Any]:
                    max_samples=len(c.evaluator.sample_ids["final"]), batch_size=c.eval_batch_size)
     if res.checkpoint_digest != checkpoint:  # measured on the bytes scored; never record a claimed digest
         raise EvaluationError(f"checkpoint {checkpoint} measured {res.checkpoint_digest} when scored on final")
+    assert res.record_digest is not None  # given a store, the evaluation stores its record
     payload = HarnessFinal(subject=subject, split="final", score=res.score, n_samples=len(res.sample_ids),
                            checkpoint_digest=res.checkpoint_digest, evaluator_digest=res.evaluator_digest,
                            sample_ids_match=list(res.sample_ids) == list(c.evaluator.sample_ids["final"]),
@@ -106,7 +107,7 @@ def _final(expos: "ExpOS", subject: str, checkpoint: str) -> dict[str, Any]:
     return dump_payload(payload)
 
 
-def final_scores(expos: "ExpOS", selection: dict[str, Any]) -> dict[str, Any]:
+def final_scores(expos: ExpOS, selection: dict[str, Any]) -> dict[str, Any]:
     """Score the selected checkpoint and the base once each on `final`."""
     base = _final(expos, "base", expos.contract.base_model_artifact)
     if selection["selected"] is None:

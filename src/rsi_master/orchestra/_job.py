@@ -7,6 +7,7 @@ leaves no orphan still writing experiments that a resume would start again.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -99,17 +100,16 @@ def job_main(run_dir: str, key_dir: str | None, kind: str, node: str, deadline: 
             memory = worker_memory(expos, node, graph.interrupted_experiments)
         else:
             agent, memory = resolve(REVIEWERS, reviewer)(), []
-        try:
+        # The agent may leave BudgetEnd unhandled; its steps so far are in the ledger.
+        with contextlib.suppress(BudgetEnd):
             agent.run(NodeContext(expos, caller, brief, deadline, seed, memory))
-        except BudgetEnd:
-            pass  # the agent chose not to handle it; its steps so far are in the ledger
     # Everything is in the ledger and the store: skip interpreter teardown (torch's takes
     # seconds on a loaded machine, and the slot counts as busy until the process is gone).
     # multiprocessing's own finalizers still run: they unlink semaphores the training stack
     # created, which the resource tracker would otherwise report as leaked.
     from multiprocessing import util
 
-    util._run_finalizers()
+    util._run_finalizers()  # type: ignore[attr-defined]  # private, so not in typeshed
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)

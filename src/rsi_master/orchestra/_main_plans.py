@@ -42,7 +42,7 @@ class Plans(Ranking):
             }).seq
             why = (f"{', '.join(scope)} finalized with candidates no cross-Worker review has checked"
                    + ("; late in the budget: comparison and selection" if late else ""))
-            return "verify", why, ev + [seq], {"reviewer": rid, "scope": scope}
+            return "verify", why, [*ev, seq], {"reviewer": rid, "scope": scope}
         return None
 
     def _revise(self, ctx: MainContext, graph: ResearchGraph) -> Any:

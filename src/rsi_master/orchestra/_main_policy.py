@@ -62,7 +62,7 @@ class PolicyMain(Plans):
             self._decide(ctx, "continue", why, [seq], {"event": seq})
             return
         action, rationale, evidence, detail = choice
-        self._decide(ctx, action, rationale, sorted(set([seq, *evidence])), {**detail, "event": seq})
+        self._decide(ctx, action, rationale, sorted({seq, *evidence}), {**detail, "event": seq})
 
     def on_idle(self, ctx: MainContext, graph: ResearchGraph, free_slots: int) -> bool:
         choice = self._next(ctx, graph, None)

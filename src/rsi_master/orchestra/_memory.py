@@ -8,7 +8,8 @@ else is kept, so nothing is lost or replayed on resume.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..expos import ExpOS
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 __all__ = ["lineage_examples", "worker_memory"]
 
 
-def worker_memory(expos: "ExpOS", worker_id: str,
+def worker_memory(expos: ExpOS, worker_id: str,
                   interrupted: set[str] | frozenset[str] = frozenset()) -> list[dict[str, Any]]:
     """One entry per experiment the Worker started: data knobs, training spec, outcome, wall time."""
     st = expos.projection().state

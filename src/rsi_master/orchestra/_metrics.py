@@ -17,12 +17,12 @@ __all__ = ["KINDS", "llm_usage", "run_metrics"]
 KINDS = ("launching", "monitoring", "comparing", "reviewing", "deciding")
 
 
-def _windows(expos: "ExpOS", graph: ResearchGraph) -> list[tuple[float, float, int, float]]:
+def _windows(expos: ExpOS, graph: ResearchGraph) -> list[tuple[float, float, int, float]]:
     """Agent phase of each session: (start ts, end ts, slots, budget seconds spent before it)."""
     stops = [parse_ts(e.ts) for e in expos.own_events("orchestra.stop")]
     out = []
     before = 0.0
-    for i, (seq, start, p) in enumerate(graph.sessions):
+    for i, (_seq, start, p) in enumerate(graph.sessions):
         nxt = graph._ts_before.get(graph.sessions[i + 1][0], graph.last_ts) if i + 1 < len(graph.sessions) \
             else graph.last_ts
         end = min([s for s in stops if start <= s <= nxt] or [nxt])
@@ -31,7 +31,7 @@ def _windows(expos: "ExpOS", graph: ResearchGraph) -> list[tuple[float, float, i
     return out
 
 
-def run_metrics(expos: "ExpOS", graph: ResearchGraph) -> dict[str, Any]:
+def run_metrics(expos: ExpOS, graph: ResearchGraph) -> dict[str, Any]:
     budget = graph.settings.budget_s if graph.settings is not None else 0.0
     windows = _windows(expos, graph)
     available = sum(max(0.0, e - s) * n for s, e, n, _ in windows)
@@ -68,14 +68,14 @@ def run_metrics(expos: "ExpOS", graph: ResearchGraph) -> dict[str, Any]:
     }
 
 
-def llm_usage(expos: "ExpOS") -> dict[str, Any]:
+def llm_usage(expos: ExpOS) -> dict[str, Any]:
     """What LLM agents spent, from their `agent.step` records: turns, tokens, cost, failed
     requests and how their turns ended, in total and per role."""
     total = {"turns": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0, "failed_requests": 0}
     by_role: dict[str, dict[str, Any]] = {}
     ends: Counter[str] = Counter()
     for e in expos.events("agent.step", "agent.error", "agent.end"):
-        role = by_role.setdefault(e.actor.role, {k: 0 for k in total} | {"cost_usd": 0.0})
+        role = by_role.setdefault(e.actor.role, dict.fromkeys(total, 0) | {"cost_usd": 0.0})
         p = typed(e).payload
         if isinstance(p, AgentStep):
             for bucket in (total, role):

@@ -117,14 +117,13 @@ def start_run(task: str, budget: str | float | None, *, slots: int = 2, seed: in
     guards = guard_policy(environment) if environment else None
     expos = ExpOS.create(building, task, budget=Budget(wall_seconds=budget_s, max_train_steps=max_train_steps),
                          eval_limit=eval_limit, final_limit=final_limit, key_dir=key_dir, guards=guards)
+    # Absent rather than null when not given: the settings of runs without them stay as they were.
+    optional: dict[str, Any] = {k: v for k, v in (("environment", environment), ("agent_settings", agent_settings),
+                                                  ("timing_prior", timing_prior)) if v}
     try:
         expos.record(ORCHESTRA, OrchestraStart(
             version=1, task=task, budget_s=budget_s, slots=slots, seed=seed, main=main, reviewer=reviewer,
-            worker=worker, eval_limit=eval_limit, final_limit=final_limit, pid=os.getpid(),
-            # Absent rather than null when not given: the settings of runs without them stay as they were.
-            **({"environment": environment} if environment else {}),
-            **({"agent_settings": agent_settings} if agent_settings else {}),
-            **({"timing_prior": timing_prior} if timing_prior else {})))
+            worker=worker, eval_limit=eval_limit, final_limit=final_limit, pid=os.getpid(), **optional))
         if setup is not None:
             setup(expos)
     finally:
@@ -132,7 +131,7 @@ def start_run(task: str, budget: str | float | None, *, slots: int = 2, seed: in
     if path.exists():
         path.rmdir()  # empty (checked above)
     building.rename(path)
-    from ..expos._boundary import lock_down
+    from ..expos import lock_down
     from ..ledger import KeyDir
     from ._protocols import environment as _environment
 
@@ -188,8 +187,7 @@ def _drive(expos: Any, display: Display, key_dir: str | None, *, resume: bool) -
 
 
 def _close(expos: Any, sched: Any) -> dict[str, Any]:
-    from ..expos import audit, load_state
-    from ..expos._boundary import boundary_statement
+    from ..expos import audit, boundary_statement, load_state
     from ._harness import final_scores, select
     from ._metrics import run_metrics
 

@@ -33,8 +33,8 @@ class NodeContext:
     """What a Worker or Reviewer node runs with. `brief` is the node's spec from the graph
     (direction, or question and scope plus the conclusions to check)."""
 
-    expos: "ExpOS"
-    caller: "Caller"
+    expos: ExpOS
+    caller: Caller
     brief: dict[str, Any]
     deadline: float  # time.time() by which the node must have finished
     seed: int = 0
@@ -51,8 +51,8 @@ class NodeContext:
 
 @dataclass
 class MainContext:
-    expos: "ExpOS"
-    caller: "Caller"
+    expos: ExpOS
+    caller: Caller
     budget_s: float
     spent_s: Callable[[], float]
     slots: int
@@ -80,16 +80,16 @@ class ReviewerAgent(Protocol):
 
 @runtime_checkable
 class MainAgent(Protocol):
-    def start(self, ctx: MainContext, graph: "ResearchGraph") -> None:
+    def start(self, ctx: MainContext, graph: ResearchGraph) -> None:
         """Seed the research graph (first Workers), recording the decision."""
 
-    def on_event(self, ctx: MainContext, graph: "ResearchGraph", event: tuple[int, str, str]) -> None:
+    def on_event(self, ctx: MainContext, graph: ResearchGraph, event: tuple[int, str, str]) -> None:
         """Answer one orchestration event (seq, "finalize"|"review", node) with a recorded decision."""
 
-    def on_idle(self, ctx: MainContext, graph: "ResearchGraph", free_slots: int) -> bool:
+    def on_idle(self, ctx: MainContext, graph: ResearchGraph, free_slots: int) -> bool:
         """Slots are free and nothing is pending: add work (True) or not (False)."""
 
-    def finish(self, ctx: MainContext, graph: "ResearchGraph", reason: str) -> None:
+    def finish(self, ctx: MainContext, graph: ResearchGraph, reason: str) -> None:
         """The budget is spent or the work is done: record the stop decision and nominations."""
 
 
@@ -116,7 +116,7 @@ def resolve(table: dict[str, Callable[[], Any]], name: str) -> Callable[[], Any]
         import importlib
 
         module, attr = name.split(":", 1)
-        return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+        return getattr(importlib.import_module(module), attr)
     return table[name]
 
 
@@ -147,7 +147,7 @@ def guard_policy(name: str) -> Any:
     return cls()
 
 
-def environment(expos: "ExpOS") -> "ExpOS":
+def environment(expos: ExpOS) -> ExpOS:
     """The door the run's agents act through: the session with the guard policy the run was
     created with. Strict unless the run's contract is unguarded; then the policy class its
     `orchestra.start` names (`environment`), or plain `Unguarded`. Scheduler, slot processes

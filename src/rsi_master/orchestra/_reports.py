@@ -10,8 +10,19 @@ from collections.abc import Iterable
 from ..events import Combine, Continue, Finding, Recipe, ReviewSubmit, Revise, Stop, Verdict, WorkerFinalize
 from ._graph import ResearchGraph, ReviewerNode, WorkerNode
 
-__all__ = ["best_review_score", "best_supported_score", "candidates", "findings", "finalization", "recipe", "recommendations", "report",
-           "stopped", "verdict", "violations"]
+__all__ = [
+    "best_review_score",
+    "best_supported_score",
+    "candidates",
+    "finalization",
+    "findings",
+    "recipe",
+    "recommendations",
+    "report",
+    "stopped",
+    "verdict",
+    "violations",
+]
 
 
 def finalization(w: WorkerNode) -> WorkerFinalize | None:

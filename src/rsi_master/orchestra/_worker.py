@@ -47,7 +47,7 @@ def _clip(dist: Any, value: Any) -> Any:
     if value is None:
         return None
     v = min(max(value, dist.low), dist.high)
-    return int(round(v)) if isinstance(dist.low, int) and not isinstance(dist.low, bool) else float(v)
+    return round(v) if isinstance(dist.low, int) and not isinstance(dist.low, bool) else float(v)
 
 
 def _batch(m: dict[str, Any]) -> int:

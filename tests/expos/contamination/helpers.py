@@ -3,9 +3,10 @@ would apply to an evaluation item before slipping it into training data."""
 
 from __future__ import annotations
 
+import itertools
 import random
 import re
-from functools import lru_cache
+from functools import cache
 
 from rsi_master.expos.contamination import ContaminationIndex, build_index, protected_items
 from rsi_master.tasks import get_task, list_tasks
@@ -13,7 +14,7 @@ from rsi_master.tasks import get_task, list_tasks
 TASKS = tuple(list_tasks())
 
 
-@lru_cache(maxsize=None)
+@cache
 def task_index(name: str) -> ContaminationIndex:
     """The default index of one task (dev, review and final items), built once per session."""
     return build_index(protected_items(get_task(name)))
@@ -144,7 +145,7 @@ def split_rows(text: str, pieces: int) -> list[str]:
     by words (each piece keeps the white space that follows it)."""
     words = re.split(r"(?<=\s)(?=\S)", text)
     bounds = [round(k * len(words) / pieces) for k in range(pieces + 1)]
-    return ["".join(words[lo:hi]) for lo, hi in zip(bounds, bounds[1:])]
+    return ["".join(words[lo:hi]) for lo, hi in itertools.pairwise(bounds)]
 
 
 # -- what a character reading must see (docs/contamination.md, "The character reading") --------

@@ -219,7 +219,8 @@ def test_clean_generated_data_does_not_fail(name: str) -> None:
 def test_character_rules_leave_generated_rows_alone(name: str) -> None:
     """The generators write ASCII and digits: folding and number words change nothing
     in honest data, so they cannot add a false positive to a default run."""
-    from rsi_master.expos.contamination._normalise import _normalised, _spans, token_keys
+    from rsi_master.expos.contamination._keys import token_keys
+    from rsi_master.expos.contamination._normalise import _normalised, _spans
     from rsi_master.expos.contamination._numbers import spelled_numbers
 
     text = "\x00".join(row_text(r) for r in clean_rows(name, 300, seed=5))
@@ -237,7 +238,7 @@ def test_question_in_another_template_is_caught() -> None:
 
 
 def test_ngram_thresholds() -> None:
-    words = "the violet heron crossed seven quiet rivers before dawn then rested beside an old mill near farrow".split()
+    words = ["the", "violet", "heron", "crossed", "seven", "quiet", "rivers", "before", "dawn", "then", "rested", "beside", "an", "old", "mill", "near", "farrow"]
     index = build_index([ProtectedItem("final", "toy/final/0000", (("prompt", " ".join(words)),))])
     short = "zz " + " ".join(words[:6]) + " yy"
     flag = "zz " + " ".join(words[:10]) + " yy"
@@ -251,7 +252,7 @@ def test_ngram_thresholds() -> None:
 
 
 def test_ngram_runs_cross_row_boundaries() -> None:
-    words = "the violet heron crossed seven quiet rivers before dawn then rested beside an old mill near farrow".split()
+    words = ["the", "violet", "heron", "crossed", "seven", "quiet", "rivers", "before", "dawn", "then", "rested", "beside", "an", "old", "mill", "near", "farrow"]
     index = build_index([ProtectedItem("final", "toy/final/0000", (("prompt", " ".join(words)),))])
     rows = ["zz yy", "aa " + " ".join(words[:5]), " ".join(words[5:9]), " ".join(words[9:14]) + " bb", "cc"]
     report = check(index, rows)

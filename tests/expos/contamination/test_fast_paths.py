@@ -23,7 +23,8 @@ from rsi_master.expos.contamination._hashing import (
     window_hashes,
     window_ok,
 )
-from rsi_master.expos.contamination._normalise import ROW, scan, token_hashes, token_keys, tokenise
+from rsi_master.expos.contamination._keys import token_hashes, token_keys
+from rsi_master.expos.contamination._normalise import ROW, scan, tokenise
 from rsi_master.expos.contamination._table import WordTable
 from rsi_master.tasks import get_task
 
@@ -137,7 +138,7 @@ def _clause_shingles_reference(values: np.ndarray, clause: np.ndarray, bad: np.n
             if clause[i] == clause[i + k - 1] and not bad[i : i + k].any():
                 out.append((i, k))
         first = [i for i in range(n) if i == 0 or clause[i] != clause[i - 1]]
-        for i, j in zip(first, first[1:] + [n]):
+        for i, j in zip(first, [*first[1:], n]):
             if j - i < k and not bad[i:j].any():
                 out.append((i, j - i))
     hashes = []

@@ -64,7 +64,7 @@ class TaskContract(Payload):
                                       "`unguarded` (the bench's no-ExpOS ablation: refusals waived, calls logged).")
 
     @model_validator(mode="after")
-    def _seal_matches_version(self) -> "TaskContract":
+    def _seal_matches_version(self) -> TaskContract:
         if (self.version >= 2) != (self.seal_commitment is not None):
             raise ValueError("a v2 contract commits to a seal secret and a v1 contract does not")
         return self

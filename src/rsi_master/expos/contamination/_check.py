@@ -18,7 +18,7 @@ from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import accumulate, islice
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -26,11 +26,11 @@ from ._characters import evidence
 from ._config import ContaminationConfig
 from ._hashing import UNKNOWN, clause_shingles, window_hashes, window_ok
 from ._index import CLAUSE_ID, ROW_ID, ContaminationIndex
-from ._matching import exact_matches, ngram_matches, near_duplicate_matches
+from ._matching import exact_matches, near_duplicate_matches, ngram_matches
 from ._normalise import ROW, Scan, scan
 from ._pieces import Pieces, Stream, batch_pieces, character_findings
+from ._report import ContaminationFinding, ContaminationReport, Verdict
 from ._unicode import other_reading
-from ._report import ContaminationFinding, ContaminationReport
 
 __all__ = ["check", "row_text"]
 
@@ -53,8 +53,9 @@ def row_text(row: str | Mapping[str, Any]) -> str:
     """
     kind = type(row)
     if kind is str:  # fast paths first: this runs once per row, hundreds of thousands of times
-        return row
+        return cast(str, row)
     if kind is dict and "prompt" in row:
+        row = cast(Mapping[str, Any], row)
         return f"{row['prompt']}{row.get('completion', '')}"
     if isinstance(row, str):
         return str(row)
@@ -279,7 +280,7 @@ def check(
     findings.sort(key=lambda f: (f.row, f.split, f.sample_id, f.kind, f.text_kind))
     failed = {r for f in findings if f.verdict == "fail" for r in range(f.row, _last_row(f) + 1)}
     flagged = {r for f in findings for r in range(f.row, _last_row(f) + 1)} - failed
-    verdict = "failed" if failed else "flagged" if flagged else "clean"
+    verdict: Verdict = "failed" if failed else "flagged" if flagged else "clean"
     return ContaminationReport(
         index_digest=index.digest,
         config=cfg,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._normalise import powers_of
+from ._keys import powers_of
 
 __all__ = ["UNKNOWN", "clause_shingles", "direct_span_hashes", "id_values", "prefix_sums", "span_hashes", "window_hashes", "window_ok"]
 

@@ -33,9 +33,11 @@ hashes of `tokenise`; `word_table` gives the same ids for the token keys of `sca
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -43,11 +45,12 @@ from ._characters import CharIndex, build_characters
 from ._config import ContaminationConfig
 from ._hashing import UNKNOWN, clause_shingles, id_values, prefix_sums, span_hashes, window_hashes, window_ok
 from ._items import ProtectedItem
+from ._keys import token_keys
 from ._minhash import lean, signatures
-from ._normalise import CLAUSE, CLAUSE_HASH, MARKER_KEYS, ROW, ROW_HASH, ranges, token_keys, tokenise
+from ._normalise import CLAUSE, CLAUSE_HASH, MARKER_KEYS, ROW, ROW_HASH, ranges, tokenise
 from ._table import HashTable, WordTable
 
-__all__ = ["ROW_ID", "CLAUSE_ID", "ContaminationIndex", "build_index"]
+__all__ = ["CLAUSE_ID", "ROW_ID", "ContaminationIndex", "build_index"]
 
 ROW_ID = 1
 CLAUSE_ID = 2
@@ -65,7 +68,7 @@ class ContaminationIndex:
     items: tuple[ProtectedItem, ...]
     digest: str
     vocab: tuple[np.ndarray, np.ndarray]  # sorted token hashes, word id of each
-    word_table: WordTable  # token key (see _normalise.token_keys) -> word id, for `scan`
+    word_table: WordTable  # token key (see _keys.token_keys) -> word id, for `scan`
     words: list[str]  # id -> word
     values: np.ndarray  # id -> random 64-bit value
     text_item: np.ndarray  # text -> item index
@@ -87,7 +90,7 @@ class ContaminationIndex:
     rare_spans_by_end: tuple[np.ndarray, ...]  # the same sorted by end
     text_shingles: tuple[frozenset[int], ...]  # text -> its rare shingles
     minhashes: tuple = field(repr=False)  # LeanMinHash per text (None when it has no shingle)
-    lsh: object = field(repr=False)  # datasketch MinHashLSH keyed by text index
+    lsh: Any = field(repr=False)  # datasketch MinHashLSH keyed by text index (datasketch has no types)
     characters: CharIndex = field(repr=False)  # the character reading (see _characters)
 
     def ids(self, hashes: np.ndarray) -> np.ndarray:
@@ -227,6 +230,7 @@ def build_index(items: Iterable[ProtectedItem], config: ContaminationConfig | No
 
     # Shingles: document frequency splits them into template and rare ones.
     sh_all, sh_pos, sh_end = clause_shingles(flat_values, texts.flat_clause, bad, cfg.shingle_words)
+    assert sh_end is not None  # ends are asked for (the default)
     sh_text_all = texts.flat_text[sh_pos]
     shingle_df = _document_frequency(sh_all, text_item[sh_text_all])
     sh_freq_all = _frequency_of(sh_all, shingle_df)
@@ -240,7 +244,7 @@ def build_index(items: Iterable[ProtectedItem], config: ContaminationConfig | No
     rare_start, rare_stop = rare_pos - texts.starts[rare_text], rare_end - texts.starts[rare_text]
     span_bounds = np.searchsorted(np.sort(rare_text), np.arange(len(texts.ids) + 1)).tolist()
     rare_spans, rare_spans_by_end = (
-        tuple(np.stack([rare_start[o], rare_stop[o]], axis=1) for o in (order[lo:hi] for lo, hi in zip(span_bounds, span_bounds[1:])))
+        tuple(np.stack([rare_start[o], rare_stop[o]], axis=1) for o in (order[lo:hi] for lo, hi in itertools.pairwise(span_bounds)))
         for order in (np.lexsort((rare_stop, rare_start, rare_text)), np.lexsort((rare_start, rare_stop, rare_text)))
     )
 

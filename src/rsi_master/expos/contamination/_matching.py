@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from itertools import chain
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -13,7 +13,7 @@ from ._hashing import UNKNOWN, clause_shingles, direct_span_hashes, window_hashe
 from ._index import ContaminationIndex
 from ._minhash import lean, signatures
 from ._normalise import ranges
-from ._report import ContaminationFinding
+from ._report import ContaminationFinding, MatchKind
 
 if TYPE_CHECKING:
     from ._check import Batch
@@ -25,7 +25,17 @@ _MARGIN = 0.2
 
 
 def _finding(
-    index: ContaminationIndex, batch: Batch, row: int, text: int, last_row: int | None = None, **fields: object
+    index: ContaminationIndex,
+    batch: Batch,
+    row: int,
+    text: int,
+    last_row: int | None = None,
+    *,
+    kind: MatchKind,
+    verdict: Literal["fail", "flag"],
+    words: int,
+    evidence: str,
+    jaccard: float | None = None,
 ) -> ContaminationFinding:
     item = index.items[int(index.text_item[text])]
     return ContaminationFinding(
@@ -34,7 +44,11 @@ def _finding(
         split=item.split,
         sample_id=item.sample_id,
         text_kind=index.text_kind[text],
-        **fields,
+        kind=kind,
+        verdict=verdict,
+        words=words,
+        jaccard=jaccard,
+        evidence=evidence,
     )
 
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._formats import canonical_numbers, ranges
+from ._keys import BYTE_VALUE, LENGTH_MIX, powers_of, token_hashes, token_keys
 from ._numbers import spelled_numbers
 from ._unicode import fold
 
@@ -45,11 +46,8 @@ __all__ = [
     "Scan",
     "Tokens",
     "normalise",
-    "powers_of",
     "ranges",
     "scan",
-    "token_hashes",
-    "token_keys",
     "tokenise",
     "tokens",
 ]
@@ -76,10 +74,6 @@ for _c in b" \t\r\n\x0b\x0c":
     _SPACE[_c] = True
 _CLASS_TABLE = _CLASS.tobytes()
 _AFTER_BOUND = np.where(_SPACE, _CLAUSE, _SEP).astype(np.uint8)  # class of a boundary byte by the byte after it
-_BYTE_VALUE = np.random.default_rng(0xB17E).integers(1, 2**63, size=256, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
-_BASE = np.uint64(0x100000001B3)  # odd, so invertible modulo 2^64
-_BASE_INVERSE = np.uint64(pow(0x100000001B3, -1, 1 << 64))
-_LENGTH_MIX = np.uint64(0x9E3779B97F4A7C15)
 ROW_HASH = np.uint64(1)
 CLAUSE_HASH = np.uint64(2)
 
@@ -103,20 +97,6 @@ class Tokens:
 
     def __len__(self) -> int:
         return len(self.hashes)
-
-
-_POWERS: list[np.ndarray] = [np.ones(1, dtype=np.uint64), np.ones(1, dtype=np.uint64)]
-
-
-def powers_of(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """BASE**i and BASE**-i modulo 2**64 for i <= n, cached and grown by doubling."""
-    if len(_POWERS[0]) <= n:
-        size = max(n + 1, 2 * len(_POWERS[0]), 1 << 16)
-        for k, base in enumerate((_BASE, _BASE_INVERSE)):
-            p = np.full(size, base, dtype=np.uint64)
-            p[0] = 1
-            _POWERS[k] = np.cumprod(p, dtype=np.uint64)
-    return _POWERS[0], _POWERS[1]
 
 
 def _normalised(text: str) -> np.ndarray:
@@ -177,49 +157,15 @@ def tokenise(text: str) -> Tokens:
     powers, inverse = powers_of(n)
     prefix = np.empty(n + 1, dtype=np.uint64)
     prefix[0] = 0
-    weighted = _BYTE_VALUE[c]
+    weighted = BYTE_VALUE[c]
     weighted *= powers[:n]
     np.cumsum(weighted, out=prefix[1:])
     hashes = (prefix[ends] - prefix[starts]) * inverse[starts]
-    hashes ^= (ends - starts).astype(np.uint64) * _LENGTH_MIX
+    hashes ^= (ends - starts).astype(np.uint64) * LENGTH_MIX
     kinds = cls[starts]
     hashes[kinds == _CLAUSE] = CLAUSE_HASH
     hashes[kinds == _ROW] = ROW_HASH
     return Tokens(hashes, starts, ends, c.tobytes())
-
-
-def token_hashes(c: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """`tokenise`'s hash of the word tokens `c[start:end]` (each at least one byte),
-    from their own bytes in one pass: for the few tokens that need it after a `scan`."""
-    if not len(starts):
-        return np.zeros(0, dtype=np.uint64)
-    lengths = ends - starts
-    offsets = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-    k = np.arange(int(lengths.sum())) - np.repeat(offsets, lengths)
-    powers, _ = powers_of(int(lengths.max()))
-    terms = _BYTE_VALUE[c[np.repeat(starts, lengths) + k]] * powers[k]
-    return np.add.reduceat(terms, offsets) ^ (lengths.astype(np.uint64) * _LENGTH_MIX)
-
-
-_KEY_MASKS = np.asarray([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
-
-
-def token_keys(c: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """A 64-bit key per token `c[start:end]`: its bytes themselves (little-endian, zero
-    padded) for tokens of up to 8 bytes, which are nearly all, else its `token_hashes`
-    hash. One unaligned 8-byte load per token instead of a hash pass over every byte;
-    `scan` uses it for the vocabulary lookup (see `_table.WordTable`)."""
-    n = len(c)
-    padded = np.zeros(n + 8, dtype=np.uint8)
-    padded[:n] = c
-    words = np.ndarray((n + 1,), dtype="<u8", buffer=padded, strides=(1,))  # the 8 bytes from each position
-    lengths = ends - starts
-    keys = words.take(starts)
-    keys &= _KEY_MASKS.take(np.minimum(lengths, 8))
-    long = np.flatnonzero(lengths > 8)
-    if len(long):  # rare: keyed by their hash (random 64 bits, so no clash with the short keys)
-        keys[long] = token_hashes(c, starts[long], ends[long])
-    return keys
 
 
 @dataclass(frozen=True)
@@ -239,7 +185,7 @@ class Scan:
     def join(self, index: np.ndarray) -> str:
         """The normalised texts of word tokens `index` joined by spaces (each token is
         whole UTF-8, so decoding the joined bytes equals joining decoded tokens)."""
-        view = memoryview(self.c)
+        view = self.c.data
         return b" ".join([view[s:e] for s, e in zip(self.starts[index].tolist(), self.ends[index].tolist())]).decode(
             "utf-8", "replace"
         )

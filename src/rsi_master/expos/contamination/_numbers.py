@@ -8,7 +8,7 @@ after a scale word: `one thousand, two hundred and thirty-four`); other language
 ordinals, fractions and digits followed by a scale word (`12 thousand`) are not.
 
 Finding the words is vectorised: a token of a scanned batch is a number word when
-its key (its own bytes, see `_normalise.token_keys`) is in a small hash table, one
+its key (its own bytes, see `_keys.token_keys`) is in a small hash table, one
 lookup for all tokens of a batch. Clean training data has few such tokens; only
 those are looked at in Python. Each run of number words (consecutive tokens with
 nothing but white space or a hyphen between them, `and` allowed between two of
@@ -24,15 +24,12 @@ from typing import Any
 import numpy as np
 
 from ...errors import RsiMasterError
+from ._keys import token_keys  # a number word's key is what a scan gives its token
 from ._table import WordTable
 
 __all__ = ["NUMBER_WORDS", "spelled_numbers"]
 
-NUMBER_WORDS = (
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-    "sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety "
-    "hundred thousand million billion trillion"
-).split()
+NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety", "hundred", "thousand", "million", "billion", "trillion"]
 _GAP = b" \t\r\n\x0b\x0c-"  # what may stand between two words of one number
 _FIRST_SCALE = NUMBER_WORDS.index("hundred") + 1  # table ids above this are thousand, million...
 _COMMA_KEY = ord(",")  # the key of a `,` clause marker token (see _normalise.scan)
@@ -51,8 +48,6 @@ def _words() -> tuple[WordTable, np.ndarray, int]:
     """Table of the number words' token keys (ids from 1), a bitmap of their
     `_slot`s (most tokens of a batch are ruled out by one look at it) and the key of
     `and`."""
-    from ._normalise import token_keys  # a number word's key is what a scan gives its token
-
     words = [w.encode("ascii") for w in (*NUMBER_WORDS, "and")]
     ends = np.cumsum([len(w) + 1 for w in words]) - 1
     keys = token_keys(np.frombuffer(b" ".join(words), dtype=np.uint8), ends - [len(w) for w in words], ends)
