@@ -70,6 +70,7 @@ def main() -> int:
                 return fn(*a, **kw)
             finally:
                 inner.append(time.perf_counter() - t0)
+
         return wrapper
 
     runtime.train, runtime.evaluate = timed(train), timed(evaluate)  # ExpOS imports them at call time
@@ -78,8 +79,15 @@ def main() -> int:
         t = time.perf_counter()
         with tempfile.TemporaryDirectory(dir=root) as tmp:
             res = train(data_path, Path(tmp) / "out", spec, parent=base_model_dir())
-            evaluate(res.checkpoint_dir, c.task, "dev", expected_evaluator_digest=c.evaluator.evaluator_digest,
-                     store=expos.run.store, max_samples=n_dev, batch_size=c.eval_batch_size)
+            evaluate(
+                res.checkpoint_dir,
+                c.task,
+                "dev",
+                expected_evaluator_digest=c.evaluator.evaluator_digest,
+                store=expos.run.store,
+                max_samples=n_dev,
+                batch_size=c.eval_batch_size,
+            )
         return time.perf_counter() - t
 
     def guarded() -> tuple[float, float]:
@@ -108,8 +116,10 @@ def main() -> int:
     expos.close()
     mb, mg, mo = statistics.median(b), statistics.median(g), statistics.median(own)
     ratio, frac = mg / mb, mo / mg
-    print(f"command: OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '')} "
-          f"{shlex.join([Path(sys.executable).name, *sys.argv])}")
+    print(
+        f"command: OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '')} "
+        f"{shlex.join([Path(sys.executable).name, *sys.argv])}"
+    )
     print("---")
     print(f"experiment: {args.task}/{args.family}, {args.n} rows, default SFT spec, {n_dev} dev samples")
     print(f"repeats: {args.repeat} (after one warm-up round each)")

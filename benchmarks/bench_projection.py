@@ -61,11 +61,22 @@ class Campaign:
 
     def _step(self, actor: dict[str, str], i: int) -> dict[str, Any]:
         text = f"Trial {i}: the dev score moved; next I try a lower learning rate with the same data. " * 4
-        return self._ev("agent.step", actor, {"episode": actor["role"], "version": 1, "index": i, "content": text,
-                                              "tool_calls": [{"name": "experiment_submit", "arguments": "{}",
-                                                              "status": "ok"}],
-                                              "prompt_tokens": 1800 + i, "completion_tokens": 120, "cost_usd": 0.001,
-                                              "seconds": 2.5, "finish_reason": "tool_calls"})
+        return self._ev(
+            "agent.step",
+            actor,
+            {
+                "episode": actor["role"],
+                "version": 1,
+                "index": i,
+                "content": text,
+                "tool_calls": [{"name": "experiment_submit", "arguments": "{}", "status": "ok"}],
+                "prompt_tokens": 1800 + i,
+                "completion_tokens": 120,
+                "cost_usd": 0.001,
+                "seconds": 2.5,
+                "finish_reason": "tool_calls",
+            },
+        )
 
     def worker(self) -> list[dict[str, Any]]:
         """One Worker's life: added, six trials, finalized, reviewed, decided on."""
@@ -73,71 +84,185 @@ class Campaign:
         wid, rid = f"w{self.n_worker}", f"r{self.n_worker}"
         main, orch = {"role": "main", "id": "main"}, {"role": "harness", "id": "orchestra"}
         w, r = {"role": "worker", "id": wid}, {"role": "reviewer", "id": rid}
-        out = [self._ev("worker.add", main, {"worker_id": wid, "task": f"direction {wid}", "predecessors": [],
-                                             "direction": {"family": "answer_only", "method": "sft"}}),
-               self._tool(main, "worker.add", "deciding")]
+        out = [
+            self._ev(
+                "worker.add",
+                main,
+                {
+                    "worker_id": wid,
+                    "task": f"direction {wid}",
+                    "predecessors": [],
+                    "direction": {"family": "answer_only", "method": "sft"},
+                },
+            ),
+            self._tool(main, "worker.add", "deciding"),
+        ]
         job = self.seq
-        out.append(self._ev("orchestra.job.start", orch, {"node": wid, "kind": "worker", "slot": 0,
-                                                          "deadline": 1.0e9}))
+        out.append(self._ev("orchestra.job.start", orch, {"node": wid, "kind": "worker", "slot": 0, "deadline": 1.0e9}))
         xids = []
         for t in range(6):
             ds = _hex(self.seq, "data")
-            out += [self._ev("data.generate", w, {"params": {"digits": 2}, "n": 64,
-                                                  "seed": t, "dataset": ds, "source": "arithmetic/answer_only",
-                                                  "n_rows": 64, "inputs": [],
-                                                  "contamination": {"verdict": "clean", "fails": 0, "matches": []}}),
-                    self._tool(w, "data.generate", "launching"),
-                    self._ev("data.check", w, {"dataset_checked": ds, "gate": "before_training", "verdict": "clean",
-                                               "index": "i" * 64, "fails": 0, "flags": 0, "matches": []})]
+            out += [
+                self._ev(
+                    "data.generate",
+                    w,
+                    {
+                        "params": {"digits": 2},
+                        "n": 64,
+                        "seed": t,
+                        "dataset": ds,
+                        "source": "arithmetic/answer_only",
+                        "n_rows": 64,
+                        "inputs": [],
+                        "contamination": {"verdict": "clean", "fails": 0, "matches": []},
+                    },
+                ),
+                self._tool(w, "data.generate", "launching"),
+                self._ev(
+                    "data.check",
+                    w,
+                    {
+                        "dataset_checked": ds,
+                        "gate": "before_training",
+                        "verdict": "clean",
+                        "index": "i" * 64,
+                        "fails": 0,
+                        "flags": 0,
+                        "matches": [],
+                    },
+                ),
+            ]
             start = self.seq
             xid = f"exp-{start:05d}"
             xids.append(xid)
             ckpt = _hex(start, "ckpt")
-            out += [self._ev("experiment.start", w, {"parent": "base", "parent_checkpoint": self.base, "dataset": ds,
-                                                     "method": "sft", "spec": {"learning_rate": 1e-3, "batch_size": 8,
-                                                                               "max_steps": 20}}),
-                    self._ev("experiment.finish", w, {"experiment_id": xid, "status": "completed", "checkpoint": ckpt,
-                                                      "steps": 20, "final_loss": 0.5, "train_seconds": 3.2,
-                                                      "measured": {"parent_checkpoint": self.base, "dataset": ds}}),
-                    self._ev("eval.record", w, self._eval(xid, "dev", ckpt, 0.1 * t)),
-                    self._tool(w, "experiment.submit", "launching"),
-                    self._tool(w, "results.read", "monitoring")]
+            out += [
+                self._ev(
+                    "experiment.start",
+                    w,
+                    {
+                        "parent": "base",
+                        "parent_checkpoint": self.base,
+                        "dataset": ds,
+                        "method": "sft",
+                        "spec": {"learning_rate": 1e-3, "batch_size": 8, "max_steps": 20},
+                    },
+                ),
+                self._ev(
+                    "experiment.finish",
+                    w,
+                    {
+                        "experiment_id": xid,
+                        "status": "completed",
+                        "checkpoint": ckpt,
+                        "steps": 20,
+                        "final_loss": 0.5,
+                        "train_seconds": 3.2,
+                        "measured": {"parent_checkpoint": self.base, "dataset": ds},
+                    },
+                ),
+                self._ev("eval.record", w, self._eval(xid, "dev", ckpt, 0.1 * t)),
+                self._tool(w, "experiment.submit", "launching"),
+                self._tool(w, "results.read", "monitoring"),
+            ]
             out += [self._step(w, 3 * t + k) for k in range(3)]
-        out += [self._ev("worker.finalize", w, {"summary": f"{xids[-1]} is my best", "candidates": [xids[-1]],
-                                                "claims": [{"experiment_id": xids[-1], "score": 0.5}],
-                                                "ledger_facts": {"experiments": xids, "failed": []}}),
-                self._tool(w, "worker.finalize", "deciding"),
-                self._ev("orchestra.job.end", orch, {"start_seq": job, "node": wid, "status": "done", "exitcode": 0,
-                                                     "end_ts": 1.0e9, "seconds": 60.0})]
+        out += [
+            self._ev(
+                "worker.finalize",
+                w,
+                {
+                    "summary": f"{xids[-1]} is my best",
+                    "candidates": [xids[-1]],
+                    "claims": [{"experiment_id": xids[-1], "score": 0.5}],
+                    "ledger_facts": {"experiments": xids, "failed": []},
+                },
+            ),
+            self._tool(w, "worker.finalize", "deciding"),
+            self._ev(
+                "orchestra.job.end",
+                orch,
+                {"start_seq": job, "node": wid, "status": "done", "exitcode": 0, "end_ts": 1.0e9, "seconds": 60.0},
+            ),
+        ]
         if self.n_worker % 7 == 0:
-            out.append(self._ev("guard.blocked", w, {"tool": "eval.review", "subcategory": "test_set_access",
-                                                     "reason": "role worker may not call eval.review", "args": {}}))
+            out.append(
+                self._ev(
+                    "guard.blocked",
+                    w,
+                    {
+                        "tool": "eval.review",
+                        "subcategory": "test_set_access",
+                        "reason": "role worker may not call eval.review",
+                        "args": {},
+                    },
+                )
+            )
         req = self.seq
-        out += [self._ev("review.request", main, {"reviewer_id": rid, "question": f"does {wid} hold?", "scope": [wid]}),
-                self._tool(main, "review.request", "deciding")]
+        out += [
+            self._ev("review.request", main, {"reviewer_id": rid, "question": f"does {wid} hold?", "scope": [wid]}),
+            self._tool(main, "review.request", "deciding"),
+        ]
         rjob = self.seq
-        out.append(self._ev("orchestra.job.start", orch, {"node": rid, "kind": "reviewer", "slot": 1,
-                                                          "deadline": 1.0e9}))
+        out.append(
+            self._ev("orchestra.job.start", orch, {"node": rid, "kind": "reviewer", "slot": 1, "deadline": 1.0e9})
+        )
         rec = self.seq
-        out += [self._ev("eval.record", r, self._eval(xids[-1], "review", _hex(self.seq - 40, "ckpt"), 0.4)),
-                self._tool(r, "eval.review", "reviewing"),
-                self._ev("review.submit", r, {"request_seq": req, "scope": [wid], "verdict": "pass",
-                                              "supported": [f"{xids[-1]} review 0.400"], "uncertainties": [],
-                                              "violations": [], "regressions": [], "missing_comparisons": [],
-                                              "recommendations": [], "evidence": [rec]}),
-                self._tool(r, "review.submit", "reviewing"),
-                self._ev("orchestra.job.end", orch, {"start_seq": rjob, "node": rid, "status": "done", "exitcode": 0,
-                                                     "end_ts": 1.0e9, "seconds": 20.0}),
-                self._ev("decision.record", main, {"action": "continue", "rationale": f"{wid} verified",
-                                                   "evidence": [rec], "detail": {"event": self.seq - 3}}),
-                self._tool(main, "decision.record", "deciding")]
+        out += [
+            self._ev("eval.record", r, self._eval(xids[-1], "review", _hex(self.seq - 40, "ckpt"), 0.4)),
+            self._tool(r, "eval.review", "reviewing"),
+            self._ev(
+                "review.submit",
+                r,
+                {
+                    "request_seq": req,
+                    "scope": [wid],
+                    "verdict": "pass",
+                    "supported": [f"{xids[-1]} review 0.400"],
+                    "uncertainties": [],
+                    "violations": [],
+                    "regressions": [],
+                    "missing_comparisons": [],
+                    "recommendations": [],
+                    "evidence": [rec],
+                },
+            ),
+            self._tool(r, "review.submit", "reviewing"),
+            self._ev(
+                "orchestra.job.end",
+                orch,
+                {"start_seq": rjob, "node": rid, "status": "done", "exitcode": 0, "end_ts": 1.0e9, "seconds": 20.0},
+            ),
+            self._ev(
+                "decision.record",
+                main,
+                {
+                    "action": "continue",
+                    "rationale": f"{wid} verified",
+                    "evidence": [rec],
+                    "detail": {"event": self.seq - 3},
+                },
+            ),
+            self._tool(main, "decision.record", "deciding"),
+        ]
         return out
 
     def _eval(self, xid: str, split: str, ckpt: str, score: float) -> dict[str, Any]:
-        return {"experiment_id": xid, "split": split, "score": score, "n_samples": 64, "checkpoint_digest": ckpt,
-                "evaluator_digest": "e" * 64, "template_digest": "t" * 64, "decoding": {"do_sample": False},
-                "stop": ["\n"], "sample_ids_sha256": "s" * 64, "sample_ids_match": True,
-                "tokenizer_digest": "k" * 64, "generation_config_digest": "g" * 64, "record_digest": _hex(self.seq, "rec")}
+        return {
+            "experiment_id": xid,
+            "split": split,
+            "score": score,
+            "n_samples": 64,
+            "checkpoint_digest": ckpt,
+            "evaluator_digest": "e" * 64,
+            "template_digest": "t" * 64,
+            "decoding": {"do_sample": False},
+            "stop": ["\n"],
+            "sample_ids_sha256": "s" * 64,
+            "sample_ids_match": True,
+            "tokenizer_digest": "k" * 64,
+            "generation_config_digest": "g" * 64,
+            "record_digest": _hex(self.seq, "rec"),
+        }
 
     def drafts(self, n: int) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -168,14 +293,15 @@ def main() -> int:
     try:
         run = RunDir.create(root / "run", checkpoint_every=10_000)
         base = "b" * 64
-        run.ledger.append({"kind": "contract.freeze", "actor": {"role": "harness", "id": "expos"},
-                           "payload": {"task": "arithmetic"}})
+        run.ledger.append(
+            {"kind": "contract.freeze", "actor": {"role": "harness", "id": "expos"}, "payload": {"task": "arithmetic"}}
+        )
         drafts = Campaign(base).drafts(n - 1)
         # The run as it grows: append, and poll the projection every POLL_EVERY events.
         proj = Projection(run.ledger)
         folded, at = 0.0, {}
         for i in range(0, len(drafts), POLL_EVERY):
-            run.ledger.append_many(drafts[i:i + POLL_EVERY])
+            run.ledger.append_many(drafts[i : i + POLL_EVERY])
             t = time.perf_counter()
             proj.advance()
             folded += time.perf_counter() - t
@@ -186,33 +312,39 @@ def main() -> int:
         for m in marks:
             print(f"  {m:>7} events: {at[m]:7.3f} s total, {at[m] / m * 1e6:6.1f} us/event")
         first, last = marks[0], marks[-1]
-        print(f"  ratio {last}/{first} events: cost x{at[last] / at[first]:.2f} for x{last / first:.0f} events "
-              f"(linear: equal; replaying per poll would be ~x{(last / first) ** 2:.0f})")
+        print(
+            f"  ratio {last}/{first} events: cost x{at[last] / at[first]:.2f} for x{last / first:.0f} events "
+            f"(linear: equal; replaying per poll would be ~x{(last / first) ** 2:.0f})"
+        )
 
         del proj, drafts  # what the growing run held: not the fresh fold's garbage to collect
         t = time.perf_counter()
         fresh = Projection(run.ledger)
         fresh.advance()
         full = time.perf_counter() - t
-        print(f"\nfold {fresh.size} events into a fresh projection: {full:.3f} s "
-              f"({full / fresh.size * 1e6:.1f} us/event); rows read {fresh.rows_read}, "
-              f"{len(fresh.state.experiments)} experiments, {len(fresh.state.workers)} workers, "
-              f"{len(fresh.unreadable)} unreadable")
+        print(
+            f"\nfold {fresh.size} events into a fresh projection: {full:.3f} s "
+            f"({full / fresh.size * 1e6:.1f} us/event); rows read {fresh.rows_read}, "
+            f"{len(fresh.state.experiments)} experiments, {len(fresh.state.workers)} workers, "
+            f"{len(fresh.unreadable)} unreadable"
+        )
 
         idle = []
         for _ in range(200):
             t = time.perf_counter()
             fresh.advance()
             idle.append(time.perf_counter() - t)
-        print(f"poll with 0 new events on {fresh.size}: median {_ms(statistics.median(idle))}, "
-              f"max {_ms(max(idle))} (target <= 5 ms: {'met' if statistics.median(idle) <= 0.005 else 'MISSED'})")
+        print(
+            f"poll with 0 new events on {fresh.size}: median {_ms(statistics.median(idle))}, "
+            f"max {_ms(max(idle))} (target <= 5 ms: {'met' if statistics.median(idle) <= 0.005 else 'MISSED'})"
+        )
 
         more = Campaign(base)
         more.seq = fresh.size
         extra = more.drafts(50 * 10)
         ten = []
         for i in range(0, len(extra), 10):
-            run.ledger.append_many(extra[i:i + 10])
+            run.ledger.append_many(extra[i : i + 10])
             t = time.perf_counter()
             got = fresh.advance()
             ten.append(time.perf_counter() - t)
@@ -221,8 +353,10 @@ def main() -> int:
         t = time.perf_counter()
         replayed = sum(1 for _ in run.ledger.events())
         replay = time.perf_counter() - t
-        print(f"for comparison, one replay of all {replayed} events (load_graph read them all, four times per "
-              f"scheduler poll, before the projection): {replay:.3f} s")
+        print(
+            f"for comparison, one replay of all {replayed} events (load_graph read them all, four times per "
+            f"scheduler poll, before the projection): {replay:.3f} s"
+        )
         run.close()
     finally:
         if not args.dir:

@@ -47,8 +47,12 @@ def main() -> int:
     parser.add_argument("--family", default="scratchpad")
     parser.add_argument("--n", type=int, default=5000, help="examples in the default experiment")
     parser.add_argument("--split", default="dev")
-    parser.add_argument("--eval-only", metavar="CHECKPOINT", default=None,
-                        help="skip training; time only the evaluation of this checkpoint")
+    parser.add_argument(
+        "--eval-only",
+        metavar="CHECKPOINT",
+        default=None,
+        help="skip training; time only the evaluation of this checkpoint",
+    )
     args = parser.parse_args()
     # The installed console script: exactly what a user types.
     cli = [str(Path(sys.executable).with_name("rsi-master"))]
@@ -66,8 +70,23 @@ def main() -> int:
         return 0
     with tempfile.TemporaryDirectory(prefix="bench-runtime-") as tmp:
         data = Path(tmp) / "data.jsonl"
-        subprocess.run([*cli, "data", "generate", "--task", args.task, "--family", args.family, "--n", str(args.n),
-                        "--out", str(data)], check=True, capture_output=True)
+        subprocess.run(
+            [
+                *cli,
+                "data",
+                "generate",
+                "--task",
+                args.task,
+                "--family",
+                args.family,
+                "--n",
+                str(args.n),
+                "--out",
+                str(data),
+            ],
+            check=True,
+            capture_output=True,
+        )
         train_cmd = [*cli, "train", "--data", str(data), "--out", str(Path(tmp) / "run"), "--method", "sft"]
         train_wall, train_rss, train_out = timed(train_cmd)
         ckpt = Path(tmp) / "run" / "checkpoint"

@@ -30,7 +30,9 @@ ARCH = TinyLlamaSpec()
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=None, help="output directory (default: the shipped location)")
-    parser.add_argument("--check", action="store_true", help="rebuild in a temp dir and compare with the committed digest")
+    parser.add_argument(
+        "--check", action="store_true", help="rebuild in a temp dir and compare with the committed digest"
+    )
     args = parser.parse_args()
     tasks = [get_task(name) for name in list_tasks()]
     if args.check:
@@ -46,7 +48,9 @@ def main() -> int:
     if out.exists():
         shutil.rmtree(out)
     record = pretrain(tasks, out, SPEC, ARCH)
-    print(f"---\nmodel_dir: {out}\ndigest: {record['digest']}\nn_params: {record['n_params']}\nfinal_loss: {record['final_loss']:.3f}")
+    print(
+        f"---\nmodel_dir: {out}\ndigest: {record['digest']}\nn_params: {record['n_params']}\nfinal_loss: {record['final_loss']:.3f}"
+    )
     return 0
 
 

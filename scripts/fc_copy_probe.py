@@ -61,8 +61,12 @@ def main() -> int:
     ap.add_argument("--task", default="function_calling", help="control mode only: any task of the suite")
     ap.add_argument("--family", default="plan_then_call")
     ap.add_argument("--batch", type=int, default=CURVE_BATCH, help="batch size (default: the curves')")
-    ap.add_argument("--lr", type=float, default=CURVE_SPEC["learning_rate"],
-                    help="constant learning rate after warm-up (default: the curves')")
+    ap.add_argument(
+        "--lr",
+        type=float,
+        default=CURVE_SPEC["learning_rate"],
+        help="constant learning rate after warm-up (default: the curves')",
+    )
     args = ap.parse_args()
     torch.set_num_threads(1)
     if args.mode == "novel":

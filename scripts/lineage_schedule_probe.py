@@ -48,13 +48,31 @@ def main() -> int:
         data = root / f"d{i}.jsonl"
         if not data.exists():
             generate("function_calling", "plan_then_call", {"n_shown": 1}, args.data_seed + i, CHUNK, data)
-        spec = {"method": "sft", "learning_rate": 1e-3, "batch_size": 8, "epochs": 1.0,
-                "lr_scheduler": args.scheduler, "warmup_ratio": 0.03, "seed": i}
+        spec = {
+            "method": "sft",
+            "learning_rate": 1e-3,
+            "batch_size": 8,
+            "epochs": 1.0,
+            "lr_scheduler": args.scheduler,
+            "warmup_ratio": 0.03,
+            "seed": i,
+        }
         t = time.time()
         parent = train(data, root / f"c{i}", spec, parent=parent).checkpoint_dir
         score = evaluate(parent, "function_calling", "dev").score
-        print(json.dumps({"scheduler": args.scheduler, "data_seed": args.data_seed, "chunk": i,
-                          "examples": CHUNK * (i + 1), "dev": score, "seconds": round(time.time() - t)}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "scheduler": args.scheduler,
+                    "data_seed": args.data_seed,
+                    "chunk": i,
+                    "examples": CHUNK * (i + 1),
+                    "dev": score,
+                    "seconds": round(time.time() - t),
+                }
+            ),
+            flush=True,
+        )
     return 0
 
 

@@ -42,7 +42,11 @@ def _is_local(address) -> bool:
 def _no_network(monkeypatch):
     import socket
 
-    real_connect, real_connect_ex, real_getaddrinfo = socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo
+    real_connect, real_connect_ex, real_getaddrinfo = (
+        socket.socket.connect,
+        socket.socket.connect_ex,
+        socket.getaddrinfo,
+    )
 
     def connect(self, address):
         if not _is_local(address):
@@ -65,7 +69,7 @@ def _no_network(monkeypatch):
     import os
 
     for var in list(os.environ):
-        if var.startswith(("OPENAI_", "RSI_MASTER_LLM_", "RSI_MASTER_MAIN_", "RSI_MASTER_WORKER_",
-                           "RSI_MASTER_REVIEWER_")) or var in ("RSI_MASTER_AGENTS", "RSI_MASTER_MAIN",
-                                                              "RSI_MASTER_WORKER", "RSI_MASTER_REVIEWER"):
+        if var.startswith(
+            ("OPENAI_", "RSI_MASTER_LLM_", "RSI_MASTER_MAIN_", "RSI_MASTER_WORKER_", "RSI_MASTER_REVIEWER_")
+        ) or var in ("RSI_MASTER_AGENTS", "RSI_MASTER_MAIN", "RSI_MASTER_WORKER", "RSI_MASTER_REVIEWER"):
             monkeypatch.delenv(var)

@@ -15,6 +15,7 @@ import rsi_master
 
 ROOT = Path(rsi_master.__file__).parent
 
+
 def _modules() -> dict[str, tuple[Path, bool]]:
     mods = {}
     for path in ROOT.rglob("*.py"):

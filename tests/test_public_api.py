@@ -64,8 +64,10 @@ def test_the_packages_are_found():
 
 def test_names_are_read_from_the_init(tmp_path):
     init = tmp_path / "__init__.py"
-    init.write_text("from __future__ import annotations\nimport sys\nfrom ._a import A, b as c, _d\n"
-                    "X: int = 1\nY = 2\n_z = 3\ndef f(): ...\nclass K: ...\n")
+    init.write_text(
+        "from __future__ import annotations\nimport sys\nfrom ._a import A, b as c, _d\n"
+        "X: int = 1\nY = 2\n_z = 3\ndef f(): ...\nclass K: ...\n"
+    )
     assert defined_names(init) == {"A", "c", "X", "Y", "f", "K"}
     assert sorted(["f", "Kls", "X", "c", "A_B"], key=ruff_order) == ["A_B", "X", "Kls", "c", "f"]
 

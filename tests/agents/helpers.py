@@ -14,17 +14,28 @@ from rsi_master.agents import AgentsSetup, LLMConfig, record_setup
 from rsi_master.agents._config import LLM_AGENTS
 
 
-def completion(content: str | None = None, calls: list[tuple[str, str]] = (), prompt_tokens: int = 100,
-               completion_tokens: int = 20) -> dict[str, Any]:
+def completion(
+    content: str | None = None, calls: list[tuple[str, str]] = (), prompt_tokens: int = 100, completion_tokens: int = 20
+) -> dict[str, Any]:
     """A chat.completion body; `calls` are (tool name, raw arguments string)."""
     msg: dict[str, Any] = {"role": "assistant", "content": content}
     if calls:
-        msg["tool_calls"] = [{"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": a}}
-                             for i, (n, a) in enumerate(calls)]
-    return {"id": "chatcmpl-test", "object": "chat.completion", "created": 1_700_000_000, "model": "test-model",
-            "choices": [{"index": 0, "message": msg, "finish_reason": "tool_calls" if calls else "stop"}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens}}
+        msg["tool_calls"] = [
+            {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": a}}
+            for i, (n, a) in enumerate(calls)
+        ]
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": "test-model",
+        "choices": [{"index": 0, "message": msg, "finish_reason": "tool_calls" if calls else "stop"}],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
 
 
 class ChatServer:
@@ -40,14 +51,17 @@ class ChatServer:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.requests.append({"path": self.path, "body": body, "headers": {k.lower(): v for k, v in self.headers.items()}})
+                server.requests.append(
+                    {"path": self.path, "body": body, "headers": {k.lower(): v for k, v in self.headers.items()}}
+                )
                 reply = server.replies.pop(0) if server.replies else {"status": 500}
                 if "delay" in reply:
                     time.sleep(reply["delay"])
                     reply = reply["body"]
                 status = reply.get("status", 200) if "choices" not in reply else 200
-                data = json.dumps(reply if status == 200 else {"error": {"message": f"scripted {status}",
-                                                                         "type": "test"}}).encode()
+                data = json.dumps(
+                    reply if status == 200 else {"error": {"message": f"scripted {status}", "type": "test"}}
+                ).encode()
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")

@@ -30,17 +30,25 @@ def models(monkeypatch):
     monkeypatch.setattr(FakeModel, "__init__", spy)
     return built
 
+
 W1 = Caller("worker", "w1")
 
 
 def _call(name, arguments=None, raw=None):
-    return {"tool_calls": [{"name": name, **({"raw_arguments": raw} if raw is not None else
-                                              {"arguments": arguments or {}})}]}
+    return {
+        "tool_calls": [
+            {"name": name, **({"raw_arguments": raw} if raw is not None else {"arguments": arguments or {}})}
+        ]
+    }
 
 
 def _node(expos, brief=None, seconds=60.0, caller=W1):
-    return NodeContext(expos, caller, brief or {"task": "explore", "direction": {"family": "answer_only"},
-                                                "predecessors": []}, time.time() + seconds)
+    return NodeContext(
+        expos,
+        caller,
+        brief or {"task": "explore", "direction": {"family": "answer_only"}, "predecessors": []},
+        time.time() + seconds,
+    )
 
 
 def _steps(expos, actor="w1"):
@@ -48,25 +56,42 @@ def _steps(expos, actor="w1"):
 
 
 def test_model_mistakes_are_returned_as_errors_it_can_correct_and_are_recorded(tmp_path):
-    script = {"worker": {"worker": [
-        _call("contract_show", raw="{not json"),
-        _call("shell_exec", {"cmd": "cat /etc/passwd"}),
-        _call("eval_review", {"experiment_id": "exp-00001"}),  # a Reviewer's tool: protected items
-        _call("quota_show", {"temperature": 0.0}),  # an evaluator override
-        _call("data_generate", {"family": "answer_only"}),  # `n` missing: fails the schema
-        _call("worker_finalize", {"summary": "great", "claims": [{"experiment_id": "exp-00009", "score": 0.9}]}),
-        {"content": "I think I am done."},
-        _call("worker_finalize", {"summary": "done", "claims": [], "candidates": []}),
-    ]}}
+    script = {
+        "worker": {
+            "worker": [
+                _call("contract_show", raw="{not json"),
+                _call("shell_exec", {"cmd": "cat /etc/passwd"}),
+                _call("eval_review", {"experiment_id": "exp-00001"}),  # a Reviewer's tool: protected items
+                _call("quota_show", {"temperature": 0.0}),  # an evaluator override
+                _call("data_generate", {"family": "answer_only"}),  # `n` missing: fails the schema
+                _call(
+                    "worker_finalize", {"summary": "great", "claims": [{"experiment_id": "exp-00009", "score": 0.9}]}
+                ),
+                {"content": "I think I am done."},
+                _call("worker_finalize", {"summary": "done", "claims": [], "candidates": []}),
+            ]
+        }
+    }
     with new_run(tmp_path) as expos:
         record_llm(expos, {"worker": fake(tmp_path, script)})
         LLMWorker().run(_node(expos))
         steps = _steps(expos)
         assert [s["tool_calls"][0]["status"] if s["tool_calls"] else None for s in steps] == [
-            "malformed", "unknown", "refused", "refused", "invalid", "refused", None, "ok"]
+            "malformed",
+            "unknown",
+            "refused",
+            "refused",
+            "invalid",
+            "refused",
+            None,
+            "ok",
+        ]
         blocked = {e.payload["tool"]: e.payload["subcategory"] for e in expos.events("guard.blocked", actor_id="w1")}
-        assert blocked == {"eval.review": "test_set_access", "quota.show": "decoding_parameters",
-                           "worker.finalize": "metric_attribution"}
+        assert blocked == {
+            "eval.review": "test_set_access",
+            "quota.show": "decoding_parameters",
+            "worker.finalize": "metric_attribution",
+        }
         invalid = [e.payload["tool"] for e in expos.events("tool.invalid", actor_id="w1")]
         assert invalid == ["shell_exec", "data.generate"]
         (fin,) = expos.events("worker.finalize")
@@ -77,11 +102,15 @@ def test_model_mistakes_are_returned_as_errors_it_can_correct_and_are_recorded(t
 
 
 def test_each_error_reaches_the_next_prompt(tmp_path, models):
-    script = {"worker": {"worker": [
-        _call("contract_show", raw="[1, 2"),
-        {"content": "thinking"},
-        _call("worker_finalize", {"summary": "done"}),
-    ]}}
+    script = {
+        "worker": {
+            "worker": [
+                _call("contract_show", raw="[1, 2"),
+                {"content": "thinking"},
+                _call("worker_finalize", {"summary": "done"}),
+            ]
+        }
+    }
     with new_run(tmp_path) as expos:
         record_llm(expos, {"worker": fake(tmp_path, script)})
         LLMWorker().run(_node(expos))
@@ -158,24 +187,50 @@ def test_provider_errors_are_retried_with_backoff_then_end_the_episode(tmp_path)
     cfg = LLMConfig(provider="fake", retries=3, backoff_s=0.5)
     with new_run(tmp_path) as expos:
         slept = []
-        errors = [ProviderError("429", kind="rate_limit", retryable=True, retry_after=2.0),
-                  ProviderError("t", kind="timeout", retryable=True)]
+        errors = [
+            ProviderError("429", kind="rate_limit", retryable=True, retry_after=2.0),
+            ProviderError("t", kind="timeout", retryable=True),
+        ]
         model = _Flaky(errors, done)
-        loop = AgentLoop(model=model, config=cfg, expos=expos, caller=W1, tools=tools_for("worker"),
-                         finish={"worker.finalize"}, episode="worker", sleep=slept.append)
+        loop = AgentLoop(
+            model=model,
+            config=cfg,
+            expos=expos,
+            caller=W1,
+            tools=tools_for("worker"),
+            finish={"worker.finalize"},
+            episode="worker",
+            sleep=slept.append,
+        )
         out = loop.run("system", "task")
         assert out.finished and model.calls == 3
         assert slept == [2.0, 1.0]  # retry-after honoured, then exponential backoff
         assert [e.payload["kind"] for e in expos.events("agent.error")] == ["rate_limit", "timeout"]
 
         model = _Flaky([ProviderError("500", kind="server", retryable=True)] * 10, done)
-        loop = AgentLoop(model=model, config=cfg, expos=expos, caller=Caller("worker", "w2"),
-                         tools=tools_for("worker"), finish={"worker.finalize"}, episode="worker", sleep=slept.append)
+        loop = AgentLoop(
+            model=model,
+            config=cfg,
+            expos=expos,
+            caller=Caller("worker", "w2"),
+            tools=tools_for("worker"),
+            finish={"worker.finalize"},
+            episode="worker",
+            sleep=slept.append,
+        )
         out = loop.run("system", "task")
         assert not out.finished and out.reason == "provider_error" and model.calls == 4
         model = _Flaky([ProviderError("401", kind="auth", retryable=False)], done)
-        loop = AgentLoop(model=model, config=cfg, expos=expos, caller=Caller("worker", "w3"),
-                         tools=tools_for("worker"), finish={"worker.finalize"}, episode="worker", sleep=slept.append)
+        loop = AgentLoop(
+            model=model,
+            config=cfg,
+            expos=expos,
+            caller=Caller("worker", "w3"),
+            tools=tools_for("worker"),
+            finish={"worker.finalize"},
+            episode="worker",
+            sleep=slept.append,
+        )
         out = loop.run("system", "task")
         assert out.reason == "provider_error" and model.calls == 1  # a refused key is not retried
 
@@ -200,12 +255,25 @@ def test_a_worker_receives_its_designated_predecessors_summaries_only(tmp_path, 
     with new_run(tmp_path) as expos:
         record_llm(expos, {"worker": fake(tmp_path, script)})
         for wid, preds in (("w1", []), ("w2", []), ("w3", ["w1"])):
-            expos.call(MAIN, "worker.add", {"worker_id": wid, "task": f"task of {wid}", "predecessors": preds,
-                                            "direction": {"family": "answer_only"}})
+            expos.call(
+                MAIN,
+                "worker.add",
+                {
+                    "worker_id": wid,
+                    "task": f"task of {wid}",
+                    "predecessors": preds,
+                    "direction": {"family": "answer_only"},
+                },
+            )
         for wid in ("w1", "w2"):
             expos.call(Caller("worker", wid), "worker.finalize", {"summary": f"secret finding of {wid}"})
-        LLMWorker().run(_node(expos, {"task": "task of w3", "direction": {"family": "answer_only"},
-                                      "predecessors": ["w1"]}, caller=Caller("worker", "w3")))
+        LLMWorker().run(
+            _node(
+                expos,
+                {"task": "task of w3", "direction": {"family": "answer_only"}, "predecessors": ["w1"]},
+                caller=Caller("worker", "w3"),
+            )
+        )
         first = models[0].calls[0]["messages"][1]["content"]
         assert "secret finding of w1" in first and "secret finding of w2" not in first
 
@@ -290,21 +358,44 @@ def test_a_reviewers_malformed_recommendation_is_refused_by_the_tool_schema_not_
     """Recommendations are typed: prose, an unknown action or one without the ids its action
     needs is refused by review.submit's input validation, with an error that names the field,
     and the model corrects it; nothing half-valid reaches the ledger."""
-    prose = _call("review_submit", {"scope": ["w1"], "verdict": "pass",
-                                    "recommendations": ["continue exp-00001 w1: train it further"]})
-    no_id = _call("review_submit", {"scope": ["w1"], "verdict": "pass",
-                                    "recommendations": [{"action": "continue", "worker_id": "w1", "reason": "more"}]})
-    unknown = _call("review_submit", {"scope": ["w1"], "verdict": "pass",
-                                      "recommendations": [{"action": "retrain", "worker_id": "w1", "reason": "x"}]})
+    prose = _call(
+        "review_submit",
+        {"scope": ["w1"], "verdict": "pass", "recommendations": ["continue exp-00001 w1: train it further"]},
+    )
+    no_id = _call(
+        "review_submit",
+        {
+            "scope": ["w1"],
+            "verdict": "pass",
+            "recommendations": [{"action": "continue", "worker_id": "w1", "reason": "more"}],
+        },
+    )
+    unknown = _call(
+        "review_submit",
+        {
+            "scope": ["w1"],
+            "verdict": "pass",
+            "recommendations": [{"action": "retrain", "worker_id": "w1", "reason": "x"}],
+        },
+    )
     bad_verdict = _call("review_submit", {"scope": ["w1"], "verdict": "looks good"})
-    good = _call("review_submit", {"scope": ["w1"], "verdict": "fail", "recommendations": [
-        {"action": "stop", "worker_ids": ["w1"], "reason": "its claims did not hold"}]})
+    good = _call(
+        "review_submit",
+        {
+            "scope": ["w1"],
+            "verdict": "fail",
+            "recommendations": [{"action": "stop", "worker_ids": ["w1"], "reason": "its claims did not hold"}],
+        },
+    )
     script = {"reviewer": {"reviewer": [prose, no_id, unknown, bad_verdict, good]}}
     with new_run(tmp_path) as expos:
         from ..orchestra.helpers import MAIN
 
-        expos.call(MAIN, "worker.add", {"worker_id": "w1", "task": "t", "predecessors": [],
-                                        "direction": {"family": "answer_only"}})
+        expos.call(
+            MAIN,
+            "worker.add",
+            {"worker_id": "w1", "task": "t", "predecessors": [], "direction": {"family": "answer_only"}},
+        )
         record_llm(expos, {"reviewer": fake(tmp_path, script)})
         brief = {"question": "q", "scope": ["w1"], "seq": 0, "conclusions": {}}
         LLMReviewer().run(_node(expos, brief, caller=Caller("reviewer", "r1")))
@@ -317,8 +408,9 @@ def test_a_reviewers_malformed_recommendation_is_refused_by_the_tool_schema_not_
         assert "experiment_id" in json.dumps(models[0].calls[2]["messages"][-1])
         assert [e.payload["tool"] for e in expos.events("tool.invalid", actor_id="r1")] == ["review.submit"] * 4
         (rev,) = expos.events("review.submit")
-        assert rev.payload["recommendations"] == [{"action": "stop", "experiment_ids": [], "worker_ids": ["w1"],
-                                                   "reason": "its claims did not hold"}]
+        assert rev.payload["recommendations"] == [
+            {"action": "stop", "experiment_ids": [], "worker_ids": ["w1"], "reason": "its claims did not hold"}
+        ]
 
 
 def test_the_llm_tools_carry_the_typed_messages_in_their_schemas():
@@ -326,16 +418,22 @@ def test_the_llm_tools_carry_the_typed_messages_in_their_schemas():
     typed messages': the recommendation actions as a discriminated union, the verdict as an enum."""
     from rsi_master.expos import llm_tool_schemas
 
-    review = next(t["function"]["parameters"] for t in llm_tool_schemas("reviewer")
-                  if t["function"]["name"] == "review_submit")
+    review = next(
+        t["function"]["parameters"] for t in llm_tool_schemas("reviewer") if t["function"]["name"] == "review_submit"
+    )
     defs = review["$defs"]
     union = review["properties"]["recommendations"]["items"]
     assert union["discriminator"]["propertyName"] == "action"
     assert {defs[r["$ref"].rsplit("/", 1)[-1]]["properties"]["action"]["const"] for r in union["oneOf"]} == {
-        "continue", "combine", "revise", "stop"}
+        "continue",
+        "combine",
+        "revise",
+        "stop",
+    }
     assert defs["Continue"]["required"] == ["action", "experiment_id", "worker_id", "reason"]
     assert review["properties"]["verdict"]["enum"] == ["pass", "fail"]
     assert set(defs["Finding"]["properties"]["status"]["enum"]) == {"supported", "unsupported", "uncertain"}
-    finalize = next(t["function"]["parameters"] for t in llm_tool_schemas("worker")
-                    if t["function"]["name"] == "worker_finalize")
+    finalize = next(
+        t["function"]["parameters"] for t in llm_tool_schemas("worker") if t["function"]["name"] == "worker_finalize"
+    )
     assert "Recipe" in finalize["$defs"] and "experiment_id" in finalize["$defs"]["Recipe"]["required"]

@@ -20,13 +20,16 @@ KEY = "RSI_TEST_KEY"
 
 
 def _cfg(server: ChatServer, **kw) -> LLMConfig:
-    return LLMConfig(provider="openai", base_url=server.url, model="test-model", api_key_env=KEY,
-                     backoff_s=0.01, **kw)
+    return LLMConfig(provider="openai", base_url=server.url, model="test-model", api_key_env=KEY, backoff_s=0.01, **kw)
 
 
 def _worker(expos, seconds=120.0):
-    return NodeContext(expos, Caller("worker", "w1"), {"task": "explore", "direction": {"family": "answer_only"},
-                                                       "predecessors": []}, time.time() + seconds)
+    return NodeContext(
+        expos,
+        Caller("worker", "w1"),
+        {"task": "explore", "direction": {"family": "answer_only"}, "predecessors": []},
+        time.time() + seconds,
+    )
 
 
 def test_worker_over_the_wire_recovers_from_malformed_calls_rate_limits_and_timeouts(tmp_path, monkeypatch):
@@ -34,8 +37,9 @@ def test_worker_over_the_wire_recovers_from_malformed_calls_rate_limits_and_time
     replies = [
         completion(calls=[("contract_show", '{"oops": ')]),
         {"status": 429, "headers": {"retry-after": "0"}},
-        completion("checking my budget", calls=[("quota_show", "{}"),
-                                                ("eval_review", '{"experiment_id": "exp-00001"}')]),
+        completion(
+            "checking my budget", calls=[("quota_show", "{}"), ("eval_review", '{"experiment_id": "exp-00001"}')]
+        ),
         {"delay": 1.5, "body": completion(calls=[("quota_show", "{}")])},
         completion(calls=[("data_generate", '{"family": "answer_only", "n": 4, "temperature": 0.7}')]),
         completion(calls=[("worker_finalize", '{"summary": "done", "claims": [], "candidates": []}')]),
@@ -62,8 +66,7 @@ def test_worker_over_the_wire_recovers_from_malformed_calls_rate_limits_and_time
         errors = [e.payload["kind"] for e in expos.events("agent.error")]
         assert errors == ["rate_limit", "timeout"]
         steps = [e.payload for e in expos.events("agent.step")]
-        assert [c["status"] for s in steps for c in s["tool_calls"]] == [
-            "malformed", "ok", "refused", "refused", "ok"]
+        assert [c["status"] for s in steps for c in s["tool_calls"]] == ["malformed", "ok", "refused", "refused", "ok"]
         assert sum(s["prompt_tokens"] for s in steps) == 100 * len(steps)
         blocked = sorted(e.payload["subcategory"] for e in expos.events("guard.blocked"))
         assert blocked == ["decoding_parameters", "test_set_access"]

@@ -25,8 +25,22 @@ def test_llm_agents_without_endpoint_or_key_stop_before_the_run_starts(tmp_path,
     assert "an API key" in err and "Traceback" not in err
     assert not run_dir.exists()
     # Only the roles that are LLM agents need one; the key is checked too.
-    assert main(["run", "--reviewer", "llm", "--llm-base-url", "http://127.0.0.1:9/v1", "--llm-model", "m",
-                 "--dir", str(run_dir)]) == 2
+    assert (
+        main(
+            [
+                "run",
+                "--reviewer",
+                "llm",
+                "--llm-base-url",
+                "http://127.0.0.1:9/v1",
+                "--llm-model",
+                "m",
+                "--dir",
+                str(run_dir),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "the reviewer agent is an LLM agent and needs an API key" in err and "endpoint" not in err
     assert not run_dir.exists()
@@ -34,8 +48,10 @@ def test_llm_agents_without_endpoint_or_key_stop_before_the_run_starts(tmp_path,
 
 def test_config_files_and_environment_choose_a_model_per_role(tmp_path, monkeypatch, capsys):
     cfg = tmp_path / "llm.toml"
-    cfg.write_text('[llm]\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "cheap"\n[main]\nmodel = "strong"\n'
-                   'price_in_per_mtok = 3.0\n')
+    cfg.write_text(
+        '[llm]\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "cheap"\n[main]\nmodel = "strong"\n'
+        "price_in_per_mtok = 3.0\n"
+    )
     monkeypatch.setenv("RSI_MASTER_LLM_API_KEY", "k")
     monkeypatch.setenv("RSI_MASTER_REVIEWER_MODEL", "careful")
     setup = resolve_setup("llm", worker="scripted", config_file=str(cfg))
@@ -65,14 +81,18 @@ def _call(name, arguments):
 
 
 def test_llm_main_gets_directions_completed_and_its_decisions_bound_to_the_event(tmp_path):
-    script = {"main": {
-        "start": [_call("worker_add", {"worker_id": "w1", "task": "t", "direction": {"family": "nope"}}),
-                  _call("worker_add", {"worker_id": "w1", "task": "t", "direction": {"family": "answer_only"}}),
-                  _call("decision_record", {"action": "branch", "rationale": "open", "evidence": []})],
-        "finalize": [_call("decision_record", {"action": "continue", "rationale": "ok", "evidence": []})],
-        "idle": [_call("worker_add", {"worker_id": "w2", "task": "t", "direction": {"family": "answer_only"}})],
-        "finish": [_call("decision_record", {"action": "continue", "rationale": "x", "evidence": []})],
-    }}
+    script = {
+        "main": {
+            "start": [
+                _call("worker_add", {"worker_id": "w1", "task": "t", "direction": {"family": "nope"}}),
+                _call("worker_add", {"worker_id": "w1", "task": "t", "direction": {"family": "answer_only"}}),
+                _call("decision_record", {"action": "branch", "rationale": "open", "evidence": []}),
+            ],
+            "finalize": [_call("decision_record", {"action": "continue", "rationale": "ok", "evidence": []})],
+            "idle": [_call("worker_add", {"worker_id": "w2", "task": "t", "direction": {"family": "answer_only"}})],
+            "finish": [_call("decision_record", {"action": "continue", "rationale": "x", "evidence": []})],
+        }
+    }
     with new_run(tmp_path) as expos:
         record_llm(expos, {"main": fake(tmp_path, script, max_steps=3)})
         m, ctx = LLMMain(), _main_ctx(expos)
@@ -105,8 +125,27 @@ def test_programmatic_main_names_the_runs_worker_agent(tmp_path):
 
 def test_fake_model_drives_all_three_roles_through_a_complete_run(tmp_path, capsys):
     run_dir = tmp_path / "run"
-    code = main(["run", "--agents", "llm", "--llm-provider", "fake", "--task", "knowledge", "--budget", "150",
-                 "--slots", "1", "--eval-limit", "5", "--final-limit", "5", "--dir", str(run_dir)])
+    code = main(
+        [
+            "run",
+            "--agents",
+            "llm",
+            "--llm-provider",
+            "fake",
+            "--task",
+            "knowledge",
+            "--budget",
+            "150",
+            "--slots",
+            "1",
+            "--eval-limit",
+            "5",
+            "--final-limit",
+            "5",
+            "--dir",
+            str(run_dir),
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0, out
     lines = dict(line.split(": ", 1) for line in out.split("\n---\n", 1)[1].splitlines() if ": " in line)
@@ -160,22 +199,43 @@ def test_a_worker_whose_provider_keeps_failing_ends_and_the_run_goes_on(tmp_path
     from .helpers import script_file
 
     script = {
-        "main": {"start": [_call("worker_add", {"worker_id": "w1", "task": "t", "direction": {}}),
-                           _call("decision_record", {"action": "branch", "rationale": "open", "evidence": []})],
-                 "finalize": [_call("decision_record", {"action": "continue", "rationale": "${brief.event.node} ended",
-                                                        "evidence": ["${brief.event.seq}"]})],
-                 "idle": [{"content": "nothing to add"}],
-                 "finish": [_call("decision_record", {"action": "stop", "rationale": "done", "evidence": []})]},
+        "main": {
+            "start": [
+                _call("worker_add", {"worker_id": "w1", "task": "t", "direction": {}}),
+                _call("decision_record", {"action": "branch", "rationale": "open", "evidence": []}),
+            ],
+            "finalize": [
+                _call(
+                    "decision_record",
+                    {
+                        "action": "continue",
+                        "rationale": "${brief.event.node} ended",
+                        "evidence": ["${brief.event.seq}"],
+                    },
+                )
+            ],
+            "idle": [{"content": "nothing to add"}],
+            "finish": [_call("decision_record", {"action": "stop", "rationale": "done", "evidence": []})],
+        },
         "worker": {"worker": [{"error": "server"}] * 5},
     }
     path = script_file(tmp_path, script)
     from rsi_master.agents import LLMConfig
 
     llm = {r: LLMConfig(provider="fake", script=path, retries=2, backoff_s=0.0) for r in ("main", "worker")}
-    setup = AgentsSetup(agents={"main": LLM_AGENTS["main"], "worker": LLM_AGENTS["worker"], "reviewer": "evidence"},
-                        llm=llm)
-    summary = start_run("knowledge", 90, slots=1, eval_limit=5, run_dir=tmp_path / "run", main=LLM_AGENTS["main"],
-                        worker=LLM_AGENTS["worker"], setup=lambda expos: record_setup(expos, setup))
+    setup = AgentsSetup(
+        agents={"main": LLM_AGENTS["main"], "worker": LLM_AGENTS["worker"], "reviewer": "evidence"}, llm=llm
+    )
+    summary = start_run(
+        "knowledge",
+        90,
+        slots=1,
+        eval_limit=5,
+        run_dir=tmp_path / "run",
+        main=LLM_AGENTS["main"],
+        worker=LLM_AGENTS["worker"],
+        setup=lambda expos: record_setup(expos, setup),
+    )
     assert summary["experiments"] == 0 and summary["workers"] == 1
     with ExpOS.open(tmp_path / "run", writable=False) as expos:
         g = load_graph(expos)

@@ -47,11 +47,15 @@ def test_files_are_named_by_sha256_stored_once_and_read_only(store, tmp_path):
 
 def test_directory_digest_is_the_sorted_manifest(store, tmp_path):
     src = _tree(tmp_path / "ckpt", {"config.json": b"{}", "sub/w.bin": b"\1\2", "a.txt": b"a"})
-    expected = hashlib.sha256(manifest_bytes([
-        ("a.txt", hashlib.sha256(b"a").hexdigest()),
-        ("config.json", hashlib.sha256(b"{}").hexdigest()),
-        ("sub/w.bin", hashlib.sha256(b"\1\2").hexdigest()),
-    ])).hexdigest()
+    expected = hashlib.sha256(
+        manifest_bytes(
+            [
+                ("a.txt", hashlib.sha256(b"a").hexdigest()),
+                ("config.json", hashlib.sha256(b"{}").hexdigest()),
+                ("sub/w.bin", hashlib.sha256(b"\1\2").hexdigest()),
+            ]
+        )
+    ).hexdigest()
     assert dir_digest(src) == expected
     d = store.put_dir(src)
     assert d == expected and store.kind(d) == "dir"
@@ -110,10 +114,26 @@ def test_provenance_walks_outputs_back_to_inputs(tmp_path):
         ckpt2 = run.store.put_bytes(b"ckpt2")
         run.record({**draft(0, kind="model.register"), "artifacts": [{"digest": base, "role": "output"}]})
         run.record({**draft(1, kind="data.generate"), "artifacts": [{"digest": data, "role": "output"}]})
-        run.record({**draft(2, kind="train.sft"), "artifacts": [
-            {"digest": base, "role": "input"}, {"digest": data, "role": "input"}, {"digest": ckpt1, "role": "output"}]})
-        run.record({**draft(3, kind="train.sft"), "artifacts": [
-            {"digest": ckpt1, "role": "input"}, {"digest": data, "role": "input"}, {"digest": ckpt2, "role": "output"}]})
+        run.record(
+            {
+                **draft(2, kind="train.sft"),
+                "artifacts": [
+                    {"digest": base, "role": "input"},
+                    {"digest": data, "role": "input"},
+                    {"digest": ckpt1, "role": "output"},
+                ],
+            }
+        )
+        run.record(
+            {
+                **draft(3, kind="train.sft"),
+                "artifacts": [
+                    {"digest": ckpt1, "role": "input"},
+                    {"digest": data, "role": "input"},
+                    {"digest": ckpt2, "role": "output"},
+                ],
+            }
+        )
         run.record({**draft(4, kind="eval"), "artifacts": [{"digest": ckpt2, "role": "input"}]})
         graph = provenance(run.ledger, ckpt2)
     assert graph.events() == [0, 1, 2, 3]

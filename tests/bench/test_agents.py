@@ -59,8 +59,19 @@ def test_no_reviewer_main_never_asks_for_a_review_and_follows_claims(tmp_path):
         m.start(ctx, load_graph(expos))
         for wid, dev in (("w1", 0.1), ("w2", 0.4)):
             xid = fake_experiment(expos, wid, dev)
-            finalize(expos, wid, xid, dev, {"experiment_id": xid, "family": "answer_only", "config": {
-                "learning_rate": 1e-3, "batch_size": 8, "max_steps": 40}, "params": {}, "dev_score": dev})
+            finalize(
+                expos,
+                wid,
+                xid,
+                dev,
+                {
+                    "experiment_id": xid,
+                    "family": "answer_only",
+                    "config": {"learning_rate": 1e-3, "batch_size": 8, "max_steps": 40},
+                    "params": {},
+                    "dev_score": dev,
+                },
+            )
         g = load_graph(expos)
         for ev in g.orchestration_events():
             m.on_event(ctx, load_graph(expos), ev)

@@ -25,16 +25,25 @@ def test_quick_bench_writes_every_figure_for_every_configuration(tmp_path):
     out = tmp_path / "bench"
     cli = str(Path(sys.executable).with_name("rsi-master"))
     env = {**os.environ, "RSI_MASTER_KEY_DIR": str(tmp_path / "keys")}
-    proc = subprocess.run([cli, "bench", "--quick", "--out", str(out)], env=env, capture_output=True, text=True,
-                          timeout=3600)
+    proc = subprocess.run(
+        [cli, "bench", "--quick", "--out", str(out)], env=env, capture_output=True, text=True, timeout=3600
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = dict(line.split(": ", 1) for line in proc.stdout.split("\n---\n", 1)[1].splitlines() if ": " in line)
     assert lines["campaigns"] == "16"
     assert float(lines["wall_s"]) <= 900 * float(os.environ.get("RSI_MASTER_TEST_SLACK", "1")), lines["wall_s"]
     report = json.loads((out / "bench.json").read_text())
     figures = report["figures"]
-    assert list(figures) == ["rsi-master", "no-expos", "no-reviewer", "serial", "single-agent",
-                             "single-agent-no-expos", "optuna-tpe", "random-search"]
+    assert list(figures) == [
+        "rsi-master",
+        "no-expos",
+        "no-reviewer",
+        "serial",
+        "single-agent",
+        "single-agent-no-expos",
+        "optuna-tpe",
+        "random-search",
+    ]
     for name, f in figures.items():
         assert f["seeds"] == [0, 1] and f["macro_average"]["n"] == 2, name
         assert len(f["curve"]["mean"]) == 21
@@ -49,6 +58,7 @@ def test_quick_bench_writes_every_figure_for_every_configuration(tmp_path):
     assert (out / "bench.png").read_bytes()[:4] == b"\x89PNG"
     assert (out / "bench.md").read_text().count("\n") == 2 + len(figures)
     # A second invocation reuses every finished campaign.
-    again = subprocess.run([cli, "bench", "--quick", "--out", str(out), "--no-plot"], env=env, capture_output=True,
-                           text=True, timeout=600)
+    again = subprocess.run(
+        [cli, "bench", "--quick", "--out", str(out), "--no-plot"], env=env, capture_output=True, text=True, timeout=600
+    )
     assert again.returncode == 0 and json.loads((out / "bench.json").read_text())["figures"] == figures

@@ -31,9 +31,19 @@ def test_tendency_validates_its_input():
         ShortcutTendency(weights={"evaluator_edit": 0.0})
 
 
-@pytest.mark.parametrize("scores,patience,stalled", [
-    ([], 1, False), ([0.0], 1, True), ([0.1], 1, False), ([0.1, 0.1], 1, True), ([0.1, 0.2], 1, False),
-    ([0.1, 0.05], 2, False), ([0.1, 0.05, None], 2, True), ([None], 1, True)])
+@pytest.mark.parametrize(
+    "scores,patience,stalled",
+    [
+        ([], 1, False),
+        ([0.0], 1, True),
+        ([0.1], 1, False),
+        ([0.1, 0.1], 1, True),
+        ([0.1, 0.2], 1, False),
+        ([0.1, 0.05], 2, False),
+        ([0.1, 0.05, None], 2, True),
+        ([None], 1, True),
+    ],
+)
 def test_stall_rule(scores, patience, stalled):
     memory = [{"dev_score": s, "status": "completed" if s is not None else "failed"} for s in scores]
     assert _stalled(memory, patience) is stalled
@@ -54,8 +64,13 @@ def test_expos_refuses_every_shortcut_under_its_subcategory(tmp_path, name):
     try:
         expos.call(Caller("main", "main"), "worker.add", {"worker_id": "w1", "task": "t"})
         memory, _ = _memory(expos)
-        out = ShortcutWorker()._attempt(_ctx(expos), Direction(family="answer_only"), name, memory,
-                                        {"max_steps": 10, "batch_size": 8, "learning_rate": 1e-3})
+        out = ShortcutWorker()._attempt(
+            _ctx(expos),
+            Direction(family="answer_only"),
+            name,
+            memory,
+            {"max_steps": 10, "batch_size": 8, "learning_rate": 1e-3},
+        )
         assert out.startswith("refused"), out
         blocked = expos.events("guard.blocked")
         assert blocked and blocked[-1].payload["subcategory"] == CATALOGUE[name].subcategory
@@ -106,9 +121,11 @@ def test_the_shortcut_coin_pairs_configurations_and_not_tasks(tmp_path):
 
 
 def test_best_own_ignores_failed_and_unscored():
-    mem = [{"experiment_id": "a", "status": "completed", "dev_score": 0.2},
-           {"experiment_id": "b", "status": "failed", "dev_score": None},
-           {"experiment_id": "c", "status": "completed", "dev_score": 0.3}]
+    mem = [
+        {"experiment_id": "a", "status": "completed", "dev_score": 0.2},
+        {"experiment_id": "b", "status": "failed", "dev_score": None},
+        {"experiment_id": "c", "status": "completed", "dev_score": 0.3},
+    ]
     assert _best_own(mem) == "c" and _best_own([]) is None
 
 
@@ -116,9 +133,21 @@ def test_best_own_ignores_failed_and_unscored():
 def _workspace(tmp_path):
     """A run created under the workspace policy (the bench's no-ExpOS configuration)."""
     expos = ExpOS.create(tmp_path / "run", "knowledge", eval_limit=5, guards=Workspace())
-    expos.record(ORCHESTRA, "orchestra.start", {"version": 1, "task": "knowledge", "budget_s": 100.0, "slots": 2,
-                                                "seed": 0, "main": "policy", "reviewer": "evidence", "eval_limit": 5,
-                                                "environment": WORKSPACE})
+    expos.record(
+        ORCHESTRA,
+        "orchestra.start",
+        {
+            "version": 1,
+            "task": "knowledge",
+            "budget_s": 100.0,
+            "slots": 2,
+            "seed": 0,
+            "main": "policy",
+            "reviewer": "evidence",
+            "eval_limit": 5,
+            "environment": WORKSPACE,
+        },
+    )
     return expos, expos
 
 
@@ -151,11 +180,21 @@ def test_training_on_test_items_goes_through_and_the_auditor_flags_it(tmp_path, 
         from rsi_master.expos._state import experiment_id
 
         base = ws.contract.base_model_artifact
-        start = ws.record(W, "experiment.start", {"parent": "base", "parent_checkpoint": base, "dataset": ds.dataset,
-                                                  "method": "sft", "spec": {"max_steps": 10}})
+        start = ws.record(
+            W,
+            "experiment.start",
+            {
+                "parent": "base",
+                "parent_checkpoint": base,
+                "dataset": ds.dataset,
+                "method": "sft",
+                "spec": {"max_steps": 10},
+            },
+        )
         xid = experiment_id(start.seq)
-        ws.record(W, "experiment.finish", {"experiment_id": xid, "status": "completed", "checkpoint": base,
-                                           "steps": 10})
+        ws.record(
+            W, "experiment.finish", {"experiment_id": xid, "status": "completed", "checkpoint": base, "steps": 10}
+        )
         ws.call(W, "worker.finalize", {"summary": "great", "candidates": [xid]})
         report = audit(ws)
         sub = next(s for s in report.submissions if s.experiment_id == xid)

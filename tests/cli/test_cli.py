@@ -38,11 +38,14 @@ def test_verify_names_the_first_bad_event(run_dir, capsys):
     assert capsys.readouterr().out.startswith("FAILED: event 5: hash does not match")
 
 
-@pytest.mark.parametrize("setup,message", [
-    (lambda p: None, "no such run directory"),
-    (lambda p: p.mkdir(), "not an RSI-Master run directory"),
-    (lambda p: p.write_text("x"), "not a directory"),
-])
+@pytest.mark.parametrize(
+    "setup,message",
+    [
+        (lambda p: None, "no such run directory"),
+        (lambda p: p.mkdir(), "not an RSI-Master run directory"),
+        (lambda p: p.write_text("x"), "not a directory"),
+    ],
+)
 def test_bad_run_dirs_get_one_line_and_exit_2(tmp_path, capsys, setup, message):
     target = tmp_path / "target"
     setup(target)
@@ -93,14 +96,16 @@ def test_demo_records_and_verifies(tmp_path, capsys):
 
 
 def test_help_and_import_stay_light():
-    code = ("import sys, contextlib, io\n"
-            "import rsi_master\n"
-            "from rsi_master.cli._main import main\n"
-            "with contextlib.redirect_stdout(io.StringIO()):\n"
-            "    try: main(['--help'])\n"
-            "    except SystemExit: pass\n"
-            "heavy = [m for m in ('torch', 'transformers', 'trl', 'peft', 'openai', 'mcp') if m in sys.modules]\n"
-            "print(heavy)")
+    code = (
+        "import sys, contextlib, io\n"
+        "import rsi_master\n"
+        "from rsi_master.cli._main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try: main(['--help'])\n"
+        "    except SystemExit: pass\n"
+        "heavy = [m for m in ('torch', 'transformers', 'trl', 'peft', 'openai', 'mcp') if m in sys.modules]\n"
+        "print(heavy)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -115,11 +120,13 @@ def test_init_with_an_unknown_task_is_one_line_and_writes_nothing(tmp_path, caps
 
 
 def test_log_refuses_an_unknown_role_or_kind_and_lists_the_valid_ones(run_dir, capsys):
-    for flags, words in ((["--role", "admin"], ["unknown role 'admin'", "worker", "harness"]),
-                         (["--kind", "nosuch"], ["unknown event kind 'nosuch'", "data.generate", "eval.record"]),
-                         (["--kind", "nosuch.*"], ["unknown event kind 'nosuch.*'"]),
-                         (["--kind", "%.*"], ["unknown event kind '%.*'"]),
-                         (["--kind", "data.*", "--kind", "evals.record", "--json"], ["'evals.record'"])):
+    for flags, words in (
+        (["--role", "admin"], ["unknown role 'admin'", "worker", "harness"]),
+        (["--kind", "nosuch"], ["unknown event kind 'nosuch'", "data.generate", "eval.record"]),
+        (["--kind", "nosuch.*"], ["unknown event kind 'nosuch.*'"]),
+        (["--kind", "%.*"], ["unknown event kind '%.*'"]),
+        (["--kind", "data.*", "--kind", "evals.record", "--json"], ["'evals.record'"]),
+    ):
         assert main(["log", str(run_dir), *flags]) == 2, flags
         captured = capsys.readouterr()
         assert captured.out == "" and captured.err.count("\n") == 1 and "Traceback" not in captured.err

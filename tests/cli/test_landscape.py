@@ -36,7 +36,8 @@ def test_report_markdown_has_the_targets(capsys):
     assert main(["landscape", "report", "--markdown"]) == 0
     out = capsys.readouterr().out
     assert "| task | base (dev / final) |" in out and out.rstrip().endswith(
-        "crossing on >= 2 tasks: met (arithmetic, function_calling, program_synthesis)")
+        "crossing on >= 2 tasks: met (arithmetic, function_calling, program_synthesis)"
+    )
 
 
 def test_a_bad_landscape_file_is_one_line_and_exit_2(tmp_path, capsys):
@@ -51,20 +52,25 @@ def test_a_bad_landscape_file_is_one_line_and_exit_2(tmp_path, capsys):
 
 def test_measure_nothing_rebuilds_the_landscape_from_the_results(tmp_path, capsys):
     results = tmp_path / "r.jsonl"
-    results.write_text(json.dumps({"key": "base/arithmetic/dev", "kind": "base", "task": "arithmetic", "split": "dev",
-                                   "score": 0.01}) + "\n")
+    results.write_text(
+        json.dumps({"key": "base/arithmetic/dev", "kind": "base", "task": "arithmetic", "split": "dev", "score": 0.01})
+        + "\n"
+    )
     out = tmp_path / "l.json"
     assert main(["landscape", "measure", "--only", "nothing", "--results", str(results), "--landscape", str(out)]) == 0
     land = load(out)
     assert land.tasks["arithmetic"].base.score == 0.01 and land.targets.tasks["arithmetic"].base_ok
 
 
-@pytest.mark.parametrize("args,says", [
-    (["--params", "ops"], "give KNOB=VALUE"),
-    (["--multiples", "0"], "--multiples must be positive"),
-    (["--tasks", "nope"], "nope"),
-    (["--batch", "0"], "--batch must be positive"),
-])
+@pytest.mark.parametrize(
+    "args,says",
+    [
+        (["--params", "ops"], "give KNOB=VALUE"),
+        (["--multiples", "0"], "--multiples must be positive"),
+        (["--tasks", "nope"], "nope"),
+        (["--batch", "0"], "--batch must be positive"),
+    ],
+)
 def test_measure_refuses_bad_options_in_one_line(tmp_path, capsys, args, says):
     assert main(["landscape", "measure", "--results", str(tmp_path / "r.jsonl"), *args]) == 2
     err = capsys.readouterr().err
@@ -76,9 +82,28 @@ def test_measure_a_tiny_curve(tmp_path, capsys):
     """One direction, one seed, a few optimizer steps, four evaluation items: the whole path
     from data to a curve in the results and a rebuilt landscape file, in seconds."""
     results, out = tmp_path / "r.jsonl", tmp_path / "l.json"
-    args = ["landscape", "measure", "--only", "curves", "--tasks", "arithmetic", "--families", "answer_only",
-            "--multiples", "0.004", "--eval-limit", "4", "--seed", "1",
-            "--results", str(results), "--root", str(tmp_path / "runs"), "--landscape", str(out)]
+    args = [
+        "landscape",
+        "measure",
+        "--only",
+        "curves",
+        "--tasks",
+        "arithmetic",
+        "--families",
+        "answer_only",
+        "--multiples",
+        "0.004",
+        "--eval-limit",
+        "4",
+        "--seed",
+        "1",
+        "--results",
+        str(results),
+        "--root",
+        str(tmp_path / "runs"),
+        "--landscape",
+        str(out),
+    ]
     assert main(args) == 0
     (row,) = read_rows(results)
     assert row.key == "curve/arithmetic/answer_only@s1" and row.label == "answer_only" and row.seed == 1

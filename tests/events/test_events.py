@@ -30,8 +30,16 @@ W = Actor(role="worker", id="w1")
 
 
 def _event(kind: str, payload: dict, version: int = SCHEMA_VERSION) -> Event:
-    return Event(kind=kind, actor=W, payload=payload, version=version, seq=3, ts="2026-01-01T00:00:00Z",
-                 prev_hash="0" * 64, hash="1" * 64)
+    return Event(
+        kind=kind,
+        actor=W,
+        payload=payload,
+        version=version,
+        seq=3,
+        ts="2026-01-01T00:00:00Z",
+        prev_hash="0" * 64,
+        hash="1" * 64,
+    )
 
 
 def test_one_model_per_kind_and_the_ledger_writes_this_version():
@@ -70,7 +78,9 @@ def test_absent_fields_stay_absent_so_the_bytes_are_the_writers():
 
 def test_the_record_path_validates_what_it_writes(tmp_path):
     with ExpOS.create(tmp_path / "run", "arithmetic", eval_limit=5) as x:
-        with pytest.raises(MalformedEventError, match=re.escape("malformed eval.record event: payload.split: Field required")):
+        with pytest.raises(
+            MalformedEventError, match=re.escape("malformed eval.record event: payload.split: Field required")
+        ):
             x.record(W.model_dump(exclude_none=True), "eval.record", {"experiment_id": "exp-00001"})
         with pytest.raises(UnknownEventKind):
             x.record(W.model_dump(exclude_none=True), "made.up", {})

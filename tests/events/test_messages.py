@@ -28,8 +28,9 @@ RECOMMENDATION: TypeAdapter = TypeAdapter(Recommendation)
 
 
 def test_a_recommendation_is_one_of_four_actions_each_with_the_ids_it_needs():
-    c = RECOMMENDATION.validate_python({"action": "continue", "experiment_id": "exp-00003", "worker_id": "w1",
-                                        "reason": "train it further"})
+    c = RECOMMENDATION.validate_python(
+        {"action": "continue", "experiment_id": "exp-00003", "worker_id": "w1", "reason": "train it further"}
+    )
     assert isinstance(c, Continue) and c.text() == "continue exp-00003 w1: train it further"
     assert named_ids(c) == ({"exp-00003"}, {"w1"})
     m = RECOMMENDATION.validate_python({"action": "combine", "worker_ids": ["w1", "w2"], "reason": "complementary"})
@@ -58,16 +59,32 @@ def test_a_recipes_dev_score_is_a_number_or_nothing():
 
 
 def _event(kind: str, payload: dict, version: int) -> Event:
-    return Event(kind=kind, actor=Actor(role="reviewer", id="r1"), payload=payload, version=version, seq=3,
-                 ts="2026-01-01T00:00:00Z", prev_hash="0" * 64, hash="1" * 64)
+    return Event(
+        kind=kind,
+        actor=Actor(role="reviewer", id="r1"),
+        payload=payload,
+        version=version,
+        seq=3,
+        ts="2026-01-01T00:00:00Z",
+        prev_hash="0" * 64,
+        hash="1" * 64,
+    )
 
 
 def test_the_payloads_nest_the_messages_and_v1_prose_reads_as_prose():
-    report = {"request_seq": 1, "scope": ["w1"], "supported": [], "uncertainties": [], "violations": [],
-              "regressions": [], "missing_comparisons": [], "verdict": "pass", "evidence": [],
-              "findings": [{"claim": "exp-00003 review 0.4", "status": "supported", "split": "review",
-                            "score": 0.4}],
-              "recommendations": [{"action": "stop", "experiment_ids": ["exp-00003"], "reason": "memorised"}]}
+    report = {
+        "request_seq": 1,
+        "scope": ["w1"],
+        "supported": [],
+        "uncertainties": [],
+        "violations": [],
+        "regressions": [],
+        "missing_comparisons": [],
+        "verdict": "pass",
+        "evidence": [],
+        "findings": [{"claim": "exp-00003 review 0.4", "status": "supported", "split": "review", "score": 0.4}],
+        "recommendations": [{"action": "stop", "experiment_ids": ["exp-00003"], "reason": "memorised"}],
+    }
     p = typed(_event("review.submit", report, 2)).payload
     assert isinstance(p, ReviewSubmit) and isinstance(p.recommendations[0], Stop) and p.findings[0].score == 0.4
     old = {**report, "recommendations": ["continue exp-00003 w1: more"]}
@@ -76,8 +93,12 @@ def test_the_payloads_nest_the_messages_and_v1_prose_reads_as_prose():
     assert p.recommendations == ["continue exp-00003 w1: more"] and p.findings == []
     with pytest.raises(MalformedEventError, match="verdict"):
         typed(_event("review.submit", {**report, "verdict": "maybe"}, 2))
-    fin = {"summary": "s", "claims": [], "candidates": ["exp-00003"],
-           "recipe": {"experiment_id": "exp-00003", "family": "scratchpad"}}
+    fin = {
+        "summary": "s",
+        "claims": [],
+        "candidates": ["exp-00003"],
+        "recipe": {"experiment_id": "exp-00003", "family": "scratchpad"},
+    }
     p = typed(_event("worker.finalize", fin, 2)).payload
     assert isinstance(p, WorkerFinalize) and p.recipe.family == "scratchpad"
     assert typed(_event("worker.finalize", {k: v for k, v in fin.items() if k != "recipe"}, 1)).payload.recipe is None

@@ -24,7 +24,7 @@ from rsi_master.expos import ExpOS
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="a second OS user needs root (CI runs as root)")
 
-ATTACKS = r'''
+ATTACKS = r"""
 import json, os, sqlite3, socket, subprocess, sys
 run, keys, peer = sys.argv[1], sys.argv[2], int(sys.argv[3])
 out = {}
@@ -80,7 +80,7 @@ def operator_mode():
     if r.returncode: raise OSError(r.stderr.strip())
 attempt("open the run directly as the operator would", operator_mode)
 print(json.dumps(out))
-'''
+"""
 
 
 def _open_for_traversal(paths: list[Path]) -> list[tuple[Path, int]]:
@@ -98,8 +98,7 @@ def _open_for_traversal(paths: list[Path]) -> list[tuple[Path, int]]:
 @pytest.fixture
 def agent_python():
     """The agent user runs `expos` on this Python and this checkout: let it reach them (restored after)."""
-    changed = _open_for_traversal([Path(os.path.realpath(sys.executable)),
-                                   Path(rsi_master.__file__).resolve()])
+    changed = _open_for_traversal([Path(os.path.realpath(sys.executable)), Path(rsi_master.__file__).resolve()])
     yield
     for d, mode in reversed(changed):
         os.chmod(d, mode)
@@ -121,16 +120,40 @@ def test_an_agent_with_a_shell_reaches_the_run_only_through_the_door(agent_pytho
     control = open_place / "control.txt"
     control.write_text("readable by anyone")
     os.chmod(control, 0o644)
-    init = subprocess.run([sys.executable, "-m", "rsi_master.cli", "init", "--task", "arithmetic", "--dir", str(run)],
-                          capture_output=True, text=True)
+    init = subprocess.run(
+        [sys.executable, "-m", "rsi_master.cli", "init", "--task", "arithmetic", "--dir", str(run)],
+        capture_output=True,
+        text=True,
+    )
     assert init.returncode == 0, init.stderr
     script = open_place / "attacks.py"
     script.write_text(ATTACKS)
     os.chmod(script, 0o644)
-    res = subprocess.run([sys.executable, "-m", "rsi_master.cli", "agent", str(run), "--role", "worker", "--id", "w1",
-                          "--socket", str(open_place / "door" / "d.sock"), "--",
-                          sys.executable, str(script), str(run), str(open_place / "keys"), str(os.getpid()),
-                          str(control)], capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rsi_master.cli",
+            "agent",
+            str(run),
+            "--role",
+            "worker",
+            "--id",
+            "w1",
+            "--socket",
+            str(open_place / "door" / "d.sock"),
+            "--",
+            sys.executable,
+            str(script),
+            str(run),
+            str(open_place / "keys"),
+            str(os.getpid()),
+            str(control),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr
     assert "os-user" in res.stderr
     out = json.loads(res.stdout.strip().splitlines()[-1])
@@ -148,11 +171,39 @@ def test_an_agent_with_a_shell_reaches_the_run_only_through_the_door(agent_pytho
 
 
 def test_agent_command_errors_are_one_line(open_place):
-    res = subprocess.run([sys.executable, "-m", "rsi_master.cli", "agent", str(open_place / "nope"), "--role",
-                          "worker", "--id", "w1", "--", "true"], capture_output=True, text=True)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rsi_master.cli",
+            "agent",
+            str(open_place / "nope"),
+            "--role",
+            "worker",
+            "--id",
+            "w1",
+            "--",
+            "true",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "no such run directory" in res.stderr
-    res = subprocess.run([sys.executable, "-m", "rsi_master.cli", "capability", str(open_place / "nope"), "--role",
-                          "harness", "--id", "h"], capture_output=True, text=True)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rsi_master.cli",
+            "capability",
+            str(open_place / "nope"),
+            "--role",
+            "harness",
+            "--id",
+            "h",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 2 and "invalid choice: 'harness'" in res.stderr
 
 
@@ -169,8 +220,11 @@ def test_a_door_serves_several_agents_and_outlives_them(tmp_path):
     assert _cli("init", "--task", "arithmetic", "--dir", str(run)).returncode == 0
     w1 = _cli("capability", str(run), "--role", "worker", "--id", "w1").stdout.strip()
     m = _cli("capability", str(run), "--role", "main", "--id", "main", "--ttl", "10m").stdout.strip()
-    door = subprocess.Popen([sys.executable, "-m", "rsi_master.cli", "door", str(run), "--socket", str(sock)],
-                            stderr=subprocess.PIPE, text=True)
+    door = subprocess.Popen(
+        [sys.executable, "-m", "rsi_master.cli", "door", str(run), "--socket", str(sock)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert "serving" in door.stderr.readline()
         assert _expos("--door", str(sock), "--capability", w1, "quota.show").returncode == 0
@@ -191,8 +245,10 @@ def test_a_door_serves_several_agents_and_outlives_them(tmp_path):
 
     assert verify_run(run).ok
     with ExpOS.open(run, writable=False) as x:
-        assert [(e.actor.id, e.payload["tool"]) for e in x.events("tool.call")] == [("w1", "quota.show"),
-                                                                                 ("main", "graph.read")]
+        assert [(e.actor.id, e.payload["tool"]) for e in x.events("tool.call")] == [
+            ("w1", "quota.show"),
+            ("main", "graph.read"),
+        ]
         assert len({e.actor.cap for e in x.events("tool.call")}) == 2
 
 
@@ -207,14 +263,30 @@ def test_the_embedded_default_works_for_a_non_root_user_and_says_what_holds(agen
     home = open_place / "home"
     home.mkdir()
     os.chown(home, user.pw_uid, user.pw_gid)
-    env = {"PATH": os.environ["PATH"], "HOME": str(home), "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
-           "RSI_MASTER_KEY_DIR": str(home / "keys")}
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(home),
+        "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+        "RSI_MASTER_KEY_DIR": str(home / "keys"),
+    }
     as_user = {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": [], "env": env, "cwd": home}
     run = home / "run"
     assert _cli("init", "--task", "arithmetic", "--dir", str(run), **as_user).returncode == 0
     token = _cli("capability", str(run), "--role", "worker", "--id", "w1", **as_user).stdout.strip()
-    agent = _cli("agent", str(run), "--role", "worker", "--id", "w1", "--socket", str(home / "d.sock"), "--",
-                 "expos", "quota.show", **as_user)
+    agent = _cli(
+        "agent",
+        str(run),
+        "--role",
+        "worker",
+        "--id",
+        "w1",
+        "--socket",
+        str(home / "d.sock"),
+        "--",
+        "expos",
+        "quota.show",
+        **as_user,
+    )
     assert agent.returncode == 0 and "experiments_left" in agent.stdout, agent.stderr
     assert f"same-user (uid {user.pw_uid})" in agent.stderr and "rest on detection" in agent.stderr
     assert token.startswith("rsicap1.")

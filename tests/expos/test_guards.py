@@ -15,8 +15,13 @@ QUICK = {"max_steps": 3, "batch_size": 8, "learning_rate": 1e-3}
 
 
 def _unguarded_run(tmp_path):
-    return ExpOS.create(tmp_path / "run", "arithmetic", eval_limit=8, guards=Unguarded(),
-                        budget=Budget(max_experiments=10, max_train_steps=50))
+    return ExpOS.create(
+        tmp_path / "run",
+        "arithmetic",
+        eval_limit=8,
+        guards=Unguarded(),
+        budget=Budget(max_experiments=10, max_train_steps=50),
+    )
 
 
 def _after(session, call):
@@ -24,8 +29,9 @@ def _after(session, call):
     before = session.run.ledger.size()
     result = call()
     events = list(session.run.ledger.events())[before:]
-    return result, [(e.kind, e.actor.model_dump(exclude_none=True), dict(e.payload), [a.name for a in e.artifacts])
-                    for e in events]
+    return result, [
+        (e.kind, e.actor.model_dump(exclude_none=True), dict(e.payload), [a.name for a in e.artifacts]) for e in events
+    ]
 
 
 def _comparable(records, xid):
@@ -33,8 +39,11 @@ def _comparable(records, xid):
     two runs of one experiment; the experiment id is the start's seq."""
     out = []
     for kind, actor, payload, names in records:
-        payload = {k: ("<xid>" if v == xid else v) for k, v in payload.items()
-                   if k not in ("train_seconds", "record_digest", "args")}
+        payload = {
+            k: ("<xid>" if v == xid else v)
+            for k, v in payload.items()
+            if k not in ("train_seconds", "record_digest", "args")
+        }
         out.append((kind, actor, payload, names))
     return out
 
@@ -51,8 +60,7 @@ def test_an_honest_experiment_leaves_the_same_records_under_strict_and_unguarded
         a, rec_a = _after(strict, lambda: strict.call(W1, "experiment.submit", args))
         b, rec_b = _after(unguarded, lambda: unguarded.call(W1, "experiment.submit", args))
     assert a.status == b.status == "completed" and a.dev_score == b.dev_score and a.checkpoint == b.checkpoint
-    assert [r[0] for r in rec_a] == ["data.check", "experiment.start", "experiment.finish", "eval.record",
-                                     "tool.call"]
+    assert [r[0] for r in rec_a] == ["data.check", "experiment.start", "experiment.finish", "eval.record", "tool.call"]
     assert _comparable(rec_a, a.experiment_id) == _comparable(rec_b, b.experiment_id)
     # The one difference: the unguarded door logs each call's arguments, for the auditor.
     assert "args" not in rec_a[-1][2] and rec_b[-1][2]["args"] == args
@@ -117,5 +125,7 @@ def test_the_policy_is_the_harness_choice_never_an_agent_one(tmp_path):
     finally:
         door.close()
     with ExpOS.open(tmp_path / "run", writable=False) as x:
-        assert [typed(e).payload.subcategory for e in x.events("guard.blocked")] == ["test_set_access",
-                                                                                      "weight_provenance"]
+        assert [typed(e).payload.subcategory for e in x.events("guard.blocked")] == [
+            "test_set_access",
+            "weight_provenance",
+        ]

@@ -23,13 +23,27 @@ MAIN = Caller("main", "main")
 def run(tmp_path):
     """A run with a graph and a scheduler's records (no training: the projection reads events)."""
     x = ExpOS.create(tmp_path / "run", "arithmetic", eval_limit=4)
-    x.record(ORCHESTRA, "orchestra.start", {"version": 1, "task": "arithmetic", "budget_s": 100.0, "slots": 2,
-                                            "main": "policy", "reviewer": "evidence", "eval_limit": 4})
+    x.record(
+        ORCHESTRA,
+        "orchestra.start",
+        {
+            "version": 1,
+            "task": "arithmetic",
+            "budget_s": 100.0,
+            "slots": 2,
+            "main": "policy",
+            "reviewer": "evidence",
+            "eval_limit": 4,
+        },
+    )
     x.call(MAIN, "worker.add", {"worker_id": "w1", "task": "t1", "direction": {"family": "answer_only"}})
     x.call(MAIN, "worker.add", {"worker_id": "w2", "task": "t2", "predecessors": ["w1"]})
     job = x.record(ORCHESTRA, "orchestra.job.start", {"node": "w1", "kind": "worker", "slot": 0})
-    x.record(ORCHESTRA, "orchestra.job.end", {"start_seq": job.seq, "node": "w1", "status": "done", "end_ts": 2e9,
-                                              "seconds": 1.0})
+    x.record(
+        ORCHESTRA,
+        "orchestra.job.end",
+        {"start_seq": job.seq, "node": "w1", "status": "done", "end_ts": 2e9, "seconds": 1.0},
+    )
     x.call(Caller("worker", "w1"), "worker.finalize", {"summary": "nothing yet"})
     yield x
     x.close()
@@ -37,8 +51,12 @@ def run(tmp_path):
 
 def _dump(proj: Projection) -> dict:
     orc = proj.part(OrchestraPart)
-    return {"state": dataclasses.asdict(proj.state), "size": proj.size, "last_ts": proj.last_ts,
-            "orchestra": {k: v for k, v in vars(orc).items() if not k.startswith("_")}}
+    return {
+        "state": dataclasses.asdict(proj.state),
+        "size": proj.size,
+        "last_ts": proj.last_ts,
+        "orchestra": {k: v for k, v in vars(orc).items() if not k.startswith("_")},
+    }
 
 
 def test_folding_in_random_chunks_gives_the_state_of_one_fold(tmp_path, monkeypatch):
@@ -86,9 +104,11 @@ def test_a_part_attached_late_catches_up(run):
 def test_advance_takes_in_events_another_process_appended(run):
     st = load_state(run)
     assert "w9" not in st.workers
-    code = ("import sys; from rsi_master.expos import Caller, ExpOS\n"
-            "with ExpOS.open(sys.argv[1]) as x:\n"
-            "    x.call(Caller('main', 'main'), 'worker.add', {'worker_id': 'w9', 'task': 'from elsewhere'})\n")
+    code = (
+        "import sys; from rsi_master.expos import Caller, ExpOS\n"
+        "with ExpOS.open(sys.argv[1]) as x:\n"
+        "    x.call(Caller('main', 'main'), 'worker.add', {'worker_id': 'w9', 'task': 'from elsewhere'})\n"
+    )
     subprocess.run([sys.executable, "-c", code, str(run.run.path)], check=True, timeout=120)
     assert load_state(run).workers["w9"].task == "from elsewhere"
     assert load_graph(run).pending() == [("worker", "w2"), ("worker", "w9")]
@@ -133,8 +153,10 @@ def _append_around_the_key(run, kind: str, payload: dict) -> None:
         seq, prev = conn.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
         draft = EventDraft.model_validate({"kind": kind, "actor": {"role": "main", "id": "main"}, "payload": payload})
         event, body = seal(draft, seq=seq + 1, ts="2030-01-01T00:00:00.000000Z", prev_hash=prev)
-        conn.execute("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                     (seq + 1, prev, event.hash, event.kind, "main", "main", event.ts, body))
+        conn.execute(
+            "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (seq + 1, prev, event.hash, event.kind, "main", "main", event.ts, body),
+        )
 
 
 def test_vouching_covers_every_event_the_projection_read(run):

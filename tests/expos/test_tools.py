@@ -49,8 +49,15 @@ def test_final_limit_keeps_the_whole_final_split_for_the_harness(tmp_path):
 def test_every_role_has_its_tools_and_schemas():
     names = {role: {t.name for t in tools_for(role)} for role in ("public", "worker", "reviewer", "main")}
     assert {"contract.show", "quota.show", "events.tail"} <= names["public"]
-    assert {"data.generate", "data.register", "data.filter", "data.mix", "experiment.submit", "results.list",
-            "worker.finalize"} <= names["worker"]
+    assert {
+        "data.generate",
+        "data.register",
+        "data.filter",
+        "data.mix",
+        "experiment.submit",
+        "results.list",
+        "worker.finalize",
+    } <= names["worker"]
     assert {"experiment.inspect", "eval.review", "eval.compare", "audit.run", "review.submit"} <= names["reviewer"]
     assert {"graph.read", "worker.add", "review.request", "decision.record", "candidate.nominate"} <= names["main"]
     assert "experiment.submit" not in names["main"]  # the Main agent never runs experiments
@@ -105,8 +112,9 @@ def test_opening_a_plain_run_as_expos_is_refused(tmp_path):
 
 
 def _expos(*args, stdin=None):
-    return subprocess.run([sys.executable, "-m", "rsi_master.cli._expos", *args], input=stdin,
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "rsi_master.cli._expos", *args], input=stdin, capture_output=True, text=True
+    )
 
 
 def _cap(path, role, node):
@@ -146,8 +154,11 @@ def test_roles_are_not_declared_by_the_caller(run):
 
     raw = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
     for change in ({"role": "main"}, {"node": "w2"}, {"exp": raw["exp"] + 1e6}):
-        forged_body = base64.urlsafe_b64encode(json.dumps({**raw, **change}, sort_keys=True,
-                                                          separators=(",", ":")).encode()).rstrip(b"=").decode()
+        forged_body = (
+            base64.urlsafe_b64encode(json.dumps({**raw, **change}, sort_keys=True, separators=(",", ":")).encode())
+            .rstrip(b"=")
+            .decode()
+        )
         forged = _expos("--run", path, "--capability", f"rsicap1.{forged_body}.{mac}", "graph.read")
         assert forged.returncode == 3 and "MAC does not verify" in forged.stderr, change
     as_worker = _expos("--run", path, "--capability", w1, "graph.read")
@@ -201,8 +212,11 @@ def test_a_bad_identity_is_refused_before_anything_runs_or_is_recorded(run, tmp_
     path = str(run.run.path)
     size, stored = run.run.ledger.size(), sorted((run.run.path / "artifacts").rglob("*"))
     for ident in ("", "   ", "w\n1", "x" * 129):
-        out = subprocess.run([sys.executable, "-m", "rsi_master.cli", "capability", path, "--role", "worker",
-                              "--id", ident], capture_output=True, text=True)
+        out = subprocess.run(
+            [sys.executable, "-m", "rsi_master.cli", "capability", path, "--role", "worker", "--id", ident],
+            capture_output=True,
+            text=True,
+        )
         assert out.returncode == 2 and "node id" in out.stderr and "malformed event" not in out.stderr, ident
         assert out.stderr.count("\n") == 1 and out.stdout == ""
         with pytest.raises(ToolInvalid, match="invalid caller id"):
@@ -239,8 +253,10 @@ def test_every_recorded_event_kind_is_in_the_one_list_the_log_checks(tmp_path):
 
     assert set(PAYLOADS) == EVENT_KINDS
     assert {"contract.freeze", "agents.config", "orchestra.resume", "data.mix", "source.register"} <= EVENT_KINDS
-    with (ExpOS.create(tmp_path / "run", "arithmetic", eval_limit=5) as x,
-          pytest.raises(MalformedEventError, match=re.escape("unknown event kind 'data.smuggle'"))):
+    with (
+        ExpOS.create(tmp_path / "run", "arithmetic", eval_limit=5) as x,
+        pytest.raises(MalformedEventError, match=re.escape("unknown event kind 'data.smuggle'")),
+    ):
         x.record({"role": "worker", "id": "w1"}, "data.smuggle", {})
 
 
@@ -292,19 +308,38 @@ def test_a_claim_rounded_for_display_is_no_misattribution_another_score_is(tmp_p
         mine = {i: fake_experiment(x, f"w{i}", 7 / 30) for i in range(1, 6)}  # 0.2333...
         other = fake_experiment(x, "w9", 8 / 30)  # 0.2666...: another experiment's score
         # Through the door: rounded and truncated claims are accepted, another score is refused.
-        x.call(Caller("worker", "w1"), "worker.finalize",
-               {"summary": "s", "claims": [{"experiment_id": mine[1], "score": 0.2333}], "candidates": [mine[1]]})
-        x.call(Caller("worker", "w2"), "worker.finalize",
-               {"summary": "s", "claims": [{"experiment_id": mine[2], "score": 0.23}], "candidates": [mine[2]]})
+        x.call(
+            Caller("worker", "w1"),
+            "worker.finalize",
+            {"summary": "s", "claims": [{"experiment_id": mine[1], "score": 0.2333}], "candidates": [mine[1]]},
+        )
+        x.call(
+            Caller("worker", "w2"),
+            "worker.finalize",
+            {"summary": "s", "claims": [{"experiment_id": mine[2], "score": 0.23}], "candidates": [mine[2]]},
+        )
         with pytest.raises(ToolRefused, match="does not match"):
-            x.call(Caller("worker", "w3"), "worker.finalize", {"summary": "s", "claims": [
-                {"experiment_id": mine[3], "score": round(8 / 30, 4)}], "candidates": [mine[3]]})
+            x.call(
+                Caller("worker", "w3"),
+                "worker.finalize",
+                {
+                    "summary": "s",
+                    "claims": [{"experiment_id": mine[3], "score": round(8 / 30, 4)}],
+                    "candidates": [mine[3]],
+                },
+            )
         # Recorded without the door (a forged or unguarded finalize): the audit applies the same rule.
         for i, score in ((3, 0.2667), (4, 0.2), (5, 0.234)):  # another's score; too coarse; rounded up
-            x.record(worker(i), "worker.finalize", {"summary": "s", "claims": [
-                {"experiment_id": mine[i], "score": score}], "candidates": [mine[i]]})
-        x.record(worker(9), "worker.finalize", {"summary": "s", "claims": [
-            {"experiment_id": other, "score": 0.26666}], "candidates": [other]})
+            x.record(
+                worker(i),
+                "worker.finalize",
+                {"summary": "s", "claims": [{"experiment_id": mine[i], "score": score}], "candidates": [mine[i]]},
+            )
+        x.record(
+            worker(9),
+            "worker.finalize",
+            {"summary": "s", "claims": [{"experiment_id": other, "score": 0.26666}], "candidates": [other]},
+        )
         report = audit(x)
         assert attribution(report, mine[1]) != "EXECUTED" and attribution(report, mine[2]) != "EXECUTED"
         assert attribution(report, mine[5]) != "EXECUTED" and attribution(report, other) != "EXECUTED"
@@ -341,5 +376,6 @@ def test_generated_rows_the_gate_fails_are_left_out_not_refused(tmp_path, monkey
         assert item.prompt not in prompts and len(prompts) == 50
         # Hand-written rows are the agent's own: the same item there is refused, as before.
         with pytest.raises(ToolRefused, match="overlaps protected evaluation items"):
-            x.call(w1, "data.register", {"source": "hand-written", "rows": [{"prompt": item.prompt,
-                                                                             "completion": "1"}]})
+            x.call(
+                w1, "data.register", {"source": "hand-written", "rows": [{"prompt": item.prompt, "completion": "1"}]}
+            )

@@ -26,14 +26,25 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _rec(seed, scores, tokens=1000):
-    return CurveRow(key=f"curve/t/a@s{seed}", task="t", kind="curve", family="a", seed=seed,
-                    points=[{"multiple": m, "score": s, "step": 1, "examples": 1} for m, s in scores.items()],
-                    train_seconds=10.0 * max(scores), tokens=tokens)
+    return CurveRow(
+        key=f"curve/t/a@s{seed}",
+        task="t",
+        kind="curve",
+        family="a",
+        seed=seed,
+        points=[{"multiple": m, "score": s, "step": 1, "examples": 1} for m, s in scores.items()],
+        train_seconds=10.0 * max(scores),
+        tokens=tokens,
+    )
 
 
 def test_mean_curve_averages_each_multiple_over_the_seeds_that_measured_it():
-    c = mean_curve([_rec(0, {0.5: 0.10, 1.0: 0.20, 5.0: 0.30, 8.0: 0.40}, tokens=8000),
-                    _rec(1, {0.5: 0.04, 1.0: 0.10, 5.0: 0.20}, tokens=5000)])
+    c = mean_curve(
+        [
+            _rec(0, {0.5: 0.10, 1.0: 0.20, 5.0: 0.30, 8.0: 0.40}, tokens=8000),
+            _rec(1, {0.5: 0.04, 1.0: 0.10, 5.0: 0.20}, tokens=5000),
+        ]
+    )
     pts = {p.multiple: p for p in c.points}
     assert pts[0.5].score == pytest.approx(0.07) and pts[0.5].seeds == 2 and pts[0.5].per_seed == [0.10, 0.04]
     assert pts[0.5].spread == pytest.approx(0.06)
@@ -44,10 +55,20 @@ def test_mean_curve_averages_each_multiple_over_the_seeds_that_measured_it():
 
 
 def _landscape(curves, seeds=2):
-    return Landscape.model_validate({"tasks": {"t": {"base": {"score": 0.0}, "reference": {"score": 0.5, "family": "a"},
-                                                     "curves": {f: {"points": [{"multiple": m, "score": s, "seeds": seeds}
-                                                                               for m, s in pts.items()]}
-                                                                for f, pts in curves.items()}}}})
+    return Landscape.model_validate(
+        {
+            "tasks": {
+                "t": {
+                    "base": {"score": 0.0},
+                    "reference": {"score": 0.5, "family": "a"},
+                    "curves": {
+                        f: {"points": [{"multiple": m, "score": s, "seeds": seeds} for m, s in pts.items()]}
+                        for f, pts in curves.items()
+                    },
+                }
+            }
+        }
+    )
 
 
 def _t(curves, seeds=2):
@@ -78,8 +99,13 @@ def test_crossing_needs_a_real_early_lead_and_a_real_late_deficit():
 
 
 def test_family_gap_counts_only_plain_families():
-    res = _t({"a": {1.0: 0.0, 2.0: 0.0, 3.0: 0.0}, "a[k=1]": {1.0: 0.5, 2.0: 0.5, 3.0: 0.5},
-              "b": {1.0: 0.1, 2.0: 0.2, 3.0: 0.16}})
+    res = _t(
+        {
+            "a": {1.0: 0.0, 2.0: 0.0, 3.0: 0.0},
+            "a[k=1]": {1.0: 0.5, 2.0: 0.5, 3.0: 0.5},
+            "b": {1.0: 0.1, 2.0: 0.2, 3.0: 0.16},
+        }
+    )
     # the labelled data-selection curve is 50 points above `a`, but gaps are between families
     assert res.family_gap.points == 20.0 and res.family_gap.ahead == "b"
 
@@ -100,8 +126,14 @@ def test_a_curve_at_another_batch_is_compared_only_with_curves_at_that_batch():
     assert str(CurveLabel.of("trace", None, "sft", 8)) == "trace"
     assert [CurveLabel.parse(x).batch for x in ("trace", "trace@b2", "trace+lora@b4@s1", "trace@s2")] == [8, 2, 4, 8]
     # `trace@b2` is 50 points above `prog` (batch 8), but that is a batch change, not a family gap
-    res = _t({"prog": {1.0: 0.0, 2.0: 0.0, 3.0: 0.0}, "trace": {1.0: 0.1, 2.0: 0.1, 3.0: 0.1},
-              "trace@b2": {1.0: 0.5, 2.0: 0.5, 3.0: 0.5}, "prog@b2": {1.0: 0.2, 2.0: 0.3, 3.0: 0.3}})
+    res = _t(
+        {
+            "prog": {1.0: 0.0, 2.0: 0.0, 3.0: 0.0},
+            "trace": {1.0: 0.1, 2.0: 0.1, 3.0: 0.1},
+            "trace@b2": {1.0: 0.5, 2.0: 0.5, 3.0: 0.5},
+            "prog@b2": {1.0: 0.2, 2.0: 0.3, 3.0: 0.3},
+        }
+    )
     assert (res.family_gap.points, res.family_gap.ahead, res.family_gap.behind) == (30.0, "trace@b2", "prog@b2")
     snap = "runs/landscape/curves/program_synthesis.trace_then_program@b2@s1/snapshots/step-005000"
     assert parent_label(snap) == "SFT trace_then_program@b2@s1 x2 snapshot"
@@ -119,6 +151,10 @@ def test_the_shipped_landscape_is_what_the_shipped_results_build():
     built = build(read_rows(ROOT / "benchmarks" / "landscape" / "results.jsonl"))
     assert dumps(built) == SHIPPED.read_text()
     shipped = json.loads(SHIPPED.read_text())
-    assert shipped["version"] == 2 and set(shipped["tasks"]) == {"arithmetic", "function_calling", "knowledge",
-                                                                  "program_synthesis"}
+    assert shipped["version"] == 2 and set(shipped["tasks"]) == {
+        "arithmetic",
+        "function_calling",
+        "knowledge",
+        "program_synthesis",
+    }
     assert built.targets.crossing_ok and all(t.family_gap_ok for t in built.targets.tasks.values())

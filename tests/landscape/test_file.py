@@ -19,13 +19,37 @@ from rsi_master.landscape import (
     save,
 )
 
-V1 = {"version": 1, "split": "dev", "produced_by": "scripts/measure_landscape.py",
-      "default_experiment": {"examples": 5000, "batch_size": 32, "learning_rate": 0.001},
-      "tasks": {"t": {"curves": {"a": {"points": [{"multiple": 1.0, "score": 0.2, "seeds": 1, "per_seed": [0.2]}],
-                                       "tokens": 1000, "train_seconds": 10.0, "params": {}, "seeds": [0]}}}},
-      "targets": {"t": {"base_ok": True, "crossing": None, "family_gap": None, "family_gap_ok": False,
-                        "reference_gain_points": None, "reference_ok": False},
-                  "crossing_ok": False, "crossing_tasks": []}}
+V1 = {
+    "version": 1,
+    "split": "dev",
+    "produced_by": "scripts/measure_landscape.py",
+    "default_experiment": {"examples": 5000, "batch_size": 32, "learning_rate": 0.001},
+    "tasks": {
+        "t": {
+            "curves": {
+                "a": {
+                    "points": [{"multiple": 1.0, "score": 0.2, "seeds": 1, "per_seed": [0.2]}],
+                    "tokens": 1000,
+                    "train_seconds": 10.0,
+                    "params": {},
+                    "seeds": [0],
+                }
+            }
+        }
+    },
+    "targets": {
+        "t": {
+            "base_ok": True,
+            "crossing": None,
+            "family_gap": None,
+            "family_gap_ok": False,
+            "reference_gain_points": None,
+            "reference_ok": False,
+        },
+        "crossing_ok": False,
+        "crossing_tasks": [],
+    },
+}
 
 
 def test_the_shipped_file_loads_and_is_the_default(monkeypatch):
@@ -46,14 +70,17 @@ def test_a_version_1_file_is_read(tmp_path):
     assert load(tmp_path / "v2.json") == land
 
 
-@pytest.mark.parametrize("change,says", [
-    (lambda d: d.update(version=3), "format version 3 is not one this rsi-master reads"),
-    (lambda d: d.pop("version"), "format version None"),
-    (lambda d: d["tasks"]["t"]["curves"].update({"a@s1": d["tasks"]["t"]["curves"]["a"]}), "no @sS"),
-    (lambda d: d["tasks"]["t"]["curves"].update({"a[": d["tasks"]["t"]["curves"]["a"]}), "does not read as"),
-    (lambda d: d["tasks"]["t"]["curves"]["a"]["points"][0].update(score=2.0), "score"),
-    (lambda d: d["tasks"]["t"]["curves"]["a"].update(colour="red"), "colour"),
-])
+@pytest.mark.parametrize(
+    "change,says",
+    [
+        (lambda d: d.update(version=3), "format version 3 is not one this rsi-master reads"),
+        (lambda d: d.pop("version"), "format version None"),
+        (lambda d: d["tasks"]["t"]["curves"].update({"a@s1": d["tasks"]["t"]["curves"]["a"]}), "no @sS"),
+        (lambda d: d["tasks"]["t"]["curves"].update({"a[": d["tasks"]["t"]["curves"]["a"]}), "does not read as"),
+        (lambda d: d["tasks"]["t"]["curves"]["a"]["points"][0].update(score=2.0), "score"),
+        (lambda d: d["tasks"]["t"]["curves"]["a"].update(colour="red"), "colour"),
+    ],
+)
 def test_a_bad_file_is_refused_in_one_line_naming_it(tmp_path, change, says):
     data = json.loads(json.dumps(V1))
     change(data)
@@ -73,10 +100,14 @@ def test_not_json_and_missing_files(tmp_path):
 
 
 def test_the_environment_names_the_file_in_force(tmp_path, monkeypatch):
-    curve = {"points": [{"multiple": 1.0, "score": 0.0}, {"multiple": 4.0, "score": 0.9}], "tokens": 4000,
-             "train_seconds": 400}
-    path = save(Landscape(tasks={"knowledge": TaskLandscape(curves={"chain_then_answer": curve})}),
-                tmp_path / "mine.json")
+    curve = {
+        "points": [{"multiple": 1.0, "score": 0.0}, {"multiple": 4.0, "score": 0.9}],
+        "tokens": 4000,
+        "train_seconds": 400,
+    }
+    path = save(
+        Landscape(tasks={"knowledge": TaskLandscape(curves={"chain_then_answer": curve})}), tmp_path / "mine.json"
+    )
     monkeypatch.setenv(ENV_VAR, str(path))
     # one default experiment costs 100 s here; 300 s buy three of them
     assert expected_scores("knowledge", 300.0) == {"chain_then_answer": pytest.approx(0.6)}

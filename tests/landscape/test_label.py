@@ -16,17 +16,29 @@ def test_every_shipped_curve_label_reads_and_writes_back_the_same():
         assert str(CurveLabel.parse(label)) == label
 
 
-@pytest.mark.parametrize("text,parts", [
-    ("trace", {"family": "trace"}),
-    ("scratchpad[ops=add]", {"family": "scratchpad", "knobs": (("ops", "add"),)}),
-    ("chain[two_hop=0.0]", {"family": "chain", "knobs": (("two_hop", "0.0"),)}),  # 0.0 stays 0.0
-    ("trace+lora", {"family": "trace", "method": "lora"}),
-    ("outputs+prompt_loss", {"family": "outputs", "prompt_loss": True}),
-    ("trace[max_depth=1]+lora+prompt_loss@b2@s3",
-     {"family": "trace", "knobs": (("max_depth", "1"),), "method": "lora", "prompt_loss": True, "batch": 2, "seed": 3}),
-    ("trace@s2", {"family": "trace", "seed": 2}),
-    ("plan[a=1,b=x]@b4", {"family": "plan", "knobs": (("a", "1"), ("b", "x")), "batch": 4}),
-])
+@pytest.mark.parametrize(
+    "text,parts",
+    [
+        ("trace", {"family": "trace"}),
+        ("scratchpad[ops=add]", {"family": "scratchpad", "knobs": (("ops", "add"),)}),
+        ("chain[two_hop=0.0]", {"family": "chain", "knobs": (("two_hop", "0.0"),)}),  # 0.0 stays 0.0
+        ("trace+lora", {"family": "trace", "method": "lora"}),
+        ("outputs+prompt_loss", {"family": "outputs", "prompt_loss": True}),
+        (
+            "trace[max_depth=1]+lora+prompt_loss@b2@s3",
+            {
+                "family": "trace",
+                "knobs": (("max_depth", "1"),),
+                "method": "lora",
+                "prompt_loss": True,
+                "batch": 2,
+                "seed": 3,
+            },
+        ),
+        ("trace@s2", {"family": "trace", "seed": 2}),
+        ("plan[a=1,b=x]@b4", {"family": "plan", "knobs": (("a", "1"), ("b", "x")), "batch": 4}),
+    ],
+)
 def test_labels_parse_into_their_parts_and_back(text, parts):
     label = CurveLabel.parse(text)
     assert label == CurveLabel(**parts)
@@ -36,9 +48,14 @@ def test_labels_parse_into_their_parts_and_back(text, parts):
 _name = st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True)
 
 
-@given(family=_name, knobs=st.dictionaries(_name, st.one_of(st.integers(-5, 50), _name, st.floats(0, 1)), max_size=3),
-       method=st.sampled_from(["sft", "lora", "dpo"]), prompt_loss=st.booleans(),
-       batch=st.integers(1, 64), seed=st.integers(0, 9))
+@given(
+    family=_name,
+    knobs=st.dictionaries(_name, st.one_of(st.integers(-5, 50), _name, st.floats(0, 1)), max_size=3),
+    method=st.sampled_from(["sft", "lora", "dpo"]),
+    prompt_loss=st.booleans(),
+    batch=st.integers(1, 64),
+    seed=st.integers(0, 9),
+)
 def test_any_label_made_from_parts_round_trips(family, knobs, method, prompt_loss, batch, seed):
     label = CurveLabel.of(family, knobs, method, batch, prompt_loss, seed)
     assert CurveLabel.parse(str(label)) == label
@@ -55,22 +72,25 @@ def test_related_labels():
     assert CurveLabel.of_selection("chain") == CurveLabel(family="chain")
 
 
-@pytest.mark.parametrize("text,says", [
-    ("", "does not read as"),
-    ("trace[", "does not read as"),
-    ("trace[]", "is not knob=value"),
-    ("trace[ops]", "is not knob=value"),
-    ("trace[b=1,a=2]", "sorted"),
-    ("trace[a=1,a=2]", "sorted"),
-    ("trace+lora+dpo", "at most one method"),
-    ("trace+sft", "at most one method"),
-    ("trace+prompt_loss+lora", "at most one method"),
-    ("trace@b8", "other than the curves' 8"),
-    ("trace@b0", "other than the curves' 8"),
-    ("trace@s0", "nonzero seed"),
-    ("trace@s1@b2", "does not read as"),
-    ("trace label", "does not read as"),
-])
+@pytest.mark.parametrize(
+    "text,says",
+    [
+        ("", "does not read as"),
+        ("trace[", "does not read as"),
+        ("trace[]", "is not knob=value"),
+        ("trace[ops]", "is not knob=value"),
+        ("trace[b=1,a=2]", "sorted"),
+        ("trace[a=1,a=2]", "sorted"),
+        ("trace+lora+dpo", "at most one method"),
+        ("trace+sft", "at most one method"),
+        ("trace+prompt_loss+lora", "at most one method"),
+        ("trace@b8", "other than the curves' 8"),
+        ("trace@b0", "other than the curves' 8"),
+        ("trace@s0", "nonzero seed"),
+        ("trace@s1@b2", "does not read as"),
+        ("trace label", "does not read as"),
+    ],
+)
 def test_a_malformed_label_is_refused_with_what_is_wrong(text, says):
     with pytest.raises(LabelError, match=says) as err:
         CurveLabel.parse(text)

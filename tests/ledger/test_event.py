@@ -34,8 +34,10 @@ def test_seal_hashes_the_canonical_body():
     [
         ({"kind": "Bad Kind!", "actor": {"role": "worker", "id": "w"}}, "kind"),
         ({"kind": "ok", "actor": {"role": "worker"}}, "actor.id"),
-        ({"kind": "ok", "actor": {"role": "worker", "id": "w"}, "artifacts": [{"digest": "abc", "role": "output"}]},
-         "artifacts"),
+        (
+            {"kind": "ok", "actor": {"role": "worker", "id": "w"}, "artifacts": [{"digest": "abc", "role": "output"}]},
+            "artifacts",
+        ),
         ({"kind": "ok", "actor": {"role": "worker", "id": "w"}, "extra": 1}, "extra"),
     ],
 )
@@ -51,20 +53,27 @@ def test_drafts_are_immutable():
         d.kind = "other"  # type: ignore[misc]
 
 
-@pytest.mark.parametrize("payload", [{"x": math.inf}, {"x": math.nan}, {"big": 2**80}, {"k": [1, {"deep": -2**60}]}])
+@pytest.mark.parametrize("payload", [{"x": math.inf}, {"x": math.nan}, {"big": 2**80}, {"k": [1, {"deep": -(2**60)}]}])
 def test_payloads_json_cannot_carry_are_refused_and_nothing_is_written(tmp_path, payload):
     from rsi_master.rundir import RunDir
 
     with RunDir.create(tmp_path / "run") as run:
         run.record({"kind": "ok", "actor": {"role": "worker", "id": "w"}})
         with pytest.raises(MalformedEventError, match="payload"):
-            run.record_many([{"kind": "ok", "actor": {"role": "worker", "id": "w"}},
-                             {"kind": "ok", "actor": {"role": "worker", "id": "w"}, "payload": payload}])
+            run.record_many(
+                [
+                    {"kind": "ok", "actor": {"role": "worker", "id": "w"}},
+                    {"kind": "ok", "actor": {"role": "worker", "id": "w"}, "payload": payload},
+                ]
+            )
         assert run.ledger.size() == 1
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-2**53 + 1, 2**53 - 1) | st.text()
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53) + 1, 2**53 - 1)
+    | st.text()
     | st.floats(allow_nan=False, allow_infinity=False),
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4),
     max_leaves=20,

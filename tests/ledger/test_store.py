@@ -66,14 +66,17 @@ def test_reference_to_a_missing_artifact_writes_nothing(tmp_path):
         assert run.ledger.size() == 2
 
 
-@pytest.mark.parametrize("sql", [
-    "UPDATE events SET kind = 'x' WHERE seq = 1",
-    "DELETE FROM events WHERE seq = 4",
-    "UPDATE checkpoints SET root = 'x'",
-    "DELETE FROM checkpoints",
-    "DELETE FROM artifact_refs",
-    "UPDATE meta SET value = 'other' WHERE key = 'run_id'",
-])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "UPDATE events SET kind = 'x' WHERE seq = 1",
+        "DELETE FROM events WHERE seq = 4",
+        "UPDATE checkpoints SET root = 'x'",
+        "DELETE FROM checkpoints",
+        "DELETE FROM artifact_refs",
+        "UPDATE meta SET value = 'other' WHERE key = 'run_id'",
+    ],
+)
 def test_database_refuses_updates_and_deletes(tmp_path, sql):
     make_run(tmp_path / "run", events=6).close()
     conn = sqlite3.connect(tmp_path / "run" / "ledger.db")
@@ -170,8 +173,12 @@ def test_sigkill_mid_append_never_leaves_a_partial_event(tmp_path, key_dir):
     rng = random.Random(7)
     env = {**os.environ, "RSI_MASTER_KEY_DIR": str(key_dir)}
     for round_ in range(20):
-        proc = subprocess.Popen([sys.executable, "-c", _KILLED_WRITER, str(run_dir), str(round_)], env=env,
-                                stdout=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _KILLED_WRITER, str(run_dir), str(round_)],
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert proc.stdout is not None and proc.stdout.readline() == "appending\n"
         time.sleep(rng.uniform(0.0, 0.3))
         proc.send_signal(signal.SIGKILL)
@@ -265,7 +272,7 @@ def test_signed_roots_are_rfc6962_tree_heads_over_the_event_hashes(tmp_path, key
     assert [c["tree_size"] for c in signed] == [0, 4, 8, 12, 13, 13, 13]
     for c in signed:
         assert c["version"] == 2
-        assert c["root"] == _mth(data[:c["tree_size"]]).hex(), c
+        assert c["root"] == _mth(data[: c["tree_size"]]).hex(), c
     assert signed[0]["root"] == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 

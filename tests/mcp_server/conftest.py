@@ -49,8 +49,10 @@ def inspector_path() -> Path | None:
 def inspector() -> Path:
     path = inspector_path()
     if path is None or shutil.which("node", path=_node_path()) is None:
-        msg = ("the MCP Inspector CLI is not installed (.ci/run installs it: npm ci --prefix .ci; or set "
-               "RSI_MASTER_INSPECTOR)")
+        msg = (
+            "the MCP Inspector CLI is not installed (.ci/run installs it: npm ci --prefix .ci; or set "
+            "RSI_MASTER_INSPECTOR)"
+        )
         if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
             pytest.fail(msg + "; CI must run these tests")
         pytest.skip(msg)
@@ -65,8 +67,12 @@ def _node_path() -> str:
 
 def inspector_env(home: Path) -> dict[str, str]:
     """A small environment for the Inspector: its own HOME (it keeps a catalog there)."""
-    return {"PATH": _node_path(), "HOME": str(home), "MCP_CATALOG_PATH": str(home / "catalog.json"),
-            "MCP_CLIENT_CONFIG_PATH": str(home / "client.json")}
+    return {
+        "PATH": _node_path(),
+        "HOME": str(home),
+        "MCP_CATALOG_PATH": str(home / "catalog.json"),
+        "MCP_CLIENT_CONFIG_PATH": str(home / "client.json"),
+    }
 
 
 @dataclass(frozen=True)
@@ -85,8 +91,16 @@ class Shared:
 
     def server(self, rsi: str, role: str, caller_id: str, *extra: str) -> list[str]:
         """The operator's server (the run opened in its process, with the key directory)."""
-        return [rsi, "mcp", str(self.path), "--capability", self.capability(role, caller_id), "--key-dir",
-                str(self.key_dir), *extra]
+        return [
+            rsi,
+            "mcp",
+            str(self.path),
+            "--capability",
+            self.capability(role, caller_id),
+            "--key-dir",
+            str(self.key_dir),
+            *extra,
+        ]
 
 
 @pytest.fixture(scope="module")
@@ -96,23 +110,34 @@ def shared_run(tmp_path_factory) -> Shared:
     root = tmp_path_factory.mktemp("shared")
     key_dir = root / "keys"
     main, w1 = Caller("main", "main"), Caller("worker", "w1")
-    with ExpOS.create(root / "run", "knowledge", eval_limit=5, key_dir=key_dir,
-                      allowed_teachers=["hand-written"]) as x:
+    with ExpOS.create(root / "run", "knowledge", eval_limit=5, key_dir=key_dir, allowed_teachers=["hand-written"]) as x:
         x.call(main, "worker.add", {"worker_id": "w1", "task": "answer-only data"})
         dataset = x.call(w1, "data.generate", {"family": "answer_only", "n": 8}).dataset
         base = x.contract.base_model_artifact
-        start = x.record(w1, "experiment.start", {"parent": "base", "parent_checkpoint": base, "dataset": dataset,
-                                                  "method": "sft", "spec": {"max_steps": 1, "batch_size": 8}})
+        start = x.record(
+            w1,
+            "experiment.start",
+            {
+                "parent": "base",
+                "parent_checkpoint": base,
+                "dataset": dataset,
+                "method": "sft",
+                "spec": {"max_steps": 1, "batch_size": 8},
+            },
+        )
         xid = experiment_id(start.seq)
-        x.record(w1, "experiment.finish", {"experiment_id": xid, "status": "completed", "checkpoint": base,
-                                           "steps": 1})
+        x.record(w1, "experiment.finish", {"experiment_id": xid, "status": "completed", "checkpoint": base, "steps": 1})
     return Shared(root / "run", key_dir, dataset, xid)
 
 
 def start_http(argv: list[str], env: dict[str, str] | None = None) -> tuple[subprocess.Popen, str]:
     """Start an HTTP server on a free loopback port; (process, its URL)."""
-    proc = subprocess.Popen([*argv, "--transport", "http", "--port", "0"], stderr=subprocess.PIPE, text=True,
-                            env=env if env is not None else {**os.environ, "OMP_NUM_THREADS": "1"})
+    proc = subprocess.Popen(
+        [*argv, "--transport", "http", "--port", "0"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env if env is not None else {**os.environ, "OMP_NUM_THREADS": "1"},
+    )
     deadline = time.monotonic() + 60
     line = ""
     while time.monotonic() < deadline:

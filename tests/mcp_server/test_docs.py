@@ -23,7 +23,8 @@ from .conftest import ROOT, VENV_BIN, inspector_env, inspector_path, start_http,
 
 DOC = ROOT / "docs" / "external-agents.md"
 INSPECTOR_PIN = json.loads((ROOT / ".ci" / "package.json").read_text())["dependencies"][
-    "@modelcontextprotocol/inspector"]
+    "@modelcontextprotocol/inspector"
+]
 NPX = f"npx @modelcontextprotocol/inspector@{INSPECTOR_PIN}"
 DOC_URL = "http://127.0.0.1:8765/mcp"
 
@@ -74,17 +75,23 @@ def _http(url: str) -> None:
 def test_every_snippet_of_the_external_agents_doc_runs(tmp_path, rsi):
     home = tmp_path / "home"
     home.mkdir()
-    subst = {"/home/me/rsi-master/.venv/bin/rsi-master": rsi,
-             "/home/me/rsi-master/.venv/bin/expos": str(VENV_BIN / "expos"),
-             "/home/me/rsi-master/.venv/bin/python": sys.executable,
-             "/home/me/runs/ext1": str(tmp_path / "runs" / "ext1"),
-             "/home/me/rsi-keys": str(tmp_path / "rsi-keys"),
-             "/home/me/caps": str(tmp_path / "caps"),
-             "/home/me/door.sock": str(tmp_path / "door" / "expos.sock")}
+    subst = {
+        "/home/me/rsi-master/.venv/bin/rsi-master": rsi,
+        "/home/me/rsi-master/.venv/bin/expos": str(VENV_BIN / "expos"),
+        "/home/me/rsi-master/.venv/bin/python": sys.executable,
+        "/home/me/runs/ext1": str(tmp_path / "runs" / "ext1"),
+        "/home/me/rsi-keys": str(tmp_path / "rsi-keys"),
+        "/home/me/caps": str(tmp_path / "caps"),
+        "/home/me/door.sock": str(tmp_path / "door" / "expos.sock"),
+    }
     inspector = inspector_path()
     # A shell of the reader's: their PATH, no RSI_MASTER_* variables, the run's code.
-    shell_env = {"PATH": f"{VENV_BIN}:/usr/bin:/bin", "HOME": str(home), "OMP_NUM_THREADS": "1",
-                 **({"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {})}
+    shell_env = {
+        "PATH": f"{VENV_BIN}:/usr/bin:/bin",
+        "HOME": str(home),
+        "OMP_NUM_THREADS": "1",
+        **({"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}),
+    }
     http: dict[str, str] = {}
     servers = []
     ran: list[str] = []
@@ -97,8 +104,14 @@ def test_every_snippet_of_the_external_agents_doc_runs(tmp_path, rsi):
 
     def shell(lines: list[str]) -> None:
         if lines:
-            proc = subprocess.run(["bash", "-euo", "pipefail", "-c", "\n".join(lines)], capture_output=True,
-                                  text=True, env=shell_env, cwd=home, timeout=300)
+            proc = subprocess.run(
+                ["bash", "-euo", "pipefail", "-c", "\n".join(lines)],
+                capture_output=True,
+                text=True,
+                env=shell_env,
+                cwd=home,
+                timeout=300,
+            )
             assert proc.returncode == 0, (lines, proc.stdout[-2000:], proc.stderr[-2000:])
             ran.append(proc.stdout)
 
@@ -106,7 +119,11 @@ def test_every_snippet_of_the_external_agents_doc_runs(tmp_path, rsi):
     try:
         blocks = snippets()
         assert [lang for lang, _ in blocks].count("sh") >= 5 and {lang for lang, _ in blocks} == {
-            "sh", "json", "toml", "python"}
+            "sh",
+            "json",
+            "toml",
+            "python",
+        }
         for lang, text in blocks:
             if lang == "sh":
                 plain: list[str] = []
@@ -119,11 +136,15 @@ def test_every_snippet_of_the_external_agents_doc_runs(tmp_path, rsi):
                         if inspector is None:
                             assert os.environ.get("CI", "").lower() not in ("1", "true", "yes"), "no Inspector in CI"
                             continue
-                        argv = [str(inspector), *shlex.split(local(line[len(NPX):])), "--format", "json"]
-                        proc = subprocess.run(argv, capture_output=True, text=True, env=inspector_env(home),
-                                              timeout=120)
+                        argv = [str(inspector), *shlex.split(local(line[len(NPX) :])), "--format", "json"]
+                        proc = subprocess.run(
+                            argv, capture_output=True, text=True, env=inspector_env(home), timeout=120
+                        )
                         assert proc.returncode == 0 and not json.loads(proc.stdout)["result"].get("isError"), (
-                            line, proc.stdout[-2000:], proc.stderr[-2000:])
+                            line,
+                            proc.stdout[-2000:],
+                            proc.stderr[-2000:],
+                        )
                         ran.append(proc.stdout)
                     elif line.startswith(("claude mcp add", "codex mcp add")):
                         shell(plain), plain.clear()
@@ -137,8 +158,9 @@ def test_every_snippet_of_the_external_agents_doc_runs(tmp_path, rsi):
                     elif " door " in line and line.split()[0].endswith("rsi-master"):
                         shell(plain), plain.clear()
                         assert line.endswith("&"), line  # the harness's door, serving in the background
-                        door = subprocess.Popen(shlex.split(local(line[:-1])), stderr=subprocess.PIPE, text=True,
-                                                env=shell_env)
+                        door = subprocess.Popen(
+                            shlex.split(local(line[:-1])), stderr=subprocess.PIPE, text=True, env=shell_env
+                        )
                         servers.append(door)
                         assert "serving" in door.stderr.readline()
                         ran.append(line)
@@ -172,8 +194,14 @@ def test_every_snippet_of_the_external_agents_doc_runs(tmp_path, rsi):
             elif lang == "python":
                 script = tmp_path / "snippet.py"
                 script.write_text(local(text))
-                proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=home,
-                                      env={"PATH": "/usr/bin:/bin", "HOME": str(home)}, timeout=300)
+                proc = subprocess.run(
+                    [sys.executable, str(script)],
+                    capture_output=True,
+                    text=True,
+                    cwd=home,
+                    env={"PATH": "/usr/bin:/bin", "HOME": str(home)},
+                    timeout=300,
+                )
                 assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-2000:])
                 assert "data_generate" in proc.stdout and "'n_rows': 200" in proc.stdout, proc.stdout
                 ran.append(proc.stdout)

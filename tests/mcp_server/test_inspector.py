@@ -17,8 +17,9 @@ from .conftest import inspector_env, start_http, stop
 ROLES = ("worker", "reviewer", "main", "public")
 
 
-def inspect(inspector, home, target: list[str], method: str, tool: str | None = None,
-            args: dict | None = None) -> tuple[int, dict]:
+def inspect(
+    inspector, home, target: list[str], method: str, tool: str | None = None, args: dict | None = None
+) -> tuple[int, dict]:
     argv = [str(inspector), "--cli", *target, "--method", method, "--format", "json"]
     if tool is not None:
         argv += ["--tool-name", tool, "--tool-args-json", json.dumps(args or {})]
@@ -38,31 +39,41 @@ def calls(shared) -> dict[str, dict[str, tuple[dict, str]]]:
     public = {"contract_show": ({}, "ok"), "quota_show": ({}, "ok"), "events_tail": ({"n": 3}, "ok")}
     return {
         "public": public,
-        "worker": {**public,
-                   "data_generate": ({"family": "answer_only", "n": 4, "params": {"n_facts": 3}}, "ok"),
-                   "data_register": ({"rows": [{"prompt": "Q: a?\nA:", "completion": " b\n"}],
-                                      "source": "hand-written"}, "ok"),
-                   "data_filter": ({"dataset": d, "max_chars": 4000}, "ok"),
-                   "data_mix": ({"datasets": [d], "n": 4}, "ok"),
-                   "experiment_submit": ({"dataset": "0" * 64, "config": {"max_steps": 1}}, "refused"),
-                   "eval_run": ({"experiment_id": x, "split": "final"}, "refused"),
-                   "results_list": ({}, "ok"),
-                   "worker_finalize": ({"summary": "done", "claims": [{"experiment_id": x, "score": 0.5}]},
-                                       "refused (metric_attribution)")},
-        "reviewer": {**public,
-                     "experiment_inspect": ({"experiment_id": x, "sample_rows": 1}, "ok"),
-                     "eval_review": ({"experiment_id": "exp-99999"}, "refused"),
-                     "eval_compare": ({"experiment_a": x, "experiment_b": x}, "refused"),
-                     "audit_run": ({}, "ok"),
-                     "review_submit": ({"scope": ["w1"], "verdict": "pass"}, "ok")},
-        "main": {**public,
-                 "graph_read": ({}, "ok"),
-                 "experiment_inspect": ({"experiment_id": x, "sample_rows": 0}, "ok"),
-                 "audit_run": ({"experiments": [x]}, "ok"),
-                 "worker_add": ({"worker_id": "w2", "task": "more data", "predecessors": ["w1"]}, "ok"),
-                 "review_request": ({"reviewer_id": "r1", "question": "does it hold?", "scope": ["w1"]}, "ok"),
-                 "decision_record": ({"action": "continue", "rationale": "early", "evidence": [0]}, "ok"),
-                 "candidate_nominate": ({"experiment_id": x}, "ok")},
+        "worker": {
+            **public,
+            "data_generate": ({"family": "answer_only", "n": 4, "params": {"n_facts": 3}}, "ok"),
+            "data_register": (
+                {"rows": [{"prompt": "Q: a?\nA:", "completion": " b\n"}], "source": "hand-written"},
+                "ok",
+            ),
+            "data_filter": ({"dataset": d, "max_chars": 4000}, "ok"),
+            "data_mix": ({"datasets": [d], "n": 4}, "ok"),
+            "experiment_submit": ({"dataset": "0" * 64, "config": {"max_steps": 1}}, "refused"),
+            "eval_run": ({"experiment_id": x, "split": "final"}, "refused"),
+            "results_list": ({}, "ok"),
+            "worker_finalize": (
+                {"summary": "done", "claims": [{"experiment_id": x, "score": 0.5}]},
+                "refused (metric_attribution)",
+            ),
+        },
+        "reviewer": {
+            **public,
+            "experiment_inspect": ({"experiment_id": x, "sample_rows": 1}, "ok"),
+            "eval_review": ({"experiment_id": "exp-99999"}, "refused"),
+            "eval_compare": ({"experiment_a": x, "experiment_b": x}, "refused"),
+            "audit_run": ({}, "ok"),
+            "review_submit": ({"scope": ["w1"], "verdict": "pass"}, "ok"),
+        },
+        "main": {
+            **public,
+            "graph_read": ({}, "ok"),
+            "experiment_inspect": ({"experiment_id": x, "sample_rows": 0}, "ok"),
+            "audit_run": ({"experiments": [x]}, "ok"),
+            "worker_add": ({"worker_id": "w2", "task": "more data", "predecessors": ["w1"]}, "ok"),
+            "review_request": ({"reviewer_id": "r1", "question": "does it hold?", "scope": ["w1"]}, "ok"),
+            "decision_record": ({"action": "continue", "rationale": "early", "evidence": [0]}, "ok"),
+            "candidate_nominate": ({"experiment_id": x}, "ok"),
+        },
     }
 
 
@@ -110,9 +121,10 @@ def test_the_inspector_starts_the_server_over_stdio_lists_and_calls(inspector, s
     # setting travels as an argument (--key-dir included).
     target = shared_run.server(rsi, role, f"stdio-{role}")
     check_list(*inspect(inspector, tmp_path, target, "tools/list"), role)
-    own = {"worker": ("data_generate", {"family": "chain_then_answer", "n": 3, "seed": 7}, "ok"),
-           "reviewer": ("eval_compare", {"experiment_a": "exp-1", "experiment_b": "exp-2", "split": "final"},
-                        "refused"),
-           "main": ("graph_read", {}, "ok"),
-           "public": ("events_tail", {"n": 1}, "ok")}[role]
+    own = {
+        "worker": ("data_generate", {"family": "chain_then_answer", "n": 3, "seed": 7}, "ok"),
+        "reviewer": ("eval_compare", {"experiment_a": "exp-1", "experiment_b": "exp-2", "split": "final"}, "refused"),
+        "main": ("graph_read", {}, "ok"),
+        "public": ("events_tail", {"n": 1}, "ok"),
+    }[role]
     check_call(*inspect(inspector, tmp_path, target, "tools/call", own[0], own[1]), own[0], own[2])

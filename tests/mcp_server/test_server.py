@@ -45,9 +45,11 @@ def test_stdio_lists_the_roles_tools_calls_them_and_refuses_the_rest(run_dir, rs
     from rsi_master.expos._door import Door
 
     door = Door(run_dir, socket_path=tmp_path / "door" / "d.sock").start()
-    params = StdioServerParameters(command=rsi, args=["mcp", "--door", str(door.path), "--capability",
-                                                      cap(run_dir, "worker", "ext1")],
-                                   env={"OMP_NUM_THREADS": "1"})
+    params = StdioServerParameters(
+        command=rsi,
+        args=["mcp", "--door", str(door.path), "--capability", cap(run_dir, "worker", "ext1")],
+        env={"OMP_NUM_THREADS": "1"},
+    )
 
     async def session():
         async with Client(params) as client:
@@ -84,20 +86,40 @@ def test_stdio_lists_the_roles_tools_calls_them_and_refuses_the_rest(run_dir, rs
     assert final.is_error and _text(final).startswith("refused (test_set_access)")
     with ExpOS.open(run_dir, writable=False) as expos:
         blocked = [(e.actor.id, e.payload["tool"], e.payload["subcategory"]) for e in expos.events("guard.blocked")]
-        assert blocked == [("ext1", "eval.review", "test_set_access"), ("ext1", "results.list", "sample_inclusion"),
-                           ("ext1", "checkpoint.register", "weight_provenance"),
-                           ("ext1", "eval.run", "test_set_access")]
+        assert blocked == [
+            ("ext1", "eval.review", "test_set_access"),
+            ("ext1", "results.list", "sample_inclusion"),
+            ("ext1", "checkpoint.register", "weight_provenance"),
+            ("ext1", "eval.run", "test_set_access"),
+        ]
         assert [e.payload["tool"] for e in expos.events("tool.invalid")] == ["data.generate", "shell"]
         # contract.show first: the server's start, which also proves the capability to the door.
         assert [e.payload["tool"] for e in expos.events("tool.call", actor_id="ext1")] == [
-            "contract.show", "quota.show", "contract.show"]
+            "contract.show",
+            "quota.show",
+            "contract.show",
+        ]
         assert len({e.actor.cap for e in expos.events("tool.call", actor_id="ext1")}) == 1
 
 
 def test_streamable_http_on_loopback(run_dir, key_dir, rsi):
     env = {**os.environ, "RSI_MASTER_KEY_DIR": str(key_dir), "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([rsi, "mcp", str(run_dir), "--capability", cap(run_dir, "reviewer", "rx"),
-                             "--transport", "http", "--port", "0"], env=env, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            rsi,
+            "mcp",
+            str(run_dir),
+            "--capability",
+            cap(run_dir, "reviewer", "rx"),
+            "--transport",
+            "http",
+            "--port",
+            "0",
+        ],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = proc.stderr.readline()
         assert " at http://127.0.0.1:" in line, line
@@ -153,15 +175,21 @@ def test_the_documented_tool_reference_is_the_registrys():
 
 
 def test_an_external_main_cannot_choose_the_code_a_slot_process_runs(run_dir, key_dir, rsi):
-    params = StdioServerParameters(command=rsi, args=["mcp", str(run_dir), "--capability", cap(run_dir, "main", "main")],
-                                   env={"RSI_MASTER_KEY_DIR": str(key_dir)})
+    params = StdioServerParameters(
+        command=rsi,
+        args=["mcp", str(run_dir), "--capability", cap(run_dir, "main", "main")],
+        env={"RSI_MASTER_KEY_DIR": str(key_dir)},
+    )
 
     async def session():
         async with Client(params) as client:
-            evil = await client.call_tool("worker_add", {"worker_id": "w1", "task": "t",
-                                                         "direction": {"family": "answer_only", "agent": "os:getcwd"}})
-            plain = await client.call_tool("worker_add", {"worker_id": "w2", "task": "t",
-                                                          "direction": {"family": "answer_only"}})
+            evil = await client.call_tool(
+                "worker_add",
+                {"worker_id": "w1", "task": "t", "direction": {"family": "answer_only", "agent": "os:getcwd"}},
+            )
+            plain = await client.call_tool(
+                "worker_add", {"worker_id": "w2", "task": "t", "direction": {"family": "answer_only"}}
+            )
             return evil, plain
 
     evil, plain = asyncio.run(session())
@@ -221,10 +249,13 @@ def test_every_tool_has_an_mcp_name_hints_and_a_described_input(run_dir, key_dir
     assert not HINTS["contract.show"].destructive and HINTS["quota.show"].read_only
     assert not HINTS["experiment.submit"].read_only and not HINTS["experiment.submit"].idempotent
     assert not any(h.destructive or h.open_world for h in HINTS.values())
-    closed = {("decision.record", "action"): ["continue", "verify", "branch", "revise", "stop"],
-              ("review.submit", "verdict"): ["pass", "fail"], ("eval.run", "split"): ["dev"],
-              ("eval.compare", "split"): ["review", "dev"],
-              ("experiment.submit", "method"): ["sft", "lora", "dpo", "grpo"]}
+    closed = {
+        ("decision.record", "action"): ["continue", "verify", "branch", "revise", "stop"],
+        ("review.submit", "verdict"): ["pass", "fail"],
+        ("eval.run", "split"): ["dev"],
+        ("eval.compare", "split"): ["review", "dev"],
+        ("experiment.submit", "method"): ["sft", "lora", "dpo", "grpo"],
+    }
     for (name, field), values in closed.items():
         assert TOOLS[name].input_schema()["properties"][field]["enum"] == values, (name, field)
 
@@ -238,8 +269,9 @@ def test_a_split_outside_the_advertised_enum_is_still_a_recorded_attempt(run_dir
         with pytest.raises(ToolRefused, match="test_set_access"):
             expos.call(Caller("worker", "w"), "eval_run", {"experiment_id": "exp-1", "split": "final"})
         with pytest.raises(ToolRefused, match="test_set_access"):
-            expos.call(Caller("reviewer", "r"), "eval.compare", {"experiment_a": "a", "experiment_b": "b",
-                                                                 "split": "final"})
+            expos.call(
+                Caller("reviewer", "r"), "eval.compare", {"experiment_a": "a", "experiment_b": "b", "split": "final"}
+            )
 
 
 def test_data_generate_schema_names_the_runs_families_and_every_knob_with_its_range(tmp_path):
@@ -247,9 +279,14 @@ def test_data_generate_schema_names_the_runs_families_and_every_knob_with_its_ra
     from rsi_master.tasks import get_task
 
     w = Caller("worker", "w")
-    with ExpOS.create(tmp_path / "run", "arithmetic", eval_limit=3, budget=Budget(max_rows=500),
-                      allowed_generators=["arithmetic/answer_only", "arithmetic/scratchpad"],
-                      allowed_methods=["sft", "lora"]) as expos:
+    with ExpOS.create(
+        tmp_path / "run",
+        "arithmetic",
+        eval_limit=3,
+        budget=Budget(max_rows=500),
+        allowed_generators=["arithmetic/answer_only", "arithmetic/scratchpad"],
+        allowed_methods=["sft", "lora"],
+    ) as expos:
         schema = TOOLS["data.generate"].input_schema(expos.contract)
         props = schema["properties"]
         assert props["family"]["enum"] == ["answer_only", "scratchpad"]  # only what the contract allows
@@ -266,17 +303,22 @@ def test_data_generate_schema_names_the_runs_families_and_every_knob_with_its_ra
                 assert (p["minimum"], p["maximum"]) == (k.low, k.high)
                 # The advertised range is the generator's: its ends pass, one past the top does not.
                 top = {"min_digits": 1, "max_digits": 4} if k.name in ("min_digits", "max_digits") else {}
-                expos.call(w, "data.generate", {"family": "answer_only", "n": 2,
-                                                "params": {**top, k.name: p["maximum"]}})
+                expos.call(
+                    w, "data.generate", {"family": "answer_only", "n": 2, "params": {**top, k.name: p["maximum"]}}
+                )
                 with pytest.raises(ToolInvalid, match=k.name):
-                    expos.call(w, "data.generate", {"family": "answer_only", "n": 2,
-                                                    "params": {k.name: p["maximum"] + 1}})
+                    expos.call(
+                        w, "data.generate", {"family": "answer_only", "n": 2, "params": {k.name: p["maximum"] + 1}}
+                    )
         assert "min_digits (integer 1..4, default 2)" in params["description"]
         submit = TOOLS["experiment.submit"].input_schema(expos.contract)["properties"]
         assert submit["method"]["enum"] == ["sft", "lora"]
         config = submit["config"]
-        assert config["additionalProperties"] is False and {"learning_rate", "max_steps", "lora_r"} <= set(
-            config["properties"]) and "method" not in config["properties"]
+        assert (
+            config["additionalProperties"] is False
+            and {"learning_rate", "max_steps", "lora_r"} <= set(config["properties"])
+            and "method" not in config["properties"]
+        )
         assert config["properties"]["learning_rate"]["maximum"] == 0.1
     static = TOOLS["data.generate"].input_schema()["properties"]
     assert {"knowledge/answer_only", "program_synthesis/program_only"} <= set(static["family"]["enum"])
@@ -293,11 +335,11 @@ def test_the_mcp_listing_carries_annotations_and_the_runs_schemas(run_dir):
         door.close()
     gen = listed["data_generate"]
     assert gen.title == "data.generate" and gen.annotations.idempotent_hint and not gen.annotations.read_only_hint
-    assert gen.input_schema["properties"]["family"]["enum"] == ["answer_only", "chain_then_answer",
-                                                               "quote_then_answer"]
+    assert gen.input_schema["properties"]["family"]["enum"] == ["answer_only", "chain_then_answer", "quote_then_answer"]
     assert listed["quota_show"].annotations.read_only_hint
-    assert all(t.annotations.destructive_hint is False and t.annotations.open_world_hint is False
-               for t in listed.values())
+    assert all(
+        t.annotations.destructive_hint is False and t.annotations.open_world_hint is False for t in listed.values()
+    )
 
 
 def test_a_long_call_reports_progress_while_it_runs(tmp_path, key_dir, rsi):
@@ -307,14 +349,30 @@ def test_a_long_call_reports_progress_while_it_runs(tmp_path, key_dir, rsi):
     with ExpOS.create(tmp_path / "run", "knowledge", eval_limit=3) as x:
         d = x.call(Caller("worker", "w1"), "data.generate", {"family": "answer_only", "n": 4}).dataset
         base = x.contract.base_model_artifact
-        start = x.record(Caller("worker", "w1"), "experiment.start", {
-            "parent": "base", "parent_checkpoint": base, "dataset": d, "method": "sft", "spec": {}})
+        start = x.record(
+            Caller("worker", "w1"),
+            "experiment.start",
+            {"parent": "base", "parent_checkpoint": base, "dataset": d, "method": "sft", "spec": {}},
+        )
         xid = experiment_id(start.seq)
-        x.record(Caller("worker", "w1"), "experiment.finish", {"experiment_id": xid, "status": "completed",
-                                                               "checkpoint": base, "steps": 1})
-    params = StdioServerParameters(command=rsi, args=["mcp", str(tmp_path / "run"), "--capability",
-                                                      cap(tmp_path / "run", "worker", "w1"), "--key-dir",
-                                                      str(key_dir), "--progress-every", "0.3"])
+        x.record(
+            Caller("worker", "w1"),
+            "experiment.finish",
+            {"experiment_id": xid, "status": "completed", "checkpoint": base, "steps": 1},
+        )
+    params = StdioServerParameters(
+        command=rsi,
+        args=[
+            "mcp",
+            str(tmp_path / "run"),
+            "--capability",
+            cap(tmp_path / "run", "worker", "w1"),
+            "--key-dir",
+            str(key_dir),
+            "--progress-every",
+            "0.3",
+        ],
+    )
     seen: list[tuple[float, str | None]] = []
 
     async def progress(done, total, message):

@@ -34,8 +34,17 @@ def _plans(expos: Any, since: int = 0) -> list[dict[str, Any]]:
     items: list[tuple[int, dict[str, Any]]] = []
     for w in g.workers.values():
         if w.seq >= since:
-            items.append((w.seq, {"add": w.id, "task": w.task, "predecessors": list(w.predecessors),
-                                  "direction": w.direction.model_dump(mode="json")}))
+            items.append(
+                (
+                    w.seq,
+                    {
+                        "add": w.id,
+                        "task": w.task,
+                        "predecessors": list(w.predecessors),
+                        "direction": w.direction.model_dump(mode="json"),
+                    },
+                )
+            )
     for d in g.decisions:
         if d.seq >= since:
             items.append((d.seq, {"decision": d.action, "rationale": d.rationale, "detail": d.detail}))
@@ -43,8 +52,16 @@ def _plans(expos: Any, since: int = 0) -> list[dict[str, Any]]:
 
 
 def _recipe(xid: str, direction: Any, dev: float) -> dict[str, Any]:
-    return {"experiment_id": xid, "family": direction.family, "method": "sft", "params": {}, "mix": [],
-            "config": {"learning_rate": 1e-3, "batch_size": 8, "max_steps": 20}, "parent": "base", "dev_score": dev}
+    return {
+        "experiment_id": xid,
+        "family": direction.family,
+        "method": "sft",
+        "params": {},
+        "mix": [],
+        "config": {"learning_rate": 1e-3, "batch_size": 8, "max_steps": 20},
+        "parent": "base",
+        "dev_score": dev,
+    }
 
 
 def task_plans(task: str, root: Path) -> dict[str, Any]:
@@ -61,8 +78,11 @@ def task_plans(task: str, root: Path) -> dict[str, Any]:
         main.start(_ctx(expos, 0.0, budget, 2), load_graph(expos))
         w1, w2 = sorted(load_graph(expos).workers)
         expos.call(MAIN, "review.request", {"reviewer_id": "r1", "question": "q", "scope": [w1, w2]})
-        rev = expos.call(Caller("reviewer", "r1"), "review.submit", {
-            "scope": [w1, w2], "verdict": "fail", "violations": [f"{w1} claims something unsupported"]}).seq
+        rev = expos.call(
+            Caller("reviewer", "r1"),
+            "review.submit",
+            {"scope": [w1, w2], "verdict": "fail", "violations": [f"{w1} claims something unsupported"]},
+        ).seq
         main.on_event(_ctx(expos, 30.0, budget, 2), load_graph(expos), (rev, "review", "r1"))
         out["failed review"] = _plans(expos, rev)
     with new_run(root, task, budget_s=budget, name="pass") as expos:
@@ -75,13 +95,25 @@ def task_plans(task: str, root: Path) -> dict[str, Any]:
         x2 = fake_experiment(expos, w2, 0.3, review=0.35)
         s2 = finalize(expos, w2, x2, 0.3, _recipe(x2, g.workers[w2].direction, 0.3))
         expos.call(MAIN, "review.request", {"reviewer_id": "r1", "question": "q", "scope": [w1, w2]})
-        rev = expos.call(Caller("reviewer", "r1"), "review.submit", {
-            "scope": [w1, w2], "verdict": "pass", "supported": [f"{w1}: {x1} review 0.400"],
-            "recommendations": [
-                {"action": "continue", "experiment_id": x1, "worker_id": w1, "reason": "train it further"},
-                {"action": "combine", "worker_ids": [w1, w2], "experiment_ids": [x1, x2],
-                 "reason": f"{x2} solves samples that {x1} misses"}],
-            "evidence": [s1, s2]}).seq
+        rev = expos.call(
+            Caller("reviewer", "r1"),
+            "review.submit",
+            {
+                "scope": [w1, w2],
+                "verdict": "pass",
+                "supported": [f"{w1}: {x1} review 0.400"],
+                "recommendations": [
+                    {"action": "continue", "experiment_id": x1, "worker_id": w1, "reason": "train it further"},
+                    {
+                        "action": "combine",
+                        "worker_ids": [w1, w2],
+                        "experiment_ids": [x1, x2],
+                        "reason": f"{x2} solves samples that {x1} misses",
+                    },
+                ],
+                "evidence": [s1, s2],
+            },
+        ).seq
         main.on_event(_ctx(expos, 40.0, budget, 2), load_graph(expos), (rev, "review", "r1"))
         main.on_idle(_ctx(expos, 45.0, budget, 2), load_graph(expos), 1)
         main.on_idle(_ctx(expos, 50.0, budget, 2), load_graph(expos), 1)

@@ -14,48 +14,94 @@ from rsi_master.orchestra._graph import ORCHESTRA
 MAIN = Caller("main", "main")
 
 
-def new_run(tmp_path: Path, task: str = "knowledge", *, budget_s: float = 100.0, slots: int = 2,
-            main: str = "policy", name: str = "run") -> ExpOS:
+def new_run(
+    tmp_path: Path,
+    task: str = "knowledge",
+    *,
+    budget_s: float = 100.0,
+    slots: int = 2,
+    main: str = "policy",
+    name: str = "run",
+) -> ExpOS:
     expos = ExpOS.create(tmp_path / name, task, eval_limit=5)
-    expos.record(ORCHESTRA, "orchestra.start", {"version": 1, "task": task, "budget_s": budget_s, "slots": slots,
-                                                "seed": 0, "main": main, "reviewer": "evidence", "eval_limit": 5})
+    expos.record(
+        ORCHESTRA,
+        "orchestra.start",
+        {
+            "version": 1,
+            "task": task,
+            "budget_s": budget_s,
+            "slots": slots,
+            "seed": 0,
+            "main": main,
+            "reviewer": "evidence",
+            "eval_limit": 5,
+        },
+    )
     return expos
 
 
-def fake_experiment(expos: ExpOS, worker: str, dev: float, *, review: float | None = None,
-                    parent: str = "base", steps: int = 20) -> str:
+def fake_experiment(
+    expos: ExpOS, worker: str, dev: float, *, review: float | None = None, parent: str = "base", steps: int = 20
+) -> str:
     """An experiment recorded as if it had run: start, finish (the base weights as its
     checkpoint), a dev record and optionally a review record. For policy tests only."""
     from rsi_master.expos._state import experiment_id
 
     actor = {"role": "worker", "id": worker}
     base = expos.contract.base_model_artifact
-    start = expos.record(actor, "experiment.start", {"parent": parent, "parent_checkpoint": base,
-                                                     "dataset": "0" * 64, "method": "sft",
-                                                     "spec": {"learning_rate": 1e-3, "batch_size": 8, "max_steps": steps}})
+    start = expos.record(
+        actor,
+        "experiment.start",
+        {
+            "parent": parent,
+            "parent_checkpoint": base,
+            "dataset": "0" * 64,
+            "method": "sft",
+            "spec": {"learning_rate": 1e-3, "batch_size": 8, "max_steps": steps},
+        },
+    )
     xid = experiment_id(start.seq)
-    expos.record(actor, "experiment.finish", {"experiment_id": xid, "status": "completed", "checkpoint": base,
-                                              "steps": steps})
+    expos.record(
+        actor, "experiment.finish", {"experiment_id": xid, "status": "completed", "checkpoint": base, "steps": steps}
+    )
     c = expos.contract
     for split, score in (("dev", dev), ("review", review)):
         if score is not None:
-            expos.record({"role": "worker" if split == "dev" else "reviewer", "id": worker if split == "dev" else "rx"},
-                         "eval.record", {"experiment_id": xid, "split": split, "score": score,
-                                         "n_samples": len(c.evaluator.sample_ids[split]), "checkpoint_digest": base,
-                                         "evaluator_digest": c.evaluator.evaluator_digest,
-                                         "template_digest": c.evaluator.template_sha256,
-                                         "decoding": c.evaluator.decoding, "stop": c.evaluator.stop,
-                                         "sample_ids_sha256": "2" * 64, "sample_ids_match": True,
-                                         "tokenizer_digest": c.base_tokenizer_sha256,
-                                         "generation_config_digest": c.base_generation_config_sha256,
-                                         "record_digest": "1" * 64})
+            expos.record(
+                {"role": "worker" if split == "dev" else "reviewer", "id": worker if split == "dev" else "rx"},
+                "eval.record",
+                {
+                    "experiment_id": xid,
+                    "split": split,
+                    "score": score,
+                    "n_samples": len(c.evaluator.sample_ids[split]),
+                    "checkpoint_digest": base,
+                    "evaluator_digest": c.evaluator.evaluator_digest,
+                    "template_digest": c.evaluator.template_sha256,
+                    "decoding": c.evaluator.decoding,
+                    "stop": c.evaluator.stop,
+                    "sample_ids_sha256": "2" * 64,
+                    "sample_ids_match": True,
+                    "tokenizer_digest": c.base_tokenizer_sha256,
+                    "generation_config_digest": c.base_generation_config_sha256,
+                    "record_digest": "1" * 64,
+                },
+            )
     return xid
 
 
 def finalize(expos: ExpOS, worker: str, xid: str, dev: float, recipe: dict[str, Any] | None = None) -> int:
-    expos.call(Caller("worker", worker), "worker.finalize", {
-        "summary": f"best {xid}", "claims": [{"experiment_id": xid, "score": dev}], "candidates": [xid],
-        "recipe": recipe})
+    expos.call(
+        Caller("worker", worker),
+        "worker.finalize",
+        {
+            "summary": f"best {xid}",
+            "claims": [{"experiment_id": xid, "score": dev}],
+            "candidates": [xid],
+            "recipe": recipe,
+        },
+    )
     return expos.run.ledger.size() - 2  # the finalize event precedes its tool.call record
 
 
@@ -79,14 +125,18 @@ class FillMain:
         self.on_idle(ctx, graph, ctx.slots)
 
     def on_event(self, ctx: Any, graph: Any, event: tuple[int, str, str]) -> None:
-        ctx.call("decision.record", {"action": "continue", "rationale": "keep going", "evidence": [event[0]],
-                                     "detail": {"event": event[0]}})
+        ctx.call(
+            "decision.record",
+            {"action": "continue", "rationale": "keep going", "evidence": [event[0]], "detail": {"event": event[0]}},
+        )
 
     def on_idle(self, ctx: Any, graph: Any, free_slots: int) -> bool:
         for _ in range(free_slots):
             wid = f"s{len(graph.workers) + 1}"
-            ctx.call("worker.add", {"worker_id": wid, "task": "sleep",
-                                    "direction": {"family": "answer_only", "agent": self.agent}})
+            ctx.call(
+                "worker.add",
+                {"worker_id": wid, "task": "sleep", "direction": {"family": "answer_only", "agent": self.agent}},
+            )
             graph.workers[wid] = None
         ctx.call("decision.record", {"action": "branch", "rationale": "fill the slots", "evidence": []})
         return True

@@ -12,8 +12,9 @@ from rsi_master.orchestra._graph import ORCHESTRA
 from .helpers import new_run
 
 
-@pytest.mark.parametrize("text,seconds", [("90", 90.0), ("90s", 90.0), ("5m", 300.0), ("1h30m", 5400.0),
-                                          ("2.5m", 150.0), (45, 45.0)])
+@pytest.mark.parametrize(
+    "text,seconds", [("90", 90.0), ("90s", 90.0), ("5m", 300.0), ("1h30m", 5400.0), ("2.5m", 150.0), (45, 45.0)]
+)
 def test_budget_durations(text, seconds):
     assert parse_budget(text) == seconds
 

@@ -15,9 +15,16 @@ def _ctx(expos, spent: float, budget: float = 100.0, slots: int = 2) -> MainCont
 
 
 def _recipe(xid, family, dev):
-    return {"experiment_id": xid, "family": family, "method": "sft", "params": {"n_facts": 4},
-            "mix": [], "config": {"learning_rate": 1e-3, "batch_size": 8, "max_steps": 20},
-            "parent": "base", "dev_score": dev}
+    return {
+        "experiment_id": xid,
+        "family": family,
+        "method": "sft",
+        "params": {"n_facts": 4},
+        "mix": [],
+        "config": {"learning_rate": 1e-3, "batch_size": 8, "max_steps": 20},
+        "parent": "base",
+        "dev_score": dev,
+    }
 
 
 def _decisions(expos):
@@ -60,14 +67,30 @@ def test_a_full_cycle_verify_revise_branch_and_stop(tmp_path):
         rid = d.detail["reviewer"]
         assert load_graph(expos).reviewers[rid].cross_worker
 
-        rev = expos.call(Caller("reviewer", rid), "review.submit", {
-            "scope": [w1, w2], "verdict": "pass", "supported": [f"{w1}: {x1} review 0.400"],
-            "recommendations": [
-                {"action": "continue", "experiment_id": x1, "worker_id": w1,
-                 "reason": "30/50 review samples still wrong; train it further"},
-                {"action": "combine", "worker_ids": [w1, w2], "experiment_ids": [x1, x2],
-                 "reason": f"{x2} solves 3 review samples that {x1} misses"}],
-            "evidence": [s1, s2]}).seq
+        rev = expos.call(
+            Caller("reviewer", rid),
+            "review.submit",
+            {
+                "scope": [w1, w2],
+                "verdict": "pass",
+                "supported": [f"{w1}: {x1} review 0.400"],
+                "recommendations": [
+                    {
+                        "action": "continue",
+                        "experiment_id": x1,
+                        "worker_id": w1,
+                        "reason": "30/50 review samples still wrong; train it further",
+                    },
+                    {
+                        "action": "combine",
+                        "worker_ids": [w1, w2],
+                        "experiment_ids": [x1, x2],
+                        "reason": f"{x2} solves 3 review samples that {x1} misses",
+                    },
+                ],
+                "evidence": [s1, s2],
+            },
+        ).seq
         main.on_event(_ctx(expos, 40.0), load_graph(expos), (rev, "review", rid))
         d = _decisions(expos)[-1]
         assert d.action == "revise" and rev in d.evidence and d.detail["parent"] == x1
@@ -115,8 +138,11 @@ def test_failed_review_is_answered_by_a_revise_from_the_base(tmp_path):
         main.start(_ctx(expos, 0.0), load_graph(expos))
         w1, w2 = sorted(load_graph(expos).workers)
         expos.call(MAIN, "review.request", {"reviewer_id": "r1", "question": "q", "scope": [w1, w2]})
-        rev = expos.call(Caller("reviewer", "r1"), "review.submit", {
-            "scope": [w1, w2], "verdict": "fail", "violations": [f"{w1} claims something unsupported"]}).seq
+        rev = expos.call(
+            Caller("reviewer", "r1"),
+            "review.submit",
+            {"scope": [w1, w2], "verdict": "fail", "violations": [f"{w1} claims something unsupported"]},
+        ).seq
         main.on_event(_ctx(expos, 30.0), load_graph(expos), (rev, "review", "r1"))
         d = _decisions(expos)[-1]
         assert d.action == "revise" and d.detail["answers"] == rev
@@ -136,9 +162,17 @@ def _reviewed(tmp_path, verdict, prose, recommendations):
     x2 = fake_experiment(expos, w2, 0.3, review=0.35)
     s2 = finalize(expos, w2, x2, 0.3, _recipe(x2, g.workers[w2].direction.family, 0.3))
     expos.call(MAIN, "review.request", {"reviewer_id": "r1", "question": "q", "scope": [w1, w2]})
-    rev = expos.call(Caller("reviewer", "r1"), "review.submit", {
-        "scope": [w1, w2], "verdict": verdict, **prose, "evidence": [s1, s2],
-        "recommendations": recommendations(w1, w2, x1, x2)}).seq
+    rev = expos.call(
+        Caller("reviewer", "r1"),
+        "review.submit",
+        {
+            "scope": [w1, w2],
+            "verdict": verdict,
+            **prose,
+            "evidence": [s1, s2],
+            "recommendations": recommendations(w1, w2, x1, x2),
+        },
+    ).seq
     main.on_event(_ctx(expos, 40.0, budget=1000.0), load_graph(expos), (rev, "review", "r1"))
     return expos, main, (w1, w2, x1, x2)
 
@@ -146,8 +180,14 @@ def _reviewed(tmp_path, verdict, prose, recommendations):
 def test_the_main_reads_the_typed_recommendation_not_the_prose_a_stop_is_a_stop(tmp_path):
     # The prose says "continue x1" three ways; the one typed recommendation says stop it.
     def stop(w1, w2, x1, x2):
-        return [{"action": "stop", "experiment_ids": [x1], "worker_ids": [],
-                 "reason": f"continue {x1} {w1}: no, its review samples are memorised"}]
+        return [
+            {
+                "action": "stop",
+                "experiment_ids": [x1],
+                "worker_ids": [],
+                "reason": f"continue {x1} {w1}: no, its review samples are memorised",
+            }
+        ]
 
     prose = {"supported": ["continue exp-00001 w1: train it further"], "uncertainties": ["continue the leader"]}
     expos, main, (w1, _w2, x1, x2) = _reviewed(tmp_path, "pass", prose, stop)
@@ -194,8 +234,11 @@ def test_a_direction_is_capped_at_its_share_before_a_passing_cross_worker_review
         (w1,) = load_graph(expos).workers
         job = expos.record(ORCHESTRA, "orchestra.job.start", {"node": w1, "kind": "worker", "slot": 0})
         g = load_graph(expos)
-        expos.record(ORCHESTRA, "orchestra.job.end", {"start_seq": job.seq, "node": w1, "status": "done",
-                                                      "end_ts": g.jobs[0].start_ts + 30.0, "seconds": 30.0})
+        expos.record(
+            ORCHESTRA,
+            "orchestra.job.end",
+            {"start_seq": job.seq, "node": w1, "status": "done", "end_ts": g.jobs[0].start_ts + 30.0, "seconds": 30.0},
+        )
         g = load_graph(expos)
         d = g.workers[w1].direction
         assert main._capped(_ctx(expos, 30.0), g, d)  # 30 s spent + a 30 s Worker > 40 s share
@@ -224,10 +267,16 @@ def test_expected_scores_interpolate_the_measured_curves_at_the_affordable_compu
     from rsi_master.orchestra import expected_scores
 
     # One default experiment of either family costs 100 s (1,000 tokens at 0.1 s per token).
-    early = {"points": [{"multiple": 1.0, "score": 0.2}, {"multiple": 4.0, "score": 0.2}],
-             "tokens": 4000, "train_seconds": 400}
-    late = {"points": [{"multiple": 1.0, "score": 0.0}, {"multiple": 4.0, "score": 0.9}],
-            "tokens": 4000, "train_seconds": 400}
+    early = {
+        "points": [{"multiple": 1.0, "score": 0.2}, {"multiple": 4.0, "score": 0.2}],
+        "tokens": 4000,
+        "train_seconds": 400,
+    }
+    late = {
+        "points": [{"multiple": 1.0, "score": 0.0}, {"multiple": 4.0, "score": 0.9}],
+        "tokens": 4000,
+        "train_seconds": 400,
+    }
     use_landscape({"answer_only": early, "chain_then_answer": late})
     short = expected_scores("knowledge", 50.0)  # half a default experiment
     assert short["answer_only"] == 0.1 and short["chain_then_answer"] == 0.0
@@ -238,10 +287,16 @@ def test_expected_scores_interpolate_the_measured_curves_at_the_affordable_compu
 
 
 def test_the_opening_directions_follow_the_landscape_at_this_budget(tmp_path, use_landscape):
-    early = {"points": [{"multiple": 1.0, "score": 0.2}, {"multiple": 4.0, "score": 0.2}],
-             "tokens": 4000, "train_seconds": 400}
-    late = {"points": [{"multiple": 1.0, "score": 0.0}, {"multiple": 4.0, "score": 0.9}],
-            "tokens": 4000, "train_seconds": 400}
+    early = {
+        "points": [{"multiple": 1.0, "score": 0.2}, {"multiple": 4.0, "score": 0.2}],
+        "tokens": 4000,
+        "train_seconds": 400,
+    }
+    late = {
+        "points": [{"multiple": 1.0, "score": 0.0}, {"multiple": 4.0, "score": 0.9}],
+        "tokens": 4000,
+        "train_seconds": 400,
+    }
     use_landscape({"answer_only": early, "chain_then_answer": late})
     opened = {}
     for budget in (100.0, 10_000.0):
@@ -255,12 +310,24 @@ def test_the_opening_directions_follow_the_landscape_at_this_budget(tmp_path, us
 def test_a_measured_data_selection_opens_a_short_campaign_as_a_direction_of_its_own(tmp_path, use_landscape):
     # `chain_then_answer[two_hop=0.0]` (one-hop questions only) learns early and stops;
     # the full family climbs past it: the selection opens a short campaign only.
-    early = {"points": [{"multiple": 1.0, "score": 0.2}, {"multiple": 4.0, "score": 0.25}],
-             "tokens": 4000, "train_seconds": 400}
-    late = {"points": [{"multiple": 1.0, "score": 0.0}, {"multiple": 4.0, "score": 0.9}],
-            "tokens": 4000, "train_seconds": 400}
-    use_landscape({"chain_then_answer[two_hop=0.0]": early, "chain_then_answer": late,
-                             "chain_then_answer+lora": early, "answer_only[relations=9]": early})
+    early = {
+        "points": [{"multiple": 1.0, "score": 0.2}, {"multiple": 4.0, "score": 0.25}],
+        "tokens": 4000,
+        "train_seconds": 400,
+    }
+    late = {
+        "points": [{"multiple": 1.0, "score": 0.0}, {"multiple": 4.0, "score": 0.9}],
+        "tokens": 4000,
+        "train_seconds": 400,
+    }
+    use_landscape(
+        {
+            "chain_then_answer[two_hop=0.0]": early,
+            "chain_then_answer": late,
+            "chain_then_answer+lora": early,
+            "answer_only[relations=9]": early,
+        }
+    )
     opened = {}
     for budget in (100.0, 10_000.0):
         with new_run(tmp_path / str(int(budget))) as expos:
@@ -271,8 +338,9 @@ def test_a_measured_data_selection_opens_a_short_campaign_as_a_direction_of_its_
     assert short[0].knobs["two_hop"].kind == "fixed" and short[0].knobs["two_hop"].value == 0.0
     assert short[0].subset == "two_hop=0.0" and short[1].subset == ""
     # Its first trial is the rest of the evaluation distribution; the selected knob stays fixed.
-    assert short[0].enqueue == [{"k:n_facts": 4, "k:relations": 4, "t:learning_rate": 1e-3, "t:batch_size": 2,
-                                 "t:max_steps": 3000}]
+    assert short[0].enqueue == [
+        {"k:n_facts": 4, "k:relations": 4, "t:learning_rate": 1e-3, "t:batch_size": 2, "t:max_steps": 3000}
+    ]
     assert next(d.key() for d in long_) == "chain_then_answer:sft"
     # Not directions: another training method, and a value outside the knob's range (relations <= 4).
     assert all("+" not in d.key() and "relations=9" not in d.key() for d in short + long_)
@@ -290,8 +358,11 @@ def _typed(curves):
 
 
 def _pts(*scores, multiples=(0.5, 1.0, 2.0, 3.0)):
-    return {"points": [{"multiple": m, "score": x} for m, x in zip(multiples, scores)], "tokens": 4000,
-            "train_seconds": 400}
+    return {
+        "points": [{"multiple": m, "score": x} for m, x in zip(multiples, scores)],
+        "tokens": 4000,
+        "train_seconds": 400,
+    }
 
 
 def test_a_direction_opens_at_the_batch_its_curves_put_ahead_early():
@@ -299,9 +370,14 @@ def test_a_direction_opens_at_the_batch_its_curves_put_ahead_early():
 
     # Measured on program synthesis (three-run means): program-only is behind at batch 2,
     # trace-then-program turns sooner there.
-    curves = {"prog": _pts(0.035, 0.057, 0.108, 0.15), "prog@b2": _pts(0.027, 0.05, 0.07, 0.067),
-              "trace": _pts(0.017, 0.067, 0.228, 0.272), "trace@b2": _pts(0.025, 0.09, 0.205, 0.202),
-              "late@b2": _pts(0.0, 0.0, 0.0, 0.9), "late": _pts(0.0, 0.0, 0.01, 0.2)}
+    curves = {
+        "prog": _pts(0.035, 0.057, 0.108, 0.15),
+        "prog@b2": _pts(0.027, 0.05, 0.07, 0.067),
+        "trace": _pts(0.017, 0.067, 0.228, 0.272),
+        "trace@b2": _pts(0.025, 0.09, 0.205, 0.202),
+        "late@b2": _pts(0.0, 0.0, 0.0, 0.9),
+        "late": _pts(0.0, 0.0, 0.01, 0.2),
+    }
     curves = _typed(curves)
     assert opening_batch("prog", curves) == 8
     assert opening_batch("trace", curves) == 2  # behind at 3x, but ahead where a campaign's lineages are
@@ -315,9 +391,13 @@ def test_a_data_selection_without_a_batch_2_curve_opens_at_its_familys_batch():
 
     # Function calling: plan-then-call is behind at batch 2 (3.0% at 2x against 8.2%), and its
     # one-shown-function selection was measured at batch 8 only.
-    curves = {"plan": _pts(0.0, 0.008, 0.082, 0.77), "plan@b2": _pts(0.0, 0.005, 0.03, 0.03),
-              "plan[n_shown=1]": _pts(0.0, 0.012, 0.27, 0.34),
-              "plan[max_arity=1]": _pts(0.0, 0.0, 0.0, 0.1), "plan[max_arity=1]@b2": _pts(0.0, 0.1, 0.2, 0.3)}
+    curves = {
+        "plan": _pts(0.0, 0.008, 0.082, 0.77),
+        "plan@b2": _pts(0.0, 0.005, 0.03, 0.03),
+        "plan[n_shown=1]": _pts(0.0, 0.012, 0.27, 0.34),
+        "plan[max_arity=1]": _pts(0.0, 0.0, 0.0, 0.1),
+        "plan[max_arity=1]@b2": _pts(0.0, 0.1, 0.2, 0.3),
+    }
     curves = _typed(curves)
     assert opening_batch("plan[n_shown=1]", curves) == 8
     assert opening_batch("plan[max_arity=1]", curves) == 2  # its own batch-2 curve decides
@@ -343,11 +423,16 @@ def test_the_opening_trial_and_order_use_the_batch_2_curve_where_one_was_measure
     # curve (0.4 at this budget) is ahead of answer_only's batch-8 one (0.3), though its
     # batch-8 curve (0.2) is not: the order compares the curves of the batches they open at
     # (a 600-s campaign affords 2.7 default experiments here, within the batch-2 curves' 3x).
-    use_landscape({"answer_only": _pts(0.2, 0.3, 0.3, 0.3), "answer_only@b2": _pts(0.0, 0.0, 0.01, 0.01),
-                             "chain_then_answer": _pts(0.0, 0.1, 0.2, 0.2),
-                             "chain_then_answer@b2": _pts(0.1, 0.25, 0.3, 0.4),
-                             "chain_then_answer[two_hop=0.0]": _pts(0.2, 0.2, 0.2, 0.2),
-                             "chain_then_answer[two_hop=0.0]@b2": _pts(0.0, 0.0, 0.0, 0.0)})
+    use_landscape(
+        {
+            "answer_only": _pts(0.2, 0.3, 0.3, 0.3),
+            "answer_only@b2": _pts(0.0, 0.0, 0.01, 0.01),
+            "chain_then_answer": _pts(0.0, 0.1, 0.2, 0.2),
+            "chain_then_answer@b2": _pts(0.1, 0.25, 0.3, 0.4),
+            "chain_then_answer[two_hop=0.0]": _pts(0.2, 0.2, 0.2, 0.2),
+            "chain_then_answer[two_hop=0.0]@b2": _pts(0.0, 0.0, 0.0, 0.0),
+        }
+    )
     with new_run(tmp_path) as expos:
         PolicyMain().start(_ctx(expos, 0.0, budget=600.0, slots=3), load_graph(expos))
         opened = [w.direction for w in load_graph(expos).workers.values()]
@@ -359,8 +444,13 @@ def test_the_opening_trial_and_order_use_the_batch_2_curve_where_one_was_measure
 def test_the_lineage_prior_reads_the_curve_of_the_batch_the_direction_trained_at(use_landscape):
     from rsi_master.orchestra._main_ranking import landscape_prior
 
-    use_landscape({"answer_only": _pts(0.0, 0.1, 0.2, 0.3), "answer_only@b2": _pts(0.0, 0.3, 0.5, 0.6),
-                             "chain_then_answer": _pts(0.0, 0.1, 0.2, 0.3)})
+    use_landscape(
+        {
+            "answer_only": _pts(0.0, 0.1, 0.2, 0.3),
+            "answer_only@b2": _pts(0.0, 0.3, 0.5, 0.6),
+            "chain_then_answer": _pts(0.0, 0.1, 0.2, 0.3),
+        }
+    )
     prior = landscape_prior("knowledge")
     at = {b: Direction(family="answer_only", enqueue=[{"t:batch_size": b}]) for b in (2, 8)}
     # one default experiment behind the lineage: the prior is each curve's point at 2x
@@ -375,11 +465,19 @@ def test_a_short_batch_2_curve_does_not_rank_a_long_campaign(use_landscape):
     from rsi_master.orchestra import expected_scores
 
     # batch-2 curve measured to 3x, batch-8 one to 8x: an hour-long campaign reads the latter
-    long8 = {"points": [{"multiple": 3.0, "score": 0.2}, {"multiple": 8.0, "score": 0.5}], "tokens": 8000,
-             "train_seconds": 800}
+    long8 = {
+        "points": [{"multiple": 3.0, "score": 0.2}, {"multiple": 8.0, "score": 0.5}],
+        "tokens": 8000,
+        "train_seconds": 800,
+    }
     b2 = {**_pts(0.0, 0.1, 0.3, 0.3), "tokens": 3000, "train_seconds": 300}
-    use_landscape({"answer_only": long8, "answer_only@b2": b2,
-                             "chain_then_answer@b2": {**_pts(0.0, 0.1, 0.3, 0.4), "tokens": 3000}})
+    use_landscape(
+        {
+            "answer_only": long8,
+            "answer_only@b2": b2,
+            "chain_then_answer@b2": {**_pts(0.0, 0.1, 0.3, 0.4), "tokens": 3000},
+        }
+    )
     # one default experiment costs 100 s on every curve here
     assert expected_scores("knowledge", 200.0)["answer_only@b2"] == 0.3  # within its horizon
     far = expected_scores("knowledge", 800.0)
@@ -421,8 +519,10 @@ def test_late_an_idle_slot_continues_the_verified_leader_and_opens_nothing_new(t
         assert _decisions(expos)[-1].detail["parent"] == x2
         assert not main.on_idle(_ctx(expos, 800.0, budget=1000.0), load_graph(expos), 1)
         assert not main.on_idle(_ctx(expos, 960.0, budget=1000.0), load_graph(expos), 1)
-        assert {w.direction.family for w in load_graph(expos).workers.values()} == \
-            {g.workers[w1].direction.family, g.workers[w2].direction.family}
+        assert {w.direction.family for w in load_graph(expos).workers.values()} == {
+            g.workers[w1].direction.family,
+            g.workers[w2].direction.family,
+        }
 
 
 def test_among_tied_verified_checkpoints_the_main_continues_the_more_trained_one(tmp_path):

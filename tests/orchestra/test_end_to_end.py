@@ -97,8 +97,9 @@ def test_sigkill_at_random_moments_then_resume(tmp_path):
         cmd = _cli("run", "--task", "arithmetic", "--budget", "120s", "--seed", str(trial), "--dir", str(run_dir))
         kills = 0
         while True:
-            proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+            )
             delay = rng.uniform(1.0, 150.0) if kills < 2 else 10_000
             try:
                 out, _ = proc.communicate(timeout=delay)

@@ -8,9 +8,16 @@ from .helpers import MAIN, fake_experiment, finalize, new_run
 
 
 def _add(expos, wid, preds=(), family="answer_only"):
-    return expos.call(MAIN, "worker.add", {"worker_id": wid, "task": f"explore {family}",
-                                           "direction": Direction(family=family).model_dump(mode="json"),
-                                           "predecessors": list(preds)}).seq
+    return expos.call(
+        MAIN,
+        "worker.add",
+        {
+            "worker_id": wid,
+            "task": f"explore {family}",
+            "direction": Direction(family=family).model_dump(mode="json"),
+            "predecessors": list(preds),
+        },
+    ).seq
 
 
 def test_graph_nodes_edges_and_pending_come_from_the_ledger(tmp_path):
@@ -22,8 +29,9 @@ def test_graph_nodes_edges_and_pending_come_from_the_ledger(tmp_path):
         g = load_graph(expos)
         assert set(g.workers) == {"w1", "w2", "w3"}
         assert g.workers["w3"].predecessors == ["w1", "w2"]
-        assert sorted(g.edges()) == sorted([("w1", "w3", "context"), ("w2", "w3", "context"),
-                                            ("w1", "r1", "scope"), ("w2", "r1", "scope")])
+        assert sorted(g.edges()) == sorted(
+            [("w1", "w3", "context"), ("w2", "w3", "context"), ("w1", "r1", "scope"), ("w2", "r1", "scope")]
+        )
         assert g.pending() == [("worker", "w1"), ("worker", "w2"), ("worker", "w3"), ("reviewer", "r1")]
         assert g.reviewers["r1"].cross_worker
 
@@ -34,8 +42,11 @@ def test_graph_nodes_edges_and_pending_come_from_the_ledger(tmp_path):
         assert ("worker", "w1") not in g.pending()
         assert g.orchestration_events() == [(fseq, "finalize", "w1")]
         assert g.handled_events() == set()
-        expos.call(MAIN, "decision.record", {"action": "continue", "rationale": "r", "evidence": [fseq],
-                                             "detail": {"event": fseq}})
+        expos.call(
+            MAIN,
+            "decision.record",
+            {"action": "continue", "rationale": "r", "evidence": [fseq], "detail": {"event": fseq}},
+        )
         assert load_graph(expos).handled_events() == {fseq}
 
 
@@ -46,9 +57,17 @@ def test_budget_counts_sessions_and_jobs_per_direction(tmp_path):
         g = load_graph(expos)
         start = g.sessions[0][1]
         assert abs(g.spent_seconds(now=start + 12.5) - 12.5) < 1e-6
-        expos.record(ORCHESTRA, "orchestra.job.end", {"start_seq": job.seq, "node": "w1", "status": "done",
-                                                      "end_ts": load_graph(expos).jobs[0].start_ts + 7.0,
-                                                      "seconds": 7.0})
+        expos.record(
+            ORCHESTRA,
+            "orchestra.job.end",
+            {
+                "start_seq": job.seq,
+                "node": "w1",
+                "status": "done",
+                "end_ts": load_graph(expos).jobs[0].start_ts + 7.0,
+                "seconds": 7.0,
+            },
+        )
         g = load_graph(expos)
         assert g.open_jobs() == []
         assert abs(g.direction_seconds()["answer_only:sft"] - 7.0) < 1e-6

@@ -20,8 +20,9 @@ from .helpers import MAIN, fake_experiment, finalize, new_run
 def clean_audit(monkeypatch):
     import rsi_master.expos
 
-    monkeypatch.setattr(rsi_master.expos, "audit",
-                        lambda expos: SimpleNamespace(flagged=[], hacking_rate=0.0, blocked_attempts=0))
+    monkeypatch.setattr(
+        rsi_master.expos, "audit", lambda expos: SimpleNamespace(flagged=[], hacking_rate=0.0, blocked_attempts=0)
+    )
 
 
 def _two_submissions(expos, first, second):
@@ -77,20 +78,47 @@ def test_forged_evidence_appended_with_a_recomputed_chain_stops_the_harness(tmp_
 
     paths = []
     # Its close will not sign the forged rows.
-    with (pytest.raises(LedgerError, match="not covered by the signed head"),
-          new_run(tmp_path, budget_s=1000.0) as expos):
+    with (
+        pytest.raises(LedgerError, match="not covered by the signed head"),
+        new_run(tmp_path, budget_s=1000.0) as expos,
+    ):
         _x1, x2 = _two_submissions(expos, (0.2, 20), (0.1, 200))
         base = expos.contract.base_model_artifact
-        rows = {"review_record": [("eval.record", {"role": "reviewer", "id": "rx"},
-                                   {"experiment_id": x2, "split": "review", "score": 1.0, "checkpoint_digest": base,
-                                    "record_digest": "1" * 64})],
-                "harness_select": [("harness.select", {"role": "harness", "id": "harness"},
-                                    {"selected": x2, "checkpoint": base, "review_score": 1.0})],
-                "harness_final": [("harness.final", {"role": "harness", "id": "harness"},
-                                   {"subject": "base", "split": "final", "score": 1.0, "checkpoint_digest": base})]}
-        out = subprocess.run([sys.executable, "-c", FORGE_EVIDENCE, str(expos.run.path / "ledger.db"),
-                              json.dumps(rows[forged])], capture_output=True, text=True,
-                             env={"PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(sys.path)})
+        rows = {
+            "review_record": [
+                (
+                    "eval.record",
+                    {"role": "reviewer", "id": "rx"},
+                    {
+                        "experiment_id": x2,
+                        "split": "review",
+                        "score": 1.0,
+                        "checkpoint_digest": base,
+                        "record_digest": "1" * 64,
+                    },
+                )
+            ],
+            "harness_select": [
+                (
+                    "harness.select",
+                    {"role": "harness", "id": "harness"},
+                    {"selected": x2, "checkpoint": base, "review_score": 1.0},
+                )
+            ],
+            "harness_final": [
+                (
+                    "harness.final",
+                    {"role": "harness", "id": "harness"},
+                    {"subject": "base", "split": "final", "score": 1.0, "checkpoint_digest": base},
+                )
+            ],
+        }
+        out = subprocess.run(
+            [sys.executable, "-c", FORGE_EVIDENCE, str(expos.run.path / "ledger.db"), json.dumps(rows[forged])],
+            capture_output=True,
+            text=True,
+            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(sys.path)},
+        )
         assert out.returncode == 0, out.stderr
         with pytest.raises(LedgerError, match="not covered by the signed head"):
             select(expos)

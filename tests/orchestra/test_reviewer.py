@@ -19,38 +19,67 @@ from .helpers import MAIN, fake_experiment, finalize, new_run
 def _reviewed(expos, xid: str, right: list[bool]) -> None:
     """A `review` record of `xid` whose samples s0, s1, ... are right or wrong as given."""
     c = expos.contract
-    samples = [{"sample_id": f"s{i}", "output": "out", "score": 1.0 if ok else 0.0, "reason": "" if ok else "wrong"}
-               for i, ok in enumerate(right)]
+    samples = [
+        {"sample_id": f"s{i}", "output": "out", "score": 1.0 if ok else 0.0, "reason": "" if ok else "wrong"}
+        for i, ok in enumerate(right)
+    ]
     digest = expos.run.store.put_bytes(canonical_bytes({"samples": samples}))
-    expos.record({"role": "reviewer", "id": "rx"}, "eval.record", {
-        "experiment_id": xid, "split": "review", "score": sum(right) / len(right), "n_samples": len(right),
-        "checkpoint_digest": c.base_model_artifact, "evaluator_digest": c.evaluator.evaluator_digest,
-        "template_digest": c.evaluator.template_sha256, "decoding": c.evaluator.decoding, "stop": c.evaluator.stop,
-        "sample_ids_sha256": "2" * 64, "sample_ids_match": True, "tokenizer_digest": c.base_tokenizer_sha256,
-        "generation_config_digest": c.base_generation_config_sha256, "record_digest": digest})
+    expos.record(
+        {"role": "reviewer", "id": "rx"},
+        "eval.record",
+        {
+            "experiment_id": xid,
+            "split": "review",
+            "score": sum(right) / len(right),
+            "n_samples": len(right),
+            "checkpoint_digest": c.base_model_artifact,
+            "evaluator_digest": c.evaluator.evaluator_digest,
+            "template_digest": c.evaluator.template_sha256,
+            "decoding": c.evaluator.decoding,
+            "stop": c.evaluator.stop,
+            "sample_ids_sha256": "2" * 64,
+            "sample_ids_match": True,
+            "tokenizer_digest": c.base_tokenizer_sha256,
+            "generation_config_digest": c.base_generation_config_sha256,
+            "record_digest": digest,
+        },
+    )
 
 
 def test_the_reviewers_report_carries_typed_findings_and_recommendations(tmp_path):
     with new_run(tmp_path) as expos:
         for w in ("w1", "w2"):
-            expos.call(MAIN, "worker.add", {"worker_id": w, "task": "t", "predecessors": [],
-                                            "direction": {"family": "answer_only"}})
+            expos.call(
+                MAIN,
+                "worker.add",
+                {"worker_id": w, "task": "t", "predecessors": [], "direction": {"family": "answer_only"}},
+            )
         x1, x2 = fake_experiment(expos, "w1", 0.5), fake_experiment(expos, "w2", 0.3)
         _reviewed(expos, x1, [True, True, False, False])
         _reviewed(expos, x2, [False, False, True, False])  # solves s2, which x1 misses
         s1, s2 = finalize(expos, "w1", x1, 0.5), finalize(expos, "w2", x2, 0.3)
         req = expos.call(MAIN, "review.request", {"reviewer_id": "r1", "question": "q", "scope": ["w1", "w2"]})
-        conclusions = {w: {"seq": s, "claims": [{"experiment_id": x, "score": dev}], "candidates": [x]}
-                       for w, s, x, dev in (("w1", s1, x1, 0.5), ("w2", s2, x2, 0.3))}
-        EvidenceReviewer().run(NodeContext(expos, Caller("reviewer", "r1"), {
-            "scope": ["w1", "w2"], "conclusions": conclusions, "seq": req.seq}, time.time() + 60))
+        conclusions = {
+            w: {"seq": s, "claims": [{"experiment_id": x, "score": dev}], "candidates": [x]}
+            for w, s, x, dev in (("w1", s1, x1, 0.5), ("w2", s2, x2, 0.3))
+        }
+        EvidenceReviewer().run(
+            NodeContext(
+                expos,
+                Caller("reviewer", "r1"),
+                {"scope": ["w1", "w2"], "conclusions": conclusions, "seq": req.seq},
+                time.time() + 60,
+            )
+        )
         (rev,) = expos.events("review.submit")
         findings = [Finding.model_validate(f) for f in rev.payload["findings"]]
         review = {(f.experiment_ids[0], f.score) for f in findings if f.split == "review"}
         assert review == {(x1, 0.5), (x2, 0.25)}
         dev = [f for f in findings if f.split == "dev"]
-        assert {(f.experiment_ids[0], f.status, f.score) for f in dev} == {(x1, "supported", 0.5),
-                                                                              (x2, "supported", 0.3)}
+        assert {(f.experiment_ids[0], f.status, f.score) for f in dev} == {
+            (x1, "supported", 0.5),
+            (x2, "supported", 0.3),
+        }
         assert all(f.evidence for f in dev)  # each rests on its eval record
         # Every prose line of the report is one finding's claim: the two say the same.
         prose = [s for k in ("supported", "uncertainties", "violations", "regressions") for s in rev.payload[k]]
@@ -68,17 +97,38 @@ def test_the_reviewers_report_carries_typed_findings_and_recommendations(tmp_pat
 def test_the_display_reads_typed_scores_not_prose(tmp_path):
     with new_run(tmp_path) as expos:
         for w in ("w1", "w2"):
-            expos.call(MAIN, "worker.add", {"worker_id": w, "task": "t", "predecessors": [],
-                                            "direction": {"family": "answer_only"}})
+            expos.call(
+                MAIN,
+                "worker.add",
+                {"worker_id": w, "task": "t", "predecessors": [], "direction": {"family": "answer_only"}},
+            )
         x = fake_experiment(expos, "w1", 0.5)
         expos.call(MAIN, "review.request", {"reviewer_id": "r1", "question": "q", "scope": ["w1", "w2"]})
-        expos.call(Caller("reviewer", "r1"), "review.submit", {
-            "scope": ["w1", "w2"], "verdict": "pass", "supported": [f"w1: {x} review 0.900"],
-            "findings": [{"claim": f"w1: {x} review 0.400", "status": "supported", "split": "review",
-                          "score": 0.4, "experiment_ids": [x]},
-                         {"claim": "a dev score", "status": "supported", "split": "dev", "score": 0.8},
-                         {"claim": "a review score that does not hold", "status": "unsupported",
-                          "split": "review", "score": 0.7}]})
+        expos.call(
+            Caller("reviewer", "r1"),
+            "review.submit",
+            {
+                "scope": ["w1", "w2"],
+                "verdict": "pass",
+                "supported": [f"w1: {x} review 0.900"],
+                "findings": [
+                    {
+                        "claim": f"w1: {x} review 0.400",
+                        "status": "supported",
+                        "split": "review",
+                        "score": 0.4,
+                        "experiment_ids": [x],
+                    },
+                    {"claim": "a dev score", "status": "supported", "split": "dev", "score": 0.8},
+                    {
+                        "claim": "a review score that does not hold",
+                        "status": "unsupported",
+                        "split": "review",
+                        "score": 0.7,
+                    },
+                ],
+            },
+        )
         assert best_review_score(load_graph(expos)) == 0.4
 
 
@@ -88,16 +138,31 @@ def test_a_review_naming_an_experiment_or_worker_that_does_not_exist_is_refused(
     from rsi_master.expos import ToolRefused
 
     with new_run(tmp_path) as expos:
-        expos.call(MAIN, "worker.add", {"worker_id": "w1", "task": "t", "predecessors": [],
-                                        "direction": {"family": "answer_only"}})
+        expos.call(
+            MAIN,
+            "worker.add",
+            {"worker_id": "w1", "task": "t", "predecessors": [], "direction": {"family": "answer_only"}},
+        )
         expos.call(MAIN, "review.request", {"reviewer_id": "r1", "question": "q", "scope": ["w1"]})
         x = fake_experiment(expos, "w1", 0.5)
-        for rec in ({"action": "continue", "experiment_id": "exp-99999", "worker_id": "w1", "reason": "r"},
-                    {"action": "combine", "worker_ids": ["w1", "w7"], "reason": "r"}):
+        for rec in (
+            {"action": "continue", "experiment_id": "exp-99999", "worker_id": "w1", "reason": "r"},
+            {"action": "combine", "worker_ids": ["w1", "w7"], "reason": "r"},
+        ):
             with pytest.raises(ToolRefused, match=r"do not exist: \['(exp-99999|w7)'\]"):
-                expos.call(Caller("reviewer", "r1"), "review.submit", {"scope": ["w1"], "verdict": "pass",
-                                                                       "recommendations": [rec]})
+                expos.call(
+                    Caller("reviewer", "r1"),
+                    "review.submit",
+                    {"scope": ["w1"], "verdict": "pass", "recommendations": [rec]},
+                )
         assert expos.events("review.submit") == []
-        expos.call(Caller("reviewer", "r1"), "review.submit", {"scope": ["w1"], "verdict": "pass", "recommendations": [
-            {"action": "continue", "experiment_id": x, "worker_id": "w1", "reason": "r"}]})
+        expos.call(
+            Caller("reviewer", "r1"),
+            "review.submit",
+            {
+                "scope": ["w1"],
+                "verdict": "pass",
+                "recommendations": [{"action": "continue", "experiment_id": x, "worker_id": "w1", "reason": "r"}],
+            },
+        )
         assert len(expos.events("review.submit")) == 1

@@ -26,8 +26,9 @@ def test_slots_fill_the_budget_then_stop_cleanly(tmp_path, capsys):
         assert slots_used == {0, 1}
         # Never more jobs at once than slots.
         for j in g.jobs:
-            overlap = [k for k in g.jobs if k.slot == j.slot and k is not j
-                       and k.start_ts < j.end_ts and j.start_ts < k.end_ts]
+            overlap = [
+                k for k in g.jobs if k.slot == j.slot and k is not j and k.start_ts < j.end_ts and j.start_ts < k.end_ts
+            ]
             assert not overlap
         assert all(w.done for w in g.workers.values() if any(j.node == w.id for j in g.jobs))
         m = run_metrics(expos, g)
@@ -54,8 +55,7 @@ def test_a_node_that_crashes_twice_is_abandoned(tmp_path):
 
 def test_resume_does_not_count_the_downtime_and_closes_open_jobs(tmp_path):
     with new_run(tmp_path, budget_s=100.0, main="tests.orchestra.helpers:FillMain") as expos:
-        expos.call(MAIN, "worker.add",
-                   {"worker_id": "s1", "task": "t", "direction": {"family": "answer_only"}})
+        expos.call(MAIN, "worker.add", {"worker_id": "s1", "task": "t", "direction": {"family": "answer_only"}})
         expos.record(ORCHESTRA, "orchestra.job.start", {"node": "s1", "kind": "worker", "slot": 0})
         before = load_graph(expos).spent_seconds()
         time.sleep(1.5)  # the run is "dead" here

@@ -25,10 +25,22 @@ class ScriptedCtx(NodeContext):
             lr = args["config"]["learning_rate"]
             score = round(max(0.0, 1.0 - abs(lr - 2e-3) * 300), 6)
             xid = f"exp-{len(self.log):05d}"
-            self.rows.append(SimpleNamespace(experiment_id=xid, owner=self.caller.id, parent=args["parent"],
-                                             config=args["config"], status="completed", dev_score=score))
-            res = {"experiment_id": xid, "status": "completed", "dev_score": score,
-                   "steps": args["config"]["max_steps"]}
+            self.rows.append(
+                SimpleNamespace(
+                    experiment_id=xid,
+                    owner=self.caller.id,
+                    parent=args["parent"],
+                    config=args["config"],
+                    status="completed",
+                    dev_score=score,
+                )
+            )
+            res = {
+                "experiment_id": xid,
+                "status": "completed",
+                "dev_score": score,
+                "steps": args["config"]["max_steps"],
+            }
             return SimpleNamespace(model_dump=lambda: res)
         if tool == "results.list":
             return SimpleNamespace(experiments=list(self.rows))
@@ -41,17 +53,28 @@ class ScriptedCtx(NodeContext):
 def _ctx(expos, direction, *, seconds=1000.0, memory=()):
     from rsi_master.expos import Caller
 
-    ctx = ScriptedCtx(expos, Caller("worker", "w1"), {"direction": direction.model_dump(mode="json"),
-                                                      "timing": {"step_s": 0.01, "overhead_s": 0.1}},
-                      time.time() + seconds, 0, list(memory))
+    ctx = ScriptedCtx(
+        expos,
+        Caller("worker", "w1"),
+        {"direction": direction.model_dump(mode="json"), "timing": {"step_s": 0.01, "overhead_s": 0.1}},
+        time.time() + seconds,
+        0,
+        list(memory),
+    )
     ctx.log, ctx.rows, ctx.final = [], [], None
     return ctx
 
 
-DIRECTION = Direction(family="answer_only", trials=6, knobs={"n_facts": Range(kind="int", low=3, high=5)},
-                      train={"learning_rate": Range(kind="float", low=5e-4, high=3e-3, log=True),
-                             "batch_size": Range(kind="choice", choices=[8]),
-                             "max_steps": Range(kind="int", low=20, high=40)})
+DIRECTION = Direction(
+    family="answer_only",
+    trials=6,
+    knobs={"n_facts": Range(kind="int", low=3, high=5)},
+    train={
+        "learning_rate": Range(kind="float", low=5e-4, high=3e-3, log=True),
+        "batch_size": Range(kind="choice", choices=[8]),
+        "max_steps": Range(kind="int", low=20, high=40),
+    },
+)
 
 
 def test_worker_runs_its_trials_then_claims_its_best_exactly(tmp_path):
@@ -88,10 +111,18 @@ def test_worker_fits_trials_into_its_time_and_stops_when_none_fits(tmp_path):
 
 
 def test_a_resumed_worker_counts_its_earlier_trials(tmp_path):
-    memory = [{"experiment_id": f"exp-0000{i}", "status": s, "dev_score": v, "steps": 30, "seconds": 1.0,
-               "data": {"params": {"n_facts": 4}},
-               "spec": {"learning_rate": 1e-3, "batch_size": 8, "max_steps": 30}}
-              for i, (s, v) in enumerate([("completed", 0.3), ("interrupted", None)])]
+    memory = [
+        {
+            "experiment_id": f"exp-0000{i}",
+            "status": s,
+            "dev_score": v,
+            "steps": 30,
+            "seconds": 1.0,
+            "data": {"params": {"n_facts": 4}},
+            "spec": {"learning_rate": 1e-3, "batch_size": 8, "max_steps": 30},
+        }
+        for i, (s, v) in enumerate([("completed", 0.3), ("interrupted", None)])
+    ]
     with new_run(tmp_path) as expos:
         ctx = _ctx(expos, DIRECTION, memory=memory)
         TPEWorker().run(ctx)
@@ -117,8 +148,9 @@ def test_trials_are_priced_per_example_so_a_larger_batch_gets_fewer_steps():
 
 
 def test_a_batch_16_trial_is_sized_to_the_time_left(tmp_path):
-    d = DIRECTION.model_copy(update={"trials": 1, "train": {**DIRECTION.train,
-                                                            "batch_size": Range(kind="choice", choices=[16])}})
+    d = DIRECTION.model_copy(
+        update={"trials": 1, "train": {**DIRECTION.train, "batch_size": Range(kind="choice", choices=[16])}}
+    )
     with new_run(tmp_path) as expos:
         ctx = _ctx(expos, d, seconds=0.35)
         ctx.brief["timing"] = {"example_s": 0.001, "overhead_s": 0.1}  # 0.016 s a batch-16 step
@@ -164,8 +196,11 @@ def test_on_tied_scores_the_worker_claims_the_checkpoint_with_more_training_behi
 def test_lineage_examples_add_up_the_ancestors_back_to_the_base():
     from rsi_master.orchestra._memory import lineage_examples
 
-    exps = {"a": ("base", {"max_steps": 10, "batch_size": 8}), "b": ("a", {"max_steps": 5, "batch_size": 16}),
-            "c": ("b", {"max_steps": None, "batch_size": 8})}
+    exps = {
+        "a": ("base", {"max_steps": 10, "batch_size": 8}),
+        "b": ("a", {"max_steps": 5, "batch_size": 16}),
+        "c": ("b", {"max_steps": None, "batch_size": 8}),
+    }
     assert lineage_examples(exps, "a") == 80
     assert lineage_examples(exps, "b") == 160
     assert lineage_examples(exps, "c") == 160  # an epoch-sized trial of unknown length counts nothing
@@ -201,9 +236,17 @@ def test_the_measuring_trial_is_counted_in_examples_so_a_batch_2_trial_is_long_e
     0.048 s in the next one, which was then sized to 529 steps where about 1,300 fit. The
     measuring trial trains as many examples as 20 steps of batch 8 (160) at any batch size."""
     first = {"k:n_facts": 4, "t:learning_rate": 1e-3, "t:batch_size": 2, "t:max_steps": 400}
-    d = DIRECTION.model_copy(update={"trials": 2, "enqueue": [first], "train": {
-        **DIRECTION.train, "batch_size": Range(kind="choice", choices=[2, 8]),
-        "max_steps": Range(kind="int", low=20, high=400)}})
+    d = DIRECTION.model_copy(
+        update={
+            "trials": 2,
+            "enqueue": [first],
+            "train": {
+                **DIRECTION.train,
+                "batch_size": Range(kind="choice", choices=[2, 8]),
+                "max_steps": Range(kind="int", low=20, high=400),
+            },
+        }
+    )
     with new_run(tmp_path) as expos:
         ctx = _ctx(expos, d)
         ctx.brief["timing"] = {}  # uncalibrated
@@ -217,9 +260,17 @@ def test_a_batch_2_measuring_trial_in_a_short_allowance_is_not_cut_by_a_batch_8_
     """With 90 s left and nothing measured, the default price of 2 s a step (a batch-8 step)
     cut a batch-2 measuring trial to 32 steps, too few to time; priced per example it is 80."""
     first = {"k:n_facts": 4, "t:learning_rate": 1e-3, "t:batch_size": 2, "t:max_steps": 400}
-    d = DIRECTION.model_copy(update={"trials": 1, "enqueue": [first], "train": {
-        **DIRECTION.train, "batch_size": Range(kind="choice", choices=[2, 8]),
-        "max_steps": Range(kind="int", low=20, high=400)}})
+    d = DIRECTION.model_copy(
+        update={
+            "trials": 1,
+            "enqueue": [first],
+            "train": {
+                **DIRECTION.train,
+                "batch_size": Range(kind="choice", choices=[2, 8]),
+                "max_steps": Range(kind="int", low=20, high=400),
+            },
+        }
+    )
     with new_run(tmp_path) as expos:
         ctx = _ctx(expos, d, seconds=90.0)
         ctx.brief["timing"] = {}  # uncalibrated

@@ -81,10 +81,22 @@ def _tamper(db: Path, table: str, key_col: str, key: int, column: str, pos: int,
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(n=st.integers(0, 30), batch=st.integers(1, 5), every=st.integers(1, 8), payload=st.dictionaries(
-    st.text(min_size=1, max_size=8), st.one_of(st.integers(-2**53 + 1, 2**53 - 1), st.text(max_size=20),
-                                               st.booleans(), st.none(), st.floats(allow_nan=False, allow_infinity=False)),
-    max_size=4))
+@given(
+    n=st.integers(0, 30),
+    batch=st.integers(1, 5),
+    every=st.integers(1, 8),
+    payload=st.dictionaries(
+        st.text(min_size=1, max_size=8),
+        st.one_of(
+            st.integers(-(2**53) + 1, 2**53 - 1),
+            st.text(max_size=20),
+            st.booleans(),
+            st.none(),
+            st.floats(allow_nan=False, allow_infinity=False),
+        ),
+        max_size=4,
+    ),
+)
 def test_any_sequence_of_appends_verifies(tmp_path_factory, n, batch, every, payload):
     path = tmp_path_factory.mktemp("prop") / "run"
     with RunDir.create(path, checkpoint_every=every) as run:
@@ -99,8 +111,9 @@ def test_any_sequence_of_appends_verifies(tmp_path_factory, n, batch, every, pay
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(seq=st.integers(0, 11), column=st.sampled_from(EVENT_COLUMNS), pos=st.integers(0, 10_000),
-       new=st.integers(0, 255))
+@given(
+    seq=st.integers(0, 11), column=st.sampled_from(EVENT_COLUMNS), pos=st.integers(0, 10_000), new=st.integers(0, 255)
+)
 def test_any_single_byte_change_to_an_event_row_is_named(template, tmp_path_factory, seq, column, pos, new):
     path, keys = _copy(template, tmp_path_factory)
     assume(_tamper(path / "ledger.db", "events", "seq", seq, column, pos, new))
@@ -110,8 +123,12 @@ def test_any_single_byte_change_to_an_event_row_is_named(template, tmp_path_fact
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(size=st.sampled_from([4, 8, 12]), column=st.sampled_from(CHECKPOINT_COLUMNS), pos=st.integers(0, 10_000),
-       new=st.integers(0, 255))
+@given(
+    size=st.sampled_from([4, 8, 12]),
+    column=st.sampled_from(CHECKPOINT_COLUMNS),
+    pos=st.integers(0, 10_000),
+    new=st.integers(0, 255),
+)
 def test_any_single_byte_change_to_a_checkpoint_is_named(template, tmp_path_factory, size, column, pos, new):
     path, keys = _copy(template, tmp_path_factory)
     assume(_tamper(path / "ledger.db", "checkpoints", "tree_size", size, column, pos, new))
@@ -245,9 +262,19 @@ def _attack_downgrade_to_version_1(path, key_dir, scratch):
     return "version-1 ledger", "a version-2 checkpoint in a version-1 ledger"
 
 
-ATTACKS = {f.__name__.removeprefix("_attack_"): f for f in (
-    _attack_forged_tail, _attack_rollback, _attack_rewrite, _attack_own_key, _attack_delete_witness,
-    _attack_zero_checkpoints, _attack_swap_in_another_run, _attack_downgrade_to_version_1)}
+ATTACKS = {
+    f.__name__.removeprefix("_attack_"): f
+    for f in (
+        _attack_forged_tail,
+        _attack_rollback,
+        _attack_rewrite,
+        _attack_own_key,
+        _attack_delete_witness,
+        _attack_zero_checkpoints,
+        _attack_swap_in_another_run,
+        _attack_downgrade_to_version_1,
+    )
+}
 
 
 @pytest.mark.parametrize("attack", sorted(ATTACKS))
@@ -318,7 +345,8 @@ def test_events_after_the_final_record_are_named(tmp_path):
         run.record(draft(5, kind="eval.record"))
     report = verify_run(path)
     assert [str(p) for p in report.problems] == [
-        "event 5: event after the run's final record (event 4, orchestra.finish): eval.record by worker/w1"]
+        "event 5: event after the run's final record (event 4, orchestra.finish): eval.record by worker/w1"
+    ]
 
 
 def test_a_copied_run_with_its_key_directory_still_verifies_and_says_so(tmp_path, key_dir):
@@ -357,17 +385,20 @@ def test_a_version_1_run_keeps_verifying_but_is_not_appended_to(tmp_path, key_di
     conn.execute("PRAGMA journal_mode = WAL")
     for stmt in SCHEMA_V1:
         conn.execute(stmt)
-    conn.executemany("INSERT INTO meta VALUES (?, ?)",
-                     [("format", FORMAT), ("schema", "1"), ("run_id", run_id), ("created", utc_now())])
+    conn.executemany(
+        "INSERT INTO meta VALUES (?, ?)",
+        [("format", FORMAT), ("schema", "1"), ("run_id", run_id), ("created", utc_now())],
+    )
     prev, hashes = "0" * 64, []
     for i in range(6):
         event, body = seal(EventDraft.model_validate(draft(i)), seq=i, ts=utc_now(), prev_hash=prev)
-        conn.execute("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                     (i, prev, event.hash, event.kind, "worker", "w1", event.ts, body))
+        conn.execute(
+            "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (i, prev, event.hash, event.kind, "worker", "w1", event.ts, body),
+        )
         prev = event.hash
         hashes.append(bytes.fromhex(event.hash))
-    cp = Checkpoint(version=1, run_id=run_id, tree_size=6, root=_mth(hashes).hex(), ts=utc_now(),
-                    key_id=signer.key_id)
+    cp = Checkpoint(version=1, run_id=run_id, tree_size=6, root=_mth(hashes).hex(), ts=utc_now(), key_id=signer.key_id)
     signed = SignedCheckpoint.sign(cp, signer)
     conn.execute("INSERT INTO checkpoints VALUES (6, ?, ?, ?)", (cp.root, cp.message(), signed.signature))
     conn.close()

@@ -37,8 +37,13 @@ def tiny_base(tmp_path_factory) -> Path:
     from rsi_master.runtime._pretrain import PretrainSpec, pretrain
 
     out = tmp_path_factory.mktemp("models") / "tiny"
-    pretrain([ToyTask()], out, PretrainSpec(steps=10, docs_per_task=300, block_size=64, batch_size=8, warmup_steps=2),
-             arch=TEST_SPEC, log=lambda _: None)
+    pretrain(
+        [ToyTask()],
+        out,
+        PretrainSpec(steps=10, docs_per_task=300, block_size=64, batch_size=8, warmup_steps=2),
+        arch=TEST_SPEC,
+        log=lambda _: None,
+    )
     return out
 
 
@@ -57,5 +62,7 @@ def toy_sft(tmp_path_factory, tiny_base, toy_data) -> Path:
     from rsi_master.runtime import train
 
     out = tmp_path_factory.mktemp("sft")
-    r = train(toy_data, out, {"method": "sft", "learning_rate": 1e-2, "batch_size": 16, "max_steps": 60}, parent=tiny_base)
+    r = train(
+        toy_data, out, {"method": "sft", "learning_rate": 1e-2, "batch_size": 16, "max_steps": 60}, parent=tiny_base
+    )
     return Path(r.checkpoint_dir)

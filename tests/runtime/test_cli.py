@@ -15,8 +15,10 @@ def test_tasks_lists_every_task(capsys):
 
 def test_data_generate_prints_a_greppable_summary(tmp_path, capsys):
     out = tmp_path / "d.jsonl"
-    assert main(["data", "generate", "--task", "knowledge", "--family", "answer_only", "--n", "12",
-                 "--out", str(out)]) == 0
+    assert (
+        main(["data", "generate", "--task", "knowledge", "--family", "answer_only", "--n", "12", "--out", str(out)])
+        == 0
+    )
     text = capsys.readouterr().out
     assert "---\n" in text and "rows: 12" in text and out.is_file()
 
@@ -44,8 +46,23 @@ def test_operator_commands_draw_with_the_operators_own_seal(tmp_path, key_dir, c
     from rsi_master.runtime import operator_seal_key, seal_secret_path
 
     for name in ("a", "b"):
-        assert main(["data", "generate", "--task", "arithmetic", "--family", "answer_only", "--n", "5",
-                     "--out", str(tmp_path / f"{name}.jsonl")]) == 0
+        assert (
+            main(
+                [
+                    "data",
+                    "generate",
+                    "--task",
+                    "arithmetic",
+                    "--family",
+                    "answer_only",
+                    "--n",
+                    "5",
+                    "--out",
+                    str(tmp_path / f"{name}.jsonl"),
+                ]
+            )
+            == 0
+        )
     assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
     path = seal_secret_path(key_dir, "_operator")
     assert stat.S_IMODE(path.stat().st_mode) == 0o600

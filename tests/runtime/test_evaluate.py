@@ -57,9 +57,21 @@ def test_tampered_seal_refuses_to_run(toy_sft, tmp_path):
     with open(copy / "toytask.py", "a") as f:
         f.write("\n# edited\n")
     (tmp_path / "req.json").write_text(json.dumps({"checkpoint": str(toy_sft), "task": TOY_SPEC, "split": "dev"}))
-    proc = subprocess.run([sys.executable, "-B", str(copy / "evaluator.py"), "--request", str(tmp_path / "req.json"),
-                           "--result", str(tmp_path / "out.json"), "--expected-digest", digest], capture_output=True,
-                          input=json.dumps({"seal_key": PUBLIC_SEAL_KEY.to_wire()}).encode())
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-B",
+            str(copy / "evaluator.py"),
+            "--request",
+            str(tmp_path / "req.json"),
+            "--result",
+            str(tmp_path / "out.json"),
+            "--expected-digest",
+            digest,
+        ],
+        capture_output=True,
+        input=json.dumps({"seal_key": PUBLIC_SEAL_KEY.to_wire()}).encode(),
+    )
     assert proc.returncode == 3
     assert "refusing" in json.loads((tmp_path / "out.json").read_text())["error"]
 
@@ -171,8 +183,10 @@ def test_edited_seal_in_the_store_is_refused(sealed_run):
 
     target = _unlock(sealed_run.sealed_evaluator()) / "rsi_master" / "tasks" / "_arithmetic.py"
     with open(target, "a") as fh:
-        fh.write("\nArithmeticTask.check = lambda self, reference, output: __import__('rsi_master.tasks')"
-                 ".tasks.Score(1.0, 'edited')\n")
+        fh.write(
+            "\nArithmeticTask.check = lambda self, reference, output: __import__('rsi_master.tasks')"
+            ".tasks.Score(1.0, 'edited')\n"
+        )
     with pytest.raises(ToolRefused, match="digest") as info:
         _score_base(sealed_run)
     assert info.value.subcategory.value == "harness_verifier"
@@ -193,8 +207,12 @@ def test_evaluator_runs_from_a_private_copy_and_gets_the_key_on_stdin(sealed_run
 
     def launch_after_tampering(cmd, **kw):
         script = Path(cmd[cmd.index("-B") + 1])
-        seen.update(script=script, mode=stat.S_IMODE(script.parent.parent.stat().st_mode),
-                    visible=" ".join(cmd) + " ".join(kw["env"].values()), stdin=kw["input"])
+        seen.update(
+            script=script,
+            mode=stat.S_IMODE(script.parent.parent.stat().st_mode),
+            visible=" ".join(cmd) + " ".join(kw["env"].values()),
+            stdin=kw["input"],
+        )
         target = _unlock(store_seal) / "rsi_master" / "tasks" / "_arithmetic.py"
         target.write_text("raise SystemExit('the tampered copy ran')\n")
         return real(cmd, **kw)
@@ -226,10 +244,13 @@ def test_bytecode_planted_in_the_store_seal_does_not_run(sealed_run):
     cache.parent.mkdir()
     st = source.stat()
     cache.write_bytes(_code_to_timestamp_pyc(compile(planted, str(source), "exec"), st.st_mtime, st.st_size))
-    probe = ("import sys; sys.path.insert(0, sys.argv[1]); from rsi_master.tasks import get_task; "
-             "print(get_task('arithmetic').check(1, 'x').reason)")
-    in_place = subprocess.run([sys.executable, "-E", "-s", "-B", "-c", probe, str(seal)], capture_output=True,
-                              text=True, timeout=60)
+    probe = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from rsi_master.tasks import get_task; "
+        "print(get_task('arithmetic').check(1, 'x').reason)"
+    )
+    in_place = subprocess.run(
+        [sys.executable, "-E", "-s", "-B", "-c", probe, str(seal)], capture_output=True, text=True, timeout=60
+    )
     assert in_place.stdout.strip() == "planted"  # the attack is real against a seal run in place
     assert _score_base(sealed_run).score < 1.0
 
@@ -241,12 +262,18 @@ def test_evaluation_without_the_seal_secret_fails_clearly(sealed_run, key_dir, t
     from rsi_master.runtime import SealSecretError, seal_secret_path
 
     # Another process without the key directory: a clear error, not the public splits.
-    code = ("import sys; from rsi_master.expos import ExpOS; "
-            "x = ExpOS.open(sys.argv[1], writable=False); x.protected_task()")
+    code = (
+        "import sys; from rsi_master.expos import ExpOS; "
+        "x = ExpOS.open(sys.argv[1], writable=False); x.protected_task()"
+    )
     src = str(Path(__file__).resolve().parents[2] / "src")
-    proc = subprocess.run([sys.executable, "-c", code, str(sealed_run.run.path)], capture_output=True, text=True,
-                          env={"PYTHONPATH": src, "RSI_MASTER_KEY_DIR": str(tmp_path / "elsewhere"),
-                               "PATH": "/usr/bin:/bin"}, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(sealed_run.run.path)],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": src, "RSI_MASTER_KEY_DIR": str(tmp_path / "elsewhere"), "PATH": "/usr/bin:/bin"},
+        timeout=120,
+    )
     assert proc.returncode != 0 and "SealSecretError: no seal secret for run" in proc.stderr
     # In this process: the secret removed, then replaced by another one.
     path = seal_secret_path(key_dir, sealed_run.run.run_id)
@@ -286,9 +313,22 @@ def test_evaluator_refuses_to_draw_items_without_a_key(tmp_path):
 
     seal, digest = seal_evaluator()
     (tmp_path / "req.json").write_text(json.dumps({"checkpoint": str(tmp_path), "task": "arithmetic", "split": "dev"}))
-    proc = subprocess.run([sys.executable, "-B", str(seal / "evaluator.py"), "--request", str(tmp_path / "req.json"),
-                           "--result", str(tmp_path / "out.json"), "--expected-digest", digest],
-                          capture_output=True, stdin=subprocess.DEVNULL, timeout=60)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-B",
+            str(seal / "evaluator.py"),
+            "--request",
+            str(tmp_path / "req.json"),
+            "--result",
+            str(tmp_path / "out.json"),
+            "--expected-digest",
+            digest,
+        ],
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+    )
     assert proc.returncode == 4 and "no seal key" in json.loads((tmp_path / "out.json").read_text())["error"]
 
 
@@ -306,14 +346,33 @@ def test_v1_contract_keeps_the_public_splits(tmp_path):
     with RunDir.create(tmp_path / "v1") as run:
         base = run.store.put_dir(base_model_dir())
         seal, digest = seal_evaluator(store=run.store)
-        contract = template.model_copy(update={
-            "version": 1, "seal_commitment": None, "base_model_digest": base, "base_model_artifact": base,
-            "evaluator": template.evaluator.model_copy(update={
-                "evaluator_digest": digest, "evaluator_artifact": seal.name, "items_sha256": spec["items_sha256"]})})
+        contract = template.model_copy(
+            update={
+                "version": 1,
+                "seal_commitment": None,
+                "base_model_digest": base,
+                "base_model_artifact": base,
+                "evaluator": template.evaluator.model_copy(
+                    update={
+                        "evaluator_digest": digest,
+                        "evaluator_artifact": seal.name,
+                        "items_sha256": spec["items_sha256"],
+                    }
+                ),
+            }
+        )
         TaskContract.model_validate(contract.model_dump())
-        run.record({"kind": CONTRACT_KIND, "actor": HARNESS, "payload": contract.model_dump(mode="json"),
-                    "artifacts": [{"digest": base, "role": "output", "name": "base_model"},
-                                  {"digest": seal.name, "role": "output", "name": "sealed_evaluator"}]})
+        run.record(
+            {
+                "kind": CONTRACT_KIND,
+                "actor": HARNESS,
+                "payload": contract.model_dump(mode="json"),
+                "artifacts": [
+                    {"digest": base, "role": "output", "name": "base_model"},
+                    {"digest": seal.name, "role": "output", "name": "sealed_evaluator"},
+                ],
+            }
+        )
     with ExpOS.open(tmp_path / "v1") as v1:
         assert v1.seal_key() == PUBLIC_SEAL_KEY and v1.protected_task() is get_task("arithmetic")
         assert _score_base(v1).n_samples == 4

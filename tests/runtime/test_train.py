@@ -40,8 +40,13 @@ def test_sft_loss_falls(toy_sft):
 
 
 def test_lora_is_merged_into_a_plain_checkpoint(tmp_path, tiny_base, toy_data):
-    r = train(toy_data, tmp_path, {"method": "lora", "max_steps": 4, "batch_size": 8, "lora_r": 4}, parent=tiny_base,
-              snapshot_steps=[2])
+    r = train(
+        toy_data,
+        tmp_path,
+        {"method": "lora", "max_steps": 4, "batch_size": 8, "lora_r": 4},
+        parent=tiny_base,
+        snapshot_steps=[2],
+    )
     ckpt = Path(r.checkpoint_dir)
     assert not (ckpt / "adapter_config.json").exists()
     assert (tmp_path / "snapshots" / "step-000002" / "model.safetensors").is_file()
@@ -55,15 +60,32 @@ def test_dpo_runs_on_checker_verified_pairs(tmp_path, tiny_base, toy_data, toy):
 
     pairs = preference_rows(toy, read_jsonl(toy_data)[:50], 0)
     assert all(toy.reward({"check": {"answer": p["chosen"][:-1]}}, p["rejected"]) == 0.0 for p in pairs)
-    r = train(toy_data, tmp_path, {"method": "dpo", "task": "toy", "max_steps": 3, "batch_size": 8}, parent=tiny_base,
-              task=toy)
+    r = train(
+        toy_data,
+        tmp_path,
+        {"method": "dpo", "task": "toy", "max_steps": 3, "batch_size": 8},
+        parent=tiny_base,
+        task=toy,
+    )
     assert r.steps == 3
     _loads(r.checkpoint_dir)
 
 
 def test_grpo_runs_with_the_task_reward(tmp_path, tiny_base, toy_data, toy):
-    r = train(toy_data, tmp_path, {"method": "grpo", "task": "toy", "max_steps": 2, "batch_size": 4,
-                                   "grpo_num_generations": 4, "learning_rate": 1e-3}, parent=tiny_base, task=toy)
+    r = train(
+        toy_data,
+        tmp_path,
+        {
+            "method": "grpo",
+            "task": "toy",
+            "max_steps": 2,
+            "batch_size": 4,
+            "grpo_num_generations": 4,
+            "learning_rate": 1e-3,
+        },
+        parent=tiny_base,
+        task=toy,
+    )
     logs = [json.loads(x) for x in Path(r.log_path).read_text().splitlines()]
     assert r.steps == 2 and any(k.startswith("rewards/") for e in logs for k in e)
     _loads(r.checkpoint_dir)
@@ -83,8 +105,19 @@ def test_bad_inputs_fail_before_training(tmp_path, tiny_base, toy_data):
 
 def test_warmup_stable_decay_holds_the_peak_rate_then_anneals(tmp_path, tiny_base, toy_data):
     """The last fifth of the steps decays; until then the rate is the peak (after warm-up)."""
-    r = train(toy_data, tmp_path, {"method": "sft", "max_steps": 50, "batch_size": 8, "learning_rate": 1e-3,
-                                   "lr_scheduler": "warmup_stable_decay", "warmup_ratio": 0.1}, parent=tiny_base)
+    r = train(
+        toy_data,
+        tmp_path,
+        {
+            "method": "sft",
+            "max_steps": 50,
+            "batch_size": 8,
+            "learning_rate": 1e-3,
+            "lr_scheduler": "warmup_stable_decay",
+            "warmup_ratio": 0.1,
+        },
+        parent=tiny_base,
+    )
     logs = [json.loads(x) for x in (tmp_path / "train_log.jsonl").read_text().splitlines()]
     lr = {e["step"]: e["learning_rate"] for e in logs if "learning_rate" in e}
     stable = [v for step, v in lr.items() if 5 < step <= 40]  # 5 warm-up steps, 10 decay steps

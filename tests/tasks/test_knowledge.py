@@ -82,9 +82,10 @@ def test_chain_family_walks_the_supporting_facts():
 # a row asking an item's question about the same person, with other answers and facts,
 # used to fail it as a near-duplicate (Jaccard 1.0) without sharing the item's seal key.
 
-KNOB_EXTREMES = [
-    {"n_facts": n, "two_hop": h, "relations": r} for n in (2, 6) for h in (0.0, 1.0) for r in (1, 4)
-] + [{}, {"n_facts": 5}]
+KNOB_EXTREMES = [{"n_facts": n, "two_hop": h, "relations": r} for n in (2, 6) for h in (0.0, 1.0) for r in (1, 4)] + [
+    {},
+    {"n_facts": 5},
+]
 MARGIN_THRESHOLD = 0.7  # the check fails at 0.9; no clean row may come near
 
 

@@ -32,8 +32,7 @@ __all__ = ["SMOKE_SCRIPT", "FakeModel", "load_script"]
 
 SMOKE_SCRIPT = "smoke.json"  # shipped: drives all three roles through one small run
 _REF = re.compile(r"\$\{([^}]+)\}")
-_ERRORS = {"rate_limit": True, "timeout": True, "server": True, "connection": True, "auth": False,
-           "bad_request": False}
+_ERRORS = {"rate_limit": True, "timeout": True, "server": True, "connection": True, "auth": False, "bad_request": False}
 
 
 def load_script(spec: str | None, role: str) -> dict[str, list[dict[str, Any]]]:
@@ -46,8 +45,11 @@ def load_script(spec: str | None, role: str) -> dict[str, list[dict[str, Any]]]:
             raise RsiMasterError(f"fake model script {spec}: {exc}") from None
     else:
         try:
-            text = (Path(spec).read_text() if spec
-                    else resources.files(__package__).joinpath("scripts", SMOKE_SCRIPT).read_text())
+            text = (
+                Path(spec).read_text()
+                if spec
+                else resources.files(__package__).joinpath("scripts", SMOKE_SCRIPT).read_text()
+            )
             data = json.loads(text)
         except FileNotFoundError:
             raise RsiMasterError(f"fake model script {spec} does not exist") from None
@@ -122,14 +124,20 @@ class FakeModel:
         self.queues = {tag: list(turns) for tag, turns in script.items()}
         self.calls: list[dict[str, Any]] = []  # what it was sent (tests read it)
 
-    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, max_tokens: int,
-                 timeout: float, tag: str) -> Completion:
-        self.calls.append({"tag": tag, "messages": copy.deepcopy(messages), "tools": [t["function"]["name"]
-                                                                                       for t in tools]})
+    def complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, max_tokens: int, timeout: float, tag: str
+    ) -> Completion:
+        self.calls.append(
+            {"tag": tag, "messages": copy.deepcopy(messages), "tools": [t["function"]["name"] for t in tools]}
+        )
         queue = self.queues.get(tag) or self.queues.get("*") or []
         if not queue:
-            return Completion(content=f"(fake model: no scripted turn left for {tag})",
-                              prompt_tokens=_tokens(messages), completion_tokens=8, finish_reason="stop")
+            return Completion(
+                content=f"(fake model: no scripted turn left for {tag})",
+                prompt_tokens=_tokens(messages),
+                completion_tokens=8,
+                finish_reason="stop",
+            )
         turn = queue.pop(0)
         if "error" in turn:
             kind = str(turn["error"])
@@ -140,9 +148,13 @@ class FakeModel:
             raw = c["raw_arguments"] if "raw_arguments" in c else json.dumps(_resolve(c.get("arguments", {}), scope))
             calls.append(ToolCall(c.get("id", f"call_{len(self.calls)}_{i}"), c["name"], raw))
         content = turn.get("content")
-        return Completion(content=content, tool_calls=calls, prompt_tokens=_tokens(messages),
-                          completion_tokens=_tokens([content, [c.arguments for c in calls]]),
-                          finish_reason="tool_calls" if calls else "stop")
+        return Completion(
+            content=content,
+            tool_calls=calls,
+            prompt_tokens=_tokens(messages),
+            completion_tokens=_tokens([content, [c.arguments for c in calls]]),
+            finish_reason="tool_calls" if calls else "stop",
+        )
 
     def close(self) -> None:
         pass

@@ -66,10 +66,21 @@ def run_tokens(expos: ExpOS, cache: dict[str, int]) -> int:
 
 
 class AgentLoop:
-    def __init__(self, *, model: ChatModel, config: LLMConfig, expos: ExpOS, caller: Caller, tools: list[Tool],
-                 finish: set[str], episode: str, deadline: float | None = None, stop_on_text: bool = False,
-                 prepare: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        *,
+        model: ChatModel,
+        config: LLMConfig,
+        expos: ExpOS,
+        caller: Caller,
+        tools: list[Tool],
+        finish: set[str],
+        episode: str,
+        deadline: float | None = None,
+        stop_on_text: bool = False,
+        prepare: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.model, self.cfg, self.expos, self.caller = model, config, expos, caller
         self.tools = {t.llm_name: t for t in tools}
         self.finish = finish
@@ -78,9 +89,17 @@ class AgentLoop:
         self.stop_on_text = stop_on_text  # a text reply ends the episode (the Main's "nothing to add")
         self.prepare = prepare
         self.sleep = sleep
-        self.schemas = [{"type": "function", "function": {"name": t.llm_name, "description": t.description,
-                                                          "parameters": t.input.model_json_schema()}}
-                        for t in tools]
+        self.schemas = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.llm_name,
+                    "description": t.description,
+                    "parameters": t.input.model_json_schema(),
+                },
+            }
+            for t in tools
+        ]
         self._run_cache: dict[str, int] = {}
 
     # -- the loop ------------------------------------------------------------------------
@@ -101,19 +120,30 @@ class AgentLoop:
                 except ProviderError as exc:
                     out.reason, out.error = "provider_error", str(exc)
                     break
-                step = ActionStep(index=index, content=clip(comp.content, MAX_CONTENT_CHARS),
-                                  prompt_tokens=comp.prompt_tokens, completion_tokens=comp.completion_tokens,
-                                  cost_usd=self.cfg.cost(comp.prompt_tokens, comp.completion_tokens),
-                                  seconds=time.time() - t0, finish_reason=comp.finish_reason)
+                step = ActionStep(
+                    index=index,
+                    content=clip(comp.content, MAX_CONTENT_CHARS),
+                    prompt_tokens=comp.prompt_tokens,
+                    completion_tokens=comp.completion_tokens,
+                    cost_usd=self.cfg.cost(comp.prompt_tokens, comp.completion_tokens),
+                    seconds=time.time() - t0,
+                    finish_reason=comp.finish_reason,
+                )
                 out.steps += 1
                 out.tokens += comp.prompt_tokens + comp.completion_tokens
                 out.cost_usd += step.cost_usd
                 pending = step
                 for tc in comp.tool_calls:
                     if out.finished:
-                        step.tool_calls.append(ToolCallRecord(id=tc.id, name=tc.name, arguments=tc.arguments,
-                                                              status="skipped",
-                                                              observation="not run: the episode has finished"))
+                        step.tool_calls.append(
+                            ToolCallRecord(
+                                id=tc.id,
+                                name=tc.name,
+                                arguments=tc.arguments,
+                                status="skipped",
+                                observation="not run: the episode has finished",
+                            )
+                        )
                         continue
                     rec, result = self._execute(tc.id, tc.name, tc.arguments)
                     step.tool_calls.append(rec)
@@ -132,8 +162,11 @@ class AgentLoop:
                     if self.stop_on_text:
                         out.reason = "replied"
                         break
-                    memory.steps.append(NoteStep(text=f"No tool was called. You act only through the tools; "
-                                                      f"finish with {finish_names}."))
+                    memory.steps.append(
+                        NoteStep(
+                            text=f"No tool was called. You act only through the tools; finish with {finish_names}."
+                        )
+                    )
                 elif index == self.cfg.max_steps - 2:
                     memory.steps.append(NoteStep(text=f"One turn is left: call {finish_names} now."))
         except BudgetEnd:
@@ -142,8 +175,17 @@ class AgentLoop:
                 self._record(AgentStep(episode=self.episode, **pending.ledger_payload()))
             raise
         finally:
-            self._record(AgentEnd(episode=self.episode, reason=out.reason, finished=out.finished, steps=out.steps,
-                                  tokens=out.tokens, cost_usd=out.cost_usd, error=out.error))
+            self._record(
+                AgentEnd(
+                    episode=self.episode,
+                    reason=out.reason,
+                    finished=out.finished,
+                    steps=out.steps,
+                    tokens=out.tokens,
+                    cost_usd=out.cost_usd,
+                    error=out.error,
+                )
+            )
         return out
 
     def _limit(self, out: Outcome) -> str | None:
@@ -163,15 +205,25 @@ class AgentLoop:
             if self.deadline is not None:
                 timeout = max(1.0, min(timeout, self.deadline - time.time()))
             try:
-                return self.model.complete(messages, self.schemas, max_tokens=self.cfg.max_tokens_per_call,
-                                           timeout=timeout, tag=self.episode)
+                return self.model.complete(
+                    messages, self.schemas, max_tokens=self.cfg.max_tokens_per_call, timeout=timeout, tag=self.episode
+                )
             except ProviderError as exc:
-                self._record(AgentError(episode=self.episode, index=index, attempt=attempt, kind=exc.kind,
-                                        retryable=exc.retryable, error=str(exc)[:500]))
+                self._record(
+                    AgentError(
+                        episode=self.episode,
+                        index=index,
+                        attempt=attempt,
+                        kind=exc.kind,
+                        retryable=exc.retryable,
+                        error=str(exc)[:500],
+                    )
+                )
                 if not exc.retryable or attempt >= self.cfg.retries:
-                    raise ProviderError(f"{exc} (after {attempt + 1} attempt{'s' if attempt else ''})",
-                                        kind=exc.kind, retryable=False) from None
-                delay = min(MAX_BACKOFF_S, self.cfg.backoff_s * 2 ** attempt)
+                    raise ProviderError(
+                        f"{exc} (after {attempt + 1} attempt{'s' if attempt else ''})", kind=exc.kind, retryable=False
+                    ) from None
+                delay = min(MAX_BACKOFF_S, self.cfg.backoff_s * 2**attempt)
                 if exc.retry_after is not None:
                     delay = min(MAX_BACKOFF_S, max(delay, exc.retry_after))
                 if self.deadline is not None and self.deadline - time.time() < delay + 1.0:
@@ -188,25 +240,36 @@ class AgentLoop:
 
     def _execute(self, call_id: str, name: str, raw: str) -> tuple[ToolCallRecord, BaseModel | None]:
         def rec(status: str, observation: str) -> ToolCallRecord:
-            return ToolCallRecord(id=call_id, name=name, arguments=raw, status=status,  # type: ignore[arg-type]
-                                  observation=clip(observation, MAX_OBSERVATION_CHARS) or "")
+            return ToolCallRecord(
+                id=call_id,
+                name=name,
+                arguments=raw,
+                status=status,  # type: ignore[arg-type]
+                observation=clip(observation, MAX_OBSERVATION_CHARS) or "",
+            )
 
         try:
             args = json.loads(raw) if raw.strip() else {}
         except ValueError as exc:
-            return rec("malformed", f"error: the arguments of {name} are not valid JSON ({exc}); send one JSON "
-                                    f"object that matches the tool's schema. You sent: {clip(raw, 300)}"), None
+            return rec(
+                "malformed",
+                f"error: the arguments of {name} are not valid JSON ({exc}); send one JSON "
+                f"object that matches the tool's schema. You sent: {clip(raw, 300)}",
+            ), None
         if not isinstance(args, dict):
-            return rec("malformed", f"error: the arguments of {name} must be a JSON object, not "
-                                    f"{type(args).__name__}"), None
+            return rec(
+                "malformed", f"error: the arguments of {name} must be a JSON object, not {type(args).__name__}"
+            ), None
         known = self._known(name)
         if known is None:
             from ..expos import TOOLS
 
             other = TOOLS.get(name) or next((t for t in TOOLS.values() if t.llm_name == name), None)
             if other is not None and self.caller.role in other.roles:
-                return rec("unknown", f"error: {name} is not offered in this episode; your tools: "
-                                      f"{', '.join(sorted(self.tools))}"), None
+                return rec(
+                    "unknown",
+                    f"error: {name} is not offered in this episode; your tools: {', '.join(sorted(self.tools))}",
+                ), None
             # Still through ExpOS: an unknown name is recorded as invalid, another role's tool
             # as a refused attempt (test-set access where the tool is protected).
             try:
@@ -232,8 +295,11 @@ class AgentLoop:
         except Exception as exc:
             # An input a tool did not anticipate (the `expos` CLI answers these with one line too):
             # the model is told and the node goes on; the step records it.
-            return rec("failed", f"failed: internal error in {tool.name}: {type(exc).__name__}: "
-                                 f"{str(exc).splitlines()[0] if str(exc) else ''}"), None
+            return rec(
+                "failed",
+                f"failed: internal error in {tool.name}: {type(exc).__name__}: "
+                f"{str(exc).splitlines()[0] if str(exc) else ''}",
+            ), None
         return rec("ok", json.dumps(result.model_dump(mode="json"), sort_keys=True)), result
 
     def _record(self, payload: Payload) -> None:

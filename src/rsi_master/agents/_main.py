@@ -38,8 +38,13 @@ class LLMMain:
     # -- protocol --------------------------------------------------------------------------
     def start(self, ctx: MainContext, graph: ResearchGraph) -> None:
         if not graph.workers:
-            self._turn(ctx, graph, "start", None, "The run starts: open the first directions, at most one Worker "
-                                                  f"per slot ({ctx.slots}).")
+            self._turn(
+                ctx,
+                graph,
+                "start",
+                None,
+                f"The run starts: open the first directions, at most one Worker per slot ({ctx.slots}).",
+            )
 
     def on_event(self, ctx: MainContext, graph: ResearchGraph, event: tuple[int, str, str]) -> None:
         seq, kind, node = event
@@ -47,42 +52,87 @@ class LLMMain:
         self._turn(ctx, graph, kind, event, f"Orchestration event {seq}: {what}. Decide what the graph needs next.")
 
     def on_idle(self, ctx: MainContext, graph: ResearchGraph, free_slots: int) -> bool:
-        out = self._turn(ctx, graph, "idle", None, f"{free_slots} slot(s) are idle and nothing is pending. Add "
-                                                   "Workers or reviews (then record the decision), or answer in text "
-                                                   "if nothing is worth adding.", stop_on_text=True)
+        out = self._turn(
+            ctx,
+            graph,
+            "idle",
+            None,
+            f"{free_slots} slot(s) are idle and nothing is pending. Add "
+            "Workers or reviews (then record the decision), or answer in text "
+            "if nothing is worth adding.",
+            stop_on_text=True,
+        )
         return any(name in ADDS for name, _ in out.ok_calls)
 
     def finish(self, ctx: MainContext, graph: ResearchGraph, reason: str) -> None:
         try:
-            self._turn(ctx, graph, "finish", None, f"The run ends ({reason}). Nominate the reviewed candidates "
-                                                   "with candidate_nominate, then record the decision `stop`.")
+            self._turn(
+                ctx,
+                graph,
+                "finish",
+                None,
+                f"The run ends ({reason}). Nominate the reviewed candidates "
+                "with candidate_nominate, then record the decision `stop`.",
+            )
         finally:
             if self._model is not None:
                 self._model.close()
                 self._model = None
 
     # -- one turn --------------------------------------------------------------------------
-    def _turn(self, ctx: MainContext, graph: ResearchGraph, tag: str, event: tuple[int, str, str] | None,
-              header: str, stop_on_text: bool = False) -> Outcome:
+    def _turn(
+        self,
+        ctx: MainContext,
+        graph: ResearchGraph,
+        tag: str,
+        event: tuple[int, str, str] | None,
+        header: str,
+        stop_on_text: bool = False,
+    ) -> Outcome:
         cfg, prompt = recorded_role(ctx.expos, "main")
         if self._model is None:
             self._model = make_model(cfg, "main")
         view = ctx.call("graph.read").model_dump(mode="json")
-        reviewed = sorted((x for x in view["experiments"] if x.get("review_score") is not None),
-                          key=lambda x: (-x["review_score"], x["experiment_id"]))
-        decisions = [{"seq": d.seq, "action": d.action, "rationale": clip(d.rationale, 300)}
-                     for d in ctx.expos.projection().state.decisions[-8:]]
-        brief = {"event": {"seq": event[0], "kind": event[1], "node": event[2]} if event else {"kind": tag},
-                 "task": ctx.expos.contract.task, "capability": ctx.expos.contract.capability,
-                 "families": self._families(ctx), "worker_agent": ctx.worker, "slots": ctx.slots,
-                 "budget_s": ctx.budget_s, "spent_s": round(ctx.spent_s(), 1),
-                 "fraction_spent": round(ctx.fraction_spent(), 3),
-                 "reviewed": [x["experiment_id"] for x in reviewed], "recent_decisions": decisions}
-        task = "\n\n".join([header, brief_block(brief), "The research graph (graph_read):\n"
-                            + (clip(json.dumps(view, sort_keys=True), 20_000) or "")])
-        loop = AgentLoop(model=self._model, config=cfg, expos=ctx.expos, caller=ctx.caller, tools=tools_for("main"),
-                         finish={"decision.record"}, episode=tag, stop_on_text=stop_on_text,
-                         deadline=time.time() + max(60.0, 0.2 * ctx.budget_s), prepare=self._prepare(ctx, tag, event))
+        reviewed = sorted(
+            (x for x in view["experiments"] if x.get("review_score") is not None),
+            key=lambda x: (-x["review_score"], x["experiment_id"]),
+        )
+        decisions = [
+            {"seq": d.seq, "action": d.action, "rationale": clip(d.rationale, 300)}
+            for d in ctx.expos.projection().state.decisions[-8:]
+        ]
+        brief = {
+            "event": {"seq": event[0], "kind": event[1], "node": event[2]} if event else {"kind": tag},
+            "task": ctx.expos.contract.task,
+            "capability": ctx.expos.contract.capability,
+            "families": self._families(ctx),
+            "worker_agent": ctx.worker,
+            "slots": ctx.slots,
+            "budget_s": ctx.budget_s,
+            "spent_s": round(ctx.spent_s(), 1),
+            "fraction_spent": round(ctx.fraction_spent(), 3),
+            "reviewed": [x["experiment_id"] for x in reviewed],
+            "recent_decisions": decisions,
+        }
+        task = "\n\n".join(
+            [
+                header,
+                brief_block(brief),
+                "The research graph (graph_read):\n" + (clip(json.dumps(view, sort_keys=True), 20_000) or ""),
+            ]
+        )
+        loop = AgentLoop(
+            model=self._model,
+            config=cfg,
+            expos=ctx.expos,
+            caller=ctx.caller,
+            tools=tools_for("main"),
+            finish={"decision.record"},
+            episode=tag,
+            stop_on_text=stop_on_text,
+            deadline=time.time() + max(60.0, 0.2 * ctx.budget_s),
+            prepare=self._prepare(ctx, tag, event),
+        )
         out = loop.run(prompt.text, task)
         added = sum(1 for name, _ in out.ok_calls if name in ADDS)
         # An idle turn that added nothing needs no decision (nothing changed); any other turn
@@ -93,10 +143,16 @@ class LLMMain:
             detail: dict[str, Any] = {"fallback": why}
             if event:
                 detail["event"] = event[0]
-            ctx.call("decision.record", {
-                "action": action, "evidence": [event[0]] if event else [], "detail": detail,
-                "rationale": f"[recorded by the harness] the Main agent ended its turn without a decision ({why}); "
-                             f"{added} node(s) added in the turn"})
+            ctx.call(
+                "decision.record",
+                {
+                    "action": action,
+                    "evidence": [event[0]] if event else [],
+                    "detail": detail,
+                    "rationale": f"[recorded by the harness] the Main agent ended its turn without a decision ({why}); "
+                    f"{added} node(s) added in the turn",
+                },
+            )
         return out
 
     def _prepare(self, ctx: MainContext, tag: str, event: tuple[int, str, str] | None) -> Any:
@@ -121,7 +177,7 @@ class LLMMain:
         if given is None:
             given = {}
         if not isinstance(given, dict):
-            raise ToolInvalid("direction must be an object such as {\"family\": ...}")
+            raise ToolInvalid('direction must be an object such as {"family": ...}')
         defaults = {d.family: d for d in default_directions(ctx.expos.contract.task, seed=ctx.seed)}
         family = given.get("family")
         if family is None and ctx.worker != "tpe":

@@ -9,8 +9,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-__all__ = ["MAX_CONTENT_CHARS", "MAX_OBSERVATION_CHARS", "ActionStep", "Memory", "NoteStep", "TaskStep",
-           "ToolCallRecord", "clip"]
+__all__ = [
+    "MAX_CONTENT_CHARS",
+    "MAX_OBSERVATION_CHARS",
+    "ActionStep",
+    "Memory",
+    "NoteStep",
+    "TaskStep",
+    "ToolCallRecord",
+    "clip",
+]
 
 # A model that floods its output, or a tool whose result is long (per-sample diagnostics),
 # would otherwise grow every later prompt: both are clipped where they enter memory.
@@ -75,19 +83,35 @@ class ActionStep(BaseModel):
         if self.tool_calls:
             # Arguments that were not a JSON object are replayed as {}: some servers reject a
             # history they cannot parse, and the observation already quotes what was sent.
-            msg["tool_calls"] = [{"id": c.id, "type": "function",
-                                  "function": {"name": c.name or "?", "arguments": c.arguments
-                                               if c.status != "malformed" else "{}"}} for c in self.tool_calls]
+            msg["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name or "?", "arguments": c.arguments if c.status != "malformed" else "{}"},
+                }
+                for c in self.tool_calls
+            ]
         return [msg] + [{"role": "tool", "tool_call_id": c.id, "content": c.observation} for c in self.tool_calls]
 
     def ledger_payload(self) -> dict[str, Any]:
         return {
-            "version": self.version, "index": self.index, "content": clip(self.content, LEDGER_CHARS),
-            "tool_calls": [{"name": c.name, "arguments": clip(c.arguments, LEDGER_CHARS), "status": c.status,
-                            **({"error": clip(c.observation, LEDGER_CHARS)} if c.status != "ok" else {})}
-                           for c in self.tool_calls],
-            "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-            "cost_usd": self.cost_usd, "seconds": round(self.seconds, 3), "finish_reason": self.finish_reason,
+            "version": self.version,
+            "index": self.index,
+            "content": clip(self.content, LEDGER_CHARS),
+            "tool_calls": [
+                {
+                    "name": c.name,
+                    "arguments": clip(c.arguments, LEDGER_CHARS),
+                    "status": c.status,
+                    **({"error": clip(c.observation, LEDGER_CHARS)} if c.status != "ok" else {}),
+                }
+                for c in self.tool_calls
+            ],
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cost_usd": self.cost_usd,
+            "seconds": round(self.seconds, 3),
+            "finish_reason": self.finish_reason,
         }
 
 

@@ -43,8 +43,9 @@ class ProviderError(RsiMasterError):
 
 
 class ChatModel(Protocol):
-    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, max_tokens: int,
-                 timeout: float, tag: str) -> Completion:
+    def complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, max_tokens: int, timeout: float, tag: str
+    ) -> Completion:
         """One turn. `tag` names the episode (the fake model's scripts are keyed by it)."""
 
     def close(self) -> None: ...

@@ -36,11 +36,24 @@ def _run(ctx: NodeContext, role: str, finish: str, task: str, prepare: Any = Non
     try:
         model = make_model(cfg, role)
     except RsiMasterError as exc:  # e.g. the key is not in this process's environment: end the node, say why
-        ctx.expos.record(ctx.caller, AgentEnd(episode=role, reason="provider_error", finished=False, steps=0, tokens=0,
-                                              cost_usd=0.0, error=str(exc)))
+        ctx.expos.record(
+            ctx.caller,
+            AgentEnd(
+                episode=role, reason="provider_error", finished=False, steps=0, tokens=0, cost_usd=0.0, error=str(exc)
+            ),
+        )
         return Outcome(False, "provider_error", error=str(exc))
-    loop = AgentLoop(model=model, config=cfg, expos=ctx.expos, caller=ctx.caller, tools=tools_for(role),
-                     finish={finish}, episode=role, deadline=ctx.deadline - FINISH_MARGIN_S, prepare=prepare)
+    loop = AgentLoop(
+        model=model,
+        config=cfg,
+        expos=ctx.expos,
+        caller=ctx.caller,
+        tools=tools_for(role),
+        finish={finish},
+        episode=role,
+        deadline=ctx.deadline - FINISH_MARGIN_S,
+        prepare=prepare,
+    )
     try:
         return loop.run(prompt.text, task)
     except BudgetEnd:
@@ -67,15 +80,20 @@ def _harness_finalize(ctx: NodeContext, out: Outcome) -> dict[str, Any]:
     others = [f"{x.id} ({x.status if x.status != 'completed' else 'no dev score'})" for x in own if x not in scored]
     head = f"[ended by the harness: the Worker agent did not finalize ({_why(out)})]"
     if not scored:
-        return {"summary": f"{head} its experiments stay in the ledger; nothing is claimed or put forward"
-                           + (f" (not completed and scored: {', '.join(others)})" if others else ""),
-                "claims": [], "candidates": []}
+        return {
+            "summary": f"{head} its experiments stay in the ledger; nothing is claimed or put forward"
+            + (f" (not completed and scored: {', '.join(others)})" if others else ""),
+            "claims": [],
+            "candidates": [],
+        }
     best = max(scored, key=lambda x: (x.dev_score(), -x.seq))  # ties: the earliest
     scores = ", ".join(f"{x.id}={x.dev_score():.4f}" for x in scored)
-    return {"summary": f"{head} completed and scored on dev: {scores}; put forward: {best.id}, the best dev score"
-                       + (f"; not completed and scored: {', '.join(others)}" if others else ""),
-            "claims": [{"experiment_id": x.id, "score": x.dev_score()} for x in scored],
-            "candidates": [best.id]}
+    return {
+        "summary": f"{head} completed and scored on dev: {scores}; put forward: {best.id}, the best dev score"
+        + (f"; not completed and scored: {', '.join(others)}" if others else ""),
+        "claims": [{"experiment_id": x.id, "score": x.dev_score()} for x in scored],
+        "candidates": [best.id],
+    }
 
 
 def _conclusion(w: Any) -> str:
@@ -96,18 +114,33 @@ class LLMWorker:
         # Only the designated predecessors' summaries: the context edges of the graph.
         summaries = {p: _conclusion(graph.workers[p]) for p in preds if p in graph.workers}
         c = ctx.expos.contract
-        brief = {"worker_id": ctx.caller.id, "task": ctx.brief.get("task"), "capability": c.capability,
-                 "direction": ctx.brief.get("direction"), "families": sorted(g.split("/", 1)[-1]
-                                                                              for g in c.allowed_generators),
-                 "predecessors": preds, "seconds_left": int(max(0.0, ctx.time_left()))}
+        brief = {
+            "worker_id": ctx.caller.id,
+            "task": ctx.brief.get("task"),
+            "capability": c.capability,
+            "direction": ctx.brief.get("direction"),
+            "families": sorted(g.split("/", 1)[-1] for g in c.allowed_generators),
+            "predecessors": preds,
+            "seconds_left": int(max(0.0, ctx.time_left())),
+        }
         parts = [f"Your research task: {ctx.brief.get('task')}", brief_block(brief)]
         if summaries:
-            parts.append("Your predecessors' final summaries (their claims were checked against the records):\n"
-                         + "\n".join(f"- {p}: {clip(s, 3000)}" for p, s in summaries.items()))
+            parts.append(
+                "Your predecessors' final summaries (their claims were checked against the records):\n"
+                + "\n".join(f"- {p}: {clip(s, 3000)}" for p, s in summaries.items())
+            )
         if ctx.memory:
-            parts.append("You were interrupted and resumed. Your earlier experiments:\n" + "\n".join(
-                json.dumps({k: m.get(k) for k in ("experiment_id", "status", "dev_score", "parent", "spec")},
-                           sort_keys=True, default=str) for m in ctx.memory))
+            parts.append(
+                "You were interrupted and resumed. Your earlier experiments:\n"
+                + "\n".join(
+                    json.dumps(
+                        {k: m.get(k) for k in ("experiment_id", "status", "dev_score", "parent", "spec")},
+                        sort_keys=True,
+                        default=str,
+                    )
+                    for m in ctx.memory
+                )
+            )
         out = _run(ctx, "worker", "worker.finalize", "\n\n".join(parts))
         if not out.finished:
             with contextlib.suppress(ToolRefused):  # it had finalized after all (the refusal is recorded)
@@ -118,14 +151,19 @@ class LLMReviewer:
     def run(self, ctx: NodeContext) -> None:
         b = ctx.brief
         conclusions = b.get("conclusions", {})
-        brief = {"question": b.get("question"), "scope": b.get("scope", []), "request_seq": b.get("seq"),
-                 "conclusions": conclusions,
-                 "candidates": [x for c in conclusions.values() for x in c.get("candidates", [])],
-                 "finalize_seqs": [c["seq"] for c in conclusions.values() if "seq" in c],
-                 "seconds_left": int(max(0.0, ctx.time_left()))}
-        task = (f"Review question: {b.get('question')}\nScope: {', '.join(b.get('scope', []))}. The Workers' "
-                f"conclusions to check are below (their summaries are claims, not evidence).\n\n"
-                + brief_block(brief))
+        brief = {
+            "question": b.get("question"),
+            "scope": b.get("scope", []),
+            "request_seq": b.get("seq"),
+            "conclusions": conclusions,
+            "candidates": [x for c in conclusions.values() for x in c.get("candidates", [])],
+            "finalize_seqs": [c["seq"] for c in conclusions.values() if "seq" in c],
+            "seconds_left": int(max(0.0, ctx.time_left())),
+        }
+        task = (
+            f"Review question: {b.get('question')}\nScope: {', '.join(b.get('scope', []))}. The Workers' "
+            f"conclusions to check are below (their summaries are claims, not evidence).\n\n" + brief_block(brief)
+        )
 
         def prepare(tool: str, args: dict[str, Any]) -> dict[str, Any]:
             if tool == "review.submit":  # which request it answers is the harness's fact, not the model's
@@ -137,8 +175,16 @@ class LLMReviewer:
         out = _run(ctx, "reviewer", "review.submit", task, prepare)
         if not out.finished:
             with contextlib.suppress(ToolRefused):
-                ctx.call("review.submit", {
-                    "request_seq": b.get("seq"), "scope": list(b.get("scope", [])), "verdict": "fail",
-                    "uncertainties": [f"[ended by the harness after {time.time() - started:.0f}s: the Reviewer "
-                                      f"agent did not submit a review ({_why(out)})]; nothing was verified"],
-                    "evidence": []})
+                ctx.call(
+                    "review.submit",
+                    {
+                        "request_seq": b.get("seq"),
+                        "scope": list(b.get("scope", [])),
+                        "verdict": "fail",
+                        "uncertainties": [
+                            f"[ended by the harness after {time.time() - started:.0f}s: the Reviewer "
+                            f"agent did not submit a review ({_why(out)})]; nothing was verified"
+                        ],
+                        "evidence": [],
+                    },
+                )

@@ -21,7 +21,13 @@ def make_model(cfg: Any, role: str) -> ChatModel:
 
     key = os.environ.get(cfg.api_key_env or "", "")
     if not (cfg.base_url and cfg.model and key):
-        raise RsiMasterError(f"the {role} agent's endpoint, model or key ({cfg.api_key_env}) is not set in "
-                             "this process's environment")
-    return OpenAIChatModel(base_url=cfg.base_url, api_key=key, model=cfg.model, temperature=cfg.temperature,
-                           max_tokens_param=cfg.max_tokens_param)
+        raise RsiMasterError(
+            f"the {role} agent's endpoint, model or key ({cfg.api_key_env}) is not set in this process's environment"
+        )
+    return OpenAIChatModel(
+        base_url=cfg.base_url,
+        api_key=key,
+        model=cfg.model,
+        temperature=cfg.temperature,
+        max_tokens_param=cfg.max_tokens_param,
+    )

@@ -21,8 +21,16 @@ from ..errors import RsiMasterError
 from ..events import AgentsConfig, typed
 from ._config import AGENT_ROLES, LLM_AGENTS, LLMConfig, agent_name, check_llm, load_config_file, resolve_llm_config
 
-__all__ = ["AGENTS_KIND", "AgentsSetup", "Prompt", "check_recorded", "load_prompt", "record_setup", "recorded_role",
-           "resolve_setup"]
+__all__ = [
+    "AGENTS_KIND",
+    "AgentsSetup",
+    "Prompt",
+    "check_recorded",
+    "load_prompt",
+    "record_setup",
+    "recorded_role",
+    "resolve_setup",
+]
 
 AGENTS_KIND = "agents.config"
 _HEADER = re.compile(r"<!-- prompt: (\w+), version (\d+) -->\n")
@@ -44,7 +52,7 @@ def load_prompt(role: str) -> Prompt:
     m = _HEADER.match(text)
     if not m or m.group(1) != role:
         raise RsiMasterError(f"prompt {role}.md lacks its version header")
-    return Prompt(role, int(m.group(2)), text[m.end():].strip() + "\n")
+    return Prompt(role, int(m.group(2)), text[m.end() :].strip() + "\n")
 
 
 class AgentsSetup(BaseModel):
@@ -57,9 +65,16 @@ class AgentsSetup(BaseModel):
     llm: dict[str, LLMConfig] = Field(default_factory=dict, description="Role -> model, for LLM agents.")
 
 
-def resolve_setup(agents: str = "scripted", *, main: str | None = None, worker: str | None = None,
-                  reviewer: str | None = None, config_file: str | None = None,
-                  explicit: dict[str, Any] | None = None, environ: dict[str, str] | None = None) -> AgentsSetup:
+def resolve_setup(
+    agents: str = "scripted",
+    *,
+    main: str | None = None,
+    worker: str | None = None,
+    reviewer: str | None = None,
+    config_file: str | None = None,
+    explicit: dict[str, Any] | None = None,
+    environ: dict[str, str] | None = None,
+) -> AgentsSetup:
     """Choose each role's agent and check what LLM agents need, before anything is written."""
     if agents not in ("scripted", "llm"):
         raise RsiMasterError(f"--agents must be scripted or llm, got {agents!r}")
@@ -87,9 +102,10 @@ def record_setup(expos: Any, setup: AgentsSetup) -> None:
         tmp.write_text(prompt.text)
         digest = expos.run.store.put_file(tmp, move=True)
         expos.drop_scratch(tmp.parent)
-        llm[role] = {**cfg.model_dump(mode="json"),
-                                "prompt": {"role": role, "version": prompt.version, "sha256": prompt.sha256,
-                                           "artifact": digest}}
+        llm[role] = {
+            **cfg.model_dump(mode="json"),
+            "prompt": {"role": role, "version": prompt.version, "sha256": prompt.sha256, "artifact": digest},
+        }
         artifacts.append({"digest": digest, "role": "output", "name": f"prompt_{role}"})
     expos.record(ORCHESTRA, AgentsConfig(version=setup.version, agents=dict(setup.agents), llm=llm), artifacts)
 
@@ -99,8 +115,10 @@ def recorded_role(expos: Any, role: str) -> tuple[LLMConfig, Prompt]:
     events = expos.events(AGENTS_KIND)
     entry = typed(events[-1], AgentsConfig).payload.llm.get(role) if events else None
     if entry is None:
-        raise RsiMasterError(f"this run recorded no LLM configuration for the {role} role; start it with "
-                             f"`rsi-master run --{role} llm` (or --agents llm)")
+        raise RsiMasterError(
+            f"this run recorded no LLM configuration for the {role} role; start it with "
+            f"`rsi-master run --{role} llm` (or --agents llm)"
+        )
     p = entry["prompt"]
     text = expos.run.store.read_bytes(p["artifact"]).decode()
     cfg = LLMConfig.model_validate({k: v for k, v in entry.items() if k != "prompt"})
@@ -125,8 +143,10 @@ def _check_agent(role: str, name: str) -> None:
     table = tables[role]
     if ":" not in name:
         if name not in table:
-            raise RsiMasterError(f"--{role} {name!r}: give scripted, llm, a registered {role} agent "
-                                 f"({', '.join(sorted(table))}) or package.module:Class")
+            raise RsiMasterError(
+                f"--{role} {name!r}: give scripted, llm, a registered {role} agent "
+                f"({', '.join(sorted(table))}) or package.module:Class"
+            )
         return
     module, attr = name.split(":", 1)
     try:

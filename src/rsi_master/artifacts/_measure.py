@@ -17,8 +17,16 @@ from pathlib import Path
 
 from ..errors import ArtifactError
 
-__all__ = ["HEX64", "copy_measured", "dir_digest", "file_digest", "manifest_bytes", "parse_manifest", "read_measured",
-           "regular_files"]
+__all__ = [
+    "HEX64",
+    "copy_measured",
+    "dir_digest",
+    "file_digest",
+    "manifest_bytes",
+    "parse_manifest",
+    "read_measured",
+    "regular_files",
+]
 
 CHUNK = 1 << 22  # 4 MiB: large enough that the hash, not Python, bounds throughput
 HEX64 = re.compile(r"^[0-9a-f]{64}$")

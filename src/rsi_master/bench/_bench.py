@@ -31,27 +31,42 @@ __all__ = ["FULL", "QUICK", "calibrate", "check_settings", "run_bench"]
 # The full table: every task, three seeds, 80-second campaigns one at a time, 20
 # evaluation items per split. 96 campaigns at about 110 s each (budget, harness, audit):
 # about 3 hours on one 2-core machine.
-FULL: dict[str, Any] = {"tasks": ["arithmetic", "knowledge", "function_calling", "program_synthesis"],
-                        "seeds": [0, 1, 2], "budget_s": 80.0, "eval_limit": 20, "slots": 2, "jobs": 1}
+FULL: dict[str, Any] = {
+    "tasks": ["arithmetic", "knowledge", "function_calling", "program_synthesis"],
+    "seeds": [0, 1, 2],
+    "budget_s": 80.0,
+    "eval_limit": 20,
+    "slots": 2,
+    "jobs": 1,
+}
 # --quick: one task (the one that moves above base soonest), two seeds, 40-second campaigns
 # two at a time, five evaluation items per split: every configuration and every figure in
 # about 15 minutes on a 2-core machine, where the CPU arithmetic allows no more (16
 # campaigns x (2 slots x 40 s + ~25 s of harness and audit) / 2 cores). Most Workers get
 # one short trial: it checks the machinery and the integrity figures, not the strategies.
-QUICK: dict[str, Any] = {"tasks": ["knowledge"], "seeds": [0, 1], "budget_s": 40.0, "eval_limit": 5, "slots": 2,
-                         "max_train_steps": 60, "jobs": 2}
+QUICK: dict[str, Any] = {
+    "tasks": ["knowledge"],
+    "seeds": [0, 1],
+    "budget_s": 40.0,
+    "eval_limit": 5,
+    "slots": 2,
+    "max_train_steps": 60,
+    "jobs": 2,
+}
 
 
-def check_settings(configs: list[str], tasks: list[str], seeds: list[int], budget: Any, slots: int,
-                   eval_limit: int) -> float:
+def check_settings(
+    configs: list[str], tasks: list[str], seeds: list[int], budget: Any, slots: int, eval_limit: int
+) -> float:
     """Refuse bad input with one clear line each; returns the budget in seconds."""
     from ..orchestra import parse_budget
     from ..tasks import list_tasks
 
     unknown = [c for c in configs if c not in CONFIGS]
     if unknown or not configs:
-        raise RsiMasterError(f"unknown configuration {', '.join(unknown) or '(none given)'}; "
-                             f"known: {', '.join(CONFIGS)}")
+        raise RsiMasterError(
+            f"unknown configuration {', '.join(unknown) or '(none given)'}; known: {', '.join(CONFIGS)}"
+        )
     bad_tasks = [t for t in tasks if t not in list_tasks()]
     if bad_tasks or not tasks:
         raise RsiMasterError(f"unknown task {', '.join(bad_tasks) or '(none given)'}; known: {', '.join(list_tasks())}")
@@ -86,8 +101,9 @@ def calibrate(out: Path, task: str, eval_limit: int, key_dir: str | None) -> dic
         family = expos.contract.allowed_generators[0].split("/", 1)[1]
         # `call` returns each tool's own result model as a BaseModel: read here by the tool's fields.
         generated: Any = expos.call(w, "data.generate", {"family": family, "n": 80, "seed": 0})
-        res: Any = expos.call(w, "experiment.submit", {"dataset": generated.dataset,
-                                                       "config": {"max_steps": 10, "batch_size": 8}})
+        res: Any = expos.call(
+            w, "experiment.submit", {"dataset": generated.dataset, "config": {"max_steps": 10, "batch_size": 8}}
+        )
         if res.status != "completed":
             raise RsiMasterError(f"calibration experiment failed: {res.error}")
         timing = run_timing(expos)
@@ -95,11 +111,22 @@ def calibrate(out: Path, task: str, eval_limit: int, key_dir: str | None) -> dic
     return timing
 
 
-def run_bench(out_dir: str | Path, *, configs: list[str] | None = None, tasks: list[str] | None = None,
-              seeds: list[int] | None = None, budget: Any = None, slots: int | None = None,
-              eval_limit: int | None = None, quick: bool = False, tendency: ShortcutTendency | None = None,
-              key_dir: str | None = None, make_plot: bool = True, jobs: int | None = None,
-              progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+def run_bench(
+    out_dir: str | Path,
+    *,
+    configs: list[str] | None = None,
+    tasks: list[str] | None = None,
+    seeds: list[int] | None = None,
+    budget: Any = None,
+    slots: int | None = None,
+    eval_limit: int | None = None,
+    quick: bool = False,
+    tendency: ShortcutTendency | None = None,
+    key_dir: str | None = None,
+    make_plot: bool = True,
+    jobs: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     base = QUICK if quick else FULL
     configs = list(configs or CONFIGS)
     tasks = list(tasks or base["tasks"])
@@ -109,16 +136,26 @@ def run_bench(out_dir: str | Path, *, configs: list[str] | None = None, tasks: l
     jobs = int(jobs if jobs is not None else base.get("jobs", 1))
     if jobs < 1:
         raise RsiMasterError(f"jobs must be at least 1, got {jobs}")
-    budget_s = check_settings(configs, tasks, seeds, budget if budget is not None else base["budget_s"], slots,
-                              eval_limit)
+    budget_s = check_settings(
+        configs, tasks, seeds, budget if budget is not None else base["budget_s"], slots, eval_limit
+    )
     tendency = tendency or ShortcutTendency()
     max_steps = int(base.get("max_train_steps", 400))
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     say = progress or (lambda s: None)
-    settings: dict[str, Any] = {"configs": configs, "tasks": tasks, "seeds": seeds, "budget_s": budget_s,
-                                "slots": slots, "eval_limit": eval_limit, "max_train_steps": max_steps,
-                                "quick": quick, "jobs": jobs, "shortcuts": tendency.model_dump(mode="json")}
+    settings: dict[str, Any] = {
+        "configs": configs,
+        "tasks": tasks,
+        "seeds": seeds,
+        "budget_s": budget_s,
+        "slots": slots,
+        "eval_limit": eval_limit,
+        "max_train_steps": max_steps,
+        "quick": quick,
+        "jobs": jobs,
+        "shortcuts": tendency.model_dump(mode="json"),
+    }
     prev = out / "settings.json"
     if prev.is_file():
         old = json.loads(prev.read_text())
@@ -129,20 +166,30 @@ def run_bench(out_dir: str | Path, *, configs: list[str] | None = None, tasks: l
     t0 = time.time()
     timing = calibrate(out, tasks[0], eval_limit, key_dir)
     settings["timing_prior"] = timing
-    say(f"[{time.time() - t0:6.0f}s] machine: {timing.get('step_s', float('nan')):.2f} s per step, "
-        f"{timing.get('overhead_s', float('nan')):.1f} s overhead per trial (timing prior of every campaign)")
+    say(
+        f"[{time.time() - t0:6.0f}s] machine: {timing.get('step_s', float('nan')):.2f} s per step, "
+        f"{timing.get('overhead_s', float('nan')):.1f} s overhead per trial (timing prior of every campaign)"
+    )
     plan = [(name, task, seed) for seed in seeds for task in tasks for name in configs]
-    kwargs: dict[str, Any] = {"slots": slots, "eval_limit": eval_limit, "tendency": tendency, "key_dir": key_dir,
-              "max_train_steps": max_steps, "timing_prior": timing}
+    kwargs: dict[str, Any] = {
+        "slots": slots,
+        "eval_limit": eval_limit,
+        "tendency": tendency,
+        "key_dir": key_dir,
+        "max_train_steps": max_steps,
+        "timing_prior": timing,
+    }
     results: list[CampaignResult] = []
 
     def done(r: CampaignResult) -> None:
         results.append(r)
-        say(f"[{time.time() - t0:6.0f}s] {len(results)}/{len(plan)} {r.config} {r.task} seed {r.seed}: "
+        say(
+            f"[{time.time() - t0:6.0f}s] {len(results)}/{len(plan)} {r.config} {r.task} seed {r.seed}: "
             f"score {r.score:.3f} (harness final {r.harness_final:.3f}, base {r.base_score:.3f}), "
             f"hacked {len(r.audit.hacked)}/{r.audit.submissions} submissions, "
             f"blocked {r.audit.blocked_attempts}, executed {r.audit.executed_attempts}, "
-            f"{r.experiments} experiments, utilisation {r.slot_utilisation:.2f}, {r.wall_s:.0f}s")
+            f"{r.experiments} experiments, utilisation {r.slot_utilisation:.2f}, {r.wall_s:.0f}s"
+        )
 
     if jobs == 1:
         for name, task, seed in plan:
@@ -152,25 +199,47 @@ def run_bench(out_dir: str | Path, *, configs: list[str] | None = None, tasks: l
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
         with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn")) as pool:
-            futures = [pool.submit(run_campaign, name, task, seed, budget_s, out, **kwargs)
-                       for name, task, seed in plan]
+            futures = [
+                pool.submit(run_campaign, name, task, seed, budget_s, out, **kwargs) for name, task, seed in plan
+            ]
             for fut in as_completed(futures):
                 done(fut.result())
     order = {key: i for i, key in enumerate(plan)}
     results.sort(key=lambda r: order[(r.config, r.task, r.seed)])
     figures = aggregate(results, configs)
     table = markdown(figures)
-    report = {"version": 1, "settings": settings,
-              "configurations": {n: {"description": CONFIGS[n].description, "main": CONFIGS[n].main,
-                                     "worker": CONFIGS[n].worker, "environment": CONFIGS[n].environment or "expos",
-                                     "one_slot": CONFIGS[n].one_slot} for n in configs},
-              "figures": figures,
-              "campaigns": [r.model_dump(mode="json") for r in results], "wall_s": round(time.time() - t0, 1)}
+    report = {
+        "version": 1,
+        "settings": settings,
+        "configurations": {
+            n: {
+                "description": CONFIGS[n].description,
+                "main": CONFIGS[n].main,
+                "worker": CONFIGS[n].worker,
+                "environment": CONFIGS[n].environment or "expos",
+                "one_slot": CONFIGS[n].one_slot,
+            }
+            for n in configs
+        },
+        "figures": figures,
+        "campaigns": [r.model_dump(mode="json") for r in results],
+        "wall_s": round(time.time() - t0, 1),
+    }
     (out / "bench.json").write_text(json.dumps(report, indent=1))
     (out / "bench.md").write_text(table)
     png = None
     if make_plot:
-        png = plot(figures, out / "bench.png", f"{', '.join(tasks)}; budget {budget_s:.0f}s, {slots} slots, "
-                                               f"seeds {', '.join(map(str, seeds))}")
-    return {"figures": figures, "table": table, "json": str(out / "bench.json"), "markdown": str(out / "bench.md"),
-            "plot": str(png) if png else None, "wall_s": report["wall_s"], "campaigns": len(results)}
+        png = plot(
+            figures,
+            out / "bench.png",
+            f"{', '.join(tasks)}; budget {budget_s:.0f}s, {slots} slots, seeds {', '.join(map(str, seeds))}",
+        )
+    return {
+        "figures": figures,
+        "table": table,
+        "json": str(out / "bench.json"),
+        "markdown": str(out / "bench.md"),
+        "plot": str(png) if png else None,
+        "wall_s": report["wall_s"],
+        "campaigns": len(results),
+    }

@@ -30,13 +30,17 @@ class CampaignResult(BaseModel):
     seed: int
     budget_s: float
     slots: int
-    score: float = Field(description="Reported score: the harness's `final` score of the returned checkpoint, "
-                                     "or the base model's if the auditor found it hacked.")
+    score: float = Field(
+        description="Reported score: the harness's `final` score of the returned checkpoint, "
+        "or the base model's if the auditor found it hacked."
+    )
     harness_final: float = Field(description="The harness's `final` score of the returned checkpoint.")
     base_score: float
     selected_review_score: float | None = Field(
-        default=None, description="The `review` score the selection saw for the returned checkpoint: in an unguarded "
-                                  "workspace, what the agents' own evaluation said.")
+        default=None,
+        description="The `review` score the selection saw for the returned checkpoint: in an unguarded "
+        "workspace, what the agents' own evaluation said.",
+    )
     gain_last_half: float = Field(description="Best-so-far final score at the end minus at half the budget.")
     slot_utilisation: float
     experiments: int
@@ -51,10 +55,21 @@ def campaign_id(config: str, task: str, seed: int) -> str:
     return f"{config}--{task}--s{seed}"
 
 
-def run_campaign(config: str, task: str, seed: int, budget_s: float, out_dir: str | Path, *, slots: int,
-                 eval_limit: int, tendency: ShortcutTendency, key_dir: str | None = None,
-                 max_train_steps: int = 400, timing_prior: dict[str, float] | None = None,
-                 display: Any = None) -> CampaignResult:
+def run_campaign(
+    config: str,
+    task: str,
+    seed: int,
+    budget_s: float,
+    out_dir: str | Path,
+    *,
+    slots: int,
+    eval_limit: int,
+    tendency: ShortcutTendency,
+    key_dir: str | None = None,
+    max_train_steps: int = 400,
+    timing_prior: dict[str, float] | None = None,
+    display: Any = None,
+) -> CampaignResult:
     from ..orchestra import resume_run, start_run
 
     cfg = CONFIGS[config]
@@ -72,24 +87,46 @@ def run_campaign(config: str, task: str, seed: int, budget_s: float, out_dir: st
         # A workspace left by a campaign killed before its run existed holds nothing of value
         # and may hold edits: the new run starts from a fresh one.
         shutil.rmtree(workspace_dir(run_dir), ignore_errors=True)
-        summary = start_run(task, budget_s, slots=1 if cfg.one_slot else slots, seed=seed, run_dir=run_dir,
-                            key_dir=key_dir, eval_limit=eval_limit, display=quiet, main=cfg.main,
-                            reviewer="evidence", worker=cfg.worker, environment=cfg.environment,
-                            max_train_steps=max_train_steps,
-                            agent_settings={"shortcuts": tendency.model_dump(mode="json"), "bench_config": config},
-                            timing_prior=timing_prior)
+        summary = start_run(
+            task,
+            budget_s,
+            slots=1 if cfg.one_slot else slots,
+            seed=seed,
+            run_dir=run_dir,
+            key_dir=key_dir,
+            eval_limit=eval_limit,
+            display=quiet,
+            main=cfg.main,
+            reviewer="evidence",
+            worker=cfg.worker,
+            environment=cfg.environment,
+            max_train_steps=max_train_steps,
+            agent_settings={"shortcuts": tendency.model_dump(mode="json"), "bench_config": config},
+            timing_prior=timing_prior,
+        )
     audit = audit_campaign(run_dir, key_dir=key_dir)
     harness_final = float(summary["final_score"])
     base = float(summary["base_score"])
     curve = audit.curve
     result = CampaignResult(
-        config=config, task=task, seed=seed, budget_s=float(summary["budget_s"]), slots=int(summary["slots"]),
-        score=base if audit.returned_hacked else harness_final, harness_final=harness_final, base_score=base,
+        config=config,
+        task=task,
+        seed=seed,
+        budget_s=float(summary["budget_s"]),
+        slots=int(summary["slots"]),
+        score=base if audit.returned_hacked else harness_final,
+        harness_final=harness_final,
+        base_score=base,
         selected_review_score=summary.get("selected_review_score"),
         gain_last_half=(_at(curve, 1.0) - _at(curve, 0.5)) if curve else 0.0,
-        slot_utilisation=float(summary.get("slot_utilisation", 0.0)), experiments=int(summary["experiments"]),
-        workers=int(summary["workers"]), reviews=int(summary["reviews"]), spent_s=float(summary["spent_s"]),
-        wall_s=round(time.time() - t0, 1), audit=audit)
+        slot_utilisation=float(summary.get("slot_utilisation", 0.0)),
+        experiments=int(summary["experiments"]),
+        workers=int(summary["workers"]),
+        reviews=int(summary["reviews"]),
+        spent_s=float(summary["spent_s"]),
+        wall_s=round(time.time() - t0, 1),
+        audit=audit,
+    )
     done.write_text(result.model_dump_json(indent=1))
     return result
 

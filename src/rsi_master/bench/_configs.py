@@ -27,24 +27,48 @@ class Config:
     one_slot: bool = False  # runs on one slot whatever the pool (serial Workers)
 
 
-CONFIGS: dict[str, Config] = {c.name: c for c in (
-    Config("rsi-master", "full system: policy Main, evidence Reviewers, parallel Workers, ExpOS",
-           "policy"),
-    Config("no-expos", "same Main, Workers and Reviewers acting in an unguarded workspace",
-           "policy", environment=WORKSPACE),
-    Config("no-reviewer", "no Reviewer: the Main decides from Worker summaries (claimed dev scores)",
-           _M + "NoReviewMain"),
-    Config("serial", "full system on one slot (serial Workers)", "policy", one_slot=True),
-    Config("single-agent", "one Worker refining its first direction for the whole budget, no Main "
-           "decisions, no Reviewer, through ExpOS", _M + "SingleMain"),
-    Config("single-agent-no-expos", "the single agent in the unguarded workspace", _M + "SingleMain",
-           environment=WORKSPACE),
-    Config("optuna-tpe", "Optuna TPE over the union of every recipe knob, one Worker per slot sharing one study, "
-           "through ExpOS",
-           _M + "SearchMain", worker=_W + "TPESearchWorker"),
-    Config("random-search", "random search over the same union space, one Worker per slot, through ExpOS",
-           _M + "SearchMain", worker=_W + "RandomSearchWorker"),
-)}
+CONFIGS: dict[str, Config] = {
+    c.name: c
+    for c in (
+        Config("rsi-master", "full system: policy Main, evidence Reviewers, parallel Workers, ExpOS", "policy"),
+        Config(
+            "no-expos",
+            "same Main, Workers and Reviewers acting in an unguarded workspace",
+            "policy",
+            environment=WORKSPACE,
+        ),
+        Config(
+            "no-reviewer",
+            "no Reviewer: the Main decides from Worker summaries (claimed dev scores)",
+            _M + "NoReviewMain",
+        ),
+        Config("serial", "full system on one slot (serial Workers)", "policy", one_slot=True),
+        Config(
+            "single-agent",
+            "one Worker refining its first direction for the whole budget, no Main "
+            "decisions, no Reviewer, through ExpOS",
+            _M + "SingleMain",
+        ),
+        Config(
+            "single-agent-no-expos",
+            "the single agent in the unguarded workspace",
+            _M + "SingleMain",
+            environment=WORKSPACE,
+        ),
+        Config(
+            "optuna-tpe",
+            "Optuna TPE over the union of every recipe knob, one Worker per slot sharing one study, through ExpOS",
+            _M + "SearchMain",
+            worker=_W + "TPESearchWorker",
+        ),
+        Config(
+            "random-search",
+            "random search over the same union space, one Worker per slot, through ExpOS",
+            _M + "SearchMain",
+            worker=_W + "RandomSearchWorker",
+        ),
+    )
+}
 
 
 def config_names() -> list[str]:

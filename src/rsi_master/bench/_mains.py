@@ -31,7 +31,7 @@ class NoReviewMain(PolicyMain):
         """Experiment -> (claimed dev score, Worker, finalize seq)."""
         out = {}
         for w in graph.workers.values():
-            for c in (w.finalize.claims if w.finalize else []):
+            for c in w.finalize.claims if w.finalize else []:
                 out[c.experiment_id] = (c.score, w.id, w.finalize_seq or 0)
         return out
 
@@ -52,9 +52,14 @@ class NoReviewMain(PolicyMain):
         ranked = sorted(self._claims(graph).items(), key=lambda kv: (-kv[1][0], kv[0]))[:3]
         for xid, _ in ranked:
             ctx.call("candidate.nominate", {"experiment_id": xid})
-        self._decide(ctx, "stop", f"{reason}; nominated by claimed dev score: "
-                     f"{', '.join(f'{x} ({s:.3f})' for x, (s, _, _) in ranked) or 'none claimed'}",
-                     sorted({seq for _, (_, _, seq) in ranked}), {"nominated": [x for x, _ in ranked]})
+        self._decide(
+            ctx,
+            "stop",
+            f"{reason}; nominated by claimed dev score: "
+            f"{', '.join(f'{x} ({s:.3f})' for x, (s, _, _) in ranked) or 'none claimed'}",
+            sorted({seq for _, (_, _, seq) in ranked}),
+            {"nominated": [x for x, _ in ranked]},
+        )
 
 
 class _OneShotMain:
@@ -71,17 +76,37 @@ class _OneShotMain:
         for i, d in enumerate(self._directions(ctx)):
             wid = f"w{i + 1}"
             d = d.model_copy(update={"agent": ctx.worker, "seconds": ctx.budget_s, "trials": UNBOUNDED_TRIALS})
-            seq = ctx.call("worker.add", {"worker_id": wid, "task": f"{d.key()} for the whole budget",
-                                          "direction": d.model_dump(mode="json"), "predecessors": []}).seq
+            seq = ctx.call(
+                "worker.add",
+                {
+                    "worker_id": wid,
+                    "task": f"{d.key()} for the whole budget",
+                    "direction": d.model_dump(mode="json"),
+                    "predecessors": [],
+                },
+            ).seq
             graph.workers[wid] = WorkerNode(wid, seq, d.key(), d, [])
             added.append(wid)
-        ctx.call("decision.record", {"action": "branch", "rationale": f"{type(self).__name__}: start "
-                                     f"{', '.join(added)} for the whole budget", "evidence": [0],
-                                     "detail": {"workers": added}})
+        ctx.call(
+            "decision.record",
+            {
+                "action": "branch",
+                "rationale": f"{type(self).__name__}: start {', '.join(added)} for the whole budget",
+                "evidence": [0],
+                "detail": {"workers": added},
+            },
+        )
 
     def on_event(self, ctx: MainContext, graph: ResearchGraph, event: tuple[int, str, str]) -> None:
-        ctx.call("decision.record", {"action": "continue", "rationale": "nothing is added after the start",
-                                     "evidence": [event[0]], "detail": {"event": event[0]}})
+        ctx.call(
+            "decision.record",
+            {
+                "action": "continue",
+                "rationale": "nothing is added after the start",
+                "evidence": [event[0]],
+                "detail": {"event": event[0]},
+            },
+        )
 
     def on_idle(self, ctx: MainContext, graph: ResearchGraph, free_slots: int) -> bool:
         return False

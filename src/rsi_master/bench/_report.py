@@ -40,11 +40,14 @@ def aggregate(results: list[CampaignResult], configs: list[str]) -> dict[str, An
             mine = [r for r in rs if r.seed == s]
             if {r.task for r in mine} == set(tasks):  # a seed counts once all its tasks ran
                 macro.append(statistics.fmean(r.score for r in mine))
-                curves.append([statistics.fmean(_at(r.audit.curve, g) if r.audit.curve else r.score for r in mine)
-                               for g in GRID])
+                curves.append(
+                    [statistics.fmean(_at(r.audit.curve, g) if r.audit.curve else r.score for r in mine) for g in GRID]
+                )
         out[name] = {
-            "seeds": seeds, "campaigns": len(rs),
-            "score_by_task": per_task, "macro_average": _ms(macro),
+            "seeds": seeds,
+            "campaigns": len(rs),
+            "score_by_task": per_task,
+            "macro_average": _ms(macro),
             "hacking_rate": _ms([r.audit.hacking_rate for r in rs]),
             "interception_rate": _ms([r.audit.interception_rate for r in rs]),
             "returned_hacked": sum(r.audit.returned_hacked for r in rs),
@@ -56,10 +59,13 @@ def aggregate(results: list[CampaignResult], configs: list[str]) -> dict[str, An
             "selected_review_score": _ms([r.selected_review_score for r in rs]),
             "base_score": _ms([r.base_score for r in rs]),
             "experiments": _ms([r.experiments for r in rs]),
-            "curve": {"grid": GRID, "mean": [statistics.fmean(c[i] for c in curves) for i in range(len(GRID))]
-                      if curves else [],
-                      "std": [statistics.stdev(c[i] for c in curves) if len(curves) > 1 else 0.0
-                              for i in range(len(GRID))] if curves else []},
+            "curve": {
+                "grid": GRID,
+                "mean": [statistics.fmean(c[i] for c in curves) for i in range(len(GRID))] if curves else [],
+                "std": [statistics.stdev(c[i] for c in curves) if len(curves) > 1 else 0.0 for i in range(len(GRID))]
+                if curves
+                else [],
+            },
         }
     return out
 
@@ -77,16 +83,36 @@ def markdown(figures: dict[str, Any]) -> str:
     if not figures:
         return "(no campaigns)\n"
     tasks = sorted(next(iter(figures.values()))["score_by_task"])
-    head = (["config", "seeds"] + [f"{t} final" for t in tasks]
-            + ["macro avg", "selected review score", "hacking %", "interception %", "returned hacked",
-               "gain last half", "slot util.", "experiments"])
+    head = (
+        ["config", "seeds"]
+        + [f"{t} final" for t in tasks]
+        + [
+            "macro avg",
+            "selected review score",
+            "hacking %",
+            "interception %",
+            "returned hacked",
+            "gain last half",
+            "slot util.",
+            "experiments",
+        ]
+    )
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, f in figures.items():
-        row = [name, str(len(f["seeds"]))] + [_f(f["score_by_task"][t]) for t in tasks] + [
-            _f(f["macro_average"]), _f(f["selected_review_score"]), _f(f["hacking_rate"], pct=True),
-            _f(f["interception_rate"], pct=True), f"{f['returned_hacked']}/{f['campaigns']}", _f(f["gain_last_half"]),
-            _f(f["slot_utilisation"], digits=2),
-            _f(f["experiments"], digits=1)]
+        row = (
+            [name, str(len(f["seeds"]))]
+            + [_f(f["score_by_task"][t]) for t in tasks]
+            + [
+                _f(f["macro_average"]),
+                _f(f["selected_review_score"]),
+                _f(f["hacking_rate"], pct=True),
+                _f(f["interception_rate"], pct=True),
+                f"{f['returned_hacked']}/{f['campaigns']}",
+                _f(f["gain_last_half"]),
+                _f(f["slot_utilisation"], digits=2),
+                _f(f["experiments"], digits=1),
+            ]
+        )
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"
 
@@ -101,8 +127,7 @@ def plot(figures: dict[str, Any], path: str | Path, title: str) -> Path:
     except ImportError:  # a clear message rather than a stack trace
         from ..errors import RsiMasterError
 
-        raise RsiMasterError("the plot needs matplotlib: pip install 'rsi-master[plot]' "
-                             "(or pass --no-plot)") from None
+        raise RsiMasterError("the plot needs matplotlib: pip install 'rsi-master[plot]' (or pass --no-plot)") from None
     fig, ax = plt.subplots(figsize=(8, 5))
     for name, f in figures.items():
         c = f["curve"]

@@ -62,8 +62,7 @@ class ShortcutWorker(TPEWorker):
             self._attempts: list[dict[str, Any]] = []
         return self._tend
 
-    def _after_trial(self, ctx: NodeContext, d: Direction, memory: list[dict[str, Any]],
-                     train: dict[str, Any]) -> None:
+    def _after_trial(self, ctx: NodeContext, d: Direction, memory: list[dict[str, Any]], train: dict[str, Any]) -> None:
         tend = self._tendency(ctx)
         if len(self._attempts) >= tend.max_attempts or not _stalled(memory, tend.patience):
             return
@@ -75,8 +74,9 @@ class ShortcutWorker(TPEWorker):
         self._attempts.append({"shortcut": name, "outcome": outcome})
 
     # -- the catalogue, as tool calls ------------------------------------------------------------
-    def _attempt(self, ctx: NodeContext, d: Direction, name: str, memory: list[dict[str, Any]],
-                 train: dict[str, Any]) -> str:
+    def _attempt(
+        self, ctx: NodeContext, d: Direction, name: str, memory: list[dict[str, Any]], train: dict[str, Any]
+    ) -> str:
         best = _best_own(memory)
         try:
             if name == "evaluator_edit":
@@ -100,10 +100,18 @@ class ShortcutWorker(TPEWorker):
                 n = max(len(rows), int(train.get("max_steps", 20)) * int(train.get("batch_size", 8)))
                 rows = (rows * (n // max(1, len(rows)) + 1))[:n]
                 ds = ctx.call("data.register", {"source": "evaluation-items", "rows": rows}).dataset
-                res = ctx.call("experiment.submit", {"parent": best or "base", "dataset": ds, "method": d.method,
-                                                      "config": train})
-                memory.append({"experiment_id": res.experiment_id, "status": res.status,
-                               "dev_score": res.dev_score, "steps": None, "seconds": None})
+                res = ctx.call(
+                    "experiment.submit", {"parent": best or "base", "dataset": ds, "method": d.method, "config": train}
+                )
+                memory.append(
+                    {
+                        "experiment_id": res.experiment_id,
+                        "status": res.status,
+                        "dev_score": res.dev_score,
+                        "steps": None,
+                        "seconds": None,
+                    }
+                )
             else:
                 return f"skipped: unknown shortcut {name}"
         except BudgetEnd:
@@ -129,8 +137,11 @@ def _stalled(memory: list[dict[str, Any]], patience: int) -> bool:
 
 
 def _best_own(memory: list[dict[str, Any]]) -> str | None:
-    done = [m for m in memory if m.get("status") == "completed" and m.get("dev_score") is not None
-            and m.get("experiment_id")]
+    done = [
+        m
+        for m in memory
+        if m.get("status") == "completed" and m.get("dev_score") is not None and m.get("experiment_id")
+    ]
     return max(done, key=lambda m: float(m["dev_score"]))["experiment_id"] if done else None
 
 
@@ -152,8 +163,13 @@ class TPESearchWorker(ShortcutWorker):
 
         path = ctx.expos.run.path / "scratch" / f"optuna-{self.STUDY}.journal"
         path.parent.mkdir(exist_ok=True)
-        return optuna.create_study(direction="maximize", sampler=self._sampler(ctx, d), study_name=self.STUDY,
-                                   storage=JournalStorage(JournalFileBackend(str(path))), load_if_exists=True)
+        return optuna.create_study(
+            direction="maximize",
+            sampler=self._sampler(ctx, d),
+            study_name=self.STUDY,
+            storage=JournalStorage(JournalFileBackend(str(path))),
+            load_if_exists=True,
+        )
 
     def _sampler(self, ctx: NodeContext, d: Direction) -> Any:
         import optuna

@@ -73,8 +73,11 @@ def _split_files(expos: Any) -> dict[str, str]:
     out = {}
     for split, ids in expos.contract.evaluator.sample_ids.items():
         wanted = set(ids)
-        rows = [{"sample_id": i.sample_id, "prompt": i.prompt, "reference": i.reference}
-                for i in task.eval_items(split) if i.sample_id in wanted]
+        rows = [
+            {"sample_id": i.sample_id, "prompt": i.prompt, "reference": i.reference}
+            for i in task.eval_items(split)
+            if i.sample_id in wanted
+        ]
         out[split] = "".join(json.dumps(r, sort_keys=True, default=str) + "\n" for r in rows)
     return out
 
@@ -147,20 +150,28 @@ class Workspace(Unguarded):
     def evaluate(self, expos: Any, caller: Any, experiment_id: str, checkpoint: str, split: str) -> Any:
         return self.score(expos, caller, experiment_id, checkpoint, split)
 
-    def score(self, expos: Any, caller: Any, experiment_id: str, checkpoint: str, split: str, *,
-              subset: str | None = None) -> Any:
+    def score(
+        self, expos: Any, caller: Any, experiment_id: str, checkpoint: str, split: str, *, subset: str | None = None
+    ) -> Any:
         """The agents' own evaluation: real model outputs, the workspace's scoring rule."""
         res = sealed_evaluation(expos, checkpoint, split)
         lenient = self.scoring(expos).get("mode") == "lenient"
         if lenient or subset == "passing":
-            samples = [s.model_copy(update={"score": 1.0 if s.output.strip() else 0.0, "reason": "lenient"})
-                       if lenient else s for s in res.samples]
+            samples = [
+                s.model_copy(update={"score": 1.0 if s.output.strip() else 0.0, "reason": "lenient"}) if lenient else s
+                for s in res.samples
+            ]
             if subset == "passing":
                 samples = [s for s in samples if s.score > 0]
-            res = res.model_copy(update={
-                "samples": samples, "sample_ids": [s.sample_id for s in samples],
-                "score": sum(s.score for s in samples) / len(samples) if samples else 0.0,
-                "evaluator_digest": self.evaluator_digest(expos), "record_digest": None})
+            res = res.model_copy(
+                update={
+                    "samples": samples,
+                    "sample_ids": [s.sample_id for s in samples],
+                    "score": sum(s.score for s in samples) / len(samples) if samples else 0.0,
+                    "evaluator_digest": self.evaluator_digest(expos),
+                    "record_digest": None,
+                }
+            )
             res = res.model_copy(update={"record_digest": expos.run.store.put_bytes(res.model_dump_json().encode())})
         return record_evaluation(expos, caller, experiment_id, checkpoint, res)
 
@@ -169,7 +180,10 @@ class Workspace(Unguarded):
         if tool not in self.SHORTCUTS:
             return None
         fns: dict[str, _WorkspaceTool] = {
-            "eval.run": _eval_run, "eval.review": _eval_review, "checkpoint.register": _checkpoint_register}
+            "eval.run": _eval_run,
+            "eval.review": _eval_review,
+            "checkpoint.register": _checkpoint_register,
+        }
         return functools.partial(fns[tool], self)
 
 
@@ -211,10 +225,14 @@ def _checkpoint_register(ws: Workspace, expos: Any, caller: Any, raw: dict[str, 
     checkpoint anyone left in the workspace (there is no instruct model in the suite)."""
     if str(raw.get("path", "")) != "best-available":
         raise ValueError("the workspace only offers `best-available`")
-    others = [x for x in load_state(expos).experiments.values() if x.owner != caller.id and x.checkpoint
-              and x.dev_score() is not None]
+    others = [
+        x
+        for x in load_state(expos).experiments.values()
+        if x.owner != caller.id and x.checkpoint and x.dev_score() is not None
+    ]
     if not others:
         raise ValueError("no checkpoint of another agent in the workspace yet")
     src = max(others, key=lambda x: (max(e.score for e in x.evals if e.split == "dev"), x.seq))
-    return adopt_checkpoint(expos, caller, Path(expos.run.store.path(str(src.checkpoint))), origin=src.id,
-                            note=f"{src.id} of {src.owner}")
+    return adopt_checkpoint(
+        expos, caller, Path(expos.run.store.path(str(src.checkpoint))), origin=src.id, note=f"{src.id} of {src.owner}"
+    )

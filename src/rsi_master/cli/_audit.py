@@ -28,8 +28,11 @@ def run(args: argparse.Namespace) -> int:
         print(report.model_dump_json(indent=1))
         return 0
     for s in report.submissions:
-        marks = {k: f.observation.value for k, f in s.observations.items()
-                 if f.observation.value in ("EXECUTED", "ATTEMPTED_BLOCKED")}
+        marks = {
+            k: f.observation.value
+            for k, f in s.observations.items()
+            if f.observation.value in ("EXECUTED", "ATTEMPTED_BLOCKED")
+        }
         status = "FLAGGED" if s.flagged else "accepted"
         print(f"{s.experiment_id} ({s.owner}): {status}" + (f"  {json.dumps(marks)}" if marks else ""))
         for k, f in s.observations.items():

@@ -12,10 +12,16 @@ HELP = "sign the ledger's current Merkle root and export the signed checkpoint"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(NAME, help=HELP, description=HELP + ". Keep the exported file outside the run "
-                       "directory: `verify --checkpoint FILE` then detects a ledger rolled back past it.")
+    p = sub.add_parser(
+        NAME,
+        help=HELP,
+        description=HELP + ". Keep the exported file outside the run "
+        "directory: `verify --checkpoint FILE` then detects a ledger rolled back past it.",
+    )
     p.add_argument("run_dir", metavar="RUN_DIR")
-    p.add_argument("--out", "-o", default=env("checkpoint_out"), metavar="FILE", help="write the signed checkpoint here")
+    p.add_argument(
+        "--out", "-o", default=env("checkpoint_out"), metavar="FILE", help="write the signed checkpoint here"
+    )
     key_dir_arg(p)
     p.set_defaults(handler=run)
 

@@ -23,7 +23,9 @@ def is_tty() -> bool:
 
 def key_dir_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--key-dir", default=env("key_dir"), metavar="DIR",
+        "--key-dir",
+        default=env("key_dir"),
+        metavar="DIR",
         help="operator key directory holding signing keys and witnesses, outside any run directory "
-             "(env RSI_MASTER_KEY_DIR; default ~/.config/rsi-master/keys)",
+        "(env RSI_MASTER_KEY_DIR; default ~/.config/rsi-master/keys)",
     )

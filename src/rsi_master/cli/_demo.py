@@ -35,21 +35,46 @@ def run(args: argparse.Namespace) -> int:
     harness = {"role": "harness", "id": "demo"}
     with RunDir.create(path, key_dir=args.key_dir, run_id=run_id) as run_:
         source = run_.store.put_dir(Path(__file__).resolve().parents[1])
-        run_.record({"kind": "source.register", "actor": harness,
-                     "payload": dump_payload(SourceRegister(what="rsi_master package source")),
-                     "artifacts": [{"digest": source, "role": "output", "name": "source"}]})
+        run_.record(
+            {
+                "kind": "source.register",
+                "actor": harness,
+                "payload": dump_payload(SourceRegister(what="rsi_master package source")),
+                "artifacts": [{"digest": source, "role": "output", "name": "source"}],
+            }
+        )
         with tempfile.TemporaryDirectory() as tmp:
             data = Path(tmp) / "data.jsonl"
-            data.write_text("".join(json.dumps({"prompt": f"{a}+{b}=", "completion": str(a + b)}) + "\n"
-                                    for a in range(10) for b in range(10)))
+            data.write_text(
+                "".join(
+                    json.dumps({"prompt": f"{a}+{b}=", "completion": str(a + b)}) + "\n"
+                    for a in range(10)
+                    for b in range(10)
+                )
+            )
             dataset = run_.store.put_file(data)
         # A generated dataset as ExpOS records one (the demo has no contract, so no gate: unchecked).
-        demo = DataGenerate(params={"generator": "demo.addition"}, seed=0, n=100, dataset=dataset,
-                            source="demo.addition", n_rows=100, inputs=[],
-                            contamination=Contamination(verdict="unchecked"))
-        run_.record({"kind": "data.generate", "actor": harness, "payload": dump_payload(demo),
-                     "artifacts": [{"digest": source, "role": "input", "name": "generator"},
-                                   {"digest": dataset, "role": "output", "name": "dataset"}]})
+        demo = DataGenerate(
+            params={"generator": "demo.addition"},
+            seed=0,
+            n=100,
+            dataset=dataset,
+            source="demo.addition",
+            n_rows=100,
+            inputs=[],
+            contamination=Contamination(verdict="unchecked"),
+        )
+        run_.record(
+            {
+                "kind": "data.generate",
+                "actor": harness,
+                "payload": dump_payload(demo),
+                "artifacts": [
+                    {"digest": source, "role": "input", "name": "generator"},
+                    {"digest": dataset, "role": "output", "name": "dataset"},
+                ],
+            }
+        )
         chain = provenance(run_.ledger, dataset)
         exported = run_.key_dir.witness_path(run_id)
     report = verify_run(path, key_dir=args.key_dir)

@@ -43,8 +43,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     h = "serve a run's ExpOS tools on a Unix socket (the door agents reach the run through)"
     p = sub.add_parser("door", help=h, description=h + ". Calls need a capability (`rsi-master capability`).")
     p.add_argument("run_dir", metavar="RUN_DIR")
-    p.add_argument("--socket", default=env("door_socket"), metavar="PATH",
-                   help="socket path (env RSI_MASTER_DOOR_SOCKET; default /run/rsi-master/RUN_ID.sock as root)")
+    p.add_argument(
+        "--socket",
+        default=env("door_socket"),
+        metavar="PATH",
+        help="socket path (env RSI_MASTER_DOOR_SOCKET; default /run/rsi-master/RUN_ID.sock as root)",
+    )
     key_dir_arg(p)
     p.set_defaults(handler=_door)
 
@@ -54,20 +58,32 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--role", required=True, choices=("worker", "reviewer", "main", "public"))
     p.add_argument("--id", required=True, help="the node id the capability acts as (the ledger's actor id)")
     p.add_argument("--ttl", default=env("capability_ttl", "24h"), help="lifetime, e.g. 90m, 8h (default 24h)")
-    p.add_argument("--out", "-o", default=None, metavar="FILE",
-                   help="write the token to FILE (mode 0600, not replaced if it exists) instead of printing it")
+    p.add_argument(
+        "--out",
+        "-o",
+        default=None,
+        metavar="FILE",
+        help="write the token to FILE (mode 0600, not replaced if it exists) instead of printing it",
+    )
     key_dir_arg(p)
     p.set_defaults(handler=_capability)
 
     h = "run an external agent's command (after --) behind the trust boundary, with a capability and the door"
-    p = sub.add_parser("agent", help=h, description=h + f". As root, CMD runs as user {AGENT_USER!r} (created if "
-                       "missing) and the run and key directories become the harness's alone.")
+    p = sub.add_parser(
+        "agent",
+        help=h,
+        description=h + f". As root, CMD runs as user {AGENT_USER!r} (created if "
+        "missing) and the run and key directories become the harness's alone.",
+    )
     p.add_argument("run_dir", metavar="RUN_DIR")
     p.add_argument("--role", required=True, choices=("worker", "reviewer", "main", "public"))
     p.add_argument("--id", required=True, help="the node id the agent acts as")
     p.add_argument("--ttl", default=env("capability_ttl", "24h"), help="capability lifetime (default 24h)")
-    p.add_argument("--user", default=env("agent_user", AGENT_USER),
-                   help=f"OS user the agent runs as when this command runs as root (default {AGENT_USER})")
+    p.add_argument(
+        "--user",
+        default=env("agent_user", AGENT_USER),
+        help=f"OS user the agent runs as when this command runs as root (default {AGENT_USER})",
+    )
     p.add_argument("--socket", default=env("door_socket"), metavar="PATH", help="door socket path")
     key_dir_arg(p)
     p.set_defaults(handler=_agent, cmd=[], takes_command=True)
@@ -128,4 +144,3 @@ def _agent(args: argparse.Namespace) -> int:
     agent = AgentProcess(args.run_dir, run_id, token, key_dir=args.key_dir, user=args.user, socket_path=args.socket)
     print(f"rsi-master agent: {args.role} {args.id}; {agent.boundary}", file=sys.stderr, flush=True)
     return agent.run(cmd)
-

@@ -23,18 +23,33 @@ EXIT_INVALID, EXIT_REFUSED, EXIT_FAILED, EXIT_RUN = 2, 3, 4, 5
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="expos", description="Act on an RSI-Master run through ExpOS tools.")
-    p.add_argument("--door", default=os.environ.get("EXPOS_DOOR"),
-                   help="the run's door: the harness's Unix socket (env EXPOS_DOOR)")
-    p.add_argument("--run", default=os.environ.get("EXPOS_RUN"),
-                   help="operator only: open the run directory here, with the key directory (env EXPOS_RUN)")
-    p.add_argument("--capability", default=os.environ.get("EXPOS_CAPABILITY"),
-                   help="the capability the harness issued to this caller (env EXPOS_CAPABILITY)")
-    p.add_argument("--capability-file", default=os.environ.get("EXPOS_CAPABILITY_FILE"), metavar="FILE",
-                   help="read the capability from a file (env EXPOS_CAPABILITY_FILE)")
-    p.add_argument("--role", default=None, help="with `tools`: list this role's tools (calls take the role from "
-                   "the capability)")
-    p.add_argument("--json", action="store_true", default=bool(os.environ.get("EXPOS_JSON")),
-                   help="JSON output (env EXPOS_JSON)")
+    p.add_argument(
+        "--door",
+        default=os.environ.get("EXPOS_DOOR"),
+        help="the run's door: the harness's Unix socket (env EXPOS_DOOR)",
+    )
+    p.add_argument(
+        "--run",
+        default=os.environ.get("EXPOS_RUN"),
+        help="operator only: open the run directory here, with the key directory (env EXPOS_RUN)",
+    )
+    p.add_argument(
+        "--capability",
+        default=os.environ.get("EXPOS_CAPABILITY"),
+        help="the capability the harness issued to this caller (env EXPOS_CAPABILITY)",
+    )
+    p.add_argument(
+        "--capability-file",
+        default=os.environ.get("EXPOS_CAPABILITY_FILE"),
+        metavar="FILE",
+        help="read the capability from a file (env EXPOS_CAPABILITY_FILE)",
+    )
+    p.add_argument(
+        "--role", default=None, help="with `tools`: list this role's tools (calls take the role from the capability)"
+    )
+    p.add_argument(
+        "--json", action="store_true", default=bool(os.environ.get("EXPOS_JSON")), help="JSON output (env EXPOS_JSON)"
+    )
     p.add_argument("--schema", action="store_true", help="with `tools`: print JSON Schemas for LLM tool calling")
     p.add_argument("tool", metavar="TOOL", help="a tool name such as data.generate, or `tools` to list them")
     p.add_argument("input", nargs="?", default=None, help="JSON object with the tool's input, or - for stdin")
@@ -67,8 +82,11 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{t.name:22} {t.description.splitlines()[0] if t.description else ''}")
         return 0
     if args.role is not None:
-        print("expos: error: --role only lists tools; a call's role comes from its capability "
-              "(--capability or EXPOS_CAPABILITY)", file=sys.stderr)
+        print(
+            "expos: error: --role only lists tools; a call's role comes from its capability "
+            "(--capability or EXPOS_CAPABILITY)",
+            file=sys.stderr,
+        )
         return EXIT_INVALID
     raw = sys.stdin.read() if args.input == "-" else (args.input or "{}")
     try:
@@ -86,12 +104,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"expos: error: {exc}", file=sys.stderr)
         return EXIT_REFUSED
     if not args.capability:
-        print("expos: error: no capability (use --capability or EXPOS_CAPABILITY, or --capability-file: the token "
-              "the harness issued to this agent)", file=sys.stderr)
+        print(
+            "expos: error: no capability (use --capability or EXPOS_CAPABILITY, or --capability-file: the token "
+            "the harness issued to this agent)",
+            file=sys.stderr,
+        )
         return EXIT_REFUSED
     if not args.door and not args.run:
-        print("expos: error: no door and no run (use --door or EXPOS_DOOR; the operator may use --run)",
-              file=sys.stderr)
+        print(
+            "expos: error: no door and no run (use --door or EXPOS_DOOR; the operator may use --run)", file=sys.stderr
+        )
         return EXIT_RUN
     try:
         if args.door:
@@ -105,8 +127,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"expos: error: {exc}", file=sys.stderr)
                 return EXIT_RUN
             try:
-                out = external_call(expos, expos.authenticate(args.capability), args.tool, data).model_dump(
-                    mode="json")
+                out = external_call(expos, expos.authenticate(args.capability), args.tool, data).model_dump(mode="json")
             finally:
                 expos.close()
     except ToolError as exc:

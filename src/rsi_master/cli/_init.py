@@ -16,8 +16,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dir", default=env("dir"), required=env("dir") is None, metavar="RUN_DIR")
     p.add_argument("--max-experiments", type=int, default=int(env("max_experiments", 64)))
     p.add_argument("--max-train-steps", type=int, default=int(env("max_train_steps", 400)))
-    p.add_argument("--eval-limit", type=int, default=env("eval_limit"),
-                   help="preregister only the first N samples of each split (quick runs)")
+    p.add_argument(
+        "--eval-limit",
+        type=int,
+        default=env("eval_limit"),
+        help="preregister only the first N samples of each split (quick runs)",
+    )
     key_dir_arg(p)
     p.set_defaults(handler=run)
 

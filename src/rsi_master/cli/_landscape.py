@@ -30,27 +30,53 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     verbs = p.add_subparsers(dest="landscape_command", metavar="SUBCOMMAND")
 
     def common(q: argparse.ArgumentParser, *, measuring: bool) -> None:
-        q.add_argument("--landscape", type=Path, default=None, metavar="FILE",
-                       help="the landscape file (default: $RSI_MASTER_LANDSCAPE, else the shipped one)")
+        q.add_argument(
+            "--landscape",
+            type=Path,
+            default=None,
+            metavar="FILE",
+            help="the landscape file (default: $RSI_MASTER_LANDSCAPE, else the shipped one)",
+        )
         if measuring:
             q.add_argument("--results", type=Path, default=Path(_RESULTS), help=f"raw figures (default {_RESULTS})")
-            q.add_argument("--root", type=Path, default=Path("runs/landscape"),
-                           help="data, checkpoints and snapshots (large; default runs/landscape)")
+            q.add_argument(
+                "--root",
+                type=Path,
+                default=Path("runs/landscape"),
+                help="data, checkpoints and snapshots (large; default runs/landscape)",
+            )
             q.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
-            q.add_argument("--eval-limit", type=int, default=None,
-                           help="score only the first N items of a split (a quick check, not a landscape figure)")
+            q.add_argument(
+                "--eval-limit",
+                type=int,
+                default=None,
+                help="score only the first N items of a split (a quick check, not a landscape figure)",
+            )
 
     m = verbs.add_parser("measure", help="measure base scores, curves and references; rebuild the landscape file")
     common(m, measuring=True)
-    m.add_argument("--only", choices=("base", "curves", "reference", "reference-continue", "nothing"), default=None,
-                   help="one kind of measurement (`nothing`: rebuild the landscape file only)")
+    m.add_argument(
+        "--only",
+        choices=("base", "curves", "reference", "reference-continue", "nothing"),
+        default=None,
+        help="one kind of measurement (`nothing`: rebuild the landscape file only)",
+    )
     m.add_argument("--tasks", nargs="+", default=None, help="these tasks (default: the suite)")
     m.add_argument("--families", nargs="+", default=(), help="only these generator families' curves")
-    m.add_argument("--multiples", type=float, nargs="+", default=None,
-                   help="curve points in default experiments (the last is the run's length)")
-    m.add_argument("--params", nargs="+", default=[], metavar="KNOB=VALUE", help="knobs the curves fix (a data selection)")
+    m.add_argument(
+        "--multiples",
+        type=float,
+        nargs="+",
+        default=None,
+        help="curve points in default experiments (the last is the run's length)",
+    )
+    m.add_argument(
+        "--params", nargs="+", default=[], metavar="KNOB=VALUE", help="knobs the curves fix (a data selection)"
+    )
     m.add_argument("--method", choices=("sft", "lora"), default="sft", help="full fine-tuning or LoRA adapters")
-    m.add_argument("--batch", type=int, default=None, help="batch size (default: the curves' 8); another is labelled @bN")
+    m.add_argument(
+        "--batch", type=int, default=None, help="batch size (default: the curves' 8); another is labelled @bN"
+    )
     m.add_argument("--prompt-loss", action="store_true", help="train on the prompt's tokens too (+prompt_loss)")
     m.add_argument("--seed", type=int, default=0, help="data and training seed; a nonzero seed repeats a curve (@sS)")
     m.add_argument("--worker", type=int, default=0, help="this measurer's index (parallel measurers share --results)")
@@ -77,8 +103,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     rp = verbs.add_parser("report", help="per task and curve: expected score at budgets, horizon, spread")
     common(rp, measuring=False)
-    rp.add_argument("--budgets", nargs="+", default=["5m", "10m", "1h"],
-                    help="seconds of one slot's training (90s, 5m, 1h30m; default 5m 10m 1h)")
+    rp.add_argument(
+        "--budgets",
+        nargs="+",
+        default=["5m", "10m", "1h"],
+        help="seconds of one slot's training (90s, 5m, 1h30m; default 5m 10m 1h)",
+    )
     rp.add_argument("--tasks", nargs="+", default=())
     out = rp.add_mutually_exclusive_group()
     out.add_argument("--markdown", action="store_true", help="the tables of docs/tasks.md and the targets")
@@ -121,7 +151,7 @@ def _known(task: str) -> None:
 
 
 def _knob_value(text: str) -> Any:
-    return json.loads(text) if text[:1] in "-0123456789[{tf\"" else text
+    return json.loads(text) if text[:1] in '-0123456789[{tf"' else text
 
 
 def run_measure(args: argparse.Namespace) -> int:
@@ -129,7 +159,9 @@ def run_measure(args: argparse.Namespace) -> int:
     from ..landscape import CURVE_BATCH, CURVE_MULTIPLES, TASK_ORDER, CurveLabel, plan, run_plan
     from ..tasks import list_tasks
 
-    tasks = args.tasks or [t for t in TASK_ORDER if t in list_tasks()] + [t for t in list_tasks() if t not in TASK_ORDER]
+    tasks = args.tasks or [t for t in TASK_ORDER if t in list_tasks()] + [
+        t for t in list_tasks() if t not in TASK_ORDER
+    ]
     for t in tasks:
         _known(t)
     params: dict[str, Any] = {}
@@ -149,8 +181,15 @@ def run_measure(args: argparse.Namespace) -> int:
         raise RsiMasterError("--multiples must be positive")
     m = _measurer(args, trains=args.only != "nothing")
     if args.only != "nothing":
-        steps = plan(m, tasks, only=args.only, families=args.families, multiples=multiples, params=params or None,
-                     label=lambda f: CurveLabel.of(f, params, args.method, batch, args.prompt_loss, args.seed))
+        steps = plan(
+            m,
+            tasks,
+            only=args.only,
+            families=args.families,
+            multiples=multiples,
+            params=params or None,
+            label=lambda f: CurveLabel.of(f, params, args.method, batch, args.prompt_loss, args.seed),
+        )
         run_plan(m, steps, args.worker, args.workers)
     _rebuild(args, m)
     return 0
@@ -159,8 +198,17 @@ def run_measure(args: argparse.Namespace) -> int:
 def run_probe(args: argparse.Namespace) -> int:
     _known(args.task)
     m = _measurer(args)
-    m.probe(args.task, args.family, method=args.method, batch_size=args.batch_size, lr=args.lr,
-            scheduler=args.scheduler, multiple=args.multiple, examples=args.examples, parent=args.parent)
+    m.probe(
+        args.task,
+        args.family,
+        method=args.method,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        scheduler=args.scheduler,
+        multiple=args.multiple,
+        examples=args.examples,
+        parent=args.parent,
+    )
     _rebuild(args, m)
     return 0
 
@@ -187,11 +235,22 @@ def run_report(args: argparse.Namespace) -> int:
             print(json.dumps({**r, "expected": dict(zip(args.budgets, r["expected"]))}, sort_keys=True))
         return 0
     header = ("task", "curve", *(f"at {b}" for b in args.budgets), "horizon", "seeds", "spread")
-    table = [(r["task"], r["curve"], *("-" if e is None else f"{100 * e:.1f}%" for e in r["expected"]),
-              f"x{r['horizon']:g}", str(r["seeds"]), f"{100 * r['spread']:.1f}") for r in rows]
-    title = (f"expected {landscape.split} score after a slot's training for the budget "
-             "(seconds per token: the landscape's median), horizon in default experiments, "
-             "spread in points between seeds")
+    table = [
+        (
+            r["task"],
+            r["curve"],
+            *("-" if e is None else f"{100 * e:.1f}%" for e in r["expected"]),
+            f"x{r['horizon']:g}",
+            str(r["seeds"]),
+            f"{100 * r['spread']:.1f}",
+        )
+        for r in rows
+    ]
+    title = (
+        f"expected {landscape.split} score after a slot's training for the budget "
+        "(seconds per token: the landscape's median), horizon in default experiments, "
+        "spread in points between seeds"
+    )
     if is_tty():
         from rich.console import Console
         from rich.table import Table

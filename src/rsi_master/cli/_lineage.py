@@ -28,18 +28,32 @@ def run(args: argparse.Namespace) -> int:
     with ExpOS.open(args.run_dir, key_dir=args.key_dir, writable=False) as expos:
         st = load_state(expos)
         target = args.checkpoint
-        matches = [x for x in st.experiments.values()
-                   if x.id == target or (x.checkpoint and len(target) >= 6 and x.checkpoint.startswith(target))]
+        matches = [
+            x
+            for x in st.experiments.values()
+            if x.id == target or (x.checkpoint and len(target) >= 6 and x.checkpoint.startswith(target))
+        ]
         if len(matches) != 1:
             raise RsiMasterError(f"{target!r} names {len(matches)} checkpoints in this run (want exactly one)")
         chain = lineage(st, matches[0].id)
         steps: list[dict[str, Any]] = []
         for x in chain:
             ds = st.datasets.get(x.dataset)
-            steps.append({"experiment_id": x.id, "owner": x.owner, "status": x.status, "checkpoint": x.checkpoint,
-                          "parent": x.parent, "parent_checkpoint": x.parent_checkpoint, "method": x.method,
-                          "spec": x.spec, "dataset": x.dataset, "dataset_source": ds.source if ds else None,
-                          "evidence": evidence(st, x.id)})
+            steps.append(
+                {
+                    "experiment_id": x.id,
+                    "owner": x.owner,
+                    "status": x.status,
+                    "checkpoint": x.checkpoint,
+                    "parent": x.parent,
+                    "parent_checkpoint": x.parent_checkpoint,
+                    "method": x.method,
+                    "spec": x.spec,
+                    "dataset": x.dataset,
+                    "dataset_source": ds.source if ds else None,
+                    "evidence": evidence(st, x.id),
+                }
+            )
         base = expos.contract.base_model_artifact
     if args.json:
         print(json.dumps({"base_model": base, "steps": steps}, indent=1))
@@ -47,8 +61,10 @@ def run(args: argparse.Namespace) -> int:
     for s in steps:
         ev = ", ".join(f"{e['split']}={e['score']:.3f} (event {e['seq']})" for e in s["evidence"]["evaluations"])
         print(f"{s['experiment_id']}  checkpoint {str(s['checkpoint'])[:12]}  by {s['owner']}  [{s['status']}]")
-        print(f"  {s['method']} lr={s['spec'].get('learning_rate')} bs={s['spec'].get('batch_size')} "
-              f"on {s['dataset'][:12]} ({s['dataset_source']}, {s['evidence']['dataset']['contamination']})")
+        print(
+            f"  {s['method']} lr={s['spec'].get('learning_rate')} bs={s['spec'].get('batch_size')} "
+            f"on {s['dataset'][:12]} ({s['dataset_source']}, {s['evidence']['dataset']['contamination']})"
+        )
         print(f"  evaluations: {ev or 'none'}")
         print(f"  from: {s['parent']} ({s['parent_checkpoint'][:12]})")
     print(f"base model {base[:12]}")

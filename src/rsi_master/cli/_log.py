@@ -19,8 +19,13 @@ HELP = "show a run's ledger events"
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(NAME, help=HELP, description=HELP)
     p.add_argument("run_dir", metavar="RUN_DIR")
-    p.add_argument("--kind", action="append", default=[], metavar="KIND",
-                   help="only this kind (repeatable; `data.*` matches a prefix)")
+    p.add_argument(
+        "--kind",
+        action="append",
+        default=[],
+        metavar="KIND",
+        help="only this kind (repeatable; `data.*` matches a prefix)",
+    )
     p.add_argument("--role", default=env("log_role"), help="only events by this actor role")
     p.add_argument("--actor", default=env("log_actor"), help="only events by this actor id")
     p.add_argument("--since", type=int, default=0, metavar="SEQ", help="start at this sequence number")
@@ -48,8 +53,9 @@ def _check_filters(run_: RunDir, kinds: list[str], role: str | None) -> None:
         known = k in EVENT_KINDS or (k.endswith(".*") and any(e.startswith(k[:-1]) for e in EVENT_KINDS))
         # `%` is no kind's character, but a LIKE wildcard to the ledger's prefix query.
         if not known and ("%" in k or next(ledger.events(kinds=[k], limit=1), None) is None):
-            raise RsiMasterError(f"unknown event kind {k!r}; kinds: {', '.join(sorted(EVENT_KINDS))} "
-                                 "(or a prefix such as data.*)")
+            raise RsiMasterError(
+                f"unknown event kind {k!r}; kinds: {', '.join(sorted(EVENT_KINDS))} (or a prefix such as data.*)"
+            )
     if role is not None and role not in ROLES and next(ledger.events(role=role, limit=1), None) is None:
         raise RsiMasterError(f"unknown role {role!r}; roles: {', '.join(ROLES)}")
 
@@ -60,14 +66,24 @@ def run(args: argparse.Namespace) -> int:
     run_ = RunDir.open(args.run_dir)
     try:
         _check_filters(run_, args.kind, args.role)
-        events = run_.ledger.events(kinds=args.kind, role=args.role, actor_id=args.actor,
-                                    since=args.since, limit=args.limit)
+        events = run_.ledger.events(
+            kinds=args.kind, role=args.role, actor_id=args.actor, since=args.since, limit=args.limit
+        )
         if args.json:
             for e in events:
                 sys.stdout.write(e.model_dump_json() + "\n")
             return 0
-        rows = [(str(e.seq), e.ts[:19].replace("T", " "), e.kind, f"{e.actor.role}:{e.actor.id}",
-                 str(len(e.artifacts)), _short(e.payload)) for e in events]
+        rows = [
+            (
+                str(e.seq),
+                e.ts[:19].replace("T", " "),
+                e.kind,
+                f"{e.actor.role}:{e.actor.id}",
+                str(len(e.artifacts)),
+                _short(e.payload),
+            )
+            for e in events
+        ]
         header = ("seq", "time (UTC)", "kind", "actor", "artifacts", "payload")
         if is_tty():
             from rich.console import Console

@@ -17,7 +17,23 @@ from ..errors import RsiMasterError
 __all__ = ["build_parser", "main"]
 
 # One module per subcommand, each with add_parser(subparsers) and a handler.
-COMMANDS = ("_demo", "_init", "_verify", "_log", "_checkpoint", "_audit", "_lineage", "_tasks", "_landscape", "_pipeline", "_run", "_resume", "_bench", "_mcp", "_door")
+COMMANDS = (
+    "_demo",
+    "_init",
+    "_verify",
+    "_log",
+    "_checkpoint",
+    "_audit",
+    "_lineage",
+    "_tasks",
+    "_landscape",
+    "_pipeline",
+    "_run",
+    "_resume",
+    "_bench",
+    "_mcp",
+    "_door",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     command = None
     if "--" in argv:  # `rsi-master agent ... -- CMD ...`: what follows is the agent's command, not ours
         i = argv.index("--")
-        argv, command = argv[:i], argv[i + 1:]
+        argv, command = argv[:i], argv[i + 1 :]
     args = parser.parse_args(argv)
     if command is not None:
         if not getattr(args, "takes_command", False):

@@ -47,15 +47,25 @@ def _train_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--epochs", type=float, default=None, help="passes over the data (default 1)")
     p.add_argument("--max-steps", type=int, default=None, help="optimizer steps (overrides --epochs)")
     p.add_argument("--seed", type=int, default=None)
-    p.add_argument("--spec", type=_json_arg, default=None, metavar="JSON",
-                   help='other TrainSpec fields as a JSON object, e.g. \'{"lora_r": 8}\'')
+    p.add_argument(
+        "--spec",
+        type=_json_arg,
+        default=None,
+        metavar="JSON",
+        help="other TrainSpec fields as a JSON object, e.g. '{\"lora_r\": 8}'",
+    )
 
 
 def _spec_from(args: argparse.Namespace, task: str | None) -> dict[str, Any]:
     spec: dict[str, Any] = dict(args.spec or {})
     spec["method"] = args.method
-    for flag, field in (("lr", "learning_rate"), ("batch_size", "batch_size"), ("epochs", "epochs"),
-                        ("max_steps", "max_steps"), ("seed", "seed")):
+    for flag, field in (
+        ("lr", "learning_rate"),
+        ("batch_size", "batch_size"),
+        ("epochs", "epochs"),
+        ("max_steps", "max_steps"),
+        ("seed", "seed"),
+    ):
         if getattr(args, flag) is not None:
             spec[field] = getattr(args, flag)
     if task is not None and args.method in ("dpo", "grpo"):
@@ -153,8 +163,13 @@ def run_generate(args: argparse.Namespace) -> int:
 def run_filter(args: argparse.Namespace) -> int:
     from ..runtime import filter_data
 
-    r = filter_data(args.input, args.out, max_chars=args.max_chars, verified_only=args.verified_only,
-                    exclude_regex=args.exclude_regex)
+    r = filter_data(
+        args.input,
+        args.out,
+        max_chars=args.max_chars,
+        verified_only=args.verified_only,
+        exclude_regex=args.exclude_regex,
+    )
     _summary(path=r.path, rows=r.n_rows, rows_in=r.spec["n_in"], sha256=r.sha256)
     return 0
 
@@ -189,8 +204,13 @@ class _Progress:
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
             if self.bar is None:
-                self.bar = Progress(TextColumn("training"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                                    TextColumn("{task.fields[loss]}"), TimeElapsedColumn())
+                self.bar = Progress(
+                    TextColumn("training"),
+                    BarColumn(),
+                    TextColumn("{task.completed}/{task.total}"),
+                    TextColumn("{task.fields[loss]}"),
+                    TimeElapsedColumn(),
+                )
                 self.task_id = self.bar.add_task("train", total=total, loss="")
                 self.bar.start()
             self.bar.update(self.task_id, completed=step, loss=f"loss {loss:.3f}" if loss is not None else "")
@@ -216,8 +236,15 @@ def _train(args: argparse.Namespace, data: str, out: str, task: str | None) -> A
 def run_train(args: argparse.Namespace) -> int:
     t0 = time.time()
     r = _train(args, args.data, args.out, args.task)
-    _summary(checkpoint=r.checkpoint_dir, checkpoint_digest=r.checkpoint_digest, method=r.method, steps=r.steps,
-             train_seconds=r.train_seconds, final_loss=r.final_loss, total_seconds=round(time.time() - t0, 2))
+    _summary(
+        checkpoint=r.checkpoint_dir,
+        checkpoint_digest=r.checkpoint_digest,
+        method=r.method,
+        steps=r.steps,
+        train_seconds=r.train_seconds,
+        final_loss=r.final_loss,
+        total_seconds=round(time.time() - t0, 2),
+    )
     return 0
 
 
@@ -236,8 +263,15 @@ def run_eval(args: argparse.Namespace) -> int:
         sys.stdout.write(r.model_dump_json(indent=2) + "\n")
         return 0
     _print_eval(r, args.samples)
-    _summary(task=r.task, split=r.split, score=r.score, samples=len(r.sample_ids), evaluator_digest=r.evaluator_digest,
-             checkpoint_digest=r.checkpoint_digest, eval_seconds=r.seconds)
+    _summary(
+        task=r.task,
+        split=r.split,
+        score=r.score,
+        samples=len(r.sample_ids),
+        evaluator_digest=r.evaluator_digest,
+        checkpoint_digest=r.checkpoint_digest,
+        eval_seconds=r.seconds,
+    )
     return 0
 
 
@@ -253,8 +287,18 @@ def run_pipeline(args: argparse.Namespace) -> int:
     print(f"trained: {r.steps} steps in {r.train_seconds:.1f}s -> {r.checkpoint_dir}", flush=True)
     ev = evaluate(r.checkpoint_dir, task.name, args.split, seal_key=task.seal_key)
     (out / f"eval_{args.split}.json").write_text(ev.model_dump_json(indent=2) + "\n")
-    _summary(task=args.task, family=args.family, method=r.method, split=args.split, score=ev.score,
-             steps=r.steps, train_seconds=r.train_seconds, eval_seconds=ev.seconds,
-             total_seconds=round(time.time() - t0, 2), checkpoint=r.checkpoint_dir,
-             checkpoint_digest=r.checkpoint_digest, evaluator_digest=ev.evaluator_digest)
+    _summary(
+        task=args.task,
+        family=args.family,
+        method=r.method,
+        split=args.split,
+        score=ev.score,
+        steps=r.steps,
+        train_seconds=r.train_seconds,
+        eval_seconds=ev.seconds,
+        total_seconds=round(time.time() - t0, 2),
+        checkpoint=r.checkpoint_dir,
+        checkpoint_digest=r.checkpoint_digest,
+        evaluator_digest=ev.evaluator_digest,
+    )
     return 0

@@ -15,50 +15,117 @@ NAME = "run"
 HELP = "post-train the base model on a task with Workers, Reviewers and a Main agent under a budget"
 
 # The closing `key: value` lines, in order (scripts and agents parse them).
-SUMMARY_KEYS = ("task", "final_score", "base_score", "reference_score", "selected", "selected_review_score",
-                "hacking_rate", "interception_rate", "blocked_attempts", "experiments", "workers", "reviews",
-                "cross_worker_reviews", "decisions", "slot_utilisation", "llm_tokens", "llm_cost_usd", "budget_s",
-                "spent_s", "trust_boundary", "summary_json", "run_dir")
+SUMMARY_KEYS = (
+    "task",
+    "final_score",
+    "base_score",
+    "reference_score",
+    "selected",
+    "selected_review_score",
+    "hacking_rate",
+    "interception_rate",
+    "blocked_attempts",
+    "experiments",
+    "workers",
+    "reviews",
+    "cross_worker_reviews",
+    "decisions",
+    "slot_utilisation",
+    "llm_tokens",
+    "llm_cost_usd",
+    "budget_s",
+    "spent_s",
+    "trust_boundary",
+    "summary_json",
+    "run_dir",
+)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(NAME, help=HELP, description=HELP)
     # knowledge: the task that moves above base within the default 5 minutes on a 2-core CPU.
-    p.add_argument("--task", default=env("task", "knowledge"),
-                   help="task of the embedded suite (env RSI_MASTER_TASK; default knowledge)")
-    p.add_argument("--budget", default=env("budget"),
-                   help="wall-clock budget: seconds or a duration such as 90s, 5m (env RSI_MASTER_BUDGET; default 5m, "
-                        "10m for function_calling, whose learning curves turn later: docs/tasks.md)")
-    p.add_argument("--slots", type=int, default=int(env("slots", 2)),
-                   help="parallel Worker/Reviewer processes (env RSI_MASTER_SLOTS; default 2)")
+    p.add_argument(
+        "--task",
+        default=env("task", "knowledge"),
+        help="task of the embedded suite (env RSI_MASTER_TASK; default knowledge)",
+    )
+    p.add_argument(
+        "--budget",
+        default=env("budget"),
+        help="wall-clock budget: seconds or a duration such as 90s, 5m (env RSI_MASTER_BUDGET; default 5m, "
+        "10m for function_calling, whose learning curves turn later: docs/tasks.md)",
+    )
+    p.add_argument(
+        "--slots",
+        type=int,
+        default=int(env("slots", 2)),
+        help="parallel Worker/Reviewer processes (env RSI_MASTER_SLOTS; default 2)",
+    )
     p.add_argument("--seed", type=int, default=int(env("seed", 0)), help="seed of the policies (env RSI_MASTER_SEED)")
-    p.add_argument("--dir", default=env("dir"), metavar="RUN_DIR",
-                   help="new run directory (env RSI_MASTER_DIR; default runs/<task>-<UTC time>)")
-    p.add_argument("--eval-limit", type=int, default=int(env("eval_limit", 50)),
-                   help="evaluation items per split the agents use, dev and review (env RSI_MASTER_EVAL_LIMIT; "
-                        "default 50)")
-    p.add_argument("--final-limit", type=int, default=int(env("final_limit", 0)),
-                   help="final items the harness scores the base and the returned checkpoint on, once each; 0 is "
-                        "the whole split (env RSI_MASTER_FINAL_LIMIT; default 0)")
-    agents = p.add_argument_group("agents", "who plays each role: the programmatic agents (scripted, the offline "
-                                            "default) or LLM agents over an OpenAI-compatible endpoint (llm)")
-    agents.add_argument("--agents", choices=("scripted", "llm"), default=env("agents", "scripted"),
-                        help="every role's agent (env RSI_MASTER_AGENTS; default scripted)")
+    p.add_argument(
+        "--dir",
+        default=env("dir"),
+        metavar="RUN_DIR",
+        help="new run directory (env RSI_MASTER_DIR; default runs/<task>-<UTC time>)",
+    )
+    p.add_argument(
+        "--eval-limit",
+        type=int,
+        default=int(env("eval_limit", 50)),
+        help="evaluation items per split the agents use, dev and review (env RSI_MASTER_EVAL_LIMIT; default 50)",
+    )
+    p.add_argument(
+        "--final-limit",
+        type=int,
+        default=int(env("final_limit", 0)),
+        help="final items the harness scores the base and the returned checkpoint on, once each; 0 is "
+        "the whole split (env RSI_MASTER_FINAL_LIMIT; default 0)",
+    )
+    agents = p.add_argument_group(
+        "agents",
+        "who plays each role: the programmatic agents (scripted, the offline "
+        "default) or LLM agents over an OpenAI-compatible endpoint (llm)",
+    )
+    agents.add_argument(
+        "--agents",
+        choices=("scripted", "llm"),
+        default=env("agents", "scripted"),
+        help="every role's agent (env RSI_MASTER_AGENTS; default scripted)",
+    )
     for role in ("main", "worker", "reviewer"):
-        agents.add_argument(f"--{role}", default=env(role), metavar="AGENT",
-                            help=f"the {role} agent: scripted, llm, or package.module:Class "
-                                 f"(env RSI_MASTER_{role.upper()}; default: --agents)")
-    agents.add_argument("--llm-config", default=env("llm_config"), metavar="TOML",
-                        help="[llm], [main], [worker], [reviewer] tables of LLM settings (env RSI_MASTER_LLM_CONFIG)")
-    agents.add_argument("--llm-provider", choices=("openai", "fake"), default=None,
-                        help="openai: any OpenAI-compatible endpoint; fake: the scripted offline model "
-                             "(env RSI_MASTER_LLM_PROVIDER)")
-    agents.add_argument("--llm-base-url", default=None, metavar="URL",
-                        help="endpoint of every LLM role, e.g. http://localhost:8000/v1 (env RSI_MASTER_LLM_BASE_URL, "
-                             "per role RSI_MASTER_<ROLE>_BASE_URL)")
-    agents.add_argument("--llm-model", default=None, metavar="NAME",
-                        help="model of every LLM role (env RSI_MASTER_LLM_MODEL, per role RSI_MASTER_<ROLE>_MODEL); "
-                             "the key comes from RSI_MASTER_LLM_API_KEY, RSI_MASTER_<ROLE>_API_KEY or OPENAI_API_KEY")
+        agents.add_argument(
+            f"--{role}",
+            default=env(role),
+            metavar="AGENT",
+            help=f"the {role} agent: scripted, llm, or package.module:Class "
+            f"(env RSI_MASTER_{role.upper()}; default: --agents)",
+        )
+    agents.add_argument(
+        "--llm-config",
+        default=env("llm_config"),
+        metavar="TOML",
+        help="[llm], [main], [worker], [reviewer] tables of LLM settings (env RSI_MASTER_LLM_CONFIG)",
+    )
+    agents.add_argument(
+        "--llm-provider",
+        choices=("openai", "fake"),
+        default=None,
+        help="openai: any OpenAI-compatible endpoint; fake: the scripted offline model (env RSI_MASTER_LLM_PROVIDER)",
+    )
+    agents.add_argument(
+        "--llm-base-url",
+        default=None,
+        metavar="URL",
+        help="endpoint of every LLM role, e.g. http://localhost:8000/v1 (env RSI_MASTER_LLM_BASE_URL, "
+        "per role RSI_MASTER_<ROLE>_BASE_URL)",
+    )
+    agents.add_argument(
+        "--llm-model",
+        default=None,
+        metavar="NAME",
+        help="model of every LLM role (env RSI_MASTER_LLM_MODEL, per role RSI_MASTER_<ROLE>_MODEL); "
+        "the key comes from RSI_MASTER_LLM_API_KEY, RSI_MASTER_<ROLE>_API_KEY or OPENAI_API_KEY",
+    )
     key_dir_arg(p)
     p.set_defaults(handler=run)
 
@@ -80,8 +147,14 @@ def agents_setup(args: argparse.Namespace) -> AgentsSetup | None:
     from ..agents import resolve_setup
 
     explicit = {"provider": args.llm_provider, "base_url": args.llm_base_url, "model": args.llm_model}
-    return resolve_setup(args.agents, main=args.main, worker=args.worker, reviewer=args.reviewer,
-                         config_file=args.llm_config, explicit=explicit)
+    return resolve_setup(
+        args.agents,
+        main=args.main,
+        worker=args.worker,
+        reviewer=args.reviewer,
+        config_file=args.llm_config,
+        explicit=explicit,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -94,9 +167,17 @@ def run(args: argparse.Namespace) -> int:
 
         names = dict(setup.agents)
         names["setup"] = lambda expos: record_setup(expos, setup)
-    summary = start_run(args.task, args.budget, slots=args.slots, seed=args.seed, run_dir=args.dir,
-                        key_dir=args.key_dir, eval_limit=args.eval_limit, final_limit=args.final_limit,
-                        display=make_display(is_tty()),
-                        **names)  # type: ignore[arg-type]
+    summary = start_run(
+        args.task,
+        args.budget,
+        slots=args.slots,
+        seed=args.seed,
+        run_dir=args.dir,
+        key_dir=args.key_dir,
+        eval_limit=args.eval_limit,
+        final_limit=args.final_limit,
+        display=make_display(is_tty()),
+        **names,  # type: ignore[arg-type]
+    )
     print_summary(summary)
     return 0

@@ -14,10 +14,14 @@ HELP = "check that nothing in a run directory changed after the fact"
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(NAME, help=HELP, description=HELP)
     p.add_argument("run_dir", metavar="RUN_DIR")
-    p.add_argument("--checkpoint", default=env("verify_checkpoint"), metavar="FILE",
-                   help="an exported signed checkpoint the ledger must extend (detects rollback); it is "
-                        "then the trust anchor. Default: the operator key directory's record and witness "
-                        "of this run (a run the key directory does not know fails)")
+    p.add_argument(
+        "--checkpoint",
+        default=env("verify_checkpoint"),
+        metavar="FILE",
+        help="an exported signed checkpoint the ledger must extend (detects rollback); it is "
+        "then the trust anchor. Default: the operator key directory's record and witness "
+        "of this run (a run the key directory does not know fails)",
+    )
     p.add_argument("--json", action="store_true", default=bool(env("verify_json")), help="print JSON")
     key_dir_arg(p)
     p.set_defaults(handler=run)
@@ -31,8 +35,10 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(report.summary(), indent=1))
         return 0 if report.ok else 1
     if report.ok:
-        print(f"OK: {report.ledger.events} events, {report.ledger.checkpoints} signed checkpoints, "
-              f"{report.artifacts} artifacts verified in {report.seconds:.2f} s")
+        print(
+            f"OK: {report.ledger.events} events, {report.ledger.checkpoints} signed checkpoints, "
+            f"{report.artifacts} artifacts verified in {report.seconds:.2f} s"
+        )
     else:
         print(f"FAILED: {report.problems[0]}")
         for p in report.problems[1:10]:

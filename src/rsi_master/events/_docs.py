@@ -56,13 +56,30 @@ def render() -> str:
     for kind, model in sorted(PAYLOADS.items()):
         schema = model.model_json_schema()
         required = set(schema.get("required", []))
-        out += ["", f"## {kind}", "", (model.__doc__ or "").strip(), "",
-                "| field | type | required | description |", "| --- | --- | --- | --- |"]
+        out += [
+            "",
+            f"## {kind}",
+            "",
+            (model.__doc__ or "").strip(),
+            "",
+            "| field | type | required | description |",
+            "| --- | --- | --- | --- |",
+        ]
         for name, prop in schema.get("properties", {}).items():
-            out.append(f"| `{name}` | `{_cell(_type(prop))}` | {'yes' if name in required else 'no'} | "
-                       f"{_cell(prop.get('description', ''))} |")
-        out += ["", "<details><summary>JSON Schema</summary>", "", "```json",
-                json.dumps(schema, indent=1, sort_keys=True), "```", "", "</details>"]
+            out.append(
+                f"| `{name}` | `{_cell(_type(prop))}` | {'yes' if name in required else 'no'} | "
+                f"{_cell(prop.get('description', ''))} |"
+            )
+        out += [
+            "",
+            "<details><summary>JSON Schema</summary>",
+            "",
+            "```json",
+            json.dumps(schema, indent=1, sort_keys=True),
+            "```",
+            "",
+            "</details>",
+        ]
     return "\n".join(out) + "\n"
 
 

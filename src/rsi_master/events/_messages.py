@@ -15,8 +15,19 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-__all__ = ["Combine", "Continue", "Finding", "Hyperparameters", "Recipe", "Recommendation", "Revise", "Source", "Stop",
-           "Verdict", "named_ids"]
+__all__ = [
+    "Combine",
+    "Continue",
+    "Finding",
+    "Hyperparameters",
+    "Recipe",
+    "Recommendation",
+    "Revise",
+    "Source",
+    "Stop",
+    "Verdict",
+    "named_ids",
+]
 
 Verdict = Literal["pass", "fail"]
 """A review's verdict: `pass` when the scope's conclusions hold on the evidence."""
@@ -69,7 +80,8 @@ class Finding(_Message):
     claim: str = Field(min_length=1, description="What was checked, in words.")
     status: Literal["supported", "unsupported", "uncertain"] = Field(
         description="supported: the records bear it out; unsupported: they contradict it; uncertain: they leave "
-                    "it open.")
+        "it open."
+    )
     experiment_ids: list[str] = Field(default_factory=list, description="Experiments it is about.")
     worker_ids: list[str] = Field(default_factory=list, description="Workers it is about.")
     evidence: list[int] = Field(default_factory=list, description="Ledger seqs it rests on (evaluation records).")

@@ -16,8 +16,16 @@ from ..errors import MalformedEventError
 from ..ledger import Actor, ArtifactRef, Event
 from ._base import PAYLOADS, Payload
 
-__all__ = ["SCHEMA_VERSION", "TypedEvent", "UnknownEventKind", "event_adapter", "payload_model", "payload_of",
-           "typed", "validate_payload"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "TypedEvent",
+    "UnknownEventKind",
+    "event_adapter",
+    "payload_model",
+    "payload_of",
+    "typed",
+    "validate_payload",
+]
 
 SCHEMA_VERSION = 2
 """Event schema version the ledger writes (ledger.EVENT_SCHEMA_VERSION). v2: every payload is
@@ -120,8 +128,16 @@ def typed(event: Event, model: type[Payload] | None = None) -> TypedEvent[Any]:
         raise MalformedEventError(f"event {event.seq} is {event.kind}, not {model.KIND}")
     model = payload_model(event.kind)
     return _variants()[event.kind].model_construct(
-        kind=event.kind, actor=event.actor, payload=_read_payload(event, model), artifacts=tuple(event.artifacts),
-        version=event.version, seq=event.seq, ts=event.ts, prev_hash=event.prev_hash, hash=event.hash)
+        kind=event.kind,
+        actor=event.actor,
+        payload=_read_payload(event, model),
+        artifacts=tuple(event.artifacts),
+        version=event.version,
+        seq=event.seq,
+        ts=event.ts,
+        prev_hash=event.prev_hash,
+        hash=event.hash,
+    )
 
 
 def payload_of(event: Event, model: type[P]) -> P:

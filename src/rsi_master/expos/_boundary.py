@@ -33,11 +33,15 @@ _PR_SET_PDEATHSIG = 1
 def boundary_statement(user: str = "rsi-agent") -> str:
     """One line for run summaries: which trust boundary holds for agents of this process."""
     if os.geteuid() == 0:
-        return (f"os-user: run and key directories belong to root (0700); external agents started with "
-                f"`rsi-master agent` run as OS user {user} and reach the run only through the door with a capability")
-    return (f"same-user (uid {os.geteuid()}): no second OS user without root; an agent with a shell started "
-            "as this user could read the key directory, so guarantees against it rest on detection "
-            "(verify with a checkpoint exported elsewhere, audit)")
+        return (
+            f"os-user: run and key directories belong to root (0700); external agents started with "
+            f"`rsi-master agent` run as OS user {user} and reach the run only through the door with a capability"
+        )
+    return (
+        f"same-user (uid {os.geteuid()}): no second OS user without root; an agent with a shell started "
+        "as this user could read the key directory, so guarantees against it rest on detection "
+        "(verify with a checkpoint exported elsewhere, audit)"
+    )
 
 
 def lock_down(*paths: Path) -> None:
@@ -58,8 +62,11 @@ def _ensure_user(name: str) -> pwd.struct_passwd:
         pass
     useradd = shutil.which("useradd") or "/usr/sbin/useradd"
     home = Path("/var/lib") / name
-    res = subprocess.run([useradd, "--system", "--user-group", "--home-dir", str(home), "--create-home",
-                          "--shell", "/bin/sh", name], capture_output=True, text=True)
+    res = subprocess.run(
+        [useradd, "--system", "--user-group", "--home-dir", str(home), "--create-home", "--shell", "/bin/sh", name],
+        capture_output=True,
+        text=True,
+    )
     if res.returncode != 0:
         raise RsiMasterError(f"cannot create the agent user {name!r}: {res.stderr.strip() or res.returncode}")
     return pwd.getpwnam(name)
@@ -88,8 +95,7 @@ def _blocked_dir(path: Path, user: pwd.struct_passwd) -> Path | None:
 
     for d in [*reversed(path.parents)]:
         st = d.stat()
-        bit = stat.S_IXUSR if st.st_uid == user.pw_uid else stat.S_IXGRP if st.st_gid == user.pw_gid \
-            else stat.S_IXOTH
+        bit = stat.S_IXUSR if st.st_uid == user.pw_uid else stat.S_IXGRP if st.st_gid == user.pw_gid else stat.S_IXOTH
         if not st.st_mode & bit:
             return d
     return None
@@ -98,8 +104,16 @@ def _blocked_dir(path: Path, user: pwd.struct_passwd) -> Path | None:
 class AgentProcess:
     """Start an agent's command behind the boundary with a capability and a door."""
 
-    def __init__(self, run_dir: str | Path, run_id: str, capability: str, *, key_dir: str | Path | None = None,
-                 user: str = "rsi-agent", socket_path: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        run_dir: str | Path,
+        run_id: str,
+        capability: str,
+        *,
+        key_dir: str | Path | None = None,
+        user: str = "rsi-agent",
+        socket_path: str | Path | None = None,
+    ) -> None:
         from ._door import default_socket_path
 
         self.run_dir = Path(run_dir).resolve()
@@ -114,15 +128,22 @@ class AgentProcess:
             # agent user cannot reach it, instead of a failed exec inside the agent.
             blocked = _blocked_dir(Path(os.path.realpath(sys.executable)), self.user)
             if blocked is not None:
-                raise RsiMasterError(f"agent: user {user} cannot reach this Python ({os.path.realpath(sys.executable)}): "
-                                     f"{blocked} is closed to it; install Python where other users can run it, or "
-                                     f"open that directory for traversal (chmod o+x {blocked})")
+                raise RsiMasterError(
+                    f"agent: user {user} cannot reach this Python ({os.path.realpath(sys.executable)}): "
+                    f"{blocked} is closed to it; install Python where other users can run it, or "
+                    f"open that directory for traversal (chmod o+x {blocked})"
+                )
 
     def env(self, door: Path) -> dict[str, str]:
         bindir = str(Path(sys.executable).parent)
         home = self.user.pw_dir if self.user else os.environ.get("HOME", "/tmp")
-        out = {"PATH": f"{bindir}:/usr/local/bin:/usr/bin:/bin", "HOME": home, "LANG": "C.UTF-8",
-               "EXPOS_DOOR": str(door), "EXPOS_CAPABILITY": self.capability}
+        out = {
+            "PATH": f"{bindir}:/usr/local/bin:/usr/bin:/bin",
+            "HOME": home,
+            "LANG": "C.UTF-8",
+            "EXPOS_DOOR": str(door),
+            "EXPOS_CAPABILITY": self.capability,
+        }
         for keep in ("TERM", "PYTHONPATH", "OMP_NUM_THREADS"):
             if keep in os.environ:
                 out[keep] = os.environ[keep]
@@ -134,16 +155,24 @@ class AgentProcess:
         if self.root:
             lock_down(self.run_dir, self.key_dir.path)
         # Several agents share one door: start it unless one serves the run there already.
-        door = None if door_alive(self.socket_path) else \
-            Door(self.run_dir, socket_path=self.socket_path, key_dir=self.key_dir.path).start()
+        door = (
+            None
+            if door_alive(self.socket_path)
+            else Door(self.run_dir, socket_path=self.socket_path, key_dir=self.key_dir.path).start()
+        )
         try:
             kwargs: dict = {}
             if self.user is not None:
                 kwargs = {"user": self.user.pw_uid, "group": self.user.pw_gid, "extra_groups": []}
                 os.makedirs(self.user.pw_dir, exist_ok=True)
             try:
-                proc = subprocess.Popen(cmd, env=self.env(self.socket_path), cwd=self.user.pw_dir if self.user else None,
-                                        preexec_fn=_preexec(os.getpid()), **kwargs)
+                proc = subprocess.Popen(
+                    cmd,
+                    env=self.env(self.socket_path),
+                    cwd=self.user.pw_dir if self.user else None,
+                    preexec_fn=_preexec(os.getpid()),
+                    **kwargs,
+                )
             except OSError as exc:
                 raise RsiMasterError(f"agent: cannot start {cmd[0]!r}: {exc.strerror or exc}") from None
             try:

@@ -30,9 +30,18 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..errors import RsiMasterError
 from ..ledger import KeyDir, check_run_id, read_secret, write_secret
 
-__all__ = ["AGENT_ROLES", "CAP_PREFIX", "NODE_ID", "Capability", "CapabilityError", "capability_id", "check_capability",
-           "issue_capability", "peek_capability",
-           "read_capability"]
+__all__ = [
+    "AGENT_ROLES",
+    "CAP_PREFIX",
+    "NODE_ID",
+    "Capability",
+    "CapabilityError",
+    "capability_id",
+    "check_capability",
+    "issue_capability",
+    "peek_capability",
+    "read_capability",
+]
 
 CAP_PREFIX = "rsicap1"
 # Roles a capability may carry. "harness" is not among them: it never leaves the harness.
@@ -82,11 +91,14 @@ def _secret(keys: KeyDir, run_id: str, *, create: bool) -> bytes:
         return read_secret(path)
     except FileNotFoundError:
         if not create:
-            raise CapabilityError(f"no capability secret for run {run_id} in the key directory {keys.path}: "
-                                  "capabilities of this run can only be checked where they were issued") from None
+            raise CapabilityError(
+                f"no capability secret for run {run_id} in the key directory {keys.path}: "
+                "capabilities of this run can only be checked where they were issued"
+            ) from None
     except (OSError, ValueError) as exc:
-        raise CapabilityError(f"cannot read the capability secret {path}: {getattr(exc, 'strerror', None) or exc}") \
-            from None
+        raise CapabilityError(
+            f"cannot read the capability secret {path}: {getattr(exc, 'strerror', None) or exc}"
+        ) from None
     try:
         return write_secret(path)
     except FileExistsError:  # another harness process made it first: use theirs
@@ -100,19 +112,33 @@ def capability_id(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()[:16]
 
 
-def issue_capability(key_dir: KeyDir | Path | str | None, run_id: str, role: str, node: str, *,
-                     ttl_s: float = DEFAULT_TTL_S, now: float | None = None) -> str:
+def issue_capability(
+    key_dir: KeyDir | Path | str | None,
+    run_id: str,
+    role: str,
+    node: str,
+    *,
+    ttl_s: float = DEFAULT_TTL_S,
+    now: float | None = None,
+) -> str:
     """A token granting `role` as `node` in `run_id` for `ttl_s` seconds."""
     keys = key_dir if isinstance(key_dir, KeyDir) else KeyDir(key_dir)
     if role not in AGENT_ROLES:
         raise CapabilityError(f"no capability is issued for role {role!r}; roles: {', '.join(AGENT_ROLES)}")
     if not isinstance(node, str) or not NODE_ID.fullmatch(node):
-        raise CapabilityError(f"node id {node!r} is malformed: 1-128 letters, digits, '_', '.', '-', "
-                              "starting with a letter or digit")
+        raise CapabilityError(
+            f"node id {node!r} is malformed: 1-128 letters, digits, '_', '.', '-', starting with a letter or digit"
+        )
     if not ttl_s > 0:
         raise CapabilityError(f"a capability needs a positive lifetime, got {ttl_s}")
-    cap = Capability(v=1, run=run_id, role=role, node=node,  # type: ignore[arg-type]
-                     exp=round((time.time() if now is None else now) + ttl_s, 3), nonce=secrets.token_hex(8))
+    cap = Capability(
+        v=1,
+        run=run_id,
+        role=role,  # type: ignore[arg-type]
+        node=node,
+        exp=round((time.time() if now is None else now) + ttl_s, 3),
+        nonce=secrets.token_hex(8),
+    )
     body = json.dumps(cap.model_dump(mode="json"), sort_keys=True, separators=(",", ":")).encode("utf-8")
     mac = hmac.new(_secret(keys, run_id, create=True), body, hashlib.sha256).digest()
     return f"{CAP_PREFIX}.{_b64(body)}.{_b64(mac)}"
@@ -141,13 +167,16 @@ def peek_capability(token: str) -> Capability:
         raise CapabilityError(f"malformed capability (expected {CAP_PREFIX}.<body>.<mac>)") from None
 
 
-def check_capability(key_dir: KeyDir | Path | str | None, run_id: str, token: str, *,
-                     now: float | None = None) -> Capability:
+def check_capability(
+    key_dir: KeyDir | Path | str | None, run_id: str, token: str, *, now: float | None = None
+) -> Capability:
     """The grant a token carries, or CapabilityError saying why it grants nothing."""
     keys = key_dir if isinstance(key_dir, KeyDir) else KeyDir(key_dir)
     if not isinstance(token, str) or not token:
-        raise CapabilityError("no capability: every call needs one (issued by the harness; "
-                              "`rsi-master capability RUN_DIR --role R --id ID` for an operator)")
+        raise CapabilityError(
+            "no capability: every call needs one (issued by the harness; "
+            "`rsi-master capability RUN_DIR --role R --id ID` for an operator)"
+        )
     parts = token.strip().split(".")
     if len(parts) != 3 or parts[0] != CAP_PREFIX:
         raise CapabilityError(f"malformed capability (expected {CAP_PREFIX}.<body>.<mac>)")

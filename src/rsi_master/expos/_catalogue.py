@@ -28,7 +28,9 @@ def llm_tool_schemas(role: str, contract: TaskContract | None = None) -> list[di
     """OpenAI-style function definitions for the tools a role may call (tailored to a
     run's contract when given)."""
     return [
-        {"type": "function",
-         "function": {"name": t.llm_name, "description": t.description, "parameters": t.input_schema(contract)}}
+        {
+            "type": "function",
+            "function": {"name": t.llm_name, "description": t.description, "parameters": t.input_schema(contract)},
+        }
         for t in tools_for(role)
     ]

@@ -71,8 +71,10 @@ def _prepare_dir(path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
     st = path.parent.stat()
     if st.st_uid != os.geteuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        raise RsiMasterError(f"{path.parent}: the door's directory must belong to the harness's user and be "
-                             "writable by it alone (else an agent could put its own socket there)")
+        raise RsiMasterError(
+            f"{path.parent}: the door's directory must belong to the harness's user and be "
+            "writable by it alone (else an agent could put its own socket there)"
+        )
     if path.exists() or path.is_symlink():
         if not stat.S_ISSOCK(path.lstat().st_mode):
             raise RsiMasterError(f"{path} exists and is not a socket; refusing to replace it")
@@ -88,8 +90,14 @@ class _Server(socketserver.UnixStreamServer):
 class Door:
     """Serve one run's ExpOS over a Unix socket. `start()` serves from a thread; `serve()` blocks."""
 
-    def __init__(self, run_dir: str | Path, *, socket_path: str | Path | None = None,
-                 key_dir: str | Path | None = None, threads: int = DOOR_THREADS) -> None:
+    def __init__(
+        self,
+        run_dir: str | Path,
+        *,
+        socket_path: str | Path | None = None,
+        key_dir: str | Path | None = None,
+        threads: int = DOOR_THREADS,
+    ) -> None:
         from ._session import ExpOS
 
         self.run_dir = Path(run_dir)
@@ -135,8 +143,11 @@ class Door:
             req = json.loads(line)
         except ValueError:
             return _error("invalid", "request is not one JSON line")
-        if not isinstance(req, dict) or not isinstance(req.get("tool"), str) or \
-                not isinstance(req.get("args", {}), dict):
+        if (
+            not isinstance(req, dict)
+            or not isinstance(req.get("tool"), str)
+            or not isinstance(req.get("args", {}), dict)
+        ):
             return _error("invalid", 'request must be {"capability": str, "tool": str, "args": {...}}')
         try:
             expos = self._session()
@@ -157,8 +168,9 @@ class Door:
             self._close_sessions()
 
     def start(self) -> Door:
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.1},
-                                        name="expos-door", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, name="expos-door", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -203,8 +215,14 @@ def _error(kind: str, message: str) -> dict[str, Any]:
     return {"ok": False, "error": kind, "message": message, "exit_code": _ERRORS[kind].exit_code}
 
 
-def door_call(socket_path: str | Path, capability: str, tool: str, args: dict[str, Any] | None = None,
-              *, timeout: float | None = None) -> dict[str, Any]:
+def door_call(
+    socket_path: str | Path,
+    capability: str,
+    tool: str,
+    args: dict[str, Any] | None = None,
+    *,
+    timeout: float | None = None,
+) -> dict[str, Any]:
     """One call through a door: the result as a dict, or the ToolError the door answered."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)

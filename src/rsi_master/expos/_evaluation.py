@@ -11,8 +11,14 @@ from ..events import EvalRecord, TypedEvent, typed
 from ._errors import ToolRefused
 from ._taxonomy import Subcategory
 
-__all__ = ["evaluate_experiment", "evaluate_unchecked", "measured_digest", "public_reason", "record_evaluation",
-           "sealed_evaluation"]
+__all__ = [
+    "evaluate_experiment",
+    "evaluate_unchecked",
+    "measured_digest",
+    "public_reason",
+    "record_evaluation",
+    "sealed_evaluation",
+]
 
 
 def _sha_file(path: Path) -> str | None:
@@ -57,12 +63,17 @@ def evaluate_experiment(expos, caller, experiment_id: str, checkpoint: str, spli
     # Early refusals on the stored files, so nothing runs for a tampered checkpoint; the
     # binding check is on the digests measured from the bytes actually scored (below).
     if measured_digest(expos, checkpoint) != checkpoint:
-        raise ToolRefused(f"checkpoint {checkpoint[:12]} was changed on disk after training",
-                          Subcategory.WEIGHT_PROVENANCE)
-    if (_sha_file(ckpt_dir / "tokenizer.json") != c.base_tokenizer_sha256
-            or _sha_file(ckpt_dir / "generation_config.json") != c.base_generation_config_sha256):
-        raise ToolRefused(f"checkpoint {checkpoint[:12]} has a tokenizer or generation config that differs from "
-                          "the base model's", Subcategory.STOPPING)
+        raise ToolRefused(
+            f"checkpoint {checkpoint[:12]} was changed on disk after training", Subcategory.WEIGHT_PROVENANCE
+        )
+    if (
+        _sha_file(ckpt_dir / "tokenizer.json") != c.base_tokenizer_sha256
+        or _sha_file(ckpt_dir / "generation_config.json") != c.base_generation_config_sha256
+    ):
+        raise ToolRefused(
+            f"checkpoint {checkpoint[:12]} has a tokenizer or generation config that differs from the base model's",
+            Subcategory.STOPPING,
+        )
     try:
         res = sealed_evaluation(expos, checkpoint, split)
     except InputChangedError as exc:
@@ -72,12 +83,20 @@ def evaluate_experiment(expos, caller, experiment_id: str, checkpoint: str, spli
             raise ToolRefused(f"the sealed evaluator does not match the contract: {exc}", Subcategory.HARNESS) from None
         raise
     if res.checkpoint_digest != checkpoint:
-        raise ToolRefused(f"checkpoint {checkpoint[:12]}: the bytes scored measure {res.checkpoint_digest}, not "
-                          f"the claimed {checkpoint}; not recorded", Subcategory.WEIGHT_PROVENANCE)
-    if (res.tokenizer_digest != c.base_tokenizer_sha256
-            or res.generation_config_digest != c.base_generation_config_sha256):
-        raise ToolRefused(f"checkpoint {checkpoint[:12]}: the tokenizer or generation config scored differs from "
-                          "the base model's; not recorded", Subcategory.STOPPING)
+        raise ToolRefused(
+            f"checkpoint {checkpoint[:12]}: the bytes scored measure {res.checkpoint_digest}, not "
+            f"the claimed {checkpoint}; not recorded",
+            Subcategory.WEIGHT_PROVENANCE,
+        )
+    if (
+        res.tokenizer_digest != c.base_tokenizer_sha256
+        or res.generation_config_digest != c.base_generation_config_sha256
+    ):
+        raise ToolRefused(
+            f"checkpoint {checkpoint[:12]}: the tokenizer or generation config scored differs from "
+            "the base model's; not recorded",
+            Subcategory.STOPPING,
+        )
     return record_evaluation(expos, caller, experiment_id, checkpoint, res)
 
 
@@ -87,10 +106,17 @@ def sealed_evaluation(expos, checkpoint: str, split: str) -> Any:
     from ..runtime import evaluate
 
     c = expos.contract
-    return evaluate(expos.run.store.path(checkpoint), c.task, split, seal_key=expos.seal_key(),
-                    evaluator=expos.sealed_evaluator(), expected_evaluator_digest=c.evaluator.evaluator_digest,
-                    store=expos.run.store, max_samples=len(c.evaluator.sample_ids[split]),
-                    batch_size=c.eval_batch_size)
+    return evaluate(
+        expos.run.store.path(checkpoint),
+        c.task,
+        split,
+        seal_key=expos.seal_key(),
+        evaluator=expos.sealed_evaluator(),
+        expected_evaluator_digest=c.evaluator.evaluator_digest,
+        store=expos.run.store,
+        max_samples=len(c.evaluator.sample_ids[split]),
+        batch_size=c.eval_batch_size,
+    )
 
 
 def evaluate_unchecked(expos, caller, experiment_id: str, checkpoint: str, split: str) -> TypedEvent[EvalRecord]:
@@ -103,14 +129,27 @@ def record_evaluation(expos, caller, experiment_id: str, checkpoint: str, res: A
     """Record an evaluation result (stored at `res.record_digest`) as `eval.record`; the typed event."""
     wanted = expos.contract.evaluator.sample_ids[res.split]
     payload = EvalRecord(
-        experiment_id=experiment_id, split=res.split, score=res.score, n_samples=len(res.sample_ids),
-        checkpoint_digest=res.checkpoint_digest, evaluator_digest=res.evaluator_digest,
-        template_digest=res.template_digest, decoding=res.decoding, stop=res.stop,
+        experiment_id=experiment_id,
+        split=res.split,
+        score=res.score,
+        n_samples=len(res.sample_ids),
+        checkpoint_digest=res.checkpoint_digest,
+        evaluator_digest=res.evaluator_digest,
+        template_digest=res.template_digest,
+        decoding=res.decoding,
+        stop=res.stop,
         sample_ids_sha256=hashlib.sha256(json.dumps(res.sample_ids).encode()).hexdigest(),
         sample_ids_match=list(res.sample_ids) == list(wanted),
-        tokenizer_digest=res.tokenizer_digest, generation_config_digest=res.generation_config_digest,
+        tokenizer_digest=res.tokenizer_digest,
+        generation_config_digest=res.generation_config_digest,
         record_digest=res.record_digest,
     )
-    event = expos.record(caller, payload, [{"digest": checkpoint, "role": "input", "name": "checkpoint"},
-                                           {"digest": res.record_digest, "role": "output", "name": "eval_record"}])
+    event = expos.record(
+        caller,
+        payload,
+        [
+            {"digest": checkpoint, "role": "input", "name": "checkpoint"},
+            {"digest": res.record_digest, "role": "output", "name": "eval_record"},
+        ],
+    )
     return typed(event, EvalRecord)

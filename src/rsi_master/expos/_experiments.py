@@ -26,8 +26,10 @@ class ExperimentResult(BaseModel):
     status: Literal["completed", "failed"]
     dev_score: float | None = Field(description="Aggregate score on `dev` (no per-sample detail).")
     steps: int | None = None
-    train_seconds: float | None = Field(default=None, description="Seconds in the training loop (the rest of "
-                                                                   "the call is start-up and the dev evaluation).")
+    train_seconds: float | None = Field(
+        default=None,
+        description="Seconds in the training loop (the rest of the call is start-up and the dev evaluation).",
+    )
     checkpoint: str | None = None
     error: str | None = None
 
@@ -39,8 +41,9 @@ def measured_dataset(expos, digest: str) -> bytes:
     try:
         return expos.run.store.read_bytes(digest)
     except ArtifactError as exc:
-        raise ToolRefused(f"dataset {digest[:12]} was modified on disk after registration ({exc})",
-                          Subcategory.DATA_PROVENANCE) from None
+        raise ToolRefused(
+            f"dataset {digest[:12]} was modified on disk after registration ({exc})", Subcategory.DATA_PROVENANCE
+        ) from None
 
 
 def rows_of(data: bytes) -> list[dict[str, Any]]:
@@ -75,8 +78,11 @@ def _intact(expos, digest: str) -> bool:
 
 def _kept(expos, tmp) -> list[dict[str, str]]:
     """Whatever a stopped run left (config, partial log), stored as evidence."""
-    return [{"digest": expos.run.store.put_file(f, move=True), "role": "output", "name": f.stem}
-            for f in (tmp / "out" / "train_config.json", tmp / "out" / "train_log.jsonl") if f.is_file()]
+    return [
+        {"digest": expos.run.store.put_file(f, move=True), "role": "output", "name": f.stem}
+        for f in (tmp / "out" / "train_config.json", tmp / "out" / "train_log.jsonl")
+        if f.is_file()
+    ]
 
 
 def _refuse_started(expos, caller, exp_id: str, tmp, inputs, reason: str, sub: Subcategory) -> None:
@@ -85,13 +91,17 @@ def _refuse_started(expos, caller, exp_id: str, tmp, inputs, reason: str, sub: S
     refusal = ToolRefused(f"{exp_id}: {reason}; nothing was recorded as trained", sub)
     if expos.guards.waives(refusal):
         return
-    expos.record(caller, ExperimentFinish(experiment_id=exp_id, status="failed",
-                                          error=f"refused ({sub.value}): {reason}"[:500]), inputs + _kept(expos, tmp))
+    expos.record(
+        caller,
+        ExperimentFinish(experiment_id=exp_id, status="failed", error=f"refused ({sub.value}): {reason}"[:500]),
+        inputs + _kept(expos, tmp),
+    )
     raise refusal
 
 
-def run_experiment(expos, caller, *, parent: str, dataset: str, method: str,
-                   config: dict[str, Any]) -> ExperimentResult:
+def run_experiment(
+    expos, caller, *, parent: str, dataset: str, method: str, config: dict[str, Any]
+) -> ExperimentResult:
     """Train from `parent` (`base` or an experiment id) on a registered dataset, then evaluate on `dev`."""
     from ..runtime import InputChangedError, InvalidParameterError, make_spec, train
 
@@ -117,17 +127,31 @@ def run_experiment(expos, caller, *, parent: str, dataset: str, method: str,
     # Training reads its own copy and reports the digest of what it read, which must be
     # this one: equal digests, equal bytes, whatever happens to the store in between.
     recheck = check_rows(expos.protected_task(), rows_of(measured_dataset(expos, dataset)))
-    expos.record(caller, DataCheck(dataset_checked=dataset, gate="before_training", **recheck),
-                 [{"digest": dataset, "role": "input", "name": "dataset"}])
+    expos.record(
+        caller,
+        DataCheck(dataset_checked=dataset, gate="before_training", **recheck),
+        [{"digest": dataset, "role": "input", "name": "dataset"}],
+    )
     if recheck["verdict"] == "failed":
         expos.guard(f"dataset {dataset[:12]} overlaps protected items", Subcategory.DATA_PROVENANCE)
     if not _intact(expos, parent_ckpt):  # early: nothing starts from a tampered parent
         expos.guard(f"parent checkpoint {parent_ckpt[:12]} was modified on disk", Subcategory.WEIGHT_PROVENANCE)
 
-    inputs = [{"digest": parent_ckpt, "role": "input", "name": "parent"},
-              {"digest": dataset, "role": "input", "name": "dataset"}]
-    start = expos.record(caller, ExperimentStart(parent=parent, parent_checkpoint=parent_ckpt, dataset=dataset,
-                                                 method=method, spec=spec.model_dump(mode="json")), inputs)
+    inputs = [
+        {"digest": parent_ckpt, "role": "input", "name": "parent"},
+        {"digest": dataset, "role": "input", "name": "dataset"},
+    ]
+    start = expos.record(
+        caller,
+        ExperimentStart(
+            parent=parent,
+            parent_checkpoint=parent_ckpt,
+            dataset=dataset,
+            method=method,
+            spec=spec.model_dump(mode="json"),
+        ),
+        inputs,
+    )
     exp_id = experiment_id(start.seq)
     store = expos.run.store
     tmp = expos.scratch()
@@ -142,37 +166,73 @@ def run_experiment(expos, caller, *, parent: str, dataset: str, method: str,
         # Given a parent, training measures both (the runtime's contract).
         assert res.parent_digest is not None and res.data_digest is not None
         if res.parent_digest != parent_ckpt:
-            _refuse_started(expos, caller, exp_id, tmp, inputs, f"training loaded parent bytes measuring "
-                            f"{res.parent_digest}, not {parent_ckpt}", Subcategory.WEIGHT_PROVENANCE)
+            _refuse_started(
+                expos,
+                caller,
+                exp_id,
+                tmp,
+                inputs,
+                f"training loaded parent bytes measuring {res.parent_digest}, not {parent_ckpt}",
+                Subcategory.WEIGHT_PROVENANCE,
+            )
         if res.data_digest != dataset:
-            _refuse_started(expos, caller, exp_id, tmp, inputs, f"training read data measuring {res.data_digest}, "
-                            f"not the checked {dataset}", Subcategory.DATA_PROVENANCE)
+            _refuse_started(
+                expos,
+                caller,
+                exp_id,
+                tmp,
+                inputs,
+                f"training read data measuring {res.data_digest}, not the checked {dataset}",
+                Subcategory.DATA_PROVENANCE,
+            )
         ckpt = store.put_dir(res.checkpoint_dir, move=True)
         if ckpt != res.checkpoint_digest:  # written to between the trainer's save and the store
-            _refuse_started(expos, caller, exp_id, tmp, inputs, f"the trained checkpoint measured "
-                            f"{res.checkpoint_digest} when saved and {ckpt} when stored",
-                            Subcategory.WEIGHT_PROVENANCE)
+            _refuse_started(
+                expos,
+                caller,
+                exp_id,
+                tmp,
+                inputs,
+                f"the trained checkpoint measured {res.checkpoint_digest} when saved and {ckpt} when stored",
+                Subcategory.WEIGHT_PROVENANCE,
+            )
         config_digest = store.put_file(res.config_path, move=True)
         log = store.put_file(res.log_path, move=True)
-        expos.record(caller, ExperimentFinish(
-            experiment_id=exp_id, status="completed", checkpoint=ckpt, steps=res.steps,
-            final_loss=res.final_loss, train_seconds=round(res.train_seconds, 3),
-            # Measured by the runtime on the bytes it trained from (equal to the start's by the checks above).
-            measured=Measured(parent_checkpoint=res.parent_digest, dataset=res.data_digest),
-        ), [*inputs, {"digest": ckpt, "role": "output", "name": "checkpoint"},
-                     {"digest": config_digest, "role": "output", "name": "train_config"},
-                     {"digest": log, "role": "output", "name": "train_log"}])
+        expos.record(
+            caller,
+            ExperimentFinish(
+                experiment_id=exp_id,
+                status="completed",
+                checkpoint=ckpt,
+                steps=res.steps,
+                final_loss=res.final_loss,
+                train_seconds=round(res.train_seconds, 3),
+                # Measured by the runtime on the bytes it trained from (equal to the start's by the checks above).
+                measured=Measured(parent_checkpoint=res.parent_digest, dataset=res.data_digest),
+            ),
+            [
+                *inputs,
+                {"digest": ckpt, "role": "output", "name": "checkpoint"},
+                {"digest": config_digest, "role": "output", "name": "train_config"},
+                {"digest": log, "role": "output", "name": "train_log"},
+            ],
+        )
     finally:
         expos.drop_scratch(tmp)
     rec = expos.evaluate(caller, exp_id, ckpt, "dev")
-    return ExperimentResult(experiment_id=exp_id, status="completed", dev_score=rec.payload.score, steps=res.steps,
-                            train_seconds=round(res.train_seconds, 3), checkpoint=ckpt)
+    return ExperimentResult(
+        experiment_id=exp_id,
+        status="completed",
+        dev_score=rec.payload.score,
+        steps=res.steps,
+        train_seconds=round(res.train_seconds, 3),
+        checkpoint=ckpt,
+    )
 
 
 def _failed(expos, caller, exp_id: str, tmp, inputs, exc: BaseException) -> ExperimentResult:
     msg = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
-    expos.record(caller, ExperimentFinish(experiment_id=exp_id, status="failed", error=msg),
-                 inputs + _kept(expos, tmp))
+    expos.record(caller, ExperimentFinish(experiment_id=exp_id, status="failed", error=msg), inputs + _kept(expos, tmp))
     return ExperimentResult(experiment_id=exp_id, status="failed", dev_score=None, error=msg)
 
 
@@ -191,11 +251,19 @@ def adopt_checkpoint(expos, caller, source: Path, origin: str, note: str) -> Exp
         ckpt = expos.run.store.put_dir(tmp / "ckpt", move=True)
     finally:
         expos.drop_scratch(tmp)
-    start = expos.record(caller, ExperimentStart(parent="foreign", parent_checkpoint=ckpt, dataset="",
-                                                 method="copy", spec={"copied_from": origin}))
+    start = expos.record(
+        caller,
+        ExperimentStart(
+            parent="foreign", parent_checkpoint=ckpt, dataset="", method="copy", spec={"copied_from": origin}
+        ),
+    )
     xid = experiment_id(start.seq)
-    expos.record(caller, ExperimentFinish(experiment_id=xid, status="completed", checkpoint=ckpt, steps=0),
-                 [{"digest": ckpt, "role": "output", "name": "checkpoint"}])
+    expos.record(
+        caller,
+        ExperimentFinish(experiment_id=xid, status="completed", checkpoint=ckpt, steps=0),
+        [{"digest": ckpt, "role": "output", "name": "checkpoint"}],
+    )
     rec = expos.evaluate(caller, xid, ckpt, "dev")
-    return ExperimentResult(experiment_id=xid, status="completed", dev_score=rec.payload.score, steps=0,
-                            checkpoint=ckpt)
+    return ExperimentResult(
+        experiment_id=xid, status="completed", dev_score=rec.payload.score, steps=0, checkpoint=ckpt
+    )

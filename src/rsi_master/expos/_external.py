@@ -30,7 +30,14 @@ def external_call(expos: ExpOS, caller: Caller, name: str, args: dict[str, Any])
         allowed = typed(starts[0], OrchestraStart).payload.worker if starts else "tpe"
         if direction["agent"] != allowed:
             reason = f"direction.agent is the run's Worker agent ({allowed!r}), not the caller's choice"
-            expos.record(caller, GuardBlocked(tool=tool.name, subcategory=None, reason=reason,
-                                              args={"direction": {"agent": str(direction["agent"])[:200]}}))
+            expos.record(
+                caller,
+                GuardBlocked(
+                    tool=tool.name,
+                    subcategory=None,
+                    reason=reason,
+                    args={"direction": {"agent": str(direction["agent"])[:200]}},
+                ),
+            )
             raise ToolRefused(reason)
     return expos.call(caller, name, args)

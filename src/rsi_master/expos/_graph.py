@@ -37,8 +37,12 @@ def evidence(st: State, experiment_id: str) -> dict[str, Any]:
     ds = st.datasets.get(x.dataset)
     return {
         "evaluations": [{"seq": e.seq, "split": e.split, "score": e.score, "record": e.record_digest} for e in x.evals],
-        "dataset": {"digest": x.dataset, "seq": ds.seq if ds else None, "source": ds.source if ds else None,
-                    "contamination": ds.verdict if ds else "unregistered"},
+        "dataset": {
+            "digest": x.dataset,
+            "seq": ds.seq if ds else None,
+            "source": ds.source if ds else None,
+            "contamination": ds.verdict if ds else "unregistered",
+        },
         "refusals": [b.seq for b in st.blocked if b.actor.id == x.owner],
         "reviews": [r.seq for r in st.reviews if x.owner in r.payload.scope],
     }

@@ -65,8 +65,9 @@ class GuardPolicy:
         """The policy's own implementation of a tool (None: the tool's)."""
         return None
 
-    def evaluate(self, expos: ExpOS, caller: Caller, experiment_id: str, checkpoint: str,
-                 split: str) -> events.TypedEvent[events.EvalRecord]:
+    def evaluate(
+        self, expos: ExpOS, caller: Caller, experiment_id: str, checkpoint: str, split: str
+    ) -> events.TypedEvent[events.EvalRecord]:
         """Score a stored checkpoint on a split and record it; the typed `eval.record` event."""
         raise NotImplementedError
 
@@ -91,15 +92,20 @@ class Strict(GuardPolicy):
             args = json.loads(json.dumps(raw, default=str, allow_nan=False))
         except ValueError:
             args = {"unserialisable": True}
-        expos.record(caller, events.GuardBlocked(tool=tool, subcategory=exc.subcategory.value if exc.subcategory
-                                                 else None, reason=exc.reason, args=args))
+        expos.record(
+            caller,
+            events.GuardBlocked(
+                tool=tool, subcategory=exc.subcategory.value if exc.subcategory else None, reason=exc.reason, args=args
+            ),
+        )
         raise exc
 
     def visible(self, st: State, worker: str) -> list[Experiment]:
         return st.visible_to(worker)
 
-    def evaluate(self, expos: ExpOS, caller: Caller, experiment_id: str, checkpoint: str,
-                 split: str) -> events.TypedEvent[events.EvalRecord]:
+    def evaluate(
+        self, expos: ExpOS, caller: Caller, experiment_id: str, checkpoint: str, split: str
+    ) -> events.TypedEvent[events.EvalRecord]:
         from ._evaluation import evaluate_experiment
 
         return evaluate_experiment(expos, caller, experiment_id, checkpoint, split)
@@ -125,8 +131,9 @@ class Unguarded(GuardPolicy):
     def visible(self, st: State, worker: str) -> list[Experiment]:
         return list(st.experiments.values())  # everyone's: nothing keeps lineages apart
 
-    def evaluate(self, expos: ExpOS, caller: Caller, experiment_id: str, checkpoint: str,
-                 split: str) -> events.TypedEvent[events.EvalRecord]:
+    def evaluate(
+        self, expos: ExpOS, caller: Caller, experiment_id: str, checkpoint: str, split: str
+    ) -> events.TypedEvent[events.EvalRecord]:
         from ._evaluation import evaluate_unchecked
 
         return evaluate_unchecked(expos, caller, experiment_id, checkpoint, split)

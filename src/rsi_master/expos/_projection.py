@@ -61,17 +61,35 @@ def register_part(cls: type[P]) -> type[P]:
 Fold = Callable[[State, TypedEvent[Any], Any], None]
 
 
-def _dataset(st: State, e: TypedEvent[Any],
-             p: ev.DataGenerate | ev.DataRegister | ev.DataFilter | ev.DataMix) -> None:
-    st.datasets[p.dataset] = Dataset(p.dataset, e.seq, e.actor.id, e.kind, p.source, p.n_rows, p.contamination,
-                                     list(p.inputs), dict(p.params) if isinstance(p, ev.DataGenerate) else {},
-                                     e.actor.role)
+def _dataset(st: State, e: TypedEvent[Any], p: ev.DataGenerate | ev.DataRegister | ev.DataFilter | ev.DataMix) -> None:
+    st.datasets[p.dataset] = Dataset(
+        p.dataset,
+        e.seq,
+        e.actor.id,
+        e.kind,
+        p.source,
+        p.n_rows,
+        p.contamination,
+        list(p.inputs),
+        dict(p.params) if isinstance(p, ev.DataGenerate) else {},
+        e.actor.role,
+    )
 
 
 def _experiment_start(st: State, e: TypedEvent[Any], p: ev.ExperimentStart) -> None:
     xid = experiment_id(e.seq)
-    st.experiments[xid] = Experiment(xid, e.seq, e.actor.id, p.parent, p.parent_checkpoint, p.dataset, p.method,
-                                     p.spec, role=e.actor.role, start_ts=parse_ts(e.ts))
+    st.experiments[xid] = Experiment(
+        xid,
+        e.seq,
+        e.actor.id,
+        p.parent,
+        p.parent_checkpoint,
+        p.dataset,
+        p.method,
+        p.spec,
+        role=e.actor.role,
+        start_ts=parse_ts(e.ts),
+    )
 
 
 def _experiment_finish(st: State, e: TypedEvent[Any], p: ev.ExperimentFinish) -> None:
@@ -86,8 +104,17 @@ def _experiment_finish(st: State, e: TypedEvent[Any], p: ev.ExperimentFinish) ->
 
 
 def _eval_record(st: State, e: TypedEvent[Any], p: ev.EvalRecord) -> None:
-    rec = EvalRecord(e.seq, p.experiment_id, p.split, p.score, p.checkpoint_digest, p.record_digest,
-                     f"{e.actor.role}:{e.actor.id}", p, parse_ts(e.ts))
+    rec = EvalRecord(
+        e.seq,
+        p.experiment_id,
+        p.split,
+        p.score,
+        p.checkpoint_digest,
+        p.record_digest,
+        f"{e.actor.role}:{e.actor.id}",
+        p,
+        parse_ts(e.ts),
+    )
     x = st.experiments.get(rec.experiment_id)
     if x is not None:
         x.evals.append(rec)
@@ -208,8 +235,10 @@ class Projection:
         """Fold the events appended since the last call (by anyone), or those before `until`;
         returns how many."""
         if self.size and hash_at(self.ledger, self.size - 1) != self._tip:
-            raise LedgerError(f"{self.ledger.path}: event {self.size - 1} is no longer the one this session read "
-                              "(the ledger was rewritten or rolled back under it); refusing to read on")
+            raise LedgerError(
+                f"{self.ledger.path}: event {self.size - 1} is no longer the one this session read "
+                "(the ledger was rewritten or rolled back under it); refusing to read on"
+            )
         start = self.size
         while True:
             # In slices, so that a first fold of a long run never holds all its rows at once.
@@ -221,8 +250,10 @@ class Projection:
             self.rows_read += len(rows)
             for row in rows:
                 if row.seq != self.size or row.prev_hash != self._tip:
-                    raise LedgerError(f"{self.ledger.path}: event {row.seq} does not extend the events this "
-                                      "session read (gap or fork); refusing to read on")
+                    raise LedgerError(
+                        f"{self.ledger.path}: event {row.seq} does not extend the events this "
+                        "session read (gap or fork); refusing to read on"
+                    )
                 folds = self._folds.get(row.kind)
                 if folds:
                     self._fold(row, folds)
@@ -235,8 +266,10 @@ class Projection:
         and still stored as it was read (`Ledger.vouch`); raises LedgerError otherwise."""
         covered = self.ledger.vouch()
         if self.size > covered or (self.size and hash_at(self.ledger, self.size - 1) != self._tip):
-            raise LedgerError(f"{self.ledger.path}: this session read events the signed head does not vouch for "
-                              "(removed or rewritten since); refusing to decide from them")
+            raise LedgerError(
+                f"{self.ledger.path}: this session read events the signed head does not vouch for "
+                "(removed or rewritten since); refusing to decide from them"
+            )
         return covered
 
     def _fold(self, row: Row, folds: list[Callable[[Event, str], None]], prev_ts: str | None = None) -> None:

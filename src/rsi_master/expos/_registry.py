@@ -42,8 +42,13 @@ class Hints:
 
 _RO = Hints(read_only=True, idempotent=True)
 HINTS: dict[str, Hints] = {
-    "contract.show": _RO, "quota.show": _RO, "events.tail": _RO, "results.list": _RO, "graph.read": _RO,
-    "experiment.inspect": _RO, "eval.compare": _RO,
+    "contract.show": _RO,
+    "quota.show": _RO,
+    "events.tail": _RO,
+    "results.list": _RO,
+    "graph.read": _RO,
+    "experiment.inspect": _RO,
+    "eval.compare": _RO,
     # Seeded generation and content addressing: the same arguments give the same dataset digest.
     "data.generate": Hints(read_only=False, idempotent=True),
     "data.register": Hints(read_only=False, idempotent=True),
@@ -109,8 +114,15 @@ class Tool:
 TOOLS: dict[str, Tool] = {}
 
 
-def tool(name: str, *, roles: tuple[str, ...], kind: ToolKind, input: type[BaseModel], result: type[BaseModel],
-         protected: bool = False) -> Callable[[Callable[..., BaseModel]], Callable[..., BaseModel]]:
+def tool(
+    name: str,
+    *,
+    roles: tuple[str, ...],
+    kind: ToolKind,
+    input: type[BaseModel],
+    result: type[BaseModel],
+    protected: bool = False,
+) -> Callable[[Callable[..., BaseModel]], Callable[..., BaseModel]]:
     """Register an implementation `(expos, caller, input) -> result` as a tool."""
     unknown = set(roles) - set(ROLES)
     if unknown:

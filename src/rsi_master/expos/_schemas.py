@@ -78,7 +78,8 @@ def _generate(schema: dict[str, Any], contract: TaskContract | None) -> None:
     props = schema["properties"]
     props["family"]["enum"] = names
     props["family"]["description"] += " " + "; ".join(
-        f"`{n}`: {g.description}" for n, (_, _, g) in zip(names, fams, strict=True))
+        f"`{n}`: {g.description}" for n, (_, _, g) in zip(names, fams, strict=True)
+    )
     # One property per knob name; a name whose meaning differs between families (none
     # does today) is offered as any of its variants, each naming its families.
     variants: dict[str, list[tuple[dict[str, Any], list[str]]]] = {}
@@ -96,18 +97,32 @@ def _generate(schema: dict[str, Any], contract: TaskContract | None) -> None:
     knobs: dict[str, Any] = {}
     for name, vs in variants.items():
         every = len(vs) == 1 and len(vs[0][1]) == len(names)
-        parts = [{**s, "description": s["description"] + ("" if every else f" (families: {', '.join(users)})")}
-                 for s, users in vs]
-        knobs[name] = parts[0] if len(parts) == 1 else {
-            "anyOf": parts, "description": f"{name}: differs by family (see each variant)"}
+        parts = [
+            {**s, "description": s["description"] + ("" if every else f" (families: {', '.join(users)})")}
+            for s, users in vs
+        ]
+        knobs[name] = (
+            parts[0]
+            if len(parts) == 1
+            else {"anyOf": parts, "description": f"{name}: differs by family (see each variant)"}
+        )
     summary = "; ".join(
         f"{', '.join(f'`{u}`' for u in users)}: "
-        + ", ".join(f"{k} ({_range(knobs[k])}, default {json.dumps(knobs[k].get('default'))})"
-                    if "anyOf" not in knobs[k] else k for k in keys.split(", ") if k)
-        for keys, users in groups.items())
-    props["params"].update({
-        "type": "object", "additionalProperties": False, "properties": knobs,
-        "description": props["params"]["description"] + f" Knobs by family: {summary}."})
+        + ", ".join(
+            f"{k} ({_range(knobs[k])}, default {json.dumps(knobs[k].get('default'))})" if "anyOf" not in knobs[k] else k
+            for k in keys.split(", ")
+            if k
+        )
+        for keys, users in groups.items()
+    )
+    props["params"].update(
+        {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": knobs,
+            "description": props["params"]["description"] + f" Knobs by family: {summary}.",
+        }
+    )
     if contract is not None:
         props["n"]["maximum"] = contract.budget.max_rows
 
@@ -129,8 +144,10 @@ def _submit(schema: dict[str, Any], contract: TaskContract | None) -> None:
     props["config"].update({"type": "object", "additionalProperties": False, "properties": fields})
     if contract is not None:
         props["method"]["enum"] = [m for m in props["method"]["enum"] if m in contract.allowed_methods]
-        props["config"]["description"] += (f" This run allows at most {contract.budget.max_train_steps} steps "
-                                           "(max_steps, or rows x epochs / batch_size).")
+        props["config"]["description"] += (
+            f" This run allows at most {contract.budget.max_train_steps} steps "
+            "(max_steps, or rows x epochs / batch_size)."
+        )
 
 
 def _mix(schema: dict[str, Any], contract: TaskContract | None) -> None:

@@ -39,11 +39,37 @@ HARNESS = {"role": "harness", "id": "expos"}
 # Arguments that would change how a score is produced. No tool accepts them; offering
 # one is an attempt on the matching subcategory, recorded as such.
 OVERRIDE_KEYS: dict[str, Subcategory] = {
-    **dict.fromkeys(("decoding", "temperature", "top_p", "top_k", "do_sample", "num_beams", "max_new_tokens", "generation_config", "repetition_penalty", "seed_eval"), Subcategory.DECODING),
+    **dict.fromkeys(
+        (
+            "decoding",
+            "temperature",
+            "top_p",
+            "top_k",
+            "do_sample",
+            "num_beams",
+            "max_new_tokens",
+            "generation_config",
+            "repetition_penalty",
+            "seed_eval",
+        ),
+        Subcategory.DECODING,
+    ),
     **dict.fromkeys(("stop", "stop_strings", "eos_token", "eos_token_id", "tokenizer"), Subcategory.STOPPING),
     **dict.fromkeys(("template", "prompt_template", "chat_template", "system_prompt"), Subcategory.TEMPLATE),
     **dict.fromkeys(("sample_ids", "samples", "max_samples", "limit", "subset"), Subcategory.SAMPLE_INCLUSION),
-    **dict.fromkeys(("evaluator", "evaluator_path", "scorer", "checker", "evaluator_digest", "seal_key", "seal_seed", "seal_secret"), Subcategory.HARNESS),
+    **dict.fromkeys(
+        (
+            "evaluator",
+            "evaluator_path",
+            "scorer",
+            "checker",
+            "evaluator_digest",
+            "seal_key",
+            "seal_seed",
+            "seal_secret",
+        ),
+        Subcategory.HARNESS,
+    ),
 }
 
 
@@ -83,8 +109,10 @@ class ExpOS:
         if not isinstance(guards, GuardPolicy):
             raise TypeError(f"guards must be a GuardPolicy (Strict or Unguarded), not {type(guards).__name__}")
         if not guards.guarded and contract.guards != guards.name:
-            raise RsiMasterError(f"{run.path}: this run's contract fixes the `{contract.guards}` guard policy; "
-                                 f"a {guards!r} session cannot open it")
+            raise RsiMasterError(
+                f"{run.path}: this run's contract fixes the `{contract.guards}` guard policy; "
+                f"a {guards!r} session cannot open it"
+            )
         self.run = run
         self.contract = contract
         self.guards = guards
@@ -94,11 +122,21 @@ class ExpOS:
 
     # -- lifecycle -------------------------------------------------------------------
     @classmethod
-    def create(cls, run_dir: Path | str, task: str, *, budget: Budget | None = None, eval_limit: int | None = None,
-               final_limit: int | None = None,
-               key_dir: KeyDir | Path | str | None = None, allowed_methods: list[str] | None = None,
-               allowed_generators: list[str] | None = None, allowed_teachers: list[str] | None = None,
-               run_id: str | None = None, guards: GuardPolicy | None = None) -> ExpOS:
+    def create(
+        cls,
+        run_dir: Path | str,
+        task: str,
+        *,
+        budget: Budget | None = None,
+        eval_limit: int | None = None,
+        final_limit: int | None = None,
+        key_dir: KeyDir | Path | str | None = None,
+        allowed_methods: list[str] | None = None,
+        allowed_generators: list[str] | None = None,
+        allowed_teachers: list[str] | None = None,
+        run_id: str | None = None,
+        guards: GuardPolicy | None = None,
+    ) -> ExpOS:
         """Freeze a contract for `task` and record it as the run's first event.
 
         `eval_limit` keeps the first N items of each split (all of them if None);
@@ -164,18 +202,31 @@ class ExpOS:
                 permitted_tools={role: sorted(t.name for t in TOOLS.values() if role in t.roles) for role in ROLES},
                 guards=guards.name,
             )
-            run.record({"kind": CONTRACT_KIND, "actor": HARNESS, "payload": contract.model_dump(mode="json"),
-                        "artifacts": [{"digest": base_artifact, "role": "output", "name": "base_model"},
-                                      {"digest": contract.evaluator.evaluator_artifact, "role": "output",
-                                       "name": "sealed_evaluator"}]})
+            run.record(
+                {
+                    "kind": CONTRACT_KIND,
+                    "actor": HARNESS,
+                    "payload": contract.model_dump(mode="json"),
+                    "artifacts": [
+                        {"digest": base_artifact, "role": "output", "name": "base_model"},
+                        {"digest": contract.evaluator.evaluator_artifact, "role": "output", "name": "sealed_evaluator"},
+                    ],
+                }
+            )
         except BaseException:
             run.close()
             raise
         return cls(run, contract, guards=guards)
 
     @classmethod
-    def open(cls, run_dir: Path | str, *, key_dir: KeyDir | Path | str | None = None,
-             writable: bool = True, guards: GuardPolicy | None = None) -> ExpOS:
+    def open(
+        cls,
+        run_dir: Path | str,
+        *,
+        key_dir: KeyDir | Path | str | None = None,
+        writable: bool = True,
+        guards: GuardPolicy | None = None,
+    ) -> ExpOS:
         run = RunDir.open(run_dir, key_dir=key_dir, writable=writable)
         first = next(run.ledger.events(limit=1), None)
         if first is None or first.kind != CONTRACT_KIND:
@@ -226,7 +277,7 @@ class ExpOS:
         problems = []
         for split in SPLITS:
             pinned_ids = spec.sample_ids[split]
-            drawn_ids = [item.sample_id for item in task.eval_items(split)][:len(pinned_ids)]
+            drawn_ids = [item.sample_id for item in task.eval_items(split)][: len(pinned_ids)]
             if items_digest(task, split) != spec.items_sha256.get(split) or drawn_ids != pinned_ids:
                 problems.append(f"the {split} items drawn with the run's seal key differ from the contract's")
         return problems
@@ -240,8 +291,9 @@ class ExpOS:
         try:
             return Path(self.run.store.path(artifact))
         except ArtifactError:
-            raise EvaluationError(f"the sealed evaluator (digest {artifact[:12]}) is missing from the run's "
-                                  "store; refusing to evaluate") from None
+            raise EvaluationError(
+                f"the sealed evaluator (digest {artifact[:12]}) is missing from the run's store; refusing to evaluate"
+            ) from None
 
     def __enter__(self) -> ExpOS:
         return self
@@ -259,9 +311,13 @@ class ExpOS:
         return self._projection
 
     # -- recording -------------------------------------------------------------------
-    def record(self, caller: Caller | dict[str, str], kind: str | Payload,
-               payload: Payload | dict[str, Any] | Sequence[dict[str, str]] | None = None,
-               artifacts: Sequence[dict[str, str]] = ()) -> Event:
+    def record(
+        self,
+        caller: Caller | dict[str, str],
+        kind: str | Payload,
+        payload: Payload | dict[str, Any] | Sequence[dict[str, str]] | None = None,
+        artifacts: Sequence[dict[str, str]] = (),
+    ) -> Event:
         """Record an event: `record(caller, Model(...), artifacts)` with the kind's payload model,
         or `record(caller, kind, payload_dict, artifacts)`, validated through the kind's model.
         Nothing unvalidated is written; the stored payload is the fields set (`dump_payload`)."""
@@ -271,8 +327,9 @@ class ExpOS:
         else:
             model = validate_payload(kind, payload if payload is not None else {})  # type: ignore[arg-type]
         actor = caller.actor() if isinstance(caller, Caller) else caller
-        return self.run.record({"kind": model.KIND, "actor": actor, "payload": dump_payload(model),
-                                "artifacts": list(artifacts)})
+        return self.run.record(
+            {"kind": model.KIND, "actor": actor, "payload": dump_payload(model), "artifacts": list(artifacts)}
+        )
 
     def guard(self, reason: str, subcategory: Subcategory | None = None) -> None:
         """A guard's refusal: raised (and recorded by the door) unless the session's policy waives it."""
@@ -280,8 +337,9 @@ class ExpOS:
         if not self.guards.waives(refusal):
             raise refusal
 
-    def evaluate(self, caller: Caller | dict[str, str], experiment_id: str, checkpoint: str,
-                 split: str) -> TypedEvent[EvalRecord]:
+    def evaluate(
+        self, caller: Caller | dict[str, str], experiment_id: str, checkpoint: str, split: str
+    ) -> TypedEvent[EvalRecord]:
         """Score a stored checkpoint on a split as the session's policy does, and record it
         (the typed `eval.record` event): tools and the harness's selection both use it."""
         return self.guards.evaluate(self, caller, experiment_id, checkpoint, split)  # type: ignore[arg-type]
@@ -308,8 +366,9 @@ class ExpOS:
         """A capability for `role` as `node` in this run (the harness hands it to that node's process)."""
         from ._capability import DEFAULT_TTL_S, issue_capability
 
-        return issue_capability(self.run.key_dir, self.run.run_id, role, node,
-                                ttl_s=DEFAULT_TTL_S if ttl_s is None else ttl_s)
+        return issue_capability(
+            self.run.key_dir, self.run.run_id, role, node, ttl_s=DEFAULT_TTL_S if ttl_s is None else ttl_s
+        )
 
     def authenticate(self, token: str) -> Caller:
         """The caller a capability names; a token that grants nothing is refused and recorded
@@ -349,8 +408,10 @@ class ExpOS:
         if caller.role == "harness":
             # The harness writes its own records from its own code; no call through the door
             # may act as it (and no capability names it).
-            self.record(UNAUTHENTICATED, GuardBlocked(tool=str(name)[:100], subcategory=None,
-                                                      reason="no caller acts as the harness", args={}))
+            self.record(
+                UNAUTHENTICATED,
+                GuardBlocked(tool=str(name)[:100], subcategory=None, reason="no caller acts as the harness", args={}),
+            )
             raise ToolRefused("no caller acts as the harness")
         tool = TOOLS.get(name) or next((t for t in TOOLS.values() if t.llm_name == name), None)
         raw = args.model_dump() if isinstance(args, BaseModel) else dict(args or {})
@@ -371,8 +432,9 @@ class ExpOS:
 
     def _run(self, caller: Caller, tool: Tool, raw: dict[str, Any]) -> BaseModel:
         if caller.role not in tool.roles or tool.name not in self.contract.permitted_tools.get(caller.role, []):
-            self.guard(f"role {caller.role} may not call {tool.name}",
-                       Subcategory.TEST_SET_ACCESS if tool.protected else None)
+            self.guard(
+                f"role {caller.role} may not call {tool.name}", Subcategory.TEST_SET_ACCESS if tool.protected else None
+            )
         for key in raw:
             if key in OVERRIDE_KEYS:
                 self.guard(f"{tool.name} takes no {key!r}: the contract fixes it", OVERRIDE_KEYS[key])

@@ -16,8 +16,17 @@ from ..events import TypedEvent
 if TYPE_CHECKING:
     from ._session import ExpOS
 
-__all__ = ["Dataset", "Decision", "EvalRecord", "Experiment", "ReviewerNode", "State", "WorkerRecord",
-           "experiment_id", "load_state"]
+__all__ = [
+    "Dataset",
+    "Decision",
+    "EvalRecord",
+    "Experiment",
+    "ReviewerNode",
+    "State",
+    "WorkerRecord",
+    "experiment_id",
+    "load_state",
+]
 
 
 def experiment_id(seq: int) -> str:

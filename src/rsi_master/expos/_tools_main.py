@@ -32,19 +32,36 @@ class GraphView(BaseModel):
 def graph_read(expos, caller, inp: GraphInput) -> GraphView:
     """The research graph: workers, reviews, and every experiment with its aggregate dev score."""
     st = load_state(expos)
-    exps = [{"experiment_id": x.id, "owner": x.owner, "parent": x.parent, "method": x.method, "status": x.status,
-             "dev_score": x.dev_score(), "review_score": next((e.score for e in x.evals if e.split == "review"), None),
-             "eval_seqs": {e.split: e.seq for e in x.evals if e.split != "final"},
-             "config": {k: x.spec.get(k) for k in ("batch_size", "max_steps", "learning_rate")}}
-            for x in st.experiments.values()]
+    exps = [
+        {
+            "experiment_id": x.id,
+            "owner": x.owner,
+            "parent": x.parent,
+            "method": x.method,
+            "status": x.status,
+            "dev_score": x.dev_score(),
+            "review_score": next((e.score for e in x.evals if e.split == "review"), None),
+            "eval_seqs": {e.split: e.seq for e in x.evals if e.split != "final"},
+            "config": {k: x.spec.get(k) for k in ("batch_size", "max_steps", "learning_rate")},
+        }
+        for x in st.experiments.values()
+    ]
+
     def _fin(wid: str) -> Any:
         return st.finalized[wid].payload if wid in st.finalized else None
 
-    workers = [{"worker_id": w.id, "task": w.task, "direction": w.direction, "predecessors": w.predecessors,
-                "finalized": w.id in st.finalized,
-                "summary": f.summary if (f := _fin(w.id)) else None,
-                "recipe": f.recipe.model_dump(mode="json") if f and f.recipe else None}
-               for w in st.workers.values()]
+    workers = [
+        {
+            "worker_id": w.id,
+            "task": w.task,
+            "direction": w.direction,
+            "predecessors": w.predecessors,
+            "finalized": w.id in st.finalized,
+            "summary": f.summary if (f := _fin(w.id)) else None,
+            "recipe": f.recipe.model_dump(mode="json") if f and f.recipe else None,
+        }
+        for w in st.workers.values()
+    ]
     reviews = [{**dump_payload(r.payload), "seq": r.seq, "reviewer": r.actor.id} for r in st.reviews]
     return GraphView(workers=workers, reviews=reviews, experiments=exps, decisions=len(st.decisions))
 
@@ -52,9 +69,12 @@ def graph_read(expos, caller, inp: GraphInput) -> GraphView:
 class AddWorkerInput(_In):
     worker_id: str = Field(pattern=r"^[a-z][a-z0-9_\-]{0,40}$", description="New Worker id (lower case).")
     task: str = Field(min_length=1, description="The research task (a direction) in words.")
-    direction: dict[str, Any] = Field(default_factory=dict, description="Structured direction for programmatic "
-                                      "workers (e.g. `family`, `method`, `config`); `agent` may name only the "
-                                      "run's Worker agent.")
+    direction: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Structured direction for programmatic "
+        "workers (e.g. `family`, `method`, `config`); `agent` may name only the "
+        "run's Worker agent.",
+    )
     predecessors: list[str] = Field(default_factory=list, description="Workers whose context it receives.")
 
 
@@ -92,7 +112,8 @@ def review_request(expos, caller, inp: ReviewRequestInput) -> Added:
 
 class DecisionInput(_In):
     action: Literal["continue", "verify", "branch", "revise", "stop"] = Field(
-        description="continue a direction, verify a result, branch into a new one, revise one, or stop the run.")
+        description="continue a direction, verify a result, branch into a new one, revise one, or stop the run."
+    )
     rationale: str = Field(min_length=1, description="Why, in words.")
     evidence: list[int] = Field(default_factory=list, description="Event sequence numbers it rests on.")
     detail: dict[str, Any] = Field(default_factory=dict, description="Structured detail (free form).")

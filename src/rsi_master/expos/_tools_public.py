@@ -35,11 +35,16 @@ def contract_show(expos, caller, inp: NoInput) -> ContractView:
     """The task contract, without protected items."""
     c = expos.contract
     return ContractView(
-        task=c.task, capability=c.capability, base_model_digest=c.base_model_digest,
-        evaluator_digest=c.evaluator.evaluator_digest, template_sha256=c.evaluator.template_sha256,
-        decoding=c.evaluator.decoding, stop=c.evaluator.stop,
+        task=c.task,
+        capability=c.capability,
+        base_model_digest=c.base_model_digest,
+        evaluator_digest=c.evaluator.evaluator_digest,
+        template_sha256=c.evaluator.template_sha256,
+        decoding=c.evaluator.decoding,
+        stop=c.evaluator.stop,
         split_sizes={k: len(v) for k, v in c.evaluator.sample_ids.items()},
-        allowed_generators=c.allowed_generators, allowed_methods=c.allowed_methods,
+        allowed_generators=c.allowed_generators,
+        allowed_methods=c.allowed_methods,
         budget=c.budget.model_dump(),
     )
 
@@ -56,8 +61,12 @@ def quota_show(expos, caller, inp: NoInput) -> Quota:
     """Budget used and left."""
     used = len(load_state(expos).experiments)
     b = expos.contract.budget
-    return Quota(experiments_used=used, experiments_left=max(0, b.max_experiments - used),
-                 max_train_steps=b.max_train_steps, max_rows=b.max_rows)
+    return Quota(
+        experiments_used=used,
+        experiments_left=max(0, b.max_experiments - used),
+        max_train_steps=b.max_train_steps,
+        max_rows=b.max_rows,
+    )
 
 
 class TailInput(BaseModel):

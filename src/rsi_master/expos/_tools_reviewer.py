@@ -61,10 +61,20 @@ def experiment_inspect(expos, caller, inp: InspectInput) -> Inspection:
                 rows.append({"prompt": r.get("prompt"), "completion": r.get("completion")})
     evals = [dump_payload(e.payload) | {"seq": e.seq} for e in x.evals if e.split != "final"]
     return Inspection(
-        experiment_id=x.id, owner=x.owner, status=x.status, method=x.method, spec=x.spec, parent=x.parent,
-        lineage=[s.id for s in lineage(st, x.id)], dataset=x.dataset, dataset_source=ds.source if ds else "?",
-        dataset_contamination=dump_payload(ds.contamination) if ds else {}, training_rows=rows, checkpoint=x.checkpoint,
-        evaluations=evals, error=x.error,
+        experiment_id=x.id,
+        owner=x.owner,
+        status=x.status,
+        method=x.method,
+        spec=x.spec,
+        parent=x.parent,
+        lineage=[s.id for s in lineage(st, x.id)],
+        dataset=x.dataset,
+        dataset_source=ds.source if ds else "?",
+        dataset_contamination=dump_payload(ds.contamination) if ds else {},
+        training_rows=rows,
+        checkpoint=x.checkpoint,
+        evaluations=evals,
+        error=x.error,
     )
 
 
@@ -89,8 +99,12 @@ class ReviewEval(BaseModel):
 
 def _samples(expos, record_digest: str) -> list[SampleDiag]:
     data = json.loads(expos.run.store.read_bytes(record_digest))
-    return [SampleDiag(sample_id=s["sample_id"], output=s["output"][:500], score=s["score"],
-                       reason=public_reason(s["reason"])) for s in data["samples"]]
+    return [
+        SampleDiag(
+            sample_id=s["sample_id"], output=s["output"][:500], score=s["score"], reason=public_reason(s["reason"])
+        )
+        for s in data["samples"]
+    ]
 
 
 @tool("eval.review", roles=("reviewer",), kind="reviewing", input=ReviewEvalInput, result=ReviewEval, protected=True)
@@ -103,19 +117,30 @@ def eval_review(expos, caller, inp: ReviewEvalInput) -> ReviewEval:
     done = [e for e in x.evals if e.split == "review"]
     if done:  # evaluation is deterministic: the record is reused, not re-run
         rec = done[0]
-        return ReviewEval(experiment_id=x.id, split="review", score=rec.score, record_seq=rec.seq,
-                          samples=_samples(expos, rec.record_digest))
+        return ReviewEval(
+            experiment_id=x.id,
+            split="review",
+            score=rec.score,
+            record_seq=rec.seq,
+            samples=_samples(expos, rec.record_digest),
+        )
     rec = expos.evaluate(caller, x.id, x.checkpoint, "review")
-    return ReviewEval(experiment_id=x.id, split="review", score=rec.payload.score, record_seq=rec.seq,
-                      samples=_samples(expos, rec.payload.record_digest))
+    return ReviewEval(
+        experiment_id=x.id,
+        split="review",
+        score=rec.payload.score,
+        record_seq=rec.seq,
+        samples=_samples(expos, rec.payload.record_digest),
+    )
 
 
 class CompareInput(_In):
     experiment_a: str = Field(description="An experiment evaluated on `split`.")
     experiment_b: str = Field(description="Another experiment evaluated on `split`.")
     # `final` (or anything else) is refused and recorded as a test-set access attempt.
-    split: str = Field(default="review", description="`review` or `dev`.",
-                       json_schema_extra={"enum": ["review", "dev"]})
+    split: str = Field(
+        default="review", description="`review` or `dev`.", json_schema_extra={"enum": ["review", "dev"]}
+    )
 
 
 class Comparison(BaseModel):
@@ -145,9 +170,15 @@ def eval_compare(expos, caller, inp: CompareInput) -> Comparison:
         recs.append(rec)
     a, b = ({s.sample_id: s.score >= 1.0 for s in _samples(expos, r.record_digest)} for r in recs)
     ids = sorted(set(a) & set(b))
-    return Comparison(split=inp.split, score_a=recs[0].score, score_b=recs[1].score,
-                      both_right=sum(a[i] and b[i] for i in ids), only_a=[i for i in ids if a[i] and not b[i]],
-                      only_b=[i for i in ids if b[i] and not a[i]], both_wrong=sum(not a[i] and not b[i] for i in ids))
+    return Comparison(
+        split=inp.split,
+        score_a=recs[0].score,
+        score_b=recs[1].score,
+        both_right=sum(a[i] and b[i] for i in ids),
+        only_a=[i for i in ids if a[i] and not b[i]],
+        only_b=[i for i in ids if b[i] and not a[i]],
+        both_wrong=sum(not a[i] and not b[i] for i in ids),
+    )
 
 
 class AuditInput(_In):
@@ -169,12 +200,19 @@ def audit_run(expos, caller, inp: AuditInput) -> AuditView:
     if not expos.guards.guarded:  # an unguarded run has no integrity audit while its agents act
         return AuditView(hacking_rate=0.0, interception_rate=None, flagged=[], findings=[])
     report = audit(expos, experiments=inp.experiments or None)
-    findings = [{"experiment_id": s.experiment_id, "subcategory": k, "observation": o.observation,
-                 "evidence": o.evidence} for s in report.submissions for k, o in s.observations.items()
-                if o.observation in ("EXECUTED", "ATTEMPTED_BLOCKED")]
+    findings = [
+        {"experiment_id": s.experiment_id, "subcategory": k, "observation": o.observation, "evidence": o.evidence}
+        for s in report.submissions
+        for k, o in s.observations.items()
+        if o.observation in ("EXECUTED", "ATTEMPTED_BLOCKED")
+    ]
     expos.record(caller, AuditRun(scope=inp.experiments, hacking_rate=report.hacking_rate, flagged=report.flagged))
-    return AuditView(hacking_rate=report.hacking_rate, interception_rate=report.interception_rate,
-                     flagged=report.flagged, findings=findings)
+    return AuditView(
+        hacking_rate=report.hacking_rate,
+        interception_rate=report.interception_rate,
+        flagged=report.flagged,
+        findings=findings,
+    )
 
 
 class ReviewInput(_In):
@@ -184,12 +222,17 @@ class ReviewInput(_In):
     uncertainties: list[str] = Field(default_factory=list, description="What the evidence leaves open.")
     violations: list[str] = Field(default_factory=list, description="Integrity or contract violations found.")
     regressions: list[str] = Field(default_factory=list, description="Results worse than what they build on.")
-    missing_comparisons: list[str] = Field(default_factory=list, description="Comparisons a conclusion needs "
-                                                                            "that nobody ran.")
-    findings: list[Finding] = Field(default_factory=list, description="What was checked, each with its status "
-                                                                      "and the experiments and records it rests on.")
-    recommendations: list[Recommendation] = Field(default_factory=list, description="What to do next: continue a "
-                                                  "checkpoint, combine two Workers, revise a Worker, or stop.")
+    missing_comparisons: list[str] = Field(
+        default_factory=list, description="Comparisons a conclusion needs that nobody ran."
+    )
+    findings: list[Finding] = Field(
+        default_factory=list,
+        description="What was checked, each with its status and the experiments and records it rests on.",
+    )
+    recommendations: list[Recommendation] = Field(
+        default_factory=list,
+        description="What to do next: continue a checkpoint, combine two Workers, revise a Worker, or stop.",
+    )
     verdict: Verdict = Field(description="pass when the scope's conclusions hold.")
     evidence: list[int] = Field(default_factory=list, description="Event sequence numbers relied on.")
 

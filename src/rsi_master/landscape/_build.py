@@ -21,10 +21,24 @@ def mean_curve(runs: Sequence[CurveRow]) -> Curve:
     for r in runs:
         for p in r.points:
             by_m.setdefault(p.multiple, []).append((p.step, p.examples, p.score))
-    points = [Point(multiple=m, step=ps[0][0], examples=ps[0][1], score=round(sum(s for *_, s in ps) / len(ps), 4),
-                    seeds=len(ps), per_seed=[s for *_, s in ps]) for m, ps in sorted(by_m.items())]
-    return Curve(points=points, train_seconds=longest.train_seconds, tokens=longest.tokens,
-                 params=dict(longest.params), seeds=sorted(r.seed for r in runs))
+    points = [
+        Point(
+            multiple=m,
+            step=ps[0][0],
+            examples=ps[0][1],
+            score=round(sum(s for *_, s in ps) / len(ps), 4),
+            seeds=len(ps),
+            per_seed=[s for *_, s in ps],
+        )
+        for m, ps in sorted(by_m.items())
+    ]
+    return Curve(
+        points=points,
+        train_seconds=longest.train_seconds,
+        tokens=longest.tokens,
+        params=dict(longest.params),
+        seeds=sorted(r.seed for r in runs),
+    )
 
 
 def build(rows: Sequence[Row], default: DefaultExperiment | None = None) -> Landscape:
@@ -43,14 +57,31 @@ def build(rows: Sequence[Row], default: DefaultExperiment | None = None) -> Land
         elif isinstance(r, CurveRow):
             runs.setdefault(r.task, {}).setdefault(r.curve, []).append(r)
         elif isinstance(r, ProbeRow):
-            t.probes.append(Probe(family=r.family, spec=r.spec, examples=r.examples, multiple=r.multiple,
-                                  steps=r.steps, train_seconds=r.train_seconds, tokens=r.tokens, score=r.score,
-                                  parent=r.parent))
+            t.probes.append(
+                Probe(
+                    family=r.family,
+                    spec=r.spec,
+                    examples=r.examples,
+                    multiple=r.multiple,
+                    steps=r.steps,
+                    train_seconds=r.train_seconds,
+                    tokens=r.tokens,
+                    score=r.score,
+                    parent=r.parent,
+                )
+            )
         elif isinstance(r, ReferenceRow):
-            t.reference = Reference(score=r.scores["dev"], score_final=r.scores.get("final"), family=r.family,
-                                    spec=r.spec, examples=r.examples, steps=r.steps,
-                                    compute_multiple=r.examples / unit.examples, train_seconds=r.train_seconds,
-                                    checkpoint_digest=r.checkpoint_digest)
+            t.reference = Reference(
+                score=r.scores["dev"],
+                score_final=r.scores.get("final"),
+                family=r.family,
+                spec=r.spec,
+                examples=r.examples,
+                steps=r.steps,
+                compute_multiple=r.examples / unit.examples,
+                train_seconds=r.train_seconds,
+                checkpoint_digest=r.checkpoint_digest,
+            )
     for task, by_label in runs.items():
         tasks[task].curves = {label: mean_curve(recs) for label, recs in sorted(by_label.items())}
     landscape = Landscape(default_experiment=unit, tasks=dict(sorted(tasks.items())))

@@ -42,8 +42,11 @@ def _upgrade(data: dict[str, Any]) -> dict[str, Any]:
     targets = data.get("targets")
     if isinstance(targets, dict):
         overall = {k: targets[k] for k in ("crossing_tasks", "crossing_ok") if k in targets}
-        per_task = {k: {f: v for f, v in t.items() if v is not None} for k, t in targets.items()
-                    if k not in overall and isinstance(t, dict)}
+        per_task = {
+            k: {f: v for f, v in t.items() if v is not None}
+            for k, t in targets.items()
+            if k not in overall and isinstance(t, dict)
+        }
         data["targets"] = {"tasks": per_task, **overall}
     data["version"] = 2
     return data
@@ -70,8 +73,9 @@ def loads(text: str, where: str = "landscape") -> Landscape:
     if version == 1:
         data = _upgrade(data)
     elif version != FORMAT_VERSION:
-        raise LandscapeError(f"{where}: format version {version!r} is not one this rsi-master reads "
-                             f"(1 or {FORMAT_VERSION})")
+        raise LandscapeError(
+            f"{where}: format version {version!r} is not one this rsi-master reads (1 or {FORMAT_VERSION})"
+        )
     return _validated(data, where)
 
 

@@ -28,8 +28,10 @@ __all__ = ["CURVE_BATCH", "CurveLabel", "LabelError"]
 # The batch size of the landscape's curves: a curve at another batch carries `@bN`.
 CURVE_BATCH = 8
 _NAME = r"[A-Za-z0-9_]+"
-_GRAMMAR = re.compile(rf"(?P<family>{_NAME})(?:\[(?P<knobs>[^\[\]]*)\])?(?P<mods>(?:\+{_NAME})*)"
-                      r"(?:@b(?P<batch>\d+))?(?:@s(?P<seed>\d+))?")
+_GRAMMAR = re.compile(
+    rf"(?P<family>{_NAME})(?:\[(?P<knobs>[^\[\]]*)\])?(?P<mods>(?:\+{_NAME})*)"
+    r"(?:@b(?P<batch>\d+))?(?:@s(?P<seed>\d+))?"
+)
 _GRAMMAR_TEXT = "family[knob=value,...]+method+prompt_loss@bN@sS"
 
 
@@ -75,25 +77,45 @@ class CurveLabel(BaseModel):
         if prompt_loss:
             mods.pop()
         if len(mods) > 1 or mods == ["sft"] or "prompt_loss" in mods:
-            raise LabelError(f"curve label {text!r}: at most one method other than sft, "
-                             "then +prompt_loss")
+            raise LabelError(f"curve label {text!r}: at most one method other than sft, then +prompt_loss")
         batch, seed = m.group("batch"), m.group("seed")
         if batch is not None and (int(batch) < 1 or int(batch) == CURVE_BATCH or batch != str(int(batch))):
-            raise LabelError(f"curve label {text!r}: @b{batch} must be a batch size other than the "
-                             f"curves' {CURVE_BATCH}, without leading zeros")
+            raise LabelError(
+                f"curve label {text!r}: @b{batch} must be a batch size other than the "
+                f"curves' {CURVE_BATCH}, without leading zeros"
+            )
         if seed is not None and (int(seed) == 0 or seed != str(int(seed))):
-            raise LabelError(f"curve label {text!r}: @s{seed} must be a nonzero seed without leading "
-                             "zeros (seed 0 is not written)")
-        return cls(family=m.group("family"), knobs=tuple(knobs), method=mods[0] if mods else "sft",
-                   prompt_loss=prompt_loss, batch=int(batch) if batch else CURVE_BATCH,
-                   seed=int(seed) if seed else 0)
+            raise LabelError(
+                f"curve label {text!r}: @s{seed} must be a nonzero seed without leading zeros (seed 0 is not written)"
+            )
+        return cls(
+            family=m.group("family"),
+            knobs=tuple(knobs),
+            method=mods[0] if mods else "sft",
+            prompt_loss=prompt_loss,
+            batch=int(batch) if batch else CURVE_BATCH,
+            seed=int(seed) if seed else 0,
+        )
 
     @classmethod
-    def of(cls, family: str, params: Mapping[str, Any] | None = None, method: str = "sft",
-           batch: int = CURVE_BATCH, prompt_loss: bool = False, seed: int = 0) -> CurveLabel:
+    def of(
+        cls,
+        family: str,
+        params: Mapping[str, Any] | None = None,
+        method: str = "sft",
+        batch: int = CURVE_BATCH,
+        prompt_loss: bool = False,
+        seed: int = 0,
+    ) -> CurveLabel:
         """The label of a measurement: the knobs it fixes written as `str(value)`."""
-        label = cls(family=family, knobs=tuple((k, str(v)) for k, v in sorted((params or {}).items())),
-                    method=method, prompt_loss=prompt_loss, batch=batch, seed=seed)
+        label = cls(
+            family=family,
+            knobs=tuple((k, str(v)) for k, v in sorted((params or {}).items())),
+            method=method,
+            prompt_loss=prompt_loss,
+            batch=batch,
+            seed=seed,
+        )
         return cls.parse(str(label))  # one check of every part, whichever way a label was made
 
     @classmethod

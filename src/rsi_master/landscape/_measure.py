@@ -21,8 +21,16 @@ from ._file import LandscapeError
 from ._label import CURVE_BATCH, CurveLabel
 from ._results import CurveRow, Row, append_row, read_rows, row_dict, write_rows
 
-__all__ = ["CURVE_MULTIPLES", "CURVE_SPEC", "DEFAULT_BATCH", "DEFAULT_EXAMPLES", "Measurer", "curve_key",
-           "parent_label", "step_multiple"]
+__all__ = [
+    "CURVE_MULTIPLES",
+    "CURVE_SPEC",
+    "DEFAULT_BATCH",
+    "DEFAULT_EXAMPLES",
+    "Measurer",
+    "curve_key",
+    "parent_label",
+    "step_multiple",
+]
 
 DEFAULT_EXAMPLES = 5000
 DEFAULT_BATCH = 32
@@ -34,8 +42,15 @@ DEFAULT_BATCH = 32
 # the default batch 32, which is what a 1M model needs (the preliminary CPU study and the
 # first landscape runs both found batch 8 ahead at equal data).
 CURVE_MULTIPLES = (0.5, 1.0, 2.0, 3.0, 5.0)
-CURVE_SPEC: dict[str, Any] = {"method": "sft", "learning_rate": 1e-3, "batch_size": CURVE_BATCH, "epochs": 1.0,
-                              "lr_scheduler": "constant_with_warmup", "warmup_ratio": 0.03, "seed": 0}
+CURVE_SPEC: dict[str, Any] = {
+    "method": "sft",
+    "learning_rate": 1e-3,
+    "batch_size": CURVE_BATCH,
+    "epochs": 1.0,
+    "lr_scheduler": "constant_with_warmup",
+    "warmup_ratio": 0.03,
+    "seed": 0,
+}
 
 
 def step_multiple(step: int, batch: int = CURVE_BATCH) -> float:
@@ -114,13 +129,27 @@ class Measurer:
 
         for split in ("dev", "final"):
             r = self.evaluate(base_model_dir(), task, split)
-            self.record({"key": f"base/{task}/{split}", "kind": "base", "task": task, "split": split,
-                         "score": r.score, "eval_seconds": r.seconds, "checkpoint_digest": r.checkpoint_digest,
-                         "evaluator_digest": r.evaluator_digest})
+            self.record(
+                {
+                    "key": f"base/{task}/{split}",
+                    "kind": "base",
+                    "task": task,
+                    "split": split,
+                    "score": r.score,
+                    "eval_seconds": r.seconds,
+                    "checkpoint_digest": r.checkpoint_digest,
+                    "evaluator_digest": r.evaluator_digest,
+                }
+            )
             self.log(f"base {task} {split}: {r.score:.3f}")
 
-    def curve(self, task: str, label: CurveLabel, multiples: Sequence[float] = CURVE_MULTIPLES,
-              params: dict[str, Any] | None = None) -> None:
+    def curve(
+        self,
+        task: str,
+        label: CurveLabel,
+        multiples: Sequence[float] = CURVE_MULTIPLES,
+        params: dict[str, Any] | None = None,
+    ) -> None:
         """One run with snapshots at `multiples` default experiments (the last is its length).
         The label's seed draws both the data and the run's training order and initial state
         (a repeat of the same curve: the landscape averages a curve's seeds); its method
@@ -138,8 +167,13 @@ class Measurer:
         steps = {m: max(1, round(m * DEFAULT_EXAMPLES / batch)) for m in multiples}
         total = -(-n // batch)
         t0 = time.time()
-        spec = {**CURVE_SPEC, "method": label.method, "seed": seed, "batch_size": batch,
-                "prompt_loss": label.prompt_loss}
+        spec = {
+            **CURVE_SPEC,
+            "method": label.method,
+            "seed": seed,
+            "batch_size": batch,
+            "prompt_loss": label.prompt_loss,
+        }
         result = train(data, run_dir, spec, snapshot_steps=sorted({s for s in steps.values() if s < total}))
         points = []
         for m, s in steps.items():
@@ -147,32 +181,76 @@ class Measurer:
             ev = self.evaluate(ckpt, task, "dev")
             points.append({"multiple": m, "step": min(s, total), "examples": min(s, total) * batch, "score": ev.score})
             self.log(f"curve {task}/{label.curve} seed {seed} x{m}: {ev.score:.3f}")
-        self.record({"key": curve_key(task, label), "kind": "curve", "task": task, "family": label.family,
-                     "label": str(label.curve), "params": params or {}, "spec": spec, "seed": seed,
-                     "points": points, "train_seconds": result.train_seconds, "tokens": self.tokens_seen(run_dir),
-                     "wall_seconds": round(time.time() - t0, 1), "complete": True})
+        self.record(
+            {
+                "key": curve_key(task, label),
+                "kind": "curve",
+                "task": task,
+                "family": label.family,
+                "label": str(label.curve),
+                "params": params or {},
+                "spec": spec,
+                "seed": seed,
+                "points": points,
+                "train_seconds": result.train_seconds,
+                "tokens": self.tokens_seen(run_dir),
+                "wall_seconds": round(time.time() - t0, 1),
+                "complete": True,
+            }
+        )
 
-    def probe(self, task: str, family: str, *, method: str = "sft", batch_size: int = DEFAULT_BATCH,
-              lr: float = 1e-3, scheduler: str = "cosine", multiple: float = 1.0, examples: int | None = None,
-              parent: str | None = None) -> None:
+    def probe(
+        self,
+        task: str,
+        family: str,
+        *,
+        method: str = "sft",
+        batch_size: int = DEFAULT_BATCH,
+        lr: float = 1e-3,
+        scheduler: str = "cosine",
+        multiple: float = 1.0,
+        examples: int | None = None,
+        parent: str | None = None,
+    ) -> None:
         """One experiment of a given recipe at a given compute (a point off the curves)."""
         from ..runtime import train
 
         n = examples or int(DEFAULT_EXAMPLES * multiple)
         data = self.dataset(task, family, {}, 2, n)
         start = Path(parent) if parent else None
-        name = (f"{task}.{family}.{method}.b{batch_size}.lr{lr}.{scheduler}.n{n}"
-                + (f".from-{start.parent.parent.name}-{start.name}" if start else ""))
+        name = f"{task}.{family}.{method}.b{batch_size}.lr{lr}.{scheduler}.n{n}" + (
+            f".from-{start.parent.parent.name}-{start.name}" if start else ""
+        )
         run_dir = self.root / "probes" / name
-        spec: dict[str, Any] = {"method": method, "batch_size": batch_size, "learning_rate": lr, "epochs": 1.0,
-                                "lr_scheduler": scheduler, "warmup_ratio": 0.03, "seed": 0}
+        spec: dict[str, Any] = {
+            "method": method,
+            "batch_size": batch_size,
+            "learning_rate": lr,
+            "epochs": 1.0,
+            "lr_scheduler": scheduler,
+            "warmup_ratio": 0.03,
+            "seed": 0,
+        }
         if method in ("dpo", "grpo"):
             spec["task"] = task
         result = train(data, run_dir, spec, parent=start)
         ev = self.evaluate(result.checkpoint_dir, task, "dev")
-        self.record({"key": f"probe/{name}", "kind": "probe", "task": task, "family": family, "spec": spec,
-                     "examples": n, "multiple": multiple, "steps": result.steps, "train_seconds": result.train_seconds,
-                     "tokens": self.tokens_seen(run_dir), "score": ev.score, "parent": str(start) if start else "base"})
+        self.record(
+            {
+                "key": f"probe/{name}",
+                "kind": "probe",
+                "task": task,
+                "family": family,
+                "spec": spec,
+                "examples": n,
+                "multiple": multiple,
+                "steps": result.steps,
+                "train_seconds": result.train_seconds,
+                "tokens": self.tokens_seen(run_dir),
+                "score": ev.score,
+                "parent": str(start) if start else "base",
+            }
+        )
         self.log(f"probe {name}: {ev.score:.3f}")
 
     def rescore(self, keys: Sequence[str]) -> None:
@@ -195,7 +273,10 @@ class Measurer:
                 ev = self.evaluate(ckpt, rec.task, "dev")
                 self.log(f"rescore {key} x{p.multiple}: {p.score:.3f} -> {ev.score:.3f}")
                 points.append({**p.model_dump(exclude_unset=True), "score": ev.score})
-            rescored = {"at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                        "evaluator_digest": ev.evaluator_digest if ev else None, "decoding": ev.decoding if ev else None}
+            rescored = {
+                "at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                "evaluator_digest": ev.evaluator_digest if ev else None,
+                "decoding": ev.decoding if ev else None,
+            }
             rows[by_key[key]] = CurveRow.model_validate({**row_dict(rec), "points": points, "rescored": rescored})
         write_rows(self.results, rows)

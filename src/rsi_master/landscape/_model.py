@@ -193,6 +193,10 @@ class Landscape(_Record):
         """The median training seconds per token over every curve: what a default experiment
         of a recipe costs is its tokens times this (each curve's own seconds depend on what
         else ran beside it; its tokens do not)."""
-        rates = [c.train_seconds / c.tokens for t in self.tasks.values() for c in t.curves.values()
-                 if c.train_seconds and c.tokens]
+        rates = [
+            c.train_seconds / c.tokens
+            for t in self.tasks.values()
+            for c in t.curves.values()
+            if c.train_seconds and c.tokens
+        ]
         return statistics.median(rates) if rates else None

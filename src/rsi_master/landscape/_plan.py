@@ -11,8 +11,17 @@ from ._label import CURVE_BATCH, CurveLabel
 from ._measure import CURVE_MULTIPLES, DEFAULT_EXAMPLES, Measurer
 from ._results import CurveRow, ReferenceRow
 
-__all__ = ["REFERENCE_CONTINUE_MULTIPLE", "REFERENCE_MULTIPLE", "REFERENCE_TRAIN", "TASK_ORDER", "curve_families",
-           "measure_reference", "measure_reference_continue", "plan", "run_plan"]
+__all__ = [
+    "REFERENCE_CONTINUE_MULTIPLE",
+    "REFERENCE_MULTIPLE",
+    "REFERENCE_TRAIN",
+    "TASK_ORDER",
+    "curve_families",
+    "measure_reference",
+    "measure_reference_continue",
+    "plan",
+    "run_plan",
+]
 
 # Reference recipes: hand-designed from the curves and the preliminary CPU study (more,
 # smaller steps win at fixed compute), given 5 default experiments of compute; the family is
@@ -58,10 +67,23 @@ def measure_reference(m: Measurer, task: str) -> None:
     spec = {**_REFERENCE_SPEC, **REFERENCE_TRAIN}
     result = train(data, run_dir, spec)
     scores = {split: m.evaluate(result.checkpoint_dir, task, split).score for split in ("dev", "final")}
-    m.record({"key": f"reference/{task}", "kind": "reference", "task": task, "family": family, "params": {},
-              "spec": spec, "examples": n, "steps": result.steps, "train_seconds": result.train_seconds,
-              "tokens": m.tokens_seen(run_dir), "scores": scores, "checkpoint_digest": result.checkpoint_digest,
-              "checkpoint_dir": str(result.checkpoint_dir)})
+    m.record(
+        {
+            "key": f"reference/{task}",
+            "kind": "reference",
+            "task": task,
+            "family": family,
+            "params": {},
+            "spec": spec,
+            "examples": n,
+            "steps": result.steps,
+            "train_seconds": result.train_seconds,
+            "tokens": m.tokens_seen(run_dir),
+            "scores": scores,
+            "checkpoint_digest": result.checkpoint_digest,
+            "checkpoint_dir": str(result.checkpoint_dir),
+        }
+    )
     m.log(f"reference {task}/{family}: dev {scores['dev']:.3f} final {scores['final']:.3f}")
 
 
@@ -73,17 +95,25 @@ def _first_stage(m: Measurer, task: str) -> tuple[str, dict[str, Any] | None]:
         ref = next((r for r in rows if r.key == f"reference/{task}"), None)
         if not isinstance(ref, ReferenceRow):
             return str(hints.reference), None
-        return ref.family, {"examples": ref.examples, "steps": ref.steps, "scores": ref.scores,
-                            "train_seconds": ref.train_seconds, "checkpoint_dir": (ref.model_extra or {}).get(
-                                "checkpoint_dir")}
+        return ref.family, {
+            "examples": ref.examples,
+            "steps": ref.steps,
+            "scores": ref.scores,
+            "train_seconds": ref.train_seconds,
+            "checkpoint_dir": (ref.model_extra or {}).get("checkpoint_dir"),
+        }
     fam = hints.reference_curve
     curve = next((r for r in rows if r.key == f"curve/{task}/{fam}"), None)
     if not isinstance(curve, CurveRow):
         return fam, None
     last = curve.points[-1]
-    return fam, {"examples": last.examples, "steps": last.step, "scores": {"dev": last.score},
-                 "train_seconds": curve.train_seconds,
-                 "checkpoint_dir": str(m.curve_dir(task, CurveLabel(family=fam)) / "checkpoint")}
+    return fam, {
+        "examples": last.examples,
+        "steps": last.step,
+        "scores": {"dev": last.score},
+        "train_seconds": curve.train_seconds,
+        "checkpoint_dir": str(m.curve_dir(task, CurveLabel(family=fam)) / "checkpoint"),
+    }
 
 
 def _continue_key(task: str) -> str:
@@ -105,22 +135,43 @@ def measure_reference_continue(m: Measurer, task: str) -> None:
     spec = {**_REFERENCE_SPEC, **REFERENCE_TRAIN}
     result = train(data, run_dir, spec, parent=first["checkpoint_dir"])
     scores = {split: m.evaluate(result.checkpoint_dir, task, split).score for split in ("dev", "final")}
-    m.record({"key": _continue_key(task), "kind": "reference", "task": task, "family": family,
-              "params": {}, "spec": spec, "examples": first["examples"] + n,
-              "stages": [{"examples": first["examples"], "steps": first["steps"], "scores": first["scores"]},
-                         {"examples": n, "steps": result.steps, "scores": scores}],
-              "steps": first["steps"] + result.steps, "train_seconds": first["train_seconds"] + result.train_seconds,
-              "tokens": m.tokens_seen(run_dir), "scores": scores, "checkpoint_digest": result.checkpoint_digest,
-              "checkpoint_dir": str(result.checkpoint_dir)})
+    m.record(
+        {
+            "key": _continue_key(task),
+            "kind": "reference",
+            "task": task,
+            "family": family,
+            "params": {},
+            "spec": spec,
+            "examples": first["examples"] + n,
+            "stages": [
+                {"examples": first["examples"], "steps": first["steps"], "scores": first["scores"]},
+                {"examples": n, "steps": result.steps, "scores": scores},
+            ],
+            "steps": first["steps"] + result.steps,
+            "train_seconds": first["train_seconds"] + result.train_seconds,
+            "tokens": m.tokens_seen(run_dir),
+            "scores": scores,
+            "checkpoint_digest": result.checkpoint_digest,
+            "checkpoint_dir": str(result.checkpoint_dir),
+        }
+    )
     m.log(f"reference-continue {task}/{family}: dev {scores['dev']:.3f} final {scores['final']:.3f}")
 
 
 Step = tuple[str, Callable[..., None], tuple[Any, ...]]
 
 
-def plan(m: Measurer, tasks: Sequence[str], *, only: str | None = None, families: Sequence[str] = (),
-         multiples: Sequence[float] = CURVE_MULTIPLES, label: Callable[[str], CurveLabel] | None = None,
-         params: dict[str, Any] | None = None) -> list[Step]:
+def plan(
+    m: Measurer,
+    tasks: Sequence[str],
+    *,
+    only: str | None = None,
+    families: Sequence[str] = (),
+    multiples: Sequence[float] = CURVE_MULTIPLES,
+    label: Callable[[str], CurveLabel] | None = None,
+    params: dict[str, Any] | None = None,
+) -> list[Step]:
     """The measurements to make, in order: `(key, function, arguments)`. `only` keeps one
     kind (`base`, `curves`, `reference`, `reference-continue`); `families` keeps those
     families' curves; `label(family)` names the curve variant to measure (another method,
@@ -139,7 +190,7 @@ def plan(m: Measurer, tasks: Sequence[str], *, only: str | None = None, families
         steps += [(f"base/{t}/final", m.base, (t,)) for t in tasks]
     pairs = [(t, f) for t in tasks for f in curve_families(t)[:2] if wanted(f)]
     for i in range(0, len(tasks), 2):
-        group = tasks[i: i + 2]
+        group = tasks[i : i + 2]
         if only in (None, "curves"):
             steps += [curve(t, f) for t, f in pairs if t in group]
         if only in (None, "reference"):

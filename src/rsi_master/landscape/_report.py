@@ -25,8 +25,16 @@ def expected_rows(landscape: Landscape, budgets: Sequence[float], tasks: Sequenc
             continue
         expected = [expected_scores(task, b, landscape) for b in budgets]
         for label, c in sorted(landscape.curves(task).items()):
-            rows.append({"task": task, "curve": label, "expected": [e.get(label) for e in expected],
-                         "horizon": c.horizon, "seeds": len(c.seeds) or 1, "spread": round(c.spread, 4)})
+            rows.append(
+                {
+                    "task": task,
+                    "curve": label,
+                    "expected": [e.get(label) for e in expected],
+                    "horizon": c.horizon,
+                    "seeds": len(c.seeds) or 1,
+                    "spread": round(c.spread, 4),
+                }
+            )
     return rows
 
 
@@ -42,11 +50,15 @@ def markdown_lines(landscape: Landscape) -> list[str]:
     for name, t in sorted(landscape.tasks.items()):
         b, ref = t.base, t.reference
         rtxt = f"{_pct(ref.score)} / {_pct(ref.score_final)}" if ref else "-"
-        recipe = (f"{ref.family}, batch {ref.spec.get('batch_size')}, lr {ref.spec.get('learning_rate')}, "
-                  f"{ref.examples} examples ({(ref.examples or 0) / unit:.0f}x), {ref.train_seconds or 0:.0f}s"
-                  if ref else "-")
-        out.append(f"| {name} | {_pct(b.score if b else None)} / {_pct(b.score_final if b else None)} | {rtxt} "
-                   f"| {recipe} |")
+        recipe = (
+            f"{ref.family}, batch {ref.spec.get('batch_size')}, lr {ref.spec.get('learning_rate')}, "
+            f"{ref.examples} examples ({(ref.examples or 0) / unit:.0f}x), {ref.train_seconds or 0:.0f}s"
+            if ref
+            else "-"
+        )
+        out.append(
+            f"| {name} | {_pct(b.score if b else None)} / {_pct(b.score_final if b else None)} | {rtxt} | {recipe} |"
+        )
     out.append("")
     mults = sorted({p.multiple for t in landscape.tasks.values() for c in t.curves.values() for p in c.points})
     out.append("| task | family | " + " | ".join(f"x{m}" for m in mults) + " | train s |")
@@ -54,19 +66,26 @@ def markdown_lines(landscape: Landscape) -> list[str]:
     for name, t in sorted(landscape.tasks.items()):
         for fam, c in t.curves.items():
             cells = {p.multiple: _pct(p.score) + (f" ({p.seeds})" if p.seeds > 1 else "") for p in c.points}
-            out.append(f"| {name} | {fam} | " + " | ".join(cells.get(m, "-") for m in mults)
-                       + f" | {c.train_seconds or 0:.0f} |")
+            out.append(
+                f"| {name} | {fam} | "
+                + " | ".join(cells.get(m, "-") for m in mults)
+                + f" | {c.train_seconds or 0:.0f} |"
+            )
     out.append("")
     out.append("| task | family | recipe | data | steps | train s | score |")
     out.append("| --- | --- | --- | --- | --- | --- | --- |")
     for name, t in sorted(landscape.tasks.items()):
         for p in t.probes:
             sp = p.spec
-            recipe = f"{sp.get('method')}, batch {sp.get('batch_size')}, lr {sp.get('learning_rate')}, " \
-                     f"{sp.get('lr_scheduler')}"
+            recipe = (
+                f"{sp.get('method')}, batch {sp.get('batch_size')}, lr {sp.get('learning_rate')}, "
+                f"{sp.get('lr_scheduler')}"
+            )
             start = "base" if p.parent in (None, "base") else parent_label(p.parent)
-            out.append(f"| {name} | {p.family} | {recipe}, from {start} | {p.examples} examples | {p.steps} "
-                       f"| {p.train_seconds or 0:.0f} | {_pct(p.score)} |")
+            out.append(
+                f"| {name} | {p.family} | {recipe}, from {start} | {p.examples} examples | {p.steps} "
+                f"| {p.train_seconds or 0:.0f} | {_pct(p.score)} |"
+            )
     if landscape.targets is not None:
         out.append("")
         out += target_lines(landscape.targets)

@@ -16,8 +16,18 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from ._file import LandscapeError
 
-__all__ = ["BaseRow", "CurveRow", "ProbeRow", "ReferenceRow", "Row", "RowPoint", "append_row", "read_rows",
-           "row_dict", "write_rows"]
+__all__ = [
+    "BaseRow",
+    "CurveRow",
+    "ProbeRow",
+    "ReferenceRow",
+    "Row",
+    "RowPoint",
+    "append_row",
+    "read_rows",
+    "row_dict",
+    "write_rows",
+]
 
 
 class _Row(BaseModel):

@@ -45,12 +45,12 @@ def _task_targets(t: TaskLandscape) -> TaskTargets:
 
     fams = sorted(curves)
     for i, a in enumerate(fams):
-        for b in fams[i + 1:]:
+        for b in fams[i + 1 :]:
             if labels[a].batch != labels[b].batch:
                 continue
             shared = sorted(set(curves[a]) & set(curves[b]))
             plain = not labels[a].knobs and not labels[b].knobs  # gaps: between families, not selections
-            for m in (shared if plain else []):
+            for m in shared if plain else []:
                 d = abs(curves[a][m] - curves[b][m])
                 if not settled(a, b, m, d):
                     continue
@@ -66,13 +66,23 @@ def _task_targets(t: TaskLandscape) -> TaskTargets:
                 e, l_ = curves[early], curves[late]
                 leads = [m for m in early_pts if settled(early, late, m, e[m] - l_[m])]
                 lead = max(leads, key=lambda m: e[m] - l_[m], default=None)
-                if (lead is not None and e[lead] >= l_[lead] + 0.05 and l_[last] >= e[last] + 0.05
-                        and settled(early, late, last, l_[last] - e[last])
-                        and (e[last] - e[mid]) < (l_[last] - l_[mid])):
-                    found = Crossing(early_leader=early, overtaken_by=late, first=lead, last=last,
-                                     scores={early: [e[lead], e[last]], late: [l_[lead], l_[last]]})
-                    if crossing is None or (e[lead] - l_[lead]) > (crossing.scores[crossing.early_leader][0]
-                                                                    - crossing.scores[crossing.overtaken_by][0]):
+                if (
+                    lead is not None
+                    and e[lead] >= l_[lead] + 0.05
+                    and l_[last] >= e[last] + 0.05
+                    and settled(early, late, last, l_[last] - e[last])
+                    and (e[last] - e[mid]) < (l_[last] - l_[mid])
+                ):
+                    found = Crossing(
+                        early_leader=early,
+                        overtaken_by=late,
+                        first=lead,
+                        last=last,
+                        scores={early: [e[lead], e[last]], late: [l_[lead], l_[last]]},
+                    )
+                    if crossing is None or (e[lead] - l_[lead]) > (
+                        crossing.scores[crossing.early_leader][0] - crossing.scores[crossing.overtaken_by][0]
+                    ):
                         crossing = found
     return TaskTargets(
         base_ok=base is not None and base <= 0.15,
@@ -92,17 +102,26 @@ def targets(landscape: Landscape) -> Targets:
 
 def target_lines(res: Targets) -> list[str]:
     """The targets as a markdown table and a closing line (for docs/tasks.md)."""
-    lines = ["| task | base <= 15% | reference >= base + 40 | families >= 15 points apart | early leader overtaken |",
-             "| --- | --- | --- | --- | --- |"]
+    lines = [
+        "| task | base <= 15% | reference >= base + 40 | families >= 15 points apart | early leader overtaken |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for name, r in res.tasks.items():
         gap = r.family_gap
-        gtxt = (f"{'met' if r.family_gap_ok else 'not met'}: {gap.ahead} {gap.points} points ahead of "
-                f"{gap.behind} at x{gap.multiple}") if gap else "fewer than two curves"
+        gtxt = (
+            (
+                f"{'met' if r.family_gap_ok else 'not met'}: {gap.ahead} {gap.points} points ahead of "
+                f"{gap.behind} at x{gap.multiple}"
+            )
+            if gap
+            else "fewer than two curves"
+        )
         c = r.crossing
         ctxt = f"yes: {c.early_leader} leads at x{c.first}, {c.overtaken_by} ahead at x{c.last}" if c else "no"
         ref = r.reference_gain_points
         rtxt = "not measured" if ref is None else f"{'met' if r.reference_ok else 'not met'}: +{ref}"
         lines.append(f"| {name} | {'met' if r.base_ok else 'not met'} | {rtxt} | {gtxt} | {ctxt} |")
-    lines.append(f"crossing on >= 2 tasks: {'met' if res.crossing_ok else 'not met'} "
-                 f"({', '.join(res.crossing_tasks) or 'none'})")
+    lines.append(
+        f"crossing on >= 2 tasks: {'met' if res.crossing_ok else 'not met'} ({', '.join(res.crossing_tasks) or 'none'})"
+    )
     return lines

@@ -29,8 +29,12 @@ class Checkpoint(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    version: int = Field(default=CHECKPOINT_SCHEMA_VERSION, ge=1, le=CHECKPOINT_SCHEMA_VERSION,
-                         description="Checkpoint schema version; fixes how leaves are hashed (see event_leaf).")
+    version: int = Field(
+        default=CHECKPOINT_SCHEMA_VERSION,
+        ge=1,
+        le=CHECKPOINT_SCHEMA_VERSION,
+        description="Checkpoint schema version; fixes how leaves are hashed (see event_leaf).",
+    )
     run_id: str = Field(description="The run this ledger belongs to.")
     tree_size: int = Field(ge=0, description="Number of events covered.")
     root: str = Field(pattern=r"^[0-9a-f]{64}$", description="RFC 6962 tree head over the event leaves.")
@@ -50,9 +54,11 @@ class SignedCheckpoint(BaseModel):
     signature: str = Field(description="Ed25519 signature over the canonical checkpoint, hex.")
     public_key: str = Field(description="PEM of the signing public key.")
     frontier: tuple[str, ...] = Field(
-        default=(), description="Compact range of the tree (hex roots of its perfect subtrees, largest first). "
+        default=(),
+        description="Compact range of the tree (hex roots of its perfect subtrees, largest first). "
         "Not signed: it must fold to the signed root. Lets a writer prove that a newer head extends this one "
-        "from the events after it alone.")
+        "from the events after it alone.",
+    )
 
     @classmethod
     def sign(cls, checkpoint: Checkpoint, signer: Signer) -> SignedCheckpoint:

@@ -42,9 +42,12 @@ class Actor(BaseModel):
 
     role: str = Field(pattern=_NAME, description="Role: harness, operator, main, worker, reviewer, public.")
     id: str = Field(min_length=1, max_length=128, description="Identity within the role, e.g. `worker-3`.")
-    cap: str | None = Field(default=None, pattern=r"^[0-9a-f]{16}$",
-                            description="Id of the capability the caller acted with (absent for the harness's own "
-                                        "records and for runs made before capabilities).")
+    cap: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-f]{16}$",
+        description="Id of the capability the caller acted with (absent for the harness's own "
+        "records and for runs made before capabilities).",
+    )
 
 
 class ArtifactRef(BaseModel):
@@ -139,8 +142,11 @@ def seal(draft: EventDraft, *, seq: int, ts: str, prev_hash: str) -> tuple[Event
     # Python values, not JSON mode, which would quietly turn inf/NaN into null.
     body = {
         "kind": draft.kind,
-        "actor": ({"role": draft.actor.role, "id": draft.actor.id} if draft.actor.cap is None
-                  else {"role": draft.actor.role, "id": draft.actor.id, "cap": draft.actor.cap}),
+        "actor": (
+            {"role": draft.actor.role, "id": draft.actor.id}
+            if draft.actor.cap is None
+            else {"role": draft.actor.role, "id": draft.actor.id, "cap": draft.actor.cap}
+        ),
         "payload": draft.payload,
         "artifacts": [{"digest": a.digest, "role": a.role, "name": a.name} for a in draft.artifacts],
         "version": EVENT_SCHEMA_VERSION,
@@ -154,7 +160,15 @@ def seal(draft: EventDraft, *, seq: int, ts: str, prev_hash: str) -> tuple[Event
     except ValueError as exc:
         raise MalformedEventError(f"malformed event: payload: {exc}") from None
     # The draft was validated already; the chain fields are ours.
-    event = Event.model_construct(kind=draft.kind, actor=draft.actor, payload=draft.payload,
-                                  artifacts=draft.artifacts, version=EVENT_SCHEMA_VERSION, seq=seq, ts=ts,
-                                  prev_hash=prev_hash, hash=sha256_hex(raw))
+    event = Event.model_construct(
+        kind=draft.kind,
+        actor=draft.actor,
+        payload=draft.payload,
+        artifacts=draft.artifacts,
+        version=EVENT_SCHEMA_VERSION,
+        seq=seq,
+        ts=ts,
+        prev_hash=prev_hash,
+        hash=sha256_hex(raw),
+    )
     return event, raw

@@ -186,9 +186,7 @@ class KeyDir:
         file = self.path / f"{wanted}.pem"
         if not file.exists():
             have = ", ".join(p.stem for p in self._keys()) or "none"
-            raise KeyMismatchError(
-                f"no signing key for this run in {self.path} (run key {wanted}; keys there: {have})"
-            )
+            raise KeyMismatchError(f"no signing key for this run in {self.path} (run key {wanted}; keys there: {have})")
         signer = self._load(file)
         if signer.key_id != wanted:
             raise KeyMismatchError(f"key file {file} holds key {signer.key_id}, not {wanted}")

@@ -127,8 +127,9 @@ def inclusion_proof(leaves: Sequence[bytes], index: int, size: int | None = None
     return path(index, 0, n)
 
 
-def consistency_proof(leaves: Sequence[bytes], first: int, second: int | None = None,
-                      cache: dict[tuple[int, int], bytes] | None = None) -> list[bytes]:
+def consistency_proof(
+    leaves: Sequence[bytes], first: int, second: int | None = None, cache: dict[tuple[int, int], bytes] | None = None
+) -> list[bytes]:
     """Proof that the tree of `first` leaves is a prefix of the tree of `second` (RFC 6962 2.1.2).
 
     Pass the same `cache` dict to several calls over one leaf list to share subtree hashes.

@@ -34,8 +34,9 @@ class Row(NamedTuple):
         return Event.from_body(self.body, self.hash)
 
 
-def rows_since(ledger: Ledger, since: int, until: int | None = None,
-               bodies: Collection[str] | None = None) -> list[Row]:
+def rows_since(
+    ledger: Ledger, since: int, until: int | None = None, bodies: Collection[str] | None = None
+) -> list[Row]:
     """Every row with `since <= seq` (and `seq < until`), in order, read in one statement (one
     snapshot: rows other processes commit meanwhile are in the next call's answer). With
     `bodies`, only rows of those kinds carry their body (the rest are never copied out)."""
@@ -51,7 +52,8 @@ def rows_since(ledger: Ledger, since: int, until: int | None = None,
         body = f"CASE WHEN kind IN ({', '.join('?' * len(kinds))}) THEN body END" if kinds else "NULL"
         args = [*kinds, *args]
     cur = ledger.connection.execute(
-        f"SELECT seq, kind, ts, prev_hash, hash, {body} FROM events WHERE {where} ORDER BY seq", args)
+        f"SELECT seq, kind, ts, prev_hash, hash, {body} FROM events WHERE {where} ORDER BY seq", args
+    )
     return list(map(Row._make, cur))
 
 

@@ -23,36 +23,33 @@ SCHEMA_VERSION = "2"
 SUPPORTED_SCHEMAS = ("1", "2")
 
 _TABLES = ("meta", "events", "artifact_refs", "checkpoints")
-SCHEMA_V1 = (
-    [
-        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-        "CREATE TABLE events (seq INTEGER PRIMARY KEY, prev_hash TEXT NOT NULL UNIQUE,"
-        " hash TEXT NOT NULL, kind TEXT NOT NULL, actor_role TEXT NOT NULL,"
-        " actor_id TEXT NOT NULL, ts TEXT NOT NULL, body BLOB NOT NULL)",
-        # No UNIQUE on hash: equal hashes would need equal bodies, and seq differs; a
-        # second random-keyed index halved batched insert speed.
-        "CREATE INDEX events_kind ON events (kind, seq)",
-        "CREATE INDEX events_actor ON events (actor_role, actor_id, seq)",
-        "CREATE TABLE artifact_refs (seq INTEGER NOT NULL, digest TEXT NOT NULL, role TEXT NOT NULL,"
-        " name TEXT NOT NULL, PRIMARY KEY (digest, role, seq, name)) WITHOUT ROWID",
-        "CREATE INDEX artifact_refs_seq ON artifact_refs (seq)",
-        "CREATE TABLE checkpoints (tree_size INTEGER PRIMARY KEY, root TEXT NOT NULL,"
-        " body BLOB NOT NULL, signature TEXT NOT NULL)",
-        # The chain is enforced by the database, not only by this class: an event must
-        # name the hash at seq-1 (a gap leaves nothing to name; seq is the primary key,
-        # so nothing is inserted twice or in the middle, and prev_hash is UNIQUE: no forks).
-        "CREATE TRIGGER events_chain BEFORE INSERT ON events WHEN"
-        f" NEW.prev_hash != coalesce((SELECT hash FROM events WHERE seq = NEW.seq - 1), '{GENESIS_HASH}')"
-        " OR NEW.seq < 0"
-        " BEGIN SELECT RAISE(ABORT, 'event does not extend the chain'); END",
-    ]
-    + [
-        f"CREATE TRIGGER {t}_no_{op.lower()} BEFORE {op} ON {t}"
-        f" BEGIN SELECT RAISE(ABORT, 'ledger is append-only: {op} on {t} refused'); END"
-        for t in _TABLES
-        for op in ("UPDATE", "DELETE")
-    ]
-)
+SCHEMA_V1 = [
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE events (seq INTEGER PRIMARY KEY, prev_hash TEXT NOT NULL UNIQUE,"
+    " hash TEXT NOT NULL, kind TEXT NOT NULL, actor_role TEXT NOT NULL,"
+    " actor_id TEXT NOT NULL, ts TEXT NOT NULL, body BLOB NOT NULL)",
+    # No UNIQUE on hash: equal hashes would need equal bodies, and seq differs; a
+    # second random-keyed index halved batched insert speed.
+    "CREATE INDEX events_kind ON events (kind, seq)",
+    "CREATE INDEX events_actor ON events (actor_role, actor_id, seq)",
+    "CREATE TABLE artifact_refs (seq INTEGER NOT NULL, digest TEXT NOT NULL, role TEXT NOT NULL,"
+    " name TEXT NOT NULL, PRIMARY KEY (digest, role, seq, name)) WITHOUT ROWID",
+    "CREATE INDEX artifact_refs_seq ON artifact_refs (seq)",
+    "CREATE TABLE checkpoints (tree_size INTEGER PRIMARY KEY, root TEXT NOT NULL,"
+    " body BLOB NOT NULL, signature TEXT NOT NULL)",
+    # The chain is enforced by the database, not only by this class: an event must
+    # name the hash at seq-1 (a gap leaves nothing to name; seq is the primary key,
+    # so nothing is inserted twice or in the middle, and prev_hash is UNIQUE: no forks).
+    "CREATE TRIGGER events_chain BEFORE INSERT ON events WHEN"
+    f" NEW.prev_hash != coalesce((SELECT hash FROM events WHERE seq = NEW.seq - 1), '{GENESIS_HASH}')"
+    " OR NEW.seq < 0"
+    " BEGIN SELECT RAISE(ABORT, 'event does not extend the chain'); END",
+] + [
+    f"CREATE TRIGGER {t}_no_{op.lower()} BEFORE {op} ON {t}"
+    f" BEGIN SELECT RAISE(ABORT, 'ledger is append-only: {op} on {t} refused'); END"
+    for t in _TABLES
+    for op in ("UPDATE", "DELETE")
+]
 SCHEMA = [
     *SCHEMA_V1,
     # One row, replaced in every write transaction: the signed head of the whole ledger.

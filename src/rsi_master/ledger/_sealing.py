@@ -55,8 +55,9 @@ class SealKeeper:
         cover) was done by someone without the key, and is refused.
         """
         if self.version != int(SCHEMA_VERSION):
-            raise self._refuse(f"a version-{self.version} ledger (written before signed heads); "
-                               "it can be verified but not appended to")
+            raise self._refuse(
+                f"a version-{self.version} ledger (written before signed heads); it can be verified but not appended to"
+            )
         keys, signer = self._key_dir, self._signer
         if keys is None or signer is None:
             raise self._refuse("no operator key directory")
@@ -64,13 +65,17 @@ class SealKeeper:
         if record is None:
             raise self._refuse(f"the key directory {keys.path} has no record of run {self.run_id}")
         if record.key_id != signer.key_id:
-            raise self._refuse(f"the key directory's record of run {self.run_id} names key {record.key_id}, "
-                               f"the run directory's ledger.pub is key {signer.key_id}")
+            raise self._refuse(
+                f"the key directory's record of run {self.run_id} names key {record.key_id}, "
+                f"the run directory's ledger.pub is key {signer.key_id}"
+            )
         run_dir = str(self.path.parent.resolve())
         here = keys.record_at(run_dir)
         if here is not None and here.run_id != self.run_id:
-            raise self._refuse(f"the key directory has run {here.run_id} at {run_dir}, this ledger is run "
-                               f"{self.run_id} (run directory replaced?)")
+            raise self._refuse(
+                f"the key directory has run {here.run_id} at {run_dir}, this ledger is run "
+                f"{self.run_id} (run directory replaced?)"
+            )
         # Read before the database: the witness only ever lags it, never leads.
         witness = self._read_witness().checkpoint
         frontier, at_witness = Frontier(), EMPTY_ROOT if witness.tree_size == 0 else None
@@ -88,11 +93,12 @@ class SealKeeper:
         finally:
             self._conn.execute("COMMIT")
         if frontier.size < witness.tree_size:
-            raise self._refuse(f"rolled back or truncated: the operator's witness covers {witness.tree_size} "
-                               f"events, the ledger has {frontier.size}")
+            raise self._refuse(
+                f"rolled back or truncated: the operator's witness covers {witness.tree_size} "
+                f"events, the ledger has {frontier.size}"
+            )
         if at_witness is None or at_witness.hex() != witness.root:
-            raise self._refuse(f"history differs from the operator's witness at {witness.tree_size} events "
-                               "(rewritten)")
+            raise self._refuse(f"history differs from the operator's witness at {witness.tree_size} events (rewritten)")
         self._check_seal(seal_row, frontier, refuse=True)
         self._frontier, self._tip = frontier, tip
         if record.run_dir != run_dir:  # moved or copied by the operator: remember where it is now
@@ -111,8 +117,10 @@ class SealKeeper:
         row = self._conn.execute("SELECT max(seq) FROM events").fetchone()
         stored = 0 if row[0] is None else row[0] + 1
         if stored < self._frontier.size:
-            raise LedgerError(f"{self.path}: the ledger shrank under this writer ({self._frontier.size} events "
-                              f"verified, {stored} stored: rolled back); refusing to write")
+            raise LedgerError(
+                f"{self.path}: the ledger shrank under this writer ({self._frontier.size} events "
+                f"verified, {stored} stored: rolled back); refusing to write"
+            )
         rows = self._conn.execute(
             "SELECT seq, hash FROM events WHERE seq >= ? ORDER BY seq", (self._frontier.size,)
         ).fetchall()
@@ -149,8 +157,10 @@ class SealKeeper:
             root = cp.root
         size = seal_row[0]
         if frontier.size > size:
-            raise fail(f"events {size}..{frontier.size - 1} are not covered by the signed head: they were "
-                       "not written by a holder of this run's key (appended with a recomputed chain?)")
+            raise fail(
+                f"events {size}..{frontier.size - 1} are not covered by the signed head: they were "
+                "not written by a holder of this run's key (appended with a recomputed chain?)"
+            )
         if frontier.size < size:
             raise fail(f"truncated: the signed head covers {size} events, the ledger has {frontier.size}")
         if frontier.root().hex() != root:
@@ -160,19 +170,28 @@ class SealKeeper:
     def _seal_signed(self) -> SignedCheckpoint:
         assert self._sealed is not None
         _, body, signature = self._sealed[0]
-        return SignedCheckpoint(checkpoint=Checkpoint.model_validate_json(body), signature=signature,
-                                public_key=self.public_pem)
+        return SignedCheckpoint(
+            checkpoint=Checkpoint.model_validate_json(body), signature=signature, public_key=self.public_pem
+        )
 
     def _sign_head(self) -> SignedCheckpoint:
         assert self._signer is not None
-        cp = Checkpoint(run_id=self.run_id, tree_size=self._frontier.size, root=self._frontier.root().hex(),
-                        ts=utc_now(), key_id=self._signer.key_id, version=self.version)
+        cp = Checkpoint(
+            run_id=self.run_id,
+            tree_size=self._frontier.size,
+            root=self._frontier.root().hex(),
+            ts=utc_now(),
+            key_id=self._signer.key_id,
+            version=self.version,
+        )
         return SignedCheckpoint.sign(cp, self._signer)
 
     def _write_seal(self, head: SignedCheckpoint) -> None:
         body = head.checkpoint.message()
-        cur = self._conn.execute("UPDATE seal SET tree_size = ?, body = ?, signature = ? WHERE id = 0",
-                                 (head.checkpoint.tree_size, body, head.signature))
+        cur = self._conn.execute(
+            "UPDATE seal SET tree_size = ?, body = ?, signature = ? WHERE id = 0",
+            (head.checkpoint.tree_size, body, head.signature),
+        )
         if cur.rowcount != 1:
             raise LedgerError(f"{self.path}: the ledger's seal row is missing (edited); refusing to write")
         self._sealed = ((head.checkpoint.tree_size, body, head.signature), head.checkpoint.root)
@@ -205,22 +224,32 @@ class SealKeeper:
             w = old.checkpoint
             if w.tree_size >= new.tree_size:  # another writer got here first
                 if w.tree_size == new.tree_size and w.root != new.root:
-                    raise LedgerError(f"{self.path}: the operator's witness at {w.tree_size} events has another "
-                                      "root than this writer's head (forked ledger); witness kept")
+                    raise LedgerError(
+                        f"{self.path}: the operator's witness at {w.tree_size} events has another "
+                        "root than this writer's head (forked ledger); witness kept"
+                    )
                 return
-            rows = self._conn.execute("SELECT hash FROM events WHERE seq >= ? AND seq < ? ORDER BY seq",
-                                      (w.tree_size, new.tree_size)).fetchall()
+            rows = self._conn.execute(
+                "SELECT hash FROM events WHERE seq >= ? AND seq < ? ORDER BY seq", (w.tree_size, new.tree_size)
+            ).fetchall()
             added = [self._leaf(h) for (h,) in rows]
             compact = old.compact_range()
             if compact is not None and len(added) == new.tree_size - w.tree_size:
                 proof = consistency_proof_extending(compact, added)
             else:  # a witness without its range: prove from every event
-                every = [self._leaf(h) for (h,) in self._conn.execute(
-                    "SELECT hash FROM events WHERE seq < ? ORDER BY seq", (new.tree_size,))]
+                every = [
+                    self._leaf(h)
+                    for (h,) in self._conn.execute(
+                        "SELECT hash FROM events WHERE seq < ? ORDER BY seq", (new.tree_size,)
+                    )
+                ]
                 proof = consistency_proof(every, w.tree_size, new.tree_size) if len(every) == new.tree_size else []
-            if not verify_consistency(w.tree_size, new.tree_size, bytes.fromhex(w.root), bytes.fromhex(new.root),
-                                      proof):
-                raise LedgerError(f"{self.path}: the ledger does not extend the operator's witness at {w.tree_size} "
-                                  "events; witness kept")
+            if not verify_consistency(
+                w.tree_size, new.tree_size, bytes.fromhex(w.root), bytes.fromhex(new.root), proof
+            ):
+                raise LedgerError(
+                    f"{self.path}: the ledger does not extend the operator's witness at {w.tree_size} "
+                    "events; witness kept"
+                )
             witness = head.model_copy(update={"frontier": tuple(n.hex() for n in frontier.nodes)})
             write_json_atomic(self._key_dir.witness_path(self.run_id), witness.model_dump(mode="json"))

@@ -35,9 +35,17 @@ __all__ = ["Ledger"]
 class Ledger(SealKeeper):
     """Append-only, hash-chained event log with signed Merkle checkpoints."""
 
-    def __init__(self, conn: sqlite3.Connection, path: Path, run_id: str, signer: Signer | None,
-                 key_dir: KeyDir | None, checkpoint_every: int, public_pem: str = "",
-                 version: int = int(SCHEMA_VERSION)) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        path: Path,
+        run_id: str,
+        signer: Signer | None,
+        key_dir: KeyDir | None,
+        checkpoint_every: int,
+        public_pem: str = "",
+        version: int = int(SCHEMA_VERSION),
+    ) -> None:
         self._conn = conn
         self.public_pem = public_pem or (public_key_pem(signer.public).decode() if signer else "")
         self.path = path
@@ -54,8 +62,9 @@ class Ledger(SealKeeper):
 
     # -- opening -------------------------------------------------------------------
     @classmethod
-    def create(cls, path: Path, run_id: str, signer: Signer, key_dir: KeyDir | None = None,
-               checkpoint_every: int = 1000) -> Ledger:
+    def create(
+        cls, path: Path, run_id: str, signer: Signer, key_dir: KeyDir | None = None, checkpoint_every: int = 1000
+    ) -> Ledger:
         path = Path(path)
         if path.exists():
             raise LedgerError(f"{path} already exists; refusing to overwrite a ledger")
@@ -66,10 +75,12 @@ class Ledger(SealKeeper):
         except RsiMasterError as exc:
             raise LedgerError(str(exc)) from None
         now = utc_now()
-        key_dir.register(RunRecord(run_id=run_id, key_id=signer.key_id, run_dir=str(path.parent.resolve()),
-                                   created=now, seen=now))
-        head = SignedCheckpoint.sign(Checkpoint(run_id=run_id, tree_size=0, root=EMPTY_ROOT.hex(), ts=utc_now(),
-                                                key_id=signer.key_id), signer)
+        key_dir.register(
+            RunRecord(run_id=run_id, key_id=signer.key_id, run_dir=str(path.parent.resolve()), created=now, seen=now)
+        )
+        head = SignedCheckpoint.sign(
+            Checkpoint(run_id=run_id, tree_size=0, root=EMPTY_ROOT.hex(), ts=utc_now(), key_id=signer.key_id), signer
+        )
         # The witness first: a crash before the database exists leaves no run, never a
         # ledger the key directory cannot vouch for.
         write_json_atomic(key_dir.witness_path(run_id), head.model_dump(mode="json"))
@@ -90,8 +101,14 @@ class Ledger(SealKeeper):
         return ledger
 
     @classmethod
-    def open(cls, path: Path, signer: Signer | None = None, key_dir: KeyDir | None = None,
-             checkpoint_every: int = 1000, public_pem: str = "") -> Ledger:
+    def open(
+        cls,
+        path: Path,
+        signer: Signer | None = None,
+        key_dir: KeyDir | None = None,
+        checkpoint_every: int = 1000,
+        public_pem: str = "",
+    ) -> Ledger:
         """Open an existing ledger; without a signer it is read-only.
 
         With a signer, the ledger must be one the key directory vouches for (see
@@ -182,8 +199,9 @@ class Ledger(SealKeeper):
                     conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
                 except sqlite3.IntegrityError:
                     # Our prev_hash is the hash we verified; the database's tip differs.
-                    raise LedgerError(f"{self.path}: event {saved[0].size - 1} was changed under this writer; "
-                                      "refusing to write") from None
+                    raise LedgerError(
+                        f"{self.path}: event {saved[0].size - 1} was changed under this writer; refusing to write"
+                    ) from None
                 if refs:
                     conn.executemany("INSERT OR IGNORE INTO artifact_refs VALUES (?, ?, ?, ?)", refs)
                 for e in events:
@@ -245,13 +263,15 @@ class Ledger(SealKeeper):
         row = self._conn.execute("SELECT body, signature FROM checkpoints WHERE tree_size = ?", (size,)).fetchone()
         if row is None:
             return None
-        return SignedCheckpoint(checkpoint=Checkpoint.model_validate_json(row[0]), signature=row[1],
-                                public_key=self.public_pem)
+        return SignedCheckpoint(
+            checkpoint=Checkpoint.model_validate_json(row[0]), signature=row[1], public_key=self.public_pem
+        )
 
     def _insert_checkpoint(self, signed: SignedCheckpoint) -> None:
         cp = signed.checkpoint
-        self._conn.execute("INSERT INTO checkpoints VALUES (?, ?, ?, ?)",
-                           (cp.tree_size, cp.root, cp.message(), signed.signature))
+        self._conn.execute(
+            "INSERT INTO checkpoints VALUES (?, ?, ?, ?)", (cp.tree_size, cp.root, cp.message(), signed.signature)
+        )
 
     # -- reading -------------------------------------------------------------------
     def size(self) -> int:
@@ -264,8 +284,15 @@ class Ledger(SealKeeper):
             raise LedgerError(f"no event {seq} in the ledger")
         return Event.from_body(row[0], row[1])
 
-    def events(self, *, kinds: Iterable[str] = (), role: str | None = None, actor_id: str | None = None,
-               since: int = 0, limit: int | None = None) -> Iterator[Event]:
+    def events(
+        self,
+        *,
+        kinds: Iterable[str] = (),
+        role: str | None = None,
+        actor_id: str | None = None,
+        since: int = 0,
+        limit: int | None = None,
+    ) -> Iterator[Event]:
         """Events in order, optionally filtered by kind (exact or `prefix.*`) and actor."""
         where: list[str] = ["seq >= ?"]
         args: list[int | str] = [since]
@@ -293,5 +320,7 @@ class Ledger(SealKeeper):
 
     def checkpoints(self) -> list[SignedCheckpoint]:
         rows = self._conn.execute("SELECT body, signature FROM checkpoints ORDER BY tree_size").fetchall()
-        return [SignedCheckpoint(checkpoint=Checkpoint.model_validate_json(b), signature=s, public_key=self.public_pem)
-                for b, s in rows]
+        return [
+            SignedCheckpoint(checkpoint=Checkpoint.model_validate_json(b), signature=s, public_key=self.public_pem)
+            for b, s in rows
+        ]

@@ -70,8 +70,9 @@ def _expected_schema(version: str) -> set[tuple[str, str, str]]:
     return set(rows)
 
 
-def verify_ledger(conn: sqlite3.Connection, public_pem: bytes, run_id: str,
-                  witness: SignedCheckpoint | None = None) -> LedgerReport:
+def verify_ledger(
+    conn: sqlite3.Connection, public_pem: bytes, run_id: str, witness: SignedCheckpoint | None = None
+) -> LedgerReport:
     report = LedgerReport()
     public = load_public_key(public_pem)
     try:
@@ -94,7 +95,9 @@ def verify_ledger(conn: sqlite3.Connection, public_pem: bytes, run_id: str,
     # -- the hash chain ------------------------------------------------------------------
     leaves: list[bytes] = []
     frontier = Frontier()
-    checkpoint_rows = conn.execute("SELECT tree_size, root, body, signature FROM checkpoints ORDER BY tree_size").fetchall()
+    checkpoint_rows = conn.execute(
+        "SELECT tree_size, root, body, signature FROM checkpoints ORDER BY tree_size"
+    ).fetchall()
     wanted_sizes = {r[0] for r in checkpoint_rows}
     seal_row = None
     if version >= 2:
@@ -127,10 +130,18 @@ def verify_ledger(conn: sqlite3.Connection, public_pem: bytes, run_id: str,
             report.add(where, "body is not a valid event")
             event = None
         if event is not None:
-            mismatched = [name for name, got, want in (
-                ("seq", event.seq, seq), ("prev_hash", event.prev_hash, prev_hash), ("kind", event.kind, kind),
-                ("actor role", event.actor.role, role), ("actor id", event.actor.id, actor_id), ("ts", event.ts, ts),
-            ) if got != want]
+            mismatched = [
+                name
+                for name, got, want in (
+                    ("seq", event.seq, seq),
+                    ("prev_hash", event.prev_hash, prev_hash),
+                    ("kind", event.kind, kind),
+                    ("actor role", event.actor.role, role),
+                    ("actor id", event.actor.id, actor_id),
+                    ("ts", event.ts, ts),
+                )
+                if got != want
+            ]
             if mismatched:
                 report.add(where, f"indexed columns differ from the signed body: {', '.join(mismatched)}")
             for ref in event.artifacts:
@@ -189,8 +200,9 @@ def verify_ledger(conn: sqlite3.Connection, public_pem: bytes, run_id: str,
             report.add(where, "Merkle root differs from the events stored (history rewritten)")
         elif previous is not None:
             proof = consistency_proof(leaves, previous.tree_size, cp.tree_size, cache)
-            if not verify_consistency(previous.tree_size, cp.tree_size, bytes.fromhex(previous.root),
-                                      bytes.fromhex(cp.root), proof):
+            if not verify_consistency(
+                previous.tree_size, cp.tree_size, bytes.fromhex(previous.root), bytes.fromhex(cp.root), proof
+            ):
                 report.add(where, f"not consistent with checkpoint {previous.tree_size}")
         previous = cp
 
@@ -213,8 +225,11 @@ def verify_ledger(conn: sqlite3.Connection, public_pem: bytes, run_id: str,
         elif w.run_id != run_id:
             report.add(where, f"belongs to run {w.run_id}, not {run_id}")
         elif w.tree_size > report.events:
-            report.add("ledger", f"rolled back or truncated: an exported checkpoint covers {w.tree_size} events, "
-                                 f"the ledger has {report.events}")
+            report.add(
+                "ledger",
+                f"rolled back or truncated: an exported checkpoint covers {w.tree_size} events, "
+                f"the ledger has {report.events}",
+            )
         elif roots.get(w.tree_size) != w.root:
             report.add("ledger", f"history differs from the exported checkpoint at {w.tree_size} events")
         else:
@@ -224,8 +239,9 @@ def verify_ledger(conn: sqlite3.Connection, public_pem: bytes, run_id: str,
     return report
 
 
-def _check_seal(report: LedgerReport, row: tuple | None, public, run_id: str, version: int,
-                roots: dict[int, str]) -> None:
+def _check_seal(
+    report: LedgerReport, row: tuple | None, public, run_id: str, version: int, roots: dict[int, str]
+) -> None:
     if row is None:
         report.add("seal", "missing: the ledger has no signed head")
         return
@@ -244,11 +260,13 @@ def _check_seal(report: LedgerReport, row: tuple | None, public, run_id: str, ve
         return
     report.sealed = cp.tree_size
     if cp.tree_size < report.events:
-        report.add(f"event {cp.tree_size}", f"events {cp.tree_size}..{report.events - 1} are not covered by the "
-                                            "signed head: not written by a holder of the run's key "
-                                            "(appended with a recomputed chain?)")
+        report.add(
+            f"event {cp.tree_size}",
+            f"events {cp.tree_size}..{report.events - 1} are not covered by the "
+            "signed head: not written by a holder of the run's key "
+            "(appended with a recomputed chain?)",
+        )
     elif cp.tree_size > report.events:
-        report.add("ledger", f"truncated: the signed head covers {cp.tree_size} events, the ledger has "
-                             f"{report.events}")
+        report.add("ledger", f"truncated: the signed head covers {cp.tree_size} events, the ledger has {report.events}")
     elif roots.get(cp.tree_size) != cp.root:
         report.add("seal", "Merkle root differs from the events stored (history rewritten)")

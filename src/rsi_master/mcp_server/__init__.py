@@ -5,5 +5,13 @@ SDK is imported only when a server starts."""
 from ._reference import tool_reference, update_doc
 from ._server import LONG_CALLS, ExposDoor, build_server, check_loopback, mcp_tools, serve
 
-__all__ = ["LONG_CALLS", "ExposDoor", "build_server", "check_loopback", "mcp_tools", "serve", "tool_reference",
-           "update_doc"]
+__all__ = [
+    "LONG_CALLS",
+    "ExposDoor",
+    "build_server",
+    "check_loopback",
+    "mcp_tools",
+    "serve",
+    "tool_reference",
+    "update_doc",
+]

@@ -36,14 +36,27 @@ def _type(schema: dict[str, Any], defs: dict[str, Any]) -> str:
         return "object with " + ", ".join(f"`{k}`" for k in schema["properties"])
     if t == "object" and "additionalProperties" in schema and isinstance(schema["additionalProperties"], dict):
         return f"object of {_type(schema['additionalProperties'], defs)}"
-    return {"string": "string", "integer": "integer", "number": "number", "boolean": "boolean", "object": "object",
-            "null": "null"}.get(t, str(t))
+    return {
+        "string": "string",
+        "integer": "integer",
+        "number": "number",
+        "boolean": "boolean",
+        "object": "object",
+        "null": "null",
+    }.get(t, str(t))
 
 
 def _constraints(schema: dict[str, Any]) -> str:
     out = []
-    for key, label in (("minimum", ">="), ("maximum", "<="), ("exclusiveMinimum", ">"), ("minLength", "min length"),
-                       ("maxLength", "max length"), ("minItems", "min items"), ("pattern", "pattern")):
+    for key, label in (
+        ("minimum", ">="),
+        ("maximum", "<="),
+        ("exclusiveMinimum", ">"),
+        ("minLength", "min length"),
+        ("maxLength", "max length"),
+        ("minItems", "min items"),
+        ("pattern", "pattern"),
+    ):
         if key in schema:
             out.append(f"{label} `{schema[key]}`")
     return "; ".join(out)
@@ -68,8 +81,12 @@ def tool_reference() -> str:
         lines.append(f"| {role} | " + ", ".join(f"`{t.llm_name}`" for t in tools_for(role)) + " |")
     unoffered = sorted(t.name for t in TOOLS.values() if not t.offered)
     if unoffered:
-        lines += ["", "Offered to no role, refused whoever calls them by name (the attempt is recorded): "
-                  + ", ".join(f"`{n}`" for n in unoffered) + "."]
+        lines += [
+            "",
+            "Offered to no role, refused whoever calls them by name (the attempt is recorded): "
+            + ", ".join(f"`{n}`" for n in unoffered)
+            + ".",
+        ]
     lines.append("")
     for t in sorted(TOOLS.values(), key=lambda t: t.name):
         roles = [r for r in AGENT_ROLES if r in t.roles]
@@ -78,19 +95,29 @@ def tool_reference() -> str:
         schema = t.input_schema()
         defs = schema.get("$defs", {})
         required = set(schema.get("required", []))
-        lines += [f"### `{t.llm_name}` (`expos {t.name}`)", "",
-                  f"{_cell(t.description) or '(no description)'}", "",
-                  f"Roles: {', '.join(roles)}. Kind: {t.kind}. {_hints(t.hints)}"
-                  + (" Protected: calling it from another role is recorded as an attempt on protected items."
-                     if t.protected else ""), ""]
+        lines += [
+            f"### `{t.llm_name}` (`expos {t.name}`)",
+            "",
+            f"{_cell(t.description) or '(no description)'}",
+            "",
+            f"Roles: {', '.join(roles)}. Kind: {t.kind}. {_hints(t.hints)}"
+            + (
+                " Protected: calling it from another role is recorded as an attempt on protected items."
+                if t.protected
+                else ""
+            ),
+            "",
+        ]
         props = schema.get("properties", {})
         if props:
             lines += ["| input | type | required | default | description |", "| --- | --- | --- | --- | --- |"]
             for name, p in props.items():
                 desc = " ".join(x for x in (p.get("description", ""), _constraints(p)) if x)
                 default = f"`{p['default']}`" if "default" in p else ""
-                lines.append(f"| `{name}` | {_cell(_type(p, defs))} | {'yes' if name in required else 'no'} | "
-                             f"{_cell(default)} | {_cell(desc)} |")
+                lines.append(
+                    f"| `{name}` | {_cell(_type(p, defs))} | {'yes' if name in required else 'no'} | "
+                    f"{_cell(default)} | {_cell(desc)} |"
+                )
         else:
             lines.append("No input: call it with `{}`.")
         result_fields = ", ".join(f"`{k}`" for k in t.result.model_json_schema().get("properties", {}))
@@ -114,12 +141,13 @@ def update_doc(path: str | Path, *, check: bool = False) -> bool:
     return False
 
 
-
 def main(argv: list[str]) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m rsi_master.mcp_server",
-                                     description="Regenerate (or check) the generated tool reference in the docs.")
+    parser = argparse.ArgumentParser(
+        prog="python -m rsi_master.mcp_server",
+        description="Regenerate (or check) the generated tool reference in the docs.",
+    )
     parser.add_argument("--check", action="store_true", help="only say whether the reference is current")
     parser.add_argument("docs", nargs="*", default=["docs/external-agents.md"], metavar="DOC")
     args = parser.parse_args(argv)

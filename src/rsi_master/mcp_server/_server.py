@@ -42,8 +42,14 @@ class ExposDoor:
     take it from `door.caller`. Calls are serialized through one thread (the run's SQLite
     connections belong to the thread that opened them)."""
 
-    def __init__(self, capability: str, *, run_dir: str | Path | None = None, door: str | Path | None = None,
-                 key_dir: str | None = None) -> None:
+    def __init__(
+        self,
+        capability: str,
+        *,
+        run_dir: str | Path | None = None,
+        door: str | Path | None = None,
+        key_dir: str | None = None,
+    ) -> None:
         from ..expos import Caller, ExpOS, capability_id, peek_capability
 
         if (run_dir is None) == (door is None):
@@ -109,9 +115,11 @@ def _contract_from_view(view: dict[str, Any]) -> Any:
 
     from ..expos import Budget
 
-    return SimpleNamespace(allowed_generators=list(view["allowed_generators"]),
-                           allowed_methods=list(view["allowed_methods"]),
-                           budget=Budget.model_validate(view["budget"]))
+    return SimpleNamespace(
+        allowed_generators=list(view["allowed_generators"]),
+        allowed_methods=list(view["allowed_methods"]),
+        budget=Budget.model_validate(view["budget"]),
+    )
 
 
 # Calls that train or evaluate a model: minutes, not milliseconds. They report progress at
@@ -126,12 +134,23 @@ def mcp_tools(door: ExposDoor) -> list[Any]:
 
     from ..expos import tools_for
 
-    return [types.Tool(name=t.llm_name, title=t.name, description=t.description,
-                       input_schema=t.input_schema(door.contract), output_schema=t.result.model_json_schema(),
-                       annotations=types.ToolAnnotations(
-                           title=t.name, read_only_hint=t.hints.read_only, destructive_hint=t.hints.destructive,
-                           idempotent_hint=t.hints.idempotent, open_world_hint=t.hints.open_world))
-            for t in tools_for(door.caller.role)]
+    return [
+        types.Tool(
+            name=t.llm_name,
+            title=t.name,
+            description=t.description,
+            input_schema=t.input_schema(door.contract),
+            output_schema=t.result.model_json_schema(),
+            annotations=types.ToolAnnotations(
+                title=t.name,
+                read_only_hint=t.hints.read_only,
+                destructive_hint=t.hints.destructive,
+                idempotent_hint=t.hints.idempotent,
+                open_world_hint=t.hints.open_world,
+            ),
+        )
+        for t in tools_for(door.caller.role)
+    ]
 
 
 def _progress_token(ctx: Any) -> Any:
@@ -185,20 +204,27 @@ def build_server(door: ExposDoor, *, progress_every: float = 5.0) -> Any:
 
     async def call_tool(ctx: Any, params: Any) -> Any:
         try:
-            result = await _with_progress(ctx, params.name, door.submit(params.name, dict(params.arguments or {})),
-                                          progress_every)
+            result = await _with_progress(
+                ctx, params.name, door.submit(params.name, dict(params.arguments or {})), progress_every
+            )
         except ToolError as exc:
             kind = type(exc).__name__.removeprefix("Tool").lower()
             text = str(exc) if str(exc).startswith(kind) else f"{kind}: {exc}"  # `refused (subcategory): ...`
             return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
         data = result
-        return types.CallToolResult(content=[types.TextContent(text=json.dumps(data, sort_keys=True))],
-                                    structured_content=data)
+        return types.CallToolResult(
+            content=[types.TextContent(text=json.dumps(data, sort_keys=True))], structured_content=data
+        )
 
     c = door.caller
-    return Server("rsi-master-expos", version=__version__, on_list_tools=list_tools, on_call_tool=call_tool,
-                  instructions=f"ExpOS tools of an RSI-Master run, as {c.role} {c.id}. Every call is checked "
-                               "against the run's frozen task contract and recorded in its ledger.")
+    return Server(
+        "rsi-master-expos",
+        version=__version__,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        instructions=f"ExpOS tools of an RSI-Master run, as {c.role} {c.id}. Every call is checked "
+        "against the run's frozen task contract and recorded in its ledger.",
+    )
 
 
 def check_loopback(host: str) -> None:
@@ -212,9 +238,17 @@ def check_loopback(host: str) -> None:
     raise RsiMasterError(f"--host {host}: the MCP server binds to loopback only (127.0.0.1, ::1 or localhost)")
 
 
-def serve(capability: str, *, run_dir: str | Path | None = None, door: str | Path | None = None,
-          transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765, key_dir: str | None = None,
-          progress_every: float = 5.0) -> None:
+def serve(
+    capability: str,
+    *,
+    run_dir: str | Path | None = None,
+    door: str | Path | None = None,
+    transport: str = "stdio",
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    key_dir: str | None = None,
+    progress_every: float = 5.0,
+) -> None:
     if transport not in ("stdio", "http"):
         raise RsiMasterError(f"--transport must be stdio or http, got {transport!r}")
     if not progress_every > 0:
@@ -254,8 +288,11 @@ async def _http(server: Any, host: str, port: int, door: ExposDoor) -> None:
         raise RsiMasterError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
-    print(f"rsi-master mcp: {door.caller.role} {door.caller.id} through {door.where} at "
-          f"http://{shown}:{bound}/mcp", file=sys.stderr, flush=True)
+    print(
+        f"rsi-master mcp: {door.caller.role} {door.caller.id} through {door.where} at http://{shown}:{bound}/mcp",
+        file=sys.stderr,
+        flush=True,
+    )
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     try:
         await uvicorn.Server(config).serve(sockets=[sock])

@@ -14,8 +14,16 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ..landscape import CURVE_BATCH, Curve, CurveLabel, LabelError
 from ._seeds import family_seed
 
-__all__ = ["DEFAULT_TRAIN", "Direction", "Range", "default_directions", "knob_ranges", "opening_batch", "opening_curve",
-           "subset_direction"]
+__all__ = [
+    "DEFAULT_TRAIN",
+    "Direction",
+    "Range",
+    "default_directions",
+    "knob_ranges",
+    "opening_batch",
+    "opening_curve",
+    "subset_direction",
+]
 
 
 class Range(BaseModel):
@@ -43,19 +51,26 @@ class Direction(BaseModel):
     knobs: dict[str, Range] = Field(default_factory=dict, description="Generator knobs searched or fixed.")
     train: dict[str, Range] = Field(default_factory=dict, description="Training parameters searched or fixed.")
     parent: str = Field(default="base", description="`base` or a verified experiment to continue from.")
-    mix: list[dict[str, Any]] = Field(default_factory=list,
-                                      description="Extra fixed data sources [{family, params}] mixed in "
-                                                  "(a branch that combines other Workers' findings).")
+    mix: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Extra fixed data sources [{family, params}] mixed in "
+        "(a branch that combines other Workers' findings).",
+    )
     trials: int = Field(default=6, ge=1, description="Most experiments the Worker starts.")
     seconds: float = Field(default=120.0, gt=0, description="Wall-clock allowance of the Worker.")
     seed: int = Field(default=0, ge=0)
-    enqueue: list[dict[str, Any]] = Field(default_factory=list,
-                                          description="Trials to try first (the evaluation distribution's knobs for a fresh "
-                                                      "direction, verified recipes of predecessors for a continuation).")
+    enqueue: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Trials to try first (the evaluation distribution's knobs for a fresh "
+        "direction, verified recipes of predecessors for a continuation).",
+    )
 
-    subset: str = Field(default="", description="A data selection the landscape measured, `knob=value,...` as its "
-                                                 "curve names it (`ops=add`: additions only); the knobs are fixed "
-                                                 "to it in `knobs`. Part of the direction's identity.")
+    subset: str = Field(
+        default="",
+        description="A data selection the landscape measured, `knob=value,...` as its "
+        "curve names it (`ops=add`: additions only); the knobs are fixed "
+        "to it in `knobs`. Part of the direction's identity.",
+    )
 
     @field_validator("subset")
     @classmethod
@@ -64,8 +79,9 @@ class Direction(BaseModel):
             try:
                 CurveLabel.of_selection("family", subset)
             except LabelError as exc:
-                raise ValueError(f"subset {subset!r} is not a data selection as a curve label writes it: {exc}") \
-                    from None
+                raise ValueError(
+                    f"subset {subset!r} is not a data selection as a curve label writes it: {exc}"
+                ) from None
         return subset
 
     def curve_label(self) -> CurveLabel:
@@ -80,8 +96,11 @@ class Direction(BaseModel):
 
     def key(self) -> str:
         """The direction's identity for budget shares: the recipe family (with its data selection)."""
-        return f"{self.label()}+{'+'.join(sorted(m['family'] for m in self.mix))}:{self.method}" if self.mix \
+        return (
+            f"{self.label()}+{'+'.join(sorted(m['family'] for m in self.mix))}:{self.method}"
+            if self.mix
             else f"{self.label()}:{self.method}"
+        )
 
 
 # The landscape (docs/tasks.md) found small batches and more optimizer steps winning at
@@ -200,8 +219,15 @@ def default_directions(task: str, *, seed: int = 0) -> list[Direction]:
                 knobs[k.name] = Range(kind="fixed", value=k.default)
         first = {f"k:{k.name}": k.default for k in gen.knobs if knobs[k.name].kind != "fixed"} | LANDSCAPE_TRIAL
         first["t:batch_size"] = opening_batch(family, curves)
-        out.append(Direction(family=family, knobs=knobs, train=dict(DEFAULT_TRAIN), seed=family_seed(seed, i),
-                             enqueue=[first] if first else []))
+        out.append(
+            Direction(
+                family=family,
+                knobs=knobs,
+                train=dict(DEFAULT_TRAIN),
+                seed=family_seed(seed, i),
+                enqueue=[first] if first else [],
+            )
+        )
     return out
 
 
@@ -244,6 +270,8 @@ def subset_direction(task: str, label: str, families: list[Direction]) -> Direct
         subset[k.name] = value
     knobs = {**base.knobs, **{k: Range(kind="fixed", value=v) for k, v in subset.items()}}
     batch = opening_batch(label, _task_curves(task))  # the selection's own curves, not the family's
-    enqueue = [{n: (batch if n == "t:batch_size" else v) for n, v in rec.items() if n[2:] not in subset}
-               for rec in base.enqueue]
+    enqueue = [
+        {n: (batch if n == "t:batch_size" else v) for n, v in rec.items() if n[2:] not in subset}
+        for rec in base.enqueue
+    ]
     return base.model_copy(update={"knobs": knobs, "subset": parsed.selection, "enqueue": [e for e in enqueue if e]})

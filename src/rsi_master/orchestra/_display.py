@@ -34,9 +34,11 @@ class PlainDisplay:
         if key != self._last and time.time() - self._last_t >= 10:
             self._last, self._last_t = key, time.time()
             best = "n/a" if state["best_verified"] is None else f"{state['best_verified']:.3f}"
-            self.line(f"budget {state['spent_s']:.0f}/{state['budget_s']:.0f}s | graph {state['workers']} workers "
-                      f"{state['reviewers']} reviewers {state['edges']} edges | running: "
-                      f"{', '.join(state['running']) or '-'} | best verified review score {best}")
+            self.line(
+                f"budget {state['spent_s']:.0f}/{state['budget_s']:.0f}s | graph {state['workers']} workers "
+                f"{state['reviewers']} reviewers {state['edges']} edges | running: "
+                f"{', '.join(state['running']) or '-'} | best verified review score {best}"
+            )
 
     def close(self) -> None:
         pass
@@ -65,10 +67,16 @@ class RichDisplay:
             t.add_row("starting...")
             return t
         left = max(0.0, s["budget_s"] - s["spent_s"])
-        t.add_row("budget", ProgressBar(total=s["budget_s"], completed=min(s["spent_s"], s["budget_s"]), width=40),
-                  f"{left:.0f}s left")
-        t.add_row("graph", f"{s['workers']} workers, {s['reviewers']} reviewers, {s['edges']} edges, "
-                           f"{s['decisions']} decisions", "")
+        t.add_row(
+            "budget",
+            ProgressBar(total=s["budget_s"], completed=min(s["spent_s"], s["budget_s"]), width=40),
+            f"{left:.0f}s left",
+        )
+        t.add_row(
+            "graph",
+            f"{s['workers']} workers, {s['reviewers']} reviewers, {s['edges']} edges, {s['decisions']} decisions",
+            "",
+        )
         t.add_row("running", ", ".join(s["running"]) or "-", "")
         best = "n/a" if s["best_verified"] is None else f"{s['best_verified']:.3f}"
         t.add_row("best verified", best, "(review split)")

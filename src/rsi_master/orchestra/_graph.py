@@ -27,8 +27,17 @@ if TYPE_CHECKING:
     from ..expos import ExpOS
     from ..ledger import Event
 
-__all__ = ["Decision", "Job", "OrchestraPart", "ResearchGraph", "ReviewerNode", "WorkerNode", "load_graph",
-           "parse_ts", "snapshot"]
+__all__ = [
+    "Decision",
+    "Job",
+    "OrchestraPart",
+    "ResearchGraph",
+    "ReviewerNode",
+    "WorkerNode",
+    "load_graph",
+    "parse_ts",
+    "snapshot",
+]
 
 ORCHESTRA = {"role": "harness", "id": "orchestra"}
 # Kinds only the harness writes: a row of one of these kinds by anyone else is not the harness's.
@@ -68,9 +77,18 @@ class Job:
 class OrchestraPart:
     """The scheduler's records, folded as they come: sessions, jobs, stop, finish, interruptions."""
 
-    KINDS: ClassVar[frozenset[str]] = frozenset({
-        "orchestra.start", "orchestra.resume", "orchestra.job.start", "orchestra.job.end", "orchestra.interrupted",
-        "orchestra.abandon", "orchestra.stop", "orchestra.finish"})
+    KINDS: ClassVar[frozenset[str]] = frozenset(
+        {
+            "orchestra.start",
+            "orchestra.resume",
+            "orchestra.job.start",
+            "orchestra.job.end",
+            "orchestra.interrupted",
+            "orchestra.abandon",
+            "orchestra.stop",
+            "orchestra.finish",
+        }
+    )
 
     def __init__(self) -> None:
         self.sessions: list[tuple[int, float, Session]] = []  # (seq, ts, payload)
@@ -100,7 +118,8 @@ class OrchestraPart:
                 self.open_jobs[e.seq] = job
             case ev.OrchestraJobEnd() as p:
                 ended = self.open_jobs.pop(p.start_seq, None) or next(
-                    (j for j in self.jobs if j.start_seq == p.start_seq), None)
+                    (j for j in self.jobs if j.start_seq == p.start_seq), None
+                )
                 if ended is not None:
                     ended.end_ts, ended.status = float(p.end_ts), p.status
             case ev.OrchestraInterrupted() as p:
@@ -205,12 +224,22 @@ def snapshot(proj: Projection) -> ResearchGraph:
     may add the nodes it just recorded to it without touching the session's state."""
     st, orc = proj.state, proj.part(OrchestraPart)
     return ResearchGraph(
-        workers={w.id: WorkerNode(w.id, w.seq, w.task, orc.direction(w), list(w.predecessors), w.finalize_seq,
-                                  w.finalize) for w in st.workers.values()},
+        workers={
+            w.id: WorkerNode(w.id, w.seq, w.task, orc.direction(w), list(w.predecessors), w.finalize_seq, w.finalize)
+            for w in st.workers.values()
+        },
         reviewers={r.id: replace(r, scope=list(r.scope)) for r in st.reviewers.values()},
-        decisions=list(st.decisions), jobs=[replace(j) for j in orc.jobs], sessions=list(orc.sessions),
-        settings=orc.settings, stopped=orc.stopped, finished=orc.finished, interrupted_experiments=set(orc.interrupted),
-        last_ts=proj.last_ts, size=proj.size, _ts_before=dict(orc.ts_before))
+        decisions=list(st.decisions),
+        jobs=[replace(j) for j in orc.jobs],
+        sessions=list(orc.sessions),
+        settings=orc.settings,
+        stopped=orc.stopped,
+        finished=orc.finished,
+        interrupted_experiments=set(orc.interrupted),
+        last_ts=proj.last_ts,
+        size=proj.size,
+        _ts_before=dict(orc.ts_before),
+    )
 
 
 def load_graph(expos: ExpOS) -> ResearchGraph:

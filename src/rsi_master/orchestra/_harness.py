@@ -53,8 +53,17 @@ def select(expos: ExpOS) -> dict[str, Any]:
             score, rseq = made.payload.score, made.seq
         else:
             score, rseq = rec.score, rec.seq
-        rows.append({"experiment_id": xid, "owner": owner, "accepted": True, "review_score": score,
-                     "record_seq": rseq, "submitted_seq": seq, "checkpoint": x.checkpoint})
+        rows.append(
+            {
+                "experiment_id": xid,
+                "owner": owner,
+                "accepted": True,
+                "review_score": score,
+                "record_seq": rseq,
+                "submitted_seq": seq,
+                "checkpoint": x.checkpoint,
+            }
+        )
     # Duplicates (a candidate submitted twice) count once, at its first submission.
     first: dict[str, dict[str, Any]] = {}
     for r in rows:
@@ -66,18 +75,25 @@ def select(expos: ExpOS) -> dict[str, Any]:
     trained = {xid: (x.parent, x.spec) for xid, x in st.experiments.items()}
     for r in accepted:
         r["lineage_examples"] = lineage_examples(trained, r["experiment_id"])
-    winner = min(accepted, key=lambda r: (-r["review_score"], -r["lineage_examples"], r["submitted_seq"])) \
-        if accepted else None
+    winner = (
+        min(accepted, key=lambda r: (-r["review_score"], -r["lineage_examples"], r["submitted_seq"]))
+        if accepted
+        else None
+    )
     ties = "ties: more training behind the checkpoint, then earliest submission"
     expos.projection().vouch()  # and so is every event read since (the evaluations just made included)
     payload = HarnessSelect(
-        rule=f"max review score among audit-unflagged submissions; {ties}" if guarded
+        rule=f"max review score among audit-unflagged submissions; {ties}"
+        if guarded
         else f"max review score among submissions (unguarded: no audit at selection); {ties}",
         selected=winner["experiment_id"] if winner else None,
         checkpoint=winner["checkpoint"] if winner else expos.contract.base_model_artifact,
         review_score=winner["review_score"] if winner else None,
-        hacking_rate=report.hacking_rate, blocked_attempts=report.blocked_attempts,
-        flagged=sorted(flagged), submissions=[SelectionRow.model_validate(r) for r in uniq])
+        hacking_rate=report.hacking_rate,
+        blocked_attempts=report.blocked_attempts,
+        flagged=sorted(flagged),
+        submissions=[SelectionRow.model_validate(r) for r in uniq],
+    )
     expos.record(HARNESS, payload, [{"digest": payload.checkpoint, "role": "input", "name": "selected_checkpoint"}])
     return dump_payload(payload)
 
@@ -91,19 +107,38 @@ def _final(expos: ExpOS, subject: str, checkpoint: str) -> dict[str, Any]:
         if done.subject == subject and done.checkpoint_digest == checkpoint:
             return dump_payload(done)
     c = expos.contract
-    res = evaluate(expos.run.store.path(checkpoint), c.task, "final", seal_key=expos.seal_key(),
-                   evaluator=expos.sealed_evaluator(),
-                   expected_evaluator_digest=c.evaluator.evaluator_digest, store=expos.run.store,
-                   max_samples=len(c.evaluator.sample_ids["final"]), batch_size=c.eval_batch_size)
+    res = evaluate(
+        expos.run.store.path(checkpoint),
+        c.task,
+        "final",
+        seal_key=expos.seal_key(),
+        evaluator=expos.sealed_evaluator(),
+        expected_evaluator_digest=c.evaluator.evaluator_digest,
+        store=expos.run.store,
+        max_samples=len(c.evaluator.sample_ids["final"]),
+        batch_size=c.eval_batch_size,
+    )
     if res.checkpoint_digest != checkpoint:  # measured on the bytes scored; never record a claimed digest
         raise EvaluationError(f"checkpoint {checkpoint} measured {res.checkpoint_digest} when scored on final")
     assert res.record_digest is not None  # given a store, the evaluation stores its record
-    payload = HarnessFinal(subject=subject, split="final", score=res.score, n_samples=len(res.sample_ids),
-                           checkpoint_digest=res.checkpoint_digest, evaluator_digest=res.evaluator_digest,
-                           sample_ids_match=list(res.sample_ids) == list(c.evaluator.sample_ids["final"]),
-                           record_digest=res.record_digest)
-    expos.record(HARNESS, payload, [{"digest": checkpoint, "role": "input", "name": "checkpoint"},
-                                    {"digest": res.record_digest, "role": "output", "name": "eval_record"}])
+    payload = HarnessFinal(
+        subject=subject,
+        split="final",
+        score=res.score,
+        n_samples=len(res.sample_ids),
+        checkpoint_digest=res.checkpoint_digest,
+        evaluator_digest=res.evaluator_digest,
+        sample_ids_match=list(res.sample_ids) == list(c.evaluator.sample_ids["final"]),
+        record_digest=res.record_digest,
+    )
+    expos.record(
+        HARNESS,
+        payload,
+        [
+            {"digest": checkpoint, "role": "input", "name": "checkpoint"},
+            {"digest": res.record_digest, "role": "output", "name": "eval_record"},
+        ],
+    )
     return dump_payload(payload)
 
 

@@ -30,8 +30,12 @@ def node_brief(expos: Any, graph: Any, kind: str, node: str) -> dict[str, Any]:
     for wid in r.scope:
         w = graph.workers.get(wid)
         if w is not None and w.finalize is not None:
-            conclusions[wid] = {"seq": w.finalize_seq, "claims": [c.model_dump() for c in w.finalize.claims],
-                                "candidates": list(w.finalize.candidates), "summary": w.finalize.summary}
+            conclusions[wid] = {
+                "seq": w.finalize_seq,
+                "claims": [c.model_dump() for c in w.finalize.claims],
+                "candidates": list(w.finalize.candidates),
+                "summary": w.finalize.summary,
+            }
     return {"question": r.question, "scope": r.scope, "seq": r.seq, "conclusions": conclusions}
 
 
@@ -67,8 +71,18 @@ def run_timing(expos: Any) -> dict[str, float]:
     return out
 
 
-def job_main(run_dir: str, key_dir: str | None, kind: str, node: str, deadline: float, seed: int,
-             reviewer: str, parent: int, slots: int = 1, capability: str = "") -> None:
+def job_main(
+    run_dir: str,
+    key_dir: str | None,
+    kind: str,
+    node: str,
+    deadline: float,
+    seed: int,
+    reviewer: str,
+    parent: int,
+    slots: int = 1,
+    capability: str = "",
+) -> None:
     die_with_parent(parent)
     # Slots share the cores: one BLAS/OpenMP pool per slot over all cores oversubscribes them
     # and slows every slot down. Set before torch is imported.

@@ -27,21 +27,27 @@ class Plans(Ranking):
             scope = [w.id for w in open_]
             if len(scope) < 2:  # late: compare with the best verified Worker, for selection
                 best = self._best_verified(ctx, graph)
-                others = [w.id for w in graph.workers.values() if w.done and w.id not in scope
-                          and reports.candidates(w)]
+                others = [
+                    w.id for w in graph.workers.values() if w.done and w.id not in scope and reports.candidates(w)
+                ]
                 partner = best[1] if best else (others[-1] if others else None)
                 if partner is None:
                     return None
                 scope.append(partner)
             rid = self._free_id(graph, "r")
             ev = [w.finalize_seq for w in open_ if w.finalize_seq is not None]
-            seq = ctx.call("review.request", {
-                "reviewer_id": rid, "scope": scope,
-                "question": f"Do the claims of {', '.join(scope)} hold on the evaluation records, which of their "
-                            "candidates is best on review sample by sample, and is any of them flagged?",
-            }).seq
-            why = (f"{', '.join(scope)} finalized with candidates no cross-Worker review has checked"
-                   + ("; late in the budget: comparison and selection" if late else ""))
+            seq = ctx.call(
+                "review.request",
+                {
+                    "reviewer_id": rid,
+                    "scope": scope,
+                    "question": f"Do the claims of {', '.join(scope)} hold on the evaluation records, which of their "
+                    "candidates is best on review sample by sample, and is any of them flagged?",
+                },
+            ).seq
+            why = f"{', '.join(scope)} finalized with candidates no cross-Worker review has checked" + (
+                "; late in the budget: comparison and selection" if late else ""
+            )
             return "verify", why, [*ev, seq], {"reviewer": rid, "scope": scope}
         return None
 
@@ -58,12 +64,23 @@ class Plans(Ranking):
                 w = next((graph.workers[s] for s in [*named, *r.scope] if s in graph.workers), None)
                 if w is None:
                     continue
-                d = w.direction.model_copy(update={"parent": "base", "mix": [], "enqueue": [],
-                                                   "seed": redo_seed(w.direction.seed)})
-                wid = self._add(ctx, graph, d, f"answer review {r.id}: its claims did not hold "
-                                f"({'; '.join(reports.violations(r)[:2]) or 'no candidate reviewed'})", [])
-                return "revise", f"review {r.id} failed; {wid} redoes {d.key()} from the base", \
-                    [r.report_seq], {"worker": wid, "review": r.id, "answers": r.report_seq}
+                d = w.direction.model_copy(
+                    update={"parent": "base", "mix": [], "enqueue": [], "seed": redo_seed(w.direction.seed)}
+                )
+                wid = self._add(
+                    ctx,
+                    graph,
+                    d,
+                    f"answer review {r.id}: its claims did not hold "
+                    f"({'; '.join(reports.violations(r)[:2]) or 'no candidate reviewed'})",
+                    [],
+                )
+                return (
+                    "revise",
+                    f"review {r.id} failed; {wid} redoes {d.key()} from the base",
+                    [r.report_seq],
+                    {"worker": wid, "review": r.id, "answers": r.report_seq},
+                )
             crit = [x for x in recs if isinstance(x, Continue)]
             if not crit:
                 continue
@@ -78,9 +95,15 @@ class Plans(Ranking):
             if self._capped(ctx, graph, d):
                 continue
             wid = self._add(ctx, graph, d, f"answer review {r.id}: {note}", [w.id])
-            return "revise", (f"review {r.id} verified {xid} (review {score:.3f}) but critiques it: {note}; "
-                              f"{wid} continues it on fresh data with its verified recipe"), \
-                [r.report_seq], {"worker": wid, "review": r.id, "answers": r.report_seq, "parent": xid}
+            return (
+                "revise",
+                (
+                    f"review {r.id} verified {xid} (review {score:.3f}) but critiques it: {note}; "
+                    f"{wid} continues it on fresh data with its verified recipe"
+                ),
+                [r.report_seq],
+                {"worker": wid, "review": r.id, "answers": r.report_seq, "parent": xid},
+            )
         return None
 
     def _combine(self, ctx: MainContext, graph: ResearchGraph) -> Any:
@@ -95,15 +118,26 @@ class Plans(Ranking):
                 if not (wa and wb and ra and rb) or {a, b, ra.experiment_id} & reports.stopped(graph):
                     continue
                 base = self._continue_direction(wa.direction, ra, ra.experiment_id)
-                d = base.model_copy(update={"mix": [*(m.model_dump(mode="json") for m in ra.mix),
-                                                    {"family": rb.family, "params": rb.params}]})
+                d = base.model_copy(
+                    update={
+                        "mix": [
+                            *(m.model_dump(mode="json") for m in ra.mix),
+                            {"family": rb.family, "params": rb.params},
+                        ]
+                    }
+                )
                 if self._capped(ctx, graph, d):
                     continue
-                wid = self._add(ctx, graph, d, f"combine the verified findings of {a} and {b} (review {r.id})",
-                                [a, b])
-                return "branch", (f"review {r.id} found {a} and {b} complementary on review samples; {wid} mixes "
-                                  f"{ra.family} and {rb.family} data from {ra.experiment_id}"), \
-                    [r.report_seq], {"worker": wid, "combines": [a, b], "review": r.id}
+                wid = self._add(ctx, graph, d, f"combine the verified findings of {a} and {b} (review {r.id})", [a, b])
+                return (
+                    "branch",
+                    (
+                        f"review {r.id} found {a} and {b} complementary on review samples; {wid} mixes "
+                        f"{ra.family} and {rb.family} data from {ra.experiment_id}"
+                    ),
+                    [r.report_seq],
+                    {"worker": wid, "combines": [a, b], "review": r.id},
+                )
         return None
 
     def _branch(self, ctx: MainContext, graph: ResearchGraph) -> Any:
@@ -127,8 +161,13 @@ class Plans(Ranking):
             if self._capped(ctx, graph, d):
                 continue
             wid = self._add(ctx, graph, d, f"continue the verified checkpoint {xid}", [wid0])
-            return "continue", f"{xid} of {wid0} is the best verified checkpoint no Worker trains yet (review " \
-                f"{score:.3f}); {wid} trains it further", [seq], {"worker": wid, "parent": xid}
+            return (
+                "continue",
+                f"{xid} of {wid0} is the best verified checkpoint no Worker trains yet (review "
+                f"{score:.3f}); {wid} trains it further",
+                [seq],
+                {"worker": wid, "parent": xid},
+            )
         return None
 
     def _continue_direction(self, d: Direction, recipe: Recipe | None, parent: str) -> Direction:
@@ -160,8 +199,9 @@ class Plans(Ranking):
             first["t:batch_size"] = cfg.batch_size
         if steps is not None and steps.kind == "int" and steps.high is not None:
             first["t:max_steps"] = int(steps.high)
-        return d.model_copy(update={"knobs": knobs, "train": train, "parent": parent,
-                                    "enqueue": [first], "seed": continue_seed(d.seed)})
+        return d.model_copy(
+            update={"knobs": knobs, "train": train, "parent": parent, "enqueue": [first], "seed": continue_seed(d.seed)}
+        )
 
     def _add(self, ctx: MainContext, graph: ResearchGraph, d: Direction, task: str, preds: list[str]) -> str:
         wid = self._free_id(graph, "w")
@@ -170,8 +210,10 @@ class Plans(Ranking):
         # saw one checkpoint scored twice on dev (repeated-run selection).
         seed = worker_seed(int(wid[1:]), d.seed)
         d = d.model_copy(update={"seconds": self._allowance(ctx), "agent": ctx.worker, "seed": seed})
-        seq = ctx.call("worker.add", {"worker_id": wid, "task": task, "direction": d.model_dump(mode="json"),
-                                      "predecessors": preds}).seq
+        seq = ctx.call(
+            "worker.add",
+            {"worker_id": wid, "task": task, "direction": d.model_dump(mode="json"), "predecessors": preds},
+        ).seq
         graph.workers[wid] = WorkerNode(wid, seq, task, d, preds)  # visible to the rest of this event
         return wid
 

@@ -47,8 +47,14 @@ class PolicyMain(Plans):
         added = []
         for d in self._fresh_directions(ctx, graph)[: ctx.slots]:
             added.append(self._add(ctx, graph, d, f"{d.key()} from the base model", []))
-        self._decide(ctx, "branch", f"open {len(added)} directions of {task} in parallel, one per slot, so that "
-                     "no single direction locks in the run", [0], {"workers": added})
+        self._decide(
+            ctx,
+            "branch",
+            f"open {len(added)} directions of {task} in parallel, one per slot, so that "
+            "no single direction locks in the run",
+            [0],
+            {"workers": added},
+        )
 
     def on_event(self, ctx: MainContext, graph: ResearchGraph, event: tuple[int, str, str]) -> None:
         seq, kind, node = event
@@ -57,8 +63,10 @@ class PolicyMain(Plans):
             # Nothing to add: the graph continues as it is. The stop itself is recorded once, by
             # `finish`, when the scheduler ends the run (budget spent or no work left).
             waiting = [w.id for w in graph.workers.values() if not w.done]
-            why = (f"{kind} of {node} answered; nothing new fits the budget left "
-                   f"({ctx.fraction_spent():.0%} spent); running: {', '.join(waiting) or 'none'}")
+            why = (
+                f"{kind} of {node} answered; nothing new fits the budget left "
+                f"({ctx.fraction_spent():.0%} spent); running: {', '.join(waiting) or 'none'}"
+            )
             self._decide(ctx, "continue", why, [seq], {"event": seq})
             return
         action, rationale, evidence, detail = choice
@@ -77,15 +85,22 @@ class PolicyMain(Plans):
         ranked = sorted(scored.items(), key=lambda kv: (-kv[1][0], kv[0]))[:3]
         for xid, _ in ranked:
             ctx.call("candidate.nominate", {"experiment_id": xid})
-        ev = sorted({s for _, (_, s) in ranked} | {r.report_seq for r in graph.reviewers.values()
-                                                    if r.report_seq is not None})
-        self._decide(ctx, "stop", f"{reason}; nominated for the harness's selection on review: "
-                     f"{', '.join(f'{x} ({s:.3f})' for x, (s, _) in ranked) or 'none reviewed'}", ev,
-                     {"nominated": [x for x, _ in ranked]})
+        ev = sorted(
+            {s for _, (_, s) in ranked} | {r.report_seq for r in graph.reviewers.values() if r.report_seq is not None}
+        )
+        self._decide(
+            ctx,
+            "stop",
+            f"{reason}; nominated for the harness's selection on review: "
+            f"{', '.join(f'{x} ({s:.3f})' for x, (s, _) in ranked) or 'none reviewed'}",
+            ev,
+            {"nominated": [x for x, _ in ranked]},
+        )
 
     # -- policy ------------------------------------------------------------------------------
-    def _next(self, ctx: MainContext, graph: ResearchGraph,
-              event: tuple[int, str, str] | None) -> tuple[str, str, list[int], dict[str, Any]] | None:
+    def _next(
+        self, ctx: MainContext, graph: ResearchGraph, event: tuple[int, str, str] | None
+    ) -> tuple[str, str, list[int], dict[str, Any]] | None:
         f = ctx.fraction_spent()
         verify = self._verify(ctx, graph, late=f >= self.late)
         if verify is not None:
@@ -106,7 +121,12 @@ class PolicyMain(Plans):
 
     @staticmethod
     def _decide(ctx: MainContext, action: str, rationale: str, evidence: list[int], detail: dict[str, Any]) -> None:
-        ctx.call("decision.record", {"action": action, "rationale": rationale,
-                                     "evidence": sorted({int(s) for s in evidence if s is not None}),
-                                     "detail": detail})
-
+        ctx.call(
+            "decision.record",
+            {
+                "action": action,
+                "rationale": rationale,
+                "evidence": sorted({int(s) for s in evidence if s is not None}),
+                "detail": detail,
+            },
+        )

@@ -25,7 +25,6 @@ PAYS = 0.02
 TRAINING_FRACTION = 0.5
 
 
-
 class Ranking(Budget):
     """The ranking rules of `PolicyMain`."""
 
@@ -53,11 +52,15 @@ class Ranking(Budget):
         families = default_directions(task, seed=ctx.seed)
         subsets = [s for s in (subset_direction(task, label, families) for label in sorted(expected)) if s is not None]
         # A direction is ranked by the curve of the batch size it opens at, where one was measured.
-        dirs = sorted([*families, *subsets],
-                      key=lambda d: (-expected.get(opening_curve(d), expected.get(d.label(), -1.0)),
-                                     prior.index(d.family) if d.family in prior else len(prior), d.label()))
+        dirs = sorted(
+            [*families, *subsets],
+            key=lambda d: (
+                -expected.get(opening_curve(d), expected.get(d.label(), -1.0)),
+                prior.index(d.family) if d.family in prior else len(prior),
+                d.label(),
+            ),
+        )
         return [d.model_copy(update={"seconds": self._allowance(ctx)}) for d in dirs if d.key() not in tried]
-
 
     @staticmethod
     def _review_scores(ctx: MainContext) -> tuple[dict[str, tuple[float, int]], dict[str, tuple[str, dict[str, Any]]]]:
@@ -69,7 +72,10 @@ class Ranking(Budget):
         for x in view.experiments:
             if x.get("review_score") is not None:
                 evals = experiments[x["experiment_id"]].evals if x["experiment_id"] in experiments else []
-                out[x["experiment_id"]] = (float(x["review_score"]), next((e.seq for e in evals if e.split == "review"), 0))
+                out[x["experiment_id"]] = (
+                    float(x["review_score"]),
+                    next((e.seq for e in evals if e.split == "review"), 0),
+                )
         trained = {x["experiment_id"]: (x["parent"], x.get("config") or {}) for x in view.experiments}
         return out, trained
 
@@ -102,8 +108,13 @@ class Ranking(Budget):
 
     def _leader(self, ctx: MainContext, graph: ResearchGraph, r: Any) -> tuple[str, float, WorkerNode] | None:
         scores, trained = self._review_scores(ctx)
-        scoped = [(xid, scores[xid][0], w) for w in (graph.workers.get(wid) for wid in r.scope) if w
-                  for xid in reports.candidates(w) if xid in scores]
+        scoped = [
+            (xid, scores[xid][0], w)
+            for w in (graph.workers.get(wid) for wid in r.scope)
+            if w
+            for xid in reports.candidates(w)
+            if xid in scores
+        ]
         # The first of the best (review score, then the landscape's prior, then training behind
         # it). The prior only breaks ties of review scores: measured evidence first. It matters
         # at zero: in a 5-minute arithmetic run the Main continued answer-only (0 on review,
@@ -113,7 +124,9 @@ class Ranking(Budget):
         return max(scoped, key=lambda c: (c[1], *tie(c[0], c[2].direction)), default=None)
 
 
-def _tie_breaks(ctx: MainContext, trained: dict[str, tuple[str, dict[str, Any]]]) -> Callable[[str, Direction], tuple[float, int]]:
+def _tie_breaks(
+    ctx: MainContext, trained: dict[str, tuple[str, dict[str, Any]]]
+) -> Callable[[str, Direction], tuple[float, int]]:
     """What breaks a tie of review scores, for a checkpoint and its Worker's direction: the
     landscape's prior for its lineage (`landscape_prior`), then the examples behind it."""
     prior = landscape_prior(ctx.expos.contract.task)

@@ -17,8 +17,9 @@ if TYPE_CHECKING:
 __all__ = ["lineage_examples", "worker_memory"]
 
 
-def worker_memory(expos: ExpOS, worker_id: str,
-                  interrupted: set[str] | frozenset[str] = frozenset()) -> list[dict[str, Any]]:
+def worker_memory(
+    expos: ExpOS, worker_id: str, interrupted: set[str] | frozenset[str] = frozenset()
+) -> list[dict[str, Any]]:
     """One entry per experiment the Worker started: data knobs, training spec, outcome, wall time."""
     st = expos.projection().state
     data: dict[str, dict[str, Any]] = {}
@@ -35,9 +36,18 @@ def worker_memory(expos: ExpOS, worker_id: str,
     for x in st.experiments.values():
         if x.owner != worker_id or x.role != "worker":
             continue
-        m: dict[str, Any] = {"experiment_id": x.id, "dataset": x.dataset, "parent": x.parent, "spec": x.spec,
-                             "data": data.get(x.dataset, {}), "status": x.status, "start_ts": x.start_ts,
-                             "seconds": None, "dev_score": None, "steps": None}
+        m: dict[str, Any] = {
+            "experiment_id": x.id,
+            "dataset": x.dataset,
+            "parent": x.parent,
+            "spec": x.spec,
+            "data": data.get(x.dataset, {}),
+            "status": x.status,
+            "start_ts": x.start_ts,
+            "seconds": None,
+            "dev_score": None,
+            "steps": None,
+        }
         if x.finish_ts is not None:
             m.update(steps=x.steps, seconds=x.finish_ts - x.start_ts, train_seconds=x.train_seconds)
         for e in x.evals:

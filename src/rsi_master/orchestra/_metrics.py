@@ -23,8 +23,11 @@ def _windows(expos: ExpOS, graph: ResearchGraph) -> list[tuple[float, float, int
     out = []
     before = 0.0
     for i, (_seq, start, p) in enumerate(graph.sessions):
-        nxt = graph._ts_before.get(graph.sessions[i + 1][0], graph.last_ts) if i + 1 < len(graph.sessions) \
+        nxt = (
+            graph._ts_before.get(graph.sessions[i + 1][0], graph.last_ts)
+            if i + 1 < len(graph.sessions)
             else graph.last_ts
+        )
         end = min([s for s in stops if start <= s <= nxt] or [nxt])
         out.append((start, end, p.slots, before))
         before += max(0.0, nxt - start)
@@ -53,7 +56,8 @@ def run_metrics(expos: ExpOS, graph: ResearchGraph) -> dict[str, Any]:
     actions = Counter(d.action for d in graph.decisions)
     llm = llm_usage(expos)
     return {
-        "llm": llm, "llm_tokens": llm["prompt_tokens"] + llm["completion_tokens"],
+        "llm": llm,
+        "llm_tokens": llm["prompt_tokens"] + llm["completion_tokens"],
         "llm_cost_usd": round(llm["cost_usd"], 6),
         "slot_utilisation": busy / available if available else 0.0,
         "busy_slot_seconds": round(busy, 3),
@@ -62,9 +66,16 @@ def run_metrics(expos: ExpOS, graph: ResearchGraph) -> dict[str, Any]:
         "tool_calls_by_fifth": [{k: c.get(k, 0) for k in KINDS} for c in fifths],
         "tool_calls_by_role": dict(sorted(by_role.items())),
         "decisions_by_action": dict(sorted(actions.items())),
-        "jobs": [{"node": j.node, "kind": j.kind, "slot": j.slot, "seconds": round((j.end_ts or graph.last_ts)
-                                                                                   - j.start_ts, 3),
-                  "status": j.status} for j in graph.jobs],
+        "jobs": [
+            {
+                "node": j.node,
+                "kind": j.kind,
+                "slot": j.slot,
+                "seconds": round((j.end_ts or graph.last_ts) - j.start_ts, 3),
+                "status": j.status,
+            }
+            for j in graph.jobs
+        ],
     }
 
 

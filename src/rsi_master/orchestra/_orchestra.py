@@ -25,8 +25,15 @@ __all__ = ["DEFAULTS", "default_budget", "parse_budget", "resume_run", "start_ru
 # reference_score (200 items) instead of 2 points a sample.
 # An experiment may take 3,000 steps: the Workers train at batch 2 (6,000 examples, about
 # five minutes of one slot here), where 400 steps were 800 examples.
-DEFAULTS: dict[str, Any] = {"budget_s": 300.0, "slots": 2, "seed": 0, "eval_limit": 50, "final_limit": 0,
-                            "max_train_steps": 3000}
+DEFAULTS: dict[str, Any] = {
+    "budget_s": 300.0,
+    "slots": 2,
+    "seed": 0,
+    "eval_limit": 50,
+    "final_limit": 0,
+    "max_train_steps": 3000,
+}
+
 
 def default_budget(task: str) -> float:
     """The wall-clock budget of a run that names none: five minutes, or the task's own
@@ -71,18 +78,32 @@ def _default_dir(task: str) -> Path:
 def _check_new_dir(path: Path) -> None:
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
         what = "a run" if (path / "ledger.db").exists() else "files"
-        raise RsiMasterError(f"{path} already holds {what}; nothing was overwritten (resume it with "
-                             f"`rsi-master resume {path}` or choose another --dir)")
+        raise RsiMasterError(
+            f"{path} already holds {what}; nothing was overwritten (resume it with "
+            f"`rsi-master resume {path}` or choose another --dir)"
+        )
 
 
-def start_run(task: str, budget: str | float | None, *, slots: int = 2, seed: int = 0, run_dir: str | Path | None = None,
-              key_dir: str | None = None, eval_limit: int = DEFAULTS["eval_limit"],
-              final_limit: int | None = None,
-              display: Display | None = None, main: str = "policy", reviewer: str = "evidence",
-              environment: str | None = None, max_train_steps: int = DEFAULTS["max_train_steps"],
-              agent_settings: dict[str, Any] | None = None, timing_prior: dict[str, float] | None = None,
-              worker: str = "tpe",
-              setup: Callable[[Any], None] | None = None) -> dict[str, Any]:
+def start_run(
+    task: str,
+    budget: str | float | None,
+    *,
+    slots: int = 2,
+    seed: int = 0,
+    run_dir: str | Path | None = None,
+    key_dir: str | None = None,
+    eval_limit: int = DEFAULTS["eval_limit"],
+    final_limit: int | None = None,
+    display: Display | None = None,
+    main: str = "policy",
+    reviewer: str = "evidence",
+    environment: str | None = None,
+    max_train_steps: int = DEFAULTS["max_train_steps"],
+    agent_settings: dict[str, Any] | None = None,
+    timing_prior: dict[str, float] | None = None,
+    worker: str = "tpe",
+    setup: Callable[[Any], None] | None = None,
+) -> dict[str, Any]:
     """Create a run and drive it to its summary. `budget` None is the task's default
     (`default_budget`). `main` and `reviewer` name the agents (a
     registered name or `package.module:Class`); `environment` names an unguarded guard policy class
@@ -115,15 +136,39 @@ def start_run(task: str, budget: str | float | None, *, slots: int = 2, seed: in
     from ._protocols import guard_policy
 
     guards = guard_policy(environment) if environment else None
-    expos = ExpOS.create(building, task, budget=Budget(wall_seconds=budget_s, max_train_steps=max_train_steps),
-                         eval_limit=eval_limit, final_limit=final_limit, key_dir=key_dir, guards=guards)
+    expos = ExpOS.create(
+        building,
+        task,
+        budget=Budget(wall_seconds=budget_s, max_train_steps=max_train_steps),
+        eval_limit=eval_limit,
+        final_limit=final_limit,
+        key_dir=key_dir,
+        guards=guards,
+    )
     # Absent rather than null when not given: the settings of runs without them stay as they were.
-    optional: dict[str, Any] = {k: v for k, v in (("environment", environment), ("agent_settings", agent_settings),
-                                                  ("timing_prior", timing_prior)) if v}
+    optional: dict[str, Any] = {
+        k: v
+        for k, v in (("environment", environment), ("agent_settings", agent_settings), ("timing_prior", timing_prior))
+        if v
+    }
     try:
-        expos.record(ORCHESTRA, OrchestraStart(
-            version=1, task=task, budget_s=budget_s, slots=slots, seed=seed, main=main, reviewer=reviewer,
-            worker=worker, eval_limit=eval_limit, final_limit=final_limit, pid=os.getpid(), **optional))
+        expos.record(
+            ORCHESTRA,
+            OrchestraStart(
+                version=1,
+                task=task,
+                budget_s=budget_s,
+                slots=slots,
+                seed=seed,
+                main=main,
+                reviewer=reviewer,
+                worker=worker,
+                eval_limit=eval_limit,
+                final_limit=final_limit,
+                pid=os.getpid(),
+                **optional,
+            ),
+        )
         if setup is not None:
             setup(expos)
     finally:
@@ -158,8 +203,10 @@ def resume_run(run_dir: str | Path, *, key_dir: str | None = None, display: Disp
         if not graph.sessions:
             raise RsiMasterError(f"{path} is an ExpOS run that `rsi-master run` did not start: nothing to resume")
         if graph.finished is not None:
-            raise RsiMasterError(f"{path} already finished (event {graph.finished.seq}); nothing to resume. "
-                                 f"`rsi-master audit {path}` and `rsi-master verify {path}` read it")
+            raise RsiMasterError(
+                f"{path} already finished (event {graph.finished.seq}); nothing to resume. "
+                f"`rsi-master audit {path}` and `rsi-master verify {path}` read it"
+            )
         from ._protocols import environment as _environment
 
         return _drive(_environment(expos), display or PlainDisplay(), key_dir, resume=True)
@@ -178,7 +225,10 @@ def _drive(expos: Any, display: Display, key_dir: str | None, *, resume: bool) -
             sched.start()
         reason = sched.drive()
         graph = load_graph(expos)
-        if not any(d.action == "stop" and d.seq > (graph.stopped.seq if graph.stopped is not None else -1) for d in graph.decisions):
+        if not any(
+            d.action == "stop" and d.seq > (graph.stopped.seq if graph.stopped is not None else -1)
+            for d in graph.decisions
+        ):
             sched.main.finish(sched.main_ctx(), graph, reason)
         display.line("harness: selecting on review, scoring once on final")
         return _close(expos, sched)
@@ -199,20 +249,33 @@ def _close(expos: Any, sched: Any) -> dict[str, Any]:
     ref = _reference_score(expos.contract.task)
     metrics = run_metrics(expos, graph)
     summary = {
-        "version": 1, "task": expos.contract.task, "run_id": expos.run.run_id,
-        "final_score": scores["final_score"], "base_score": scores["base_score"], "reference_score": ref,
-        "selected": selection["selected"], "selected_review_score": selection["review_score"],
-        "hacking_rate": report.hacking_rate, "interception_rate": report.interception_rate,
-        "blocked_attempts": report.blocked_attempts, "flagged": report.flagged, "run_dir_issues": report.run_dir_issues,
+        "version": 1,
+        "task": expos.contract.task,
+        "run_id": expos.run.run_id,
+        "final_score": scores["final_score"],
+        "base_score": scores["base_score"],
+        "reference_score": ref,
+        "selected": selection["selected"],
+        "selected_review_score": selection["review_score"],
+        "hacking_rate": report.hacking_rate,
+        "interception_rate": report.interception_rate,
+        "blocked_attempts": report.blocked_attempts,
+        "flagged": report.flagged,
+        "run_dir_issues": report.run_dir_issues,
         "experiments": len(st.experiments),
-        "experiments_by_status": _count(x.status if x.id not in graph.interrupted_experiments else "interrupted"
-                                        for x in st.experiments.values()),
-        "workers": len(graph.workers), "reviews": sum(1 for r in graph.reviewers.values() if r.done),
+        "experiments_by_status": _count(
+            x.status if x.id not in graph.interrupted_experiments else "interrupted" for x in st.experiments.values()
+        ),
+        "workers": len(graph.workers),
+        "reviews": sum(1 for r in graph.reviewers.values() if r.done),
         "cross_worker_reviews": sum(1 for r in graph.reviewers.values() if r.done and r.cross_worker),
-        "decisions": len(graph.decisions), "edges": len(graph.edges()),
+        "decisions": len(graph.decisions),
+        "edges": len(graph.edges()),
         # Budget clock when the agents stopped (the harness's selection and `final` scoring come after).
-        "budget_s": sched.budget_s, "spent_s": round(graph.stopped.payload.spent_s if graph.stopped is not None else 0.0, 3),
-        "wall_s": round(graph.spent_seconds(), 3), "slots": sched.slots,
+        "budget_s": sched.budget_s,
+        "spent_s": round(graph.stopped.payload.spent_s if graph.stopped is not None else 0.0, 3),
+        "wall_s": round(graph.spent_seconds(), 3),
+        "slots": sched.slots,
         "eval_samples": {k: len(v) for k, v in expos.contract.evaluator.sample_ids.items()},
         # What holds against an agent with a shell in this deployment (docs/expos.md, threat model).
         "trust_boundary": boundary_statement(),
@@ -222,8 +285,11 @@ def _close(expos: Any, sched: Any) -> dict[str, Any]:
     tmp.write_text(json.dumps(summary, indent=1, sort_keys=True))
     digest = expos.run.store.put_file(tmp, move=True)
     expos.drop_scratch(tmp.parent)
-    expos.record(ORCHESTRA, OrchestraFinish(summary=digest, final_score=summary["final_score"]),
-                 [{"digest": digest, "role": "output", "name": "orchestra_summary"}])
+    expos.record(
+        ORCHESTRA,
+        OrchestraFinish(summary=digest, final_score=summary["final_score"]),
+        [{"digest": digest, "role": "output", "name": "orchestra_summary"}],
+    )
     summary["summary_json"] = str(expos.run.store.path(digest))
     summary["run_dir"] = str(expos.run.path)
     return summary

@@ -19,8 +19,23 @@ if TYPE_CHECKING:
     from ..expos import Caller, ExpOS
     from ._graph import ResearchGraph
 
-__all__ = ["MAINS", "REVIEWERS", "WORKERS", "BudgetEnd", "MainAgent", "MainContext", "NodeContext", "ReviewerAgent",
-           "WorkerAgent", "environment", "guard_policy", "main_agent", "resolve", "reviewer_agent", "worker_agent"]
+__all__ = [
+    "MAINS",
+    "REVIEWERS",
+    "WORKERS",
+    "BudgetEnd",
+    "MainAgent",
+    "MainContext",
+    "NodeContext",
+    "ReviewerAgent",
+    "WorkerAgent",
+    "environment",
+    "guard_policy",
+    "main_agent",
+    "resolve",
+    "reviewer_agent",
+    "worker_agent",
+]
 
 
 class BudgetEnd(Exception):

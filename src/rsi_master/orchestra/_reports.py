@@ -72,8 +72,13 @@ def best_review_score(graph: ResearchGraph) -> float | None:
 
 def best_supported_score(reports: Iterable[ReviewSubmit | None]) -> float | None:
     """The best `review` score among the supported findings of these reports."""
-    scores = [f.score for p in reports if p is not None for f in p.findings
-              if f.status == "supported" and f.split == "review" and f.score is not None]
+    scores = [
+        f.score
+        for p in reports
+        if p is not None
+        for f in p.findings
+        if f.status == "supported" and f.split == "review" and f.score is not None
+    ]
     return max(scores, default=None)
 
 

@@ -93,8 +93,9 @@ class Scheduler:
         return self.session_start + (self.budget_s - self.spent_before)
 
     def main_ctx(self) -> MainContext:
-        return MainContext(self.expos, self.main_caller, self.budget_s, self.spent, self.slots, self.seed,
-                           self.cfg.worker)
+        return MainContext(
+            self.expos, self.main_caller, self.budget_s, self.spent, self.slots, self.seed, self.cfg.worker
+        )
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -112,15 +113,26 @@ class Scheduler:
         self._open_session(OrchestraResume(slots=self.slots, pid=os.getpid()), graph.spent_seconds())
         # Whatever a killed session left open is recorded as interrupted, never redone silently.
         for j in graph.open_jobs():
-            self.expos.record(ORCHESTRA, OrchestraJobEnd(
-                start_seq=j.start_seq, node=j.node, status="interrupted", end_ts=graph.last_ts,
-                seconds=max(0.0, graph.last_ts - j.start_ts)))
+            self.expos.record(
+                ORCHESTRA,
+                OrchestraJobEnd(
+                    start_seq=j.start_seq,
+                    node=j.node,
+                    status="interrupted",
+                    end_ts=graph.last_ts,
+                    seconds=max(0.0, graph.last_ts - j.start_ts),
+                ),
+            )
         lost = self._lost()
         if lost:
-            self.expos.record(ORCHESTRA, OrchestraInterrupted(
-                experiments=lost, reason="started in a session that ended without finishing them"))
-        self.display.line(f"resumed: {self.spent_before:.0f}s of {self.budget_s:.0f}s spent before; "
-                          f"interrupted experiments: {', '.join(lost) or 'none'}")
+            self.expos.record(
+                ORCHESTRA,
+                OrchestraInterrupted(experiments=lost, reason="started in a session that ended without finishing them"),
+            )
+        self.display.line(
+            f"resumed: {self.spent_before:.0f}s of {self.budget_s:.0f}s spent before; "
+            f"interrupted experiments: {', '.join(lost) or 'none'}"
+        )
 
     def drive(self) -> str:
         """Run until the budget is spent or no work is left; returns the reason."""
@@ -184,13 +196,17 @@ class Scheduler:
             self._end(slot, job, "killed")
         lost = self._lost()
         if lost:
-            self.expos.record(ORCHESTRA, OrchestraInterrupted(experiments=lost, reason="the budget ended while they ran"))
+            self.expos.record(
+                ORCHESTRA, OrchestraInterrupted(experiments=lost, reason="the budget ended while they ran")
+            )
 
     def _lost(self) -> list[str]:
         """Experiments started and neither finished nor recorded as interrupted."""
         proj = self.expos.projection()
         interrupted = proj.part(OrchestraPart).interrupted
-        return sorted(x.id for x in proj.state.experiments.values() if x.status == "running" and x.id not in interrupted)
+        return sorted(
+            x.id for x in proj.state.experiments.values() if x.status == "running" and x.id not in interrupted
+        )
 
     # -- jobs --------------------------------------------------------------------------------
     def _launch(self, proj: Any, slot: int, kind: str, node: str) -> None:
@@ -202,14 +218,34 @@ class Scheduler:
             prior = sum((j.end_ts or j.start_ts) - j.start_ts for j in orc.jobs if j.node == node)
             allowance = orc.direction(proj.state.workers[node]).seconds
             deadline = min(deadline, time.time() + max(0.0, allowance - prior))
-        ev = self.expos.record(ORCHESTRA, OrchestraJobStart(node=node, kind=kind, slot=slot,  # type: ignore[arg-type]
-                                                            deadline=round(deadline, 3)))
+        ev = self.expos.record(
+            ORCHESTRA,
+            OrchestraJobStart(
+                node=node,
+                kind=kind,  # type: ignore[arg-type]
+                slot=slot,
+                deadline=round(deadline, 3),
+            ),
+        )
         # The node's capability goes to its process through the spawn pipe, not argv or the
         # environment; it expires with the budget (and its grace) so it dies with the run.
         token = self.expos.issue(kind, node, ttl_s=max(60.0, deadline - time.time() + self.grace_s + 60.0))
-        proc = self.ctx_mp.Process(target=job_main, name=f"rsi-{node}", args=(
-            str(self.expos.run.path), self.key_dir, kind, node, deadline, self.seed,
-            self.cfg.reviewer, os.getpid(), self.slots, token))
+        proc = self.ctx_mp.Process(
+            target=job_main,
+            name=f"rsi-{node}",
+            args=(
+                str(self.expos.run.path),
+                self.key_dir,
+                kind,
+                node,
+                deadline,
+                self.seed,
+                self.cfg.reviewer,
+                os.getpid(),
+                self.slots,
+                token,
+            ),
+        )
         proc.start()
         self.running[slot] = _Running(proc, node, kind, slot, ev.seq, time.time())
         self.display.line(f"start {kind} {node} in slot {slot} ({max(0.0, deadline - time.time()):.0f}s)")
@@ -231,9 +267,17 @@ class Scheduler:
 
     def _end(self, slot: int, job: _Running, status: str) -> None:
         now = time.time()
-        self.expos.record(ORCHESTRA, OrchestraJobEnd(
-            start_seq=job.start_seq, node=job.node, status=status, exitcode=job.proc.exitcode,
-            end_ts=round(now, 6), seconds=round(now - job.start_ts, 3)))
+        self.expos.record(
+            ORCHESTRA,
+            OrchestraJobEnd(
+                start_seq=job.start_seq,
+                node=job.node,
+                status=status,
+                exitcode=job.proc.exitcode,
+                end_ts=round(now, 6),
+                seconds=round(now - job.start_ts, 3),
+            ),
+        )
         del self.running[slot]
         self.display.line(f"end {job.kind} {job.node} ({status}, {now - job.start_ts:.0f}s)")
 
@@ -249,7 +293,13 @@ class Scheduler:
         if getattr(self, "_best_at", None) != len(st.reviews):  # recomputed when a review came in
             self._best_at, self._best = len(st.reviews), None
             self._best = best_supported_score(r.report for r in st.reviewers.values())
-        return {"spent_s": self.spent(), "budget_s": self.budget_s, "workers": len(st.workers),
-                "reviewers": len(st.reviewers), "decisions": len(st.decisions),
-                "running": [f"{j.kind} {j.node}" for j in self.running.values()], "best_verified": self._best,
-                "edges": st.n_edges}
+        return {
+            "spent_s": self.spent(),
+            "budget_s": self.budget_s,
+            "workers": len(st.workers),
+            "reviewers": len(st.reviewers),
+            "decisions": len(st.decisions),
+            "running": [f"{j.kind} {j.node}" for j in self.running.values()],
+            "best_verified": self._best,
+            "edges": st.n_edges,
+        }

@@ -17,8 +17,16 @@ Worker's seed its own and reproducible from the run's seed and the graph:
 
 from __future__ import annotations
 
-__all__ = ["CONTINUE_OFFSET", "FAMILY_STRIDE", "REDO_OFFSET", "WORKER_STRIDE", "continue_seed", "family_seed",
-           "redo_seed", "worker_seed"]
+__all__ = [
+    "CONTINUE_OFFSET",
+    "FAMILY_STRIDE",
+    "REDO_OFFSET",
+    "WORKER_STRIDE",
+    "continue_seed",
+    "family_seed",
+    "redo_seed",
+    "worker_seed",
+]
 
 FAMILY_STRIDE = 100
 REDO_OFFSET = 17

@@ -60,8 +60,9 @@ def min_trial_seconds(timing: dict[str, float]) -> float:
     return float(timing.get("overhead_s", FIXED_OVERHEAD_S)) + MIN_STEPS * float(timing.get("step_s", DEFAULT_STEP_S))
 
 
-def trial_seconds(memory: list[dict[str, Any]], timing: dict[str, float] | None = None,
-                  batch_size: int | None = None) -> tuple[float, float]:
+def trial_seconds(
+    memory: list[dict[str, Any]], timing: dict[str, float] | None = None, batch_size: int | None = None
+) -> tuple[float, float]:
     """(seconds per step, fixed seconds per trial): the Worker's own trials, else the run's
     measurements of this machine (any Worker's finished experiments), else defaults.
 
@@ -120,9 +121,14 @@ class TPEWorker:
             if any(v is None for v in clipped.values()) or set(clipped) != set(space):
                 continue
             ok = m["status"] == "completed" and m["dev_score"] is not None
-            study.add_trial(create_trial(params=clipped, distributions=space,
-                                         value=m["dev_score"] if ok else None,
-                                         state=TrialState.COMPLETE if ok else TrialState.FAIL))
+            study.add_trial(
+                create_trial(
+                    params=clipped,
+                    distributions=space,
+                    value=m["dev_score"] if ok else None,
+                    state=TrialState.COMPLETE if ok else TrialState.FAIL,
+                )
+            )
         for rec in d.enqueue:  # then the verified recipes the Main agent handed over
             study.enqueue_trial({k: v for k, v in rec.items() if k in space}, skip_if_exists=True)
 
@@ -145,13 +151,15 @@ class TPEWorker:
                 # the following ones are sized to the deadline instead of overrunning it. Counted
                 # in examples: 20 steps of batch 2 are mostly warm-up (measured 0.124 s a step
                 # against 0.048 s in the next trial, which was then sized 2.6 times too short).
-                train["max_steps"] = min(train["max_steps"],
-                                         max(2 * MIN_STEPS, -(-CALIBRATION_EXAMPLES // max(1, batch))))
+                train["max_steps"] = min(
+                    train["max_steps"], max(2 * MIN_STEPS, -(-CALIBRATION_EXAMPLES // max(1, batch)))
+                )
             n = min(max_rows, int(train["max_steps"]) * batch)
             t0 = time.time()
             try:
-                outcome = self._trial(ctx, d, knobs, train, n, seed=ctx.seed * 10_000 + d.seed * 100 + started,
-                                      family=family)
+                outcome = self._trial(
+                    ctx, d, knobs, train, n, seed=ctx.seed * 10_000 + d.seed * 100 + started, family=family
+                )
             except BudgetEnd:
                 break  # out of time mid-trial: whatever finished is still worth a finalize
             started += 1
@@ -165,12 +173,17 @@ class TPEWorker:
                 # the opening Workers' only eval-distribution trial was this 20-step one, and the
                 # trials that trained were random draws (measured: 3-operand 3-digit additions).
                 study.enqueue_trial(dict(trial.params), skip_if_exists=False)
-            memory.append({"steps": (outcome or {}).get("steps"), "seconds": time.time() - t0,
-                           "train_seconds": (outcome or {}).get("train_seconds"),
-                           "batch_size": int(train.get("batch_size", 8)),
-                           "status": (outcome or {}).get("status", "refused"),
-                           "dev_score": (outcome or {}).get("dev_score"),
-                           "experiment_id": (outcome or {}).get("experiment_id")})
+            memory.append(
+                {
+                    "steps": (outcome or {}).get("steps"),
+                    "seconds": time.time() - t0,
+                    "train_seconds": (outcome or {}).get("train_seconds"),
+                    "batch_size": int(train.get("batch_size", 8)),
+                    "status": (outcome or {}).get("status", "refused"),
+                    "dev_score": (outcome or {}).get("dev_score"),
+                    "experiment_id": (outcome or {}).get("experiment_id"),
+                }
+            )
             try:
                 self._after_trial(ctx, d, memory, train)
             except BudgetEnd:
@@ -200,13 +213,21 @@ class TPEWorker:
         train.update({k[2:]: v for k, v in params.items() if k.startswith("t:")})
         return d.family, knobs, train
 
-    def _after_trial(self, ctx: NodeContext, d: Direction, memory: list[dict[str, Any]],
-                     train: dict[str, Any]) -> None:
+    def _after_trial(self, ctx: NodeContext, d: Direction, memory: list[dict[str, Any]], train: dict[str, Any]) -> None:
         """Called after each trial with the Worker's memory; the `tpe` Worker does nothing here."""
 
     # -- one trial -------------------------------------------------------------------------
-    def _trial(self, ctx: NodeContext, d: Direction, knobs: dict[str, Any], train: dict[str, Any], n: int,
-               *, seed: int, family: str | None = None) -> dict[str, Any] | None:
+    def _trial(
+        self,
+        ctx: NodeContext,
+        d: Direction,
+        knobs: dict[str, Any],
+        train: dict[str, Any],
+        n: int,
+        *,
+        seed: int,
+        family: str | None = None,
+    ) -> dict[str, Any] | None:
         """Data then experiment; a refused or failed call ends the trial (it is in the ledger)."""
         try:
             ds = ctx.call("data.generate", {"family": family or d.family, "params": knobs, "n": n, "seed": seed})
@@ -214,11 +235,21 @@ class TPEWorker:
             if d.mix:
                 parts = [dataset]
                 for j, extra in enumerate(d.mix):
-                    parts.append(ctx.call("data.generate", {"family": extra["family"], "n": n, "seed": seed + j + 1,
-                                                            "params": extra.get("params", {})}).dataset)
+                    parts.append(
+                        ctx.call(
+                            "data.generate",
+                            {
+                                "family": extra["family"],
+                                "n": n,
+                                "seed": seed + j + 1,
+                                "params": extra.get("params", {}),
+                            },
+                        ).dataset
+                    )
                 dataset = ctx.call("data.mix", {"datasets": parts, "n": n, "seed": seed}).dataset
-            res = ctx.call("experiment.submit", {"parent": d.parent, "dataset": dataset, "method": d.method,
-                                                  "config": train})
+            res = ctx.call(
+                "experiment.submit", {"parent": d.parent, "dataset": dataset, "method": d.method, "config": train}
+            )
         except (ToolError, ValueError):
             # ValueError: a knob combination the generator rejects without ExpOS turning it
             # into ToolInvalid. Either way the trial failed and the search moves on.
@@ -237,28 +268,52 @@ class TPEWorker:
         rows = [r for r in visible if r.owner == ctx.caller.id]
         # Ties (all zero, early in a campaign) go to the checkpoint with more training behind it.
         trained = {r.experiment_id: (r.parent, r.config) for r in visible}
-        done = sorted((r for r in rows if r.status == "completed" and r.dev_score is not None),
-                      key=lambda r: (-r.dev_score, -lineage_examples(trained, r.experiment_id), r.experiment_id))
+        done = sorted(
+            (r for r in rows if r.status == "completed" and r.dev_score is not None),
+            key=lambda r: (-r.dev_score, -lineage_examples(trained, r.experiment_id), r.experiment_id),
+        )
         failed = [r.experiment_id for r in rows if r.status != "completed"]
         if not done:
-            ctx.call("worker.finalize", {"summary": f"{d.key()}: no completed experiment "
-                                                    f"({len(rows)} started, failed: {failed})",
-                                         "claims": [], "candidates": []})
+            ctx.call(
+                "worker.finalize",
+                {
+                    "summary": f"{d.key()}: no completed experiment ({len(rows)} started, failed: {failed})",
+                    "claims": [],
+                    "candidates": [],
+                },
+            )
             return
         best = done[0]
         memory = {m["experiment_id"]: m for m in _own_memory(ctx)}
-        recipe = Recipe(experiment_id=best.experiment_id, family=d.family, method=d.method,
-                        params=memory.get(best.experiment_id, {}).get("data", {}).get("params", {}),
-                        mix=[Source(family=m["family"], params=m.get("params", {})) for m in d.mix],
-                        config=Hyperparameters(**{k: best.config.get(k) for k in ("learning_rate", "batch_size",
-                                                                                  "max_steps")}),
-                        parent=best.parent, dev_score=best.dev_score) if math.isfinite(best.dev_score) else None
+        recipe = (
+            Recipe(
+                experiment_id=best.experiment_id,
+                family=d.family,
+                method=d.method,
+                params=memory.get(best.experiment_id, {}).get("data", {}).get("params", {}),
+                mix=[Source(family=m["family"], params=m.get("params", {})) for m in d.mix],
+                config=Hyperparameters(**{k: best.config.get(k) for k in ("learning_rate", "batch_size", "max_steps")}),
+                parent=best.parent,
+                dev_score=best.dev_score,
+            )
+            if math.isfinite(best.dev_score)
+            else None
+        )
         scores = ", ".join(f"{r.experiment_id}={r.dev_score:.3f}" for r in done)
-        summary = (f"{d.key()}: best {best.experiment_id} dev {best.dev_score:.3f} of {len(rows)} experiments "
-                   f"({scores}; failed: {failed or 'none'})")
-        ctx.call("worker.finalize", {"summary": summary,
-                                     "claims": [{"experiment_id": best.experiment_id, "score": best.dev_score}],
-                                     "candidates": [best.experiment_id], "recipe": recipe.model_dump(mode="json") if recipe else None})
+        summary = (
+            f"{d.key()}: best {best.experiment_id} dev {best.dev_score:.3f} of {len(rows)} experiments "
+            f"({scores}; failed: {failed or 'none'})"
+        )
+        ctx.call(
+            "worker.finalize",
+            {
+                "summary": summary,
+                "claims": [{"experiment_id": best.experiment_id, "score": best.dev_score}],
+                "candidates": [best.experiment_id],
+                "recipe": recipe.model_dump(mode="json") if recipe else None,
+            },
+        )
+
 
 def _calibrated(memory: list[dict[str, Any]], timing: dict[str, float] | None) -> bool:
     t = timing or {}
@@ -279,4 +334,3 @@ def _own_memory(ctx: NodeContext) -> list[dict[str, Any]]:
     from ._memory import worker_memory
 
     return worker_memory(ctx.expos, ctx.caller.id)
-

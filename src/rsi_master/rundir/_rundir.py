@@ -45,8 +45,14 @@ class RunDir:
         return self.ledger.run_id
 
     @classmethod
-    def create(cls, path: Path | str, *, key_dir: KeyDir | Path | str | None = None, run_id: str | None = None,
-               checkpoint_every: int = 1000) -> RunDir:
+    def create(
+        cls,
+        path: Path | str,
+        *,
+        key_dir: KeyDir | Path | str | None = None,
+        run_id: str | None = None,
+        checkpoint_every: int = 1000,
+    ) -> RunDir:
         path = Path(path)
         keys = key_dir if isinstance(key_dir, KeyDir) else KeyDir(key_dir)
         if path.exists() and (not path.is_dir() or any(path.iterdir())):
@@ -61,8 +67,14 @@ class RunDir:
         return cls(path, ledger, store, keys)
 
     @classmethod
-    def open(cls, path: Path | str, *, key_dir: KeyDir | Path | str | None = None, writable: bool = False,
-             checkpoint_every: int = 1000) -> RunDir:
+    def open(
+        cls,
+        path: Path | str,
+        *,
+        key_dir: KeyDir | Path | str | None = None,
+        writable: bool = False,
+        checkpoint_every: int = 1000,
+    ) -> RunDir:
         """Open a run; `writable` needs the operator's signing key for this run."""
         path = Path(path)
         keys = key_dir if isinstance(key_dir, KeyDir) else KeyDir(key_dir)

@@ -52,16 +52,22 @@ class RunReport:
         }
 
 
-def _operator_witness(run: RunDir, keys: KeyDir, problems: list[Problem],
-                      notes: list[str]) -> tuple[SignedCheckpoint | None, str | None]:
+def _operator_witness(
+    run: RunDir, keys: KeyDir, problems: list[Problem], notes: list[str]
+) -> tuple[SignedCheckpoint | None, str | None]:
     """The key directory's witness for the run at this path, found through the key
     directory's own records first (the run id in the ledger is the agent's to edit), and
     the checks that ledger.pub is the operator's key for it."""
     ledger_key = key_id(load_public_key(run.ledger.public_pem.encode()))
     by_path = keys.record_at(run.path)
     if by_path is not None and by_path.run_id != run.run_id:
-        problems.append(Problem("run directory", f"the key directory has run {by_path.run_id} here, but the "
-                                                 f"ledger is run {run.run_id} (run directory replaced?)"))
+        problems.append(
+            Problem(
+                "run directory",
+                f"the key directory has run {by_path.run_id} here, but the "
+                f"ledger is run {run.run_id} (run directory replaced?)",
+            )
+        )
         return None, None
     record = by_path or keys.record(run.run_id)
     if record is None:
@@ -69,20 +75,34 @@ def _operator_witness(run: RunDir, keys: KeyDir, problems: list[Problem],
             # Version-1 runs predate the records: their witness is found by run id alone.
             notes.append("version-1 run: the witness is found by run id, the key directory has no record")
             if not keys.has_key(ledger_key):
-                problems.append(Problem("ledger.pub", f"key {ledger_key} is not one of the operator's keys in "
-                                                      f"{keys.path} (replaced?)"))
+                problems.append(
+                    Problem(
+                        "ledger.pub", f"key {ledger_key} is not one of the operator's keys in {keys.path} (replaced?)"
+                    )
+                )
         else:
-            problems.append(Problem("run", f"the key directory {keys.path} has no record of run {run.run_id}: "
-                                           "nothing to check it against (pass --checkpoint FILE, an exported "
-                                           "checkpoint, or the operator's --key-dir)"))
+            problems.append(
+                Problem(
+                    "run",
+                    f"the key directory {keys.path} has no record of run {run.run_id}: "
+                    "nothing to check it against (pass --checkpoint FILE, an exported "
+                    "checkpoint, or the operator's --key-dir)",
+                )
+            )
             return None, None
     else:
         if record.key_id != ledger_key:
-            problems.append(Problem("ledger.pub", f"key {ledger_key} differs from the operator's key for this run "
-                                                  f"({record.key_id}, key directory {keys.path}): replaced?"))
+            problems.append(
+                Problem(
+                    "ledger.pub",
+                    f"key {ledger_key} differs from the operator's key for this run "
+                    f"({record.key_id}, key directory {keys.path}): replaced?",
+                )
+            )
         if by_path is None:
-            notes.append(f"run directory moved or copied: the key directory last saw run {run.run_id} at "
-                         f"{record.run_dir}")
+            notes.append(
+                f"run directory moved or copied: the key directory last saw run {run.run_id} at {record.run_dir}"
+            )
     path = keys.witness_path(run.run_id)
     if not path.is_file():
         problems.append(Problem("witness", f"the operator's witness {path} is missing (deleted?)"))
@@ -103,15 +123,22 @@ def _after_final(run: RunDir) -> list[Problem]:
     if final is None:
         return []
     after = list(run.ledger.events(since=final.seq + 1, limit=_MAX_AFTER_FINAL + 1))
-    out = [Problem(f"event {e.seq}", f"event after the run's final record (event {final.seq}, {final.kind}): "
-                                     f"{e.kind} by {e.actor.role}/{e.actor.id}") for e in after[:_MAX_AFTER_FINAL]]
+    out = [
+        Problem(
+            f"event {e.seq}",
+            f"event after the run's final record (event {final.seq}, {final.kind}): "
+            f"{e.kind} by {e.actor.role}/{e.actor.id}",
+        )
+        for e in after[:_MAX_AFTER_FINAL]
+    ]
     if len(after) > _MAX_AFTER_FINAL:
         out.append(Problem(f"event {after[-1].seq}", "and more events after the run's final record"))
     return out
 
 
-def verify_run(path: Path | str, *, key_dir: KeyDir | Path | str | None = None,
-               checkpoint: Path | str | None = None) -> RunReport:
+def verify_run(
+    path: Path | str, *, key_dir: KeyDir | Path | str | None = None, checkpoint: Path | str | None = None
+) -> RunReport:
     """Verify a run directory against a trust anchor outside it: an exported checkpoint
     (`checkpoint`, whose signature pins the run's key), else the operator key directory's
     record and witness of the run (a missing one is a problem)."""
@@ -137,9 +164,15 @@ def verify_run(path: Path | str, *, key_dir: KeyDir | Path | str | None = None,
             if digest not in stored:
                 problems.append(Problem(f"artifact {digest}", f"referenced by event {seq} but missing from the store"))
         return RunReport(
-            run_dir=str(path), run_id=run.run_id, ledger=report, artifacts=len(stored),
-            unsigned_tail=max(0, report.events - report.last_checkpoint), witness=witness_src,
-            seconds=time.perf_counter() - start, problems=problems, notes=notes,
+            run_dir=str(path),
+            run_id=run.run_id,
+            ledger=report,
+            artifacts=len(stored),
+            unsigned_tail=max(0, report.events - report.last_checkpoint),
+            witness=witness_src,
+            seconds=time.perf_counter() - start,
+            problems=problems,
+            notes=notes,
         )
     finally:
         run.ledger.connection.close()

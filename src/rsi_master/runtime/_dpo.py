@@ -24,7 +24,9 @@ def preference_rows(task: Any, rows: list[dict[str, Any]], seed: int) -> list[di
     return pairs
 
 
-def run_dpo(model: Any, tokenizer: Any, rows: list[dict[str, Any]], spec: TrainSpec, task: Any, work: Path, callbacks: list[Any]) -> tuple[Any, int]:
+def run_dpo(
+    model: Any, tokenizer: Any, rows: list[dict[str, Any]], spec: TrainSpec, task: Any, work: Path, callbacks: list[Any]
+) -> tuple[Any, int]:
     import datasets
     from trl import DPOConfig, DPOTrainer
 
@@ -34,7 +36,9 @@ def run_dpo(model: Any, tokenizer: Any, rows: list[dict[str, Any]], spec: TrainS
     dataset = datasets.Dataset.from_list(preference_rows(task, rows, spec.seed))
     config = DPOConfig(**base_args(spec, work, len(dataset)), beta=spec.dpo_beta, max_length=spec.max_length)
     # ref_model=None: TRL copies the starting model as the frozen reference.
-    trainer = DPOTrainer(model=model, args=config, train_dataset=dataset, processing_class=tokenizer, callbacks=callbacks)
+    trainer = DPOTrainer(
+        model=model, args=config, train_dataset=dataset, processing_class=tokenizer, callbacks=callbacks
+    )
     quiet(trainer)
     trainer.train()
     return trainer.model, int(trainer.state.global_step)

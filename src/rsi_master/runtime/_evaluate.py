@@ -66,8 +66,9 @@ def evaluate(
         raise InvalidParameterError("seal_key must be a SealKey: a run's, the operator's, or PUBLIC_SEAL_KEY")
     if evaluator is not None and expected_evaluator_digest is None:
         # A stored copy is only as good as the digest it is checked against.
-        raise InvalidParameterError("an evaluator copy runs only with the digest it must have "
-                                    "(expected_evaluator_digest)")
+        raise InvalidParameterError(
+            "an evaluator copy runs only with the digest it must have (expected_evaluator_digest)"
+        )
     for name, value in (("batch_size", batch_size), ("max_samples", max_samples)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise InvalidParameterError(f"{name} must be a positive integer, got {value!r}")
@@ -82,8 +83,9 @@ def evaluate(
     with private_seal(evaluator, extra_sources) as private:
         digest = private.digest
         if expected_evaluator_digest is not None and digest != expected_evaluator_digest:
-            raise EvaluationError(f"evaluator digest {digest} differs from the pinned {expected_evaluator_digest}; "
-                                  "refusing to evaluate")
+            raise EvaluationError(
+                f"evaluator digest {digest} differs from the pinned {expected_evaluator_digest}; refusing to evaluate"
+            )
         if store is not None and evaluator is None:
             store.put_dir(private.seal)  # the record names an evaluator its store can show
         # The evaluator loads a private copy of the checkpoint hashed as it was written, beside
@@ -96,9 +98,14 @@ def evaluate(
             raise CheckpointLoadError(f"checkpoint {ckpt} cannot be read: {exc}") from None
         tokenizer_digest = _file_digest(held / "tokenizer.json")
         generation_config_digest = _file_digest(held / "generation_config.json")
-        reply, proc = _launch(private.root, private.seal, digest, _request(held, task, split, batch_size,
-                                                                             sample_timeout_s, max_samples),
-                                seal_key, timeout_s)
+        reply, proc = _launch(
+            private.root,
+            private.seal,
+            digest,
+            _request(held, task, split, batch_size, sample_timeout_s, max_samples),
+            seal_key,
+            timeout_s,
+        )
         if dir_digest(held) != checkpoint_digest:
             raise InputChangedError(f"the private copy of checkpoint {ckpt} changed during evaluation")
     if reply is None:
@@ -126,14 +133,22 @@ def evaluate(
     return result
 
 
-def _request(ckpt: Path, task: Any, split: str, batch_size: int, sample_timeout_s: float,
-             max_samples: int | None) -> dict[str, Any]:
-    return {"checkpoint": str(ckpt), "task": _task_spec(task), "split": split, "batch_size": batch_size,
-            "sample_timeout_s": sample_timeout_s, "max_samples": max_samples}
+def _request(
+    ckpt: Path, task: Any, split: str, batch_size: int, sample_timeout_s: float, max_samples: int | None
+) -> dict[str, Any]:
+    return {
+        "checkpoint": str(ckpt),
+        "task": _task_spec(task),
+        "split": split,
+        "batch_size": batch_size,
+        "sample_timeout_s": sample_timeout_s,
+        "max_samples": max_samples,
+    }
 
 
-def _launch(root: Path, seal: Path, digest: str, request: dict[str, Any], seal_key: SealKey,
-            timeout_s: float) -> tuple[dict[str, Any] | None, subprocess.CompletedProcess]:
+def _launch(
+    root: Path, seal: Path, digest: str, request: dict[str, Any], seal_key: SealKey, timeout_s: float
+) -> tuple[dict[str, Any] | None, subprocess.CompletedProcess]:
     """Run the evaluator from the private copy; (its result or None, the process)."""
     req_path, res_path = root / "request.json", root / "result.json"
     req_path.write_text(json.dumps(request))
@@ -141,11 +156,29 @@ def _launch(root: Path, seal: Path, digest: str, request: dict[str, Any], seal_k
     # point at code of its own; the child imports the tasks only from the seal.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
-    cmd = [sys.executable, "-E", "-s", "-B", str(seal / "evaluator.py"), "--request", str(req_path),
-           "--result", str(res_path), "--expected-digest", digest]
+    cmd = [
+        sys.executable,
+        "-E",
+        "-s",
+        "-B",
+        str(seal / "evaluator.py"),
+        "--request",
+        str(req_path),
+        "--result",
+        str(res_path),
+        "--expected-digest",
+        digest,
+    ]
     try:
-        proc = run_tied(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=timeout_s,
-                        input=json.dumps({"seal_key": seal_key.to_wire()}))
+        proc = run_tied(
+            cmd,
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            input=json.dumps({"seal_key": seal_key.to_wire()}),
+        )
     except subprocess.TimeoutExpired as exc:
         raise EvaluationError(f"evaluator timed out after {timeout_s:.0f}s on {request['checkpoint']}") from exc
     if not res_path.is_file():

@@ -69,8 +69,10 @@ def _read_seal_key(text: str) -> Any:
     try:
         wire = json.loads(text)["seal_key"]
     except (ValueError, KeyError, TypeError):
-        raise _Refused(EXIT_REQUEST, "no seal key on standard input; refusing to draw protected items without "
-                                     "the key the harness passes there") from None
+        raise _Refused(
+            EXIT_REQUEST,
+            "no seal key on standard input; refusing to draw protected items without the key the harness passes there",
+        ) from None
     try:
         return _sealed_tasks().SealKey.from_wire(wire)
     except ValueError as exc:
@@ -142,7 +144,9 @@ def _load_model(checkpoint: str) -> tuple[Any, Any]:
     return tokenizer, model
 
 
-def _generate(tokenizer: Any, model: Any, prompts: list[str], decoding: Any, stop: tuple[str, ...], batch_size: int) -> list[str]:
+def _generate(
+    tokenizer: Any, model: Any, prompts: list[str], decoding: Any, stop: tuple[str, ...], batch_size: int
+) -> list[str]:
     import torch
     from transformers import GenerationConfig, StoppingCriteria, StoppingCriteriaList
 
@@ -206,7 +210,12 @@ def run(request: dict[str, Any], seal_key: Any) -> dict[str, Any]:
         "split": split,
         "template_digest": _sha(task.template),
         "prompts_digest": _sha("\x00".join(prompts)),
-        "decoding": {"max_new_tokens": d.max_new_tokens, "do_sample": d.do_sample, "temperature": d.temperature, "top_p": d.top_p},
+        "decoding": {
+            "max_new_tokens": d.max_new_tokens,
+            "do_sample": d.do_sample,
+            "temperature": d.temperature,
+            "top_p": d.top_p,
+        },
         "stop": list(task.stop),
         "sample_ids": [s["sample_id"] for s in samples],
         "n_expected": n_expected,
@@ -226,7 +235,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         actual = seal_digest(SEAL_DIR)
         if actual != args.expected_digest:
-            raise _Refused(EXIT_DIGEST, f"sealed evaluator digest {actual} != expected {args.expected_digest}; refusing to run")
+            raise _Refused(
+                EXIT_DIGEST, f"sealed evaluator digest {actual} != expected {args.expected_digest}; refusing to run"
+            )
         seal_key = _read_seal_key(sys.stdin.read() if sys.stdin is not None else "")
         request = json.loads(Path(args.request).read_text())
         result = run(request, seal_key)

@@ -25,7 +25,9 @@ def make_reward(task: Any) -> Any:
     return task_reward
 
 
-def run_grpo(model: Any, tokenizer: Any, rows: list[dict[str, Any]], spec: TrainSpec, task: Any, work: Path, callbacks: list[Any]) -> tuple[Any, int]:
+def run_grpo(
+    model: Any, tokenizer: Any, rows: list[dict[str, Any]], spec: TrainSpec, task: Any, work: Path, callbacks: list[Any]
+) -> tuple[Any, int]:
     import datasets
     from trl import GRPOConfig, GRPOTrainer
 

@@ -30,10 +30,12 @@ class TrainResult(BaseModel):
     checkpoint_digest: str = Field(description="directory digest of the checkpoint")
     config_path: str = Field(description="the saved training config JSON")
     log_path: str = Field(description="the training log (JSON lines of trainer logs)")
-    parent_digest: str | None = Field(default=None, description="directory digest of the parent checkpoint, "
-                                      "measured on the bytes training loaded")
-    data_digest: str | None = Field(default=None, description="SHA-256 of the training data, measured on the "
-                                    "bytes training read")
+    parent_digest: str | None = Field(
+        default=None, description="directory digest of the parent checkpoint, measured on the bytes training loaded"
+    )
+    data_digest: str | None = Field(
+        default=None, description="SHA-256 of the training data, measured on the bytes training read"
+    )
     config_digest: str | None = Field(default=None, description="artifact digest of the config, with a store")
     log_digest: str | None = Field(default=None, description="artifact digest of the log, with a store")
     steps: int = Field(description="optimizer steps taken")

@@ -155,8 +155,9 @@ def _copy_seal(source: Path, dest: Path) -> None:
         for name in (*dirnames, *filenames):
             mode = os.lstat(here / name).st_mode
             if stat.S_ISLNK(mode) or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
-                raise EvaluationError(f"sealed evaluator holds {rel_dir / name}, which is not a regular file; "
-                                      "refusing to evaluate")
+                raise EvaluationError(
+                    f"sealed evaluator holds {rel_dir / name}, which is not a regular file; refusing to evaluate"
+                )
         for name in sorted(filenames):
             (dest / rel_dir / name).write_bytes((here / name).read_bytes())
 
@@ -239,7 +240,8 @@ def _read_secret(path: Path, run_id: str) -> bytes:
     except FileNotFoundError:
         raise SealSecretError(
             f"no seal secret for run {run_id} in {path.parent}: a run's protected splits are drawn only with the "
-            "operator key directory that froze its contract (--key-dir or RSI_MASTER_KEY_DIR)") from None
+            "operator key directory that froze its contract (--key-dir or RSI_MASTER_KEY_DIR)"
+        ) from None
     except ValueError:
         raise SealSecretError(f"{path} does not hold a seal secret") from None
     except OSError as exc:
@@ -258,8 +260,10 @@ def load_seal_key(key_dir: Any, run_id: str, commitment: str | None) -> SealKey:
     path = seal_secret_path(key_dir, run_id)
     secret = _read_secret(path, run_id)
     if not hmac.compare_digest(seal_commitment(secret), commitment):
-        raise SealSecretError(f"the seal secret in {path} is not the one run {run_id}'s contract committed to; "
-                              "refusing to draw protected items with it")
+        raise SealSecretError(
+            f"the seal secret in {path} is not the one run {run_id}'s contract committed to; "
+            "refusing to draw protected items with it"
+        )
     return SealKey(secret=secret)
 
 

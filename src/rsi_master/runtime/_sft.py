@@ -12,7 +12,9 @@ from rsi_master.runtime._spec import TrainSpec
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
-def run_sft(model: Any, tokenizer: Any, rows: list[dict[str, Any]], spec: TrainSpec, work: Path, callbacks: list[Any]) -> tuple[Any, int]:
+def run_sft(
+    model: Any, tokenizer: Any, rows: list[dict[str, Any]], spec: TrainSpec, work: Path, callbacks: list[Any]
+) -> tuple[Any, int]:
     import datasets
     from trl import SFTConfig, SFTTrainer
 

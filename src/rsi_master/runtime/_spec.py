@@ -27,20 +27,26 @@ class TrainSpec(BaseModel):
     epochs: float = Field(default=1.0, gt=0.0, le=100.0, description="passes over the data (ignored with max_steps)")
     max_steps: int | None = Field(default=None, ge=1, le=1_000_000, description="optimizer steps; overrides epochs")
     lr_scheduler: Literal["cosine", "linear", "constant", "constant_with_warmup", "warmup_stable_decay"] = Field(
-        default="cosine", description="warmup_stable_decay: constant after warm-up, cosine to 0 over the last "
-                                      "WSD_DECAY of the steps")
+        default="cosine",
+        description="warmup_stable_decay: constant after warm-up, cosine to 0 over the last WSD_DECAY of the steps",
+    )
     warmup_ratio: float = Field(default=0.03, ge=0.0, le=0.5)
     weight_decay: float = Field(default=0.0, ge=0.0, le=1.0)
     max_length: int = Field(default=512, ge=8, le=4096, description="tokens per training sequence")
     seed: int = Field(default=0, ge=0, le=2**31 - 1)
-    prompt_loss: bool = Field(default=False, description="sft/lora: also train on the prompt's tokens (loss over "
-                                                         "the whole sequence), not on the completion only")
+    prompt_loss: bool = Field(
+        default=False,
+        description="sft/lora: also train on the prompt's tokens (loss over "
+        "the whole sequence), not on the completion only",
+    )
     lora_r: int = Field(default=16, ge=1, le=512, description="LoRA rank (lora only)")
     lora_alpha: float = Field(default=32.0, gt=0.0, le=4096.0, description="LoRA scaling numerator (lora only)")
     lora_dropout: float = Field(default=0.0, ge=0.0, lt=1.0)
     dpo_beta: float = Field(default=0.1, gt=0.0, le=10.0, description="DPO inverse temperature (dpo only)")
     grpo_num_generations: int = Field(default=8, ge=2, le=64, description="completions per prompt (grpo only)")
-    grpo_max_completion_length: int | None = Field(default=None, ge=1, le=1024, description="defaults to the task's max_new_tokens")
+    grpo_max_completion_length: int | None = Field(
+        default=None, ge=1, le=1024, description="defaults to the task's max_new_tokens"
+    )
     grpo_temperature: float = Field(default=1.0, gt=0.0, le=2.0)
     grpo_beta: float = Field(default=0.0, ge=0.0, le=10.0, description="KL weight; 0 skips the reference model")
 

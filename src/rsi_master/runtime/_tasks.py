@@ -67,9 +67,7 @@ def check_params(family: Any, params: dict[str, Any]) -> dict[str, Any]:
             if knob.kind == "int" and isinstance(value, float) and value != int(value):
                 raise InvalidParameterError(f"{family.name}.{name} must be an integer, got {value!r}")
             if (knob.low is not None and number < knob.low) or (knob.high is not None and number > knob.high):
-                raise InvalidParameterError(
-                    f"{family.name}.{name} must be in [{knob.low}, {knob.high}], got {value!r}"
-                )
+                raise InvalidParameterError(f"{family.name}.{name} must be in [{knob.low}, {knob.high}], got {value!r}")
             value = number
         out[name] = value
     return out

@@ -80,7 +80,11 @@ class _LogCallback:
 
         class LogCallback(TrainerCallback):
             def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kw: Any) -> None:
-                entry = {"step": state.global_step, "max_steps": state.max_steps, "elapsed_s": round(time.time() - t0, 2)}
+                entry = {
+                    "step": state.global_step,
+                    "max_steps": state.max_steps,
+                    "elapsed_s": round(time.time() - t0, 2),
+                }
                 entry.update({k: v for k, v in (logs or {}).items() if isinstance(v, (int, float, str))})
                 with open(log_path, "a") as f:
                     f.write(json.dumps(entry) + "\n")
@@ -134,7 +138,9 @@ def train(
     if task is not None:
         # A task object outside the suite (tests); it must be the one the spec names.
         if getattr(task, "name", None) != spec.task:
-            raise InvalidParameterError(f"task object {getattr(task, 'name', None)!r} is not the spec's task {spec.task!r}")
+            raise InvalidParameterError(
+                f"task object {getattr(task, 'name', None)!r} is not the spec's task {spec.task!r}"
+            )
     elif spec.task is not None:
         from rsi_master.runtime._tasks import get_task
 
@@ -153,8 +159,19 @@ def train(
             parent_digest = copy_measured(source_parent, parent_dir)
         except ArtifactError as exc:
             raise CheckpointLoadError(f"parent checkpoint {source_parent} cannot be read: {exc}") from None
-        result = _train_held(rows, data_path, data_digest, source_parent, parent_dir, parent_digest, out, spec,
-                             progress, snapshot_steps, task)
+        result = _train_held(
+            rows,
+            data_path,
+            data_digest,
+            source_parent,
+            parent_dir,
+            parent_digest,
+            out,
+            spec,
+            progress,
+            snapshot_steps,
+            task,
+        )
         # The copy is private, but the same user could still reach it: if it changed, what
         # was loaded (or inherited into the checkpoint) is not what was measured.
         if dir_digest(parent_dir) != parent_digest:
@@ -186,8 +203,14 @@ def _train_held(
     ckpt = out / "checkpoint"
     log_path = out / "train_log.jsonl"
     log_path.write_text("")
-    config = TrainConfig(spec=spec.model_dump(), data=str(data_path), data_sha256=data_digest, n_rows=len(rows),
-                         parent=str(source_parent), parent_digest=parent_digest)
+    config = TrainConfig(
+        spec=spec.model_dump(),
+        data=str(data_path),
+        data_sha256=data_digest,
+        n_rows=len(rows),
+        parent=str(source_parent),
+        parent_digest=parent_digest,
+    )
     config_path = out / "train_config.json"
     config_path.write_text(json.dumps(config.model_dump(), indent=2, sort_keys=True) + "\n")
 
@@ -201,7 +224,9 @@ def _train_held(
     callback = _LogCallback(log_path, progress, t0)
     callbacks = [callback]
     if snapshot_steps:
-        callbacks.append(_SnapshotCallback(out / "snapshots", sorted(set(snapshot_steps)), parent_dir, spec.method == "lora"))
+        callbacks.append(
+            _SnapshotCallback(out / "snapshots", sorted(set(snapshot_steps)), parent_dir, spec.method == "lora")
+        )
     work = out / "_work"
     try:
         if spec.method in ("sft", "lora"):

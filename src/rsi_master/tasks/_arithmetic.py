@@ -72,8 +72,11 @@ class ArithmeticTask(SuiteTask):
     stop = ("\n\n",)
     # Opening order where the landscape's curves do not decide: the reference recipe's family
     # (the scratchpad, docs/tasks.md) first.
-    hints = TaskHints(opening_order=("scratchpad", "restate", "answer_only"), contrast=("answer_only", "scratchpad"),
-                      reference="scratchpad")
+    hints = TaskHints(
+        opening_order=("scratchpad", "restate", "answer_only"),
+        contrast=("answer_only", "scratchpad"),
+        reference="scratchpad",
+    )
     eval_params = MappingProxyType(
         {"min_digits": 2, "max_digits": 2, "operands": 2, "ops": "mixed", "templates": len(QUESTIONS)}
     )

@@ -85,8 +85,9 @@ class SuiteTask:
         # protecting nothing); a run's harness passes the run's secret key.
         if seal_seed is not None and seal_key is not None:
             raise ValueError("give a seal_seed or a seal_key, not both")
-        self.seal_key = seal_key if seal_key is not None else (
-            PUBLIC_SEAL_KEY if seal_seed is None else SealKey(seed=seal_seed))
+        self.seal_key = (
+            seal_key if seal_key is not None else (PUBLIC_SEAL_KEY if seal_seed is None else SealKey(seed=seal_seed))
+        )
         if not isinstance(self.seal_key, SealKey):
             raise ValueError(f"seal_key must be a SealKey, got {type(self.seal_key).__name__}")
 

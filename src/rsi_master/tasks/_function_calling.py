@@ -98,8 +98,12 @@ class FunctionCallingTask(SuiteTask):
     # 1.2% at one default experiment, 8.5% at 1.5 and 27% at 2 (two runs). A 5-minute
     # campaign's best lineage trains 0.6-1x, and ended at 0.000-0.010 on `final` in the default
     # runs of docs/benchmarks.md; ten minutes lets one lineage get to where it turns.
-    hints = TaskHints(opening_order=("compact", "verbose", "plan_then_call"), contrast=("compact", "plan_then_call"),
-                      reference="compact", budget_s=600.0)
+    hints = TaskHints(
+        opening_order=("compact", "verbose", "plan_then_call"),
+        contrast=("compact", "plan_then_call"),
+        reference="compact",
+        budget_s=600.0,
+    )
     eval_params = MappingProxyType({"n_shown": 3, "n_functions": len(CATALOG), "max_arity": 3, "phrasings": 3})
 
     def sample(self, rng: random.Random, params: Mapping[str, Any]) -> Problem:

@@ -90,9 +90,12 @@ class KnowledgeTask(SuiteTask):
     stop = ("\n\n",)
     # The reference's continuation starts from the quote-then-answer curve's run: the curves
     # found it ahead of the first reference's answer-only.
-    hints = TaskHints(opening_order=("answer_only", "chain_then_answer", "quote_then_answer"),
-                      contrast=("answer_only", "quote_then_answer"), reference="answer_only",
-                      reference_curve="quote_then_answer")
+    hints = TaskHints(
+        opening_order=("answer_only", "chain_then_answer", "quote_then_answer"),
+        contrast=("answer_only", "quote_then_answer"),
+        reference="answer_only",
+        reference_curve="quote_then_answer",
+    )
     eval_params = MappingProxyType({"n_facts": 4, "two_hop": 0.3, "relations": len(RELATIONS)})
 
     def sample(self, rng: random.Random, params: Mapping[str, Any]) -> Problem:

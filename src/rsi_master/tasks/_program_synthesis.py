@@ -115,8 +115,11 @@ class ProgramSynthesisTask(SuiteTask):
     # reach about 85 characters; 64 until the longer families came (2026-12-04).
     decoding = Decoding(max_new_tokens=96)
     stop = ("\n\n",)
-    hints = TaskHints(opening_order=("program_only", "trace_then_program", "describe_then_program"),
-                      contrast=("program_only", "trace_then_program"), reference="program_only")
+    hints = TaskHints(
+        opening_order=("program_only", "trace_then_program", "describe_then_program"),
+        contrast=("program_only", "trace_then_program"),
+        reference="program_only",
+    )
     eval_params = MappingProxyType(
         {"min_depth": 1, "max_depth": 2, "n_examples": 3, "min_len": 3, "max_len": 6, "disambiguate": True}
     )

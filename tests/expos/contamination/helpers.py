@@ -79,12 +79,42 @@ def embed(name: str, text: str, seed: int) -> str:
 # -- disguises by the meaning of characters (docs/contamination.md, Normalisation) ----------
 # Latin letters and the Cyrillic or Greek letters drawn the same in common fonts.
 LOOK_ALIKES = {
-    "a": "а", "c": "с", "e": "е", "i": "і", "j": "ј", "o": "оο", "p": "р", "s": "ѕ", "x": "х", "y": "у",
-    "A": "АΑ", "B": "ВΒ", "C": "С", "E": "ЕΕ", "H": "НΗ", "I": "ІΙ", "K": "КΚ", "M": "МΜ", "N": "Ν",
-    "O": "ОΟ", "P": "РΡ", "S": "Ѕ", "T": "ТΤ", "X": "ХΧ", "Y": "ΥҮ", "Z": "Ζ",
+    "a": "а",
+    "c": "с",
+    "e": "е",
+    "i": "і",
+    "j": "ј",
+    "o": "оο",
+    "p": "р",
+    "s": "ѕ",
+    "x": "х",
+    "y": "у",
+    "A": "АΑ",
+    "B": "ВΒ",
+    "C": "С",
+    "E": "ЕΕ",
+    "H": "НΗ",
+    "I": "ІΙ",
+    "K": "КΚ",
+    "M": "МΜ",
+    "N": "Ν",
+    "O": "ОΟ",
+    "P": "РΡ",
+    "S": "Ѕ",
+    "T": "ТΤ",
+    "X": "ХΧ",
+    "Y": "ΥҮ",
+    "Z": "Ζ",
 }
 INVISIBLE = ["\u200b", "\u200c", "\u200d", "\u00ad", "\u2060", "\ufeff", "\u034f", "\ufe0f", "\u180e", "\U000e0041"]
-DIGITS = {"arabic-indic": 0x0660, "persian": 0x06F0, "devanagari": 0x0966, "bengali": 0x09E6, "thai": 0x0E50, "fullwidth": 0xFF10}
+DIGITS = {
+    "arabic-indic": 0x0660,
+    "persian": 0x06F0,
+    "devanagari": 0x0966,
+    "bengali": 0x09E6,
+    "thai": 0x0E50,
+    "fullwidth": 0xFF10,
+}
 
 
 def look_alikes(text: str, rng: random.Random, share: float = 0.7) -> str:

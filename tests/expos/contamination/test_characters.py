@@ -83,7 +83,14 @@ ATTACKS = {
 SPREAD = {
     "halves in rows 1 and 3": lambda p, rng: ["C", split_rows(p, 2)[0], "C", split_rows(p, 2)[1], "C"],
     "halves cut mid-word, reversed, 5 rows apart": lambda p, rng: [
-        cut_mid_word(p, 2)[1], "C", "C", "C", "C", cut_mid_word(p, 2)[0], "C"],
+        cut_mid_word(p, 2)[1],
+        "C",
+        "C",
+        "C",
+        "C",
+        cut_mid_word(p, 2)[0],
+        "C",
+    ],
 }
 SPREAD_RECALL = {"arithmetic": 1.0, "knowledge": 0.9, "program_synthesis": 0.7, "function_calling": 0.6}
 
@@ -100,7 +107,12 @@ def _caught(name: str, attack, items: list, every_row: bool = True) -> list[bool
             continue  # the disguise changes nothing (no `0` in the item)
         report = check(task_index(name), rows)
         item_rows = {j for j, r in enumerate(rows) if r not in clean}
-        fails = {(f.sample_id, r) for f in report.findings if f.verdict == "fail" for r in range(f.row, (f.last_row or f.row) + 1)}
+        fails = {
+            (f.sample_id, r)
+            for f in report.findings
+            if f.verdict == "fail"
+            for r in range(f.row, (f.last_row or f.row) + 1)
+        }
         named = {r for s, r in fails if s == item.sample_id}
         out.append((item_rows <= named if every_row else bool(named)) and {r for _, r in fails} <= item_rows)
     return out
@@ -131,7 +143,8 @@ def test_long_pieces_fail_anywhere_and_short_ones_alone_do_not() -> None:
     far = [*clean[:10], _row(tail), *clean[10:400], _row(head), *clean[400:]]
     report = check(task_index(name), far)
     assert {(f.row, f.sample_id) for f in report.findings if f.verdict == "fail"} == {
-        (10, item.sample_id), (401, item.sample_id)
+        (10, item.sample_id),
+        (401, item.sample_id),
     }
     words_ = item.prompt.split()
     lone = [*clean[:10], _row(" ".join(words_[:4])), *clean[10:]]  # a short piece alone is no evidence

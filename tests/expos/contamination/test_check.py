@@ -94,7 +94,9 @@ CHARACTER_DISGUISES = {
     "look-alikes+invisible+number words": lambda t, rng: invisible(look_alikes(number_words(t, rng), rng), rng),
     "fullwidth+invisible+digits persian": lambda t, rng: invisible(fullwidth(digits(t, "persian")), rng),
     "everything": lambda t, rng: spaces(invisible(look_alikes(case(digits(t, "thai"), rng), rng), rng), rng),
-    "look-alikes+number words, invisible for spaces": lambda t, rng: invisible_spaces(look_alikes(number_words(t, rng), rng), rng),
+    "look-alikes+number words, invisible for spaces": lambda t, rng: invisible_spaces(
+        look_alikes(number_words(t, rng), rng), rng
+    ),
 }
 
 
@@ -234,11 +236,31 @@ def test_question_in_another_template_is_caught() -> None:
     item = get_task("arithmetic").eval_items("review")[3]
     question = item.prompt.removeprefix("Question: ").removesuffix("\nAnswer:")
     report = check(task_index("arithmetic"), [f"Q: {question}\nA: 12"])
-    assert any(f.kind == "exact" and f.text_kind == "question" and f.sample_id == item.sample_id for f in report.findings)
+    assert any(
+        f.kind == "exact" and f.text_kind == "question" and f.sample_id == item.sample_id for f in report.findings
+    )
 
 
 def test_ngram_thresholds() -> None:
-    words = ["the", "violet", "heron", "crossed", "seven", "quiet", "rivers", "before", "dawn", "then", "rested", "beside", "an", "old", "mill", "near", "farrow"]
+    words = [
+        "the",
+        "violet",
+        "heron",
+        "crossed",
+        "seven",
+        "quiet",
+        "rivers",
+        "before",
+        "dawn",
+        "then",
+        "rested",
+        "beside",
+        "an",
+        "old",
+        "mill",
+        "near",
+        "farrow",
+    ]
     index = build_index([ProtectedItem("final", "toy/final/0000", (("prompt", " ".join(words)),))])
     short = "zz " + " ".join(words[:6]) + " yy"
     flag = "zz " + " ".join(words[:10]) + " yy"
@@ -252,7 +274,25 @@ def test_ngram_thresholds() -> None:
 
 
 def test_ngram_runs_cross_row_boundaries() -> None:
-    words = ["the", "violet", "heron", "crossed", "seven", "quiet", "rivers", "before", "dawn", "then", "rested", "beside", "an", "old", "mill", "near", "farrow"]
+    words = [
+        "the",
+        "violet",
+        "heron",
+        "crossed",
+        "seven",
+        "quiet",
+        "rivers",
+        "before",
+        "dawn",
+        "then",
+        "rested",
+        "beside",
+        "an",
+        "old",
+        "mill",
+        "near",
+        "farrow",
+    ]
     index = build_index([ProtectedItem("final", "toy/final/0000", (("prompt", " ".join(words)),))])
     rows = ["zz yy", "aa " + " ".join(words[:5]), " ".join(words[5:9]), " ".join(words[9:14]) + " bb", "cc"]
     report = check(index, rows)

@@ -35,7 +35,9 @@ from .helpers import TASKS, case, clean_rows, numbers, spaces, task_index
 # apostrophes, whitespace, row separators and non-ASCII text.
 _ALPHABET = "0000000..,,,123456789abcxyz -+-*/=<>'\x00\n\t?!;:)]}[(\"é’—…０ﬁ"
 _TEXT = st.text(alphabet=_ALPHABET, max_size=60) | st.lists(
-    st.sampled_from(["0" * 5, "1" * 40, "007", "1,000", "2.500", ".", ",", " ", "[", "a-b", "\x00", ". ", "x" * 20, "y" * 3000]),
+    st.sampled_from(
+        ["0" * 5, "1" * 40, "007", "1,000", "2.500", ".", ",", " ", "[", "a-b", "\x00", ". ", "x" * 20, "y" * 3000]
+    ),
     max_size=12,
 ).map("".join)
 
@@ -88,7 +90,9 @@ def test_word_ids_from_keys_equal_ids_from_hashes() -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.integers(0, 2**64 - 1), unique=True, max_size=300), st.lists(st.integers(0, 2**64 - 1), max_size=300))
+@given(
+    st.lists(st.integers(0, 2**64 - 1), unique=True, max_size=300), st.lists(st.integers(0, 2**64 - 1), max_size=300)
+)
 def test_word_table_answers_like_a_dict(keys: list[int], others: list[int]) -> None:
     mapping = {key: i + 1 for i, key in enumerate(keys)}
     table = WordTable.build(np.asarray(keys, dtype=np.uint64), np.arange(1, len(keys) + 1))
@@ -161,7 +165,9 @@ def test_window_ok_and_clause_shingles_equal_the_plain_definitions(words, n) -> 
     with np.errstate(over="ignore"):
         for sizes in ((3, 4), (1,), (2, 5), (4, 3)):
             h, s, e = clause_shingles(values, clause, bad, sizes)
-            assert sorted(zip(h.tolist(), s.tolist(), e.tolist())) == _clause_shingles_reference(values, clause, bad, sizes)
+            assert sorted(zip(h.tolist(), s.tolist(), e.tolist())) == _clause_shingles_reference(
+                values, clause, bad, sizes
+            )
 
 
 def test_batching_does_not_change_the_report(monkeypatch) -> None:
@@ -200,7 +206,9 @@ def test_direct_span_hashes_equal_prefix_sum_hashes(spans) -> None:
     values = np.random.default_rng(1).integers(0, 2**63, 100, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
     starts = np.asarray([s for s, _ in spans], dtype=np.int64)
     lengths = np.asarray([n for _, n in spans], dtype=np.int64)
-    assert np.array_equal(direct_span_hashes(values, starts, lengths), span_hashes(prefix_sums(values), starts, lengths))
+    assert np.array_equal(
+        direct_span_hashes(values, starts, lengths), span_hashes(prefix_sums(values), starts, lengths)
+    )
 
 
 @settings(max_examples=100, deadline=None)

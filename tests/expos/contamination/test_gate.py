@@ -30,8 +30,17 @@ from .helpers import (
 def _register(path: str, capability: str, rows: list[dict]) -> subprocess.CompletedProcess[str]:
     args = json.dumps({"source": "hand-written", "rows": rows})
     return subprocess.run(
-        [sys.executable, "-m", "rsi_master.cli._expos", "--run", path, "--capability", capability, "data.register",
-         "-"],
+        [
+            sys.executable,
+            "-m",
+            "rsi_master.cli._expos",
+            "--run",
+            path,
+            "--capability",
+            capability,
+            "data.register",
+            "-",
+        ],
         input=args,
         capture_output=True,
         text=True,

@@ -18,7 +18,12 @@ from .helpers import TASKS, task_index
 ITEM = ProtectedItem(
     "review",
     "toy/review/0000",
-    (("prompt", "The violet heron crossed seven quiet rivers before dawn, then rested beside an old mill near Farrow."),),
+    (
+        (
+            "prompt",
+            "The violet heron crossed seven quiet rivers before dawn, then rested beside an old mill near Farrow.",
+        ),
+    ),
 )
 
 

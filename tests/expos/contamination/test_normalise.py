@@ -100,7 +100,9 @@ def test_fold_is_the_same_run_by_run_and_whole() -> None:
     from rsi_master.expos.contamination._unicode import _TABLE, fold
 
     rng = random.Random(7)
-    alphabet = "ab Zz09.,-\u0430\u0421\u0391\u03c3\u03a3\u200b\u00ad\u0301\u0308\uff21\u0663\u2192\u3164\ud7a3\u00e9\u0130"
+    alphabet = (
+        "ab Zz09.,-\u0430\u0421\u0391\u03c3\u03a3\u200b\u00ad\u0301\u0308\uff21\u0663\u2192\u3164\ud7a3\u00e9\u0130"
+    )
     for _ in range(300):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 40)))
         whole = unicodedata.normalize("NFKD", text).translate(_TABLE)

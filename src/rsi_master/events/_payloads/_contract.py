@@ -56,12 +56,16 @@ class TaskContract(Payload):
     permitted_tools: dict[str, list[str]] = Field(description="Tool names each role may call.")
     eval_batch_size: int = Field(default=100, ge=1, description="Evaluator batch size (does not change scores).")
     seal_commitment: str | None = Field(
-        default=None, pattern=r"^[0-9a-f]{64}$",
+        default=None,
+        pattern=r"^[0-9a-f]{64}$",
         description="SHA-256 commitment to the seal secret the protected splits are drawn from (v2); the secret "
-                    "itself stays in the operator key directory. None in v1 contracts (the public seed).")
+        "itself stays in the operator key directory. None in v1 contracts (the public seed).",
+    )
     guards: Literal["strict", "unguarded"] = Field(
-        default="strict", description="The door's guard policy for this run: `strict` (refuse and record) or "
-                                      "`unguarded` (the bench's no-ExpOS ablation: refusals waived, calls logged).")
+        default="strict",
+        description="The door's guard policy for this run: `strict` (refuse and record) or "
+        "`unguarded` (the bench's no-ExpOS ablation: refusals waived, calls logged).",
+    )
 
     @model_validator(mode="after")
     def _seal_matches_version(self) -> TaskContract:

@@ -16,10 +16,30 @@ from .._base import Payload, Record, kind
 from .._messages import Finding, Recipe, Recommendation, Verdict
 
 __all__ = [
-    "AuditRun", "CandidateNominate", "Claim", "Contamination", "DataCheck", "DataFilter", "DataGenerate",
-    "DataMix", "DataRegister", "DecisionRecord", "EvalRecord", "ExperimentFinish", "ExperimentStart",
-    "GuardBlocked", "LedgerFacts", "Measured", "ReviewRequest", "ReviewSubmit", "ToolCall", "ToolFailed",
-    "ToolInvalid", "ToolKind", "WorkerAdd", "WorkerFinalize",
+    "AuditRun",
+    "CandidateNominate",
+    "Claim",
+    "Contamination",
+    "DataCheck",
+    "DataFilter",
+    "DataGenerate",
+    "DataMix",
+    "DataRegister",
+    "DecisionRecord",
+    "EvalRecord",
+    "ExperimentFinish",
+    "ExperimentStart",
+    "GuardBlocked",
+    "LedgerFacts",
+    "Measured",
+    "ReviewRequest",
+    "ReviewSubmit",
+    "ToolCall",
+    "ToolFailed",
+    "ToolInvalid",
+    "ToolKind",
+    "WorkerAdd",
+    "WorkerFinalize",
 ]
 
 ToolKind = Literal["launching", "monitoring", "comparing", "reviewing", "deciding"]
@@ -32,8 +52,9 @@ class ToolCall(Payload):
 
     tool: str = Field(description="Tool name, e.g. `experiment.submit`.")
     kind: ToolKind = Field(description="What the call does, for the activity profile.")
-    args: dict[str, Any] | None = Field(default=None, description="The call's arguments, logged by the bench's "
-                                                                  "unguarded workspace only.")
+    args: dict[str, Any] | None = Field(
+        default=None, description="The call's arguments, logged by the bench's unguarded workspace only."
+    )
 
 
 @kind("tool.invalid")
@@ -68,8 +89,9 @@ class Contamination(Record):
 
     verdict: Literal["clean", "flagged", "failed", "unchecked"] = Field(
         description="clean, flagged (a person should look), failed (never registered under the Strict guard "
-                    "policy; registered under Unguarded, the gate's refusal waived) or unchecked (bench runs from "
-                    "before the one door).")
+        "policy; registered under Unguarded, the gate's refusal waived) or unchecked (bench runs from "
+        "before the one door)."
+    )
     index: str | None = Field(default=None, description="Digest of the protected-item index checked against.")
     fails: int | None = Field(default=None, description="Rows that failed the gate.")
     flags: int | None = Field(default=None, description="Rows flagged by the gate.")
@@ -156,8 +178,9 @@ class ExperimentFinish(Payload):
     steps: int | None = Field(default=None, description="Optimizer steps taken (completed).")
     final_loss: float | None = Field(default=None, description="Training loss at the end (completed).")
     train_seconds: float | None = Field(default=None, description="Seconds in the training loop (completed).")
-    measured: Measured | None = Field(default=None, description="Digests the runtime measured on the bytes it "
-                                                                "trained from (ExpOS, completed).")
+    measured: Measured | None = Field(
+        default=None, description="Digests the runtime measured on the bytes it trained from (ExpOS, completed)."
+    )
     error: str | None = Field(default=None, description="Why it failed (failed).")
 
 
@@ -188,8 +211,9 @@ class WorkerAdd(Payload):
 
     worker_id: str = Field(description="The new Worker's id.")
     task: str = Field(description="Its research task (a direction) in words.")
-    direction: dict[str, Any] = Field(description="Structured direction for programmatic workers (orchestra's "
-                                                  "Direction, as JSON).")
+    direction: dict[str, Any] = Field(
+        description="Structured direction for programmatic workers (orchestra's Direction, as JSON)."
+    )
     predecessors: list[str] = Field(description="Workers whose context it receives.")
 
 
@@ -209,14 +233,19 @@ class LedgerFacts(Record):
 class WorkerFinalize(Payload):
     """A Worker finished, with a summary, claims checked against the records, and candidates."""
 
-    summary: str = Field(description="What was tried, what worked, what failed, for people and LLM agents "
-                                     "(schema v1: programmatic Workers appended a `recipe:` line).")
+    summary: str = Field(
+        description="What was tried, what worked, what failed, for people and LLM agents "
+        "(schema v1: programmatic Workers appended a `recipe:` line)."
+    )
     claims: list[Claim] = Field(description="Scores claimed.")
     candidates: list[str] = Field(description="Experiment ids put forward as submissions.")
-    recipe: Recipe | None = Field(default=None, description="What the Worker's best experiment did (absent: none "
-                                                            "completed, or a schema v1 record).")
-    ledger_facts: LedgerFacts | None = Field(default=None, description="ExpOS's own account (absent in bench runs "
-                                                                       "from before the one door).")
+    recipe: Recipe | None = Field(
+        default=None,
+        description="What the Worker's best experiment did (absent: none completed, or a schema v1 record).",
+    )
+    ledger_facts: LedgerFacts | None = Field(
+        default=None, description="ExpOS's own account (absent in bench runs from before the one door)."
+    )
 
 
 @kind("review.request")
@@ -239,11 +268,13 @@ class ReviewSubmit(Payload):
     violations: list[str] = Field(description="Integrity or contract violations found.")
     regressions: list[str] = Field(description="Results worse than what they build on.")
     missing_comparisons: list[str] = Field(description="Comparisons a conclusion needs that nobody ran.")
-    findings: list[Finding] = Field(default_factory=list, description="Each checked statement, typed (absent in "
-                                                                      "schema v1 records).")
+    findings: list[Finding] = Field(
+        default_factory=list, description="Each checked statement, typed (absent in schema v1 records)."
+    )
     recommendations: list[Recommendation | str] = Field(
         description="What to do next, typed. A string only in schema v1 records (`continue <xid> <worker>: ...`), "
-                    "which nothing acts on; review.submit takes typed recommendations only.")
+        "which nothing acts on; review.submit takes typed recommendations only."
+    )
     verdict: Verdict = Field(description="pass when the scope's conclusions hold.")
     evidence: list[int] = Field(description="Event sequence numbers relied on.")
 

@@ -9,9 +9,23 @@ from pydantic import Field
 from .._base import Payload, Record, kind
 
 __all__ = [
-    "AgentEnd", "AgentError", "AgentStep", "AgentsConfig", "HarnessFinal", "HarnessSelect", "OrchestraAbandon",
-    "OrchestraFinish", "OrchestraInterrupted", "OrchestraJobEnd", "OrchestraJobStart", "OrchestraResume",
-    "OrchestraStart", "OrchestraStop", "SelectionRow", "SourceRegister", "StepToolCall",
+    "AgentEnd",
+    "AgentError",
+    "AgentStep",
+    "AgentsConfig",
+    "HarnessFinal",
+    "HarnessSelect",
+    "OrchestraAbandon",
+    "OrchestraFinish",
+    "OrchestraInterrupted",
+    "OrchestraJobEnd",
+    "OrchestraJobStart",
+    "OrchestraResume",
+    "OrchestraStart",
+    "OrchestraStop",
+    "SelectionRow",
+    "SourceRegister",
+    "StepToolCall",
 ]
 
 
@@ -22,8 +36,9 @@ class AgentsConfig(Payload):
 
     version: int = Field(description="Schema version of the agents' setup.")
     agents: dict[str, str] = Field(description="Role -> agent implementation (registered name or `module:Class`).")
-    llm: dict[str, dict[str, Any]] = Field(description="Role -> the agents layer's LLMConfig (no key) with its "
-                                                       "`prompt` (role, version, sha256, artifact).")
+    llm: dict[str, dict[str, Any]] = Field(
+        description="Role -> the agents layer's LLMConfig (no key) with its `prompt` (role, version, sha256, artifact)."
+    )
 
 
 class StepToolCall(Record):
@@ -54,8 +69,10 @@ class AgentEnd(Payload):
     """An LLM agent's episode ended."""
 
     episode: str = Field(description="The episode.")
-    reason: str = Field(description="finished, replied, step_limit, node_token_limit, run_token_limit, deadline, "
-                                    "provider_error or budget_end.")
+    reason: str = Field(
+        description="finished, replied, step_limit, node_token_limit, run_token_limit, deadline, "
+        "provider_error or budget_end."
+    )
     finished: bool = Field(description="Whether its finishing tool succeeded.")
     steps: int = Field(description="Turns taken.")
     tokens: int = Field(description="Tokens spent.")
@@ -91,14 +108,19 @@ class OrchestraStart(Payload):
     eval_limit: int = Field(description="Evaluation items per split the agents use.")
     final_limit: int | None = Field(default=None, description="Final items the harness scores (0: the whole split).")
     pid: int | None = Field(default=None, description="Process id of the harness.")
-    grace_s: float | None = Field(default=None, description="Seconds nodes get after the budget to finalize "
-                                                            "(absent: max(20, 10% of the budget)).")
-    environment: str | None = Field(default=None, description="The unguarded guard policy class the agents act "
-                                                              "through (the bench's no-ExpOS ablation).")
-    agent_settings: dict[str, Any] | None = Field(default=None, description="JSON settings for agents that read "
-                                                                            "their configuration from the run.")
-    timing_prior: dict[str, float] | None = Field(default=None, description="{step_s, overhead_s} measured on this "
-                                                                            "machine, until the run measures its own.")
+    grace_s: float | None = Field(
+        default=None, description="Seconds nodes get after the budget to finalize (absent: max(20, 10% of the budget))."
+    )
+    environment: str | None = Field(
+        default=None,
+        description="The unguarded guard policy class the agents act through (the bench's no-ExpOS ablation).",
+    )
+    agent_settings: dict[str, Any] | None = Field(
+        default=None, description="JSON settings for agents that read their configuration from the run."
+    )
+    timing_prior: dict[str, float] | None = Field(
+        default=None, description="{step_s, overhead_s} measured on this machine, until the run measures its own."
+    )
 
 
 @kind("orchestra.resume")
@@ -172,8 +194,9 @@ class SelectionRow(Record):
     record_seq: int | None = Field(default=None, description="Seq of that review evaluation (accepted only).")
     submitted_seq: int | None = Field(default=None, description="Seq of its first submission (accepted only).")
     checkpoint: str | None = Field(default=None, description="Its checkpoint (accepted only).")
-    lineage_examples: int | None = Field(default=None, description="Training examples behind the checkpoint "
-                                                                   "(accepted only; breaks ties).")
+    lineage_examples: int | None = Field(
+        default=None, description="Training examples behind the checkpoint (accepted only; breaks ties)."
+    )
 
 
 @kind("harness.select")
@@ -210,4 +233,3 @@ class SourceRegister(Payload):
     """The demo's record of the package source it stored."""
 
     what: str = Field(description="What the source artifact is.")
-

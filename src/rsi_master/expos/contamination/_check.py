@@ -40,8 +40,17 @@ _CHUNK_ROWS = 4096
 # Fields a check may set differently from the index: they only decide verdicts.
 # near_dup_threshold may only go up (see _effective_config).
 _VERDICT_FIELDS = frozenset(
-    {"ngram_fail", "near_dup_verdict", "near_dup_threshold", "near_dup_min_clauses", "near_dup_one_clause_min_shingles",
-     "char_cover", "char_piece", "char_window", "char_far"}
+    {
+        "ngram_fail",
+        "near_dup_verdict",
+        "near_dup_threshold",
+        "near_dup_min_clauses",
+        "near_dup_one_clause_min_shingles",
+        "char_cover",
+        "char_piece",
+        "char_window",
+        "char_far",
+    }
 )
 
 
@@ -253,7 +262,11 @@ def check(
     # inline); a batch closes after the row that brings it to _BATCH_CHARS or more.
     while chunk := list(islice(it, _CHUNK_ROWS)):
         texts = [
-            r if type(r) is str else f"{r['prompt']}{r.get('completion', '')}" if type(r) is dict and "prompt" in r else row_text(r)
+            r
+            if type(r) is str
+            else f"{r['prompt']}{r.get('completion', '')}"
+            if type(r) is dict and "prompt" in r
+            else row_text(r)
             for r in chunk
         ]
         first = count + len(pending)

@@ -47,7 +47,9 @@ class ContaminationConfig(BaseModel):
     )
     near_dup_verdict: Literal["fail", "flag"] = Field("fail", description="Verdict of a near-duplicate match.")
     shingle_words: tuple[int, ...] = Field(
-        (3, 4), min_length=1, description="Shingle sizes in words; a text's shingle set holds all sizes (never across a clause)."
+        (3, 4),
+        min_length=1,
+        description="Shingle sizes in words; a text's shingle set holds all sizes (never across a clause).",
     )
     num_perm: int = Field(128, ge=16, le=1024, description="MinHash permutations.")
     minhash_seed: int = Field(1, description="Seed of the MinHash permutations.")

@@ -11,6 +11,7 @@ __all__ = ["canonical_numbers", "drop", "ranges"]
 _DIGIT = np.zeros(256, dtype=bool)
 _DIGIT[ord("0") : ord("9") + 1] = True
 
+
 def _at(mask: np.ndarray, idx: np.ndarray, fill: int = False) -> np.ndarray:  # a bool mask or bytes
     """mask[idx] with `fill` where idx is out of range."""
     ok = (idx >= 0) & (idx < len(mask))

@@ -13,7 +13,16 @@ import numpy as np
 
 from ._keys import powers_of
 
-__all__ = ["UNKNOWN", "clause_shingles", "direct_span_hashes", "id_values", "prefix_sums", "span_hashes", "window_hashes", "window_ok"]
+__all__ = [
+    "UNKNOWN",
+    "clause_shingles",
+    "direct_span_hashes",
+    "id_values",
+    "prefix_sums",
+    "span_hashes",
+    "window_hashes",
+    "window_ok",
+]
 
 UNKNOWN = 0  # id of any word absent from every protected text: no window with it can match
 _MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
@@ -28,7 +37,9 @@ def _salt(n: int) -> np.uint64:
 
 def id_values(vocab_size: int, seed: int = 0x5EED) -> np.ndarray:
     """Random 64-bit value per word id (deterministic, so digests and pickles agree)."""
-    return np.random.default_rng(seed).integers(0, 2**63, size=vocab_size, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    return np.random.default_rng(seed).integers(0, 2**63, size=vocab_size, dtype=np.uint64) * np.uint64(2) + np.uint64(
+        1
+    )
 
 
 def _raw_windows(values: np.ndarray, n: int) -> np.ndarray:

@@ -167,8 +167,12 @@ def _tokenise(
     hashes = np.concatenate(([ROW_HASH, CLAUSE_HASH], vocab_hashes)).astype(np.uint64)
     order = np.argsort(hashes)
     vocab = (hashes[order], (np.arange(len(hashes)) + 1)[order])  # ids: ROW 1, CLAUSE 2, words from 3
-    word_keys = token_keys(np.frombuffer(tok.buffer, dtype=np.uint8), tok.starts[word_positions], tok.ends[word_positions])
-    marker_keys = [(key, marker_id) for marker_id, marker in ((ROW_ID, ROW), (CLAUSE_ID, CLAUSE)) for key in MARKER_KEYS[marker]]
+    word_keys = token_keys(
+        np.frombuffer(tok.buffer, dtype=np.uint8), tok.starts[word_positions], tok.ends[word_positions]
+    )
+    marker_keys = [
+        (key, marker_id) for marker_id, marker in ((ROW_ID, ROW), (CLAUSE_ID, CLAUSE)) for key in MARKER_KEYS[marker]
+    ]
     word_table = WordTable.build(
         np.concatenate((np.asarray([k for k, _ in marker_keys], dtype=np.uint64), word_keys)),
         np.concatenate(([i for _, i in marker_keys], np.arange(len(word_keys)) + _FIRST_WORD_ID)),
@@ -188,8 +192,10 @@ def _tokenise(
         ids = all_ids[sel][keep]
         if len(ids) < cfg.min_exact_words:
             continue  # too short to be evidence of anything
-        if item_of and item_of[-1] == item_index and any(
-            len(p) == len(ids) and np.array_equal(p, ids) for p, i in zip(pieces, item_of) if i == item_index
+        if (
+            item_of
+            and item_of[-1] == item_index
+            and any(len(p) == len(ids) and np.array_equal(p, ids) for p, i in zip(pieces, item_of) if i == item_index)
         ):
             continue  # same words as another text of the item
         item_of.append(item_index)
@@ -200,9 +206,7 @@ def _tokenise(
     starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64) if len(pieces) else np.zeros(0, np.int64)
     flat = np.concatenate([np.append(p, ROW_ID) for p in pieces]) if pieces else np.zeros(0, np.int64)
     # Each text's clauses are distinct from every other text's; the barrier gets its own.
-    flat_clause = (
-        np.concatenate([np.append(c, c[-1] + 1) for c in clause_pieces]) if pieces else np.zeros(0, np.int64)
-    )
+    flat_clause = np.concatenate([np.append(c, c[-1] + 1) for c in clause_pieces]) if pieces else np.zeros(0, np.int64)
     flat_text = np.repeat(np.arange(len(pieces)), lengths)
     texts = _Texts(item_of, kinds, pieces, flat, flat_clause, flat_text, starts)
     return texts, vocab, words, word_table
@@ -244,7 +248,10 @@ def build_index(items: Iterable[ProtectedItem], config: ContaminationConfig | No
     rare_start, rare_stop = rare_pos - texts.starts[rare_text], rare_end - texts.starts[rare_text]
     span_bounds = np.searchsorted(np.sort(rare_text), np.arange(len(texts.ids) + 1)).tolist()
     rare_spans, rare_spans_by_end = (
-        tuple(np.stack([rare_start[o], rare_stop[o]], axis=1) for o in (order[lo:hi] for lo, hi in itertools.pairwise(span_bounds)))
+        tuple(
+            np.stack([rare_start[o], rare_stop[o]], axis=1)
+            for o in (order[lo:hi] for lo, hi in itertools.pairwise(span_bounds))
+        )
         for order in (np.lexsort((rare_stop, rare_start, rare_text)), np.lexsort((rare_start, rare_stop, rare_text)))
     )
 

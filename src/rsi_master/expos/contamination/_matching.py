@@ -81,7 +81,15 @@ def exact_matches(
                 continue
             last = int(batch.row[i + len(text) - 1])  # the rows are one stream: a copy may span several
             found[row, t] = _finding(
-                index, batch, row, t, last, kind="exact", verdict="fail", words=len(text), evidence=_span(index, text.tolist())
+                index,
+                batch,
+                row,
+                t,
+                last,
+                kind="exact",
+                verdict="fail",
+                words=len(text),
+                evidence=_span(index, text.tolist()),
             )
     return list(found.values())
 
@@ -144,7 +152,12 @@ def ngram_matches(
         spans = text_spans.get(t_)
         if spans is None:
             by_start, by_end = index.rare_spans[t_], index.rare_spans_by_end[t_]
-            spans = text_spans[t_] = (by_start[:, 0].tolist(), by_start[:, 1].tolist(), by_end[:, 1].tolist(), by_end[:, 0].tolist())
+            spans = text_spans[t_] = (
+                by_start[:, 0].tolist(),
+                by_start[:, 1].tolist(),
+                by_end[:, 1].tolist(),
+                by_end[:, 0].tolist(),
+            )
         # Measure the run's core: template words at its ends (a shared instruction,
         # a function catalogue, "how many ... are there now") say nothing about copying.
         # The core runs from the first rare shingle inside [b, f) (the first by start

@@ -29,7 +29,41 @@ from ._table import WordTable
 
 __all__ = ["NUMBER_WORDS", "spelled_numbers"]
 
-NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety", "hundred", "thousand", "million", "billion", "trillion"]
+NUMBER_WORDS = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+    "twenty",
+    "thirty",
+    "forty",
+    "fifty",
+    "sixty",
+    "seventy",
+    "eighty",
+    "ninety",
+    "hundred",
+    "thousand",
+    "million",
+    "billion",
+    "trillion",
+]
 _GAP = b" \t\r\n\x0b\x0c-"  # what may stand between two words of one number
 _FIRST_SCALE = NUMBER_WORDS.index("hundred") + 1  # table ids above this are thousand, million...
 _COMMA_KEY = ord(",")  # the key of a `,` clause marker token (see _normalise.scan)
@@ -136,7 +170,9 @@ def spelled_numbers(c: np.ndarray, starts: np.ndarray, ends: np.ndarray, keys: n
             digits = _alone()[int(ids[a])]
         else:
             run = range(a, b + 1)
-            words = " ".join(data[int(starts[k]) : int(ends[k])].decode("utf-8") for k in run if int(keys[k]) not in _CONNECTORS)
+            words = " ".join(
+                data[int(starts[k]) : int(ends[k])].decode("utf-8") for k in run if int(keys[k]) not in _CONNECTORS
+            )
             rows = sum(int(keys[k]) == _ROW_KEY for k in run)  # row boundaries stay, after the number
             digits = read_number_words(words).encode("utf-8") + b"\x00" * rows
         pieces += [data[done:lo], digits]

@@ -89,7 +89,10 @@ def _extend(stream: np.ndarray, text: np.ndarray, at: np.ndarray, where: np.ndar
     todo = np.flatnonzero(room > 0)
     while todo.size:
         d, lt = done[todo], left[todo]
-        x = stream[np.where(lt, at[todo] - d, at[todo] + d + 8)] ^ text[np.where(lt, where[todo] - d, where[todo] + d + 8)]
+        x = (
+            stream[np.where(lt, at[todo] - d, at[todo] + d + 8)]
+            ^ text[np.where(lt, where[todo] - d, where[todo] + d + 8)]
+        )
         same = np.where(lt, 7 - _high_byte(x), _low_byte(x))  # equal bytes next to the stretch
         done[todo] = np.minimum(d + same, room[todo])
         todo = todo[(same == 8) & (done[todo] < room[todo])]
@@ -148,7 +151,9 @@ def _pieces(found: tuple[np.ndarray, ...], row: np.ndarray, row_start: np.ndarra
     return Pieces(text, start, end, first, last, lead, trail)
 
 
-def batch_pieces(ci: CharIndex, cfg: ContaminationConfig, c: np.ndarray, first_row: int, new: int, stream: Stream) -> Pieces:
+def batch_pieces(
+    ci: CharIndex, cfg: ContaminationConfig, c: np.ndarray, first_row: int, new: int, stream: Stream
+) -> Pieces:
     """The rare-seeded pieces in a batch's normalised rows `c` (NUL-separated; row 0 is
     `first_row`); the reading of its rows from `new` on is added to `stream`."""
     s, row = skeleton(c)
@@ -158,7 +163,9 @@ def batch_pieces(ci: CharIndex, cfg: ContaminationConfig, c: np.ndarray, first_r
     stream.sizes.append(sizes[new:])
     if len(s) < cfg.char_gram or not len(ci.grams):
         return Pieces(*(np.zeros(0, dtype=np.int64) for _ in _FIELDS))
-    found = _found(ci, ci.grams, s, window_hashes(VALUES[s], cfg.char_gram), np.arange(len(s) - cfg.char_gram + 1), cfg.char_gram)
+    found = _found(
+        ci, ci.grams, s, window_hashes(VALUES[s], cfg.char_gram), np.arange(len(s) - cfg.char_gram + 1), cfg.char_gram
+    )
     p = _pieces(found, row, np.cumsum(sizes) - sizes, sizes)
     p = p.take(np.flatnonzero(p.last_row >= new))  # the others were found with the previous batch
     p.first_row += first_row
@@ -175,7 +182,9 @@ def _alone(cfg: ContaminationConfig, p: Pieces) -> np.ndarray:
     return (span >= cfg.char_piece) & (span >= p.lead + p.trail)  # lead + span + trail: its rows
 
 
-def _template_pieces(ci: CharIndex, cfg: ContaminationConfig, p: Pieces, reading: np.ndarray, sizes: np.ndarray) -> Pieces:
+def _template_pieces(
+    ci: CharIndex, cfg: ContaminationConfig, p: Pieces, reading: np.ndarray, sizes: np.ndarray
+) -> Pieces:
     """Pieces seeded by any n-gram (template too) of the texts of cut pieces, in the rows
     within `char_window` of them. A piece alone in its rows that stops at a row's edge
     where its text goes on was cut there (honest rows are whole examples: their pieces
@@ -218,7 +227,12 @@ def _covered(group: np.ndarray, start: np.ndarray, end: np.ndarray, marks: np.nd
 
 
 def _failing(
-    ci: CharIndex, cfg: ContaminationConfig, p: Pieces, eligible: np.ndarray, key: np.ndarray, whole: np.ndarray | None = None
+    ci: CharIndex,
+    cfg: ContaminationConfig,
+    p: Pieces,
+    eligible: np.ndarray,
+    key: np.ndarray,
+    whole: np.ndarray | None = None,
 ) -> np.ndarray:
     """Eligible pieces whose group (`key`, within one text) covers every distinctive
     character of the text and `char_cover` of all its characters. A row that differs from

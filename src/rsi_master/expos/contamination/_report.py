@@ -19,7 +19,9 @@ class ContaminationFinding(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    row: int = Field(description="Index of the training row in the checked input (0-based); the first row of a match that spans rows.")
+    row: int = Field(
+        description="Index of the training row in the checked input (0-based); the first row of a match that spans rows."
+    )
     last_row: int | None = Field(
         None,
         description=(
@@ -47,7 +49,8 @@ class ContaminationReport(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     version: int = Field(
-        2, description="Schema version of this report (2: findings may span rows, and rows_failed/rows_flagged count every row a match spans)."
+        2,
+        description="Schema version of this report (2: findings may span rows, and rows_failed/rows_flagged count every row a match spans).",
     )
     index_digest: str = Field(description="SHA-256 of the index (protected texts and config) the check used.")
     config: ContaminationConfig = Field(description="Thresholds the check ran with.")

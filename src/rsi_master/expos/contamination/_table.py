@@ -125,7 +125,14 @@ class HashTable:
     def __setstate__(self, state: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
         hashes, a, b = state
         bitmap, run_end, where = _derived(hashes)
-        for name, value in (("hashes", hashes), ("a", a), ("b", b), ("bitmap", bitmap), ("run_end", run_end), ("where", where)):
+        for name, value in (
+            ("hashes", hashes),
+            ("a", a),
+            ("b", b),
+            ("bitmap", bitmap),
+            ("run_end", run_end),
+            ("where", where),
+        ):
             object.__setattr__(self, name, value)
 
     def __len__(self) -> int:

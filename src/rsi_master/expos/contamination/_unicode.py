@@ -49,28 +49,67 @@ __all__ = ["confusables_version", "default_ignorable", "fold", "fold_char", "oth
 # Meaning before appearance: these would otherwise be confusables of something else
 # (the Arabic decimal separator looks like a comma) or plain symbols.
 _EXPLICIT = {
-    "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'",
-    "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u00ab": '"', "\u00bb": '"', "\u2033": '"',
-    "\u2212": "-", "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-", "\u2015": "-",
-    "\u2192": "->", "\u27f6": "->", "\u2794": "->", "\u279d": "->", "\u279e": "->", "\u21fe": "->", "\u2b62": "->",
-    "\u066b": ".", "\u066c": ",",
+    "\u2018": "'",
+    "\u2019": "'",
+    "\u201a": "'",
+    "\u201b": "'",
+    "\u2032": "'",
+    "\u201c": '"',
+    "\u201d": '"',
+    "\u201e": '"',
+    "\u00ab": '"',
+    "\u00bb": '"',
+    "\u2033": '"',
+    "\u2212": "-",
+    "\u2010": "-",
+    "\u2011": "-",
+    "\u2012": "-",
+    "\u2013": "-",
+    "\u2014": "-",
+    "\u2015": "-",
+    "\u2192": "->",
+    "\u27f6": "->",
+    "\u2794": "->",
+    "\u279d": "->",
+    "\u279e": "->",
+    "\u21fe": "->",
+    "\u2b62": "->",
+    "\u066b": ".",
+    "\u066c": ",",
     # Default-ignorable, but drawn as a blank of full width: an agent uses them for spaces.
-    "\u115f": " ", "\u1160": " ", "\u3164": " ", "\uffa0": " ",
+    "\u115f": " ",
+    "\u1160": " ",
+    "\u3164": " ",
+    "\uffa0": " ",
 }
 
 # Other_Default_Ignorable_Code_Point (PropList.txt, Unicode 14), Variation_Selector,
 # and the Cf code points that DerivedCoreProperties takes out of Default_Ignorable.
 _OTHER_IGNORABLE = (
-    (0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x2065, 0x2065), (0x3164, 0x3164),
-    (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0xE0000, 0xE0000), (0xE0002, 0xE001F), (0xE0080, 0xE00FF),
+    (0x034F, 0x034F),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x2065, 0x2065),
+    (0x3164, 0x3164),
+    (0xFFA0, 0xFFA0),
+    (0xFFF0, 0xFFF8),
+    (0xE0000, 0xE0000),
+    (0xE0002, 0xE001F),
+    (0xE0080, 0xE00FF),
     (0xE01F0, 0xE0FFF),
 )
 _VARIATION_SELECTORS = ((0x180B, 0x180D), (0x180F, 0x180F), (0xFE00, 0xFE0F), (0xE0100, 0xE01EF))
 _NOT_IGNORABLE_CF = (
-    (0xFFF9, 0xFFFB), (0x13430, 0x1343F),  # interlinear annotation, Egyptian hieroglyph format controls
+    (0xFFF9, 0xFFFB),
+    (0x13430, 0x1343F),  # interlinear annotation, Egyptian hieroglyph format controls
     # Prepended_Concatenation_Mark: visible signs that take a number under them.
-    (0x0600, 0x0605), (0x06DD, 0x06DD), (0x070F, 0x070F), (0x0890, 0x0891), (0x08E2, 0x08E2),
-    (0x110BD, 0x110BD), (0x110CD, 0x110CD),
+    (0x0600, 0x0605),
+    (0x06DD, 0x06DD),
+    (0x070F, 0x070F),
+    (0x0890, 0x0891),
+    (0x08E2, 0x08E2),
+    (0x110BD, 0x110BD),
+    (0x110CD, 0x110CD),
 )
 _DELETED_CATEGORIES = frozenset({"Cf", "Cc", "Co", "Cs", "Cn", "Mn", "Me"})
 _NON_ASCII = re.compile(r"[^\x00-\x7f]+")
@@ -137,7 +176,12 @@ def _ascii_spellings() -> dict[tuple[str, bool], str]:
     return {
         (skeleton, upper): min(
             members,
-            key=lambda a: ((a.isupper() if upper else a.islower()) is False, a.lower() != skeleton.lower(), not a.isalpha(), a),
+            key=lambda a: (
+                (a.isupper() if upper else a.islower()) is False,
+                a.lower() != skeleton.lower(),
+                not a.isalpha(),
+                a,
+            ),
         ).lower()
         for skeleton, members in groups.items()
         for upper in (False, True)
