@@ -589,8 +589,10 @@ os.replace(target + '.new', target)
     done = [x for x in st.experiments.values() if x.status == "completed" and x.owner == "w2" and x.id != honest.exp2]
     assert len(done) == outcomes.count("completed")
     assert all(x.measured["parent_checkpoint"] == parent for x in done)
+    # A call that completed trained from exactly the parent's bytes; one refused or failed (a swap
+    # caught mid-copy fails the copy before anything is loaded) left no completed experiment.
     for status, digests in per_call:
-        assert status == "refused" or digests == [parent], (status, digests)
+        assert status in ("refused", "failed") or digests == [parent], (status, digests)
     assert len(list(run.run.ledger.events(kinds=["guard.blocked"]))) == outcomes.count("refused")
 
 

@@ -286,6 +286,9 @@ async def _http(server: Any, host: str, port: int, door: ExposDoor) -> None:
     except OSError as exc:
         sock.close()
         raise RsiMasterError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    # Listening before the address is announced: a client that reads it and connects at once
+    # waits in the backlog until uvicorn accepts, instead of being refused.
+    sock.listen(2048)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     print(
