@@ -23,7 +23,7 @@ from ._registry import ROLES, TOOLS, Tool
 from ._session import OVERRIDE_KEYS, Caller, ExpOS
 from ._state import Decision, ReviewerNode, State, WorkerRecord, load_state
 from ._taxonomy import GROUPS, SUBCATEGORIES, Observation, Subcategory
-from ._tools_worker import EvalScore
+from ._tools_worker_results import EvalScore
 
 __all__ = [
     "EVENT_KINDS",
