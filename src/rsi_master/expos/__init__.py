@@ -16,14 +16,14 @@ from ._evaluation import evaluate_experiment, record_evaluation, sealed_evaluati
 from ._experiments import adopt_checkpoint
 from ._external import external_call
 from ._graph import by_worker, checkpoint_lineage, evidence, lineage
-from ._guards import GuardPolicy, Shortcut, Strict, Unguarded
+from ._guards import OVERRIDE_KEYS, GuardPolicy, Shortcut, Strict, Unguarded
 from ._kinds import EVENT_KINDS
 from ._projection import Part, Projection, parse_ts, register_part
 from ._registry import ROLES, TOOLS, Tool
-from ._session import OVERRIDE_KEYS, Caller, ExpOS
+from ._session import Caller, ExpOS
 from ._state import Decision, ReviewerNode, State, WorkerRecord, load_state
 from ._taxonomy import GROUPS, SUBCATEGORIES, Observation, Subcategory
-from ._tools_worker import EvalScore
+from ._tools_worker_results import EvalScore
 
 __all__ = [
     "EVENT_KINDS",

@@ -15,7 +15,13 @@ __all__ = ["llm_tool_schemas", "load", "tools_for"]
 
 def load() -> None:
     """Register every tool. Deferred to first use: the tool modules pull in the run's state readers."""
-    from . import _tools_main, _tools_public, _tools_reviewer, _tools_worker  # noqa: F401  (registration)
+    from . import (  # noqa: F401  (registration)
+        _tools_main,
+        _tools_public,
+        _tools_reviewer,
+        _tools_worker,
+        _tools_worker_results,
+    )
 
 
 def tools_for(role: str) -> list[Tool]:

@@ -23,17 +23,55 @@ from pydantic import BaseModel
 
 from .. import events
 from ._errors import ToolFailed, ToolRefused
+from ._taxonomy import Subcategory
 
 if TYPE_CHECKING:
     from ._registry import Tool
     from ._session import Caller, ExpOS
     from ._state import Experiment, State
 
-__all__ = ["GuardName", "GuardPolicy", "Shortcut", "Strict", "Unguarded"]
+__all__ = ["OVERRIDE_KEYS", "GuardName", "GuardPolicy", "Shortcut", "Strict", "Unguarded"]
 
 GuardName = Literal["strict", "unguarded"]
 # A policy's own implementation of a tool: (session, caller, the call's raw arguments).
 Shortcut = Callable[["ExpOS", "Caller", dict[str, Any]], BaseModel]
+
+
+# Arguments that would change how a score is produced. No tool accepts them; offering
+# one is an attempt on the matching subcategory, recorded as such.
+OVERRIDE_KEYS: dict[str, Subcategory] = {
+    **dict.fromkeys(
+        (
+            "decoding",
+            "temperature",
+            "top_p",
+            "top_k",
+            "do_sample",
+            "num_beams",
+            "max_new_tokens",
+            "generation_config",
+            "repetition_penalty",
+            "seed_eval",
+        ),
+        Subcategory.DECODING,
+    ),
+    **dict.fromkeys(("stop", "stop_strings", "eos_token", "eos_token_id", "tokenizer"), Subcategory.STOPPING),
+    **dict.fromkeys(("template", "prompt_template", "chat_template", "system_prompt"), Subcategory.TEMPLATE),
+    **dict.fromkeys(("sample_ids", "samples", "max_samples", "limit", "subset"), Subcategory.SAMPLE_INCLUSION),
+    **dict.fromkeys(
+        (
+            "evaluator",
+            "evaluator_path",
+            "scorer",
+            "checker",
+            "evaluator_digest",
+            "seal_key",
+            "seal_seed",
+            "seal_secret",
+        ),
+        Subcategory.HARNESS,
+    ),
+}
 
 
 class GuardPolicy:

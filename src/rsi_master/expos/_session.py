@@ -3,8 +3,6 @@ ledger, and `call`, the single door through which every agent action passes."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -21,57 +19,19 @@ from ..events import ToolInvalid as ToolInvalidEvent
 from ..ledger import Event, KeyDir
 from ..rundir import RunDir
 from ._catalogue import load as _load
-from ._contract import CONTRACT_KIND, CONTRACT_VERSION, Budget, EvaluatorSpec, TaskContract
+from ._contract import CONTRACT_KIND, Budget, TaskContract
 from ._errors import ToolError, ToolFailed, ToolInvalid, ToolRefused
-from ._guards import GuardPolicy, Strict
+from ._freeze import freeze_run
+from ._guards import OVERRIDE_KEYS, GuardPolicy, Strict
 from ._projection import Projection
-from ._registry import ROLES, TOOLS, Tool
+from ._registry import TOOLS, Tool
 from ._taxonomy import Subcategory
 
 if TYPE_CHECKING:
     from ..events import EvalRecord, TypedEvent
     from ..tasks import SealKey, SuiteTask
 
-__all__ = ["FINAL_KINDS", "OVERRIDE_KEYS", "Caller", "ExpOS"]
-
-HARNESS = {"role": "harness", "id": "expos"}
-
-# Arguments that would change how a score is produced. No tool accepts them; offering
-# one is an attempt on the matching subcategory, recorded as such.
-OVERRIDE_KEYS: dict[str, Subcategory] = {
-    **dict.fromkeys(
-        (
-            "decoding",
-            "temperature",
-            "top_p",
-            "top_k",
-            "do_sample",
-            "num_beams",
-            "max_new_tokens",
-            "generation_config",
-            "repetition_penalty",
-            "seed_eval",
-        ),
-        Subcategory.DECODING,
-    ),
-    **dict.fromkeys(("stop", "stop_strings", "eos_token", "eos_token_id", "tokenizer"), Subcategory.STOPPING),
-    **dict.fromkeys(("template", "prompt_template", "chat_template", "system_prompt"), Subcategory.TEMPLATE),
-    **dict.fromkeys(("sample_ids", "samples", "max_samples", "limit", "subset"), Subcategory.SAMPLE_INCLUSION),
-    **dict.fromkeys(
-        (
-            "evaluator",
-            "evaluator_path",
-            "scorer",
-            "checker",
-            "evaluator_digest",
-            "seal_key",
-            "seal_seed",
-            "seal_secret",
-        ),
-        Subcategory.HARNESS,
-    ),
-}
-
+__all__ = ["FINAL_KINDS", "Caller", "ExpOS"]
 
 # The events that end a run: after the first of these by the harness, the door is shut.
 FINAL_KINDS = ("orchestra.finish",)
@@ -91,10 +51,6 @@ class Caller:
         if self.cap is None:
             return {"role": self.role, "id": self.id}
         return {"role": self.role, "id": self.id, "cap": self.cap}
-
-
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 class ExpOS:
@@ -149,73 +105,23 @@ class ExpOS:
 
         `guards` (Strict unless given) is recorded in the contract: the bench's no-ExpOS ablation
         creates its runs `Unguarded()`, and only such a run admits an unguarded session."""
-        from ..runtime import METHODS, base_model_dir, create_seal_secret, seal_commitment, seal_evaluator
-        from ..tasks import SPLITS, SealKey, get_task, task_spec
-
-        _load()
+        _load()  # the contract lists every registered tool each role may call
         guards = Strict() if guards is None else guards
         if not isinstance(guards, GuardPolicy):
             raise TypeError(f"guards must be a GuardPolicy (Strict or Unguarded), not {type(guards).__name__}")
-        get_task(task)  # an unknown task fails before anything is written
-        if eval_limit is not None and eval_limit < 1:
-            raise RsiMasterError("eval_limit must be positive")
-        if final_limit is not None and final_limit < 0:
-            raise RsiMasterError("final_limit must be 0 (the whole split) or positive")
-        run = RunDir.create(run_dir, key_dir=key_dir, run_id=run_id)
-        try:
-            secret = create_seal_secret(run.key_dir, run.run_id)
-            task_obj = get_task(task, seal_key=SealKey(secret=secret))
-            spec = task_spec(task_obj)
-            base_dir = base_model_dir()
-            base_artifact = run.store.put_dir(base_dir)
-            seal_path, evaluator_digest = seal_evaluator(store=run.store)
-            families = [f"{task_obj.name}/{name}" for name in sorted(task_obj.generators())]
-            limits: dict[str, int | None] = dict.fromkeys(SPLITS, eval_limit)
-            if final_limit is not None:
-                limits["final"] = final_limit or None
-            ids: dict[str, list[str]] = {s: spec["sample_ids"][s][: limits[s] or None] for s in SPLITS}
-            tok = base_dir / "tokenizer.json"
-            gen = base_dir / "generation_config.json"
-            contract = TaskContract(
-                version=CONTRACT_VERSION,
-                seal_commitment=seal_commitment(secret),
-                task=task_obj.name,
-                capability=task_obj.capability,
-                base_model_digest=base_artifact,
-                base_model_artifact=base_artifact,
-                base_tokenizer_sha256=hashlib.sha256(tok.read_bytes()).hexdigest() if tok.is_file() else None,
-                base_generation_config_sha256=hashlib.sha256(gen.read_bytes()).hexdigest() if gen.is_file() else None,
-                evaluator=EvaluatorSpec(
-                    evaluator_digest=evaluator_digest,
-                    evaluator_artifact=Path(seal_path).name,
-                    template_sha256=spec["template_sha256"],
-                    decoding=spec["decoding"],
-                    stop=spec["stop"],
-                    stop_sha256=_sha(json.dumps(spec["stop"])),
-                    sample_ids=ids,
-                    items_sha256=spec["items_sha256"],
-                ),
-                allowed_generators=allowed_generators if allowed_generators is not None else families,
-                allowed_teachers=list(allowed_teachers or []),
-                allowed_methods=allowed_methods if allowed_methods is not None else sorted(METHODS),
-                budget=budget or Budget(),
-                permitted_tools={role: sorted(t.name for t in TOOLS.values() if role in t.roles) for role in ROLES},
-                guards=guards.name,
-            )
-            run.record(
-                {
-                    "kind": CONTRACT_KIND,
-                    "actor": HARNESS,
-                    "payload": contract.model_dump(mode="json"),
-                    "artifacts": [
-                        {"digest": base_artifact, "role": "output", "name": "base_model"},
-                        {"digest": contract.evaluator.evaluator_artifact, "role": "output", "name": "sealed_evaluator"},
-                    ],
-                }
-            )
-        except BaseException:
-            run.close()
-            raise
+        run, contract = freeze_run(
+            run_dir,
+            task,
+            budget=budget,
+            eval_limit=eval_limit,
+            final_limit=final_limit,
+            key_dir=key_dir,
+            allowed_methods=allowed_methods,
+            allowed_generators=allowed_generators,
+            allowed_teachers=allowed_teachers,
+            run_id=run_id,
+            guards=guards,
+        )
         return cls(run, contract, guards=guards)
 
     @classmethod
