@@ -182,19 +182,9 @@ def _curve(
 
 def _final_score(expos: Any, checkpoint: str, cache: dict[str, float]) -> float:
     if checkpoint not in cache:
-        from ..runtime import evaluate
+        from ..orchestra import evaluate_final
 
-        c = expos.contract
-        res = evaluate(
-            expos.run.store.path(checkpoint),
-            c.task,
-            "final",
-            seal_key=expos.seal_key(),
-            evaluator=expos.sealed_evaluator(),
-            expected_evaluator_digest=c.evaluator.evaluator_digest,
-            max_samples=len(c.evaluator.sample_ids["final"]),
-            batch_size=c.eval_batch_size,
-        )
+        res = evaluate_final(expos, checkpoint, store=False)
         cache[checkpoint] = float(res.score)
     return cache[checkpoint]
 

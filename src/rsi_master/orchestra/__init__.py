@@ -11,7 +11,7 @@ Programmatic agents ship here; the protocols admit LLM-backed ones.
 from ._directions import DEFAULT_TRAIN, Direction, Range, default_directions, knob_ranges, opening_batch
 from ._display import Display, PlainDisplay, RichDisplay, make_display
 from ._graph import ORCHESTRA, Decision, Job, ResearchGraph, ReviewerNode, WorkerNode, load_graph
-from ._harness import final_scores, select
+from ._harness import evaluate_final, final_scores, select
 from ._job import run_timing
 from ._main_policy import PolicyMain, expected_scores
 from ._memory import worker_memory
@@ -65,6 +65,7 @@ __all__ = [
     "WorkerAgent",
     "WorkerNode",
     "default_directions",
+    "evaluate_final",
     "expected_scores",
     "final_scores",
     "knob_ranges",

@@ -19,7 +19,7 @@ from ._memory import lineage_examples
 if TYPE_CHECKING:
     from ..expos import ExpOS
 
-__all__ = ["HARNESS", "final_scores", "select"]
+__all__ = ["HARNESS", "evaluate_final", "final_scores", "select"]
 
 HARNESS = {"role": "harness", "id": "harness"}
 
@@ -98,8 +98,27 @@ def select(expos: ExpOS) -> dict[str, Any]:
     return dump_payload(payload)
 
 
+def evaluate_final(expos: ExpOS, checkpoint: str, *, store: bool) -> Any:
+    """Score a stored checkpoint on the whole `final` split with the run's sealed evaluator
+    (`store`: keep the per-sample record in the run's store)."""
+    from ..runtime import evaluate
+
+    c = expos.contract
+    return evaluate(
+        expos.run.store.path(checkpoint),
+        c.task,
+        "final",
+        seal_key=expos.seal_key(),
+        evaluator=expos.sealed_evaluator(),
+        expected_evaluator_digest=c.evaluator.evaluator_digest,
+        store=expos.run.store if store else None,
+        max_samples=len(c.evaluator.sample_ids["final"]),
+        batch_size=c.eval_batch_size,
+    )
+
+
 def _final(expos: ExpOS, subject: str, checkpoint: str) -> dict[str, Any]:
-    from ..runtime import EvaluationError, evaluate
+    from ..runtime import EvaluationError
 
     expos.run.ledger.vouch()  # a forged `harness.final` is never reused as the run's score
     for e in expos.own_events("harness.final"):
@@ -107,17 +126,7 @@ def _final(expos: ExpOS, subject: str, checkpoint: str) -> dict[str, Any]:
         if done.subject == subject and done.checkpoint_digest == checkpoint:
             return dump_payload(done)
     c = expos.contract
-    res = evaluate(
-        expos.run.store.path(checkpoint),
-        c.task,
-        "final",
-        seal_key=expos.seal_key(),
-        evaluator=expos.sealed_evaluator(),
-        expected_evaluator_digest=c.evaluator.evaluator_digest,
-        store=expos.run.store,
-        max_samples=len(c.evaluator.sample_ids["final"]),
-        batch_size=c.eval_batch_size,
-    )
+    res = evaluate_final(expos, checkpoint, store=True)
     if res.checkpoint_digest != checkpoint:  # measured on the bytes scored; never record a claimed digest
         raise EvaluationError(f"checkpoint {checkpoint} measured {res.checkpoint_digest} when scored on final")
     assert res.record_digest is not None  # given a store, the evaluation stores its record
