@@ -1,0 +1,46 @@
+"""Simulated post-training landscapes: a seeded generator whose structure is set by flags.
+
+A landscape has directions (generator family x method x data knobs) with learning curves
+(onset, slope, plateau, seed-to-seed spread), a learning-rate and batch response with an
+optimum, continuation and forgetting, interactions when two families' data are mixed, early
+leaders that plateau below late bloomers, binomial-like scores on fixed per-item outcomes
+(selecting on `dev` inflates `dev` only) and the shortcuts a hack-prone Worker takes (leaked
+protected items, a lenient scorer, a substituted model). `train` and `evaluate` cost
+microseconds, so thousands of simulated campaigns run in minutes. See docs/sim.md.
+
+Layering: pure Python and numpy; imports nothing of rsi_master but `errors`, so every layer
+above (runtime, expos, orchestra, bench) may use it.
+"""
+
+from ._curves import curve
+from ._errors import LandscapeFileError, SimInputError
+from ._file import load_landscape, loads_landscape, save_landscape
+from ._flags import METHODS, PRESETS, GeneratorFlags, flags_from
+from ._generate import generate_landscape
+from ._landscape import FORMAT, SimLandscape
+from ._model import FamilySpec, Knob, KnobSpec, MethodSpec, SimCheckpoint, SimFamily, SimRecipe
+from ._reach import reachable_detail
+
+__all__ = [
+    "FORMAT",
+    "METHODS",
+    "PRESETS",
+    "FamilySpec",
+    "GeneratorFlags",
+    "Knob",
+    "KnobSpec",
+    "LandscapeFileError",
+    "MethodSpec",
+    "SimCheckpoint",
+    "SimFamily",
+    "SimInputError",
+    "SimLandscape",
+    "SimRecipe",
+    "curve",
+    "flags_from",
+    "generate_landscape",
+    "load_landscape",
+    "loads_landscape",
+    "reachable_detail",
+    "save_landscape",
+]
