@@ -34,6 +34,7 @@ from ._model import (
 from ._plan import TASK_ORDER, plan, run_plan
 from ._report import expected_rows, markdown_lines
 from ._results import BaseRow, CurveRow, ProbeRow, ReferenceRow, Row, RowPoint, append_row, read_rows, write_rows
+from ._sim_fit import sim_calibration
 from ._targets import SINGLE_RUN_GAP, target_lines, targets
 
 __all__ = [
@@ -85,6 +86,7 @@ __all__ = [
     "read_rows",
     "run_plan",
     "save",
+    "sim_calibration",
     "step_multiple",
     "target_lines",
     "targets",

@@ -12,6 +12,7 @@ Layering: pure Python and numpy; imports nothing of rsi_master but `errors`, so 
 above (runtime, expos, orchestra, bench) may use it.
 """
 
+from ._calibrate import CalibrationFit, CurveFit, fit_curves
 from ._curves import curve
 from ._errors import LandscapeFileError, SimInputError
 from ._file import load_landscape, loads_landscape, save_landscape
@@ -25,6 +26,8 @@ __all__ = [
     "FORMAT",
     "METHODS",
     "PRESETS",
+    "CalibrationFit",
+    "CurveFit",
     "FamilySpec",
     "GeneratorFlags",
     "Knob",
@@ -37,6 +40,7 @@ __all__ = [
     "SimLandscape",
     "SimRecipe",
     "curve",
+    "fit_curves",
     "flags_from",
     "generate_landscape",
     "load_landscape",

@@ -89,7 +89,7 @@ class KnobSpec(_Record):
     high: float | None = None
     log: bool = False
     choices: list[str] = Field(default_factory=list)
-    optimum: float | str = Field(description="The best value (numeric knobs: in the knob's own units).")
+    optimum: int | float | str = Field(description="The best value (numeric knobs: in the knob's own units).")
     sensitivity: float = Field(description="Plateau share lost at the far end from the optimum.")
     choice_penalty: dict[str, float] = Field(default_factory=dict, description="choice -> share of plateau lost.")
     help: str = ""
