@@ -20,6 +20,8 @@ def test_calibrated_preset_matches_a_fresh_fit_of_the_shipped_curves():
     # the figure published in docs/sim.md
     assert 0 < fit.rms_error < 0.1 and 0.02 < fit.seed_sd < 0.1
     assert fit.ratio == pytest.approx(fit.rms_error / fit.seed_sd)
+    # the generator's noise reproduces the measured seed-to-seed spread at the measured points
+    assert fit.simulated_seed_sd == pytest.approx(fit.seed_sd, abs=0.002)
 
 
 def test_fit_recovers_a_known_curve_and_measures_seed_spread():

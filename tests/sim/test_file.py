@@ -92,3 +92,26 @@ def test_cli_generates_describes_and_refuses_bad_input(tmp_path):
         assert bad.stderr.count("\n") == 1 and message in bad.stderr, bad.stderr
         assert "Traceback" not in bad.stderr
     assert not (tmp_path / "x.json").exists()
+
+
+def test_outcomes_are_the_same_in_another_process():
+    code = (
+        "from rsi_master.sim import generate_landscape, SimRecipe\n"
+        "land = generate_landscape(21, preset='hard')\n"
+        "f = land.family_specs[0]\n"
+        "r = SimRecipe(family=f.name, learning_rate=1e-3, batch_size=32, steps=700, rows=9000)\n"
+        "c, s = land.train(land.base_checkpoint(), r, 5)\n"
+        "print(c.ident, s, land.evaluate(c, 'dev', 100), repr(land.accuracy(c, 'final')))\n"
+    )
+    outs = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": SRC, "PYTHONHASHSEED": str(h)},
+            timeout=60,
+            check=True,
+        ).stdout
+        for h in (1, 2)
+    }
+    assert len(outs) == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..tasks import EVAL_SIZE
 from ._file import SHIPPED, load
 from ._model import Landscape
 
@@ -29,4 +30,4 @@ def sim_calibration(landscape: Landscape | None = None) -> CalibrationFit:
             curves[f"{task}/{label}"] = pts
             if c.train_seconds and pts:
                 per_step.append(c.train_seconds / max(p[0] for p in pts))
-    return fit_curves(curves, base, per_step)
+    return fit_curves(curves, base, per_step, items=EVAL_SIZE)

@@ -12,6 +12,9 @@ taken out (three parameters per curve), set against
 the seed-to-seed spread: the pooled standard deviation between seeds at the points measured
 with two or more seeds. A ratio near 1 means the model describes the curves as well as a
 second seed would; the generator cannot be told apart from the measurements by their shape.
+The generator's `seed_spread` (noise on a run's effective progress) is then chosen so that it,
+with binomial evaluation noise on the split's items, reproduces the measured pooled seed sd at
+the same points (`simulated_seed_sd`).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ class CalibrationFit:
     seed_points: int  # points with two or more seeds
     seed_spread: float  # the generator's seed_spread (sd of log progress) that explains seed_sd
     seconds_per_step: float | None
+    simulated_seed_sd: float  # what the generator's noise (seed_spread + evaluation) gives at the same points
 
     @property
     def ratio(self) -> float:
@@ -90,6 +94,7 @@ class CalibrationFit:
             f"seed_sd: {self.seed_sd:.4f} (pooled over {self.seed_points} points with 2+ seeds)",
             f"fit_error_over_seed_sd: {self.ratio:.2f}",
             f"seed_spread_log_progress: {self.seed_spread:.3f}",
+            f"simulated_seed_sd: {self.simulated_seed_sd:.4f} (the fitted curves with that spread and binomial items)",
             f"seconds_per_step: {self.seconds_per_step if self.seconds_per_step is None else round(self.seconds_per_step, 3)}",
         ]
         return out
@@ -114,10 +119,15 @@ def fit_curves(
     curves: Mapping[str, Sequence[Point]],
     base: Mapping[str, float] | None = None,
     seconds_per_step: Sequence[float] = (),
+    items: int | None = None,
 ) -> CalibrationFit:
-    """Fit every curve with at least MIN_POINTS points (names are `task/label`; `base` per task)."""
+    """Fit every curve with at least MIN_POINTS points (names are `task/label`; `base` per task).
+    `items`: the evaluation split's size; the generator's `seed_spread` is set so that its
+    training noise plus binomial evaluation noise on `items` items reproduces the measured
+    pooled seed sd at the same points."""
     fits: list[CurveFit] = []
-    seed_sq, seed_dof, seed_pts, slopes_at = 0.0, 0, 0, []
+    seed_sq, seed_dof, seed_pts = 0.0, 0, 0
+    at: list[tuple[CurveFit, float, float, int]] = []  # (fit, base, steps, seeds) of multi-seed points
     for name, pts in sorted(curves.items()):
         pts = sorted(pts, key=lambda p: p[0])
         if len(pts) < MIN_POINTS:
@@ -131,14 +141,36 @@ def fit_curves(
                 seed_sq += sd * sd * (len(per_seed) - 1)
                 seed_dof += len(per_seed) - 1
                 seed_pts += 1
-                # d score / d log progress at this point: how much progress noise a score sd means
-                q = 1.0 / (1.0 + (fit.midpoint / steps) ** fit.slope)
-                deriv = (fit.plateau - b) * fit.slope * q * (1 - q)
-                if deriv > 0.05:
-                    slopes_at.append(sd / deriv)
+                at.append((fit, b, steps, len(per_seed)))
     dof = sum(f.points for f in fits) - 3 * len(fits)
     rms = math.sqrt(sum(f.rss for f in fits) / max(1, dof))
     seed_sd = math.sqrt(seed_sq / seed_dof) if seed_dof else 0.0
-    spread = float(np.median(slopes_at)) if slopes_at else 0.2
+    spread = _match_spread(at, seed_sd, items) if at else 0.2
     sps = float(np.median(seconds_per_step)) if len(seconds_per_step) else None
-    return CalibrationFit(tuple(fits), rms, seed_sd, seed_pts, spread, sps)
+    return CalibrationFit(tuple(fits), rms, seed_sd, seed_pts, spread, sps, _simulated_sd(at, spread, items))
+
+
+def _match_spread(at: list[tuple[CurveFit, float, float, int]], target: float, items: int | None) -> float:
+    """The seed_spread whose simulated pooled sd equals the measured one (bisection; the sd
+    grows with the spread), 0 when evaluation noise alone already explains it."""
+    lo, hi = 0.0, 2.0
+    if _simulated_sd(at, lo, items) >= target:
+        return 0.0
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if _simulated_sd(at, mid, items) < target else (lo, mid)
+    return (lo + hi) / 2
+
+
+def _simulated_sd(at: list[tuple[CurveFit, float, float, int]], spread: float, items: int | None) -> float:
+    """Pooled seed sd the generator's own noise gives at the measured multi-seed points: the
+    fitted curve at steps x exp(spread z), scored on `items` binomial items (seeded, 4000 runs)."""
+    rng = np.random.default_rng(0)
+    sq, dof = 0.0, 0
+    for fit, base, steps, seeds in at:
+        x = steps * np.exp(spread * rng.standard_normal(4000))
+        p = base + (fit.plateau - base) / (1.0 + (fit.midpoint / x) ** fit.slope)
+        scores = rng.binomial(items, p) / items if items else p
+        sq += float(np.var(scores, ddof=1)) * (seeds - 1)
+        dof += seeds - 1
+    return math.sqrt(sq / dof) if dof else 0.0
