@@ -249,3 +249,25 @@ def test_bad_split_and_item_count_give_one_line_errors():
         land.accuracy(land.base_checkpoint(), "test")
     with pytest.raises(SimInputError, match="outside"):
         land.evaluate(land.base_checkpoint(), "dev", 10_000)
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_best_reachable_is_reached_by_its_recipe_within_the_budget(preset):
+    quiet = PRESETS[preset].model_copy(update={"seed_spread": 0.0, "checkpoint_jitter": 0.0})
+    for seed in range(15):
+        land = generate_landscape(seed, quiet)
+        best = land.best_recipe()
+        assert best is not None
+        ckpt, seconds = land.train(land.base_checkpoint(), best, 0)
+        assert seconds <= land.flags.budget_hours * 3600
+        assert land.accuracy(ckpt, "final") == pytest.approx(land.best_reachable(), abs=2e-3)
+        # nothing else of the same kind does better: other families, default knobs, other rates
+        for spec in land.family_specs:
+            other = best.model_copy(update={"family": spec.name, "knobs": {}, "mixture": {}, "method": "sft"})
+            assert (
+                land.accuracy(land.train(land.base_checkpoint(), other, 0)[0], "final") <= land.best_reachable() + 1e-9
+            )
+        for mult in (0.5, 2.0):
+            off = best.model_copy(update={"learning_rate": best.learning_rate * mult})
+            got = land.accuracy(land.train(land.base_checkpoint(), off, 0)[0], "final")
+            assert got < land.best_reachable() or got > 0.999  # saturated at accuracy 1

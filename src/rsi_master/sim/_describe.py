@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._landscape import SimLandscape
+from ._model import SimRecipe
 from ._reach import reachable_detail
 
 __all__ = ["describe"]
@@ -26,8 +27,15 @@ def describe(land: SimLandscape) -> list[str]:
         f"families: {len(land.family_specs)}",
         f"base_final: {land.base_score('final'):.4f}",
         f"best_reachable: {land.best_reachable():.4f}",
-        f"best_reached_by: {best_what}",
+        f"best_reached_by: {_what(best_what)}",
         f"budget_hours: {land.flags.budget_hours}",
         f"split_sizes: {land.split_sizes}",
     ]
     return out
+
+
+def _what(r: SimRecipe | None) -> str:
+    if r is None:
+        return "the base model"
+    mix = f" mixture {r.mixture}" if r.mixture else ""
+    return f"{r.family} {r.method} knobs {r.knobs}{mix} lr {r.learning_rate:.3g} batch {r.batch_size} steps {r.steps}"

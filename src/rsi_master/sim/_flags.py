@@ -72,7 +72,8 @@ class GeneratorFlags(BaseModel):
     transfer: Unit = Field(default=0.5, description="Share of a family's progress a new knob or method setting keeps.")
     interaction_prob: Unit = Field(default=0.3, description="Chance that a pair of families interacts when mixed.")
     interaction: tuple[float, float] = Field(
-        default=(-0.2, 0.5), description="Interaction strength range (negative: mixing hurts)."
+        default=(-0.2, 0.4),
+        description="Interaction strength range: the share of the weaker family's gain that mixing adds (negative: removes).",
     )
     split_shift: float = Field(default=0.1, ge=0.0, le=1.0, description="sd of a split's difficulty (logit).")
     split_sizes: dict[str, int] = Field(

@@ -22,7 +22,7 @@ from ._curves import curve, digest, normal_from
 from ._errors import SimInputError
 from ._flags import GeneratorFlags
 from ._model import FamilySpec, Knob, MethodSpec, SimCheckpoint, SimFamily, SimRecipe
-from ._reach import reachable
+from ._reach import reachable, reachable_detail
 
 __all__ = ["FORMAT", "SimLandscape"]
 
@@ -203,6 +203,12 @@ class SimLandscape(BaseModel):
             self._best = reachable(self)
         return self._best
 
+    def best_recipe(self) -> SimRecipe | None:
+        """The one-experiment recipe from the base checkpoint that reaches `best_reachable`
+        (noise aside); None when nothing beats the base model. An oracle, for tests and for
+        calibrating strategies on development seeds only."""
+        return reachable_detail(self)[1]
+
     # -- directions ---------------------------------------------------------------------------------
     def direction_key(self, family: str, method: str, knobs: dict[str, Any]) -> str:
         """`family|method|k=v,...` with every knob resolved (defaults filled in); checks the values."""
@@ -270,7 +276,7 @@ class SimLandscape(BaseModel):
         if len(fam_gain) > 1:
             for a, b, strength in self._pairs:
                 if a in fam_gain and b in fam_gain:
-                    p += strength * math.sqrt(fam_gain[a] * fam_gain[b])
+                    p += strength * min(fam_gain[a], fam_gain[b])
         if ckpt.parent is not None:
             p += self.flags.checkpoint_jitter * normal_from(digest("jitter", ckpt.ident))
         return min(max(p, 0.0), 1.0)
