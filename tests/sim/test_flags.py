@@ -52,3 +52,13 @@ def test_flags_shape_the_landscape():
 
     r = SimRecipe(family=f.name, learning_rate=1e-3, batch_size=32, steps=1000, rows=10**6)
     assert slow.train(slow.base_checkpoint(), r, 0)[1] > 5 * fast.train(fast.base_checkpoint(), r, 0)[1]
+
+
+def test_every_flag_is_documented():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "sim.md").read_text()
+    missing = [name for name in GeneratorFlags.model_fields if name != "version" and f"`{name}`" not in doc]
+    assert not missing
+    for preset in PRESETS:
+        assert f"`{preset}`" in doc
