@@ -115,3 +115,36 @@ def test_outcomes_are_the_same_in_another_process():
         for h in (1, 2)
     }
     assert len(outs) == 1
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda d: d["family_specs"][0].update(methods=["lora"]), "no sft"),
+        (lambda d: d["family_specs"][0].update(plateau=2.0), "out of range"),
+        (lambda d: d.update(interactions={"nope+other": 0.1}), "does not name two families"),
+        (lambda d: d["family_specs"].append(d["family_specs"][0]), "unique"),
+        (lambda d: d.update(split_sizes={"dev": 10}), "split_sizes"),
+        (lambda d: d["method_specs"].pop("sft"), "without a method spec"),
+    ],
+)
+def test_inconsistent_files_are_refused_in_one_line(tmp_path, edit, message):
+    data = json.loads(generate_landscape(2).model_dump_json())
+    edit(data)
+    (tmp_path / "l.json").write_text(json.dumps(data))
+    with pytest.raises(LandscapeFileError, match=message) as exc:
+        load_landscape(tmp_path / "l.json")
+    assert "\n" not in str(exc.value)
+
+
+def test_inconsistent_knobs_are_refused(tmp_path):
+    for seed in range(10):
+        data = json.loads(generate_landscape(seed).model_dump_json())
+        knobs = [k for f in data["family_specs"] for k in f["knobs"]]
+        if knobs:
+            break
+    k = knobs[0]
+    k["optimum"] = "nonsense" if k["kind"] != "choice" else "not-a-choice"
+    (tmp_path / "l.json").write_text(json.dumps(data))
+    with pytest.raises(LandscapeFileError, match="inconsistent"):
+        load_landscape(tmp_path / "l.json")

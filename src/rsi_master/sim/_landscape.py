@@ -16,7 +16,7 @@ import math
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from ._curves import curve, digest, normal_from
 from ._errors import SimInputError
@@ -55,6 +55,45 @@ class SimLandscape(BaseModel):
     _pairs: list[tuple[str, str, float]] = PrivateAttr(default_factory=list)
     _id: str = PrivateAttr(default="")
     _best: float | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SimLandscape:
+        """A hand-edited file must not reach the simulator half-valid (a KeyError mid-campaign)."""
+        names = [f.name for f in self.family_specs]
+        if len(set(names)) != len(names) or not names:
+            raise ValueError("family names must be unique and at least one")
+        for f in self.family_specs:
+            missing = set(f.methods) - set(self.method_specs)
+            if missing or "sft" not in f.methods:
+                raise ValueError(f"family {f.name!r}: methods {sorted(missing)} without a method spec, or no sft")
+            if not self.base < f.plateau <= 1.0 or f.midpoint <= 0 or f.slope <= 0 or f.lr_optimum <= 0:
+                raise ValueError(f"family {f.name!r}: plateau, midpoint, slope or lr_optimum out of range")
+            for k in f.knobs:
+                if k.kind == "choice":
+                    ok = k.choices and k.optimum in k.choices and k.default in k.choices
+                else:
+                    lo, hi = k.low, k.high
+                    ok = (
+                        lo is not None
+                        and hi is not None
+                        and lo < hi
+                        and (not k.log or lo > 0)
+                        and all(isinstance(v, int | float) and lo <= v <= hi for v in (k.default, k.optimum))
+                    )
+                if not ok:
+                    raise ValueError(
+                        f"family {f.name!r}: knob {k.name!r} has an inconsistent range, default or optimum"
+                    )
+        for pair in self.interactions:
+            a, _, b = pair.partition("+")
+            if a not in names or b not in names or a == b:
+                raise ValueError(f"interaction {pair!r} does not name two families")
+        splits = {"dev", "review", "final"}
+        if set(self.split_sizes) != splits or set(self.split_shift) != splits:
+            raise ValueError("split_sizes and split_shift must name exactly dev, review and final")
+        if any(n < 1 for n in self.split_sizes.values()):
+            raise ValueError("split sizes must be positive")
+        return self
 
     def __eq__(self, other: object) -> bool:
         # Caches live in private attributes; two landscapes are equal when their parameters are.
