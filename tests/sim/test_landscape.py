@@ -271,3 +271,14 @@ def test_best_reachable_is_reached_by_its_recipe_within_the_budget(preset):
             off = best.model_copy(update={"learning_rate": best.learning_rate * mult})
             got = land.accuracy(land.train(land.base_checkpoint(), off, 0)[0], "final")
             assert got < land.best_reachable() or got > 0.999  # saturated at accuracy 1
+
+
+def test_an_edited_checkpoint_does_not_change_the_real_ones_score():
+    land = generate_landscape(8)
+    real, _ = land.train(land.base_checkpoint(), recipe(land, steps=500), 0)
+    forged = real.model_copy(update={"progress": {k: v * 100 for k, v in real.progress.items()}})
+    assert land.accuracy(forged, "final") > land.accuracy(real, "final")
+    fresh = generate_landscape(8)
+    before = fresh.accuracy(real, "final")
+    fresh.accuracy(forged, "final")
+    assert fresh.accuracy(real, "final") == before == land.accuracy(real, "final")

@@ -50,7 +50,7 @@ class SimLandscape(BaseModel):
 
     _fam: dict[str, FamilySpec] = PrivateAttr(default_factory=dict)
     _dir: dict[str, tuple[str, float, float, float]] = PrivateAttr(default_factory=dict)
-    _acc: dict[tuple[str, str], float] = PrivateAttr(default_factory=dict)
+    _acc: dict[tuple[Any, ...], float] = PrivateAttr(default_factory=dict)
     _items: dict[tuple[str, str], np.ndarray] = PrivateAttr(default_factory=dict)
     _pairs: list[tuple[str, str, float]] = PrivateAttr(default_factory=list)
     _id: str = PrivateAttr(default="")
@@ -190,7 +190,10 @@ class SimLandscape(BaseModel):
     # -- ground truth and evaluation --------------------------------------------------------------
     def accuracy(self, ckpt: SimCheckpoint, split: str = "final") -> float:
         """The checkpoint's expected accuracy on `split` (ground truth, no sampling)."""
-        got = self._acc.get((ckpt.ident, split))
+        # keyed by content, not ident alone: a checkpoint edited under its old ident is scored as
+        # what it holds and cannot change the score cached for the real one
+        key = (ckpt.ident, split, tuple(ckpt.progress.items()), tuple(ckpt.leaked.items()))
+        got = self._acc.get(key)
         if got is not None:
             return got
         if split not in self.split_sizes:
@@ -203,7 +206,7 @@ class SimLandscape(BaseModel):
             p += (1 - p) * self.flags.leak_memorisation * min(1.0, n / self.split_sizes[split])
         if len(self._acc) > _CACHE_MAX:
             self._acc.clear()
-        self._acc[(ckpt.ident, split)] = p
+        self._acc[key] = p
         return p
 
     def evaluate(
