@@ -27,6 +27,7 @@ COMMANDS = (
     "_lineage",
     "_tasks",
     "_landscape",
+    "_sim",
     "_pipeline",
     "_run",
     "_resume",

@@ -14,9 +14,10 @@ above (runtime, expos, orchestra, bench) may use it.
 
 from ._calibrate import CalibrationFit, CurveFit, fit_curves
 from ._curves import curve
+from ._describe import describe as describe_landscape
 from ._errors import LandscapeFileError, SimInputError
 from ._file import load_landscape, loads_landscape, save_landscape
-from ._flags import METHODS, PRESETS, GeneratorFlags, flags_from
+from ._flags import METHODS, PRESETS, GeneratorFlags, flags_from, parse_overrides
 from ._generate import generate_landscape
 from ._landscape import FORMAT, SimLandscape
 from ._model import FamilySpec, Knob, KnobSpec, MethodSpec, SimCheckpoint, SimFamily, SimRecipe
@@ -40,11 +41,13 @@ __all__ = [
     "SimLandscape",
     "SimRecipe",
     "curve",
+    "describe_landscape",
     "fit_curves",
     "flags_from",
     "generate_landscape",
     "load_landscape",
     "loads_landscape",
+    "parse_overrides",
     "reachable_detail",
     "save_landscape",
 ]

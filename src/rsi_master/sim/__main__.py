@@ -10,28 +10,14 @@ Bad flags and bad files end with one line on stderr and exit status 2; nothing i
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from ._describe import describe
 from ._errors import LandscapeFileError, SimInputError
 from ._file import load_landscape, save_landscape
-from ._flags import PRESETS, flags_from
+from ._flags import PRESETS, flags_from, parse_overrides
 from ._generate import generate_landscape
-
-
-def _overrides(items: list[str]) -> dict[str, object]:
-    out: dict[str, object] = {}
-    for item in items:
-        name, sep, raw = item.partition("=")
-        if not sep or not name:
-            raise SimInputError(f"--flag {item!r}: expected NAME=VALUE (VALUE as JSON, e.g. forget=0.5)")
-        try:
-            out[name] = json.loads(raw)
-        except ValueError:
-            out[name] = raw
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         if args.cmd == "generate":
-            flags = flags_from(args.preset, **_overrides(args.flag))
+            flags = flags_from(args.preset, **parse_overrides(args.flag))
             land = generate_landscape(args.seed, flags, preset=args.preset if not args.flag else None)
             if args.output is None:
                 print(land.model_dump_json(indent=1))

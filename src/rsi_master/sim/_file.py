@@ -43,5 +43,8 @@ def load_landscape(path: str | Path) -> SimLandscape:
 
 def save_landscape(land: SimLandscape, path: str | Path) -> Path:
     p = Path(path)
-    p.write_text(land.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    try:
+        p.write_text(land.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise LandscapeFileError(f"{p}: cannot write ({type(exc).__name__}: {exc.strerror or exc})") from None
     return p

@@ -10,6 +10,7 @@ fitted to the measured curves of the built-in suite, see `_calibrated.py`).
 
 from __future__ import annotations
 
+import json
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -17,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from ._calibrated import CALIBRATED
 from ._errors import SimInputError
 
-__all__ = ["METHODS", "PRESETS", "GeneratorFlags", "flags_from"]
+__all__ = ["METHODS", "PRESETS", "GeneratorFlags", "flags_from", "parse_overrides"]
 
 METHODS: tuple[str, ...] = ("sft", "lora", "dpo", "grpo")
 
@@ -180,3 +181,17 @@ def one_line(exc: ValidationError) -> str:
     where = ".".join(str(p) for p in err.get("loc", ())) or "flags"
     more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
     return f"{where}: {err['msg']}{more}"
+
+
+def parse_overrides(items: list[str]) -> dict[str, object]:
+    """`NAME=VALUE` strings (VALUE as JSON, else a string) as flag overrides, for a CLI."""
+    out: dict[str, object] = {}
+    for item in items:
+        name, sep, raw = item.partition("=")
+        if not sep or not name:
+            raise SimInputError(f"--flag {item!r}: expected NAME=VALUE (VALUE as JSON, e.g. forget=0.5)")
+        try:
+            out[name] = json.loads(raw)
+        except ValueError:
+            out[name] = raw
+    return out

@@ -1,0 +1,77 @@
+"""`rsi-master sim`: simulated landscapes (docs/sim.md).
+
+    rsi-master sim generate --seed N [--preset P] [--flag NAME=VALUE ...] [-o FILE]
+    rsi-master sim describe FILE
+    rsi-master sim presets
+    rsi-master sim calibrate
+
+`generate` writes a landscape file (or prints its JSON), `describe` prints every hidden
+parameter (the ground truth), `calibrate` fits the simulator's curve model to the shipped
+landscape's measured curves and prints the fit error against their seed-to-seed spread.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+NAME = "sim"
+HELP = "simulated post-training landscapes: generate, describe, calibrate"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(NAME, help=HELP, description=HELP)
+    verbs = p.add_subparsers(dest="sim_command", metavar="SUBCOMMAND")
+    gen = verbs.add_parser("generate", help="write a landscape file (or print its JSON)")
+    gen.add_argument("--seed", type=int, required=True, help="generator seed")
+    gen.add_argument("--preset", default="default", help="default, hard or calibrated")
+    gen.add_argument("--flag", action="append", default=[], metavar="NAME=VALUE", help="override a flag (JSON value)")
+    gen.add_argument("-o", "--output", type=Path, default=None, help="file to write (default: print the JSON)")
+    gen.set_defaults(handler=run_generate)
+    desc = verbs.add_parser("describe", help="print a landscape file's parameters (its ground truth)")
+    desc.add_argument("path", type=Path)
+    desc.set_defaults(handler=run_describe)
+    verbs.add_parser("presets", help="print each preset's flags").set_defaults(handler=run_presets)
+    cal = verbs.add_parser("calibrate", help="fit the curve model to the shipped landscape; print the fit error")
+    cal.set_defaults(handler=run_calibrate)
+    p.set_defaults(handler=lambda args: (p.print_help(), 2)[1])
+
+
+def run_generate(args: argparse.Namespace) -> int:
+    from ..sim import SimInputError, describe_landscape, flags_from, generate_landscape, parse_overrides, save_landscape
+
+    flags = flags_from(args.preset, **parse_overrides(args.flag))
+    land = generate_landscape(args.seed, flags, preset=None if args.flag else args.preset)
+    if args.output is None:
+        print(land.model_dump_json(indent=1))
+        return 0
+    if not args.output.parent.is_dir():
+        raise SimInputError(f"{args.output.parent}: no such directory")
+    save_landscape(land, args.output)
+    print("\n".join(describe_landscape(land)))
+    return 0
+
+
+def run_describe(args: argparse.Namespace) -> int:
+    from ..sim import describe_landscape, load_landscape
+
+    print("\n".join(describe_landscape(load_landscape(args.path))))
+    return 0
+
+
+def run_presets(args: argparse.Namespace) -> int:
+    from ..sim import PRESETS
+
+    for name, flags in sorted(PRESETS.items()):
+        print(f"{name}: {flags.model_dump_json()}")
+    return 0
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    from ..landscape import sim_calibration
+
+    fit = sim_calibration()
+    print("\n".join(fit.lines()))
+    for key, value in fit.flags().items():
+        print(f"flag.{key}: {value}")
+    return 0

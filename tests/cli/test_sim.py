@@ -1,0 +1,63 @@
+"""`rsi-master sim`: generate, describe, presets, calibrate; bad input is one line and writes nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from rsi_master.cli._main import main
+from rsi_master.sim import PRESETS, generate_landscape, load_landscape
+
+
+def test_generate_then_describe(tmp_path, capsys):
+    out = tmp_path / "l.json"
+    assert main(["sim", "generate", "--seed", "5", "--preset", "hard", "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert load_landscape(out) == generate_landscape(5, PRESETS["hard"], preset="hard")
+    assert main(["sim", "describe", str(out)]) == 0
+    assert capsys.readouterr().out == printed
+    assert "best_reachable:" in printed and "best_reached_by:" in printed
+
+
+def test_generate_with_a_flag_and_to_stdout(capsys):
+    assert main(["sim", "generate", "--seed", "1", "--flag", "n_families=7"]) == 0
+    land = load_landscape_text(capsys.readouterr().out)
+    assert len(land.family_specs) == 7 and land.preset is None
+
+
+def load_landscape_text(text):
+    from rsi_master.sim import loads_landscape
+
+    return loads_landscape(text)
+
+
+def test_presets_and_calibrate(capsys):
+    assert main(["sim", "presets"]) == 0
+    assert {line.split(":")[0] for line in capsys.readouterr().out.splitlines()} >= {"default", "hard", "calibrated"}
+    assert main(["sim", "calibrate"]) == 0
+    out = capsys.readouterr().out
+    assert "fit_error_over_seed_sd:" in out and "flag.seed_spread:" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["generate", "--seed", "1", "--flag", "forget=9"], "forget"),
+        (["generate", "--seed", "1", "--flag", "forget"], "expected NAME=VALUE"),
+        (["generate", "--seed", "1", "--preset", "nope"], "unknown preset"),
+        (["generate", "--seed", "1", "--flag", "plateau=[0.9, 0.1]"], "plateau"),
+        (["describe", "missing.json"], "cannot read"),
+    ],
+)
+def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypatch, args, message):
+    monkeypatch.chdir(tmp_path)
+    if args[0] == "generate":
+        args = [*args, "-o", "out.json"]
+    assert main(["sim", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and err.startswith("rsi-master: error:")
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_unwritable_output_is_one_line(tmp_path, capsys):
+    assert main(["sim", "generate", "--seed", "1", "-o", str(tmp_path / "no" / "dir" / "l.json")]) == 2
+    assert "no such directory" in capsys.readouterr().err
