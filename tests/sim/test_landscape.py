@@ -282,3 +282,13 @@ def test_an_edited_checkpoint_does_not_change_the_real_ones_score():
     before = fresh.accuracy(real, "final")
     fresh.accuracy(forged, "final")
     assert fresh.accuracy(real, "final") == before == land.accuracy(real, "final")
+
+
+def test_search_space_contains_every_optimum():
+    for seed in range(10):
+        land = generate_landscape(seed)
+        space = land.search_space()
+        lo, hi = space["learning_rate"]
+        best = land.best_recipe()
+        assert best is not None and lo < best.learning_rate < hi
+        assert space["steps"][0] < min(f.midpoint for f in land.family_specs)
