@@ -19,8 +19,10 @@ from rsi_master.bench import (
     normalised,
     paired_test,
     plot_summaries,
+    plot_timelines,
     summarise,
     summary_lines,
+    timeline_curve,
 )
 
 
@@ -143,3 +145,13 @@ def test_summary_per_config_and_range_with_rates(tmp_path):
 def test_records_round_trip():
     r = rec(timeline=[(1.0, 0.2)], spend=[Spend(direction="A", start=0, end=1, score=0.2)])
     assert CampaignStats.model_validate_json(r.model_dump_json()) == r
+
+
+def test_timeline_curve_and_plot(tmp_path):
+    a = rec(final=0.6, budget_s=100.0, timeline=[(20.0, 0.35), (80.0, 0.6)])
+    b = rec(final=0.35, budget_s=100.0, timeline=[(50.0, 0.35)])
+    xs, ys = timeline_curve([a, b], points=5)
+    assert xs == [0.0, 0.25, 0.5, 0.75, 1.0]
+    assert ys == pytest.approx([0.0, 0.25, 0.5, 0.5, 0.75])
+    path = plot_timelines([a, b, rec(config="b", held=True, timeline=[(1.0, 0.2)])], tmp_path / "t.png", held_out=False)
+    assert path.stat().st_size > 1000

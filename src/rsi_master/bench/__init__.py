@@ -27,8 +27,10 @@ from ._stats import (
     normalised,
     paired_test,
     plot_summaries,
+    plot_timelines,
     summarise,
     summary_lines,
+    timeline_curve,
 )
 
 __all__ = [
@@ -63,8 +65,10 @@ __all__ = [
     "paired_test",
     "plot",
     "plot_summaries",
+    "plot_timelines",
     "run_bench",
     "run_campaign",
     "summarise",
     "summary_lines",
+    "timeline_curve",
 ]

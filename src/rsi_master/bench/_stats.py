@@ -39,8 +39,10 @@ __all__ = [
     "normalised",
     "paired_test",
     "plot_summaries",
+    "plot_timelines",
     "summarise",
     "summary_lines",
+    "timeline_curve",
 ]
 
 # The one place the generator seed ranges are set. Development: strategies are built and tuned
@@ -307,6 +309,47 @@ def plot_summaries(summaries: Sequence[ConfigSummary], path: str | Path) -> Path
     ax.set_ylabel("normalised score (0 base, 1 best reachable)")
     ax.axhline(0, color="black", linewidth=0.6)
     ax.legend()
+    fig.tight_layout()
+    out = Path(path)
+    fig.savefig(out)
+    plt.close(fig)
+    return out
+
+
+def timeline_curve(records: Sequence[CampaignStats], points: int = 21) -> tuple[list[float], list[float]]:
+    """Mean normalised best-so-far at `points` evenly spaced shares of the budget (0..1)."""
+    shares = [i / (points - 1) for i in range(points)]
+    means = []
+    for share in shares:
+        vals = []
+        for r in records:
+            cut = share * r.budget_s
+            seen = [score for t, score in r.timeline if t <= cut]
+            vals.append(((seen[-1] if seen else r.base) - r.base) / (r.best_reachable - r.base))
+        means.append(float(np.mean(vals)) if vals else math.nan)
+    return shares, means
+
+
+def plot_timelines(records: Sequence[CampaignStats], path: str | Path, held_out: bool = True) -> Path:
+    """Mean normalised best-so-far over the budget, one line per configuration (held-out or
+    development records), written to `path`."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    by: dict[str, list[CampaignStats]] = defaultdict(list)
+    for r in records:
+        if r.held_out == held_out:
+            by[r.config].append(r)
+    fig, ax = plt.subplots(figsize=(6.5, 4.0))
+    for config, recs in sorted(by.items()):
+        xs, ys = timeline_curve(recs)
+        ax.plot(xs, ys, label=config)
+    ax.set_xlabel("share of the budget")
+    ax.set_ylabel("normalised best so far")
+    ax.set_title("held-out landscapes" if held_out else "development landscapes")
+    ax.legend(fontsize="small")
     fig.tight_layout()
     out = Path(path)
     fig.savefig(out)
