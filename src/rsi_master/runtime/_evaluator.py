@@ -189,7 +189,7 @@ def _generate(
 
         def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
             texts = tokenizer.batch_decode(input_ids[:, self.width :], skip_special_tokens=True)
-            return torch.tensor([any(s in t for s in stop) for t in texts], dtype=torch.bool)
+            return torch.tensor([any(s in t for s in stop) for t in texts], dtype=torch.bool, device=input_ids.device)
 
     gen_kwargs: dict[str, Any] = {
         "max_new_tokens": decoding.max_new_tokens,
