@@ -254,3 +254,20 @@ def test_device_settings_choose_cpu_here_and_can_be_forced(monkeypatch):
     monkeypatch.setenv("RSI_MASTER_DEVICE", "tpu")
     with pytest.raises(InvalidParameterError, match="RSI_MASTER_DEVICE"):
         device_settings()
+
+
+def test_pipeline_trains_a_cached_repo_id(models, toy_rows, tmp_path, monkeypatch, capsys):
+    """`rsi-master train --parent ID`: a model from the local HF cache (links into blobs) trains."""
+    from rsi_master.cli._main import main
+
+    cache = tmp_path / "hub"
+    hf_cache_layout(models["gpt2"], cache, "tiny-org/tiny-gpt2")
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    out = tmp_path / "out"
+    argv = ["train", "--data", str(toy_rows), "--out", str(out), "--parent", "tiny-org/tiny-gpt2", "--max-steps", "2"]
+    assert main(argv) == 0, capsys.readouterr()
+    config = json.loads((out / "train_config.json").read_text())
+    assert config["parent_digest"] == resolve_model("tiny-org/tiny-gpt2").tree_digest
+    assert main([*argv[:4], str(tmp_path / "out2"), "--parent", "tiny-org/missing", "--max-steps", "2"]) == 2
+    assert "not in the local Hugging Face cache" in capsys.readouterr().err
+    assert not (tmp_path / "out2").exists()
