@@ -174,8 +174,15 @@ class FileTask:
         return f"FileTask({self.name!r}, digest={self.digest[:12]})"
 
 
-def load_task_dir(path: str | Path) -> FileTask:
-    """The task in directory `path`; TaskInputError (one line, naming the file) for bad input."""
+def load_task_dir(path: str | Path, *, expected_digest: str | None = None) -> FileTask:
+    """The task in directory `path`; TaskInputError (one line, naming the file) for bad input.
+
+    With `expected_digest` (a contract's), the files' bytes must have that digest, checked
+    before anything of them is parsed or run (a scorer file is code)."""
     root = Path(path)
     config, files = read_files(root)
+    if expected_digest is not None:
+        got = files_digest({rel: sha256(data) for rel, data in files.items()})
+        if got != expected_digest:
+            raise TaskInputError(f"{root}: the task files have digest {got}, not the pinned {expected_digest}")
     return FileTask(root, config, files)
