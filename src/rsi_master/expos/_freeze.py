@@ -75,9 +75,7 @@ def freeze_run(
             # from here on the run's task is the sealed copy, never the directory (an agent may
             # be able to edit it).
             seal_path, evaluator_digest = seal_evaluator(store=run.store, task_files=file_task.files)
-            task_obj: Any = register_task(
-                load_task_dir(Path(seal_path) / "task", expected_digest=file_task.digest)
-            )
+            task_obj: Any = register_task(load_task_dir(Path(seal_path) / "task", expected_digest=file_task.digest))
         else:
             task_obj = get_task(given.name, seal_key=SealKey(secret=secret))
             seal_path, evaluator_digest = seal_evaluator(store=run.store)

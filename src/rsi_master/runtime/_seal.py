@@ -63,7 +63,9 @@ def _tasks_root() -> Path:
 TASK_DIR = "task"  # a task directory's files inside the seal (docs/your-model.md, "Task directories")
 
 
-def _sources(extra: Sequence[str | Path], task_files: Mapping[str, bytes] | None = None) -> list[tuple[str, Path | bytes]]:
+def _sources(
+    extra: Sequence[str | Path], task_files: Mapping[str, bytes] | None = None
+) -> list[tuple[str, Path | bytes]]:
     """(relative path in the seal, source file or literal bytes). `task_files` are a task
     directory's files as they were read and digested (`FileTask.files`), never re-read here."""
     out: list[tuple[str, Path | bytes]] = [
