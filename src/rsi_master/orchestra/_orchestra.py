@@ -103,6 +103,7 @@ def start_run(
     timing_prior: dict[str, float] | None = None,
     worker: str = "tpe",
     setup: Callable[[Any], None] | None = None,
+    model: str | Path | None = None,
 ) -> dict[str, Any]:
     """Create a run and drive it to its summary. `budget` None is the task's default
     (`default_budget`). `main` and `reviewer` name the agents (a
@@ -117,7 +118,8 @@ def start_run(
     None: `eval_limit`, as for the other splits).
     `worker` names the Worker agent the Main agent puts in the directions it adds; `setup`
     records more of the run's configuration (the agents layer's `agents.config`) before any
-    agent acts."""
+    agent acts. `model` is the base model (`--model`): a Hugging Face model directory or a
+    repository id in the local Hugging Face cache; None is the shipped model."""
     from ..expos import Budget, ExpOS
     from ..tasks import UnknownTaskError, list_tasks, resolve_task
 
@@ -133,6 +135,11 @@ def start_run(
     budget_s = parse_budget(default_budget(task) if budget is None else budget)
     if slots < 1:
         raise RsiMasterError(f"slots must be at least 1, got {slots}")
+    source = None
+    if model is not None:
+        from ..runtime import resolve_model
+
+        source = resolve_model(model)  # a bad model fails before anything is written
     path = Path(run_dir) if run_dir else _default_dir(task)
     _check_new_dir(path)
     # Built beside its final place and renamed into it once the settings are recorded: a run
@@ -149,6 +156,7 @@ def start_run(
         final_limit=final_limit,
         key_dir=key_dir,
         guards=guards,
+        model=source,
     )
     # Absent rather than null when not given: the settings of runs without them stay as they were.
     optional: dict[str, Any] = {
