@@ -192,7 +192,7 @@ class ExpOS:
         if self.contract.task_source is not None:
             if self._file_task is None:
                 raise SealSecretError(self._file_task_error or "task not loaded")
-            return self._file_task  # type: ignore[no-any-return]
+            return self._file_task
         return get_task(self.contract.task, seal_key=self.seal_key())
 
     def seal_problems(self) -> list[str]:

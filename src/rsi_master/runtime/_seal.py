@@ -81,8 +81,8 @@ def _sources(
     for e in extra:
         path = Path(e)
         out.append((path.name, path))
-    for rel, data in sorted((task_files or {}).items()):
-        out.append((f"{TASK_DIR}/{rel}", bytes(data)))
+    for name, data in sorted((task_files or {}).items()):
+        out.append((f"{TASK_DIR}/{name}", bytes(data)))
     return out
 
 
