@@ -78,10 +78,18 @@ def tiny_hf_model(tmp_path: Path, arch: str = "qwen2", *, name: str | None = Non
         )
     else:
         raise ValueError(f"unknown test architecture {arch!r}")
+    from transformers.utils import logging as hf_logging
+
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(config)
     out = tmp_path / (name or f"tiny-{arch}")
-    model.save_pretrained(str(out), safe_serialization=True)
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # a fixture prints nothing into the output tests read
+    try:
+        model.save_pretrained(str(out), safe_serialization=True)
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
     tokenizer.save_pretrained(str(out))  # type: ignore[attr-defined]
     # A chat model stops at the end of its turn as well as at eos, as released chat models do.
     GenerationConfig(eos_token_id=[eos, im_end], do_sample=False).save_pretrained(str(out))

@@ -107,7 +107,7 @@ def freeze_run(
             base_model_artifact=base_artifact,
             base_tokenizer_sha256=hashlib.sha256(tok.read_bytes()).hexdigest() if tok.is_file() else None,
             base_generation_config_sha256=hashlib.sha256(gen.read_bytes()).hexdigest() if gen.is_file() else None,
-            **base_source,
+            base_model_source=base_source,
             evaluator=EvaluatorSpec(
                 evaluator_digest=evaluator_digest,
                 evaluator_artifact=Path(seal_path).name,
@@ -145,7 +145,7 @@ def freeze_run(
     return run, contract
 
 
-def _store_base(run: RunDir, source: ModelSource) -> tuple[str, dict[str, BaseModelSource]]:
+def _store_base(run: RunDir, source: ModelSource) -> tuple[str, BaseModelSource | None]:
     """Store the base model's defining files (the copy every experiment from `base` trains
     from) and return its store digest and, for a user model, the contract's record of it."""
     import tempfile
@@ -153,14 +153,16 @@ def _store_base(run: RunDir, source: ModelSource) -> tuple[str, dict[str, BaseMo
     from ..runtime import stage_model
 
     if source.is_shipped:
-        return run.store.put_dir(source.path), {}
-    with tempfile.TemporaryDirectory(prefix="rsi-base-") as tmp:
+        return run.store.put_dir(source.path), None
+    # Staged beside the store (same filesystem): the store then takes the files by renaming,
+    # not by a second copy of what may be many gigabytes.
+    with tempfile.TemporaryDirectory(prefix=".base-", dir=run.path) as tmp:
         staged = Path(tmp) / "model"
         stage_model(source, staged)  # refuses a model changed since it was resolved
         digest = run.store.put_dir(staged, move=True)
     if digest != source.tree_digest:
         raise RsiMasterError(f"stored base model {digest} differs from the resolved {source.tree_digest}")
-    record = BaseModelSource(
+    return digest, BaseModelSource(
         spec=source.spec,
         path=str(source.path),
         repo_id=source.repo_id,
@@ -169,4 +171,3 @@ def _store_base(run: RunDir, source: ModelSource) -> tuple[str, dict[str, BaseMo
         tree_digest=source.tree_digest,
         files=dict(source.files),
     )
-    return digest, {"base_model_source": record}

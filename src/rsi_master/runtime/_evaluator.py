@@ -149,7 +149,7 @@ def _load_model(checkpoint: str) -> tuple[Any, Any]:
     except Exception as exc:
         raise _Refused(EXIT_LOAD, f"checkpoint {checkpoint} does not load: {type(exc).__name__}: {exc}") from exc
     if torch.cuda.is_available() and os.environ.get("RSI_MASTER_DEVICE", "").strip().lower() != "cpu":
-        model.to("cuda")  # fp32 as on the CPU: the precision is part of what the seal pins
+        model.to("cuda")  # type: ignore[arg-type]  # fp32 as on the CPU: the precision is part of what the seal pins
     model.eval()
     tokenizer.padding_side = "left"  # batched generation continues from the right edge
     if tokenizer.pad_token_id is None:
@@ -199,7 +199,7 @@ def _generate(
 
         def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
             texts = tokenizer.batch_decode(input_ids[:, self.width :], skip_special_tokens=True)
-            return torch.tensor([any(s in t for s in stop) for t in texts], dtype=torch.bool)
+            return torch.tensor([any(s in t for s in stop) for t in texts], dtype=torch.bool, device=input_ids.device)
 
     gen_kwargs: dict[str, Any] = {
         "max_new_tokens": decoding.max_new_tokens,

@@ -63,7 +63,7 @@ class BaseModelSource(Record):
     """Where a user-given base model came from (`--model`); its bytes are pinned by the
     contract's base_model_digest, which the stored copy must match."""
 
-    spec: str = Field(description="The --model argument as given: a directory or a repository id.")
+    spec: str = Field(description="The --model argument: the repository id, or the directory (absolute).")
     path: str = Field(description="The local directory the files were read from (a cache snapshot for a repo id).")
     repo_id: str | None = Field(default=None, description="Repository id, when resolved from the local HF cache.")
     revision: str | None = Field(default=None, description="Revision asked for with `id@revision`, if any.")
