@@ -133,3 +133,28 @@ def test_protected_items_of_a_task_directory_are_refused_at_registration(task_ru
     assert _register(x.run.path, w1, clean).returncode == 0
     leaked = _register(x.run.path, w1, [*clean, {"prompt": item.prompt, "completion": " yes2"}])
     assert leaked.returncode != 0 and "overlaps protected evaluation items" in leaked.stderr
+
+
+def test_unit_tests_run_in_the_sealed_evaluator_with_their_own_time_limit(tmp_path, monkeypatch) -> None:
+    """A right answer passes through the whole path (seal, private copy, sandbox), even when its
+    tests take longer than the evaluator's default per-item limit (5 s)."""
+    monkeypatch.setenv("RSI_MASTER_KEY_DIR", str(tmp_path / "keys"))
+    root = make_task_dir(tmp_path / "task", "unit_tests", extra_toml="", stop=("\n",))
+    toml = (root / "task.toml").read_text().replace("timeout_s = 3.0", 'timeout_s = 9.0\nprefix_field = "solution"')
+    (root / "task.toml").write_text(toml)
+    # The model's one-line output lands in a comment after the reference solution.
+    rows = [
+        {"id": f"{s}-0", "question": f"{s} x + 1", "solution": "def f(x):\n    return x + 1\n# ", "tests": slow}
+        for s, slow in (
+            ("d", "import time\ntime.sleep(6)\nassert f(2) == 3"),
+            ("r", "assert f(2) == 3"),
+            ("f", "assert f(2) == 4"),
+        )
+    ]
+    for split, row in zip(("dev", "review", "final"), rows):
+        write_jsonl(root / f"{split}.jsonl", [row])
+    with ExpOS.create(tmp_path / "run", str(root)) as x:
+        dev = sealed_evaluation(x, x.contract.base_model_artifact, "dev")
+        final = sealed_evaluation(x, x.contract.base_model_artifact, "final")
+    assert dev.score == 1.0, dev.samples[0].reason
+    assert final.score == 0.0 and "AssertionError" in final.samples[0].reason

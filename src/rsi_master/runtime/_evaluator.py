@@ -251,9 +251,12 @@ def run(request: dict[str, Any], seal_key: Any) -> dict[str, Any]:
     outputs = _generate(
         tokenizer, model, shown, task.decoding, tuple(task.stop), int(request.get("batch_size", 64)), chat
     )
+    # A task may need longer per item than the request's limit (a task directory's unit tests
+    # run with their own `timeout_s`, and the sandbox kills them at it).
+    per_item = max(float(request.get("sample_timeout_s", 5.0)), float(getattr(task, "item_timeout_s", 0.0)))
     samples = []
     for item, output in zip(items, outputs):
-        value, reason = _score_one(task, item, output, float(request.get("sample_timeout_s", 5.0)))
+        value, reason = _score_one(task, item, output, per_item)
         samples.append({"sample_id": item.sample_id, "output": output, "score": value, "reason": reason})
     d = task.decoding
     return {
