@@ -47,7 +47,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--task",
         default=env("task", "knowledge"),
-        help="task of the embedded suite (env RSI_MASTER_TASK; default knowledge)",
+        metavar="NAME_OR_DIR",
+        help="a task of the embedded suite, or the path of a task directory (task.toml and JSONL splits: "
+        "docs/your-model.md) (env RSI_MASTER_TASK; default knowledge)",
     )
     p.add_argument(
         "--model",

@@ -85,7 +85,7 @@ def _check_new_dir(path: Path) -> None:
 
 
 def start_run(
-    task: str,
+    task: Any,
     budget: str | float | None,
     *,
     slots: int = 2,
@@ -121,15 +121,20 @@ def start_run(
     agent acts. `model` is the base model (`--model`): a Hugging Face model directory or a
     repository id in the local Hugging Face cache; None is the shipped model."""
     from ..expos import Budget, ExpOS
-    from ..tasks import UnknownTaskError, get_task, list_tasks
+    from ..tasks import UnknownTaskError, list_tasks, resolve_task
 
+    # A built-in task's name or a task directory's path (TaskInputError, one line, for a bad one);
+    # a directory is read once here and the run is frozen from those bytes.
+    try:
+        given = resolve_task(task)
+    except UnknownTaskError:
+        raise RsiMasterError(
+            f"unknown task {task!r}; known: {', '.join(list_tasks())}, or the path of a task directory"
+        ) from None
+    task = given.name
     budget_s = parse_budget(default_budget(task) if budget is None else budget)
     if slots < 1:
         raise RsiMasterError(f"slots must be at least 1, got {slots}")
-    try:
-        get_task(task)
-    except UnknownTaskError:
-        raise RsiMasterError(f"unknown task {task!r}; known: {', '.join(list_tasks())}") from None
     source = None
     if model is not None:
         from ..runtime import resolve_model
@@ -145,7 +150,7 @@ def start_run(
     guards = guard_policy(environment) if environment else None
     expos = ExpOS.create(
         building,
-        task,
+        given,
         budget=Budget(wall_seconds=budget_s, max_train_steps=max_train_steps),
         eval_limit=eval_limit,
         final_limit=final_limit,

@@ -93,6 +93,16 @@ def _load_task(spec: str, seal_key: Any) -> Any:
         takes_key = "seal_key" in inspect.signature(cls).parameters
         return cls(seal_key=seal_key) if takes_key else cls()
     tasks = _sealed_tasks()
+    task_dir = SEAL_DIR / "task"
+    if (task_dir / "task.toml").is_file():
+        # A task directory sealed with the evaluator: its items are the files' own (no key draws them).
+        try:
+            task = tasks.load_task_dir(task_dir)
+        except Exception as exc:
+            raise _Refused(EXIT_REQUEST, f"the sealed task directory does not load: {exc}") from exc
+        if task.name != spec:
+            raise _Refused(EXIT_REQUEST, f"the seal holds task {task.name!r}, not {spec!r}")
+        return task
     try:
         return tasks.get_task(spec, seal_key=seal_key)
     except Exception as exc:  # the registry's own error type is not ours to know
@@ -241,9 +251,12 @@ def run(request: dict[str, Any], seal_key: Any) -> dict[str, Any]:
     outputs = _generate(
         tokenizer, model, shown, task.decoding, tuple(task.stop), int(request.get("batch_size", 64)), chat
     )
+    # A task may need longer per item than the request's limit (a task directory's unit tests
+    # run with their own `timeout_s`, and the sandbox kills them at it).
+    per_item = max(float(request.get("sample_timeout_s", 5.0)), float(getattr(task, "item_timeout_s", 0.0)))
     samples = []
     for item, output in zip(items, outputs):
-        value, reason = _score_one(task, item, output, float(request.get("sample_timeout_s", 5.0)))
+        value, reason = _score_one(task, item, output, per_item)
         samples.append({"sample_id": item.sample_id, "output": output, "score": value, "reason": reason})
     d = task.decoding
     return {

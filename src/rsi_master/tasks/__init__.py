@@ -8,12 +8,13 @@ executed programs, short answers). See `docs/tasks.md`.
 
 from ._arithmetic import ArithmeticTask
 from ._base import EVAL_SIZE, PARTIAL_CAP, FamilySpec, Problem, SealedExhaustedError, SuiteTask
+from ._dir import FileTask, PoolItem, TaskConfig, TaskInputError, load_task_dir
 from ._dsl import DslError
 from ._function_calling import FunctionCallingTask
 from ._knowledge import KnowledgeTask
 from ._program_synthesis import ProgramSynthesisTask
 from ._protocol import SPLITS, Decoding, EvalItem, GeneratorFamily, Knob, Score, Split, Task, TaskHints, task_hints
-from ._registry import UnknownTaskError, get_task, list_tasks
+from ._registry import UnknownTaskError, get_task, list_tasks, register_task, resolve_task
 from ._seal_key import PUBLIC_SEAL_KEY, SealKey
 from ._spec import generators_spec, items_digest, source_digest, task_source_files, task_spec
 
@@ -27,10 +28,12 @@ __all__ = [
     "DslError",
     "EvalItem",
     "FamilySpec",
+    "FileTask",
     "FunctionCallingTask",
     "GeneratorFamily",
     "Knob",
     "KnowledgeTask",
+    "PoolItem",
     "Problem",
     "ProgramSynthesisTask",
     "Score",
@@ -39,12 +42,17 @@ __all__ = [
     "Split",
     "SuiteTask",
     "Task",
+    "TaskConfig",
     "TaskHints",
+    "TaskInputError",
     "UnknownTaskError",
     "generators_spec",
     "get_task",
     "items_digest",
     "list_tasks",
+    "load_task_dir",
+    "register_task",
+    "resolve_task",
     "source_digest",
     "task_hints",
     "task_source_files",
