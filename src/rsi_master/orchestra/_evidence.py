@@ -1,0 +1,94 @@
+"""The run's own evidence as learning curves: what the Main plans with when it has no prior.
+
+Every completed experiment with a `dev` score is a point (training examples behind its
+checkpoint, score) of its Worker's direction (`Direction.key()`: continuations of a lineage
+share their direction's key, so a lineage's points accumulate along it). `_curves.forecast`
+extrapolates each direction's points to the training one more Worker allowance adds, and the
+Main ranks by the optimistic value `mean + KAPPA * std`: the expected score plus a bonus for
+what the evidence cannot yet rule out. An unexplored direction is valued by what the explored
+ones reach from the base model with that training, plus their spread and a floor of
+uncertainty (`UNSEEN_STD`), so that it opens while the explored ones forecast little, and
+waits once one of them forecasts clearly more.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ._curves import Forecast, forecast
+from ._directions import Direction
+from ._graph import ResearchGraph
+from ._memory import lineage_examples
+from ._protocols import MainContext
+
+__all__ = ["KAPPA", "TRAINING_FRACTION", "UNSEEN_STD", "Evidence"]
+
+KAPPA = 1.0  # weight of the uncertainty bonus: one standard deviation (UCB)
+UNSEEN_STD = 0.1  # least spread an unexplored direction's score is given
+# The part of a Worker's seconds that trains (the rest is process start, data generation and
+# evaluation), used until the run has measured its own trials.
+TRAINING_FRACTION = 0.5
+
+
+class Evidence:
+    """One read of the run: each direction's measured points and how fast this machine trains."""
+
+    def __init__(self, ctx: MainContext, graph: ResearchGraph) -> None:
+        from ._job import run_timing
+        from ._worker import DEFAULT_EXAMPLE_S
+
+        expos = ctx.expos
+        st = expos.projection().state
+        key_of = {w.id: w.direction.key() for w in graph.workers.values()}
+        self.trained: dict[str, tuple[str, dict[str, Any]]] = {
+            x.id: (x.parent, x.spec if isinstance(x.spec, dict) else {}) for x in st.experiments.values()
+        }
+        self.points: dict[str, list[tuple[float, float]]] = {}
+        scores: list[float] = []
+        for x in st.experiments.values():
+            dev = next((e.score for e in x.evals if e.split == "dev"), None)
+            if x.status != "completed" or dev is None or not math.isfinite(dev) or x.owner not in key_of:
+                continue
+            self.points.setdefault(key_of[x.owner], []).append((float(lineage_examples(self.trained, x.id)), dev))
+            scores.append(float(dev))
+        # The score before training: no run scores its base on `dev`, and its least-trained
+        # checkpoints (the short measuring trials) are the closest measurement of it.
+        self.floor = min(scores, default=0.0)
+        samples = expos.contract.evaluator.sample_ids.get("dev") or []
+        self.n_items = max(1, len(samples))
+        timing = run_timing(expos)
+        self.example_s = float(timing.get("example_s", DEFAULT_EXAMPLE_S))
+        self.ctx = ctx
+
+    def examples_in(self, seconds: float) -> float:
+        """Training examples a Worker's `seconds` buy on this machine."""
+        return TRAINING_FRACTION * max(0.0, seconds) / self.example_s
+
+    def outlook(self, d: Direction, behind: float, seconds: float) -> Forecast:
+        """The direction's forecast `dev` score after `seconds` more of a Worker on top of a
+        checkpoint with `behind` examples."""
+        return forecast(
+            self.points.get(d.key(), []),
+            behind + self.examples_in(seconds),
+            floor=self.floor,
+            n_items=self.n_items,
+        )
+
+    def checkpoint_outlook(self, xid: str, d: Direction, seconds: float) -> Forecast:
+        """`outlook` for a verified checkpoint: its lineage's examples, then `seconds` more."""
+        return self.outlook(d, float(lineage_examples(self.trained, xid)), seconds)
+
+    def unexplored(self, seconds: float) -> float:
+        """The optimistic value of a direction nobody has tried, trained `seconds` from the base:
+        the explored directions' forecasts from the base at that training (their mean), plus
+        their spread and each one's own, at least `UNSEEN_STD`. Infinite while nothing has been
+        measured: then every direction is unexplored and opening one is all there is to do."""
+        at = self.examples_in(seconds)
+        seen = [forecast(p, at, floor=self.floor, n_items=self.n_items) for p in self.points.values() if p]
+        if not seen:
+            return math.inf
+        mean = sum(f.mean for f in seen) / len(seen)
+        between = sum((f.mean - mean) ** 2 for f in seen) / len(seen)
+        within = sum(f.std**2 for f in seen) / len(seen)
+        return mean + KAPPA * max(UNSEEN_STD, math.sqrt(between + within))
