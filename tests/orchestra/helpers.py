@@ -24,12 +24,13 @@ def new_run(
     name: str = "run",
     prior: Any = None,
     seed: int = 0,
+    eval_limit: int = 5,
 ) -> ExpOS:
     """A run as `start_run` records it; `prior` (a landscape file, `shipped` or a `Landscape`)
     is stored in it and named in its settings, as `start_run(prior=...)` does."""
     from rsi_master.orchestra._prior import read_prior, store_prior
 
-    expos = ExpOS.create(tmp_path / name, task, eval_limit=5)
+    expos = ExpOS.create(tmp_path / name, task, eval_limit=eval_limit)
     settings: dict[str, Any] = {
         "version": 1,
         "task": task,
@@ -38,7 +39,7 @@ def new_run(
         "seed": seed,
         "main": main,
         "reviewer": "evidence",
-        "eval_limit": 5,
+        "eval_limit": eval_limit,
     }
     if prior is not None:
         settings["prior"] = store_prior(expos, read_prior(prior))

@@ -1,15 +1,18 @@
 """Learning-curve extrapolation from a run's own evidence: what a direction's `dev` score will
 be after more training, and how sure that is.
 
-The model is the saturating curve y(t) = a + b * (1 - exp(-t / tau)) over t, the training
-examples behind a checkpoint (its lineage back to the base model). `a` is the score before
-training (the caller's `floor`: the base model's, or the run's lowest), `b` in [0, 1 - a] the
-headroom the direction gains, `tau` how much training it takes. With the two or three points a
-direction has in a short campaign no single fit is identified, so the forecast averages over a
-log-spaced grid of `tau` (a log-uniform prior from a fiftieth of the shortest lineage seen to a
-hundred times the farthest one asked about), weighting each by its likelihood under binomial
-noise on the evaluation's item count, with `b` fitted in closed form for each `tau` (the model
-is linear in it) and its own standard error carried into the prediction. A fast curve that has
+The model is the saturating curve y(t) = a + b * (1 - exp(-(t - t0)+ / tau)) over t, the
+training examples behind a checkpoint (its lineage back to the base model). `a` is the score
+before training (the caller's `floor`: the base model's, or the run's lowest), `b` in
+[0, 1 - a] the headroom the direction gains, `tau` how much training it takes, and `t0` the
+onset: small models often score nothing until a format is learned, then climb, and a curve
+without an onset would read such a climb as already bending over. With the two or three points
+a direction has in a short campaign no single fit is identified, so the forecast averages over
+a grid of (`t0`, `tau`): `tau` log-spaced (a log-uniform prior from a fiftieth of the shortest
+lineage seen to a hundred times the farthest one asked about), `t0` at fractions of the
+farthest lineage seen (uniform), each weighted by its likelihood under binomial noise on the
+evaluation's item count, with `b` fitted in closed form for each pair (the model is linear in
+it) and its own standard error carried into the prediction. A fast curve that has
 flattened is then forecast flat with a small spread; a curve still rising at its last point
 keeps the slow `tau` values alive and is forecast higher, with a spread that widens the farther
 it is extrapolated. Pure Python: the Main calls it at every decision.
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 __all__ = ["Forecast", "forecast"]
 
 GRID = 40  # tau values; the forecast moves by well under a point between 30 and 60
+ONSETS = (0.0, 0.15, 0.3, 0.5, 0.7)  # t0 as fractions of the farthest lineage measured
 # The noise floor of a score: a binomial variance at p = 5%, so that a string of zeros on a
 # small split is not taken as exact (0 of 50 items is compatible with a true 2%).
 MIN_P = 0.05
@@ -66,12 +70,13 @@ def forecast(
     lo = (min(seen) if seen else 1.0) / 50
     hi = 100 * max([at, *seen, 1.0])
     taus = [lo * (hi / lo) ** (i / (GRID - 1)) for i in range(GRID)]
+    reach = max([*seen, 1.0])
     var = [_variance(y, n_items) for _, y in pts]
     logs, mus, vs = [], [], []
-    for tau in taus:
-        f = [1.0 - math.exp(-t / tau) for t, _ in pts]
+    for t0, tau in ((q * reach, tau) for q in ONSETS for tau in taus):
+        f = [1.0 - math.exp(-max(0.0, t - t0) / tau) for t, _ in pts]
         info = sum(fi * fi / v for fi, v in zip(f, var))
-        g = 1.0 - math.exp(-at / tau)
+        g = 1.0 - math.exp(-max(0.0, at - t0) / tau)
         if info > 0:
             b = sum(fi * (y - a) / v for fi, (_, y), v in zip(f, pts, var)) / info
             b = min(max(b, 0.0), room)

@@ -6,8 +6,8 @@ share their direction's key, so a lineage's points accumulate along it). `_curve
 extrapolates each direction's points to the training one more Worker allowance adds, and the
 Main ranks by the optimistic value `mean + KAPPA * std`: the expected score plus a bonus for
 what the evidence cannot yet rule out. An unexplored direction is valued by what the explored
-ones reach from the base model with that training, plus their spread and a floor of
-uncertainty (`UNSEEN_STD`), so that it opens while the explored ones forecast little, and
+ones reach from the base model with that training, plus their spread and an uncertainty of
+its own (`UNSEEN_STD`), so that it opens while the explored ones forecast little, and
 waits once one of them forecasts clearly more.
 """
 
@@ -25,7 +25,7 @@ from ._protocols import MainContext
 __all__ = ["KAPPA", "TRAINING_FRACTION", "UNSEEN_STD", "Evidence"]
 
 KAPPA = 1.0  # weight of the uncertainty bonus: one standard deviation (UCB)
-UNSEEN_STD = 0.1  # least spread an unexplored direction's score is given
+UNSEEN_STD = 0.1  # spread of an unexplored direction's score beyond the explored ones' spread
 # The part of a Worker's seconds that trains (the rest is process start, data generation and
 # evaluation), used until the run has measured its own trials.
 TRAINING_FRACTION = 0.5
@@ -82,7 +82,7 @@ class Evidence:
     def unexplored(self, seconds: float) -> float:
         """The optimistic value of a direction nobody has tried, trained `seconds` from the base:
         the explored directions' forecasts from the base at that training (their mean), plus
-        their spread and each one's own, at least `UNSEEN_STD`. Infinite while nothing has been
+        their spread, each one's own, and `UNSEEN_STD` for being another direction. Infinite while nothing has been
         measured: then every direction is unexplored and opening one is all there is to do."""
         at = self.examples_in(seconds)
         seen = [forecast(p, at, floor=self.floor, n_items=self.n_items) for p in self.points.values() if p]
@@ -91,4 +91,4 @@ class Evidence:
         mean = sum(f.mean for f in seen) / len(seen)
         between = sum((f.mean - mean) ** 2 for f in seen) / len(seen)
         within = sum(f.std**2 for f in seen) / len(seen)
-        return mean + KAPPA * max(UNSEEN_STD, math.sqrt(between + within))
+        return mean + KAPPA * math.sqrt(between + within + UNSEEN_STD**2)

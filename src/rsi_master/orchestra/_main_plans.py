@@ -190,7 +190,7 @@ class Plans(Ranking):
         # to the lineage everything its allowance affords, rather than the verified trial's own
         # length again and a shorter sibling after it. Every landscape curve is still rising
         # at 5 default experiments, and the sibling only tried a lower rate on less data
-        # (measured: 101 + 48 steps in a 90-s function-calling continuation, whose lineage
+        # (measured: 101 + 48 steps in a 90-s continuation, whose lineage
         # then held 0.5 default experiments after 5 minutes).
         first: dict[str, Any] = {"t:learning_rate": lr}
         bs, steps = train.get("batch_size"), train.get("max_steps")
