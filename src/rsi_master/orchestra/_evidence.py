@@ -75,6 +75,11 @@ class Evidence:
             n_items=self.n_items,
         )
 
+    def resolved(self, f: Forecast) -> float:
+        """A forecast's mean at the resolution of a `dev` score (whole items): differences
+        smaller than one item are no evidence, and leave a tie to the next rule."""
+        return round(f.mean * self.n_items) / self.n_items
+
     def checkpoint_outlook(self, xid: str, d: Direction, seconds: float) -> Forecast:
         """`outlook` for a verified checkpoint: its lineage's examples, then `seconds` more."""
         return self.outlook(d, float(lineage_examples(self.trained, xid)), seconds)

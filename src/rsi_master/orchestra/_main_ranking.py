@@ -134,15 +134,16 @@ class Ranking(Budget):
     def _continuations(self, ctx: MainContext, graph: ResearchGraph) -> list[tuple[str, str, float, int]]:
         """The verified candidates in the order the Main would train them further. With a prior,
         `_verified`'s (review score first). Without one, by what one more Worker allowance is
-        expected to make of each (its direction's curve extrapolated from its lineage, plus the
-        uncertainty bonus), then `_verified`'s order: an early leader whose curve has flattened
-        gives way to a lineage still climbing."""
+        expected to make of each (its direction's curve extrapolated from its lineage, at the
+        resolution of a score), then `_verified`'s order: an early leader whose curve has
+        flattened gives way to a lineage still climbing."""
         ranked = self._verified(ctx, graph)
         if run_prior(ctx.expos) is not None or len(ranked) < 2:
             return ranked
         evidence, seconds = Evidence(ctx, graph), self._allowance(ctx)
         value = {
-            t[0]: evidence.checkpoint_outlook(t[0], graph.workers[t[1]].direction, seconds).ucb(KAPPA) for t in ranked
+            t[0]: evidence.resolved(evidence.checkpoint_outlook(t[0], graph.workers[t[1]].direction, seconds))
+            for t in ranked
         }
         return sorted(ranked, key=lambda t: -value[t[0]])  # stable: ties keep `_verified`'s order
 
@@ -186,8 +187,9 @@ def _tie_breaks(
 ) -> Callable[[str, Direction], tuple[float, int]]:
     """What breaks a tie of review scores, for a checkpoint and its Worker's direction: the
     lineage's outlook, then the examples behind it. The outlook is the prior's curve for the
-    lineage (`landscape_prior`) where the run has a prior, else the optimistic forecast of its
-    direction's own learning curve after `seconds` more of a Worker (`Evidence`)."""
+    lineage (`landscape_prior`) where the run has a prior, else the forecast of its direction's
+    own learning curve after `seconds` more of a Worker (`Evidence`), at the resolution of a
+    score: two lineages at zero tie, and the one with more training behind it is built on."""
     land = run_prior(ctx.expos)
     if land is not None:
         prior = landscape_prior(ctx.expos.contract.task, land)
@@ -195,7 +197,7 @@ def _tie_breaks(
         evidence = Evidence(ctx, graph)
 
         def prior(d: Direction, examples: int) -> float:
-            return evidence.outlook(d, float(examples), seconds).ucb(KAPPA)
+            return evidence.resolved(evidence.outlook(d, float(examples), seconds))
 
     def tie(xid: str, d: Direction) -> tuple[float, int]:
         n = lineage_examples(trained, xid)
