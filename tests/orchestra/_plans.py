@@ -75,7 +75,9 @@ def task_plans(task: str, root: Path, prior: Any = None) -> dict[str, Any]:
 
     out: dict[str, Any] = {"default budget": default_budget(task)}
     for budget, slots in OPENINGS:
-        with new_run(root, task, budget_s=budget, slots=slots, name=f"open-{int(budget)}-{slots}", prior=prior) as expos:
+        with new_run(
+            root, task, budget_s=budget, slots=slots, name=f"open-{int(budget)}-{slots}", prior=prior
+        ) as expos:
             PolicyMain().start(_ctx(expos, 0.0, budget, slots), load_graph(expos))
             out[f"start {int(budget)}s {slots} slots"] = _plans(expos)
     budget = 1000.0

@@ -52,8 +52,11 @@ def test_without_a_prior_the_openings_are_plain_families_at_the_generic_trial(ta
         assert all(d["subset"] == "" and d["enqueue"][0]["t:batch_size"] == 2 for d in adds)
         assert all(d["enqueue"][0]["t:learning_rate"] == 1e-3 for d in adds)
     # the opening order does not depend on the budget: nothing was measured yet
-    firsts = {tuple(p["direction"]["family"] for p in plans if "add" in p)[:1] for c, plans in NO_PRIOR[task].items()
-              if c.startswith("start") and c.endswith("2 slots")}
+    firsts = {
+        tuple(p["direction"]["family"] for p in plans if "add" in p)[:1]
+        for c, plans in NO_PRIOR[task].items()
+        if c.startswith("start") and c.endswith("2 slots")
+    }
     assert len(firsts) == 1
 
 

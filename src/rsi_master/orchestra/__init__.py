@@ -18,8 +18,8 @@ from ._directions import (
     knob_ranges,
     opening_batch,
 )
-from ._evidence import Evidence
 from ._display import Display, PlainDisplay, RichDisplay, make_display
+from ._evidence import Evidence
 from ._graph import ORCHESTRA, Decision, Job, ResearchGraph, ReviewerNode, WorkerNode, load_graph
 from ._harness import evaluate_final, final_scores, select
 from ._job import run_timing

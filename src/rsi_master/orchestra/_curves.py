@@ -53,9 +53,7 @@ def _variance(y: float, n_items: int) -> float:
     return p * (1.0 - p) / max(1, n_items)
 
 
-def forecast(
-    points: Iterable[tuple[float, float]], at: float, *, floor: float = 0.0, n_items: int = 50
-) -> Forecast:
+def forecast(points: Iterable[tuple[float, float]], at: float, *, floor: float = 0.0, n_items: int = 50) -> Forecast:
     """The forecast at `at` training examples from measured (examples, score) `points` of one
     direction; `floor` is the score before any training, `n_items` the items a score was
     measured on. Without points: the floor, with the widest spread the headroom allows (a

@@ -165,7 +165,9 @@ def start_run(
     try:
         if prior_land is not None:
             optional["prior"] = store_prior(expos, prior_land)
-        stored = [{"digest": optional["prior"], "role": "input", "name": "prior_landscape"}] if "prior" in optional else []
+        stored = (
+            [{"digest": optional["prior"], "role": "input", "name": "prior_landscape"}] if "prior" in optional else []
+        )
         expos.record(
             ORCHESTRA,
             OrchestraStart(
