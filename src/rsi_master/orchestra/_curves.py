@@ -72,7 +72,13 @@ def forecast(points: Iterable[tuple[float, float]], at: float, *, floor: float =
     """The forecast at `at` training examples from measured (examples, score) `points` of one
     direction; `floor` is the score before any training, `n_items` the items a score was
     measured on. Without points: the floor, with the widest spread the headroom allows (a
-    uniform guess over [floor, 1])."""
+    uniform guess over [floor, 1]). Remembered: the Main asks again at every decision, and a
+    direction's points change only when one of its experiments ends."""
+    return _forecast(tuple(sorted((float(t), float(y)) for t, y in points)), float(at), float(floor), int(n_items))
+
+
+@lru_cache(maxsize=4096)
+def _forecast(points: tuple[tuple[float, float], ...], at: float, floor: float, n_items: int) -> Forecast:
     a = min(max(float(floor), 0.0), 1.0)
     room = 1.0 - a
     raw = [(max(0.0, float(t)), min(max(float(y), 0.0), 1.0)) for t, y in points]

@@ -124,11 +124,13 @@ class PolicyMain(Plans):
                 return out
         # Without a prior, whether a new direction or more of a verified lineage comes first is
         # the evidence's call (`_continue_first`: expected gain with an uncertainty bonus).
-        first = (self._continue, self._branch) if self._continue_first(ctx, graph) else (self._branch, self._continue)
+        continue_first, weighed = self._continue_first(ctx, graph)
+        first = (self._continue, self._branch) if continue_first else (self._branch, self._continue)
         for plan in first:
             out = plan(ctx, graph)
             if out is not None:
-                return out
+                action, rationale, evidence, detail = out
+                return action, f"{rationale}; {weighed}" if weighed else rationale, evidence, detail
         return None
 
     @staticmethod

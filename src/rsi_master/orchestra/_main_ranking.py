@@ -147,23 +147,29 @@ class Ranking(Budget):
         }
         return sorted(ranked, key=lambda t: -value[t[0]])  # stable: ties keep `_verified`'s order
 
-    def _continue_first(self, ctx: MainContext, graph: ResearchGraph) -> bool:
-        """Whether training a verified lineage further beats opening an unexplored direction:
-        without a prior, when the best lineage's optimistic outlook after one more allowance is
-        above what an unexplored direction is worth (`Evidence.unexplored`). With a prior the
-        policy opens the prior's directions first, as it always has."""
+    def _continue_first(self, ctx: MainContext, graph: ResearchGraph) -> tuple[bool, str]:
+        """Whether training a verified lineage further beats opening an unexplored direction,
+        and the figures that decided it (for the decision's rationale): without a prior, when
+        the best lineage's optimistic outlook after one more allowance is above what an
+        unexplored direction is worth (`Evidence.unexplored`). With a prior the policy opens
+        the prior's directions first, as it always has."""
         if run_prior(ctx.expos) is not None:
-            return False
+            return False, ""
         if not any(r.done and reports.verdict(r) == "pass" for r in graph.reviewers.values()):
-            return False  # nothing verified to continue (and no graph read spent to find that out)
+            return False, ""  # nothing verified to continue (and no graph read spent to find that out)
         taken = {w.direction.parent for w in graph.workers.values() if not w.done} | reports.stopped(graph)
         free = [t for t in self._continuations(ctx, graph) if t[0] not in taken and t[1] not in taken]
         if not free:
-            return False
+            return False, ""
         evidence, seconds = Evidence(ctx, graph), self._allowance(ctx)
         xid, wid = free[0][0], free[0][1]
-        best = evidence.checkpoint_outlook(xid, graph.workers[wid].direction, seconds).ucb(KAPPA)
-        return best > evidence.unexplored(seconds)
+        f = evidence.checkpoint_outlook(xid, graph.workers[wid].direction, seconds)
+        fresh = evidence.unexplored(seconds)
+        note = (
+            f"outlook of {xid} after {seconds:.0f} s more: {f.mean:.3f} +- {f.std:.3f} "
+            f"(optimistic {f.ucb(KAPPA):.3f}, from {f.n} dev points) against {fresh:.3f} for an unexplored direction"
+        )
+        return f.ucb(KAPPA) > fresh, note
 
     def _leader(self, ctx: MainContext, graph: ResearchGraph, r: Any) -> tuple[str, float, WorkerNode] | None:
         scores, trained = self._review_scores(ctx)
