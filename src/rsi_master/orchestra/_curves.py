@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 __all__ = ["Forecast", "forecast"]
 
 GRID = 24  # tau values; the forecast moves by about a point between 24 and 60
-ONSETS = (0.0, 0.15, 0.3, 0.5, 0.7)  # t0 as fractions of the farthest lineage measured
+ONSETS = 10  # onset values besides none
 # Most points a fit reads: beyond, neighbours (by training) are pooled, each pool weighted by its
 # size, so that a long campaign's hundreds of experiments cost a decision what a few dozen do.
 MAX_POINTS = 12
@@ -46,10 +46,28 @@ class Forecast:
     mean: float
     std: float
     n: int
+    parts: tuple[tuple[float, float, float], ...] = field(default=(), repr=False)  # (weight, mean, std) per curve
 
     def ucb(self, kappa: float) -> float:
         """The optimistic value `mean + kappa * std` (an upper confidence bound)."""
         return self.mean + kappa * self.std
+
+    def gain(self, best: float, widen: float = 0.0) -> float:
+        """The expected improvement over `best`, E[max(0, score - best)], over the curves the
+        evidence allows (each a normal of its mean and std, `widen` added in quadrature): a
+        flat leader at `best` promises little, a lineage that may still turn promises the
+        chance that it does times how far."""
+        out = 0.0
+        for w, m, sd in self.parts or ((1.0, self.mean, self.std),):
+            sd = math.sqrt(sd * sd + widen * widen)
+            if sd < 1e-9:
+                out += w * max(0.0, m - best)
+                continue
+            z = (m - best) / sd
+            out += w * (
+                (m - best) * 0.5 * (1 + math.erf(z / math.sqrt(2))) + sd * math.exp(-z * z / 2) / math.sqrt(2 * math.pi)
+            )
+        return out
 
 
 def _variance(y: float, n_items: float) -> float:
@@ -81,38 +99,42 @@ def forecast(points: Iterable[tuple[float, float]], at: float, *, floor: float =
 def _forecast(points: tuple[tuple[float, float], ...], at: float, floor: float, n_items: int) -> Forecast:
     a = min(max(float(floor), 0.0), 1.0)
     room = 1.0 - a
+    # The prior of the headroom b: uniform over [0, room] (as a normal of its mean and variance,
+    # conjugate to the fit), so that a curve the points say nothing about forecasts that guess.
+    b0, v0 = room / 2, max(room * room / 12, 1e-12)
     raw = [(max(0.0, float(t)), min(max(float(y), 0.0), 1.0)) for t, y in points]
     if not raw:
-        return Forecast(mean=a + room / 2, std=room / math.sqrt(12), n=0)
+        return Forecast(mean=a + b0, std=math.sqrt(v0), n=0, parts=((1.0, a + b0, math.sqrt(v0)),))
     pooled = _pooled(raw)
     pts = [(t, y) for t, y, _ in pooled]
     at = max(0.0, float(at))
     seen = [t for t, _ in pts if t > 0]
     lo = (min(seen) if seen else 1.0) / 50
-    hi = 100 * max([at, *seen, 1.0])
-    taus = [lo * (hi / lo) ** (i / (GRID - 1)) for i in range(GRID)]
+    far = max([at, *seen, 1.0])
+    taus = [lo * (100 * far / lo) ** (i / (GRID - 1)) for i in range(GRID)]
     reach = max([*seen, 1.0])
+    # Onsets: none, or log-uniform from a twentieth of the farthest lineage measured to twenty
+    # times past the forecast's horizon: a curve flat so far may still turn, less likely the
+    # longer it has stayed flat.
+    onsets = [0.0, *(reach / 20 * (400 * far / reach) ** (i / (ONSETS - 1)) for i in range(ONSETS))]
     var = [_variance(y, n_items * c) for _, y, c in pooled]
-    logs, mus, vs = [], [], []
-    for t0, tau in ((q * reach, tau) for q in ONSETS for tau in taus):
+    logs: list[float] = []
+    comps: list[tuple[float, float]] = []
+    for t0, tau in ((t0, tau) for t0 in onsets for tau in taus):
         f = [1.0 - math.exp(-max(0.0, t - t0) / tau) for t, _ in pts]
         info = sum(fi * fi / v for fi, v in zip(f, var))
         g = 1.0 - math.exp(-max(0.0, at - t0) / tau)
-        if info > 0:
-            b = sum(fi * (y - a) / v for fi, (_, y), v in zip(f, pts, var)) / info
-            b = min(max(b, 0.0), room)
-            # A clipped or barely informed b is no better known than a uniform guess over the room.
-            var_b = min(1.0 / info, room * room / 12)
-        else:
-            b, var_b = room / 2, room * room / 12
+        fit = sum(fi * (y - a) / v for fi, (_, y), v in zip(f, pts, var))
+        var_b = 1.0 / (info + 1.0 / v0)
+        b = min(max((fit + b0 / v0) * var_b, 0.0), room)
         sse = sum((y - a - b * fi) ** 2 / v for fi, (_, y), v in zip(f, pts, var))
         logs.append(-0.5 * sse)
-        mus.append(a + b * g)
-        vs.append(g * g * var_b)
+        comps.append((a + b * g, g * math.sqrt(var_b)))
     top = max(logs)
     w = [math.exp(x - top) for x in logs]
     total = sum(w)
-    mean = sum(wi * m for wi, m in zip(w, mus)) / total
-    second = sum(wi * (v + m * m) for wi, m, v in zip(w, mus, vs)) / total
+    mean = sum(wi * m for wi, (m, _) in zip(w, comps)) / total
+    second = sum(wi * (sd * sd + m * m) for wi, (m, sd) in zip(w, comps)) / total
     std = math.sqrt(max(0.0, second - mean * mean))
-    return Forecast(mean=min(max(mean, 0.0), 1.0), std=std, n=len(raw))
+    parts = tuple((wi / total, m, sd) for wi, (m, sd) in zip(w, comps) if wi / total > 1e-4)
+    return Forecast(mean=min(max(mean, 0.0), 1.0), std=std, n=len(raw), parts=parts)

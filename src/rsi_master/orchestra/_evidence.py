@@ -4,11 +4,12 @@ Every completed experiment with a `dev` score is a point (training examples behi
 checkpoint, score) of its Worker's direction (`Direction.key()`: continuations of a lineage
 share their direction's key, so a lineage's points accumulate along it). `_curves.forecast`
 extrapolates each direction's points to the training one more Worker allowance adds, and the
-Main ranks by the optimistic value `mean + KAPPA * std`: the expected score plus a bonus for
-what the evidence cannot yet rule out. An unexplored direction is valued by what the explored
-ones reach from the base model with that training, plus their spread and an uncertainty of
-its own (`UNSEEN_STD`), so that it opens while the explored ones forecast little, and
-waits once one of them forecasts clearly more.
+Main allocates by expected gain: the expected improvement over the best verified score
+(`Forecast.gain`), over every curve the evidence allows, so that a lineage that may still
+turn (few points, or climbing) outbids a leader that has flattened, and one that has stayed
+flat for long does not. An unexplored direction is valued as if it were one of the explored
+ones trained that long from the base, with an uncertainty of its own (`UNSEEN_STD`): it opens
+while the explored lineages promise little, and waits once one promises clearly more.
 """
 
 from __future__ import annotations
@@ -22,10 +23,9 @@ from ._graph import ResearchGraph
 from ._memory import lineage_examples
 from ._protocols import MainContext
 
-__all__ = ["KAPPA", "TRAINING_FRACTION", "UNSEEN_STD", "Evidence"]
+__all__ = ["TRAINING_FRACTION", "UNSEEN_STD", "Evidence"]
 
-KAPPA = 1.0  # weight of the uncertainty bonus: one standard deviation (UCB)
-UNSEEN_STD = 0.1  # spread of an unexplored direction's score beyond the explored ones' spread
+UNSEEN_STD = 0.2  # spread of an untried direction beyond the explored ones (families differ widely)
 # The part of a Worker's seconds that trains (the rest is process start, data generation and
 # evaluation), used until the run has measured its own trials.
 TRAINING_FRACTION = 0.5
@@ -84,16 +84,13 @@ class Evidence:
         """`outlook` for a verified checkpoint: its lineage's examples, then `seconds` more."""
         return self.outlook(d, float(lineage_examples(self.trained, xid)), seconds)
 
-    def unexplored(self, seconds: float) -> float:
-        """The optimistic value of a direction nobody has tried, trained `seconds` from the base:
-        the explored directions' forecasts from the base at that training (their mean), plus
-        their spread, each one's own, and `UNSEEN_STD` for being another direction. Infinite while nothing has been
-        measured: then every direction is unexplored and opening one is all there is to do."""
+    def unexplored(self, seconds: float, best: float) -> float:
+        """The expected gain over `best` of a direction nobody has tried, trained `seconds` from
+        the base: as if it were one of the explored directions (each one's forecast from the base
+        at that training, averaged), with `UNSEEN_STD` more spread for being another direction.
+        Infinite while nothing has been measured: then opening a direction is all there is to do."""
         at = self.examples_in(seconds)
         seen = [forecast(p, at, floor=self.floor, n_items=self.n_items) for p in self.points.values() if p]
         if not seen:
             return math.inf
-        mean = sum(f.mean for f in seen) / len(seen)
-        between = sum((f.mean - mean) ** 2 for f in seen) / len(seen)
-        within = sum(f.std**2 for f in seen) / len(seen)
-        return mean + KAPPA * math.sqrt(between + within + UNSEEN_STD**2)
+        return sum(f.gain(best, widen=UNSEEN_STD) for f in seen) / len(seen)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..landscape import expected_scores
 from . import _reports as reports
 from ._directions import Direction, default_directions, opening_curve, subset_direction
-from ._evidence import KAPPA, TRAINING_FRACTION, Evidence
+from ._evidence import TRAINING_FRACTION, Evidence
 from ._graph import ResearchGraph, WorkerNode
 from ._main_budget import Budget
 from ._memory import lineage_examples
@@ -133,43 +133,48 @@ class Ranking(Budget):
 
     def _continuations(self, ctx: MainContext, graph: ResearchGraph) -> list[tuple[str, str, float, int]]:
         """The verified candidates in the order the Main would train them further. With a prior,
-        `_verified`'s (review score first). Without one, by what one more Worker allowance is
-        expected to make of each (its direction's curve extrapolated from its lineage, at the
-        resolution of a score), then `_verified`'s order: an early leader whose curve has
-        flattened gives way to a lineage still climbing."""
+        `_verified`'s (review score first). Without one, lineages no running Worker trains
+        first (a second Worker on one lineage mostly repeats the first), then by the expected
+        gain of one more Worker allowance over the best verified score (`Forecast.gain`: its
+        direction's curve extrapolated from the lineage), then `_verified`'s order: an early
+        leader whose curve has flattened gives way to a lineage still climbing or barely tried."""
         ranked = self._verified(ctx, graph)
         if run_prior(ctx.expos) is not None or len(ranked) < 2:
             return ranked
         evidence, seconds = Evidence(ctx, graph), self._allowance(ctx)
+        best = max(t[2] for t in ranked)
+        busy = {w.direction.key() for w in graph.workers.values() if not w.done}
         value = {
-            t[0]: evidence.resolved(evidence.checkpoint_outlook(t[0], graph.workers[t[1]].direction, seconds))
-            for t in ranked
+            t[0]: evidence.checkpoint_outlook(t[0], graph.workers[t[1]].direction, seconds).gain(best) for t in ranked
         }
-        return sorted(ranked, key=lambda t: -value[t[0]])  # stable: ties keep `_verified`'s order
+        # stable: ties keep `_verified`'s order
+        return sorted(ranked, key=lambda t: (graph.workers[t[1]].direction.key() in busy, -value[t[0]]))
 
     def _continue_first(self, ctx: MainContext, graph: ResearchGraph) -> tuple[bool, str]:
         """Whether training a verified lineage further beats opening an unexplored direction,
         and the figures that decided it (for the decision's rationale): without a prior, when
-        the best lineage's optimistic outlook after one more allowance is above what an
-        unexplored direction is worth (`Evidence.unexplored`). With a prior the policy opens
-        the prior's directions first, as it always has."""
+        the best lineage's expected gain after one more allowance is above an unexplored
+        direction's (`Evidence.unexplored`). With a prior the policy opens the prior's
+        directions first, as it always has."""
         if run_prior(ctx.expos) is not None:
             return False, ""
         if not any(r.done and reports.verdict(r) == "pass" for r in graph.reviewers.values()):
             return False, ""  # nothing verified to continue (and no graph read spent to find that out)
         taken = {w.direction.parent for w in graph.workers.values() if not w.done} | reports.stopped(graph)
-        free = [t for t in self._continuations(ctx, graph) if t[0] not in taken and t[1] not in taken]
+        ranked = self._continuations(ctx, graph)
+        free = [t for t in ranked if t[0] not in taken and t[1] not in taken]
         if not free:
             return False, ""
         evidence, seconds = Evidence(ctx, graph), self._allowance(ctx)
+        best = max(t[2] for t in ranked)
         xid, wid = free[0][0], free[0][1]
         f = evidence.checkpoint_outlook(xid, graph.workers[wid].direction, seconds)
-        fresh = evidence.unexplored(seconds)
+        mine, fresh = f.gain(best), evidence.unexplored(seconds, best)
         note = (
-            f"outlook of {xid} after {seconds:.0f} s more: {f.mean:.3f} +- {f.std:.3f} "
-            f"(optimistic {f.ucb(KAPPA):.3f}, from {f.n} dev points) against {fresh:.3f} for an unexplored direction"
+            f"{xid} after {seconds:.0f} s more: {f.mean:.3f} +- {f.std:.3f} from {f.n} dev points, expected gain "
+            f"over {best:.3f} {mine:.4f} against {fresh:.4f} for an unexplored direction"
         )
-        return f.ucb(KAPPA) > fresh, note
+        return mine > fresh, note
 
     def _leader(self, ctx: MainContext, graph: ResearchGraph, r: Any) -> tuple[str, float, WorkerNode] | None:
         scores, trained = self._review_scores(ctx)
