@@ -149,3 +149,30 @@ def test_a_bad_prior_is_one_line_and_nothing_is_written(tmp_path, capsys):
         msg = out.err + out.out
         assert code == 2 and words in msg and "Traceback" not in msg and len(msg.strip().splitlines()) == 1
     assert not target.exists() and not list(tmp_path.glob(".new*"))
+
+
+def test_a_prior_changed_in_the_store_is_refused_not_planned_with(tmp_path):
+    """An agent with a shell that rewrites the stored prior (here a subprocess, with the write
+    permission the store withholds granted first) does not steer the Main: the bytes no longer
+    hash to the digest the run's settings name, and reading the prior fails."""
+    import os
+    import subprocess
+    import sys
+
+    from rsi_master.artifacts import ArtifactMismatch
+    from rsi_master.landscape import Landscape, TaskLandscape, dumps
+    from rsi_master.orchestra._prior import prior_landscape
+
+    # a prior of its own (a digest no other test stored: read prior landscapes are remembered)
+    mine = Landscape(tasks={"knowledge": TaskLandscape()}, produced_by="test_noprior tamper")
+    with new_run(tmp_path, prior=mine) as expos:
+        digest = load_graph(expos).settings.prior
+        blob = expos.run.store.path(digest)
+        forged = dumps(Landscape(tasks={"arithmetic": TaskLandscape()}))
+        os.chmod(blob, 0o644)
+        subprocess.run(
+            [sys.executable, "-c", f"open({str(blob)!r}, 'w').write({forged!r})"],
+            check=True,
+        )
+        with pytest.raises(ArtifactMismatch):
+            prior_landscape(expos, digest)
