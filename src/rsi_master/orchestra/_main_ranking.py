@@ -46,7 +46,7 @@ class Ranking(Budget):
             # No prior: nothing tells the task's families apart before they are measured, so the
             # order is a permutation of them drawn from the run's seed (a fixed order, say by
             # name, would favour the same family in every campaign), and the evidence decides
-            # from there (`_evidence`, `_allocate`).
+            # from there (`_evidence`, `_continue_first`, `_continuations`).
             dirs = default_directions(task, seed=ctx.seed)
             random.Random(f"open:{ctx.seed}").shuffle(dirs)
             return [d.model_copy(update={"seconds": self._allowance(ctx)}) for d in dirs if d.key() not in tried]
