@@ -1,16 +1,22 @@
-"""The Main's plans on each built-in task, on the shipped landscape, as JSON: what it opens
-(`start`) at several budgets and slot counts, and how it answers a failed review (a revise
-from the base) and a passing one (revise, combine, continue). Captured before the landscape
-became a package (issue 20) into `data/first_plans.json`; `test_first_plans` checks the
-policy still makes every one of these decisions the same way.
+"""The Main's plans on each built-in task as JSON: what it opens (`start`) at several budgets
+and slot counts, and how it answers a failed review (a revise from the base) and a passing one
+(revise, combine, continue).
+
+With the shipped landscape as the run's prior (`--prior shipped`) they were captured before
+the landscape became a package (issue 20) into `data/first_plans.json`, when that landscape
+was every run's prior; without a prior (the default since issue 22) into
+`data/first_plans_noprior.json`. `test_first_plans` checks the policy still makes every one of
+these decisions the same way.
 
 Regenerate (only for an intended change of behaviour, and say so in the commit):
-    PYTHONPATH=src python -m tests.orchestra._plans > tests/orchestra/data/first_plans.json
+    PYTHONPATH=src python -m tests.orchestra._plans shipped > tests/orchestra/data/first_plans.json
+    PYTHONPATH=src python -m tests.orchestra._plans > tests/orchestra/data/first_plans_noprior.json
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -64,16 +70,18 @@ def _recipe(xid: str, direction: Any, dev: float) -> dict[str, Any]:
     }
 
 
-def task_plans(task: str, root: Path) -> dict[str, Any]:
+def task_plans(task: str, root: Path, prior: Any = None) -> dict[str, Any]:
     from rsi_master.orchestra._orchestra import default_budget
 
     out: dict[str, Any] = {"default budget": default_budget(task)}
     for budget, slots in OPENINGS:
-        with new_run(root, task, budget_s=budget, slots=slots, name=f"open-{int(budget)}-{slots}") as expos:
+        with new_run(
+            root, task, budget_s=budget, slots=slots, name=f"open-{int(budget)}-{slots}", prior=prior
+        ) as expos:
             PolicyMain().start(_ctx(expos, 0.0, budget, slots), load_graph(expos))
             out[f"start {int(budget)}s {slots} slots"] = _plans(expos)
     budget = 1000.0
-    with new_run(root, task, budget_s=budget, name="fail") as expos:
+    with new_run(root, task, budget_s=budget, name="fail", prior=prior) as expos:
         main = PolicyMain()
         main.start(_ctx(expos, 0.0, budget, 2), load_graph(expos))
         w1, w2 = sorted(load_graph(expos).workers)
@@ -85,7 +93,7 @@ def task_plans(task: str, root: Path) -> dict[str, Any]:
         ).seq
         main.on_event(_ctx(expos, 30.0, budget, 2), load_graph(expos), (rev, "review", "r1"))
         out["failed review"] = _plans(expos, rev)
-    with new_run(root, task, budget_s=budget, name="pass") as expos:
+    with new_run(root, task, budget_s=budget, name="pass", prior=prior) as expos:
         main = PolicyMain()
         main.start(_ctx(expos, 0.0, budget, 2), load_graph(expos))
         g = load_graph(expos)
@@ -122,10 +130,13 @@ def task_plans(task: str, root: Path) -> dict[str, Any]:
     return out
 
 
-def all_plans(root: Path) -> dict[str, Any]:
-    return {task: task_plans(task, root / task) for task in sorted(list_tasks())}
+BUILT_IN = ("arithmetic", "function_calling", "knowledge", "program_synthesis")
+
+
+def all_plans(root: Path, prior: Any = None) -> dict[str, Any]:
+    return {task: task_plans(task, root / task, prior) for task in sorted(t for t in list_tasks() if t in BUILT_IN)}
 
 
 if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as d:
-        print(json.dumps(all_plans(Path(d)), indent=1, sort_keys=True))
+        print(json.dumps(all_plans(Path(d), sys.argv[1] if len(sys.argv) > 1 else None), indent=1, sort_keys=True))

@@ -22,22 +22,28 @@ def new_run(
     slots: int = 2,
     main: str = "policy",
     name: str = "run",
+    prior: Any = None,
+    seed: int = 0,
+    eval_limit: int = 5,
 ) -> ExpOS:
-    expos = ExpOS.create(tmp_path / name, task, eval_limit=5)
-    expos.record(
-        ORCHESTRA,
-        "orchestra.start",
-        {
-            "version": 1,
-            "task": task,
-            "budget_s": budget_s,
-            "slots": slots,
-            "seed": 0,
-            "main": main,
-            "reviewer": "evidence",
-            "eval_limit": 5,
-        },
-    )
+    """A run as `start_run` records it; `prior` (a landscape file, `shipped` or a `Landscape`)
+    is stored in it and named in its settings, as `start_run(prior=...)` does."""
+    from rsi_master.orchestra._prior import read_prior, store_prior
+
+    expos = ExpOS.create(tmp_path / name, task, eval_limit=eval_limit)
+    settings: dict[str, Any] = {
+        "version": 1,
+        "task": task,
+        "budget_s": budget_s,
+        "slots": slots,
+        "seed": seed,
+        "main": main,
+        "reviewer": "evidence",
+        "eval_limit": eval_limit,
+    }
+    if prior is not None:
+        settings["prior"] = store_prior(expos, read_prior(prior))
+    expos.record(ORCHESTRA, "orchestra.start", settings)
     return expos
 
 

@@ -252,13 +252,15 @@ def test_a_direction_is_capped_at_its_share_before_a_passing_cross_worker_review
 
 @pytest.fixture
 def use_landscape(tmp_path_factory, monkeypatch):
-    """Make a landscape file of these knowledge curves the one in force (`RSI_MASTER_LANDSCAPE`)."""
+    """Make a landscape file of these knowledge curves the one in force (`RSI_MASTER_LANDSCAPE`),
+    and return its path: the Main plans with it only in a run that names it as its prior."""
     from rsi_master.landscape import ENV_VAR, Landscape, TaskLandscape, save
 
     def use(curves):
         path = tmp_path_factory.mktemp("landscape") / "landscape.json"
         save(Landscape(tasks={"knowledge": TaskLandscape(curves=curves)}), path)
         monkeypatch.setenv(ENV_VAR, str(path))
+        return path
 
     return use
 
@@ -297,10 +299,10 @@ def test_the_opening_directions_follow_the_landscape_at_this_budget(tmp_path, us
         "tokens": 4000,
         "train_seconds": 400,
     }
-    use_landscape({"answer_only": early, "chain_then_answer": late})
+    prior = use_landscape({"answer_only": early, "chain_then_answer": late})
     opened = {}
     for budget in (100.0, 10_000.0):
-        with new_run(tmp_path / str(int(budget))) as expos:
+        with new_run(tmp_path / str(int(budget)), prior=prior) as expos:
             PolicyMain().start(_ctx(expos, 0.0, budget=budget, slots=1), load_graph(expos))
             opened[budget] = [w.direction.family for w in load_graph(expos).workers.values()]
     # A short campaign opens what pays early; a long one what the curves put ahead later.
@@ -320,7 +322,7 @@ def test_a_measured_data_selection_opens_a_short_campaign_as_a_direction_of_its_
         "tokens": 4000,
         "train_seconds": 400,
     }
-    use_landscape(
+    prior = use_landscape(
         {
             "chain_then_answer[two_hop=0.0]": early,
             "chain_then_answer": late,
@@ -330,7 +332,7 @@ def test_a_measured_data_selection_opens_a_short_campaign_as_a_direction_of_its_
     )
     opened = {}
     for budget in (100.0, 10_000.0):
-        with new_run(tmp_path / str(int(budget))) as expos:
+        with new_run(tmp_path / str(int(budget)), prior=prior) as expos:
             PolicyMain().start(_ctx(expos, 0.0, budget=budget, slots=2), load_graph(expos))
             opened[budget] = [w.direction for w in load_graph(expos).workers.values()]
     short, long_ = opened[100.0], opened[10_000.0]
@@ -411,8 +413,8 @@ def test_when_nothing_pays_on_a_share_the_direction_that_turns_soonest_opens(tmp
     # chain_then_answer has turned. It opens first, not the family that is 1.5 points up on noise.
     flat = _curve((1.0, 0.015), (4.0, 0.015))
     turns = _curve((1.0, 0.0), (2.0, 0.0), (4.0, 0.9))
-    use_landscape({"answer_only": flat, "chain_then_answer": turns})
-    with new_run(tmp_path) as expos:
+    prior = use_landscape({"answer_only": flat, "chain_then_answer": turns})
+    with new_run(tmp_path, prior=prior) as expos:
         PolicyMain().start(_ctx(expos, 0.0, budget=1000.0, slots=1), load_graph(expos))
         opened = [w.direction.family for w in load_graph(expos).workers.values()]
     assert opened == ["chain_then_answer"]
@@ -423,7 +425,7 @@ def test_the_opening_trial_and_order_use_the_batch_2_curve_where_one_was_measure
     # curve (0.4 at this budget) is ahead of answer_only's batch-8 one (0.3), though its
     # batch-8 curve (0.2) is not: the order compares the curves of the batches they open at
     # (a 600-s campaign affords 2.7 default experiments here, within the batch-2 curves' 3x).
-    use_landscape(
+    prior = use_landscape(
         {
             "answer_only": _pts(0.2, 0.3, 0.3, 0.3),
             "answer_only@b2": _pts(0.0, 0.0, 0.01, 0.01),
@@ -433,7 +435,7 @@ def test_the_opening_trial_and_order_use_the_batch_2_curve_where_one_was_measure
             "chain_then_answer[two_hop=0.0]@b2": _pts(0.0, 0.0, 0.0, 0.0),
         }
     )
-    with new_run(tmp_path) as expos:
+    with new_run(tmp_path, prior=prior) as expos:
         PolicyMain().start(_ctx(expos, 0.0, budget=600.0, slots=3), load_graph(expos))
         opened = [w.direction for w in load_graph(expos).workers.values()]
     assert [d.label() for d in opened] == ["chain_then_answer", "answer_only", "chain_then_answer[two_hop=0.0]"]
@@ -526,7 +528,11 @@ def test_late_an_idle_slot_continues_the_verified_leader_and_opens_nothing_new(t
 
 
 def test_among_tied_verified_checkpoints_the_main_continues_the_more_trained_one(tmp_path):
-    with new_run(tmp_path, budget_s=1000.0) as expos:
+    # A finding of the built-in suite (learning is late: a zero after 1,600 examples is closer
+    # to its turn than one after 160), so a prior's: with the shipped one as the run's prior, as
+    # when it was every run's. Without a prior, review ties still break this way (`_verified`),
+    # and continuations go by expected gain (test_noprior.py).
+    with new_run(tmp_path, budget_s=1000.0, prior="shipped") as expos:
         main = PolicyMain()
         # Both score 0 on review (the first minutes of a campaign); w2's checkpoint has 10x the training.
         _, _, x1, x2 = _two_verified(expos, main, (0.0, 0.0, 20), (0.0, 0.0, 200))
@@ -540,8 +546,8 @@ def test_tied_at_zero_the_main_continues_the_lineage_the_landscape_expects_more_
     # then climbs. Both checkpoints score 0 on review; answer_only's has 10x the training.
     flat = _curve((0.5, 0.02), (4.0, 0.02))
     late = _curve((0.5, 0.0), (1.0, 0.15), (2.0, 0.3))
-    use_landscape({"answer_only": flat, "chain_then_answer": late})
-    with new_run(tmp_path, budget_s=1000.0) as expos:
+    prior = use_landscape({"answer_only": flat, "chain_then_answer": late})
+    with new_run(tmp_path, budget_s=1000.0, prior=prior) as expos:
         main = PolicyMain()
         main.start(_ctx(expos, 0.0, budget=1000.0), load_graph(expos))
         fams = {w.direction.family: w.id for w in load_graph(expos).workers.values()}

@@ -1,6 +1,7 @@
-"""The Main makes the same plans on each built-in task as before the landscape became a
-package and its per-task tuning data (issue 20): openings at several budgets, the answers
-to a failed and a passing review, and the default budget, against a capture made before."""
+"""The Main's first plans on each built-in task, against captures (`_plans`): with the shipped
+landscape as the run's prior (`--prior shipped`) the plans it made when that landscape was
+every run's prior (captured before the landscape became a package, issue 20), and without a
+prior (the default since issue 22) the prior-free plans, whose properties are checked too."""
 
 from __future__ import annotations
 
@@ -9,17 +10,64 @@ from pathlib import Path
 
 import pytest
 
-from rsi_master.tasks import list_tasks
+from ._plans import BUILT_IN, task_plans
 
-from ._plans import task_plans
+DATA = Path(__file__).parent / "data"
+WITH_PRIOR = json.loads((DATA / "first_plans.json").read_text())
+NO_PRIOR = json.loads((DATA / "first_plans_noprior.json").read_text())
 
-EXPECTED = json.loads((Path(__file__).parent / "data" / "first_plans.json").read_text())
 
-
-@pytest.mark.parametrize("task", sorted(list_tasks()))
-def test_the_main_plans_as_before(task, tmp_path):
-    got = json.loads(json.dumps(task_plans(task, tmp_path), sort_keys=True))
-    want = EXPECTED[task]
+@pytest.mark.parametrize("task", BUILT_IN)
+def test_with_the_shipped_prior_the_main_plans_as_before(task, tmp_path):
+    got = json.loads(json.dumps(task_plans(task, tmp_path, "shipped"), sort_keys=True))
+    want = WITH_PRIOR[task]
     assert sorted(got) == sorted(want)
     for case in want:
         assert got[case] == want[case], case
+
+
+@pytest.mark.parametrize("task", BUILT_IN)
+def test_without_a_prior_the_main_plans_as_captured(task, tmp_path):
+    got = json.loads(json.dumps(task_plans(task, tmp_path), sort_keys=True))
+    want = NO_PRIOR[task]
+    assert sorted(got) == sorted(want)
+    for case in want:
+        assert got[case] == want[case], case
+
+
+@pytest.mark.parametrize("task", BUILT_IN)
+def test_without_a_prior_the_openings_are_plain_families_at_the_generic_trial(task):
+    from rsi_master.tasks import get_task
+
+    families = set(get_task(task).generators())
+    for case, plans in NO_PRIOR[task].items():
+        if not case.startswith("start"):
+            continue
+        slots = int(case.split()[2])
+        adds = [p["direction"] for p in plans if "add" in p]
+        # one direction per slot (as many as the task has families), each a family of the task
+        assert len(adds) == min(slots, len(families)) and {d["family"] for d in adds} <= families
+        assert len({d["family"] for d in adds}) == len(adds)
+        # no data selection (only a prior's curves name those), the generic opening trial
+        assert all(d["subset"] == "" and d["enqueue"][0]["t:batch_size"] == 2 for d in adds)
+        assert all(d["enqueue"][0]["t:learning_rate"] == 1e-3 for d in adds)
+    # the opening order does not depend on the budget: nothing was measured yet
+    firsts = {
+        tuple(p["direction"]["family"] for p in plans if "add" in p)[:1]
+        for c, plans in NO_PRIOR[task].items()
+        if c.startswith("start") and c.endswith("2 slots")
+    }
+    assert len(firsts) == 1
+
+
+def test_without_a_prior_the_opening_order_varies_with_the_run_seed(tmp_path):
+    from rsi_master.orchestra import MainContext, PolicyMain, load_graph
+
+    from .helpers import MAIN, new_run
+
+    orders = set()
+    for seed in range(6):
+        with new_run(tmp_path, "arithmetic", slots=1, seed=seed, name=f"s{seed}") as expos:
+            PolicyMain().start(MainContext(expos, MAIN, 300.0, lambda: 0.0, 1, seed), load_graph(expos))
+            orders.add(next(iter(load_graph(expos).workers.values())).direction.family)
+    assert len(orders) >= 2  # no family opens every campaign

@@ -63,7 +63,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--budget",
         default=env("budget"),
         help="wall-clock budget: seconds or a duration such as 90s, 5m (env RSI_MASTER_BUDGET; default 5m, "
-        "10m for function_calling, whose learning curves turn later: docs/tasks.md)",
+        "or the task's own where it declares one)",
+    )
+    p.add_argument(
+        "--prior",
+        default=env("prior"),
+        metavar="LANDSCAPE",
+        help="a landscape file (docs/landscape.md) the Main plans with, or `shipped` for the built-in suite's "
+        "measured one (env RSI_MASTER_PRIOR; default: no prior, the Main decides from the run's own evidence)",
     )
     p.add_argument(
         "--slots",
@@ -186,6 +193,7 @@ def run(args: argparse.Namespace) -> int:
         key_dir=args.key_dir,
         eval_limit=args.eval_limit,
         final_limit=args.final_limit,
+        prior=args.prior or None,
         display=make_display(is_tty()),
         model=args.model or None,
         **names,  # type: ignore[arg-type]

@@ -8,15 +8,26 @@ selects the returned checkpoint on `review` and scores it once on `final`.
 Programmatic agents ship here; the protocols admit LLM-backed ones.
 """
 
-from ._directions import DEFAULT_TRAIN, Direction, Range, default_directions, knob_ranges, opening_batch
+from ._curves import Forecast, forecast
+from ._directions import (
+    DEFAULT_TRAIN,
+    OPENING_TRIAL,
+    Direction,
+    Range,
+    default_directions,
+    knob_ranges,
+    opening_batch,
+)
 from ._display import Display, PlainDisplay, RichDisplay, make_display
+from ._evidence import Evidence
 from ._graph import ORCHESTRA, Decision, Job, ResearchGraph, ReviewerNode, WorkerNode, load_graph
 from ._harness import evaluate_final, final_scores, select
 from ._job import run_timing
 from ._main_policy import PolicyMain, expected_scores
 from ._memory import worker_memory
 from ._metrics import KINDS, run_metrics
-from ._orchestra import DEFAULTS, parse_budget, resume_run, start_run
+from ._orchestra import DEFAULTS, default_budget, parse_budget, resume_run, start_run
+from ._prior import SHIPPED_PRIOR, read_prior, run_prior
 from ._protocols import (
     MAINS,
     REVIEWERS,
@@ -41,14 +52,18 @@ __all__ = [
     "DEFAULT_TRAIN",
     "KINDS",
     "MAINS",
+    "OPENING_TRIAL",
     "ORCHESTRA",
     "REVIEWERS",
+    "SHIPPED_PRIOR",
     "WORKERS",
     "BudgetEnd",
     "Decision",
     "Direction",
     "Display",
+    "Evidence",
     "EvidenceReviewer",
+    "Forecast",
     "Job",
     "MainAgent",
     "MainContext",
@@ -64,10 +79,12 @@ __all__ = [
     "TPEWorker",
     "WorkerAgent",
     "WorkerNode",
+    "default_budget",
     "default_directions",
     "evaluate_final",
     "expected_scores",
     "final_scores",
+    "forecast",
     "knob_ranges",
     "load_graph",
     "main_agent",
@@ -75,9 +92,11 @@ __all__ = [
     "opening_batch",
     "order_bounds",
     "parse_budget",
+    "read_prior",
     "resume_run",
     "reviewer_agent",
     "run_metrics",
+    "run_prior",
     "run_timing",
     "search_distribution",
     "select",

@@ -16,6 +16,7 @@ from ._seeds import family_seed
 
 __all__ = [
     "DEFAULT_TRAIN",
+    "OPENING_TRIAL",
     "Direction",
     "Range",
     "default_directions",
@@ -103,19 +104,15 @@ class Direction(BaseModel):
         )
 
 
-# The landscape (docs/tasks.md) found small batches and more optimizer steps winning at
-# fixed compute, and scores still rising at 5 default experiments: a trial from the base
-# model scores about zero until its lineage has taken enough *steps*. At equal examples
-# (equal time: a step here costs the same per token at any batch size) batch 2 turns first:
-# function calling 27.5% at 2x against 1.5% at batch 8 on the same data, arithmetic's
-# scratchpad 27.5% against 8.0% (`scripts/fc_copy_probe.py`, docs/tasks.md). Trials ask
-# for 100-3,000 steps; the Worker then fits each one into its time left.
+# Generic defaults for a small model's SFT, not tuned per task. The measured landscape of the
+# built-in suite (docs/tasks.md) found small batches and more optimizer steps winning at fixed
+# compute and scores still rising at 5 default experiments, so trials ask for 100-3,000 steps
+# at batch 2-8 and the Worker fits each one into its time left.
 #
 # Every trial holds its peak rate and anneals over its last fifth (warmup_stable_decay). A
 # lineage is a chain of trials, and with a cosine schedule each of them spent half its steps
-# at a decayed rate: three chained cosine trials of plan-then-call on one shown function, 2x
-# in all, scored 1.0% on `dev` where the same three at a constant rate scored 21.5% (the
-# curve, one continuous run: 27.3%), 2026-12-04 (docs/tasks.md, "Lineages").
+# at a decayed rate: three chained cosine trials scored 1.0% on `dev` where the same three at a
+# constant rate scored 21.5% (docs/tasks.md, "Lineages").
 DEFAULT_TRAIN: dict[str, Range] = {
     "learning_rate": Range(kind="float", low=5e-4, high=3e-3, log=True),
     "batch_size": Range(kind="choice", choices=[2, 4, 8]),
@@ -123,37 +120,29 @@ DEFAULT_TRAIN: dict[str, Range] = {
     "lr_scheduler": Range(kind="fixed", value="warmup_stable_decay"),
 }
 
-# A fresh direction's first trial: the landscape's rate (CURVE_SPEC, lr 1e-3) at batch 2, as
-# long as the Worker's allowance fits. TPE's startup draws had trained the opening Workers at
-# 6e-4 with batch 16; the landscape's curves themselves are batch 8.
-LANDSCAPE_TRIAL: dict[str, Any] = {"t:learning_rate": 1e-3, "t:batch_size": 2, "t:max_steps": 3000}
+# A fresh direction's first trial: lr 1e-3 at batch 2, as long as the Worker's allowance fits
+# (a prior's curves may move it to their batch: `opening_batch`). TPE's startup draws had
+# trained the opening Workers at 6e-4 with batch 16.
+OPENING_TRIAL: dict[str, Any] = {"t:learning_rate": 1e-3, "t:batch_size": 2, "t:max_steps": 3000}
+LANDSCAPE_TRIAL = OPENING_TRIAL  # its former name
 OPENING_HORIZON = 2.0  # default experiments: a 5-minute campaign's lineages train 0.6-1x, its Workers 2-3x in all
 
 
-def _task_curves(task: str) -> dict[str, Curve]:
-    from ..landscape import load
-
-    return load().curves(task)
-
-
 def opening_batch(label: str, curves: dict[str, Curve]) -> int:
-    """A fresh direction's first batch size: batch 2 (`LANDSCAPE_TRIAL`), unless the landscape
+    """A fresh direction's first batch size: batch 2 (`OPENING_TRIAL`), unless the prior's landscape
     measured the recipe (`label`) at batch 2 as well as at batch 8 and the batch-2 curve is
     behind on average over their shared points up to `OPENING_HORIZON` default experiments.
 
-    Small batches are not better for every family. Program synthesis, three runs each
-    (docs/tasks.md): program-only scores 5.0 / 7.0 / 6.7% at 1 / 2 / 3x at batch 2 against
-    5.7 / 10.8 / 15.0% at batch 8 and opens at 8; trace-then-program scores 9.0% at 1x at
-    batch 2 against 6.7% and opens at 2. A data selection (`family[knob=value]`) without a
-    batch-2 curve of its own opens at its family's batch; a recipe without any opens at 2,
-    which the arithmetic probes found ahead."""
-    small = int(LANDSCAPE_TRIAL["t:batch_size"])
+    Small batches are not better for every family (docs/tasks.md: one family of the built-in
+    suite scores 7.0% at 2x at batch 2 against 10.8% at batch 8, another 9.0% at 1x against
+    6.7%). A data selection (`family[knob=value]`) without a batch-2 curve of its own opens at
+    its family's batch; a recipe without any (every recipe, without a prior) opens at 2."""
+    small = int(OPENING_TRIAL["t:batch_size"])
     parsed = CurveLabel.parse(label)
     a, b = curves.get(str(parsed.at_batch(small))), curves.get(label)
     if not a and parsed.knobs:
         # A data selection not measured at batch 2 opens at its family's batch: the batch
-        # decides how fast the format is learned, whatever part of the distribution it is fed
-        # (function calling's plan-then-call is behind at batch 2: 3.0% at 2x against 8.2%).
+        # decides how fast the format is learned, whatever part of the distribution it is fed.
         return opening_batch(parsed.family, curves)
     if not a or not b:
         return small
@@ -187,22 +176,21 @@ def knob_ranges(task: str, family: str) -> dict[str, Range]:
     return out
 
 
-def default_directions(task: str, *, seed: int = 0) -> list[Direction]:
+def default_directions(task: str, *, seed: int = 0, curves: dict[str, Curve] | None = None) -> list[Direction]:
     """One SFT direction per generator family, knobs around their evaluation defaults.
 
     Knob ranges are narrowed to the defaults for knobs that set the evaluation
     distribution's shape (the eval items use the defaults), so that a Worker searches
     diversity and format rather than drifting off-distribution; the others are searched.
     The first trial is the evaluation distribution itself (every searched knob at its
-    default) trained the way the landscape measured it (`LANDSCAPE_TRIAL`, at the batch size
-    `opening_batch` picks from the landscape's curves), and TPE explores
-    around it from there: a short campaign runs two or three trials per Worker, all of them
-    random otherwise.
+    default) at the opening rate and batch (`OPENING_TRIAL`; with a prior's `curves`, at the
+    batch size `opening_batch` picks from them), and TPE explores around it from there: a
+    short campaign runs two or three trials per Worker, all of them random otherwise.
     """
     from ..tasks import get_task
 
     t = get_task(task)
-    curves = _task_curves(task)
+    curves = curves or {}
     out = []
     for i, (family, gen) in enumerate(sorted(t.generators().items())):
         knobs: dict[str, Range] = {}
@@ -217,7 +205,7 @@ def default_directions(task: str, *, seed: int = 0) -> list[Direction]:
                 knobs[k.name] = Range(kind="float", low=float(k.low), high=float(k.high))
             else:
                 knobs[k.name] = Range(kind="fixed", value=k.default)
-        first = {f"k:{k.name}": k.default for k in gen.knobs if knobs[k.name].kind != "fixed"} | LANDSCAPE_TRIAL
+        first = {f"k:{k.name}": k.default for k in gen.knobs if knobs[k.name].kind != "fixed"} | OPENING_TRIAL
         first["t:batch_size"] = opening_batch(family, curves)
         out.append(
             Direction(
@@ -231,10 +219,12 @@ def default_directions(task: str, *, seed: int = 0) -> list[Direction]:
     return out
 
 
-def subset_direction(task: str, label: str, families: list[Direction]) -> Direction | None:
+def subset_direction(
+    task: str, label: str, families: list[Direction], curves: dict[str, Curve] | None = None
+) -> Direction | None:
     """The direction of a landscape curve labelled `family[knob=value,...]`: that family's
     direction among `families` (`default_directions`) with those knobs fixed, a data
-    selection (`scratchpad[ops=add]`: the scratchpad on additions only). None for a label
+    selection (`family[ops=add]`: a family's items of one kind only). None for a label
     that is not one: a plain family, another training method (`+lora`), an unknown family
     or knob, or a value outside the knob's declared range."""
     from ..tasks import get_task
@@ -269,7 +259,7 @@ def subset_direction(task: str, label: str, families: list[Direction]) -> Direct
             return None
         subset[k.name] = value
     knobs = {**base.knobs, **{k: Range(kind="fixed", value=v) for k, v in subset.items()}}
-    batch = opening_batch(label, _task_curves(task))  # the selection's own curves, not the family's
+    batch = opening_batch(label, curves or {})  # the selection's own curves, not the family's
     enqueue = [
         {n: (batch if n == "t:batch_size" else v) for n, v in rec.items() if n[2:] not in subset}
         for rec in base.enqueue

@@ -153,7 +153,7 @@ class Plans(Ranking):
         # another verified lineage could use it.
         # A lineage a review said to stop is not continued.
         taken = {w.direction.parent for w in graph.workers.values() if not w.done} | reports.stopped(graph)
-        for xid, wid0, score, seq in self._verified(ctx, graph):
+        for xid, wid0, score, seq in self._continuations(ctx, graph):
             if xid in taken or wid0 in taken:
                 continue
             w = graph.workers[wid0]
@@ -174,12 +174,11 @@ class Plans(Ranking):
         """The verified recipe, fixed, trained further from its checkpoint: its own learning rate
         first, then TPE down to half of it.
 
-        Not lower: the landscape's curves (docs/tasks.md) are single runs at one rate whose
-        scores start to move between one and three default experiments of data, and a rate a
-        third of 1e-3 scored less than half as much in the same time
-        (`../shared/notes/cpu-landscape.md`: program synthesis 11.5% at 3e-4, 27.5% at 1e-3).
-        Before this rule continuations went down to a quarter: 2.4e-4 to 3.7e-4 after 9e-4 in
-        the 5-minute function-calling runs of docs/benchmarks.md, whose lineages ended at zero."""
+        Not lower: on the built-in suite's measured curves (docs/tasks.md) scores start to move
+        between one and three default experiments of data, and a rate a third of 1e-3 scored
+        less than half as much in the same time (11.5% at 3e-4, 27.5% at 1e-3). Before this
+        rule continuations went down to a quarter (2.4e-4 to 3.7e-4 after 9e-4 in 5-minute runs
+        of docs/benchmarks.md, whose lineages ended at zero)."""
         params = recipe.params if recipe else {}
         cfg = recipe.config if recipe else Hyperparameters()
         knobs = {k: (Range(kind="fixed", value=params[k]) if k in params else r) for k, r in d.knobs.items()}
@@ -191,7 +190,7 @@ class Plans(Ranking):
         # to the lineage everything its allowance affords, rather than the verified trial's own
         # length again and a shorter sibling after it. Every landscape curve is still rising
         # at 5 default experiments, and the sibling only tried a lower rate on less data
-        # (measured: 101 + 48 steps in a 90-s function-calling continuation, whose lineage
+        # (measured: 101 + 48 steps in a 90-s continuation, whose lineage
         # then held 0.5 default experiments after 5 minutes).
         first: dict[str, Any] = {"t:learning_rate": lr}
         bs, steps = train.get("batch_size"), train.get("max_steps")

@@ -15,6 +15,11 @@ Policy, in order of priority whenever a slot needs work:
    otherwise an unexplored direction of the task;
 4. continue: more of the best verified direction.
 
+Without a prior (the default) 3's unexplored direction and 4 are weighed against each other
+on the run's own learning curves (`_evidence`): a verified lineage whose extrapolated curve,
+plus an uncertainty bonus, promises more than an unexplored direction is worth is continued
+first. With a prior (`--prior FILE`) its curves rank the openings and break review ties.
+
 A direction may not take more than `share` of the budget before a passing cross-Worker
 review covers it. After `late` of the budget verification and selection come first and no
 new direction is opened; a slot they leave idle continues the best verified lineage, sized
@@ -113,10 +118,19 @@ class PolicyMain(Plans):
             # the best verified lineage further, sized to end before the last comparison,
             # rather than idle to the end (measured: 40 s of an idle slot in a 5-minute run).
             return self._continue(ctx, graph)
-        for plan in (self._revise, self._combine, self._branch, self._continue):
+        for plan in (self._revise, self._combine):
             out = plan(ctx, graph)
             if out is not None:
                 return out
+        # Without a prior, whether a new direction or more of a verified lineage comes first is
+        # the evidence's call (`_continue_first`: expected gain with an uncertainty bonus).
+        continue_first, weighed = self._continue_first(ctx, graph)
+        first = (self._continue, self._branch) if continue_first else (self._branch, self._continue)
+        for plan in first:
+            out = plan(ctx, graph)
+            if out is not None:
+                action, rationale, evidence, detail = out
+                return action, f"{rationale}; {weighed}" if weighed else rationale, evidence, detail
         return None
 
     @staticmethod

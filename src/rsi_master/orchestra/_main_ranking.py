@@ -1,56 +1,81 @@
-"""The Main policy's rankings: which fresh directions open first (the landscape's expected
-scores, then the task's prior order), and which verified checkpoints lead (review score, then
-the landscape's prior for the lineage, then the training behind it)."""
+"""The Main policy's rankings: which fresh directions open first, and which verified
+checkpoints lead (review score, then what the lineage is expected to reach with more training,
+then the training behind it).
+
+Without a prior (the default) the opening order is a permutation drawn from the run's seed
+(nothing tells the directions apart before they are measured), and a lineage's outlook is its
+direction's own learning curve extrapolated (`_evidence`). With a prior (`--prior FILE`, a
+landscape the user supplies) the landscape's curves rank the openings at this campaign's
+compute, its data selections are directions of their own, the task's `opening_order` hint
+breaks their ties, and the curve of a lineage's direction gives its outlook."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..landscape import expected_scores
 from . import _reports as reports
 from ._directions import Direction, default_directions, opening_curve, subset_direction
+from ._evidence import TRAINING_FRACTION, Evidence
 from ._graph import ResearchGraph, WorkerNode
 from ._main_budget import Budget
 from ._memory import lineage_examples
+from ._prior import run_prior
 from ._protocols import MainContext
+
+if TYPE_CHECKING:
+    from ..landscape import Landscape
 
 __all__ = ["PAYS", "TRAINING_FRACTION", "Ranking", "expected_scores", "landscape_prior"]
 
-# An expected score the landscape's curves tell from zero: 4 of 200 items, twice the
+# An expected score a prior's curves tell from zero: 4 of 200 items, twice the
 # spread of a one-run score near 1% (about +-0.7 points on 200 items).
 PAYS = 0.02
-# The part of a slot's seconds that trains, in a short campaign (the rest is process start,
-# data generation and evaluation).
-TRAINING_FRACTION = 0.5
 
 
 class Ranking(Budget):
     """The ranking rules of `PolicyMain`."""
 
     def _fresh_directions(self, ctx: MainContext, graph: ResearchGraph) -> list[Direction]:
+        task = ctx.expos.contract.task
+        tried = {w.direction.key() for w in graph.workers.values()}
+        land = run_prior(ctx.expos)
+        if land is None:
+            # No prior: nothing tells the task's families apart before they are measured, so the
+            # order is a permutation of them drawn from the run's seed (a fixed order, say by
+            # name, would favour the same family in every campaign), and the evidence decides
+            # from there (`_evidence`, `_continue_first`, `_continuations`).
+            dirs = default_directions(task, seed=ctx.seed)
+            random.Random(f"open:{ctx.seed}").shuffle(dirs)
+            return [d.model_copy(update={"seconds": self._allowance(ctx)}) for d in dirs if d.key() not in tried]
+        return self._prior_openings(ctx, land, tried)
+
+    def _prior_openings(self, ctx: MainContext, land: Landscape, tried: set[str]) -> list[Direction]:
+        """The openings a prior ranks: its curves' expected scores at this campaign's compute."""
         from ..tasks import get_task, task_hints
 
         task = ctx.expos.contract.task
-        tried = {w.direction.key() for w in graph.workers.values()}
+        curves = land.curves(task)
         # Tie-break of the opening order, and the whole order for a task the landscape has no
-        # curves for: the task's own (`TaskHints.opening_order`).
+        # curves for: the task's own (`TaskHints.opening_order`, a finding of the prior's kind).
         prior = task_hints(get_task(task)).opening_order
         # One direction's share of the slot-seconds, the part of it that trains.
-        expected = expected_scores(task, TRAINING_FRACTION * self.share * ctx.budget_s * ctx.slots)
+        expected = expected_scores(task, TRAINING_FRACTION * self.share * ctx.budget_s * ctx.slots, land)
         if expected and max(expected.values()) < PAYS:
             # No direction pays on its share of this campaign: rank them by what the campaign's
             # whole training would buy, so that the one that turns soonest opens first and its
-            # lineage is the one trained further (function calling in five or ten minutes:
-            # every curve is below 1% at a share, plan-then-call on one shown function turns
-            # first, 8.5% at 1.5 default experiments). Below PAYS the curves' order is noise.
-            expected = expected_scores(task, TRAINING_FRACTION * ctx.budget_s * ctx.slots)
+            # lineage is the one trained further. Below PAYS the curves' order is noise.
+            expected = expected_scores(task, TRAINING_FRACTION * ctx.budget_s * ctx.slots, land)
         # The task's families, and the data selections the landscape measured (its curves
         # labelled `family[knob=value]`): a selection that learns early opens a short campaign,
         # and ranks below the full family once the campaign affords what the curves show the
         # full family reaching past it (the selection's ceiling).
-        families = default_directions(task, seed=ctx.seed)
-        subsets = [s for s in (subset_direction(task, label, families) for label in sorted(expected)) if s is not None]
+        families = default_directions(task, seed=ctx.seed, curves=curves)
+        subsets = [
+            s for s in (subset_direction(task, label, families, curves) for label in sorted(expected)) if s is not None
+        ]
         # A direction is ranked by the curve of the batch size it opens at, where one was measured.
         dirs = sorted(
             [*families, *subsets],
@@ -86,9 +111,9 @@ class Ranking(Budget):
 
     def _verified(self, ctx: MainContext, graph: ResearchGraph) -> list[tuple[str, str, float, int]]:
         """Every candidate a passing review verified, best review score first. Ties (scores
-        tie at zero until a lineage has seen about a default experiment of data) go to the
-        lineage the landscape expects more of after one more default experiment
-        (`landscape_prior`), then to the one with more training behind it, then to the oldest."""
+        tie at zero until a lineage has seen enough data) go to the lineage expected to reach
+        more with more training (`_tie_breaks`), then to the one with more training behind it,
+        then to the oldest."""
         passed = {w for r in graph.reviewers.values() if r.done and reports.verdict(r) == "pass" for w in r.scope}
         scores, trained = self._review_scores(ctx)
         out = []
@@ -98,13 +123,58 @@ class Ranking(Budget):
             for xid in reports.candidates(w):
                 if xid in scores:
                     out.append((xid, w.id, scores[xid][0], scores[xid][1]))
-        tie = _tie_breaks(ctx, trained)
+        tie = _tie_breaks(ctx, graph, trained, self.worker_fraction * ctx.budget_s)
 
         def rank(t: tuple[str, str, float, int]) -> tuple[float, float, int, str]:
             p, n = tie(t[0], graph.workers[t[1]].direction)
             return -t[2], -p, -n, t[0]
 
         return sorted(out, key=rank)
+
+    def _continuations(self, ctx: MainContext, graph: ResearchGraph) -> list[tuple[str, str, float, int]]:
+        """The verified candidates in the order the Main would train them further. With a prior,
+        `_verified`'s (review score first). Without one, lineages no running Worker trains
+        first (a second Worker on one lineage mostly repeats the first), then by the expected
+        gain of one more Worker allowance over the best verified score (`Forecast.gain`: its
+        direction's curve extrapolated from the lineage), then `_verified`'s order: an early
+        leader whose curve has flattened gives way to a lineage still climbing or barely tried."""
+        ranked = self._verified(ctx, graph)
+        if run_prior(ctx.expos) is not None or len(ranked) < 2:
+            return ranked
+        evidence, seconds = Evidence(ctx, graph), self._allowance(ctx)
+        best = max(t[2] for t in ranked)
+        busy = {w.direction.key() for w in graph.workers.values() if not w.done}
+        value = {
+            t[0]: evidence.checkpoint_outlook(t[0], graph.workers[t[1]].direction, seconds).gain(best) for t in ranked
+        }
+        # stable: ties keep `_verified`'s order
+        return sorted(ranked, key=lambda t: (graph.workers[t[1]].direction.key() in busy, -value[t[0]]))
+
+    def _continue_first(self, ctx: MainContext, graph: ResearchGraph) -> tuple[bool, str]:
+        """Whether training a verified lineage further beats opening an unexplored direction,
+        and the figures that decided it (for the decision's rationale): without a prior, when
+        the best lineage's expected gain after one more allowance is above an unexplored
+        direction's (`Evidence.unexplored`). With a prior the policy opens the prior's
+        directions first, as it always has."""
+        if run_prior(ctx.expos) is not None:
+            return False, ""
+        if not any(r.done and reports.verdict(r) == "pass" for r in graph.reviewers.values()):
+            return False, ""  # nothing verified to continue (and no graph read spent to find that out)
+        taken = {w.direction.parent for w in graph.workers.values() if not w.done} | reports.stopped(graph)
+        ranked = self._continuations(ctx, graph)
+        free = [t for t in ranked if t[0] not in taken and t[1] not in taken]
+        if not free:
+            return False, ""
+        evidence, seconds = Evidence(ctx, graph), self._allowance(ctx)
+        best = max(t[2] for t in ranked)
+        xid, wid = free[0][0], free[0][1]
+        f = evidence.checkpoint_outlook(xid, graph.workers[wid].direction, seconds)
+        mine, fresh = f.gain(best), evidence.unexplored(seconds, best)
+        note = (
+            f"{xid} after {seconds:.0f} s more: {f.mean:.3f} +- {f.std:.3f} from {f.n} dev points, expected gain "
+            f"over {best:.3f} {mine:.4f} against {fresh:.4f} for an unexplored direction"
+        )
+        return mine > fresh, note
 
     def _leader(self, ctx: MainContext, graph: ResearchGraph, r: Any) -> tuple[str, float, WorkerNode] | None:
         scores, trained = self._review_scores(ctx)
@@ -115,21 +185,30 @@ class Ranking(Budget):
             for xid in reports.candidates(w)
             if xid in scores
         ]
-        # The first of the best (review score, then the landscape's prior, then training behind
-        # it). The prior only breaks ties of review scores: measured evidence first. It matters
-        # at zero: in a 5-minute arithmetic run the Main continued answer-only (0 on review,
-        # 2,768 examples) over the scratchpad on additions only (0, 2,368 examples), whose
-        # curve reaches 11% at one default experiment where answer-only's is at 2.5%.
-        tie = _tie_breaks(ctx, trained)
+        # The first of the best (review score, then the lineage's outlook, then training behind
+        # it). The outlook only breaks ties of review scores: measured evidence first. It
+        # matters at zero: a 5-minute run once continued a flat family's lineage (0 on review,
+        # 2,768 examples) over one whose curve was about to climb (0, 2,368 examples).
+        tie = _tie_breaks(ctx, graph, trained, self.worker_fraction * ctx.budget_s)
         return max(scoped, key=lambda c: (c[1], *tie(c[0], c[2].direction)), default=None)
 
 
 def _tie_breaks(
-    ctx: MainContext, trained: dict[str, tuple[str, dict[str, Any]]]
+    ctx: MainContext, graph: ResearchGraph, trained: dict[str, tuple[str, dict[str, Any]]], seconds: float
 ) -> Callable[[str, Direction], tuple[float, int]]:
     """What breaks a tie of review scores, for a checkpoint and its Worker's direction: the
-    landscape's prior for its lineage (`landscape_prior`), then the examples behind it."""
-    prior = landscape_prior(ctx.expos.contract.task)
+    lineage's outlook, then the examples behind it. The outlook is the prior's curve for the
+    lineage (`landscape_prior`) where the run has a prior, else the forecast of its direction's
+    own learning curve after `seconds` more of a Worker (`Evidence`), at the resolution of a
+    score: two lineages at zero tie, and the one with more training behind it is built on."""
+    land = run_prior(ctx.expos)
+    if land is not None:
+        prior = landscape_prior(ctx.expos.contract.task, land)
+    else:
+        evidence = Evidence(ctx, graph)
+
+        def prior(d: Direction, examples: int) -> float:
+            return evidence.resolved(evidence.outlook(d, float(examples), seconds))
 
     def tie(xid: str, d: Direction) -> tuple[float, int]:
         n = lineage_examples(trained, xid)
@@ -138,16 +217,16 @@ def _tie_breaks(
     return tie
 
 
-def landscape_prior(task: str) -> Callable[[Direction, int], float]:
+def landscape_prior(task: str, landscape: Landscape | None = None) -> Callable[[Direction, int], float]:
     """(direction, lineage examples) -> what the landscape's curve of the direction's family
     (its data selection included, at the batch size its first trial trained at where the
     landscape measured that batch: `opening_curve`) reaches after one more default experiment
     on top of those examples; -1 without a curve (a mix, another method, an unmeasured
-    family). The landscape is read once per call of this function, not once per candidate
-    ranked."""
+    family). `landscape` defaults to the file in force (`landscape.load()`); it is read once
+    per call of this function, not once per candidate ranked."""
     from ..landscape import load
 
-    landscape = load()
+    landscape = landscape if landscape is not None else load()
     curves = landscape.curves(task)
     unit = float(landscape.default_experiment.examples)
 

@@ -9,12 +9,15 @@ import re
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import RsiMasterError
 from ..events import OrchestraFinish, OrchestraStart
 from ._display import Display, PlainDisplay
 from ._graph import ORCHESTRA, load_graph
+
+if TYPE_CHECKING:
+    from ..landscape import Landscape
 
 __all__ = ["DEFAULTS", "default_budget", "parse_budget", "resume_run", "start_run"]
 
@@ -36,8 +39,9 @@ DEFAULTS: dict[str, Any] = {
 
 
 def default_budget(task: str) -> float:
-    """The wall-clock budget of a run that names none: five minutes, or the task's own
-    (`TaskHints.budget_s`: function calling's ten, and why, in its module)."""
+    """The wall-clock budget of a run that names none: five minutes (`DEFAULTS`) for every task,
+    unless the task itself declares another (`TaskHints.budget_s`, a fact a task states about
+    itself, like its splits; no table here is keyed by task)."""
     from ..tasks import UnknownTaskError, get_task, task_hints
 
     try:
@@ -104,6 +108,7 @@ def start_run(
     worker: str = "tpe",
     setup: Callable[[Any], None] | None = None,
     model: str | Path | None = None,
+    prior: str | Path | Landscape | None = None,
 ) -> dict[str, Any]:
     """Create a run and drive it to its summary. `budget` None is the task's default
     (`default_budget`). `main` and `reviewer` name the agents (a
@@ -119,7 +124,10 @@ def start_run(
     `worker` names the Worker agent the Main agent puts in the directions it adds; `setup`
     records more of the run's configuration (the agents layer's `agents.config`) before any
     agent acts. `model` is the base model (`--model`): a Hugging Face model directory or a
-    repository id in the local Hugging Face cache; None is the shipped model."""
+    repository id in the local Hugging Face cache; None is the shipped model. `prior` is the landscape the Main plans with (a file, `shipped` for the one
+    shipped with the package, or a `Landscape`); None (the default) is no prior: the Main
+    decides from the run's own evidence. It is checked before anything is written and stored
+    in the run (`orchestra.start`'s `prior` names it)."""
     from ..expos import Budget, ExpOS
     from ..tasks import UnknownTaskError, list_tasks, resolve_task
 
@@ -140,6 +148,9 @@ def start_run(
         from ..runtime import resolve_model
 
         source = resolve_model(model)  # a bad model fails before anything is written
+    from ._prior import read_prior, store_prior
+
+    prior_land = read_prior(prior) if prior is not None else None  # a bad file: one line, nothing written
     path = Path(run_dir) if run_dir else _default_dir(task)
     _check_new_dir(path)
     # Built beside its final place and renamed into it once the settings are recorded: a run
@@ -165,6 +176,11 @@ def start_run(
         if v
     }
     try:
+        if prior_land is not None:
+            optional["prior"] = store_prior(expos, prior_land)
+        stored = (
+            [{"digest": optional["prior"], "role": "input", "name": "prior_landscape"}] if "prior" in optional else []
+        )
         expos.record(
             ORCHESTRA,
             OrchestraStart(
@@ -181,6 +197,7 @@ def start_run(
                 pid=os.getpid(),
                 **optional,
             ),
+            stored,
         )
         if setup is not None:
             setup(expos)

@@ -121,6 +121,11 @@ class OrchestraStart(Payload):
     timing_prior: dict[str, float] | None = Field(
         default=None, description="{step_s, overhead_s} measured on this machine, until the run measures its own."
     )
+    prior: str | None = Field(
+        default=None,
+        description="Digest of the landscape file the Main plans with, stored in the run (`--prior`); "
+        "absent: no prior, the Main decides from the run's own evidence.",
+    )
 
 
 @kind("orchestra.resume")

@@ -1,0 +1,140 @@
+"""Learning-curve extrapolation from a run's own evidence: what a direction's `dev` score will
+be after more training, and how sure that is.
+
+The model is the saturating curve y(t) = a + b * (1 - exp(-(t - t0)+ / tau)) over t, the
+training examples behind a checkpoint (its lineage back to the base model). `a` is the score
+before training (the caller's `floor`: the base model's, or the run's lowest), `b` in
+[0, 1 - a] the headroom the direction gains, `tau` how much training it takes, and `t0` the
+onset: small models often score nothing until a format is learned, then climb, and a curve
+without an onset would read such a climb as already bending over. With the two or three points
+a direction has in a short campaign no single fit is identified, so the forecast averages over
+a grid of (`t0`, `tau`): `tau` log-spaced (a log-uniform prior from a fiftieth of the shortest
+lineage seen to a hundred times the farthest one asked about), `t0` at fractions of the
+farthest lineage seen (uniform), each weighted by its likelihood under binomial noise on the
+evaluation's item count, with `b` fitted in closed form for each pair (the model is linear in
+it) and its own standard error carried into the prediction. A fast curve that has
+flattened is then forecast flat with a small spread; a curve still rising at its last point
+keeps the slow `tau` values alive and is forecast higher, with a spread that widens the farther
+it is extrapolated. Pure Python: the Main calls it at every decision.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+__all__ = ["Forecast", "forecast"]
+
+GRID = 24  # tau values; the forecast moves by about a point between 24 and 60
+ONSETS = 10  # onset values besides none
+# Most points a fit reads: beyond, neighbours (by training) are pooled, each pool weighted by its
+# size, so that a long campaign's hundreds of experiments cost a decision what a few dozen do.
+MAX_POINTS = 12
+# The noise floor of a score: a binomial variance at p = 5%, so that a string of zeros on a
+# small split is not taken as exact (0 of 50 items is compatible with a true 2%).
+MIN_P = 0.05
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """A direction's `dev` score expected at an amount of training: its `mean` and standard
+    deviation `std` (the spread over the curves the evidence allows, and each curve's own
+    parameter error), from `n` measured points."""
+
+    mean: float
+    std: float
+    n: int
+    parts: tuple[tuple[float, float, float], ...] = field(default=(), repr=False)  # (weight, mean, std) per curve
+
+    def ucb(self, kappa: float) -> float:
+        """The optimistic value `mean + kappa * std` (an upper confidence bound)."""
+        return self.mean + kappa * self.std
+
+    def gain(self, best: float, widen: float = 0.0) -> float:
+        """The expected improvement over `best`, E[max(0, score - best)], over the curves the
+        evidence allows (each a normal of its mean and std, `widen` added in quadrature): a
+        flat leader at `best` promises little, a lineage that may still turn promises the
+        chance that it does times how far."""
+        out = 0.0
+        for w, m, sd in self.parts or ((1.0, self.mean, self.std),):
+            sd = math.sqrt(sd * sd + widen * widen)
+            if sd < 1e-9:
+                out += w * max(0.0, m - best)
+                continue
+            z = (m - best) / sd
+            out += w * (
+                (m - best) * 0.5 * (1 + math.erf(z / math.sqrt(2))) + sd * math.exp(-z * z / 2) / math.sqrt(2 * math.pi)
+            )
+        return out
+
+
+def _variance(y: float, n_items: float) -> float:
+    p = min(max(y, MIN_P), 1.0 - MIN_P)
+    return p * (1.0 - p) / max(1.0, n_items)
+
+
+def _pooled(pts: list[tuple[float, float]]) -> list[tuple[float, float, int]]:
+    """(training, mean score, count): at most `MAX_POINTS` pools of neighbouring points."""
+    pts = sorted(pts)
+    k = -(-len(pts) // MAX_POINTS)  # points per pool
+    out = []
+    for i in range(0, len(pts), k):
+        part = pts[i : i + k]
+        out.append((sum(t for t, _ in part) / len(part), sum(y for _, y in part) / len(part), len(part)))
+    return out
+
+
+def forecast(points: Iterable[tuple[float, float]], at: float, *, floor: float = 0.0, n_items: int = 50) -> Forecast:
+    """The forecast at `at` training examples from measured (examples, score) `points` of one
+    direction; `floor` is the score before any training, `n_items` the items a score was
+    measured on. Without points: the floor, with the widest spread the headroom allows (a
+    uniform guess over [floor, 1]). Remembered: the Main asks again at every decision, and a
+    direction's points change only when one of its experiments ends."""
+    return _forecast(tuple(sorted((float(t), float(y)) for t, y in points)), float(at), float(floor), int(n_items))
+
+
+@lru_cache(maxsize=4096)
+def _forecast(points: tuple[tuple[float, float], ...], at: float, floor: float, n_items: int) -> Forecast:
+    a = min(max(float(floor), 0.0), 1.0)
+    room = 1.0 - a
+    # The prior of the headroom b: uniform over [0, room] (as a normal of its mean and variance,
+    # conjugate to the fit), so that a curve the points say nothing about forecasts that guess.
+    b0, v0 = room / 2, max(room * room / 12, 1e-12)
+    raw = [(max(0.0, float(t)), min(max(float(y), 0.0), 1.0)) for t, y in points]
+    if not raw:
+        return Forecast(mean=a + b0, std=math.sqrt(v0), n=0, parts=((1.0, a + b0, math.sqrt(v0)),))
+    pooled = _pooled(raw)
+    pts = [(t, y) for t, y, _ in pooled]
+    at = max(0.0, float(at))
+    seen = [t for t, _ in pts if t > 0]
+    lo = (min(seen) if seen else 1.0) / 50
+    far = max([at, *seen, 1.0])
+    taus = [lo * (100 * far / lo) ** (i / (GRID - 1)) for i in range(GRID)]
+    reach = max([*seen, 1.0])
+    # Onsets: none, or log-uniform from a twentieth of the farthest lineage measured to twenty
+    # times past the forecast's horizon: a curve flat so far may still turn, less likely the
+    # longer it has stayed flat.
+    onsets = [0.0, *(reach / 20 * (400 * far / reach) ** (i / (ONSETS - 1)) for i in range(ONSETS))]
+    var = [_variance(y, n_items * c) for _, y, c in pooled]
+    logs: list[float] = []
+    comps: list[tuple[float, float]] = []
+    for t0, tau in ((t0, tau) for t0 in onsets for tau in taus):
+        f = [1.0 - math.exp(-max(0.0, t - t0) / tau) for t, _ in pts]
+        info = sum(fi * fi / v for fi, v in zip(f, var))
+        g = 1.0 - math.exp(-max(0.0, at - t0) / tau)
+        fit = sum(fi * (y - a) / v for fi, (_, y), v in zip(f, pts, var))
+        var_b = 1.0 / (info + 1.0 / v0)
+        b = min(max((fit + b0 / v0) * var_b, 0.0), room)
+        sse = sum((y - a - b * fi) ** 2 / v for fi, (_, y), v in zip(f, pts, var))
+        logs.append(-0.5 * sse)
+        comps.append((a + b * g, g * math.sqrt(var_b)))
+    top = max(logs)
+    w = [math.exp(x - top) for x in logs]
+    total = sum(w)
+    mean = sum(wi * m for wi, (m, _) in zip(w, comps)) / total
+    second = sum(wi * (sd * sd + m * m) for wi, (m, sd) in zip(w, comps)) / total
+    std = math.sqrt(max(0.0, second - mean * mean))
+    parts = tuple((wi / total, m, sd) for wi, (m, sd) in zip(w, comps) if wi / total > 1e-4)
+    return Forecast(mean=min(max(mean, 0.0), 1.0), std=std, n=len(raw), parts=parts)

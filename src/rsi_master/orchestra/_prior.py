@@ -1,0 +1,69 @@
+"""The Main's prior: a landscape file the user supplies (`rsi-master run --prior FILE`), or none.
+
+Without one (the default) the Main decides from the run's own evidence (`_evidence`). With one,
+the file is checked before the run is created, stored in the run's artifact store and named by
+its digest in `orchestra.start` (`prior`), so that a resume, every slot process and the audit
+read the very landscape the run planned with, whatever the file on disk became since. The
+landscape file in force for `rsi-master landscape` and `rsi-master tasks`
+(`RSI_MASTER_LANDSCAPE`, else the shipped one) is not the Main's: naming the shipped file is
+`--prior shipped`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..landscape import Landscape
+
+__all__ = ["PRIOR_ARTIFACT", "SHIPPED_PRIOR", "prior_landscape", "read_prior", "run_prior", "store_prior"]
+
+SHIPPED_PRIOR = "shipped"  # names the landscape file shipped with the package
+PRIOR_ARTIFACT = "prior_landscape"
+_cache: dict[str, Landscape] = {}
+_named: dict[str, str | None] = {}  # run directory -> the prior its orchestra.start names
+
+
+def read_prior(source: str | Path | Landscape) -> Landscape:
+    """The landscape a prior names: a `Landscape`, `shipped`, or a file (a one-line
+    `LandscapeError` for one that is missing or does not parse). Reads nothing of the run."""
+    from ..landscape import SHIPPED, Landscape, LandscapeError, load
+
+    if isinstance(source, Landscape):
+        return source
+    path = SHIPPED if str(source) == SHIPPED_PRIOR else Path(source)
+    if not path.is_file():
+        raise LandscapeError(f"{path}: no such landscape file (--prior takes a landscape file or `shipped`)")
+    return load(path)
+
+
+def store_prior(expos: Any, landscape: Landscape) -> str:
+    """Store the landscape in the run (its canonical JSON) and return its digest."""
+    from ..landscape import dumps
+
+    return str(expos.run.store.put_bytes(dumps(landscape).encode()))
+
+
+def prior_landscape(expos: Any, digest: str) -> Landscape:
+    """The stored prior of digest `digest`, checked against it (read once per process)."""
+    from ..landscape import loads
+
+    hit = _cache.get(digest)
+    if hit is None:
+        hit = _cache[digest] = loads(expos.run.store.read_bytes(digest).decode(), f"prior {digest[:12]}")
+    return hit
+
+
+def run_prior(expos: Any) -> Landscape | None:
+    """The run's prior (its `orchestra.start` names it), None for a run without one."""
+    from ..events import OrchestraStart, payload_of
+
+    where = str(expos.run.path)
+    if where not in _named:
+        starts = expos.own_events("orchestra.start")
+        if not starts:
+            return None  # not recorded yet: nothing to remember either
+        _named[where] = payload_of(starts[0], OrchestraStart).prior
+    digest = _named[where]
+    return prior_landscape(expos, digest) if digest else None
