@@ -11,6 +11,7 @@ from ._base import EVAL_SIZE, PARTIAL_CAP, FamilySpec, Problem, SealedExhaustedE
 from ._dsl import DslError
 from ._function_calling import FunctionCallingTask
 from ._knowledge import KnowledgeTask
+from ._pool import POOL, POOL_PROMPTS, SAMPLE_PAIRS, SELF_DISTILL, pool_families, sample_items, sampled_rows
 from ._program_synthesis import ProgramSynthesisTask
 from ._protocol import SPLITS, Decoding, EvalItem, GeneratorFamily, Knob, Score, Split, Task, TaskHints, task_hints
 from ._registry import UnknownTaskError, get_task, list_tasks
@@ -20,7 +21,11 @@ from ._spec import generators_spec, items_digest, source_digest, task_source_fil
 __all__ = [
     "EVAL_SIZE",
     "PARTIAL_CAP",
+    "POOL",
+    "POOL_PROMPTS",
     "PUBLIC_SEAL_KEY",
+    "SAMPLE_PAIRS",
+    "SELF_DISTILL",
     "SPLITS",
     "ArithmeticTask",
     "Decoding",
@@ -45,6 +50,9 @@ __all__ = [
     "get_task",
     "items_digest",
     "list_tasks",
+    "pool_families",
+    "sample_items",
+    "sampled_rows",
     "source_digest",
     "task_hints",
     "task_source_files",
