@@ -9,7 +9,7 @@ from ._audit import AuditReport, Finding, SubmissionAudit, audit
 from ._boundary import AgentProcess, boundary_statement, lock_down
 from ._capability import CapabilityError, capability_id, peek_capability, read_capability
 from ._catalogue import llm_tool_schemas, tools_for
-from ._contract import Budget, EvaluatorSpec, TaskContract
+from ._contract import Budget, EvaluatorSpec, TaskContract, TaskSource
 from ._door import Door, DoorUnreachable, door_call
 from ._errors import ToolError, ToolFailed, ToolInvalid, ToolRefused
 from ._evaluation import evaluate_experiment, record_evaluation, sealed_evaluation
@@ -55,6 +55,7 @@ __all__ = [
     "Subcategory",
     "SubmissionAudit",
     "TaskContract",
+    "TaskSource",
     "Tool",
     "ToolError",
     "ToolFailed",

@@ -4,6 +4,6 @@ It is the payload of `contract.freeze`, so it is defined with the other payloads
 
 from __future__ import annotations
 
-from ..events import CONTRACT_KIND, CONTRACT_VERSION, Budget, EvaluatorSpec, TaskContract
+from ..events import CONTRACT_KIND, CONTRACT_VERSION, Budget, EvaluatorSpec, TaskContract, TaskSource
 
-__all__ = ["CONTRACT_KIND", "CONTRACT_VERSION", "Budget", "EvaluatorSpec", "TaskContract"]
+__all__ = ["CONTRACT_KIND", "CONTRACT_VERSION", "Budget", "EvaluatorSpec", "TaskContract", "TaskSource"]

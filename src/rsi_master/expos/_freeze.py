@@ -6,11 +6,12 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 from ..errors import RsiMasterError
 from ..ledger import KeyDir
 from ..rundir import RunDir
-from ._contract import CONTRACT_KIND, CONTRACT_VERSION, Budget, EvaluatorSpec, TaskContract
+from ._contract import CONTRACT_KIND, CONTRACT_VERSION, Budget, EvaluatorSpec, TaskContract, TaskSource
 from ._guards import GuardPolicy
 from ._registry import ROLES, TOOLS
 
@@ -23,9 +24,24 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _task_source(task: object) -> TaskSource | None:
+    from ..tasks import FileTask
+
+    if not isinstance(task, FileTask):
+        return None
+    return TaskSource(
+        files=dict(task.file_digests),
+        digest=task.digest,
+        format=task.format,
+        scorer=task.scorer.kind,
+        train_items=len(task.train_pool()),
+        train_dropped=task.train_dropped,
+    )
+
+
 def freeze_run(
     run_dir: Path | str,
-    task: str,
+    task: object,
     *,
     budget: Budget | None,
     eval_limit: int | None,
@@ -41,9 +57,12 @@ def freeze_run(
     them); the run is open on return and closed again if anything fails. The tools must be
     registered first: the contract lists each role's permitted tools."""
     from ..runtime import METHODS, base_model_dir, create_seal_secret, seal_commitment, seal_evaluator
-    from ..tasks import SPLITS, SealKey, get_task, task_spec
+    from ..tasks import SPLITS, FileTask, SealKey, get_task, load_task_dir, register_task, resolve_task, task_spec
 
-    get_task(task)  # an unknown task fails before anything is written
+    # A built-in name, a task directory (path, registered name or FileTask): an unknown task or a
+    # bad directory fails before anything is written.
+    given = resolve_task(task)
+    file_task = given if isinstance(given, FileTask) else None
     if eval_limit is not None and eval_limit < 1:
         raise RsiMasterError("eval_limit must be positive")
     if final_limit is not None and final_limit < 0:
@@ -51,12 +70,21 @@ def freeze_run(
     run = RunDir.create(run_dir, key_dir=key_dir, run_id=run_id)
     try:
         secret = create_seal_secret(run.key_dir, run.run_id)
-        task_obj = get_task(task, seal_key=SealKey(secret=secret))
+        if file_task is not None:
+            # The directory's files go into the seal as the bytes that were read and digested;
+            # from here on the run's task is the sealed copy, never the directory (an agent may
+            # be able to edit it).
+            seal_path, evaluator_digest = seal_evaluator(store=run.store, task_files=file_task.files)
+            task_obj: Any = register_task(
+                load_task_dir(Path(seal_path) / "task", expected_digest=file_task.digest)
+            )
+        else:
+            task_obj = get_task(given.name, seal_key=SealKey(secret=secret))
+            seal_path, evaluator_digest = seal_evaluator(store=run.store)
         spec = task_spec(task_obj)
         base_dir = base_model_dir()
         base_artifact = run.store.put_dir(base_dir)
-        seal_path, evaluator_digest = seal_evaluator(store=run.store)
-        families = [f"{task_obj.name}/{name}" for name in sorted(task_obj.generators())]
+        families = [f"{spec['name']}/{name}" for name in sorted(task_obj.generators())]
         limits: dict[str, int | None] = dict.fromkeys(SPLITS, eval_limit)
         if final_limit is not None:
             limits["final"] = final_limit or None
@@ -66,8 +94,8 @@ def freeze_run(
         contract = TaskContract(
             version=CONTRACT_VERSION,
             seal_commitment=seal_commitment(secret),
-            task=task_obj.name,
-            capability=task_obj.capability,
+            task=spec["name"],
+            capability=spec["capability"],
             base_model_digest=base_artifact,
             base_model_artifact=base_artifact,
             base_tokenizer_sha256=hashlib.sha256(tok.read_bytes()).hexdigest() if tok.is_file() else None,
@@ -88,6 +116,7 @@ def freeze_run(
             budget=budget or Budget(),
             permitted_tools={role: sorted(t.name for t in TOOLS.values() if role in t.roles) for role in ROLES},
             guards=guards.name,
+            task_source=_task_source(task_obj),
         )
         run.record(
             {

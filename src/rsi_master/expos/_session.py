@@ -74,6 +74,10 @@ class ExpOS:
         self.guards = guards
         self._seal_key: SealKey | None = None
         self._projection: Projection | None = None
+        self._file_task: Any = None
+        self._file_task_error: str | None = None
+        if contract.task_source is not None:
+            self._load_file_task()
         _load()
 
     # -- lifecycle -------------------------------------------------------------------
@@ -81,7 +85,7 @@ class ExpOS:
     def create(
         cls,
         run_dir: Path | str,
-        task: str,
+        task: Any,
         *,
         budget: Budget | None = None,
         eval_limit: int | None = None,
@@ -160,10 +164,30 @@ class ExpOS:
             self._seal_key = load_seal_key(self.run.key_dir, self.run.run_id, self.contract.seal_commitment)
         return self._seal_key
 
+    def _load_file_task(self) -> None:
+        """A task directory's task, from the run's sealed copy (checked against the contract's
+        digest before a byte of it is parsed or run), registered by name for this process."""
+        from ..runtime import EvaluationError
+        from ..tasks import TaskInputError, load_task_dir, register_task
+
+        source = self.contract.task_source
+        assert source is not None
+        try:
+            task = load_task_dir(self.sealed_evaluator() / "task", expected_digest=source.digest)
+        except (TaskInputError, EvaluationError) as exc:
+            self._file_task_error = f"the run's sealed copy of task {self.contract.task!r} is unusable: {exc}"
+            return
+        self._file_task = register_task(task)
+
     def protected_task(self) -> SuiteTask:
         """The contract's task holding this run's protected items (for the harness only)."""
+        from ..runtime import SealSecretError
         from ..tasks import get_task
 
+        if self.contract.task_source is not None:
+            if self._file_task is None:
+                raise SealSecretError(self._file_task_error or "task not loaded")
+            return self._file_task  # type: ignore[no-any-return]
         return get_task(self.contract.task, seal_key=self.seal_key())
 
     def seal_problems(self) -> list[str]:

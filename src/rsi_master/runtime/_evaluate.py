@@ -80,7 +80,10 @@ def evaluate(
     if not (ckpt / "config.json").is_file():
         raise CheckpointLoadError(f"checkpoint {ckpt} has no config.json: not a Hugging Face model directory")
 
-    with private_seal(evaluator, extra_sources) as private:
+    # A task directory's task outside a run (no stored seal) rides in the fresh seal as the bytes
+    # it was read from; a run's stored seal already holds them.
+    task_files = getattr(task, "files", None) if evaluator is None and not isinstance(task, str) else None
+    with private_seal(evaluator, extra_sources, task_files) as private:
         digest = private.digest
         if expected_evaluator_digest is not None and digest != expected_evaluator_digest:
             raise EvaluationError(

@@ -92,6 +92,16 @@ def _load_task(spec: str, seal_key: Any) -> Any:
         takes_key = "seal_key" in inspect.signature(cls).parameters
         return cls(seal_key=seal_key) if takes_key else cls()
     tasks = _sealed_tasks()
+    task_dir = SEAL_DIR / "task"
+    if (task_dir / "task.toml").is_file():
+        # A task directory sealed with the evaluator: its items are the files' own (no key draws them).
+        try:
+            task = tasks.load_task_dir(task_dir)
+        except Exception as exc:
+            raise _Refused(EXIT_REQUEST, f"the sealed task directory does not load: {exc}") from exc
+        if task.name != spec:
+            raise _Refused(EXIT_REQUEST, f"the seal holds task {task.name!r}, not {spec!r}")
+        return task
     try:
         return tasks.get_task(spec, seal_key=seal_key)
     except Exception as exc:  # the registry's own error type is not ours to know
@@ -186,6 +196,17 @@ def _generate(
     return outputs
 
 
+def _formatted(tokenizer: Any, task: Any, prompts: list[str]) -> list[str]:
+    """A `chat` task's prompts as one user turn in the model's chat template (plain text where the
+    tokenizer has none); a `plain` task's as they are."""
+    if getattr(task, "format", "plain") != "chat" or not getattr(tokenizer, "chat_template", None):
+        return prompts
+    return [
+        tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False, add_generation_prompt=True)
+        for p in prompts
+    ]
+
+
 def run(request: dict[str, Any], seal_key: Any) -> dict[str, Any]:
     t0 = time.time()
     task = _load_task(str(request["task"]), seal_key)
@@ -198,7 +219,7 @@ def run(request: dict[str, Any], seal_key: Any) -> dict[str, Any]:
     if limit is not None:
         items = items[: int(limit)]
     tokenizer, model = _load_model(str(request["checkpoint"]))
-    prompts = [item.prompt for item in items]
+    prompts = _formatted(tokenizer, task, [item.prompt for item in items])
     outputs = _generate(tokenizer, model, prompts, task.decoding, tuple(task.stop), int(request.get("batch_size", 64)))
     samples = []
     for item, output in zip(items, outputs):

@@ -22,7 +22,7 @@ import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
@@ -60,8 +60,12 @@ def _tasks_root() -> Path:
     return Path(str(resources.files("rsi_master") / "tasks"))
 
 
-def _sources(extra: Sequence[str | Path]) -> list[tuple[str, Path | bytes]]:
-    """(relative path in the seal, source file or literal bytes)."""
+TASK_DIR = "task"  # a task directory's files inside the seal (docs/your-model.md, "Task directories")
+
+
+def _sources(extra: Sequence[str | Path], task_files: Mapping[str, bytes] | None = None) -> list[tuple[str, Path | bytes]]:
+    """(relative path in the seal, source file or literal bytes). `task_files` are a task
+    directory's files as they were read and digested (`FileTask.files`), never re-read here."""
     out: list[tuple[str, Path | bytes]] = [
         ("evaluator.py", Path(__file__).with_name("_evaluator.py")),
         ("rsi_master/__init__.py", _MARKER),
@@ -75,13 +79,15 @@ def _sources(extra: Sequence[str | Path]) -> list[tuple[str, Path | bytes]]:
     for e in extra:
         path = Path(e)
         out.append((path.name, path))
+    for rel, data in sorted((task_files or {}).items()):
+        out.append((f"{TASK_DIR}/{rel}", bytes(data)))
     return out
 
 
-def evaluator_digest(extra_sources: Sequence[str | Path] = ()) -> str:
+def evaluator_digest(extra_sources: Sequence[str | Path] = (), task_files: Mapping[str, bytes] | None = None) -> str:
     """The digest a seal made now from the installed code would have (no copy made)."""
     lines = []
-    for rel, src in _sources(extra_sources):
+    for rel, src in _sources(extra_sources, task_files):
         digest = sha256_bytes(src) if isinstance(src, bytes) else sha256_file(src)
         lines.append((rel, digest))
     lines.sort()
@@ -93,15 +99,18 @@ def _cache_root() -> Path:
     return Path(base) / "rsi-master" / "sealed"
 
 
-def seal_evaluator(store: Any = None, extra_sources: Sequence[str | Path] = ()) -> tuple[Path, str]:
-    """Copy the evaluator and tasks into a sealed directory; return (path, digest).
+def seal_evaluator(
+    store: Any = None, extra_sources: Sequence[str | Path] = (), task_files: Mapping[str, bytes] | None = None
+) -> tuple[Path, str]:
+    """Copy the evaluator and tasks (and a task directory's files) into a sealed directory;
+    return (path, digest).
 
     With a store, the seal is an artifact (read-only, content-addressed); without one it
     lives in a per-user cache named by its digest.
     """
     with tempfile.TemporaryDirectory(prefix="rsi-seal-") as tmp:
         staging = Path(tmp) / "seal"
-        _stage(staging, extra_sources)
+        _stage(staging, extra_sources, task_files)
         digest = dir_digest(staging, ignore_pycache=True)
         if store is not None:
             stored = store.put_dir(staging)
@@ -163,7 +172,11 @@ def _copy_seal(source: Path, dest: Path) -> None:
 
 
 @contextmanager
-def private_seal(source: str | Path | None = None, extra_sources: Sequence[str | Path] = ()) -> Iterator[PrivateSeal]:
+def private_seal(
+    source: str | Path | None = None,
+    extra_sources: Sequence[str | Path] = (),
+    task_files: Mapping[str, bytes] | None = None,
+) -> Iterator[PrivateSeal]:
     """A private copy of the sealed evaluator and the digest of the bytes in it.
 
     `source` is a sealed copy to take (a run's stored seal); without one the copy is made
@@ -176,7 +189,7 @@ def private_seal(source: str | Path | None = None, extra_sources: Sequence[str |
         root.chmod(0o700)
         seal = root / "seal"
         if source is None:
-            _stage(seal, extra_sources)
+            _stage(seal, extra_sources, task_files)
         else:
             _copy_seal(Path(source), seal)
         yield PrivateSeal(root, seal, dir_digest(seal, ignore_pycache=True))
@@ -184,8 +197,8 @@ def private_seal(source: str | Path | None = None, extra_sources: Sequence[str |
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _stage(dest: Path, extra_sources: Sequence[str | Path]) -> None:
-    for rel, src in _sources(extra_sources):
+def _stage(dest: Path, extra_sources: Sequence[str | Path], task_files: Mapping[str, bytes] | None = None) -> None:
+    for rel, src in _sources(extra_sources, task_files):
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         if isinstance(src, bytes):

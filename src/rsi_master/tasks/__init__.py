@@ -8,13 +8,14 @@ executed programs, short answers). See `docs/tasks.md`.
 
 from ._arithmetic import ArithmeticTask
 from ._base import EVAL_SIZE, PARTIAL_CAP, FamilySpec, Problem, SealedExhaustedError, SuiteTask
+from ._dir import FileTask, PoolItem, TaskConfig, TaskInputError, load_task_dir
 from ._dsl import DslError
 from ._function_calling import FunctionCallingTask
 from ._knowledge import KnowledgeTask
 from ._pool import POOL, POOL_PROMPTS, SAMPLE_PAIRS, SELF_DISTILL, pool_families, sample_items, sampled_rows
 from ._program_synthesis import ProgramSynthesisTask
 from ._protocol import SPLITS, Decoding, EvalItem, GeneratorFamily, Knob, Score, Split, Task, TaskHints, task_hints
-from ._registry import UnknownTaskError, get_task, list_tasks
+from ._registry import UnknownTaskError, get_task, list_tasks, register_task, resolve_task
 from ._seal_key import PUBLIC_SEAL_KEY, SealKey
 from ._spec import generators_spec, items_digest, source_digest, task_source_files, task_spec
 
@@ -32,10 +33,12 @@ __all__ = [
     "DslError",
     "EvalItem",
     "FamilySpec",
+    "FileTask",
     "FunctionCallingTask",
     "GeneratorFamily",
     "Knob",
     "KnowledgeTask",
+    "PoolItem",
     "Problem",
     "ProgramSynthesisTask",
     "Score",
@@ -44,13 +47,18 @@ __all__ = [
     "Split",
     "SuiteTask",
     "Task",
+    "TaskConfig",
     "TaskHints",
+    "TaskInputError",
     "UnknownTaskError",
     "generators_spec",
     "get_task",
     "items_digest",
     "list_tasks",
+    "load_task_dir",
     "pool_families",
+    "register_task",
+    "resolve_task",
     "sample_items",
     "sampled_rows",
     "source_digest",

@@ -8,15 +8,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cache
+from pathlib import Path
+from typing import Any
 
 from ._arithmetic import ArithmeticTask
 from ._base import SuiteTask
+from ._dir import FileTask, TaskInputError, load_task_dir
 from ._function_calling import FunctionCallingTask
 from ._knowledge import KnowledgeTask
 from ._program_synthesis import ProgramSynthesisTask
 from ._seal_key import PUBLIC_SEAL_KEY, SealKey
 
-__all__ = ["UnknownTaskError", "get_task", "list_tasks"]
+__all__ = ["UnknownTaskError", "get_task", "list_tasks", "register_task", "resolve_task"]
 
 _TASKS: dict[str, Callable[..., SuiteTask]] = {
     ArithmeticTask.name: ArithmeticTask,
@@ -24,6 +27,10 @@ _TASKS: dict[str, Callable[..., SuiteTask]] = {
     KnowledgeTask.name: KnowledgeTask,
     ProgramSynthesisTask.name: ProgramSynthesisTask,
 }
+
+# Task directories known to this process by name: the run's own copy, registered when a run is
+# frozen or opened (`register_task`), so that code holding only the contract's task name finds it.
+_FILE_TASKS: dict[str, FileTask] = {}
 
 
 class UnknownTaskError(KeyError, ValueError):
@@ -53,6 +60,8 @@ def get_task(name: str, *, seal_seed: int | None = None, seal_key: SealKey | Non
     Without a key: the public splits, reproducible from the code. A run's harness passes
     the run's `seal_key` (its secret); `seal_seed` is shorthand for a public-seed key.
     """
+    if isinstance(name, str) and name not in _TASKS and name in _FILE_TASKS:
+        return _FILE_TASKS[name]  # type: ignore[return-value]  # its own items: no seal key draws them
     if not isinstance(name, str) or name not in _TASKS:
         raise UnknownTaskError(name)
     if seal_seed is not None and seal_key is not None:
@@ -62,3 +71,32 @@ def get_task(name: str, *, seal_seed: int | None = None, seal_key: SealKey | Non
     elif not isinstance(seal_key, SealKey):
         raise ValueError(f"seal_key must be a SealKey, got {type(seal_key).__name__}")
     return _instance(name, seal_key)
+
+
+def register_task(task: FileTask) -> FileTask:
+    """Make a task directory's task known by its name in this process (the latest wins)."""
+    if not isinstance(task, FileTask):
+        raise TypeError(f"only a FileTask can be registered, not {type(task).__name__}")
+    if task.name in _TASKS:
+        raise TaskInputError(f"{task.root}: task name {task.name!r} is a built-in task's; choose another name")
+    _FILE_TASKS[task.name] = task
+    return task
+
+
+def _looks_like_path(spec: str) -> bool:
+    return "/" in spec or spec.startswith((".", "~")) or Path(spec).is_dir()
+
+
+def resolve_task(spec: Any) -> Any:
+    """A built-in task by name, or a task directory by path (loaded and registered); a task
+    object is returned as it is. UnknownTaskError or TaskInputError otherwise (one line)."""
+    if not isinstance(spec, (str, Path)):
+        return spec
+    text = str(spec)
+    if isinstance(spec, str) and text in _TASKS:
+        return get_task(text)
+    if isinstance(spec, Path) or _looks_like_path(text):
+        return register_task(load_task_dir(Path(text).expanduser()))
+    if text in _FILE_TASKS:
+        return _FILE_TASKS[text]
+    raise UnknownTaskError(text)

@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 
 from .._base import Payload, Record, kind
 
-__all__ = ["CONTRACT_KIND", "CONTRACT_VERSION", "Budget", "EvaluatorSpec", "TaskContract"]
+__all__ = ["CONTRACT_KIND", "CONTRACT_VERSION", "Budget", "EvaluatorSpec", "TaskContract", "TaskSource"]
 
 CONTRACT_KIND = "contract.freeze"
 # v1: protected splits from the public seed in the source (readable, kept for old runs).
@@ -35,6 +35,20 @@ class EvaluatorSpec(Record):
     stop_sha256: str = Field(description="SHA-256 of the canonical stop list.")
     sample_ids: dict[str, list[str]] = Field(description="Preregistered sample IDs per split.")
     items_sha256: dict[str, str] = Field(description="Digest of each split's sealed items.")
+
+
+class TaskSource(Record):
+    """A task read from a directory: its files, copied into the sealed evaluator at freeze (the
+    harness's own copy; the directory itself is never read again). Holds no protected item."""
+
+    files: dict[str, str] = Field(description="Each file of the task directory (relative path -> SHA-256).")
+    digest: str = Field(description="Manifest digest of those files (sorted `path<TAB>sha256` lines).")
+    format: Literal["plain", "chat"] = Field(description="Prompt format: plain text, or the model's chat template.")
+    scorer: str = Field(description="Scorer kind named in task.toml.")
+    train_items: int = Field(ge=0, description="Items of the `train` pool agents may use (0: no pool).")
+    train_dropped: int = Field(
+        ge=0, description="`train` items dropped at load because they repeat a protected item (same id or content)."
+    )
 
 
 @kind(CONTRACT_KIND)
@@ -65,6 +79,9 @@ class TaskContract(Payload):
         default="strict",
         description="The door's guard policy for this run: `strict` (refuse and record) or "
         "`unguarded` (the bench's no-ExpOS ablation: refusals waived, calls logged).",
+    )
+    task_source: TaskSource | None = Field(
+        default=None, description="The task directory's files, for a task read from one; None for a built-in task."
     )
 
     @model_validator(mode="after")

@@ -1,0 +1,22 @@
+"""The seam for generator families built on a task directory's `train` pool.
+
+A file task has no hand-written generator; its families come from the pool (SFT on it,
+rejection sampling, DPO, GRPO with the scorer as reward), built in `tasks/_pool.py`; without
+a pool there is none.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._protocol import GeneratorFamily
+
+__all__ = ["pool_families"]
+
+
+def pool_families(task: Any) -> dict[str, GeneratorFamily]:
+    """The generator families of a file task: its train-pool families (`tasks/_pool.py`), none
+    for a task without a `train` pool."""
+    from .._pool import pool_families as families
+
+    return families(task)
