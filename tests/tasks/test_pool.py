@@ -36,7 +36,7 @@ def test_families_and_their_methods(tmp_path: Path) -> None:
     assert fams[POOL].methods[0] == "sft" and "lora" in fams[POOL].methods
     assert fams[POOL_PROMPTS].methods == ("grpo",)
     assert fams[SAMPLE_PAIRS].methods == ("dpo",) and fams[SAMPLE_PAIRS].source == "checkpoint"
-    with pytest.raises(ValueError, match="data.sample"):
+    with pytest.raises(ValueError, match=r"data\.sample"):
         fams[SELF_DISTILL].generate({}, 0, 4)
 
 

@@ -20,6 +20,7 @@ from rsi_master.runtime._evaluate import evaluate
 from rsi_master.runtime._jsonl import parse_jsonl, write_jsonl
 from rsi_master.runtime._model import TinyLlamaSpec, base_model_digest, base_model_dir, base_model_record
 from rsi_master.runtime._records import DataResult, EvalResult, SampleRecord, TrainConfig, TrainResult
+from rsi_master.runtime._sample import SampleResult, sample
 from rsi_master.runtime._seal import (
     create_seal_secret,
     evaluator_digest,
@@ -42,6 +43,7 @@ __all__ = [
     "InputChangedError",
     "InvalidParameterError",
     "SampleRecord",
+    "SampleResult",
     "SealSecretError",
     "TinyLlamaSpec",
     "TrainConfig",
@@ -64,6 +66,7 @@ __all__ = [
     "operator_seal_key",
     "parse_jsonl",
     "private_seal",
+    "sample",
     "seal_commitment",
     "seal_evaluator",
     "seal_secret_path",

@@ -11,8 +11,18 @@ from ._base import EVAL_SIZE, PARTIAL_CAP, FamilySpec, Problem, SealedExhaustedE
 from ._dir import FileTask, PoolItem, TaskConfig, TaskInputError, load_task_dir
 from ._dsl import DslError
 from ._function_calling import FunctionCallingTask
+from ._knobs import validate_params
 from ._knowledge import KnowledgeTask
-from ._pool import POOL, POOL_PROMPTS, SAMPLE_PAIRS, SELF_DISTILL, pool_families, sample_items, sampled_rows
+from ._pool import (
+    POOL,
+    POOL_PROMPTS,
+    SAMPLE_PAIRS,
+    SAMPLING_FAMILIES,
+    SELF_DISTILL,
+    pool_families,
+    sample_items,
+    sampled_rows,
+)
 from ._program_synthesis import ProgramSynthesisTask
 from ._protocol import SPLITS, Decoding, EvalItem, GeneratorFamily, Knob, Score, Split, Task, TaskHints, task_hints
 from ._registry import UnknownTaskError, get_task, list_tasks, register_task, resolve_task
@@ -26,6 +36,7 @@ __all__ = [
     "POOL_PROMPTS",
     "PUBLIC_SEAL_KEY",
     "SAMPLE_PAIRS",
+    "SAMPLING_FAMILIES",
     "SELF_DISTILL",
     "SPLITS",
     "ArithmeticTask",
@@ -65,4 +76,5 @@ __all__ = [
     "task_hints",
     "task_source_files",
     "task_spec",
+    "validate_params",
 ]

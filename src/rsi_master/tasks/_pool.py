@@ -38,6 +38,7 @@ __all__ = [
     "POOL",
     "POOL_PROMPTS",
     "SAMPLE_PAIRS",
+    "SAMPLING_FAMILIES",
     "SELF_DISTILL",
     "pool_families",
     "sample_items",
@@ -48,6 +49,7 @@ POOL = "pool"
 POOL_PROMPTS = "pool-prompts"
 SELF_DISTILL = "self-distill"
 SAMPLE_PAIRS = "sample-pairs"
+SAMPLING_FAMILIES = frozenset({SELF_DISTILL, SAMPLE_PAIRS})  # rows from `data.sample`, not `data.generate`
 TEMPLATES = ("task", "capability", "mixed")
 REFERENCE = "reference"  # the target made from the scorer's reference (the answer alone)
 # Item fields that usually hold a worked target, preferred as the default target in this order.
