@@ -117,7 +117,8 @@ def _generate(request: dict[str, Any]) -> list[list[str]]:
     path = request["checkpoint"]
     device = "cuda" if torch.cuda.is_available() else "cpu"
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=torch.float32).to(device)
+    model: Any = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=torch.float32)
+    model = model.to(device)
     model.eval()
     tokenizer.padding_side = "left"  # batched generation continues from the right edge
     if tokenizer.pad_token_id is None:

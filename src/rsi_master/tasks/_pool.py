@@ -74,7 +74,7 @@ def _raw_fields(task: Any) -> dict[str, dict[str, Any]]:
     holds and digested, never from the directory again."""
     cache = _cache(task)
     if "raw" in cache:
-        return cache["raw"]  # type: ignore[no-any-return]
+        return cache["raw"]
     out: dict[str, dict[str, Any]] = {}
     splits = getattr(getattr(task, "config", None), "splits", None)
     rel = getattr(splits, "train", None)
@@ -133,7 +133,7 @@ def _candidates(task: Any, pool: Sequence[Any]) -> tuple[list[str], str | None]:
     most of the first PROBE_ITEMS items (ties: PREFERRED_FIELDS order, then the reference)."""
     cache = _cache(task)
     if "candidates" in cache:
-        return cache["candidates"]  # type: ignore[no-any-return]
+        return cache["candidates"]
     raw = _raw_fields(task)
     inputs = {name for item in pool for name in item.question}
     fields = sorted(
