@@ -71,9 +71,9 @@ def _stored(x: ExpOS, digest: str) -> list[dict]:
 def test_the_pool_directions_are_the_contracts_generators(run):
     assert run.contract.allowed_generators == [
         "lanterns/pool",
-        "lanterns/pool-prompts",
-        "lanterns/sample-pairs",
-        "lanterns/self-distill",
+        "lanterns/pool_prompts",
+        "lanterns/sample_pairs",
+        "lanterns/self_distill",
     ]
 
 
@@ -82,14 +82,14 @@ def test_the_pool_directions_are_the_contracts_generators(run):
 def test_every_direction_makes_a_dataset_and_trains(run):
     x, task = run, run.protected_task()
     pool = x.call(W1, "data.generate", {"family": "pool", "params": {"keep": "all"}, "n": 12, "seed": 1})
-    prompts = x.call(W1, "data.generate", {"family": "pool-prompts", "n": 8, "seed": 1})
+    prompts = x.call(W1, "data.generate", {"family": "pool_prompts", "n": 8, "seed": 1})
     kept = x.call(
         W1,
         "data.sample",
-        {"family": "self-distill", "params": {"prompts": 8, "samples_per_prompt": 4, "keep_per_prompt": 2}, "n": 40},
+        {"family": "self_distill", "params": {"prompts": 8, "samples_per_prompt": 4, "keep_per_prompt": 2}, "n": 40},
     )
     pairs = x.call(
-        W1, "data.sample", {"family": "sample-pairs", "params": {"prompts": 8, "samples_per_prompt": 4}, "n": 40}
+        W1, "data.sample", {"family": "sample_pairs", "params": {"prompts": 8, "samples_per_prompt": 4}, "n": 40}
     )
     # One rejection-sampling round keeps only what the scorer passes, and says how much that was.
     assert kept.sampled == 32 and 0 < kept.passing < kept.sampled and kept.n_rows <= kept.passing
@@ -124,7 +124,7 @@ def test_every_direction_makes_a_dataset_and_trains(run):
     again = x.call(
         W1,
         "data.sample",
-        {"family": "self-distill", "params": {"prompts": 6}, "n": 10, "seed": 2, "parent": runs["sft"].experiment_id},
+        {"family": "self_distill", "params": {"prompts": 6}, "n": 10, "seed": 2, "parent": runs["sft"].experiment_id},
     )
     ev = x.events("data.sample")[-1]
     assert ev.payload["parent"] == runs["sft"].experiment_id and again.sampled == 24
@@ -137,10 +137,10 @@ def test_sampling_from_outside_the_lineage_is_a_guards(run):
     exp = x.call(W1, "experiment.submit", {"dataset": ds.dataset, "config": QUICK})
     x.call(MAIN, "worker.add", {"worker_id": "w2", "task": "another"})
     with pytest.raises(ToolRefused, match="outside w2's lineage"):
-        x.call(W2, "data.sample", {"family": "self-distill", "n": 4, "parent": exp.experiment_id})
+        x.call(W2, "data.sample", {"family": "self_distill", "n": 4, "parent": exp.experiment_id})
     assert x.events("guard.blocked")[-1].payload["subcategory"] == "weight_provenance"
     with pytest.raises(ToolRefused, match="not a completed experiment"):
-        x.call(W1, "data.sample", {"family": "self-distill", "n": 4, "parent": "exp-99999"})
+        x.call(W1, "data.sample", {"family": "self_distill", "n": 4, "parent": "exp-99999"})
 
 
 def test_no_data_tool_names_a_protected_split(run):
@@ -149,7 +149,7 @@ def test_no_data_tool_names_a_protected_split(run):
         if name.startswith("data."):
             assert not {"split", "splits"} & set(t.input.model_fields), name
     with pytest.raises(ToolInvalid):
-        run.call(W1, "data.sample", {"family": "self-distill", "n": 4, "split": "dev"})
+        run.call(W1, "data.sample", {"family": "self_distill", "n": 4, "split": "dev"})
     for family in ("dev", "review", "final", "train"):
         with pytest.raises((ToolRefused, ToolInvalid)):
             run.call(W1, "data.generate", {"family": family, "n": 4})
@@ -158,9 +158,9 @@ def test_no_data_tool_names_a_protected_split(run):
     with pytest.raises(ToolInvalid, match="not a sampling family"):
         run.call(W1, "data.sample", {"family": "pool", "n": 4})
     with pytest.raises(ToolInvalid, match=r"data\.sample"):
-        run.call(W1, "data.generate", {"family": "self-distill", "n": 4})
+        run.call(W1, "data.generate", {"family": "self_distill", "n": 4})
     with pytest.raises(ToolInvalid, match="samples_per_prompt"):
-        run.call(W1, "data.sample", {"family": "self-distill", "n": 4, "params": {"samples_per_prompt": 0}})
+        run.call(W1, "data.sample", {"family": "self_distill", "n": 4, "params": {"samples_per_prompt": 0}})
 
 
 def test_a_pool_item_leaked_from_a_protected_split_never_reaches_training(tmp_path):
@@ -174,7 +174,7 @@ def test_a_pool_item_leaked_from_a_protected_split_never_reaches_training(tmp_pa
         out = x.call(W1, "data.generate", {"family": "pool", "params": {"keep": "all"}, "n": 60, "seed": 0})
         assert x.events("data.generate")[-1].payload["left_out"] >= 1
         assert "t-leak" not in {r["item"] for r in _stored(x, out.dataset)} and out.n_rows == 60
-        grpo = x.call(W1, "data.generate", {"family": "pool-prompts", "n": 60})
+        grpo = x.call(W1, "data.generate", {"family": "pool_prompts", "n": 60})
         assert leak.prompt not in {r["prompt"] for r in _stored(x, grpo.dataset)}
         # ... and the same row written by hand is refused.
         with pytest.raises(ToolRefused, match="overlaps protected"):
@@ -194,6 +194,6 @@ def test_sampling_nothing_that_passes_registers_nothing(tmp_path):
         x.call(MAIN, "worker.add", {"worker_id": "w1", "task": "t"})
         with pytest.raises(ToolFailed, match="0 of 8 completions passed"):
             x.call(
-                W1, "data.sample", {"family": "self-distill", "params": {"prompts": 4, "samples_per_prompt": 2}, "n": 4}
+                W1, "data.sample", {"family": "self_distill", "params": {"prompts": 4, "samples_per_prompt": 2}, "n": 4}
             )
         assert x.events("data.sample") == [] and x.projection().state.datasets == {}

@@ -1,7 +1,7 @@
-"""`data.sample`: rejection sampling and self-distillation on the task's `train` pool.
+"""`data.sample`: rejection sampling and self_distillation on the task's `train` pool.
 
-A Worker names a sampling family of the task (`self-distill`: completions the task's scorer
-passes; `sample-pairs`: a passing and a failing completion of one prompt, for DPO) and a
+A Worker names a sampling family of the task (`self_distill`: completions the task's scorer
+passes; `sample_pairs`: a passing and a failing completion of one prompt, for DPO) and a
 checkpoint it may train from (`base` or an experiment of its lineage: the same guard as an
 experiment's parent). The harness draws pool prompts, samples from a measured private copy of
 that checkpoint in a child process, scores every completion with the task's scorer, leaves out
@@ -27,7 +27,7 @@ from ._tools_worker import DatasetResult, _family, _In, _register
 
 class SampleInput(_In):
     family: str = Field(
-        description="A sampling family of the run's task (`self-distill` or `sample-pairs`, or `task/family`); "
+        description="A sampling family of the run's task (`self_distill` or `sample_pairs`, or `task/family`); "
         "only the contract's allowed families are accepted."
     )
     params: dict[str, Any] = Field(

@@ -7,10 +7,10 @@ Worker runs them through the same ExpOS tools:
 - `pool`: SFT (or LoRA, or DPO against the runtime's checker-verified corruptions) on the
   pool's own targets, with recipe knobs: which text is the target, template variant, a nested
   subset, a length filter, and whether rows whose target the scorer fails are kept;
-- `pool-prompts`: the pool's prompts with their references, for GRPO with the scorer as reward;
-- `self-distill`: completions sampled from a checkpoint of the run on pool prompts, kept when
+- `pool_prompts`: the pool's prompts with their references, for GRPO with the scorer as reward;
+- `self_distill`: completions sampled from a checkpoint of the run on pool prompts, kept when
   the scorer passes them (rejection sampling), for SFT; rows come from `data.sample`;
-- `sample-pairs`: a passing and a failing sample of the same prompt, for DPO; `data.sample`.
+- `sample_pairs`: a passing and a failing sample of the same prompt, for DPO; `data.sample`.
 
 Epochs over the pool are not a knob: a family returns the `n` rows it is asked for, cycling
 through its selection, so the passes are n / |selection|, which the Worker's steps x batch
@@ -46,9 +46,9 @@ __all__ = [
 ]
 
 POOL = "pool"
-POOL_PROMPTS = "pool-prompts"
-SELF_DISTILL = "self-distill"
-SAMPLE_PAIRS = "sample-pairs"
+POOL_PROMPTS = "pool_prompts"
+SELF_DISTILL = "self_distill"
+SAMPLE_PAIRS = "sample_pairs"
 SAMPLING_FAMILIES = frozenset({SELF_DISTILL, SAMPLE_PAIRS})  # rows from `data.sample`, not `data.generate`
 TEMPLATES = ("task", "capability", "mixed")
 REFERENCE = "reference"  # the target made from the scorer's reference (the answer alone)
@@ -300,7 +300,7 @@ def sampled_rows(
     task: Any, family: str, items: Sequence[Any], outputs: Sequence[Sequence[str]], params: Mapping[str, Any]
 ) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """(rows, counts) from sampled outputs (cut at the stop string), each scored by the task's
-    scorer: `self-distill` keeps distinct passing completions, `sample-pairs` pairs distinct
+    scorer: `self_distill` keeps distinct passing completions, `sample_pairs` pairs distinct
     passing with distinct failing ones of the same prompt; at most `keep_per_prompt` per prompt."""
     if family not in (SELF_DISTILL, SAMPLE_PAIRS):
         raise ValueError(f"{family} is not a sampling family")
