@@ -29,16 +29,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..errors import RsiMasterError
     from ..expos import Budget, ExpOS
-    from ..tasks import list_tasks
+    from ..tasks import UnknownTaskError, list_tasks, resolve_task
 
     # Checked before ExpOS.create: bad input is one line, and no run directory or key is written.
-    if args.task not in list_tasks():
-        raise RsiMasterError(f"unknown task {args.task!r}; known tasks: {', '.join(list_tasks())}")
+    try:
+        task = resolve_task(args.task)  # a built-in name or a task directory
+    except UnknownTaskError:
+        raise RsiMasterError(
+            f"unknown task {args.task!r}; known tasks: {', '.join(list_tasks())}, or the path of a task directory"
+        ) from None
     if args.max_experiments < 1 or args.max_train_steps < 1:
         raise RsiMasterError("budgets must be positive")
     budget = Budget(max_experiments=args.max_experiments, max_train_steps=args.max_train_steps)
     limit = int(args.eval_limit) if args.eval_limit is not None else None
-    with ExpOS.create(args.dir, args.task, budget=budget, eval_limit=limit, key_dir=args.key_dir) as expos:
+    with ExpOS.create(args.dir, task, budget=budget, eval_limit=limit, key_dir=args.key_dir) as expos:
         c = expos.contract
     print("---")
     print(f"run_dir: {args.dir}\ntask: {c.task}\nbase_model: {c.base_model_digest}")

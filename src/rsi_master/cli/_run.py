@@ -47,7 +47,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--task",
         default=env("task", "knowledge"),
-        help="task of the embedded suite (env RSI_MASTER_TASK; default knowledge)",
+        metavar="NAME_OR_DIR",
+        help="a task of the embedded suite, or the path of a task directory (task.toml and JSONL splits: "
+        "docs/your-model.md) (env RSI_MASTER_TASK; default knowledge)",
+    )
+    p.add_argument(
+        "--model",
+        default=env("model"),
+        metavar="PATH_OR_ID",
+        help="base model: a Hugging Face model directory, or a repository id in the local Hugging Face "
+        "cache (never downloaded); any causal LM with its tokenizer and chat template (env RSI_MASTER_MODEL; "
+        "default: the shipped 1M-parameter model)",
     )
     p.add_argument(
         "--budget",
@@ -177,6 +187,7 @@ def run(args: argparse.Namespace) -> int:
         eval_limit=args.eval_limit,
         final_limit=args.final_limit,
         display=make_display(is_tty()),
+        model=args.model or None,
         **names,  # type: ignore[arg-type]
     )
     print_summary(summary)

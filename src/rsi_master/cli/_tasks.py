@@ -16,6 +16,42 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(NAME, help=HELP, description=HELP)
     p.add_argument("--json", action="store_true", default=bool(env("tasks_json")), help="one JSON object per task")
     p.set_defaults(handler=run)
+    actions = p.add_subparsers(dest="tasks_action", metavar="{check}")
+    help_check = "validate task directories (task.toml and JSONL splits: docs/your-model.md); writes nothing"
+    c = actions.add_parser("check", help=help_check, description=help_check)
+    c.add_argument("dirs", nargs="+", metavar="DIR", help="a task directory")
+    c.add_argument("--json", action="store_true", default=bool(env("tasks_json")), help="one JSON object per task")
+    c.set_defaults(handler=check)
+
+
+def check(args: argparse.Namespace) -> int:
+    """Load each directory as a run would (every check; bad input is one line, exit 1)."""
+    from ..tasks import SPLITS, load_task_dir
+
+    for d in args.dirs:
+        task = load_task_dir(d)
+        row: dict[str, Any] = {
+            "task": task.name,
+            "dir": str(d),
+            "capability": task.capability,
+            "format": task.format,
+            "scorer": task.scorer.kind,
+            **{split: len(task.eval_items(split)) for split in SPLITS},
+            "train": len(task.train_pool()),
+            "train_dropped": task.train_dropped,
+            "digest": task.digest,
+        }
+        if args.json:
+            print(json.dumps(row, sort_keys=True))
+            continue
+        counts = ", ".join(f"{k} {row[k]}" for k in (*SPLITS, "train"))
+        dropped = (
+            f" ({row['train_dropped']} train items dropped: they repeat protected items)" if task.train_dropped else ""
+        )
+        print(
+            f"ok: {task.name} ({d}): {task.scorer.kind} scorer, {task.format} format; {counts}{dropped}; digest {task.digest}"
+        )
+    return 0
 
 
 def _fmt(score: float | None) -> str:

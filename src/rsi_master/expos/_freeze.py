@@ -6,14 +6,18 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import RsiMasterError
+from ..events import BaseModelSource
 from ..ledger import KeyDir
 from ..rundir import RunDir
 from ._contract import CONTRACT_KIND, CONTRACT_VERSION, Budget, EvaluatorSpec, TaskContract, TaskSource
 from ._guards import GuardPolicy
 from ._registry import ROLES, TOOLS
+
+if TYPE_CHECKING:
+    from ..runtime import ModelSource
 
 __all__ = ["freeze_run"]
 
@@ -52,17 +56,22 @@ def freeze_run(
     allowed_teachers: list[str] | None,
     run_id: str | None,
     guards: GuardPolicy,
+    model: ModelSource | str | Path | None = None,
 ) -> tuple[RunDir, TaskContract]:
     """Create the run directory and record its contract (the arguments as `ExpOS.create` takes
     them); the run is open on return and closed again if anything fails. The tools must be
-    registered first: the contract lists each role's permitted tools."""
-    from ..runtime import METHODS, base_model_dir, create_seal_secret, seal_commitment, seal_evaluator
+    registered first: the contract lists each role's permitted tools. `model` is the base
+    model (`resolve_model`'s ModelSource, or what `--model` takes; None: the shipped one):
+    its defining files are copied into the run's store, measured, and the contract pins
+    their digest."""
+    from ..runtime import METHODS, ModelSource, create_seal_secret, resolve_model, seal_commitment, seal_evaluator
     from ..tasks import SPLITS, FileTask, SealKey, get_task, load_task_dir, register_task, resolve_task, task_spec
 
     # A built-in name, a task directory (path, registered name or FileTask): an unknown task or a
     # bad directory fails before anything is written.
     given = resolve_task(task)
     file_task = given if isinstance(given, FileTask) else None
+    source = model if isinstance(model, ModelSource) else resolve_model(model)  # so does a bad model
     if eval_limit is not None and eval_limit < 1:
         raise RsiMasterError("eval_limit must be positive")
     if final_limit is not None and final_limit < 0:
@@ -75,15 +84,13 @@ def freeze_run(
             # from here on the run's task is the sealed copy, never the directory (an agent may
             # be able to edit it).
             seal_path, evaluator_digest = seal_evaluator(store=run.store, task_files=file_task.files)
-            task_obj: Any = register_task(
-                load_task_dir(Path(seal_path) / "task", expected_digest=file_task.digest)
-            )
+            task_obj: Any = register_task(load_task_dir(Path(seal_path) / "task", expected_digest=file_task.digest))
         else:
             task_obj = get_task(given.name, seal_key=SealKey(secret=secret))
             seal_path, evaluator_digest = seal_evaluator(store=run.store)
         spec = task_spec(task_obj)
-        base_dir = base_model_dir()
-        base_artifact = run.store.put_dir(base_dir)
+        base_artifact, base_source = _store_base(run, source)
+        base_dir = run.store.path(base_artifact)
         families = [f"{spec['name']}/{name}" for name in sorted(task_obj.generators())]
         limits: dict[str, int | None] = dict.fromkeys(SPLITS, eval_limit)
         if final_limit is not None:
@@ -100,6 +107,7 @@ def freeze_run(
             base_model_artifact=base_artifact,
             base_tokenizer_sha256=hashlib.sha256(tok.read_bytes()).hexdigest() if tok.is_file() else None,
             base_generation_config_sha256=hashlib.sha256(gen.read_bytes()).hexdigest() if gen.is_file() else None,
+            base_model_source=base_source,
             evaluator=EvaluatorSpec(
                 evaluator_digest=evaluator_digest,
                 evaluator_artifact=Path(seal_path).name,
@@ -118,11 +126,13 @@ def freeze_run(
             guards=guards.name,
             task_source=_task_source(task_obj),
         )
+        # Absent rather than null where unused: a default run's contract is as it was.
+        exclude = {k for k in ("base_model_source", "task_source") if getattr(contract, k) is None}
         run.record(
             {
                 "kind": CONTRACT_KIND,
                 "actor": HARNESS,
-                "payload": contract.model_dump(mode="json"),
+                "payload": contract.model_dump(mode="json", exclude=exclude),
                 "artifacts": [
                     {"digest": base_artifact, "role": "output", "name": "base_model"},
                     {"digest": contract.evaluator.evaluator_artifact, "role": "output", "name": "sealed_evaluator"},
@@ -133,3 +143,31 @@ def freeze_run(
         run.close()
         raise
     return run, contract
+
+
+def _store_base(run: RunDir, source: ModelSource) -> tuple[str, BaseModelSource | None]:
+    """Store the base model's defining files (the copy every experiment from `base` trains
+    from) and return its store digest and, for a user model, the contract's record of it."""
+    import tempfile
+
+    from ..runtime import stage_model
+
+    if source.is_shipped:
+        return run.store.put_dir(source.path), None
+    # Staged beside the store (same filesystem): the store then takes the files by renaming,
+    # not by a second copy of what may be many gigabytes.
+    with tempfile.TemporaryDirectory(prefix=".base-", dir=run.path) as tmp:
+        staged = Path(tmp) / "model"
+        stage_model(source, staged)  # refuses a model changed since it was resolved
+        digest = run.store.put_dir(staged, move=True)
+    if digest != source.tree_digest:
+        raise RsiMasterError(f"stored base model {digest} differs from the resolved {source.tree_digest}")
+    return digest, BaseModelSource(
+        spec=source.spec,
+        path=str(source.path),
+        repo_id=source.repo_id,
+        revision=source.revision,
+        architecture=source.architecture,
+        tree_digest=source.tree_digest,
+        files=dict(source.files),
+    )

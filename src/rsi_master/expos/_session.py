@@ -96,8 +96,12 @@ class ExpOS:
         allowed_teachers: list[str] | None = None,
         run_id: str | None = None,
         guards: GuardPolicy | None = None,
+        model: Any = None,
     ) -> ExpOS:
         """Freeze a contract for `task` and record it as the run's first event.
+
+        `model` is the base model: None for the shipped one, a directory or a repository id
+        in the local Hugging Face cache, or a resolved `runtime.ModelSource`.
 
         `eval_limit` keeps the first N items of each split (all of them if None);
         `final_limit` overrides it for `final`, which only the harness scores, once per
@@ -125,6 +129,7 @@ class ExpOS:
             allowed_teachers=allowed_teachers,
             run_id=run_id,
             guards=guards,
+            model=model,
         )
         return cls(run, contract, guards=guards)
 
@@ -187,7 +192,7 @@ class ExpOS:
         if self.contract.task_source is not None:
             if self._file_task is None:
                 raise SealSecretError(self._file_task_error or "task not loaded")
-            return self._file_task  # type: ignore[no-any-return]
+            return self._file_task
         return get_task(self.contract.task, seal_key=self.seal_key())
 
     def seal_problems(self) -> list[str]:

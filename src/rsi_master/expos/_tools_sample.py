@@ -52,7 +52,14 @@ class SampledDataset(DatasetResult):
 @tool("data.sample", roles=("worker",), kind="launching", input=SampleInput, result=SampledDataset)
 def data_sample(expos, caller, inp: SampleInput) -> SampledDataset:
     """Sample completions from a checkpoint on train-pool prompts and register those the task's scorer keeps."""
-    from ..runtime import CheckpointLoadError, InputChangedError, InvalidParameterError, TrainingError, sample
+    from ..runtime import (
+        CheckpointLoadError,
+        InputChangedError,
+        InvalidParameterError,
+        TrainingError,
+        is_chat,
+        sample,
+    )
     from ..tasks import sample_items, sampled_rows, validate_params
     from ._contamination_gate import failing_rows
 
@@ -86,6 +93,7 @@ def data_sample(expos, caller, inp: SampleInput) -> SampledDataset:
             top_p=task.decoding.top_p,
             stop=tuple(task.stop),
             seed=inp.seed,
+            chat=is_chat(task),
         )
     except InputChangedError as exc:
         expos.guard(str(exc), Subcategory.WEIGHT_PROVENANCE)

@@ -85,7 +85,7 @@ def _check_new_dir(path: Path) -> None:
 
 
 def start_run(
-    task: str,
+    task: Any,
     budget: str | float | None,
     *,
     slots: int = 2,
@@ -103,6 +103,7 @@ def start_run(
     timing_prior: dict[str, float] | None = None,
     worker: str = "tpe",
     setup: Callable[[Any], None] | None = None,
+    model: str | Path | None = None,
 ) -> dict[str, Any]:
     """Create a run and drive it to its summary. `budget` None is the task's default
     (`default_budget`). `main` and `reviewer` name the agents (a
@@ -117,17 +118,28 @@ def start_run(
     None: `eval_limit`, as for the other splits).
     `worker` names the Worker agent the Main agent puts in the directions it adds; `setup`
     records more of the run's configuration (the agents layer's `agents.config`) before any
-    agent acts."""
+    agent acts. `model` is the base model (`--model`): a Hugging Face model directory or a
+    repository id in the local Hugging Face cache; None is the shipped model."""
     from ..expos import Budget, ExpOS
-    from ..tasks import UnknownTaskError, get_task, list_tasks
+    from ..tasks import UnknownTaskError, list_tasks, resolve_task
 
+    # A built-in task's name or a task directory's path (TaskInputError, one line, for a bad one);
+    # a directory is read once here and the run is frozen from those bytes.
+    try:
+        given = resolve_task(task)
+    except UnknownTaskError:
+        raise RsiMasterError(
+            f"unknown task {task!r}; known: {', '.join(list_tasks())}, or the path of a task directory"
+        ) from None
+    task = given.name
     budget_s = parse_budget(default_budget(task) if budget is None else budget)
     if slots < 1:
         raise RsiMasterError(f"slots must be at least 1, got {slots}")
-    try:
-        get_task(task)
-    except UnknownTaskError:
-        raise RsiMasterError(f"unknown task {task!r}; known: {', '.join(list_tasks())}") from None
+    source = None
+    if model is not None:
+        from ..runtime import resolve_model
+
+        source = resolve_model(model)  # a bad model fails before anything is written
     path = Path(run_dir) if run_dir else _default_dir(task)
     _check_new_dir(path)
     # Built beside its final place and renamed into it once the settings are recorded: a run
@@ -138,12 +150,13 @@ def start_run(
     guards = guard_policy(environment) if environment else None
     expos = ExpOS.create(
         building,
-        task,
+        given,
         budget=Budget(wall_seconds=budget_s, max_train_steps=max_train_steps),
         eval_limit=eval_limit,
         final_limit=final_limit,
         key_dir=key_dir,
         guards=guards,
+        model=source,
     )
     # Absent rather than null when not given: the settings of runs without them stay as they were.
     optional: dict[str, Any] = {

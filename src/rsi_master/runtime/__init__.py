@@ -6,7 +6,9 @@ digest-pinned copy of its code. Importing this package is light: torch, transfor
 and TRL load only inside the functions that train or evaluate.
 """
 
+from rsi_master.runtime._chat import is_chat
 from rsi_master.runtime._data import dedup, filter_data, generate, mix
+from rsi_master.runtime._device import DeviceSettings, device_settings
 from rsi_master.runtime._digest import dir_digest, sha256_bytes, sha256_file
 from rsi_master.runtime._errors import (
     CheckpointLoadError,
@@ -17,6 +19,7 @@ from rsi_master.runtime._errors import (
     TrainingError,
 )
 from rsi_master.runtime._evaluate import evaluate
+from rsi_master.runtime._hf_model import ModelInputError, ModelSource, hf_cache_dir, resolve_model, stage_model
 from rsi_master.runtime._jsonl import parse_jsonl, write_jsonl
 from rsi_master.runtime._model import TinyLlamaSpec, base_model_digest, base_model_dir, base_model_record
 from rsi_master.runtime._records import DataResult, EvalResult, SampleRecord, TrainConfig, TrainResult
@@ -38,10 +41,13 @@ __all__ = [
     "METHODS",
     "CheckpointLoadError",
     "DataResult",
+    "DeviceSettings",
     "EvalResult",
     "EvaluationError",
     "InputChangedError",
     "InvalidParameterError",
+    "ModelInputError",
+    "ModelSource",
     "SampleRecord",
     "SampleResult",
     "SealSecretError",
@@ -55,23 +61,28 @@ __all__ = [
     "base_model_record",
     "create_seal_secret",
     "dedup",
+    "device_settings",
     "dir_digest",
     "evaluate",
     "evaluator_digest",
     "filter_data",
     "generate",
+    "hf_cache_dir",
+    "is_chat",
     "load_seal_key",
     "make_spec",
     "mix",
     "operator_seal_key",
     "parse_jsonl",
     "private_seal",
+    "resolve_model",
     "sample",
     "seal_commitment",
     "seal_evaluator",
     "seal_secret_path",
     "sha256_bytes",
     "sha256_file",
+    "stage_model",
     "train",
     "write_jsonl",
 ]

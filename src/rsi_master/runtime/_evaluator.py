@@ -23,6 +23,7 @@ import importlib
 import inspect
 import json
 import math
+import os
 import signal
 import sys
 import time
@@ -147,6 +148,8 @@ def _load_model(checkpoint: str) -> tuple[Any, Any]:
         model = AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True, dtype=torch.float32)
     except Exception as exc:
         raise _Refused(EXIT_LOAD, f"checkpoint {checkpoint} does not load: {type(exc).__name__}: {exc}") from exc
+    if torch.cuda.is_available() and os.environ.get("RSI_MASTER_DEVICE", "").strip().lower() != "cpu":
+        model.to("cuda")  # type: ignore[arg-type]  # fp32 as on the CPU: the precision is part of what the seal pins
     model.eval()
     tokenizer.padding_side = "left"  # batched generation continues from the right edge
     if tokenizer.pad_token_id is None:
@@ -154,8 +157,38 @@ def _load_model(checkpoint: str) -> tuple[Any, Any]:
     return tokenizer, model
 
 
+def _is_chat(task: Any) -> bool:
+    # Same rule as the runtime's _chat.is_chat (this file cannot import it: it runs from its seal).
+    return getattr(task, "chat", False) is True or getattr(task, "format", None) == "chat"
+
+
+def _chat_prompts(tokenizer: Any, prompts: list[str]) -> list[str]:
+    """The rendered task prompt as the user turn of the model's own chat template."""
+    if not getattr(tokenizer, "chat_template", None):
+        raise _Refused(EXIT_LOAD, "the task is in chat format but the checkpoint's tokenizer has no chat template")
+    return [
+        str(tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False, add_generation_prompt=True))
+        for p in prompts
+    ]
+
+
+def _eos_ids(tokenizer: Any, model: Any) -> list[int]:
+    """Every id that ends a turn: the tokenizer's eos and the generation config's (a chat
+    model's end-of-turn token is often only in the latter)."""
+    ids = [tokenizer.eos_token_id]
+    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    ids += configured if isinstance(configured, list) else [configured]
+    return sorted({i for i in ids if isinstance(i, int)})
+
+
 def _generate(
-    tokenizer: Any, model: Any, prompts: list[str], decoding: Any, stop: tuple[str, ...], batch_size: int
+    tokenizer: Any,
+    model: Any,
+    prompts: list[str],
+    decoding: Any,
+    stop: tuple[str, ...],
+    batch_size: int,
+    chat: bool = False,
 ) -> list[str]:
     import torch
     from transformers import GenerationConfig, StoppingCriteria, StoppingCriteriaList
@@ -166,13 +199,13 @@ def _generate(
 
         def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
             texts = tokenizer.batch_decode(input_ids[:, self.width :], skip_special_tokens=True)
-            return torch.tensor([any(s in t for s in stop) for t in texts], dtype=torch.bool)
+            return torch.tensor([any(s in t for s in stop) for t in texts], dtype=torch.bool, device=input_ids.device)
 
     gen_kwargs: dict[str, Any] = {
         "max_new_tokens": decoding.max_new_tokens,
         "do_sample": decoding.do_sample,
         "pad_token_id": tokenizer.pad_token_id,
-        "eos_token_id": tokenizer.eos_token_id,
+        "eos_token_id": _eos_ids(tokenizer, model) or None,
         "bos_token_id": tokenizer.bos_token_id,
     }
     if decoding.do_sample:
@@ -185,7 +218,11 @@ def _generate(
     with torch.inference_mode():
         for start in range(0, len(order), batch_size):
             idx = order[start : start + batch_size]
-            enc = tokenizer([prompts[i] for i in idx], return_tensors="pt", padding=True)
+            # A chat template writes its own special tokens (a BOS among them): adding them again
+            # would show the model a prompt no training row had.
+            enc = tokenizer(
+                [prompts[i] for i in idx], return_tensors="pt", padding=True, add_special_tokens=not chat
+            ).to(model.device)
             width = enc["input_ids"].shape[1]
             criteria = StoppingCriteriaList([StopOnStrings(width)]) if stop else None
             out = model.generate(**enc, generation_config=config, stopping_criteria=criteria)
@@ -194,17 +231,6 @@ def _generate(
                 cut = min([text.find(s) for s in stop if s in text] or [len(text)])
                 outputs[i] = text[:cut]
     return outputs
-
-
-def _formatted(tokenizer: Any, task: Any, prompts: list[str]) -> list[str]:
-    """A `chat` task's prompts as one user turn in the model's chat template (plain text where the
-    tokenizer has none); a `plain` task's as they are."""
-    if getattr(task, "format", "plain") != "chat" or not getattr(tokenizer, "chat_template", None):
-        return prompts
-    return [
-        tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False, add_generation_prompt=True)
-        for p in prompts
-    ]
 
 
 def run(request: dict[str, Any], seal_key: Any) -> dict[str, Any]:
@@ -219,11 +245,18 @@ def run(request: dict[str, Any], seal_key: Any) -> dict[str, Any]:
     if limit is not None:
         items = items[: int(limit)]
     tokenizer, model = _load_model(str(request["checkpoint"]))
-    prompts = _formatted(tokenizer, task, [item.prompt for item in items])
-    outputs = _generate(tokenizer, model, prompts, task.decoding, tuple(task.stop), int(request.get("batch_size", 64)))
+    prompts = [item.prompt for item in items]
+    chat = _is_chat(task)
+    shown = _chat_prompts(tokenizer, prompts) if chat else prompts
+    outputs = _generate(
+        tokenizer, model, shown, task.decoding, tuple(task.stop), int(request.get("batch_size", 64)), chat
+    )
+    # A task may need longer per item than the request's limit (a task directory's unit tests
+    # run with their own `timeout_s`, and the sandbox kills them at it).
+    per_item = max(float(request.get("sample_timeout_s", 5.0)), float(getattr(task, "item_timeout_s", 0.0)))
     samples = []
     for item, output in zip(items, outputs):
-        value, reason = _score_one(task, item, output, float(request.get("sample_timeout_s", 5.0)))
+        value, reason = _score_one(task, item, output, per_item)
         samples.append({"sample_id": item.sample_id, "output": output, "score": value, "reason": reason})
     d = task.decoding
     return {

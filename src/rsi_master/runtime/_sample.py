@@ -51,10 +51,13 @@ def sample(
     top_p: float = 1.0,
     stop: Sequence[str] = (),
     seed: int = 0,
+    chat: bool = False,
     batch_size: int = 64,
     timeout_s: float = 3600.0,
 ) -> SampleResult:
-    """`samples` completions per prompt from `checkpoint` (a model directory), in a child process."""
+    """`samples` completions per prompt from `checkpoint` (a model directory), in a child process.
+    `chat`: each prompt is shown as the user turn of the model's chat template, as the sealed
+    evaluator shows a chat task's prompts (and training its rows)."""
     if not prompts or not all(isinstance(p, str) for p in prompts):
         raise InvalidParameterError("sample needs a non-empty list of prompt strings")
     for name, value, low in (
@@ -87,6 +90,7 @@ def sample(
             "top_p": float(top_p),
             "stop": list(stop),
             "seed": int(seed),
+            "chat": bool(chat),
             "batch_size": batch_size,
         }
         req, res = Path(tmp) / "request.json", Path(tmp) / "result.json"
@@ -113,9 +117,12 @@ def _generate(request: dict[str, Any]) -> list[list[str]]:
     from transformers import AutoModelForCausalLM, AutoTokenizer, StoppingCriteria, StoppingCriteriaList
     from transformers.utils import logging as hf_logging
 
+    from rsi_master.runtime._chat import chat_format
+    from rsi_master.runtime._device import device_settings
+
     hf_logging.set_verbosity_error()
     path = request["checkpoint"]
-    device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = device_settings().device
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     model: Any = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=torch.float32)
     model = model.to(device)
@@ -133,14 +140,17 @@ def _generate(request: dict[str, Any]) -> list[list[str]]:
             texts = tokenizer.batch_decode(input_ids[:, self.width :], skip_special_tokens=True)
             return torch.tensor([any(s in t for s in stop) for t in texts], dtype=torch.bool, device=input_ids.device)
 
+    chat = bool(request.get("chat"))
+    shown = [chat_format(tokenizer).prompt(p) for p in request["prompts"]] if chat else request["prompts"]
     k = int(request["samples"])
-    flat = [p for p in request["prompts"] for _ in range(k)]
+    flat = [p for p in shown for _ in range(k)]
     out: list[str] = []
     torch.manual_seed(int(request["seed"]))  # the same request samples the same completions on one machine
     with torch.inference_mode():
         for start in range(0, len(flat), int(request["batch_size"])):
             batch = flat[start : start + int(request["batch_size"])]
-            enc = tokenizer(batch, return_tensors="pt", padding=True).to(device)
+            # A chat template writes its own special tokens: adding them again would double the BOS.
+            enc = tokenizer(batch, return_tensors="pt", padding=True, add_special_tokens=not chat).to(device)
             width = enc["input_ids"].shape[1]
             gen = model.generate(
                 **enc,

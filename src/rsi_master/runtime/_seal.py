@@ -63,7 +63,9 @@ def _tasks_root() -> Path:
 TASK_DIR = "task"  # a task directory's files inside the seal (docs/your-model.md, "Task directories")
 
 
-def _sources(extra: Sequence[str | Path], task_files: Mapping[str, bytes] | None = None) -> list[tuple[str, Path | bytes]]:
+def _sources(
+    extra: Sequence[str | Path], task_files: Mapping[str, bytes] | None = None
+) -> list[tuple[str, Path | bytes]]:
     """(relative path in the seal, source file or literal bytes). `task_files` are a task
     directory's files as they were read and digested (`FileTask.files`), never re-read here."""
     out: list[tuple[str, Path | bytes]] = [
@@ -79,8 +81,8 @@ def _sources(extra: Sequence[str | Path], task_files: Mapping[str, bytes] | None
     for e in extra:
         path = Path(e)
         out.append((path.name, path))
-    for rel, data in sorted((task_files or {}).items()):
-        out.append((f"{TASK_DIR}/{rel}", bytes(data)))
+    for name, data in sorted((task_files or {}).items()):
+        out.append((f"{TASK_DIR}/{name}", bytes(data)))
     return out
 
 

@@ -42,6 +42,14 @@ class TrainSpec(BaseModel):
     lora_r: int = Field(default=16, ge=1, le=512, description="LoRA rank (lora only)")
     lora_alpha: float = Field(default=32.0, gt=0.0, le=4096.0, description="LoRA scaling numerator (lora only)")
     lora_dropout: float = Field(default=0.0, ge=0.0, lt=1.0)
+    lora_targets: Literal["default", "all-linear"] = Field(
+        default="default",
+        description="modules LoRA adapts (lora only): default = PEFT's choice for the architecture "
+        "(every linear layer of the shipped Llama's block), all-linear = every linear layer",
+    )
+    gradient_checkpointing: bool = Field(
+        default=False, description="recompute activations in the backward pass: less memory, more time"
+    )
     dpo_beta: float = Field(default=0.1, gt=0.0, le=10.0, description="DPO inverse temperature (dpo only)")
     grpo_num_generations: int = Field(default=8, ge=2, le=64, description="completions per prompt (grpo only)")
     grpo_max_completion_length: int | None = Field(

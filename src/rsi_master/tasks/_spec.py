@@ -30,14 +30,19 @@ def task_source_files() -> tuple[Path, ...]:
     """Every Python source of the task package, sorted.
 
     All tasks share the base class, text helpers and protocol, so the whole package is
-    the evaluator code of any one task; pinning less would miss shared behaviour.
+    the evaluator code of any one task (task directories' code, `_dir/`, included); pinning
+    less would miss shared behaviour.
     """
-    return tuple(sorted(_PACKAGE_DIR.glob("*.py")))
+    return tuple(sorted(p for p in _PACKAGE_DIR.rglob("*.py") if "__pycache__" not in p.parts))
+
+
+def _rel(path: Path) -> str:
+    return path.relative_to(_PACKAGE_DIR).as_posix()
 
 
 def source_digest() -> str:
     """SHA-256 over sorted `name digest` lines of the package sources (a manifest digest)."""
-    lines = [f"{path.name} {_sha256(path.read_bytes())}\n" for path in task_source_files()]
+    lines = [f"{_rel(path)} {_sha256(path.read_bytes())}\n" for path in task_source_files()]
     return _sha256("".join(lines).encode("utf-8"))
 
 
@@ -75,6 +80,6 @@ def task_spec(task: Task) -> dict[str, Any]:
         "sample_ids": {split: [item.sample_id for item in task.eval_items(split)] for split in SPLITS},
         "items_sha256": {split: items_digest(task, split) for split in SPLITS},
         # Package-relative names: the spec must be the same on every machine.
-        "source_files": [f"rsi_master/tasks/{path.name}" for path in task_source_files()],
+        "source_files": [f"rsi_master/tasks/{_rel(path)}" for path in task_source_files()],
         "source_sha256": source_digest(),
     }

@@ -5,7 +5,7 @@ is optional and stays absent from the stored bytes (`dump_payload` keeps the fie
 set), so a payload's bytes are what was written. Split by who writes the events.
 """
 
-from ._contract import CONTRACT_KIND, CONTRACT_VERSION, Budget, EvaluatorSpec, TaskContract, TaskSource
+from ._contract import CONTRACT_KIND, CONTRACT_VERSION, BaseModelSource, Budget, EvaluatorSpec, TaskContract, TaskSource
 from ._expos import (
     AuditRun,
     CandidateNominate,
@@ -61,6 +61,7 @@ __all__ = [
     "AgentStep",
     "AgentsConfig",
     "AuditRun",
+    "BaseModelSource",
     "Budget",
     "CandidateNominate",
     "Claim",

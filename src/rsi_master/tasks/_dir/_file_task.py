@@ -18,7 +18,7 @@ from typing import Any
 
 from .._protocol import SPLITS, Decoding, EvalItem, GeneratorFamily, Score, Split, TaskHints
 from .._text import normalise
-from ._config import ChoiceScorer, PythonScorer, TaskConfig
+from ._config import ChoiceScorer, PythonScorer, TaskConfig, UnitTestScorer
 from ._errors import TaskInputError
 from ._load import TOML, files_digest, parse_split, read_files, sha256
 from ._pool import pool_families
@@ -63,6 +63,8 @@ class FileTask:
         self.stop = tuple(g.stop)
         self.eval_params = {"format": config.format, "scorer": config.scorer.model_dump(mode="json")}
         sc = config.scorer
+        # What the evaluator allows one item: the sandbox's own limit and its start-up.
+        self.item_timeout_s = sc.timeout_s + 2.0 if isinstance(sc, UnitTestScorer) else 0.0
         label = str(root / sc.path) if isinstance(sc, PythonScorer) else ""
         try:
             self.scorer: Scorer = make_scorer(sc, files.get(sc.path) if isinstance(sc, PythonScorer) else None, label)

@@ -55,12 +55,12 @@ def _limit(timeout_s, memory_mb):
 
 
 def main():
-    payload = json.loads(sys.stdin.read())
+    job = json.loads(sys.stdin.read())
     sys.stdin.close()
-    token = payload.pop("token")
-    program, tests = payload.pop("program"), payload.pop("tests")
-    _limit(float(payload["timeout_s"]), int(payload["memory_mb"]))
-    del payload
+    token = job.pop("token")
+    program, tests = job.pop("program"), job.pop("tests")
+    _limit(float(job["timeout_s"]), int(job["memory_mb"]))
+    del job
     sys.addaudithook(_guard)
     namespace = {"__name__": "__main__", "__builtins__": __builtins__}
     exec(compile(program, "<answer>", "exec"), namespace)
