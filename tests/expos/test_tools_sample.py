@@ -197,3 +197,43 @@ def test_sampling_nothing_that_passes_registers_nothing(tmp_path):
                 W1, "data.sample", {"family": "self_distill", "params": {"prompts": 4, "samples_per_prompt": 2}, "n": 4}
             )
         assert x.events("data.sample") == [] and x.projection().state.datasets == {}
+
+
+# -- attacks from a separate process with the agent's privileges (same user, a shell) -------------
+def _agent(code: str, *args) -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+
+
+_APPEND = "import os, sys; p = sys.argv[1]; os.chmod(os.path.dirname(p), 0o755); os.chmod(p, 0o644); open(p, 'ab').write(b' ')"
+
+
+def test_a_parent_checkpoint_edited_in_the_store_samples_nothing(run):
+    x = run
+    ds = x.call(W1, "data.generate", {"family": "pool", "params": {"keep": "all"}, "n": 8})
+    exp = x.call(W1, "experiment.submit", {"dataset": ds.dataset, "config": QUICK})
+    _agent(_APPEND, x.run.store.path(exp.checkpoint) / "config.json")
+    with pytest.raises(ToolRefused, match="modified on disk"):
+        x.call(W1, "data.sample", {"family": "self_distill", "n": 4, "parent": exp.experiment_id})
+    assert x.events("guard.blocked")[-1].payload["subcategory"] == "weight_provenance"
+    assert x.events("data.sample") == []
+
+
+def test_the_private_copy_written_through_while_sampling_is_refused(run, monkeypatch):
+    import rsi_master.runtime._sample as sampler
+
+    real = sampler.run_tied
+
+    def write_through(cmd, **kw):  # the agent found the harness's private copy before the child loads it
+        request = json.loads(Path(cmd[-2]).read_text())
+        _agent(_APPEND, Path(request["checkpoint"]) / "config.json")
+        return real(cmd, **kw)
+
+    monkeypatch.setattr(sampler, "run_tied", write_through)
+    with pytest.raises(ToolRefused, match="changed while sampling"):
+        run.call(W1, "data.sample", {"family": "self_distill", "params": {"prompts": 2}, "n": 4})
+    assert run.events("guard.blocked")[-1].payload["subcategory"] == "weight_provenance"
+    assert run.events("data.sample") == []
