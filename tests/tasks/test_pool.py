@@ -99,8 +99,13 @@ def test_knobs_subset_template_length_and_epochs(tmp_path: Path) -> None:
     assert all(r["prompt"].startswith(task.capability + "\n\n") for r in cap)
     mixed = fam.generate({"template": "mixed"}, 0, 40)
     assert 0 < sum(r["prompt"].startswith(task.capability) for r in mixed) < 40
-    with pytest.raises(ValueError, match="no pool item"):
-        fam.generate({"max_chars": 5}, 0, 3)
+    # The shortest quarter of the pool, and nothing longer than what it left out.
+    short = fam.generate({"shortest": 0.25}, 0, 40)
+    chosen = {r["item"] for r in short}
+    lengths = {r["item"]: len(r["prompt"]) + len(r["completion"]) for r in fam.generate({}, 0, 40)}
+    assert len(chosen) == 10 and max(lengths[i] for i in chosen) <= min(
+        v for i, v in lengths.items() if i not in chosen
+    )
     with pytest.raises(ValueError, match="unknown knob"):
         fam.generate({"epochs": 3}, 0, 3)
     assert fam.generate({}, 7, 10) == fam.generate({}, 7, 10)  # deterministic in the seed
@@ -150,3 +155,14 @@ def test_sampled_rows_keep_only_what_the_scorer_passes(tmp_path: Path) -> None:
 
 def test_builtin_tasks_have_no_pool_families() -> None:
     assert pool_families(get_task("arithmetic")) == {}
+
+
+def test_a_target_no_item_passes_is_refused_with_the_knobs(tmp_path: Path) -> None:
+    root = make_task_dir(tmp_path / "n", "numeric", train=6)
+    rows = [json.loads(line) for line in (root / "train.jsonl").read_text().splitlines()]
+    write_jsonl(root / "train.jsonl", [{**r, "solution": "I do not know"} for r in rows])
+    fam = load_task_dir(root).generators()[POOL]
+    assert {k.name: k for k in fam.knobs}["target"].default == "answer"  # the probe passed over the bad field
+    with pytest.raises(ValueError, match="no pool item is left"):
+        fam.generate({"target": "solution"}, 0, 3)
+    assert len(fam.generate({"target": "solution", "keep": "all"}, 0, 3)) == 3

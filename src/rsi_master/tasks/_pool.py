@@ -177,9 +177,13 @@ def _selection(task: Any, family: str, params: Mapping[str, Any]) -> list[tuple[
             if target is None or (params["keep"] == "passing" and not _passes(task, item, params["target"], target)):
                 continue
             text = target
-        if params["max_chars"] and len(item.prompt) + len(text) > params["max_chars"]:
-            continue
         out.append((item, text))
+    if out and params["shortest"] < 1.0:
+        # A length filter as a fraction, so that every value selects something: short items
+        # first is a curriculum of its own, and what a 1,000-token budget leaves of a long pool.
+        keep = max(1, round(len(out) * float(params["shortest"])))
+        kept = {id(pair) for pair in sorted(out, key=lambda p: (len(p[0].prompt) + len(p[1]), p[0].id))[:keep]}
+        out = [pair for pair in out if id(pair) in kept]
     return out
 
 
@@ -189,7 +193,7 @@ def _generate(task: Any, family: str, knobs: tuple[Knob, ...], params: Any, seed
     chosen = _selection(task, family, values)
     if not chosen:
         raise ValueError(
-            f"{family}: no pool item is left by these knobs ({values}); widen the subset or the length, "
+            f"{family}: no pool item is left by these knobs ({values}); choose another target, "
             "or keep targets the scorer fails"
         )
     stop = task.stop[0] if task.stop else ""
@@ -226,7 +230,14 @@ def _common_knobs() -> tuple[Knob, ...]:
             help="prompt as evaluated, with the capability stated before it, or a mix of both",
         ),
         Knob("subset", "float", 1.0, 0.01, 1.0, help="fraction of the pool (nested: a smaller subset is in a larger)"),
-        Knob("max_chars", "int", 0, 0, 1_000_000, help="leave out items longer than this (prompt + target; 0: none)"),
+        Knob(
+            "shortest",
+            "float",
+            1.0,
+            0.05,
+            1.0,
+            help="keep this fraction of the selection, shortest first (prompt + target)",
+        ),
     )
 
 
