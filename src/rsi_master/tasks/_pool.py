@@ -130,7 +130,9 @@ def _stable(task: Any, pool: Sequence[Any]) -> list[Any]:
 def _candidates(task: Any, pool: Sequence[Any]) -> tuple[list[str], str | None]:
     """(target choices, the default): the reference where the scorer's kind makes one, and every
     text field the pool's items carry besides their inputs; the default passes the scorer on
-    most of the first PROBE_ITEMS items (ties: PREFERRED_FIELDS order, then the reference)."""
+    most of the first PROBE_ITEMS items (ties: PREFERRED_FIELDS in order, then the items' other
+    fields, then the reference: text the task's author wrote, such as GSM8K's worked answer,
+    before the bare answer made from the reference)."""
     cache = _cache(task)
     if "candidates" in cache:
         return cache["candidates"]
@@ -148,7 +150,7 @@ def _candidates(task: Any, pool: Sequence[Any]) -> tuple[list[str], str | None]:
             text = _target(task, item, name)
             passed += bool(text is not None and _passes(task, item, name, text))
         order = (
-            PREFERRED_FIELDS.index(name) if name in PREFERRED_FIELDS else len(PREFERRED_FIELDS) + (name != REFERENCE)
+            PREFERRED_FIELDS.index(name) if name in PREFERRED_FIELDS else len(PREFERRED_FIELDS) + (name == REFERENCE)
         )
         return -passed, order
 
