@@ -44,7 +44,7 @@ def test_numeric_default_target_is_the_worked_answer(tmp_path: Path) -> None:
     task = _task(tmp_path)
     target = {k.name: k for k in task.generators()[POOL].knobs}["target"]
     # GSM8K style: the `answer` field holds the working and `#### n`, which the scorer passes.
-    assert set(target.choices) == {"reference", "answer"}
+    assert set(target.choices) == {"reference", "answer"} and target.default == "answer"
     rows = task.generators()[POOL].generate({"target": "answer"}, 0, 5)
     for row in rows:
         assert "####" in row["completion"] and row["completion"].endswith("\n")
