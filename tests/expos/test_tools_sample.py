@@ -75,6 +75,13 @@ def test_the_pool_directions_are_the_contracts_generators(run):
         "lanterns/sample_pairs",
         "lanterns/self_distill",
     ]
+    # Each data tool's schema offers the families it takes, with their knobs.
+    load()
+    sample = TOOLS["data.sample"].input_schema(run.contract)["properties"]
+    generate = TOOLS["data.generate"].input_schema(run.contract)["properties"]
+    assert sample["family"]["enum"] == ["sample_pairs", "self_distill"]
+    assert generate["family"]["enum"] == ["pool", "pool_prompts"]
+    assert "samples_per_prompt" in sample["params"]["properties"] and "target" in generate["params"]["properties"]
 
 
 # PEFT reads transformers 5's deprecated `is_gradient_checkpointing` (as tests/runtime/test_train.py).
