@@ -294,3 +294,27 @@ def test_the_short_measuring_trial_does_not_use_up_the_enqueued_first_point(tmp_
         assert submits[0]["max_steps"] <= 20 and submits[1]["max_steps"] == 40
         assert gens[0]["n_facts"] == gens[1]["n_facts"] == 5
         assert submits[0]["learning_rate"] == submits[1]["learning_rate"] == 2e-3
+
+
+class SamplingCtx(ScriptedCtx):
+    """Also answers `data.sample` (a checkpoint family's data) as ExpOS would."""
+
+    def call(self, tool, args=None):
+        if tool == "data.sample":
+            self.log.append((tool, args))
+            return SimpleNamespace(dataset=f"{len(self.log):064x}")
+        return super().call(tool, args)
+
+
+def test_a_worker_samples_its_data_from_its_parent_for_a_checkpoint_family(tmp_path):
+    d = DIRECTION.model_copy(
+        update={"family": "self_distill", "parent": "exp-00042", "trials": 2, "knobs": {}, "method": "sft"}
+    )
+    with new_run(tmp_path) as expos:
+        ctx = _ctx(expos, d)
+        ctx.__class__ = SamplingCtx
+        TPEWorker().run(ctx)
+        samples = [a for t, a in ctx.log if t == "data.sample"]
+        assert len(samples) == 2 and not [t for t, _ in ctx.log if t == "data.generate"]
+        assert all(s["family"] == "self_distill" and s["parent"] == "exp-00042" for s in samples)
+        assert [a["parent"] for t, a in ctx.log if t == "experiment.submit"] == ["exp-00042"] * 2

@@ -19,6 +19,7 @@ def load() -> None:
         _tools_main,
         _tools_public,
         _tools_reviewer,
+        _tools_sample,
         _tools_worker,
         _tools_worker_results,
     )

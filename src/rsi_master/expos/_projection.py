@@ -61,7 +61,9 @@ def register_part(cls: type[P]) -> type[P]:
 Fold = Callable[[State, TypedEvent[Any], Any], None]
 
 
-def _dataset(st: State, e: TypedEvent[Any], p: ev.DataGenerate | ev.DataRegister | ev.DataFilter | ev.DataMix) -> None:
+def _dataset(
+    st: State, e: TypedEvent[Any], p: ev.DataGenerate | ev.DataRegister | ev.DataFilter | ev.DataMix | ev.DataSample
+) -> None:
     st.datasets[p.dataset] = Dataset(
         p.dataset,
         e.seq,
@@ -71,7 +73,7 @@ def _dataset(st: State, e: TypedEvent[Any], p: ev.DataGenerate | ev.DataRegister
         p.n_rows,
         p.contamination,
         list(p.inputs),
-        dict(p.params) if isinstance(p, ev.DataGenerate) else {},
+        dict(p.params) if isinstance(p, (ev.DataGenerate, ev.DataSample)) else {},
         e.actor.role,
     )
 
@@ -188,6 +190,7 @@ FOLDS: dict[str, tuple[type[ev.Payload], Fold]] = {
     "data.register": (ev.DataRegister, _dataset),
     "data.filter": (ev.DataFilter, _dataset),
     "data.mix": (ev.DataMix, _dataset),
+    "data.sample": (ev.DataSample, _dataset),
     "experiment.start": (ev.ExperimentStart, _experiment_start),
     "experiment.finish": (ev.ExperimentFinish, _experiment_finish),
     "eval.record": (ev.EvalRecord, _eval_record),

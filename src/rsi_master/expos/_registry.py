@@ -54,6 +54,8 @@ HINTS: dict[str, Hints] = {
     "data.register": Hints(read_only=False, idempotent=True),
     "data.filter": Hints(read_only=False, idempotent=True),
     "data.mix": Hints(read_only=False, idempotent=True),
+    # Sampling on a GPU need not repeat bit for bit: a repeat may register other rows.
+    "data.sample": Hints(read_only=False, idempotent=False),
     # Each call is a new experiment and spends the experiment budget.
     "experiment.submit": Hints(read_only=False, idempotent=False),
     # One dev evaluation per checkpoint: a repeat is refused (repeated-run selection).

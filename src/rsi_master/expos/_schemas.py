@@ -72,8 +72,12 @@ def _range(s: dict[str, Any]) -> str:
     return f"{s['type']} {lo}..{hi}" if lo is not None and hi is not None else s["type"]
 
 
-def _generate(schema: dict[str, Any], contract: TaskContract | None) -> None:
-    fams = generator_families(contract)
+def _generate(schema: dict[str, Any], contract: TaskContract | None, source: str = "generate") -> None:
+    # data.generate offers the families whose rows a generator writes, data.sample those sampled
+    # from a checkpoint (a task directory's train pool: `self_distill`, `sample_pairs`).
+    fams = [f for f in generator_families(contract) if getattr(f[2], "source", "generate") == source]
+    if not fams and source != "generate":
+        return  # no sampling family in this run (a built-in task): the plain schema says enough
     names = [f if contract is not None else f"{t}/{f}" for t, f, _ in fams]
     props = schema["properties"]
     props["family"]["enum"] = names
@@ -155,7 +159,11 @@ def _mix(schema: dict[str, Any], contract: TaskContract | None) -> None:
         schema["properties"]["n"]["maximum"] = contract.budget.max_rows
 
 
-_TAILORS = {"data.generate": _generate, "experiment.submit": _submit, "data.mix": _mix}
+def _sample(schema: dict[str, Any], contract: TaskContract | None) -> None:
+    _generate(schema, contract, source="checkpoint")
+
+
+_TAILORS = {"data.generate": _generate, "data.sample": _sample, "experiment.submit": _submit, "data.mix": _mix}
 
 
 def input_schema(tool: Tool, contract: TaskContract | None = None) -> dict[str, Any]:

@@ -69,12 +69,21 @@ def _family(expos, name: str) -> tuple[str, str]:
 
 
 def _register(
-    expos, caller, path, *, model: type[Payload], source: str, fields: dict[str, Any], inputs: list[str]
+    expos,
+    caller,
+    path,
+    *,
+    model: type[Payload],
+    source: str,
+    fields: dict[str, Any],
+    inputs: list[str],
+    also: list[dict[str, str]] | None = None,
 ) -> DatasetResult:
     """Check a scratch JSONL for contamination, then store and record it (or refuse).
 
     The file is read once: the rows checked and the bytes stored are the same bytes, so a
-    write to the scratch file after the check cannot reach the store."""
+    write to the scratch file after the check cannot reach the store. `also`: more input
+    artifacts of the event (the checkpoint that sampled the rows)."""
     from ..artifacts import read_measured
 
     data, _ = read_measured(path)
@@ -103,6 +112,7 @@ def _register(
             }
         ),
         [{"digest": d, "role": "input", "name": "dataset"} for d in inputs]
+        + list(also or [])
         + [{"digest": digest, "role": "output", "name": "dataset"}],
     )
     return DatasetResult(dataset=digest, n_rows=len(rows), source=source, contamination=report["verdict"])

@@ -177,7 +177,8 @@ def knob_ranges(task: str, family: str) -> dict[str, Range]:
 
 
 def default_directions(task: str, *, seed: int = 0, curves: dict[str, Curve] | None = None) -> list[Direction]:
-    """One SFT direction per generator family, knobs around their evaluation defaults.
+    """One direction per generator family and training method it declares (`methods`: SFT
+    alone for a hand-written generator), knobs around their evaluation defaults.
 
     Knob ranges are narrowed to the defaults for knobs that set the evaluation
     distribution's shape (the eval items use the defaults), so that a Worker searches
@@ -207,15 +208,47 @@ def default_directions(task: str, *, seed: int = 0, curves: dict[str, Curve] | N
                 knobs[k.name] = Range(kind="fixed", value=k.default)
         first = {f"k:{k.name}": k.default for k in gen.knobs if knobs[k.name].kind != "fixed"} | OPENING_TRIAL
         first["t:batch_size"] = opening_batch(family, curves)
-        out.append(
-            Direction(
-                family=family,
-                knobs=knobs,
-                train=dict(DEFAULT_TRAIN),
-                seed=family_seed(seed, i),
-                enqueue=[first] if first else [],
+        for method in gen.methods:  # one direction per method the family's rows are made for
+            train = {**DEFAULT_TRAIN, **METHOD_TRAIN.get(method, {})}
+            out.append(
+                Direction(
+                    family=family,
+                    method=method,
+                    knobs=knobs,
+                    train=train,
+                    seed=family_seed(seed, i),
+                    enqueue=[_within(first, train)] if first else [],
+                )
             )
-        )
+    return out
+
+
+# What a method searches beyond DEFAULT_TRAIN. GRPO's batch must be a multiple of its
+# completions per prompt (TrainSpec), and a GRPO step generates a group per prompt, so it
+# takes far fewer steps in the same time; LoRA's rank is its own capacity knob.
+METHOD_TRAIN: dict[str, dict[str, Range]] = {
+    "lora": {"lora_r": Range(kind="choice", choices=[4, 8, 16, 32])},
+    "dpo": {"dpo_beta": Range(kind="float", low=0.05, high=0.5, log=True)},
+    "grpo": {
+        "batch_size": Range(kind="choice", choices=[4, 8]),
+        "grpo_num_generations": Range(kind="fixed", value=4),
+        "max_steps": Range(kind="int", low=10, high=300),
+    },
+}
+
+
+def _within(trial: dict[str, Any], train: dict[str, Range]) -> dict[str, Any]:
+    """An enqueued first trial moved inside a method's training ranges (a value outside its
+    distribution is no trial the search can tell)."""
+    out = {}
+    for name, value in trial.items():
+        r = train.get(name[2:]) if name.startswith("t:") else None
+        if r is None:
+            out[name] = value
+        elif r.kind == "choice":
+            out[name] = value if value in r.choices else min(r.choices, key=lambda c: abs(c - value))
+        elif r.kind in ("int", "float"):
+            out[name] = min(max(value, r.low), r.high)
     return out
 
 

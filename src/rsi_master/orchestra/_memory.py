@@ -26,7 +26,7 @@ def worker_memory(
     for ds in sorted(st.datasets.values(), key=lambda d: d.seq):
         if ds.owner != worker_id or ds.role != "worker":
             continue
-        if ds.op == "data.generate":
+        if ds.op in ("data.generate", "data.sample"):
             data[ds.digest] = {"family": ds.source.split("/", 1)[-1], "params": ds.params}
         elif ds.op == "data.mix":
             # A mix is described by its first input: the Worker's own family.

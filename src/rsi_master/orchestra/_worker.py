@@ -230,7 +230,14 @@ class TPEWorker:
     ) -> dict[str, Any] | None:
         """Data then experiment; a refused or failed call ends the trial (it is in the ledger)."""
         try:
-            ds = ctx.call("data.generate", {"family": family or d.family, "params": knobs, "n": n, "seed": seed})
+            from ..tasks import SAMPLING_FAMILIES
+
+            name = family or d.family
+            args = {"family": name, "params": knobs, "n": n, "seed": seed}
+            if name in SAMPLING_FAMILIES:  # rows sampled from the direction's parent, kept by the scorer
+                ds = ctx.call("data.sample", {**args, "parent": d.parent})
+            else:
+                ds = ctx.call("data.generate", args)
             dataset = ds.dataset
             if d.mix:
                 parts = [dataset]

@@ -6,6 +6,7 @@ digest-pinned copy of its code. Importing this package is light: torch, transfor
 and TRL load only inside the functions that train or evaluate.
 """
 
+from rsi_master.runtime._chat import is_chat
 from rsi_master.runtime._data import dedup, filter_data, generate, mix
 from rsi_master.runtime._device import DeviceSettings, device_settings
 from rsi_master.runtime._digest import dir_digest, sha256_bytes, sha256_file
@@ -22,6 +23,7 @@ from rsi_master.runtime._hf_model import ModelInputError, ModelSource, hf_cache_
 from rsi_master.runtime._jsonl import parse_jsonl, write_jsonl
 from rsi_master.runtime._model import TinyLlamaSpec, base_model_digest, base_model_dir, base_model_record
 from rsi_master.runtime._records import DataResult, EvalResult, SampleRecord, TrainConfig, TrainResult
+from rsi_master.runtime._sample import SampleResult, sample
 from rsi_master.runtime._seal import (
     create_seal_secret,
     evaluator_digest,
@@ -47,6 +49,7 @@ __all__ = [
     "ModelInputError",
     "ModelSource",
     "SampleRecord",
+    "SampleResult",
     "SealSecretError",
     "TinyLlamaSpec",
     "TrainConfig",
@@ -65,6 +68,7 @@ __all__ = [
     "filter_data",
     "generate",
     "hf_cache_dir",
+    "is_chat",
     "load_seal_key",
     "make_spec",
     "mix",
@@ -72,6 +76,7 @@ __all__ = [
     "parse_jsonl",
     "private_seal",
     "resolve_model",
+    "sample",
     "seal_commitment",
     "seal_evaluator",
     "seal_secret_path",

@@ -12,11 +12,13 @@ from rsi_master.runtime._spec import TrainSpec
 
 
 def preference_rows(task: Any, rows: list[dict[str, Any]], seed: int) -> list[dict[str, str]]:
-    """chosen = the generated (correct) completion, rejected = a checker-verified corruption."""
+    """chosen = the row's (correct) completion; rejected = the row's own `rejected` where it has one
+    (a failing sample of the same prompt, from `data.sample`), else a checker-verified corruption."""
     rng = random.Random(seed)
     pairs = []
     for row in rows:
-        rejected = corrupt(task, row, rng)
+        own = row.get("rejected")
+        rejected = own if isinstance(own, str) else corrupt(task, row, rng)
         if rejected is not None:
             pairs.append({"prompt": row["prompt"], "chosen": row["completion"], "rejected": rejected})
     if not pairs:

@@ -11,7 +11,18 @@ from ._base import EVAL_SIZE, PARTIAL_CAP, FamilySpec, Problem, SealedExhaustedE
 from ._dir import FileTask, PoolItem, TaskConfig, TaskInputError, load_task_dir
 from ._dsl import DslError
 from ._function_calling import FunctionCallingTask
+from ._knobs import validate_params
 from ._knowledge import KnowledgeTask
+from ._pool import (
+    POOL,
+    POOL_PROMPTS,
+    SAMPLE_PAIRS,
+    SAMPLING_FAMILIES,
+    SELF_DISTILL,
+    pool_families,
+    sample_items,
+    sampled_rows,
+)
 from ._program_synthesis import ProgramSynthesisTask
 from ._protocol import SPLITS, Decoding, EvalItem, GeneratorFamily, Knob, Score, Split, Task, TaskHints, task_hints
 from ._registry import UnknownTaskError, get_task, list_tasks, register_task, resolve_task
@@ -21,7 +32,12 @@ from ._spec import generators_spec, items_digest, source_digest, task_source_fil
 __all__ = [
     "EVAL_SIZE",
     "PARTIAL_CAP",
+    "POOL",
+    "POOL_PROMPTS",
     "PUBLIC_SEAL_KEY",
+    "SAMPLE_PAIRS",
+    "SAMPLING_FAMILIES",
+    "SELF_DISTILL",
     "SPLITS",
     "ArithmeticTask",
     "Decoding",
@@ -51,10 +67,14 @@ __all__ = [
     "items_digest",
     "list_tasks",
     "load_task_dir",
+    "pool_families",
     "register_task",
     "resolve_task",
+    "sample_items",
+    "sampled_rows",
     "source_digest",
     "task_hints",
     "task_source_files",
     "task_spec",
+    "validate_params",
 ]

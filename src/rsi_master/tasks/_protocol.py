@@ -63,12 +63,20 @@ class GeneratorFamily:
     `prompt` (already rendered through the task template) and `completion` (the text
     the model should produce, ending with the task's stop string), plus a `check` entry
     that the task's `reward` can use (for GRPO), never an evaluation item.
+
+    `methods`: the training methods the family's rows are made for, the first the one a
+    direction opens with (a family of GRPO prompts is no SFT data). `source`: where its rows
+    come from: `generate` (this function, through `data.generate`) or `checkpoint` (sampled
+    from a model of the run and kept by the task's scorer, through `data.sample`; `generate`
+    then refuses, since no rows exist without a checkpoint).
     """
 
     name: str
     description: str
     knobs: tuple[Knob, ...]
     generate: Callable[[dict[str, Any], int, int], list[dict[str, Any]]]
+    methods: tuple[str, ...] = ("sft",)
+    source: Literal["generate", "checkpoint"] = "generate"
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ __all__ = [
     "DataGenerate",
     "DataMix",
     "DataRegister",
+    "DataSample",
     "DecisionRecord",
     "EvalRecord",
     "ExperimentFinish",
@@ -136,6 +137,23 @@ class DataMix(_Dataset):
     weights: list[float] | None = Field(description="Sampling weights, one per input (None: equal).")
     n: int = Field(description="Rows in the mix.")
     seed: int = Field(description="Sampling seed.")
+
+
+@kind("data.sample")
+class DataSample(_Dataset):
+    """Completions sampled from a run's checkpoint on `train` pool prompts, kept by the task's scorer."""
+
+    params: dict[str, Any] = Field(description="Knob values of the sampling family, as used.")
+    seed: int = Field(description="Sampling seed (the prompts drawn and the completions sampled).")
+    n: int = Field(description="Most rows asked for.")
+    parent: str = Field(description="`base` or the experiment whose checkpoint sampled.")
+    parent_checkpoint: str = Field(description="Store digest of the checkpoint that sampled, as measured.")
+    prompts: int = Field(description="Pool prompts sampled on.")
+    sampled: int = Field(description="Completions sampled.")
+    passing: int = Field(description="Completions the task's scorer passed.")
+    prompts_passing: int = Field(description="Prompts with at least one passing completion.")
+    left_out: int = Field(default=0, description="Rows the gate failed, left out (absent: 0).")
+    seconds: float = Field(description="Seconds spent sampling.")
 
 
 @kind("data.check")

@@ -55,7 +55,8 @@ _VERDICT_FIELDS = frozenset(
 
 
 def row_text(row: str | Mapping[str, Any]) -> str:
-    """The text a model would train on: a string as is, or a JSONL row's prompt + completion.
+    """The text a model would train on: a string as is, or a JSONL row's prompt + completion
+    (and prompt + rejected, for a preference pair).
 
     Rows with `text` or `messages` (chat format) are read too; anything else is an error,
     because silently checking nothing would pass contaminated data.
@@ -63,12 +64,16 @@ def row_text(row: str | Mapping[str, Any]) -> str:
     kind = type(row)
     if kind is str:  # fast paths first: this runs once per row, hundreds of thousands of times
         return cast(str, row)
-    if kind is dict and "prompt" in row:
+    if kind is dict and "prompt" in row and "rejected" not in row:
         row = cast(Mapping[str, Any], row)
         return f"{row['prompt']}{row.get('completion', '')}"
     if isinstance(row, str):
         return str(row)
     if isinstance(row, Mapping):
+        if "rejected" in row:
+            # A preference pair: DPO reads the prompt with each completion, so both are checked.
+            prompt = row.get("prompt", "")
+            return f"{prompt}{row.get('completion', '')}\n{prompt}{row['rejected']}"
         if "prompt" in row or "completion" in row:
             return f"{row.get('prompt', '')}{row.get('completion', '')}"
         if "text" in row:
@@ -265,7 +270,7 @@ def check(
             r
             if type(r) is str
             else f"{r['prompt']}{r.get('completion', '')}"
-            if type(r) is dict and "prompt" in r
+            if type(r) is dict and "prompt" in r and "rejected" not in r
             else row_text(r)
             for r in chunk
         ]

@@ -1,0 +1,246 @@
+"""Train-pool directions through ExpOS: pool SFT data, GRPO prompts, rejection sampling and DPO
+pairs from a checkpoint (`data.sample`), each trained; the contamination gate on all of them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rsi_master.expos import TOOLS, Caller, ExpOS, ToolFailed, ToolInvalid, ToolRefused
+from rsi_master.expos._catalogue import load
+from rsi_master.expos._contamination_gate import check_rows
+from rsi_master.runtime import parse_jsonl
+from rsi_master.tasks import load_task_dir, register_task
+
+MAIN = Caller("main", "main")
+W1 = Caller("worker", "w1")
+W2 = Caller("worker", "w2")
+QUICK = {"max_steps": 1, "batch_size": 4, "learning_rate": 1e-3}
+
+# The shipped model knows nothing of this task: a scorer that passes about half of its samples
+# (an even number of characters) makes both passing and failing completions to keep and pair.
+SCORER = """
+def score(item, output):
+    text = output.strip()
+    return (1.0, "even") if text and len(text) % 2 == 0 else (0.0, "odd or empty")
+"""
+WORDS = ("amber", "basalt", "cedar", "delta", "ember", "fjord", "granite", "harbor", "indigo", "juniper")
+
+
+def _question(i: int) -> str:
+    a, b = WORDS[i % 10], WORDS[(i // 10) % 10]
+    return f"describe the {a} lantern number {i} that hangs by the {b} gate of the old river town"
+
+
+def _rows(prefix: str, start: int, n: int) -> list[dict]:
+    return [{"id": f"{prefix}-{i}", "question": _question(start + i), "answer": "ok"} for i in range(n)]
+
+
+def _task_dir(root: Path, *, leak: bool = False) -> Path:
+    root.mkdir(parents=True)
+    (root / "task.toml").write_text(
+        'name = "lanterns"\ncapability = "answer about lanterns"\ntemplate = "Q: {question}\\nA:"\n'
+        '[generation]\nmax_new_tokens = 6\nstop = ["\\n"]\n'
+        '[scorer]\nkind = "python"\npath = "scorer.py"\nfunction = "score"\n'
+        '[splits]\ntrain = "train.jsonl"\n'
+    )
+    (root / "scorer.py").write_text(SCORER)
+    splits = {"dev": _rows("d", 0, 4), "review": _rows("r", 100, 4), "final": _rows("f", 200, 4)}
+    splits["train"] = _rows("t", 300, 24)
+    if leak:  # a dev item, reworded just enough to be another item by content
+        splits["train"].append({"id": "t-leak", "question": "Please " + _question(1) + ".", "answer": "ok"})
+    for name, rows in splits.items():
+        (root / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return root
+
+
+@pytest.fixture
+def run(tmp_path):
+    register_task(load_task_dir(_task_dir(tmp_path / "task")))
+    with ExpOS.create(tmp_path / "run", "lanterns", eval_limit=4) as x:
+        x.call(MAIN, "worker.add", {"worker_id": "w1", "task": "pool directions"})
+        yield x
+
+
+def _stored(x: ExpOS, digest: str) -> list[dict]:
+    return parse_jsonl(x.run.store.read_bytes(digest), "dataset")
+
+
+def test_the_pool_directions_are_the_contracts_generators(run):
+    assert run.contract.allowed_generators == [
+        "lanterns/pool",
+        "lanterns/pool_prompts",
+        "lanterns/sample_pairs",
+        "lanterns/self_distill",
+    ]
+    # Each data tool's schema offers the families it takes, with their knobs.
+    load()
+    sample = TOOLS["data.sample"].input_schema(run.contract)["properties"]
+    generate = TOOLS["data.generate"].input_schema(run.contract)["properties"]
+    assert sample["family"]["enum"] == ["sample_pairs", "self_distill"]
+    assert generate["family"]["enum"] == ["pool", "pool_prompts"]
+    assert "samples_per_prompt" in sample["params"]["properties"] and "target" in generate["params"]["properties"]
+
+
+# PEFT reads transformers 5's deprecated `is_gradient_checkpointing` (as tests/runtime/test_train.py).
+@pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning")
+def test_every_direction_makes_a_dataset_and_trains(run):
+    x, task = run, run.protected_task()
+    pool = x.call(W1, "data.generate", {"family": "pool", "params": {"keep": "all"}, "n": 12, "seed": 1})
+    prompts = x.call(W1, "data.generate", {"family": "pool_prompts", "n": 8, "seed": 1})
+    kept = x.call(
+        W1,
+        "data.sample",
+        {"family": "self_distill", "params": {"prompts": 8, "samples_per_prompt": 4, "keep_per_prompt": 2}, "n": 40},
+    )
+    pairs = x.call(
+        W1, "data.sample", {"family": "sample_pairs", "params": {"prompts": 8, "samples_per_prompt": 4}, "n": 40}
+    )
+    # One rejection-sampling round keeps only what the scorer passes, and says how much that was.
+    assert kept.sampled == 32 and 0 < kept.passing < kept.sampled and kept.n_rows <= kept.passing
+    pool_items = {it.id: it for it in task.train_pool()}
+    for row in _stored(x, kept.dataset):
+        assert row["completion"].endswith("\n")
+        assert task.scorer.score(pool_items[row["item"]], row["completion"][:-1]).score == 1.0
+    for row in _stored(x, pairs.dataset):
+        item = pool_items[row["item"]]
+        assert task.scorer.score(item, row["completion"][:-1]).score == 1.0
+        assert task.scorer.score(item, row["rejected"][:-1]).score == 0.0
+    (event,) = x.events("data.sample")[:1]
+    assert event.payload["parent"] == "base" and event.payload["parent_checkpoint"] == x.contract.base_model_artifact
+    assert {"digest": x.contract.base_model_artifact, "role": "input", "name": "parent"} in [
+        dict(a) for a in event.artifacts
+    ]
+    runs = {
+        "sft": x.call(W1, "experiment.submit", {"dataset": pool.dataset, "method": "sft", "config": QUICK}),
+        "lora": x.call(
+            W1, "experiment.submit", {"dataset": kept.dataset, "method": "lora", "config": {**QUICK, "lora_r": 4}}
+        ),
+        "dpo": x.call(W1, "experiment.submit", {"dataset": pairs.dataset, "method": "dpo", "config": QUICK}),
+        "grpo": x.call(
+            W1,
+            "experiment.submit",
+            {"dataset": prompts.dataset, "method": "grpo", "config": {**QUICK, "grpo_num_generations": 4}},
+        ),
+    }
+    errors = {m: r.error for m, r in runs.items() if r.status != "completed"}
+    assert errors == {}
+    # The next round samples from the trained checkpoint (the caller's own lineage).
+    again = x.call(
+        W1,
+        "data.sample",
+        {"family": "self_distill", "params": {"prompts": 6}, "n": 10, "seed": 2, "parent": runs["sft"].experiment_id},
+    )
+    ev = x.events("data.sample")[-1]
+    assert ev.payload["parent"] == runs["sft"].experiment_id and again.sampled == 24
+    assert x.projection().state.datasets[again.dataset].op == "data.sample"
+
+
+def test_sampling_from_outside_the_lineage_is_a_guards(run):
+    x = run
+    ds = x.call(W1, "data.generate", {"family": "pool", "params": {"keep": "all"}, "n": 8})
+    exp = x.call(W1, "experiment.submit", {"dataset": ds.dataset, "config": QUICK})
+    x.call(MAIN, "worker.add", {"worker_id": "w2", "task": "another"})
+    with pytest.raises(ToolRefused, match="outside w2's lineage"):
+        x.call(W2, "data.sample", {"family": "self_distill", "n": 4, "parent": exp.experiment_id})
+    assert x.events("guard.blocked")[-1].payload["subcategory"] == "weight_provenance"
+    with pytest.raises(ToolRefused, match="not a completed experiment"):
+        x.call(W1, "data.sample", {"family": "self_distill", "n": 4, "parent": "exp-99999"})
+
+
+def test_no_data_tool_names_a_protected_split(run):
+    load()
+    for name, t in TOOLS.items():
+        if name.startswith("data."):
+            assert not {"split", "splits"} & set(t.input.model_fields), name
+    with pytest.raises(ToolInvalid):
+        run.call(W1, "data.sample", {"family": "self_distill", "n": 4, "split": "dev"})
+    for family in ("dev", "review", "final", "train"):
+        with pytest.raises((ToolRefused, ToolInvalid)):
+            run.call(W1, "data.generate", {"family": family, "n": 4})
+        with pytest.raises(ToolInvalid, match="not a sampling family"):
+            run.call(W1, "data.sample", {"family": family, "n": 4})
+    with pytest.raises(ToolInvalid, match="not a sampling family"):
+        run.call(W1, "data.sample", {"family": "pool", "n": 4})
+    with pytest.raises(ToolInvalid, match=r"data\.sample"):
+        run.call(W1, "data.generate", {"family": "self_distill", "n": 4})
+    with pytest.raises(ToolInvalid, match="samples_per_prompt"):
+        run.call(W1, "data.sample", {"family": "self_distill", "n": 4, "params": {"samples_per_prompt": 0}})
+
+
+def test_a_pool_item_leaked_from_a_protected_split_never_reaches_training(tmp_path):
+    register_task(load_task_dir(_task_dir(tmp_path / "task", leak=True)))
+    with ExpOS.create(tmp_path / "run", "lanterns", eval_limit=4, allowed_teachers=["hand"]) as x:
+        x.call(MAIN, "worker.add", {"worker_id": "w1", "task": "t"})
+        task = x.protected_task()
+        assert "t-leak" in {it.id for it in task.train_pool()}  # another item by content: the task keeps it
+        leak = next(it for it in task.train_pool() if it.id == "t-leak")
+        # The gate fails it: a pool family's dataset leaves it out (and says so) ...
+        out = x.call(W1, "data.generate", {"family": "pool", "params": {"keep": "all"}, "n": 60, "seed": 0})
+        assert x.events("data.generate")[-1].payload["left_out"] >= 1
+        assert "t-leak" not in {r["item"] for r in _stored(x, out.dataset)} and out.n_rows == 60
+        grpo = x.call(W1, "data.generate", {"family": "pool_prompts", "n": 60})
+        assert leak.prompt not in {r["prompt"] for r in _stored(x, grpo.dataset)}
+        # ... and the same row written by hand is refused.
+        with pytest.raises(ToolRefused, match="overlaps protected"):
+            x.call(W1, "data.register", {"source": "hand", "rows": [{"prompt": leak.prompt, "completion": "ok"}]})
+        # A preference pair hiding a protected item in its rejected completion fails the gate too.
+        dev = task.eval_items("dev")[1]
+        pair = {"prompt": "Q: something else\nA:", "completion": "ok\n", "rejected": dev.prompt}
+        assert check_rows(task, [pair])["verdict"] == "failed"
+        assert check_rows(task, [{**pair, "rejected": "no\n"}])["verdict"] != "failed"
+
+
+def test_sampling_nothing_that_passes_registers_nothing(tmp_path):
+    root = _task_dir(tmp_path / "task")
+    (root / "scorer.py").write_text("def score(item, output):\n    return 0.0\n")
+    register_task(load_task_dir(root))
+    with ExpOS.create(tmp_path / "run", "lanterns", eval_limit=4) as x:
+        x.call(MAIN, "worker.add", {"worker_id": "w1", "task": "t"})
+        with pytest.raises(ToolFailed, match="0 of 8 completions passed"):
+            x.call(
+                W1, "data.sample", {"family": "self_distill", "params": {"prompts": 4, "samples_per_prompt": 2}, "n": 4}
+            )
+        assert x.events("data.sample") == [] and x.projection().state.datasets == {}
+
+
+# -- attacks from a separate process with the agent's privileges (same user, a shell) -------------
+def _agent(code: str, *args) -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+
+
+_APPEND = "import os, sys; p = sys.argv[1]; os.chmod(os.path.dirname(p), 0o755); os.chmod(p, 0o644); open(p, 'ab').write(b' ')"
+
+
+def test_a_parent_checkpoint_edited_in_the_store_samples_nothing(run):
+    x = run
+    ds = x.call(W1, "data.generate", {"family": "pool", "params": {"keep": "all"}, "n": 8})
+    exp = x.call(W1, "experiment.submit", {"dataset": ds.dataset, "config": QUICK})
+    _agent(_APPEND, x.run.store.path(exp.checkpoint) / "config.json")
+    with pytest.raises(ToolRefused, match="modified on disk"):
+        x.call(W1, "data.sample", {"family": "self_distill", "n": 4, "parent": exp.experiment_id})
+    assert x.events("guard.blocked")[-1].payload["subcategory"] == "weight_provenance"
+    assert x.events("data.sample") == []
+
+
+def test_the_private_copy_written_through_while_sampling_is_refused(run, monkeypatch):
+    import rsi_master.runtime._sample as sampler
+
+    real = sampler.run_tied
+
+    def write_through(cmd, **kw):  # the agent found the harness's private copy before the child loads it
+        request = json.loads(Path(cmd[-2]).read_text())
+        _agent(_APPEND, Path(request["checkpoint"]) / "config.json")
+        return real(cmd, **kw)
+
+    monkeypatch.setattr(sampler, "run_tied", write_through)
+    with pytest.raises(ToolRefused, match="changed while sampling"):
+        run.call(W1, "data.sample", {"family": "self_distill", "params": {"prompts": 2}, "n": 4})
+    assert run.events("guard.blocked")[-1].payload["subcategory"] == "weight_provenance"
+    assert run.events("data.sample") == []
