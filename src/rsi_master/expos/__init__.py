@@ -12,7 +12,7 @@ from ._catalogue import llm_tool_schemas, tools_for
 from ._contract import Budget, EvaluatorSpec, TaskContract
 from ._door import Door, DoorUnreachable, door_call
 from ._errors import ToolError, ToolFailed, ToolInvalid, ToolRefused
-from ._evaluation import evaluate_experiment, record_evaluation, sealed_evaluation
+from ._evaluation import adapter_base_of, evaluate_experiment, record_evaluation, sealed_evaluation
 from ._experiments import adopt_checkpoint
 from ._external import external_call
 from ._graph import by_worker, checkpoint_lineage, evidence, lineage
@@ -26,6 +26,7 @@ from ._taxonomy import GROUPS, SUBCATEGORIES, Observation, Subcategory
 from ._tools_worker_results import EvalScore
 
 __all__ = [
+    "adapter_base_of",
     "EVENT_KINDS",
     "GROUPS",
     "OVERRIDE_KEYS",

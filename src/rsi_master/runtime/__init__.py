@@ -6,6 +6,8 @@ digest-pinned copy of its code. Importing this package is light: torch, transfor
 and TRL load only inside the functions that train or evaluate.
 """
 
+from rsi_master.runtime._adapter import ADAPTER_BASE_FILE, adapter_base_digest, is_adapter
+from rsi_master.runtime._backend import BACKENDS, EvalBackend, check_backend, make_backend
 from rsi_master.runtime._data import dedup, filter_data, generate, mix
 from rsi_master.runtime._digest import dir_digest, sha256_bytes, sha256_file
 from rsi_master.runtime._errors import (
@@ -34,6 +36,13 @@ from rsi_master.runtime._spec import METHODS, TrainSpec, make_spec
 from rsi_master.runtime._train import train
 
 __all__ = [
+    "ADAPTER_BASE_FILE",
+    "BACKENDS",
+    "EvalBackend",
+    "adapter_base_digest",
+    "check_backend",
+    "is_adapter",
+    "make_backend",
     "METHODS",
     "CheckpointLoadError",
     "DataResult",

@@ -197,9 +197,25 @@ def run(request: dict[str, Any], seal_key: Any) -> dict[str, Any]:
     limit = request.get("max_samples")
     if limit is not None:
         items = items[: int(limit)]
-    tokenizer, model = _load_model(str(request["checkpoint"]))
     prompts = [item.prompt for item in items]
-    outputs = _generate(tokenizer, model, prompts, task.decoding, tuple(task.stop), int(request.get("batch_size", 64)))
+    # An adapter checkpoint arrives as its base (`checkpoint`) and the adapter itself.
+    adapter = request.get("adapter")
+    backend = _backend()
+    if backend["name"] == "vllm":
+        backends = _backends()
+        try:
+            outputs = backends.vllm_generate(
+                str(request["checkpoint"]), adapter, prompts, task.decoding, tuple(task.stop), backend
+            )
+        except backends.BackendUnavailable as exc:
+            raise _Refused(EXIT_REQUEST, str(exc)) from exc
+    else:
+        tokenizer, model = _load_model(str(request["checkpoint"]))
+        if adapter is not None:
+            model = _backends().apply_adapter(model, str(adapter))
+        outputs = _generate(
+            tokenizer, model, prompts, task.decoding, tuple(task.stop), int(request.get("batch_size", 64))
+        )
     samples = []
     for item, output in zip(items, outputs):
         value, reason = _score_one(task, item, output, float(request.get("sample_timeout_s", 5.0)))
@@ -222,7 +238,26 @@ def run(request: dict[str, Any], seal_key: Any) -> dict[str, Any]:
         "score": sum(s["score"] for s in samples) / len(samples) if samples else 0.0,
         "samples": samples,
         "seconds": round(time.time() - t0, 3),
+        "backend": backend,
     }
+
+
+def _backends() -> Any:
+    """The sealed `eval_backends.py` beside this file (never an installed module of that name)."""
+    module = importlib.import_module("eval_backends")
+    origin = Path(module.__file__ or "").resolve()
+    if origin.parent != SEAL_DIR:
+        raise _Refused(EXIT_DIGEST, f"eval_backends resolved outside the seal: {origin}")
+    return module
+
+
+def _backend() -> dict[str, Any]:
+    try:
+        return dict(_backends().read_backend(SEAL_DIR))
+    except ValueError as exc:
+        raise _Refused(EXIT_REQUEST, f"the seal's backend.json does not parse: {exc}") from exc
+    except Exception as exc:  # BackendUnavailable lives in the sealed module
+        raise _Refused(EXIT_REQUEST, str(exc)) from exc
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -166,6 +166,9 @@ class ExperimentStart(Payload):
 class Measured(Record):
     parent_checkpoint: str = Field(description="Digest of the parent bytes the trainer loaded.")
     dataset: str = Field(description="Digest of the data bytes the trainer read.")
+    parent_base: str | None = Field(
+        default=None, description="Digest of the base bytes loaded under an adapter parent (absent: a full parent)."
+    )
 
 
 @kind("experiment.finish")
@@ -175,6 +178,10 @@ class ExperimentFinish(Payload):
     experiment_id: str = Field(description="The experiment, `exp-<seq of its start>`.")
     status: Literal["completed", "failed"] = Field(description="How it ended.")
     checkpoint: str | None = Field(default=None, description="Store digest of the trained checkpoint (completed).")
+    adapter_base: str | None = Field(
+        default=None,
+        description="The checkpoint is a LoRA adapter bound to this base checkpoint digest (absent: a full model).",
+    )
     steps: int | None = Field(default=None, description="Optimizer steps taken (completed).")
     final_loss: float | None = Field(default=None, description="Training loss at the end (completed).")
     train_seconds: float | None = Field(default=None, description="Seconds in the training loop (completed).")
@@ -201,6 +208,9 @@ class EvalRecord(Payload):
     sample_ids_match: bool = Field(description="Whether the ids scored are the preregistered ones.")
     tokenizer_digest: str | None = Field(description="SHA-256 of the checkpoint's tokenizer.json as scored.")
     generation_config_digest: str | None = Field(description="SHA-256 of its generation_config.json as scored.")
+    base_digest: str | None = Field(
+        default=None, description="Digest measured on the base an adapter checkpoint was scored on (absent: none)."
+    )
     record_digest: str = Field(description="Store digest of the per-sample evaluation record.")
 
 
