@@ -76,8 +76,13 @@ def test_swapped_base_under_an_adapter_is_detected(adapter_run, tiny_base, toy_s
     with pytest.raises(CheckpointLoadError, match="swapped base"):
         _eval(adapter_run.checkpoint_dir, base=base_copy)
     with pytest.raises(CheckpointLoadError, match="swapped base"):
-        train(toy_data, tmp_path / "child", {"method": "sft", "max_steps": 1}, parent=adapter_run.checkpoint_dir,
-              parent_base=base_copy)
+        train(
+            toy_data,
+            tmp_path / "child",
+            {"method": "sft", "max_steps": 1},
+            parent=adapter_run.checkpoint_dir,
+            parent_base=base_copy,
+        )
 
 
 def test_training_from_an_adapter_loads_base_then_adapter(adapter_run, tiny_base, toy_data, tmp_path):

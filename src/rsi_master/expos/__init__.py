@@ -19,6 +19,7 @@ from ._graph import by_worker, checkpoint_lineage, evidence, lineage
 from ._guards import OVERRIDE_KEYS, GuardPolicy, Shortcut, Strict, Unguarded
 from ._kinds import EVENT_KINDS
 from ._projection import Part, Projection, parse_ts, register_part
+from ._prune import KEEP_POLICIES, protected_checkpoints, prune_checkpoints
 from ._registry import ROLES, TOOLS, Tool
 from ._session import Caller, ExpOS
 from ._state import Decision, ReviewerNode, State, WorkerRecord, load_state
@@ -26,9 +27,9 @@ from ._taxonomy import GROUPS, SUBCATEGORIES, Observation, Subcategory
 from ._tools_worker_results import EvalScore
 
 __all__ = [
-    "adapter_base_of",
     "EVENT_KINDS",
     "GROUPS",
+    "KEEP_POLICIES",
     "OVERRIDE_KEYS",
     "ROLES",
     "SUBCATEGORIES",
@@ -63,6 +64,7 @@ __all__ = [
     "ToolRefused",
     "Unguarded",
     "WorkerRecord",
+    "adapter_base_of",
     "adopt_checkpoint",
     "audit",
     "boundary_statement",
@@ -79,6 +81,8 @@ __all__ = [
     "lock_down",
     "parse_ts",
     "peek_capability",
+    "protected_checkpoints",
+    "prune_checkpoints",
     "read_capability",
     "record_evaluation",
     "register_part",

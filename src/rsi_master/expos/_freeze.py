@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 from ..errors import RsiMasterError
 from ..ledger import KeyDir
@@ -36,11 +37,20 @@ def freeze_run(
     allowed_teachers: list[str] | None,
     run_id: str | None,
     guards: GuardPolicy,
+    eval_backend: Any = None,
 ) -> tuple[RunDir, TaskContract]:
     """Create the run directory and record its contract (the arguments as `ExpOS.create` takes
     them); the run is open on return and closed again if anything fails. The tools must be
     registered first: the contract lists each role's permitted tools."""
-    from ..runtime import METHODS, base_model_dir, create_seal_secret, seal_commitment, seal_evaluator
+    from ..runtime import (
+        METHODS,
+        base_model_dir,
+        check_backend,
+        create_seal_secret,
+        make_backend,
+        seal_commitment,
+        seal_evaluator,
+    )
     from ..tasks import SPLITS, SealKey, get_task, task_spec
 
     get_task(task)  # an unknown task fails before anything is written
@@ -48,6 +58,8 @@ def freeze_run(
         raise RsiMasterError("eval_limit must be positive")
     if final_limit is not None and final_limit < 0:
         raise RsiMasterError("final_limit must be 0 (the whole split) or positive")
+    backend = make_backend(eval_backend)
+    check_backend(backend)  # a backend this machine cannot run fails before anything is written
     run = RunDir.create(run_dir, key_dir=key_dir, run_id=run_id)
     try:
         secret = create_seal_secret(run.key_dir, run.run_id)
@@ -55,7 +67,7 @@ def freeze_run(
         spec = task_spec(task_obj)
         base_dir = base_model_dir()
         base_artifact = run.store.put_dir(base_dir)
-        seal_path, evaluator_digest = seal_evaluator(store=run.store)
+        seal_path, evaluator_digest = seal_evaluator(store=run.store, backend=backend)
         families = [f"{task_obj.name}/{name}" for name in sorted(task_obj.generators())]
         limits: dict[str, int | None] = dict.fromkeys(SPLITS, eval_limit)
         if final_limit is not None:
@@ -81,6 +93,7 @@ def freeze_run(
                 stop_sha256=_sha(json.dumps(spec["stop"])),
                 sample_ids=ids,
                 items_sha256=spec["items_sha256"],
+                backend=backend.record(),
             ),
             allowed_generators=allowed_generators if allowed_generators is not None else families,
             allowed_teachers=list(allowed_teachers or []),

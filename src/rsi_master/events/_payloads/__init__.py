@@ -7,6 +7,7 @@ set), so a payload's bytes are what was written. Split by who writes the events.
 
 from ._contract import CONTRACT_KIND, CONTRACT_VERSION, Budget, EvaluatorSpec, TaskContract
 from ._expos import (
+    ArtifactPrune,
     AuditRun,
     CandidateNominate,
     Claim,
@@ -23,6 +24,7 @@ from ._expos import (
     GuardBlocked,
     LedgerFacts,
     Measured,
+    PrunedCheckpoint,
     ReviewRequest,
     ReviewSubmit,
     ToolCall,
@@ -59,6 +61,7 @@ __all__ = [
     "AgentError",
     "AgentStep",
     "AgentsConfig",
+    "ArtifactPrune",
     "AuditRun",
     "Budget",
     "CandidateNominate",
@@ -87,6 +90,7 @@ __all__ = [
     "OrchestraResume",
     "OrchestraStart",
     "OrchestraStop",
+    "PrunedCheckpoint",
     "ReviewRequest",
     "ReviewSubmit",
     "SelectionRow",

@@ -191,6 +191,24 @@ class ExperimentFinish(Payload):
     error: str | None = Field(default=None, description="Why it failed (failed).")
 
 
+class PrunedCheckpoint(Record):
+    experiment_id: str = Field(description="The experiment whose checkpoint was pruned.")
+    checkpoint: str = Field(description="Store digest of the pruned checkpoint (its manifest stays in the store).")
+
+
+@kind("artifact.prune")
+class ArtifactPrune(Payload):
+    """Checkpoints removed from the store by the run's keep policy (the harness's record).
+
+    Never one evaluated on `review`, submitted, selected, scored on `final`, or cited by a
+    decision or a review, nor the base an adapter that is kept is bound to."""
+
+    policy: str = Field(description="The keep policy (`referenced`).")
+    pruned: list[PrunedCheckpoint] = Field(description="The checkpoints removed.")
+    kept: dict[str, list[str]] = Field(description="Each kept experiment checkpoint and why it is kept.")
+    bytes_freed: int = Field(ge=0, description="Bytes of blobs removed (shared blobs stay).")
+
+
 @kind("eval.record")
 class EvalRecord(Payload):
     """A score by the sealed evaluator; nothing else makes one."""

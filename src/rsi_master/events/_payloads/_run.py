@@ -121,6 +121,12 @@ class OrchestraStart(Payload):
     timing_prior: dict[str, float] | None = Field(
         default=None, description="{step_s, overhead_s} measured on this machine, until the run measures its own."
     )
+    gpus_per_slot: int | None = Field(
+        default=None, ge=1, description="GPUs each slot process gets as its own CUDA_VISIBLE_DEVICES (absent: none)."
+    )
+    keep: str | None = Field(
+        default=None, description="Checkpoint keeping policy at the end of the run (absent: `all`)."
+    )
 
 
 @kind("orchestra.resume")
@@ -171,6 +177,7 @@ class OrchestraJobStart(Payload):
     kind: Literal["worker", "reviewer"] = Field(description="The node's kind.")
     slot: int = Field(description="Slot number.")
     deadline: float | None = Field(default=None, description="Unix time by which it must finish.")
+    devices: str | None = Field(default=None, description="The slot's CUDA_VISIBLE_DEVICES (absent: not assigned).")
 
 
 @kind("orchestra.job.end")
