@@ -139,9 +139,11 @@ def _after_final(run: RunDir) -> list[Problem]:
 def _pruned(run: RunDir, notes: list[str]) -> list[Problem]:
     """Pruned directories must be the ones the harness recorded pruning (`artifact.prune`)."""
     recorded: dict[str, int] = {}
+    from ..events import ArtifactPrune, typed
+
     for event in run.ledger.events(kinds=["artifact.prune"], role="harness"):
-        for p in event.payload.get("pruned", []):
-            recorded[p["checkpoint"]] = event.seq
+        for p in typed(event, ArtifactPrune).payload.pruned:
+            recorded[p.checkpoint] = event.seq
     problems = []
     marked = run.store.pruned()
     for digest in marked:
