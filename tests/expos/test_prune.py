@@ -136,7 +136,7 @@ def test_pruning_keeps_every_protected_checkpoint(run):
 
 
 def test_verify_and_audit_stay_clean_and_say_what_was_pruned(run):
-    expos, ck, x = run
+    expos, _ck, _x = run
     prune_checkpoints(expos, HARNESS, "referenced")
     report = verify_run(expos.run.path, key_dir=expos.run.key_dir)
     assert report.ok, report.problems
@@ -161,7 +161,7 @@ def test_verify_and_audit_stay_clean_and_say_what_was_pruned(run):
 def test_a_pruned_checkpoint_is_refused_not_loaded(run):
     from rsi_master.errors import ArtifactError
 
-    expos, ck, x = run
+    expos, ck, _x = run
     prune_checkpoints(expos, HARNESS, "referenced")
     with pytest.raises(ArtifactError, match="was pruned"):
         expos.run.store.path(ck["plain"])
@@ -169,7 +169,7 @@ def test_a_pruned_checkpoint_is_refused_not_loaded(run):
 
 def test_a_prune_marker_without_a_record_is_a_problem(run):
     """An agent with a shell cannot hide a checkpoint by marking it pruned: verify flags the marker."""
-    expos, ck, x = run
+    expos, ck, _x = run
     root = expos.run.store.root
     code = (
         "import sys, pathlib; p = pathlib.Path(sys.argv[1]) / 'pruned'; p.mkdir(exist_ok=True); "
