@@ -39,3 +39,9 @@ def v1_run(tmp_path: Path) -> tuple[Path, Path]:
         for f in files:
             os.chmod(os.path.join(root, f), 0o600)
     return run_dir, key_dir
+
+
+# Test-size models of other architectures (shared with the task-directory end-to-end tests).
+from tests.hf_model import hf_cache_layout, tiny_hf_model  # noqa: E402
+
+__all__ = ["V1_RUN", "draft", "hf_cache_layout", "make_run", "tiny_hf_model", "v1_run"]

@@ -113,3 +113,37 @@ def test_a_run_without_a_budget_gets_its_tasks_default(tmp_path, monkeypatch, ca
     from rsi_master.cli._main import build_parser
 
     assert build_parser().parse_args(["run", "--task", "function_calling"]).budget == "2m"
+
+
+def test_a_bad_model_is_one_line_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    from tests.helpers import tiny_hf_model
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    target = tmp_path / "new"
+    model = tiny_hf_model(tmp_path / "models", "gpt2")
+    (model / "model.safetensors").unlink()
+    for spec, expected in (
+        (str(model), "has no weights"),
+        (str(tmp_path / "missing"), "does not exist"),
+        ("org/not-cached", "not in the local Hugging Face cache"),
+    ):
+        code, msg = _err(capsys, ["run", "--task", "arithmetic", "--model", spec, "--dir", str(target)])
+        assert code == 2 and expected in msg and "Traceback" not in msg, msg
+        assert len(msg.strip().splitlines()) == 1
+    assert not target.exists() and not list(tmp_path.glob(".new*"))
+
+
+def test_model_flag_reaches_the_contract(tmp_path, monkeypatch, capsys):
+    """`--model` (or RSI_MASTER_MODEL) freezes the user's model into the run's contract."""
+    from rsi_master.expos import ExpOS
+    from rsi_master.orchestra import _orchestra
+    from rsi_master.runtime import resolve_model
+    from tests.helpers import tiny_hf_model
+
+    monkeypatch.setattr(_orchestra, "_drive", lambda *a, **k: {})  # record the run, do not drive it
+    model = tiny_hf_model(tmp_path / "models", "qwen2")
+    monkeypatch.setenv("RSI_MASTER_MODEL", str(model))
+    assert main(["run", "--task", "arithmetic", "--budget", "60s", "--dir", str(tmp_path / "run")]) == 0
+    with ExpOS.open(tmp_path / "run", writable=False) as x:
+        assert x.contract.base_model_digest == resolve_model(model).tree_digest
+        assert x.contract.base_model_source is not None and x.contract.base_model_source.architecture == "qwen2"

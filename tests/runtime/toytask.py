@@ -74,3 +74,9 @@ class ToyTask:
     def pretrain_text(self, seed: int, n: int) -> list[str]:
         rng = random.Random(seed)
         return [" ".join(_word(rng, rng.randint(1, 5)) for _ in range(6)) for _ in range(n)]
+
+
+class ChatToyTask(ToyTask):
+    """The toy task in chat format: prompts reach the model as its chat template's user turn."""
+
+    chat = True

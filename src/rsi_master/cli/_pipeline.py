@@ -41,7 +41,11 @@ def _json_arg(text: str) -> dict[str, Any]:
 
 def _train_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--method", default=env("method", "sft"), help="sft | lora | dpo | grpo (env RSI_MASTER_METHOD)")
-    p.add_argument("--parent", default=env("parent"), help="parent checkpoint dir (default: shipped base model)")
+    p.add_argument(
+        "--parent",
+        default=env("parent"),
+        help="parent checkpoint dir, or a repository id in the local Hugging Face cache (default: shipped base model)",
+    )
     p.add_argument("--lr", type=float, default=None, help="peak learning rate (default 1e-3)")
     p.add_argument("--batch-size", type=int, default=None, help="examples per step (default 32)")
     p.add_argument("--epochs", type=float, default=None, help="passes over the data (default 1)")
@@ -223,14 +227,24 @@ class _Progress:
 
 
 def _train(args: argparse.Namespace, data: str, out: str, task: str | None) -> Any:
-    from ..runtime import make_spec, train
+    import tempfile
+    from pathlib import Path
+
+    from ..runtime import make_spec, resolve_model, stage_model, train
 
     spec = make_spec(**_spec_from(args, task))
     progress = _Progress()
-    try:
-        return train(data, out, spec, parent=args.parent, progress=progress)
-    finally:
-        progress.close()
+    with tempfile.TemporaryDirectory(prefix="rsi-parent-") as tmp:
+        parent = args.parent
+        if parent is not None and not Path(parent).is_dir():
+            # A repository id in the local HF cache: its snapshot is links into blobs, which a
+            # measured copy refuses; train from a staged copy of the files they point at.
+            parent = Path(tmp) / "model"
+            stage_model(resolve_model(args.parent), parent)
+        try:
+            return train(data, out, spec, parent=parent, progress=progress)
+        finally:
+            progress.close()
 
 
 def run_train(args: argparse.Namespace) -> int:

@@ -50,6 +50,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="task of the embedded suite (env RSI_MASTER_TASK; default knowledge)",
     )
     p.add_argument(
+        "--model",
+        default=env("model"),
+        metavar="PATH_OR_ID",
+        help="base model: a Hugging Face model directory, or a repository id in the local Hugging Face "
+        "cache (never downloaded); any causal LM with its tokenizer and chat template (env RSI_MASTER_MODEL; "
+        "default: the shipped 1M-parameter model)",
+    )
+    p.add_argument(
         "--budget",
         default=env("budget"),
         help="wall-clock budget: seconds or a duration such as 90s, 5m (env RSI_MASTER_BUDGET; default 5m, "
@@ -203,6 +211,7 @@ def run(args: argparse.Namespace) -> int:
         gpus_per_slot=args.gpus_per_slot,
         eval_backend=args.eval_backend,
         keep=args.keep,
+        model=args.model or None,
         **names,  # type: ignore[arg-type]
     )
     print_summary(summary)

@@ -6,14 +6,18 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import RsiMasterError
+from ..events import BaseModelSource
 from ..ledger import KeyDir
 from ..rundir import RunDir
 from ._contract import CONTRACT_KIND, CONTRACT_VERSION, Budget, EvaluatorSpec, TaskContract
 from ._guards import GuardPolicy
 from ._registry import ROLES, TOOLS
+
+if TYPE_CHECKING:
+    from ..runtime import ModelSource
 
 __all__ = ["freeze_run"]
 
@@ -38,22 +42,28 @@ def freeze_run(
     run_id: str | None,
     guards: GuardPolicy,
     eval_backend: Any = None,
+    model: ModelSource | str | Path | None = None,
 ) -> tuple[RunDir, TaskContract]:
     """Create the run directory and record its contract (the arguments as `ExpOS.create` takes
     them); the run is open on return and closed again if anything fails. The tools must be
-    registered first: the contract lists each role's permitted tools."""
+    registered first: the contract lists each role's permitted tools. `model` is the base
+    model (`resolve_model`'s ModelSource, or what `--model` takes; None: the shipped one):
+    its defining files are copied into the run's store, measured, and the contract pins
+    their digest. `eval_backend` is sealed with the evaluator (default `transformers`)."""
     from ..runtime import (
         METHODS,
-        base_model_dir,
+        ModelSource,
         check_backend,
         create_seal_secret,
         make_backend,
+        resolve_model,
         seal_commitment,
         seal_evaluator,
     )
     from ..tasks import SPLITS, SealKey, get_task, task_spec
 
     get_task(task)  # an unknown task fails before anything is written
+    source = model if isinstance(model, ModelSource) else resolve_model(model)  # so does a bad model
     if eval_limit is not None and eval_limit < 1:
         raise RsiMasterError("eval_limit must be positive")
     if final_limit is not None and final_limit < 0:
@@ -65,8 +75,8 @@ def freeze_run(
         secret = create_seal_secret(run.key_dir, run.run_id)
         task_obj = get_task(task, seal_key=SealKey(secret=secret))
         spec = task_spec(task_obj)
-        base_dir = base_model_dir()
-        base_artifact = run.store.put_dir(base_dir)
+        base_artifact, base_source = _store_base(run, source)
+        base_dir = run.store.path(base_artifact)
         seal_path, evaluator_digest = seal_evaluator(store=run.store, backend=backend)
         families = [f"{task_obj.name}/{name}" for name in sorted(task_obj.generators())]
         limits: dict[str, int | None] = dict.fromkeys(SPLITS, eval_limit)
@@ -84,6 +94,7 @@ def freeze_run(
             base_model_artifact=base_artifact,
             base_tokenizer_sha256=hashlib.sha256(tok.read_bytes()).hexdigest() if tok.is_file() else None,
             base_generation_config_sha256=hashlib.sha256(gen.read_bytes()).hexdigest() if gen.is_file() else None,
+            base_model_source=base_source,
             evaluator=EvaluatorSpec(
                 evaluator_digest=evaluator_digest,
                 evaluator_artifact=Path(seal_path).name,
@@ -102,11 +113,13 @@ def freeze_run(
             permitted_tools={role: sorted(t.name for t in TOOLS.values() if role in t.roles) for role in ROLES},
             guards=guards.name,
         )
+        exclude = {"base_model_source"} if contract.base_model_source is None else set()
         run.record(
             {
                 "kind": CONTRACT_KIND,
                 "actor": HARNESS,
-                "payload": contract.model_dump(mode="json"),
+                # Absent rather than null for the shipped model: a default run's contract is as it was.
+                "payload": contract.model_dump(mode="json", exclude=exclude),
                 "artifacts": [
                     {"digest": base_artifact, "role": "output", "name": "base_model"},
                     {"digest": contract.evaluator.evaluator_artifact, "role": "output", "name": "sealed_evaluator"},
@@ -117,3 +130,31 @@ def freeze_run(
         run.close()
         raise
     return run, contract
+
+
+def _store_base(run: RunDir, source: ModelSource) -> tuple[str, BaseModelSource | None]:
+    """Store the base model's defining files (the copy every experiment from `base` trains
+    from) and return its store digest and, for a user model, the contract's record of it."""
+    import tempfile
+
+    from ..runtime import stage_model
+
+    if source.is_shipped:
+        return run.store.put_dir(source.path), None
+    # Staged beside the store (same filesystem): the store then takes the files by renaming,
+    # not by a second copy of what may be many gigabytes.
+    with tempfile.TemporaryDirectory(prefix=".base-", dir=run.path) as tmp:
+        staged = Path(tmp) / "model"
+        stage_model(source, staged)  # refuses a model changed since it was resolved
+        digest = run.store.put_dir(staged, move=True)
+    if digest != source.tree_digest:
+        raise RsiMasterError(f"stored base model {digest} differs from the resolved {source.tree_digest}")
+    return digest, BaseModelSource(
+        spec=source.spec,
+        path=str(source.path),
+        repo_id=source.repo_id,
+        revision=source.revision,
+        architecture=source.architecture,
+        tree_digest=source.tree_digest,
+        files=dict(source.files),
+    )

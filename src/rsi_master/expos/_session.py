@@ -93,8 +93,12 @@ class ExpOS:
         run_id: str | None = None,
         guards: GuardPolicy | None = None,
         eval_backend: Any = None,
+        model: Any = None,
     ) -> ExpOS:
         """Freeze a contract for `task` and record it as the run's first event.
+
+        `model` is the base model: None for the shipped one, a directory or a repository id
+        in the local Hugging Face cache, or a resolved `runtime.ModelSource`.
 
         `eval_limit` keeps the first N items of each split (all of them if None);
         `final_limit` overrides it for `final`, which only the harness scores, once per
@@ -125,6 +129,7 @@ class ExpOS:
             run_id=run_id,
             guards=guards,
             eval_backend=eval_backend,
+            model=model,
         )
         return cls(run, contract, guards=guards)
 

@@ -106,6 +106,7 @@ def start_run(
     gpus_per_slot: int = 0,
     eval_backend: str | None = None,
     keep: str = "all",
+    model: str | Path | None = None,
 ) -> dict[str, Any]:
     """Create a run and drive it to its summary. `budget` None is the task's default
     (`default_budget`). `main` and `reviewer` name the agents (a
@@ -120,7 +121,9 @@ def start_run(
     None: `eval_limit`, as for the other splits).
     `worker` names the Worker agent the Main agent puts in the directions it adds; `setup`
     records more of the run's configuration (the agents layer's `agents.config`) before any
-    agent acts. `gpus_per_slot` gives each slot process its own CUDA_VISIBLE_DEVICES (0: none
+    agent acts. `model` is the base model (`--model`): a Hugging Face model directory or a
+    repository id in the local Hugging Face cache; None is the shipped model.
+    `gpus_per_slot` gives each slot process its own CUDA_VISIBLE_DEVICES (0: none
     assigned); `eval_backend` is the sealed evaluator's generation backend (`transformers`,
     `vllm`); `keep` is the checkpoint policy applied at the end (`all`, `referenced`)."""
     from ..expos import Budget, ExpOS
@@ -145,6 +148,11 @@ def start_run(
         check_backend(backend)
     except InvalidParameterError as exc:
         raise RsiMasterError(str(exc)) from None
+    source = None
+    if model is not None:
+        from ..runtime import resolve_model
+
+        source = resolve_model(model)  # a bad model fails before anything is written
     path = Path(run_dir) if run_dir else _default_dir(task)
     _check_new_dir(path)
     # Built beside its final place and renamed into it once the settings are recorded: a run
@@ -162,6 +170,7 @@ def start_run(
         key_dir=key_dir,
         guards=guards,
         eval_backend=backend,
+        model=source,
     )
     # Absent rather than null when not given: the settings of runs without them stay as they were.
     optional: dict[str, Any] = {

@@ -9,6 +9,7 @@ and TRL load only inside the functions that train or evaluate.
 from rsi_master.runtime._adapter import ADAPTER_BASE_FILE, adapter_base_digest, is_adapter
 from rsi_master.runtime._backend import BACKENDS, EvalBackend, check_backend, make_backend
 from rsi_master.runtime._data import dedup, filter_data, generate, mix
+from rsi_master.runtime._device import DeviceSettings, device_settings
 from rsi_master.runtime._digest import dir_digest, sha256_bytes, sha256_file
 from rsi_master.runtime._errors import (
     CheckpointLoadError,
@@ -19,6 +20,7 @@ from rsi_master.runtime._errors import (
     TrainingError,
 )
 from rsi_master.runtime._evaluate import evaluate
+from rsi_master.runtime._hf_model import ModelInputError, ModelSource, hf_cache_dir, resolve_model, stage_model
 from rsi_master.runtime._jsonl import parse_jsonl, write_jsonl
 from rsi_master.runtime._model import TinyLlamaSpec, base_model_digest, base_model_dir, base_model_record
 from rsi_master.runtime._records import DataResult, EvalResult, SampleRecord, TrainConfig, TrainResult
@@ -41,11 +43,14 @@ __all__ = [
     "METHODS",
     "CheckpointLoadError",
     "DataResult",
+    "DeviceSettings",
     "EvalBackend",
     "EvalResult",
     "EvaluationError",
     "InputChangedError",
     "InvalidParameterError",
+    "ModelInputError",
+    "ModelSource",
     "SampleRecord",
     "SealSecretError",
     "TinyLlamaSpec",
@@ -60,11 +65,13 @@ __all__ = [
     "check_backend",
     "create_seal_secret",
     "dedup",
+    "device_settings",
     "dir_digest",
     "evaluate",
     "evaluator_digest",
     "filter_data",
     "generate",
+    "hf_cache_dir",
     "is_adapter",
     "load_seal_key",
     "make_backend",
@@ -73,11 +80,13 @@ __all__ = [
     "operator_seal_key",
     "parse_jsonl",
     "private_seal",
+    "resolve_model",
     "seal_commitment",
     "seal_evaluator",
     "seal_secret_path",
     "sha256_bytes",
     "sha256_file",
+    "stage_model",
     "train",
     "write_jsonl",
 ]

@@ -25,7 +25,14 @@ def preference_rows(task: Any, rows: list[dict[str, Any]], seed: int) -> list[di
 
 
 def run_dpo(
-    model: Any, tokenizer: Any, rows: list[dict[str, Any]], spec: TrainSpec, task: Any, work: Path, callbacks: list[Any]
+    model: Any,
+    tokenizer: Any,
+    rows: list[dict[str, Any]],
+    spec: TrainSpec,
+    task: Any,
+    work: Path,
+    callbacks: list[Any],
+    chat: Any = None,
 ) -> tuple[Any, int]:
     import datasets
     from trl import DPOConfig, DPOTrainer
@@ -33,7 +40,17 @@ def run_dpo(
     from rsi_master.runtime._trainer_args import base_args, quiet
 
     datasets.disable_progress_bars()
-    dataset = datasets.Dataset.from_list(preference_rows(task, rows, spec.seed))
+    pairs = preference_rows(task, rows, spec.seed)
+    if chat is not None:  # pairs are built (and checked) on the task's text, then put in turns
+        pairs = [
+            {
+                "prompt": chat.prompt(p["prompt"]),
+                "chosen": chat.completion(p["chosen"]),
+                "rejected": chat.completion(p["rejected"]),
+            }
+            for p in pairs
+        ]
+    dataset = datasets.Dataset.from_list(pairs)
     config = DPOConfig(**base_args(spec, work, len(dataset)), beta=spec.dpo_beta, max_length=spec.max_length)
     # ref_model=None: TRL copies the starting model as the frozen reference.
     trainer = DPOTrainer(

@@ -47,12 +47,13 @@ def apply_adapter(model: Any, adapter_dir: str) -> Any:
 def vllm_generate(
     checkpoint: str,
     adapter: str | None,
-    prompts: list[str],
+    prompts: list[list[int]],
     decoding: Any,
     stop: tuple[str, ...],
     settings: dict[str, Any],
 ) -> list[str]:
-    """Greedy (or the task's sampling) generation with vLLM; outputs cut at the first stop string."""
+    """Greedy (or the task's sampling) generation with vLLM from token ids (tokenized by the
+    evaluator as for `transformers`); outputs cut at the first stop string."""
     try:
         import vllm
     except ImportError as exc:
@@ -87,7 +88,8 @@ def vllm_generate(
         stop=list(stop) or None,
         skip_special_tokens=True,
     )
-    results = llm.generate(prompts, params, lora_request=lora, use_tqdm=False)
+    inputs: Any = [{"prompt_token_ids": ids} for ids in prompts]
+    results = llm.generate(inputs, params, lora_request=lora, use_tqdm=False)
     outputs = []
     for r in results:
         text = r.outputs[0].text

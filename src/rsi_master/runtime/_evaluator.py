@@ -23,6 +23,7 @@ import importlib
 import inspect
 import json
 import math
+import os
 import signal
 import sys
 import time
@@ -137,6 +138,8 @@ def _load_model(checkpoint: str) -> tuple[Any, Any]:
         model = AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True, dtype=torch.float32)
     except Exception as exc:
         raise _Refused(EXIT_LOAD, f"checkpoint {checkpoint} does not load: {type(exc).__name__}: {exc}") from exc
+    if torch.cuda.is_available() and os.environ.get("RSI_MASTER_DEVICE", "").strip().lower() != "cpu":
+        model.to("cuda")  # type: ignore[arg-type]  # fp32 as on the CPU: the precision is part of what the seal pins
     model.eval()
     tokenizer.padding_side = "left"  # batched generation continues from the right edge
     if tokenizer.pad_token_id is None:
@@ -144,8 +147,50 @@ def _load_model(checkpoint: str) -> tuple[Any, Any]:
     return tokenizer, model
 
 
+def _load_tokenizer(checkpoint: str) -> Any:
+    """The checkpoint's tokenizer alone (vLLM loads the weights itself)."""
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(checkpoint, local_files_only=True)
+    except Exception as exc:
+        raise _Refused(
+            EXIT_LOAD, f"checkpoint {checkpoint} tokenizer does not load: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def _is_chat(task: Any) -> bool:
+    # Same rule as the runtime's _chat.is_chat (this file cannot import it: it runs from its seal).
+    return getattr(task, "chat", False) is True or getattr(task, "format", None) == "chat"
+
+
+def _chat_prompts(tokenizer: Any, prompts: list[str]) -> list[str]:
+    """The rendered task prompt as the user turn of the model's own chat template."""
+    if not getattr(tokenizer, "chat_template", None):
+        raise _Refused(EXIT_LOAD, "the task is in chat format but the checkpoint's tokenizer has no chat template")
+    return [
+        str(tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False, add_generation_prompt=True))
+        for p in prompts
+    ]
+
+
+def _eos_ids(tokenizer: Any, model: Any) -> list[int]:
+    """Every id that ends a turn: the tokenizer's eos and the generation config's (a chat
+    model's end-of-turn token is often only in the latter)."""
+    ids = [tokenizer.eos_token_id]
+    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    ids += configured if isinstance(configured, list) else [configured]
+    return sorted({i for i in ids if isinstance(i, int)})
+
+
 def _generate(
-    tokenizer: Any, model: Any, prompts: list[str], decoding: Any, stop: tuple[str, ...], batch_size: int
+    tokenizer: Any,
+    model: Any,
+    prompts: list[str],
+    decoding: Any,
+    stop: tuple[str, ...],
+    batch_size: int,
+    chat: bool = False,
 ) -> list[str]:
     import torch
     from transformers import GenerationConfig, StoppingCriteria, StoppingCriteriaList
@@ -156,13 +201,13 @@ def _generate(
 
         def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
             texts = tokenizer.batch_decode(input_ids[:, self.width :], skip_special_tokens=True)
-            return torch.tensor([any(s in t for s in stop) for t in texts], dtype=torch.bool)
+            return torch.tensor([any(s in t for s in stop) for t in texts], dtype=torch.bool, device=input_ids.device)
 
     gen_kwargs: dict[str, Any] = {
         "max_new_tokens": decoding.max_new_tokens,
         "do_sample": decoding.do_sample,
         "pad_token_id": tokenizer.pad_token_id,
-        "eos_token_id": tokenizer.eos_token_id,
+        "eos_token_id": _eos_ids(tokenizer, model) or None,
         "bos_token_id": tokenizer.bos_token_id,
     }
     if decoding.do_sample:
@@ -175,7 +220,11 @@ def _generate(
     with torch.inference_mode():
         for start in range(0, len(order), batch_size):
             idx = order[start : start + batch_size]
-            enc = tokenizer([prompts[i] for i in idx], return_tensors="pt", padding=True)
+            # A chat template writes its own special tokens (a BOS among them): adding them again
+            # would show the model a prompt no training row had.
+            enc = tokenizer(
+                [prompts[i] for i in idx], return_tensors="pt", padding=True, add_special_tokens=not chat
+            ).to(model.device)
             width = enc["input_ids"].shape[1]
             criteria = StoppingCriteriaList([StopOnStrings(width)]) if stop else None
             out = model.generate(**enc, generation_config=config, stopping_criteria=criteria)
@@ -201,11 +250,16 @@ def run(request: dict[str, Any], seal_key: Any) -> dict[str, Any]:
     # An adapter checkpoint arrives as its base (`checkpoint`) and the adapter itself.
     adapter = request.get("adapter")
     backend = _backend()
+    chat = _is_chat(task)
     if backend["name"] == "vllm":
+        tokenizer = _load_tokenizer(str(request["checkpoint"]))
+        shown = _chat_prompts(tokenizer, prompts) if chat else prompts
+        # Token ids made here as the transformers path makes them, so both see the same prompt.
+        ids = [tokenizer(p, add_special_tokens=not chat)["input_ids"] for p in shown]
         backends = _backends()
         try:
             outputs = backends.vllm_generate(
-                str(request["checkpoint"]), adapter, prompts, task.decoding, tuple(task.stop), backend
+                str(request["checkpoint"]), adapter, ids, task.decoding, tuple(task.stop), backend
             )
         except backends.BackendUnavailable as exc:
             raise _Refused(EXIT_REQUEST, str(exc)) from exc
@@ -213,8 +267,9 @@ def run(request: dict[str, Any], seal_key: Any) -> dict[str, Any]:
         tokenizer, model = _load_model(str(request["checkpoint"]))
         if adapter is not None:
             model = _backends().apply_adapter(model, str(adapter))
+        shown = _chat_prompts(tokenizer, prompts) if chat else prompts
         outputs = _generate(
-            tokenizer, model, prompts, task.decoding, tuple(task.stop), int(request.get("batch_size", 64))
+            tokenizer, model, shown, task.decoding, tuple(task.stop), int(request.get("batch_size", 64)), chat
         )
     samples = []
     for item, output in zip(items, outputs):

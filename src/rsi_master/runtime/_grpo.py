@@ -26,7 +26,14 @@ def make_reward(task: Any) -> Any:
 
 
 def run_grpo(
-    model: Any, tokenizer: Any, rows: list[dict[str, Any]], spec: TrainSpec, task: Any, work: Path, callbacks: list[Any]
+    model: Any,
+    tokenizer: Any,
+    rows: list[dict[str, Any]],
+    spec: TrainSpec,
+    task: Any,
+    work: Path,
+    callbacks: list[Any],
+    chat: Any = None,
 ) -> tuple[Any, int]:
     import datasets
     from trl import GRPOConfig, GRPOTrainer
@@ -34,7 +41,8 @@ def run_grpo(
     from rsi_master.runtime._trainer_args import base_args, quiet
 
     datasets.disable_progress_bars()
-    dataset = datasets.Dataset.from_list([{"prompt": r["prompt"], "row_json": json.dumps(r)} for r in rows])
+    render = chat.prompt if chat is not None else (lambda p: p)
+    dataset = datasets.Dataset.from_list([{"prompt": render(r["prompt"]), "row_json": json.dumps(r)} for r in rows])
     tokenizer.padding_side = "left"  # GRPO generates in batches
     config = GRPOConfig(
         **base_args(spec, work, len(rows)),

@@ -8,8 +8,23 @@ from typing import Any
 from rsi_master.runtime._spec import TrainSpec
 
 # Every linear layer of the Llama block: on a 1M-parameter model, adapting only attention
-# leaves too little capacity to learn a new output format.
+# leaves too little capacity to learn a new output format (the preliminary study).
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+def lora_targets(model: Any, choice: str) -> list[str] | str:
+    """Modules LoRA adapts: for "default", the Llama block's linear layers (the shipped
+    model's study) and PEFT's own default for every other architecture, or every linear
+    layer where PEFT has none; "all-linear" everywhere else."""
+    if choice == "all-linear":
+        return "all-linear"
+    model_type = getattr(model.config, "model_type", None)
+    if model_type == "llama":
+        return list(LORA_TARGETS)
+    from peft.utils import TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING as PEFT_DEFAULTS
+
+    targets = PEFT_DEFAULTS.get(model_type or "")
+    return list(targets) if targets else "all-linear"
 
 
 def run_sft(
@@ -37,7 +52,9 @@ def run_sft(
             r=spec.lora_r,
             lora_alpha=spec.lora_alpha,  # type: ignore[arg-type]  # annotated int; the scale alpha / r takes any number
             lora_dropout=spec.lora_dropout,
-            target_modules=list(LORA_TARGETS),
+            target_modules=lora_targets(model, spec.lora_targets),
+            # GPT-2-style blocks store weights transposed (transformers' Conv1D); PEFT must know.
+            fan_in_fan_out=any(type(m).__name__ == "Conv1D" for m in model.modules()),
             task_type="CAUSAL_LM",
         )
     trainer = SFTTrainer(

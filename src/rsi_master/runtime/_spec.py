@@ -47,6 +47,14 @@ class TrainSpec(BaseModel):
         description="lora: save the merged model, or the adapter alone bound to its parent's digest "
         "(a few MB instead of the whole model; the parent must be a full checkpoint)",
     )
+    lora_targets: Literal["default", "all-linear"] = Field(
+        default="default",
+        description="modules LoRA adapts (lora only): default = PEFT's choice for the architecture "
+        "(every linear layer of the shipped Llama's block), all-linear = every linear layer",
+    )
+    gradient_checkpointing: bool = Field(
+        default=False, description="recompute activations in the backward pass: less memory, more time"
+    )
     dpo_beta: float = Field(default=0.1, gt=0.0, le=10.0, description="DPO inverse temperature (dpo only)")
     grpo_num_generations: int = Field(default=8, ge=2, le=64, description="completions per prompt (grpo only)")
     grpo_max_completion_length: int | None = Field(

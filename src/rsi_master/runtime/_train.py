@@ -11,6 +11,7 @@ Every method writes the same layout under `out_dir`:
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tempfile
 import time
@@ -29,15 +30,17 @@ from rsi_master.runtime._adapter import (
 )
 from rsi_master.runtime._digest import dir_digest
 from rsi_master.runtime._errors import CheckpointLoadError, InputChangedError, InvalidParameterError, TrainingError
+from rsi_master.runtime._hf_model import defining_files
 from rsi_master.runtime._jsonl import parse_jsonl
 from rsi_master.runtime._model import base_model_dir
 from rsi_master.runtime._records import TrainConfig, TrainResult
 from rsi_master.runtime._spec import TrainSpec, make_spec
 
 Progress = Callable[[dict[str, Any]], None]
-# Files a child checkpoint inherits unchanged from its parent: they define tokenization,
+# Files a child checkpoint writes itself; every other defining file of the parent (tokenizer
+# files, chat template, generation config) it inherits unchanged: they define tokenization,
 # stopping and decoding defaults, which training must not move.
-_INHERITED = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "generation_config.json")
+_OWN = re.compile(r"^(config\.json|.+\.safetensors|pytorch_model.*\.bin|.+\.index\.json)$")
 
 
 def _load_parent(parent: Path) -> tuple[Any, Any]:
@@ -48,9 +51,13 @@ def _load_parent(parent: Path) -> tuple[Any, Any]:
         raise CheckpointLoadError(f"parent checkpoint {parent} has no config.json")
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(parent), local_files_only=True)
+        # fp32 master weights on every device; on CUDA the trainer adds bf16 autocast.
         model = AutoModelForCausalLM.from_pretrained(str(parent), local_files_only=True, dtype=torch.float32)
     except Exception as exc:
         raise CheckpointLoadError(f"parent checkpoint {parent} does not load: {type(exc).__name__}: {exc}") from exc
+    if tokenizer.pad_token is None and tokenizer.eos_token is not None:
+        # Many base models ship without a pad token; batches need one, and padding is masked.
+        tokenizer.pad_token = tokenizer.eos_token
     return model, tokenizer
 
 
@@ -60,8 +67,9 @@ def save_checkpoint(model: Any, ckpt: Path, parent_dir: Path, bound_to: str | No
     model.save_pretrained(str(ckpt), safe_serialization=True)
     if bound_to is not None:
         write_binding(ckpt, bound_to)
-    for name in _INHERITED:
-        if (parent_dir / name).is_file():
+    for name in defining_files(parent_dir):
+        if not _OWN.match(name):
+            (ckpt / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(parent_dir / name, ckpt / name)
 
 
@@ -278,19 +286,27 @@ def _train_held(
             _SnapshotCallback(out / "snapshots", sorted(set(snapshot_steps)), parent_dir, spec.method == "lora")
         )
     work = out / "_work"
+    from rsi_master.runtime._chat import chat_format, is_chat
+
+    chat = chat_format(tokenizer) if is_chat(task) else None
     try:
         if spec.method in ("sft", "lora"):
             from rsi_master.runtime._sft import run_sft
 
+            if chat is not None:
+                rows = [
+                    {**r, "prompt": chat.prompt(r["prompt"]), "completion": chat.completion(r["completion"])}
+                    for r in rows
+                ]
             model, steps = run_sft(model, tokenizer, rows, spec, work, callbacks)
         elif spec.method == "dpo":
             from rsi_master.runtime._dpo import run_dpo
 
-            model, steps = run_dpo(model, tokenizer, rows, spec, task, work, callbacks)
+            model, steps = run_dpo(model, tokenizer, rows, spec, task, work, callbacks, chat=chat)
         else:
             from rsi_master.runtime._grpo import run_grpo
 
-            model, steps = run_grpo(model, tokenizer, rows, spec, task, work, callbacks)
+            model, steps = run_grpo(model, tokenizer, rows, spec, task, work, callbacks, chat=chat)
     except (InvalidParameterError, CheckpointLoadError):
         raise
     except Exception as exc:

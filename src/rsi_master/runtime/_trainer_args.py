@@ -13,7 +13,11 @@ __all__ = ["base_args", "quiet"]
 
 
 def base_args(spec: TrainSpec, work_dir: Path, n_rows: int) -> dict[str, Any]:
-    """TrainingArguments shared by all methods: CPU, fp32, no checkpoint files, no hub."""
+    """TrainingArguments shared by all methods: the device `device_settings` chose (CPU: fp32;
+    CUDA: bf16 mixed precision where supported), no checkpoint files, no hub."""
+    from rsi_master.runtime._device import device_settings
+
+    device = device_settings()
     args: dict[str, Any] = {
         "output_dir": str(work_dir),
         "learning_rate": spec.learning_rate,
@@ -28,10 +32,11 @@ def base_args(spec: TrainSpec, work_dir: Path, n_rows: int) -> dict[str, Any]:
         "logging_steps": max(1, min(10, n_rows // spec.batch_size // 20 or 1)),
         "save_strategy": "no",
         "report_to": [],
-        "bf16": False,
+        "bf16": device.bf16,
         "fp16": False,
-        "use_cpu": True,
-        "activation_checkpointing": False,  # TRL defaults to on; it only costs time on a tiny model
+        "use_cpu": device.device == "cpu",
+        # TRL defaults to on; it only costs time on a tiny model, and saves memory on a big one.
+        "activation_checkpointing": spec.gradient_checkpointing,
         "disable_tqdm": True,
         "dataloader_num_workers": 0,
     }

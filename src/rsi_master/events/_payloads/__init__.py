@@ -5,7 +5,7 @@ is optional and stays absent from the stored bytes (`dump_payload` keeps the fie
 set), so a payload's bytes are what was written. Split by who writes the events.
 """
 
-from ._contract import CONTRACT_KIND, CONTRACT_VERSION, Budget, EvaluatorSpec, TaskContract
+from ._contract import CONTRACT_KIND, CONTRACT_VERSION, BaseModelSource, Budget, EvaluatorSpec, TaskContract
 from ._expos import (
     ArtifactPrune,
     AuditRun,
@@ -63,6 +63,7 @@ __all__ = [
     "AgentsConfig",
     "ArtifactPrune",
     "AuditRun",
+    "BaseModelSource",
     "Budget",
     "CandidateNominate",
     "Claim",

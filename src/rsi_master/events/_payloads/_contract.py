@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 
 from .._base import Payload, Record, kind
 
-__all__ = ["CONTRACT_KIND", "CONTRACT_VERSION", "Budget", "EvaluatorSpec", "TaskContract"]
+__all__ = ["CONTRACT_KIND", "CONTRACT_VERSION", "BaseModelSource", "Budget", "EvaluatorSpec", "TaskContract"]
 
 CONTRACT_KIND = "contract.freeze"
 # v1: protected splits from the public seed in the source (readable, kept for old runs).
@@ -42,6 +42,19 @@ class EvaluatorSpec(Record):
     )
 
 
+class BaseModelSource(Record):
+    """Where a user-given base model came from (`--model`); its bytes are pinned by the
+    contract's base_model_digest, which the stored copy must match."""
+
+    spec: str = Field(description="The --model argument: the repository id, or the directory (absolute).")
+    path: str = Field(description="The local directory the files were read from (a cache snapshot for a repo id).")
+    repo_id: str | None = Field(default=None, description="Repository id, when resolved from the local HF cache.")
+    revision: str | None = Field(default=None, description="Revision asked for with `id@revision`, if any.")
+    architecture: str = Field(description="The config's model_type.")
+    tree_digest: str = Field(description="Digest of every defining file (weights, config, tokenizer, template).")
+    files: dict[str, str] = Field(description="Defining file (relative path) -> SHA-256.")
+
+
 @kind(CONTRACT_KIND)
 class TaskContract(Payload):
     """Frozen at run start; every guard checks against it."""
@@ -53,6 +66,9 @@ class TaskContract(Payload):
     base_model_artifact: str = Field(description="Store digest of the base checkpoint in this run.")
     base_tokenizer_sha256: str | None = Field(description="SHA-256 of the base tokenizer.json.")
     base_generation_config_sha256: str | None = Field(description="SHA-256 of the base generation_config.json.")
+    base_model_source: BaseModelSource | None = Field(
+        default=None, description="A user-given base model (`--model`); absent for the shipped model."
+    )
     evaluator: EvaluatorSpec
     allowed_generators: list[str] = Field(description="Generator families (`task/family`) data may come from.")
     allowed_teachers: list[str] = Field(default_factory=list, description="Teacher models allowed to label data.")

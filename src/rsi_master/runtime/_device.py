@@ -1,0 +1,43 @@
+"""Where training runs and in which precision, chosen from the machine: CUDA when torch sees
+a GPU, else the CPU; bf16 mixed precision where the GPU supports it, fp32 otherwise.
+
+`RSI_MASTER_DEVICE=cpu` forces the CPU (a GPU machine reproducing a CPU result). On the CPU
+nothing changes from the shipped model's settings: fp32, `use_cpu=True`."""
+
+from __future__ import annotations
+
+import os
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from rsi_master.runtime._errors import InvalidParameterError
+
+__all__ = ["DeviceSettings", "device_settings"]
+
+
+class DeviceSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    device: Literal["cuda", "cpu"]
+    bf16: bool
+    n_gpus: int = 0
+    name: str = "cpu"
+
+
+def device_settings() -> DeviceSettings:
+    forced = os.environ.get("RSI_MASTER_DEVICE", "").strip().lower()
+    if forced not in ("", "auto", "cpu", "cuda"):
+        raise InvalidParameterError(f"RSI_MASTER_DEVICE must be auto, cpu or cuda, got {forced!r}")
+    import torch
+
+    has_cuda = torch.cuda.is_available()
+    if forced == "cuda" and not has_cuda:
+        raise InvalidParameterError("RSI_MASTER_DEVICE=cuda but torch sees no CUDA device")
+    if forced == "cpu" or not has_cuda:
+        return DeviceSettings(device="cpu", bf16=False)
+    return DeviceSettings(
+        device="cuda",
+        bf16=bool(torch.cuda.is_bf16_supported()),
+        n_gpus=torch.cuda.device_count(),
+        name=torch.cuda.get_device_name(0),
+    )
