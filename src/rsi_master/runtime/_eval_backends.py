@@ -75,7 +75,9 @@ def vllm_generate(
     lora = None
     if adapter is not None:
         rank = int(json.loads((Path(adapter) / "adapter_config.json").read_text()).get("r", 16))
-        kwargs.update(enable_lora=True, max_lora_rank=max(8, rank))
+        # vLLM takes only some ranks as the cap: the smallest one that holds this adapter.
+        cap = next((r for r in (8, 16, 32, 64, 128, 256, 320, 512) if r >= rank), rank)
+        kwargs.update(enable_lora=True, max_lora_rank=cap)
         from vllm.lora.request import LoRARequest
 
         lora = LoRARequest("adapter", 1, adapter)
