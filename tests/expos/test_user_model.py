@@ -116,3 +116,28 @@ def test_model_changed_between_resolve_and_freeze_is_refused(tmp_path):
     with pytest.raises(RsiMasterError, match="changed on disk"):
         ExpOS.create(tmp_path / "run", "arithmetic", key_dir=tmp_path / "keys", model=source)
     shutil.rmtree(tmp_path / "run", ignore_errors=True)
+
+
+def test_cached_repo_id_run_holds_when_the_cache_blob_is_swapped(tmp_path, monkeypatch):
+    """A run on a repository id from the HF cache stores the bytes behind the snapshot's links;
+    an agent rewriting the cache's blob afterwards changes nothing the run trains from."""
+    from tests.helpers import hf_cache_layout
+
+    monkeypatch.setenv("RSI_MASTER_KEY_DIR", str(tmp_path / "keys"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    snapshot = hf_cache_layout(tiny_hf_model(tmp_path / "models", "gpt2"), tmp_path / "hub", "org/tiny-gpt2")
+    with ExpOS.create(
+        tmp_path / "run", "arithmetic", eval_limit=4, key_dir=tmp_path / "keys", model="org/tiny-gpt2"
+    ) as x:
+        c = x.contract
+        assert c.base_model_source is not None and c.base_model_source.repo_id == "org/tiny-gpt2"
+        stored = x.run.store.path(c.base_model_artifact)
+        assert not any(p.is_symlink() for p in stored.iterdir())
+        blob = (snapshot / "model.safetensors").resolve()
+        agent("import sys; open(sys.argv[1], 'r+b').write(b'\\0' * 64)", blob)
+        assert resolve_model("org/tiny-gpt2").tree_digest != c.base_model_digest
+        x.call(MAIN, "worker.add", {"worker_id": "w1", "task": "cache swap"})
+        families = sorted(f.split("/")[1] for f in c.allowed_generators)
+        d = x.call(W1, "data.generate", {"family": families[0], "n": 16, "seed": 4}).dataset
+        e = x.call(W1, "experiment.submit", {"dataset": d, "config": QUICK})
+        assert e.status == "completed", e

@@ -91,6 +91,9 @@ def test_digest_covers_every_defining_file_and_nothing_else(models, tmp_path):
     (model / "README.md").write_text("a model card edit is not a new model\n")
     (model / "original").mkdir()
     (model / "original" / "notes.txt").write_text("x")
+    # Weights transformers does not read (it prefers model.safetensors) are not the model either.
+    shutil.copyfile(model / "model.safetensors", model / "consolidated.safetensors")
+    shutil.copyfile(model / "model.safetensors", model / "pytorch_model.bin")
     assert resolve_model(model).tree_digest == base
     for name in sorted(resolve_model(model).files):
         f = model / name
@@ -271,3 +274,20 @@ def test_pipeline_trains_a_cached_repo_id(models, toy_rows, tmp_path, monkeypatc
     assert main([*argv[:4], str(tmp_path / "out2"), "--parent", "tiny-org/missing", "--max-steps", "2"]) == 2
     assert "not in the local Hugging Face cache" in capsys.readouterr().err
     assert not (tmp_path / "out2").exists()
+
+
+def test_sharded_weights_resolve_and_train(models, toy_rows, tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    sharded = shutil.copytree(models["qwen2"], tmp_path / "sharded")
+    (sharded / "model.safetensors").unlink()
+    model = AutoModelForCausalLM.from_pretrained(str(models["qwen2"]), local_files_only=True)
+    model.save_pretrained(str(sharded), max_shard_size="40KB")
+    source = resolve_model(sharded)
+    shards = [n for n in source.files if n.endswith(".safetensors")]
+    assert len(shards) > 1 and "model.safetensors.index.json" in source.files
+    r = train(toy_rows, tmp_path / "out", {"method": "sft", **QUICK, "max_steps": 1}, parent=sharded)
+    assert r.steps == 1 and r.parent_digest == source.tree_digest
+    (sharded / shards[-1]).unlink()
+    with pytest.raises(ModelInputError, match=shards[-1]):
+        resolve_model(sharded)

@@ -47,11 +47,8 @@ _EXACT = frozenset(
         "sentencepiece.bpe.model",
         "chat_template.jinja",
         "chat_template.json",
-        "model.safetensors.index.json",
-        "pytorch_model.bin.index.json",
     }
 )
-_WEIGHTS = re.compile(r"^(.+\.safetensors|pytorch_model(-\d+-of-\d+)?\.bin)$")
 _TOKENIZER_DATA = (
     "tokenizer.json",
     "tokenizer.model",
@@ -99,17 +96,39 @@ def hf_cache_dir() -> Path:
     return Path(home).expanduser() / "hub"
 
 
+def _weights(root: Path) -> list[str]:
+    """The weight files transformers reads, in its order of preference: a safetensors index and
+    its shards, one safetensors file, then the same for pytorch .bin. Other weight files (a
+    `consolidated.safetensors` beside the shards, a .bin beside a .safetensors) are not read
+    and not part of the model: storing them would only double what a run copies."""
+    import json
+
+    for index, single in (
+        ("model.safetensors.index.json", "model.safetensors"),
+        ("pytorch_model.bin.index.json", "pytorch_model.bin"),
+    ):
+        if (root / index).is_file():
+            try:
+                shards = sorted(set(json.loads((root / index).read_text())["weight_map"].values()))
+            except (OSError, ValueError, KeyError, AttributeError, TypeError):
+                raise ModelInputError(f"model {root}: {index} is not a weight index") from None
+            for shard in shards:
+                if not isinstance(shard, str) or "/" in shard or not (root / shard).is_file():
+                    raise ModelInputError(f"model {root}: weight shard {shard} named in {index} is missing")
+            return [index, *shards]
+        if (root / single).is_file():
+            return [single]
+    return []
+
+
 def defining_files(root: Path) -> list[str]:
     """The files of `root` that define the model (relative paths, sorted)."""
-    out = []
-    for entry in sorted(os.listdir(root)):
-        full = root / entry
-        if full.is_file() and (entry in _EXACT or _WEIGHTS.match(entry) or entry.endswith(".tiktoken")):
-            out.append(entry)
+    out = [e for e in os.listdir(root) if (root / e).is_file() and (e in _EXACT or e.endswith(".tiktoken"))]
+    out += _weights(root)
     templates = root / "additional_chat_templates"
     if templates.is_dir():
-        out += [f"additional_chat_templates/{p.name}" for p in sorted(templates.iterdir()) if p.is_file()]
-    return out
+        out += [f"additional_chat_templates/{p.name}" for p in templates.iterdir() if p.is_file()]
+    return sorted(set(out))
 
 
 def _hash(path: Path) -> str:
@@ -200,11 +219,10 @@ def resolve_model(spec: str | Path | None) -> ModelSource:
     names = defining_files(root)
     if _CONFIG not in names:
         raise ModelInputError(f"model {text} has no config.json: not a Hugging Face model directory")
-    if not any(_WEIGHTS.match(n) for n in names):
-        raise ModelInputError(f"model {text} has no weights (*.safetensors or pytorch_model*.bin)")
+    if not any(n.endswith((".safetensors", ".bin")) for n in names):
+        raise ModelInputError(f"model {text} has no weights (model.safetensors, pytorch_model.bin or a sharded index)")
     if not any(n in _TOKENIZER_DATA or n.endswith(".tiktoken") for n in names):
         raise ModelInputError(f"model {text} has no tokenizer (tokenizer.json, tokenizer.model, vocab.json, ...)")
-    _check_shards(root, names, text)
     architecture = _architecture(root)
     _check_tokenizer(root)
     files = {n: _hash(root / n) for n in names}
@@ -216,21 +234,6 @@ def resolve_model(spec: str | Path | None) -> ModelSource:
         architecture=architecture,
         files=files,
     )
-
-
-def _check_shards(root: Path, names: list[str], text: str) -> None:
-    import json
-
-    for index in ("model.safetensors.index.json", "pytorch_model.bin.index.json"):
-        if index not in names:
-            continue
-        try:
-            shards = set(json.loads((root / index).read_text())["weight_map"].values())
-        except (OSError, ValueError, KeyError, AttributeError, TypeError):
-            raise ModelInputError(f"model {text}: {index} is not a weight index") from None
-        missing = sorted(s for s in shards if s not in names)
-        if missing:
-            raise ModelInputError(f"model {text}: weight shard {missing[0]} named in {index} is missing")
 
 
 def stage_model(source: ModelSource, dest: Path) -> str:
