@@ -79,6 +79,9 @@ class ArtifactStore:
         self._objects = self.root / "objects"
         self._trees = self.root / "trees"
         self._tmp = self.root / "tmp"
+        # A pruned directory keeps its manifest blob (the digest the ledger names still
+        # resolves to what it was) and a marker here; its tree and unshared blobs are gone.
+        self._pruned = self.root / "pruned"
         if create:
             for d in (self._objects, self._trees, self._tmp):
                 d.mkdir(parents=True, exist_ok=True)
@@ -101,7 +104,42 @@ class ArtifactStore:
     def kind(self, digest: str) -> Literal["file", "dir"]:
         if not self.has(digest):
             raise ArtifactError(f"artifact {digest} is not in the store")
-        return "dir" if (self._trees / digest).is_dir() else "file"
+        if (self._trees / digest).is_dir():
+            return "dir"
+        if self.is_pruned(digest):
+            raise ArtifactError(f"artifact {digest} was pruned by the run's keep policy (only its manifest is kept)")
+        return "file"
+
+    def is_pruned(self, digest: str) -> bool:
+        return (self._pruned / self._check(digest)).is_file()
+
+    def pruned(self) -> list[str]:
+        """Directories pruned from this store (their manifests remain)."""
+        if not self._pruned.is_dir():
+            return []
+        return sorted(p.name for p in self._pruned.iterdir() if HEX64.match(p.name))
+
+    def prune_dirs(self, digests: list[str], keep: set[str] = frozenset()) -> int:  # type: ignore[assignment]
+        """Remove stored directories' trees and every blob no other tree (nor `keep`) uses;
+        their manifests stay, marked pruned. Returns the bytes freed."""
+        doomed = [d for d in dict.fromkeys(digests) if (self._trees / self._check(d)).is_dir()]
+        blobs = {b for d in doomed for _, b in self.manifest(d)}
+        self._pruned.mkdir(exist_ok=True)
+        for d in doomed:
+            (self._pruned / d).write_bytes(b"")  # first: a crash in between leaves a marked, partial tree
+            _force_remove(self._trees / d)
+        used = set(keep)
+        for tree in self._trees.iterdir():
+            if HEX64.match(tree.name) and self._blob(tree.name).is_file():
+                used.update(b for _, b in parse_manifest(self._blob(tree.name).read_bytes()))
+        freed = 0
+        for b in sorted(blobs - used - set(doomed)):
+            blob = self._blob(b)
+            if blob.is_file():
+                freed += blob.stat().st_size
+                blob.unlink()
+        _fsync_dir(self._trees)
+        return freed
 
     def path(self, digest: str) -> Path:
         """Read-only path of a stored file, or of a stored directory's materialised tree."""

@@ -98,6 +98,29 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="final items the harness scores the base and the returned checkpoint on, once each; 0 is "
         "the whole split (env RSI_MASTER_FINAL_LIMIT; default 0)",
     )
+    hw = p.add_argument_group("hardware and checkpoints")
+    hw.add_argument(
+        "--gpus-per-slot",
+        type=int,
+        default=int(env("gpus_per_slot", 0)),
+        metavar="N",
+        help="GPUs each slot process gets as its own CUDA_VISIBLE_DEVICES; slots x N must not exceed the GPUs "
+        "nvidia-smi shows (env RSI_MASTER_GPUS_PER_SLOT; default 0: none assigned)",
+    )
+    hw.add_argument(
+        "--eval-backend",
+        choices=("transformers", "vllm"),
+        default=env("eval_backend", "transformers"),
+        help="how the sealed evaluator generates: batched transformers, or vLLM on a GPU (the [gpu] extra); "
+        "sealed into the contract's evaluator digest (env RSI_MASTER_EVAL_BACKEND; default transformers)",
+    )
+    hw.add_argument(
+        "--keep",
+        choices=("all", "referenced"),
+        default=env("keep", "all"),
+        help="checkpoints kept at the end: all, or referenced (prune those never evaluated on review, submitted, "
+        "selected or cited by a decision or review; recorded in the ledger) (env RSI_MASTER_KEEP; default all)",
+    )
     agents = p.add_argument_group(
         "agents",
         "who plays each role: the programmatic agents (scripted, the offline "
@@ -195,6 +218,9 @@ def run(args: argparse.Namespace) -> int:
         final_limit=args.final_limit,
         prior=args.prior or None,
         display=make_display(is_tty()),
+        gpus_per_slot=args.gpus_per_slot,
+        eval_backend=args.eval_backend,
+        keep=args.keep,
         model=args.model or None,
         **names,  # type: ignore[arg-type]
     )

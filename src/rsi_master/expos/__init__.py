@@ -12,13 +12,14 @@ from ._catalogue import llm_tool_schemas, tools_for
 from ._contract import Budget, EvaluatorSpec, TaskContract, TaskSource
 from ._door import Door, DoorUnreachable, door_call
 from ._errors import ToolError, ToolFailed, ToolInvalid, ToolRefused
-from ._evaluation import evaluate_experiment, record_evaluation, sealed_evaluation
+from ._evaluation import adapter_base_of, evaluate_experiment, record_evaluation, sealed_evaluation
 from ._experiments import adopt_checkpoint
 from ._external import external_call
 from ._graph import by_worker, checkpoint_lineage, evidence, lineage
 from ._guards import OVERRIDE_KEYS, GuardPolicy, Shortcut, Strict, Unguarded
 from ._kinds import EVENT_KINDS
 from ._projection import Part, Projection, parse_ts, register_part
+from ._prune import KEEP_POLICIES, protected_checkpoints, prune_checkpoints
 from ._registry import ROLES, TOOLS, Tool
 from ._session import Caller, ExpOS
 from ._state import Decision, ReviewerNode, State, WorkerRecord, load_state
@@ -28,6 +29,7 @@ from ._tools_worker_results import EvalScore
 __all__ = [
     "EVENT_KINDS",
     "GROUPS",
+    "KEEP_POLICIES",
     "OVERRIDE_KEYS",
     "ROLES",
     "SUBCATEGORIES",
@@ -63,6 +65,7 @@ __all__ = [
     "ToolRefused",
     "Unguarded",
     "WorkerRecord",
+    "adapter_base_of",
     "adopt_checkpoint",
     "audit",
     "boundary_statement",
@@ -79,6 +82,8 @@ __all__ = [
     "lock_down",
     "parse_ts",
     "peek_capability",
+    "protected_checkpoints",
+    "prune_checkpoints",
     "read_capability",
     "record_evaluation",
     "register_part",

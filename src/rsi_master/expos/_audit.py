@@ -163,7 +163,8 @@ def audit(expos, experiments: list[str] | None = None) -> AuditReport:
         # -- inference and evaluation ----------------------------------------------------
         check_evals(acc, expos, x, counts)
         check_records(acc, expos, stored, x, users)
-        if x.checkpoint and x.checkpoint not in missing:
+        # A checkpoint the keep policy pruned (recorded; `verify` checks the record) has no files to read.
+        if x.checkpoint and x.checkpoint not in missing and not expos.run.store.is_pruned(x.checkpoint):
             ckpt = expos.run.store.path(x.checkpoint)
             for name, want in (
                 ("tokenizer.json", c.base_tokenizer_sha256),

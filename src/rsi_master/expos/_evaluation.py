@@ -12,6 +12,7 @@ from ._errors import ToolRefused
 from ._taxonomy import Subcategory
 
 __all__ = [
+    "adapter_base_of",
     "evaluate_experiment",
     "evaluate_unchecked",
     "measured_digest",
@@ -39,6 +40,26 @@ def measured_digest(expos, digest: str) -> str | None:
         return None
 
 
+def adapter_base_of(expos, checkpoint: str) -> str | None:
+    """The base digest a stored adapter checkpoint is bound to (None: a full model); refused
+    unless that base is in the run's store with the bytes it is named by."""
+    from ..runtime import CheckpointLoadError, adapter_base_digest, is_adapter
+
+    path = expos.run.store.path(checkpoint)
+    if not is_adapter(path):
+        return None
+    try:
+        base = adapter_base_digest(path)
+    except CheckpointLoadError as exc:
+        raise ToolRefused(f"checkpoint {checkpoint[:12]}: {exc}", Subcategory.WEIGHT_PROVENANCE) from None
+    if measured_digest(expos, base) != base:
+        raise ToolRefused(
+            f"adapter {checkpoint[:12]} is bound to base {base[:12]}, which is missing or was changed on disk",
+            Subcategory.WEIGHT_PROVENANCE,
+        )
+    return base
+
+
 def public_reason(reason: str) -> str:
     """A checker's reason without anything that could reveal the reference answer."""
     head = reason.split(":", 1)[0]
@@ -56,7 +77,7 @@ def evaluate_experiment(expos, caller, experiment_id: str, checkpoint: str, spli
     eval.record event. The harness uses it too (role
     `harness`) to score selected checkpoints on `final`.
     """
-    from ..runtime import EvaluationError, InputChangedError
+    from ..runtime import CheckpointLoadError, EvaluationError, InputChangedError
 
     c = expos.contract
     ckpt_dir = expos.run.store.path(checkpoint)
@@ -76,6 +97,10 @@ def evaluate_experiment(expos, caller, experiment_id: str, checkpoint: str, spli
         )
     try:
         res = sealed_evaluation(expos, checkpoint, split)
+    except CheckpointLoadError as exc:
+        if "swapped base" in str(exc):
+            raise ToolRefused(f"checkpoint {checkpoint[:12]}: {exc}", Subcategory.WEIGHT_PROVENANCE) from None
+        raise
     except InputChangedError as exc:
         raise ToolRefused(f"checkpoint {checkpoint[:12]}: {exc}", Subcategory.WEIGHT_PROVENANCE) from None
     except EvaluationError as exc:
@@ -106,10 +131,12 @@ def sealed_evaluation(expos, checkpoint: str, split: str) -> Any:
     from ..runtime import evaluate
 
     c = expos.contract
+    base = adapter_base_of(expos, checkpoint)
     return evaluate(
         expos.run.store.path(checkpoint),
         c.task,
         split,
+        base=None if base is None else expos.run.store.path(base),
         seal_key=expos.seal_key(),
         evaluator=expos.sealed_evaluator(),
         expected_evaluator_digest=c.evaluator.evaluator_digest,
@@ -143,12 +170,14 @@ def record_evaluation(expos, caller, experiment_id: str, checkpoint: str, res: A
         tokenizer_digest=res.tokenizer_digest,
         generation_config_digest=res.generation_config_digest,
         record_digest=res.record_digest,
+        **({"base_digest": res.base_digest} if res.base_digest is not None else {}),
     )
     event = expos.record(
         caller,
         payload,
         [
             {"digest": checkpoint, "role": "input", "name": "checkpoint"},
+            *([{"digest": res.base_digest, "role": "input", "name": "adapter_base"}] if res.base_digest else []),
             {"digest": res.record_digest, "role": "output", "name": "eval_record"},
         ],
     )

@@ -136,9 +136,13 @@ def run_experiment(
         expos.guard(f"dataset {dataset[:12]} overlaps protected items", Subcategory.DATA_PROVENANCE)
     if not _intact(expos, parent_ckpt):  # early: nothing starts from a tampered parent
         expos.guard(f"parent checkpoint {parent_ckpt[:12]} was modified on disk", Subcategory.WEIGHT_PROVENANCE)
+    from ._evaluation import adapter_base_of
+
+    parent_base = adapter_base_of(expos, parent_ckpt)  # an adapter parent trains on its base
 
     inputs = [
         {"digest": parent_ckpt, "role": "input", "name": "parent"},
+        *([{"digest": parent_base, "role": "input", "name": "parent_base"}] if parent_base else []),
         {"digest": dataset, "role": "input", "name": "dataset"},
     ]
     start = expos.record(
@@ -157,7 +161,13 @@ def run_experiment(
     tmp = expos.scratch()
     try:
         try:
-            res = train(store.path(dataset), tmp / "out", spec, parent=store.path(parent_ckpt))
+            res = train(
+                store.path(dataset),
+                tmp / "out",
+                spec,
+                parent=store.path(parent_ckpt),
+                parent_base=None if parent_base is None else store.path(parent_base),
+            )
         except InputChangedError as exc:
             _refuse_started(expos, caller, exp_id, tmp, inputs, str(exc), Subcategory.WEIGHT_PROVENANCE)
             return _failed(expos, caller, exp_id, tmp, inputs, exc)
@@ -173,6 +183,16 @@ def run_experiment(
                 tmp,
                 inputs,
                 f"training loaded parent bytes measuring {res.parent_digest}, not {parent_ckpt}",
+                Subcategory.WEIGHT_PROVENANCE,
+            )
+        if res.parent_base_digest != parent_base:
+            _refuse_started(
+                expos,
+                caller,
+                exp_id,
+                tmp,
+                inputs,
+                f"training loaded base bytes measuring {res.parent_base_digest}, not {parent_base}",
                 Subcategory.WEIGHT_PROVENANCE,
             )
         if res.data_digest != dataset:
@@ -208,11 +228,21 @@ def run_experiment(
                 final_loss=res.final_loss,
                 train_seconds=round(res.train_seconds, 3),
                 # Measured by the runtime on the bytes it trained from (equal to the start's by the checks above).
-                measured=Measured(parent_checkpoint=res.parent_digest, dataset=res.data_digest),
+                measured=Measured(
+                    parent_checkpoint=res.parent_digest,
+                    dataset=res.data_digest,
+                    **({"parent_base": parent_base} if parent_base else {}),
+                ),
+                **({"adapter_base": res.adapter_base_digest} if res.adapter_base_digest else {}),
             ),
             [
                 *inputs,
                 {"digest": ckpt, "role": "output", "name": "checkpoint"},
+                *(
+                    [{"digest": res.adapter_base_digest, "role": "input", "name": "adapter_base"}]
+                    if res.adapter_base_digest
+                    else []
+                ),
                 {"digest": config_digest, "role": "output", "name": "train_config"},
                 {"digest": log, "role": "output", "name": "train_log"},
             ],

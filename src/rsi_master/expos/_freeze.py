@@ -56,6 +56,7 @@ def freeze_run(
     allowed_teachers: list[str] | None,
     run_id: str | None,
     guards: GuardPolicy,
+    eval_backend: Any = None,
     model: ModelSource | str | Path | None = None,
 ) -> tuple[RunDir, TaskContract]:
     """Create the run directory and record its contract (the arguments as `ExpOS.create` takes
@@ -63,8 +64,17 @@ def freeze_run(
     registered first: the contract lists each role's permitted tools. `model` is the base
     model (`resolve_model`'s ModelSource, or what `--model` takes; None: the shipped one):
     its defining files are copied into the run's store, measured, and the contract pins
-    their digest."""
-    from ..runtime import METHODS, ModelSource, create_seal_secret, resolve_model, seal_commitment, seal_evaluator
+    their digest. `eval_backend` is sealed with the evaluator (default `transformers`)."""
+    from ..runtime import (
+        METHODS,
+        ModelSource,
+        check_backend,
+        create_seal_secret,
+        make_backend,
+        resolve_model,
+        seal_commitment,
+        seal_evaluator,
+    )
     from ..tasks import SPLITS, FileTask, SealKey, get_task, load_task_dir, register_task, resolve_task, task_spec
 
     # A built-in name, a task directory (path, registered name or FileTask): an unknown task or a
@@ -76,6 +86,8 @@ def freeze_run(
         raise RsiMasterError("eval_limit must be positive")
     if final_limit is not None and final_limit < 0:
         raise RsiMasterError("final_limit must be 0 (the whole split) or positive")
+    backend = make_backend(eval_backend)
+    check_backend(backend)  # a backend this machine cannot run fails before anything is written
     run = RunDir.create(run_dir, key_dir=key_dir, run_id=run_id)
     try:
         secret = create_seal_secret(run.key_dir, run.run_id)
@@ -83,11 +95,11 @@ def freeze_run(
             # The directory's files go into the seal as the bytes that were read and digested;
             # from here on the run's task is the sealed copy, never the directory (an agent may
             # be able to edit it).
-            seal_path, evaluator_digest = seal_evaluator(store=run.store, task_files=file_task.files)
+            seal_path, evaluator_digest = seal_evaluator(store=run.store, task_files=file_task.files, backend=backend)
             task_obj: Any = register_task(load_task_dir(Path(seal_path) / "task", expected_digest=file_task.digest))
         else:
             task_obj = get_task(given.name, seal_key=SealKey(secret=secret))
-            seal_path, evaluator_digest = seal_evaluator(store=run.store)
+            seal_path, evaluator_digest = seal_evaluator(store=run.store, backend=backend)
         spec = task_spec(task_obj)
         base_artifact, base_source = _store_base(run, source)
         base_dir = run.store.path(base_artifact)
@@ -117,6 +129,7 @@ def freeze_run(
                 stop_sha256=_sha(json.dumps(spec["stop"])),
                 sample_ids=ids,
                 items_sha256=spec["items_sha256"],
+                backend=backend.record(),
             ),
             allowed_generators=allowed_generators if allowed_generators is not None else families,
             allowed_teachers=list(allowed_teachers or []),

@@ -96,6 +96,7 @@ class ExpOS:
         allowed_teachers: list[str] | None = None,
         run_id: str | None = None,
         guards: GuardPolicy | None = None,
+        eval_backend: Any = None,
         model: Any = None,
     ) -> ExpOS:
         """Freeze a contract for `task` and record it as the run's first event.
@@ -112,7 +113,9 @@ class ExpOS:
         directory (never the run directory); the contract keeps only a commitment to it.
 
         `guards` (Strict unless given) is recorded in the contract: the bench's no-ExpOS ablation
-        creates its runs `Unguarded()`, and only such a run admits an unguarded session."""
+        creates its runs `Unguarded()`, and only such a run admits an unguarded session.
+        `eval_backend` (a runtime `EvalBackend` or its name; default `transformers`) is sealed
+        with the evaluator, so the contract's evaluator digest covers it."""
         _load()  # the contract lists every registered tool each role may call
         guards = Strict() if guards is None else guards
         if not isinstance(guards, GuardPolicy):
@@ -129,6 +132,7 @@ class ExpOS:
             allowed_teachers=allowed_teachers,
             run_id=run_id,
             guards=guards,
+            eval_backend=eval_backend,
             model=model,
         )
         return cls(run, contract, guards=guards)

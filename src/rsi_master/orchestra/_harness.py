@@ -101,13 +101,16 @@ def select(expos: ExpOS) -> dict[str, Any]:
 def evaluate_final(expos: ExpOS, checkpoint: str, *, store: bool) -> Any:
     """Score a stored checkpoint on the whole `final` split with the run's sealed evaluator
     (`store`: keep the per-sample record in the run's store)."""
+    from ..expos import adapter_base_of
     from ..runtime import evaluate
 
     c = expos.contract
+    base = adapter_base_of(expos, checkpoint)
     return evaluate(
         expos.run.store.path(checkpoint),
         c.task,
         "final",
+        base=None if base is None else expos.run.store.path(base),
         seal_key=expos.seal_key(),
         evaluator=expos.sealed_evaluator(),
         expected_evaluator_digest=c.evaluator.evaluator_digest,

@@ -107,6 +107,9 @@ def start_run(
     timing_prior: dict[str, float] | None = None,
     worker: str = "tpe",
     setup: Callable[[Any], None] | None = None,
+    gpus_per_slot: int = 0,
+    eval_backend: str | None = None,
+    keep: str = "all",
     model: str | Path | None = None,
     prior: str | Path | Landscape | None = None,
 ) -> dict[str, Any]:
@@ -124,10 +127,14 @@ def start_run(
     `worker` names the Worker agent the Main agent puts in the directions it adds; `setup`
     records more of the run's configuration (the agents layer's `agents.config`) before any
     agent acts. `model` is the base model (`--model`): a Hugging Face model directory or a
-    repository id in the local Hugging Face cache; None is the shipped model. `prior` is the landscape the Main plans with (a file, `shipped` for the one
-    shipped with the package, or a `Landscape`); None (the default) is no prior: the Main
-    decides from the run's own evidence. It is checked before anything is written and stored
-    in the run (`orchestra.start`'s `prior` names it)."""
+    repository id in the local Hugging Face cache; None is the shipped model.
+    `gpus_per_slot` gives each slot process its own CUDA_VISIBLE_DEVICES (0: none
+    assigned); `eval_backend` is the sealed evaluator's generation backend (`transformers`,
+    `vllm`); `keep` is the checkpoint policy applied at the end (`all`, `referenced`). `prior`
+    is the landscape the Main plans with (a file, `shipped` for the one shipped with the
+    package, or a `Landscape`); None (the default) is no prior: the Main decides from the run's
+    own evidence. It is checked before anything is written and stored in the run
+    (`orchestra.start`'s `prior` names it)."""
     from ..expos import Budget, ExpOS
     from ..tasks import UnknownTaskError, list_tasks, resolve_task
 
@@ -143,6 +150,18 @@ def start_run(
     budget_s = parse_budget(default_budget(task) if budget is None else budget)
     if slots < 1:
         raise RsiMasterError(f"slots must be at least 1, got {slots}")
+    from ..expos import KEEP_POLICIES
+    from ..runtime import InvalidParameterError, check_backend, make_backend
+    from ._gpus import assign_devices
+
+    if keep not in KEEP_POLICIES:
+        raise RsiMasterError(f"unknown --keep policy {keep!r}; known: {', '.join(KEEP_POLICIES)}")
+    assign_devices(slots, gpus_per_slot)  # too few GPUs fails before anything is written
+    try:
+        backend = make_backend(eval_backend)
+        check_backend(backend)
+    except InvalidParameterError as exc:
+        raise RsiMasterError(str(exc)) from None
     source = None
     if model is not None:
         from ..runtime import resolve_model
@@ -167,12 +186,19 @@ def start_run(
         final_limit=final_limit,
         key_dir=key_dir,
         guards=guards,
+        eval_backend=backend,
         model=source,
     )
     # Absent rather than null when not given: the settings of runs without them stay as they were.
     optional: dict[str, Any] = {
         k: v
-        for k, v in (("environment", environment), ("agent_settings", agent_settings), ("timing_prior", timing_prior))
+        for k, v in (
+            ("environment", environment),
+            ("agent_settings", agent_settings),
+            ("timing_prior", timing_prior),
+            ("gpus_per_slot", gpus_per_slot),
+            ("keep", None if keep == "all" else keep),
+        )
         if v
     }
     try:
@@ -278,6 +304,7 @@ def _close(expos: Any, sched: Any) -> dict[str, Any]:
     graph = load_graph(expos)
     ref = _reference_score(expos.contract.task)
     metrics = run_metrics(expos, graph)
+    pruned = _prune(expos, sched.cfg.keep or "all")
     summary = {
         "version": 1,
         "task": expos.contract.task,
@@ -309,6 +336,7 @@ def _close(expos: Any, sched: Any) -> dict[str, Any]:
         "eval_samples": {k: len(v) for k, v in expos.contract.evaluator.sample_ids.items()},
         # What holds against an agent with a shell in this deployment (docs/expos.md, threat model).
         "trust_boundary": boundary_statement(),
+        "pruned_checkpoints": pruned,
         **metrics,
     }
     tmp = Path(expos.scratch()) / "orchestra_summary.json"
@@ -323,6 +351,19 @@ def _close(expos: Any, sched: Any) -> dict[str, Any]:
     summary["summary_json"] = str(expos.run.store.path(digest))
     summary["run_dir"] = str(expos.run.path)
     return summary
+
+
+def _prune(expos: Any, policy: str) -> int:
+    """Apply the keep policy once (a resumed close finds the earlier record); checkpoints pruned."""
+    from ..events import ArtifactPrune, typed
+    from ..expos import prune_checkpoints
+    from ._harness import HARNESS
+
+    done = expos.own_events("artifact.prune")
+    if done:
+        return sum(len(typed(e, ArtifactPrune).payload.pruned) for e in done)
+    payload = prune_checkpoints(expos, HARNESS, policy)
+    return 0 if payload is None else len(payload.pruned)
 
 
 def _count(items: Any) -> dict[str, int]:

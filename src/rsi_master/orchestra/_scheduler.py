@@ -79,6 +79,10 @@ class Scheduler:
 
         self.main = resolve(MAINS, self.cfg.main)()
         self.ctx_mp = mp.get_context("spawn")
+        from ._gpus import assign_devices
+
+        # Checked again on resume: the machine may have fewer GPUs than the one that started the run.
+        self.devices = assign_devices(self.slots, self.cfg.gpus_per_slot or 0)
 
     # -- budget ------------------------------------------------------------------------------
     def _open_session(self, session: Payload, spent_before: float) -> None:
@@ -225,6 +229,7 @@ class Scheduler:
                 kind=kind,  # type: ignore[arg-type]
                 slot=slot,
                 deadline=round(deadline, 3),
+                **({"devices": self.devices[slot]} if self.devices else {}),
             ),
         )
         # The node's capability goes to its process through the spawn pipe, not argv or the
@@ -246,7 +251,10 @@ class Scheduler:
                 token,
             ),
         )
-        proc.start()
+        from ._gpus import slot_environment
+
+        with slot_environment(self.devices[slot] if self.devices else None):
+            proc.start()
         self.running[slot] = _Running(proc, node, kind, slot, ev.seq, time.time())
         self.display.line(f"start {kind} {node} in slot {slot} ({max(0.0, deadline - time.time()):.0f}s)")
 

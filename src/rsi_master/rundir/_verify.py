@@ -136,6 +136,28 @@ def _after_final(run: RunDir) -> list[Problem]:
     return out
 
 
+def _pruned(run: RunDir, notes: list[str]) -> list[Problem]:
+    """Pruned directories must be the ones the harness recorded pruning (`artifact.prune`)."""
+    recorded: dict[str, int] = {}
+    from ..events import ArtifactPrune, typed
+
+    for event in run.ledger.events(kinds=["artifact.prune"], role="harness"):
+        for p in typed(event, ArtifactPrune).payload.pruned:
+            recorded[p.checkpoint] = event.seq
+    problems = []
+    marked = run.store.pruned()
+    for digest in marked:
+        if digest not in recorded:
+            problems.append(Problem(f"artifact {digest}", "pruned from the store without a recorded artifact.prune"))
+    if recorded:
+        seqs = sorted(set(recorded.values()))
+        notes.append(
+            f"{len(recorded)} checkpoint(s) pruned by the keep policy (event {', '.join(map(str, seqs))}); "
+            "their manifests remain, their files are gone"
+        )
+    return problems
+
+
 def verify_run(
     path: Path | str, *, key_dir: KeyDir | Path | str | None = None, checkpoint: Path | str | None = None
 ) -> RunReport:
@@ -163,6 +185,7 @@ def verify_run(
         for digest, seq in sorted(report.referenced.items(), key=lambda kv: kv[1]):
             if digest not in stored:
                 problems.append(Problem(f"artifact {digest}", f"referenced by event {seq} but missing from the store"))
+        problems.extend(_pruned(run, notes))
         return RunReport(
             run_dir=str(path),
             run_id=run.run_id,

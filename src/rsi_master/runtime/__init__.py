@@ -6,6 +6,8 @@ digest-pinned copy of its code. Importing this package is light: torch, transfor
 and TRL load only inside the functions that train or evaluate.
 """
 
+from rsi_master.runtime._adapter import ADAPTER_BASE_FILE, adapter_base_digest, is_adapter
+from rsi_master.runtime._backend import BACKENDS, EvalBackend, check_backend, make_backend
 from rsi_master.runtime._chat import is_chat
 from rsi_master.runtime._data import dedup, filter_data, generate, mix
 from rsi_master.runtime._device import DeviceSettings, device_settings
@@ -38,10 +40,13 @@ from rsi_master.runtime._spec import METHODS, TrainSpec, make_spec
 from rsi_master.runtime._train import train
 
 __all__ = [
+    "ADAPTER_BASE_FILE",
+    "BACKENDS",
     "METHODS",
     "CheckpointLoadError",
     "DataResult",
     "DeviceSettings",
+    "EvalBackend",
     "EvalResult",
     "EvaluationError",
     "InputChangedError",
@@ -56,9 +61,11 @@ __all__ = [
     "TrainResult",
     "TrainSpec",
     "TrainingError",
+    "adapter_base_digest",
     "base_model_digest",
     "base_model_dir",
     "base_model_record",
+    "check_backend",
     "create_seal_secret",
     "dedup",
     "device_settings",
@@ -68,8 +75,10 @@ __all__ = [
     "filter_data",
     "generate",
     "hf_cache_dir",
+    "is_adapter",
     "is_chat",
     "load_seal_key",
+    "make_backend",
     "make_spec",
     "mix",
     "operator_seal_key",

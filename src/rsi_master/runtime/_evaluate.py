@@ -13,6 +13,8 @@ from typing import Any
 from rsi_master._proc import run_tied
 from rsi_master.artifacts import copy_measured
 from rsi_master.errors import ArtifactError
+from rsi_master.runtime._adapter import adapter_base_digest, check_adapter_base, is_adapter
+from rsi_master.runtime._backend import EvalBackend
 from rsi_master.runtime._digest import dir_digest, sha256_file
 from rsi_master.runtime._errors import CheckpointLoadError, EvaluationError, InputChangedError, InvalidParameterError
 from rsi_master.runtime._records import EvalResult, SampleRecord
@@ -47,6 +49,8 @@ def evaluate(
     sample_timeout_s: float = 5.0,
     max_samples: int | None = None,
     extra_sources: Sequence[str | Path] = (),
+    base: str | Path | None = None,
+    backend: EvalBackend | None = None,
 ) -> EvalResult:
     """Score a checkpoint on a split of a task with the sealed evaluator, in its own process.
 
@@ -59,6 +63,11 @@ def evaluate(
     tests); the record says how many the split has, so a partial evaluation is visible
     as such. `extra_sources` adds modules to the seal, so that `task="module:Class"` can
     name a task outside the suite (tests only).
+
+    A LoRA adapter checkpoint (`adapter_base.json`) is scored on `base`, the checkpoint it is
+    bound to: both are copied privately and measured, and a base that does not measure the
+    digest the adapter names is refused. `backend` is the generation backend of a seal made
+    here (no `evaluator`); a stored seal carries its own.
     """
     if split not in SPLITS:
         raise InvalidParameterError(f"unknown split {split!r}; known: {', '.join(SPLITS)}")
@@ -77,13 +86,18 @@ def evaluate(
     ckpt = Path(checkpoint).resolve()
     if not ckpt.is_dir():
         raise CheckpointLoadError(f"checkpoint {ckpt} is not a directory")
-    if not (ckpt / "config.json").is_file():
+    adapter = is_adapter(ckpt)
+    if adapter and base is None:
+        raise CheckpointLoadError(
+            f"checkpoint {ckpt} is a LoRA adapter: its base checkpoint {adapter_base_digest(ckpt)} is needed (base=)"
+        )
+    if not adapter and not (ckpt / "config.json").is_file():
         raise CheckpointLoadError(f"checkpoint {ckpt} has no config.json: not a Hugging Face model directory")
 
     # A task directory's task outside a run (no stored seal) rides in the fresh seal as the bytes
     # it was read from; a run's stored seal already holds them.
     task_files = getattr(task, "files", None) if evaluator is None and not isinstance(task, str) else None
-    with private_seal(evaluator, extra_sources, task_files) as private:
+    with private_seal(evaluator, extra_sources, task_files, backend) as private:
         digest = private.digest
         if expected_evaluator_digest is not None and digest != expected_evaluator_digest:
             raise EvaluationError(
@@ -101,16 +115,22 @@ def evaluate(
             raise CheckpointLoadError(f"checkpoint {ckpt} cannot be read: {exc}") from None
         tokenizer_digest = _file_digest(held / "tokenizer.json")
         generation_config_digest = _file_digest(held / "generation_config.json")
-        reply, proc = _launch(
-            private.root,
-            private.seal,
-            digest,
-            _request(held, task, split, batch_size, sample_timeout_s, max_samples),
-            seal_key,
-            timeout_s,
-        )
+        request = _request(held, task, split, batch_size, sample_timeout_s, max_samples)
+        base_digest = None
+        if adapter:
+            held_base = private.root / "base"
+            try:
+                base_digest = copy_measured(Path(str(base)).resolve(), held_base)
+            except ArtifactError as exc:
+                raise CheckpointLoadError(f"base checkpoint {base} cannot be read: {exc}") from None
+            # Checked on the bytes the evaluator will load, not on the path given.
+            check_adapter_base(held, held_base, base_digest)
+            request.update(checkpoint=str(held_base), adapter=str(held))
+        reply, proc = _launch(private.root, private.seal, digest, request, seal_key, timeout_s)
         if dir_digest(held) != checkpoint_digest:
             raise InputChangedError(f"the private copy of checkpoint {ckpt} changed during evaluation")
+        if adapter and dir_digest(private.root / "base") != base_digest:
+            raise InputChangedError(f"the private copy of the base of adapter {ckpt} changed during evaluation")
     if reply is None:
         tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
         raise EvaluationError(f"evaluator process failed (exit {proc.returncode}): {tail}")
@@ -127,6 +147,7 @@ def evaluate(
         checkpoint_digest=checkpoint_digest,
         tokenizer_digest=tokenizer_digest,
         generation_config_digest=generation_config_digest,
+        base_digest=base_digest,
         samples=[SampleRecord(**s) for s in reply.pop("samples")],
         **reply,
     )

@@ -157,6 +157,18 @@ def _load_model(checkpoint: str) -> tuple[Any, Any]:
     return tokenizer, model
 
 
+def _load_tokenizer(checkpoint: str) -> Any:
+    """The checkpoint's tokenizer alone (vLLM loads the weights itself)."""
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(checkpoint, local_files_only=True)
+    except Exception as exc:
+        raise _Refused(
+            EXIT_LOAD, f"checkpoint {checkpoint} tokenizer does not load: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
 def _is_chat(task: Any) -> bool:
     # Same rule as the runtime's _chat.is_chat (this file cannot import it: it runs from its seal).
     return getattr(task, "chat", False) is True or getattr(task, "format", None) == "chat"
@@ -244,13 +256,31 @@ def run(request: dict[str, Any], seal_key: Any) -> dict[str, Any]:
     limit = request.get("max_samples")
     if limit is not None:
         items = items[: int(limit)]
-    tokenizer, model = _load_model(str(request["checkpoint"]))
     prompts = [item.prompt for item in items]
+    # An adapter checkpoint arrives as its base (`checkpoint`) and the adapter itself.
+    adapter = request.get("adapter")
+    backend = _backend()
     chat = _is_chat(task)
-    shown = _chat_prompts(tokenizer, prompts) if chat else prompts
-    outputs = _generate(
-        tokenizer, model, shown, task.decoding, tuple(task.stop), int(request.get("batch_size", 64)), chat
-    )
+    if backend["name"] == "vllm":
+        tokenizer = _load_tokenizer(str(request["checkpoint"]))
+        shown = _chat_prompts(tokenizer, prompts) if chat else prompts
+        # Token ids made here as the transformers path makes them, so both see the same prompt.
+        ids = [tokenizer(p, add_special_tokens=not chat)["input_ids"] for p in shown]
+        backends = _backends()
+        try:
+            outputs = backends.vllm_generate(
+                str(request["checkpoint"]), adapter, ids, task.decoding, tuple(task.stop), backend
+            )
+        except backends.BackendUnavailable as exc:
+            raise _Refused(EXIT_REQUEST, str(exc)) from exc
+    else:
+        tokenizer, model = _load_model(str(request["checkpoint"]))
+        if adapter is not None:
+            model = _backends().apply_adapter(model, str(adapter))
+        shown = _chat_prompts(tokenizer, prompts) if chat else prompts
+        outputs = _generate(
+            tokenizer, model, shown, task.decoding, tuple(task.stop), int(request.get("batch_size", 64)), chat
+        )
     # A task may need longer per item than the request's limit (a task directory's unit tests
     # run with their own `timeout_s`, and the sandbox kills them at it).
     per_item = max(float(request.get("sample_timeout_s", 5.0)), float(getattr(task, "item_timeout_s", 0.0)))
@@ -276,7 +306,26 @@ def run(request: dict[str, Any], seal_key: Any) -> dict[str, Any]:
         "score": sum(s["score"] for s in samples) / len(samples) if samples else 0.0,
         "samples": samples,
         "seconds": round(time.time() - t0, 3),
+        "backend": backend,
     }
+
+
+def _backends() -> Any:
+    """The sealed `eval_backends.py` beside this file (never an installed module of that name)."""
+    module = importlib.import_module("eval_backends")
+    origin = Path(module.__file__ or "").resolve()
+    if origin.parent != SEAL_DIR:
+        raise _Refused(EXIT_DIGEST, f"eval_backends resolved outside the seal: {origin}")
+    return module
+
+
+def _backend() -> dict[str, Any]:
+    try:
+        return dict(_backends().read_backend(SEAL_DIR))
+    except ValueError as exc:
+        raise _Refused(EXIT_REQUEST, f"the seal's backend.json does not parse: {exc}") from exc
+    except Exception as exc:  # BackendUnavailable lives in the sealed module
+        raise _Refused(EXIT_REQUEST, str(exc)) from exc
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -36,6 +36,12 @@ class TrainResult(BaseModel):
     data_digest: str | None = Field(
         default=None, description="SHA-256 of the training data, measured on the bytes training read"
     )
+    parent_base_digest: str | None = Field(
+        default=None, description="directory digest of the base under an adapter parent, measured as loaded"
+    )
+    adapter_base_digest: str | None = Field(
+        default=None, description="the base an adapter checkpoint is bound to (lora_save=adapter): the parent's digest"
+    )
     config_digest: str | None = Field(default=None, description="artifact digest of the config, with a store")
     log_digest: str | None = Field(default=None, description="artifact digest of the log, with a store")
     steps: int = Field(description="optimizer steps taken")
@@ -52,6 +58,9 @@ class TrainConfig(BaseModel):
     n_rows: int = Field(description="rows trained on")
     parent: str = Field(description="the parent path given")
     parent_digest: str = Field(description="directory digest of the parent checkpoint bytes that were loaded")
+    parent_base_digest: str | None = Field(
+        default=None, description="directory digest of the base under an adapter parent, as loaded"
+    )
 
 
 class SampleRecord(BaseModel):
@@ -86,3 +95,7 @@ class EvalResult(BaseModel):
     samples: list[SampleRecord]
     seconds: float = Field(description="wall time inside the evaluator process")
     record_digest: str | None = Field(default=None, description="artifact digest of this record, with a store")
+    base_digest: str | None = Field(
+        default=None, description="directory digest of the base a LoRA adapter checkpoint was scored on"
+    )
+    backend: dict[str, Any] | None = Field(default=None, description="the sealed evaluator's generation backend")

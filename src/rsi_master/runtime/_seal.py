@@ -28,6 +28,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from rsi_master.runtime._backend import EvalBackend
 from rsi_master.runtime._digest import dir_digest, sha256_bytes, sha256_file
 from rsi_master.runtime._errors import EvaluationError, SealSecretError
 from rsi_master.tasks import PUBLIC_SEAL_KEY, SealKey
@@ -64,12 +65,15 @@ TASK_DIR = "task"  # a task directory's files inside the seal (docs/your-model.m
 
 
 def _sources(
-    extra: Sequence[str | Path], task_files: Mapping[str, bytes] | None = None
+    extra: Sequence[str | Path], task_files: Mapping[str, bytes] | None = None, backend: EvalBackend | None = None
 ) -> list[tuple[str, Path | bytes]]:
     """(relative path in the seal, source file or literal bytes). `task_files` are a task
     directory's files as they were read and digested (`FileTask.files`), never re-read here."""
     out: list[tuple[str, Path | bytes]] = [
         ("evaluator.py", Path(__file__).with_name("_evaluator.py")),
+        ("eval_backends.py", Path(__file__).with_name("_eval_backends.py")),
+        # The backend and its settings are content of the seal, so the digest pins them.
+        ("backend.json", (backend or EvalBackend()).seal_bytes()),
         ("rsi_master/__init__.py", _MARKER),
     ]
     root = _tasks_root()
@@ -86,10 +90,14 @@ def _sources(
     return out
 
 
-def evaluator_digest(extra_sources: Sequence[str | Path] = (), task_files: Mapping[str, bytes] | None = None) -> str:
+def evaluator_digest(
+    extra_sources: Sequence[str | Path] = (),
+    task_files: Mapping[str, bytes] | None = None,
+    backend: EvalBackend | None = None,
+) -> str:
     """The digest a seal made now from the installed code would have (no copy made)."""
     lines = []
-    for rel, src in _sources(extra_sources, task_files):
+    for rel, src in _sources(extra_sources, task_files, backend):
         digest = sha256_bytes(src) if isinstance(src, bytes) else sha256_file(src)
         lines.append((rel, digest))
     lines.sort()
@@ -102,17 +110,21 @@ def _cache_root() -> Path:
 
 
 def seal_evaluator(
-    store: Any = None, extra_sources: Sequence[str | Path] = (), task_files: Mapping[str, bytes] | None = None
+    store: Any = None,
+    extra_sources: Sequence[str | Path] = (),
+    task_files: Mapping[str, bytes] | None = None,
+    backend: EvalBackend | None = None,
 ) -> tuple[Path, str]:
     """Copy the evaluator and tasks (and a task directory's files) into a sealed directory;
     return (path, digest).
 
     With a store, the seal is an artifact (read-only, content-addressed); without one it
-    lives in a per-user cache named by its digest.
+    lives in a per-user cache named by its digest. `backend` (default `transformers`) is
+    how the seal generates; it is part of what the digest covers.
     """
     with tempfile.TemporaryDirectory(prefix="rsi-seal-") as tmp:
         staging = Path(tmp) / "seal"
-        _stage(staging, extra_sources, task_files)
+        _stage(staging, extra_sources, task_files, backend)
         digest = dir_digest(staging, ignore_pycache=True)
         if store is not None:
             stored = store.put_dir(staging)
@@ -178,6 +190,7 @@ def private_seal(
     source: str | Path | None = None,
     extra_sources: Sequence[str | Path] = (),
     task_files: Mapping[str, bytes] | None = None,
+    backend: EvalBackend | None = None,
 ) -> Iterator[PrivateSeal]:
     """A private copy of the sealed evaluator and the digest of the bytes in it.
 
@@ -191,7 +204,7 @@ def private_seal(
         root.chmod(0o700)
         seal = root / "seal"
         if source is None:
-            _stage(seal, extra_sources, task_files)
+            _stage(seal, extra_sources, task_files, backend)
         else:
             _copy_seal(Path(source), seal)
         yield PrivateSeal(root, seal, dir_digest(seal, ignore_pycache=True))
@@ -199,8 +212,13 @@ def private_seal(
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _stage(dest: Path, extra_sources: Sequence[str | Path], task_files: Mapping[str, bytes] | None = None) -> None:
-    for rel, src in _sources(extra_sources, task_files):
+def _stage(
+    dest: Path,
+    extra_sources: Sequence[str | Path],
+    task_files: Mapping[str, bytes] | None = None,
+    backend: EvalBackend | None = None,
+) -> None:
+    for rel, src in _sources(extra_sources, task_files, backend):
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         if isinstance(src, bytes):

@@ -68,7 +68,7 @@ def run_sft(
     quiet(trainer)
     trainer.train()
     trained: Any = trainer.model
-    if spec.method == "lora":
+    if spec.method == "lora" and spec.lora_save == "merged":
         # Merge so that every checkpoint downstream is a plain full model.
         trained = trained.merge_and_unload()
     return trained, int(trainer.state.global_step)

@@ -42,6 +42,11 @@ class TrainSpec(BaseModel):
     lora_r: int = Field(default=16, ge=1, le=512, description="LoRA rank (lora only)")
     lora_alpha: float = Field(default=32.0, gt=0.0, le=4096.0, description="LoRA scaling numerator (lora only)")
     lora_dropout: float = Field(default=0.0, ge=0.0, lt=1.0)
+    lora_save: Literal["merged", "adapter"] = Field(
+        default="merged",
+        description="lora: save the merged model, or the adapter alone bound to its parent's digest "
+        "(a few MB instead of the whole model; the parent must be a full checkpoint)",
+    )
     lora_targets: Literal["default", "all-linear"] = Field(
         default="default",
         description="modules LoRA adapts (lora only): default = PEFT's choice for the architecture "
@@ -64,6 +69,8 @@ class TrainSpec(BaseModel):
             raise ValueError(f"method {self.method} needs a task (its checker builds pairs / rewards)")
         if self.prompt_loss and self.method not in ("sft", "lora"):
             raise ValueError(f"prompt_loss applies to sft and lora, not {self.method}")
+        if self.lora_save == "adapter" and self.method != "lora":
+            raise ValueError(f"lora_save=adapter applies to lora, not {self.method}")
         if self.method == "grpo" and self.batch_size % self.grpo_num_generations:
             raise ValueError(
                 f"grpo batch_size ({self.batch_size}) must be a multiple of grpo_num_generations ({self.grpo_num_generations})"

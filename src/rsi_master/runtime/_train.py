@@ -21,6 +21,13 @@ from typing import Any
 
 from rsi_master.artifacts import copy_measured, read_measured
 from rsi_master.errors import ArtifactError
+from rsi_master.runtime._adapter import (
+    adapter_base_digest,
+    check_adapter_base,
+    is_adapter,
+    load_adapter_model,
+    write_binding,
+)
 from rsi_master.runtime._digest import dir_digest
 from rsi_master.runtime._errors import CheckpointLoadError, InputChangedError, InvalidParameterError, TrainingError
 from rsi_master.runtime._hf_model import defining_files
@@ -54,9 +61,12 @@ def _load_parent(parent: Path) -> tuple[Any, Any]:
     return model, tokenizer
 
 
-def save_checkpoint(model: Any, ckpt: Path, parent_dir: Path) -> None:
-    """Full weights from training; tokenizer and generation config from the parent."""
+def save_checkpoint(model: Any, ckpt: Path, parent_dir: Path, bound_to: str | None = None) -> None:
+    """Full weights from training (or, `bound_to` a base digest, the LoRA adapter alone);
+    tokenizer and generation config from the parent."""
     model.save_pretrained(str(ckpt), safe_serialization=True)
+    if bound_to is not None:
+        write_binding(ckpt, bound_to)
     for name in defining_files(parent_dir):
         if not _OWN.match(name):
             (ckpt / name).parent.mkdir(parents=True, exist_ok=True)
@@ -108,6 +118,7 @@ def train(
     spec: TrainSpec | dict[str, Any],
     *,
     parent: str | Path | None = None,
+    parent_base: str | Path | None = None,
     store: Any = None,
     progress: Progress | None = None,
     snapshot_steps: Sequence[int] = (),
@@ -119,6 +130,9 @@ def train(
     builds (chosen, rejected) pairs from them; GRPO uses the prompts and the task's
     reward on sampled completions. `snapshot_steps` also saves full checkpoints at those
     optimizer steps under `out_dir/snapshots/step-NNNNNN` (learning curves from one run).
+    A parent that is a LoRA adapter checkpoint needs `parent_base`, the base it is bound to
+    (measured and checked like the parent); `lora_save="adapter"` writes an adapter bound to
+    the parent's digest instead of a merged model.
     """
     if isinstance(spec, dict):
         spec = make_spec(**spec)
@@ -158,7 +172,18 @@ def train(
     ckpt = out / "checkpoint"
     if ckpt.exists():
         raise InvalidParameterError(f"{ckpt} already exists; training never overwrites a checkpoint")
-    if not (source_parent / "config.json").is_file():
+    parent_is_adapter = is_adapter(source_parent)
+    if parent_is_adapter:
+        if spec.lora_save == "adapter":
+            raise InvalidParameterError(
+                "lora_save=adapter needs a full parent checkpoint; this parent is itself an adapter (use lora_save=merged)"
+            )
+        if parent_base is None:
+            raise CheckpointLoadError(
+                f"parent checkpoint {source_parent} is a LoRA adapter: its base "
+                f"{adapter_base_digest(source_parent)} is needed (parent_base=)"
+            )
+    elif not (source_parent / "config.json").is_file():
         raise CheckpointLoadError(f"parent checkpoint {source_parent} has no config.json")
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="rsi-train-") as held:
@@ -167,6 +192,14 @@ def train(
             parent_digest = copy_measured(source_parent, parent_dir)
         except ArtifactError as exc:
             raise CheckpointLoadError(f"parent checkpoint {source_parent} cannot be read: {exc}") from None
+        base_dir, base_digest = None, None
+        if parent_is_adapter:
+            base_dir = Path(held) / "parent_base"
+            try:
+                base_digest = copy_measured(Path(str(parent_base)), base_dir)
+            except ArtifactError as exc:
+                raise CheckpointLoadError(f"base checkpoint {parent_base} cannot be read: {exc}") from None
+            check_adapter_base(parent_dir, base_dir, base_digest)
         result = _train_held(
             rows,
             data_path,
@@ -179,15 +212,22 @@ def train(
             progress,
             snapshot_steps,
             task,
+            base_dir,
+            base_digest,
         )
         # The copy is private, but the same user could still reach it: if it changed, what
         # was loaded (or inherited into the checkpoint) is not what was measured.
         if dir_digest(parent_dir) != parent_digest:
             raise InputChangedError(f"the private copy of parent checkpoint {source_parent} changed during training")
+        if base_dir is not None and dir_digest(base_dir) != base_digest:
+            raise InputChangedError(f"the private copy of the base under {source_parent} changed during training")
     if store is not None:
+        # Moved, not copied: a big model's checkpoint is written once, then handed to the store.
+        digest = store.put_dir(ckpt, move=True)
         result = result.model_copy(
             update={
-                "checkpoint_digest": store.put_dir(ckpt),
+                "checkpoint_dir": str(store.path(digest)),
+                "checkpoint_digest": digest,
                 "config_digest": store.put_file(result.config_path),
                 "log_digest": store.put_file(result.log_path),
             }
@@ -207,6 +247,8 @@ def _train_held(
     progress: Progress | None,
     snapshot_steps: Sequence[int],
     task: Any,
+    base_dir: Path | None = None,
+    base_digest: str | None = None,
 ) -> TrainResult:
     ckpt = out / "checkpoint"
     log_path = out / "train_log.jsonl"
@@ -218,16 +260,24 @@ def _train_held(
         n_rows=len(rows),
         parent=str(source_parent),
         parent_digest=parent_digest,
+        parent_base_digest=base_digest,
     )
+    dumped = config.model_dump()
+    if base_digest is None:
+        del dumped["parent_base_digest"]  # a full parent's config reads as it always did
     config_path = out / "train_config.json"
-    config_path.write_text(json.dumps(config.model_dump(), indent=2, sort_keys=True) + "\n")
+    config_path.write_text(json.dumps(dumped, indent=2, sort_keys=True) + "\n")
 
     import torch
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
     torch.manual_seed(spec.seed)
-    model, tokenizer = _load_parent(parent_dir)
+    if base_dir is not None:
+        model, tokenizer = _load_parent(base_dir)
+        model = load_adapter_model(model, parent_dir)
+    else:
+        model, tokenizer = _load_parent(parent_dir)
     t0 = time.time()
     callback = _LogCallback(log_path, progress, t0)
     callbacks = [callback]
@@ -265,7 +315,8 @@ def _train_held(
         shutil.rmtree(work, ignore_errors=True)
     seconds = time.time() - t0
 
-    save_checkpoint(model, ckpt, parent_dir)
+    bound_to = parent_digest if spec.lora_save == "adapter" else None
+    save_checkpoint(model, ckpt, parent_dir, bound_to)
     logs = [json.loads(line) for line in log_path.read_text().splitlines() if line.strip()]
     losses = [e["loss"] for e in logs if "loss" in e]
     tail = losses[-3:]
@@ -274,6 +325,8 @@ def _train_held(
         checkpoint_dir=str(ckpt),
         checkpoint_digest=dir_digest(ckpt),
         parent_digest=parent_digest,
+        parent_base_digest=base_digest,
+        adapter_base_digest=bound_to,
         data_digest=data_digest,
         config_path=str(config_path),
         log_path=str(log_path),

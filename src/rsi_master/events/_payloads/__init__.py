@@ -7,6 +7,7 @@ set), so a payload's bytes are what was written. Split by who writes the events.
 
 from ._contract import CONTRACT_KIND, CONTRACT_VERSION, BaseModelSource, Budget, EvaluatorSpec, TaskContract, TaskSource
 from ._expos import (
+    ArtifactPrune,
     AuditRun,
     CandidateNominate,
     Claim,
@@ -24,6 +25,7 @@ from ._expos import (
     GuardBlocked,
     LedgerFacts,
     Measured,
+    PrunedCheckpoint,
     ReviewRequest,
     ReviewSubmit,
     ToolCall,
@@ -60,6 +62,7 @@ __all__ = [
     "AgentError",
     "AgentStep",
     "AgentsConfig",
+    "ArtifactPrune",
     "AuditRun",
     "BaseModelSource",
     "Budget",
@@ -90,6 +93,7 @@ __all__ = [
     "OrchestraResume",
     "OrchestraStart",
     "OrchestraStop",
+    "PrunedCheckpoint",
     "ReviewRequest",
     "ReviewSubmit",
     "SelectionRow",

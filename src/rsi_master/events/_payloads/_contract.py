@@ -43,6 +43,11 @@ class EvaluatorSpec(Record):
     stop_sha256: str = Field(description="SHA-256 of the canonical stop list.")
     sample_ids: dict[str, list[str]] = Field(description="Preregistered sample IDs per split.")
     items_sha256: dict[str, str] = Field(description="Digest of each split's sealed items.")
+    backend: dict[str, Any] = Field(
+        default_factory=lambda: {"name": "transformers"},
+        description="Generation backend and its settings (`transformers` or `vllm`); sealed with the evaluator "
+        "(its `backend.json`), so the evaluator digest covers them.",
+    )
 
 
 class TaskSource(Record):

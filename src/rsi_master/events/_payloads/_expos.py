@@ -184,6 +184,9 @@ class ExperimentStart(Payload):
 class Measured(Record):
     parent_checkpoint: str = Field(description="Digest of the parent bytes the trainer loaded.")
     dataset: str = Field(description="Digest of the data bytes the trainer read.")
+    parent_base: str | None = Field(
+        default=None, description="Digest of the base bytes loaded under an adapter parent (absent: a full parent)."
+    )
 
 
 @kind("experiment.finish")
@@ -193,6 +196,10 @@ class ExperimentFinish(Payload):
     experiment_id: str = Field(description="The experiment, `exp-<seq of its start>`.")
     status: Literal["completed", "failed"] = Field(description="How it ended.")
     checkpoint: str | None = Field(default=None, description="Store digest of the trained checkpoint (completed).")
+    adapter_base: str | None = Field(
+        default=None,
+        description="The checkpoint is a LoRA adapter bound to this base checkpoint digest (absent: a full model).",
+    )
     steps: int | None = Field(default=None, description="Optimizer steps taken (completed).")
     final_loss: float | None = Field(default=None, description="Training loss at the end (completed).")
     train_seconds: float | None = Field(default=None, description="Seconds in the training loop (completed).")
@@ -200,6 +207,24 @@ class ExperimentFinish(Payload):
         default=None, description="Digests the runtime measured on the bytes it trained from (ExpOS, completed)."
     )
     error: str | None = Field(default=None, description="Why it failed (failed).")
+
+
+class PrunedCheckpoint(Record):
+    experiment_id: str = Field(description="The experiment whose checkpoint was pruned.")
+    checkpoint: str = Field(description="Store digest of the pruned checkpoint (its manifest stays in the store).")
+
+
+@kind("artifact.prune")
+class ArtifactPrune(Payload):
+    """Checkpoints removed from the store by the run's keep policy (the harness's record).
+
+    Never one evaluated on `review`, submitted, selected, scored on `final`, or cited by a
+    decision or a review, nor the base an adapter that is kept is bound to."""
+
+    policy: str = Field(description="The keep policy (`referenced`).")
+    pruned: list[PrunedCheckpoint] = Field(description="The checkpoints removed.")
+    kept: dict[str, list[str]] = Field(description="Each kept experiment checkpoint and why it is kept.")
+    bytes_freed: int = Field(ge=0, description="Bytes of blobs removed (shared blobs stay).")
 
 
 @kind("eval.record")
@@ -219,6 +244,9 @@ class EvalRecord(Payload):
     sample_ids_match: bool = Field(description="Whether the ids scored are the preregistered ones.")
     tokenizer_digest: str | None = Field(description="SHA-256 of the checkpoint's tokenizer.json as scored.")
     generation_config_digest: str | None = Field(description="SHA-256 of its generation_config.json as scored.")
+    base_digest: str | None = Field(
+        default=None, description="Digest measured on the base an adapter checkpoint was scored on (absent: none)."
+    )
     record_digest: str = Field(description="Store digest of the per-sample evaluation record.")
 
 

@@ -126,6 +126,12 @@ class OrchestraStart(Payload):
         description="Digest of the landscape file the Main plans with, stored in the run (`--prior`); "
         "absent: no prior, the Main decides from the run's own evidence.",
     )
+    gpus_per_slot: int | None = Field(
+        default=None, ge=1, description="GPUs each slot process gets as its own CUDA_VISIBLE_DEVICES (absent: none)."
+    )
+    keep: str | None = Field(
+        default=None, description="Checkpoint keeping policy at the end of the run (absent: `all`)."
+    )
 
 
 @kind("orchestra.resume")
@@ -176,6 +182,7 @@ class OrchestraJobStart(Payload):
     kind: Literal["worker", "reviewer"] = Field(description="The node's kind.")
     slot: int = Field(description="Slot number.")
     deadline: float | None = Field(default=None, description="Unix time by which it must finish.")
+    devices: str | None = Field(default=None, description="The slot's CUDA_VISIBLE_DEVICES (absent: not assigned).")
 
 
 @kind("orchestra.job.end")
