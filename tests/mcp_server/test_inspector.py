@@ -48,6 +48,8 @@ def calls(shared) -> dict[str, dict[str, tuple[dict, str]]]:
             ),
             "data_filter": ({"dataset": d, "max_chars": 4000}, "ok"),
             "data_mix": ({"datasets": [d], "n": 4}, "ok"),
+            # A built-in task has no train pool, so no sampling family: refused before anything samples.
+            "data_sample": ({"family": "self_distill", "n": 4}, "invalid"),
             "experiment_submit": ({"dataset": "0" * 64, "config": {"max_steps": 1}}, "refused"),
             "eval_run": ({"experiment_id": x, "split": "final"}, "refused"),
             "results_list": ({}, "ok"),
