@@ -103,7 +103,7 @@ def run_experiment(
     expos, caller, *, parent: str, dataset: str, method: str, config: dict[str, Any]
 ) -> ExperimentResult:
     """Train from `parent` (`base` or an experiment id) on a registered dataset, then evaluate on `dev`."""
-    from ..runtime import InputChangedError, InvalidParameterError, make_spec, train
+    from ..runtime import InputChangedError, InvalidParameterError, make_spec
 
     c = expos.contract
     st = load_state(expos)
@@ -157,7 +157,8 @@ def run_experiment(
     tmp = expos.scratch()
     try:
         try:
-            res = train(store.path(dataset), tmp / "out", spec, parent=store.path(parent_ckpt))
+            # The run's experiment backend: TRL/PEFT, or the simulated landscape (same records).
+            res = expos.backend.train(expos, store.path(dataset), tmp / "out", spec, store.path(parent_ckpt))
         except InputChangedError as exc:
             _refuse_started(expos, caller, exp_id, tmp, inputs, str(exc), Subcategory.WEIGHT_PROVENANCE)
             return _failed(expos, caller, exp_id, tmp, inputs, exc)

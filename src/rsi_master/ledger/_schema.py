@@ -11,6 +11,7 @@ import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
+from .. import _clock
 from ..errors import NotARunError
 from ._event import GENESIS_HASH
 
@@ -68,7 +69,8 @@ def schema_for(version: str) -> list[str]:
 
 
 def utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    # The process's clock (real, or a simulated campaign's): event timestamps are run time.
+    return datetime.fromtimestamp(_clock.now(), UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def connect(path: Path, *, create: bool) -> sqlite3.Connection:
