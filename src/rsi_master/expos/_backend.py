@@ -25,6 +25,7 @@ __all__ = [
 ]
 
 LANDSCAPE_FILE = "landscape.json"
+CALL_SECONDS = 1.0  # simulated seconds one tool call takes (a real one: start-up, I/O, a gate)
 EVALUATOR_FILE = "evaluator.json"
 
 
@@ -36,20 +37,27 @@ class ExperimentBackend(Protocol):
     def train(self, expos: Any, data: Path, out_dir: Path, spec: Any, parent: Path) -> Any:
         """Train `spec` from the checkpoint at `parent` on `data` into `out_dir` (runtime.TrainResult)."""
 
-    def evaluate(self, expos: Any, checkpoint: str, split: str) -> Any:
-        """The sealed evaluation of a stored checkpoint on a split (runtime.EvalResult), stored, not recorded."""
+    def before_call(self, tool: str) -> None:
+        """Spend a tool call's own time on the run's clock before the call runs."""
+
+    def evaluate(self, expos: Any, checkpoint: str, split: str, *, store: bool = True) -> Any:
+        """The sealed evaluation of a stored checkpoint on a split's preregistered items
+        (runtime.EvalResult; its record kept in the run's store with `store`), not recorded."""
 
 
 class RealBackend:
     name = "real"
     executor = "process"
 
+    def before_call(self, tool: str) -> None:
+        """A tool call's own cost on the run's clock: real calls take the time they take."""
+
     def train(self, expos: Any, data: Path, out_dir: Path, spec: Any, parent: Path) -> Any:
         from ..runtime import train
 
         return train(data, out_dir, spec, parent=parent)
 
-    def evaluate(self, expos: Any, checkpoint: str, split: str) -> Any:
+    def evaluate(self, expos: Any, checkpoint: str, split: str, *, store: bool = True) -> Any:
         from ..runtime import evaluate
 
         c = expos.contract
@@ -60,7 +68,7 @@ class RealBackend:
             seal_key=expos.seal_key(),
             evaluator=expos.sealed_evaluator(),
             expected_evaluator_digest=c.evaluator.evaluator_digest,
-            store=expos.run.store,
+            store=expos.run.store if store else None,
             max_samples=len(c.evaluator.sample_ids[split]),
             batch_size=c.eval_batch_size,
         )
@@ -79,15 +87,31 @@ class SimBackend:
     def landscape(self, expos: Any) -> Any:
         return _landscape(expos.run.store, self.landscape_digest)
 
+    def before_call(self, tool: str) -> None:
+        # Every call through the door takes simulated time, as a real one takes wall time: an
+        # agent that only reads, or whose calls are all refused, still spends its budget rather
+        # than looping at one instant of simulated time.
+        from ..runtime import spend_simulated
+
+        spend_simulated(CALL_SECONDS)
+
     def train(self, expos: Any, data: Path, out_dir: Path, spec: Any, parent: Path) -> Any:
         from ..runtime import sim_train
 
         task = expos.protected_task()
         if self._protected is None or self._protected[0] is not task:
             self._protected = (task, {s: {i.prompt for i in task.eval_items(s)} for s in ("dev", "review", "final")})
-        return sim_train(self.landscape(expos), data, out_dir, spec, parent=parent, protected=self._protected[1])
+        return sim_train(
+            self.landscape(expos),
+            data,
+            out_dir,
+            spec,
+            parent=parent,
+            protected=self._protected[1],
+            examples_per_row=expos.contract.simulation.examples_per_row,
+        )
 
-    def evaluate(self, expos: Any, checkpoint: str, split: str) -> Any:
+    def evaluate(self, expos: Any, checkpoint: str, split: str, *, store: bool = True) -> Any:
         from ..runtime import EvaluationError, sim_evaluate
         from ._evaluation import measured_digest
 
@@ -106,7 +130,7 @@ class SimBackend:
             split,
             n=len(c.evaluator.sample_ids[split]),
             evaluator_digest=measured,
-            store=expos.run.store,
+            store=expos.run.store if store else None,
         )
 
 
@@ -127,11 +151,21 @@ def _landscape(store: Any, digest: str) -> Any:
     return got
 
 
+_FACTORIES: dict[str, Any] = {}
+
+
 def register_landscape_task(landscape: Any) -> None:
-    """Make the landscape's task resolvable by name (`tasks.get_task`) in this process."""
+    """Make the landscape's task resolvable by name (`tasks.get_task`) in this process. One
+    factory per landscape, so that every session of the run (each node's) shares one task
+    instance per seal key, and with it the contamination gate's index of its protected items."""
     from ..tasks import SimTask, register_task
 
-    register_task(landscape.task_name, lambda seal_key: SimTask(landscape, seal_key))
+    factory = _FACTORIES.get(landscape.ident)
+    if factory is None:
+        if len(_FACTORIES) > 64:
+            _FACTORIES.clear()
+        factory = _FACTORIES[landscape.ident] = lambda seal_key: SimTask(landscape, seal_key)
+    register_task(landscape.task_name, factory)
 
 
 def attach_backend(session: Any) -> ExperimentBackend:
@@ -168,6 +202,13 @@ def _sim_sources_digest() -> str:
     return _SOURCES
 
 
+# A simulated dataset row stands for this many training examples, and the contract's row cap is
+# divided by it: a Worker asks for at most 20,000 / 50 = 400 rows where a real one asks for up to
+# 20,000, and the landscape trains on the same number of examples (and repeats) either way. The
+# rows (and the gates over them) are what a simulated campaign spends its wall time on.
+EXAMPLES_PER_ROW = 50
+
+
 def freeze_simulation(run: Any, landscape: Any, clock_start: float) -> tuple[str, str, str, Any]:
     """Store a simulated run's stand-in base checkpoint and sealed evaluator (the landscape and
     the evaluator's code digest); (base artifact, evaluator artifact, evaluator digest, the
@@ -194,5 +235,6 @@ def freeze_simulation(run: Any, landscape: Any, clock_start: float) -> tuple[str
         landscape_seed=landscape.seed,
         preset=landscape.preset,
         clock_start=clock_start,
+        examples_per_row=EXAMPLES_PER_ROW,
     )
     return base, evaluator, evaluator, sim

@@ -73,6 +73,9 @@ def freeze_run(
             base_dir = None
             base_artifact, seal_name, evaluator_digest, simulation = freeze_simulation(run, landscape, _clock.now())
             seal_path = run.store.path(seal_name)
+            budget = (budget or Budget()).model_copy(
+                update={"max_rows": max(1, (budget or Budget()).max_rows // simulation.examples_per_row)}
+            )
         families = [f"{task_obj.name}/{name}" for name in sorted(task_obj.generators())]
         limits: dict[str, int | None] = dict.fromkeys(SPLITS, eval_limit)
         if final_limit is not None:

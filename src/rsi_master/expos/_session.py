@@ -323,6 +323,7 @@ class ExpOS:
         final = self.final_seq()
         if final is not None:
             raise ToolRefused(f"the run has ended (its final record is event {final}): no call is accepted")
+        self.backend.before_call(str(name))
         if caller.role == "harness":
             # The harness writes its own records from its own code; no call through the door
             # may act as it (and no capability names it).

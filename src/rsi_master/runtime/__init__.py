@@ -38,6 +38,7 @@ from rsi_master.runtime._sim import (
     sim_evaluate,
     sim_recipe,
     sim_train,
+    spend_simulated,
     write_sim_checkpoint,
 )
 from rsi_master.runtime._spec import METHODS, TrainSpec, make_spec
@@ -84,6 +85,7 @@ __all__ = [
     "sim_evaluate",
     "sim_recipe",
     "sim_train",
+    "spend_simulated",
     "train",
     "write_jsonl",
     "write_sim_checkpoint",

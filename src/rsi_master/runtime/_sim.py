@@ -31,6 +31,7 @@ __all__ = [
     "sim_evaluate",
     "sim_recipe",
     "sim_train",
+    "spend_simulated",
     "write_sim_checkpoint",
 ]
 
@@ -41,7 +42,9 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _spend(seconds: float) -> None:
+def spend_simulated(seconds: float) -> None:
+    """Let `seconds` pass on the process's clock if it is a simulated one (a simulated action's
+    duration); on a real clock nothing waits."""
     clock = _clock.current()
     if clock.simulated:  # on a real clock a simulated experiment takes no time
         clock.sleep(seconds)
@@ -80,10 +83,11 @@ def read_sim_checkpoint(path: Path) -> tuple[Any, str]:
     return ckpt, _sha(manifest.encode())
 
 
-def sim_recipe(rows: list[dict[str, Any]], spec: Any, protected: dict[str, set[str]]) -> Any:
+def sim_recipe(rows: list[dict[str, Any]], spec: Any, protected: dict[str, set[str]], examples_per_row: int = 1) -> Any:
     """The `SimRecipe` a dataset and a training spec amount to: the most frequent (family,
     knobs) of the generated rows, the families' shares when several were mixed, and the
-    protected items of each split the rows contain."""
+    protected items of each split the rows contain; each row stands for `examples_per_row`
+    training examples (the contract's `simulation.examples_per_row`)."""
     from ..sim import SimRecipe
 
     groups: Counter[str] = Counter()
@@ -102,7 +106,8 @@ def sim_recipe(rows: list[dict[str, Any]], spec: Any, protected: dict[str, set[s
         raise TrainingError("no row of this dataset comes from the landscape's generators: nothing to simulate")
     top = max(groups.items(), key=lambda kv: (kv[1], kv[0]))[0]  # ties: a fixed order, not dict order
     family, knobs = json.loads(top)
-    steps = spec.max_steps or math.ceil(len(rows) * spec.epochs / spec.batch_size)
+    examples = len(rows) * examples_per_row
+    steps = spec.max_steps or math.ceil(examples * spec.epochs / spec.batch_size)
     total = sum(families.values())
     return SimRecipe(
         family=family,
@@ -111,7 +116,7 @@ def sim_recipe(rows: list[dict[str, Any]], spec: Any, protected: dict[str, set[s
         learning_rate=spec.learning_rate,
         batch_size=spec.batch_size,
         steps=steps,
-        rows=len(rows),
+        rows=examples,
         lora_rank=spec.lora_r if spec.method == "lora" else None,
         epochs=spec.epochs,
         mixture={f: n / total for f, n in sorted(families.items())} if len(families) > 1 else {},
@@ -120,7 +125,14 @@ def sim_recipe(rows: list[dict[str, Any]], spec: Any, protected: dict[str, set[s
 
 
 def sim_train(
-    landscape: Any, data: Path, out_dir: Path, spec: Any, *, parent: Path, protected: dict[str, set[str]]
+    landscape: Any,
+    data: Path,
+    out_dir: Path,
+    spec: Any,
+    *,
+    parent: Path,
+    protected: dict[str, set[str]],
+    examples_per_row: int = 1,
 ) -> TrainResult:
     """Train `spec` from `parent` on `data` in the simulator; the runtime's `train` layout."""
     from ..sim import SimInputError
@@ -129,7 +141,7 @@ def sim_train(
     data_digest = _sha(data_bytes)
     rows = parse_jsonl(data_bytes, "dataset")
     parent_ckpt, parent_digest = read_sim_checkpoint(parent)
-    recipe = sim_recipe(rows, spec, protected)
+    recipe = sim_recipe(rows, spec, protected, examples_per_row)
     # The same spec on other data is another run: the data's digest is part of the seed.
     seed = int.from_bytes(hashlib.sha256(f"{spec.seed}|{data_digest}".encode()).digest()[:4], "big")
     try:
@@ -150,7 +162,7 @@ def sim_train(
     (out / "train_config.json").write_text(config.model_dump_json(indent=1))
     log = {"step": recipe.steps, "simulated_seconds": round(seconds, 3), "recipe": recipe.model_dump(mode="json")}
     (out / "train_log.jsonl").write_text(json.dumps(log, sort_keys=True) + "\n")
-    _spend(seconds)
+    spend_simulated(seconds)
     return TrainResult(
         method=spec.method,
         checkpoint_dir=str(ckpt_dir),
@@ -167,8 +179,8 @@ def sim_train(
 def sim_evaluate(
     landscape: Any, checkpoint: Path, task: Any, split: str, *, n: int, evaluator_digest: str, store: Any
 ) -> EvalResult:
-    """Score a stand-in checkpoint on the split's first `n` preregistered items in the simulator,
-    store the record (its digest in `record_digest`) and return it."""
+    """Score a stand-in checkpoint on the split's first `n` preregistered items in the simulator;
+    with a `store`, store the record (its digest in `record_digest`)."""
     ckpt, digest = read_sim_checkpoint(checkpoint)
     items = task.eval_items(split)
     chosen = items[:n]
@@ -201,6 +213,7 @@ def sim_evaluate(
         samples=samples,
         seconds=seconds,
     )
-    record_digest = store.put_bytes(record.model_dump_json().encode())
-    _spend(seconds)
-    return record.model_copy(update={"record_digest": record_digest})
+    spend_simulated(seconds)
+    if store is None:
+        return record
+    return record.model_copy(update={"record_digest": store.put_bytes(record.model_dump_json().encode())})

@@ -45,7 +45,12 @@ class Simulation(Record):
     landscape_ident: str = Field(description="The landscape's own digest of its parameters.")
     landscape_seed: int = Field(description="The generator seed of the landscape.")
     preset: str | None = Field(default=None, description="The generator preset, if the landscape came from one.")
-    clock_start: float = Field(description="Simulated seconds since the epoch when the run was frozen.")
+    clock_start: float = Field(description="Seconds since the epoch when the run was frozen (its clock's start).")
+    examples_per_row: int = Field(
+        default=1,
+        ge=1,
+        description="Training examples one synthetic dataset row stands for (the budget's max_rows is divided by it).",
+    )
 
 
 @kind(CONTRACT_KIND)
