@@ -12,7 +12,7 @@ from rsi_master.orchestra._executor import Conductor
 
 
 def _run(conductor: Conductor, plans: dict[str, list[float]], log: list) -> None:
-    done = {n: False for n in plans}
+    done = dict.fromkeys(plans, False)
 
     def node(name: str, sleeps: list[float]):
         def body():

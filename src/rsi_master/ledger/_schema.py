@@ -11,7 +11,7 @@ import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .. import _clock
+from .. import _clock, _durable
 from ..errors import NotARunError
 from ._event import GENESIS_HASH
 
@@ -81,7 +81,7 @@ def connect(path: Path, *, create: bool) -> sqlite3.Connection:
         if create:
             conn.execute("PRAGMA journal_mode = WAL")
         # FULL: a committed event survives power loss, not only a killed process.
-        conn.execute("PRAGMA synchronous = FULL")
+        conn.execute(f"PRAGMA synchronous = {'FULL' if _durable.durable() else 'OFF'}")
         # The UNIQUE prev_hash index has random keys: with SQLite's default 2 MB page
         # cache a large ledger misses on nearly every insert (32 MB holds ~300k events).
         conn.execute("PRAGMA cache_size = -32768")

@@ -84,7 +84,19 @@ def _check_new_dir(path: Path) -> None:
         )
 
 
-def start_run(
+def start_run(task: str | None, budget: str | float | None, *, durable: bool = True, **kwargs: Any) -> dict[str, Any]:
+    """Create a run and drive it to its summary (the arguments: `_start_run`'s). `durable=False`
+    skips fsync for the whole run (`_durable.not_durable`: a throw-away run in a temporary
+    directory, as the simulated bench's campaigns are); what is written is the same."""
+    import contextlib
+
+    from .. import _durable
+
+    with contextlib.nullcontext() if durable else _durable.not_durable():
+        return _start_run(task, budget, **kwargs)
+
+
+def _start_run(
     task: str | None,
     budget: str | float | None,
     *,
@@ -125,7 +137,8 @@ def start_run(
     (training and evaluation drawn from `landscape`, a `sim.SimLandscape`, on a simulated clock
     with the nodes in this process; `task` is then the landscape's and may be None, and a budget
     of None is the landscape's `budget_hours`). The bench's entry point for a simulated campaign:
-    `start_run(None, "10h", backend="sim", landscape=land, slots=4, seed=s, run_dir=..., key_dir=...)`."""
+    `start_run(None, "10h", backend="sim", landscape=land, slots=4, seed=s, run_dir=..., key_dir=...,
+    durable=False)` (in a temporary directory)."""
     from ..expos import Budget, ExpOS
     from ..tasks import UnknownTaskError, get_task, list_tasks
 
