@@ -44,13 +44,13 @@ def check_rows(task: Any, rows: list[dict[str, Any]]) -> dict[str, Any]:
 _REPORTS: dict[tuple[Any, str], dict[str, Any]] = {}
 
 
-def check_bytes(task: Any, data: bytes, rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def check_bytes(task: Any, data: bytes, rows: list[dict[str, Any]] | None = None, check: Any = None) -> dict[str, Any]:
     """`check_rows` over a JSONL file's bytes (`rows`: those bytes parsed, if the caller has them).
 
     The report is a function of the bytes and the protected items, so it is kept per task and
     digest of the bytes: the same dataset checked at registration, before training and at each
     audit is read and hashed each time, and gated once (a campaign's audits re-read every
-    dataset of the run)."""
+    dataset of the run). `check` is the gate to run on a miss (`check_rows` unless given)."""
     import copy
     import hashlib
 
@@ -61,7 +61,7 @@ def check_bytes(task: Any, data: bytes, rows: list[dict[str, Any]] | None = None
             from ..runtime import parse_jsonl
 
             rows = parse_jsonl(data, "dataset")
-        got = check_rows(task, rows)
+        got = (check or check_rows)(task, rows)
         if len(_REPORTS) > 4096:
             _REPORTS.clear()
         _REPORTS[key] = got

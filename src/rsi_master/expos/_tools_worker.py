@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..events import DataFilter, DataGenerate, DataMix, DataRegister, Payload
-from ._contamination_gate import check_bytes
+from ._contamination_gate import check_bytes, check_rows
 from ._errors import ToolFailed, ToolInvalid, ToolRefused
 from ._experiments import ExperimentResult, measured_dataset, rows_of, run_experiment
 from ._registry import tool
@@ -81,7 +81,7 @@ def _register(
     rows = rows_of(data)
     if len(rows) > expos.contract.budget.max_rows:
         expos.guard(f"{len(rows)} rows exceed the contract's {expos.contract.budget.max_rows} per dataset")
-    report = check_bytes(expos.protected_task(), data, rows)
+    report = check_bytes(expos.protected_task(), data, rows, check=check_rows)
     if report["verdict"] == "failed":
         expos.guard(
             f"data overlaps protected evaluation items ({report['fails']} rows); not registered. "
