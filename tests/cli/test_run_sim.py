@@ -27,7 +27,8 @@ def test_a_scripted_sim_run_ends_verifies_and_audits_clean(tmp_path, capsys, age
     assert main(["verify", str(run)]) == 0
     assert "problems: 0" in capsys.readouterr().out
     assert main(["audit", str(run)]) == 0
-    assert "flagged: none" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "flagged: none" in out and "backend: sim" in out
 
 
 @pytest.mark.parametrize(
