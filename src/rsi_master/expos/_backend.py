@@ -129,7 +129,7 @@ class SimBackend:
             expos.protected_task(),
             split,
             n=len(c.evaluator.sample_ids[split]),
-            evaluator_digest=measured,
+            evaluator_digest=c.evaluator.evaluator_digest,  # equal to the measured one (checked above)
             store=expos.run.store if store else None,
         )
 

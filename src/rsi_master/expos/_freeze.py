@@ -63,8 +63,9 @@ def freeze_run(
         spec = task_spec(task_obj)
         simulation = None
         if landscape is None:
-            base_dir: Path | None = base_model_dir()
-            base_artifact = run.store.put_dir(base_dir)
+            real_base = base_model_dir()
+            base_dir: Path | None = real_base
+            base_artifact = run.store.put_dir(real_base)
             seal_path, evaluator_digest = seal_evaluator(store=run.store)
         else:
             from .. import _clock

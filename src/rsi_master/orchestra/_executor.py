@@ -54,7 +54,7 @@ class _ProcHandle:
 
     @property
     def exitcode(self) -> int | None:
-        return self.proc.exitcode  # type: ignore[no-any-return]
+        return self.proc.exitcode
 
     def terminate(self) -> None:
         self.proc.terminate()

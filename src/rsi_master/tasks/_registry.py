@@ -76,7 +76,7 @@ def get_task(name: str, *, seal_seed: int | None = None, seal_key: SealKey | Non
     elif not isinstance(seal_key, SealKey):
         raise ValueError(f"seal_key must be a SealKey, got {type(seal_key).__name__}")
     if name in _RUN_TASKS:
-        return _run_instance(name, _RUN_TASKS[name], seal_key)  # type: ignore[no-any-return]
+        return _run_instance(name, _RUN_TASKS[name], seal_key)
     return _instance(name, seal_key)
 
 
