@@ -76,3 +76,14 @@ def test_perturb_multiplies_by_the_pbt_factors_or_resamples_within_range():
     kept = [perturb(4, c, rng) for _ in range(400)]
     assert set(kept) <= {2, 4, 8} and kept.count(4) > 250
     assert perturb(7, Range(kind="fixed", value=3), rng) == 3
+
+
+def test_a_tie_is_no_reason_to_copy(tmp_path):
+    with new_run(tmp_path) as expos:
+        m, ctx = PBTMain(), _ctx(expos, slots=2)
+        m.start(ctx, load_graph(expos))
+        seqs = {wid: _finish(expos, wid, 0.0)[1] for wid in ("p0-g1", "p1-g1", "p2-g1", "p3-g1")}
+        for wid in ("p3-g1", "p0-g1"):
+            m.on_event(ctx, load_graph(expos), (seqs[wid], "finalize", wid))
+        g = load_graph(expos)
+        assert g.workers["p3-g2"].predecessors == ["p3-g1"] and g.workers["p0-g2"].predecessors == ["p0-g1"]

@@ -167,8 +167,10 @@ class PBTMain:
         gen = int(_ID.match(ws[-1].id).group(2)) + 1  # type: ignore[union-attr]
         rng = random.Random(ctx.seed * 1_000_003 + member * 1_009 + gen)
         own_w, own = latest[member]
-        if member in bottom and top and top[0] != member:
-            src = top[rng.randrange(len(top))]
+        # A tie is no evidence (early on every member may score 0): only a better member is copied.
+        better = [m for m in top if m != member and own is not None and latest[m][1][0] > own[0]]  # type: ignore[index]
+        if member in bottom and better:
+            src = better[rng.randrange(len(better))]
             src_w, src_score = latest[src]
             assert src_score is not None
             d = src_w.direction
