@@ -32,7 +32,8 @@ import random
 import re
 from typing import Any
 
-from ..orchestra import DEFAULT_TRAIN, Direction, MainContext, Range, ResearchGraph, WorkerNode, default_directions
+from ..orchestra import Direction, MainContext, Range, ResearchGraph, WorkerNode, default_directions
+from ._workers import train_ranges
 
 __all__ = ["PBTMain", "perturb"]
 
@@ -79,9 +80,16 @@ class PBTMain:
             self._dirs = {d.family: d for d in default_directions(ctx.expos.contract.task)}
         return self._dirs
 
-    @staticmethod
-    def _train_space() -> dict[str, Range]:
-        return {k: r for k, r in DEFAULT_TRAIN.items() if k != "max_steps"}
+    def _train_space(self, ctx: MainContext) -> dict[str, Range]:
+        """The training ranges the task's directions search, less the step count (the interval's)."""
+        return {k: r for k, r in train_ranges(self._union(ctx)).items() if k != "max_steps"}
+
+    def _interval(self, ctx: MainContext) -> int:
+        """Steps per interval: `INTERVAL_STEPS` within the step range the directions search."""
+        r = train_ranges(self._union(ctx)).get("max_steps")
+        if r is None or r.kind != "int":
+            return INTERVAL_STEPS
+        return int(min(max(INTERVAL_STEPS, 2 * (r.low or 1)), r.high or INTERVAL_STEPS))
 
     # -- the population, read from the graph ------------------------------------------------
     @staticmethod
@@ -123,7 +131,7 @@ class PBTMain:
             rng = random.Random(ctx.seed * 1_000 + m)
             fam = sorted(dirs)[rng.randrange(len(dirs))]
             knobs = {k: _sample(r, rng) for k, r in dirs[fam].knobs.items()}
-            train = {k: _sample(r, rng) for k, r in self._train_space().items()}
+            train = {k: _sample(r, rng) for k, r in self._train_space(ctx).items()}
             added.append(self._add(ctx, graph, m, 1, fam, knobs, train, "base", []))
         self._decide(ctx, "branch", f"PBT: population of {len(added)} members from random recipes", [0], added)
 
@@ -176,7 +184,7 @@ class PBTMain:
             d = src_w.direction
             fam_knobs = self._union(ctx)[d.family].knobs
             knobs = {k: perturb(r.value, fam_knobs.get(k, r), rng) for k, r in d.knobs.items()}
-            train = {k: perturb(d.train[k].value, r, rng) for k, r in self._train_space().items() if k in d.train}
+            train = {k: perturb(d.train[k].value, r, rng) for k, r in self._train_space(ctx).items() if k in d.train}
             wid = self._add(ctx, graph, member, gen, d.family, knobs, train, src_score[1], [src_w.id])
             return (
                 f"PBT exploit: p{member} (dev {own[0] if own else float('nan'):.3f}) in the bottom {QUANTILE:.0%}, "
@@ -205,9 +213,7 @@ class PBTMain:
         wid = f"p{member}-g{gen}"
         base = self._union(ctx)[family]
         fixed = {k: Range(kind="fixed", value=v) for k, v in train.items()}
-        fixed["max_steps"] = Range(kind="fixed", value=INTERVAL_STEPS)
-        if "lr_scheduler" in DEFAULT_TRAIN:
-            fixed.setdefault("lr_scheduler", DEFAULT_TRAIN["lr_scheduler"])
+        fixed["max_steps"] = Range(kind="fixed", value=self._interval(ctx))
         d = Direction(
             agent=ctx.worker,
             family=family,

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..orchestra import DEFAULT_TRAIN, BudgetEnd, Direction, NodeContext
+from ..orchestra import DEFAULT_TRAIN, BudgetEnd, Direction, NodeContext, Range
 from ..orchestra import trial_seconds as _trial_seconds
 from ._workers import TPESearchWorker
 
@@ -39,10 +39,12 @@ __all__ = ["ASHAWorker", "HyperbandWorker", "resource_bounds"]
 MIN_STEPS = 10  # the shortest experiment worth starting (the orchestra's Worker uses the same)
 
 
-def resource_bounds() -> tuple[int, int]:
-    """(min_resource, max_resource) in training steps: the step range every direction searches."""
-    r = DEFAULT_TRAIN["max_steps"]
-    return int(r.low or 1), int(r.high or 1)
+def resource_bounds(train: dict[str, Range] | None = None) -> tuple[int, int]:
+    """(min_resource, max_resource) in training steps: the step range the directions search."""
+    r = (train or DEFAULT_TRAIN).get("max_steps") or DEFAULT_TRAIN["max_steps"]
+    if r.kind != "int":
+        r = DEFAULT_TRAIN["max_steps"]
+    return max(1, int(r.low or 1)), max(1, int(r.high or 1))
 
 
 class ASHAWorker(TPESearchWorker):
@@ -55,14 +57,16 @@ class ASHAWorker(TPESearchWorker):
 
         return optuna.samplers.RandomSampler(seed=d.seed + ctx.seed)
 
+    bounds: tuple[int, int] = resource_bounds()  # set from the task's directions when the Worker runs
+
     def _pruner(self) -> Any:
         import optuna
 
-        return optuna.pruners.SuccessiveHalvingPruner(min_resource=resource_bounds()[0])
+        return optuna.pruners.SuccessiveHalvingPruner(min_resource=self.bounds[0])
 
     def _rungs(self) -> list[int]:
         """Cumulative steps at which a trial reports: min_resource * reduction_factor**k, up to max."""
-        lo, hi = resource_bounds()
+        lo, hi = self.bounds
         eta = self.REDUCTION
         out = [lo]
         while out[-1] * eta < hi:
@@ -98,6 +102,7 @@ class ASHAWorker(TPESearchWorker):
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         d = Direction.model_validate(ctx.brief["direction"])
+        self.bounds = resource_bounds(self._train(ctx))
         contract = ctx.call("contract.show")
         max_rows = int(contract.budget["max_rows"])
         cap = int(contract.budget["max_train_steps"])
@@ -197,5 +202,5 @@ class HyperbandWorker(ASHAWorker):
     def _pruner(self) -> Any:
         import optuna
 
-        lo, hi = resource_bounds()
+        lo, hi = self.bounds
         return optuna.pruners.HyperbandPruner(min_resource=lo, max_resource=hi)
