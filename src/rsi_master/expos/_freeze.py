@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 from ..errors import RsiMasterError
 from ..ledger import KeyDir
@@ -36,13 +37,20 @@ def freeze_run(
     allowed_teachers: list[str] | None,
     run_id: str | None,
     guards: GuardPolicy,
+    landscape: Any = None,
 ) -> tuple[RunDir, TaskContract]:
     """Create the run directory and record its contract (the arguments as `ExpOS.create` takes
     them); the run is open on return and closed again if anything fails. The tools must be
-    registered first: the contract lists each role's permitted tools."""
+    registered first: the contract lists each role's permitted tools. With a `landscape`
+    (a `sim.SimLandscape`) the run is simulated: its task is the landscape's, its base model a
+    stand-in checkpoint and its sealed evaluator the landscape (`_backend.freeze_simulation`)."""
     from ..runtime import METHODS, base_model_dir, create_seal_secret, seal_commitment, seal_evaluator
     from ..tasks import SPLITS, SealKey, get_task, task_spec
 
+    if landscape is not None:
+        from ._backend import register_landscape_task
+
+        register_landscape_task(landscape)
     get_task(task)  # an unknown task fails before anything is written
     if eval_limit is not None and eval_limit < 1:
         raise RsiMasterError("eval_limit must be positive")
@@ -53,16 +61,28 @@ def freeze_run(
         secret = create_seal_secret(run.key_dir, run.run_id)
         task_obj = get_task(task, seal_key=SealKey(secret=secret))
         spec = task_spec(task_obj)
-        base_dir = base_model_dir()
-        base_artifact = run.store.put_dir(base_dir)
-        seal_path, evaluator_digest = seal_evaluator(store=run.store)
+        simulation = None
+        if landscape is None:
+            base_dir: Path | None = base_model_dir()
+            base_artifact = run.store.put_dir(base_dir)
+            seal_path, evaluator_digest = seal_evaluator(store=run.store)
+        else:
+            from .. import _clock
+            from ._backend import freeze_simulation
+
+            base_dir = None
+            base_artifact, seal_name, evaluator_digest, simulation = freeze_simulation(run, landscape, _clock.now())
+            seal_path = run.store.path(seal_name)
+            budget = (budget or Budget()).model_copy(
+                update={"max_rows": max(1, (budget or Budget()).max_rows // simulation.examples_per_row)}
+            )
         families = [f"{task_obj.name}/{name}" for name in sorted(task_obj.generators())]
         limits: dict[str, int | None] = dict.fromkeys(SPLITS, eval_limit)
         if final_limit is not None:
             limits["final"] = final_limit or None
         ids: dict[str, list[str]] = {s: spec["sample_ids"][s][: limits[s] or None] for s in SPLITS}
-        tok = base_dir / "tokenizer.json"
-        gen = base_dir / "generation_config.json"
+        tok = base_dir / "tokenizer.json" if base_dir is not None else None
+        gen = base_dir / "generation_config.json" if base_dir is not None else None
         contract = TaskContract(
             version=CONTRACT_VERSION,
             seal_commitment=seal_commitment(secret),
@@ -70,8 +90,10 @@ def freeze_run(
             capability=task_obj.capability,
             base_model_digest=base_artifact,
             base_model_artifact=base_artifact,
-            base_tokenizer_sha256=hashlib.sha256(tok.read_bytes()).hexdigest() if tok.is_file() else None,
-            base_generation_config_sha256=hashlib.sha256(gen.read_bytes()).hexdigest() if gen.is_file() else None,
+            base_tokenizer_sha256=hashlib.sha256(tok.read_bytes()).hexdigest() if tok and tok.is_file() else None,
+            base_generation_config_sha256=hashlib.sha256(gen.read_bytes()).hexdigest()
+            if gen and gen.is_file()
+            else None,
             evaluator=EvaluatorSpec(
                 evaluator_digest=evaluator_digest,
                 evaluator_artifact=Path(seal_path).name,
@@ -88,6 +110,7 @@ def freeze_run(
             budget=budget or Budget(),
             permitted_tools={role: sorted(t.name for t in TOOLS.values() if role in t.roles) for role in ROLES},
             guards=guards.name,
+            **({"simulation": simulation} if simulation is not None else {}),
         )
         run.record(
             {

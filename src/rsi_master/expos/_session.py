@@ -18,6 +18,7 @@ from ..events import ToolFailed as ToolFailedEvent
 from ..events import ToolInvalid as ToolInvalidEvent
 from ..ledger import Event, KeyDir
 from ..rundir import RunDir
+from ._backend import attach_backend
 from ._catalogue import load as _load
 from ._contract import CONTRACT_KIND, Budget, TaskContract
 from ._errors import ToolError, ToolFailed, ToolInvalid, ToolRefused
@@ -75,6 +76,8 @@ class ExpOS:
         self._seal_key: SealKey | None = None
         self._projection: Projection | None = None
         _load()
+        # The contract names the experiment backend (real, or the simulated landscape it pins).
+        self.backend = attach_backend(self)
 
     # -- lifecycle -------------------------------------------------------------------
     @classmethod
@@ -92,6 +95,7 @@ class ExpOS:
         allowed_teachers: list[str] | None = None,
         run_id: str | None = None,
         guards: GuardPolicy | None = None,
+        landscape: Any = None,
     ) -> ExpOS:
         """Freeze a contract for `task` and record it as the run's first event.
 
@@ -104,7 +108,10 @@ class ExpOS:
         directory (never the run directory); the contract keeps only a commitment to it.
 
         `guards` (Strict unless given) is recorded in the contract: the bench's no-ExpOS ablation
-        creates its runs `Unguarded()`, and only such a run admits an unguarded session."""
+        creates its runs `Unguarded()`, and only such a run admits an unguarded session.
+
+        `landscape` (a `sim.SimLandscape`) makes the run simulated: `task` must be its task name,
+        and training and evaluation draw from it (`contract.simulation`)."""
         _load()  # the contract lists every registered tool each role may call
         guards = Strict() if guards is None else guards
         if not isinstance(guards, GuardPolicy):
@@ -121,8 +128,13 @@ class ExpOS:
             allowed_teachers=allowed_teachers,
             run_id=run_id,
             guards=guards,
+            landscape=landscape,
         )
-        return cls(run, contract, guards=guards)
+        try:
+            return cls(run, contract, guards=guards)
+        except BaseException:
+            run.close()
+            raise
 
     @classmethod
     def open(
@@ -311,6 +323,7 @@ class ExpOS:
         final = self.final_seq()
         if final is not None:
             raise ToolRefused(f"the run has ended (its final record is event {final}): no call is accepted")
+        self.backend.before_call(str(name))
         if caller.role == "harness":
             # The harness writes its own records from its own code; no call through the door
             # may act as it (and no capability names it).

@@ -14,9 +14,9 @@ from typing import Any
 from ..errors import RsiMasterError
 from ..events import OrchestraFinish, OrchestraStart
 from ._display import Display, PlainDisplay
-from ._graph import ORCHESTRA, load_graph
+from ._graph import ORCHESTRA, load_graph, parse_ts
 
-__all__ = ["DEFAULTS", "default_budget", "parse_budget", "resume_run", "start_run"]
+__all__ = ["BACKENDS", "DEFAULTS", "default_budget", "parse_budget", "resume_run", "start_run"]
 
 # Short experiments and a small evaluation set keep a default run of a few minutes
 # useful on a laptop CPU: dev/review/final are scored on the first `eval_limit` items.
@@ -84,8 +84,20 @@ def _check_new_dir(path: Path) -> None:
         )
 
 
-def start_run(
-    task: str,
+def start_run(task: str | None, budget: str | float | None, *, durable: bool = True, **kwargs: Any) -> dict[str, Any]:
+    """Create a run and drive it to its summary (the arguments: `_start_run`'s). `durable=False`
+    skips fsync for the whole run (`_durable.not_durable`: a throw-away run in a temporary
+    directory, as the simulated bench's campaigns are); what is written is the same."""
+    import contextlib
+
+    from .. import _durable
+
+    with contextlib.nullcontext() if durable else _durable.not_durable():
+        return _start_run(task, budget, **kwargs)
+
+
+def _start_run(
+    task: str | None,
     budget: str | float | None,
     *,
     slots: int = 2,
@@ -103,6 +115,8 @@ def start_run(
     timing_prior: dict[str, float] | None = None,
     worker: str = "tpe",
     setup: Callable[[Any], None] | None = None,
+    backend: str = "real",
+    landscape: Any = None,
 ) -> dict[str, Any]:
     """Create a run and drive it to its summary. `budget` None is the task's default
     (`default_budget`). `main` and `reviewer` name the agents (a
@@ -117,15 +131,24 @@ def start_run(
     None: `eval_limit`, as for the other splits).
     `worker` names the Worker agent the Main agent puts in the directions it adds; `setup`
     records more of the run's configuration (the agents layer's `agents.config`) before any
-    agent acts."""
+    agent acts.
+
+    `backend` is the experiment backend: `real` (TRL/PEFT and the sealed evaluator) or `sim`
+    (training and evaluation drawn from `landscape`, a `sim.SimLandscape`, on a simulated clock
+    with the nodes in this process; `task` is then the landscape's and may be None, and a budget
+    of None is the landscape's `budget_hours`). The bench's entry point for a simulated campaign:
+    `start_run(None, "10h", backend="sim", landscape=land, slots=4, seed=s, run_dir=..., key_dir=...,
+    durable=False)` (in a temporary directory)."""
     from ..expos import Budget, ExpOS
     from ..tasks import UnknownTaskError, get_task, list_tasks
 
+    task, budget = _backend_inputs(backend, task, budget, landscape)
     budget_s = parse_budget(default_budget(task) if budget is None else budget)
     if slots < 1:
         raise RsiMasterError(f"slots must be at least 1, got {slots}")
     try:
-        get_task(task)
+        if landscape is None:
+            get_task(task)
     except UnknownTaskError:
         raise RsiMasterError(f"unknown task {task!r}; known: {', '.join(list_tasks())}") from None
     path = Path(run_dir) if run_dir else _default_dir(task)
@@ -139,11 +162,12 @@ def start_run(
     expos = ExpOS.create(
         building,
         task,
-        budget=Budget(wall_seconds=budget_s, max_train_steps=max_train_steps),
+        budget=Budget(wall_seconds=budget_s, max_train_steps=max_train_steps, **BACKENDS[backend]["budget"]),
         eval_limit=eval_limit,
         final_limit=final_limit,
         key_dir=key_dir,
         guards=guards,
+        landscape=landscape,
     )
     # Absent rather than null when not given: the settings of runs without them stay as they were.
     optional: dict[str, Any] = {
@@ -214,10 +238,52 @@ def resume_run(run_dir: str | Path, *, key_dir: str | None = None, display: Disp
         expos.close()
 
 
+def _backend_inputs(backend: str, task: str | None, budget: Any, landscape: Any) -> tuple[str, Any]:
+    """(task, budget) for a run on `backend`: a simulated run's task and default budget are its
+    landscape's."""
+    if backend not in BACKENDS:
+        raise RsiMasterError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
+    if BACKENDS[backend]["landscape"] != (landscape is not None):
+        raise RsiMasterError(
+            f"backend {backend} needs a landscape (--landscape FILE or --landscape-seed N)"
+            if BACKENDS[backend]["landscape"]
+            else f"a landscape is for the sim backend, not {backend}"
+        )
+    if landscape is None:
+        if task is None:
+            raise RsiMasterError("name a task")
+        return task, budget
+    if task is not None and task != landscape.task_name:
+        raise RsiMasterError(f"a simulated run's task is its landscape's ({landscape.task_name}), not {task!r}")
+    return landscape.task_name, budget if budget is not None else landscape.flags.budget_hours * 3600.0
+
+
+# backend -> whether it simulates a landscape (`rsi-master run --backend`), and the contract
+# budget fields it sets. A simulated campaign's clock bounds its experiments (ten simulated hours
+# on four slots hold a few hundred): the real default of 64, sized for CPU runs of minutes, would
+# leave most of its budget to Workers whose every experiment is refused.
+BACKENDS: dict[str, dict[str, Any]] = {
+    "real": {"landscape": False, "budget": {}},
+    "sim": {"landscape": True, "budget": {"max_experiments": 2000}},
+}
+
+
 def _drive(expos: Any, display: Display, key_dir: str | None, *, resume: bool) -> dict[str, Any]:
+    from .. import _clock
+    from ._executor import make_executor
+
+    # The run's backend names where its nodes run and on which clock (a simulated one continues
+    # from the run's last event); every record from here on is on that clock.
+    last = expos.run.ledger.get(expos.run.ledger.size() - 1).ts
+    executor = make_executor(expos.backend.executor, start=parse_ts(last))
+    with _clock.use_clock(executor.clock):
+        return _drive_on(expos, display, key_dir, resume=resume, executor=executor)
+
+
+def _drive_on(expos: Any, display: Display, key_dir: str | None, *, resume: bool, executor: Any) -> dict[str, Any]:
     from ._scheduler import Scheduler
 
-    sched = Scheduler(expos, display, key_dir=key_dir)
+    sched = Scheduler(expos, display, key_dir=key_dir, executor=executor)
     try:
         if resume:
             sched.resume()
@@ -251,6 +317,8 @@ def _close(expos: Any, sched: Any) -> dict[str, Any]:
     summary = {
         "version": 1,
         "task": expos.contract.task,
+        # `sim`: every score below is drawn from a simulated landscape, not measured on a model.
+        "backend": expos.backend.name,
         "run_id": expos.run.run_id,
         "final_score": scores["final_score"],
         "base_score": scores["base_score"],

@@ -30,11 +30,23 @@ from rsi_master.runtime._seal import (
     seal_evaluator,
     seal_secret_path,
 )
+from rsi_master.runtime._sim import (
+    CHECKPOINT_FILE as SIM_CHECKPOINT_FILE,
+)
+from rsi_master.runtime._sim import (
+    read_sim_checkpoint,
+    sim_evaluate,
+    sim_recipe,
+    sim_train,
+    spend_simulated,
+    write_sim_checkpoint,
+)
 from rsi_master.runtime._spec import METHODS, TrainSpec, make_spec
 from rsi_master.runtime._train import train
 
 __all__ = [
     "METHODS",
+    "SIM_CHECKPOINT_FILE",
     "CheckpointLoadError",
     "DataResult",
     "EvalResult",
@@ -64,11 +76,17 @@ __all__ = [
     "operator_seal_key",
     "parse_jsonl",
     "private_seal",
+    "read_sim_checkpoint",
     "seal_commitment",
     "seal_evaluator",
     "seal_secret_path",
     "sha256_bytes",
     "sha256_file",
+    "sim_evaluate",
+    "sim_recipe",
+    "sim_train",
+    "spend_simulated",
     "train",
     "write_jsonl",
+    "write_sim_checkpoint",
 ]

@@ -13,14 +13,16 @@ from ._function_calling import FunctionCallingTask
 from ._knowledge import KnowledgeTask
 from ._program_synthesis import ProgramSynthesisTask
 from ._protocol import SPLITS, Decoding, EvalItem, GeneratorFamily, Knob, Score, Split, Task, TaskHints, task_hints
-from ._registry import UnknownTaskError, get_task, list_tasks
+from ._registry import UnknownTaskError, get_task, list_tasks, register_task
 from ._seal_key import PUBLIC_SEAL_KEY, SealKey
+from ._sim_task import SIM_ROW_KEY, SimTask
 from ._spec import generators_spec, items_digest, source_digest, task_source_files, task_spec
 
 __all__ = [
     "EVAL_SIZE",
     "PARTIAL_CAP",
     "PUBLIC_SEAL_KEY",
+    "SIM_ROW_KEY",
     "SPLITS",
     "ArithmeticTask",
     "Decoding",
@@ -36,6 +38,7 @@ __all__ = [
     "Score",
     "SealKey",
     "SealedExhaustedError",
+    "SimTask",
     "Split",
     "SuiteTask",
     "Task",
@@ -45,6 +48,7 @@ __all__ = [
     "get_task",
     "items_digest",
     "list_tasks",
+    "register_task",
     "source_digest",
     "task_hints",
     "task_source_files",

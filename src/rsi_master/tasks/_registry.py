@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cache
+from typing import Any
 
 from ._arithmetic import ArithmeticTask
 from ._base import SuiteTask
@@ -16,7 +17,7 @@ from ._knowledge import KnowledgeTask
 from ._program_synthesis import ProgramSynthesisTask
 from ._seal_key import PUBLIC_SEAL_KEY, SealKey
 
-__all__ = ["UnknownTaskError", "get_task", "list_tasks"]
+__all__ = ["UnknownTaskError", "get_task", "list_tasks", "register_task"]
 
 _TASKS: dict[str, Callable[..., SuiteTask]] = {
     ArithmeticTask.name: ArithmeticTask,
@@ -24,6 +25,19 @@ _TASKS: dict[str, Callable[..., SuiteTask]] = {
     KnowledgeTask.name: KnowledgeTask,
     ProgramSynthesisTask.name: ProgramSynthesisTask,
 }
+
+# Tasks a run brings with it (a simulated landscape's task), registered by the session that
+# opens the run: name -> factory(seal_key). Not built-ins, so `list_tasks` does not show them.
+_RUN_TASKS: dict[str, Callable[[SealKey], Any]] = {}
+
+
+def register_task(name: str, factory: Callable[[SealKey], Any]) -> None:
+    """Make `get_task(name)` build this process's task called `name` with `factory(seal_key)`
+    (the session of a run whose contract carries its own task). A built-in name is refused;
+    registering a name again replaces it (the next run opened in this process)."""
+    if name in _TASKS:
+        raise ValueError(f"{name!r} is a built-in task")
+    _RUN_TASKS[name] = factory
 
 
 class UnknownTaskError(KeyError, ValueError):
@@ -53,7 +67,7 @@ def get_task(name: str, *, seal_seed: int | None = None, seal_key: SealKey | Non
     Without a key: the public splits, reproducible from the code. A run's harness passes
     the run's `seal_key` (its secret); `seal_seed` is shorthand for a public-seed key.
     """
-    if not isinstance(name, str) or name not in _TASKS:
+    if not isinstance(name, str) or (name not in _TASKS and name not in _RUN_TASKS):
         raise UnknownTaskError(name)
     if seal_seed is not None and seal_key is not None:
         raise ValueError("give a seal_seed or a seal_key, not both")
@@ -61,4 +75,12 @@ def get_task(name: str, *, seal_seed: int | None = None, seal_key: SealKey | Non
         seal_key = PUBLIC_SEAL_KEY if seal_seed is None else SealKey(seed=seal_seed)
     elif not isinstance(seal_key, SealKey):
         raise ValueError(f"seal_key must be a SealKey, got {type(seal_key).__name__}")
+    if name in _RUN_TASKS:
+        return _run_instance(name, _RUN_TASKS[name], seal_key)  # type: ignore[no-any-return]
     return _instance(name, seal_key)
+
+
+@cache
+def _run_instance(name: str, factory: Callable[[SealKey], Any], seal_key: SealKey) -> Any:
+    # Keyed by the factory too: a name registered again (another run) gets its own instances.
+    return factory(seal_key)

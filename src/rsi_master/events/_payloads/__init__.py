@@ -5,7 +5,7 @@ is optional and stays absent from the stored bytes (`dump_payload` keeps the fie
 set), so a payload's bytes are what was written. Split by who writes the events.
 """
 
-from ._contract import CONTRACT_KIND, CONTRACT_VERSION, Budget, EvaluatorSpec, TaskContract
+from ._contract import CONTRACT_KIND, CONTRACT_VERSION, Budget, EvaluatorSpec, Simulation, TaskContract
 from ._expos import (
     AuditRun,
     CandidateNominate,
@@ -90,6 +90,7 @@ __all__ = [
     "ReviewRequest",
     "ReviewSubmit",
     "SelectionRow",
+    "Simulation",
     "SourceRegister",
     "StepToolCall",
     "TaskContract",

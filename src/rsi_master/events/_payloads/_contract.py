@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 
 from .._base import Payload, Record, kind
 
-__all__ = ["CONTRACT_KIND", "CONTRACT_VERSION", "Budget", "EvaluatorSpec", "TaskContract"]
+__all__ = ["CONTRACT_KIND", "CONTRACT_VERSION", "Budget", "EvaluatorSpec", "Simulation", "TaskContract"]
 
 CONTRACT_KIND = "contract.freeze"
 # v1: protected splits from the public seed in the source (readable, kept for old runs).
@@ -35,6 +35,22 @@ class EvaluatorSpec(Record):
     stop_sha256: str = Field(description="SHA-256 of the canonical stop list.")
     sample_ids: dict[str, list[str]] = Field(description="Preregistered sample IDs per split.")
     items_sha256: dict[str, str] = Field(description="Digest of each split's sealed items.")
+
+
+class Simulation(Record):
+    """A simulated run: training and evaluation draw from a landscape on a simulated clock."""
+
+    backend: Literal["sim"] = Field(default="sim", description="The experiment backend (`sim`).")
+    landscape_digest: str = Field(description="Store digest of the landscape file the run simulates.")
+    landscape_ident: str = Field(description="The landscape's own digest of its parameters.")
+    landscape_seed: int = Field(description="The generator seed of the landscape.")
+    preset: str | None = Field(default=None, description="The generator preset, if the landscape came from one.")
+    clock_start: float = Field(description="Seconds since the epoch when the run was frozen (its clock's start).")
+    examples_per_row: int = Field(
+        default=1,
+        ge=1,
+        description="Training examples one synthetic dataset row stands for (the budget's max_rows is divided by it).",
+    )
 
 
 @kind(CONTRACT_KIND)
@@ -65,6 +81,11 @@ class TaskContract(Payload):
         default="strict",
         description="The door's guard policy for this run: `strict` (refuse and record) or "
         "`unguarded` (the bench's no-ExpOS ablation: refusals waived, calls logged).",
+    )
+    simulation: Simulation | None = Field(
+        default=None,
+        description="Set for a simulated run (`rsi-master run --backend sim`): its landscape and clock. "
+        "Absent for a real run.",
     )
 
     @model_validator(mode="after")
