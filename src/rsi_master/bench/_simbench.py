@@ -255,7 +255,7 @@ def sim_campaign(
         key_dir=key_dir,
         max_train_steps=int(SIM["max_train_steps"]),
         campaign=cid,
-        run_kwargs={"backend": "sim", "landscape": landscape},
+        run_kwargs={"backend": "sim", "landscape": landscape, "durable": False},  # throw-away runs: no fsync
     )
     stats = sim_campaign_stats(
         root / "run", landscape, result, landscape_seed=landscape_seed, held_out=held_out, key_dir=key_dir
