@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from .. import _clock
 from ..events import AgentEnd, AgentError, AgentStep, Payload, typed
 from ..expos import Caller, ExpOS, Tool, ToolError, ToolFailed, ToolInvalid, ToolRefused
 from ..orchestra import BudgetEnd
@@ -79,7 +80,7 @@ class AgentLoop:
         deadline: float | None = None,
         stop_on_text: bool = False,
         prepare: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] | None = None,
     ) -> None:
         self.model, self.cfg, self.expos, self.caller = model, config, expos, caller
         self.tools = {t.llm_name: t for t in tools}
@@ -88,7 +89,7 @@ class AgentLoop:
         self.deadline = deadline
         self.stop_on_text = stop_on_text  # a text reply ends the episode (the Main's "nothing to add")
         self.prepare = prepare
-        self.sleep = sleep
+        self.sleep = sleep or _clock.sleep  # the run's clock: a simulated run's retries spend simulated time
         self.schemas = [
             {
                 "type": "function",
@@ -193,7 +194,7 @@ class AgentLoop:
             return "node_token_limit"
         if self.cfg.max_run_tokens is not None and run_tokens(self.expos, self._run_cache) >= self.cfg.max_run_tokens:
             return "run_token_limit"
-        if self.deadline is not None and self.deadline - time.time() < 1.0:
+        if self.deadline is not None and self.deadline - _clock.now() < 1.0:
             return "deadline"
         return None
 
@@ -203,7 +204,7 @@ class AgentLoop:
         while True:
             timeout = self.cfg.timeout_s
             if self.deadline is not None:
-                timeout = max(1.0, min(timeout, self.deadline - time.time()))
+                timeout = max(1.0, min(timeout, self.deadline - _clock.now()))
             try:
                 return self.model.complete(
                     messages, self.schemas, max_tokens=self.cfg.max_tokens_per_call, timeout=timeout, tag=self.episode
@@ -226,7 +227,7 @@ class AgentLoop:
                 delay = min(MAX_BACKOFF_S, self.cfg.backoff_s * 2**attempt)
                 if exc.retry_after is not None:
                     delay = min(MAX_BACKOFF_S, max(delay, exc.retry_after))
-                if self.deadline is not None and self.deadline - time.time() < delay + 1.0:
+                if self.deadline is not None and self.deadline - _clock.now() < delay + 1.0:
                     raise ProviderError(f"{exc} (no time left to retry)", kind=exc.kind, retryable=False) from None
                 self.sleep(delay)
                 attempt += 1

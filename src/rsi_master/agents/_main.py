@@ -13,11 +13,11 @@ event counts as answered and the run goes on.
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 from pydantic import ValidationError
 
+from .. import _clock
 from ..expos import ToolInvalid, tools_for
 from ..orchestra import Direction, MainContext, ResearchGraph, default_directions
 from ._loop import AgentLoop, Outcome
@@ -130,7 +130,7 @@ class LLMMain:
             finish={"decision.record"},
             episode=tag,
             stop_on_text=stop_on_text,
-            deadline=time.time() + max(60.0, 0.2 * ctx.budget_s),
+            deadline=_clock.now() + max(60.0, 0.2 * ctx.budget_s),
             prepare=self._prepare(ctx, tag, event),
         )
         out = loop.run(prompt.text, task)

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-import time
 from typing import Any
 
+from .. import _clock
 from ..errors import RsiMasterError
 from ..events import AgentEnd
 from ..expos import ToolRefused, tools_for
@@ -171,7 +171,7 @@ class LLMReviewer:
                 args.setdefault("scope", list(b.get("scope", [])))
             return args
 
-        started = time.time()
+        started = _clock.now()
         out = _run(ctx, "reviewer", "review.submit", task, prepare)
         if not out.finished:
             with contextlib.suppress(ToolRefused):
@@ -182,7 +182,7 @@ class LLMReviewer:
                         "scope": list(b.get("scope", [])),
                         "verdict": "fail",
                         "uncertainties": [
-                            f"[ended by the harness after {time.time() - started:.0f}s: the Reviewer "
+                            f"[ended by the harness after {_clock.now() - started:.0f}s: the Reviewer "
                             f"agent did not submit a review ({_why(out)})]; nothing was verified"
                         ],
                         "evidence": [],

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from .. import _durable
 from ..errors import ArtifactError
 from ._measure import CHUNK, HEX64, file_digest, manifest_bytes, parse_manifest, read_measured, regular_files
 
@@ -57,7 +58,7 @@ def _hash_and_sync(path: Path) -> str:
     buf = bytearray(CHUNK)
     view = memoryview(buf)
     with open(path, "rb+", buffering=0) as fh:
-        os.fsync(fh.fileno())  # start from durable bytes; usually a no-op for a flushed file
+        _durable.fsync(fh.fileno())  # start from durable bytes; usually a no-op for a flushed file
         while n := fh.readinto(buf):
             h.update(view[:n])
     return h.hexdigest()
@@ -66,7 +67,7 @@ def _hash_and_sync(path: Path) -> str:
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
-        os.fsync(fd)
+        _durable.fsync(fd)
     finally:
         os.close(fd)
 
@@ -178,7 +179,7 @@ class ArtifactStore:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
                 fh.flush()
-                os.fsync(fh.fileno())
+                _durable.fsync(fh.fileno())
             self._commit_blob(Path(name), digest)
         except BaseException:
             Path(name).unlink(missing_ok=True)
@@ -222,7 +223,7 @@ class ArtifactStore:
                     h.update(view[:n])
                     fout.write(view[:n])
                 fout.flush()
-                os.fsync(fout.fileno())
+                _durable.fsync(fout.fileno())
             digest = h.hexdigest()
             self._commit_blob(Path(name), digest)
         except OSError as exc:

@@ -12,6 +12,7 @@ from ._campaign import CampaignResult, campaign_id, run_campaign
 from ._configs import CONFIGS, Config, config_names
 from ._report import GRID, aggregate, markdown, plot
 from ._shortcuts import CATALOGUE, Shortcut, ShortcutTendency
+from ._simbench import SIM, check_sim_settings, run_sim_bench, sim_campaign_id
 from ._stats import (
     DEVELOPMENT_SEEDS,
     HELD_OUT_SEEDS,
@@ -41,6 +42,7 @@ __all__ = [
     "GRID",
     "HELD_OUT_SEEDS",
     "QUICK",
+    "SIM",
     "CampaignAudit",
     "CampaignResult",
     "CampaignStats",
@@ -55,6 +57,7 @@ __all__ = [
     "bootstrap_ci",
     "campaign_id",
     "check_settings",
+    "check_sim_settings",
     "config_names",
     "is_held_out",
     "landscape_seeds",
@@ -68,6 +71,8 @@ __all__ = [
     "plot_timelines",
     "run_bench",
     "run_campaign",
+    "run_sim_bench",
+    "sim_campaign_id",
     "summarise",
     "summary_lines",
     "timeline_curve",

@@ -69,11 +69,15 @@ def run_campaign(
     max_train_steps: int = 400,
     timing_prior: dict[str, float] | None = None,
     display: Any = None,
+    campaign: str | None = None,
+    run_kwargs: dict[str, Any] | None = None,
 ) -> CampaignResult:
     from ..orchestra import resume_run, start_run
 
     cfg = CONFIGS[config]
-    root = Path(out_dir) / "campaigns" / campaign_id(config, task, seed)
+    # `campaign` names the directory where the task name alone does not (a simulated bench runs
+    # many landscapes); `run_kwargs` go to `start_run` as they are (the simulated backend's).
+    root = Path(out_dir) / "campaigns" / (campaign or campaign_id(config, task, seed))
     done = root / "campaign.json"
     if done.is_file():
         return CampaignResult.model_validate_json(done.read_text())
@@ -103,6 +107,7 @@ def run_campaign(
             max_train_steps=max_train_steps,
             agent_settings={"shortcuts": tendency.model_dump(mode="json"), "bench_config": config},
             timing_prior=timing_prior,
+            **(run_kwargs or {}),
         )
     audit = audit_campaign(run_dir, key_dir=key_dir)
     harness_final = float(summary["final_score"])

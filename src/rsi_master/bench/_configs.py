@@ -14,6 +14,7 @@ __all__ = ["CONFIGS", "Config", "config_names"]
 
 _M = "rsi_master.bench._mains:"
 _W = "rsi_master.bench._workers:"
+_P = "rsi_master.bench._peers:"
 WORKSPACE = "rsi_master.bench._workspace:Workspace"
 
 
@@ -66,6 +67,27 @@ CONFIGS: dict[str, Config] = {
             "random search over the same union space, one Worker per slot, through ExpOS",
             _M + "SearchMain",
             worker=_W + "RandomSearchWorker",
+        ),
+        Config(
+            "asha",
+            "asynchronous successive halving (Optuna RandomSampler + SuccessiveHalvingPruner) over the "
+            "union space, steps as the resource, rungs continued from their checkpoints, one Worker per "
+            "slot sharing one study, through ExpOS",
+            _M + "SearchMain",
+            worker=_P + "ASHAWorker",
+        ),
+        Config(
+            "hyperband",
+            "Hyperband (Optuna TPESampler + HyperbandPruner) over the same union space and resource, "
+            "one Worker per slot sharing one study, through ExpOS",
+            _M + "SearchMain",
+            worker=_P + "HyperbandWorker",
+        ),
+        Config(
+            "pbt",
+            "population-based training: a population of recipes trained in intervals, truncation "
+            "selection copies a top member's checkpoint and perturbs its recipe, through ExpOS",
+            "rsi_master.bench._pbt:PBTMain",
         ),
     )
 }

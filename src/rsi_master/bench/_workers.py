@@ -30,7 +30,7 @@ from ..orchestra import (
 )
 from ._shortcuts import ShortcutTendency
 
-__all__ = ["RandomSearchWorker", "ShortcutWorker", "TPESearchWorker", "settings_of"]
+__all__ = ["RandomSearchWorker", "ShortcutWorker", "TPESearchWorker", "settings_of", "train_ranges"]
 
 # Held back before an attempt that trains (a short experiment and its dev evaluation).
 TRAIN_ATTEMPT_S = 30.0
@@ -121,6 +121,14 @@ class ShortcutWorker(TPEWorker):
         return "executed"
 
 
+def train_ranges(directions: dict[str, Direction]) -> dict[str, Any]:
+    """The training ranges the task's directions search (the first family's), else `DEFAULT_TRAIN`."""
+    for _, d in sorted(directions.items()):
+        if d.train:
+            return dict(d.train)
+    return dict(DEFAULT_TRAIN)
+
+
 def _stalled(memory: list[dict[str, Any]], patience: int) -> bool:
     """No new best dev score in the last `patience` trials (a first trial at 0 stalls)."""
     scores = [float(m["dev_score"]) if m.get("dev_score") is not None else None for m in memory]
@@ -189,8 +197,13 @@ class TPESearchWorker(ShortcutWorker):
         out: dict[str, Any] = {"family": CategoricalDistribution(sorted(dirs))}
         for fam, fd in sorted(dirs.items()):
             out.update({f"k:{fam}.{k}": search_distribution(r) for k, r in fd.knobs.items() if r.kind != "fixed"})
-        out.update({f"t:{k}": search_distribution(r) for k, r in DEFAULT_TRAIN.items() if r.kind != "fixed"})
+        out.update({f"t:{k}": search_distribution(r) for k, r in self._train(ctx).items() if r.kind != "fixed"})
         return out
+
+    def _train(self, ctx: NodeContext) -> dict[str, Any]:
+        """The training parameters' ranges: those of the task's directions (every direction
+        searches the same ones; a simulated task's come from its landscape), else the defaults."""
+        return train_ranges(self._union(ctx))
 
     def _compose(self, d: Direction, params: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
         fam = str(params["family"])

@@ -24,6 +24,7 @@ def run(args: argparse.Namespace) -> int:
 
     with ExpOS.open(args.run_dir, key_dir=args.key_dir, writable=False) as expos:
         report = audit(expos)
+        backend = expos.backend.name  # `sim`: the scores audited were drawn from a simulated landscape
     if args.json:
         print(report.model_dump_json(indent=1))
         return 0
@@ -41,6 +42,8 @@ def run(args: argparse.Namespace) -> int:
     for issue in report.run_dir_issues[:10]:
         print(f"run directory: {issue}")
     print("---")
+    if backend != "real":  # a real run's report stays as it always was
+        print(f"backend: {backend}")
     print(f"submissions: {len(report.submissions)}")
     print(f"hacking_rate: {report.hacking_rate:.3f}")
     rate = "n/a" if report.interception_rate is None else f"{report.interception_rate:.3f}"

@@ -66,7 +66,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--seeds",
         default=env("bench_seeds"),
         metavar="0,1,2",
-        help="seeds (env RSI_MASTER_BENCH_SEEDS; default 0,1,2, or 0,1 with --quick)",
+        help="seeds (env RSI_MASTER_BENCH_SEEDS; default 0,1,2, or 0,1 with --quick; with --backend sim a "
+        "single number K means K seeds 0..K-1, default 1)",
     )
     p.add_argument(
         "--budget",
@@ -99,6 +100,36 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="campaigns run at once (env RSI_MASTER_BENCH_JOBS; default 1, 2 with --quick); they share "
         "the machine's cores, so more jobs means fewer trials per campaign on a small machine",
     )
+    p.add_argument(
+        "--backend",
+        default=env("bench_backend", "real"),
+        help="experiment backend: real (TRL training, sealed evaluator) or sim (generated landscapes on a "
+        "simulated clock) (env RSI_MASTER_BENCH_BACKEND; default real)",
+    )
+    p.add_argument(
+        "--landscapes",
+        type=int,
+        default=env("bench_landscapes"),
+        help="sim: generated landscapes per seed range (env RSI_MASTER_BENCH_LANDSCAPES; default 200)",
+    )
+    p.add_argument(
+        "--held-out",
+        action="store_true",
+        default=env("bench_held_out", "") not in ("", "0"),
+        help="sim: also run the held-out generator seed range (reported separately; never tune on it)",
+    )
+    p.add_argument(
+        "--preset",
+        default=env("bench_preset"),
+        help="sim: generator preset (default, hard, calibrated; env RSI_MASTER_BENCH_PRESET; default default)",
+    )
+    p.add_argument(
+        "--flag",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="sim: override one generator flag of the preset (repeatable; VALUE as JSON)",
+    )
     p.add_argument("--no-plot", action="store_true", help="skip the PNG (no matplotlib needed)")
     key_dir_arg(p)
     p.set_defaults(handler=run)
@@ -114,12 +145,21 @@ def run(args: argparse.Namespace) -> int:
     from ..bench import ShortcutTendency, run_bench
     from ..errors import RsiMasterError
 
+    backend = str(args.backend or "real")
+    if backend not in ("real", "sim"):
+        raise RsiMasterError(f"unknown backend {backend!r}; known: real, sim")
+    sim_only = [n for n, v in (("--landscapes", args.landscapes), ("--preset", args.preset)) if v is not None]
+    sim_only += ["--held-out"] * bool(args.held_out) + ["--flag"] * bool(args.flag)
+    if backend == "real" and sim_only:
+        raise RsiMasterError(f"{', '.join(sim_only)} only apply with --backend sim")
     tendency = None
     if args.shortcut_rate is not None:
         rate = float(args.shortcut_rate)
         if not 0.0 <= rate <= 1.0:
             raise RsiMasterError(f"--shortcut-rate must be between 0 and 1, got {rate}")
         tendency = ShortcutTendency(rate=rate)
+    if backend == "sim":
+        return _run_sim(args, tendency)
     res = run_bench(
         args.out,
         configs=_list(args.configs),
@@ -143,6 +183,46 @@ def run(args: argparse.Namespace) -> int:
         print(f"hacking_{name}: {_mean(f['hacking_rate'])}")
     for key in ("campaigns", "wall_s", "markdown", "json", "plot"):
         print(f"{key}: {res[key] if res[key] is not None else 'n/a'}")
+    return 0
+
+
+def _run_sim(args: argparse.Namespace, tendency: object) -> int:
+    from ..bench import run_sim_bench
+    from ..errors import RsiMasterError
+    from ..sim import parse_overrides
+
+    for name, value in (("--tasks", args.tasks), ("--eval-limit", args.eval_limit)):
+        if value is not None:
+            raise RsiMasterError(f"{name} does not apply with --backend sim (the landscapes set tasks and splits)")
+    if args.quick:
+        raise RsiMasterError("--quick does not apply with --backend sim")
+    seeds = _seeds(args.seeds)
+    if seeds is not None and len(seeds) == 1 and "," not in str(args.seeds):
+        if seeds[0] < 1:
+            raise RsiMasterError(f"--seeds K (a count with --backend sim) must be at least 1, got {seeds[0]}")
+        seeds = list(range(seeds[0]))  # `--seeds K`: K seeds, 0..K-1; `0,3`: those seeds
+    res = run_sim_bench(
+        args.out,
+        configs=_list(args.configs),
+        landscapes=None if args.landscapes is None else int(args.landscapes),
+        seeds=seeds,
+        budget=args.budget,
+        slots=None if args.slots is None else int(args.slots),
+        held_out=bool(args.held_out),
+        preset=args.preset,
+        flags=parse_overrides(list(args.flag)) if args.flag else None,
+        tendency=tendency,  # type: ignore[arg-type]
+        key_dir=args.key_dir,
+        jobs=None if args.jobs is None else int(args.jobs),
+        make_plot=not args.no_plot,
+        progress=lambda s: print(s, flush=True),
+    )
+    print()
+    sys.stdout.write(res["table"])
+    print("---")
+    for key in ("campaigns", "wall_s", "markdown", "json"):
+        print(f"{key}: {res[key]}")
+    print(f"plots: {', '.join(res['plots']) or 'n/a'}")
     return 0
 
 

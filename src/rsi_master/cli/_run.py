@@ -17,6 +17,7 @@ HELP = "post-train the base model on a task with Workers, Reviewers and a Main a
 # The closing `key: value` lines, in order (scripts and agents parse them).
 SUMMARY_KEYS = (
     "task",
+    "backend",
     "final_score",
     "base_score",
     "reference_score",
@@ -46,10 +47,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     # knowledge: the task that moves above base within the default 5 minutes on a 2-core CPU.
     p.add_argument(
         "--task",
-        default=env("task", "knowledge"),
+        default=env("task"),
         metavar="NAME_OR_DIR",
         help="a task of the embedded suite, or the path of a task directory (task.toml and JSONL splits: "
-        "docs/your-model.md) (env RSI_MASTER_TASK; default knowledge)",
+        "docs/your-model.md) (env RSI_MASTER_TASK; default knowledge; a simulated run's is its landscape's)",
     )
     p.add_argument(
         "--model",
@@ -59,6 +60,28 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "cache (never downloaded); any causal LM with its tokenizer and chat template (env RSI_MASTER_MODEL; "
         "default: the shipped 1M-parameter model)",
     )
+    sim = p.add_argument_group(
+        "backend",
+        "where experiments run: real training and the sealed evaluator, or a simulated landscape "
+        "(rsi_master.sim) on a simulated clock, every other part unchanged (docs/sim.md)",
+    )
+    sim.add_argument(
+        "--backend",
+        choices=("real", "sim"),
+        default=env("backend", "real"),
+        help="experiment backend (env RSI_MASTER_BACKEND; default real)",
+    )
+    sim.add_argument(
+        "--landscape", default=None, metavar="FILE", help="sim: a landscape file (rsi-master sim generate)"
+    )
+    sim.add_argument(
+        "--landscape-seed",
+        type=int,
+        default=None,
+        metavar="N",
+        help="sim: generate the landscape from this seed instead (default 0 without --landscape)",
+    )
+    sim.add_argument("--preset", default="default", help="sim: generator preset for --landscape-seed (default default)")
     p.add_argument(
         "--budget",
         default=env("budget"),
@@ -197,9 +220,31 @@ def agents_setup(args: argparse.Namespace) -> AgentsSetup | None:
     )
 
 
+def landscape_arg(args: argparse.Namespace) -> object:
+    """The landscape a `--backend sim` run simulates (None for the real backend), checked before
+    anything is written: a file that does not parse or a bad preset is a one-line error."""
+    if args.backend != "sim":
+        if args.landscape is not None or args.landscape_seed is not None:
+            from ..errors import RsiMasterError
+
+            raise RsiMasterError("--landscape and --landscape-seed are for --backend sim")
+        return None
+    from ..sim import flags_from, generate_landscape, load_landscape
+
+    if args.landscape is not None:
+        if args.landscape_seed is not None:
+            from ..errors import RsiMasterError
+
+            raise RsiMasterError("give --landscape FILE or --landscape-seed N, not both")
+        return load_landscape(args.landscape)
+    return generate_landscape(args.landscape_seed or 0, flags_from(args.preset), preset=args.preset)
+
+
 def run(args: argparse.Namespace) -> int:
     from ..orchestra import make_display, start_run
 
+    landscape = landscape_arg(args)
+    task = args.task if args.task is not None or landscape is not None else "knowledge"
     setup = agents_setup(args)
     names: dict[str, object] = {}
     if setup is not None:
@@ -208,7 +253,7 @@ def run(args: argparse.Namespace) -> int:
         names = dict(setup.agents)
         names["setup"] = lambda expos: record_setup(expos, setup)
     summary = start_run(
-        args.task,
+        task,
         args.budget,
         slots=args.slots,
         seed=args.seed,
@@ -219,9 +264,12 @@ def run(args: argparse.Namespace) -> int:
         prior=args.prior or None,
         display=make_display(is_tty()),
         gpus_per_slot=args.gpus_per_slot,
-        eval_backend=args.eval_backend,
+        # A simulated run has no evaluation backend: only one asked for beyond the default is refused.
+        eval_backend=args.eval_backend if landscape is None or args.eval_backend != "transformers" else None,
         keep=args.keep,
         model=args.model or None,
+        backend=args.backend,
+        landscape=landscape,
         **names,  # type: ignore[arg-type]
     )
     print_summary(summary)

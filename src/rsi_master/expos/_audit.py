@@ -10,7 +10,6 @@ from __future__ import annotations
 import decimal
 import hashlib
 import itertools
-import json
 import math
 from collections import Counter, defaultdict
 
@@ -83,7 +82,7 @@ def claim_matches(claimed: float, x: Experiment | None, contract: TaskContract) 
 
 
 def audit(expos, experiments: list[str] | None = None) -> AuditReport:
-    from ._contamination_gate import check_rows
+    from ._contamination_gate import check_bytes
 
     st = load_state(expos)
     c = expos.contract
@@ -145,10 +144,7 @@ def audit(expos, experiments: list[str] | None = None) -> AuditReport:
                     recheck[step.dataset] = (
                         f"unreadable: {problem}"
                         if problem or data is None
-                        else check_rows(
-                            expos.protected_task(),
-                            [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()],
-                        )["verdict"]
+                        else check_bytes(expos.protected_task(), data)["verdict"]
                     )
                 if recheck[step.dataset].startswith("unreadable"):
                     acc.hit(S.DATA_PROVENANCE, f"artifact {step.dataset} ({recheck[step.dataset]})")

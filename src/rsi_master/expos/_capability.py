@@ -21,12 +21,12 @@ import hmac
 import json
 import re
 import secrets
-import time
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .. import _clock
 from ..errors import RsiMasterError
 from ..ledger import KeyDir, check_run_id, read_secret, write_secret
 
@@ -136,7 +136,7 @@ def issue_capability(
         run=run_id,
         role=role,  # type: ignore[arg-type]
         node=node,
-        exp=round((time.time() if now is None else now) + ttl_s, 3),
+        exp=round((_clock.now() if now is None else now) + ttl_s, 3),
         nonce=secrets.token_hex(8),
     )
     body = json.dumps(cap.model_dump(mode="json"), sort_keys=True, separators=(",", ":")).encode("utf-8")
@@ -193,6 +193,6 @@ def check_capability(
         raise CapabilityError("capability refused: its body does not parse") from None
     if cap.run != run_id:
         raise CapabilityError(f"capability refused: it is for run {cap.run}, not {run_id}")
-    if (time.time() if now is None else now) >= cap.exp:
+    if (_clock.now() if now is None else now) >= cap.exp:
         raise CapabilityError("capability refused: it has expired")
     return cap

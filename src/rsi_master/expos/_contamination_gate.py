@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["check_rows", "failing_rows"]
+__all__ = ["check_bytes", "check_rows", "failing_rows"]
 
 
 @lru_cache(maxsize=8)
@@ -39,6 +39,33 @@ def check_rows(task: Any, rows: list[dict[str, Any]]) -> dict[str, Any]:
         "flags": report.rows_flagged,
         "matches": [f.model_dump(mode="json", exclude={"evidence"}) for f in report.findings[:20]],
     }
+
+
+_REPORTS: dict[tuple[Any, str], dict[str, Any]] = {}
+
+
+def check_bytes(task: Any, data: bytes, rows: list[dict[str, Any]] | None = None, check: Any = None) -> dict[str, Any]:
+    """`check_rows` over a JSONL file's bytes (`rows`: those bytes parsed, if the caller has them).
+
+    The report is a function of the bytes and the protected items, so it is kept per task and
+    digest of the bytes: the same dataset checked at registration, before training and at each
+    audit is read and hashed each time, and gated once (a campaign's audits re-read every
+    dataset of the run). `check` is the gate to run on a miss (`check_rows` unless given)."""
+    import copy
+    import hashlib
+
+    key = (task, hashlib.sha256(data).hexdigest())
+    got = _REPORTS.get(key)
+    if got is None:
+        if rows is None:
+            from ..runtime import parse_jsonl
+
+            rows = parse_jsonl(data, "dataset")
+        got = (check or check_rows)(task, rows)
+        if len(_REPORTS) > 4096:
+            _REPORTS.clear()
+        _REPORTS[key] = got
+    return copy.deepcopy(got)
 
 
 def failing_rows(task: Any, rows: list[dict[str, Any]]) -> set[int]:

@@ -127,23 +127,10 @@ def evaluate_experiment(expos, caller, experiment_id: str, checkpoint: str, spli
 
 def sealed_evaluation(expos, checkpoint: str, split: str) -> Any:
     """The sealed evaluator's result for a stored checkpoint on a split's preregistered samples
-    (its record in the run's store), nothing checked and nothing recorded in the ledger."""
-    from ..runtime import evaluate
-
-    c = expos.contract
-    base = adapter_base_of(expos, checkpoint)
-    return evaluate(
-        expos.run.store.path(checkpoint),
-        c.task,
-        split,
-        base=None if base is None else expos.run.store.path(base),
-        seal_key=expos.seal_key(),
-        evaluator=expos.sealed_evaluator(),
-        expected_evaluator_digest=c.evaluator.evaluator_digest,
-        store=expos.run.store,
-        max_samples=len(c.evaluator.sample_ids[split]),
-        batch_size=c.eval_batch_size,
-    )
+    (its record in the run's store), nothing checked and nothing recorded in the ledger: the
+    run's experiment backend scores it (the real sealed evaluator, with an adapter's base, or the
+    simulated landscape)."""
+    return expos.backend.evaluate(expos, checkpoint, split)
 
 
 def evaluate_unchecked(expos, caller, experiment_id: str, checkpoint: str, split: str) -> TypedEvent[EvalRecord]:

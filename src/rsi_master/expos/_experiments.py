@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ..events import DataCheck, ExperimentFinish, ExperimentStart, Measured
-from ._contamination_gate import check_rows
+from ._contamination_gate import check_bytes
 from ._errors import ToolInvalid, ToolRefused
 from ._state import experiment_id, load_state
 from ._taxonomy import Subcategory
@@ -103,7 +103,7 @@ def run_experiment(
     expos, caller, *, parent: str, dataset: str, method: str, config: dict[str, Any]
 ) -> ExperimentResult:
     """Train from `parent` (`base` or an experiment id) on a registered dataset, then evaluate on `dev`."""
-    from ..runtime import InputChangedError, InvalidParameterError, make_spec, train
+    from ..runtime import InputChangedError, InvalidParameterError, make_spec
 
     c = expos.contract
     st = load_state(expos)
@@ -121,12 +121,14 @@ def run_experiment(
         spec = make_spec(**{**config, "method": method, "task": c.task})
     except InvalidParameterError as exc:
         raise ToolInvalid(str(exc)) from None
-    if ds is not None and _steps(spec, ds.n_rows) > c.budget.max_train_steps:
-        expos.guard(f"{_steps(spec, ds.n_rows)} steps exceed the contract's {c.budget.max_train_steps}")
+    # A simulated run's row stands for several examples (`simulation.examples_per_row`).
+    examples = ds.n_rows * (c.simulation.examples_per_row if c.simulation else 1) if ds is not None else 0
+    if ds is not None and _steps(spec, examples) > c.budget.max_train_steps:
+        expos.guard(f"{_steps(spec, examples)} steps exceed the contract's {c.budget.max_train_steps}")
     # The second gate: the bytes checked are read once and must be the registered ones.
     # Training reads its own copy and reports the digest of what it read, which must be
     # this one: equal digests, equal bytes, whatever happens to the store in between.
-    recheck = check_rows(expos.protected_task(), rows_of(measured_dataset(expos, dataset)))
+    recheck = check_bytes(expos.protected_task(), measured_dataset(expos, dataset))
     expos.record(
         caller,
         DataCheck(dataset_checked=dataset, gate="before_training", **recheck),
@@ -161,11 +163,13 @@ def run_experiment(
     tmp = expos.scratch()
     try:
         try:
-            res = train(
+            # The run's experiment backend: TRL/PEFT, or the simulated landscape (same records).
+            res = expos.backend.train(
+                expos,
                 store.path(dataset),
                 tmp / "out",
                 spec,
-                parent=store.path(parent_ckpt),
+                store.path(parent_ckpt),
                 parent_base=None if parent_base is None else store.path(parent_base),
             )
         except InputChangedError as exc:

@@ -58,13 +58,17 @@ def freeze_run(
     guards: GuardPolicy,
     eval_backend: Any = None,
     model: ModelSource | str | Path | None = None,
+    landscape: Any = None,
 ) -> tuple[RunDir, TaskContract]:
     """Create the run directory and record its contract (the arguments as `ExpOS.create` takes
     them); the run is open on return and closed again if anything fails. The tools must be
     registered first: the contract lists each role's permitted tools. `model` is the base
     model (`resolve_model`'s ModelSource, or what `--model` takes; None: the shipped one):
     its defining files are copied into the run's store, measured, and the contract pins
-    their digest. `eval_backend` is sealed with the evaluator (default `transformers`)."""
+    their digest. `eval_backend` is sealed with the evaluator (default `transformers`).
+    With a `landscape` (a `sim.SimLandscape`) the run is simulated: its task is the
+    landscape's, its base model a stand-in checkpoint and its sealed evaluator the landscape
+    (`_backend.freeze_simulation`); it takes no `model` and no `eval_backend`."""
     from ..runtime import (
         METHODS,
         ModelSource,
@@ -77,11 +81,21 @@ def freeze_run(
     )
     from ..tasks import SPLITS, FileTask, SealKey, get_task, load_task_dir, register_task, resolve_task, task_spec
 
-    # A built-in name, a task directory (path, registered name or FileTask): an unknown task or a
-    # bad directory fails before anything is written.
+    source: ModelSource | None = None
+    if landscape is not None:
+        if model is not None or eval_backend is not None:
+            raise RsiMasterError("a simulated run takes no base model or evaluation backend (the landscape is both)")
+        from ._backend import register_landscape_task
+
+        register_landscape_task(landscape)
+    # A built-in name, a task directory (path, registered name or FileTask) or a landscape's
+    # task: an unknown task or a bad directory fails before anything is written.
     given = resolve_task(task)
     file_task = given if isinstance(given, FileTask) else None
-    source = model if isinstance(model, ModelSource) else resolve_model(model)  # so does a bad model
+    if landscape is not None and file_task is not None:
+        raise RsiMasterError("a simulated run's task is its landscape's, not a task directory")
+    if landscape is None:
+        source = model if isinstance(model, ModelSource) else resolve_model(model)  # so does a bad model
     if eval_limit is not None and eval_limit < 1:
         raise RsiMasterError("eval_limit must be positive")
     if final_limit is not None and final_limit < 0:
@@ -99,17 +113,32 @@ def freeze_run(
             task_obj: Any = register_task(load_task_dir(Path(seal_path) / "task", expected_digest=file_task.digest))
         else:
             task_obj = get_task(given.name, seal_key=SealKey(secret=secret))
-            seal_path, evaluator_digest = seal_evaluator(store=run.store, backend=backend)
+            if landscape is None:  # a simulated run's sealed evaluator is its landscape (below)
+                seal_path, evaluator_digest = seal_evaluator(store=run.store, backend=backend)
         spec = task_spec(task_obj)
-        base_artifact, base_source = _store_base(run, source)
-        base_dir = run.store.path(base_artifact)
+        simulation = None
+        base_source: BaseModelSource | None = None
+        if landscape is None:
+            assert source is not None  # resolved above for a real run
+            base_artifact, base_source = _store_base(run, source)
+            base_dir: Path | None = run.store.path(base_artifact)
+        else:
+            from .. import _clock
+            from ._backend import freeze_simulation
+
+            base_dir = None
+            base_artifact, seal_name, evaluator_digest, simulation = freeze_simulation(run, landscape, _clock.now())
+            seal_path = run.store.path(seal_name)
+            budget = (budget or Budget()).model_copy(
+                update={"max_rows": max(1, (budget or Budget()).max_rows // simulation.examples_per_row)}
+            )
         families = [f"{spec['name']}/{name}" for name in sorted(task_obj.generators())]
         limits: dict[str, int | None] = dict.fromkeys(SPLITS, eval_limit)
         if final_limit is not None:
             limits["final"] = final_limit or None
         ids: dict[str, list[str]] = {s: spec["sample_ids"][s][: limits[s] or None] for s in SPLITS}
-        tok = base_dir / "tokenizer.json"
-        gen = base_dir / "generation_config.json"
+        tok = base_dir / "tokenizer.json" if base_dir is not None else None
+        gen = base_dir / "generation_config.json" if base_dir is not None else None
         contract = TaskContract(
             version=CONTRACT_VERSION,
             seal_commitment=seal_commitment(secret),
@@ -117,8 +146,10 @@ def freeze_run(
             capability=spec["capability"],
             base_model_digest=base_artifact,
             base_model_artifact=base_artifact,
-            base_tokenizer_sha256=hashlib.sha256(tok.read_bytes()).hexdigest() if tok.is_file() else None,
-            base_generation_config_sha256=hashlib.sha256(gen.read_bytes()).hexdigest() if gen.is_file() else None,
+            base_tokenizer_sha256=hashlib.sha256(tok.read_bytes()).hexdigest() if tok and tok.is_file() else None,
+            base_generation_config_sha256=hashlib.sha256(gen.read_bytes()).hexdigest()
+            if gen and gen.is_file()
+            else None,
             base_model_source=base_source,
             evaluator=EvaluatorSpec(
                 evaluator_digest=evaluator_digest,
@@ -129,7 +160,7 @@ def freeze_run(
                 stop_sha256=_sha(json.dumps(spec["stop"])),
                 sample_ids=ids,
                 items_sha256=spec["items_sha256"],
-                backend=backend.record(),
+                backend=backend.record() if simulation is None else {"name": "sim"},
             ),
             allowed_generators=allowed_generators if allowed_generators is not None else families,
             allowed_teachers=list(allowed_teachers or []),
@@ -138,9 +169,10 @@ def freeze_run(
             permitted_tools={role: sorted(t.name for t in TOOLS.values() if role in t.roles) for role in ROLES},
             guards=guards.name,
             task_source=_task_source(task_obj),
+            simulation=simulation,
         )
         # Absent rather than null where unused: a default run's contract is as it was.
-        exclude = {k for k in ("base_model_source", "task_source") if getattr(contract, k) is None}
+        exclude = {k for k in ("base_model_source", "task_source", "simulation") if getattr(contract, k) is None}
         run.record(
             {
                 "kind": CONTRACT_KIND,

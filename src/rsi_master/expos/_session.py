@@ -18,6 +18,7 @@ from ..events import ToolFailed as ToolFailedEvent
 from ..events import ToolInvalid as ToolInvalidEvent
 from ..ledger import Event, KeyDir
 from ..rundir import RunDir
+from ._backend import attach_backend
 from ._catalogue import load as _load
 from ._contract import CONTRACT_KIND, Budget, TaskContract
 from ._errors import ToolError, ToolFailed, ToolInvalid, ToolRefused
@@ -79,6 +80,8 @@ class ExpOS:
         if contract.task_source is not None:
             self._load_file_task()
         _load()
+        # The contract names the experiment backend (real, or the simulated landscape it pins).
+        self.backend = attach_backend(self)
 
     # -- lifecycle -------------------------------------------------------------------
     @classmethod
@@ -98,6 +101,7 @@ class ExpOS:
         guards: GuardPolicy | None = None,
         eval_backend: Any = None,
         model: Any = None,
+        landscape: Any = None,
     ) -> ExpOS:
         """Freeze a contract for `task` and record it as the run's first event.
 
@@ -115,7 +119,10 @@ class ExpOS:
         `guards` (Strict unless given) is recorded in the contract: the bench's no-ExpOS ablation
         creates its runs `Unguarded()`, and only such a run admits an unguarded session.
         `eval_backend` (a runtime `EvalBackend` or its name; default `transformers`) is sealed
-        with the evaluator, so the contract's evaluator digest covers it."""
+        with the evaluator, so the contract's evaluator digest covers it.
+
+        `landscape` (a `sim.SimLandscape`) makes the run simulated: `task` must be its task name,
+        and training and evaluation draw from it (`contract.simulation`)."""
         _load()  # the contract lists every registered tool each role may call
         guards = Strict() if guards is None else guards
         if not isinstance(guards, GuardPolicy):
@@ -134,8 +141,13 @@ class ExpOS:
             guards=guards,
             eval_backend=eval_backend,
             model=model,
+            landscape=landscape,
         )
-        return cls(run, contract, guards=guards)
+        try:
+            return cls(run, contract, guards=guards)
+        except BaseException:
+            run.close()
+            raise
 
     @classmethod
     def open(
@@ -344,6 +356,7 @@ class ExpOS:
         final = self.final_seq()
         if final is not None:
             raise ToolRefused(f"the run has ended (its final record is event {final}): no call is accepted")
+        self.backend.before_call(str(name))
         if caller.role == "harness":
             # The harness writes its own records from its own code; no call through the door
             # may act as it (and no capability names it).

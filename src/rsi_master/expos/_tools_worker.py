@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..events import DataFilter, DataGenerate, DataMix, DataRegister, Payload
-from ._contamination_gate import check_rows
+from ._contamination_gate import check_bytes, check_rows
 from ._errors import ToolFailed, ToolInvalid, ToolRefused
 from ._experiments import ExperimentResult, measured_dataset, rows_of, run_experiment
 from ._registry import tool
@@ -90,7 +90,7 @@ def _register(
     rows = rows_of(data)
     if len(rows) > expos.contract.budget.max_rows:
         expos.guard(f"{len(rows)} rows exceed the contract's {expos.contract.budget.max_rows} per dataset")
-    report = check_rows(expos.protected_task(), rows)
+    report = check_bytes(expos.protected_task(), data, rows, check=check_rows)
     if report["verdict"] == "failed":
         expos.guard(
             f"data overlaps protected evaluation items ({report['fails']} rows); not registered. "
@@ -187,10 +187,13 @@ def _generate_clean(expos, family: str, inp: GenerateInput, path) -> tuple[Any, 
     extra = 0
     for _ in range(MAX_TOP_UPS):
         res = generate(task, family, inp.params, inp.seed, inp.n + extra, path)
-        rows = parse_jsonl(path.read_bytes(), path)
+        data = path.read_bytes()
+        rows = parse_jsonl(data, path)
+        if not extra and check_bytes(task, data, rows)["verdict"] != "failed":
+            return res, 0  # the common case: the generator's file as it wrote it (no row fails)
         bad = failing_rows(task, rows)
         if not bad and not extra:
-            return res, 0  # the common case: the generator's file as it wrote it
+            return res, 0
         keep = [r for i, r in enumerate(rows) if i not in bad][: inp.n]
         if len(keep) == inp.n:
             write_jsonl(path, keep)

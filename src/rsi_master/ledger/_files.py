@@ -7,6 +7,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from .. import _durable
+
 __all__ = ["write_json_atomic"]
 
 
@@ -23,7 +25,7 @@ def write_json_atomic(path: Path, obj: object) -> None:
         with os.fdopen(fd, "w") as fh:
             json.dump(obj, fh, indent=1, sort_keys=True)
             fh.flush()
-            os.fsync(fh.fileno())
+            _durable.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

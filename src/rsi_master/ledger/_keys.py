@@ -28,6 +28,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .. import _durable
 from ..errors import KeyMismatchError, RsiMasterError
 from ._files import write_json_atomic
 
@@ -70,7 +71,7 @@ def write_secret(path: Path, nbytes: int = 32) -> bytes:
     with os.fdopen(fd, "w", encoding="ascii") as fh:
         fh.write(secret.hex() + "\n")
         fh.flush()
-        os.fsync(fh.fileno())
+        _durable.fsync(fh.fileno())
     return secret
 
 

@@ -11,6 +11,7 @@ import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
+from .. import _clock, _durable
 from ..errors import NotARunError
 from ._event import GENESIS_HASH
 
@@ -68,7 +69,8 @@ def schema_for(version: str) -> list[str]:
 
 
 def utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    # The process's clock (real, or a simulated campaign's): event timestamps are run time.
+    return datetime.fromtimestamp(_clock.now(), UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def connect(path: Path, *, create: bool) -> sqlite3.Connection:
@@ -79,7 +81,7 @@ def connect(path: Path, *, create: bool) -> sqlite3.Connection:
         if create:
             conn.execute("PRAGMA journal_mode = WAL")
         # FULL: a committed event survives power loss, not only a killed process.
-        conn.execute("PRAGMA synchronous = FULL")
+        conn.execute(f"PRAGMA synchronous = {'FULL' if _durable.durable() else 'OFF'}")
         # The UNIQUE prev_hash index has random keys: with SQLite's default 2 MB page
         # cache a large ledger misses on nearly every insert (32 MB holds ~300k events).
         conn.execute("PRAGMA cache_size = -32768")

@@ -45,7 +45,7 @@ from ._protocols import (
 from ._reviewer import EvidenceReviewer
 from ._scheduler import Scheduler
 from ._search_space import order_bounds, search_distribution
-from ._worker import TPEWorker
+from ._worker import TPEWorker, trial_seconds
 
 __all__ = [
     "DEFAULTS",
@@ -101,6 +101,7 @@ __all__ = [
     "search_distribution",
     "select",
     "start_run",
+    "trial_seconds",
     "worker_agent",
     "worker_memory",
 ]

@@ -100,24 +100,9 @@ def select(expos: ExpOS) -> dict[str, Any]:
 
 def evaluate_final(expos: ExpOS, checkpoint: str, *, store: bool) -> Any:
     """Score a stored checkpoint on the whole `final` split with the run's sealed evaluator
-    (`store`: keep the per-sample record in the run's store)."""
-    from ..expos import adapter_base_of
-    from ..runtime import evaluate
-
-    c = expos.contract
-    base = adapter_base_of(expos, checkpoint)
-    return evaluate(
-        expos.run.store.path(checkpoint),
-        c.task,
-        "final",
-        base=None if base is None else expos.run.store.path(base),
-        seal_key=expos.seal_key(),
-        evaluator=expos.sealed_evaluator(),
-        expected_evaluator_digest=c.evaluator.evaluator_digest,
-        store=expos.run.store if store else None,
-        max_samples=len(c.evaluator.sample_ids["final"]),
-        batch_size=c.eval_batch_size,
-    )
+    (`store`: keep the per-sample record in the run's store): the run's experiment backend's
+    evaluation (the sealed evaluator, with an adapter's base, or the simulated landscape)."""
+    return expos.backend.evaluate(expos, checkpoint, "final", store=store)
 
 
 def _final(expos: ExpOS, subject: str, checkpoint: str) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from typing import Any
 from .._proc import die_with_parent
 from ..events import OrchestraStart, typed
 
-__all__ = ["job_main", "node_brief", "run_timing"]
+__all__ = ["job_main", "node_brief", "run_node", "run_timing"]
 
 
 def node_brief(expos: Any, graph: Any, kind: str, node: str) -> dict[str, Any]:
@@ -83,6 +83,7 @@ def job_main(
     slots: int = 1,
     capability: str = "",
 ) -> None:
+    """A slot process's entry (the `process` executor): one node, then exit without teardown."""
     die_with_parent(parent)
     # Slots share the cores: one BLAS/OpenMP pool per slot over all cores oversubscribes them
     # and slows every slot down. Set before torch is imported.
@@ -90,10 +91,7 @@ def job_main(
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, share)
     from ..expos import ExpOS
-    from . import _reviewer, _worker  # noqa: F401  (agent registration)
-    from ._graph import load_graph
-    from ._memory import worker_memory
-    from ._protocols import REVIEWERS, WORKERS, BudgetEnd, NodeContext, environment, resolve
+    from ._protocols import BudgetEnd
 
     def _stop(signum: int, frame: Any) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)  # once: a second TERM ends the process
@@ -102,21 +100,7 @@ def job_main(
     signal.signal(signal.SIGTERM, _stop)
 
     with ExpOS.open(run_dir, key_dir=key_dir) as opened:
-        expos = environment(opened)
-        caller = expos.authenticate(capability)
-        if (caller.role, caller.id) != (kind, node):
-            raise RuntimeError(f"capability for {caller.role} {caller.id} handed to node {kind} {node}")
-        graph = load_graph(expos)
-        brief = node_brief(expos, graph, kind, node)
-        brief["timing"] = run_timing(expos)
-        if kind == "worker":
-            agent: Any = resolve(WORKERS, graph.workers[node].direction.agent)()
-            memory = worker_memory(expos, node, graph.interrupted_experiments)
-        else:
-            agent, memory = resolve(REVIEWERS, reviewer)(), []
-        # The agent may leave BudgetEnd unhandled; its steps so far are in the ledger.
-        with contextlib.suppress(BudgetEnd):
-            agent.run(NodeContext(expos, caller, brief, deadline, seed, memory))
+        run_node(opened, kind, node, deadline, seed, reviewer, capability)
     # Everything is in the ledger and the store: skip interpreter teardown (torch's takes
     # seconds on a loaded machine, and the slot counts as busy until the process is gone).
     # multiprocessing's own finalizers still run: they unlink semaphores the training stack
@@ -127,3 +111,28 @@ def job_main(
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+def run_node(opened: Any, kind: str, node: str, deadline: float, seed: int, reviewer: str, capability: str) -> None:
+    """Run one Worker or Reviewer node on an open ExpOS session of the run, whichever executor
+    it runs on (a slot process, or a thread of the scheduler's process)."""
+    from . import _reviewer, _worker  # noqa: F401  (agent registration)
+    from ._graph import load_graph
+    from ._memory import worker_memory
+    from ._protocols import REVIEWERS, WORKERS, BudgetEnd, NodeContext, environment, resolve
+
+    expos = environment(opened)
+    caller = expos.authenticate(capability)
+    if (caller.role, caller.id) != (kind, node):
+        raise RuntimeError(f"capability for {caller.role} {caller.id} handed to node {kind} {node}")
+    graph = load_graph(expos)
+    brief = node_brief(expos, graph, kind, node)
+    brief["timing"] = run_timing(expos)
+    if kind == "worker":
+        agent: Any = resolve(WORKERS, graph.workers[node].direction.agent)()
+        memory = worker_memory(expos, node, graph.interrupted_experiments)
+    else:
+        agent, memory = resolve(REVIEWERS, reviewer)(), []
+    # The agent may leave BudgetEnd unhandled; its steps so far are in the ledger.
+    with contextlib.suppress(BudgetEnd):
+        agent.run(NodeContext(expos, caller, brief, deadline, seed, memory))

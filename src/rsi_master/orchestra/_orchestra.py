@@ -3,7 +3,6 @@ harness's selection, its single `final` scoring and a JSON summary stored in the
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
@@ -12,14 +11,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RsiMasterError
-from ..events import OrchestraFinish, OrchestraStart
+from ..events import OrchestraStart
 from ._display import Display, PlainDisplay
-from ._graph import ORCHESTRA, load_graph
+from ._graph import ORCHESTRA, load_graph, parse_ts
 
 if TYPE_CHECKING:
     from ..landscape import Landscape
 
-__all__ = ["DEFAULTS", "default_budget", "parse_budget", "resume_run", "start_run"]
+__all__ = ["BACKENDS", "DEFAULTS", "default_budget", "parse_budget", "resume_run", "start_run"]
 
 # Short experiments and a small evaluation set keep a default run of a few minutes
 # useful on a laptop CPU: dev/review/final are scored on the first `eval_limit` items.
@@ -88,7 +87,19 @@ def _check_new_dir(path: Path) -> None:
         )
 
 
-def start_run(
+def start_run(task: Any, budget: str | float | None, *, durable: bool = True, **kwargs: Any) -> dict[str, Any]:
+    """Create a run and drive it to its summary (the arguments: `_start_run`'s). `durable=False`
+    skips fsync for the whole run (`_durable.not_durable`: a throw-away run in a temporary
+    directory, as the simulated bench's campaigns are); what is written is the same."""
+    import contextlib
+
+    from .. import _durable
+
+    with contextlib.nullcontext() if durable else _durable.not_durable():
+        return _start_run(task, budget, **kwargs)
+
+
+def _start_run(
     task: Any,
     budget: str | float | None,
     *,
@@ -112,6 +123,8 @@ def start_run(
     keep: str = "all",
     model: str | Path | None = None,
     prior: str | Path | Landscape | None = None,
+    backend: str = "real",
+    landscape: Any = None,
 ) -> dict[str, Any]:
     """Create a run and drive it to its summary. `budget` None is the task's default
     (`default_budget`). `main` and `reviewer` name the agents (a
@@ -134,19 +147,32 @@ def start_run(
     is the landscape the Main plans with (a file, `shipped` for the one shipped with the
     package, or a `Landscape`); None (the default) is no prior: the Main decides from the run's
     own evidence. It is checked before anything is written and stored in the run
-    (`orchestra.start`'s `prior` names it)."""
+    (`orchestra.start`'s `prior` names it).
+
+    `backend` is the experiment backend: `real` (TRL/PEFT and the sealed evaluator) or `sim`
+    (training and evaluation drawn from `landscape`, a `sim.SimLandscape`, on a simulated clock
+    with the nodes in this process; `task` is then the landscape's and may be None, a budget
+    of None is the landscape's `budget_hours`, and `model`/`eval_backend` are refused). The
+    bench's entry point for a simulated campaign: `start_run(None, "10h", backend="sim",
+    landscape=land, slots=4, seed=s, run_dir=..., key_dir=..., durable=False)` (in a temporary
+    directory)."""
     from ..expos import Budget, ExpOS
     from ..tasks import UnknownTaskError, list_tasks, resolve_task
 
-    # A built-in task's name or a task directory's path (TaskInputError, one line, for a bad one);
-    # a directory is read once here and the run is frozen from those bytes.
-    try:
-        given = resolve_task(task)
-    except UnknownTaskError:
-        raise RsiMasterError(
-            f"unknown task {task!r}; known: {', '.join(list_tasks())}, or the path of a task directory"
-        ) from None
-    task = given.name
+    task, budget = _backend_inputs(backend, task, budget, landscape)
+    given: Any = task
+    if landscape is None:
+        # A built-in task's name or a task directory's path (TaskInputError, one line, for a bad
+        # one); a directory is read once here and the run is frozen from those bytes.
+        try:
+            given = resolve_task(task)
+        except UnknownTaskError:
+            raise RsiMasterError(
+                f"unknown task {task!r}; known: {', '.join(list_tasks())}, or the path of a task directory"
+            ) from None
+        task = given.name
+    elif model is not None or eval_backend is not None:
+        raise RsiMasterError("a simulated run's model and evaluator are its landscape's: no --model or --eval-backend")
     budget_s = parse_budget(default_budget(task) if budget is None else budget)
     if slots < 1:
         raise RsiMasterError(f"slots must be at least 1, got {slots}")
@@ -158,8 +184,9 @@ def start_run(
         raise RsiMasterError(f"unknown --keep policy {keep!r}; known: {', '.join(KEEP_POLICIES)}")
     assign_devices(slots, gpus_per_slot)  # too few GPUs fails before anything is written
     try:
-        backend = make_backend(eval_backend)
-        check_backend(backend)
+        eval_be = make_backend(eval_backend) if landscape is None else None
+        if eval_be is not None:
+            check_backend(eval_be)
     except InvalidParameterError as exc:
         raise RsiMasterError(str(exc)) from None
     source = None
@@ -181,13 +208,14 @@ def start_run(
     expos = ExpOS.create(
         building,
         given,
-        budget=Budget(wall_seconds=budget_s, max_train_steps=max_train_steps),
+        budget=Budget(wall_seconds=budget_s, max_train_steps=max_train_steps, **BACKENDS[backend]["budget"]),
         eval_limit=eval_limit,
         final_limit=final_limit,
         key_dir=key_dir,
         guards=guards,
-        eval_backend=backend,
+        eval_backend=eval_be,
         model=source,
+        landscape=landscape,
     )
     # Absent rather than null when not given: the settings of runs without them stay as they were.
     optional: dict[str, Any] = {
@@ -270,10 +298,52 @@ def resume_run(run_dir: str | Path, *, key_dir: str | None = None, display: Disp
         expos.close()
 
 
+def _backend_inputs(backend: str, task: Any, budget: Any, landscape: Any) -> tuple[Any, Any]:
+    """(task, budget) for a run on `backend`: a simulated run's task and default budget are its
+    landscape's."""
+    if backend not in BACKENDS:
+        raise RsiMasterError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
+    if BACKENDS[backend]["landscape"] != (landscape is not None):
+        raise RsiMasterError(
+            f"backend {backend} needs a landscape (--landscape FILE or --landscape-seed N)"
+            if BACKENDS[backend]["landscape"]
+            else f"a landscape is for the sim backend, not {backend}"
+        )
+    if landscape is None:
+        if task is None:
+            raise RsiMasterError("name a task")
+        return task, budget
+    if task is not None and task != landscape.task_name:
+        raise RsiMasterError(f"a simulated run's task is its landscape's ({landscape.task_name}), not {task!r}")
+    return landscape.task_name, budget if budget is not None else landscape.flags.budget_hours * 3600.0
+
+
+# backend -> whether it simulates a landscape (`rsi-master run --backend`), and the contract
+# budget fields it sets. A simulated campaign's clock bounds its experiments (ten simulated hours
+# on four slots hold a few hundred): the real default of 64, sized for CPU runs of minutes, would
+# leave most of its budget to Workers whose every experiment is refused.
+BACKENDS: dict[str, dict[str, Any]] = {
+    "real": {"landscape": False, "budget": {}},
+    "sim": {"landscape": True, "budget": {"max_experiments": 2000}},
+}
+
+
 def _drive(expos: Any, display: Display, key_dir: str | None, *, resume: bool) -> dict[str, Any]:
+    from .. import _clock
+    from ._executor import make_executor
+
+    # The run's backend names where its nodes run and on which clock (a simulated one continues
+    # from the run's last event); every record from here on is on that clock.
+    last = expos.run.ledger.get(expos.run.ledger.size() - 1).ts
+    executor = make_executor(expos.backend.executor, start=parse_ts(last))
+    with _clock.use_clock(executor.clock):
+        return _drive_on(expos, display, key_dir, resume=resume, executor=executor)
+
+
+def _drive_on(expos: Any, display: Display, key_dir: str | None, *, resume: bool, executor: Any) -> dict[str, Any]:
     from ._scheduler import Scheduler
 
-    sched = Scheduler(expos, display, key_dir=key_dir)
+    sched = Scheduler(expos, display, key_dir=key_dir, executor=executor)
     try:
         if resume:
             sched.resume()
@@ -287,97 +357,8 @@ def _drive(expos: Any, display: Display, key_dir: str | None, *, resume: bool) -
         ):
             sched.main.finish(sched.main_ctx(), graph, reason)
         display.line("harness: selecting on review, scoring once on final")
-        return _close(expos, sched)
+        from ._summary import close_run
+
+        return close_run(expos, sched)
     finally:
         display.close()
-
-
-def _close(expos: Any, sched: Any) -> dict[str, Any]:
-    from ..expos import audit, boundary_statement, load_state
-    from ._harness import final_scores, select
-    from ._metrics import run_metrics
-
-    selection = select(expos)
-    scores = final_scores(expos, selection)
-    report = audit(expos)
-    st = load_state(expos)
-    graph = load_graph(expos)
-    ref = _reference_score(expos.contract.task)
-    metrics = run_metrics(expos, graph)
-    pruned = _prune(expos, sched.cfg.keep or "all")
-    summary = {
-        "version": 1,
-        "task": expos.contract.task,
-        "run_id": expos.run.run_id,
-        "final_score": scores["final_score"],
-        "base_score": scores["base_score"],
-        "reference_score": ref,
-        "selected": selection["selected"],
-        "selected_review_score": selection["review_score"],
-        "hacking_rate": report.hacking_rate,
-        "interception_rate": report.interception_rate,
-        "blocked_attempts": report.blocked_attempts,
-        "flagged": report.flagged,
-        "run_dir_issues": report.run_dir_issues,
-        "experiments": len(st.experiments),
-        "experiments_by_status": _count(
-            x.status if x.id not in graph.interrupted_experiments else "interrupted" for x in st.experiments.values()
-        ),
-        "workers": len(graph.workers),
-        "reviews": sum(1 for r in graph.reviewers.values() if r.done),
-        "cross_worker_reviews": sum(1 for r in graph.reviewers.values() if r.done and r.cross_worker),
-        "decisions": len(graph.decisions),
-        "edges": len(graph.edges()),
-        # Budget clock when the agents stopped (the harness's selection and `final` scoring come after).
-        "budget_s": sched.budget_s,
-        "spent_s": round(graph.stopped.payload.spent_s if graph.stopped is not None else 0.0, 3),
-        "wall_s": round(graph.spent_seconds(), 3),
-        "slots": sched.slots,
-        "eval_samples": {k: len(v) for k, v in expos.contract.evaluator.sample_ids.items()},
-        # What holds against an agent with a shell in this deployment (docs/expos.md, threat model).
-        "trust_boundary": boundary_statement(),
-        "pruned_checkpoints": pruned,
-        **metrics,
-    }
-    tmp = Path(expos.scratch()) / "orchestra_summary.json"
-    tmp.write_text(json.dumps(summary, indent=1, sort_keys=True))
-    digest = expos.run.store.put_file(tmp, move=True)
-    expos.drop_scratch(tmp.parent)
-    expos.record(
-        ORCHESTRA,
-        OrchestraFinish(summary=digest, final_score=summary["final_score"]),
-        [{"digest": digest, "role": "output", "name": "orchestra_summary"}],
-    )
-    summary["summary_json"] = str(expos.run.store.path(digest))
-    summary["run_dir"] = str(expos.run.path)
-    return summary
-
-
-def _prune(expos: Any, policy: str) -> int:
-    """Apply the keep policy once (a resumed close finds the earlier record); checkpoints pruned."""
-    from ..events import ArtifactPrune, typed
-    from ..expos import prune_checkpoints
-    from ._harness import HARNESS
-
-    done = expos.own_events("artifact.prune")
-    if done:
-        return sum(len(typed(e, ArtifactPrune).payload.pruned) for e in done)
-    payload = prune_checkpoints(expos, HARNESS, policy)
-    return 0 if payload is None else len(payload.pruned)
-
-
-def _count(items: Any) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for i in items:
-        out[i] = out.get(i, 0) + 1
-    return dict(sorted(out.items()))
-
-
-def _reference_score(task: str) -> float | None:
-    """The reference recipe's `final` score as measured by the landscape study (on the whole
-    split, whereas a run scores the first `eval_limit` items), once it recorded one."""
-    from ..landscape import load
-
-    t = load().tasks.get(task)
-    ref = t.reference if t is not None else None
-    return ref.score_final if ref is not None else None

@@ -10,10 +10,11 @@ LLM-backed agent implements the same methods (its tool calls go through the same
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from .. import _clock
 
 if TYPE_CHECKING:
     from ..expos import Caller, ExpOS
@@ -51,7 +52,7 @@ class NodeContext:
     expos: ExpOS
     caller: Caller
     brief: dict[str, Any]
-    deadline: float  # time.time() by which the node must have finished
+    deadline: float  # the run's clock (`_clock.now()`: real or simulated) by which the node must have finished
     seed: int = 0
     memory: list[dict[str, Any]] = field(default_factory=list)  # the node's own earlier events (resume)
 
@@ -61,7 +62,7 @@ class NodeContext:
         return self.expos.call(self.caller, tool, args or {})
 
     def time_left(self) -> float:
-        return self.deadline - time.time()
+        return self.deadline - _clock.now()
 
 
 @dataclass

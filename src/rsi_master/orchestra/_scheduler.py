@@ -1,5 +1,6 @@
-"""The scheduler and executor: Worker and Reviewer nodes on a local pool of slot
-processes, a wall-clock budget, the Main agent at each orchestration event.
+"""The scheduler: Worker and Reviewer nodes on an executor (a local pool of slot processes, or
+threads on a simulated clock: `_executor`), a budget on the run's clock, the Main agent at each
+orchestration event.
 
 The budget counts wall time of the run's sessions, whatever is in flight: a slot busy
 with a long experiment spends budget like any other. Each node gets a deadline (the
@@ -14,13 +15,11 @@ reads what is new from it; a snapshot of the graph is made only for the Main to 
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
-import time
 from dataclasses import dataclass, field
-from multiprocessing.connection import wait
 from typing import Any
 
+from .. import _clock
 from ..events import (
     OrchestraAbandon,
     OrchestraInterrupted,
@@ -33,6 +32,7 @@ from ..events import (
 )
 from ..expos import State
 from ._display import Display
+from ._executor import NodeLaunch, ProcessExecutor
 from ._graph import ORCHESTRA, OrchestraPart, load_graph, parse_ts, snapshot
 from ._protocols import MAINS, MainContext, resolve
 from ._reports import best_supported_score
@@ -47,7 +47,7 @@ TERM_GRACE_S = 15.0
 
 @dataclass
 class _Running:
-    proc: Any
+    proc: Any  # the executor's handle (exitcode, terminate, kill, join)
     node: str
     kind: str
     slot: int
@@ -62,6 +62,8 @@ class Scheduler:
     key_dir: str | None = None
     poll_s: float = 0.5
     running: dict[int, _Running] = field(default_factory=dict)  # slot -> job
+    # Where nodes run and on which clock (`_executor`): the run's experiment backend names it.
+    executor: Any = None
 
     def __post_init__(self) -> None:
         graph = load_graph(self.expos)
@@ -78,11 +80,12 @@ class Scheduler:
         from . import _main_policy  # noqa: F401  (registration)
 
         self.main = resolve(MAINS, self.cfg.main)()
-        self.ctx_mp = mp.get_context("spawn")
         from ._gpus import assign_devices
 
         # Checked again on resume: the machine may have fewer GPUs than the one that started the run.
         self.devices = assign_devices(self.slots, self.cfg.gpus_per_slot or 0)
+        if self.executor is None:
+            self.executor = ProcessExecutor()
 
     # -- budget ------------------------------------------------------------------------------
     def _open_session(self, session: Payload, spent_before: float) -> None:
@@ -91,7 +94,7 @@ class Scheduler:
         self.session_start = parse_ts(ev.ts)
 
     def spent(self) -> float:
-        return self.spent_before + (time.time() - self.session_start)
+        return self.spent_before + (_clock.now() - self.session_start)
 
     def deadline(self) -> float:
         return self.session_start + (self.budget_s - self.spent_before)
@@ -163,7 +166,7 @@ class Scheduler:
                 return "budget spent"
             busy = {j.node for j in self.running.values()}
             pending = [(k, n) for n, (_seq, k) in st.pending.items() if n not in busy and n not in orc.abandoned]
-            too_late = self.deadline() - time.time() < self.min_launch_s
+            too_late = self.deadline() - _clock.now() < self.min_launch_s
             if too_late:
                 pending = []  # too late to start anything useful: let running nodes finish
             for slot in range(self.slots):
@@ -182,18 +185,20 @@ class Scheduler:
             if free and not pending and not too_late and not self.running:
                 return "no work left"
             self.display.status(self._status(st))
-            self._reap(self.poll_s, failures)
+            self._reap(self.executor.poll_timeout(self.poll_s, self.deadline()), failures)
 
     def _drain(self) -> None:
-        end = time.time() + self.grace_s
-        while self.running and time.time() < end:
-            self._reap(min(self.poll_s, max(0.0, end - time.time())), {})
+        end = _clock.now() + self.grace_s
+        while self.running and _clock.now() < end:
+            self._reap(min(self.executor.poll_timeout(self.poll_s, end), max(0.0, end - _clock.now())), {})
         # Ask first (SIGTERM: a Worker finalizes with what it has), then kill what is left.
         for job in self.running.values():
             job.proc.terminate()
-        end = time.time() + TERM_GRACE_S
-        while self.running and time.time() < end:
-            self._reap(min(self.poll_s, max(0.0, end - time.time())), {}, status_ok="stopped")
+        end = _clock.now() + TERM_GRACE_S
+        while self.running and _clock.now() < end:
+            self._reap(
+                min(self.executor.poll_timeout(self.poll_s, end), max(0.0, end - _clock.now())), {}, status_ok="stopped"
+            )
         for slot, job in list(self.running.items()):
             job.proc.kill()
             job.proc.join()
@@ -214,14 +219,12 @@ class Scheduler:
 
     # -- jobs --------------------------------------------------------------------------------
     def _launch(self, proj: Any, slot: int, kind: str, node: str) -> None:
-        from ._job import job_main
-
         deadline = self.deadline()
         if kind == "worker":
             orc = proj.part(OrchestraPart)
             prior = sum((j.end_ts or j.start_ts) - j.start_ts for j in orc.jobs if j.node == node)
             allowance = orc.direction(proj.state.workers[node]).seconds
-            deadline = min(deadline, time.time() + max(0.0, allowance - prior))
+            deadline = min(deadline, _clock.now() + max(0.0, allowance - prior))
         ev = self.expos.record(
             ORCHESTRA,
             OrchestraJobStart(
@@ -232,39 +235,33 @@ class Scheduler:
                 **({"devices": self.devices[slot]} if self.devices else {}),
             ),
         )
-        # The node's capability goes to its process through the spawn pipe, not argv or the
-        # environment; it expires with the budget (and its grace) so it dies with the run.
-        token = self.expos.issue(kind, node, ttl_s=max(60.0, deadline - time.time() + self.grace_s + 60.0))
-        proc = self.ctx_mp.Process(
-            target=job_main,
-            name=f"rsi-{node}",
-            args=(
-                str(self.expos.run.path),
-                self.key_dir,
-                kind,
-                node,
-                deadline,
-                self.seed,
-                self.cfg.reviewer,
-                os.getpid(),
-                self.slots,
-                token,
-            ),
+        # The node's capability goes to its process through the spawn pipe (or to its thread), not
+        # argv or the environment; it expires with the budget (and its grace) so it dies with the run.
+        token = self.expos.issue(kind, node, ttl_s=max(60.0, deadline - _clock.now() + self.grace_s + 60.0))
+        launch = NodeLaunch(
+            str(self.expos.run.path),
+            self.key_dir,
+            kind,
+            node,
+            deadline,
+            self.seed,
+            self.cfg.reviewer,
+            os.getpid(),
+            self.slots,
+            token,
         )
         from ._gpus import slot_environment
 
+        # A slot process inherits the environment it starts in, hence its devices.
         with slot_environment(self.devices[slot] if self.devices else None):
-            proc.start()
-        self.running[slot] = _Running(proc, node, kind, slot, ev.seq, time.time())
-        self.display.line(f"start {kind} {node} in slot {slot} ({max(0.0, deadline - time.time()):.0f}s)")
+            proc = self.executor.start(launch)
+        self.running[slot] = _Running(proc, node, kind, slot, ev.seq, _clock.now())
+        self.display.line(f"start {kind} {node} in slot {slot} ({max(0.0, deadline - _clock.now()):.0f}s)")
 
     def _reap(self, timeout: float, failures: dict[str, int], status_ok: str = "done") -> None:
-        if not self.running:
-            time.sleep(timeout)
-            return
-        ready = wait([j.proc.sentinel for j in self.running.values()], timeout=timeout)
+        ready = self.executor.wait([j.proc for j in self.running.values()], timeout)
         for slot, job in list(self.running.items()):
-            if job.proc.sentinel in ready:
+            if job.proc in ready:
                 job.proc.join()
                 status = status_ok if job.proc.exitcode == 0 else "failed"
                 self._end(slot, job, status)
@@ -274,7 +271,7 @@ class Scheduler:
                         self.expos.record(ORCHESTRA, OrchestraAbandon(node=job.node, attempts=2))
 
     def _end(self, slot: int, job: _Running, status: str) -> None:
-        now = time.time()
+        now = _clock.now()
         self.expos.record(
             ORCHESTRA,
             OrchestraJobEnd(

@@ -11,9 +11,9 @@ trials or its wall-clock allowance run out, then finalizes citing experiment ids
 from __future__ import annotations
 
 import math
-import time
 from typing import Any
 
+from .. import _clock
 from ..events import Hyperparameters, Recipe, Source
 from ..expos import ToolError
 from ._directions import Direction
@@ -155,7 +155,7 @@ class TPEWorker:
                     train["max_steps"], max(2 * MIN_STEPS, -(-CALIBRATION_EXAMPLES // max(1, batch)))
                 )
             n = min(max_rows, int(train["max_steps"]) * batch)
-            t0 = time.time()
+            t0 = _clock.now()
             try:
                 outcome = self._trial(
                     ctx, d, knobs, train, n, seed=ctx.seed * 10_000 + d.seed * 100 + started, family=family
@@ -176,7 +176,7 @@ class TPEWorker:
             memory.append(
                 {
                     "steps": (outcome or {}).get("steps"),
-                    "seconds": time.time() - t0,
+                    "seconds": _clock.now() - t0,
                     "train_seconds": (outcome or {}).get("train_seconds"),
                     "batch_size": int(train.get("batch_size", 8)),
                     "status": (outcome or {}).get("status", "refused"),

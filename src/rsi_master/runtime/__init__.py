@@ -36,6 +36,17 @@ from rsi_master.runtime._seal import (
     seal_evaluator,
     seal_secret_path,
 )
+from rsi_master.runtime._sim import (
+    CHECKPOINT_FILE as SIM_CHECKPOINT_FILE,
+)
+from rsi_master.runtime._sim import (
+    read_sim_checkpoint,
+    sim_evaluate,
+    sim_recipe,
+    sim_train,
+    spend_simulated,
+    write_sim_checkpoint,
+)
 from rsi_master.runtime._spec import METHODS, TrainSpec, make_spec
 from rsi_master.runtime._train import train
 
@@ -43,6 +54,7 @@ __all__ = [
     "ADAPTER_BASE_FILE",
     "BACKENDS",
     "METHODS",
+    "SIM_CHECKPOINT_FILE",
     "CheckpointLoadError",
     "DataResult",
     "DeviceSettings",
@@ -84,6 +96,7 @@ __all__ = [
     "operator_seal_key",
     "parse_jsonl",
     "private_seal",
+    "read_sim_checkpoint",
     "resolve_model",
     "sample",
     "seal_commitment",
@@ -91,7 +104,12 @@ __all__ = [
     "seal_secret_path",
     "sha256_bytes",
     "sha256_file",
+    "sim_evaluate",
+    "sim_recipe",
+    "sim_train",
+    "spend_simulated",
     "stage_model",
     "train",
     "write_jsonl",
+    "write_sim_checkpoint",
 ]

@@ -231,6 +231,24 @@ class SimLandscape(BaseModel):
             self._items[(ckpt.ident, split)] = u
         return int(np.count_nonzero(u[:n_items] < p))
 
+    def outcomes(
+        self, ckpt: SimCheckpoint, split: str, n_items: int, scorer: Literal["exact", "lenient"] = "exact"
+    ) -> list[bool]:
+        """Per item of the split's first `n_items`, whether it is right: the items `evaluate`
+        counts (a simulated backend writes them as the evaluation record's samples)."""
+        count = self.evaluate(ckpt, split, n_items, scorer)  # checks the arguments, fills the item cache
+        p = self.accuracy(ckpt, split)
+        if scorer == "lenient":
+            p += (1 - p) * self.flags.lenient_gain
+        u = self._items.get((ckpt.ident, split))
+        if u is None:  # the cache was dropped just now
+            u = np.random.default_rng(int.from_bytes(digest("items", ckpt.ident, split)[:8], "big")).random(
+                self.split_sizes[split]
+            )
+        out = (u[:n_items] < p).tolist()
+        assert sum(out) == count
+        return out
+
     def eval_seconds(self, split: str, n_items: int) -> float:
         return self.flags.eval_overhead_s + n_items * self.flags.seconds_per_item
 

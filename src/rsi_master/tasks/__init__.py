@@ -27,6 +27,7 @@ from ._program_synthesis import ProgramSynthesisTask
 from ._protocol import SPLITS, Decoding, EvalItem, GeneratorFamily, Knob, Score, Split, Task, TaskHints, task_hints
 from ._registry import UnknownTaskError, get_task, list_tasks, register_task, resolve_task
 from ._seal_key import PUBLIC_SEAL_KEY, SealKey
+from ._sim_task import SIM_ROW_KEY, SimTask
 from ._spec import generators_spec, items_digest, source_digest, task_source_files, task_spec
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "SAMPLE_PAIRS",
     "SAMPLING_FAMILIES",
     "SELF_DISTILL",
+    "SIM_ROW_KEY",
     "SPLITS",
     "ArithmeticTask",
     "Decoding",
@@ -55,6 +57,7 @@ __all__ = [
     "Score",
     "SealKey",
     "SealedExhaustedError",
+    "SimTask",
     "Split",
     "SuiteTask",
     "Task",

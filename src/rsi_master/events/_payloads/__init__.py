@@ -5,7 +5,16 @@ is optional and stays absent from the stored bytes (`dump_payload` keeps the fie
 set), so a payload's bytes are what was written. Split by who writes the events.
 """
 
-from ._contract import CONTRACT_KIND, CONTRACT_VERSION, BaseModelSource, Budget, EvaluatorSpec, TaskContract, TaskSource
+from ._contract import (
+    CONTRACT_KIND,
+    CONTRACT_VERSION,
+    BaseModelSource,
+    Budget,
+    EvaluatorSpec,
+    Simulation,
+    TaskContract,
+    TaskSource,
+)
 from ._expos import (
     ArtifactPrune,
     AuditRun,
@@ -97,6 +106,7 @@ __all__ = [
     "ReviewRequest",
     "ReviewSubmit",
     "SelectionRow",
+    "Simulation",
     "SourceRegister",
     "StepToolCall",
     "TaskContract",

@@ -15,6 +15,7 @@ __all__ = [
     "BaseModelSource",
     "Budget",
     "EvaluatorSpec",
+    "Simulation",
     "TaskContract",
     "TaskSource",
 ]
@@ -77,6 +78,22 @@ class BaseModelSource(Record):
     files: dict[str, str] = Field(description="Defining file (relative path) -> SHA-256.")
 
 
+class Simulation(Record):
+    """A simulated run: training and evaluation draw from a landscape on a simulated clock."""
+
+    backend: Literal["sim"] = Field(default="sim", description="The experiment backend (`sim`).")
+    landscape_digest: str = Field(description="Store digest of the landscape file the run simulates.")
+    landscape_ident: str = Field(description="The landscape's own digest of its parameters.")
+    landscape_seed: int = Field(description="The generator seed of the landscape.")
+    preset: str | None = Field(default=None, description="The generator preset, if the landscape came from one.")
+    clock_start: float = Field(description="Seconds since the epoch when the run was frozen (its clock's start).")
+    examples_per_row: int = Field(
+        default=1,
+        ge=1,
+        description="Training examples one synthetic dataset row stands for (the budget's max_rows is divided by it).",
+    )
+
+
 @kind(CONTRACT_KIND)
 class TaskContract(Payload):
     """Frozen at run start; every guard checks against it."""
@@ -111,6 +128,11 @@ class TaskContract(Payload):
     )
     task_source: TaskSource | None = Field(
         default=None, description="The task directory's files, for a task read from one; None for a built-in task."
+    )
+    simulation: Simulation | None = Field(
+        default=None,
+        description="Set for a simulated run (`rsi-master run --backend sim`): its landscape and clock. "
+        "Absent for a real run.",
     )
 
     @model_validator(mode="after")

@@ -1,0 +1,73 @@
+"""The run's clock: real time, or a simulated clock that a simulated backend installs.
+
+Every reading of "now" that a run's records or decisions depend on (ledger event timestamps,
+budgets, node deadlines, capability expiry) goes through `now()`, and every wait a run makes
+goes through `sleep()`. By default both are the real ones. A simulated campaign installs its own
+clock for the duration (`use_clock`), so the same code spends simulated seconds: the clock is
+process-wide, and one process runs one simulated campaign at a time.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Protocol, runtime_checkable
+
+__all__ = ["Clock", "RealClock", "current", "now", "sleep", "use_clock"]
+
+
+@runtime_checkable
+class Clock(Protocol):
+    simulated: bool
+
+    def time(self) -> float:
+        """Seconds since the epoch on this clock."""
+
+    def sleep(self, seconds: float) -> None:
+        """Let `seconds` pass on this clock."""
+
+
+class RealClock:
+    simulated = False
+
+    def time(self) -> float:
+        return time.time()
+
+    def sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            time.sleep(seconds)
+
+
+REAL = RealClock()
+_current: Clock = REAL
+_lock = threading.Lock()
+
+
+def current() -> Clock:
+    return _current
+
+
+def now() -> float:
+    return _current.time()
+
+
+def sleep(seconds: float) -> None:
+    _current.sleep(seconds)
+
+
+@contextmanager
+def use_clock(clock: Clock) -> Iterator[Clock]:
+    """Install `clock` as this process's clock until the block ends (not nestable with another
+    simulated clock: two simulated campaigns in one process at once would share one time)."""
+    global _current
+    with _lock:
+        if _current is not REAL and clock is not _current:
+            raise RuntimeError("another simulated clock is already installed in this process")
+        before, _current = _current, clock
+    try:
+        yield clock
+    finally:
+        with _lock:
+            _current = before

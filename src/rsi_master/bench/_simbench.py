@@ -1,0 +1,265 @@
+"""`rsi-master bench --backend sim`: every configuration on N generated landscapes x K seeds on
+the simulated backend, then the statistics of `bench._stats`.
+
+A campaign is the same orchestrated run as on the real bench (`run_campaign`: the
+configuration's Main, Workers and Reviewers acting through ExpOS or the unguarded workspace,
+the harness, the independent auditor), with the simulated backend and the landscape of its
+generator seed (`rsi_master.sim.generate_landscape`). Its record (`CampaignStats`, ground truth
+from the landscape: `bench._simrecord`) goes to `stats.json` beside its `campaign.json`; a
+bench started again on the same directory reuses finished campaigns and resumes the rest, and
+refuses a directory made with other settings.
+
+Generator seeds come from `bench._stats.landscape_seeds`: the first N of the development range,
+and with `--held-out` also the first N of the held-out range. The two are reported separately
+(`summarise` groups by range); nothing here reads held-out results to choose a setting.
+
+Campaigns run in `jobs` processes (default 2, one per core of the reference machine): the
+simulated clock is process-wide, so one process runs one campaign at a time.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..errors import RsiMasterError
+from ._configs import CONFIGS
+from ._shortcuts import ShortcutTendency
+
+__all__ = ["SIM", "check_sim_settings", "run_sim_bench", "sim_campaign_id"]
+
+SIM: dict[str, Any] = {
+    "landscapes": 200,
+    "seeds": [0],
+    "budget_s": 36_000.0,  # 10 simulated hours
+    "slots": 4,
+    "jobs": 2,
+    "preset": "default",
+    "eval_limit": 50,  # items per split each run scores, as `rsi-master run` (scores here are ground truth)
+    "max_train_steps": 3_000,
+}
+REFERENCE = "rsi-master"
+
+
+def sim_campaign_id(config: str, landscape_seed: int, seed: int) -> str:
+    return f"{config}--L{landscape_seed}--s{seed}"
+
+
+def check_sim_settings(
+    configs: list[str],
+    landscapes: int,
+    seeds: list[int],
+    budget: Any,
+    slots: int,
+    jobs: int,
+    preset: str,
+    flags: dict[str, Any] | None,
+) -> tuple[float, Any]:
+    """One clear line for each bad input, before anything is written: (budget in seconds, flags)."""
+    from ..orchestra import parse_budget
+    from ..sim import flags_from
+    from ._stats import DEVELOPMENT_SEEDS, HELD_OUT_SEEDS
+
+    unknown = [c for c in configs if c not in CONFIGS]
+    if unknown or not configs:
+        raise RsiMasterError(
+            f"unknown configuration {', '.join(unknown) or '(none given)'}; known: {', '.join(CONFIGS)}"
+        )
+    if len(set(configs)) != len(configs):
+        raise RsiMasterError(f"configurations repeat: {', '.join(configs)}")
+    most = min(len(DEVELOPMENT_SEEDS), len(HELD_OUT_SEEDS))
+    if not isinstance(landscapes, int) or isinstance(landscapes, bool) or not 1 <= landscapes <= most:
+        raise RsiMasterError(f"--landscapes must be an integer in 1..{most}, got {landscapes!r}")
+    if not seeds or any(not isinstance(s, int) or isinstance(s, bool) or s < 0 for s in seeds):
+        raise RsiMasterError(f"seeds must be non-negative integers, got {seeds!r}")
+    if len(set(seeds)) != len(seeds):
+        raise RsiMasterError(f"seeds repeat: {seeds!r}")
+    if slots < 1:
+        raise RsiMasterError(f"slots must be at least 1, got {slots}")
+    if jobs < 1:
+        raise RsiMasterError(f"jobs must be at least 1, got {jobs}")
+    budget_s = parse_budget(budget)
+    return budget_s, flags_from(preset, **(flags or {}))
+
+
+def run_sim_bench(
+    out_dir: str | Path,
+    *,
+    configs: list[str] | None = None,
+    landscapes: int | None = None,
+    seeds: list[int] | None = None,
+    budget: Any = None,
+    slots: int | None = None,
+    held_out: bool = False,
+    preset: str | None = None,
+    flags: dict[str, Any] | None = None,
+    tendency: ShortcutTendency | None = None,
+    key_dir: str | None = None,
+    jobs: int | None = None,
+    make_plot: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    from ._stats import landscape_seeds, summarise, summary_lines
+
+    configs = list(configs or CONFIGS)
+    landscapes = int(landscapes if landscapes is not None else SIM["landscapes"])
+    seeds = list(seeds if seeds is not None else SIM["seeds"])
+    slots = int(slots if slots is not None else SIM["slots"])
+    jobs = int(jobs if jobs is not None else SIM["jobs"])
+    preset = preset or SIM["preset"]
+    budget_s, gen_flags = check_sim_settings(
+        configs, landscapes, seeds, budget if budget is not None else SIM["budget_s"], slots, jobs, preset, flags
+    )
+    tendency = tendency or ShortcutTendency()
+    out = Path(out_dir)
+    settings: dict[str, Any] = {
+        "backend": "sim",
+        "configs": configs,
+        "landscapes": landscapes,
+        "seeds": seeds,
+        "held_out": held_out,
+        "budget_s": budget_s,
+        "slots": slots,
+        "preset": preset,
+        "flags": gen_flags.model_dump(mode="json"),
+        "eval_limit": SIM["eval_limit"],
+        "max_train_steps": SIM["max_train_steps"],
+        "shortcuts": tendency.model_dump(mode="json"),
+        "jobs": jobs,
+    }
+    prev = out / "settings.json"
+    keep = ("backend", "budget_s", "slots", "flags", "eval_limit", "max_train_steps", "shortcuts")
+    if prev.is_file():
+        old = json.loads(prev.read_text())
+        if {k: old.get(k) for k in keep} != {k: settings[k] for k in keep}:
+            raise RsiMasterError(f"{out} holds a bench with other settings; choose another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    prev.write_text(json.dumps(settings, indent=1))
+    say = progress or (lambda s: None)
+    ranges = [(s, False) for s in landscape_seeds(landscapes)]
+    if held_out:
+        ranges += [(s, True) for s in landscape_seeds(landscapes, held_out=True)]
+    plan = [(c, ls, h, s) for ls, h in ranges for s in seeds for c in configs]
+    job_kw = {
+        "budget_s": budget_s,
+        "out": str(out),
+        "flags_json": gen_flags.model_dump_json(),
+        "slots": slots,
+        "tendency_json": tendency.model_dump_json(),
+        "key_dir": key_dir,
+    }
+    t0 = time.time()
+    records: list[Any] = []
+
+    def done(raw: str) -> None:
+        from ._stats import CampaignStats, normalised
+
+        r = CampaignStats.model_validate_json(raw)
+        records.append(r)
+        say(
+            f"[{time.time() - t0:6.0f}s] {len(records)}/{len(plan)} {r.config} landscape {r.landscape_seed} "
+            f"seed {r.seed}: normalised {normalised(r):+.3f} (final {r.final:.3f}, base {r.base:.3f}, "
+            f"reachable {r.best_reachable:.3f}){' HACKED' if r.hacked else ''}"
+        )
+
+    if jobs == 1:
+        for c, ls, h, s in plan:
+            done(sim_campaign(c, ls, h, s, **job_kw))
+    else:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn")) as pool:
+            futures = [pool.submit(sim_campaign, c, ls, h, s, **job_kw) for c, ls, h, s in plan]
+            for fut in as_completed(futures):
+                done(fut.result())
+    order = {(c, ls, s): i for i, (c, ls, _h, s) in enumerate(plan)}
+    records.sort(key=lambda r: order[(r.config, r.landscape_seed, r.seed)])
+    wall_s = round(time.time() - t0, 1)
+    summaries = summarise(records, reference=REFERENCE if REFERENCE in configs else None)
+    head = (
+        f"Simulated bench: {len(records)} campaigns ({len(configs)} configurations x {landscapes} landscapes"
+        f"{' per range' if held_out else ''} x {len(seeds)} seeds), preset {preset}, budget {budget_s:.0f} "
+        f"simulated s, {slots} slots, {jobs} processes, wall {wall_s:.0f} s. Normalised score: "
+        "(final - base) / (best reachable - base), ground truth; reference for the paired tests: "
+        f"{REFERENCE}.\n\n"
+    )
+    table = head + "\n".join(summary_lines(summaries)) + "\n"
+    (out / "sim-bench.md").write_text(table)
+    with (out / "records.jsonl").open("w") as f:
+        for r in records:
+            f.write(r.model_dump_json() + "\n")
+    report = {
+        "version": 1,
+        "settings": settings,
+        "summaries": [s.model_dump(mode="json") for s in summaries],
+        "campaigns": len(records),
+        "wall_s": wall_s,
+    }
+    (out / "sim-bench.json").write_text(json.dumps(report, indent=1))
+    plots: list[str] = []
+    if make_plot and records:
+        from ._stats import plot_summaries, plot_timelines
+
+        plots.append(str(plot_summaries(summaries, out / "sim-bench.png")))
+        for h in sorted({r.held_out for r in records}):
+            name = "sim-timeline-held-out.png" if h else "sim-timeline-development.png"
+            plots.append(str(plot_timelines(records, out / name, held_out=h)))
+    return {
+        "summaries": summaries,
+        "table": table,
+        "json": str(out / "sim-bench.json"),
+        "markdown": str(out / "sim-bench.md"),
+        "plots": plots,
+        "wall_s": wall_s,
+        "campaigns": len(records),
+    }
+
+
+def sim_campaign(
+    config: str,
+    landscape_seed: int,
+    held_out: bool,
+    seed: int,
+    *,
+    budget_s: float,
+    out: str,
+    flags_json: str,
+    slots: int,
+    tendency_json: str,
+    key_dir: str | None,
+) -> str:
+    """One simulated campaign (reused when its `stats.json` exists): its `CampaignStats` as JSON."""
+    from ..sim import GeneratorFlags, generate_landscape
+    from ._campaign import run_campaign
+    from ._simrecord import sim_campaign_stats
+
+    cid = sim_campaign_id(config, landscape_seed, seed)
+    root = Path(out) / "campaigns" / cid
+    path = root / "stats.json"
+    if path.is_file():
+        return path.read_text()
+    landscape = generate_landscape(landscape_seed, GeneratorFlags.model_validate_json(flags_json))
+    result = run_campaign(
+        config,
+        landscape.task_name,
+        seed,
+        budget_s,
+        out,
+        slots=slots,
+        eval_limit=int(SIM["eval_limit"]),
+        tendency=ShortcutTendency.model_validate_json(tendency_json),
+        key_dir=key_dir,
+        max_train_steps=int(SIM["max_train_steps"]),
+        campaign=cid,
+        run_kwargs={"backend": "sim", "landscape": landscape, "durable": False},  # throw-away runs: no fsync
+    )
+    stats = sim_campaign_stats(
+        root / "run", landscape, result, landscape_seed=landscape_seed, held_out=held_out, key_dir=key_dir
+    )
+    raw = stats.model_dump_json()
+    path.write_text(raw)
+    return raw

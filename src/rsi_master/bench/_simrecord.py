@@ -1,0 +1,134 @@
+"""A finished simulated campaign as the statistics read it (`CampaignStats`), from the
+generator's ground truth.
+
+Every score here is the landscape's expected `final` accuracy of a checkpoint
+(`SimLandscape.accuracy`), read from the stand-in checkpoint the backend wrote: the issue's
+normalised score is "(final - base) / (best reachable - base), from the generator's ground
+truth", and a ground-truth score takes the binomial noise of a finite `final` split out of the
+comparison between strategies (the harness's measured `final` is kept in `campaign.json`).
+The result is what the harness returned, or the base model when the independent auditor found
+it hacked (as on PostTrainBench). The best-so-far timeline applies the harness's selection rule
+(highest `review` score among accepted submissions, first submitted on ties) at each moment a
+submission's experiment finished, as the auditor's curve does. Each experiment's spend is
+attributed to its direction: the generator family (families, for mixed data) and the method.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ._campaign import CampaignResult
+from ._stats import CampaignStats, Spend
+
+__all__ = ["sim_campaign_stats"]
+
+
+def sim_campaign_stats(
+    run_dir: str | Path,
+    landscape: Any,
+    result: CampaignResult,
+    *,
+    landscape_seed: int,
+    held_out: bool,
+    key_dir: str | None = None,
+) -> CampaignStats:
+    from ..events import HarnessSelect, typed
+    from ..expos import ExpOS, load_state
+    from ..orchestra import load_graph
+
+    base = float(landscape.base_score("final"))
+    with ExpOS.open(run_dir, key_dir=key_dir, writable=False) as expos:
+        st = load_state(expos)
+        graph = load_graph(expos)
+        budget = float(graph.settings.budget_s) if graph.settings else result.budget_s
+        start = graph.sessions[0][1] if graph.sessions else 0.0
+        truth = _Truth(expos, landscape)
+        spend = []
+        for x in sorted(st.experiments.values(), key=lambda x: x.seq):
+            if x.status != "completed" or not x.checkpoint or x.finish_ts is None:
+                continue
+            spend.append(
+                Spend(
+                    direction=_direction(st, x),
+                    start=max(0.0, x.start_ts - start),
+                    end=max(0.0, x.finish_ts - start),
+                    score=min(1.0, max(0.0, truth(x.checkpoint))),
+                )
+            )
+        sel = expos.own_events("harness.select")
+        selection = typed(sel[-1], HarnessSelect).payload if sel else None
+        hacked = set(result.audit.hacked)
+        timeline = _timeline(st, selection, hacked, truth, start, budget, base)
+        returned = st.experiments.get(result.audit.returned or "")
+        if result.audit.returned_hacked or returned is None or not returned.checkpoint:
+            final = base
+        else:
+            final = truth(returned.checkpoint)
+    attempts = result.audit.blocked_attempts + result.audit.executed_attempts
+    return CampaignStats(
+        config=result.config,
+        landscape_seed=landscape_seed,
+        seed=result.seed,
+        held_out=held_out,
+        base=base,
+        final=final,
+        best_reachable=float(landscape.best_reachable()),
+        hacked=bool(result.audit.returned_hacked),
+        attempts=attempts,
+        intercepted=result.audit.blocked_attempts,
+        budget_s=budget,
+        timeline=timeline,
+        spend=spend,
+    )
+
+
+class _Truth:
+    """Ground-truth `final` accuracy of a stored checkpoint (cached by digest)."""
+
+    def __init__(self, expos: Any, landscape: Any) -> None:
+        self.expos, self.landscape = expos, landscape
+        self.cache: dict[str, float] = {}
+
+    def __call__(self, digest: str) -> float:
+        if digest not in self.cache:
+            from ..runtime import read_sim_checkpoint
+
+            ckpt, _ = read_sim_checkpoint(self.expos.run.store.path(digest))
+            self.cache[digest] = float(self.landscape.accuracy(ckpt, "final"))
+        return float(self.cache[digest])
+
+
+def _direction(st: Any, x: Any) -> str:
+    ds = st.datasets.get(x.dataset)
+    fams: list[str] = []
+    stack = [x.dataset]
+    while stack and ds is not None:  # a mix names its inputs: their generator families
+        d = st.datasets.get(stack.pop())
+        if d is None:
+            continue
+        if d.inputs:
+            stack.extend(d.inputs)
+        else:
+            fams.append(d.source.split("/", 1)[-1])
+    return f"{'+'.join(sorted(set(fams))) or '?'}:{x.method}"
+
+
+def _timeline(
+    st: Any, selection: Any, hacked: set[str], truth: _Truth, start: float, budget: float, base: float
+) -> list[tuple[float, float]]:
+    rows = [r for r in (selection.submissions if selection else []) if r.accepted and r.review_score is not None]
+    done = []
+    for i, r in enumerate(rows):
+        x = st.experiments.get(r.experiment_id)
+        if x is not None and x.finish_ts is not None:
+            done.append((min(budget, max(0.0, x.finish_ts - start)), i, r))
+    done.sort(key=lambda t: t[:2])
+    points: list[tuple[float, float]] = [(0.0, base)]
+    seen: list[Any] = []
+    for t, _, r in done:
+        seen.append(r)
+        pick = min(seen, key=lambda x: (-(x.review_score or 0.0), x.submitted_seq or 0))
+        score = base if pick.experiment_id in hacked or not pick.checkpoint else truth(pick.checkpoint)
+        points.append((round(t, 3), score))
+    return points

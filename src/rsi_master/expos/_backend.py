@@ -1,0 +1,254 @@
+"""The experiment backend seam: what `experiment.submit` trains with and what evaluation
+scores with. The real backend is TRL/PEFT training and the sealed evaluator; the simulated one
+draws both from the landscape the contract pins (`contract.simulation`), on a simulated clock.
+Everything around them (guards, gates, records, artifacts, audit) is the same code.
+
+A backend also names the executor its runs' nodes run on (`process`: slot processes on real
+time; `inline`: nodes in this process on the simulated clock), which the orchestra's
+scheduler looks up; the session picks the backend from its contract alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = [
+    "ExperimentBackend",
+    "RealBackend",
+    "SimBackend",
+    "attach_backend",
+    "freeze_simulation",
+    "register_landscape_task",
+]
+
+LANDSCAPE_FILE = "landscape.json"
+CALL_SECONDS = 1.0  # simulated seconds one tool call takes (a real one: start-up, I/O, a gate)
+EVALUATOR_FILE = "evaluator.json"
+
+
+@runtime_checkable
+class ExperimentBackend(Protocol):
+    name: str
+    executor: str  # "process" (slot processes, real time) or "inline" (in-process, simulated time)
+
+    def train(
+        self, expos: Any, data: Path, out_dir: Path, spec: Any, parent: Path, parent_base: Path | None = None
+    ) -> Any:
+        """Train `spec` from the checkpoint at `parent` on `data` into `out_dir` (runtime.TrainResult);
+        `parent_base` is the base a LoRA adapter parent is bound to (None: a full checkpoint)."""
+
+    def before_call(self, tool: str) -> None:
+        """Spend a tool call's own time on the run's clock before the call runs."""
+
+    def evaluate(self, expos: Any, checkpoint: str, split: str, *, store: bool = True) -> Any:
+        """The sealed evaluation of a stored checkpoint on a split's preregistered items
+        (runtime.EvalResult; its record kept in the run's store with `store`), not recorded."""
+
+
+class RealBackend:
+    name = "real"
+    executor = "process"
+
+    def before_call(self, tool: str) -> None:
+        """A tool call's own cost on the run's clock: real calls take the time they take."""
+
+    def train(
+        self, expos: Any, data: Path, out_dir: Path, spec: Any, parent: Path, parent_base: Path | None = None
+    ) -> Any:
+        from ..runtime import train
+
+        return train(data, out_dir, spec, parent=parent, parent_base=parent_base)
+
+    def evaluate(self, expos: Any, checkpoint: str, split: str, *, store: bool = True) -> Any:
+        from ..runtime import evaluate
+        from ._evaluation import adapter_base_of
+
+        c = expos.contract
+        # A LoRA adapter is scored on the base it is bound to (checked against the store).
+        base = adapter_base_of(expos, checkpoint)
+        return evaluate(
+            expos.run.store.path(checkpoint),
+            c.task,
+            split,
+            base=None if base is None else expos.run.store.path(base),
+            seal_key=expos.seal_key(),
+            evaluator=expos.sealed_evaluator(),
+            expected_evaluator_digest=c.evaluator.evaluator_digest,
+            store=expos.run.store if store else None,
+            max_samples=len(c.evaluator.sample_ids[split]),
+            batch_size=c.eval_batch_size,
+        )
+
+
+class SimBackend:
+    """Training and evaluation from the contract's landscape (`runtime.sim_train`/`sim_evaluate`)."""
+
+    name = "sim"
+    executor = "inline"
+
+    def __init__(self, landscape_digest: str) -> None:
+        self.landscape_digest = landscape_digest
+        self._protected: tuple[Any, dict[str, set[str]]] | None = None
+
+    def landscape(self, expos: Any) -> Any:
+        return _landscape(expos.run.store, self.landscape_digest)
+
+    def before_call(self, tool: str) -> None:
+        # Every call through the door takes simulated time, as a real one takes wall time: an
+        # agent that only reads, or whose calls are all refused, still spends its budget rather
+        # than looping at one instant of simulated time.
+        from ..runtime import spend_simulated
+
+        spend_simulated(CALL_SECONDS)
+
+    def train(
+        self, expos: Any, data: Path, out_dir: Path, spec: Any, parent: Path, parent_base: Path | None = None
+    ) -> Any:
+        from ..runtime import TrainingError, sim_train
+
+        if parent_base is not None:  # stand-in checkpoints are never adapters
+            raise TrainingError("a simulated run has no adapter checkpoints to train from")
+
+        task = expos.protected_task()
+        if self._protected is None or self._protected[0] is not task:
+            self._protected = (task, {s: {i.prompt for i in task.eval_items(s)} for s in ("dev", "review", "final")})
+        return sim_train(
+            self.landscape(expos),
+            data,
+            out_dir,
+            spec,
+            parent=parent,
+            protected=self._protected[1],
+            examples_per_row=expos.contract.simulation.examples_per_row,
+        )
+
+    def evaluate(self, expos: Any, checkpoint: str, split: str, *, store: bool = True) -> Any:
+        from ..runtime import EvaluationError, sim_evaluate
+        from ._evaluation import measured_digest
+
+        c = expos.contract
+        # The seal check of the real evaluator: the stored landscape and evaluator files must be
+        # the ones the contract pinned, or nothing is scored.
+        measured = measured_digest(expos, c.evaluator.evaluator_artifact)
+        if measured != c.evaluator.evaluator_digest:
+            raise EvaluationError(
+                f"sealed evaluator digest {measured} differs from the contract's {c.evaluator.evaluator_digest}"
+            )
+        return sim_evaluate(
+            self.landscape(expos),
+            expos.run.store.path(checkpoint),
+            expos.protected_task(),
+            split,
+            n=len(c.evaluator.sample_ids[split]),
+            evaluator_digest=c.evaluator.evaluator_digest,  # equal to the measured one (checked above)
+            store=expos.run.store if store else None,
+        )
+
+
+_LANDSCAPES: dict[str, Any] = {}
+
+
+def _landscape(store: Any, digest: str) -> Any:
+    """The landscape stored under `digest` (read once per process and digest, refused if its
+    bytes no longer hash to it)."""
+    got = _LANDSCAPES.get(digest)
+    if got is None:
+        from ..sim import loads_landscape
+
+        got = loads_landscape(store.read_bytes(digest).decode(), f"landscape {digest[:12]}")
+        if len(_LANDSCAPES) > 64:
+            _LANDSCAPES.clear()
+        _LANDSCAPES[digest] = got
+    return got
+
+
+_FACTORIES: dict[str, Any] = {}
+
+
+def register_landscape_task(landscape: Any) -> None:
+    """Make the landscape's task resolvable by name (`tasks.get_task`) in this process. One
+    factory per landscape, so that every session of the run (each node's) shares one task
+    instance per seal key, and with it the contamination gate's index of its protected items."""
+    from ..tasks import SimTask, register_task
+
+    factory = _FACTORIES.get(landscape.ident)
+    if factory is None:
+        if len(_FACTORIES) > 64:
+            _FACTORIES.clear()
+        factory = _FACTORIES[landscape.ident] = lambda seal_key: SimTask(landscape, seal_key)
+    register_task(landscape.task_name, factory)
+
+
+def attach_backend(session: Any) -> ExperimentBackend:
+    """The backend the session's contract names; a simulated run's task is registered so that
+    `get_task(contract.task)` finds it in this process (tools, Main, verify, audit)."""
+    sim = session.contract.simulation
+    if sim is None:
+        return RealBackend()
+    if sim.backend != "sim":  # pragma: no cover - the contract's Literal admits only "sim"
+        raise ValueError(f"unknown experiment backend {sim.backend!r}")
+    backend = SimBackend(sim.landscape_digest)
+    register_landscape_task(backend.landscape(session))
+    return backend
+
+
+_SOURCES: str | None = None
+
+
+def _sim_sources_digest() -> str:
+    """Digest of the code that decides a simulated score (the simulator, the backend's runtime
+    half and the simulated task): pinned in the sealed evaluator's digest, like the real
+    evaluator's copy of its code."""
+    global _SOURCES
+    if _SOURCES is None:
+        from .. import runtime, sim, tasks
+
+        files = [
+            *sorted(Path(sim.__file__).parent.glob("*.py")),
+            Path(runtime.__file__).parent / "_sim.py",
+            Path(tasks.__file__).parent / "_sim_task.py",
+        ]
+        lines = "".join(f"{p.parent.name}/{p.name}\t{hashlib.sha256(p.read_bytes()).hexdigest()}\n" for p in files)
+        _SOURCES = hashlib.sha256(lines.encode()).hexdigest()
+    return _SOURCES
+
+
+# A simulated dataset row stands for this many training examples, and the contract's row cap is
+# divided by it: a Worker asks for at most 20,000 / 50 = 400 rows where a real one asks for up to
+# 20,000, and the landscape trains on the same number of examples (and repeats) either way. The
+# rows (and the gates over them) are what a simulated campaign spends its wall time on.
+EXAMPLES_PER_ROW = 50
+
+
+def freeze_simulation(run: Any, landscape: Any, clock_start: float) -> tuple[str, str, str, Any]:
+    """Store a simulated run's stand-in base checkpoint and sealed evaluator (the landscape and
+    the evaluator's code digest); (base artifact, evaluator artifact, evaluator digest, the
+    contract's `Simulation`)."""
+    import tempfile
+
+    from ..events import Simulation
+    from ..runtime import write_sim_checkpoint
+
+    text = landscape.model_dump_json()
+    with tempfile.TemporaryDirectory(prefix="rsi-sim-") as tmp:
+        base = run.store.put_dir(write_sim_checkpoint(landscape.base_checkpoint(), Path(tmp) / "base", landscape))
+        seal = Path(tmp) / "seal"
+        seal.mkdir()
+        (seal / LANDSCAPE_FILE).write_text(text)
+        meta = {"backend": "sim", "sources_sha256": _sim_sources_digest(), "format": 1}
+        (seal / EVALUATOR_FILE).write_text(json.dumps(meta, sort_keys=True))
+        evaluator = run.store.put_dir(seal)
+    landscape_digest = hashlib.sha256(text.encode()).hexdigest()
+    _LANDSCAPES[landscape_digest] = landscape
+    sim = Simulation(
+        landscape_digest=landscape_digest,
+        landscape_ident=landscape.ident,
+        landscape_seed=landscape.seed,
+        preset=landscape.preset,
+        clock_start=clock_start,
+        examples_per_row=EXAMPLES_PER_ROW,
+    )
+    return base, evaluator, evaluator, sim

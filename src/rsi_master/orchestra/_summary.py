@@ -1,0 +1,108 @@
+"""A driven run's close: the harness's selection, its single `final` scoring, the keep policy
+and the JSON summary stored in the run (`orchestra.finish`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..events import OrchestraFinish
+from ._graph import ORCHESTRA, load_graph
+
+__all__ = ["close_run"]
+
+
+def close_run(expos: Any, sched: Any) -> dict[str, Any]:
+    """The harness's close of a driven run: selection, `final` scoring, audit, keep policy, and
+    the summary stored in the run and recorded (`orchestra.finish`)."""
+    from ..expos import audit, boundary_statement, load_state
+    from ._harness import final_scores, select
+    from ._metrics import run_metrics
+
+    selection = select(expos)
+    scores = final_scores(expos, selection)
+    report = audit(expos)
+    st = load_state(expos)
+    graph = load_graph(expos)
+    ref = _reference_score(expos.contract.task)
+    metrics = run_metrics(expos, graph)
+    pruned = _prune(expos, sched.cfg.keep or "all")
+    summary = {
+        "version": 1,
+        "task": expos.contract.task,
+        # `sim`: every score below is drawn from a simulated landscape, not measured on a model.
+        "backend": expos.backend.name,
+        "run_id": expos.run.run_id,
+        "final_score": scores["final_score"],
+        "base_score": scores["base_score"],
+        "reference_score": ref,
+        "selected": selection["selected"],
+        "selected_review_score": selection["review_score"],
+        "hacking_rate": report.hacking_rate,
+        "interception_rate": report.interception_rate,
+        "blocked_attempts": report.blocked_attempts,
+        "flagged": report.flagged,
+        "run_dir_issues": report.run_dir_issues,
+        "experiments": len(st.experiments),
+        "experiments_by_status": _count(
+            x.status if x.id not in graph.interrupted_experiments else "interrupted" for x in st.experiments.values()
+        ),
+        "workers": len(graph.workers),
+        "reviews": sum(1 for r in graph.reviewers.values() if r.done),
+        "cross_worker_reviews": sum(1 for r in graph.reviewers.values() if r.done and r.cross_worker),
+        "decisions": len(graph.decisions),
+        "edges": len(graph.edges()),
+        # Budget clock when the agents stopped (the harness's selection and `final` scoring come after).
+        "budget_s": sched.budget_s,
+        "spent_s": round(graph.stopped.payload.spent_s if graph.stopped is not None else 0.0, 3),
+        "wall_s": round(graph.spent_seconds(), 3),
+        "slots": sched.slots,
+        "eval_samples": {k: len(v) for k, v in expos.contract.evaluator.sample_ids.items()},
+        # What holds against an agent with a shell in this deployment (docs/expos.md, threat model).
+        "trust_boundary": boundary_statement(),
+        "pruned_checkpoints": pruned,
+        **metrics,
+    }
+    tmp = Path(expos.scratch()) / "orchestra_summary.json"
+    tmp.write_text(json.dumps(summary, indent=1, sort_keys=True))
+    digest = expos.run.store.put_file(tmp, move=True)
+    expos.drop_scratch(tmp.parent)
+    expos.record(
+        ORCHESTRA,
+        OrchestraFinish(summary=digest, final_score=summary["final_score"]),
+        [{"digest": digest, "role": "output", "name": "orchestra_summary"}],
+    )
+    summary["summary_json"] = str(expos.run.store.path(digest))
+    summary["run_dir"] = str(expos.run.path)
+    return summary
+
+
+def _prune(expos: Any, policy: str) -> int:
+    """Apply the keep policy once (a resumed close finds the earlier record); checkpoints pruned."""
+    from ..events import ArtifactPrune, typed
+    from ..expos import prune_checkpoints
+    from ._harness import HARNESS
+
+    done = expos.own_events("artifact.prune")
+    if done:
+        return sum(len(typed(e, ArtifactPrune).payload.pruned) for e in done)
+    payload = prune_checkpoints(expos, HARNESS, policy)
+    return 0 if payload is None else len(payload.pruned)
+
+
+def _count(items: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for i in items:
+        out[i] = out.get(i, 0) + 1
+    return dict(sorted(out.items()))
+
+
+def _reference_score(task: str) -> float | None:
+    """The reference recipe's `final` score as measured by the landscape study (on the whole
+    split, whereas a run scores the first `eval_limit` items), once it recorded one."""
+    from ..landscape import load
+
+    t = load().tasks.get(task)
+    ref = t.reference if t is not None else None
+    return ref.score_final if ref is not None else None

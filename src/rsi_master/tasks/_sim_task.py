@@ -1,0 +1,137 @@
+"""A task built from a simulated landscape (`rsi_master.sim`): the `Task` protocol over
+synthetic rows, so that a simulated run goes through the same data tools, contamination gate
+and contract as a real one.
+
+Each generator family of the landscape becomes a `GeneratorFamily` with the landscape's knobs;
+its rows are synthetic (a rendered prompt and a completion drawn from the family, seed and row
+index) and carry what the simulated backend trains on in `check.sim`: the family and the knob
+values that generated them. The protected `dev`/`review`/`final` items are stand-ins drawn from
+the run's seal key, like a real task's: a Worker that copies them into its data is caught by the
+real gate, and one that gets them past an unguarded door trains on leaked items (the simulator's
+shortcut). Scoring is the simulator's (the backend evaluates), so `score` only compares strings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from functools import cached_property, partial
+from typing import Any, ClassVar
+
+from ._knobs import validate_params, validate_size
+from ._protocol import SPLITS, Decoding, EvalItem, GeneratorFamily, Knob, Score, Split
+from ._seal_key import PUBLIC_SEAL_KEY, SealKey
+
+__all__ = ["SIM_ROW_KEY", "SimTask"]
+
+SIM_ROW_KEY = "sim"  # the `check` entry of a synthetic row: {"family": ..., "knobs": {...}}
+_WORDS = [
+    "amber",
+    "basil",
+    "cedar",
+    "delta",
+    "ember",
+    "fable",
+    "garnet",
+    "harbor",
+    "indigo",
+    "juniper",
+    "kestrel",
+    "lumen",
+    "marble",
+    "nectar",
+    "onyx",
+    "pepper",
+    "quartz",
+    "raven",
+    "saffron",
+    "tundra",
+    "umber",
+    "velvet",
+    "willow",
+    "xenon",
+    "yarrow",
+    "zephyr",
+]
+
+
+def _words(*parts: object, n: int = 6) -> str:
+    """`n` words drawn from a digest of `parts` (deterministic; distinct streams never meet)."""
+    h = hashlib.blake2b("\x1f".join(map(str, parts)).encode(), digest_size=16).digest()
+    return " ".join(_WORDS[b % len(_WORDS)] + str(b % 7) for b in h[:n])
+
+
+class SimTask:
+    """The `Task` protocol over a `SimLandscape` (typed `Any`: sim is a layer below tasks and
+    the landscape is only read through its public surface)."""
+
+    template = "Recall: {question}\nAnswer:"
+    decoding = Decoding(max_new_tokens=8)
+    stop = ("\n",)
+    eval_params: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self, landscape: Any, seal_key: SealKey | None = None) -> None:
+        self.landscape = landscape
+        self.name: str = landscape.task_name
+        self.capability = f"simulated post-training task {self.name} (landscape {landscape.ident})"
+        self.seal_key = PUBLIC_SEAL_KEY if seal_key is None else seal_key
+
+    def render(self, question: str) -> str:
+        return self.template.replace("{question}", question)
+
+    @cached_property
+    def _families(self) -> dict[str, GeneratorFamily]:
+        out = {}
+        for f in self.landscape.families().values():
+            knobs = tuple(Knob(**dataclasses.asdict(k)) for k in f.knobs)
+            out[f.name] = GeneratorFamily(f.name, f.description, knobs, partial(self._generate, f.name, knobs))
+        return out
+
+    def generators(self) -> dict[str, GeneratorFamily]:
+        return dict(self._families)
+
+    def _generate(self, family: str, knobs: tuple[Knob, ...], params: dict[str, Any], seed: int, n: int) -> list:
+        full = validate_params(family, knobs, params)
+        validate_size(seed, n)
+        check = {SIM_ROW_KEY: {"family": family, "knobs": full}}
+        tag = f"{self.name}|{family}|{sorted(full.items())}|{seed}"
+        return [
+            {
+                "prompt": self.render(f"{family} drill {_words('row', tag, i)}"),
+                "completion": f" {_words('answer', tag, i, n=2)}\n",
+                "check": check,
+            }
+            for i in range(n)
+        ]
+
+    @cached_property
+    def _items(self) -> dict[str, list[EvalItem]]:
+        out: dict[str, list[EvalItem]] = {}
+        for split in SPLITS:
+            # One secret-derived stream per split: nothing in the code or the landscape gives them.
+            seed = self.seal_key.split_seed(self.name, split)
+            out[split] = [
+                EvalItem(
+                    sample_id=f"{self.name}-{split}-{i:05d}",
+                    prompt=self.render(f"probe {_words('item', seed, i, n=8)}"),
+                    reference=_words("reference", seed, i, n=2),
+                )
+                for i in range(self.landscape.split_sizes[split])
+            ]
+        return out
+
+    def eval_items(self, split: Split) -> list[EvalItem]:
+        if split not in SPLITS:
+            raise ValueError(f"unknown split {split!r}; known: {', '.join(SPLITS)}")
+        return self._items[split]
+
+    def score(self, item: EvalItem, output: str) -> Score:
+        ok = output.strip() == str(item.reference)
+        return Score(1.0 if ok else 0.0, "match" if ok else "no match")
+
+    def reward(self, example: dict[str, Any], output: str) -> float:
+        return 1.0 if output.strip() == str(example.get("completion", "")).strip() else 0.0
+
+    def pretrain_text(self, seed: int, n: int) -> list[str]:
+        validate_size(seed, n)
+        return [_words("pretrain", self.name, seed, i, n=10) for i in range(n)]

@@ -1,0 +1,99 @@
+"""`rsi-master bench --backend sim`: bad input is one line and writes nothing; the plan covers
+development and held-out generator seeds."""
+
+from __future__ import annotations
+
+import pytest
+
+from rsi_master.bench import CONFIGS, check_sim_settings, sim_campaign_id
+from rsi_master.cli._main import main
+from rsi_master.errors import RsiMasterError
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--backend", "gpu-cluster"], "unknown backend 'gpu-cluster'"),
+        (["--backend", "sim", "--flag", "forget=9"], "forget"),
+        (["--backend", "sim", "--flag", "forget"], "expected NAME=VALUE"),
+        (["--backend", "sim", "--preset", "nope"], "unknown preset"),
+        (["--backend", "sim", "--landscapes", "0"], "--landscapes must be an integer in 1.."),
+        (["--backend", "sim", "--landscapes", "100001"], "--landscapes must be an integer in 1.."),
+        (["--backend", "sim", "--seeds", "0"], "must be at least 1"),
+        (["--backend", "sim", "--seeds", "1,1"], "seeds repeat"),
+        (["--backend", "sim", "--configs", "rsi-master,nope"], "unknown configuration nope"),
+        (["--backend", "sim", "--budget", "ten hours"], "budget"),
+        (["--backend", "sim", "--slots", "0"], "slots must be at least 1"),
+        (["--backend", "sim", "--jobs", "0"], "jobs must be at least 1"),
+        (["--backend", "sim", "--tasks", "knowledge"], "--tasks does not apply"),
+        (["--landscapes", "3"], "only apply with --backend sim"),
+        (["--held-out"], "only apply with --backend sim"),
+    ],
+)
+def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, args, message):
+    out = tmp_path / "bench"
+    assert main(["bench", "--out", str(out), *args]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and err.startswith("rsi-master: error:"), err
+    assert not out.exists()
+
+
+def test_settings_check_returns_budget_and_flags():
+    budget, flags = check_sim_settings(list(CONFIGS), 200, [0], "10h", 4, 2, "hard", {"forget": 0.5})
+    assert budget == 36_000.0 and flags.forget == 0.5
+    with pytest.raises(RsiMasterError, match="configurations repeat"):
+        check_sim_settings(["pbt", "pbt"], 1, [0], "1h", 4, 2, "default", None)
+
+
+def test_campaign_ids_name_configuration_landscape_and_seed():
+    ids = {sim_campaign_id(c, ls, s) for c in ("asha", "pbt") for ls in (0, 1_000_000) for s in (0, 1)}
+    assert len(ids) == 8 and "pbt--L1000000--s1" in ids
+
+
+@pytest.mark.slow
+def test_a_small_sim_bench_runs_the_peers_and_resumes(tmp_path):
+    import json
+
+    from rsi_master.bench import run_sim_bench
+    from rsi_master.bench._stats import CampaignStats, is_held_out
+
+    configs = ["rsi-master", "no-expos", "asha", "pbt"]
+    kw = {"configs": configs, "landscapes": 1, "seeds": [0], "budget": "30m", "slots": 2, "jobs": 1}
+    res = run_sim_bench(tmp_path / "b", held_out=True, make_plot=False, **kw)
+    assert res["campaigns"] == 8
+    recs = [CampaignStats.model_validate_json(x) for x in (tmp_path / "b" / "records.jsonl").read_text().splitlines()]
+    assert {(r.config, r.held_out) for r in recs} == {(c, h) for c in configs for h in (False, True)}
+    assert all(r.held_out == is_held_out(r.landscape_seed) for r in recs)
+    for r in recs:
+        assert r.budget_s == 1800.0 and r.spend, r.config  # every configuration trained something
+        assert all(0 <= s.start <= s.end for s in r.spend)
+        assert r.timeline[0] == (0.0, r.base) and r.base < r.best_reachable
+        if r.config != "no-expos":
+            assert not r.hacked
+    rows = {(s.config, s.held_out): s for s in res["summaries"]}
+    assert rows[("asha", True)].test is not None and rows[("rsi-master", True)].test is None
+    # resumable: a second run reuses every campaign's stats
+    stamp = {p: p.stat().st_mtime_ns for p in (tmp_path / "b" / "campaigns").glob("*/stats.json")}
+    again = run_sim_bench(tmp_path / "b", held_out=True, make_plot=False, **kw)
+    assert again["table"].split("wall")[1].split("\n", 1)[1] == res["table"].split("wall")[1].split("\n", 1)[1]
+    assert stamp == {p: p.stat().st_mtime_ns for p in (tmp_path / "b" / "campaigns").glob("*/stats.json")}
+    assert json.loads((tmp_path / "b" / "sim-bench.json").read_text())["campaigns"] == 8
+
+
+def test_every_new_peer_trains_through_expos_on_the_simulated_backend(tmp_path):
+    from rsi_master.bench import run_sim_bench
+    from rsi_master.expos import ExpOS, load_state
+
+    peers = ["asha", "hyperband", "pbt"]
+    res = run_sim_bench(
+        tmp_path / "b", configs=peers, landscapes=1, seeds=[0], budget="20m", slots=2, jobs=1, make_plot=False
+    )
+    assert {s.config for s in res["summaries"]} == set(peers)
+    assert all(s.hacking_rate == 0.0 for s in res["summaries"])
+    for c in peers:
+        with ExpOS.open(tmp_path / "b" / "campaigns" / f"{c}--L0--s0" / "run", writable=False) as expos:
+            assert expos.contract.simulation is not None
+            xs = load_state(expos).experiments.values()
+            assert any(x.status == "completed" for x in xs), c
+            if c != "pbt":  # a rung continues from the trial's previous rung
+                assert any(x.parent != "base" for x in xs), c

@@ -1,0 +1,60 @@
+"""`rsi-master run --backend sim`: a scripted simulated run ends with a `backend: sim` summary,
+verifies and audits clean; LLM agents (the fake provider) run on it too; bad input is one line
+and writes nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from rsi_master.cli._main import main
+from rsi_master.sim import generate_landscape, save_landscape
+
+
+def _summary(out: str) -> dict[str, str]:
+    tail = out.split("\n---\n")[-1]
+    return dict(line.split(": ", 1) for line in tail.splitlines() if ": " in line)
+
+
+@pytest.mark.parametrize("agents", [[], ["--agents", "llm", "--llm-provider", "fake"]])
+def test_a_scripted_sim_run_ends_verifies_and_audits_clean(tmp_path, capsys, agents):
+    land = save_landscape(generate_landscape(4), tmp_path / "land.json")
+    run = tmp_path / "run"
+    args = ["run", "--backend", "sim", "--landscape", str(land), "--budget", "30m", "--slots", "2", "--dir", str(run)]
+    assert main(args + agents) == 0
+    s = _summary(capsys.readouterr().out)
+    assert s["backend"] == "sim" and s["task"] == "sim-4"
+    assert int(s["experiments"]) >= 1 and s["hacking_rate"] == "0.0000"
+    assert main(["verify", str(run)]) == 0
+    assert "problems: 0" in capsys.readouterr().out
+    assert main(["audit", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "flagged: none" in out and "backend: sim" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--backend", "sim", "--landscape", "{land}"], "not JSON"),
+        (["--backend", "sim", "--landscape", "{missing}"], "cannot read"),
+        (["--backend", "sim", "--landscape-seed", "1", "--preset", "nope"], "unknown preset"),
+        (["--backend", "sim", "--landscape", "{land}", "--landscape-seed", "1"], "not both"),
+        (["--landscape-seed", "1"], "for --backend sim"),
+    ],
+)
+def test_bad_sim_input_is_one_line_and_writes_nothing(tmp_path, capsys, args, message):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{ not json")
+    run = tmp_path / "run"
+    args = [a.format(land=bad, missing=tmp_path / "missing.json") for a in args]
+    assert main(["run", *args, "--budget", "1h", "--dir", str(run)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+    assert not run.exists() and not (tmp_path / "runs").exists()
+
+
+def test_an_unknown_backend_is_refused_by_the_parser(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "--backend", "gpu", "--dir", str(tmp_path / "run")])
+    assert exc.value.code == 2
+    assert "invalid choice: 'gpu'" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
