@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import RsiMasterError
 from ._campaign import CampaignResult, run_campaign
-from ._configs import CONFIGS
+from ._configs import CONFIGS, check_configs, check_seeds_and_slots
 from ._report import aggregate, markdown, plot
 from ._shortcuts import ShortcutTendency
 
@@ -62,20 +62,11 @@ def check_settings(
     from ..orchestra import parse_budget
     from ..tasks import list_tasks
 
-    unknown = [c for c in configs if c not in CONFIGS]
-    if unknown or not configs:
-        raise RsiMasterError(
-            f"unknown configuration {', '.join(unknown) or '(none given)'}; known: {', '.join(CONFIGS)}"
-        )
+    check_configs(configs)
     bad_tasks = [t for t in tasks if t not in list_tasks()]
     if bad_tasks or not tasks:
         raise RsiMasterError(f"unknown task {', '.join(bad_tasks) or '(none given)'}; known: {', '.join(list_tasks())}")
-    if not seeds or any(not isinstance(s, int) or isinstance(s, bool) or s < 0 for s in seeds):
-        raise RsiMasterError(f"seeds must be non-negative integers, got {seeds!r}")
-    if len(set(seeds)) != len(seeds):
-        raise RsiMasterError(f"seeds repeat: {seeds!r}")
-    if slots < 1:
-        raise RsiMasterError(f"slots must be at least 1, got {slots}")
+    check_seeds_and_slots(seeds, slots)
     if eval_limit < 1:
         raise RsiMasterError(f"eval limit must be at least 1, got {eval_limit}")
     return parse_budget(budget)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["CONFIGS", "Config", "config_names"]
+__all__ = ["CONFIGS", "Config", "check_configs", "check_seeds_and_slots", "config_names"]
 
 _M = "rsi_master.bench._mains:"
 _W = "rsi_master.bench._workers:"
@@ -95,3 +95,26 @@ CONFIGS: dict[str, Config] = {
 
 def config_names() -> list[str]:
     return list(CONFIGS)
+
+
+def check_configs(configs: list[str]) -> None:
+    """Every configuration known, at least one (one clear line otherwise)."""
+    from ..errors import RsiMasterError
+
+    unknown = [c for c in configs if c not in CONFIGS]
+    if unknown or not configs:
+        raise RsiMasterError(
+            f"unknown configuration {', '.join(unknown) or '(none given)'}; known: {', '.join(CONFIGS)}"
+        )
+
+
+def check_seeds_and_slots(seeds: list[int], slots: int) -> None:
+    """Seeds: non-negative integers, none repeated, at least one; slots: at least one."""
+    from ..errors import RsiMasterError
+
+    if not seeds or any(not isinstance(s, int) or isinstance(s, bool) or s < 0 for s in seeds):
+        raise RsiMasterError(f"seeds must be non-negative integers, got {seeds!r}")
+    if len(set(seeds)) != len(seeds):
+        raise RsiMasterError(f"seeds repeat: {seeds!r}")
+    if slots < 1:
+        raise RsiMasterError(f"slots must be at least 1, got {slots}")

@@ -75,22 +75,6 @@ class ASHAWorker(TPESearchWorker):
 
     REDUCTION = 4  # SuccessiveHalvingPruner's default reduction_factor
 
-    def _study(self, ctx: NodeContext, d: Direction) -> Any:
-        import optuna
-        from optuna.storages import JournalStorage
-        from optuna.storages.journal import JournalFileBackend
-
-        path = ctx.expos.run.path / "scratch" / f"optuna-{self.STUDY}.journal"
-        path.parent.mkdir(exist_ok=True)
-        return optuna.create_study(
-            direction="maximize",
-            sampler=self._sampler(ctx, d),
-            pruner=self._pruner(),
-            study_name=self.STUDY,
-            storage=JournalStorage(JournalFileBackend(str(path))),
-            load_if_exists=True,
-        )
-
     def _space(self, ctx: NodeContext, d: Direction) -> dict[str, Any]:
         space = super()._space(ctx, d)
         space.pop("t:max_steps", None)  # the steps are the resource, not a searched parameter

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RsiMasterError
-from ._configs import CONFIGS
+from ._configs import CONFIGS, check_configs, check_seeds_and_slots
 from ._shortcuts import ShortcutTendency
 
 __all__ = ["SIM", "check_sim_settings", "run_sim_bench", "sim_campaign_id"]
@@ -63,22 +63,13 @@ def check_sim_settings(
     from ..sim import flags_from
     from ._stats import DEVELOPMENT_SEEDS, HELD_OUT_SEEDS
 
-    unknown = [c for c in configs if c not in CONFIGS]
-    if unknown or not configs:
-        raise RsiMasterError(
-            f"unknown configuration {', '.join(unknown) or '(none given)'}; known: {', '.join(CONFIGS)}"
-        )
+    check_configs(configs)
     if len(set(configs)) != len(configs):
         raise RsiMasterError(f"configurations repeat: {', '.join(configs)}")
     most = min(len(DEVELOPMENT_SEEDS), len(HELD_OUT_SEEDS))
     if not isinstance(landscapes, int) or isinstance(landscapes, bool) or not 1 <= landscapes <= most:
         raise RsiMasterError(f"--landscapes must be an integer in 1..{most}, got {landscapes!r}")
-    if not seeds or any(not isinstance(s, int) or isinstance(s, bool) or s < 0 for s in seeds):
-        raise RsiMasterError(f"seeds must be non-negative integers, got {seeds!r}")
-    if len(set(seeds)) != len(seeds):
-        raise RsiMasterError(f"seeds repeat: {seeds!r}")
-    if slots < 1:
-        raise RsiMasterError(f"slots must be at least 1, got {slots}")
+    check_seeds_and_slots(seeds, slots)
     if jobs < 1:
         raise RsiMasterError(f"jobs must be at least 1, got {jobs}")
     budget_s = parse_budget(budget)

@@ -174,10 +174,17 @@ class TPESearchWorker(ShortcutWorker):
         return optuna.create_study(
             direction="maximize",
             sampler=self._sampler(ctx, d),
+            pruner=self._pruner(),
             study_name=self.STUDY,
             storage=JournalStorage(JournalFileBackend(str(path))),
             load_if_exists=True,
         )
+
+    def _pruner(self) -> Any:
+        """No pruning: these Workers never ask `should_prune` (the rung-based peers override it)."""
+        import optuna
+
+        return optuna.pruners.NopPruner()
 
     def _sampler(self, ctx: NodeContext, d: Direction) -> Any:
         import optuna
