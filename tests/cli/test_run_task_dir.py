@@ -53,8 +53,11 @@ def test_runs_on_task_directories_verify_and_audit_clean(model: Path, tmp_path: 
             cwd=root,
         )
         runs[kind] = (proc, env, root)
+    # Every run is waited for (and its pipes closed) before any assertion, so that one failing
+    # run does not leave the others' pipes to be collected during a later test.
+    outputs = {kind: proc.communicate(timeout=600) for kind, (proc, _, _) in runs.items()}
     for kind, (proc, env, root) in runs.items():
-        stdout, stderr = proc.communicate(timeout=600)
+        stdout, stderr = outputs[kind]
         assert proc.returncode == 0, stderr[-2000:]
         summary = _summary(stdout)
         assert summary["task"] == kind.replace("_", "-")
