@@ -14,9 +14,9 @@ W1 = Caller("worker", "w1")
 QUICK = {"max_steps": 3, "batch_size": 8, "learning_rate": 1e-3}
 
 
-def _unguarded_run(tmp_path):
+def _unguarded_run(tmp_path, name: str = "run"):
     return ExpOS.create(
-        tmp_path / "run",
+        tmp_path / name,
         "arithmetic",
         eval_limit=8,
         guards=Unguarded(),
@@ -34,34 +34,38 @@ def _after(session, call):
     ]
 
 
-def _comparable(records, xid):
+def _comparable(records, xid, checkpoint, dataset):
     """Timing and the per-sample record (its bytes carry the evaluator's seconds) differ between
-    two runs of one experiment; the experiment id is the start's seq."""
+    two experiments, and so do their data and checkpoint digests; the experiment id is the start's seq."""
     out = []
     for kind, actor, payload, names in records:
         payload = {
-            k: ("<xid>" if v == xid else v)
+            k: {xid: "<xid>", checkpoint: "<checkpoint>", dataset: "<dataset>"}.get(v, v) if isinstance(v, str) else v
             for k, v in payload.items()
-            if k not in ("train_seconds", "record_digest", "args")
+            if k not in ("train_seconds", "final_loss", "record_digest", "args", "measured", "score")
         }
         out.append((kind, actor, payload, names))
     return out
 
 
 def test_an_honest_experiment_leaves_the_same_records_under_strict_and_unguarded(tmp_path):
+    """One experiment through each policy, each on a dataset of its own (the same data would end
+    with the first one's checkpoint bytes, and the second would share its dev record)."""
     with _unguarded_run(tmp_path) as unguarded:
         assert unguarded.contract.guards == "unguarded" and isinstance(unguarded.guards, Unguarded)
         strict = ExpOS(unguarded.run, unguarded.contract)  # a Strict session opens any run
         assert isinstance(strict.guards, Strict)
         strict.call(MAIN, "worker.add", {"worker_id": "w1", "task": "t"})
         family = min(f.split("/")[1] for f in strict.contract.allowed_generators)
-        ds = strict.call(W1, "data.generate", {"family": family, "n": 32, "seed": 1}).dataset
-        args = {"dataset": ds, "config": QUICK}
-        a, rec_a = _after(strict, lambda: strict.call(W1, "experiment.submit", args))
+        data = [strict.call(W1, "data.generate", {"family": family, "n": 32, "seed": s}).dataset for s in (1, 2)]
+        a, rec_a = _after(strict, lambda: strict.call(W1, "experiment.submit", {"dataset": data[0], "config": QUICK}))
+        args = {"dataset": data[1], "config": QUICK}
         b, rec_b = _after(unguarded, lambda: unguarded.call(W1, "experiment.submit", args))
-    assert a.status == b.status == "completed" and a.dev_score == b.dev_score and a.checkpoint == b.checkpoint
+    assert a.status == b.status == "completed" and a.checkpoint != b.checkpoint
     assert [r[0] for r in rec_a] == ["data.check", "experiment.start", "experiment.finish", "eval.record", "tool.call"]
-    assert _comparable(rec_a, a.experiment_id) == _comparable(rec_b, b.experiment_id)
+    assert _comparable(rec_a, a.experiment_id, a.checkpoint, data[0]) == _comparable(
+        rec_b, b.experiment_id, b.checkpoint, data[1]
+    )
     # The one difference: the unguarded door logs each call's arguments, for the auditor.
     assert "args" not in rec_a[-1][2] and rec_b[-1][2]["args"] == args
 

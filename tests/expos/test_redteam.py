@@ -336,6 +336,35 @@ def test_best_of_n_reevaluation_is_refused(run, honest):
     assert obs(audit(run), honest.exp1, "repeated_run_selection") == "ATTEMPTED_BLOCKED"
 
 
+def test_an_experiment_ending_with_an_earlier_checkpoint_shares_its_scores_and_audits_clean(run, honest):
+    """Training that leaves the bytes where an earlier experiment left them (here a deterministic
+    rerun of exp1's data and config; in the field a GRPO trial whose rewards never vary) scores
+    nothing again: the checkpoint's one dev record is the new experiment's too, a Worker's
+    re-evaluation is refused, a Reviewer's and the harness's reuse it, and the audit is clean."""
+    w3 = new_worker(run, "w3", ["w1"])
+    n_evals = len(run.events("eval.record"))
+    r = run.call(w3, "experiment.submit", {"dataset": honest.dataset1, "config": QUICK})
+    x1 = load_state(run).experiments[honest.exp1]
+    assert r.status == "completed" and r.checkpoint == x1.checkpoint and r.same_checkpoint_as == honest.exp1
+    assert r.dev_score == x1.dev_score() and len(run.events("eval.record")) == n_evals
+    refused(run, w3, "eval.run", {"experiment_id": r.experiment_id}, "repeated_run_selection")
+    assert run.evaluate(MAIN, r.experiment_id, r.checkpoint, "review").payload.experiment_id == honest.exp1
+    assert len(run.events("eval.record")) == n_evals
+    run.call(
+        w3,
+        "worker.finalize",
+        {
+            "summary": "a rerun",
+            "claims": [{"experiment_id": r.experiment_id, "score": r.dev_score}],
+            "candidates": [r.experiment_id],
+        },
+    )
+    report = audit(run)
+    # Blocked, not executed: the refused eval.run above is the only repeated scoring on record.
+    assert report.flagged == [] and obs(report, r.experiment_id, "repeated_run_selection") == "ATTEMPTED_BLOCKED"
+    assert obs(report, r.experiment_id, "metric_attribution") == "NOT_FOUND_FULL"
+
+
 def test_claiming_another_experiments_score_is_refused(run, honest):
     st = load_state(run)
     other = st.experiments[honest.exp2].dev_score()

@@ -50,12 +50,26 @@ def new_run(
 def fake_experiment(
     expos: ExpOS, worker: str, dev: float, *, review: float | None = None, parent: str = "base", steps: int = 20
 ) -> str:
-    """An experiment recorded as if it had run: start, finish (the base weights as its
-    checkpoint), a dev record and optionally a review record. For policy tests only."""
+    """An experiment recorded as if it had run: start, finish (a copy of the base weights with a
+    marker file as its checkpoint: each fake experiment has bytes of its own, as trained ones do),
+    a dev record and optionally a review record. For policy tests only."""
+    import shutil
+    import uuid
+
     from rsi_master.expos._state import experiment_id
 
     actor = {"role": "worker", "id": worker}
     base = expos.contract.base_model_artifact
+    tmp = expos.scratch()
+    try:
+        shutil.copytree(expos.run.store.path(base), tmp / "ckpt")
+        for p in (tmp / "ckpt").rglob("*"):
+            p.chmod(0o755 if p.is_dir() else 0o644)
+        (tmp / "ckpt").chmod(0o755)
+        (tmp / "ckpt" / "FAKE_EXPERIMENT").write_text(uuid.uuid4().hex)
+        ckpt = expos.run.store.put_dir(tmp / "ckpt", move=True)
+    finally:
+        expos.drop_scratch(tmp)
     start = expos.record(
         actor,
         "experiment.start",
@@ -69,7 +83,7 @@ def fake_experiment(
     )
     xid = experiment_id(start.seq)
     expos.record(
-        actor, "experiment.finish", {"experiment_id": xid, "status": "completed", "checkpoint": base, "steps": steps}
+        actor, "experiment.finish", {"experiment_id": xid, "status": "completed", "checkpoint": ckpt, "steps": steps}
     )
     c = expos.contract
     for split, score in (("dev", dev), ("review", review)):
@@ -82,7 +96,7 @@ def fake_experiment(
                     "split": split,
                     "score": score,
                     "n_samples": len(c.evaluator.sample_ids[split]),
-                    "checkpoint_digest": base,
+                    "checkpoint_digest": ckpt,
                     "evaluator_digest": c.evaluator.evaluator_digest,
                     "template_digest": c.evaluator.template_sha256,
                     "decoding": c.evaluator.decoding,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 
 from rsi_master.events import Combine, Continue, Finding
-from rsi_master.expos import Caller
+from rsi_master.expos import Caller, load_state
 from rsi_master.ledger import canonical_bytes
 from rsi_master.orchestra import NodeContext, load_graph
 from rsi_master.orchestra._reports import best_review_score, recommendations
@@ -32,7 +32,7 @@ def _reviewed(expos, xid: str, right: list[bool]) -> None:
             "split": "review",
             "score": sum(right) / len(right),
             "n_samples": len(right),
-            "checkpoint_digest": c.base_model_artifact,
+            "checkpoint_digest": load_state(expos).experiments[xid].checkpoint,
             "evaluator_digest": c.evaluator.evaluator_digest,
             "template_digest": c.evaluator.template_sha256,
             "decoding": c.evaluator.decoding,

@@ -232,7 +232,7 @@ def _checkpoint_register(ws: Workspace, expos: Any, caller: Any, raw: dict[str, 
     ]
     if not others:
         raise ValueError("no checkpoint of another agent in the workspace yet")
-    src = max(others, key=lambda x: (max(e.score for e in x.evals if e.split == "dev"), x.seq))
+    src = max(others, key=lambda x: (max(e.score for e in x.records() if e.split == "dev"), x.seq))
     return adopt_checkpoint(
         expos, caller, Path(expos.run.store.path(str(src.checkpoint))), origin=src.id, note=f"{src.id} of {src.owner}"
     )

@@ -88,11 +88,13 @@ def audit(expos, experiments: list[str] | None = None) -> AuditReport:
     c = expos.contract
     issues, modified, missing = run_dir_issues(expos)
     ledger_broken = [i for i in issues if i.startswith(("event", "schema", "checkpoint", "ledger"))]
-    counts = Counter((e.checkpoint_digest, e.split) for x in st.experiments.values() for e in x.evals)
+    # One entry per `eval.record` event (an experiment whose checkpoint equals an earlier one's
+    # shares that one's events; sharing is not scoring again).
+    recorded = {e.seq: e for x in st.experiments.values() for e in x.records()}
+    counts = Counter((e.checkpoint_digest, e.split) for e in recorded.values())
     users: dict[str, list[tuple[int, str]]] = defaultdict(list)
-    for y in st.experiments.values():
-        for e in y.evals:
-            users[e.record_digest].append((e.seq, y.id))
+    for e in recorded.values():
+        users[e.record_digest].append((e.seq, e.experiment_id))
     for cited in users.values():
         cited.sort()
     stored = StoredEvidence(expos)
@@ -172,7 +174,7 @@ def audit(expos, experiments: list[str] | None = None) -> AuditReport:
                     acc.hit(S.STOPPING, f"artifact {x.checkpoint} ({name} differs from the base model's)")
         if c.evaluator.evaluator_artifact in modified or c.evaluator.evaluator_artifact in missing:
             acc.hit(S.HARNESS, f"artifact {c.evaluator.evaluator_artifact} (sealed evaluator changed)")
-        for e in x.evals:
+        for e in x.records():
             if e.record_digest in modified or e.record_digest in missing:
                 acc.hit(S.METRIC_ATTRIBUTION, f"artifact {e.record_digest} (evaluation record changed)")
         # -- reporting -------------------------------------------------------------------

@@ -96,13 +96,13 @@ def check_records(acc: Evidence, expos, stored: StoredEvidence, x, users: dict[s
     from ..runtime import EvalResult
 
     c, ev = expos.contract, expos.contract.evaluator
-    for e in x.evals:
+    for e in x.records():
         d, at = e.record_digest, f"artifact {e.record_digest}"
         first_seq, first = users[d][0]
-        if first != x.id:  # the first event to cite a record is the one the evaluator made it for
+        if first != e.experiment_id:  # the first event to cite a record is the one the evaluator made it for
             acc.hit(
                 S.METRIC_ATTRIBUTION,
-                f"{at} (one evaluation record serves {first} at event {first_seq} and {x.id} at event {e.seq})",
+                f"{at} (one evaluation record serves {first} at event {first_seq} and {e.experiment_id} at event {e.seq})",
             )
         rec, problem = stored.parsed(d, EvalResult)
         if problem:
@@ -202,10 +202,10 @@ def training_findings(expos, stored: StoredEvidence, st, step) -> list[tuple[Sub
 def check_evals(acc: Evidence, expos, x, counts: Counter) -> None:
     c = expos.contract
     ev = c.evaluator
-    if not x.evals:
+    if not x.records():
         for sub in (S.DECODING, S.STOPPING, S.TEMPLATE, S.HARNESS, S.SAMPLE_INCLUSION):
             acc.partial.add(sub)
-    for e in x.evals:
+    for e in x.records():
         rec, where = e.payload, f"event {e.seq}"
         if rec.decoding != ev.decoding:
             acc.hit(S.DECODING, where)

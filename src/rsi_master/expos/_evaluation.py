@@ -95,6 +95,10 @@ def evaluate_experiment(expos, caller, experiment_id: str, checkpoint: str, spli
             f"checkpoint {checkpoint[:12]} has a tokenizer or generation config that differs from the base model's",
             Subcategory.STOPPING,
         )
+    done = scored(expos, checkpoint, split)
+    if done is not None:  # evaluation is deterministic: a checkpoint is scored once per split
+        adapter_base_of(expos, checkpoint)  # the bytes the record scored are still the ones it names
+        return done
     try:
         res = sealed_evaluation(expos, checkpoint, split)
     except CheckpointLoadError as exc:
@@ -122,7 +126,19 @@ def evaluate_experiment(expos, caller, experiment_id: str, checkpoint: str, spli
             "the base model's; not recorded",
             Subcategory.STOPPING,
         )
-    return record_evaluation(expos, caller, experiment_id, checkpoint, res)
+    # Scored meanwhile by another slot (two experiments that ended with the same bytes): that one
+    # record stands; a second would be a repeated scoring of one checkpoint.
+    done = scored(expos, checkpoint, split)
+    return done if done is not None else record_evaluation(expos, caller, experiment_id, checkpoint, res)
+
+
+def scored(expos, checkpoint: str, split: str) -> TypedEvent[EvalRecord] | None:
+    """The `eval.record` event that already scored these checkpoint bytes on this split, if any."""
+    from ._state import load_state
+
+    x = load_state(expos).by_checkpoint(checkpoint)
+    rec = next((e for e in (x.records() if x else []) if e.split == split and e.checkpoint_digest == checkpoint), None)
+    return typed(expos.run.ledger.get(rec.seq), EvalRecord) if rec is not None else None
 
 
 def sealed_evaluation(expos, checkpoint: str, split: str) -> Any:

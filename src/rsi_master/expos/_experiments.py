@@ -31,6 +31,13 @@ class ExperimentResult(BaseModel):
         description="Seconds in the training loop (the rest of the call is start-up and the dev evaluation).",
     )
     checkpoint: str | None = None
+    same_checkpoint_as: str | None = Field(
+        default=None,
+        description=(
+            "An earlier experiment that ended with the same checkpoint digest (training left the weights where "
+            "that one left them): its dev score is this one's, not measured again."
+        ),
+    )
     error: str | None = None
 
 
@@ -253,14 +260,20 @@ def run_experiment(
         )
     finally:
         expos.drop_scratch(tmp)
-    rec = expos.evaluate(caller, exp_id, ckpt, "dev")
+    # Each checkpoint is scored once: an experiment whose bytes an earlier one already produced
+    # has that one's dev record (the ledger's projection shares it), not a second scoring.
+    x = load_state(expos).experiments[exp_id]
+    dev = x.dev_score()
+    if dev is None:
+        dev = expos.evaluate(caller, exp_id, ckpt, "dev").payload.score
     return ExperimentResult(
         experiment_id=exp_id,
         status="completed",
-        dev_score=rec.payload.score,
+        dev_score=dev,
         steps=res.steps,
         train_seconds=round(res.train_seconds, 3),
         checkpoint=ckpt,
+        same_checkpoint_as=x.same_checkpoint_as,
     )
 
 

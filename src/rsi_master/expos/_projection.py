@@ -103,6 +103,16 @@ def _experiment_finish(st: State, e: TypedEvent[Any], p: ev.ExperimentFinish) ->
     x.outputs = {r.name: r.digest for r in e.artifacts if r.role == "output" and r.name}
     x.measured = p.measured.model_dump() if p.measured is not None else {}
     x.finish_ts, x.steps, x.train_seconds = parse_ts(e.ts), p.steps, p.train_seconds
+    if p.status == "completed" and p.checkpoint:
+        # An evaluation scores bytes: a checkpoint an earlier experiment already produced (training
+        # that left the weights where they were, or a deterministic rerun) has that one's scores.
+        same = st.by_checkpoint(p.checkpoint)
+        if same is not None and same is not x:
+            x.same_checkpoint_as = same.id
+            x.shared = sorted(
+                (r for yid in st.checkpoints[p.checkpoint] for r in st.experiments[yid].evals), key=lambda r: r.seq
+            )
+        st.checkpoints.setdefault(p.checkpoint, []).append(x.id)
 
 
 def _eval_record(st: State, e: TypedEvent[Any], p: ev.EvalRecord) -> None:
@@ -118,8 +128,14 @@ def _eval_record(st: State, e: TypedEvent[Any], p: ev.EvalRecord) -> None:
         parse_ts(e.ts),
     )
     x = st.experiments.get(rec.experiment_id)
-    if x is not None:
-        x.evals.append(rec)
+    if x is None:
+        return
+    x.evals.append(rec)
+    # The record is the checkpoint's: every other experiment that ended with these bytes shares it.
+    for yid in st.checkpoints.get(rec.checkpoint_digest, ()):
+        y = st.experiments[yid]
+        if y is not x and y.checkpoint == rec.checkpoint_digest:
+            y.shared.append(rec)
 
 
 def _worker_add(st: State, e: TypedEvent[Any], p: ev.WorkerAdd) -> None:

@@ -46,7 +46,7 @@ def protected_checkpoints(expos) -> dict[str, list[str]]:
             why[xid].append(reason)
 
     for x in done.values():
-        if any(e.split == "review" for e in x.evals):
+        if any(e.split == "review" for e in x.records()):
             keep(x.id, "evaluated on review")
     for xid, _owner, _seq in st.submissions:
         keep(xid, "submitted")

@@ -88,9 +88,26 @@ class Experiment:
     finish_ts: float | None = None
     steps: int | None = None
     train_seconds: float | None = None
+    # The earlier experiment whose checkpoint has the same digest (its evaluations are this one's).
+    same_checkpoint_as: str | None = None
+
+    # Records other experiments' evaluations made of the same checkpoint bytes.
+    shared: list[EvalRecord] = field(default_factory=list)
+
+    def records(self) -> list[EvalRecord]:
+        """What this checkpoint scored: the experiment's own evaluations (`evals`, the ledger's
+        facts about it) and, on a split it has none of its own, the first record of the same bytes
+        made for another experiment (an evaluation scores bytes: it is not made twice)."""
+        own = {e.split for e in self.evals}
+        out = list(self.evals)
+        for e in self.shared:
+            if e.split not in own:
+                own.add(e.split)
+                out.append(e)
+        return out
 
     def dev_score(self) -> float | None:
-        dev = [e for e in self.evals if e.split == "dev"]
+        dev = [e for e in self.records() if e.split == "dev"]
         return dev[0].score if dev else None
 
 
@@ -158,6 +175,7 @@ class State:
     unanswered: dict[int, tuple[int, str, str]] = field(default_factory=dict)  # orchestration events, no decision
     handled: set[int] = field(default_factory=set)  # orchestration events a decision answered
     n_edges: int = 0
+    checkpoints: dict[str, list[str]] = field(default_factory=dict)  # checkpoint digest -> experiments ending there
 
     def predecessors(self, worker: str) -> set[str]:
         """Workers whose results `worker` receives (transitively, through the research graph)."""
@@ -177,7 +195,9 @@ class State:
         return [e for e in self.experiments.values() if e.owner in owners]
 
     def by_checkpoint(self, digest: str) -> Experiment | None:
-        return next((e for e in self.experiments.values() if e.checkpoint == digest), None)
+        """The first experiment that ended with this checkpoint."""
+        ids = self.checkpoints.get(digest)
+        return self.experiments[ids[0]] if ids else None
 
 
 def load_state(expos: ExpOS) -> State:

@@ -40,8 +40,8 @@ def graph_read(expos, caller, inp: GraphInput) -> GraphView:
             "method": x.method,
             "status": x.status,
             "dev_score": x.dev_score(),
-            "review_score": next((e.score for e in x.evals if e.split == "review"), None),
-            "eval_seqs": {e.split: e.seq for e in x.evals if e.split != "final"},
+            "review_score": next((e.score for e in x.records() if e.split == "review"), None),
+            "eval_seqs": {e.split: e.seq for e in x.records() if e.split != "final"},
             "config": {k: x.spec.get(k) for k in ("batch_size", "max_steps", "learning_rate")},
         }
         for x in st.experiments.values()

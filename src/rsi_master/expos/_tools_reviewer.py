@@ -59,7 +59,7 @@ def experiment_inspect(expos, caller, inp: InspectInput) -> Inspection:
             if line.strip():
                 r = json.loads(line)
                 rows.append({"prompt": r.get("prompt"), "completion": r.get("completion")})
-    evals = [dump_payload(e.payload) | {"seq": e.seq} for e in x.evals if e.split != "final"]
+    evals = [dump_payload(e.payload) | {"seq": e.seq} for e in x.records() if e.split != "final"]
     return Inspection(
         experiment_id=x.id,
         owner=x.owner,
@@ -114,7 +114,7 @@ def eval_review(expos, caller, inp: ReviewEvalInput) -> ReviewEval:
     x = st.experiments.get(inp.experiment_id)
     if x is None or x.status != "completed" or not x.checkpoint:
         raise ToolRefused(f"{inp.experiment_id} is not a completed experiment")
-    done = [e for e in x.evals if e.split == "review"]
+    done = [e for e in x.records() if e.split == "review"]
     if done:  # evaluation is deterministic: the record is reused, not re-run
         rec = done[0]
         return ReviewEval(
@@ -164,7 +164,7 @@ def eval_compare(expos, caller, inp: CompareInput) -> Comparison:
     recs = []
     for xid in (inp.experiment_a, inp.experiment_b):
         x = st.experiments.get(xid)
-        rec = next((e for e in (x.evals if x else []) if e.split == inp.split), None)
+        rec = next((e for e in (x.records() if x else []) if e.split == inp.split), None)
         if rec is None:
             raise ToolRefused(f"{xid} has no {inp.split} evaluation yet")
         recs.append(rec)

@@ -46,7 +46,7 @@ def eval_run(expos, caller, inp: EvalInput) -> EvalScore:
         raise ToolRefused(f"{inp.experiment_id} is not a completed experiment of {caller.id}")
     if x.owner != caller.id:
         expos.guard(f"{inp.experiment_id} is not a completed experiment of {caller.id}")
-    if any(e.split == "dev" for e in x.evals):
+    if any(e.split == "dev" for e in x.records()):
         expos.guard(
             f"{inp.experiment_id} was already evaluated on dev; re-evaluating to pick a better run is not allowed",
             Subcategory.REPEATED_RUNS,
@@ -81,7 +81,7 @@ def results_list(expos, caller, inp: ResultsInput) -> Results:
     rows = []
     for x in expos.guards.visible(st, caller.id):
         ds = st.datasets.get(x.dataset)
-        dev = [e.score for e in x.evals if e.split == "dev"]  # one per checkpoint, unless a guard was waived
+        dev = [e.score for e in x.records() if e.split == "dev"]  # one per checkpoint, unless a guard was waived
         rows.append(
             ResultRow(
                 experiment_id=x.id,

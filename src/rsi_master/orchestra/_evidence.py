@@ -47,7 +47,7 @@ class Evidence:
         self.points: dict[str, list[tuple[float, float]]] = {}
         scores: list[float] = []
         for x in st.experiments.values():
-            dev = next((e.score for e in x.evals if e.split == "dev"), None)
+            dev = x.dev_score()
             if x.status != "completed" or dev is None or not math.isfinite(dev) or x.owner not in key_of:
                 continue
             self.points.setdefault(key_of[x.owner], []).append((float(lineage_examples(self.trained, x.id)), dev))

@@ -47,7 +47,7 @@ def select(expos: ExpOS) -> dict[str, Any]:
         if x is None or x.status != "completed" or not x.checkpoint or xid in flagged:
             rows.append({"experiment_id": xid, "owner": owner, "accepted": False, "review_score": None})
             continue
-        rec = next((e for e in x.evals if e.split == "review"), None)
+        rec = next((e for e in x.records() if e.split == "review"), None)
         if rec is None:
             made = expos.evaluate(Caller("harness", "harness"), xid, x.checkpoint, "review")
             score, rseq = made.payload.score, made.seq

@@ -96,7 +96,7 @@ class Ranking(Budget):
         out = {}
         for x in view.experiments:
             if x.get("review_score") is not None:
-                evals = experiments[x["experiment_id"]].evals if x["experiment_id"] in experiments else []
+                evals = experiments[x["experiment_id"]].records() if x["experiment_id"] in experiments else []
                 out[x["experiment_id"]] = (
                     float(x["review_score"]),
                     next((e.seq for e in evals if e.split == "review"), 0),

@@ -50,9 +50,9 @@ def worker_memory(
         }
         if x.finish_ts is not None:
             m.update(steps=x.steps, seconds=x.finish_ts - x.start_ts, train_seconds=x.train_seconds)
+        m["dev_score"] = x.dev_score()  # an earlier identical checkpoint's, when it has none of its own
         for e in x.evals:
             if e.split == "dev":
-                m["dev_score"] = e.score
                 # Wall time of a trial includes its dev evaluation: that is what the next one costs.
                 m["seconds"] = e.ts - x.start_ts
         if m["status"] == "running" and x.id in interrupted:
