@@ -15,7 +15,7 @@ evaluation's item count, with `b` fitted in closed form for each pair (the model
 it) and its own standard error carried into the prediction. A fast curve that has
 flattened is then forecast flat with a small spread; a curve still rising at its last point
 keeps the slow `tau` values alive and is forecast higher, with a spread that widens the farther
-it is extrapolated. Pure Python: the Main calls it at every decision.
+it is extrapolated. Vectorised over the grid (numpy): the Main calls it at every decision.
 """
 
 from __future__ import annotations
@@ -117,24 +117,27 @@ def _forecast(points: tuple[tuple[float, float], ...], at: float, floor: float, 
     # times past the forecast's horizon: a curve flat so far may still turn, less likely the
     # longer it has stayed flat.
     onsets = [0.0, *(reach / 20 * (400 * far / reach) ** (i / (ONSETS - 1)) for i in range(ONSETS))]
-    var = [_variance(y, n_items * c) for _, y, c in pooled]
-    logs: list[float] = []
-    comps: list[tuple[float, float]] = []
-    for t0, tau in ((t0, tau) for t0 in onsets for tau in taus):
-        f = [1.0 - math.exp(-max(0.0, t - t0) / tau) for t, _ in pts]
-        info = sum(fi * fi / v for fi, v in zip(f, var))
-        g = 1.0 - math.exp(-max(0.0, at - t0) / tau)
-        fit = sum(fi * (y - a) / v for fi, (_, y), v in zip(f, pts, var))
-        var_b = 1.0 / (info + 1.0 / v0)
-        b = min(max((fit + b0 / v0) * var_b, 0.0), room)
-        sse = sum((y - a - b * fi) ** 2 / v for fi, (_, y), v in zip(f, pts, var))
-        logs.append(-0.5 * sse)
-        comps.append((a + b * g, g * math.sqrt(var_b)))
-    top = max(logs)
-    w = [math.exp(x - top) for x in logs]
-    total = sum(w)
-    mean = sum(wi * m for wi, (m, _) in zip(w, comps)) / total
-    second = sum(wi * (sd * sd + m * m) for wi, (m, sd) in zip(w, comps)) / total
+    import numpy as np  # here, not at import: `rsi-master --help` stays light
+
+    var = np.array([_variance(y, n_items * c) for _, y, c in pooled])
+    ts = np.array([t for t, _ in pts])
+    ys = np.array([y for _, y in pts]) - a
+    t0s = np.repeat(np.array(onsets), len(taus))[:, None]  # every (onset, tau) pair, onset-major
+    tau = np.tile(np.array(taus), len(onsets))[:, None]
+    f = 1.0 - np.exp(-np.maximum(0.0, ts[None, :] - t0s) / tau)  # pairs x points
+    info = (f * f / var).sum(axis=1)
+    g = 1.0 - np.exp(-np.maximum(0.0, at - t0s[:, 0]) / tau[:, 0])
+    fit = (f * ys / var).sum(axis=1)
+    var_b = 1.0 / (info + 1.0 / v0)
+    b = np.minimum(np.maximum((fit + b0 / v0) * var_b, 0.0), room)
+    logs = -0.5 * (((ys - b[:, None] * f) ** 2) / var).sum(axis=1)
+    means, sds = a + b * g, g * np.sqrt(var_b)
+    w = np.exp(logs - logs.max())
+    total = float(w.sum())
+    mean = float((w * means).sum()) / total
+    second = float((w * (sds * sds + means * means)).sum()) / total
     std = math.sqrt(max(0.0, second - mean * mean))
-    parts = tuple((wi / total, m, sd) for wi, (m, sd) in zip(w, comps) if wi / total > 1e-4)
+    share = w / total
+    keep = share > 1e-4
+    parts = tuple(zip(share[keep].tolist(), means[keep].tolist(), sds[keep].tolist(), strict=True))
     return Forecast(mean=min(max(mean, 0.0), 1.0), std=std, n=len(raw), parts=parts)
