@@ -169,3 +169,15 @@ def test_default_generated_data_has_no_false_hits(name: str, sealed: dict) -> No
             rows = generator.generate(None, seed, 600)
             report = check(index, rows)
             assert [f for f in report.findings if f.kind == "characters"] == [], (family, seed)
+
+
+def test_look_alikes_of_a_word_opening_with_ol_fail() -> None:
+    """`Ola` written `01a` (`0` for `O`, `1` for `l`): number formatting once read `01` as a
+    number and dropped its leading zero, so the row read `la` where the item reads `ola`
+    and the character reading (which must cover every character) let it through. Every
+    arithmetic item naming Ola, in look-alikes among clean rows, fails naming the item."""
+    name = "arithmetic"
+    items = [i for s in SPLITS for i in get_task(name).eval_items(s) if " Ola " in f" {i.prompt} "][:40]
+    assert len(items) >= 10
+    caught = _caught(name, ATTACKS["ASCII look-alikes"], items)
+    assert len(caught) == len(items) and all(caught), caught

@@ -10,6 +10,11 @@ __all__ = ["canonical_numbers", "drop", "ranges"]
 
 _DIGIT = np.zeros(256, dtype=bool)
 _DIGIT[ord("0") : ord("9") + 1] = True
+_LETTER = np.zeros(256, dtype=bool)  # lowercased bytes: ASCII letters and every non-ASCII byte
+_LETTER[ord("a") : ord("z") + 1] = True
+_LETTER[0x80:] = True
+_ZERO_ONE = np.zeros(256, dtype=bool)  # the digits the character reading reads as letters (`o`, `l`)
+_ZERO_ONE[[ord("0"), ord("1")]] = True
 
 
 def _at(mask: np.ndarray, idx: np.ndarray, fill: int = False) -> np.ndarray:  # a bool mask or bytes
@@ -91,6 +96,25 @@ def _run_starts(c: np.ndarray, pos: np.ndarray, member: np.ndarray, limit: int =
     return out
 
 
+def _run_ends(c: np.ndarray, pos: np.ndarray, member: np.ndarray, limit: int = 24) -> np.ndarray:
+    """For positions `pos` of bytes in class `member`, the end (exclusive) of the run of such
+    bytes holding each; `_run_starts` the other way."""
+    out = pos.copy()
+    active = np.arange(len(pos))
+    for _ in range(limit):
+        if not len(active):
+            break
+        after = out[active] + 1
+        more = after < len(c)
+        more[more] = member[c[after[more]]]
+        out[active[more]] = after[more]
+        active = active[more]
+    if len(active):
+        _, run_ends = _runs(member[c])
+        out[active] = run_ends[np.searchsorted(run_ends, out[active], side="right")] - 1
+    return out + 1
+
+
 def _number_deletions(c: np.ndarray) -> np.ndarray:
     """Positions to delete so that numbers are canonical (leading zeros, zero fractions).
 
@@ -109,8 +133,17 @@ def _number_deletions(c: np.ndarray) -> np.ndarray:
     nxt = _at(c, zero_ends, 0)
     in_fraction = (prev == ord(".")) & _DIGIT[prev2]
     # Leading zeros: a zero run opening a number (not a fraction); keep one zero when
-    # the whole number is zeros (`000` -> `0`).
+    # the whole number is zeros (`000` -> `0`). Zeros and ones glued to a following letter
+    # (`01a`: `Ola` in ASCII look-alikes, which the character reading reads as letters) are
+    # a word, not a number: their zeros stay. Other digits before a letter stay a number
+    # (`17:00please` is `17:00 please` with its space made invisible).
     opens = ~_DIGIT[prev] & ~in_fraction
+    glued = opens & (nxt == ord("1"))
+    if glued.any():
+        at = np.flatnonzero(glued)
+        ends = _run_ends(c, zero_starts[at], _ZERO_ONE)
+        word = _LETTER[_at(c, ends, 0)]
+        opens[at[word]] = False
     leading_end = np.where(_DIGIT[nxt], zero_ends, zero_ends - 1)
     leading = ranges(zero_starts[opens], leading_end[opens])
     # Trailing zeros of a fraction: a zero run that ends the digits after a point.
