@@ -31,6 +31,7 @@ from ._merkle import (
 from ._rows import Row, hash_at, rows_since
 from ._schema import utc_now
 from ._store import Ledger
+from ._memo import LedgerMemo
 from ._verify import LedgerReport, Problem, verify_ledger
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "Frontier",
     "KeyDir",
     "Ledger",
+    "LedgerMemo",
     "LedgerReport",
     "Problem",
     "Row",
