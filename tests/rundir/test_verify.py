@@ -514,7 +514,9 @@ def test_an_artifact_changed_between_two_verifications_is_named_by_the_second(tm
     as_agent(script, blob, prepared, scratch=tmp_path / "agent")
     report = verify_run(path, memo=memo)
     digest = blob.parent.name + blob.name
-    assert [str(p) for p in report.problems] == [f"artifact {digest}: content does not match its digest (file modified)"]
+    assert [str(p) for p in report.problems] == [
+        f"artifact {digest}: content does not match its digest (file modified)"
+    ]
     assert report.problems == verify_run(path).problems
 
 
@@ -556,7 +558,9 @@ def test_an_artifact_changed_through_a_writable_mapping_is_named(tmp_path, key_d
         assert agent.wait(timeout=30) == 0
     report = verify_run(path, memo=memo)
     digest = blob.parent.name + blob.name
-    assert [str(p) for p in report.problems] == [f"artifact {digest}: content does not match its digest (file modified)"]
+    assert [str(p) for p in report.problems] == [
+        f"artifact {digest}: content does not match its digest (file modified)"
+    ]
 
 
 @pytest.mark.parametrize("attack", ["rewrite_early_row", "rollback"])

@@ -16,6 +16,7 @@ from ._keys import (
     read_secret,
     write_secret,
 )
+from ._memo import LedgerMemo
 from ._merkle import (
     EMPTY_ROOT,
     Frontier,
@@ -31,7 +32,6 @@ from ._merkle import (
 from ._rows import Row, hash_at, rows_since
 from ._schema import utc_now
 from ._store import Ledger
-from ._memo import LedgerMemo
 from ._verify import LedgerReport, Problem, verify_ledger
 
 __all__ = [

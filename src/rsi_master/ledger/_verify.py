@@ -10,6 +10,7 @@ import functools
 import hashlib
 import re
 import sqlite3
+import sys
 from dataclasses import dataclass, field
 
 from pydantic import ValidationError
@@ -17,7 +18,7 @@ from pydantic import ValidationError
 from ._checkpoint import Checkpoint, SignedCheckpoint, event_leaf
 from ._event import GENESIS_HASH, SealedBody
 from ._keys import load_public_key, verify_signature
-from ._memo import Columns, LedgerMemo, Refs
+from ._memo import LedgerMemo, Refs
 from ._merkle import Frontier, consistency_proof, verify_consistency
 from ._merkle import root as merkle_root
 from ._schema import SCHEMA_VERSION, schema_for
@@ -266,7 +267,7 @@ def _walk_events(
             if hashes == [c[2] for c in cols]:
                 start = k
                 leaves.extend(old.leaves[:k])
-                seen.extend(cols)
+                seen.extend(old.rows[:k])  # equal to `cols`, and lighter (strings shared)
                 clean.extend(old.clean[:k])
                 derived_refs |= old.ok_refs
                 report.referenced.update(old.ok_referenced)
@@ -278,10 +279,23 @@ def _walk_events(
     frontier: Frontier | None = None
     ok = start
     expected_seq = start
-    rows = conn.execute(f"{_ROWS} WHERE seq >= ? ORDER BY seq", (start,)) if start else conn.execute(f"{_ROWS} ORDER BY seq")
+    rows = (
+        conn.execute(f"{_ROWS} WHERE seq >= ? ORDER BY seq", (start,))
+        if start
+        else conn.execute(f"{_ROWS} ORDER BY seq")
+    )
     for row in rows:
         seq, prev_hash, hash_, kind, role, actor_id, ts, body = row
-        columns = row[:7]
+        # Kept by the memo: repeated strings shared (equal values, same types).
+        columns = (
+            seq,
+            prev if type(prev) is str and prev_hash == prev else prev_hash,
+            hash_,
+            sys.intern(kind) if type(kind) is str else kind,
+            sys.intern(role) if type(role) is str else role,
+            sys.intern(actor_id) if type(actor_id) is str else actor_id,
+            ts,
+        )
         i = len(leaves)
         fine = seq == expected_seq
         if not fine:
@@ -335,7 +349,7 @@ def _walk_events(
             derived_refs.add((seq, digest, ref_role, name))
             report.referenced.setdefault(digest, seq)
         prev = hash_
-        if frontier is None and i == prefix and i < known and known_rows[i][2] == hash_:
+        if frontier is None and hashed and i == prefix and i < known and known_rows[i][2] == hash_:
             prefix += 1
             leaf = known_leaves[i]
         else:
