@@ -55,7 +55,7 @@ def _no_writers(fd: int) -> bool:
     try:
         import fcntl
 
-        setlease, setsig = fcntl.F_SETLEASE, fcntl.F_SETSIG  # type: ignore[attr-defined]
+        setlease, setsig = fcntl.F_SETLEASE, fcntl.F_SETSIG
     except (ImportError, AttributeError):  # not Linux
         return False
     try:
