@@ -97,3 +97,31 @@ def test_an_edited_sealed_landscape_scores_nothing(sim_run):
     r = x.authenticate(x.issue("reviewer", "r1"))
     with pytest.raises(ToolRefused, match="sealed evaluator"):
         x.call(r, "eval.review", {"experiment_id": res.experiment_id})
+
+
+def test_a_checkpoint_edited_between_two_audits_is_flagged_by_the_second(sim_run, monkeypatch):
+    """An audit remembers what it measured (in this process); an edit that keeps the size and
+    puts the mtime back must still be seen by the next one."""
+    import time
+
+    from rsi_master.artifacts import _digests
+
+    monkeypatch.setattr(_digests, "SETTLED_NS", 50_000_000)  # files settle in 50 ms, not 2 s
+    x, land = sim_run
+    w = x.authenticate(x.issue("worker", "w1"))
+    res = _experiment(x, w, next(iter(land.families())))
+    time.sleep(0.1)
+    assert audit(x).run_dir_issues == []
+    assert audit(x).run_dir_issues == []  # from what the first one measured
+    target = (x.run.store.path(res.checkpoint) / SIM_CHECKPOINT_FILE).resolve()
+    text = target.read_text()
+    digit = next(i for i, ch in enumerate(text) if ch in "12345678")
+    edited = text[:digit] + str(int(text[digit]) + 1) + text[digit + 1 :]
+    _attack(
+        f"import os; p = {str(target)!r}; st = os.stat(p); os.chmod(p, 0o644); "
+        f"open(p, 'r+').write({edited!r}); os.chmod(p, st.st_mode); "
+        "os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))"
+    )
+    assert os.path.getsize(target) == len(text.encode())
+    report = audit(x)
+    assert any("sim_checkpoint.json" in i and "modified" in i for i in report.run_dir_issues), report.run_dir_issues

@@ -6,6 +6,10 @@ import hashlib
 import os
 import shutil
 import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -14,7 +18,7 @@ from hypothesis import strategies as st
 
 from rsi_master.errors import NotARunError, RsiMasterError
 from rsi_master.ledger import SignedCheckpoint
-from rsi_master.rundir import RunDir, verify_run
+from rsi_master.rundir import RunDir, VerifyMemo, verify_run
 from tests.helpers import draft, make_run
 from tests.ledger.attacks import (
     COPY,
@@ -116,10 +120,13 @@ def test_any_sequence_of_appends_verifies(tmp_path_factory, n, batch, every, pay
 )
 def test_any_single_byte_change_to_an_event_row_is_named(template, tmp_path_factory, seq, column, pos, new):
     path, keys = _copy(template, tmp_path_factory)
+    memo = VerifyMemo()  # a process that verified the run before the change
+    assert verify_run(path, key_dir=keys, memo=memo).ok
     assume(_tamper(path / "ledger.db", "events", "seq", seq, column, pos, new))
     report = verify_run(path, key_dir=keys)
     assert not report.ok
     assert str(report.problems[0]).startswith(f"event {seq}:"), report.problems
+    assert verify_run(path, key_dir=keys, memo=memo).problems == report.problems
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -131,10 +138,13 @@ def test_any_single_byte_change_to_an_event_row_is_named(template, tmp_path_fact
 )
 def test_any_single_byte_change_to_a_checkpoint_is_named(template, tmp_path_factory, size, column, pos, new):
     path, keys = _copy(template, tmp_path_factory)
+    memo = VerifyMemo()
+    assert verify_run(path, key_dir=keys, memo=memo).ok
     assume(_tamper(path / "ledger.db", "checkpoints", "tree_size", size, column, pos, new))
     report = verify_run(path, key_dir=keys)
     assert not report.ok
     assert any(str(p).startswith(f"checkpoint {size}:") for p in report.problems), report.problems
+    assert verify_run(path, key_dir=keys, memo=memo).problems == report.problems
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -283,7 +293,8 @@ def test_attacks_are_refused_by_the_writer_and_named_by_verify(tmp_path, key_dir
     run = make_run(path, events=8, checkpoint_every=4)
     run_id = run.run_id
     run.close()
-    assert verify_run(path).ok
+    memo = VerifyMemo()  # this process verified the run before the attack
+    assert verify_run(path, memo=memo).ok
     (tmp_path / "agent").mkdir()
     writer_says, verify_says = ATTACKS[attack](path, key_dir, tmp_path / "agent")
     witness = _witness_bytes(key_dir, run_id)
@@ -294,6 +305,8 @@ def test_attacks_are_refused_by_the_writer_and_named_by_verify(tmp_path, key_dir
     report = verify_run(path)
     assert not report.ok
     assert any(verify_says in str(p) for p in report.problems), report.problems
+    # What this process remembers from before the attack hides none of it.
+    assert verify_run(path, memo=memo).problems == report.problems
 
 
 def test_a_forged_run_id_cannot_reach_outside_the_key_directory(tmp_path, key_dir):
@@ -434,3 +447,140 @@ def test_an_upper_cased_signature_is_named_though_it_decodes_the_same(template, 
     assert _tamper(path / "ledger.db", "checkpoints", "tree_size", 4, "signature", pos, ord(sig[pos].upper()) - 0x21)
     report = verify_run(path, key_dir=keys)
     assert [str(p) for p in report.problems] == ["checkpoint 4: signature is not in canonical form (lower-case hex)"]
+
+
+# -- a process that verifies one run again and again (a Reviewer's audits) ---------------------
+@pytest.fixture
+def settle(monkeypatch):
+    """Files count as settled 50 ms after their last change (instead of 2 s); returns a wait
+    long enough for the files written so far to settle."""
+    from rsi_master.artifacts import _digests
+
+    monkeypatch.setattr(_digests, "SETTLED_NS", 50_000_000)
+    return lambda: time.sleep(0.1)
+
+
+def _blob(path: Path) -> Path:
+    return sorted(p for p in (path / "artifacts" / "objects").rglob("*") if p.is_file())[0]
+
+
+def _primed(path: Path) -> VerifyMemo:
+    """A memo that has verified the run twice: the second time from what it remembered."""
+    memo = VerifyMemo()
+    assert verify_run(path, memo=memo).ok
+    hashed = memo.digests.hashed
+    assert verify_run(path, memo=memo).ok
+    assert memo.digests.hashed == hashed and memo.digests.reused > 0  # nothing re-read
+    assert memo.ledger.ok == RunDir.open(path).ledger.size()
+    return memo
+
+
+EDIT_IN_PLACE = textwrap.dedent("""
+    # Same size, then the mode and the mtime put back: only the ctime moves.
+    import os, sys
+    p = sys.argv[1]
+    st = os.stat(p)
+    os.chmod(p, 0o644)
+    data = bytearray(open(p, "rb").read())
+    data[0] ^= 1
+    with open(p, "r+b") as fh:
+        fh.write(data)
+    os.chmod(p, st.st_mode)
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
+""")
+
+SWAP_IN = textwrap.dedent("""
+    # A file prepared before the audits (its ctime is old), renamed over the blob, mtime copied.
+    import os, sys
+    p, prepared = sys.argv[1], sys.argv[2]
+    st = os.stat(p)
+    os.utime(prepared, ns=(st.st_atime_ns, st.st_mtime_ns))
+    os.replace(prepared, p)
+""")
+
+
+@pytest.mark.parametrize("attack", ["edit_in_place", "swap_in"])
+def test_an_artifact_changed_between_two_verifications_is_named_by_the_second(tmp_path, key_dir, settle, attack):
+    path = tmp_path / "run"
+    make_run(path, events=6).close()
+    blob = _blob(path)
+    prepared = tmp_path / "prepared"
+    data = bytearray(blob.read_bytes())
+    data[0] ^= 1
+    prepared.write_bytes(bytes(data))
+    settle()
+    memo = _primed(path)
+    script = EDIT_IN_PLACE if attack == "edit_in_place" else SWAP_IN
+    as_agent(script, blob, prepared, scratch=tmp_path / "agent")
+    report = verify_run(path, memo=memo)
+    digest = blob.parent.name + blob.name
+    assert [str(p) for p in report.problems] == [
+        f"artifact {digest}: content does not match its digest (file modified)"
+    ]
+    assert report.problems == verify_run(path).problems
+
+
+MAP_AND_WAIT = textwrap.dedent("""
+    # Map the blob writable and dirty its page with its own bytes (ctime moves now, once), then
+    # change it through the mapping after the verifier has measured it: no ctime update.
+    import mmap, os, sys
+    p = sys.argv[1]
+    mode = os.stat(p).st_mode
+    os.chmod(p, 0o644)
+    fd = os.open(p, os.O_RDWR)
+    m = mmap.mmap(fd, 0)
+    os.close(fd)
+    os.chmod(p, mode)
+    m[0:1] = m[0:1]
+    print("mapped", flush=True)
+    sys.stdin.readline()
+    m[0] ^= 1
+    m.close()
+""")
+
+
+@pytest.mark.skipif(not hasattr(__import__("fcntl"), "F_SETLEASE"), reason="Linux file leases")
+def test_an_artifact_changed_through_a_writable_mapping_is_named(tmp_path, key_dir, settle):
+    path = tmp_path / "run"
+    make_run(path, events=6).close()
+    blob = _blob(path)
+    settle()
+    memo = _primed(path)
+    with subprocess.Popen(
+        [sys.executable, "-c", MAP_AND_WAIT, str(blob)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    ) as agent:
+        assert agent.stdin is not None and agent.stdout is not None
+        assert agent.stdout.readline().strip() == "mapped"
+        time.sleep(0.1)  # the dirtying write's ctime settles too
+        assert verify_run(path, memo=memo).ok  # measured while mapped: not remembered
+        agent.stdin.write("go\n")
+        agent.stdin.flush()
+        assert agent.wait(timeout=30) == 0
+    report = verify_run(path, memo=memo)
+    digest = blob.parent.name + blob.name
+    assert [str(p) for p in report.problems] == [
+        f"artifact {digest}: content does not match its digest (file modified)"
+    ]
+
+
+@pytest.mark.parametrize("attack", ["rewrite_early_row", "rollback"])
+def test_a_ledger_changed_between_two_verifications_is_named_by_the_second(tmp_path, key_dir, settle, attack):
+    path = tmp_path / "run"
+    make_run(path, events=9, checkpoint_every=4).close()
+    scratch = tmp_path / "agent"
+    scratch.mkdir()
+    shutil.copy(path / "ledger.db", scratch / "old.db")  # kept by the agent
+    with RunDir.open(path, writable=True) as run:
+        run.record_many([draft(100 + i) for i in range(5)])
+    settle()
+    memo = _primed(path)
+    if attack == "rewrite_early_row":
+        as_agent(REWRITE, path / "ledger.db", 1, scratch=scratch)
+    else:
+        as_agent(COPY, scratch / "old.db", path / "ledger.db", scratch=scratch)
+        drop_wal(path)
+    report = verify_run(path, memo=memo)
+    assert not report.ok
+    says = "history rewritten" if attack == "rewrite_early_row" else "covers 14 events, the ledger has 9"
+    assert any(says in str(p) for p in report.problems), report.problems
+    assert report.problems == verify_run(path).problems

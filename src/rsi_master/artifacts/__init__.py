@@ -1,5 +1,6 @@
 """Layer 2: the content-addressed artifact store and provenance queries."""
 
+from ._digests import DigestCache
 from ._measure import (
     copy_measured,
     dir_digest,
@@ -14,6 +15,7 @@ __all__ = [
     "ArtifactIssue",
     "ArtifactMismatch",
     "ArtifactStore",
+    "DigestCache",
     "ProvenanceNode",
     "copy_measured",
     "dir_digest",

@@ -17,6 +17,7 @@ import contextlib
 import hashlib
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,7 +26,8 @@ from typing import Literal
 
 from .. import _durable
 from ..errors import ArtifactError
-from ._measure import CHUNK, HEX64, file_digest, manifest_bytes, parse_manifest, read_measured, regular_files
+from ._digests import DigestCache
+from ._measure import CHUNK, HEX64, manifest_bytes, parse_manifest, read_measured, regular_files
 
 __all__ = ["ArtifactIssue", "ArtifactMismatch", "ArtifactStore"]
 
@@ -300,38 +302,49 @@ class ArtifactStore:
     def digests(self) -> Iterator[str]:
         if not self._objects.is_dir():
             return
-        for sub in sorted(self._objects.iterdir()):
-            if sub.is_dir():
-                for f in sorted(sub.iterdir()):
-                    yield sub.name + f.name
+        for sub in sorted(os.listdir(self._objects)):
+            if os.path.isdir(self._objects / sub):
+                for f in sorted(os.listdir(self._objects / sub)):
+                    yield sub + f
 
-    def verify(self) -> list[ArtifactIssue]:
-        """Re-hash every stored byte; never trusts size or mtime."""
+    def verify(self, cache: DigestCache | None = None) -> list[ArtifactIssue]:
+        """Re-hash every stored byte; never trusts size or mtime. With a `cache` kept across
+        calls in one process, a file whose ctime-guarded stat signature is the one it was
+        measured under is not read again (see `_digests`)."""
+        digests = cache if cache is not None else DigestCache()
         issues: list[ArtifactIssue] = []
         blob_inodes: dict[tuple[int, int], str] = {}
         good: set[str] = set()
         if self._objects.is_dir():
-            for sub in sorted(self._objects.iterdir(), key=lambda p: p.name):
+            for sub in sorted(os.scandir(self._objects), key=lambda e: e.name):
                 if not sub.is_dir() or len(sub.name) != 2:
                     issues.append(ArtifactIssue(sub.name, f"unexpected entry objects/{sub.name}"))
                     continue
-                for f in sorted(sub.iterdir(), key=lambda p: p.name):
+                for f in sorted(os.scandir(sub.path), key=lambda e: e.name):
                     name = sub.name + f.name
-                    if not f.is_file() or f.is_symlink():
+                    st = f.stat(follow_symlinks=False)
+                    if not stat.S_ISREG(st.st_mode):
                         issues.append(ArtifactIssue(name, "not a regular file"))
                         continue
-                    if file_digest(f) != name:
+                    try:
+                        measured = digests.digest(f.path, st)
+                    except ArtifactError as exc:
+                        issues.append(ArtifactIssue(name, f"unreadable: {exc}"))
+                        continue
+                    if measured != name:
                         issues.append(ArtifactIssue(name, "content does not match its digest (file modified)"))
                         continue
                     good.add(name)
-                    st = f.stat()
                     blob_inodes[(st.st_dev, st.st_ino)] = name
         if self._trees.is_dir():
             for tree in sorted(self._trees.iterdir()):
-                issues.extend(self._verify_tree(tree, good, blob_inodes))
+                issues.extend(self._verify_tree(tree, good, blob_inodes, digests))
+        digests.sweep()
         return issues
 
-    def _verify_tree(self, tree: Path, good: set[str], inodes: dict[tuple[int, int], str]) -> list[ArtifactIssue]:
+    def _verify_tree(
+        self, tree: Path, good: set[str], inodes: dict[tuple[int, int], str], digests: DigestCache
+    ) -> list[ArtifactIssue]:
         digest = tree.name
         if tree.is_symlink():
             return [ArtifactIssue(digest, "the stored directory was replaced by a symbolic link")]
@@ -339,7 +352,7 @@ class ArtifactStore:
             return [ArtifactIssue(digest, "directory without a valid manifest in the store")]
         try:
             wanted = dict(parse_manifest(self._blob(digest).read_bytes()))
-            found = dict(regular_files(tree))
+            found = _tree_files(tree)
         except (ArtifactError, ValueError) as exc:
             return [ArtifactIssue(digest, f"unreadable directory: {exc}")]
         issues = []
@@ -348,13 +361,43 @@ class ArtifactStore:
         for rel in sorted(set(wanted) - set(found)):
             issues.append(ArtifactIssue(digest, f"file {rel} was removed from the stored directory"))
         for rel in sorted(set(wanted) & set(found)):
-            st = found[rel].stat()
-            same_blob = inodes.get((st.st_dev, st.st_ino))
-            # A hard link to a blob that was just re-hashed needs no second read.
-            actual = same_blob if same_blob is not None else file_digest(found[rel])
+            path, st = found[rel]
+            # A hard link to a blob that was just measured needs no second read.
+            actual = inodes.get((st.st_dev, st.st_ino))
+            if actual is None:
+                try:
+                    actual = digests.digest(path, st)
+                except ArtifactError as exc:
+                    issues.append(ArtifactIssue(digest, f"file {rel} is unreadable: {exc}"))
+                    continue
             if actual != wanted[rel]:
                 issues.append(ArtifactIssue(digest, f"file {rel} does not match the manifest (modified)"))
         return issues
+
+
+def _tree_files(root: Path) -> dict[str, tuple[str, os.stat_result]]:
+    """Regular files under a stored directory, posix relpath -> (path, lstat); like
+    `regular_files`, refuses links and special files (ArtifactError)."""
+    out: dict[str, tuple[str, os.stat_result]] = {}
+    pending = [("", str(root))]
+    while pending:
+        rel, path = pending.pop()
+        try:
+            with os.scandir(path) as it:
+                entries = list(it)
+            for e in entries:
+                st = e.stat(follow_symlinks=False)
+                if stat.S_ISLNK(st.st_mode):
+                    raise ArtifactError(f"{e.path}: symbolic links cannot be stored")
+                if stat.S_ISDIR(st.st_mode):
+                    pending.append((f"{rel}{e.name}/", e.path))
+                elif stat.S_ISREG(st.st_mode):
+                    out[rel + e.name] = (e.path, st)
+                else:
+                    raise ArtifactError(f"{e.path}: not a regular file")
+        except OSError as exc:
+            raise ArtifactError(f"{path}: {exc.strerror}") from None
+    return out
 
 
 def _force_remove(path: Path) -> None:

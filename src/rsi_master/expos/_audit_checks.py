@@ -32,9 +32,10 @@ class Evidence:
 
 def run_dir_issues(expos) -> tuple[list[str], set[str], set[str]]:
     """(issues, modified artifact digests, missing artifact digests)."""
-    from ..rundir import verify_run
+    from ..rundir import memo_for, verify_run
 
-    report = verify_run(expos.run.path, key_dir=expos.run.key_dir)
+    # Audits repeat through a run: each re-checks in full only what changed since the last.
+    report = verify_run(expos.run.path, key_dir=expos.run.key_dir, memo=memo_for(expos.run.path))
     issues = [str(p) for p in report.problems]
     modified = {
         p.where.split()[1] for p in report.problems if p.where.startswith("artifact ") and "missing" not in p.what

@@ -16,6 +16,7 @@ from ._keys import (
     read_secret,
     write_secret,
 )
+from ._memo import LedgerMemo
 from ._merkle import (
     EMPTY_ROOT,
     Frontier,
@@ -47,6 +48,7 @@ __all__ = [
     "Frontier",
     "KeyDir",
     "Ledger",
+    "LedgerMemo",
     "LedgerReport",
     "Problem",
     "Row",

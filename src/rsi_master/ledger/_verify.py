@@ -6,9 +6,11 @@ cannot hide itself from the verifier.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import sqlite3
+import sys
 from dataclasses import dataclass, field
 
 from pydantic import ValidationError
@@ -16,7 +18,9 @@ from pydantic import ValidationError
 from ._checkpoint import Checkpoint, SignedCheckpoint, event_leaf
 from ._event import GENESIS_HASH, SealedBody
 from ._keys import load_public_key, verify_signature
+from ._memo import LedgerMemo, Refs
 from ._merkle import Frontier, consistency_proof, verify_consistency
+from ._merkle import root as merkle_root
 from ._schema import SCHEMA_VERSION, schema_for
 
 __all__ = ["LedgerReport", "Problem", "verify_ledger"]
@@ -61,17 +65,47 @@ def _canonical_hex(value: object) -> bool:
     return isinstance(value, str) and re.fullmatch(r"[0-9a-f]{128}", value) is not None
 
 
-def _expected_schema(version: str) -> set[tuple[str, str, str]]:
+@functools.lru_cache(maxsize=4)
+def _expected_schema(version: str) -> frozenset[tuple[str, str, str]]:
     mem = sqlite3.connect(":memory:")
     for stmt in schema_for(version):
         mem.execute(stmt)
     rows = mem.execute("SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL").fetchall()
     mem.close()
-    return set(rows)
+    return frozenset(rows)
+
+
+_COLUMNS = "SELECT seq, prev_hash, hash, kind, actor_role, actor_id, ts FROM events"
+_ROWS = "SELECT seq, prev_hash, hash, kind, actor_role, actor_id, ts, body FROM events"
 
 
 def verify_ledger(
-    conn: sqlite3.Connection, public_pem: bytes, run_id: str, witness: SignedCheckpoint | None = None
+    conn: sqlite3.Connection,
+    public_pem: bytes,
+    run_id: str,
+    witness: SignedCheckpoint | None = None,
+    *,
+    memo: LedgerMemo | None = None,
+) -> LedgerReport:
+    """Check everything the ledger claims, from one read snapshot of the database. With `memo`
+    (what an earlier call in this process established; updated in place), rows and checkpoints
+    byte-identical to ones already checked are not parsed or signature-checked again (`_memo`)."""
+    own = not conn.in_transaction
+    if own:
+        conn.execute("BEGIN")
+    try:
+        return _verify(conn, public_pem, run_id, witness, memo)
+    finally:
+        if own:
+            conn.execute("COMMIT")
+
+
+def _verify(
+    conn: sqlite3.Connection,
+    public_pem: bytes,
+    run_id: str,
+    witness: SignedCheckpoint | None,
+    memo: LedgerMemo | None,
 ) -> LedgerReport:
     report = LedgerReport()
     public = load_public_key(public_pem)
@@ -84,6 +118,8 @@ def verify_ledger(
         report.add("ledger", f"schema version {schema!r} is not one this verifier knows; checked as {SCHEMA_VERSION}")
         schema = SCHEMA_VERSION
     version = report.version = int(schema)
+    key = (public_pem, run_id, version)
+    old = memo if memo is not None and memo.key == key else LedgerMemo()
 
     actual = set(conn.execute("SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL").fetchall())
     expected = _expected_schema(schema)
@@ -93,8 +129,6 @@ def verify_ledger(
         report.add(f"schema {typ} {name}", "not part of the ledger schema")
 
     # -- the hash chain ------------------------------------------------------------------
-    leaves: list[bytes] = []
-    frontier = Frontier()
     checkpoint_rows = conn.execute(
         "SELECT tree_size, root, body, signature FROM checkpoints ORDER BY tree_size"
     ).fetchall()
@@ -109,59 +143,9 @@ def verify_ledger(
             wanted_sizes.add(seal_row[0])
     if witness is not None:
         wanted_sizes.add(witness.checkpoint.tree_size)
-    roots: dict[int, str] = {0: frontier.root().hex()} if 0 in wanted_sizes else {}
-    derived_refs: set[tuple[int, str, str, str]] = set()
-    prev = GENESIS_HASH
-    expected_seq = 0
-    rows = conn.execute("SELECT seq, prev_hash, hash, kind, actor_role, actor_id, ts, body FROM events ORDER BY seq")
-    for seq, prev_hash, hash_, kind, role, actor_id, ts, body in rows:
-        where = f"event {seq}"
-        if seq != expected_seq:
-            report.add(f"event {expected_seq}", f"missing (next stored event is {seq})")
-            expected_seq = seq
-        if not isinstance(body, bytes):
-            body = str(body).encode()
-        if hashlib.sha256(body).hexdigest() != hash_:
-            report.add(where, "hash does not match the event body (body or hash edited)")
-        try:
-            # Parsed and validated by pydantic-core in one pass (the hot loop of verify).
-            event = SealedBody.model_validate_json(body)
-        except (ValueError, ValidationError):
-            report.add(where, "body is not a valid event")
-            event = None
-        if event is not None:
-            mismatched = [
-                name
-                for name, got, want in (
-                    ("seq", event.seq, seq),
-                    ("prev_hash", event.prev_hash, prev_hash),
-                    ("kind", event.kind, kind),
-                    ("actor role", event.actor.role, role),
-                    ("actor id", event.actor.id, actor_id),
-                    ("ts", event.ts, ts),
-                )
-                if got != want
-            ]
-            if mismatched:
-                report.add(where, f"indexed columns differ from the signed body: {', '.join(mismatched)}")
-            for ref in event.artifacts:
-                derived_refs.add((seq, ref.digest, ref.role, ref.name))
-                report.referenced.setdefault(ref.digest, seq)
-        if prev_hash != prev:
-            report.add(where, "previous hash does not match the event before it (chain broken)")
-        prev = hash_
-        try:
-            leaf = event_leaf(bytes.fromhex(hash_), version)
-        except (ValueError, TypeError):
-            leaf = hashlib.sha256(str(hash_).encode()).digest()
-        leaves.append(leaf)
-        frontier.append(leaf)
-        if frontier.size in wanted_sizes:
-            roots[frontier.size] = frontier.root().hex()
-        expected_seq += 1
-    report.events = len(leaves)
-    report.head = prev
-    report.root = frontier.root().hex()
+    # With the schema intact, seq is an integer key: `seq < n` and `seq >= n` split the rows.
+    new, derived_refs, prefix = _walk_events(conn, report, old, version, wanted_sizes, actual == expected)
+    leaves, frontier, roots = new.leaves, new.frontier, new.roots
 
     stored_refs = set(conn.execute("SELECT seq, digest, role, name FROM artifact_refs").fetchall())
     for seq, digest, _, _ in sorted(stored_refs - derived_refs):
@@ -170,40 +154,49 @@ def verify_ledger(
         report.add(f"artifact index (event {seq})", f"reference to {digest[:12]} missing from the index")
 
     # -- checkpoints ---------------------------------------------------------------------
-    cache: dict[tuple[int, int], bytes] = {}
+    # Subtree hashes over the unchanged prefix are the memo's.
+    cache = {span: h for span, h in old.subtrees.items() if span[1] <= prefix}
+    checked: dict[tuple[object, ...], Checkpoint] = {}
+    consistent: set[tuple[int, str, int, str]] = set()
     previous: Checkpoint | None = None
     for size, root_col, body, signature in checkpoint_rows:
         where = f"checkpoint {size}"
         report.checkpoints += 1
         if isinstance(size, int):
             report.last_checkpoint = max(report.last_checkpoint, size)
-        try:
-            cp = Checkpoint.model_validate_json(body)
-        except (ValueError, ValidationError):
-            report.add(where, "body is not a valid checkpoint")
-            continue
-        if not verify_signature(public, str(signature), body if isinstance(body, bytes) else str(body).encode()):
-            report.add(where, "signature does not verify under the run's public key")
-        elif not _canonical_hex(signature):  # "AB" decodes as "ab" does: the stored text was edited
-            report.add(where, "signature is not in canonical form (lower-case hex)")
-        if cp.message() != body:
-            report.add(where, "body is not in canonical form")
-        if cp.tree_size != size or cp.root != root_col:
-            report.add(where, "indexed columns differ from the signed body")
-        if cp.run_id != run_id:
-            report.add(where, f"signed for run {cp.run_id}, not {run_id}")
-        if cp.version != version:
-            report.add(where, f"a version-{cp.version} checkpoint in a version-{version} ledger")
+        row = (size, root_col, body, signature)
+        known = old.checkpoints.get(row)
+        if known is not None:
+            cp = checked[row] = known  # the same bytes passed the checks below under this key before
+        else:
+            try:
+                cp = Checkpoint.model_validate_json(body)
+            except (ValueError, ValidationError):
+                report.add(where, "body is not a valid checkpoint")
+                continue
+            own = _checkpoint_problems(cp, size, root_col, body, signature, public, run_id, version)
+            for what in own:
+                report.add(where, what)
+            if not own:
+                checked[row] = cp
         if cp.tree_size > report.events:
             report.add(where, f"covers {cp.tree_size} events but the ledger has {report.events} (truncated)")
         elif roots.get(cp.tree_size) != cp.root:
             report.add(where, "Merkle root differs from the events stored (history rewritten)")
         elif previous is not None:
-            proof = consistency_proof(leaves, previous.tree_size, cp.tree_size, cache)
-            if not verify_consistency(
-                previous.tree_size, cp.tree_size, bytes.fromhex(previous.root), bytes.fromhex(cp.root), proof
-            ):
-                report.add(where, f"not consistent with checkpoint {previous.tree_size}")
+            pair = (previous.tree_size, previous.root, cp.tree_size, cp.root)
+            # Both roots reached here equal the stored leaves' (checked just above for cp), so
+            # a pair proven before is proven over the same leaves.
+            if pair in old.consistent:
+                consistent.add(pair)
+            else:
+                proof = consistency_proof(leaves, previous.tree_size, cp.tree_size, cache)
+                if verify_consistency(
+                    previous.tree_size, cp.tree_size, bytes.fromhex(previous.root), bytes.fromhex(cp.root), proof
+                ):
+                    consistent.add(pair)
+                else:
+                    report.add(where, f"not consistent with checkpoint {previous.tree_size}")
         previous = cp
 
     if not checkpoint_rows:
@@ -236,7 +229,173 @@ def verify_ledger(
             proof = consistency_proof(leaves, w.tree_size, len(leaves), cache)
             if not verify_consistency(w.tree_size, len(leaves), bytes.fromhex(w.root), frontier.root(), proof):
                 report.add("ledger", f"does not extend the exported checkpoint at {w.tree_size} events")
+    if memo is not None:
+        memo.key, memo.rows, memo.clean, memo.leaves, memo.frontier = key, new.rows, new.clean, leaves, frontier
+        memo.ok, memo.ok_refs, memo.ok_referenced = new.ok, new.ok_refs, new.ok_referenced
+        memo.roots = {size: r for size, r in old.roots.items() if size <= prefix} | roots
+        memo.checkpoints, memo.consistent, memo.subtrees = checked, consistent, cache
     return report
+
+
+def _walk_events(
+    conn: sqlite3.Connection,
+    report: LedgerReport,
+    old: LedgerMemo,
+    version: int,
+    wanted_sizes: set[object],
+    schema_intact: bool,
+) -> tuple[LedgerMemo, set[tuple[int, str, str, str]], int]:
+    """Check every event row: its body against its hash and columns, the chain, the seq
+    order. Returns what it established (leaves, tree, roots at `wanted_sizes`; the memo's
+    fields), the artifact references the bodies make, and how many leading event hashes
+    equal `old`'s (whose subtree hashes stay valid)."""
+    new = LedgerMemo()
+    leaves, seen, clean, roots = new.leaves, new.rows, new.clean, new.roots
+    derived_refs: set[tuple[int, str, str, str]] = set()
+    prev = GENESIS_HASH
+    start = 0
+    if schema_intact and old.ok:
+        # The memo's problem-free leading rows, unchanged? Compared in bulk: their columns as
+        # stored, then every body's SHA-256 against those columns (the same hash as checked
+        # before: the same bytes). Any difference sends every row through the full check.
+        k = old.ok
+        cols = conn.execute(f"{_COLUMNS} WHERE seq < ? ORDER BY seq", (k,)).fetchall()
+        if cols == old.rows[:k]:
+            sha = hashlib.sha256
+            bodies = conn.execute("SELECT body FROM events WHERE seq < ? ORDER BY seq", (k,))
+            hashes = [sha(b if isinstance(b, bytes) else str(b).encode()).hexdigest() for (b,) in bodies]
+            if hashes == [c[2] for c in cols]:
+                start = k
+                leaves.extend(old.leaves[:k])
+                seen.extend(old.rows[:k])  # equal to `cols`, and lighter (strings shared)
+                clean.extend(old.clean[:k])
+                derived_refs |= old.ok_refs
+                report.referenced.update(old.ok_referenced)
+                prev = cols[-1][2]
+    known_rows, known_clean, known_leaves = old.rows, old.clean, old.leaves
+    known = len(known_rows)
+    # Leading rows whose hashes equal the memo's: their leaves and tree are the memo's.
+    prefix = start
+    frontier: Frontier | None = None
+    ok = start
+    expected_seq = start
+    rows = (
+        conn.execute(f"{_ROWS} WHERE seq >= ? ORDER BY seq", (start,))
+        if start
+        else conn.execute(f"{_ROWS} ORDER BY seq")
+    )
+    for row in rows:
+        seq, prev_hash, hash_, kind, role, actor_id, ts, body = row
+        # Kept by the memo: repeated strings shared (equal values, same types).
+        columns = (
+            seq,
+            prev if type(prev) is str and prev_hash == prev else prev_hash,
+            hash_,
+            sys.intern(kind) if type(kind) is str else kind,
+            sys.intern(role) if type(role) is str else role,
+            sys.intern(actor_id) if type(actor_id) is str else actor_id,
+            ts,
+        )
+        i = len(leaves)
+        fine = seq == expected_seq
+        if not fine:
+            report.add(f"event {expected_seq}", f"missing (next stored event is {seq})")
+            expected_seq = seq
+        if not isinstance(body, bytes):
+            body = str(body).encode()
+        hashed = hashlib.sha256(body).hexdigest() == hash_
+        if not hashed:
+            report.add(f"event {seq}", "hash does not match the event body (body or hash edited)")
+        refs: Refs | None = None
+        if hashed and i < known and known_rows[i] == columns and known_clean[i] is not None:
+            # The same body (it hashes to the remembered hash) under the same columns: checked clean before.
+            refs = known_clean[i]
+            clean.append(refs)
+        else:
+            where = f"event {seq}"
+            try:
+                # Parsed and validated by pydantic-core in one pass (the hot loop of verify).
+                event = SealedBody.model_validate_json(body)
+            except (ValueError, ValidationError):
+                report.add(where, "body is not a valid event")
+                event = None
+            matched = False
+            if event is not None:
+                mismatched = [
+                    name
+                    for name, got, want in (
+                        ("seq", event.seq, seq),
+                        ("prev_hash", event.prev_hash, prev_hash),
+                        ("kind", event.kind, kind),
+                        ("actor role", event.actor.role, role),
+                        ("actor id", event.actor.id, actor_id),
+                        ("ts", event.ts, ts),
+                    )
+                    if got != want
+                ]
+                if mismatched:
+                    report.add(where, f"indexed columns differ from the signed body: {', '.join(mismatched)}")
+                refs = tuple((ref.digest, ref.role, ref.name) for ref in event.artifacts)
+                matched = not mismatched
+            clean.append(refs if hashed and matched else None)
+        if prev_hash != prev:
+            report.add(f"event {seq}", "previous hash does not match the event before it (chain broken)")
+            fine = False
+        if ok == i and fine and clean[i] is not None:
+            ok += 1
+        elif ok == i:  # the first row with a problem ends the problem-free run
+            new.ok_refs, new.ok_referenced = set(derived_refs), dict(report.referenced)
+        for digest, ref_role, name in refs or ():
+            derived_refs.add((seq, digest, ref_role, name))
+            report.referenced.setdefault(digest, seq)
+        prev = hash_
+        if frontier is None and hashed and i == prefix and i < known and known_rows[i][2] == hash_:
+            prefix += 1
+            leaf = known_leaves[i]
+        else:
+            if frontier is None:
+                frontier = old.frontier_at(prefix, leaves)
+            try:
+                leaf = event_leaf(bytes.fromhex(hash_), version)
+            except (ValueError, TypeError):
+                leaf = hashlib.sha256(str(hash_).encode()).digest()
+            frontier.append(leaf)
+            if frontier.size in wanted_sizes:
+                roots[frontier.size] = frontier.root().hex()
+        leaves.append(leaf)
+        seen.append(columns)
+        expected_seq += 1
+    if ok == len(leaves):
+        new.ok_refs, new.ok_referenced = derived_refs, dict(report.referenced)
+    new.ok = ok
+    new.frontier = frontier if frontier is not None else old.frontier_at(prefix, leaves)
+    for size in wanted_sizes:
+        if isinstance(size, int) and 0 <= size <= prefix:
+            roots[size] = old.roots.get(size) or merkle_root(leaves[:size]).hex()
+    report.events = len(leaves)
+    report.head = prev
+    report.root = new.frontier.root().hex()
+    return new, derived_refs, prefix
+
+
+def _checkpoint_problems(
+    cp: Checkpoint, size: object, root_col: object, body: object, signature: object, public, run_id: str, version: int
+) -> list[str]:
+    """What is wrong with a checkpoint row by itself: its signature, form and labels."""
+    out = []
+    if not verify_signature(public, str(signature), body if isinstance(body, bytes) else str(body).encode()):
+        out.append("signature does not verify under the run's public key")
+    elif not _canonical_hex(signature):  # "AB" decodes as "ab" does: the stored text was edited
+        out.append("signature is not in canonical form (lower-case hex)")
+    if cp.message() != body:
+        out.append("body is not in canonical form")
+    if cp.tree_size != size or cp.root != root_col:
+        out.append("indexed columns differ from the signed body")
+    if cp.run_id != run_id:
+        out.append(f"signed for run {cp.run_id}, not {run_id}")
+    if cp.version != version:
+        out.append(f"a version-{cp.version} checkpoint in a version-{version} ledger")
+    return out
 
 
 def _check_seal(

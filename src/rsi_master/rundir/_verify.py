@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..errors import RsiMasterError
 from ..ledger import KeyDir, LedgerReport, Problem, SignedCheckpoint, key_id, load_public_key, verify_ledger
+from ._memo import VerifyMemo
 from ._rundir import RunDir
 
 __all__ = ["FINAL_KINDS", "RunReport", "verify_run"]
@@ -159,11 +160,26 @@ def _pruned(run: RunDir, notes: list[str]) -> list[Problem]:
 
 
 def verify_run(
-    path: Path | str, *, key_dir: KeyDir | Path | str | None = None, checkpoint: Path | str | None = None
+    path: Path | str,
+    *,
+    key_dir: KeyDir | Path | str | None = None,
+    checkpoint: Path | str | None = None,
+    memo: VerifyMemo | None = None,
 ) -> RunReport:
     """Verify a run directory against a trust anchor outside it: an exported checkpoint
     (`checkpoint`, whose signature pins the run's key), else the operator key directory's
-    record and witness of the run (a missing one is a problem)."""
+    record and witness of the run (a missing one is a problem). With `memo` (`memo_for(path)`
+    in a process that verifies the run repeatedly), what an earlier call checked and is
+    unchanged is not parsed or hashed again; the findings are the same."""
+    if memo is None:
+        return _verify_run(path, key_dir, checkpoint, None)
+    with memo.lock:
+        return _verify_run(path, key_dir, checkpoint, memo)
+
+
+def _verify_run(
+    path: Path | str, key_dir: KeyDir | Path | str | None, checkpoint: Path | str | None, memo: VerifyMemo | None
+) -> RunReport:
     start = time.perf_counter()
     keys = key_dir if isinstance(key_dir, KeyDir) else KeyDir(key_dir)
     run = RunDir.open(path, key_dir=keys)
@@ -176,10 +192,16 @@ def verify_run(
             witness, witness_src = SignedCheckpoint.load(Path(checkpoint)), str(checkpoint)
         else:
             witness, witness_src = _operator_witness(run, keys, problems, notes)
-        report = verify_ledger(run.ledger.connection, run.ledger.public_pem.encode(), run.run_id, witness)
+        report = verify_ledger(
+            run.ledger.connection,
+            run.ledger.public_pem.encode(),
+            run.run_id,
+            witness,
+            memo=memo.ledger if memo is not None else None,
+        )
         problems = list(report.problems) + problems
         problems.extend(_after_final(run))
-        for issue in run.store.verify():
+        for issue in run.store.verify(memo.digests if memo is not None else None):
             problems.append(Problem(f"artifact {issue.digest}", issue.what))
         stored = set(run.store.digests())
         for digest, seq in sorted(report.referenced.items(), key=lambda kv: kv[1]):
