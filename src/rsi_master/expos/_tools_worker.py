@@ -68,6 +68,14 @@ def _family(expos, name: str) -> tuple[str, str]:
     return task, family
 
 
+def _read(path) -> tuple[bytes, list[dict[str, Any]]]:
+    """A scratch JSONL's bytes, read once (a regular file, no link), and those bytes parsed."""
+    from ..artifacts import read_measured
+
+    data, _ = read_measured(path)
+    return data, rows_of(data)
+
+
 def _register(
     expos,
     caller,
@@ -78,16 +86,15 @@ def _register(
     fields: dict[str, Any],
     inputs: list[str],
     also: list[dict[str, str]] | None = None,
+    read: tuple[bytes, list[dict[str, Any]]] | None = None,
 ) -> DatasetResult:
     """Check a scratch JSONL for contamination, then store and record it (or refuse).
 
     The file is read once: the rows checked and the bytes stored are the same bytes, so a
-    write to the scratch file after the check cannot reach the store. `also`: more input
+    write to the scratch file after the check cannot reach the store. `read`: the file's
+    bytes and their rows (`_read`), where the caller has read it already. `also`: more input
     artifacts of the event (the checkpoint that sampled the rows)."""
-    from ..artifacts import read_measured
-
-    data, _ = read_measured(path)
-    rows = rows_of(data)
+    data, rows = read if read is not None else _read(path)
     if len(rows) > expos.contract.budget.max_rows:
         expos.guard(f"{len(rows)} rows exceed the contract's {expos.contract.budget.max_rows} per dataset")
     report = check_bytes(expos.protected_task(), data, rows, check=check_rows)
@@ -150,7 +157,7 @@ def data_generate(expos, caller, inp: GenerateInput) -> DatasetResult:
     tmp = expos.scratch()
     try:
         try:
-            res, left_out = _generate_clean(expos, family, inp, tmp / "data.jsonl")
+            res, left_out, read = _generate_clean(expos, family, inp, tmp / "data.jsonl")
         except (InvalidParameterError, ValueError) as exc:  # a generator's own check on its knobs
             raise ToolInvalid(f"invalid generator parameters: {exc}") from None
         return _register(
@@ -166,38 +173,41 @@ def data_generate(expos, caller, inp: GenerateInput) -> DatasetResult:
                 **({"left_out": left_out} if left_out else {}),
             },
             inputs=[],
+            read=read,
         )
     finally:
         expos.drop_scratch(tmp)
 
 
-def _generate_clean(expos, family: str, inp: GenerateInput, path) -> tuple[Any, int]:
+def _generate_clean(
+    expos, family: str, inp: GenerateInput, path
+) -> tuple[Any, int, tuple[bytes, list[dict[str, Any]]]]:
     """Run the generator on the run's sealed task (which never emits a sealed item itself) and
-    leave out the rows the gate still fails, topping up from the same seeded stream.
+    leave out the rows the gate still fails, topping up from the same seeded stream; (the
+    generator's result, rows left out, the file's bytes and rows as `_read` gives them).
 
     A generator can draw a row that only resembles a protected item (a templated question
     opening like a sealed one, with other numbers), which the gate's near-duplicate rule
     fails. The rows are the harness's generator's, not the agent's: leaving them out is
     not a refusal of the agent, and the dataset registered passes the gate like any other.
     Deterministic: the same seed and knobs give the same rows left out and the same data."""
-    from ..runtime import generate, parse_jsonl, write_jsonl
+    from ..runtime import generate, write_jsonl
     from ._contamination_gate import failing_rows
 
     task = expos.protected_task()
     extra = 0
     for _ in range(MAX_TOP_UPS):
         res = generate(task, family, inp.params, inp.seed, inp.n + extra, path)
-        data = path.read_bytes()
-        rows = parse_jsonl(data, path)
+        data, rows = read = _read(path)
         if not extra and check_bytes(task, data, rows)["verdict"] != "failed":
-            return res, 0  # the common case: the generator's file as it wrote it (no row fails)
+            return res, 0, read  # the common case: the generator's file as it wrote it (no row fails)
         bad = failing_rows(task, rows)
         if not bad and not extra:
-            return res, 0
+            return res, 0, read
         keep = [r for i, r in enumerate(rows) if i not in bad][: inp.n]
         if len(keep) == inp.n:
             write_jsonl(path, keep)
-            return res, len(bad)
+            return res, len(bad), _read(path)
         extra = 2 * extra + 2 * len(bad) + 8
     raise ToolFailed(
         f"generator {family} keeps drawing rows that overlap protected items; try another seed or other knobs"
