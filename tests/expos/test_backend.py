@@ -29,7 +29,7 @@ def sim_run(tmp_path):
 
 
 def _experiment(x, w, family, seed=1):
-    ds = x.call(w, "data.generate", {"family": family, "n": 100, "seed": seed})
+    ds = x.call(w, "data.generate", {"family": family, "n": x.contract.budget.max_rows, "seed": seed})
     return x.call(w, "experiment.submit", {"parent": "base", "dataset": ds.dataset, "method": "sft", "config": TRAIN})
 
 

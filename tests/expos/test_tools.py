@@ -351,20 +351,18 @@ def test_generated_rows_the_gate_fails_are_left_out_not_refused(tmp_path, monkey
     question opening like a sealed one): it is left out and the dataset topped up from the
     same seeded stream; the agent is not refused, and no attempt is recorded against it."""
     import rsi_master.runtime as runtime
-    from rsi_master.runtime import parse_jsonl, write_jsonl
+    from rsi_master.runtime import parse_jsonl
 
-    real = runtime.generate
+    real = runtime.generate_rows
     with ExpOS.create(tmp_path / "run", "arithmetic", eval_limit=5, allowed_teachers=["hand-written"]) as x:
         item = x.protected_task().eval_items("review")[0]
 
-        def overlapping(task, family, params, seed, n, path, *args, **kw):
-            res = real(task, family, params, seed, n, path, *args, **kw)
-            rows = parse_jsonl(path.read_bytes(), path)
+        def overlapping(task, family, params, seed, n):
+            rows, spec = real(task, family, params, seed, n)
             rows[3] = {**rows[3], "prompt": item.prompt}  # as if the generator had drawn the sealed item
-            write_jsonl(path, rows)
-            return res
+            return rows, spec
 
-        monkeypatch.setattr(runtime, "generate", overlapping)
+        monkeypatch.setattr(runtime, "generate_rows", overlapping)
         x.call(Caller("main", "main"), "worker.add", {"worker_id": "w1", "task": "t"})
         w1 = Caller("worker", "w1")
         out = x.call(w1, "data.generate", {"family": "answer_only", "n": 50, "seed": 3})

@@ -217,10 +217,12 @@ def _sim_sources_digest() -> str:
 
 
 # A simulated dataset row stands for this many training examples, and the contract's row cap is
-# divided by it: a Worker asks for at most 20,000 / 50 = 400 rows where a real one asks for up to
-# 20,000, and the landscape trains on the same number of examples (and repeats) either way. The
-# rows (and the gates over them) are what a simulated campaign spends its wall time on.
-EXAMPLES_PER_ROW = 50
+# divided by it: a Worker asks for at most 20,000 / 500 = 40 rows where a real one asks for up to
+# 20,000, and the landscape trains on the same number of examples (and repeats) either way. It
+# divides the default cap, so the capped dataset stands for exactly 20,000 examples. The rows
+# (generated, written, hashed, parsed and gated) cost CPU in proportion to their number: at 50
+# rows' worth, 400 rows a dataset, they were about a third of a campaign.
+EXAMPLES_PER_ROW = 500
 
 
 def freeze_simulation(run: Any, landscape: Any, clock_start: float) -> tuple[str, str, str, Any]:

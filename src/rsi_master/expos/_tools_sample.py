@@ -22,7 +22,7 @@ from ._experiments import _intact, _parent
 from ._registry import tool
 from ._state import load_state
 from ._taxonomy import Subcategory
-from ._tools_worker import DatasetResult, _family, _In, _register
+from ._tools_worker import DatasetResult, _family, _In, _measured, _register
 
 
 class SampleInput(_In):
@@ -116,31 +116,25 @@ def data_sample(expos, caller, inp: SampleInput) -> SampledDataset:
             f"{family}: nothing to register ({counts['passing']} of {counts['sampled']} completions passed the "
             f"task's scorer on {counts['prompts']} prompts); sample more, or from a better checkpoint"
         )
-    tmp = expos.scratch()
-    try:
-        path = tmp / "data.jsonl"
-        path.write_text("".join(json.dumps(row, sort_keys=True) + "\n" for row in rows))
-        out = _register(
-            expos,
-            caller,
-            path,
-            model=DataSample,
-            source=source,
-            fields={
-                "params": params,
-                "seed": inp.seed,
-                "n": inp.n,
-                "parent": parent,
-                "parent_checkpoint": parent_ckpt,
-                "seconds": res.seconds,
-                **counts,
-                **({"left_out": len(bad)} if bad else {}),
-            },
-            inputs=[],
-            also=[{"digest": parent_ckpt, "role": "input", "name": "parent"}],
-        )
-    finally:
-        expos.drop_scratch(tmp)
+    out = _register(
+        expos,
+        caller,
+        _measured("".join(json.dumps(row, sort_keys=True) + "\n" for row in rows).encode()),
+        model=DataSample,
+        source=source,
+        fields={
+            "params": params,
+            "seed": inp.seed,
+            "n": inp.n,
+            "parent": parent,
+            "parent_checkpoint": parent_ckpt,
+            "seconds": res.seconds,
+            **counts,
+            **({"left_out": len(bad)} if bad else {}),
+        },
+        inputs=[],
+        also=[{"digest": parent_ckpt, "role": "input", "name": "parent"}],
+    )
     return SampledDataset(
         **out.model_dump(),
         prompts=counts["prompts"],

@@ -68,10 +68,22 @@ def _family(expos, name: str) -> tuple[str, str]:
     return task, family
 
 
+def _measured(data: bytes) -> tuple[bytes, list[dict[str, Any]]]:
+    """JSONL bytes and their rows: what `_register` checks is the parse of what it stores."""
+    return data, rows_of(data)
+
+
+def _read(path) -> tuple[bytes, list[dict[str, Any]]]:
+    """A scratch JSONL's bytes, read once (a regular file, no link), and those bytes parsed."""
+    from ..artifacts import read_measured
+
+    return _measured(read_measured(path)[0])
+
+
 def _register(
     expos,
     caller,
-    path,
+    measured: tuple[bytes, list[dict[str, Any]]],
     *,
     model: type[Payload],
     source: str,
@@ -79,15 +91,13 @@ def _register(
     inputs: list[str],
     also: list[dict[str, str]] | None = None,
 ) -> DatasetResult:
-    """Check a scratch JSONL for contamination, then store and record it (or refuse).
+    """Check a dataset for contamination, then store and record it (or refuse).
 
-    The file is read once: the rows checked and the bytes stored are the same bytes, so a
-    write to the scratch file after the check cannot reach the store. `also`: more input
-    artifacts of the event (the checkpoint that sampled the rows)."""
-    from ..artifacts import read_measured
-
-    data, _ = read_measured(path)
-    rows = rows_of(data)
+    `measured`: its bytes and those bytes parsed (`_measured`; `_read` for a scratch file,
+    read once): the rows checked and the bytes stored are the same bytes, so a write to a
+    scratch file after the check cannot reach the store. `also`: more input artifacts of
+    the event (the checkpoint that sampled the rows)."""
+    data, rows = measured
     if len(rows) > expos.contract.budget.max_rows:
         expos.guard(f"{len(rows)} rows exceed the contract's {expos.contract.budget.max_rows} per dataset")
     report = check_bytes(expos.protected_task(), data, rows, check=check_rows)
@@ -147,57 +157,54 @@ def data_generate(expos, caller, inp: GenerateInput) -> DatasetResult:
         raise ToolRefused(f"generator {source} is not on the contract's allow-list", Subcategory.TEACHER_AUTHORIZATION)
     if inp.n > expos.contract.budget.max_rows:
         raise ToolRefused(f"n={inp.n} exceeds the contract's {expos.contract.budget.max_rows} rows per dataset")
-    tmp = expos.scratch()
     try:
-        try:
-            res, left_out = _generate_clean(expos, family, inp, tmp / "data.jsonl")
-        except (InvalidParameterError, ValueError) as exc:  # a generator's own check on its knobs
-            raise ToolInvalid(f"invalid generator parameters: {exc}") from None
-        return _register(
-            expos,
-            caller,
-            tmp / "data.jsonl",
-            model=DataGenerate,
-            source=source,
-            fields={
-                "params": res.spec["params"],
-                "seed": inp.seed,
-                "n": inp.n,
-                **({"left_out": left_out} if left_out else {}),
-            },
-            inputs=[],
-        )
-    finally:
-        expos.drop_scratch(tmp)
+        spec, left_out, measured = _generate_clean(expos, family, inp)
+    except (InvalidParameterError, ValueError) as exc:  # a generator's own check on its knobs
+        raise ToolInvalid(f"invalid generator parameters: {exc}") from None
+    return _register(
+        expos,
+        caller,
+        measured,
+        model=DataGenerate,
+        source=source,
+        fields={
+            "params": spec["params"],
+            "seed": inp.seed,
+            "n": inp.n,
+            **({"left_out": left_out} if left_out else {}),
+        },
+        inputs=[],
+    )
 
 
-def _generate_clean(expos, family: str, inp: GenerateInput, path) -> tuple[Any, int]:
+def _generate_clean(
+    expos, family: str, inp: GenerateInput
+) -> tuple[dict[str, Any], int, tuple[bytes, list[dict[str, Any]]]]:
     """Run the generator on the run's sealed task (which never emits a sealed item itself) and
-    leave out the rows the gate still fails, topping up from the same seeded stream.
+    leave out the rows the gate still fails, topping up from the same seeded stream; (the
+    generator's spec, rows left out, the dataset's JSONL bytes and their rows).
 
     A generator can draw a row that only resembles a protected item (a templated question
     opening like a sealed one, with other numbers), which the gate's near-duplicate rule
     fails. The rows are the harness's generator's, not the agent's: leaving them out is
     not a refusal of the agent, and the dataset registered passes the gate like any other.
     Deterministic: the same seed and knobs give the same rows left out and the same data."""
-    from ..runtime import generate, parse_jsonl, write_jsonl
+    from ..runtime import generate_rows, jsonl_bytes
     from ._contamination_gate import failing_rows
 
     task = expos.protected_task()
     extra = 0
     for _ in range(MAX_TOP_UPS):
-        res = generate(task, family, inp.params, inp.seed, inp.n + extra, path)
-        data = path.read_bytes()
-        rows = parse_jsonl(data, path)
+        generated, spec = generate_rows(task, family, inp.params, inp.seed, inp.n + extra)
+        data, rows = measured = _measured(jsonl_bytes(generated))
         if not extra and check_bytes(task, data, rows)["verdict"] != "failed":
-            return res, 0  # the common case: the generator's file as it wrote it (no row fails)
+            return spec, 0, measured  # the common case: the generator's rows as it drew them (no row fails)
         bad = failing_rows(task, rows)
         if not bad and not extra:
-            return res, 0
+            return spec, 0, measured
         keep = [r for i, r in enumerate(rows) if i not in bad][: inp.n]
         if len(keep) == inp.n:
-            write_jsonl(path, keep)
-            return res, len(bad)
+            return spec, len(bad), _measured(jsonl_bytes(keep))
         extra = 2 * extra + 2 * len(bad) + 8
     raise ToolFailed(
         f"generator {family} keeps drawing rows that overlap protected items; try another seed or other knobs"
@@ -214,13 +221,8 @@ def data_register(expos, caller, inp: RegisterInput) -> DatasetResult:
     for i, row in enumerate(inp.rows):
         if set(row) != {"prompt", "completion"}:
             raise ToolInvalid(f"row {i} must have exactly `prompt` and `completion`")
-    tmp = expos.scratch()
-    try:
-        path = tmp / "data.jsonl"
-        path.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in inp.rows))
-        return _register(expos, caller, path, model=DataRegister, source=inp.source, fields={}, inputs=[])
-    finally:
-        expos.drop_scratch(tmp)
+    data = "".join(json.dumps(r, sort_keys=True) + "\n" for r in inp.rows).encode()
+    return _register(expos, caller, _measured(data), model=DataRegister, source=inp.source, fields={}, inputs=[])
 
 
 @tool("data.filter", roles=("worker",), kind="launching", input=FilterInput, result=DatasetResult)
@@ -243,7 +245,7 @@ def data_filter(expos, caller, inp: FilterInput) -> DatasetResult:
         return _register(
             expos,
             caller,
-            tmp / "data.jsonl",
+            _read(tmp / "data.jsonl"),
             model=DataFilter,
             source=ds.source,
             fields={"max_chars": inp.max_chars, "verified_only": inp.verified_only},
@@ -256,26 +258,25 @@ def data_filter(expos, caller, inp: FilterInput) -> DatasetResult:
 @tool("data.mix", roles=("worker",), kind="launching", input=MixInput, result=DatasetResult)
 def data_mix(expos, caller, inp: MixInput) -> DatasetResult:
     """Mix registered datasets by weight into a new one."""
-    from ..runtime import InvalidParameterError, mix
+    from ..runtime import InvalidParameterError, jsonl_bytes, mix_rows
 
     sources = sorted({_registered_dataset(expos, d).source for d in inp.datasets})
-    tmp = expos.scratch()
     try:
-        try:
-            mix([_held_dataset(expos, d, tmp) for d in inp.datasets], inp.weights, inp.n, inp.seed, tmp / "data.jsonl")
-        except InvalidParameterError as exc:
-            raise ToolInvalid(str(exc)) from None
-        return _register(
-            expos,
-            caller,
-            tmp / "data.jsonl",
-            model=DataMix,
-            source="+".join(sources),
-            fields={"weights": inp.weights, "n": inp.n, "seed": inp.seed},
-            inputs=list(inp.datasets),
+        # Each input is the registered bytes, read once and refused unless they hash to its digest.
+        rows, _, _ = mix_rows(
+            [rows_of(measured_dataset(expos, d)) for d in inp.datasets], inp.weights, inp.n, inp.seed, inp.datasets
         )
-    finally:
-        expos.drop_scratch(tmp)
+    except InvalidParameterError as exc:
+        raise ToolInvalid(str(exc)) from None
+    return _register(
+        expos,
+        caller,
+        _measured(jsonl_bytes(rows)),
+        model=DataMix,
+        source="+".join(sources),
+        fields={"weights": inp.weights, "n": inp.n, "seed": inp.seed},
+        inputs=list(inp.datasets),
+    )
 
 
 # -- experiments -------------------------------------------------------------------------

@@ -9,7 +9,7 @@ and TRL load only inside the functions that train or evaluate.
 from rsi_master.runtime._adapter import ADAPTER_BASE_FILE, adapter_base_digest, is_adapter
 from rsi_master.runtime._backend import BACKENDS, EvalBackend, check_backend, make_backend
 from rsi_master.runtime._chat import is_chat
-from rsi_master.runtime._data import dedup, filter_data, generate, mix
+from rsi_master.runtime._data import dedup, filter_data, generate, generate_rows, mix, mix_rows
 from rsi_master.runtime._device import DeviceSettings, device_settings
 from rsi_master.runtime._digest import dir_digest, sha256_bytes, sha256_file
 from rsi_master.runtime._errors import (
@@ -22,7 +22,7 @@ from rsi_master.runtime._errors import (
 )
 from rsi_master.runtime._evaluate import evaluate
 from rsi_master.runtime._hf_model import ModelInputError, ModelSource, hf_cache_dir, resolve_model, stage_model
-from rsi_master.runtime._jsonl import parse_jsonl, write_jsonl
+from rsi_master.runtime._jsonl import jsonl_bytes, parse_jsonl, write_jsonl
 from rsi_master.runtime._model import TinyLlamaSpec, base_model_digest, base_model_dir, base_model_record
 from rsi_master.runtime._records import DataResult, EvalResult, SampleRecord, TrainConfig, TrainResult
 from rsi_master.runtime._sample import SampleResult, sample
@@ -86,13 +86,16 @@ __all__ = [
     "evaluator_digest",
     "filter_data",
     "generate",
+    "generate_rows",
     "hf_cache_dir",
     "is_adapter",
     "is_chat",
+    "jsonl_bytes",
     "load_seal_key",
     "make_backend",
     "make_spec",
     "mix",
+    "mix_rows",
     "operator_seal_key",
     "parse_jsonl",
     "private_seal",

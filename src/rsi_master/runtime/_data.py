@@ -44,6 +44,16 @@ def generate(
     store: Any = None,
 ) -> DataResult:
     """Run one generator family of a task and write `n` examples."""
+    rows, spec = generate_rows(task, family, params, seed, n)
+    path = Path(out_path)
+    count = write_jsonl(path, rows)
+    return _finish("generate", path, count, spec, store)
+
+
+def generate_rows(
+    task: Any, family: str, params: dict[str, Any] | None, seed: int, n: int
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The rows `generate` writes, and its spec (task, family, full params, seed, n)."""
     task_obj = get_task(task)
     fam = get_family(task_obj, family)
     full_params = check_params(fam, dict(params or {}))
@@ -59,10 +69,7 @@ def generate(
         row.setdefault("check", {})
         row.update(task=task_obj.name, family=family, id=f"{task_obj.name}/{family}/{seed}/{i}")
         rows.append(row)
-    path = Path(out_path)
-    count = write_jsonl(path, rows)
-    spec = {"task": task_obj.name, "family": family, "params": full_params, "seed": seed, "n": n}
-    return _finish("generate", path, count, spec, store)
+    return rows, {"task": task_obj.name, "family": family, "params": full_params, "seed": seed, "n": n}
 
 
 def _eval_prompts(task_obj: Any) -> set[str]:
@@ -141,19 +148,40 @@ def mix(
     Each source is sampled without replacement while it lasts and cycled after, so a
     small source with a big weight is repeated rather than silently under-weighted.
     """
+    _mix_weights(len(inputs), weights, n)  # before reading anything
+    out, w, counts = mix_rows([read_jsonl(p) for p in inputs], weights, n, seed, [str(p) for p in inputs])
+    path = Path(out_path)
+    count = write_jsonl(path, out)
+    spec = {"inputs_sha256": [sha256_file(p) for p in inputs], "weights": w, "counts": counts, "n": n, "seed": seed}
+    return _finish("mix", path, count, spec, store)
+
+
+def _mix_weights(inputs: int, weights: Sequence[float] | None, n: int) -> list[float]:
     if not inputs:
         raise InvalidParameterError("mix needs at least one input")
     _check_n(n)
-    w = [1.0] * len(inputs) if weights is None else [float(x) for x in weights]
-    if len(w) != len(inputs):
-        raise InvalidParameterError(f"got {len(inputs)} inputs but {len(w)} weights")
+    w = [1.0] * inputs if weights is None else [float(x) for x in weights]
+    if len(w) != inputs:
+        raise InvalidParameterError(f"got {inputs} inputs but {len(w)} weights")
     if any(x < 0 for x in w) or sum(w) <= 0:
         raise InvalidParameterError(f"weights must be non-negative with a positive sum, got {w}")
+    return w
+
+
+def mix_rows(
+    sources: Sequence[list[dict[str, Any]]],
+    weights: Sequence[float] | None,
+    n: int,
+    seed: int,
+    names: Sequence[str],
+) -> tuple[list[dict[str, Any]], list[float], list[int]]:
+    """The rows `mix` writes for sources already read (`names`: theirs, for errors), the
+    weights and the rows drawn from each source."""
+    w = _mix_weights(len(sources), weights, n)
     rng = random.Random(seed)
-    sources = [read_jsonl(p) for p in inputs]
-    for p, rows in zip(inputs, sources):
+    for name, rows in zip(names, sources, strict=True):
         if not rows:
-            raise InvalidParameterError(f"mix input {p} is empty")
+            raise InvalidParameterError(f"mix input {name} is empty")
     # Largest-remainder allocation so counts add up to n exactly.
     total = sum(w)
     quotas = [n * x / total for x in w]
@@ -169,10 +197,7 @@ def mix(
             order.extend(batch)
         out.extend(order[:k])
     rng.shuffle(out)
-    path = Path(out_path)
-    count = write_jsonl(path, out)
-    spec = {"inputs_sha256": [sha256_file(p) for p in inputs], "weights": w, "counts": counts, "n": n, "seed": seed}
-    return _finish("mix", path, count, spec, store)
+    return out, w, counts
 
 
 def dedup(

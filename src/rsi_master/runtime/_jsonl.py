@@ -8,6 +8,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+# One encoder for every row (`json.dumps` with options builds a new one per call).
+_ENCODE = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode
+
 
 def write_jsonl(path: str | Path, rows: Iterable[dict[str, Any]]) -> int:
     """Write rows with sorted keys (same rows, same bytes, same digest); atomic rename."""
@@ -17,10 +20,15 @@ def write_jsonl(path: str | Path, rows: Iterable[dict[str, Any]]) -> int:
     n = 0
     with open(tmp, "w", encoding="utf-8") as f:
         for row in rows:
-            f.write(json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n")
+            f.write(_ENCODE(row) + "\n")
             n += 1
     os.replace(tmp, path)
     return n
+
+
+def jsonl_bytes(rows: Iterable[dict[str, Any]]) -> bytes:
+    """The bytes `write_jsonl` writes for `rows`, without a file."""
+    return "".join([_ENCODE(row) + "\n" for row in rows]).encode("utf-8")
 
 
 def parse_jsonl(data: bytes, where: str | Path) -> list[dict[str, Any]]:

@@ -223,3 +223,19 @@ def test_window_hashes_equal_the_horner_definition(size: int, n: int) -> None:
                 h = h * _MULTIPLIER + values[i + k]
             expected.append(h ^ _salt(n))
     assert window_hashes(values, n).tolist() == np.asarray(expected, dtype=np.uint64).tolist()
+
+
+def _letter_zeros_plain(c: np.ndarray) -> np.ndarray:
+    from rsi_master.expos.contamination._characters import _FRACTION, _LEADING, _ZEROS
+
+    text = _FRACTION.sub(lambda m: m.group(1).rstrip(b".").rstrip(b"0"), _LEADING.sub(b"", c.tobytes()))
+    return np.frombuffer(_ZEROS.sub(b"o", text), dtype=np.uint8)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.text(alphabet="oooo00559..  ,ab\x00\x80", max_size=24) | st.sampled_from(["o", "5.o", "indigo3 onyx3", "oo"]))
+def test_letter_zeros_skips_only_text_its_patterns_leave_as_is(text: str) -> None:
+    from rsi_master.expos.contamination._characters import _letter_zeros
+
+    c = np.frombuffer(text.encode("latin-1"), dtype=np.uint8)
+    assert _letter_zeros(c).tobytes() == _letter_zeros_plain(c).tobytes()

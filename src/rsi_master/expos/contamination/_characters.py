@@ -65,11 +65,15 @@ def _letter_zeros(c: np.ndarray) -> np.ndarray:
     """`c` without the letters `o` a skeleton reads as zeros where `_formats` drops zeros:
     leading (`О5` is `05`, which reads `5`), ending a fraction (`83.О` is `83.0`, `83`),
     all but one of a number of zeros (`17:ОО` is `17:00`, `17:0`)."""
-    o = np.flatnonzero(c[:-1] == ord("o"))
-    before, after = c[np.maximum(o - 1, 0)], c[o + 1]
-    alone = ~_LETTER[before] & (~_LETTER[after] | (after == ord("o")))  # ` o ` or ` oo`
-    if not len(o) or not (_DIGIT[after].any() or _DIGIT[before].any() or (before == ord(".")).any() or alone.any()):
-        return c  # no `o` next to a digit: honest text nearly always
+    # Each pattern starts at the first `o` of a run (an `o` after a non-letter) that is either
+    # after a digit or `.` (_FRACTION) or before a digit or another `o` (_LEADING, _ZEROS). With
+    # no such `o` none of them matches, and each leaves the text as it was for the next one.
+    o = np.flatnonzero(c == ord("o"))
+    before = np.where(o > 0, c[np.maximum(o - 1, 0)], ord(" "))  # the string's start is a non-letter
+    after = np.where(o + 1 < len(c), c[np.minimum(o + 1, len(c) - 1)], ord(" "))
+    starts = ~_LETTER[before]
+    if not (starts & (_DIGIT[before] | (before == ord(".")) | _DIGIT[after] | (after == ord("o")))).any():
+        return c  # no `o` that a number could own: honest text nearly always (`indigo3` is a word)
     text = _FRACTION.sub(lambda m: m.group(1).rstrip(b".").rstrip(b"0"), _LEADING.sub(b"", c.tobytes()))
     text = _ZEROS.sub(b"o", text)
     return np.frombuffer(text, dtype=np.uint8)
