@@ -142,3 +142,34 @@ def test_rsi_master_with_a_prior_plans_with_the_pilot_of_its_landscape(tmp_path)
     assert verify_run(campaign / "run").problems == []
     with ExpOS.open(tmp_path / "a" / "campaigns" / "rsi-master--L0--s0" / "run", writable=False) as expos:
         assert load_graph(expos).settings.prior is None  # the reference plans without one
+
+
+@pytest.mark.parametrize(
+    ("config", "given", "expected"),
+    [
+        ("rsi-master-prior", None, "shipped"),
+        ("rsi-master-prior", "mine.json", "mine.json"),
+        ("rsi-master", "mine.json", None),
+    ],
+)
+def test_only_a_configuration_with_a_prior_passes_one_to_its_run(tmp_path, monkeypatch, config, given, expected):
+    """The real bench's `rsi-master-prior` plans with the shipped landscape unless a campaign is
+    given another file; every other configuration plans without one."""
+    import rsi_master.orchestra as orchestra
+    from rsi_master.bench import ShortcutTendency, run_campaign
+
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def start_run(*args, **kwargs):
+        seen.update(kwargs)
+        raise Stop
+
+    monkeypatch.setattr(orchestra, "start_run", start_run)
+    with pytest.raises(Stop):
+        run_campaign(
+            config, "knowledge", 0, 60.0, tmp_path, slots=1, eval_limit=5, tendency=ShortcutTendency(), prior=given
+        )
+    assert seen["prior"] == expected
