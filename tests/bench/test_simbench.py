@@ -97,3 +97,79 @@ def test_every_new_peer_trains_through_expos_on_the_simulated_backend(tmp_path):
             assert any(x.status == "completed" for x in xs), c
             if c != "pbt":  # a rung continues from the trial's previous rung
                 assert any(x.parent != "base" for x in xs), c
+
+
+def test_rsi_master_with_a_prior_plans_with_the_pilot_of_its_landscape(tmp_path):
+    """`rsi-master-prior`: a short campaign on the simulated backend plans with the pilot of its
+    landscape (`landscape.sim_pilot`), stored in the run and named in `orchestra.start` as
+    `--prior FILE` names one; it is deterministic, verifies and audits clean, and the table
+    reports it against `rsi-master` (with and without a prior)."""
+    from rsi_master.bench import run_sim_bench
+    from rsi_master.expos import ExpOS, audit
+    from rsi_master.landscape import dumps, sim_pilot
+    from rsi_master.orchestra import load_graph, run_prior
+    from rsi_master.rundir import verify_run
+    from rsi_master.sim import generate_landscape
+
+    kw = {"landscapes": 1, "seeds": [0], "budget": "1h", "slots": 2, "jobs": 1, "make_plot": False}
+    both = run_sim_bench(tmp_path / "a", configs=["rsi-master", "rsi-master-prior"], **kw)
+    run_sim_bench(tmp_path / "b", configs=["rsi-master-prior"], **kw)
+    rows = {s.config: s for s in both["summaries"]}
+    assert rows["rsi-master-prior"].test is not None and rows["rsi-master-prior"].test.reference == "rsi-master"
+    assert "| rsi-master-prior |" in both["table"]
+
+    def record(root):
+        from rsi_master.bench import CampaignStats
+
+        r = CampaignStats.model_validate_json(
+            (root / "campaigns" / "rsi-master-prior--L0--s0" / "stats.json").read_text()
+        )
+        # times are simulated seconds after an epoch start taken from the wall clock: equal to
+        # its float rounding (about 2e-7 s), not bit for bit
+        return r.final, [(x.direction, x.score) for x in r.spend], [t for x in r.spend for t in (x.start, x.end)]
+
+    (final, runs, times), (final_b, runs_b, times_b) = record(tmp_path / "a"), record(tmp_path / "b")
+    assert (final, runs) == (final_b, runs_b) and times == pytest.approx(times_b, abs=1e-3)  # deterministic
+    campaign = tmp_path / "a" / "campaigns" / "rsi-master-prior--L0--s0"
+    expected = dumps(sim_pilot(generate_landscape(0)))
+    assert (campaign / "prior.json").read_text() == expected
+    with ExpOS.open(campaign / "run", writable=False) as expos:
+        digest = load_graph(expos).settings.prior
+        assert digest and expos.run.store.read_bytes(digest).decode() == expected
+        assert dumps(run_prior(expos)) == expected
+        report = audit(expos)
+    assert report.flagged == [] and report.run_dir_issues == []
+    assert verify_run(campaign / "run").problems == []
+    with ExpOS.open(tmp_path / "a" / "campaigns" / "rsi-master--L0--s0" / "run", writable=False) as expos:
+        assert load_graph(expos).settings.prior is None  # the reference plans without one
+
+
+@pytest.mark.parametrize(
+    ("config", "given", "expected"),
+    [
+        ("rsi-master-prior", None, "shipped"),
+        ("rsi-master-prior", "mine.json", "mine.json"),
+        ("rsi-master", "mine.json", None),
+    ],
+)
+def test_only_a_configuration_with_a_prior_passes_one_to_its_run(tmp_path, monkeypatch, config, given, expected):
+    """The real bench's `rsi-master-prior` plans with the shipped landscape unless a campaign is
+    given another file; every other configuration plans without one."""
+    import rsi_master.orchestra as orchestra
+    from rsi_master.bench import ShortcutTendency, run_campaign
+
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def start_run(*args, **kwargs):
+        seen.update(kwargs)
+        raise Stop
+
+    monkeypatch.setattr(orchestra, "start_run", start_run)
+    with pytest.raises(Stop):
+        run_campaign(
+            config, "knowledge", 0, 60.0, tmp_path, slots=1, eval_limit=5, tendency=ShortcutTendency(), prior=given
+        )
+    assert seen["prior"] == expected

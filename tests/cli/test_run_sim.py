@@ -58,3 +58,30 @@ def test_an_unknown_backend_is_refused_by_the_parser(tmp_path, capsys):
     assert exc.value.code == 2
     assert "invalid choice: 'gpu'" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
+
+
+def test_a_sim_run_takes_a_pilot_prior_and_refuses_another_landscapes(tmp_path, capsys):
+    """`rsi-master sim pilot` measures a prior for a landscape; `run --backend sim --prior FILE`
+    stores it and names it in `orchestra.start`, the run verifies and audits clean; the pilot of
+    another landscape is one line and writes nothing."""
+    from rsi_master.expos import ExpOS
+    from rsi_master.landscape import dumps, load
+    from rsi_master.orchestra import load_graph, run_prior
+
+    prior = tmp_path / "prior.json"
+    assert main(["sim", "pilot", "--seed", "4", "-o", str(prior)]) == 0
+    assert "task: sim-4" in capsys.readouterr().out
+    run = tmp_path / "run"
+    args = ["run", "--backend", "sim", "--landscape-seed", "4", "--budget", "30m", "--slots", "2"]
+    assert main([*args, "--prior", str(prior), "--dir", str(run)]) == 0
+    assert _summary(capsys.readouterr().out)["task"] == "sim-4"
+    with ExpOS.open(run, writable=False) as expos:
+        digest = load_graph(expos).settings.prior
+        assert digest and dumps(run_prior(expos)) == dumps(load(prior)) == expos.run.store.read_bytes(digest).decode()
+    assert main(["verify", str(run)]) == 0 and "problems: 0" in capsys.readouterr().out
+    assert main(["audit", str(run)]) == 0 and "flagged: none" in capsys.readouterr().out
+    other = tmp_path / "other"
+    assert main(["run", "--backend", "sim", "--landscape-seed", "5", "--prior", str(prior), "--dir", str(other)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "no curves for task 'sim-5'" in err and len(err.splitlines()) == 1
+    assert not other.exists() and not list(tmp_path.glob(".other*"))

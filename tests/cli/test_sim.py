@@ -61,3 +61,39 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypatch,
 def test_unwritable_output_is_one_line(tmp_path, capsys):
     assert main(["sim", "generate", "--seed", "1", "-o", str(tmp_path / "no" / "dir" / "l.json")]) == 2
     assert "no such directory" in capsys.readouterr().err
+
+
+def test_pilot_writes_the_prior_of_the_landscape_a_run_simulates(tmp_path, capsys):
+    from rsi_master.landscape import dumps, load, sim_pilot
+
+    out = tmp_path / "prior.json"
+    assert main(["sim", "pilot", "--seed", "2", "--preset", "hard", "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "task: sim-2" in printed and printed.count("\ncurve ") == PRESETS["hard"].n_families
+    assert dumps(load(out)) == dumps(sim_pilot(generate_landscape(2, PRESETS["hard"], preset="hard")))
+    land = tmp_path / "land.json"
+    assert main(["sim", "generate", "--seed", "2", "--preset", "hard", "-o", str(land)]) == 0
+    capsys.readouterr()
+    assert main(["sim", "pilot", "--landscape", str(land)]) == 0  # from the file: the same prior, as JSON
+    assert capsys.readouterr().out == out.read_text()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "give --seed N or --landscape FILE"),
+        (["--seed", "1", "--landscape", "l.json"], "give --seed N or --landscape FILE"),
+        (["--seed", "1", "--preset", "nope"], "unknown preset"),
+        (["--seed", "1", "--flag", "forget=9"], "forget"),
+        (["--landscape", "missing.json"], "cannot read"),
+        (["--seed", "1", "-o", "no/such/dir/p.json"], "no such directory"),
+    ],
+)
+def test_bad_pilot_input_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypatch, args, message):
+    monkeypatch.chdir(tmp_path)
+    if "-o" not in args:
+        args = [*args, "-o", "out.json"]
+    assert main(["sim", "pilot", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and err.startswith("rsi-master: error:")
+    assert list(tmp_path.iterdir()) == []

@@ -176,3 +176,30 @@ def test_a_prior_changed_in_the_store_is_refused_not_planned_with(tmp_path):
         )
         with pytest.raises(ArtifactMismatch):
             prior_landscape(expos, digest)
+
+
+def test_a_prior_must_describe_the_runs_task(tmp_path):
+    """`check_prior`: the shipped landscape fits every built-in task; a landscape without curves
+    for the task, with a curve of a family the task lacks, or fixing a knob its family lacks, is
+    refused with one line (start_run checks it before anything is written)."""
+    from rsi_master.landscape import Curve, Landscape, LandscapeError, Point, TaskLandscape
+    from rsi_master.orchestra._prior import check_prior, read_prior
+    from rsi_master.tasks import get_task
+
+    shipped = read_prior("shipped")
+    for t in BUILT_IN:
+        check_prior(shipped, get_task(t))
+    curve = Curve(points=[Point(multiple=1.0, score=0.1)])
+
+    def land(**curves):
+        return Landscape(tasks={"knowledge": TaskLandscape(curves=curves)})
+
+    for bad, words in (
+        (Landscape(tasks={"arithmetic": shipped.tasks["arithmetic"]}), "no curves for task 'knowledge'"),
+        (land(), "no curves for task 'knowledge'"),
+        (land(scratchpad=curve), "names no family of task 'knowledge'"),
+        (land(**{"answer_only[nope=1]": curve}), "fixes knob 'nope'"),
+    ):
+        with pytest.raises(LandscapeError, match=re.escape(words)) as exc:
+            check_prior(bad, get_task("knowledge"))
+        assert "\n" not in str(exc.value)

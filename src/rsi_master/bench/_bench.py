@@ -209,6 +209,7 @@ def run_bench(
                 "worker": CONFIGS[n].worker,
                 "environment": CONFIGS[n].environment or "expos",
                 "one_slot": CONFIGS[n].one_slot,
+                "prior": CONFIGS[n].prior,
             }
             for n in configs
         },

@@ -71,12 +71,15 @@ def run_campaign(
     display: Any = None,
     campaign: str | None = None,
     run_kwargs: dict[str, Any] | None = None,
+    prior: str | Path | None = None,
 ) -> CampaignResult:
-    from ..orchestra import resume_run, start_run
+    from ..orchestra import SHIPPED_PRIOR, resume_run, start_run
 
     cfg = CONFIGS[config]
     # `campaign` names the directory where the task name alone does not (a simulated bench runs
     # many landscapes); `run_kwargs` go to `start_run` as they are (the simulated backend's).
+    # `prior` is the landscape file a configuration with a prior plans with (default: the
+    # shipped one), passed as `--prior FILE` passes it; the others get none.
     root = Path(out_dir) / "campaigns" / (campaign or campaign_id(config, task, seed))
     done = root / "campaign.json"
     if done.is_file():
@@ -107,6 +110,7 @@ def run_campaign(
             max_train_steps=max_train_steps,
             agent_settings={"shortcuts": tendency.model_dump(mode="json"), "bench_config": config},
             timing_prior=timing_prior,
+            prior=(prior or SHIPPED_PRIOR) if cfg.prior else None,
             **(run_kwargs or {}),
         )
     audit = audit_campaign(run_dir, key_dir=key_dir)

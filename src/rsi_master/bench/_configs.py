@@ -2,8 +2,10 @@
 
 Every configuration runs the same Worker code (`ShortcutWorker`, or its search variants
 for the two search baselines) under the same wall-clock budget on the same slot pool;
-what changes is the Main agent, whether Reviewers exist, how many slots run at once, and
-the guard policy of the door the agents act through (ExpOS's Strict, or the unguarded workspace).
+what changes is the Main agent, whether Reviewers exist, how many slots run at once, the
+guard policy of the door the agents act through (ExpOS's Strict, or the unguarded workspace),
+and whether the Main plans with a prior (a landscape measured before the campaign, handed over
+as `rsi-master run --prior FILE` hands one over).
 """
 
 from __future__ import annotations
@@ -26,12 +28,23 @@ class Config:
     worker: str = _W + "ShortcutWorker"
     environment: str | None = None  # None: ExpOS (Strict); else an unguarded guard policy class
     one_slot: bool = False  # runs on one slot whatever the pool (serial Workers)
+    # The Main plans with a prior: on the real bench the shipped landscape (measured on the
+    # built-in suite), on the simulated bench the pilot of the campaign's landscape
+    # (`landscape.sim_pilot`). Without one, the Main decides from the run's own evidence.
+    prior: bool = False
 
 
 CONFIGS: dict[str, Config] = {
     c.name: c
     for c in (
         Config("rsi-master", "full system: policy Main, evidence Reviewers, parallel Workers, ExpOS", "policy"),
+        Config(
+            "rsi-master-prior",
+            "full system whose Main plans with a prior measured before the campaign (real: the shipped "
+            "landscape; sim: a pilot's learning curves on the landscape's dev split)",
+            "policy",
+            prior=True,
+        ),
         Config(
             "no-expos",
             "same Main, Workers and Reviewers acting in an unguarded workspace",

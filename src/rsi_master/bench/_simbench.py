@@ -13,6 +13,11 @@ Generator seeds come from `bench._stats.landscape_seeds`: the first N of the dev
 and with `--held-out` also the first N of the held-out range. The two are reported separately
 (`summarise` groups by range); nothing here reads held-out results to choose a setting.
 
+A configuration with a prior (`rsi-master-prior`) plans with the pilot of its campaign's
+landscape (`landscape.sim_pilot`: learning curves of every family measured on `dev` through the
+simulator's public actions, the landscape's noise included, no ground truth), written to the
+campaign's `prior.json` and passed to the run as `rsi-master run --prior FILE` passes a file.
+
 Campaigns run in `jobs` processes (default 2, one per core of the reference machine): the
 simulated clock is process-wide, so one process runs one campaign at a time.
 """
@@ -42,6 +47,7 @@ SIM: dict[str, Any] = {
     "max_train_steps": 3_000,
 }
 REFERENCE = "rsi-master"
+PRIOR_FILE = "prior.json"  # a campaign's prior (configurations with one), beside its run
 
 
 def sim_campaign_id(config: str, landscape_seed: int, seed: int) -> str:
@@ -234,6 +240,15 @@ def sim_campaign(
     if path.is_file():
         return path.read_text()
     landscape = generate_landscape(landscape_seed, GeneratorFlags.model_validate_json(flags_json))
+    prior = None
+    if CONFIGS[config].prior:
+        # What a lab could have measured before the campaign: the pilot's curves on `dev`
+        # (`landscape.sim_pilot`, no ground truth), written beside the run and handed over as a
+        # file, as `rsi-master run --prior FILE` would; the run stores its own copy.
+        from ..landscape import save, sim_pilot
+
+        root.mkdir(parents=True, exist_ok=True)
+        prior = save(sim_pilot(landscape), root / PRIOR_FILE)
     result = run_campaign(
         config,
         landscape.task_name,
@@ -247,6 +262,7 @@ def sim_campaign(
         max_train_steps=int(SIM["max_train_steps"]),
         campaign=cid,
         run_kwargs={"backend": "sim", "landscape": landscape, "durable": False},  # throw-away runs: no fsync
+        prior=prior,
     )
     stats = sim_campaign_stats(
         root / "run", landscape, result, landscape_seed=landscape_seed, held_out=held_out, key_dir=key_dir

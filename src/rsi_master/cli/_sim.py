@@ -4,9 +4,12 @@
     rsi-master sim describe FILE
     rsi-master sim presets
     rsi-master sim calibrate
+    rsi-master sim pilot (--seed N [--preset P] [--flag NAME=VALUE ...] | --landscape FILE) [-o FILE]
 
 `generate` writes a landscape file (or prints its JSON), `describe` prints every hidden
-parameter (the ground truth), `calibrate` fits the simulator's curve model to the shipped
+parameter (the ground truth), `pilot` writes the prior a pilot measures on a landscape (a
+landscape file of `rsi_master.landscape`'s format, for `rsi-master run --backend sim --prior
+FILE`: `landscape.sim_pilot`), `calibrate` fits the simulator's curve model to the shipped
 landscape's measured curves and prints the fit error against their seed-to-seed spread.
 """
 
@@ -16,7 +19,7 @@ import argparse
 from pathlib import Path
 
 NAME = "sim"
-HELP = "simulated post-training landscapes: generate, describe, calibrate"
+HELP = "simulated post-training landscapes: generate, describe, calibrate, pilot"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -34,6 +37,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     verbs.add_parser("presets", help="print each preset's flags").set_defaults(handler=run_presets)
     cal = verbs.add_parser("calibrate", help="fit the curve model to the shipped landscape; print the fit error")
     cal.set_defaults(handler=run_calibrate)
+    pilot = verbs.add_parser(
+        "pilot", help="measure a prior on a landscape (learning curves on dev) for `run --backend sim --prior`"
+    )
+    pilot.add_argument("--seed", type=int, default=None, help="generator seed of the landscape")
+    pilot.add_argument("--preset", default="default", help="default, hard or calibrated (with --seed)")
+    pilot.add_argument("--flag", action="append", default=[], metavar="NAME=VALUE", help="override a flag (JSON value)")
+    pilot.add_argument(
+        "--landscape", type=Path, default=None, metavar="FILE", help="a landscape file instead of --seed"
+    )
+    pilot.add_argument("-o", "--output", type=Path, default=None, help="file to write (default: print the JSON)")
+    pilot.set_defaults(handler=run_pilot)
     p.set_defaults(handler=lambda args: (p.print_help(), 2)[1])
 
 
@@ -74,4 +88,38 @@ def run_calibrate(args: argparse.Namespace) -> int:
     print("\n".join(fit.lines()))
     for key, value in fit.flags().items():
         print(f"flag.{key}: {value}")
+    return 0
+
+
+def run_pilot(args: argparse.Namespace) -> int:
+    from ..errors import RsiMasterError
+    from ..landscape import dumps, pilot_seconds, save, sim_pilot
+    from ..sim import SimInputError, flags_from, generate_landscape, load_landscape, parse_overrides
+
+    if (args.seed is None) == (args.landscape is None):
+        raise RsiMasterError("give --seed N or --landscape FILE (one of them)")
+    if args.landscape is not None:
+        if args.flag or args.preset != "default":
+            raise RsiMasterError("--preset and --flag are for --seed: a landscape file has its own")
+        land = load_landscape(args.landscape)
+    else:
+        flags = flags_from(args.preset, **parse_overrides(args.flag))
+        land = generate_landscape(args.seed, flags, preset=None if args.flag else args.preset)
+    prior = sim_pilot(land)
+    if args.output is None:
+        print(dumps(prior), end="")
+        return 0
+    if not args.output.parent.is_dir():
+        raise SimInputError(f"{args.output.parent}: no such directory")
+    save(prior, args.output)
+    curves = prior.curves(land.task_name)
+    first = next(iter(curves.values()))
+    print(
+        f"task: {land.task_name}\npilot: {len(curves)} curves x {len(first.points)} snapshots x {len(first.seeds)} "
+        f"seeds, scored on dev ({land.split_sizes['dev']} items), {pilot_seconds(prior):.0f} simulated slot-seconds "
+        "of training"
+    )
+    for label, c in sorted(curves.items()):
+        print(f"curve {label}: " + ", ".join(f"{p.multiple:g}x {100 * p.score:.1f}%" for p in c.points))
+    print(f"written: {args.output}")
     return 0

@@ -35,6 +35,7 @@ from ._plan import TASK_ORDER, plan, run_plan
 from ._report import expected_rows, markdown_lines
 from ._results import BaseRow, CurveRow, ProbeRow, ReferenceRow, Row, RowPoint, append_row, read_rows, write_rows
 from ._sim_fit import sim_calibration
+from ._sim_pilot import PILOT_MULTIPLES, PILOT_SEEDS, PILOT_UNIT, pilot_seconds, sim_pilot
 from ._targets import SINGLE_RUN_GAP, target_lines, targets
 
 __all__ = [
@@ -44,6 +45,9 @@ __all__ = [
     "DEFAULT_EXAMPLES",
     "ENV_VAR",
     "FORMAT_VERSION",
+    "PILOT_MULTIPLES",
+    "PILOT_SEEDS",
+    "PILOT_UNIT",
     "SHIPPED",
     "SINGLE_RUN_GAP",
     "TASK_ORDER",
@@ -82,11 +86,13 @@ __all__ = [
     "markdown_lines",
     "mean_curve",
     "parent_label",
+    "pilot_seconds",
     "plan",
     "read_rows",
     "run_plan",
     "save",
     "sim_calibration",
+    "sim_pilot",
     "step_multiple",
     "target_lines",
     "targets",

@@ -27,7 +27,7 @@ from ._main_policy import PolicyMain, expected_scores
 from ._memory import worker_memory
 from ._metrics import KINDS, run_metrics
 from ._orchestra import DEFAULTS, default_budget, parse_budget, resume_run, start_run
-from ._prior import SHIPPED_PRIOR, read_prior, run_prior
+from ._prior import SHIPPED_PRIOR, check_prior, read_prior, run_prior
 from ._protocols import (
     MAINS,
     REVIEWERS,
@@ -79,6 +79,7 @@ __all__ = [
     "TPEWorker",
     "WorkerAgent",
     "WorkerNode",
+    "check_prior",
     "default_budget",
     "default_directions",
     "evaluate_final",

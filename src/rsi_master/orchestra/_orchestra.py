@@ -194,9 +194,11 @@ def _start_run(
         from ..runtime import resolve_model
 
         source = resolve_model(model)  # a bad model fails before anything is written
-    from ._prior import read_prior, store_prior
+    from ._prior import check_prior, read_prior, store_prior
 
     prior_land = read_prior(prior) if prior is not None else None  # a bad file: one line, nothing written
+    if prior_land is not None:
+        check_prior(prior_land, _task_of(given, landscape))  # another task's landscape: one line too
     path = Path(run_dir) if run_dir else _default_dir(task)
     _check_new_dir(path)
     # Built beside its final place and renamed into it once the settings are recorded: a run
@@ -296,6 +298,14 @@ def resume_run(run_dir: str | Path, *, key_dir: str | None = None, display: Disp
         return _drive(_environment(expos), display or PlainDisplay(), key_dir, resume=True)
     finally:
         expos.close()
+
+
+def _task_of(given: Any, landscape: Any) -> Any:
+    """The `Task` a run will hold, before the run exists: the resolved task, or for a simulated
+    run its landscape's (`tasks.SimTask`, as the backend builds it)."""
+    from ..tasks import SimTask
+
+    return given if landscape is None else SimTask(landscape)
 
 
 def _backend_inputs(backend: str, task: Any, budget: Any, landscape: Any) -> tuple[Any, Any]:

@@ -7,6 +7,11 @@ read the very landscape the run planned with, whatever the file on disk became s
 landscape file in force for `rsi-master landscape` and `rsi-master tasks`
 (`RSI_MASTER_LANDSCAPE`, else the shipped one) is not the Main's: naming the shipped file is
 `--prior shipped`.
+
+A prior must describe the run's task (`check_prior`): curves for it, each of a family the task
+has. One that does not (another task's landscape, a simulated landscape's pilot for another
+landscape) is refused with one line before the run is created: planned with, it would rank
+nothing and still switch off the evidence the Main decides from without one.
 """
 
 from __future__ import annotations
@@ -17,7 +22,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..landscape import Landscape
 
-__all__ = ["PRIOR_ARTIFACT", "SHIPPED_PRIOR", "prior_landscape", "read_prior", "run_prior", "store_prior"]
+__all__ = [
+    "PRIOR_ARTIFACT",
+    "SHIPPED_PRIOR",
+    "check_prior",
+    "prior_landscape",
+    "read_prior",
+    "run_prior",
+    "store_prior",
+]
 
 SHIPPED_PRIOR = "shipped"  # names the landscape file shipped with the package
 PRIOR_ARTIFACT = "prior_landscape"
@@ -36,6 +49,36 @@ def read_prior(source: str | Path | Landscape) -> Landscape:
     if not path.is_file():
         raise LandscapeError(f"{path}: no such landscape file (--prior takes a landscape file or `shipped`)")
     return load(path)
+
+
+def check_prior(landscape: Landscape, task: Any) -> None:
+    """A one-line `LandscapeError` unless `landscape` has curves for `task` (a `Task`: its name and
+    generator families) and every curve names one of its families and only knobs that family has."""
+    from ..landscape import CurveLabel, LandscapeError
+
+    curves = landscape.curves(task.name)
+    if not curves:
+        measured = ", ".join(sorted(t for t, tl in landscape.tasks.items() if tl.curves)) or "none"
+        raise LandscapeError(
+            f"the prior has no curves for task {task.name!r} (it has curves for: {measured}); give a landscape "
+            "measured on this task (`rsi-master landscape measure`, `rsi-master sim pilot` for a simulated one) "
+            "or no --prior"
+        )
+    families = task.generators()
+    for label in sorted(curves):
+        parsed = CurveLabel.parse(label)
+        gen = families.get(parsed.family)
+        if gen is None:
+            raise LandscapeError(
+                f"the prior's curve {label!r} names no family of task {task.name!r} "
+                f"(its families: {', '.join(sorted(families))}): the prior is another task's landscape"
+            )
+        unknown = sorted({k for k, _ in parsed.knobs} - {k.name for k in gen.knobs})
+        if unknown:
+            raise LandscapeError(
+                f"the prior's curve {label!r} fixes knob {unknown[0]!r}, which family {parsed.family!r} "
+                f"of task {task.name!r} does not have"
+            )
 
 
 def store_prior(expos: Any, landscape: Landscape) -> str:
