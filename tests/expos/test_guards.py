@@ -42,7 +42,9 @@ def _comparable(records, xid, checkpoint, dataset):
         payload = {
             k: {xid: "<xid>", checkpoint: "<checkpoint>", dataset: "<dataset>"}.get(v, v) if isinstance(v, str) else v
             for k, v in payload.items()
+            # and the gate's findings on two different datasets
             if k not in ("train_seconds", "final_loss", "record_digest", "args", "measured", "score")
+            and k not in ("verdict", "flags", "matches")
         }
         out.append((kind, actor, payload, names))
     return out
