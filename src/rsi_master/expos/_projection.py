@@ -31,7 +31,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 from .. import events as ev
 from ..errors import LedgerError, MalformedEventError
-from ..events import TypedEvent, typed
+from ..events import payload_of, with_payload
 from ..ledger import GENESIS_HASH, Event, Ledger, Row, hash_at, rows_since
 from ._state import Dataset, Decision, EvalRecord, Experiment, ReviewerNode, State, WorkerRecord, experiment_id
 
@@ -64,12 +64,14 @@ def register_part(cls: type[P]) -> type[P]:
     return cls
 
 
-# -- ExpOS's folds: one function per event kind, on the kind's payload model ---------------------
-Fold = Callable[[State, TypedEvent[Any], Any], None]
+# -- ExpOS's folds: one function per event kind, on the event and its kind's payload model -------
+# The event's envelope (seq, actor, ts, artifacts) is read off the ledger's `Event`; a fold that
+# keeps the event types it (`with_payload`) from the payload it was handed, not read again.
+Fold = Callable[[State, Event, Any], None]
 
 
 def _dataset(
-    st: State, e: TypedEvent[Any], p: ev.DataGenerate | ev.DataRegister | ev.DataFilter | ev.DataMix | ev.DataSample
+    st: State, e: Event, p: ev.DataGenerate | ev.DataRegister | ev.DataFilter | ev.DataMix | ev.DataSample
 ) -> None:
     st.datasets[p.dataset] = Dataset(
         p.dataset,
@@ -85,7 +87,7 @@ def _dataset(
     )
 
 
-def _experiment_start(st: State, e: TypedEvent[Any], p: ev.ExperimentStart) -> None:
+def _experiment_start(st: State, e: Event, p: ev.ExperimentStart) -> None:
     xid = experiment_id(e.seq)
     st.experiments[xid] = Experiment(
         xid,
@@ -101,7 +103,7 @@ def _experiment_start(st: State, e: TypedEvent[Any], p: ev.ExperimentStart) -> N
     )
 
 
-def _experiment_finish(st: State, e: TypedEvent[Any], p: ev.ExperimentFinish) -> None:
+def _experiment_finish(st: State, e: Event, p: ev.ExperimentFinish) -> None:
     x = st.experiments.get(p.experiment_id)
     if x is None:
         return
@@ -122,7 +124,7 @@ def _experiment_finish(st: State, e: TypedEvent[Any], p: ev.ExperimentFinish) ->
         st.checkpoints.setdefault(p.checkpoint, []).append(x.id)
 
 
-def _eval_record(st: State, e: TypedEvent[Any], p: ev.EvalRecord) -> None:
+def _eval_record(st: State, e: Event, p: ev.EvalRecord) -> None:
     rec = EvalRecord(
         e.seq,
         p.experiment_id,
@@ -145,7 +147,7 @@ def _eval_record(st: State, e: TypedEvent[Any], p: ev.EvalRecord) -> None:
             y.shared.append(rec)
 
 
-def _worker_add(st: State, e: TypedEvent[Any], p: ev.WorkerAdd) -> None:
+def _worker_add(st: State, e: Event, p: ev.WorkerAdd) -> None:
     node = WorkerRecord(p.worker_id, e.seq, p.task, dict(p.direction), list(p.predecessors))
     old = st.workers.get(node.id)
     st.n_edges += len(node.predecessors) - (len(old.predecessors) if old else 0)
@@ -154,8 +156,8 @@ def _worker_add(st: State, e: TypedEvent[Any], p: ev.WorkerAdd) -> None:
     st.pending[node.id] = (e.seq, "worker")
 
 
-def _worker_finalize(st: State, e: TypedEvent[Any], p: ev.WorkerFinalize) -> None:
-    st.finalized[e.actor.id] = e
+def _worker_finalize(st: State, e: Event, p: ev.WorkerFinalize) -> None:
+    st.finalized[e.actor.id] = with_payload(e, p)
     st.submissions.extend((x, e.actor.id, e.seq) for x in p.candidates)
     node = st.workers.get(e.actor.id)
     if node is not None:
@@ -165,7 +167,7 @@ def _worker_finalize(st: State, e: TypedEvent[Any], p: ev.WorkerFinalize) -> Non
         _answered_by_node(st, e.seq, "finalize", node.id)
 
 
-def _review_request(st: State, e: TypedEvent[Any], p: ev.ReviewRequest) -> None:
+def _review_request(st: State, e: Event, p: ev.ReviewRequest) -> None:
     node = ReviewerNode(p.reviewer_id, e.seq, p.question, list(p.scope))
     old = st.reviewers.get(node.id)
     st.n_edges += len(node.scope) - (len(old.scope) if old else 0)
@@ -174,8 +176,8 @@ def _review_request(st: State, e: TypedEvent[Any], p: ev.ReviewRequest) -> None:
     st.pending[node.id] = (e.seq, "reviewer")
 
 
-def _review_submit(st: State, e: TypedEvent[Any], p: ev.ReviewSubmit) -> None:
-    st.reviews.append(e)
+def _review_submit(st: State, e: Event, p: ev.ReviewSubmit) -> None:
+    st.reviews.append(with_payload(e, p))
     node = st.reviewers.get(e.actor.id)
     if node is not None:
         if node.report_seq is not None:
@@ -191,7 +193,7 @@ def _answered_by_node(st: State, seq: int, kind: str, node: str) -> None:
         st.unanswered[seq] = (seq, kind, node)
 
 
-def _decision(st: State, e: TypedEvent[Any], p: ev.DecisionRecord) -> None:
+def _decision(st: State, e: Event, p: ev.DecisionRecord) -> None:
     d = Decision(e.seq, p.action, p.rationale, list(p.evidence), dict(p.detail))
     st.decisions.append(d)
     if "event" in d.detail:
@@ -200,12 +202,12 @@ def _decision(st: State, e: TypedEvent[Any], p: ev.DecisionRecord) -> None:
         st.unanswered.pop(answered, None)
 
 
-def _nominate(st: State, e: TypedEvent[Any], p: ev.CandidateNominate) -> None:
+def _nominate(st: State, e: Event, p: ev.CandidateNominate) -> None:
     st.nominations.append((p.experiment_id, e.seq))
 
 
-def _blocked(st: State, e: TypedEvent[Any], p: ev.GuardBlocked) -> None:
-    st.blocked.append(e)
+def _blocked(st: State, e: Event, p: ev.GuardBlocked) -> None:
+    st.blocked.append(with_payload(e, p))
 
 
 FOLDS: dict[str, tuple[type[ev.Payload], Fold]] = {
@@ -251,8 +253,7 @@ class _Folded:
         return lambda event, _ts: self._expos_fold(event, model, fold)
 
     def _expos_fold(self, event: Event, model: type[ev.Payload], fold: Fold) -> None:
-        t = typed(event, model)
-        fold(self.state, t, t.payload)
+        fold(self.state, event, payload_of(event, model))
 
     def add_part(self, part: Any) -> None:
         self.parts[type(part)] = part
