@@ -187,3 +187,113 @@ def test_scheduler_records_by_anyone_but_the_harness_are_not_folded(run):
     assert load_graph(run).stopped is None
     run.record(ORCHESTRA, "orchestra.stop", {"reason": "budget spent", "spent_s": 1.0})
     assert load_graph(run).stopped.payload.reason == "budget spent"
+
+
+# -- a fold shared by the sessions of one process (the inline executor's nodes) ----------------
+
+
+def _open(run, pool, **kw) -> ExpOS:
+    return ExpOS.open(run.run.path, projections=pool, writable=False, **kw)
+
+
+def _in_subprocess(code: str, run) -> None:
+    """Run `code` (with `path`, the ledger's path) in another process, as an agent's shell could."""
+    prelude = "import sqlite3, sys; path = sys.argv[1]\n"
+    subprocess.run([sys.executable, "-c", prelude + code, str(run.run.path / "ledger.db")], check=True, timeout=120)
+
+
+def test_sessions_of_a_shared_fold_fold_each_event_once_and_see_the_same_state(run):
+    from rsi_master.expos import SharedProjections, Strict
+
+    pool = SharedProjections()
+    with _open(run, pool) as a:
+        pa = a.projection()
+        assert pa.rows_read == pa.size == run.run.ledger.size()
+    run.call(MAIN, "worker.add", {"worker_id": "w3", "task": "t3"})
+    # A later session, with a guard policy of its own, starts from where the first one stopped.
+    with _open(run, pool, guards=Strict()) as b:
+        pb = b.projection()
+        assert pb.size == run.run.ledger.size() and pb.rows_read == pb.size  # the two new rows, once
+        assert pb.state is pa.state and "w3" in pb.state.workers
+        fresh = Projection(run.run.ledger)
+        fresh.advance()
+        assert _dump(pb) == _dump(fresh)
+        # Events another process appends are read from the ledger, by whichever session reads next.
+        code = (
+            "from rsi_master.expos import Caller, ExpOS\n"
+            "with ExpOS.open(sys.argv[1].removesuffix('/ledger.db')) as x:\n"
+            "    x.call(Caller('main', 'main'), 'worker.add', {'worker_id': 'w9', 'task': 'from elsewhere'})\n"
+        )
+        _in_subprocess(code, run)
+        assert load_state(b).workers["w9"].task == "from elsewhere"
+        assert b.projection().size == run.run.ledger.size()
+
+
+@pytest.mark.parametrize(
+    "attack",
+    [
+        # The last event's hash rewritten.
+        "c = sqlite3.connect(path)\nc.execute('DROP TRIGGER events_no_update')\n"
+        "c.execute('UPDATE events SET hash = ? WHERE seq = (SELECT max(seq) FROM events)', ('f' * 64,))\nc.commit()\n",
+        # The ledger rolled back by its last two events.
+        "c = sqlite3.connect(path)\nc.execute('DROP TRIGGER events_no_delete')\n"
+        "c.execute('DELETE FROM events WHERE seq >= (SELECT max(seq) - 1 FROM events)')\nc.commit()\n",
+    ],
+    ids=["rewritten", "rolled-back"],
+)
+def test_a_shared_fold_refuses_a_ledger_changed_under_it_from_another_process(run, attack):
+    from rsi_master.expos import SharedProjections
+
+    pool = SharedProjections()
+    with _open(run, pool) as a, _open(run, pool) as b:
+        a.projection()
+        _in_subprocess(attack, run)
+        # Neither the session that folded nor another one sharing the fold reads on.
+        for session in (a, b):
+            with pytest.raises(LedgerError, match="no longer the one this session read"):
+                session.projection()
+    # Nor a session opened after the change.
+    with _open(run, pool) as c, pytest.raises(LedgerError, match="no longer the one this session read"):
+        c.projection()
+    if "DELETE" in attack:  # and the run's writer refuses to sign a rolled-back ledger on close
+        with pytest.raises(LedgerError, match="rolled back"):
+            run.close()
+
+
+def test_a_replaced_ledger_file_gets_a_fold_of_its_own(run):
+    """A ledger file replaced by another process (a copy with one more event, appended around the
+    key): a session opened on it folds it from its first event, and the fold the sessions of the
+    old file shared never takes in the new file's event."""
+    from rsi_master.expos import SharedProjections
+
+    pool = SharedProjections()
+    with _open(run, pool) as a:
+        pa = a.projection()
+        old_size, old_state = pa.size, pa.state
+    run.close()  # no connection left on the old file: sqlite's -wal and -shm go by path
+    code = (
+        "import os\n"
+        "from rsi_master.ledger._event import EventDraft, seal\n"
+        "src = sqlite3.connect(path)\ncopy = sqlite3.connect(path + '.new')\nsrc.backup(copy)\nsrc.close()\n"
+        "seq, prev = copy.execute('SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1').fetchone()\n"
+        "d = EventDraft.model_validate({'kind': 'candidate.nominate', 'actor': {'role': 'main', 'id': 'main'},\n"
+        "                               'payload': {'experiment_id': 'exp-99999'}})\n"
+        "e, body = seal(d, seq=seq + 1, ts='2030-01-01T00:00:00.000000Z', prev_hash=prev)\n"
+        "copy.execute('INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?)',\n"
+        "             (seq + 1, prev, e.hash, e.kind, 'main', 'main', e.ts, body))\n"
+        "copy.commit()\ncopy.close()\nos.replace(path + '.new', path)\n"
+    )
+    _in_subprocess(code, run)
+    with _open(run, pool) as b:
+        pb = b.projection()
+        assert pb.state is not old_state and pb.rows_read == pb.size == old_size + 1
+        assert pb.state.nominations[-1][0] == "exp-99999"
+    assert old_state.nominations == []
+
+
+def test_the_inline_executor_shares_one_fold_between_its_nodes():
+    from rsi_master.expos import SharedProjections
+    from rsi_master.orchestra._executor import InlineExecutor, ProcessExecutor
+
+    assert isinstance(InlineExecutor(0.0).projections, SharedProjections)
+    assert not hasattr(ProcessExecutor(), "projections")  # slot processes fold their own

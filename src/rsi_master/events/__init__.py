@@ -83,6 +83,7 @@ from ._typed import (
     payload_of,
     typed,
     validate_payload,
+    with_payload,
 )
 
 __all__ = [
@@ -161,4 +162,5 @@ __all__ = [
     "payload_of",
     "typed",
     "validate_payload",
+    "with_payload",
 ]

@@ -25,6 +25,7 @@ __all__ = [
     "payload_of",
     "typed",
     "validate_payload",
+    "with_payload",
 ]
 
 SCHEMA_VERSION = 2
@@ -126,11 +127,17 @@ def typed(event: Event, model: type[Payload] | None = None) -> TypedEvent[Any]:
     event must be of that model's kind, and the view is typed as `TypedEvent[model]`."""
     if model is not None and event.kind != model.KIND:
         raise MalformedEventError(f"event {event.seq} is {event.kind}, not {model.KIND}")
-    model = payload_model(event.kind)
+    return with_payload(event, _read_payload(event, payload_model(event.kind)))
+
+
+def with_payload(event: Event, payload: P) -> TypedEvent[P]:
+    """The typed view of `event` whose payload a reader already read with `payload_of`: a reader
+    that reads every event's payload but keeps only some events types those, without reading
+    their payloads again."""
     return _variants()[event.kind].model_construct(
         kind=event.kind,
         actor=event.actor,
-        payload=_read_payload(event, model),
+        payload=payload,
         artifacts=tuple(event.artifacts),
         version=event.version,
         seq=event.seq,

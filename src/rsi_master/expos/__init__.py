@@ -18,7 +18,7 @@ from ._external import external_call
 from ._graph import by_worker, checkpoint_lineage, evidence, lineage
 from ._guards import OVERRIDE_KEYS, GuardPolicy, Shortcut, Strict, Unguarded
 from ._kinds import EVENT_KINDS
-from ._projection import Part, Projection, parse_ts, register_part
+from ._projection import Part, Projection, SharedProjections, parse_ts, register_part
 from ._prune import KEEP_POLICIES, protected_checkpoints, prune_checkpoints
 from ._registry import ROLES, TOOLS, Tool
 from ._session import Caller, ExpOS
@@ -51,6 +51,7 @@ __all__ = [
     "Part",
     "Projection",
     "ReviewerNode",
+    "SharedProjections",
     "Shortcut",
     "State",
     "Strict",

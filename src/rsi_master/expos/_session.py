@@ -24,7 +24,7 @@ from ._contract import CONTRACT_KIND, Budget, TaskContract
 from ._errors import ToolError, ToolFailed, ToolInvalid, ToolRefused
 from ._freeze import freeze_run
 from ._guards import OVERRIDE_KEYS, GuardPolicy, Strict
-from ._projection import Projection
+from ._projection import Projection, SharedProjections
 from ._registry import TOOLS, Tool
 from ._taxonomy import Subcategory
 
@@ -61,7 +61,14 @@ class ExpOS:
     never by an agent. A session may be unguarded only if its run's contract records it
     (`ExpOS.create(..., guards=Unguarded())`); a Strict session opens any run."""
 
-    def __init__(self, run: RunDir, contract: TaskContract, *, guards: GuardPolicy | None = None) -> None:
+    def __init__(
+        self,
+        run: RunDir,
+        contract: TaskContract,
+        *,
+        guards: GuardPolicy | None = None,
+        projections: SharedProjections | None = None,
+    ) -> None:
         guards = Strict() if guards is None else guards
         if not isinstance(guards, GuardPolicy):
             raise TypeError(f"guards must be a GuardPolicy (Strict or Unguarded), not {type(guards).__name__}")
@@ -75,6 +82,9 @@ class ExpOS:
         self.guards = guards
         self._seal_key: SealKey | None = None
         self._projection: Projection | None = None
+        # Where the session's projection folds: its own, or one shared with the sessions this
+        # process runs in turn (the inline executor's nodes).
+        self.projections = projections
         self._file_task: Any = None
         self._file_task_error: str | None = None
         if contract.task_source is not None:
@@ -157,14 +167,17 @@ class ExpOS:
         key_dir: KeyDir | Path | str | None = None,
         writable: bool = True,
         guards: GuardPolicy | None = None,
+        projections: SharedProjections | None = None,
     ) -> ExpOS:
+        """`projections`: fold the ledger into the projection these sessions share (for sessions
+        that run one at a time in this process), not into one of the session's own."""
         run = RunDir.open(run_dir, key_dir=key_dir, writable=writable)
         first = next(run.ledger.events(limit=1), None)
         if first is None or first.kind != CONTRACT_KIND:
             run.close()
             raise RsiMasterError(f"{run_dir}: not an ExpOS run (its first event is not a task contract)")
         try:
-            return cls(run, typed(first, TaskContract).payload, guards=guards)
+            return cls(run, typed(first, TaskContract).payload, guards=guards, projections=projections)
         except BaseException:
             run.close()
             raise
@@ -255,9 +268,11 @@ class ExpOS:
     # -- the projection ----------------------------------------------------------------
     def projection(self) -> Projection:
         """This session's one projection of the ledger, advanced to its last event (written by
-        this process or any other). Folded in full at the first call, from new events after."""
+        this process or any other). Folded in full at the first call (from where the shared fold
+        stands, with `projections`), from new events after."""
         if self._projection is None:
-            self._projection = Projection(self.run.ledger)
+            shared = self.projections
+            self._projection = Projection(self.run.ledger) if shared is None else shared.projection(self.run.ledger)
         self._projection.advance()
         return self._projection
 

@@ -27,6 +27,7 @@ from multiprocessing.connection import wait as mp_wait
 from typing import Any
 
 from .. import _clock
+from ..expos import SharedProjections
 from ._protocols import BudgetEnd
 
 __all__ = ["EXECUTORS", "Conductor", "InlineExecutor", "NodeLaunch", "ProcessExecutor", "make_executor"]
@@ -240,13 +241,16 @@ class InlineExecutor:
     def __init__(self, start: float | None = None) -> None:
         self.clock = Conductor(_clock.REAL.time() if start is None else start)
         self._waiter: threading.Thread | None = None
+        # The nodes take turns, so their sessions share one fold of the ledger: a node starts
+        # from the events the nodes before it folded, not from the ledger's first.
+        self.projections = SharedProjections()
 
     def start(self, launch: NodeLaunch) -> _ThreadHandle:
         handle = _ThreadHandle(self, launch)
 
         def target() -> None:
             try:
-                _run_inline(launch)
+                _run_inline(launch, self.projections)
                 handle.exitcode = 0
             except BaseException:  # a crashed node is reported like a crashed slot process
                 print(f"node {launch.node} failed:\n{traceback.format_exc()}", file=sys.stderr, flush=True)
@@ -277,11 +281,11 @@ class InlineExecutor:
         return max(until - self.clock.time(), 1e-3)
 
 
-def _run_inline(launch: NodeLaunch) -> None:
+def _run_inline(launch: NodeLaunch, projections: SharedProjections) -> None:
     from ..expos import ExpOS
     from ._job import run_node
 
-    with ExpOS.open(launch.run_dir, key_dir=launch.key_dir) as opened:
+    with ExpOS.open(launch.run_dir, key_dir=launch.key_dir, projections=projections) as opened:
         run_node(opened, launch.kind, launch.node, launch.deadline, launch.seed, launch.reviewer, launch.capability)
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, ClassVar
 
 from .. import events as ev
-from ..events import TypedEvent, typed
+from ..events import TypedEvent, payload_model, payload_of, with_payload
 from ..expos import Decision, Projection, ReviewerNode, WorkerRecord, parse_ts, register_part
 from ._directions import Direction
 
@@ -105,8 +105,7 @@ class OrchestraPart:
     def fold(self, e: Event, prev_ts: str) -> None:
         if e.actor.role != "harness":
             return  # the harness reads its own records by author, never any event of the kind
-        t = typed(e)
-        match t.payload:
+        match payload_of(e, payload_model(e.kind)):
             case ev.OrchestraStart() | ev.OrchestraResume() as p:
                 self.ts_before[e.seq] = parse_ts(prev_ts)
                 self.sessions.append((e.seq, parse_ts(e.ts), p))
@@ -126,10 +125,10 @@ class OrchestraPart:
                 self.interrupted |= set(p.experiments)
             case ev.OrchestraAbandon() as p:
                 self.abandoned.add(p.node)
-            case ev.OrchestraStop():
-                self.stopped = t
-            case ev.OrchestraFinish():
-                self.finished = t
+            case ev.OrchestraStop() as p:
+                self.stopped = with_payload(e, p)
+            case ev.OrchestraFinish() as p:
+                self.finished = with_payload(e, p)
 
     def direction(self, node: WorkerRecord) -> Direction:
         """A Worker's direction as orchestra reads it (validated once per node)."""

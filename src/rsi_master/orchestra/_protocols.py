@@ -176,6 +176,6 @@ def environment(expos: ExpOS) -> ExpOS:
     starts = expos.own_events("orchestra.start")
     name = payload_of(starts[0], OrchestraStart).environment if starts else None
     policy = guard_policy(name) if name else Unguarded()
-    session = ExpOS(expos.run, expos.contract, guards=policy)
+    session = ExpOS(expos.run, expos.contract, guards=policy, projections=expos.projections)
     policy.prepare(session)
     return session
