@@ -220,3 +220,25 @@ def test_a_stored_directory_replaced_by_a_symlink_is_reported(store, tmp_path):
     tree.rmdir()
     tree.symlink_to(copy)
     assert [i.what for i in store.verify()] == ["the stored directory was replaced by a symbolic link"]
+
+
+def test_a_digest_is_remembered_only_for_a_settled_file_nobody_has_open_for_writing(tmp_path, monkeypatch):
+    import time
+
+    from rsi_master.artifacts import DigestCache, _digests
+
+    f = tmp_path / "f"
+    f.write_bytes(b"stored bytes")
+    want = hashlib.sha256(b"stored bytes").hexdigest()
+
+    def twice(cache: DigestCache) -> tuple[int, int]:
+        assert cache.digest(f, os.lstat(f)) == want and cache.digest(f, os.lstat(f)) == want
+        return cache.hashed, cache.reused
+
+    assert twice(DigestCache()) == (2, 0)  # changed less than 2 s ago: a change now could keep its ctime
+    monkeypatch.setattr(_digests, "SETTLED_NS", 50_000_000)
+    time.sleep(0.1)
+    if hasattr(__import__("fcntl"), "F_SETLEASE"):
+        with open(f, "r+b"):  # a writer (or a writable mapping) could change it without moving ctime
+            assert twice(DigestCache()) == (2, 0)
+    assert twice(DigestCache()) == (1, 1)
