@@ -39,6 +39,7 @@ def test_a_simulated_run_trains_and_evaluates_through_the_door(sim_run):
     assert c.simulation is not None and c.simulation.landscape_ident == land.ident
     assert c.task == land.task_name and x.backend.name == "sim" and x.backend.executor == "inline"
     assert c.budget.max_rows == Budget().max_rows // c.simulation.examples_per_row
+    assert c.budget.max_rows * c.simulation.examples_per_row == Budget().max_rows  # the cap, in examples
     w = x.authenticate(x.issue("worker", "w1"))
     res = _experiment(x, w, next(iter(land.families())))
     assert res.status == "completed" and res.dev_score is not None
