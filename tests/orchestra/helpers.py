@@ -85,30 +85,47 @@ def fake_experiment(
     expos.record(
         actor, "experiment.finish", {"experiment_id": xid, "status": "completed", "checkpoint": ckpt, "steps": steps}
     )
-    c = expos.contract
     for split, score in (("dev", dev), ("review", review)):
         if score is not None:
-            expos.record(
-                {"role": "worker" if split == "dev" else "reviewer", "id": worker if split == "dev" else "rx"},
-                "eval.record",
-                {
-                    "experiment_id": xid,
-                    "split": split,
-                    "score": score,
-                    "n_samples": len(c.evaluator.sample_ids[split]),
-                    "checkpoint_digest": ckpt,
-                    "evaluator_digest": c.evaluator.evaluator_digest,
-                    "template_digest": c.evaluator.template_sha256,
-                    "decoding": c.evaluator.decoding,
-                    "stop": c.evaluator.stop,
-                    "sample_ids_sha256": "2" * 64,
-                    "sample_ids_match": True,
-                    "tokenizer_digest": c.base_tokenizer_sha256,
-                    "generation_config_digest": c.base_generation_config_sha256,
-                    "record_digest": "1" * 64,
-                },
-            )
+            actor = {"role": "worker", "id": worker} if split == "dev" else {"role": "reviewer", "id": "rx"}
+            record_eval(expos, actor, xid, split, score, checkpoint=ckpt, record_digest="1" * 64)
     return xid
+
+
+def record_eval(
+    expos: ExpOS,
+    actor: dict[str, str],
+    xid: str,
+    split: str,
+    score: float,
+    *,
+    checkpoint: str,
+    record_digest: str,
+    n_samples: int | None = None,
+) -> None:
+    """An `eval.record` of `xid` on `split` as the contract's evaluator would write it (its digests,
+    decoding and stop), with the given score, checkpoint and stored record. For policy tests only."""
+    c = expos.contract
+    expos.record(
+        actor,
+        "eval.record",
+        {
+            "experiment_id": xid,
+            "split": split,
+            "score": score,
+            "n_samples": len(c.evaluator.sample_ids[split]) if n_samples is None else n_samples,
+            "checkpoint_digest": checkpoint,
+            "evaluator_digest": c.evaluator.evaluator_digest,
+            "template_digest": c.evaluator.template_sha256,
+            "decoding": c.evaluator.decoding,
+            "stop": c.evaluator.stop,
+            "sample_ids_sha256": "2" * 64,
+            "sample_ids_match": True,
+            "tokenizer_digest": c.base_tokenizer_sha256,
+            "generation_config_digest": c.base_generation_config_sha256,
+            "record_digest": record_digest,
+        },
+    )
 
 
 def finalize(expos: ExpOS, worker: str, xid: str, dev: float, recipe: dict[str, Any] | None = None) -> int:

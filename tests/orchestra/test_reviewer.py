@@ -13,36 +13,26 @@ from rsi_master.orchestra import NodeContext, load_graph
 from rsi_master.orchestra._reports import best_review_score, recommendations
 from rsi_master.orchestra._reviewer import EvidenceReviewer
 
-from .helpers import MAIN, fake_experiment, finalize, new_run
+from .helpers import MAIN, fake_experiment, finalize, new_run, record_eval
 
 
 def _reviewed(expos, xid: str, right: list[bool]) -> None:
     """A `review` record of `xid` whose samples s0, s1, ... are right or wrong as given."""
-    c = expos.contract
     samples = [
         {"sample_id": f"s{i}", "output": "out", "score": 1.0 if ok else 0.0, "reason": "" if ok else "wrong"}
         for i, ok in enumerate(right)
     ]
     digest = expos.run.store.put_bytes(canonical_bytes({"samples": samples}))
-    expos.record(
+    checkpoint = load_state(expos).experiments[xid].checkpoint
+    record_eval(
+        expos,
         {"role": "reviewer", "id": "rx"},
-        "eval.record",
-        {
-            "experiment_id": xid,
-            "split": "review",
-            "score": sum(right) / len(right),
-            "n_samples": len(right),
-            "checkpoint_digest": load_state(expos).experiments[xid].checkpoint,
-            "evaluator_digest": c.evaluator.evaluator_digest,
-            "template_digest": c.evaluator.template_sha256,
-            "decoding": c.evaluator.decoding,
-            "stop": c.evaluator.stop,
-            "sample_ids_sha256": "2" * 64,
-            "sample_ids_match": True,
-            "tokenizer_digest": c.base_tokenizer_sha256,
-            "generation_config_digest": c.base_generation_config_sha256,
-            "record_digest": digest,
-        },
+        xid,
+        "review",
+        sum(right) / len(right),
+        checkpoint=checkpoint,
+        record_digest=digest,
+        n_samples=len(right),
     )
 
 
