@@ -163,6 +163,7 @@ class TPESearchWorker(ShortcutWorker):
     experiments themselves are recorded by ExpOS as always)."""
 
     STUDY = "union-search"
+    CHAIN = False  # the search peers run their library's trials as they are used: each from the base
 
     def _study(self, ctx: NodeContext, d: Direction) -> Any:
         import optuna

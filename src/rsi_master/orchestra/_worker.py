@@ -133,19 +133,31 @@ class TPEWorker:
             study.enqueue_trial({k: v for k, v in rec.items() if k in space}, skip_if_exists=True)
 
         started = len(memory)
+        dev_items = int((contract.split_sizes or {}).get("dev") or 0)
+        # The TPE parameters of each own experiment (a chain link's are its head's): what a link
+        # trains with, and the search trials `_chain_head` counts.
+        params_of: dict[str, dict[str, Any]] = {
+            m["experiment_id"]: self._params_of(d, m) for m in memory if m.get("experiment_id")
+        }
+        links: set[str] = {m["experiment_id"] for m in memory if m.get("experiment_id") and m.get("parent") != d.parent}
         while started < d.trials:
             per_step, fixed = trial_seconds(memory, ctx.brief.get("timing"), _smallest_batch(d))
             left = ctx.time_left()
             if left < fixed + MIN_STEPS * per_step:
                 break
-            trial = study.ask(space)
-            family, knobs, train = self._compose(d, dict(trial.params))
+            head = self._chain_head(d, memory, links, dev_items) if self.CHAIN else None
+            trial = None if head is not None else study.ask(space)
+            params = dict(params_of[head]) if head is not None else dict(trial.params)  # type: ignore[union-attr]
+            family, knobs, train = self._compose(d, params)
+            steps_range = d.train.get("max_steps")
+            if head is not None and steps_range is not None and steps_range.high is not None:
+                train["max_steps"] = int(steps_range.high)  # a link trains as long as the time left allows
             # Fit the trial into the time left rather than overrun the budget, at its batch size.
             batch = int(train.get("batch_size", 8))
             per_step, fixed = trial_seconds(memory, ctx.brief.get("timing"), batch)
             fit = int((left - fixed) / per_step)
             train["max_steps"] = max(MIN_STEPS, min(int(train.get("max_steps", 60)), fit, max_steps_cap))
-            calibrating = not _calibrated(memory, ctx.brief.get("timing"))
+            calibrating = head is None and not _calibrated(memory, ctx.brief.get("timing"))
             if calibrating:
                 # Nothing measured on this machine yet: a short first trial measures it, so that
                 # the following ones are sized to the deadline instead of overrunning it. Counted
@@ -158,16 +170,30 @@ class TPEWorker:
             t0 = _clock.now()
             try:
                 outcome = self._trial(
-                    ctx, d, knobs, train, n, seed=ctx.seed * 10_000 + d.seed * 100 + started, family=family
+                    ctx,
+                    d,
+                    knobs,
+                    train,
+                    n,
+                    seed=ctx.seed * 10_000 + d.seed * 100 + started,
+                    family=family,
+                    parent=head or d.parent,
                 )
             except BudgetEnd:
                 break  # out of time mid-trial: whatever finished is still worth a finalize
             started += 1
-            if outcome is None or outcome.get("status") != "completed":
+            xid = (outcome or {}).get("experiment_id")
+            if xid:
+                params_of[xid] = params
+                if head is not None:
+                    links.add(xid)
+            if trial is None:
+                pass  # a chain link is more training of a recipe TPE already scored, not a new point
+            elif outcome is None or outcome.get("status") != "completed":
                 study.tell(trial, state=TrialState.FAIL)
             else:
                 study.tell(trial, float(outcome["dev_score"] or 0.0))
-            if calibrating and d.enqueue:
+            if calibrating and d.enqueue and trial is not None:
                 # The short measuring trial took the first point the Main enqueued (the evaluation
                 # distribution, or a verified recipe): the next trial runs it at full length. Before,
                 # the opening Workers' only eval-distribution trial was this 20-step one, and the
@@ -175,6 +201,7 @@ class TPEWorker:
                 study.enqueue_trial(dict(trial.params), skip_if_exists=False)
             memory.append(
                 {
+                    "parent": head or d.parent,
                     "steps": (outcome or {}).get("steps"),
                     "seconds": _clock.now() - t0,
                     "train_seconds": (outcome or {}).get("train_seconds"),
@@ -189,6 +216,44 @@ class TPEWorker:
             except BudgetEnd:
                 break
         self._finalize(ctx, d)
+
+    # -- chaining --------------------------------------------------------------------------
+    # A trial's steps are capped (the contract's `max_train_steps`), and every trial from the
+    # direction's parent starts that parent over: six sibling trials leave a lineage one trial
+    # deeper, however long the Worker ran. After `SEARCH_TRIALS` trials from the parent (one for a
+    # continuation, whose first trial is the verified recipe), each further trial continues the
+    # Worker's best checkpoint with that checkpoint's recipe on fresh data, so that the Worker's
+    # time goes into depth: a late-rising direction shows its curve within one Worker, and the
+    # candidate the Worker hands over has all of it behind it.
+    CHAIN = True
+    SEARCH_TRIALS = 3
+
+    def _chain_head(self, d: Direction, memory: list[dict[str, Any]], links: set[str], dev_items: int) -> str | None:
+        """The experiment the next trial continues, or None for a search trial from the parent.
+
+        The head is the latest chain link while its `dev` score is within two binomial standard
+        errors of the Worker's best (a deeper checkpoint that scores the same is the better
+        start: its score is one noisy draw), else the best one (ties to more training)."""
+        done = [
+            m
+            for m in memory
+            if m.get("status") == "completed"
+            and m.get("experiment_id")
+            and m.get("dev_score") is not None
+            and math.isfinite(float(m["dev_score"]))
+        ]
+        searched = sum(1 for m in memory if m.get("experiment_id") not in links)
+        need = self.SEARCH_TRIALS if d.parent == "base" else 1
+        if not done or searched < need:
+            return None
+        best = max(done, key=lambda m: (float(m["dev_score"]), m["experiment_id"] in links))
+        latest = next((m for m in reversed(done) if m["experiment_id"] in links), None)
+        if latest is not None:
+            p = min(max(float(best["dev_score"]), 0.05), 0.95)
+            tol = 2 * math.sqrt(p * (1 - p) / max(1, dev_items))
+            if float(latest["dev_score"]) >= float(best["dev_score"]) - tol:
+                return str(latest["experiment_id"])
+        return str(best["experiment_id"])
 
     # -- extension points (the `tpe` Worker's own choices) ---------------------------------
     def _space(self, ctx: NodeContext, d: Direction) -> dict[str, Any]:
@@ -227,15 +292,17 @@ class TPEWorker:
         *,
         seed: int,
         family: str | None = None,
+        parent: str | None = None,
     ) -> dict[str, Any] | None:
-        """Data then experiment; a refused or failed call ends the trial (it is in the ledger)."""
+        """Data then experiment (from `parent`, the direction's unless a chain link continues an
+        own checkpoint); a refused or failed call ends the trial (it is in the ledger)."""
         try:
             from ..tasks import SAMPLING_FAMILIES
 
             name = family or d.family
             args = {"family": name, "params": knobs, "n": n, "seed": seed}
             if name in SAMPLING_FAMILIES:  # rows sampled from the direction's parent, kept by the scorer
-                ds = ctx.call("data.sample", {**args, "parent": d.parent})
+                ds = ctx.call("data.sample", {**args, "parent": parent or d.parent})
             else:
                 ds = ctx.call("data.generate", args)
             dataset = ds.dataset
@@ -255,7 +322,8 @@ class TPEWorker:
                     )
                 dataset = ctx.call("data.mix", {"datasets": parts, "n": n, "seed": seed}).dataset
             res = ctx.call(
-                "experiment.submit", {"parent": d.parent, "dataset": dataset, "method": d.method, "config": train}
+                "experiment.submit",
+                {"parent": parent or d.parent, "dataset": dataset, "method": d.method, "config": train},
             )
         except (ToolError, ValueError):
             # ValueError: a knob combination the generator rejects without ExpOS turning it
