@@ -51,11 +51,31 @@ class Plans(Ranking):
             return "verify", why, [*ev, seq], {"reviewer": rid, "scope": scope}
         return None
 
-    def _revise(self, ctx: MainContext, graph: ResearchGraph) -> Any:
+    def _redo_failed(self, ctx: MainContext, graph: ResearchGraph) -> Any:
+        """`_revise` for failed reviews only: claims that did not hold are answered first."""
+        return self._revise(ctx, graph, failed_only=True)
+
+    def _critique_target(self, ctx: MainContext, graph: ResearchGraph) -> tuple[str, WorkerNode] | None:
+        """(checkpoint, Worker) the first unanswered critique of a passing review asks to train
+        further (`continue exp-...`), as `_revise` would answer it; None when there is none."""
+        for r in sorted(graph.reviewers.values(), key=lambda r: r.report_seq or 0):
+            if not r.done or reports.verdict(r) == "fail" or self._acted(graph, r.report_seq, "revise"):
+                continue
+            if not any(isinstance(x, Continue) for x in reports.recommendations(r)):
+                continue
+            lead = self._leader(ctx, graph, r)
+            if lead is None or {lead[0], lead[2].id} & reports.stopped(graph):
+                continue
+            return lead[0], lead[2]
+        return None
+
+    def _revise(self, ctx: MainContext, graph: ResearchGraph, failed_only: bool = False) -> Any:
         for r in sorted(graph.reviewers.values(), key=lambda r: r.report_seq or 0):
             if not r.done or self._acted(graph, r.report_seq, "revise"):
                 continue
             recs = reports.recommendations(r)
+            if failed_only and reports.verdict(r) != "fail":
+                continue
             if reports.verdict(r) == "fail":
                 # The critique is that the claims do not hold: re-run a direction in scope from the
                 # base, on fresh data, and let a later review check it: the one the review says to

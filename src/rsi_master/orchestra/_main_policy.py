@@ -34,6 +34,7 @@ from typing import Any
 from ._graph import ResearchGraph
 from ._main_plans import Plans
 from ._main_ranking import expected_scores, landscape_prior
+from ._prior import run_prior
 from ._protocols import MainContext, main_agent
 
 __all__ = ["PolicyMain", "expected_scores", "landscape_prior"]
@@ -118,14 +119,17 @@ class PolicyMain(Plans):
             # the best verified lineage further, sized to end before the last comparison,
             # rather than idle to the end (measured: 40 s of an idle slot in a 5-minute run).
             return self._continue(ctx, graph)
-        for plan in (self._revise, self._combine):
-            out = plan(ctx, graph)
-            if out is not None:
-                return out
-        # Without a prior, whether a new direction or more of a verified lineage comes first is
-        # the evidence's call (`_continue_first`: expected gain with an uncertainty bonus).
-        continue_first, weighed = self._continue_first(ctx, graph)
-        first = (self._continue, self._branch) if continue_first else (self._branch, self._continue)
+        redo = self._redo_failed(ctx, graph)  # claims that did not hold: answered first
+        if redo is not None:
+            return redo
+        if run_prior(ctx.expos) is not None:
+            # With a prior: the reviews' recommendations, then the prior's openings, as before.
+            first: tuple[Any, ...] = (self._revise, self._combine, self._branch, self._continue)
+            weighed = ""
+        else:
+            # Without one, a review's critique, a combination, an unexplored direction and more of
+            # a verified lineage are weighed on the run's own evidence (`_weighed_plans`).
+            first, weighed = self._weighed_plans(ctx, graph)
         for plan in first:
             out = plan(ctx, graph)
             if out is not None:

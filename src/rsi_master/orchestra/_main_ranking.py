@@ -46,7 +46,7 @@ class Ranking(Budget):
             # No prior: nothing tells the task's families apart before they are measured, so the
             # order is a permutation of them drawn from the run's seed (a fixed order, say by
             # name, would favour the same family in every campaign), and the evidence decides
-            # from there (`_evidence`, `_continue_first`, `_continuations`).
+            # from there (`_evidence`, `_weighed_plans`, `_continuations`).
             dirs = default_directions(task, seed=ctx.seed)
             random.Random(f"open:{ctx.seed}").shuffle(dirs)
             return [d.model_copy(update={"seconds": self._allowance(ctx)}) for d in dirs if d.key() not in tried]
@@ -150,31 +150,51 @@ class Ranking(Budget):
         # stable: ties keep `_verified`'s order
         return sorted(ranked, key=lambda t: (graph.workers[t[1]].direction.key() in busy, -value[t[0]]))
 
-    def _continue_first(self, ctx: MainContext, graph: ResearchGraph) -> tuple[bool, str]:
-        """Whether training a verified lineage further beats opening an unexplored direction,
-        and the figures that decided it (for the decision's rationale): without a prior, when
-        the best lineage's expected gain after one more allowance is above an unexplored
-        direction's (`Evidence.unexplored`). With a prior the policy opens the prior's
-        directions first, as it always has."""
-        if run_prior(ctx.expos) is not None:
-            return False, ""
-        if not any(r.done and reports.verdict(r) == "pass" for r in graph.reviewers.values()):
-            return False, ""  # nothing verified to continue (and no graph read spent to find that out)
-        taken = {w.direction.parent for w in graph.workers.values() if not w.done} | reports.stopped(graph)
+    def _weighed_plans(self, ctx: MainContext, graph: ResearchGraph) -> tuple[tuple[Any, ...], str]:
+        """The plans in the order the run's evidence ranks them (no prior), and the figures that
+        decided it (for the decision's rationale).
+
+        Each option is valued by its expected gain over the best verified review score after one
+        more Worker allowance (`Forecast.gain`: the lineage's direction's curve extrapolated):
+        answering a review's critique (`continue exp-...`) is worth what more training of that
+        checkpoint is, continuing is worth what the best free verified lineage is, and an
+        unexplored direction or a combination of two verified recipes (a new direction too) is
+        worth `Evidence.unexplored`. A critique is thus answered when its lineage is where the
+        evidence says the next allowance pays most, not before every other option: answering
+        every critique first kept continuing the review's leader, an early leader that had
+        flattened, while a direction still climbing waited (measured on simulated landscapes
+        whose best direction rises late). Unexplored families open before combinations of the
+        explored ones. Before anything is verified, directions open first, as before."""
         ranked = self._continuations(ctx, graph)
-        free = [t for t in ranked if t[0] not in taken and t[1] not in taken]
-        if not free:
-            return False, ""
+        default: tuple[Any, ...] = (self._revise, self._combine, self._branch, self._continue)
+        if not ranked or not any(r.done and reports.verdict(r) == "pass" for r in graph.reviewers.values()):
+            return default, ""
         evidence, seconds = Evidence(ctx, graph), self._allowance(ctx)
         best = max(t[2] for t in ranked)
-        xid, wid = free[0][0], free[0][1]
-        f = evidence.checkpoint_outlook(xid, graph.workers[wid].direction, seconds)
-        mine, fresh = f.gain(best), evidence.unexplored(seconds, best)
+        taken = {w.direction.parent for w in graph.workers.values() if not w.done} | reports.stopped(graph)
+        free = [t for t in ranked if t[0] not in taken and t[1] not in taken]
+
+        def gain(xid: str, w: WorkerNode) -> float:
+            return evidence.checkpoint_outlook(xid, w.direction, seconds).gain(best)
+
+        fresh = evidence.unexplored(seconds, best)
+        cont = gain(free[0][0], graph.workers[free[0][1]]) if free else -1.0
+        target = self._critique_target(ctx, graph)
+        crit = gain(target[0], target[1]) if target is not None and target[0] not in taken else -1.0
+        options = [
+            (crit, 3, self._revise),
+            (cont, 2, self._continue),
+            (fresh, 1, self._branch),
+            (fresh, 0, self._combine),
+        ]
+        order = tuple(plan for _, _, plan in sorted(options, key=lambda o: (-o[0], -o[1])))
         note = (
-            f"{xid} after {seconds:.0f} s more: {f.mean:.3f} +- {f.std:.3f} from {f.n} dev points, expected gain "
-            f"over {best:.3f} {mine:.4f} against {fresh:.4f} for an unexplored direction"
+            f"expected gain over {best:.3f} after {seconds:.0f} s more: "
+            + (f"critique of {target[0]} {crit:.4f}, " if target is not None else "")
+            + (f"{free[0][0]} {cont:.4f}, " if free else "")
+            + f"an unexplored direction or combination {fresh:.4f}"
         )
-        return mine > fresh, note
+        return order, note
 
     def _leader(self, ctx: MainContext, graph: ResearchGraph, r: Any) -> tuple[str, float, WorkerNode] | None:
         scores, trained = self._review_scores(ctx)
