@@ -141,7 +141,7 @@ class Ranking(Budget):
         ranked = self._verified(ctx, graph)
         if run_prior(ctx.expos) is not None or len(ranked) < 2:
             return ranked
-        evidence, seconds = Evidence(ctx, graph), self._allowance(ctx)
+        evidence, seconds = Evidence(ctx, graph), self._horizon_s(ctx)
         best = max(t[2] for t in ranked)
         busy = {w.direction.key() for w in graph.workers.values() if not w.done}
         value = {
@@ -149,6 +149,14 @@ class Ranking(Budget):
         }
         # stable: ties keep `_verified`'s order
         return sorted(ranked, key=lambda t: (graph.workers[t[1]].direction.key() in busy, -value[t[0]]))
+
+    def _horizon_s(self, ctx: MainContext) -> float:
+        """The training an option is valued at: what a lineage could still get if the run
+        committed to it (the time left before the last comparison), at least one allowance. A
+        lineage is built over several Workers; valued at one Worker's allowance, a direction
+        whose curve turns late looks no better than an early leader that has flattened."""
+        left = ctx.budget_s - ctx.spent_s() - self._reserve_s(ctx)
+        return max(self._allowance(ctx), left)
 
     def _weighed_plans(self, ctx: MainContext, graph: ResearchGraph) -> tuple[tuple[Any, ...], str]:
         """The plans in the order the run's evidence ranks them (no prior), and the figures that
@@ -169,7 +177,7 @@ class Ranking(Budget):
         default: tuple[Any, ...] = (self._revise, self._combine, self._branch, self._continue)
         if not ranked or not any(r.done and reports.verdict(r) == "pass" for r in graph.reviewers.values()):
             return default, ""
-        evidence, seconds = Evidence(ctx, graph), self._allowance(ctx)
+        evidence, seconds = Evidence(ctx, graph), self._horizon_s(ctx)
         best = max(t[2] for t in ranked)
         taken = {w.direction.parent for w in graph.workers.values() if not w.done} | reports.stopped(graph)
         free = [t for t in ranked if t[0] not in taken and t[1] not in taken]
