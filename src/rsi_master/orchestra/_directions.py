@@ -188,10 +188,11 @@ def default_directions(task: str, *, seed: int = 0, curves: dict[str, Curve] | N
     batch size `opening_batch` picks from them), and TPE explores around it from there: a
     short campaign runs two or three trials per Worker, all of them random otherwise.
     """
-    from ..tasks import get_task
+    from ..tasks import get_task, task_hints
 
     t = get_task(task)
     curves = curves or {}
+    hinted = task_train(task_hints(t))
     out = []
     for i, (family, gen) in enumerate(sorted(t.generators().items())):
         knobs: dict[str, Range] = {}
@@ -208,8 +209,10 @@ def default_directions(task: str, *, seed: int = 0, curves: dict[str, Curve] | N
                 knobs[k.name] = Range(kind="fixed", value=k.default)
         first = {f"k:{k.name}": k.default for k in gen.knobs if knobs[k.name].kind != "fixed"} | OPENING_TRIAL
         first["t:batch_size"] = opening_batch(family, curves)
+        if hinted:
+            first.update(_middle(hinted))
         for method in gen.methods:  # one direction per method the family's rows are made for
-            train = {**DEFAULT_TRAIN, **METHOD_TRAIN.get(method, {})}
+            train = {**DEFAULT_TRAIN, **hinted, **METHOD_TRAIN.get(method, {})}
             out.append(
                 Direction(
                     family=family,
@@ -220,6 +223,35 @@ def default_directions(task: str, *, seed: int = 0, curves: dict[str, Curve] | N
                     enqueue=[_within(first, train)] if first else [],
                 )
             )
+    return out
+
+
+def task_train(hints: Any) -> dict[str, Range]:
+    """The training ranges a task's hints declare (`TaskHints.learning_rate`, `batch_sizes`,
+    `max_steps`), as the ranges that replace `DEFAULT_TRAIN`'s; empty for a task that declares none."""
+    out: dict[str, Range] = {}
+    if hints.learning_rate is not None:
+        lo, hi = hints.learning_rate
+        out["learning_rate"] = Range(kind="float", low=float(lo), high=float(hi), log=True)
+    if hints.batch_sizes:
+        out["batch_size"] = Range(kind="choice", choices=sorted({int(b) for b in hints.batch_sizes}))
+    if hints.max_steps is not None:
+        lo, hi = hints.max_steps
+        out["max_steps"] = Range(kind="int", low=int(lo), high=int(hi))
+    return out
+
+
+def _middle(train: dict[str, Range]) -> dict[str, Any]:
+    """The first trial in the middle of a task's declared ranges (geometric for the learning
+    rate, the middle choice of batch size, the most steps): nothing else is known before it."""
+    out: dict[str, Any] = {}
+    lr, batch, steps = train.get("learning_rate"), train.get("batch_size"), train.get("max_steps")
+    if lr is not None and lr.low is not None and lr.high is not None:
+        out["t:learning_rate"] = float((lr.low * lr.high) ** 0.5)
+    if batch is not None and batch.choices:
+        out["t:batch_size"] = sorted(batch.choices)[len(batch.choices) // 2]
+    if steps is not None and steps.high is not None:
+        out["t:max_steps"] = int(steps.high)
     return out
 
 

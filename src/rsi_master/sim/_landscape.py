@@ -265,13 +265,14 @@ class SimLandscape(BaseModel):
 
     def search_space(self) -> dict[str, tuple[float, float]]:
         """Training-parameter ranges that contain every optimum of this landscape with room on
-        both sides (for a backend that offers the simulator's own ranges to its Workers):
-        learning rate (the lowest optimum / 10 to the highest x 10, over methods and batches
-        4..256), batch size, steps per experiment (1/20 of the earliest midpoint to the latest)."""
+        both sides (the simulated task's training ranges, `SimTask.hints`, which every
+        configuration's Workers search): learning rate (the lowest optimum / 3 to the highest
+        x 3, over methods and batches 4..256: half a decade of room), batch size, steps per
+        experiment (1/20 of the earliest midpoint to the latest)."""
         lrs = [f.lr_optimum * self.method_specs[m].lr for f in self.family_specs for m in f.methods]
         mids = [f.midpoint for f in self.family_specs]
         return {
-            "learning_rate": (min(lrs) * math.sqrt(4 / 32) / 10, max(lrs) * math.sqrt(256 / 32) * 10),
+            "learning_rate": (min(lrs) * math.sqrt(4 / 32) / 3, max(lrs) * math.sqrt(256 / 32) * 3),
             "batch_size": (4.0, 256.0),
             "steps": (max(1.0, round(min(mids) / 20)), float(round(max(mids)))),
         }

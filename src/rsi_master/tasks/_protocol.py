@@ -91,13 +91,31 @@ class TaskHints:
     family whose curve run is the first stage of the continued reference instead of the
     reference's own run (where the curves found a better family); `budget_s`: the
     wall-clock budget of a run that names none, where five minutes are too short to learn
-    anything (why, in the task's module)."""
+    anything (why, in the task's module).
+
+    The training ranges every direction of the task searches, where the generic small-model
+    defaults (`orchestra.DEFAULT_TRAIN`: learning rate 5e-4 to 3e-3, batch 2 to 8) do not fit
+    the task's model: `learning_rate` (low, high; searched on a log scale), `batch_sizes` (the
+    choices) and `max_steps` (low, high; the contract's `max_train_steps` still caps a trial).
+    A fresh direction's first trial is then the middle of these ranges."""
 
     opening_order: tuple[str, ...] = ()
     contrast: tuple[str, ...] = ()
     reference: str | None = None
     reference_curve: str | None = None
     budget_s: float | None = None
+    learning_rate: tuple[float, float] | None = None
+    batch_sizes: tuple[int, ...] = ()
+    max_steps: tuple[int, int] | None = None
+
+    def __post_init__(self) -> None:
+        lr, steps = self.learning_rate, self.max_steps
+        if lr is not None and not (0 < lr[0] < lr[1]):
+            raise ValueError(f"learning_rate range {lr} must be 0 < low < high")
+        if any(int(b) != b or b < 1 for b in self.batch_sizes):
+            raise ValueError(f"batch_sizes {self.batch_sizes} must be positive integers")
+        if steps is not None and not (1 <= steps[0] <= steps[1]):
+            raise ValueError(f"max_steps range {steps} must be 1 <= low <= high")
 
 
 def task_hints(task: Any) -> TaskHints:

@@ -19,7 +19,7 @@ from functools import cached_property, partial
 from typing import Any, ClassVar
 
 from ._knobs import validate_params, validate_size
-from ._protocol import SPLITS, Decoding, EvalItem, GeneratorFamily, Knob, Score, Split
+from ._protocol import SPLITS, Decoding, EvalItem, GeneratorFamily, Knob, Score, Split, TaskHints
 from ._seal_key import PUBLIC_SEAL_KEY, SealKey
 
 __all__ = ["SIM_ROW_KEY", "SimTask"]
@@ -75,6 +75,25 @@ class SimTask:
         self.name: str = landscape.task_name
         self.capability = f"simulated post-training task {self.name} (landscape {landscape.ident})"
         self.seal_key = PUBLIC_SEAL_KEY if seal_key is None else seal_key
+
+    @cached_property
+    def hints(self) -> TaskHints:
+        """The landscape's training ranges (`SimLandscape.search_space`: every optimum inside,
+        with room on both sides), searched by every configuration's Workers alike: the small
+        CPU model's defaults (batch 2 to 8) would leave a simulated task's optima out of reach."""
+        space = self.landscape.search_space()
+        lo, hi = space["batch_size"]
+        sizes, b = [], 1
+        while b <= hi:
+            if b >= lo:
+                sizes.append(b)
+            b *= 2
+        steps = space["steps"]
+        return TaskHints(
+            learning_rate=(float(space["learning_rate"][0]), float(space["learning_rate"][1])),
+            batch_sizes=tuple(sizes),
+            max_steps=(int(steps[0]), max(int(steps[0]), int(steps[1]))),
+        )
 
     def render(self, question: str) -> str:
         return self.template.replace("{question}", question)
