@@ -15,10 +15,13 @@ Policy, in order of priority whenever a slot needs work:
    otherwise an unexplored direction of the task;
 4. continue: more of the best verified direction.
 
-Without a prior (the default) 3's unexplored direction and 4 are weighed against each other
-on the run's own learning curves (`_evidence`): a verified lineage whose extrapolated curve,
-plus an uncertainty bonus, promises more than an unexplored direction is worth is continued
-first. With a prior (`--prior FILE`) its curves rank the openings and break review ties.
+That is the order with a prior (`--prior FILE`: its curves rank the openings and break review
+ties). Without one (the default) a failed review is still answered first, and 2's critique,
+3 and 4 are weighed against each other on the run's own learning curves (`_evidence`,
+`_weighed_plans`): each by its expected gain over the best verified review score at the
+training a lineage could still get in the time left, so that a critique of an early leader
+that has flattened waits while a lineage still climbing, or an unexplored direction, promises
+more. Unexplored families open before combinations of explored ones.
 
 A direction may not take more than `share` of the budget before a passing cross-Worker
 review covers it. After `late` of the budget verification and selection come first and no

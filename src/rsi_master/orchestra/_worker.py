@@ -4,8 +4,11 @@ Each trial: generate data with the suggested knob values (mixed with the directi
 fixed extra sources, for a branch that combines findings), train from the direction's
 parent with the suggested training parameters, read the `dev` score the submit returns.
 TPE is seeded with the Worker's own earlier trials (its memory, from the ledger) and
-the recipes the Main agent enqueued from verified findings. The Worker stops when its
-trials or its wall-clock allowance run out, then finalizes citing experiment ids.
+the recipes the Main agent enqueued from verified findings. After its search trials the
+Worker chains: each further trial continues its best checkpoint with that recipe on fresh
+data (`_chain_head`), so that its time goes into depth rather than into siblings of one
+parent. The Worker stops when its trials or its wall-clock allowance run out, then
+finalizes citing experiment ids.
 """
 
 from __future__ import annotations
