@@ -4,6 +4,7 @@ mixes two verified recipes), branch (an unexplored direction) and continue; each
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from ..events import Combine, Continue, Hyperparameters, Recipe, Revise
@@ -126,7 +127,13 @@ class Plans(Ranking):
             )
         return None
 
-    def _combine(self, ctx: MainContext, graph: ResearchGraph) -> Any:
+    def _combinations(
+        self, ctx: MainContext, graph: ResearchGraph
+    ) -> Iterator[tuple[Any, str, str, Recipe, Direction]]:
+        """(review, a, b, a's recipe, the mixed direction) for each combination a passing review
+        recommended and no decision answered yet, in report order: a's verified recipe trained
+        further from its checkpoint on a mix of its data and b's family's. A mix adds a family:
+        b's family is already in it (the same family twice, say) is no combination."""
         for r in sorted(graph.reviewers.values(), key=lambda r: r.report_seq or 0):
             if not r.done or reports.verdict(r) != "pass" or self._acted(graph, r.report_seq, "branch"):
                 continue
@@ -136,6 +143,8 @@ class Plans(Ranking):
                 ra = reports.recipe(wa) if wa else None
                 rb = reports.recipe(wb) if wb else None
                 if not (wa and wb and ra and rb) or {a, b, ra.experiment_id} & reports.stopped(graph):
+                    continue
+                if rb.family == ra.family or rb.family in {m.family for m in ra.mix}:
                     continue
                 base = self._continue_direction(wa.direction, ra, ra.experiment_id)
                 d = base.model_copy(
@@ -148,16 +157,27 @@ class Plans(Ranking):
                 )
                 if self._capped(ctx, graph, d):
                     continue
-                wid = self._add(ctx, graph, d, f"combine the verified findings of {a} and {b} (review {r.id})", [a, b])
-                return (
-                    "branch",
-                    (
-                        f"review {r.id} found {a} and {b} complementary on review samples; {wid} mixes "
-                        f"{ra.family} and {rb.family} data from {ra.experiment_id}"
-                    ),
-                    [r.report_seq],
-                    {"worker": wid, "combines": [a, b], "review": r.id},
-                )
+                yield r, a, b, ra, d
+
+    def _combine_target(self, ctx: MainContext, graph: ResearchGraph) -> tuple[str, WorkerNode] | None:
+        """(checkpoint, Worker) the first pending combination trains further, or None."""
+        for _, a, _, ra, _ in self._combinations(ctx, graph):
+            return ra.experiment_id, graph.workers[a]
+        return None
+
+    def _combine(self, ctx: MainContext, graph: ResearchGraph) -> Any:
+        for r, a, b, ra, d in self._combinations(ctx, graph):
+            rb_family = d.mix[-1]["family"]
+            wid = self._add(ctx, graph, d, f"combine the verified findings of {a} and {b} (review {r.id})", [a, b])
+            return (
+                "branch",
+                (
+                    f"review {r.id} found {a} and {b} complementary on review samples; {wid} mixes "
+                    f"{ra.family} and {rb_family} data from {ra.experiment_id}"
+                ),
+                [r.report_seq],
+                {"worker": wid, "combines": [a, b], "review": r.id},
+            )
         return None
 
     def _branch(self, ctx: MainContext, graph: ResearchGraph) -> Any:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..landscape import expected_scores
 from . import _reports as reports
 from ._directions import Direction, default_directions, opening_curve, subset_direction
-from ._evidence import TRAINING_FRACTION, Evidence
+from ._evidence import TRAINING_FRACTION, UNSEEN_STD, Evidence
 from ._graph import ResearchGraph, WorkerNode
 from ._main_budget import Budget
 from ._memory import lineage_examples
@@ -189,18 +189,28 @@ class Ranking(Budget):
         cont = gain(free[0][0], graph.workers[free[0][1]]) if free else -1.0
         target = self._critique_target(ctx, graph)
         crit = gain(target[0], target[1]) if target is not None and target[0] not in taken else -1.0
+        # A combination trains a verified lineage further on a mix: each source gets about half
+        # the data, so it is valued as that lineage at half the training, widened by half an
+        # unseen direction's spread for what mixing may add or take away.
+        pair = self._combine_target(ctx, graph)
+        comb = (
+            evidence.checkpoint_outlook(pair[0], pair[1].direction, seconds / 2).gain(best, widen=UNSEEN_STD / 2)
+            if pair is not None and pair[0] not in taken
+            else -1.0
+        )
         options = [
             (crit, 3, self._revise),
             (cont, 2, self._continue),
             (fresh, 1, self._branch),
-            (fresh, 0, self._combine),
+            (comb, 0, self._combine),
         ]
         order = tuple(plan for _, _, plan in sorted(options, key=lambda o: (-o[0], -o[1])))
         note = (
             f"expected gain over {best:.3f} after {seconds:.0f} s more: "
             + (f"critique of {target[0]} {crit:.4f}, " if target is not None else "")
             + (f"{free[0][0]} {cont:.4f}, " if free else "")
-            + f"an unexplored direction or combination {fresh:.4f}"
+            + (f"combination from {pair[0]} {comb:.4f}, " if pair is not None else "")
+            + f"an unexplored direction {fresh:.4f}"
         )
         return order, note
 
