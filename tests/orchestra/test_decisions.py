@@ -93,9 +93,20 @@ def test_a_full_cycle_verify_revise_branch_and_stop(tmp_path):
         ).seq
         main.on_event(_ctx(expos, 40.0), load_graph(expos), (rev, "review", rid))
         d = _decisions(expos)[-1]
-        assert d.action == "revise" and rev in d.evidence and d.detail["parent"] == x1
+        # Without a prior the critique is weighed against the other options on the run's own
+        # curves, and the decision says by how much: with one point per lineage, mixing w2's
+        # family into x1's lineage promises more than training x1 further on its own data.
+        assert d.action == "branch" and d.detail["combines"] == [w1, w2]
+        assert "expected gain over 0.400" in d.rationale and "critique of" in d.rationale
+        comb = load_graph(expos).workers[d.detail["worker"]]
+        assert comb.predecessors == [w1, w2] and comb.direction.mix[0]["family"] == fam2
+        assert comb.direction.parent == x1
+        assert main._combine(_ctx(expos, 40.0), load_graph(expos)) is None  # answered once
+        # The critique is answered by continuing the verified checkpoint with its recipe.
+        action, _, evidence, detail = main._revise(_ctx(expos, 40.0), load_graph(expos))
+        assert action == "revise" and rev in evidence and detail["parent"] == x1
         g = load_graph(expos)
-        new = g.workers[d.detail["worker"]]
+        new = g.workers[detail["worker"]]
         assert new.predecessors == [w1] and new.direction.parent == x1
         assert new.direction.knobs["n_facts"].kind == "fixed"  # the verified recipe, fixed
         # Its first trial is the verified rate (1e-3), and TPE searches no lower than half of it.
@@ -115,12 +126,6 @@ def test_a_full_cycle_verify_revise_branch_and_stop(tmp_path):
         seeds = [w.direction.seed for w in g.workers.values()]
         assert len(set(seeds)) == len(seeds)  # no two Workers draw the same data
 
-        assert main.on_idle(_ctx(expos, 45.0), load_graph(expos), 1)
-        d = _decisions(expos)[-1]
-        assert d.action == "branch" and d.detail["combines"] == [w1, w2]
-        comb = load_graph(expos).workers[d.detail["worker"]]
-        assert comb.predecessors == [w1, w2] and comb.direction.mix[0]["family"] == fam2
-        assert comb.direction.parent == x1
 
         # Late in the budget: no new Worker, and the stop nominates the reviewed candidates.
         n_workers = len(load_graph(expos).workers)
@@ -205,11 +210,12 @@ def test_the_main_reads_the_typed_recommendation_not_the_prose_a_stop_is_a_stop(
     def cont(w1, w2, x1, x2):
         return [{"action": "continue", "experiment_id": x1, "worker_id": w1, "reason": "train it further"}]
 
-    expos, _, (w1, _w2, x1, x2) = _reviewed(tmp_path / "b", "pass", {}, cont)
+    expos, main, (w1, _w2, x1, x2) = _reviewed(tmp_path / "b", "pass", {}, cont)
     with expos:
-        d = _decisions(expos)[-1]
-        assert d.action == "revise" and d.detail["parent"] == x1
-        assert f"continue {x1} {w1}: train it further" in d.rationale  # the typed message, rendered
+        # (Without a prior the Main weighs when to answer it: `test_a_full_cycle...`.)
+        action, rationale, _, detail = main._revise(_ctx(expos, 40.0, budget=1000.0), load_graph(expos))
+        assert action == "revise" and detail["parent"] == x1
+        assert f"continue {x1} {w1}: train it further" in rationale  # the typed message, rendered
 
 
 def test_a_failed_review_redoes_the_worker_its_revise_names(tmp_path):

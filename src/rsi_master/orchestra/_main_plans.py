@@ -268,7 +268,10 @@ class Plans(Ranking):
 
     @staticmethod
     def _acted(graph: ResearchGraph, report_seq: int | None, action: str) -> bool:
-        return any(d.action == action and report_seq in d.evidence for d in graph.decisions)
+        """A decision of `action` answered the review reported at `report_seq`: one whose detail
+        names a review (revise and combine do), not any decision taken at that event (an
+        unexplored direction opened when the review came in answers none of its findings)."""
+        return any(d.action == action and report_seq in d.evidence and "review" in d.detail for d in graph.decisions)
 
 
 def _placeholder(rid: str) -> Any:
