@@ -12,7 +12,6 @@ from . import _reports as reports
 from ._directions import Direction, Range
 from ._graph import ResearchGraph, WorkerNode
 from ._main_ranking import Ranking
-from ._prior import run_prior
 from ._protocols import MainContext
 from ._seeds import continue_seed, redo_seed, worker_seed
 
@@ -189,15 +188,11 @@ class Plans(Ranking):
         return None
 
     def _continue(self, ctx: MainContext, graph: ResearchGraph) -> Any:
-        # The first verified checkpoint of `_continuations`. With a prior, the best one no running
-        # Worker already trains further (a revise, say), the next best when it is taken, so that
-        # an idle slot is not left idle while another verified lineage could use it. Without one,
-        # the order already divides a lineage's expected gain among the Workers on it
-        # (`_lineage_values`): a second Worker continues a leader only when it is worth it.
+        # The best verified checkpoint that no running Worker already trains further (a revise,
+        # say); the next best when it is taken, so that an idle slot is not left idle while
+        # another verified lineage could use it.
         # A lineage a review said to stop is not continued.
-        taken = reports.stopped(graph)
-        if run_prior(ctx.expos) is not None:
-            taken |= {w.direction.parent for w in graph.workers.values() if not w.done}
+        taken = {w.direction.parent for w in graph.workers.values() if not w.done} | reports.stopped(graph)
         for xid, wid0, score, seq in self._continuations(ctx, graph):
             if xid in taken or wid0 in taken:
                 continue
@@ -208,7 +203,7 @@ class Plans(Ranking):
             wid = self._add(ctx, graph, d, f"continue the verified checkpoint {xid}", [wid0])
             return (
                 "continue",
-                f"{xid} of {wid0} is the verified checkpoint to train further (review "
+                f"{xid} of {wid0} is the best verified checkpoint no Worker trains yet (review "
                 f"{score:.3f}); {wid} trains it further",
                 [seq],
                 {"worker": wid, "parent": xid},

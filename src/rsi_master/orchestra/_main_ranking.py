@@ -133,33 +133,22 @@ class Ranking(Budget):
 
     def _continuations(self, ctx: MainContext, graph: ResearchGraph) -> list[tuple[str, str, float, int]]:
         """The verified candidates in the order the Main would train them further. With a prior,
-        `_verified`'s (review score first). Without one, by expected gain per Worker
-        (`_lineage_values`), then `_verified`'s order: an early leader whose curve has flattened
-        gives way to a lineage still climbing or barely tried."""
+        `_verified`'s (review score first). Without one, lineages no running Worker trains
+        first (a second Worker on one lineage mostly repeats the first), then by the expected
+        gain of one more Worker allowance over the best verified score (`Forecast.gain`: its
+        direction's curve extrapolated from the lineage), then `_verified`'s order: an early
+        leader whose curve has flattened gives way to a lineage still climbing or barely tried."""
         ranked = self._verified(ctx, graph)
         if run_prior(ctx.expos) is not None or len(ranked) < 2:
             return ranked
-        value = self._lineage_values(ctx, graph, ranked, Evidence(ctx, graph))
-        return sorted(ranked, key=lambda t: -value[t[0]])  # stable: ties keep `_verified`'s order
-
-    def _lineage_values(
-        self, ctx: MainContext, graph: ResearchGraph, ranked: list[tuple[str, str, float, int]], evidence: Evidence
-    ) -> dict[str, float]:
-        """Each verified checkpoint's expected gain over the best review score at the training it
-        could still get (`_horizon_s`), shared among the Workers that would train its direction:
-        divided by one plus those already running on it. A lineage far ahead is worth a second
-        and a third Worker (on other data and seeds: variants of it, the better one continued),
-        as PBT copies its best member; one barely ahead is not worth two while another waits."""
-        seconds, best = self._horizon_s(ctx), max(t[2] for t in ranked)
-        running: dict[str, int] = {}
-        for w in graph.workers.values():
-            if not w.done:
-                running[w.direction.key()] = running.get(w.direction.key(), 0) + 1
-        out = {}
-        for xid, wid, _, _ in ranked:
-            d = graph.workers[wid].direction
-            out[xid] = evidence.checkpoint_outlook(xid, d, seconds).gain(best) / (1 + running.get(d.key(), 0))
-        return out
+        evidence, seconds = Evidence(ctx, graph), self._horizon_s(ctx)
+        best = max(t[2] for t in ranked)
+        busy = {w.direction.key() for w in graph.workers.values() if not w.done}
+        value = {
+            t[0]: evidence.checkpoint_outlook(t[0], graph.workers[t[1]].direction, seconds).gain(best) for t in ranked
+        }
+        # stable: ties keep `_verified`'s order
+        return sorted(ranked, key=lambda t: (graph.workers[t[1]].direction.key() in busy, -value[t[0]]))
 
     def _horizon_s(self, ctx: MainContext) -> float:
         """The training an option is valued at: what a lineage could still get if the run
@@ -190,20 +179,23 @@ class Ranking(Budget):
             return default, ""
         evidence, seconds = Evidence(ctx, graph), self._horizon_s(ctx)
         best = max(t[2] for t in ranked)
-        stopped = reports.stopped(graph)
-        value = self._lineage_values(ctx, graph, ranked, evidence)
-        free = [t for t in ranked if t[0] not in stopped and t[1] not in stopped]
+        taken = {w.direction.parent for w in graph.workers.values() if not w.done} | reports.stopped(graph)
+        free = [t for t in ranked if t[0] not in taken and t[1] not in taken]
+
+        def gain(xid: str, w: WorkerNode) -> float:
+            return evidence.checkpoint_outlook(xid, w.direction, seconds).gain(best)
+
         fresh = evidence.unexplored(seconds, best)
-        cont = value[free[0][0]] if free else -1.0
+        cont = gain(free[0][0], graph.workers[free[0][1]]) if free else -1.0
         target = self._critique_target(ctx, graph)
-        crit = value.get(target[0], -1.0) if target is not None else -1.0
+        crit = gain(target[0], target[1]) if target is not None and target[0] not in taken else -1.0
         # A combination trains a verified lineage further on a mix: each source gets about half
         # the data, so it is valued as that lineage at half the training, widened by half an
         # unseen direction's spread for what mixing may add or take away.
         pair = self._combine_target(ctx, graph)
         comb = (
             evidence.checkpoint_outlook(pair[0], pair[1].direction, seconds / 2).gain(best, widen=UNSEEN_STD / 2)
-            if pair is not None
+            if pair is not None and pair[0] not in taken
             else -1.0
         )
         options = [
