@@ -156,3 +156,38 @@ def test_a_review_naming_an_experiment_or_worker_that_does_not_exist_is_refused(
             },
         )
         assert len(expos.events("review.submit")) == 1
+
+
+def test_a_candidate_with_foreign_weights_is_a_violation_not_a_failed_review(tmp_path):
+    # An unguarded workspace can adopt weights trained elsewhere: their experiment's parent is
+    # `foreign`, no experiment of the run. The Reviewer reports it (and must not name `foreign`
+    # as an experiment: review.submit refuses ids that do not exist, and the review would fail).
+    with new_run(tmp_path) as expos:
+        for w in ("w1", "w2"):
+            expos.call(
+                MAIN,
+                "worker.add",
+                {"worker_id": w, "task": "t", "predecessors": [], "direction": {"family": "answer_only"}},
+            )
+        x1, x2 = fake_experiment(expos, "w1", 0.5, parent="foreign"), fake_experiment(expos, "w2", 0.3)
+        _reviewed(expos, x1, [True, True, False, False])
+        _reviewed(expos, x2, [False, False, True, False])
+        s1, s2 = finalize(expos, "w1", x1, 0.5), finalize(expos, "w2", x2, 0.3)
+        req = expos.call(MAIN, "review.request", {"reviewer_id": "r1", "question": "q", "scope": ["w1", "w2"]})
+        conclusions = {
+            w: {"seq": s, "claims": [{"experiment_id": x, "score": dev}], "candidates": [x]}
+            for w, s, x, dev in (("w1", s1, x1, 0.5), ("w2", s2, x2, 0.3))
+        }
+        EvidenceReviewer().run(
+            NodeContext(
+                expos,
+                Caller("reviewer", "r1"),
+                {"scope": ["w1", "w2"], "conclusions": conclusions, "seq": req.seq},
+                time.time() + 60,
+            )
+        )
+        (rev,) = expos.events("review.submit")
+        (violation,) = [v for v in rev.payload["violations"] if "foreign" in v]
+        assert f"{x1}: its parent foreign cannot be inspected" in violation
+        findings = [Finding.model_validate(f) for f in rev.payload["findings"]]
+        assert all("foreign" not in f.experiment_ids for f in findings)

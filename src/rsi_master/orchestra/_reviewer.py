@@ -180,7 +180,7 @@ class EvidenceReviewer:
                     "violations",
                     f"{xid}: its parent {parent} cannot be inspected: {exc}",
                     "unsupported",
-                    [xid, parent],
+                    [xid],  # the parent is no experiment of the run (`foreign` weights): named in the text only
                     [w],
                 )
                 return score
