@@ -87,7 +87,16 @@ def test_worker_runs_its_trials_then_claims_its_best_exactly(tmp_path):
         gens = [a for t, a in ctx.log if t == "data.generate"]
         assert all(3 <= g["params"]["n_facts"] <= 5 for g in gens)
         assert len({g["seed"] for g in gens}) == 6  # fresh data every trial
-        best = max(ctx.rows, key=lambda r: r.dev_score)
+        # Three search trials from the base, then each trial continues the best checkpoint so far
+        # with its recipe (here the score depends on the rate alone: the latest link ties its head).
+        parents = [a["parent"] for a in submits]
+        ids = [r.experiment_id for r in ctx.rows]
+        assert parents[:3] == ["base"] * 3 and parents[3] in ids[:3] and parents[4:] == ids[3:5]
+        head = next(r for r in ctx.rows if r.experiment_id == parents[3])
+        assert all(a["config"]["learning_rate"] == head.config["learning_rate"] for a in submits[3:])
+        assert all(a["config"]["max_steps"] == 40 for a in submits[3:])  # a link trains as long as it may
+        best = ctx.rows[-1]  # the best score, with the most training behind it
+        assert best.dev_score == max(r.dev_score for r in ctx.rows)
         assert ctx.final["claims"] == [{"experiment_id": best.experiment_id, "score": best.dev_score}]
         assert ctx.final["candidates"] == [best.experiment_id]
         # The recipe is a typed field of the finalization; the summary is prose for people.
@@ -187,8 +196,11 @@ def test_on_tied_scores_the_worker_claims_the_checkpoint_with_more_training_behi
         ctx = _ctx(expos, DIRECTION)
         ctx.__class__ = FlatCtx
         TPEWorker().run(ctx)
-        examples = {r.experiment_id: r.config["max_steps"] * r.config["batch_size"] for r in ctx.rows}
-        assert len(set(examples.values())) > 1  # the trials differ in length
+        from rsi_master.orchestra._memory import lineage_examples
+
+        trained = {r.experiment_id: (r.parent, r.config) for r in ctx.rows}
+        examples = {x: lineage_examples(trained, x) for x in trained}
+        assert len(set(examples.values())) > 1  # the trials differ in length (chain links add up)
         longest = max(sorted(examples), key=lambda x: examples[x])
         assert ctx.final["candidates"] == [longest]
 
@@ -316,5 +328,8 @@ def test_a_worker_samples_its_data_from_its_parent_for_a_checkpoint_family(tmp_p
         TPEWorker().run(ctx)
         samples = [a for t, a in ctx.log if t == "data.sample"]
         assert len(samples) == 2 and not [t for t, _ in ctx.log if t == "data.generate"]
-        assert all(s["family"] == "self_distill" and s["parent"] == "exp-00042" for s in samples)
-        assert [a["parent"] for t, a in ctx.log if t == "experiment.submit"] == ["exp-00042"] * 2
+        # A continuation searches one trial from its parent, then continues its own checkpoint:
+        # each trial samples from the checkpoint it trains.
+        first = ctx.rows[0].experiment_id
+        assert [(s["family"], s["parent"]) for s in samples] == [("self_distill", "exp-00042"), ("self_distill", first)]
+        assert [a["parent"] for t, a in ctx.log if t == "experiment.submit"] == ["exp-00042", first]

@@ -136,7 +136,7 @@ class TPEWorker:
             study.enqueue_trial({k: v for k, v in rec.items() if k in space}, skip_if_exists=True)
 
         started = len(memory)
-        dev_items = int((contract.split_sizes or {}).get("dev") or 0)
+        dev_items = int((getattr(contract, "split_sizes", None) or {}).get("dev") or 0)
         # The TPE parameters of each own experiment (a chain link's are its head's): what a link
         # trains with, and the search trials `_chain_head` counts.
         params_of: dict[str, dict[str, Any]] = {
