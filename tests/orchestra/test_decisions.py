@@ -126,7 +126,6 @@ def test_a_full_cycle_verify_revise_branch_and_stop(tmp_path):
         seeds = [w.direction.seed for w in g.workers.values()]
         assert len(set(seeds)) == len(seeds)  # no two Workers draw the same data
 
-
         # Late in the budget: no new Worker, and the stop nominates the reviewed candidates.
         n_workers = len(load_graph(expos).workers)
         assert not main.on_idle(_ctx(expos, 80.0), load_graph(expos), 1)

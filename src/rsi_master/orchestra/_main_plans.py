@@ -132,8 +132,8 @@ class Plans(Ranking):
     ) -> Iterator[tuple[Any, str, str, Recipe, Direction]]:
         """(review, a, b, a's recipe, the mixed direction) for each combination a passing review
         recommended and no decision answered yet, in report order: a's verified recipe trained
-        further from its checkpoint on a mix of its data and b's family's. A mix adds a family:
-        b's family is already in it (the same family twice, say) is no combination."""
+        further from its checkpoint on a mix of its data and b's. A mix adds a source: b's family
+        and knobs already in a's recipe (two Workers on one family's same data) is no combination."""
         for r in sorted(graph.reviewers.values(), key=lambda r: r.report_seq or 0):
             if not r.done or reports.verdict(r) != "pass" or self._acted(graph, r.report_seq, "branch"):
                 continue
@@ -144,8 +144,9 @@ class Plans(Ranking):
                 rb = reports.recipe(wb) if wb else None
                 if not (wa and wb and ra and rb) or {a, b, ra.experiment_id} & reports.stopped(graph):
                     continue
-                if rb.family == ra.family or rb.family in {m.family for m in ra.mix}:
-                    continue
+                sources = [(ra.family, ra.params), *((m.family, m.params) for m in ra.mix)]
+                if (rb.family, rb.params) in sources:
+                    continue  # b's data is already in a's recipe: mixing it in again changes nothing
                 base = self._continue_direction(wa.direction, ra, ra.experiment_id)
                 d = base.model_copy(
                     update={
