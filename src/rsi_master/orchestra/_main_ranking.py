@@ -137,11 +137,26 @@ class Ranking(Budget):
         first (a second Worker on one lineage mostly repeats the first), then by the expected
         gain of one more Worker allowance over the best verified score (`Forecast.gain`: its
         direction's curve extrapolated from the lineage), then `_verified`'s order: an early
-        leader whose curve has flattened gives way to a lineage still climbing or barely tried."""
+        leader whose curve has flattened gives way to a lineage still climbing or barely tried.
+        Without a prior a verified checkpoint is dropped when a verified descendant of it scored
+        at least as well on review: continuing the ancestor would redo what the descendant
+        already trained (valued at the training left in the run, a lineage's checkpoints are
+        worth about the same, and a Worker had restarted a late-rising lineage from its oldest
+        checkpoint while the newest waited for its review)."""
         ranked = self._verified(ctx, graph)
         if run_prior(ctx.expos) is not None or len(ranked) < 2:
             return ranked
         evidence, seconds = Evidence(ctx, graph), self._horizon_s(ctx)
+        score = {t[0]: t[2] for t in ranked}
+        dominated: set[str] = set()
+        for xid, _, s, _ in ranked:
+            seen, x = {xid}, evidence.trained.get(xid, ("base", {}))[0]
+            while x in evidence.trained and x not in seen:
+                seen.add(x)
+                if x in score and s >= score[x]:
+                    dominated.add(x)
+                x = evidence.trained[x][0]
+        ranked = [t for t in ranked if t[0] not in dominated]
         best = max(t[2] for t in ranked)
         busy = {w.direction.key() for w in graph.workers.values() if not w.done}
         value = {
