@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..landscape import expected_scores
 from . import _reports as reports
 from ._directions import Direction, default_directions, opening_curve, subset_direction
-from ._evidence import TRAINING_FRACTION, UNSEEN_STD, Evidence
+from ._evidence import TRAINING_FRACTION, Evidence
 from ._graph import ResearchGraph, WorkerNode
 from ._main_budget import Budget
 from ._memory import lineage_examples
@@ -172,62 +172,6 @@ class Ranking(Budget):
         whose curve turns late looks no better than an early leader that has flattened."""
         left = ctx.budget_s - ctx.spent_s() - self._reserve_s(ctx)
         return max(self._allowance(ctx), left)
-
-    def _weighed_plans(self, ctx: MainContext, graph: ResearchGraph) -> tuple[tuple[Any, ...], str]:
-        """The plans in the order the run's evidence ranks them (no prior), and the figures that
-        decided it (for the decision's rationale).
-
-        Each option is valued by its expected gain over the best verified review score after one
-        more Worker allowance (`Forecast.gain`: the lineage's direction's curve extrapolated):
-        answering a review's critique (`continue exp-...`) is worth what more training of that
-        checkpoint is, continuing is worth what the best free verified lineage is, and an
-        unexplored direction or a combination of two verified recipes (a new direction too) is
-        worth `Evidence.unexplored`. A critique is thus answered when its lineage is where the
-        evidence says the next allowance pays most, not before every other option: answering
-        every critique first kept continuing the review's leader, an early leader that had
-        flattened, while a direction still climbing waited (measured on simulated landscapes
-        whose best direction rises late). Unexplored families open before combinations of the
-        explored ones. Before anything is verified, directions open first, as before."""
-        ranked = self._continuations(ctx, graph)
-        default: tuple[Any, ...] = (self._revise, self._combine, self._branch, self._continue)
-        if not ranked or not any(r.done and reports.verdict(r) == "pass" for r in graph.reviewers.values()):
-            return default, ""
-        evidence, seconds = Evidence(ctx, graph), self._horizon_s(ctx)
-        best = max(t[2] for t in ranked)
-        taken = {w.direction.parent for w in graph.workers.values() if not w.done} | reports.stopped(graph)
-        free = [t for t in ranked if t[0] not in taken and t[1] not in taken]
-
-        def gain(xid: str, w: WorkerNode) -> float:
-            return evidence.checkpoint_outlook(xid, w.direction, seconds).gain(best)
-
-        fresh = evidence.unexplored(seconds, best)
-        cont = gain(free[0][0], graph.workers[free[0][1]]) if free else -1.0
-        target = self._critique_target(ctx, graph)
-        crit = gain(target[0], target[1]) if target is not None and target[0] not in taken else -1.0
-        # A combination trains a verified lineage further on a mix: each source gets about half
-        # the data, so it is valued as that lineage at half the training, widened by half an
-        # unseen direction's spread for what mixing may add or take away.
-        pair = self._combine_target(ctx, graph)
-        comb = (
-            evidence.checkpoint_outlook(pair[0], pair[1].direction, seconds / 2).gain(best, widen=UNSEEN_STD / 2)
-            if pair is not None and pair[0] not in taken
-            else -1.0
-        )
-        options = [
-            (crit, 3, self._revise),
-            (cont, 2, self._continue),
-            (fresh, 1, self._branch),
-            (comb, 0, self._combine),
-        ]
-        order = tuple(plan for _, _, plan in sorted(options, key=lambda o: (-o[0], -o[1])))
-        note = (
-            f"expected gain over {best:.3f} after {seconds:.0f} s more: "
-            + (f"critique of {target[0]} {crit:.4f}, " if target is not None else "")
-            + (f"{free[0][0]} {cont:.4f}, " if free else "")
-            + (f"combination from {pair[0]} {comb:.4f}, " if pair is not None else "")
-            + f"an unexplored direction {fresh:.4f}"
-        )
-        return order, note
 
     def _leader(self, ctx: MainContext, graph: ResearchGraph, r: Any) -> tuple[str, float, WorkerNode] | None:
         scores, trained = self._review_scores(ctx)
