@@ -9,12 +9,16 @@ verified. `Ledger` inherits these checks; they read and move its verified state.
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from ..errors import LedgerError, RsiMasterError
-from ._checkpoint import Checkpoint, SignedCheckpoint, event_leaf, write_json_atomic
+from ._checkpoint import Checkpoint, SignedCheckpoint, event_leaf
+from ._files import write_bytes_atomic
 from ._event import GENESIS_HASH
 from ._keys import KeyDir, Signer, verify_signature
 from ._merkle import EMPTY_ROOT, Frontier, consistency_proof, consistency_proof_extending, verify_consistency
@@ -41,6 +45,10 @@ class SealKeeper:
     _frontier: Frontier
     _tip: str
     _sealed: tuple[SealRow, str] | None
+    # The witness file's bytes as this writer last wrote or verified them, with what they say
+    # (its head and compact range). While the file holds exactly these bytes it is not parsed
+    # and verified again; any other bytes (replaced, rolled back, edited) are.
+    _witness: tuple[bytes, Checkpoint, Frontier | None] | None
 
     def _refuse(self, why: str) -> LedgerError:
         return LedgerError(f"{self.path}: {why}; refusing to open it for writing")
@@ -77,7 +85,7 @@ class SealKeeper:
                 f"{self.run_id} (run directory replaced?)"
             )
         # Read before the database: the witness only ever lags it, never leads.
-        witness = self._read_witness().checkpoint
+        witness, _ = self._read_witness()
         frontier, at_witness = Frontier(), EMPTY_ROOT if witness.tree_size == 0 else None
         tip = GENESIS_HASH
         self._conn.execute("BEGIN")  # one snapshot for the events and the seal
@@ -196,21 +204,32 @@ class SealKeeper:
             raise LedgerError(f"{self.path}: the ledger's seal row is missing (edited); refusing to write")
         self._sealed = ((head.checkpoint.tree_size, body, head.signature), head.checkpoint.root)
 
-    def _read_witness(self) -> SignedCheckpoint:
+    def _read_witness(self) -> tuple[Checkpoint, Frontier | None]:
+        """The operator's witness for this run, verified, with its compact range (None when it
+        has none that folds to its root)."""
         assert self._key_dir is not None and self._signer is not None
         path = self._key_dir.witness_path(self.run_id)
-        if not path.is_file():
-            raise self._refuse(f"the operator's witness {path} is missing")
         try:
-            witness = SignedCheckpoint.load(path)
-        except RsiMasterError as exc:
-            raise self._refuse(str(exc)) from None
+            data = path.read_bytes()
+        except OSError as exc:
+            if not path.is_file():
+                raise self._refuse(f"the operator's witness {path} is missing") from None
+            raise self._refuse(f"cannot read checkpoint {path}: {exc.strerror}") from None
+        if self._witness is not None and data == self._witness[0]:
+            # Exactly the bytes this writer last wrote or verified: what they say is known.
+            return self._witness[1], self._witness[2]
+        try:
+            witness = SignedCheckpoint.model_validate_json(data)
+        except ValidationError:
+            raise self._refuse(f"{path} is not a signed RSI-Master checkpoint") from None
         cp = witness.checkpoint
         if not verify_signature(self._signer.public, witness.signature, cp.message()):
             raise self._refuse(f"the operator's witness {path} does not verify under this run's key")
         if cp.run_id != self.run_id or cp.version != self.version:
             raise self._refuse(f"the operator's witness {path} belongs to another run or version")
-        return witness
+        compact = witness.compact_range()
+        self._witness = (data, cp, compact)
+        return cp, compact
 
     def _publish(self, head: SignedCheckpoint, frontier: Frontier) -> None:
         """Move the witness to `head`, only along a consistency proof from the witness.
@@ -220,8 +239,7 @@ class SealKeeper:
         assert self._key_dir is not None
         new = head.checkpoint
         with self._key_dir.witness_lock(self.run_id):
-            old = self._read_witness()
-            w = old.checkpoint
+            w, compact = self._read_witness()
             if w.tree_size >= new.tree_size:  # another writer got here first
                 if w.tree_size == new.tree_size and w.root != new.root:
                     raise LedgerError(
@@ -233,7 +251,6 @@ class SealKeeper:
                 "SELECT hash FROM events WHERE seq >= ? AND seq < ? ORDER BY seq", (w.tree_size, new.tree_size)
             ).fetchall()
             added = [self._leaf(h) for (h,) in rows]
-            compact = old.compact_range()
             if compact is not None and len(added) == new.tree_size - w.tree_size:
                 proof = consistency_proof_extending(compact, added)
             else:  # a witness without its range: prove from every event
@@ -251,5 +268,10 @@ class SealKeeper:
                     f"{self.path}: the ledger does not extend the operator's witness at {w.tree_size} "
                     "events; witness kept"
                 )
-            witness = head.model_copy(update={"frontier": tuple(n.hex() for n in frontier.nodes)})
-            write_json_atomic(self._key_dir.witness_path(self.run_id), witness.model_dump(mode="json"))
+            witness = head.model_dump(mode="json")
+            witness["frontier"] = [n.hex() for n in frontier.nodes]
+            # Compact: the witness is rewritten on every commit, and json's indenting encoder
+            # is pure Python. Readers parse it (SignedCheckpoint.load); layout is not part of it.
+            data = json.dumps(witness, sort_keys=True).encode() + b"\n"
+            write_bytes_atomic(self._key_dir.witness_path(self.run_id), data)
+            self._witness = (data, new, frontier.copy())

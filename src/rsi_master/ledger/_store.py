@@ -57,6 +57,7 @@ class Ledger(SealKeeper):
         self._frontier = Frontier()
         self._tip = GENESIS_HASH
         self._sealed = None
+        self._witness = None
         self._lock = threading.Lock()
         self._closed = False
 
