@@ -84,3 +84,35 @@ json_values = st.recursive(
 @given(json_values)
 def test_fast_canonical_path_agrees_with_rfc8785(value):
     assert canonical_bytes(value) == rfc8785.dumps(value)
+
+
+_EDGE_FLOATS = [
+    1e-4,
+    math.nextafter(1e-4, 0),
+    math.nextafter(1e-4, 1),
+    1e16,
+    math.nextafter(1e16, 0),
+    2.0**52 + 0.5,
+    2.0**53,
+    0.1,
+    1 / 3,
+    123456789.125,
+    5e-324,
+    1e-7,
+    1e21,
+    0.0,
+    -0.0,
+    1.0,
+    -2.5,
+]
+
+
+@pytest.mark.parametrize("x", [*_EDGE_FLOATS, *(-x for x in _EDGE_FLOATS)])
+def test_floats_at_the_edges_of_the_fast_path_are_jcs(x):
+    assert canonical_bytes({"x": x, "l": [x, "s"]}) == rfc8785.dumps({"x": x, "l": [x, "s"]})
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False) | st.floats(1e-5, 1e17) | st.floats(-1e17, -1e-5))
+def test_every_float_is_written_as_rfc8785_writes_it(x):
+    assert canonical_bytes([x]) == rfc8785.dumps([x])

@@ -3,11 +3,12 @@
 Hashes are taken over these bytes, so any reader in any language that implements JCS
 recomputes the same digests.
 
-For values without floats, without integers beyond 2**53 and with keys in the Basic
-Multilingual Plane below the surrogates, JCS output is exactly what the C-accelerated
-`json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=False)` writes (same key
-order, same string escapes), which is many times faster than the pure-Python `rfc8785`
-package. Everything else goes through `rfc8785`. A property test checks the two agree.
+For values without integers beyond 2**53, with keys in the Basic Multilingual Plane below
+the surrogates and with floats only where `repr` writes them as JCS does (below), JCS output
+is exactly what the C-accelerated `json.dumps(sort_keys=True, separators=(",", ":"),
+ensure_ascii=False)` writes (same key order, same string escapes, floats by `float.__repr__`),
+which is many times faster than the pure-Python `rfc8785` package. Everything else goes
+through `rfc8785`. Property tests check the two agree.
 """
 
 from __future__ import annotations
@@ -41,9 +42,16 @@ def _simple(value: Any) -> bool:
                 if type(k) is not str or (not k.isascii() and max(k) >= "\ud800"):
                     return False
                 stack.append(item)
+        elif t is float:
+            # A non-integral float with 1e-4 <= |v| < 1e16 is written by repr in plain
+            # positional notation with its shortest round-trip digits, which is its ES6
+            # (JCS) form too; outside that range, and for integral floats ("1.0" is "1"),
+            # the forms differ. NaN and infinities fail the range test.
+            if not 1e-4 <= abs(v) < 1e16 or v.is_integer():
+                return False
         elif t is list or t is tuple:
             stack.extend(v)
-        else:  # floats (ES6 number formatting), subclasses, anything else
+        else:  # subclasses, anything else
             return False
     return True
 
