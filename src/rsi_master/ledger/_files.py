@@ -28,8 +28,11 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
     the directory is not, so power loss may bring back the previous file. For a witness
     that is the safe direction (a witness behind the ledger is repaired by the next writer;
     one ahead of it would look like a rollback), and it saves an fsync per write."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
     try:
         try:
             view = memoryview(data)

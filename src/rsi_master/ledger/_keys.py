@@ -200,8 +200,11 @@ class KeyDir:
     def witness_lock(self, run_id: str) -> Iterator[None]:
         """Held while a witness is read, checked and replaced (writers in other processes)."""
         lock = self.path / "witness" / f"{check_run_id(run_id)}.lock"
-        lock.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+        except FileNotFoundError:  # the first lock of this key directory
+            lock.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield

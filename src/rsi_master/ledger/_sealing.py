@@ -39,6 +39,7 @@ class SealKeeper:
     version: int
     public_pem: str
     _signer: Signer | None
+    _signer_pem: str  # the signer's public key as PEM ("" without one)
     _key_dir: KeyDir | None
     # What this writer has verified: the tree (its compact range), the last event's hash,
     # and the seal row it last saw or wrote (with its root). Never rebuilt from unverified rows.
@@ -49,6 +50,7 @@ class SealKeeper:
     # (its head and compact range). While the file holds exactly these bytes it is not parsed
     # and verified again; any other bytes (replaced, rolled back, edited) are.
     _witness: tuple[bytes, Checkpoint, Frontier | None] | None
+    _witness_path: Path | None
 
     def _refuse(self, why: str) -> LedgerError:
         return LedgerError(f"{self.path}: {why}; refusing to open it for writing")
@@ -182,7 +184,8 @@ class SealKeeper:
             checkpoint=Checkpoint.model_validate_json(body), signature=signature, public_key=self.public_pem
         )
 
-    def _sign_head(self) -> SignedCheckpoint:
+    def _sign_head(self) -> tuple[SignedCheckpoint, bytes]:
+        """The signed head of this writer's tree, and its message (the seal's body)."""
         assert self._signer is not None
         cp = Checkpoint(
             run_id=self.run_id,
@@ -192,10 +195,12 @@ class SealKeeper:
             key_id=self._signer.key_id,
             version=self.version,
         )
-        return SignedCheckpoint.sign(cp, self._signer)
+        body = cp.message()
+        # SignedCheckpoint.sign, without encoding the public key to PEM on every append.
+        head = SignedCheckpoint(checkpoint=cp, signature=self._signer.sign(body), public_key=self._signer_pem)
+        return head, body
 
-    def _write_seal(self, head: SignedCheckpoint) -> None:
-        body = head.checkpoint.message()
+    def _write_seal(self, head: SignedCheckpoint, body: bytes) -> None:
         cur = self._conn.execute(
             "UPDATE seal SET tree_size = ?, body = ?, signature = ? WHERE id = 0",
             (head.checkpoint.tree_size, body, head.signature),
@@ -204,11 +209,17 @@ class SealKeeper:
             raise LedgerError(f"{self.path}: the ledger's seal row is missing (edited); refusing to write")
         self._sealed = ((head.checkpoint.tree_size, body, head.signature), head.checkpoint.root)
 
+    def _witness_file(self) -> Path:
+        assert self._key_dir is not None
+        if self._witness_path is None:
+            self._witness_path = self._key_dir.witness_path(self.run_id)
+        return self._witness_path
+
     def _read_witness(self) -> tuple[Checkpoint, Frontier | None]:
         """The operator's witness for this run, verified, with its compact range (None when it
         has none that folds to its root)."""
-        assert self._key_dir is not None and self._signer is not None
-        path = self._key_dir.witness_path(self.run_id)
+        assert self._signer is not None
+        path = self._witness_file()
         try:
             data = path.read_bytes()
         except OSError as exc:
@@ -273,5 +284,5 @@ class SealKeeper:
             # Compact: the witness is rewritten on every commit, and json's indenting encoder
             # is pure Python. Readers parse it (SignedCheckpoint.load); layout is not part of it.
             data = json.dumps(witness, sort_keys=True).encode() + b"\n"
-            write_bytes_atomic(self._key_dir.witness_path(self.run_id), data)
+            write_bytes_atomic(self._witness_file(), data)
             self._witness = (data, new, frontier.copy())

@@ -47,7 +47,8 @@ class Ledger(SealKeeper):
         version: int = int(SCHEMA_VERSION),
     ) -> None:
         self._conn = conn
-        self.public_pem = public_pem or (public_key_pem(signer.public).decode() if signer else "")
+        self._signer_pem = public_key_pem(signer.public).decode() if signer else ""
+        self.public_pem = public_pem or self._signer_pem
         self.path = path
         self.run_id = run_id
         self.version = version
@@ -58,6 +59,7 @@ class Ledger(SealKeeper):
         self._tip = GENESIS_HASH
         self._sealed = None
         self._witness = None
+        self._witness_path = None
         self._lock = threading.Lock()
         self._closed = False
 
@@ -207,10 +209,10 @@ class Ledger(SealKeeper):
                     conn.executemany("INSERT OR IGNORE INTO artifact_refs VALUES (?, ?, ?, ?)", refs)
                 for e in events:
                     self._frontier.append(event_leaf(bytes.fromhex(e.hash), self.version))
-                head = self._sign_head()
+                head, body = self._sign_head()
                 if size - self._last_checkpoint_size() >= self.checkpoint_every:
-                    self._insert_checkpoint(head)
-                self._write_seal(head)
+                    self._insert_checkpoint(head, body)
+                self._write_seal(head, body)
                 conn.execute("COMMIT")
                 self._tip = prev
             except BaseException:
@@ -268,10 +270,11 @@ class Ledger(SealKeeper):
             checkpoint=Checkpoint.model_validate_json(row[0]), signature=row[1], public_key=self.public_pem
         )
 
-    def _insert_checkpoint(self, signed: SignedCheckpoint) -> None:
+    def _insert_checkpoint(self, signed: SignedCheckpoint, body: bytes | None = None) -> None:
         cp = signed.checkpoint
         self._conn.execute(
-            "INSERT INTO checkpoints VALUES (?, ?, ?, ?)", (cp.tree_size, cp.root, cp.message(), signed.signature)
+            "INSERT INTO checkpoints VALUES (?, ?, ?, ?)",
+            (cp.tree_size, cp.root, cp.message() if body is None else body, signed.signature),
         )
 
     # -- reading -------------------------------------------------------------------
