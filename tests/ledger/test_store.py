@@ -244,6 +244,84 @@ def test_the_witness_moves_only_along_a_consistency_proof(tmp_path, key_dir):
         RunDir.open(tmp_path / "run", writable=True)
 
 
+def _signed_witness(key_dir, run_id: str, size: int, root: str) -> bytes:
+    from rsi_master.ledger import Checkpoint, KeyDir, utc_now
+
+    signer = KeyDir(key_dir).default()
+    cp = Checkpoint(run_id=run_id, tree_size=size, root=root, ts=utc_now(), key_id=signer.key_id)
+    return SignedCheckpoint.sign(cp, signer).model_dump_json().encode()
+
+
+@pytest.mark.parametrize(
+    "attack,refused",
+    [
+        ("flip-signature", "does not verify under this run's key"),
+        ("junk", "is not a signed RSI-Master checkpoint"),
+        ("other-history-behind", "does not extend the operator's witness at 3 events; witness kept"),
+        ("other-history-at-the-head", "has another root than this writer's head"),
+        ("other-history-ahead", None),  # kept, as a second writer's would be; reopening refuses
+        ("older-witness", None),  # a witness behind of this history: moved forward from it
+        ("deleted", "witness .* is missing"),
+    ],
+)
+def test_a_live_writer_reads_a_witness_changed_between_two_appends(tmp_path, key_dir, attack, refused):
+    """The writer skips parsing and verifying the witness only while the file holds exactly the
+    bytes it wrote: one edited in place with its size and times kept, replaced or rolled back by
+    another process is read and checked as a fresh writer would."""
+    from tests.ledger.attacks import EDIT_IN_PLACE, as_agent
+
+    run = make_run(tmp_path / "run", events=3, checkpoint_every=1000)
+    path = key_dir / "witness" / f"{run.run_id}.json"
+    older = path.read_bytes()  # at 3 events
+    run.record(draft(3))  # the writer has written and remembers the witness at 4
+    source = tmp_path / "source.json"
+    if attack == "junk":
+        source.write_bytes(b"x" * len(path.read_bytes()))
+    elif attack.startswith("other-history"):
+        size = {"behind": 3, "at-the-head": 5, "ahead": 9}[attack.removeprefix("other-history-")]
+        source.write_bytes(_signed_witness(key_dir, run.run_id, size, "ab" * 32))
+    elif attack == "older-witness":
+        source.write_bytes(older)
+    if attack == "deleted":
+        path.unlink()
+    else:
+        as_agent(EDIT_IN_PLACE, path, "flip-signature" if attack == "flip-signature" else source, scratch=tmp_path / "a")
+    planted = path.read_bytes() if path.exists() else None
+    if refused is not None:
+        with pytest.raises(LedgerError, match=refused):
+            run.record(draft(4))
+        assert (path.read_bytes() if path.exists() else None) == planted  # the witness is kept as found
+        run.ledger.connection.close()
+        return
+    run.record(draft(4))
+    run.close()
+    if attack == "older-witness":
+        assert SignedCheckpoint.load(path).checkpoint.tree_size == 5
+        assert verify_run(tmp_path / "run").ok
+    else:
+        assert path.read_bytes() == planted
+        with pytest.raises(LedgerError, match="witness covers 9 events, the ledger has 5"):
+            RunDir.open(tmp_path / "run", writable=True)
+
+
+def test_a_run_written_without_fsync_swaps_its_witness_in_and_verifies(tmp_path, key_dir):
+    from rsi_master import _durable
+    from rsi_master.ledger._files import write_bytes_atomic
+
+    with _durable.not_durable():
+        target = tmp_path / "d" / "f.json"
+        for data in (b"first", b"second, longer", b"third"):
+            write_bytes_atomic(target, data)  # the first renames, the others exchange
+            assert target.read_bytes() == data
+        assert os.listdir(target.parent) == ["f.json"]  # no temporary file left
+        run = make_run(tmp_path / "run", events=6, checkpoint_every=4)
+        run.close()
+    witness = SignedCheckpoint.load(key_dir / "witness" / f"{run.run_id}.json")
+    assert witness.checkpoint.tree_size == 6 and witness.compact_range() is not None
+    assert sorted(os.listdir(key_dir / "witness")) == [f"{run.run_id}.json", f"{run.run_id}.lock"]
+    assert verify_run(tmp_path / "run").ok
+
+
 def _mth(leaves: list[bytes]) -> bytes:
     """RFC 6962 section 2.1, written from the RFC and nothing else: MTH({}) = SHA-256(),
     MTH({d0}) = SHA-256(0x00 || d0), MTH(D[n]) = SHA-256(0x01 || MTH(D[0:k]) || MTH(D[k:n]))
