@@ -118,6 +118,7 @@ def drop_wal(run_dir: Path) -> None:
     for name in ("ledger.db-wal", "ledger.db-shm"):
         (run_dir / name).unlink(missing_ok=True)
 
+
 # Overwrite a file in place (same inode) with another file's bytes, or with its own bytes with one
 # hex digit of the signature changed (same size), then set its times back: only the content differs.
 EDIT_IN_PLACE = textwrap.dedent("""

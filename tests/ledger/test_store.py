@@ -285,7 +285,9 @@ def test_a_live_writer_reads_a_witness_changed_between_two_appends(tmp_path, key
     if attack == "deleted":
         path.unlink()
     else:
-        as_agent(EDIT_IN_PLACE, path, "flip-signature" if attack == "flip-signature" else source, scratch=tmp_path / "a")
+        as_agent(
+            EDIT_IN_PLACE, path, "flip-signature" if attack == "flip-signature" else source, scratch=tmp_path / "a"
+        )
     planted = path.read_bytes() if path.exists() else None
     if refused is not None:
         with pytest.raises(LedgerError, match=refused):

@@ -55,7 +55,7 @@ def _renameat2() -> Callable[..., int] | None:
     try:
         import ctypes
 
-        return ctypes.CDLL(None, use_errno=True).renameat2  # type: ignore[no-any-return]
+        return ctypes.CDLL(None, use_errno=True).renameat2
     except (ImportError, OSError, AttributeError):  # no ctypes here, or a libc before glibc 2.28
         return None
 

@@ -16,10 +16,10 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ..errors import LedgerError, RsiMasterError
+from ..errors import LedgerError
 from ._checkpoint import Checkpoint, SignedCheckpoint, event_leaf
-from ._files import write_bytes_atomic
 from ._event import GENESIS_HASH
+from ._files import write_bytes_atomic
 from ._keys import KeyDir, Signer, verify_signature
 from ._merkle import EMPTY_ROOT, Frontier, consistency_proof, consistency_proof_extending, verify_consistency
 from ._schema import SCHEMA_VERSION, utc_now
