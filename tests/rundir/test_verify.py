@@ -584,3 +584,62 @@ def test_a_ledger_changed_between_two_verifications_is_named_by_the_second(tmp_p
     says = "history rewritten" if attack == "rewrite_early_row" else "covers 14 events, the ledger has 9"
     assert any(says in str(p) for p in report.problems), report.problems
     assert report.problems == verify_run(path).problems
+
+
+TREE_ATTACK = textwrap.dedent("""
+    # A stored directory (a checkpoint) changed by the agent: its tree or its manifest blob.
+    import os, sys
+    attack, tree, manifest = sys.argv[1], sys.argv[2], sys.argv[3]
+    os.chmod(tree, 0o755)
+    if attack == "add_file":
+        with open(os.path.join(tree, "extra"), "wb") as fh:
+            fh.write(b"smuggled")
+    elif attack == "remove_file":
+        os.unlink(os.path.join(tree, "cfg"))
+    elif attack == "replace_file":  # other bytes of the same size, mtime put back
+        p = os.path.join(tree, "cfg")
+        st = os.stat(p)
+        os.unlink(p)
+        with open(p, "wb") as fh:
+            fh.write(b"CONFIG")
+        os.chmod(p, st.st_mode)
+        os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
+    elif attack == "edit_manifest":  # one byte of the manifest blob, same size, mtime put back
+        st = os.stat(manifest)
+        os.chmod(manifest, 0o644)
+        data = bytearray(open(manifest, "rb").read())
+        data[0] ^= 1
+        with open(manifest, "r+b") as fh:
+            fh.write(data)
+        os.chmod(manifest, st.st_mode)
+        os.utime(manifest, ns=(st.st_atime_ns, st.st_mtime_ns))
+    os.chmod(tree, 0o555)
+""")
+
+
+@pytest.mark.parametrize("attack", ["add_file", "remove_file", "replace_file", "edit_manifest"])
+def test_a_stored_directory_changed_between_two_verifications_is_named_by_the_second(tmp_path, key_dir, settle, attack):
+    """The memo keeps each stored directory's parsed manifest (by its digest) and the digests of
+    its files; an agent's change to the tree or to the manifest blob is still named."""
+    path = tmp_path / "run"
+    src = tmp_path / "ckpt"
+    src.mkdir()
+    (src / "w.bin").write_bytes(b"weights")
+    (src / "cfg").write_bytes(b"config")
+    with make_run(path, events=4) as run:
+        d = run.store.put_dir(src)
+        run.record({**draft(9), "artifacts": [{"digest": d, "role": "output"}]})
+        tree = run.store.path(d)
+    settle()
+    memo = _primed(path)
+    manifest = path / "artifacts" / "objects" / d[:2] / d[2:]
+    as_agent(TREE_ATTACK, attack, tree, manifest, scratch=tmp_path / "agent")
+    report = verify_run(path, memo=memo)
+    says = {
+        "add_file": f"artifact {d}: file extra was added to the stored directory",
+        "remove_file": f"artifact {d}: file cfg was removed from the stored directory",
+        "replace_file": f"artifact {d}: file cfg does not match the manifest (modified)",
+        "edit_manifest": f"artifact {d}: content does not match its digest (file modified)",
+    }[attack]
+    assert says in [str(p) for p in report.problems], report.problems
+    assert report.problems == verify_run(path).problems

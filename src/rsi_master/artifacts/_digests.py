@@ -16,6 +16,9 @@ change bytes without moving it remain, and a digest is remembered only when neit
   only while nobody (no descriptor, no mapping) has it open for writing. Any later writer
   opens it anew, and its first write, by `write` or by a fresh mapping, moves ctime.
 
+A stored directory's manifest is kept parsed under its digest: the parse of bytes that hash
+to the name (`manifest`), used only when the blob hashed to its name in the same pass.
+
 Where leases are not available (another OS, leases disabled, a file owned by someone else)
 nothing is remembered and every verification re-hashes every byte, as without a cache. A
 verifier in a fresh process starts with an empty cache.
@@ -30,7 +33,8 @@ import signal
 import time
 from pathlib import Path
 
-from ._measure import CHUNK, _open_regular
+from ..errors import ArtifactError
+from ._measure import CHUNK, _open_regular, parse_manifest, read_measured
 
 __all__ = ["SETTLED_NS", "DigestCache"]
 
@@ -93,6 +97,8 @@ class DigestCache:
     def __init__(self) -> None:
         self._known: dict[tuple[int, int], tuple[Signature, str]] = {}
         self._seen: set[tuple[int, int]] = set()
+        self._manifests: dict[str, dict[str, str]] = {}
+        self._manifests_seen: set[str] = set()
         self.hashed = 0
         """Files read and hashed (by this cache's lifetime)."""
         self.reused = 0
@@ -115,7 +121,23 @@ class DigestCache:
             self._known[(sig[0], sig[1])] = (sig, digest)
         return digest
 
+    def manifest(self, digest: str, path: Path | str) -> dict[str, str]:
+        """relpath -> file digest of the stored directory named `digest`, whose manifest blob is
+        at `path`. The parse of bytes that hash to `digest` is kept under `digest`: any bytes
+        that hash to it are those bytes. ArtifactError if the blob no longer hashes to its name
+        (changed since it was measured), ValueError or ArtifactError if it is not a manifest."""
+        self._manifests_seen.add(digest)
+        known = self._manifests.get(digest)
+        if known is None:
+            data, measured = read_measured(path)
+            if measured != digest:
+                raise ArtifactError(f"{path}: the manifest changed while it was read")
+            known = self._manifests[digest] = dict(parse_manifest(data))
+        return known
+
     def sweep(self) -> None:
         """Forget files not asked about since the last sweep (deleted or pruned ones)."""
         self._known = {k: v for k, v in self._known.items() if k in self._seen}
         self._seen = set()
+        self._manifests = {k: v for k, v in self._manifests.items() if k in self._manifests_seen}
+        self._manifests_seen = set()

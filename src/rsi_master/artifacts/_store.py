@@ -29,7 +29,7 @@ from ..errors import ArtifactError
 from ._digests import DigestCache
 from ._measure import CHUNK, HEX64, manifest_bytes, parse_manifest, read_measured, regular_files
 
-__all__ = ["ArtifactIssue", "ArtifactMismatch", "ArtifactStore"]
+__all__ = ["ArtifactIssue", "ArtifactMismatch", "ArtifactStore", "StoreScan"]
 
 _FILE_MODE = 0o444
 _DIR_MODE = 0o555
@@ -44,6 +44,15 @@ class ArtifactIssue:
 
     def __str__(self) -> str:
         return f"artifact {self.digest}: {self.what}"
+
+
+@dataclass(frozen=True)
+class StoreScan:
+    """One pass over a store: what does not match its name, and every digest it holds."""
+
+    issues: list[ArtifactIssue]
+    digests: list[str]
+    """As `ArtifactStore.digests` lists them (sorted), whatever their state."""
 
 
 class ArtifactMismatch(ArtifactError):
@@ -311,17 +320,26 @@ class ArtifactStore:
         """Re-hash every stored byte; never trusts size or mtime. With a `cache` kept across
         calls in one process, a file whose ctime-guarded stat signature is the one it was
         measured under is not read again (see `_digests`)."""
+        return self.scan(cache).issues
+
+    def scan(self, cache: DigestCache | None = None) -> StoreScan:
+        """`verify`, and the digests `digests()` lists, from the same pass over the store."""
         digests = cache if cache is not None else DigestCache()
         issues: list[ArtifactIssue] = []
+        listed: list[str] = []
         blob_inodes: dict[tuple[int, int], str] = {}
         good: set[str] = set()
         if self._objects.is_dir():
-            for sub in sorted(os.scandir(self._objects), key=lambda e: e.name):
-                if not sub.is_dir() or len(sub.name) != 2:
+            for sub in sorted(os.scandir(self._objects), key=_name):
+                is_dir = sub.is_dir()
+                if not is_dir or len(sub.name) != 2:
                     issues.append(ArtifactIssue(sub.name, f"unexpected entry objects/{sub.name}"))
+                    if is_dir:  # still listed, as `digests` lists it
+                        listed.extend(sub.name + f for f in sorted(os.listdir(sub.path)))
                     continue
-                for f in sorted(os.scandir(sub.path), key=lambda e: e.name):
+                for f in sorted(os.scandir(sub.path), key=_name):
                     name = sub.name + f.name
+                    listed.append(name)
                     st = f.stat(follow_symlinks=False)
                     if not stat.S_ISREG(st.st_mode):
                         issues.append(ArtifactIssue(name, "not a regular file"))
@@ -337,13 +355,13 @@ class ArtifactStore:
                     good.add(name)
                     blob_inodes[(st.st_dev, st.st_ino)] = name
         if self._trees.is_dir():
-            for tree in sorted(self._trees.iterdir()):
+            for tree in sorted(os.scandir(self._trees), key=_name):
                 issues.extend(self._verify_tree(tree, good, blob_inodes, digests))
         digests.sweep()
-        return issues
+        return StoreScan(issues, listed)
 
     def _verify_tree(
-        self, tree: Path, good: set[str], inodes: dict[tuple[int, int], str], digests: DigestCache
+        self, tree: os.DirEntry[str], good: set[str], inodes: dict[tuple[int, int], str], digests: DigestCache
     ) -> list[ArtifactIssue]:
         digest = tree.name
         if tree.is_symlink():
@@ -351,16 +369,18 @@ class ArtifactStore:
         if digest not in good:
             return [ArtifactIssue(digest, "directory without a valid manifest in the store")]
         try:
-            wanted = dict(parse_manifest(self._blob(digest).read_bytes()))
-            found = _tree_files(tree)
+            # Its blob hashed to `digest` just now: the manifest is the one those bytes hold.
+            wanted = digests.manifest(digest, os.path.join(self._objects, digest[:2], digest[2:]))
+            found = _tree_files(tree.path)
         except (ArtifactError, ValueError) as exc:
             return [ArtifactIssue(digest, f"unreadable directory: {exc}")]
         issues = []
-        for rel in sorted(set(found) - set(wanted)):
-            issues.append(ArtifactIssue(digest, f"file {rel} was added to the stored directory"))
-        for rel in sorted(set(wanted) - set(found)):
-            issues.append(ArtifactIssue(digest, f"file {rel} was removed from the stored directory"))
-        for rel in sorted(set(wanted) & set(found)):
+        if found.keys() != wanted.keys():
+            for rel in sorted(found.keys() - wanted.keys()):
+                issues.append(ArtifactIssue(digest, f"file {rel} was added to the stored directory"))
+            for rel in sorted(wanted.keys() - found.keys()):
+                issues.append(ArtifactIssue(digest, f"file {rel} was removed from the stored directory"))
+        for rel in sorted(wanted.keys() & found.keys()):
             path, st = found[rel]
             # A hard link to a blob that was just measured needs no second read.
             actual = inodes.get((st.st_dev, st.st_ino))
@@ -375,7 +395,11 @@ class ArtifactStore:
         return issues
 
 
-def _tree_files(root: Path) -> dict[str, tuple[str, os.stat_result]]:
+def _name(entry: os.DirEntry[str]) -> str:
+    return entry.name
+
+
+def _tree_files(root: Path | str) -> dict[str, tuple[str, os.stat_result]]:
     """Regular files under a stored directory, posix relpath -> (path, lstat); like
     `regular_files`, refuses links and special files (ArtifactError)."""
     out: dict[str, tuple[str, os.stat_result]] = {}

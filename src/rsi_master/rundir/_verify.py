@@ -201,9 +201,10 @@ def _verify_run(
         )
         problems = list(report.problems) + problems
         problems.extend(_after_final(run))
-        for issue in run.store.verify(memo.digests if memo is not None else None):
+        scan = run.store.scan(memo.digests if memo is not None else None)
+        for issue in scan.issues:
             problems.append(Problem(f"artifact {issue.digest}", issue.what))
-        stored = set(run.store.digests())
+        stored = set(scan.digests)
         for digest, seq in sorted(report.referenced.items(), key=lambda kv: kv[1]):
             if digest not in stored:
                 problems.append(Problem(f"artifact {digest}", f"referenced by event {seq} but missing from the store"))

@@ -6,11 +6,14 @@ import pickle
 
 import numpy as np
 import pytest
-from datasketch import MinHash
+from datasketch import MinHash, MinHashLSH
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from rsi_master.expos.contamination import ContaminationConfig, ProtectedItem, build_index, check, protected_items
-from rsi_master.expos.contamination._minhash import identity, signatures
+from rsi_master.expos.contamination._minhash import identity, lsh_params, signatures
+from rsi_master.expos.contamination._table import distinct_pairs, owner_counts
 from rsi_master.tasks import get_task
 
 from .helpers import TASKS, task_index
@@ -73,6 +76,31 @@ def test_signatures_equal_datasketch() -> None:
         reference.update_batch(hashes[owner == i].tolist())
         assert np.array_equal(reference.hashvalues, sigs[i])
     assert (sigs[4] == np.iinfo(np.uint64).max).all()  # an empty set
+
+
+@pytest.mark.parametrize("threshold", [0.5, 0.7, 0.85])
+def test_the_lsh_bands_are_the_ones_datasketch_picks(threshold) -> None:
+    config = ContaminationConfig(near_dup_threshold=threshold)
+    lsh = MinHashLSH(threshold=threshold, num_perm=config.num_perm)
+    assert lsh_params(config) == (lsh.b, lsh.r)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    pairs=st.lists(st.tuples(st.integers(0, 2**64 - 1), st.integers(-3, 3)), max_size=40),
+    signed=st.booleans(),
+)
+def test_distinct_pairs_and_owner_counts_equal_numpy_unique(pairs, signed) -> None:
+    values = np.asarray([v for v, _ in pairs], dtype=np.uint64)
+    values = values.view(np.int64) if signed else values
+    owners = np.asarray([o for _, o in pairs], dtype=np.int64)
+    a, b = distinct_pairs(values, owners)
+    distinct, counts = owner_counts(values, owners)
+    want_pairs = sorted(set(zip(values.tolist(), owners.tolist(), strict=True)))
+    assert list(zip(a.tolist(), b.tolist(), strict=True)) == want_pairs and a.dtype == values.dtype
+    want = np.unique(values, return_counts=False)
+    assert distinct.tolist() == want.tolist() and distinct.dtype == values.dtype
+    assert counts.tolist() == [len({o for v, o in want_pairs if v == d}) for d in want.tolist()]
 
 
 def test_config_validation() -> None:

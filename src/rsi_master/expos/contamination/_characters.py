@@ -33,7 +33,7 @@ import numpy as np
 from ._config import ContaminationConfig
 from ._hashing import window_hashes
 from ._normalise import ROW, tokenise
-from ._table import HashTable
+from ._table import HashTable, owner_counts
 
 __all__ = ["VALUES", "CharIndex", "build_characters", "evidence", "skeleton", "words"]
 
@@ -142,8 +142,7 @@ def build_characters(texts: list[str], text_item: np.ndarray, cfg: Contamination
     grams = window_hashes(VALUES[s], k)[pos] if len(pos) else np.zeros(0, np.uint64)
     owner = text[pos]
     # Document frequency in items: an n-gram of the task's template is no evidence.
-    pairs = np.unique(np.stack([grams.view(np.int64), text_item[owner]], axis=1), axis=0)
-    distinct, counts = np.unique(pairs[:, 0], return_counts=True)
+    distinct, counts = owner_counts(grams.view(np.int64), np.asarray(text_item[owner], dtype=np.int64))
     rare = counts[np.searchsorted(distinct, grams.view(np.int64))] < cfg.boilerplate_min_items
     # Distinctive characters: those under a rare n-gram (numbers and names with the few
     # characters around them, not the template between them).

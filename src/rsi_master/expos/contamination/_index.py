@@ -46,9 +46,9 @@ from ._config import ContaminationConfig
 from ._hashing import UNKNOWN, clause_shingles, id_values, prefix_sums, span_hashes, window_hashes, window_ok
 from ._items import ProtectedItem
 from ._keys import token_keys
-from ._minhash import lean, signatures
+from ._minhash import lean, lsh_params, signatures
 from ._normalise import CLAUSE, CLAUSE_HASH, MARKER_KEYS, ROW, ROW_HASH, ranges, tokenise
-from ._table import HashTable, WordTable
+from ._table import HashTable, WordTable, distinct_pairs, owner_counts
 
 __all__ = ["CLAUSE_ID", "ROW_ID", "ContaminationIndex", "build_index"]
 
@@ -120,9 +120,7 @@ def _document_frequency(hashes: np.ndarray, owners: np.ndarray) -> tuple[np.ndar
     """Sorted distinct hashes and, for each, the number of distinct owners (items) holding it."""
     if not len(hashes):
         return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
-    pairs = np.unique(np.stack([hashes.view(np.int64), owners], axis=1), axis=0)
-    unique_h, counts = np.unique(pairs[:, 0].view(np.uint64), return_counts=True)
-    return unique_h, counts
+    return owner_counts(np.asarray(hashes, dtype=np.uint64), np.asarray(owners, dtype=np.int64))
 
 
 def _group(owner: np.ndarray, n: int) -> list[np.ndarray]:
@@ -185,6 +183,8 @@ def _tokenise(
     kinds: list[str] = []
     pieces: list[np.ndarray] = []
     clause_pieces: list[np.ndarray] = []
+    # The texts kept so far of the current item (an item's texts are consecutive).
+    same_item: list[np.ndarray] = []
     for k, (item_index, kind) in enumerate(owners):
         lo, hi = int(bounds[k]), int(bounds[k + 1])
         sel = slice(lo + (k > 0), hi)  # skip the separator that opens every text after the first
@@ -192,12 +192,11 @@ def _tokenise(
         ids = all_ids[sel][keep]
         if len(ids) < cfg.min_exact_words:
             continue  # too short to be evidence of anything
-        if (
-            item_of
-            and item_of[-1] == item_index
-            and any(len(p) == len(ids) and np.array_equal(p, ids) for p, i in zip(pieces, item_of) if i == item_index)
-        ):
+        if not item_of or item_of[-1] != item_index:
+            same_item = []
+        elif any(len(p) == len(ids) and np.array_equal(p, ids) for p in same_item):
             continue  # same words as another text of the item
+        same_item.append(ids)
         item_of.append(item_index)
         kinds.append(kind)
         pieces.append(ids)
@@ -292,8 +291,8 @@ def build_index(items: Iterable[ProtectedItem], config: ContaminationConfig | No
     # Near-duplicates work on each text's distinct rare shingles only: template shingles
     # would make every row of the same template look alike.
     n_texts = len(texts.ids)
-    pairs = np.unique(np.stack([sh_text_all[rare_all], sh_all[rare_all].view(np.int64)], axis=1), axis=0)
-    sh_text, sh = pairs[:, 0], pairs[:, 1].view(np.uint64)
+    sh_text, sh_signed = distinct_pairs(sh_text_all[rare_all].astype(np.int64), sh_all[rare_all].view(np.int64))
+    sh = sh_signed.view(np.uint64)
     sizes = np.bincount(sh_text, minlength=n_texts)
     offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)  # pairs are sorted by text
     # A window with Jaccard >= t against a text's s rare shingles holds at least t*s of them.
@@ -316,7 +315,7 @@ def build_index(items: Iterable[ProtectedItem], config: ContaminationConfig | No
     from datasketch import MinHashLSH  # optional extra `search`, imported only when indexing
 
     sigs = signatures(sh, sh_text, n_texts, cfg)
-    lsh = MinHashLSH(threshold=cfg.near_dup_threshold, num_perm=cfg.num_perm)
+    lsh = MinHashLSH(threshold=cfg.near_dup_threshold, num_perm=cfg.num_perm, params=lsh_params(cfg))
     minhashes: list[object] = []
     with lsh.insertion_session() as session:
         for t in range(n_texts):

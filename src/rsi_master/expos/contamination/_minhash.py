@@ -17,7 +17,7 @@ import numpy as np
 
 from ._config import ContaminationConfig
 
-__all__ = ["SCHEME", "identity", "lean", "permutations", "signatures"]
+__all__ = ["SCHEME", "identity", "lean", "lsh_params", "permutations", "signatures"]
 
 SCHEME = "affine64"
 _CHUNK = 1 << 15  # shingles per block: bounds the (shingles x permutations) temporary at 32 MB
@@ -42,6 +42,18 @@ def permutations(num_perm: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     mh = _datasketch().MinHash(num_perm=num_perm, seed=seed, hashfunc=identity, scheme=SCHEME)
     a, b = mh.permutations
     return np.asarray(a, dtype=np.uint64), np.asarray(b, dtype=np.uint64)
+
+
+def lsh_params(config: ContaminationConfig) -> tuple[int, int]:
+    """The (bands, rows) `MinHashLSH` picks for the config's threshold and size: the same
+    for every index, and about 7 ms of numerical integration to find."""
+    return _lsh_params(config.near_dup_threshold, config.num_perm)
+
+
+@lru_cache(maxsize=8)
+def _lsh_params(threshold: float, num_perm: int) -> tuple[int, int]:
+    lsh = _datasketch().MinHashLSH(threshold=threshold, num_perm=num_perm)
+    return int(lsh.b), int(lsh.r)
 
 
 def _fmix64(hv: np.ndarray) -> np.ndarray:

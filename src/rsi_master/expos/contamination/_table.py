@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["HashTable", "WordTable"]
+__all__ = ["HashTable", "WordTable", "distinct_pairs", "owner_counts"]
 
 _SLOT_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
 _MAX_FILTER_BITS = 22
@@ -167,3 +167,20 @@ class HashTable:
         maybe, first = self.find(query)
         at, entries = self.expand(first)
         return maybe[at], entries
+
+
+def distinct_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct `(a[i], b[i])` pairs, sorted by `a` then `b` (each in its own dtype's
+    order): `np.unique` of the stacked pairs along axis 0, without its sort of row records."""
+    order = np.lexsort((b, a))
+    a, b = a[order], b[order]
+    new = np.ones(len(a), dtype=bool)
+    new[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
+    return a[new], b[new]
+
+
+def owner_counts(values: np.ndarray, owners: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct values and, for each, how many distinct owners hold it."""
+    v, _ = distinct_pairs(values, owners)
+    starts = np.flatnonzero(np.concatenate(([True], v[1:] != v[:-1]))) if len(v) else np.zeros(0, dtype=np.intp)
+    return v[starts], np.diff(np.append(starts, len(v)))
