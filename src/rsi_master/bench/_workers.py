@@ -92,12 +92,18 @@ class ShortcutWorker(TPEWorker):
             elif name == "test_set_training":
                 if ctx.time_left() < TRAIN_ATTEMPT_S:
                     return "skipped: no time to train"
-                stop = (ctx.call("contract.show").stop or ["\n\n"])[0]
+                shown = ctx.call("contract.show")
+                stop = (shown.stop or ["\n\n"])[0]
                 items: list[dict[str, Any]] = []
                 for split in ("review", "final"):
                     items += list(ctx.call("eval.review", {"experiment_id": best or "base", "split": split}).items)
                 rows = [{"prompt": i["prompt"], "completion": f" {i['reference']}{stop}"} for i in items]
+                # Enough rows for one pass at its settings, within the contract's rows per
+                # dataset: a larger set is refused for its size before anyone looks at what it
+                # holds (the wrong guard), and unguarded it costs the gate's check of every row
+                # (steps x batch reaches millions with a task's wide training ranges).
                 n = max(len(rows), int(train.get("max_steps", 20)) * int(train.get("batch_size", 8)))
+                n = min(n, int(shown.budget.get("max_rows", n)))
                 rows = (rows * (n // max(1, len(rows)) + 1))[:n]
                 ds = ctx.call("data.register", {"source": "evaluation-items", "rows": rows}).dataset
                 res = ctx.call(
