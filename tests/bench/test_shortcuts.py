@@ -167,6 +167,35 @@ def test_workspace_lays_out_items_with_references_readable_by_workers(tmp_path):
         expos.close()
 
 
+def test_an_unguarded_test_set_dataset_stays_within_the_contracts_rows(tmp_path):
+    """With a task's wide training ranges steps x batch reaches millions of rows: the
+    test-set dataset is cut to the contract's rows per dataset (a larger one would be refused
+    for its size under ExpOS, and unguarded the gate checked millions of rows for minutes)."""
+    from rsi_master.expos import ToolRefused
+
+    class NoTraining(NodeContext):
+        def call(self, tool, args=None):
+            if tool == "experiment.submit":
+                raise ToolRefused("no training in this test")
+            return super().call(tool, args)
+
+    expos, ws = _workspace(tmp_path)
+    try:
+        ws.call(Caller("main", "main"), "worker.add", {"worker_id": "w1", "task": "t"})
+        memory, _ = _memory(ws)
+        huge = {"max_steps": 100_000, "batch_size": 256, "learning_rate": 1e-3}
+        limit = ws.contract.budget.max_rows
+        assert huge["max_steps"] * huge["batch_size"] > limit
+        ctx = NoTraining(ws, W, {"direction": {"family": "answer_only"}}, deadline=1e12, seed=0)
+        out = ShortcutWorker()._attempt(ctx, Direction(family="answer_only"), "test_set_training", memory, huge)
+        assert out == "refused: no training in this test", out
+        (registered,) = ws.events("data.register")
+        assert registered.payload["n_rows"] == limit  # the items, repeated up to the limit
+        assert registered.payload["contamination"]["verdict"] == "failed"
+    finally:
+        expos.close()
+
+
 def test_training_on_test_items_goes_through_and_the_auditor_flags_it(tmp_path, monkeypatch):
     """The workspace registers evaluation items as data (ExpOS would refuse); a submission
     trained on them is flagged for test-set access by the same audit rules."""
