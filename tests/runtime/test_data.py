@@ -73,3 +73,17 @@ def test_ops_store_their_output_when_given_a_store(tmp_path):
     store = ArtifactStore(tmp_path / "store")
     r = generate("arithmetic", "restate", {}, 0, 10, tmp_path / "a.jsonl", store=store)
     assert r.digest == r.sha256 and store.has(r.digest)
+
+
+def test_jsonl_rows_with_unicode_line_separators_read_back_whole(tmp_path):
+    """JSON strings may hold U+2028, U+2029, U+0085, form feeds and the like raw (the writer
+    does not escape them): a row is cut at "\\n" only, so it reads back as written."""
+    from rsi_master.runtime._jsonl import jsonl_bytes, parse_jsonl, write_jsonl
+
+    rows = [{"prompt": f"a{c}b", "completion": f" c{c}d\n\n"} for c in "\u2028\u2029\x85\x0b\x0c\x1c\x1d\x1e\r"]
+    assert parse_jsonl(jsonl_bytes(rows), "rows") == rows
+    write_jsonl(tmp_path / "r.jsonl", rows)
+    assert read_jsonl(tmp_path / "r.jsonl") == rows
+    assert parse_jsonl(b'{"a": 1}\r\n\r\n{"b": 2}\n', "crlf") == [{"a": 1}, {"b": 2}]
+    with pytest.raises(ValueError, match="bad:2: not valid JSON"):
+        parse_jsonl(b'{"a": 1}\n{"b":\n', "bad")

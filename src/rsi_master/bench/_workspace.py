@@ -215,7 +215,7 @@ def _eval_review(ws: Workspace, expos: Any, caller: Any, raw: dict[str, Any]) ->
         return tool.impl(expos, caller, tool.input.model_validate(raw))
     split = str(raw["split"])
     path = ws.dir(expos) / "data" / f"{split}.jsonl"
-    items = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    items = [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
     return SplitItems(split=split, items=items)
 
 

@@ -53,7 +53,7 @@ def experiment_inspect(expos, caller, inp: InspectInput) -> Inspection:
     ds = st.datasets.get(x.dataset)
     rows: list[dict[str, Any]] = []
     if inp.sample_rows:  # the registered bytes or an error, never what the file holds now
-        for line in expos.run.store.read_bytes(x.dataset).decode("utf-8").splitlines():
+        for line in expos.run.store.read_bytes(x.dataset).decode("utf-8").split("\n"):
             if len(rows) >= inp.sample_rows:
                 break
             if line.strip():

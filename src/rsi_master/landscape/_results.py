@@ -102,7 +102,7 @@ def read_rows(path: Path) -> list[Row]:
     if not path.is_file():
         return []
     rows: list[Row] = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
+    for n, line in enumerate(path.read_text(encoding="utf-8").split("\n"), 1):
         if not line.strip():
             continue
         try:

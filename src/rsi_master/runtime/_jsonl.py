@@ -32,9 +32,13 @@ def jsonl_bytes(rows: Iterable[dict[str, Any]]) -> bytes:
 
 
 def parse_jsonl(data: bytes, where: str | Path) -> list[dict[str, Any]]:
-    """Rows of JSONL bytes (blank lines skipped); ValueError naming `where` and the line."""
+    """Rows of JSONL bytes (blank lines skipped); ValueError naming `where` and the line.
+
+    Lines end at "\n" only (a "\r" before it is JSON whitespace): `str.splitlines` also
+    splits at U+2028, U+0085 and other characters a JSON string may hold raw, as the
+    writer above writes them (`ensure_ascii=False`), which cut such a row in two."""
     rows = []
-    for lineno, line in enumerate(data.decode("utf-8").splitlines(), 1):
+    for lineno, line in enumerate(data.decode("utf-8").split("\n"), 1):
         if not line.strip():
             continue
         try:

@@ -80,7 +80,7 @@ def _raw_fields(task: Any) -> dict[str, dict[str, Any]]:
     rel = getattr(splits, "train", None)
     data = getattr(task, "files", {}).get(rel) if rel else None
     if isinstance(data, bytes):
-        for line in data.decode("utf-8").splitlines():
+        for line in data.decode("utf-8").split("\n"):
             if line.strip():
                 row = json.loads(line)
                 if isinstance(row, dict) and "id" in row:

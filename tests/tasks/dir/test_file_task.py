@@ -74,6 +74,17 @@ def test_duplicate_ids_in_a_split(tmp_path: Path) -> None:
     assert "dev.jsonl line 2: duplicate id 'a'" in _error(root)
 
 
+def test_items_holding_unicode_line_separators_load_whole(tmp_path: Path) -> None:
+    """Text scraped from the web holds U+2028 and U+0085; JSON writes them raw. A line ends
+    at "\n" only, so such an item is one item, not two broken lines."""
+    root = make_task_dir(tmp_path / "t")
+    rows = [{"id": f"u-{i}", "question": f"first\u2028second\x85third {i}", "answer": "1"} for i in range(4)]
+    (root / "dev.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    task = load_task_dir(root)
+    assert len(task.eval_items("dev")) == 4
+    assert "first\u2028second\x85third 0" in task.eval_items("dev")[0].prompt
+
+
 def test_same_id_in_two_splits(tmp_path: Path) -> None:
     root = make_task_dir(tmp_path / "t")
     write_jsonl(root / "final.jsonl", [{"id": "d-0", "question": "new", "answer": "1"}])

@@ -93,7 +93,7 @@ def parse_split(label: str, data: bytes) -> list[tuple[str, dict[str, Any]]]:
         raise TaskInputError(f"{label}: not UTF-8") from None
     out: list[tuple[str, dict[str, Any]]] = []
     seen: dict[str, int] = {}
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         try:
