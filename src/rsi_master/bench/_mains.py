@@ -35,6 +35,16 @@ class NoReviewMain(PolicyMain):
                 out[c.experiment_id] = (c.score, w.id, w.finalize_seq or 0)
         return out
 
+    def _verified(self, ctx: MainContext, graph: ResearchGraph) -> list[tuple[str, str, float, int]]:
+        """Every claimed candidate, best claimed dev score first: the claim stands in for the
+        review, so the Main continues, combines and ranks claimed checkpoints as the full
+        system does verified ones (without this the ablation never trained a checkpoint further,
+        a handicap beyond the missing Reviewer)."""
+        return sorted(
+            ((xid, wid, score, seq) for xid, (score, wid, seq) in self._claims(graph).items()),
+            key=lambda t: (-t[2], t[0]),
+        )
+
     def _best_verified(self, ctx: MainContext, graph: ResearchGraph) -> tuple[str, str, float, int] | None:
         claims = self._claims(graph)
         if not claims:
