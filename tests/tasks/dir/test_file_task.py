@@ -52,6 +52,12 @@ def test_missing_directory_and_missing_task_toml(tmp_path: Path) -> None:
         (lambda s: s + "= broken", "not TOML"),
         (lambda s: s.replace("{question}", "{nothing}"), "no field 'nothing'"),
         (lambda s: s.replace("{question}", "no field at all"), "uses no item field"),
+        (lambda s: s + "[training]\nlearning_rate = [1e-3, 1e-4]\n", "learning_rate must be [low, high]"),
+        (lambda s: s + "[training]\nlearning_rate = [1e-3]\n", "learning_rate must be [low, high]"),
+        (lambda s: s + "[training]\nbatch_sizes = []\n", "batch_sizes must be distinct"),
+        (lambda s: s + "[training]\nbatch_sizes = [8, 8]\n", "batch_sizes must be distinct"),
+        (lambda s: s + "[training]\nmax_steps = [0, 100]\n", "max_steps must be [low, high]"),
+        (lambda s: s + "[training]\nwarmup = 3\n", "unknown field 'training.warmup'"),
     ],
 )
 def test_bad_task_toml(tmp_path: Path, edit, expected: str) -> None:
@@ -166,3 +172,29 @@ def test_registry_resolves_a_directory_and_then_its_name(tmp_path: Path) -> None
     clash = make_task_dir(tmp_path / "c", name="arithmetic")
     with pytest.raises(TaskInputError, match="built-in"):
         register_task(load_task_dir(clash))
+
+
+def test_training_ranges_are_the_ranges_every_direction_searches(tmp_path: Path) -> None:
+    """`[training]` is the task's TaskHints ranges: a user's model that wants a lower rate or
+    bigger batches than the small-model defaults says so once, in the frozen task."""
+    from rsi_master.orchestra import default_directions
+    from rsi_master.tasks import task_hints
+
+    root = make_task_dir(tmp_path / "t", name="ranged", train=4)
+    _toml(
+        root,
+        lambda s: s + "[training]\nlearning_rate = [1e-5, 1e-4]\nbatch_sizes = [16, 32, 64]\nmax_steps = [50, 400]\n",
+    )
+    task = resolve_task(str(root))
+    hints = task_hints(task)
+    assert hints.learning_rate == (1e-5, 1e-4) and hints.batch_sizes == (16, 32, 64) and hints.max_steps == (50, 400)
+    directions = default_directions("ranged")
+    assert directions
+    for d in directions:
+        lr, batch, steps = d.train["learning_rate"], d.train["batch_size"], d.train["max_steps"]
+        assert (lr.low, lr.high, lr.log) == (1e-5, 1e-4, True)
+        if d.method != "grpo":  # GRPO keeps its own batch (a multiple of its group) and steps
+            assert batch.choices == [16, 32, 64] and (steps.low, steps.high) == (50, 400)
+            assert d.enqueue[0]["t:batch_size"] == 32 and d.enqueue[0]["t:max_steps"] == 400
+    plain = resolve_task(str(make_task_dir(tmp_path / "p", name="plain", train=4)))
+    assert task_hints(plain).learning_rate is None and task_hints(plain).batch_sizes == ()

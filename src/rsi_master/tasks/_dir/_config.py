@@ -19,6 +19,7 @@ __all__ = [
     "ScorerConfig",
     "Splits",
     "TaskConfig",
+    "Training",
     "UnitTestScorer",
 ]
 
@@ -164,6 +165,40 @@ class Splits(_Closed):
         return self
 
 
+class Training(_Closed):
+    """`[training]`: the ranges every direction of the task searches, where the generic
+    small-model defaults (learning rate 5e-4 to 3e-3, batch 2 to 8) do not fit your model
+    (`tasks.TaskHints`). A fresh direction's first trial is the middle of them; the contract's
+    `max_train_steps` still caps a trial. Part of the task's files, so of its digest."""
+
+    learning_rate: list[float] | None = None  # [low, high], searched on a log scale
+    batch_sizes: list[int] | None = None  # the choices
+    max_steps: list[int] | None = None  # [low, high]
+
+    @field_validator("learning_rate")
+    @classmethod
+    def _lr(cls, value: list[float] | None) -> list[float] | None:
+        if value is not None and not (len(value) == 2 and 0 < value[0] < value[1] <= 1):
+            raise ValueError(f"learning_rate must be [low, high] with 0 < low < high <= 1, got {list(value)}")
+        return value
+
+    @field_validator("batch_sizes")
+    @classmethod
+    def _batches(cls, value: list[int] | None) -> list[int] | None:
+        if value is not None and (
+            not value or any(not 1 <= b <= 65_536 for b in value) or len(set(value)) != len(value)
+        ):
+            raise ValueError(f"batch_sizes must be distinct integers from 1 to 65536, at least one, got {value}")
+        return value
+
+    @field_validator("max_steps")
+    @classmethod
+    def _steps(cls, value: list[int] | None) -> list[int] | None:
+        if value is not None and not (len(value) == 2 and 1 <= value[0] <= value[1] <= 10_000_000):
+            raise ValueError(f"max_steps must be [low, high] with 1 <= low <= high <= 10000000, got {list(value)}")
+        return value
+
+
 class TaskConfig(_Closed):
     """The whole of `task.toml`."""
 
@@ -175,6 +210,7 @@ class TaskConfig(_Closed):
     generation: Generation = Field(default_factory=Generation)
     scorer: ScorerConfig
     splits: Splits = Field(default_factory=Splits)
+    training: Training = Field(default_factory=Training)
 
     @field_validator("name")
     @classmethod

@@ -46,7 +46,7 @@ def _text(value: Any) -> str:
 class FileTask:
     """A task directory's task; build it with `load_task_dir`."""
 
-    hints = TaskHints()
+    hints: TaskHints  # the `[training]` ranges (TaskHints); no other hints
 
     def __init__(self, root: Path, config: TaskConfig, files: dict[str, bytes]) -> None:
         self.root = root  # where it was read from: a label for messages, never read again
@@ -58,6 +58,12 @@ class FileTask:
         self.capability = config.capability
         self.template = config.template
         self.format = config.format
+        t = config.training
+        self.hints = TaskHints(
+            learning_rate=None if t.learning_rate is None else (float(t.learning_rate[0]), float(t.learning_rate[1])),
+            batch_sizes=tuple(t.batch_sizes or ()),
+            max_steps=None if t.max_steps is None else (int(t.max_steps[0]), int(t.max_steps[1])),
+        )
         g = config.generation
         self.decoding = Decoding(g.max_new_tokens, not g.greedy, g.temperature, g.top_p)
         self.stop = tuple(g.stop)
