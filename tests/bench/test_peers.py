@@ -107,3 +107,16 @@ def test_a_worker_out_of_time_stops_without_starting_an_experiment(tmp_path):
         ASHAWorker().run(ctx)
         assert not [t for t, _ in ctx.log if t == "experiment.submit"]
         assert ctx.final["claims"] == []
+
+
+def test_a_simulated_runs_workers_share_an_in_process_study():
+    """A simulated run's Workers are threads of one process: one in-memory storage per run
+    (by its journal path), kept for the few latest runs only."""
+    from rsi_master.bench._workers import _IN_PROCESS_RUNS, _in_process_storage
+
+    a = _in_process_storage("/runs/a/scratch/optuna-union-asha.journal")
+    assert _in_process_storage("/runs/a/scratch/optuna-union-asha.journal") is a
+    assert _in_process_storage("/runs/b/scratch/optuna-union-asha.journal") is not a
+    for i in range(_IN_PROCESS_RUNS):
+        _in_process_storage(f"/runs/later-{i}")
+    assert _in_process_storage("/runs/a/scratch/optuna-union-asha.journal") is not a  # evicted

@@ -11,7 +11,7 @@ reduction_factor ** k` steps in all), up to `max_resource`. Every training run i
 an experiment of the Worker's lineage and the checkpoints are the ones it trained.
 
 The Workers of a run (one per slot) share one study in a journal file, as Optuna runs parallel
-workers, so the pruner ranks each rung against every Worker's trials: that is the asynchronous
+workers (a simulated run's, threads of one process, share it in memory), so the pruner ranks each rung against every Worker's trials: that is the asynchronous
 part of ASHA (a trial is promoted as soon as it is in the top 1/reduction_factor of its rung so
 far, without waiting for the rung to fill).
 

@@ -14,7 +14,9 @@ they act in, until the environment's answers differ.
 from __future__ import annotations
 
 import random
+import threading
 import zlib
+from collections import OrderedDict
 from typing import Any
 
 from ..expos import ToolError
@@ -166,7 +168,8 @@ class TPESearchWorker(ShortcutWorker):
 
     The Workers of one run (one per slot) share one study, as Optuna is run with parallel
     workers: a journal file in the run's scratch directory (outside the ledger; the
-    experiments themselves are recorded by ExpOS as always)."""
+    experiments themselves are recorded by ExpOS as always). A simulated run's Workers are
+    threads of one process, so they share an in-memory study instead (`_storage`)."""
 
     STUDY = "union-search"
     CHAIN = False  # the search peers run their library's trials as they are used: each from the base
@@ -177,13 +180,17 @@ class TPESearchWorker(ShortcutWorker):
         from optuna.storages.journal import JournalFileBackend
 
         path = ctx.expos.run.path / "scratch" / f"optuna-{self.STUDY}.journal"
-        path.parent.mkdir(exist_ok=True)
+        if ctx.expos.contract.simulation is not None:
+            storage = _in_process_storage(str(path))
+        else:
+            path.parent.mkdir(exist_ok=True)
+            storage = JournalStorage(JournalFileBackend(str(path)))
         return optuna.create_study(
             direction="maximize",
             sampler=self._sampler(ctx, d),
             pruner=self._pruner(),
             study_name=self.STUDY,
-            storage=JournalStorage(JournalFileBackend(str(path))),
+            storage=storage,
             load_if_exists=True,
         )
 
@@ -227,6 +234,29 @@ class TPESearchWorker(ShortcutWorker):
         order_bounds(knobs)
         train = {k[2:]: v for k, v in params.items() if k.startswith("t:")}
         return fam, knobs, train
+
+
+# In-memory studies of simulated runs, by journal path: a simulated run's Workers are threads
+# of one process (the conductor runs one at a time), so they share the storage object as they
+# would share the journal file. The journal's file lock, append and re-read per parameter
+# suggested was half of a simulated ASHA campaign's CPU; the trials, hence the samples, are the
+# same. The few most recent runs are kept (a bench process runs one campaign at a time). A
+# simulated run resumed in another process starts a new study (its experiments stay in the ledger).
+_IN_PROCESS: OrderedDict[str, Any] = OrderedDict()
+_IN_PROCESS_RUNS = 4
+_IN_PROCESS_LOCK = threading.Lock()
+
+
+def _in_process_storage(key: str) -> Any:
+    import optuna
+
+    with _IN_PROCESS_LOCK:
+        storage = _IN_PROCESS.get(key)
+        if storage is None:
+            storage = _IN_PROCESS[key] = optuna.storages.InMemoryStorage()
+            while len(_IN_PROCESS) > _IN_PROCESS_RUNS:
+                _IN_PROCESS.popitem(last=False)
+        return storage
 
 
 class RandomSearchWorker(TPESearchWorker):
