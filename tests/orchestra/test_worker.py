@@ -308,6 +308,50 @@ def test_the_short_measuring_trial_does_not_use_up_the_enqueued_first_point(tmp_
         assert submits[0]["learning_rate"] == submits[1]["learning_rate"] == 2e-3
 
 
+class RefusingCtx(ScriptedCtx):
+    """ExpOS refusing every experiment, as it refuses a learning rate above a spec's bound."""
+
+    def call(self, tool, args=None):
+        if tool == "experiment.submit":
+            self.log.append((tool, args))
+            from rsi_master.expos import ToolInvalid
+
+            raise ToolInvalid("invalid training parameters: learning_rate: Input should be less than or equal to 0.1")
+        return super().call(tool, args)
+
+
+def test_a_refused_measuring_trial_is_not_enqueued_again_and_a_worker_refused_throughout_stops(tmp_path):
+    """A refusal costs no time: re-enqueuing a refused measuring point had a Worker submit it
+    ten thousand times (a simulated task's learning-rate range above the spec's bound). It is
+    not re-enqueued, and a Worker whose trials are all refused stops after
+    `MAX_FAILED_IN_A_ROW` of them and reports."""
+    from rsi_master.orchestra._worker import MAX_FAILED_IN_A_ROW
+
+    first = {"k:n_facts": 5, "t:learning_rate": 2e-3, "t:batch_size": 8, "t:max_steps": 40}
+    d = DIRECTION.model_copy(update={"trials": 10 * MAX_FAILED_IN_A_ROW, "enqueue": [first]})
+    with new_run(tmp_path) as expos:
+        ctx = RefusingCtx(
+            expos,
+            ctx_caller(),
+            {"direction": d.model_dump(mode="json"), "timing": {}},
+            time.time() + 1000.0,
+            0,
+            [],
+        )
+        ctx.log, ctx.rows, ctx.final = [], [], None
+        TPEWorker().run(ctx)
+        submits = [a["config"] for t, a in ctx.log if t == "experiment.submit"]
+        assert len(submits) == MAX_FAILED_IN_A_ROW
+        assert sum(c["learning_rate"] == 2e-3 for c in submits) == 1  # the enqueued point, once
+        assert ctx.final is not None and ctx.final["claims"] == []
+
+
+def ctx_caller():
+    from rsi_master.expos import Caller
+
+    return Caller("worker", "w1")
+
+
 class SamplingCtx(ScriptedCtx):
     """Also answers `data.sample` (a checkpoint family's data) as ExpOS would."""
 

@@ -8,7 +8,7 @@ import time
 
 from rsi_master.artifacts import dir_digest
 from rsi_master.runtime import make_spec, read_sim_checkpoint, sim_evaluate, sim_recipe, sim_train, write_jsonl
-from rsi_master.sim import generate_landscape
+from rsi_master.sim import PRESETS, generate_landscape
 from rsi_master.tasks import SealKey, SimTask
 
 
@@ -62,3 +62,20 @@ def test_protected_items_come_from_the_seal_key_and_rows_never_equal_them():
     prompts = {i.prompt for s in ("dev", "review", "final") for i in one.eval_items(s)}
     rows = [r for f in one.generators().values() for r in f.generate({}, 0, 200)]
     assert not prompts & {r["prompt"] for r in rows}
+
+
+def test_a_simulated_tasks_learning_rate_range_stays_within_what_a_training_spec_takes():
+    """A landscape's optima with half a decade of room can reach past the spec's bound (0.1);
+    trials drawn there were refused as invalid. The range is cut at the bound, every optimum
+    below it stays inside."""
+    from rsi_master.tasks import MAX_LEARNING_RATE
+
+    clipped = 0
+    for seed in range(1_000_000, 1_000_012):
+        land = generate_landscape(seed, PRESETS["default"])
+        raw_lo, raw_hi = land.search_space()["learning_rate"]
+        lo, hi = SimTask(land, SealKey(secret=b"s" * 16)).hints.learning_rate
+        assert 0 < lo < hi <= MAX_LEARNING_RATE
+        assert (lo, hi) == (raw_lo, raw_hi) if raw_hi <= MAX_LEARNING_RATE else hi == MAX_LEARNING_RATE
+        clipped += raw_hi > MAX_LEARNING_RATE
+    assert clipped, "no landscape of these seeds reaches past the bound: the test checks nothing"

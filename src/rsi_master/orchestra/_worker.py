@@ -33,6 +33,9 @@ DEFAULT_STEP_S = 2.0  # a step of batch 8; priced per example where the batch si
 DEFAULT_EXAMPLE_S = DEFAULT_STEP_S / 8
 MIN_STEPS = 10
 CALIBRATION_EXAMPLES = 160  # the measuring trial: 20 steps of batch 8, 80 of batch 2
+# Trials in a row that were refused or failed after which a Worker stops and reports: a refusal
+# costs no time, so a Worker whose every point is refused would otherwise loop to its trial cap.
+MAX_FAILED_IN_A_ROW = 20
 
 
 def _space(d: Direction) -> dict[str, Any]:
@@ -104,7 +107,8 @@ def trial_seconds(
 
 @worker_agent("tpe")
 class TPEWorker:
-    """Bounded loop: at most `direction.trials` experiments, never past the deadline."""
+    """Bounded loop: at most `direction.trials` experiments, never past the deadline, and no
+    more after `MAX_FAILED_IN_A_ROW` trials in a row were refused or failed."""
 
     def run(self, ctx: NodeContext) -> None:
         import optuna
@@ -143,6 +147,7 @@ class TPEWorker:
             m["experiment_id"]: self._params_of(d, m) for m in memory if m.get("experiment_id")
         }
         links: set[str] = {m["experiment_id"] for m in memory if m.get("experiment_id") and m.get("parent") != d.parent}
+        failed_in_a_row = 0
         while started < d.trials:
             per_step, fixed = trial_seconds(memory, ctx.brief.get("timing"), _smallest_batch(d))
             left = ctx.time_left()
@@ -196,11 +201,14 @@ class TPEWorker:
                 study.tell(trial, state=TrialState.FAIL)
             else:
                 study.tell(trial, float(outcome["dev_score"] or 0.0))
-            if calibrating and d.enqueue and trial is not None:
+            completed = outcome is not None and outcome.get("status") == "completed"
+            if calibrating and d.enqueue and trial is not None and completed:
                 # The short measuring trial took the first point the Main enqueued (the evaluation
                 # distribution, or a verified recipe): the next trial runs it at full length. Before,
                 # the opening Workers' only eval-distribution trial was this 20-step one, and the
                 # trials that trained were random draws (measured: 3-operand 3-digit additions).
+                # Not when it was refused or failed: the same point would be refused again, and
+                # a refusal costs no time, so a Worker re-tried one point ten thousand times.
                 study.enqueue_trial(dict(trial.params), skip_if_exists=False)
             memory.append(
                 {
@@ -217,6 +225,9 @@ class TPEWorker:
             try:
                 self._after_trial(ctx, d, memory, train)
             except BudgetEnd:
+                break
+            failed_in_a_row = 0 if completed else failed_in_a_row + 1
+            if failed_in_a_row >= MAX_FAILED_IN_A_ROW:
                 break
         self._finalize(ctx, d)
 

@@ -8,6 +8,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from rsi_master.runtime._errors import InvalidParameterError
 
+from ..tasks import MAX_LEARNING_RATE
+
 Method = Literal["sft", "lora", "dpo", "grpo"]
 METHODS: tuple[str, ...] = ("dpo", "grpo", "lora", "sft")
 # The share of a warmup_stable_decay run's steps spent decaying: the run holds its peak rate
@@ -22,7 +24,7 @@ class TrainSpec(BaseModel):
     version: int = 1
     method: Method = Field(description="sft (full fine-tuning), lora (merged after), dpo, grpo")
     task: str | None = Field(default=None, description="task name; required for dpo and grpo (checker)")
-    learning_rate: float = Field(default=1e-3, gt=0.0, le=0.1, description="peak learning rate")
+    learning_rate: float = Field(default=1e-3, gt=0.0, le=MAX_LEARNING_RATE, description="peak learning rate")
     batch_size: int = Field(default=32, ge=1, le=1024, description="examples per optimizer step")
     epochs: float = Field(default=1.0, gt=0.0, le=100.0, description="passes over the data (ignored with max_steps)")
     max_steps: int | None = Field(default=None, ge=1, le=1_000_000, description="optimizer steps; overrides epochs")

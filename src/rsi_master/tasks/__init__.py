@@ -24,7 +24,19 @@ from ._pool import (
     sampled_rows,
 )
 from ._program_synthesis import ProgramSynthesisTask
-from ._protocol import SPLITS, Decoding, EvalItem, GeneratorFamily, Knob, Score, Split, Task, TaskHints, task_hints
+from ._protocol import (
+    MAX_LEARNING_RATE,
+    SPLITS,
+    Decoding,
+    EvalItem,
+    GeneratorFamily,
+    Knob,
+    Score,
+    Split,
+    Task,
+    TaskHints,
+    task_hints,
+)
 from ._registry import UnknownTaskError, get_task, list_tasks, register_task, resolve_task
 from ._seal_key import PUBLIC_SEAL_KEY, SealKey
 from ._sim_task import SIM_ROW_KEY, SimTask
@@ -32,6 +44,7 @@ from ._spec import generators_spec, items_digest, source_digest, task_source_fil
 
 __all__ = [
     "EVAL_SIZE",
+    "MAX_LEARNING_RATE",
     "PARTIAL_CAP",
     "POOL",
     "POOL_PROMPTS",

@@ -13,6 +13,9 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 Split = Literal["dev", "review", "final"]
 SPLITS: tuple[Split, ...] = ("dev", "review", "final")
+# The highest peak learning rate a training spec takes (`runtime.TrainSpec`): a task's declared
+# training range stays within it, or every trial drawn above it is refused as invalid.
+MAX_LEARNING_RATE = 0.1
 
 
 @dataclass(frozen=True)
@@ -110,8 +113,8 @@ class TaskHints:
 
     def __post_init__(self) -> None:
         lr, steps = self.learning_rate, self.max_steps
-        if lr is not None and not (0 < lr[0] < lr[1]):
-            raise ValueError(f"learning_rate range {lr} must be 0 < low < high")
+        if lr is not None and not (0 < lr[0] < lr[1] <= MAX_LEARNING_RATE):
+            raise ValueError(f"learning_rate range {lr} must be 0 < low < high <= {MAX_LEARNING_RATE}")
         if any(int(b) != b or b < 1 for b in self.batch_sizes):
             raise ValueError(f"batch_sizes {self.batch_sizes} must be positive integers")
         if steps is not None and not (1 <= steps[0] <= steps[1]):

@@ -19,7 +19,7 @@ from functools import cached_property, partial
 from typing import Any, ClassVar
 
 from ._knobs import validate_params, validate_size
-from ._protocol import SPLITS, Decoding, EvalItem, GeneratorFamily, Knob, Score, Split, TaskHints
+from ._protocol import MAX_LEARNING_RATE, SPLITS, Decoding, EvalItem, GeneratorFamily, Knob, Score, Split, TaskHints
 from ._seal_key import PUBLIC_SEAL_KEY, SealKey
 
 __all__ = ["SIM_ROW_KEY", "SimTask"]
@@ -89,8 +89,13 @@ class SimTask:
                 sizes.append(b)
             b *= 2
         steps = space["steps"]
+        # Within what a training spec takes: drawn above it, a trial is refused as invalid (a
+        # landscape whose optima sit high had its random and TPE Workers re-try one refused
+        # opening trial ten thousand times).
+        lr_hi = min(float(space["learning_rate"][1]), MAX_LEARNING_RATE)
+        lr_lo = min(float(space["learning_rate"][0]), lr_hi / 10)  # (the range spans >= 72x unclipped)
         return TaskHints(
-            learning_rate=(float(space["learning_rate"][0]), float(space["learning_rate"][1])),
+            learning_rate=(lr_lo, lr_hi),
             batch_sizes=tuple(sizes),
             max_steps=(int(steps[0]), max(int(steps[0]), int(steps[1]))),
         )

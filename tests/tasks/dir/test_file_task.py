@@ -54,6 +54,7 @@ def test_missing_directory_and_missing_task_toml(tmp_path: Path) -> None:
         (lambda s: s.replace("{question}", "no field at all"), "uses no item field"),
         (lambda s: s + "[training]\nlearning_rate = [1e-3, 1e-4]\n", "learning_rate must be [low, high]"),
         (lambda s: s + "[training]\nlearning_rate = [1e-3]\n", "learning_rate must be [low, high]"),
+        (lambda s: s + "[training]\nlearning_rate = [1e-3, 0.5]\n", "high <= 0.1"),
         (lambda s: s + "[training]\nbatch_sizes = []\n", "batch_sizes must be distinct"),
         (lambda s: s + "[training]\nbatch_sizes = [8, 8]\n", "batch_sizes must be distinct"),
         (lambda s: s + "[training]\nmax_steps = [0, 100]\n", "max_steps must be [low, high]"),

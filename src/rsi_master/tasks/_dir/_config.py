@@ -7,6 +7,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .._protocol import MAX_LEARNING_RATE
+
 __all__ = [
     "CONFIG_VERSION",
     "ChoiceScorer",
@@ -178,8 +180,10 @@ class Training(_Closed):
     @field_validator("learning_rate")
     @classmethod
     def _lr(cls, value: list[float] | None) -> list[float] | None:
-        if value is not None and not (len(value) == 2 and 0 < value[0] < value[1] <= 1):
-            raise ValueError(f"learning_rate must be [low, high] with 0 < low < high <= 1, got {list(value)}")
+        if value is not None and not (len(value) == 2 and 0 < value[0] < value[1] <= MAX_LEARNING_RATE):
+            raise ValueError(
+                f"learning_rate must be [low, high] with 0 < low < high <= {MAX_LEARNING_RATE}, got {list(value)}"
+            )
         return value
 
     @field_validator("batch_sizes")
