@@ -169,7 +169,7 @@ class TPESearchWorker(ShortcutWorker):
     The Workers of one run (one per slot) share one study, as Optuna is run with parallel
     workers: a journal file in the run's scratch directory (outside the ledger; the
     experiments themselves are recorded by ExpOS as always). A simulated run's Workers are
-    threads of one process, so they share an in-memory study instead (`_storage`)."""
+    threads of one process, so they share an in-memory study instead (`_in_process_storage`)."""
 
     STUDY = "union-search"
     CHAIN = False  # the search peers run their library's trials as they are used: each from the base

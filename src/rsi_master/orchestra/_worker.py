@@ -195,13 +195,13 @@ class TPEWorker:
                 params_of[xid] = params
                 if head is not None:
                     links.add(xid)
+            completed = outcome is not None and outcome.get("status") == "completed"
             if trial is None:
                 pass  # a chain link is more training of a recipe TPE already scored, not a new point
-            elif outcome is None or outcome.get("status") != "completed":
+            elif not completed:
                 study.tell(trial, state=TrialState.FAIL)
             else:
-                study.tell(trial, float(outcome["dev_score"] or 0.0))
-            completed = outcome is not None and outcome.get("status") == "completed"
+                study.tell(trial, float((outcome or {}).get("dev_score") or 0.0))
             if calibrating and d.enqueue and trial is not None and completed:
                 # The short measuring trial took the first point the Main enqueued (the evaluation
                 # distribution, or a verified recipe): the next trial runs it at full length. Before,
