@@ -1,92 +1,265 @@
-"""Running a Python answer against its unit tests in a sandboxed subprocess.
+"""Scoring a Python answer against its tests, with the verdict decided outside the answer's reach.
 
-What holds (docs/your-model.md, "Task directories"): the answer runs in a fresh interpreter
-(`-I -S`: no site packages, no environment) in an empty temporary directory, with CPU time,
-address space, file size limited and no new processes (RLIMIT_NPROC 0); in its own network
-namespace (`unshare -rn`) when the kernel allows one, and in any case with socket creation,
-process creation, signals, native code (ctypes) and frame/heap introspection refused by an
-audit hook; the whole process group is killed at the wall-clock limit. It passes only when
-the tests ran to the end: a random token, sent to the child on standard input, must be the last
-line of its output, and the child prints it after the tests. Not held: an answer written to
-find the token in its own interpreter's memory by means the hook does not see; the stated
-limit of any in-process check.
+The answer runs in its own process (`_sandbox_child.py`), in the sandbox `_bwrap.isolation()`
+gives (a uid of its own, fresh namespaces, a read-only minimal filesystem), with CPU time,
+memory, processes and file size limited; the whole sandbox is killed when the call ends or its
+wall clock runs out, so nothing it started survives. The answer only ever answers calls: the
+harness sends plain-data arguments, gets plain-data results (JSON with tagged tuples, sets,
+dicts and bytes; any other object is refused), and judges them itself:
+
+- call cases (`{"call", "args", "kwargs", "expected", "tolerance"}`): the harness compares each
+  result with `expected` as JSON values; the expected value never enters the sandbox.
+- assert-style tests (Python text): run in the harness's process with each of the answer's
+  top-level names bound to a proxy that calls into the sandbox, so every `==` and `assert` is the
+  harness's own over built-in values. What remains possible is stated in docs/your-model.md.
 """
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import json
 import os
-import secrets
+import select
 import signal
 import subprocess
-import sys
 import tempfile
-from functools import cache
+import time
+import traceback
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
 
 from .._protocol import Score
+from ._bwrap import Isolation, isolation
+from ._plain import Plain, PlainError, decode, encode, json_equal, to_json
 
-__all__ = ["network_isolation", "run_unit_tests"]
+__all__ = ["CallCase", "network_isolation", "run_unit_tests"]
 
 _CHILD = Path(__file__).with_name("_sandbox_child.py")
-_OUTPUT_TAIL = 4096
+_OUTPUT_TAIL = 2048
+_MAX_REPLY = 4 << 20
+_MAX_PROCESSES = 8  # a fork bomb stops here; an answer needs one
 
 
-@cache
+@dataclass(frozen=True)
+class CallCase:
+    """One test as data: `call(*args, **kwargs)` must return `expected` (as JSON values)."""
+
+    call: str
+    args: tuple[object, ...]
+    kwargs: Mapping[str, object]
+    expected: object
+    tolerance: float = 0.0
+
+
+class SandboxBroken(BaseException):
+    """The answer's process died, timed out or broke the protocol: the tests cannot go on (a
+    BaseException, so a test's `except Exception` does not swallow it)."""
+
+
+class AnswerError(Exception):
+    """An exception of the answer's whose type is not a built-in exception."""
+
+
 def network_isolation() -> tuple[str, ...]:
-    """The command prefix that gives the child its own empty network namespace, or () where the
-    kernel or the tools do not allow it (the audit hook still refuses sockets)."""
+    """The command prefix that isolates an answer, () where none could start."""
+    return isolation().prefix
+
+
+def _builtin_error(name: str, message: str) -> Exception:
+    kind = getattr(builtins, name, None)
+    if isinstance(kind, type) and issubclass(kind, Exception) and kind.__module__ == "builtins":
+        with contextlib.suppress(Exception):
+            return kind(message)
+    return AnswerError(f"{name}: {message}")
+
+
+class _Answer:
+    """One answer's process, from start to kill; `call` is one round trip."""
+
+    def __init__(self, program: str, timeout_s: float, memory_mb: int, iso: Isolation) -> None:
+        self.deadline = time.monotonic() + timeout_s
+        self.timeout_s = timeout_s
+        self.broken = ""
+        self._buf = b""
+        self._tmp = tempfile.TemporaryDirectory(prefix="rsi-sandbox-")
+        work = Path(self._tmp.name)
+        self._err = (work / "err").open("w+b")
+        limits = {
+            "RLIMIT_CPU": int(timeout_s) + 1,
+            "RLIMIT_AS": memory_mb << 20,
+            "RLIMIT_FSIZE": 1 << 20,
+            "RLIMIT_CORE": 0,
+            "RLIMIT_NPROC": _MAX_PROCESSES if iso.sandboxed else 0,
+        }
+        self.proc = subprocess.Popen(
+            # The runner's source on the command line: no host path of ours is bound into the sandbox.
+            [*iso.prefix, iso.python, "-I", "-S", "-B", "-c", _CHILD.read_text()],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._err,
+            cwd=work,
+            env={"LC_ALL": "C"},
+            start_new_session=True,  # its own process group, killed as a whole
+            close_fds=True,
+        )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self._in, self._out = self.proc.stdin, self.proc.stdout
+        job = {"program": program, "uid": iso.uid, "gid": iso.gid, "limits": limits, "guard": not iso.sandboxed}
+        self._write(json.dumps(job).encode() + b"\n")
+
+    def _write(self, data: bytes) -> None:
+        try:
+            self._in.write(data)
+            self._in.flush()
+        except OSError:
+            self._fail("the answer's process closed its input")
+
+    def _fail(self, why: str) -> None:
+        self.broken = self.broken or why
+        raise SandboxBroken(self.broken)
+
+    def _reply(self) -> dict[str, object]:
+        fd = self._out.fileno()
+        while b"\n" not in self._buf:
+            left = self.deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                self._fail(f"killed after {self.timeout_s:g}s (wall clock)")
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                self._fail("the answer's process ended")
+            self._buf += chunk
+            if len(self._buf) > _MAX_REPLY:
+                self._fail("a reply over 4 MB")
+        line, _, self._buf = self._buf.partition(b"\n")
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            reply = None
+        if not isinstance(reply, dict) or len(reply) != 1:
+            self._fail("a malformed reply")
+        return reply  # type: ignore[return-value]
+
+    def names(self) -> dict[str, object]:
+        reply = self._reply()
+        if "error" in reply:
+            raise _raise(reply["error"])
+        names = reply.get("names")
+        if not isinstance(names, dict):
+            self._fail("a malformed reply")
+        return names  # type: ignore[return-value]
+
+    def call(self, name: str, args: Sequence[object], kwargs: Mapping[str, object]) -> Plain:
+        if self.broken:
+            raise SandboxBroken(self.broken)
+        try:
+            request = {"call": name, "args": encode(list(args)), "kwargs": encode(dict(kwargs))}
+        except PlainError as exc:
+            raise TypeError(f"a test passed {exc} to {name}") from None
+        self._write(json.dumps(request).encode() + b"\n")
+        reply = self._reply()
+        if "error" in reply:
+            raise _raise(reply["error"])
+        if "ok" not in reply:
+            self._fail("a malformed reply")
+        try:
+            return decode(reply["ok"])
+        except PlainError as exc:
+            raise TypeError(f"{name} returned {exc}") from None
+
+    def output_tail(self) -> str:
+        self._err.seek(max(0, self._err.seek(0, os.SEEK_END) - _OUTPUT_TAIL))
+        return self._err.read().decode("utf-8", "replace")
+
+    def close(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)  # bwrap's death takes the whole PID namespace
+        self.proc.wait()
+        for f in (self._in, self._out, self._err):
+            with contextlib.suppress(OSError):
+                f.close()
+        self._tmp.cleanup()
+
+    def __enter__(self) -> _Answer:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+
+def _raise(error: object) -> Exception:
+    if isinstance(error, list) and len(error) == 2 and all(isinstance(e, str) for e in error):
+        return _builtin_error(error[0][:60], error[1][:300])
+    return AnswerError("a malformed error")
+
+
+class _Remote:
+    """One of the answer's functions as the tests see it: a call into the sandbox."""
+
+    def __init__(self, answer: _Answer, name: str) -> None:
+        self._answer, self._name = answer, name
+
+    def __call__(self, *args: object, **kwargs: object) -> Plain:
+        return self._answer.call(self._name, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"<answer function {self._name}>"
+
+
+def _test_line(exc: BaseException, tests: str) -> str:
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == "<tests>"]
+    if not frames or frames[-1].lineno is None:
+        return ""
+    lines = tests.splitlines()
+    n = frames[-1].lineno
+    return f" at line {n}: {lines[n - 1].strip()[:120]}" if 0 < n <= len(lines) else ""
+
+
+def _run_asserts(answer: _Answer, tests: str) -> Score:
+    namespace: dict[str, object] = {"__name__": "__tests__", "__builtins__": builtins}
+    for name, kind in answer.names().items():
+        if kind == "callable":
+            namespace[name] = _Remote(answer, name)
+        elif isinstance(kind, dict) and "value" in kind:
+            with contextlib.suppress(PlainError):
+                namespace[name] = decode(kind["value"])
     try:
-        done = subprocess.run(["unshare", "-rn", "true"], capture_output=True, timeout=10, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return ()
-    return ("unshare", "-rn") if done.returncode == 0 else ()
+        exec(compile(tests, "<tests>", "exec"), namespace)  # the task's tests: trusted as the task is
+    except AssertionError as exc:
+        return Score(0.0, f"unit tests failed: assertion{_test_line(exc, tests)}")
+    except Exception as exc:
+        return Score(0.0, f"unit tests failed: {type(exc).__name__}: {str(exc)[:120]}{_test_line(exc, tests)}")
+    if answer.broken:  # a test that swallowed the failure does not make it a pass
+        raise SandboxBroken(answer.broken)
+    return Score(1.0, "tests passed")
 
 
-def _kill(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+def _run_cases(answer: _Answer, cases: Sequence[CallCase]) -> Score:
+    answer.names()
+    for i, case in enumerate(cases):
+        try:
+            got = to_json(answer.call(case.call, case.args, case.kwargs))
+        except PlainError as exc:
+            return Score(0.0, f"case {i}: {case.call} returned {exc}")
+        except Exception as exc:
+            return Score(0.0, f"case {i}: {case.call} raised {type(exc).__name__}: {str(exc)[:120]}")
+        if not json_equal(got, case.expected, case.tolerance):  # type: ignore[arg-type]
+            return Score(0.0, f"case {i}: {case.call} returned {json.dumps(got)[:80]}, want {json.dumps(case.expected)[:80]}")
+    return Score(1.0, f"{len(cases)} cases passed")
 
 
-def run_unit_tests(program: str, tests: str, timeout_s: float, memory_mb: int) -> Score:
-    """1.0 when `tests` run to the end after `program`; 0.0 with the reason otherwise."""
-    token = secrets.token_hex(16)
-    payload = json.dumps(
-        {"program": program, "tests": tests, "token": token, "timeout_s": timeout_s, "memory_mb": memory_mb}
-    ).encode()
-    with tempfile.TemporaryDirectory(prefix="rsi-sandbox-") as tmp:
-        out_path = Path(tmp) / "out"
-        work = Path(tmp) / "work"
-        work.mkdir()
-        with out_path.open("wb") as out:
-            proc = subprocess.Popen(
-                [*network_isolation(), sys.executable, "-I", "-S", "-B", str(_CHILD)],
-                stdin=subprocess.PIPE,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                cwd=work,
-                env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"},
-                start_new_session=True,  # its own process group, killed as a whole
-                close_fds=True,
-            )
-            try:
-                proc.communicate(payload, timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                return Score(0.0, f"unit tests: killed after {timeout_s:g}s")
-            finally:
-                # Also on the evaluator's own per-item alarm: nothing of the answer outlives the call.
-                _kill(proc)
-        with out_path.open("rb") as f:
-            f.seek(max(0, out_path.stat().st_size - _OUTPUT_TAIL))
-            tail = f.read().decode("utf-8", "replace")
-    lines = tail.rstrip("\n").split("\n")
-    if proc.returncode == 0 and lines and lines[-1] == token:
-        return Score(1.0, "tests passed")
-    last = next((line for line in reversed(lines) if line.strip() and line != token), "")
-    if proc.returncode == 0:
-        return Score(0.0, "unit tests: exited before the tests finished")
-    if proc.returncode < 0:
-        return Score(0.0, f"unit tests: killed by signal {-proc.returncode}")
-    return Score(0.0, f"unit tests failed: {last[:160]}")
+def run_unit_tests(program: str, tests: str | Sequence[CallCase], timeout_s: float, memory_mb: int) -> Score:
+    """1.0 when every test passes against `program`; 0.0 with the reason otherwise. The reason
+    starts with `trust_boundary:` when no sandbox could start on this machine."""
+    iso = isolation()
+    with _Answer(program, timeout_s, memory_mb, iso) as answer:
+        try:
+            score = _run_asserts(answer, tests) if isinstance(tests, str) else _run_cases(answer, tests)
+        except SandboxBroken as exc:
+            last = next((x for x in reversed(answer.output_tail().splitlines()) if x.strip()), "")
+            score = Score(0.0, f"unit tests: {exc}" + (f" ({last[:160]})" if last else ""))
+        except Exception as exc:  # the answer failed to load: its own error
+            score = Score(0.0, f"unit tests: the answer raised {type(exc).__name__}: {str(exc)[:160]}")
+    return score if iso.sandboxed else Score(score.score, f"{iso.statement}; {score.reason}")

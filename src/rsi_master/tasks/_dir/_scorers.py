@@ -27,7 +27,7 @@ from ._config import (
     RegexScorer,
     UnitTestScorer,
 )
-from ._sandbox import run_unit_tests
+from ._sandbox import CallCase, run_unit_tests
 
 __all__ = ["Scorer", "make_scorer", "normalise_answer"]
 
@@ -236,10 +236,15 @@ class _UnitTests(Scorer):
 
     def prepare(self, item_id: str, fields: Mapping[str, Any]) -> tuple[dict[str, str], Any]:
         tests = _field(fields, self.config.tests_field)
-        if isinstance(tests, list) and all(isinstance(t, str) for t in tests):
+        if isinstance(tests, list) and tests and all(isinstance(t, dict) for t in tests):
+            tests = [_call_case(t) for t in tests]
+        elif isinstance(tests, list) and all(isinstance(t, str) for t in tests):
             tests = "\n".join(tests)
-        if not isinstance(tests, str) or not tests.strip():
-            raise ValueError(f"field {self.config.tests_field!r} must be Python code or a list of lines")
+        if isinstance(tests, str) and not tests.strip() or not isinstance(tests, (str, list)):
+            raise ValueError(
+                f"field {self.config.tests_field!r} must be Python code, a list of lines, or a list of "
+                '{"call", "args", "expected"} cases'
+            )
         prefix = ""
         if self.config.prefix_field is not None:
             prefix = _field(fields, self.config.prefix_field)
@@ -249,7 +254,27 @@ class _UnitTests(Scorer):
 
     def check(self, reference: Any, output: str) -> Score:
         program = reference["prefix"] + output
-        return run_unit_tests(program, reference["tests"], self.config.timeout_s, self.config.memory_mb)
+        tests = reference["tests"]
+        if not isinstance(tests, str):
+            tests = [CallCase(c["call"], tuple(c["args"]), c["kwargs"], c["expected"], c["tolerance"]) for c in tests]
+        return run_unit_tests(program, tests, self.config.timeout_s, self.config.memory_mb)
+
+
+_CASE_KEYS = frozenset({"call", "args", "kwargs", "expected", "tolerance"})
+
+
+def _call_case(case: dict[str, Any]) -> dict[str, Any]:
+    """A call case checked and completed: `call` a name, `args` a list, `kwargs` an object,
+    `expected` any JSON value, `tolerance` a number (for floats; default 0)."""
+    extra = set(case) - _CASE_KEYS
+    args, kwargs, tolerance = case.get("args", []), case.get("kwargs", {}), case.get("tolerance", 0.0)
+    if extra or not isinstance(case.get("call"), str) or not case["call"].isidentifier() or "expected" not in case:
+        raise ValueError(f'a call case is {{"call": name, "args": [...], "expected": value}}, got keys {sorted(case)}')
+    if not isinstance(args, list) or not isinstance(kwargs, dict):
+        raise ValueError("a call case's args must be a list and its kwargs an object")
+    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not 0 <= tolerance < math.inf:
+        raise ValueError("a call case's tolerance must be a number >= 0")
+    return {"call": case["call"], "args": args, "kwargs": kwargs, "expected": case["expected"], "tolerance": float(tolerance)}
 
 
 class _Python(Scorer):
