@@ -51,6 +51,16 @@ run() {
   if [ "$DRY" = 0 ]; then "$@"; fi
 }
 
+# Model output (the unit_tests scorer, GRPO's reward) runs in a bubblewrap sandbox; without it,
+# answers run unsandboxed and every score and run summary says so (`trust_boundary:`).
+if ! command -v bwrap >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    run apt-get install -y bubblewrap || echo "setup.sh: bubblewrap not installed: model output will run unsandboxed" >&2
+  else
+    echo "setup.sh: bwrap is missing: model output will run unsandboxed (as root: apt-get install bubblewrap)" >&2
+  fi
+fi
+
 if [ "$DRY" = 0 ] && [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi

@@ -1,24 +1,65 @@
-"""Unit-test answers that cheat or misbehave: each is killed or refused and scores 0."""
+"""Unit-test answers that are wrong, exit early or hang: each scores 0; right answers pass in
+both test formats. The attacks on the sandbox itself are in test_sandbox_attacks.py."""
 
 from __future__ import annotations
 
-import os
 import time
 
 import pytest
 
-from rsi_master.tasks._dir import network_isolation, run_unit_tests
+from rsi_master.tasks._dir import _sandbox, run_unit_tests
+from rsi_master.tasks._dir._bwrap import unsandboxed
+from rsi_master.tasks._dir._sandbox import CallCase
 
 TESTS = "assert f(2) == 3\n"
+RIGHT = "def f(x):\n    return x + 1\n"
 
 
-def _run(program: str, timeout_s: float = 2.0) -> tuple[float, str]:
-    s = run_unit_tests(program, TESTS, timeout_s, 256)
+def _run(program: str, timeout_s: float = 2.0, tests: str | list[CallCase] = TESTS) -> tuple[float, str]:
+    s = run_unit_tests(program, tests, timeout_s, 256)
     return s.score, s.reason
 
 
 def test_a_right_answer_passes() -> None:
-    assert _run("def f(x):\n    return x + 1\n")[0] == 1.0
+    assert _run(RIGHT) == (1.0, "tests passed")
+    assert _run(RIGHT, tests=[CallCase("f", (2,), {}, 3), CallCase("f", (), {"x": -1}, 0)]) == (1.0, "2 cases passed")
+
+
+def test_a_wrong_answer_fails_with_the_line_or_case() -> None:
+    assert _run("def f(x):\n    return x\n") == (0.0, "unit tests failed: assertion at line 1")
+    score, reason = _run("def f(x):\n    return x\n", tests=[CallCase("f", (2,), {}, 3)])
+    assert score == 0.0 and reason == "case 0: f returned 2"
+
+
+def test_assert_tests_keep_python_semantics_over_plain_data() -> None:
+    """Tuples stay tuples, sets sets, dict keys any plain value; exceptions of built-in types
+    reach the tests as those types; a HumanEval-style `check(candidate)` works."""
+    program = (
+        "def pair(a, b):\n    return (a, b)\n"
+        "def uniq(xs):\n    return set(xs)\n"
+        "def inv(d):\n    return {v: k for k, v in d.items()}\n"
+        "def pos(x):\n    if x < 0:\n        raise ValueError('negative')\n    return x\n"
+        "LIMIT = 3\n"
+    )
+    tests = (
+        "def check(candidate):\n    assert candidate(1, 'a') == (1, 'a')\n    assert candidate(1, 2) != [1, 2]\n"
+        "check(pair)\n"
+        "assert uniq([1, 1, 2]) == {1, 2}\n"
+        "assert inv({'a': 1, 'b': (2, 3)}) == {1: 'a', (2, 3): 'b'}\n"
+        "try:\n    pos(-1)\n    raise AssertionError('no error')\nexcept ValueError as e:\n    assert 'negative' in str(e)\n"
+        "assert LIMIT == 3 and pos(b'x' and 2) == 2\n"
+    )
+    assert _run(program, tests=tests) == (1.0, "tests passed")
+
+
+def test_call_cases_compare_json_types_and_tolerance() -> None:
+    program = "def f(x):\n    return x\ndef g():\n    return 0.1 + 0.2\ndef h():\n    return (1, [2])\n"
+    cases = [CallCase("f", (1,), {}, 1.0), CallCase("g", (), {}, 0.3, 1e-9), CallCase("h", (), {}, [1, [2]])]
+    assert _run(program, tests=cases)[0] == 1.0
+    for case in (CallCase("f", (True,), {}, 1), CallCase("f", (1,), {}, True), CallCase("g", (), {}, 0.3)):
+        assert _run(program, tests=[case])[0] == 0.0, case
+    score, reason = _run("def f():\n    return {1, 2}\n", tests=[CallCase("f", (), {}, [1, 2])])
+    assert score == 0.0 and "not JSON" in reason
 
 
 @pytest.mark.parametrize(
@@ -28,19 +69,25 @@ def test_a_right_answer_passes() -> None:
         "import os\nos._exit(0)\n",
         "raise SystemExit(0)\n",
         "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n",
-        "def f(x):\n    return x + 1\nimport atexit, os\natexit.register(lambda: os._exit(0))\nraise SystemExit\n",
-        # Printing what looks like success is not the token.
-        "print('tests passed')\nprint('OK')\nimport sys\nsys.exit(0)\n",
+        "def f(x):\n    import os\n    os._exit(0)\n",
+        # Printing what looks like success or a protocol line is nothing: prints go to the log.
+        "print('tests passed')\nprint('{\"ok\": 3}')\nimport sys\nsys.exit(0)\n",
     ],
 )
-def test_exiting_before_the_tests_does_not_pass(early: str) -> None:
+def test_exiting_before_or_during_the_tests_does_not_pass(early: str) -> None:
     assert _run(early)[0] == 0.0
+
+
+def test_a_test_that_swallows_the_answer_dying_does_not_pass() -> None:
+    tests = "try:\n    f(1)\nexcept BaseException:\n    pass\n"
+    score, reason = _run("def f(x):\n    import os\n    os._exit(0)\n", tests=tests)
+    assert score == 0.0 and "process ended" in reason
 
 
 def test_an_endless_loop_is_killed_at_the_time_limit() -> None:
     t0 = time.monotonic()
-    score, reason = _run("while True:\n    pass\n", timeout_s=1.0)
-    assert score == 0.0 and ("killed" in reason or "signal" in reason)
+    score, reason = _run("def f(x):\n    while True:\n        pass\n", timeout_s=1.0)
+    assert score == 0.0 and "killed after 1s" in reason
     assert time.monotonic() - t0 < 10
 
 
@@ -51,54 +98,11 @@ def test_a_sleeping_answer_is_killed_at_the_wall_clock_limit() -> None:
     assert time.monotonic() - t0 < 10
 
 
-@pytest.mark.parametrize(
-    "spawn",
-    [
-        "import os\nos.fork()\n",
-        "import os\nwhile True:\n    os.fork()\n",
-        "import subprocess\nsubprocess.run(['true'])\n",
-        "import os\nos.system('true')\n",
-        "import os\nos.execv('/bin/true', ['true'])\n",
-        "import multiprocessing\nmultiprocessing.Process(target=print).start()\n",
-    ],
-)
-def test_forking_is_refused(spawn: str) -> None:
-    score, reason = _run(spawn + "def f(x):\n    return x + 1\n")
-    assert score == 0.0, reason
-
-
-@pytest.mark.parametrize(
-    "net",
-    [
-        "import socket\nsocket.socket()\n",
-        "import socket\nsocket.create_connection(('127.0.0.1', 9))\n",
-        "import urllib.request\nurllib.request.urlopen('http://127.0.0.1:9')\n",
-    ],
-)
-def test_opening_a_socket_is_refused(net: str) -> None:
-    score, reason = _run(net + "def f(x):\n    return x + 1\n")
-    assert score == 0.0, reason
-
-
-def test_native_code_and_memory_hogs_are_refused() -> None:
-    assert _run("import ctypes\nctypes.CDLL(None)\ndef f(x):\n    return x + 1\n")[0] == 0.0
-    assert _run("b = bytearray(2 * 1024 ** 3)\ndef f(x):\n    return x + 1\n")[0] == 0.0
-
-
-def test_nothing_outlives_the_call(tmp_path) -> None:
-    marker = tmp_path / "alive"
-    # Refused as a fork; and were it not, the whole process group is killed on return.
-    _run(f"import os\nif os.fork() == 0:\n    import time\n    time.sleep(2)\n    open({str(marker)!r}, 'w')\n")
-    time.sleep(2.5)
-    assert not marker.exists()
-
-
-def test_network_isolation_is_reported() -> None:
-    # Where user namespaces exist (this CI), the child gets no network at all; elsewhere the
-    # audit hook alone refuses sockets (the socket tests above hold either way).
-    assert network_isolation() in ((), ("unshare", "-rn"))
-    if os.path.exists("/proc/self/ns/net") and network_isolation():
-        assert _run("import os\nassert os.listdir('/sys/class/net') == ['lo']\ndef f(x):\n    return x + 1\n")[0] in (
-            0.0,
-            1.0,
-        )
+def test_without_a_sandbox_every_reason_says_so_and_the_hook_still_refuses(monkeypatch) -> None:
+    """The fallback where bwrap cannot start: today's hook, and a loud line in every reason."""
+    monkeypatch.setattr(_sandbox, "isolation", lambda: unsandboxed("forced by a test"))
+    score, reason = _run(RIGHT)
+    assert score == 1.0 and reason.startswith("trust_boundary: MODEL OUTPUT IS NOT SANDBOXED (forced by a test)")
+    for spawn in ("import os\nos.fork()\n", "import socket\nsocket.socket()\n", "import ctypes\n"):
+        score, reason = _run(spawn + RIGHT)
+        assert score == 0.0 and "trust_boundary:" in reason and "not allowed" in reason, reason

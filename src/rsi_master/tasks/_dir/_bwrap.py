@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-__all__ = ["SANDBOX_USER", "Isolation", "isolation"]
+__all__ = ["SANDBOX_USER", "Isolation", "isolation", "unsandboxed"]
 
 SANDBOX_USER = "rsi-sandbox"
 _NOBODY = 65534
@@ -104,7 +104,11 @@ def _bwrap_argv(bwrap: str, python: str, as_root: bool, size: bool) -> list[str]
 
 def _probe(argv: list[str], python: str, uid: int | None, gid: int | None) -> str:
     """'' when a sandboxed interpreter starts and can drop to `uid`; else why not, in a line."""
-    drop = "" if uid is None else f"import os; os.setgroups([]); os.setresgid({gid}, {gid}, {gid}); os.setresuid({uid}, {uid}, {uid}); "
+    drop = (
+        ""
+        if uid is None
+        else f"import os; os.setgroups([]); os.setresgid({gid}, {gid}, {gid}); os.setresuid({uid}, {uid}, {uid}); "
+    )
     code = drop + "import _socket, os; assert not os.path.exists('/proc/1') and os.getuid() != 0"
     try:
         done = subprocess.run([*argv, python, "-I", "-S", "-B", "-c", code], capture_output=True, text=True, timeout=30)
@@ -128,6 +132,11 @@ def isolation() -> Isolation:
             if not why:
                 who = f"uid {uid} ({SANDBOX_USER})" if as_root else f"uid {_NOBODY} in a user namespace"
                 return Isolation(True, tuple(argv), python, uid, gid, f"bubblewrap sandbox as {who}")
+    return unsandboxed(why)
+
+
+def unsandboxed(why: str) -> Isolation:
+    """Today's fallback where no sandbox starts, with the line that says so."""
     return Isolation(
         False,
         (),

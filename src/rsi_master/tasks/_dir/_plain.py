@@ -13,10 +13,10 @@ from typing import TypeAlias
 __all__ = ["Plain", "PlainError", "decode", "encode", "json_equal", "to_json"]
 
 Plain: TypeAlias = (
-    "None | bool | int | float | str | bytes | list[Plain] | tuple[Plain, ...] | set[Plain] | "
-    "frozenset[Plain] | dict[Plain, Plain]"
+    "bool | int | float | str | bytes | list[Plain] | tuple[Plain, ...] | set[Plain] | "
+    "frozenset[Plain] | dict[Plain, Plain] | None"
 )
-JsonValue: TypeAlias = "None | bool | int | float | str | list[JsonValue] | dict[str, JsonValue]"
+JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
 
 _DEPTH = 64
 _TAGS = frozenset({"t", "s", "f", "d", "b"})
@@ -65,11 +65,11 @@ def decode(wire: object, depth: int = 0) -> Plain:
         if tag == "t":
             return tuple(decode(x, depth + 1) for x in body)
         if tag == "s":
-            return {decode(x, depth + 1) for x in body}  # type: ignore[misc]
+            return {decode(x, depth + 1) for x in body}
         if tag == "f":
-            return frozenset(decode(x, depth + 1) for x in body)  # type: ignore[misc]
+            return frozenset(decode(x, depth + 1) for x in body)
         pairs = [(decode(k, depth + 1), decode(v, depth + 1)) for k, v in body]
-        return dict(pairs)  # type: ignore[arg-type]
+        return dict(pairs)
     except (TypeError, ValueError) as exc:  # unhashable members, bad pairs or hex
         raise PlainError(f"not a plain-data encoding: {exc}") from None
 
@@ -82,7 +82,7 @@ def to_json(value: Plain) -> JsonValue:
     if type(value) in (list, tuple):
         return [to_json(x) for x in value]  # type: ignore[union-attr]
     if type(value) is dict and all(type(k) is str for k in value):
-        return {k: to_json(v) for k, v in value.items()}  # type: ignore[union-attr,misc]
+        return {k: to_json(v) for k, v in value.items()}  # type: ignore[misc]
     raise PlainError(f"a {type(value).__name__} is not JSON")
 
 

@@ -18,6 +18,7 @@ import json
 import os
 import resource
 import sys
+from typing import Any
 
 _DEPTH = 64
 
@@ -95,7 +96,7 @@ def _error(exc):
 
 
 def _names(namespace):
-    names = {}
+    names: dict[str, object] = {}
     for name, value in list(namespace.items()):
         if name.startswith("__") or type(value).__name__ == "module":
             continue
@@ -119,7 +120,7 @@ def main():
     _limit(job["limits"])
     if job.get("guard"):
         sys.addaudithook(_guard)
-    namespace = {"__name__": "__main__", "__builtins__": __builtins__}
+    namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
     program = job.pop("program")
     del job
     try:

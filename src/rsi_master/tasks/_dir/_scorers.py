@@ -240,7 +240,7 @@ class _UnitTests(Scorer):
             tests = [_call_case(t) for t in tests]
         elif isinstance(tests, list) and all(isinstance(t, str) for t in tests):
             tests = "\n".join(tests)
-        if isinstance(tests, str) and not tests.strip() or not isinstance(tests, (str, list)):
+        if (isinstance(tests, str) and not tests.strip()) or not isinstance(tests, (str, list)):
             raise ValueError(
                 f"field {self.config.tests_field!r} must be Python code, a list of lines, or a list of "
                 '{"call", "args", "expected"} cases'
@@ -274,7 +274,13 @@ def _call_case(case: dict[str, Any]) -> dict[str, Any]:
         raise ValueError("a call case's args must be a list and its kwargs an object")
     if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not 0 <= tolerance < math.inf:
         raise ValueError("a call case's tolerance must be a number >= 0")
-    return {"call": case["call"], "args": args, "kwargs": kwargs, "expected": case["expected"], "tolerance": float(tolerance)}
+    return {
+        "call": case["call"],
+        "args": args,
+        "kwargs": kwargs,
+        "expected": case["expected"],
+        "tolerance": float(tolerance),
+    }
 
 
 class _Python(Scorer):
