@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..events import OrchestraFinish
+from ..tasks import model_output_boundary
 from ._graph import ORCHESTRA, load_graph
 
 __all__ = ["close_run"]
@@ -60,7 +61,7 @@ def close_run(expos: Any, sched: Any) -> dict[str, Any]:
         "slots": sched.slots,
         "eval_samples": {k: len(v) for k, v in expos.contract.evaluator.sample_ids.items()},
         # What holds against an agent with a shell in this deployment (docs/expos.md, threat model).
-        "trust_boundary": boundary_statement(),
+        "trust_boundary": boundary_statement() + model_output_boundary(expos.protected_task()),
         "pruned_checkpoints": pruned,
         **metrics,
     }

@@ -26,7 +26,7 @@ def test_a_right_answer_passes() -> None:
 
 
 def test_a_wrong_answer_fails_with_the_line_or_case() -> None:
-    assert _run("def f(x):\n    return x\n") == (0.0, "unit tests failed: assertion at line 1")
+    assert _run("def f(x):\n    return x\n") == (0.0, "unit tests failed: AssertionError at line 1")
     score, reason = _run("def f(x):\n    return x\n", tests=[CallCase("f", (2,), {}, 3)])
     assert score == 0.0 and reason == "case 0: f returned 2"
 
@@ -106,3 +106,17 @@ def test_without_a_sandbox_every_reason_says_so_and_the_hook_still_refuses(monke
     for spawn in ("import os\nos.fork()\n", "import socket\nsocket.socket()\n", "import ctypes\n"):
         score, reason = _run(spawn + RIGHT)
         assert score == 0.0 and "trust_boundary:" in reason and "not allowed" in reason, reason
+
+
+def test_the_run_summary_line_names_where_model_output_runs(tmp_path, monkeypatch) -> None:
+    from rsi_master.tasks import load_task_dir, model_output_boundary
+    from rsi_master.tasks._dir import _file_task
+
+    from .helpers import make_task_dir
+
+    code = load_task_dir(make_task_dir(tmp_path / "ut", "unit_tests"))
+    assert model_output_boundary(load_task_dir(make_task_dir(tmp_path / "num", "numeric"))) == ""
+    assert model_output_boundary(code).startswith("; model output: ")
+    monkeypatch.setattr(_file_task, "isolation", lambda: unsandboxed("no bwrap here"))
+    line = model_output_boundary(code)
+    assert line.startswith("; model output: trust_boundary: MODEL OUTPUT IS NOT SANDBOXED (no bwrap here)")

@@ -5,7 +5,7 @@ See docs/your-model.md, "Task directories", for the format.
 
 from ._config import CONFIG_VERSION, TaskConfig
 from ._errors import TaskInputError
-from ._file_task import FileTask, PoolItem, load_task_dir
+from ._file_task import FileTask, PoolItem, load_task_dir, model_output_boundary
 from ._sandbox import network_isolation, run_unit_tests
 from ._scorers import Scorer, normalise_answer
 
@@ -17,6 +17,7 @@ __all__ = [
     "TaskConfig",
     "TaskInputError",
     "load_task_dir",
+    "model_output_boundary",
     "network_isolation",
     "normalise_answer",
     "run_unit_tests",

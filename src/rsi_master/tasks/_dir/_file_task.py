@@ -18,13 +18,14 @@ from typing import Any
 
 from .._protocol import SPLITS, Decoding, EvalItem, GeneratorFamily, Score, Split, TaskHints
 from .._text import normalise
+from ._bwrap import isolation
 from ._config import ChoiceScorer, PythonScorer, TaskConfig, UnitTestScorer
 from ._errors import TaskInputError
 from ._load import TOML, files_digest, parse_split, read_files, sha256
 from ._pool import pool_families
 from ._scorers import Scorer, make_scorer
 
-__all__ = ["FileTask", "PoolItem", "load_task_dir"]
+__all__ = ["FileTask", "PoolItem", "load_task_dir", "model_output_boundary"]
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -71,6 +72,8 @@ class FileTask:
         sc = config.scorer
         # What the evaluator allows one item: the sandbox's own limit and its start-up.
         self.item_timeout_s = sc.timeout_s + 2.0 if isinstance(sc, UnitTestScorer) else 0.0
+        # Its scorer runs model output as code (the run summary says where: `model_output_boundary`).
+        self.runs_model_code = isinstance(sc, UnitTestScorer)
         label = str(root / sc.path) if isinstance(sc, PythonScorer) else ""
         try:
             self.scorer: Scorer = make_scorer(sc, files.get(sc.path) if isinstance(sc, PythonScorer) else None, label)
@@ -194,3 +197,10 @@ def load_task_dir(path: str | Path, *, expected_digest: str | None = None) -> Fi
         if got != expected_digest:
             raise TaskInputError(f"{root}: the task files have digest {got}, not the pinned {expected_digest}")
     return FileTask(root, config, files)
+
+
+def model_output_boundary(task: object) -> str:
+    """For run summaries: where the task's scorer runs model output ('' when it runs none)."""
+    if isinstance(task, FileTask) and task.runs_model_code:
+        return f"; model output: {isolation().statement}"
+    return ""

@@ -227,7 +227,7 @@ def _run_asserts(answer: _Answer, tests: str) -> Score:
     try:
         exec(compile(tests, "<tests>", "exec"), namespace)  # the task's tests: trusted as the task is
     except AssertionError as exc:
-        return Score(0.0, f"unit tests failed: assertion{_test_line(exc)}")
+        return Score(0.0, f"unit tests failed: AssertionError{_test_line(exc)}")
     except Exception as exc:
         return Score(0.0, f"unit tests failed: {type(exc).__name__}: {str(exc)[:120]}{_test_line(exc)}")
     if answer.broken:  # a test that swallowed the failure does not make it a pass
