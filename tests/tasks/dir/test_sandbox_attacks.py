@@ -235,3 +235,12 @@ def test_a_memory_hog_and_a_disk_fill_fail_inside_their_limits(tmp_path: Path) -
     fill = "def f():\n    with open('/tmp/fill', 'wb') as out:\n        out.write(b'x' * (64 << 20))\n    return 1\n"
     score, reason = _score(tmp_path, fill, [{"call": "f", "args": [], "expected": 1}])
     assert score == 0.0 and ("File too large" in reason or "No space" in reason or "MemoryError" in reason), reason
+
+
+def test_shadowing_the_tests_builtins_changes_nothing(tmp_path: Path) -> None:
+    """An answer that defines `sorted`, `len` and `str` to make both sides of a test's
+    comparison agree: the tests keep the harness's built-ins."""
+    program = "def sorted(x):\n    return 0\ndef len(x):\n    return 3\ndef str(x):\n    return ''\ndef f(x):\n    return []\n"
+    tests = ["assert sorted(f(1)) == sorted([3, 1, 2])", "assert len(f(1)) == 3", "assert str(f(1)) == str(12)"]
+    score, reason = _score(tmp_path, program, tests)
+    assert score == 0.0 and "AssertionError at line 1" in reason
