@@ -120,3 +120,43 @@ def test_the_run_summary_line_names_where_model_output_runs(tmp_path, monkeypatc
     monkeypatch.setattr(_file_task, "isolation", lambda: unsandboxed("no bwrap here"))
     line = model_output_boundary(code)
     assert line.startswith("; model output: trust_boundary: MODEL OUTPUT IS NOT SANDBOXED (no bwrap here)")
+
+
+@pytest.mark.parametrize(("bwrap", "why"), [(None, "bwrap is not installed"), ("/bin/false", "exit 1")])
+def test_a_machine_where_bwrap_cannot_start_falls_back_loudly(monkeypatch, bwrap: str | None, why: str) -> None:
+    from rsi_master.tasks._dir import _bwrap
+
+    monkeypatch.setattr(_bwrap.shutil, "which", lambda name: bwrap)
+    iso = _bwrap.isolation.__wrapped__()  # the probe itself, not this process's cached answer
+    assert not iso.sandboxed and iso.prefix == ()
+    assert iso.statement.startswith(f"trust_boundary: MODEL OUTPUT IS NOT SANDBOXED ({why}")
+
+
+def test_grpo_s_reward_goes_through_the_same_sandbox_after_a_json_round_trip(tmp_path) -> None:
+    """GRPO carries each row's reference as JSON: call cases survive it, and the reward is the
+    score (an always-equal answer gets 0)."""
+    import json
+
+    from rsi_master.tasks import load_task_dir
+
+    from .helpers import make_task_dir, write_jsonl
+
+    root = make_task_dir(tmp_path / "ut", "unit_tests")
+    cases = [{"call": "f", "args": [2], "expected": 3}, {"call": "f", "args": [], "kwargs": {"x": 0}, "expected": 1}]
+    write_jsonl(root / "dev.jsonl", [{"id": "d-0", "question": "x + 1", "tests": cases}])
+    task = load_task_dir(root)
+    row = json.loads(json.dumps({"check": task.eval_items("dev")[0].reference}))
+    assert task.reward(row, RIGHT) == 1.0
+    assert task.reward(row, "class E(int):\n    __eq__ = lambda s, o: True\ndef f(x):\n    return E(0)\n") == 0.0
+
+
+def test_malformed_call_cases_are_refused_at_load(tmp_path) -> None:
+    from rsi_master.tasks import TaskInputError, load_task_dir
+
+    from .helpers import make_task_dir, write_jsonl
+
+    root = make_task_dir(tmp_path / "ut", "unit_tests")
+    for bad in ({"call": "f", "args": [1]}, {"call": "f(", "expected": 1}, {"call": "f", "args": 1, "expected": 1}):
+        write_jsonl(root / "dev.jsonl", [{"id": "d-0", "question": "x", "tests": [bad]}])
+        with pytest.raises(TaskInputError, match="call case"):
+            load_task_dir(root)
