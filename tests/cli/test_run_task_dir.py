@@ -65,6 +65,8 @@ def test_runs_on_task_directories_verify_and_audit_clean(model: Path, tmp_path: 
         # The train pool gave the Main directions (no hand-written generator); whether a trial
         # fits a 90 s budget depends on the machine's load, so only the directions are checked.
         assert int(summary["workers"]) >= 1, stdout[-2000:]
+        # Where model output ran is in the summary's trust line, only for a scorer that runs it.
+        assert ("; model output: " in summary["trust_boundary"]) == (kind == "unit_tests"), summary
         verify = _cli("verify", "run", env=env, cwd=root)
         assert verify.returncode == 0 and "problems: 0" in verify.stdout, verify.stdout + verify.stderr
         audit = _cli("audit", "run", env=env, cwd=root)

@@ -160,3 +160,17 @@ def test_malformed_call_cases_are_refused_at_load(tmp_path) -> None:
         write_jsonl(root / "dev.jsonl", [{"id": "d-0", "question": "x", "tests": [bad]}])
         with pytest.raises(TaskInputError, match="call case"):
             load_task_dir(root)
+
+
+def test_an_answer_that_stops_reading_cannot_hold_the_harness() -> None:
+    """The answer forges its own "loaded" reply and stops reading, then a test sends 1 MB of
+    arguments: the write ends at the wall clock instead of waiting on a full pipe forever."""
+    t0 = time.monotonic()
+    stall = (
+        'import os, time\nfor fd in (3, 4, 5):\n    try:\n        os.write(fd, b\'{"names": {"f": "callable"}}\\n\')\n'
+    )
+    stall += "    except OSError:\n        pass\ntime.sleep(60)\n"
+    tests = "assert f(b'x' * (1 << 20)) == 1\n"
+    score, reason = _run(stall, timeout_s=1.0, tests=tests)
+    assert score == 0.0 and "killed after 1s" in reason and time.monotonic() - t0 < 10
+    assert _run("def f(x):\n    return len(x) // (1 << 20)\n", tests=tests)[0] == 1.0  # read, the same passes

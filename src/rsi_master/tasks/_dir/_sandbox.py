@@ -28,6 +28,7 @@ import time
 import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from types import TracebackType
 
@@ -78,6 +79,11 @@ def _builtin_error(name: str, message: str) -> Exception:
     return AnswerError(f"{name}: {message}")
 
 
+@cache
+def _runner() -> str:
+    return _CHILD.read_text()
+
+
 class _Answer:
     """One answer's process, from start to kill; `call` is one round trip."""
 
@@ -98,7 +104,7 @@ class _Answer:
         }
         self.proc = subprocess.Popen(
             # The runner's source on the command line: no host path of ours is bound into the sandbox.
-            [*iso.prefix, iso.python, "-I", "-S", "-B", "-c", _CHILD.read_text()],
+            [*iso.prefix, iso.python, "-I", "-S", "-B", "-c", _runner()],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._err,
@@ -109,15 +115,24 @@ class _Answer:
         )
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self._in, self._out = self.proc.stdin, self.proc.stdout
+        os.set_blocking(self._in.fileno(), False)
         job = {"program": program, "uid": iso.uid, "gid": iso.gid, "limits": limits, "guard": not iso.sandboxed}
         self._write(json.dumps(job).encode() + b"\n")
 
     def _write(self, data: bytes) -> None:
-        try:
-            self._in.write(data)
-            self._in.flush()
-        except OSError:
-            self._fail("the answer's process closed its input")
+        """Within the deadline: an answer that stops reading cannot hold the harness on a full pipe."""
+        fd = self._in.fileno()
+        view = memoryview(data)
+        while view:
+            left = self.deadline - time.monotonic()
+            if left <= 0 or not select.select([], [fd], [], left)[1]:
+                self._fail(f"killed after {self.timeout_s:g}s (wall clock)")
+            try:
+                view = view[os.write(fd, view) :]
+            except BlockingIOError:
+                continue
+            except OSError:
+                self._fail("the answer's process closed its input")
 
     def _fail(self, why: str) -> None:
         self.broken = self.broken or why
