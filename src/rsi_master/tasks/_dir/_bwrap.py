@@ -52,9 +52,21 @@ def _sandbox_user() -> tuple[int, int]:
         return pw.pw_uid, pw.pw_gid
     useradd = shutil.which("useradd") or "/usr/sbin/useradd"
     args = ["--system", "--user-group", "--no-create-home", "--home-dir", "/nonexistent"]
-    subprocess.run([useradd, *args, "--shell", "/usr/sbin/nologin", SANDBOX_USER], capture_output=True, check=True)
-    pw = pwd.getpwnam(SANDBOX_USER)
+    try:
+        done = subprocess.run(
+            [useradd, *args, "--shell", "/usr/sbin/nologin", SANDBOX_USER], capture_output=True, text=True
+        )
+    except OSError as exc:
+        raise _NoUser(f"cannot create the user {SANDBOX_USER}: {exc}") from None
+    try:  # another process may have created it first
+        pw = pwd.getpwnam(SANDBOX_USER)
+    except KeyError:
+        raise _NoUser(f"cannot create the user {SANDBOX_USER}: {done.stderr.strip()[:120]}") from None
     return pw.pw_uid, pw.pw_gid
+
+
+class _NoUser(Exception):
+    """The sandbox user neither exists nor could be created."""
 
 
 def _libraries(python: str) -> list[str]:
@@ -96,6 +108,9 @@ def _bwrap_argv(bwrap: str, python: str, as_root: bool, size: bool) -> list[str]
                 argv += ["--perms", "0555", "--dir", p]
                 made.add(p)
         argv += ["--ro-bind", path, path]
+    site = Path(binds[1], "site-packages")
+    if site.is_dir():  # an interpreter's own installed packages are no part of its standard library
+        argv += ["--tmpfs", str(site)]
     argv += ["--dev", "/dev", "--perms", "1777"]
     argv += ["--size", str(_TMP_BYTES)] if size else []
     argv += ["--tmpfs", "/tmp", "--remount-ro", "/", "--chdir", "/tmp", "--clearenv", "--setenv", "LC_ALL", "C"]
@@ -125,7 +140,10 @@ def isolation() -> Isolation:
     why = "bwrap is not installed (Debian: apt-get install bubblewrap)"
     if bwrap is not None:
         as_root = os.geteuid() == 0
-        uid, gid = _sandbox_user() if as_root else (None, None)
+        try:
+            uid, gid = _sandbox_user() if as_root else (None, None)
+        except _NoUser as exc:
+            return unsandboxed(str(exc))
         for size in (True, False):  # --size needs bubblewrap 0.7 or later
             argv = _bwrap_argv(bwrap, python, as_root, size)
             why = _probe(argv, python, uid, gid)
