@@ -109,3 +109,41 @@ def test_an_external_worker_through_the_door_trains_the_users_model(model, tmp_p
         ckpt = x.run.store.path(load_state(x).experiments[done["experiment_id"]].checkpoint)
         assert json.loads((ckpt / "config.json").read_text())["model_type"] == "qwen2"
         assert x.contract.task_source is not None and x.contract.task_source.format == "chat"
+
+
+def _truncate(model: Path, dest: Path) -> Path:
+    import shutil
+
+    broken = dest / "truncated"
+    shutil.copytree(model, broken)
+    weights = broken / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-100])
+    return broken
+
+
+@pytest.mark.parametrize("command", ["init", "run"])
+def test_broken_models_are_refused_before_anything_is_written(model, tmp_path, monkeypatch, capsys, command):
+    """A model without a chat template on a chat-format task, and weights cut short, are one
+    line naming the model as the user gave it (no temporary path), with no run directory."""
+    monkeypatch.chdir(tmp_path)
+    nochat = tiny_hf_model(tmp_path / "models", "qwen2", name="nochat", chat=False)
+    truncated = _truncate(model, tmp_path / "models")
+    task = chat_task(tmp_path / "task")
+    plain = make_task_dir(tmp_path / "plain", "numeric", n=4, train=8)
+    extra = ["--budget", "60s"] if command == "run" else []
+    cases = [
+        (str(task), None, "task numeric is in chat format but the shipped model has no chat template"),
+        (str(task), nochat, f"task numeric is in chat format but model {nochat} has no chat template"),
+        (str(plain), truncated, f"model {truncated}: weight file model.safetensors is damaged"),
+        ("arithmetic", truncated, "truncated"),
+    ]
+    for i, (given, spec, message) in enumerate(cases):
+        run = tmp_path / f"run{i}"
+        args = [command, "--task", given, "--dir", str(run), *extra] + (["--model", str(spec)] if spec else [])
+        assert main(args) == 2, given
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and message in err, err
+        assert "/tmp" not in err.replace(str(tmp_path), "") and "Traceback" not in err
+        assert not run.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(f".run{i}")]
+    # The same models are fine where nothing is missing: a plain task on the model without a template.
+    assert main(["init", "--task", str(plain), "--dir", str(tmp_path / "ok"), "--model", str(nochat)]) == 0

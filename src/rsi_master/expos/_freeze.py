@@ -73,7 +73,9 @@ def freeze_run(
         METHODS,
         ModelSource,
         check_backend,
+        check_chat_template,
         create_seal_secret,
+        is_chat,
         make_backend,
         resolve_model,
         seal_commitment,
@@ -96,6 +98,10 @@ def freeze_run(
         raise RsiMasterError("a simulated run's task is its landscape's, not a task directory")
     if landscape is None:
         source = model if isinstance(model, ModelSource) else resolve_model(model)  # so does a bad model
+        if is_chat(given):  # a chat task on a model without a chat template: refused here, not in training
+            check_chat_template(
+                source.path, "the shipped model" if source.is_shipped else f"model {source.spec}", given.name
+            )
     if eval_limit is not None and eval_limit < 1:
         raise RsiMasterError("eval_limit must be positive")
     if final_limit is not None and final_limit < 0:
