@@ -121,9 +121,9 @@ class FileTask:
         return {name: fields[name] for name in self._input_names() if name in fields}
 
     def _content_key(self, fields: Mapping[str, Any]) -> str:
-        """What makes two items the same item: their input fields, case, width and spacing aside."""
-        text = json.dumps(self._inputs(fields), ensure_ascii=False, sort_keys=True)
-        return normalise(unicodedata.normalize("NFKC", text))
+        """What makes two items the same item: their input fields, case, width and spacing
+        aside (each text normalised on its own, so a trailing space inside a value counts too)."""
+        return json.dumps(_normalised(self._inputs(fields)), ensure_ascii=False, sort_keys=True)
 
     def _prepare(self, where: str, item_id: str, fields: Mapping[str, Any]) -> tuple[str, Any]:
         try:
@@ -194,3 +194,14 @@ def load_task_dir(path: str | Path, *, expected_digest: str | None = None) -> Fi
         if got != expected_digest:
             raise TaskInputError(f"{root}: the task files have digest {got}, not the pinned {expected_digest}")
     return FileTask(root, config, files)
+
+
+def _normalised(value: Any) -> Any:
+    """Every text inside a JSON value in its case-, width- and space-insensitive form."""
+    if isinstance(value, str):
+        return normalise(unicodedata.normalize("NFKC", value))
+    if isinstance(value, list):
+        return [_normalised(v) for v in value]
+    if isinstance(value, dict):
+        return {normalise(unicodedata.normalize("NFKC", k)): _normalised(v) for k, v in value.items()}
+    return value
