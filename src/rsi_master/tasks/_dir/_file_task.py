@@ -21,7 +21,7 @@ from .._text import normalise
 from ._config import ChoiceScorer, PythonScorer, TaskConfig, UnitTestScorer
 from ._errors import TaskInputError
 from ._load import TOML, files_digest, parse_split, read_files, sha256
-from ._pool import pool_families
+from ._pool import OPENS_WITH, pool_families
 from ._scorers import Scorer, make_scorer
 
 __all__ = ["FileTask", "PoolItem", "load_task_dir"]
@@ -46,7 +46,7 @@ def _text(value: Any) -> str:
 class FileTask:
     """A task directory's task; build it with `load_task_dir`."""
 
-    hints: TaskHints  # the `[training]` ranges (TaskHints); no other hints
+    hints: TaskHints  # the `[training]` ranges and the family it opens with (TaskHints)
 
     def __init__(self, root: Path, config: TaskConfig, files: dict[str, bytes]) -> None:
         self.root = root  # where it was read from: a label for messages, never read again
@@ -63,6 +63,7 @@ class FileTask:
             learning_rate=None if t.learning_rate is None else (float(t.learning_rate[0]), float(t.learning_rate[1])),
             batch_sizes=tuple(t.batch_sizes or ()),
             max_steps=None if t.max_steps is None else (int(t.max_steps[0]), int(t.max_steps[1])),
+            opens_with=OPENS_WITH,
         )
         g = config.generation
         self.decoding = Decoding(g.max_new_tokens, not g.greedy, g.temperature, g.top_p)
