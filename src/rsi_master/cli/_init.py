@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import env, key_dir_arg
+from ._common import apply_device, device_arg, env, key_dir_arg
 
 NAME = "init"
 HELP = "create a run directory for a task, freezing its task contract as the first event"
@@ -41,6 +41,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=env("eval_limit"),
         help="preregister only the first N samples of each split (quick runs) (env RSI_MASTER_EVAL_LIMIT)",
     )
+    device_arg(p)
     key_dir_arg(p)
     p.set_defaults(handler=run)
 
@@ -58,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
         raise RsiMasterError(
             f"unknown task {args.task!r}; known tasks: {', '.join(list_tasks())}, or the path of a task directory"
         ) from None
+    apply_device(args)
     if args.max_experiments < 1 or args.max_train_steps < 1:
         raise RsiMasterError("budgets must be positive")
     budget = Budget(max_experiments=args.max_experiments, max_train_steps=args.max_train_steps)

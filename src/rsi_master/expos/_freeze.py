@@ -74,6 +74,7 @@ def freeze_run(
         ModelSource,
         check_backend,
         check_chat_template,
+        check_device,
         create_seal_secret,
         is_chat,
         make_backend,
@@ -108,6 +109,8 @@ def freeze_run(
         raise RsiMasterError("final_limit must be 0 (the whole split) or positive")
     backend = make_backend(eval_backend)
     check_backend(backend)  # a backend this machine cannot run fails before anything is written
+    if landscape is None:
+        check_device()  # so does a device it does not have
     run = RunDir.create(run_dir, key_dir=key_dir, run_id=run_id)
     try:
         secret = create_seal_secret(run.key_dir, run.run_id)
