@@ -148,7 +148,8 @@ def test_a_cuda_device_without_cuda_is_one_line_before_anything_is_written(tmp_p
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA: the refusal is for one without")
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("RSI_MASTER_DEVICE", raising=False)
+    # Set through monkeypatch so that what `--device` writes into this process's environment is undone.
+    monkeypatch.setenv("RSI_MASTER_DEVICE", "auto")
     attempts = [
         ["run", "--device", "cuda", "--budget", "60", "--dir", "r1"],
         ["init", "--task", "arithmetic", "--dir", "r2", "--device", "cuda"],
