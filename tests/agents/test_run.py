@@ -116,6 +116,56 @@ def test_llm_main_gets_directions_completed_and_its_decisions_bound_to_the_event
         assert last.action == "stop" and last.detail["fallback"] == "step_limit"
 
 
+def test_llm_main_gets_a_familys_usual_method_and_grpo_batches_that_fit(tmp_path):
+    """On a task directory's train pool, `pool` offers SFT, LoRA and DPO: a Main that names the
+    family alone gets SFT (its usual method), one that names a method gets it. A GRPO direction
+    whose batch sizes are no multiple of its completions per prompt is refused at `worker_add`
+    (every trial would fail in training); ranges the Main gives keep the method's own others."""
+    from ..tasks.dir.helpers import make_task_dir
+
+    task = make_task_dir(tmp_path / "task", "numeric", n=4, train=8)
+    bad_batch = {"batch_size": {"kind": "choice", "choices": [2, 4, 6]}}
+    good_batch = {"batch_size": {"kind": "choice", "choices": [8]}}
+    script = {
+        "main": {
+            "start": [
+                _call("worker_add", {"worker_id": "w1", "task": "t", "direction": {"family": "pool"}}),
+                _call("worker_add", {"worker_id": "w2", "task": "t", "direction": {"family": "pool", "method": "dpo"}}),
+                _call(
+                    "worker_add", {"worker_id": "w3", "task": "t", "direction": {"family": "pool", "method": "grpo"}}
+                ),
+                _call(
+                    "worker_add",
+                    {"worker_id": "w3", "task": "t", "direction": {"family": "pool_prompts", "train": bad_batch}},
+                ),
+                _call(
+                    "worker_add",
+                    {"worker_id": "w3", "task": "t", "direction": {"family": "pool_prompts", "train": good_batch}},
+                ),
+                _call("decision_record", {"action": "branch", "rationale": "open", "evidence": []}),
+            ],
+        }
+    }
+    with new_run(tmp_path, task=str(task)) as expos:
+        record_llm(expos, {"main": fake(tmp_path, script, max_steps=6)})
+        m, ctx = LLMMain(), _main_ctx(expos)
+        m.start(ctx, load_graph(expos))
+        workers = load_graph(expos).workers
+        assert (workers["w1"].direction.family, workers["w1"].direction.method) == ("pool", "sft")
+        steps = [e.payload["tool_calls"][0] for e in expos.events("agent.step")]
+        assert [s["status"] for s in steps[:5]] == ["ok", "ok", "invalid", "invalid", "ok"], steps
+        assert "direction.method for family pool must be one of ['sft', 'lora', 'dpo']" in steps[2]["error"]
+        assert "batch sizes [2, 6] are not" in steps[3]["error"], steps[3]["error"]
+        workers = load_graph(expos).workers
+        assert workers["w2"].direction.method == "dpo"
+        grpo = workers["w3"].direction
+        assert grpo.method == "grpo" and grpo.train["grpo_num_generations"].value == 4
+        assert grpo.train["batch_size"].choices == [8] and "learning_rate" in grpo.train
+        assert all(t["t:batch_size"] == 8 for t in grpo.enqueue if "t:batch_size" in t)
+        # The brief lists each family once, with its methods, the usual one first.
+        assert m._families(ctx)["pool"] == ["sft", "lora", "dpo"] and m._families(ctx)["pool_prompts"] == ["grpo"]
+
+
 def test_programmatic_main_names_the_runs_worker_agent(tmp_path):
     with new_run(tmp_path) as expos:
         PolicyMain().start(_main_ctx(expos, worker=LLM_AGENTS["worker"]), load_graph(expos))

@@ -138,3 +138,34 @@ def test_log_refuses_an_unknown_role_or_kind_and_lists_the_valid_ones(run_dir, c
     # A kind the run holds is valid whatever wrote it (this test ledger's `test.event`).
     assert main(["log", str(run_dir), "--kind", "test.event", "--json"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 9
+
+
+def test_a_cuda_device_without_cuda_is_one_line_before_anything_is_written(tmp_path, monkeypatch, capsys):
+    """`--device cuda` or RSI_MASTER_DEVICE=cuda on a machine where torch sees no GPU: `run`,
+    `init` and `door` stop at once, not in every Worker's training; a value that is no device too."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA: the refusal is for one without")
+    monkeypatch.chdir(tmp_path)
+    # Set through monkeypatch so that what `--device` writes into this process's environment is undone.
+    monkeypatch.setenv("RSI_MASTER_DEVICE", "auto")
+    attempts = [
+        ["run", "--device", "cuda", "--budget", "60", "--dir", "r1"],
+        ["init", "--task", "arithmetic", "--dir", "r2", "--device", "cuda"],
+    ]
+    for args in attempts:
+        assert main(args) == 2, args
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "RSI_MASTER_DEVICE=cuda (--device cuda) but torch sees no CUDA device" in err
+    monkeypatch.setenv("RSI_MASTER_DEVICE", "cuda")
+    assert main(["run", "--budget", "60", "--dir", "r3"]) == 2
+    assert "sees no CUDA device" in capsys.readouterr().err
+    with make_run(tmp_path / "served"):
+        pass
+    assert main(["door", str(tmp_path / "served"), "--socket", str(tmp_path / "d.sock")]) == 2
+    assert "sees no CUDA device" in capsys.readouterr().err and not (tmp_path / "d.sock").exists()
+    monkeypatch.setenv("RSI_MASTER_DEVICE", "gpu")
+    assert main(["init", "--task", "arithmetic", "--dir", "r4"]) == 2
+    assert "must be auto, cpu or cuda, got 'gpu'" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["served"]

@@ -92,3 +92,22 @@ def test_tasks_check(tmp_path: Path) -> None:
         assert out.returncode != 0 and "unknown field 'scorer.extra'" in out.stderr and "Traceback" not in out.stderr
         assert len(out.stderr.strip().splitlines()) == 1, out.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written (no runs/, no keys)
+
+
+def test_tasks_check_and_init_refuse_alike(tmp_path: Path) -> None:
+    """`tasks check` passes exactly what a run accepts: a protected item repeated in another
+    split with only a trailing space added, and a task named like a built-in one, are one line
+    from both, with nothing written."""
+    from tests.tasks.dir.helpers import write_jsonl
+
+    env = {**os.environ, "RSI_MASTER_KEY_DIR": str(tmp_path / "keys")}
+    spaced = make_task_dir(tmp_path / "spaced", "numeric")
+    write_jsonl(spaced / "final.jsonl", [{"id": "x", "question": "What is 1 plus 2? ", "answer": "3"}])
+    builtin = make_task_dir(tmp_path / "named", "numeric", name="knowledge")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for task, message in ((spaced, "the same item as 'd-1' of the dev split"), (builtin, "is a built-in task's")):
+        for args in (("tasks", "check", str(task)), ("init", "--task", str(task), "--dir", "run")):
+            out = _cli(*args, env=env, cwd=tmp_path)
+            assert out.returncode != 0 and message in out.stderr, (args, out.stderr)
+            assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == before

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from rsi_master.events import dump_payload
-from rsi_master.expos import ToolRefused, audit, load_state
+from rsi_master.expos import ToolInvalid, ToolRefused, audit, load_state
 from tests.expos.honest import MAIN, QUICK, REVIEWER, W1, W2, build_honest
 
 
@@ -181,8 +181,12 @@ def test_unlisted_teacher_and_generator_are_refused(run, honest):
         "teacher_authorization",
     )
     refused(run, W1, "data.generate", {"family": "function_calling/compact", "n": 10}, "teacher_authorization")
-    refused(run, W1, "data.generate", {"family": "my_private_generator", "n": 10}, "teacher_authorization")
     assert obs(audit(run), honest.exp1, "teacher_authorization") == "ATTEMPTED_BLOCKED"
+    # A name the task has no family for is a typo to correct, not a generator brought in.
+    blocked = len(run.events("guard.blocked"))
+    with pytest.raises(ToolInvalid, match="has no generator family 'answer_onyl'"):
+        run.call(W1, "data.generate", {"family": "answer_onyl", "n": 10})
+    assert len(run.events("guard.blocked")) == blocked
 
 
 def new_worker(x, name, predecessors=()):

@@ -377,3 +377,17 @@ def test_generated_rows_the_gate_fails_are_left_out_not_refused(tmp_path, monkey
             x.call(
                 w1, "data.register", {"source": "hand-written", "rows": [{"prompt": item.prompt, "completion": "1"}]}
             )
+
+
+def test_a_mistyped_generator_is_invalid_input_not_an_intercepted_attempt(run):
+    """An honest Worker that misspells a family gets the task's families back to correct it; the
+    run's interception rate stays clear (a refusal would count it as a blocked attempt)."""
+    from rsi_master.expos import audit
+
+    w1 = Caller("worker", "w1")
+    with pytest.raises(ToolInvalid, match="task arithmetic has no generator family 'answer_onyl'; its families: ") as e:
+        run.call(w1, "data.generate", {"family": "answer_onyl", "n": 4})
+    assert "answer_only" in str(e.value)
+    run.call(w1, "data.generate", {"family": "answer_only", "n": 4})
+    assert run.events("guard.blocked") == []
+    assert audit(run).interception_rate in (None, 0.0)

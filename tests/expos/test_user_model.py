@@ -134,7 +134,8 @@ def test_cached_repo_id_run_holds_when_the_cache_blob_is_swapped(tmp_path, monke
         stored = x.run.store.path(c.base_model_artifact)
         assert not any(p.is_symlink() for p in stored.iterdir())
         blob = (snapshot / "model.safetensors").resolve()
-        agent("import sys; open(sys.argv[1], 'r+b').write(b'\\0' * 64)", blob)
+        # Weights rewritten in place, their structure intact (a damaged header is refused at resolve).
+        agent("import sys; f = open(sys.argv[1], 'r+b'); f.seek(-64, 2); f.write(b'\\0' * 64)", blob)
         assert resolve_model("org/tiny-gpt2").tree_digest != c.base_model_digest
         x.call(MAIN, "worker.add", {"worker_id": "w1", "task": "cache swap"})
         families = sorted(f.split("/")[1] for f in c.allowed_generators)

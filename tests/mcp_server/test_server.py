@@ -102,6 +102,45 @@ def test_stdio_lists_the_roles_tools_calls_them_and_refuses_the_rest(run_dir, rs
         assert len({e.actor.cap for e in expos.events("tool.call", actor_id="ext1")}) == 1
 
 
+def test_an_agents_server_through_the_door_serves_a_task_directory_run(rsi, tmp_path):
+    """The agent's server holds no run, so it cannot load a task directory's task: the door
+    describes the run's generator families in `contract.show`, and the tool list is built from
+    that (a name lookup of the task in the server's process failed with an unknown task)."""
+    from rsi_master.expos._door import Door
+
+    from ..tasks.dir.helpers import make_task_dir
+
+    task_dir = make_task_dir(tmp_path / "task", "numeric", n=6, train=8)
+    with ExpOS.create(tmp_path / "run", task_dir, eval_limit=4):
+        pass
+    door = Door(tmp_path / "run", socket_path=tmp_path / "door" / "d.sock").start()
+    params = StdioServerParameters(
+        command=rsi,
+        args=["mcp", "--door", str(door.path), "--capability", cap(tmp_path / "run", "worker", "ext1")],
+        env={"OMP_NUM_THREADS": "1"},
+    )
+
+    async def session():
+        async with Client(params) as client:
+            listed = await client.list_tools()
+            made = await client.call_tool("data_generate", {"family": "pool", "n": 4})
+            return listed, made
+
+    try:
+        listed, made = asyncio.run(session())
+    finally:
+        door.close()
+    tools = {t.name: t for t in listed.tools}
+    assert set(tools) == {t.llm_name for t in tools_for("worker")}
+    family = tools["data_generate"].input_schema["properties"]["family"]
+    assert set(family["enum"]) == {"pool", "pool_prompts"} and "train pool" in family["description"].lower()
+    assert tools["data_sample"].input_schema["properties"]["family"]["enum"] == ["sample_pairs", "self_distill"]
+    assert not made.is_error, _text(made)
+    assert made.structured_content["n_rows"] == 4 and made.structured_content["contamination"] == "clean"
+    with ExpOS.open(tmp_path / "run", writable=False) as expos:
+        assert [(e.actor.id, e.payload["source"]) for e in expos.events("data.generate")] == [("ext1", "numeric/pool")]
+
+
 def test_streamable_http_on_loopback(run_dir, key_dir, rsi):
     env = {**os.environ, "RSI_MASTER_KEY_DIR": str(key_dir), "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen(

@@ -71,3 +71,23 @@ def test_without_a_prior_the_opening_order_varies_with_the_run_seed(tmp_path):
             PolicyMain().start(MainContext(expos, MAIN, 300.0, lambda: 0.0, 1, seed), load_graph(expos))
             orders.add(next(iter(load_graph(expos).workers.values())).direction.family)
     assert len(orders) >= 2  # no family opens every campaign
+
+
+def test_without_a_prior_a_task_directory_opens_with_sft_on_its_train_pool(tmp_path):
+    """The seeded order is for directions nothing tells apart; on a task directory, SFT on
+    the train pool is what anyone tries first, so it opens every campaign, whatever the seed."""
+    from rsi_master.orchestra import MainContext, PolicyMain, load_graph
+
+    from ..tasks.dir.helpers import make_task_dir
+    from .helpers import MAIN, new_run
+
+    task = make_task_dir(tmp_path / "task", "numeric", n=4, train=8)
+    firsts, seconds = set(), set()
+    for seed in range(6):
+        with new_run(tmp_path, str(task), slots=2, seed=seed, name=f"s{seed}") as expos:
+            PolicyMain().start(MainContext(expos, MAIN, 300.0, lambda: 0.0, 2, seed), load_graph(expos))
+            opened = [w.direction for w in load_graph(expos).workers.values()]
+            firsts.add((opened[0].family, opened[0].method))
+            seconds.add((opened[1].family, opened[1].method))
+    assert firsts == {("pool", "sft")}
+    assert len(seconds) >= 2 and ("pool", "sft") not in seconds  # the rest still in the seed's order

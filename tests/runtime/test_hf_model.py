@@ -144,6 +144,34 @@ def test_bad_models_are_one_line_errors(models, tmp_path, monkeypatch):
         assert "not in the local Hugging Face cache" in _one_line(e) and "nothing is downloaded" in str(e.value)
 
 
+def test_damaged_weights_are_found_from_their_structure(models, tmp_path):
+    """A safetensors file cut short, padded or with a garbage header, and a torch zip cut
+    short, are refused by resolve_model from a few bytes each, naming the file inside the model."""
+    import torch
+
+    from rsi_master.runtime import check_weight_file
+
+    good = (models["qwen2"] / "model.safetensors").read_bytes()
+    variants = {
+        "cut": good[: len(good) // 2],
+        "padded": good + b"\0" * 16,
+        "headless": b"\xff" * 8 + good[8:],
+        "tiny": good[:5],
+    }
+    for name, data in variants.items():
+        d = shutil.copytree(models["qwen2"], tmp_path / name)
+        (d / "model.safetensors").write_bytes(data)
+        with pytest.raises(ModelInputError) as e:
+            resolve_model(d)
+        assert f"model {d}: weight file model.safetensors is damaged" in _one_line(e), (name, str(e.value))
+    assert check_weight_file(models["qwen2"] / "model.safetensors", "model.safetensors") is None
+    torch.save({"w": torch.zeros(64)}, tmp_path / "pytorch_model.bin")
+    assert check_weight_file(tmp_path / "pytorch_model.bin", "pytorch_model.bin") is None
+    cut = tmp_path / "cut.bin"
+    cut.write_bytes((tmp_path / "pytorch_model.bin").read_bytes()[:-40])
+    assert "damaged" in (check_weight_file(cut, "pytorch_model.bin") or "")
+
+
 # -- training and the sealed evaluator ---------------------------------------------------
 @pytest.mark.parametrize("arch", ["qwen2", "gpt2"])
 def test_sft_and_lora_train_and_the_sealed_evaluator_scores(arch, models, toy_rows, tmp_path):

@@ -19,7 +19,15 @@ from pydantic import ValidationError
 
 from .. import _clock
 from ..expos import ToolInvalid, tools_for
-from ..orchestra import Direction, MainContext, ResearchGraph, default_directions
+from ..orchestra import (
+    Direction,
+    MainContext,
+    Range,
+    ResearchGraph,
+    default_directions,
+    grpo_batch_problem,
+    within_ranges,
+)
 from ._loop import AgentLoop, Outcome
 from ._memory import brief_block, clip
 from ._providers import make_model
@@ -170,28 +178,62 @@ class LLMMain:
 
     # -- directions ------------------------------------------------------------------------
     @staticmethod
-    def _families(ctx: MainContext) -> list[str]:
-        return sorted(d.family for d in default_directions(ctx.expos.contract.task, seed=ctx.seed))
+    def _families(ctx: MainContext) -> dict[str, list[str]]:
+        """Each generator family with the training methods it offers, its usual one first."""
+        out: dict[str, list[str]] = {}
+        for d in default_directions(ctx.expos.contract.task, seed=ctx.seed):
+            out.setdefault(d.family, []).append(d.method)
+        return dict(sorted(out.items()))
 
     def _direction(self, ctx: MainContext, given: Any) -> dict[str, Any]:
         if given is None:
             given = {}
         if not isinstance(given, dict):
             raise ToolInvalid('direction must be an object such as {"family": ...}')
-        defaults = {d.family: d for d in default_directions(ctx.expos.contract.task, seed=ctx.seed)}
+        directions = default_directions(ctx.expos.contract.task, seed=ctx.seed)
+        defaults = {(d.family, d.method): d for d in directions}
+        usual: dict[str, Direction] = {}
+        for d in directions:
+            usual.setdefault(d.family, d)  # a family's first method is the one it is made for
         family = given.get("family")
         if family is None and ctx.worker != "tpe":
-            family = sorted(defaults)[0]  # an LLM Worker reads the family as a hint only
-        if family not in defaults:
-            raise ToolInvalid(f"direction.family must be one of {sorted(defaults)} (got {family!r})")
+            family = sorted(usual)[0]  # an LLM Worker reads the family as a hint only
+        if family not in usual:
+            raise ToolInvalid(f"direction.family must be one of {sorted(usual)} (got {family!r})")
+        method = given.get("method", usual[family].method)
+        if (family, method) not in defaults:
+            methods = [m for f, m in defaults if f == family]
+            raise ToolInvalid(f"direction.method for family {family} must be one of {methods} (got {method!r})")
+        base = defaults[(family, method)]
+        train = given.get("train")
+        if train is not None and not isinstance(train, dict):
+            raise ToolInvalid("direction.train must be an object of training ranges")
+        # Ranges the Main names replace the method's own one by one: a GRPO direction keeps its
+        # completions per prompt when the Main only widens the learning rate.
+        train = {**base.model_dump(mode="json")["train"], **(train or {})}
         allowance = min(max(30.0, 0.3 * ctx.budget_s), SHARE * ctx.budget_s)
-        merged = {**defaults[family].model_dump(mode="json"), **given, "family": family, "agent": ctx.worker}
+        merged = {
+            **base.model_dump(mode="json"),
+            **given,
+            "family": family,
+            "method": method,
+            "train": train,
+            "agent": ctx.worker,
+        }
+        if "train" in given and "enqueue" not in given:  # the opening trial moved inside the Main's ranges
+            merged["enqueue"] = [
+                within_ranges(t, {k: Range.model_validate(r) for k, r in train.items()}) for t in base.enqueue
+            ]
         try:
             merged["seconds"] = float(given.get("seconds") or allowance)
         except (TypeError, ValueError):
             raise ToolInvalid(f"direction.seconds must be a number of seconds (got {given.get('seconds')!r})") from None
         try:
-            return Direction.model_validate(merged).model_dump(mode="json")
+            direction = Direction.model_validate(merged)
         except ValidationError as exc:
             err = exc.errors()[0]
             raise ToolInvalid(f"direction.{'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from None
+        problem = grpo_batch_problem(direction.train) if method == "grpo" else None
+        if problem is not None:
+            raise ToolInvalid(f"direction.train: {problem}")
+        return direction.model_dump(mode="json")

@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Any
 
-__all__ = ["ENV_PREFIX", "env", "is_tty", "key_dir_arg"]
+__all__ = ["ENV_PREFIX", "apply_device", "device_arg", "env", "is_tty", "key_dir_arg"]
 
 ENV_PREFIX = "RSI_MASTER_"
 
@@ -29,3 +29,23 @@ def key_dir_arg(parser: argparse.ArgumentParser) -> None:
         help="operator key directory holding signing keys and witnesses, outside any run directory "
         "(env RSI_MASTER_KEY_DIR; default ~/.config/rsi-master/keys)",
     )
+
+
+def device_arg(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    parser.add_argument(
+        "--device",
+        choices=("auto", "cpu", "cuda"),
+        default=None,
+        help="where training and evaluation run: auto (CUDA when torch sees a GPU), cpu, or cuda (refused "
+        "up front on a machine without one) (env RSI_MASTER_DEVICE; default auto)",
+    )
+
+
+def apply_device(args: argparse.Namespace) -> None:
+    """`--device` into RSI_MASTER_DEVICE (what the slot and evaluator processes read), then the
+    setting checked before anything is written."""
+    from ..runtime import check_device
+
+    if getattr(args, "device", None):
+        os.environ[ENV_PREFIX + "DEVICE"] = args.device
+    check_device()

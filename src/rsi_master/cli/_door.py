@@ -17,7 +17,7 @@ import os
 import sys
 from pathlib import Path
 
-from ._common import env, key_dir_arg
+from ._common import apply_device, device_arg, env, key_dir_arg
 
 __all__ = ["AGENT_USER", "add_parser"]
 
@@ -49,6 +49,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="PATH",
         help="socket path (env RSI_MASTER_DOOR_SOCKET; default /run/rsi-master/RUN_ID.sock as root)",
     )
+    device_arg(p)
     key_dir_arg(p)
     p.set_defaults(handler=_door)
 
@@ -91,6 +92,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _door(args: argparse.Namespace) -> int:
     import signal
+
+    apply_device(args)  # the door trains and evaluates what agents submit
 
     from ..expos import Door
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import is_tty, key_dir_arg
+from ._common import apply_device, device_arg, is_tty, key_dir_arg
 
 NAME = "resume"
 HELP = "continue a run of `rsi-master run` after it was stopped or killed"
@@ -13,6 +13,7 @@ HELP = "continue a run of `rsi-master run` after it was stopped or killed"
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(NAME, help=HELP, description=HELP)
     p.add_argument("run_dir", metavar="RUN_DIR")
+    device_arg(p)
     key_dir_arg(p)
     p.set_defaults(handler=run)
 
@@ -22,6 +23,7 @@ def run(args: argparse.Namespace) -> int:
     from ._run import print_summary
 
     _check_agents(args)
+    apply_device(args)
     summary = resume_run(args.run_dir, key_dir=args.key_dir, display=make_display(is_tty()))
     print_summary(summary)
     return 0

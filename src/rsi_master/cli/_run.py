@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from ._common import env, is_tty, key_dir_arg
+from ._common import apply_device, device_arg, env, is_tty, key_dir_arg
 
 if TYPE_CHECKING:
     from ..agents import AgentsSetup
@@ -122,6 +122,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "the whole split (env RSI_MASTER_FINAL_LIMIT; default 0)",
     )
     hw = p.add_argument_group("hardware and checkpoints")
+    device_arg(hw)
     hw.add_argument(
         "--gpus-per-slot",
         type=int,
@@ -244,6 +245,8 @@ def run(args: argparse.Namespace) -> int:
     from ..orchestra import make_display, start_run
 
     landscape = landscape_arg(args)
+    if landscape is None:  # a simulated run trains nothing
+        apply_device(args)
     task = args.task if args.task is not None or landscape is not None else "knowledge"
     setup = agents_setup(args)
     names: dict[str, object] = {}

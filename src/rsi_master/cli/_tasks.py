@@ -26,10 +26,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def check(args: argparse.Namespace) -> int:
     """Load each directory as a run would (every check; bad input is one line, exit 1)."""
-    from ..tasks import SPLITS, load_task_dir
+    from pathlib import Path
+
+    from ..tasks import SPLITS, resolve_task
 
     for d in args.dirs:
-        task = load_task_dir(d)
+        # The call `run` and `init` make, so that what passes here is what a run accepts
+        # (a directory whose task takes a built-in task's name included).
+        task = resolve_task(Path(d))
         row: dict[str, Any] = {
             "task": task.name,
             "dir": str(d),

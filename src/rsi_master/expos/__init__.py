@@ -15,6 +15,7 @@ from ._errors import ToolError, ToolFailed, ToolInvalid, ToolRefused
 from ._evaluation import adapter_base_of, evaluate_experiment, record_evaluation, sealed_evaluation
 from ._experiments import adopt_checkpoint
 from ._external import external_call
+from ._generator_view import GeneratorView, KnobView, generator_views
 from ._graph import by_worker, checkpoint_lineage, evidence, lineage
 from ._guards import OVERRIDE_KEYS, GuardPolicy, Shortcut, Strict, Unguarded
 from ._kinds import EVENT_KINDS
@@ -46,7 +47,9 @@ __all__ = [
     "EvaluatorSpec",
     "ExpOS",
     "Finding",
+    "GeneratorView",
     "GuardPolicy",
+    "KnobView",
     "Observation",
     "Part",
     "Projection",
@@ -77,6 +80,7 @@ __all__ = [
     "evaluate_experiment",
     "evidence",
     "external_call",
+    "generator_views",
     "lineage",
     "llm_tool_schemas",
     "load_state",

@@ -73,7 +73,10 @@ def freeze_run(
         METHODS,
         ModelSource,
         check_backend,
+        check_chat_template,
+        check_device,
         create_seal_secret,
+        is_chat,
         make_backend,
         resolve_model,
         seal_commitment,
@@ -96,12 +99,18 @@ def freeze_run(
         raise RsiMasterError("a simulated run's task is its landscape's, not a task directory")
     if landscape is None:
         source = model if isinstance(model, ModelSource) else resolve_model(model)  # so does a bad model
+        if is_chat(given):  # a chat task on a model without a chat template: refused here, not in training
+            check_chat_template(
+                source.path, "the shipped model" if source.is_shipped else f"model {source.spec}", given.name
+            )
     if eval_limit is not None and eval_limit < 1:
         raise RsiMasterError("eval_limit must be positive")
     if final_limit is not None and final_limit < 0:
         raise RsiMasterError("final_limit must be 0 (the whole split) or positive")
     backend = make_backend(eval_backend)
     check_backend(backend)  # a backend this machine cannot run fails before anything is written
+    if landscape is None:
+        check_device()  # so does a device it does not have
     run = RunDir.create(run_dir, key_dir=key_dir, run_id=run_id)
     try:
         secret = create_seal_secret(run.key_dir, run.run_id)

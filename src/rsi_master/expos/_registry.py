@@ -5,7 +5,7 @@ and JSON Schemas for LLM tool calling and MCP. The tool modules register into it
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 if TYPE_CHECKING:
     from ._contract import TaskContract
+    from ._generator_view import GeneratorView
     from ._session import Caller, ExpOS
 
 __all__ = ["HINTS", "LLM_NAME", "ROLES", "TOOLS", "UNOFFERED", "Hints", "Tool", "ToolKind", "tool"]
@@ -105,12 +106,15 @@ class Tool:
     def offered(self) -> bool:
         return self.name not in UNOFFERED
 
-    def input_schema(self, contract: TaskContract | None = None) -> dict[str, Any]:
+    def input_schema(
+        self, contract: TaskContract | None = None, generators: Sequence[GeneratorView] | None = None
+    ) -> dict[str, Any]:
         """The input JSON Schema; with a run's contract, tailored to it (its generator
-        families and their knobs, its methods, its budget)."""
+        families and their knobs, its methods, its budget). `generators`: the run's families
+        as `contract.show` describes them, for a process that holds no run."""
         from ._schemas import input_schema
 
-        return input_schema(self, contract)
+        return input_schema(self, contract, generators)
 
 
 TOOLS: dict[str, Tool] = {}

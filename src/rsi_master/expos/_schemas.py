@@ -11,7 +11,10 @@ attempt), so a client that does not validate against the schema loses nothing.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+from ._generator_view import GeneratorView, KnobView
 
 if TYPE_CHECKING:
     from ._contract import TaskContract
@@ -30,10 +33,16 @@ _CONFIG_HELP = {
 _CONFIG_SET_BY_TOOL = ("version", "method", "task")
 
 
-def generator_families(contract: TaskContract | None = None) -> list[tuple[str, str, Any]]:
-    """(task, family, GeneratorFamily) for the contract's allowed generators, or every task's."""
+def generator_families(
+    contract: TaskContract | None = None, generators: Sequence[GeneratorView] | None = None
+) -> list[tuple[str, GeneratorView]]:
+    """(name as offered, family) for a run's families: `generators` as the run describes them
+    (what the door sends), else the contract's allowed built-in families; with neither, every
+    task's, named `task/family`."""
     from ..tasks import get_task, list_tasks
 
+    if generators is not None:
+        return [(g.name, g) for g in generators]
     if contract is not None:
         pairs = [g.split("/", 1) for g in contract.allowed_generators if "/" in g]
     else:
@@ -42,11 +51,11 @@ def generator_families(contract: TaskContract | None = None) -> list[tuple[str, 
     for task, family in pairs:
         gens = get_task(task).generators()
         if family in gens:
-            out.append((task, family, gens[family]))
+            out.append((family if contract is not None else f"{task}/{family}", GeneratorView.of(gens[family])))
     return out
 
 
-def knob_schema(knob: Any) -> dict[str, Any]:
+def knob_schema(knob: KnobView) -> dict[str, Any]:
     """One generator knob as a JSON Schema (type, range or choices, default, help)."""
     if knob.kind == "choice":
         types = {bool: "boolean", int: "integer", float: "number", str: "string"}
@@ -72,23 +81,26 @@ def _range(s: dict[str, Any]) -> str:
     return f"{s['type']} {lo}..{hi}" if lo is not None and hi is not None else s["type"]
 
 
-def _generate(schema: dict[str, Any], contract: TaskContract | None, source: str = "generate") -> None:
+def _generate(
+    schema: dict[str, Any],
+    contract: TaskContract | None,
+    generators: Sequence[GeneratorView] | None,
+    source: str = "generate",
+) -> None:
     # data.generate offers the families whose rows a generator writes, data.sample those sampled
     # from a checkpoint (a task directory's train pool: `self_distill`, `sample_pairs`).
-    fams = [f for f in generator_families(contract) if getattr(f[2], "source", "generate") == source]
+    fams = [(n, g) for n, g in generator_families(contract, generators) if g.source == source]
     if not fams and source != "generate":
         return  # no sampling family in this run (a built-in task): the plain schema says enough
-    names = [f if contract is not None else f"{t}/{f}" for t, f, _ in fams]
+    names = [n for n, _ in fams]
     props = schema["properties"]
     props["family"]["enum"] = names
-    props["family"]["description"] += " " + "; ".join(
-        f"`{n}`: {g.description}" for n, (_, _, g) in zip(names, fams, strict=True)
-    )
+    props["family"]["description"] += " " + "; ".join(f"`{n}`: {g.description}" for n, g in fams)
     # One property per knob name; a name whose meaning differs between families (none
     # does today) is offered as any of its variants, each naming its families.
     variants: dict[str, list[tuple[dict[str, Any], list[str]]]] = {}
     groups: dict[str, list[str]] = {}
-    for n, (_, _, g) in zip(names, fams, strict=True):
+    for n, g in fams:
         groups.setdefault(", ".join(k.name for k in g.knobs), []).append(n)
         for k in g.knobs:
             ks = knob_schema(k)
@@ -131,7 +143,7 @@ def _generate(schema: dict[str, Any], contract: TaskContract | None, source: str
         props["n"]["maximum"] = contract.budget.max_rows
 
 
-def _submit(schema: dict[str, Any], contract: TaskContract | None) -> None:
+def _submit(schema: dict[str, Any], contract: TaskContract | None, generators: Sequence[GeneratorView] | None) -> None:
     from ..runtime import TrainSpec
 
     spec = TrainSpec.model_json_schema()
@@ -154,21 +166,23 @@ def _submit(schema: dict[str, Any], contract: TaskContract | None) -> None:
         )
 
 
-def _mix(schema: dict[str, Any], contract: TaskContract | None) -> None:
+def _mix(schema: dict[str, Any], contract: TaskContract | None, generators: Sequence[GeneratorView] | None) -> None:
     if contract is not None:
         schema["properties"]["n"]["maximum"] = contract.budget.max_rows
 
 
-def _sample(schema: dict[str, Any], contract: TaskContract | None) -> None:
-    _generate(schema, contract, source="checkpoint")
+def _sample(schema: dict[str, Any], contract: TaskContract | None, generators: Sequence[GeneratorView] | None) -> None:
+    _generate(schema, contract, generators, source="checkpoint")
 
 
 _TAILORS = {"data.generate": _generate, "data.sample": _sample, "experiment.submit": _submit, "data.mix": _mix}
 
 
-def input_schema(tool: Tool, contract: TaskContract | None = None) -> dict[str, Any]:
+def input_schema(
+    tool: Tool, contract: TaskContract | None = None, generators: Sequence[GeneratorView] | None = None
+) -> dict[str, Any]:
     schema = tool.input.model_json_schema()
     tailor = _TAILORS.get(tool.name)
     if tailor is not None:
-        tailor(schema, contract)
+        tailor(schema, contract, generators)
     return schema

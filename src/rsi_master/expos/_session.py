@@ -30,7 +30,7 @@ from ._taxonomy import Subcategory
 
 if TYPE_CHECKING:
     from ..events import EvalRecord, TypedEvent
-    from ..tasks import SealKey, SuiteTask
+    from ..tasks import GeneratorFamily, SealKey, SuiteTask
 
 __all__ = ["FINAL_KINDS", "Caller", "ExpOS"]
 
@@ -212,6 +212,13 @@ class ExpOS:
             self._file_task_error = f"the run's sealed copy of task {self.contract.task!r} is unusable: {exc}"
             return
         self._file_task = register_task(task)
+
+    def generators(self) -> dict[str, GeneratorFamily]:
+        """The run's generator families: a task directory's from its sealed copy, not by name."""
+        from ..tasks import get_task
+
+        task = self.protected_task() if self.contract.task_source is not None else get_task(self.contract.task)
+        return dict(task.generators())
 
     def protected_task(self) -> SuiteTask:
         """The contract's task holding this run's protected items (for the harness only)."""

@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ._generator_view import GeneratorView, generator_views
 from ._registry import tool
 from ._state import load_state
 
@@ -28,6 +29,10 @@ class ContractView(BaseModel):
     allowed_generators: list[str]
     allowed_methods: list[str]
     budget: dict[str, Any]
+    generators: list[GeneratorView] = Field(
+        default_factory=list,
+        description="The allowed generator families with their knobs (what `data_generate` takes).",
+    )
 
 
 @tool("contract.show", roles=ALL, kind="monitoring", input=NoInput, result=ContractView)
@@ -46,6 +51,7 @@ def contract_show(expos, caller, inp: NoInput) -> ContractView:
         allowed_generators=c.allowed_generators,
         allowed_methods=c.allowed_methods,
         budget=c.budget.model_dump(),
+        generators=generator_views(expos),
     )
 
 

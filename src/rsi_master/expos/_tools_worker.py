@@ -153,6 +153,12 @@ def data_generate(expos, caller, inp: GenerateInput) -> DatasetResult:
 
     task, family = _family(expos, inp.family)
     source = f"{task}/{family}"
+    families = expos.generators()
+    if "/" not in family and family not in families:
+        # A name the task does not have is a mistake to correct, not a generator brought in: another
+        # task's generator (`task/family`) or one the contract leaves out is refused below.
+        offered = sorted(n for n, f in families.items() if f.source == "generate")
+        raise ToolInvalid(f"task {task} has no generator family {family!r}; its families: {', '.join(offered)}")
     if source not in expos.contract.allowed_generators:
         raise ToolRefused(f"generator {source} is not on the contract's allow-list", Subcategory.TEACHER_AUTHORIZATION)
     if inp.n > expos.contract.budget.max_rows:

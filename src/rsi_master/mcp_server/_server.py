@@ -50,7 +50,7 @@ class ExposDoor:
         door: str | Path | None = None,
         key_dir: str | None = None,
     ) -> None:
-        from ..expos import Caller, ExpOS, capability_id, peek_capability
+        from ..expos import Caller, ExpOS, GeneratorView, capability_id, generator_views, peek_capability
 
         if (run_dir is None) == (door is None):
             raise RsiMasterError("mcp: give the harness's door (--door SOCKET) or, as the operator, a run directory")
@@ -65,12 +65,15 @@ class ExposDoor:
                 cap = peek_capability(capability)
                 self.caller = Caller(cap.role, cap.node, capability_id(capability))
                 self._contract = _contract_from_view(view)
+                # The run's families as the door describes them: this process holds no task.
+                self.generators = [GeneratorView.model_validate(g) for g in view["generators"]]
                 self.where = f"the door {self.socket}"
             else:
                 assert run_dir is not None  # exactly one of door and run_dir, checked above
                 self.expos = self.pool.submit(ExpOS.open, run_dir, key_dir=key_dir).result()
                 self.caller = self.pool.submit(self.expos.authenticate, capability).result()
                 self._contract = self.expos.contract
+                self.generators = self.pool.submit(generator_views, self.expos).result()
                 self.where = str(self.expos.run.path)
         except BaseException:
             if self.expos is not None:
@@ -139,7 +142,7 @@ def mcp_tools(door: ExposDoor) -> list[Any]:
             name=t.llm_name,
             title=t.name,
             description=t.description,
-            input_schema=t.input_schema(door.contract),
+            input_schema=t.input_schema(door.contract, door.generators),
             output_schema=t.result.model_json_schema(),
             annotations=types.ToolAnnotations(
                 title=t.name,

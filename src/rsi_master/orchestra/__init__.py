@@ -15,8 +15,10 @@ from ._directions import (
     Direction,
     Range,
     default_directions,
+    grpo_batch_problem,
     knob_ranges,
     opening_batch,
+    within_ranges,
 )
 from ._display import Display, PlainDisplay, RichDisplay, make_display
 from ._evidence import Evidence
@@ -86,6 +88,7 @@ __all__ = [
     "expected_scores",
     "final_scores",
     "forecast",
+    "grpo_batch_problem",
     "knob_ranges",
     "load_graph",
     "main_agent",
@@ -103,6 +106,7 @@ __all__ = [
     "select",
     "start_run",
     "trial_seconds",
+    "within_ranges",
     "worker_agent",
     "worker_memory",
 ]

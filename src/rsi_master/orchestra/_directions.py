@@ -20,10 +20,12 @@ __all__ = [
     "Direction",
     "Range",
     "default_directions",
+    "grpo_batch_problem",
     "knob_ranges",
     "opening_batch",
     "opening_curve",
     "subset_direction",
+    "within_ranges",
 ]
 
 
@@ -220,7 +222,7 @@ def default_directions(task: str, *, seed: int = 0, curves: dict[str, Curve] | N
                     knobs=knobs,
                     train=train,
                     seed=family_seed(seed, i),
-                    enqueue=[_within(first, train)] if first else [],
+                    enqueue=[within_ranges(first, train)] if first else [],
                 )
             )
     return out
@@ -269,7 +271,36 @@ METHOD_TRAIN: dict[str, dict[str, Range]] = {
 }
 
 
-def _within(trial: dict[str, Any], train: dict[str, Range]) -> dict[str, Any]:
+def grpo_batch_problem(train: dict[str, Range]) -> str | None:
+    """Why a GRPO direction's training ranges can draw a batch that is no multiple of its
+    completions per prompt (TrainSpec refuses such a trial, so every one would fail), or None."""
+    from ..runtime import TrainSpec
+
+    def values(name: str) -> list[int] | None:
+        r = train.get(name)
+        if r is None:
+            return [int(TrainSpec.model_fields[name].default)]
+        if r.kind == "fixed":
+            return [int(r.value)]
+        if r.kind == "choice":
+            return [int(c) for c in r.choices]
+        if r.kind == "int" and r.low is not None and r.high is not None and r.high - r.low <= 1024:
+            return list(range(int(r.low), int(r.high) + 1))
+        return None
+
+    batches, generations = values("batch_size"), values("grpo_num_generations")
+    if batches is None or generations is None:
+        return "grpo needs batch_size and grpo_num_generations as fixed values, choices or a short int range"
+    bad = sorted({b for b in batches for g in generations if g <= 0 or b % g})
+    if not bad:
+        return None
+    return (
+        f"grpo batch_size must be a multiple of grpo_num_generations ({', '.join(map(str, sorted(set(generations))))}); "
+        f"batch sizes {bad} are not: give batch_size choices that are"
+    )
+
+
+def within_ranges(trial: dict[str, Any], train: dict[str, Range]) -> dict[str, Any]:
     """An enqueued first trial moved inside a method's training ranges (a value outside its
     distribution is no trial the search can tell)."""
     out = {}

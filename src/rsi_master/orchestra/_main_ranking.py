@@ -3,7 +3,8 @@ checkpoints lead (review score, then what the lineage is expected to reach with 
 then the training behind it).
 
 Without a prior (the default) the opening order is a permutation drawn from the run's seed
-(nothing tells the directions apart before they are measured), and a lineage's outlook is its
+(nothing tells the directions apart before they are measured) after the one direction a task
+says anyone opens with (`TaskHints.opens_with`: SFT on a task directory's train pool), and a lineage's outlook is its
 direction's own learning curve extrapolated (`_evidence`). With a prior (`--prior FILE`, a
 landscape the user supplies) the landscape's curves rank the openings at this campaign's
 compute, its data selections are directions of their own, the task's `opening_order` hint
@@ -47,8 +48,15 @@ class Ranking(Budget):
             # order is a permutation of them drawn from the run's seed (a fixed order, say by
             # name, would favour the same family in every campaign), and the evidence decides
             # from there (`_evidence`, `_weighed_plans`, `_continuations`).
+            from ..tasks import get_task, task_hints
+
             dirs = default_directions(task, seed=ctx.seed)
             random.Random(f"open:{ctx.seed}").shuffle(dirs)
+            # Except the direction the task says anyone opens with (its family's usual method).
+            first = task_hints(get_task(task)).opens_with
+            usual = next((d for d in default_directions(task, seed=ctx.seed) if d.family == first), None)
+            if usual is not None:
+                dirs.sort(key=lambda d: d.key() != usual.key())
             return [d.model_copy(update={"seconds": self._allowance(ctx)}) for d in dirs if d.key() not in tried]
         return self._prior_openings(ctx, land, tried)
 

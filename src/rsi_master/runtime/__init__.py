@@ -10,7 +10,7 @@ from rsi_master.runtime._adapter import ADAPTER_BASE_FILE, adapter_base_digest, 
 from rsi_master.runtime._backend import BACKENDS, EvalBackend, check_backend, make_backend
 from rsi_master.runtime._chat import is_chat
 from rsi_master.runtime._data import dedup, filter_data, generate, generate_rows, mix, mix_rows
-from rsi_master.runtime._device import DeviceSettings, device_settings
+from rsi_master.runtime._device import DeviceSettings, check_device, device_settings
 from rsi_master.runtime._digest import dir_digest, sha256_bytes, sha256_file
 from rsi_master.runtime._errors import (
     CheckpointLoadError,
@@ -24,6 +24,7 @@ from rsi_master.runtime._evaluate import evaluate
 from rsi_master.runtime._hf_model import ModelInputError, ModelSource, hf_cache_dir, resolve_model, stage_model
 from rsi_master.runtime._jsonl import jsonl_bytes, parse_jsonl, write_jsonl
 from rsi_master.runtime._model import TinyLlamaSpec, base_model_digest, base_model_dir, base_model_record
+from rsi_master.runtime._model_checks import check_chat_template, check_weight_file
 from rsi_master.runtime._records import DataResult, EvalResult, SampleRecord, TrainConfig, TrainResult
 from rsi_master.runtime._sample import SampleResult, sample
 from rsi_master.runtime._seal import (
@@ -78,6 +79,9 @@ __all__ = [
     "base_model_dir",
     "base_model_record",
     "check_backend",
+    "check_chat_template",
+    "check_device",
+    "check_weight_file",
     "create_seal_secret",
     "dedup",
     "device_settings",

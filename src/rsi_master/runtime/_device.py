@@ -1,7 +1,8 @@
 """Where training runs and in which precision, chosen from the machine: CUDA when torch sees
 a GPU, else the CPU; bf16 mixed precision where the GPU supports it, fp32 otherwise.
 
-`RSI_MASTER_DEVICE=cpu` forces the CPU (a GPU machine reproducing a CPU result). On the CPU
+`RSI_MASTER_DEVICE=cpu` (`--device cpu`) forces the CPU (a GPU machine reproducing a CPU
+result); `cuda` insists on a GPU, checked up front (`check_device`). On the CPU
 nothing changes from the shipped model's settings: fp32, `use_cpu=True`."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from rsi_master.runtime._errors import InvalidParameterError
 
-__all__ = ["DeviceSettings", "device_settings"]
+__all__ = ["DeviceSettings", "check_device", "device_settings"]
 
 
 class DeviceSettings(BaseModel):
@@ -24,10 +25,29 @@ class DeviceSettings(BaseModel):
     name: str = "cpu"
 
 
-def device_settings() -> DeviceSettings:
+def _forced() -> str:
     forced = os.environ.get("RSI_MASTER_DEVICE", "").strip().lower()
     if forced not in ("", "auto", "cpu", "cuda"):
-        raise InvalidParameterError(f"RSI_MASTER_DEVICE must be auto, cpu or cuda, got {forced!r}")
+        raise InvalidParameterError(f"RSI_MASTER_DEVICE (--device) must be auto, cpu or cuda, got {forced!r}")
+    return forced
+
+
+def check_device() -> None:
+    """The device setting, checked before a run is created or served: a value that is none of
+    auto/cpu/cuda, or cuda on a machine where torch sees no CUDA device, is one line here
+    rather than every Worker's training failing later (torch is imported only for cuda)."""
+    if _forced() == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise InvalidParameterError(
+                "RSI_MASTER_DEVICE=cuda (--device cuda) but torch sees no CUDA device on this machine "
+                f"(torch {torch.__version__}); use --device auto or cpu, or install a CUDA build (./setup.sh --gpu)"
+            )
+
+
+def device_settings() -> DeviceSettings:
+    forced = _forced()
     import torch
 
     has_cuda = torch.cuda.is_available()

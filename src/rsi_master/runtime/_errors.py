@@ -9,6 +9,13 @@ class InvalidParameterError(RsiMasterError, ValueError):
     """A runtime operation got an unknown name or an out-of-range value; nothing ran."""
 
 
+class ModelInputError(InvalidParameterError):
+    """`--model` names nothing usable: a missing directory, a directory without weights,
+    config or tokenizer, damaged weights, an architecture transformers cannot build, a
+    repository id that is not in the local Hugging Face cache, or a model without the chat
+    template its task needs. Raised before anything is written."""
+
+
 class CheckpointLoadError(RsiMasterError, ValueError):
     """A checkpoint directory is missing or does not load as a causal LM."""
 

@@ -22,8 +22,9 @@ from pydantic import BaseModel, ConfigDict
 
 from rsi_master.artifacts import copy_measured, manifest_bytes
 from rsi_master.errors import ArtifactError
-from rsi_master.runtime._errors import InvalidParameterError
+from rsi_master.runtime._errors import ModelInputError
 from rsi_master.runtime._model import base_model_dir
+from rsi_master.runtime._model_checks import check_weight_file
 
 __all__ = ["ModelInputError", "ModelSource", "defining_files", "hf_cache_dir", "resolve_model", "stage_model"]
 
@@ -59,12 +60,6 @@ _TOKENIZER_DATA = (
 )
 # A repository id as the Hub spells it: `name` or `owner/name`, optionally `@revision`.
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?(@[\w./-]+)?$")
-
-
-class ModelInputError(InvalidParameterError):
-    """`--model` names nothing usable: a missing directory, a directory without weights,
-    config or tokenizer, an architecture transformers cannot build, or a repository id that
-    is not in the local Hugging Face cache. Raised before anything is written."""
 
 
 class ModelSource(BaseModel):
@@ -223,6 +218,10 @@ def resolve_model(spec: str | Path | None) -> ModelSource:
         raise ModelInputError(f"model {text} has no weights (model.safetensors, pytorch_model.bin or a sharded index)")
     if not any(n in _TOKENIZER_DATA or n.endswith(".tiktoken") for n in names):
         raise ModelInputError(f"model {text} has no tokenizer (tokenizer.json, tokenizer.model, vocab.json, ...)")
+    for name in names:
+        problem = check_weight_file(root / name, name)
+        if problem is not None:
+            raise ModelInputError(f"model {text}: {problem}")
     architecture = _architecture(root)
     _check_tokenizer(root)
     files = {n: _hash(root / n) for n in names}

@@ -94,7 +94,9 @@ class TaskHints:
     family whose curve run is the first stage of the continued reference instead of the
     reference's own run (where the curves found a better family); `budget_s`: the
     wall-clock budget of a run that names none, where five minutes are too short to learn
-    anything (why, in the task's module).
+    anything (why, in the task's module); `opens_with`: the family whose usual direction opens
+    a run without a prior, before the seeded order of the rest (the one a practitioner tries
+    first whatever the measurements: SFT on a task directory's train pool).
 
     The training ranges every direction of the task searches, where the generic small-model
     defaults (`orchestra.DEFAULT_TRAIN`: learning rate 5e-4 to 3e-3, batch 2 to 8) do not fit
@@ -107,6 +109,7 @@ class TaskHints:
     reference: str | None = None
     reference_curve: str | None = None
     budget_s: float | None = None
+    opens_with: str | None = None
     learning_rate: tuple[float, float] | None = None
     batch_sizes: tuple[int, ...] = ()
     max_steps: tuple[int, int] | None = None

@@ -22,7 +22,7 @@ from ._bwrap import isolation
 from ._config import ChoiceScorer, PythonScorer, TaskConfig, UnitTestScorer
 from ._errors import TaskInputError
 from ._load import TOML, files_digest, parse_split, read_files, sha256
-from ._pool import pool_families
+from ._pool import OPENS_WITH, pool_families
 from ._scorers import Scorer, make_scorer
 
 __all__ = ["FileTask", "PoolItem", "load_task_dir", "model_output_boundary"]
@@ -47,7 +47,7 @@ def _text(value: Any) -> str:
 class FileTask:
     """A task directory's task; build it with `load_task_dir`."""
 
-    hints: TaskHints  # the `[training]` ranges (TaskHints); no other hints
+    hints: TaskHints  # the `[training]` ranges and the family it opens with (TaskHints)
 
     def __init__(self, root: Path, config: TaskConfig, files: dict[str, bytes]) -> None:
         self.root = root  # where it was read from: a label for messages, never read again
@@ -64,6 +64,7 @@ class FileTask:
             learning_rate=None if t.learning_rate is None else (float(t.learning_rate[0]), float(t.learning_rate[1])),
             batch_sizes=tuple(t.batch_sizes or ()),
             max_steps=None if t.max_steps is None else (int(t.max_steps[0]), int(t.max_steps[1])),
+            opens_with=OPENS_WITH,
         )
         g = config.generation
         self.decoding = Decoding(g.max_new_tokens, not g.greedy, g.temperature, g.top_p)
@@ -124,9 +125,9 @@ class FileTask:
         return {name: fields[name] for name in self._input_names() if name in fields}
 
     def _content_key(self, fields: Mapping[str, Any]) -> str:
-        """What makes two items the same item: their input fields, case, width and spacing aside."""
-        text = json.dumps(self._inputs(fields), ensure_ascii=False, sort_keys=True)
-        return normalise(unicodedata.normalize("NFKC", text))
+        """What makes two items the same item: their input fields, case, width and spacing
+        aside (each text normalised on its own, so a trailing space inside a value counts too)."""
+        return json.dumps(_normalised(self._inputs(fields)), ensure_ascii=False, sort_keys=True)
 
     def _prepare(self, where: str, item_id: str, fields: Mapping[str, Any]) -> tuple[str, Any]:
         try:
@@ -204,3 +205,14 @@ def model_output_boundary(task: object) -> str:
     if isinstance(task, FileTask) and task.runs_model_code:
         return f"; model output: {isolation().statement}"
     return ""
+
+
+def _normalised(value: Any) -> Any:
+    """Every text inside a JSON value in its case-, width- and space-insensitive form."""
+    if isinstance(value, str):
+        return normalise(unicodedata.normalize("NFKC", value))
+    if isinstance(value, list):
+        return [_normalised(v) for v in value]
+    if isinstance(value, dict):
+        return {normalise(unicodedata.normalize("NFKC", k)): _normalised(v) for k, v in value.items()}
+    return value

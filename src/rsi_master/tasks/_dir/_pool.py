@@ -11,7 +11,11 @@ from typing import Any
 
 from .._protocol import GeneratorFamily
 
-__all__ = ["pool_families"]
+__all__ = ["OPENS_WITH", "pool_families"]
+
+# The family a run without a prior opens with (`TaskHints.opens_with`): `tasks/_pool.py`'s SFT
+# on the pool's own targets, the first thing anyone tries on a benchmark's train split.
+OPENS_WITH = "pool"
 
 
 def pool_families(task: Any) -> dict[str, GeneratorFamily]:
