@@ -23,8 +23,7 @@ def run(args: argparse.Namespace) -> int:
 
     _check_agents(args)
     summary = resume_run(args.run_dir, key_dir=args.key_dir, display=make_display(is_tty()))
-    print_summary(summary)
-    return 0
+    return print_summary(summary)
 
 
 def _check_agents(args: argparse.Namespace) -> None:

@@ -19,6 +19,7 @@ SUMMARY_KEYS = (
     "task",
     "backend",
     "final_score",
+    "why",
     "base_score",
     "reference_score",
     "selected",
@@ -193,13 +194,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run)
 
 
-def print_summary(summary: dict[str, object]) -> None:
+# The exit status of `run` and `resume` when the run finished but returned no checkpoint (the
+# summary's `final_score: n/a` and `why:` say so); 2 is an error before or while running.
+NO_MODEL = 3
+
+
+def print_summary(summary: dict[str, object]) -> int:
+    """Print the closing lines; the exit status (0: a checkpoint was returned, else `NO_MODEL`)."""
     print("---")
     for key in SUMMARY_KEYS:
         v = summary.get(key)
+        if key == "why" and v is None:
+            continue  # only a run that returned no checkpoint says why
         if isinstance(v, float):
             v = f"{v:.4f}"
         print(f"{key}: {'n/a' if v is None else v}")
+    return 0 if summary.get("selected") is not None else NO_MODEL
 
 
 def agents_setup(args: argparse.Namespace) -> AgentsSetup | None:
@@ -272,5 +282,4 @@ def run(args: argparse.Namespace) -> int:
         landscape=landscape,
         **names,  # type: ignore[arg-type]
     )
-    print_summary(summary)
-    return 0
+    return print_summary(summary)

@@ -174,6 +174,14 @@ def _start_run(
     elif model is not None or eval_backend is not None:
         raise RsiMasterError("a simulated run's model and evaluator are its landscape's: no --model or --eval-backend")
     budget_s = parse_budget(default_budget(task) if budget is None else budget)
+    if not _task_of(given, landscape).generators():
+        raise RsiMasterError(
+            f"task {task!r} gives the Workers nothing to train on: it has no data generator and no "
+            "[splits] train pool (docs/your-model.md)"
+        )
+    from ._main_budget import check_budget
+
+    check_budget(budget_s, _task_of(given, landscape), timing_prior)  # too short: one line, nothing written
     if slots < 1:
         raise RsiMasterError(f"slots must be at least 1, got {slots}")
     from ..expos import KEEP_POLICIES

@@ -60,10 +60,12 @@ def _batch(m: dict[str, Any]) -> int:
     return int(m.get("batch_size") or (m.get("spec") or {}).get("batch_size") or 8)
 
 
-def min_trial_seconds(timing: dict[str, float]) -> float:
+def min_trial_seconds(timing: dict[str, float], batch_size: int | None = None) -> float:
     """The shortest trial a Worker runs (`MIN_STEPS` steps and a trial's fixed overhead),
-    priced from this run's measurements of the machine (`run_timing`), else the defaults."""
-    return float(timing.get("overhead_s", FIXED_OVERHEAD_S)) + MIN_STEPS * float(timing.get("step_s", DEFAULT_STEP_S))
+    priced from this run's measurements of the machine (`run_timing`), else the defaults; at
+    `batch_size`, its steps are priced per example (as `trial_seconds` prices them)."""
+    per_step, fixed = trial_seconds([], timing, batch_size)
+    return fixed + MIN_STEPS * per_step
 
 
 def trial_seconds(
@@ -164,6 +166,13 @@ class TPEWorker:
             batch = int(train.get("batch_size", 8))
             per_step, fixed = trial_seconds(memory, ctx.brief.get("timing"), batch)
             fit = int((left - fixed) / per_step)
+            if fit < MIN_STEPS:
+                # Not even the shortest trial fits at the drawn batch: a smaller batch (and so a
+                # smaller dataset) does, rather than a trial forced past the deadline.
+                batch = _fitting_batch(d, batch, lambda b: trial_seconds(memory, ctx.brief.get("timing"), b), left)
+                train["batch_size"] = batch
+                per_step, fixed = trial_seconds(memory, ctx.brief.get("timing"), batch)
+                fit = int((left - fixed) / per_step)
             train["max_steps"] = max(MIN_STEPS, min(int(train.get("max_steps", 60)), fit, max_steps_cap))
             calibrating = head is None and not _calibrated(memory, ctx.brief.get("timing"))
             if calibrating:
@@ -409,14 +418,26 @@ def _calibrated(memory: list[dict[str, Any]], timing: dict[str, float] | None) -
     return bool(t.get("step_s") or t.get("example_s")) or any(m.get("seconds") and m.get("steps") for m in memory)
 
 
-def _smallest_batch(d: Direction) -> int:
-    """The cheapest step the direction can take (whether any trial still fits)."""
+def _batch_sizes(d: Direction) -> list[int]:
+    """The batch sizes the direction may train at, smallest first."""
     r = d.train.get("batch_size")
     if r is None:
-        return 8
+        return [8]
     values = r.choices if r.kind == "choice" else [r.value] if r.kind == "fixed" else [r.low]
     sizes = [int(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0]
-    return min(sizes) if sizes else 8
+    return sorted(set(sizes)) or [8]
+
+
+def _smallest_batch(d: Direction) -> int:
+    """The cheapest step the direction can take (whether any trial still fits)."""
+    return _batch_sizes(d)[0]
+
+
+def _fitting_batch(d: Direction, drawn: int, price: Any, left: float) -> int:
+    """The largest of the direction's batch sizes below `drawn` whose shortest trial fits in
+    `left` seconds (`price(batch)`: seconds per step and per trial), else its smallest."""
+    fits = [b for b in _batch_sizes(d) if b < drawn and price(b)[1] + MIN_STEPS * price(b)[0] <= left]
+    return max(fits) if fits else min(drawn, _smallest_batch(d))
 
 
 def _own_memory(ctx: NodeContext) -> list[dict[str, Any]]:
