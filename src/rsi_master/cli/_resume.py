@@ -38,6 +38,7 @@ def _check_agents(args: argparse.Namespace) -> None:
     with ExpOS.open(args.run_dir, key_dir=args.key_dir, writable=False) as expos:
         if not expos.own_events("agents.config"):
             return
-        from ..agents import check_recorded
+        from ..agents import check_endpoints, check_recorded, recorded_configs
 
         check_recorded(expos)
+        check_endpoints(recorded_configs(expos))

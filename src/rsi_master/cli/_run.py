@@ -219,8 +219,10 @@ def agents_setup(args: argparse.Namespace) -> AgentsSetup | None:
         return None
     from ..agents import resolve_setup
 
+    from ..agents import check_endpoints
+
     explicit = {"provider": args.llm_provider, "base_url": args.llm_base_url, "model": args.llm_model}
-    return resolve_setup(
+    setup = resolve_setup(
         args.agents,
         main=args.main,
         worker=args.worker,
@@ -228,6 +230,8 @@ def agents_setup(args: argparse.Namespace) -> AgentsSetup | None:
         config_file=args.llm_config,
         explicit=explicit,
     )
+    check_endpoints(setup.llm.values())  # an endpoint nobody listens on: one line, before anything is written
+    return setup
 
 
 def landscape_arg(args: argparse.Namespace) -> object:
