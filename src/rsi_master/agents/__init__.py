@@ -14,8 +14,8 @@ from ._main import LLMMain
 from ._memory import ActionStep, Memory, NoteStep, TaskStep, ToolCallRecord
 from ._model import ChatModel, Completion, ProviderError, ToolCall
 from ._nodes import LLMReviewer, LLMWorker
-from ._providers import make_model
 from ._probe import check_endpoints
+from ._providers import make_model
 from ._setup import (
     AGENTS_KIND,
     AgentsSetup,

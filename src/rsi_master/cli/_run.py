@@ -217,9 +217,7 @@ def agents_setup(args: argparse.Namespace) -> AgentsSetup | None:
     choices = [args.main, args.worker, args.reviewer]
     if args.agents == "scripted" and all(c in (None, "scripted") for c in choices):
         return None
-    from ..agents import resolve_setup
-
-    from ..agents import check_endpoints
+    from ..agents import check_endpoints, resolve_setup
 
     explicit = {"provider": args.llm_provider, "base_url": args.llm_base_url, "model": args.llm_model}
     setup = resolve_setup(
