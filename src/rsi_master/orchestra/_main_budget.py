@@ -4,10 +4,11 @@ direction's cap before a passing review, and the shortest budget a run can use a
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from ._directions import DEFAULT_TRAIN, Direction
-from ._graph import OrchestraPart, ResearchGraph
+from ._graph import Job, OrchestraPart, ResearchGraph
 from ._protocols import MainContext
 
 __all__ = ["Budget", "check_budget", "min_budget_s", "overrun_factor", "smallest_batch"]
@@ -31,11 +32,11 @@ def smallest_batch(task: Any) -> int:
     return int(min(sizes))
 
 
-def overrun_factor(orc: OrchestraPart) -> float:
+def overrun_factor(jobs: Iterable[Job]) -> float:
     """How many times their allowance finished Worker jobs took (the upper median, at least 1):
     a machine slower than the timing model, or trials longer than planned, show here first."""
     ratios = []
-    for j in orc.jobs:
+    for j in jobs:
         if j.kind != "worker" or j.status != "done" or j.end_ts is None or j.deadline is None:
             continue
         allowed = j.deadline - j.start_ts
@@ -111,7 +112,7 @@ class Budget:
 
     @staticmethod
     def _overrun(ctx: MainContext) -> float:
-        return overrun_factor(ctx.expos.projection().part(OrchestraPart))
+        return overrun_factor(ctx.expos.projection().part(OrchestraPart).jobs)
 
     @staticmethod
     def _min_trial_s(ctx: MainContext) -> float:

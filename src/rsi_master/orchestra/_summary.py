@@ -91,6 +91,9 @@ def _why_none(selection: dict[str, Any], st: Any, graph: Any) -> str:
     if not statuses.get("completed"):
         return f"none of {len(st.experiments)} experiments completed ({statuses}; {stop})"
     rows = selection.get("submissions") or []
+    scored = [x for x in st.experiments.values() if any(r.split == "dev" for r in x.records())]
+    if not rows and not scored:
+        return f"{statuses['completed']} experiments trained but none was scored on dev before the end ({stop})"
     if not rows:
         return f"{statuses['completed']} experiments completed but no Worker submitted a candidate ({stop})"
     flagged = len(selection.get("flagged") or [])
