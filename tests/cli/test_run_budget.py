@@ -88,6 +88,7 @@ def test_a_run_that_returned_no_checkpoint_exits_3_with_final_score_na_and_why(t
     assert re.fullmatch(r"\d+ Workers started no experiment \(.+\)", s["why"]) and float(s["base_score"]) >= 0.0
     stored = json.loads(Path(s["summary_json"]).read_text())
     assert stored["final_score"] is None and stored["why"] == s["why"]
+    assert main(["verify", str(run)]) == 0  # a run that returned nothing is still a whole, verifiable run
 
 
 def test_a_task_directory_whose_train_pool_is_not_named_is_one_line(tmp_path, capsys):

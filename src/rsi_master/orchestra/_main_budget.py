@@ -10,6 +10,7 @@ from typing import Any
 from ._directions import DEFAULT_TRAIN, Direction
 from ._graph import Job, OrchestraPart, ResearchGraph
 from ._protocols import MainContext
+from ._trial_timing import MIN_STEPS, min_trial_seconds
 
 __all__ = ["Budget", "check_budget", "min_budget_s", "overrun_factor", "smallest_batch"]
 
@@ -48,8 +49,6 @@ def overrun_factor(jobs: Iterable[Job]) -> float:
 def min_budget_s(task: Any, timing: dict[str, float] | None = None) -> float:
     """The shortest budget in which the Main can give one Worker time for its shortest trial
     and still keep the time for the last comparison (`Budget`'s rules, before any measurement)."""
-    from ._worker import min_trial_seconds
-
     floor = TRIAL_MARGIN * min_trial_seconds(timing or {}, smallest_batch(task))
     return max(floor + RESERVE_S, floor / (1 - RESERVE_FRACTION))
 
@@ -57,7 +56,6 @@ def min_budget_s(task: Any, timing: dict[str, float] | None = None) -> float:
 def check_budget(budget_s: float, task: Any, timing: dict[str, float] | None = None) -> None:
     """Refuse, in one line, a budget in which no Worker could train anything (`min_budget_s`)."""
     from ..errors import RsiMasterError
-    from ._worker import MIN_STEPS, min_trial_seconds
 
     least = min_budget_s(task, timing)
     if budget_s < least:
@@ -119,7 +117,6 @@ class Budget:
         """The shortest trial, at the task's cheapest batch, priced from this run's measurements."""
         from ..tasks import get_task
         from ._job import run_timing
-        from ._worker import min_trial_seconds
 
         return min_trial_seconds(run_timing(ctx.expos), smallest_batch(get_task(ctx.expos.contract.task)))
 
