@@ -147,3 +147,18 @@ def test_a_150_second_run_spends_its_budget_and_selects_or_says_why(tmp_path):
     )
     s = _summary(proc.stdout)
     _returned_or_said_why(proc.returncode, s, 150.0)
+
+
+def test_resuming_a_run_that_recorded_a_worker_with_no_time_is_one_line(tmp_path, capsys):
+    """Such a run (a Main once gave a Worker a 0-second allowance on a 10-s budget) is refused
+    with one line, not a validation traceback."""
+    from rsi_master.expos import Caller
+    from tests.orchestra.helpers import new_run
+
+    with new_run(tmp_path, budget_s=10.0) as x:
+        direction = {"family": "answer_only", "method": "sft", "seconds": 0}
+        x.call(Caller("main", "main"), "worker.add", {"worker_id": "w1", "task": "t", "direction": direction})
+        path = x.run.path
+    assert main(["resume", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "a recorded Worker's direction is invalid (seconds" in err

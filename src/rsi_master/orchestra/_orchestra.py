@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from ..errors import RsiMasterError
 from ..events import OrchestraStart
 from ._display import Display, PlainDisplay
@@ -293,7 +295,14 @@ def resume_run(run_dir: str | Path, *, key_dir: str | None = None, display: Disp
         raise RsiMasterError(f"{path} is not a run directory (no ledger.db)")
     expos = ExpOS.open(path, key_dir=key_dir)
     try:
-        graph = load_graph(expos)
+        try:
+            graph = load_graph(expos)
+        except ValidationError as exc:  # a record no Main writes now (a Worker given no time, say)
+            err = exc.errors()[0]
+            raise RsiMasterError(
+                f"{path}: a recorded Worker's direction is invalid ({'.'.join(map(str, err['loc']))}: "
+                f"{err['msg']}); nothing to resume. `rsi-master audit {path}` still reads it"
+            ) from None
         if not graph.sessions:
             raise RsiMasterError(f"{path} is an ExpOS run that `rsi-master run` did not start: nothing to resume")
         if graph.finished is not None:
