@@ -46,6 +46,25 @@ def test_llm_agents_without_endpoint_or_key_stop_before_the_run_starts(tmp_path,
     assert not run_dir.exists()
 
 
+def test_an_llm_endpoint_nobody_listens_on_stops_the_run_before_it_starts(tmp_path, capsys, monkeypatch):
+    """A base URL with no server: a one-line error after a few tries, in seconds, nothing written,
+    rather than every agent turn failing after its retries until the budget is spent."""
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on (bound, then released)
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("RSI_MASTER_LLM_API_KEY", "k")
+    run_dir = tmp_path / "r"
+    url = f"http://127.0.0.1:{port}/v1"
+    t0 = time.time()
+    args = ["run", "--agents", "llm", "--llm-base-url", url, "--llm-model", "m", "--budget", "60"]
+    assert main([*args, "--dir", str(run_dir)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"the LLM endpoint {url} did not answer after 3 tries" in err and len(err.splitlines()) == 1
+    assert time.time() - t0 < 30 and not run_dir.exists()
+
+
 def test_config_files_and_environment_choose_a_model_per_role(tmp_path, monkeypatch, capsys):
     cfg = tmp_path / "llm.toml"
     cfg.write_text(

@@ -58,10 +58,15 @@ def test_runs_on_task_directories_verify_and_audit_clean(model: Path, tmp_path: 
     outputs = {kind: proc.communicate(timeout=600) for kind, (proc, _, _) in runs.items()}
     for kind, (proc, env, root) in runs.items():
         stdout, stderr = outputs[kind]
-        assert proc.returncode == 0, stderr[-2000:]
         summary = _summary(stdout)
         assert summary["task"] == kind.replace("_", "-")
-        assert float(summary["base_score"]) >= 0.0 and summary["final_score"] != "n/a"
+        # A checkpoint returned (exit 0), or none and the summary says why (exit 3): never a score
+        # printed for a model that was not returned.
+        if proc.returncode == 0:
+            assert float(summary["final_score"]) >= 0.0 and summary["selected"] != "n/a", stdout[-2000:]
+        else:
+            assert proc.returncode == 3 and summary["final_score"] == "n/a" and summary["why"], stderr[-2000:]
+        assert float(summary["base_score"]) >= 0.0
         # The train pool gave the Main directions (no hand-written generator); whether a trial
         # fits a 90 s budget depends on the machine's load, so only the directions are checked.
         assert int(summary["workers"]) >= 1, stdout[-2000:]

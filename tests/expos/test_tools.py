@@ -140,6 +140,35 @@ def test_expos_cli_exit_codes(run, tmp_path):
     assert listing.returncode == 0 and "eval.review" in listing.stdout and "data.generate" not in listing.stdout
 
 
+def test_expos_cli_a_failed_experiment_exits_non_zero(run, monkeypatch, capsys):
+    """An experiment.submit the door accepted whose training broke prints its result and exits 4
+    (the action failed), so that a script does not read it as done; the failure is recorded."""
+    import rsi_master.runtime as runtime
+    from rsi_master.cli._expos import main as expos_main
+
+    run.call(Caller("main", "main"), "worker.add", {"worker_id": "w1", "task": "t"})
+    path = str(run.run.path)
+    run.close()
+    w1 = _cap(path, "worker", "w1")
+    assert (
+        expos_main(["--run", path, "--capability", w1, "--json", "data.generate", '{"family": "answer_only", "n": 8}'])
+        == 0
+    )
+    dataset = json.loads(capsys.readouterr().out)["dataset"]
+
+    def train(data, out_dir, spec, **kw):
+        raise RuntimeError("loss diverged")
+
+    monkeypatch.setattr(runtime, "train", train)
+    submit = json.dumps({"dataset": dataset, "config": {"max_steps": 1, "batch_size": 2, "learning_rate": 1e-3}})
+    assert expos_main(["--run", path, "--capability", w1, "--json", "experiment.submit", submit]) == 4
+    out = capsys.readouterr()
+    assert json.loads(out.out)["status"] == "failed" and "diverged" in out.err
+    assert len(out.err.strip().splitlines()) == 1
+    with ExpOS.open(path, writable=False) as x:
+        assert [e.payload["status"] for e in x.events("experiment.finish")] == ["failed"]
+
+
 def test_roles_are_not_declared_by_the_caller(run):
     """`--role main` and another Worker's `--id` are not accepted: only a capability names a caller."""
     path = str(run.run.path)

@@ -204,6 +204,36 @@ def test_sampling_nothing_that_passes_registers_nothing(tmp_path):
                 W1, "data.sample", {"family": "self_distill", "params": {"prompts": 4, "samples_per_prompt": 2}, "n": 4}
             )
         assert x.events("data.sample") == [] and x.projection().state.datasets == {}
+        # The failed call is on the record: the tool, its caller (the actor) and the reason.
+        (failed,) = x.events("tool.failed")
+        assert failed.actor.role == "worker" and failed.actor.id == "w1"
+        assert failed.payload["tool"] == "data.sample" and "nothing to register" in failed.payload["error"]
+
+
+def test_sampling_stops_at_the_callers_deadline(run):
+    """The scheduler records each node's deadline; sampling, whose work has no fixed size, is bounded
+    by it: with half a second left (less than loading the model takes) nothing is sampled, the call
+    returns long before an unbounded sampling of 24 prompts x 8 would, and the failure is recorded."""
+    import time
+
+    from rsi_master import _clock
+    from rsi_master.events import OrchestraJobStart
+    from rsi_master.runtime._sample import STOP_GRACE_S
+
+    harness = {"role": "harness", "id": "orchestra"}
+    run.record(harness, OrchestraJobStart(node="w1", kind="worker", slot=0, deadline=_clock.now() - 1.0))
+    args = {"family": "self_distill", "params": {"prompts": 24, "samples_per_prompt": 8}, "n": 8}
+    with pytest.raises(ToolFailed, match="deadline has passed"):
+        run.call(W1, "data.sample", args)
+    run.record(harness, OrchestraJobStart(node="w1", kind="worker", slot=0, deadline=_clock.now() + 0.5))
+    t0 = time.time()
+    # The child stops itself before its first batch, or (a loaded machine, still loading the model)
+    # is stopped at the deadline and its grace.
+    with pytest.raises(ToolFailed, match=r"deadline came before one prompt|stopped at the caller's deadline"):
+        run.call(W1, "data.sample", args)
+    assert time.time() - t0 < 0.5 + STOP_GRACE_S + 5.0
+    assert [e.payload["tool"] for e in run.events("tool.failed")] == ["data.sample", "data.sample"]
+    assert run.events("data.sample") == []
 
 
 # -- attacks from a separate process with the agent's privileges (same user, a shell) -------------

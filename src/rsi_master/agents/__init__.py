@@ -14,6 +14,7 @@ from ._main import LLMMain
 from ._memory import ActionStep, Memory, NoteStep, TaskStep, ToolCallRecord
 from ._model import ChatModel, Completion, ProviderError, ToolCall
 from ._nodes import LLMReviewer, LLMWorker
+from ._probe import check_endpoints
 from ._providers import make_model
 from ._setup import (
     AGENTS_KIND,
@@ -22,6 +23,7 @@ from ._setup import (
     check_recorded,
     load_prompt,
     record_setup,
+    recorded_configs,
     recorded_role,
     resolve_setup,
 )
@@ -50,12 +52,14 @@ __all__ = [
     "ToolCall",
     "ToolCallRecord",
     "agent_name",
+    "check_endpoints",
     "check_llm",
     "check_recorded",
     "load_prompt",
     "load_script",
     "make_model",
     "record_setup",
+    "recorded_configs",
     "recorded_role",
     "resolve_llm_config",
     "resolve_setup",

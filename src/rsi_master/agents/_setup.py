@@ -125,6 +125,11 @@ def recorded_role(expos: Any, role: str) -> tuple[LLMConfig, Prompt]:
     return cfg, Prompt(role, int(p["version"]), text)
 
 
+def recorded_configs(expos: Any) -> list[LLMConfig]:
+    """The models of the run's LLM roles, as recorded."""
+    return [recorded_role(expos, role)[0] for role in typed(expos.events(AGENTS_KIND)[-1], AgentsConfig).payload.llm]
+
+
 def check_recorded(expos: Any, environ: dict[str, str] | None = None) -> None:
     """What a resumed run's LLM agents need from this process's environment (their keys)."""
     for role in typed(expos.events(AGENTS_KIND)[-1], AgentsConfig).payload.llm:

@@ -114,8 +114,9 @@ def run_campaign(
             **(run_kwargs or {}),
         )
     audit = audit_campaign(run_dir, key_dir=key_dir)
-    harness_final = float(summary["final_score"])
     base = float(summary["base_score"])
+    # A campaign that returned no checkpoint leaves the base model: that is what it scores.
+    harness_final = base if summary["final_score"] is None else float(summary["final_score"])
     curve = audit.curve
     result = CampaignResult(
         config=config,

@@ -8,7 +8,8 @@ issued (`--capability` or EXPOS_CAPABILITY). An agent reaches the run through th
 (`--door` or EXPOS_DOOR: the harness's Unix socket); `--run` opens the run directory in
 this process, which only the operator can (it needs the key directory). Input is one
 JSON object (an argument, or `-` for standard input). Exit codes: 0 done, 2 invalid input,
-3 refused (capability, role, guard or budget), 4 the action failed, 5 no usable run.
+3 refused (capability, role, guard or budget), 4 the action failed (also an accepted call whose
+result says `status: failed`, such as a failed experiment), 5 no usable run.
 """
 
 from __future__ import annotations
@@ -143,6 +144,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"expos: internal error in {args.tool}: {type(exc).__name__}: {exc}".splitlines()[0], file=sys.stderr)
         return EXIT_FAILED
     _print(out, args.json)
+    if out.get("status") == "failed":
+        # The call was accepted and recorded, but its action failed (an experiment whose training
+        # broke): a script must not read that as done.
+        print(f"expos: failed: {args.tool}: {out.get('error') or 'the action failed'}", file=sys.stderr)
+        return EXIT_FAILED
     return 0
 
 

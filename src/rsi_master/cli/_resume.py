@@ -25,8 +25,7 @@ def run(args: argparse.Namespace) -> int:
     _check_agents(args)
     apply_device(args)
     summary = resume_run(args.run_dir, key_dir=args.key_dir, display=make_display(is_tty()))
-    print_summary(summary)
-    return 0
+    return print_summary(summary)
 
 
 def _check_agents(args: argparse.Namespace) -> None:
@@ -41,6 +40,7 @@ def _check_agents(args: argparse.Namespace) -> None:
     with ExpOS.open(args.run_dir, key_dir=args.key_dir, writable=False) as expos:
         if not expos.own_events("agents.config"):
             return
-        from ..agents import check_recorded
+        from ..agents import check_endpoints, check_recorded, recorded_configs
 
         check_recorded(expos)
+        check_endpoints(recorded_configs(expos))

@@ -19,6 +19,7 @@ SUMMARY_KEYS = (
     "task",
     "backend",
     "final_score",
+    "why",
     "base_score",
     "reference_score",
     "selected",
@@ -194,13 +195,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run)
 
 
-def print_summary(summary: dict[str, object]) -> None:
+# The exit status of `run` and `resume` when the run finished but returned no checkpoint (the
+# summary's `final_score: n/a` and `why:` say so); 2 is an error before or while running.
+NO_MODEL = 3
+
+
+def print_summary(summary: dict[str, object]) -> int:
+    """Print the closing lines; the exit status (0: a checkpoint was returned, else `NO_MODEL`)."""
     print("---")
     for key in SUMMARY_KEYS:
         v = summary.get(key)
+        if key == "why" and v is None:
+            continue  # only a run that returned no checkpoint says why
         if isinstance(v, float):
             v = f"{v:.4f}"
         print(f"{key}: {'n/a' if v is None else v}")
+    return 0 if summary.get("selected") is not None else NO_MODEL
 
 
 def agents_setup(args: argparse.Namespace) -> AgentsSetup | None:
@@ -208,10 +218,10 @@ def agents_setup(args: argparse.Namespace) -> AgentsSetup | None:
     choices = [args.main, args.worker, args.reviewer]
     if args.agents == "scripted" and all(c in (None, "scripted") for c in choices):
         return None
-    from ..agents import resolve_setup
+    from ..agents import check_endpoints, resolve_setup
 
     explicit = {"provider": args.llm_provider, "base_url": args.llm_base_url, "model": args.llm_model}
-    return resolve_setup(
+    setup = resolve_setup(
         args.agents,
         main=args.main,
         worker=args.worker,
@@ -219,6 +229,8 @@ def agents_setup(args: argparse.Namespace) -> AgentsSetup | None:
         config_file=args.llm_config,
         explicit=explicit,
     )
+    check_endpoints(setup.llm.values())  # an endpoint nobody listens on: one line, before anything is written
+    return setup
 
 
 def landscape_arg(args: argparse.Namespace) -> object:
@@ -275,5 +287,4 @@ def run(args: argparse.Namespace) -> int:
         landscape=landscape,
         **names,  # type: ignore[arg-type]
     )
-    print_summary(summary)
-    return 0
+    return print_summary(summary)

@@ -396,6 +396,9 @@ class ExpOS:
             result = self._run(caller, tool, raw)
         except ToolRefused as exc:
             self.guards.refused(self, caller, tool.name, raw, exc)
+        except ToolFailed as exc:  # it ran and failed (nothing to register): on the record like any call
+            self.record(caller, ToolFailedEvent(tool=tool.name, error=str(exc)[:300]))
+            raise
         except ToolError:
             raise
         except RsiMasterError as exc:

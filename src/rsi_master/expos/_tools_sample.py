@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import Field
 
 from ..events import DataSample
+from ._deadline import seconds_left
 from ._errors import ToolFailed, ToolInvalid, ToolRefused
 from ._experiments import _intact, _parent
 from ._registry import tool
@@ -83,6 +84,10 @@ def data_sample(expos, caller, inp: SampleInput) -> SampledDataset:
     if not _intact(expos, parent_ckpt):
         expos.guard(f"checkpoint {parent_ckpt[:12]} was modified on disk", Subcategory.WEIGHT_PROVENANCE)
     items = sample_items(task, params, inp.seed)
+    # Bounded by the caller's deadline (its scheduler-recorded allowance): sampling has no fixed size.
+    left = seconds_left(expos, caller)
+    if left is not None and left <= 0:
+        raise ToolFailed(f"{caller.role} {caller.id}'s deadline has passed ({-left:.0f}s ago): nothing sampled")
     try:
         res = sample(
             expos.run.store.path(parent_ckpt),
@@ -94,6 +99,7 @@ def data_sample(expos, caller, inp: SampleInput) -> SampledDataset:
             stop=tuple(task.stop),
             seed=inp.seed,
             chat=is_chat(task),
+            time_limit_s=left,
         )
     except InputChangedError as exc:
         expos.guard(str(exc), Subcategory.WEIGHT_PROVENANCE)
@@ -107,7 +113,11 @@ def data_sample(expos, caller, inp: SampleInput) -> SampledDataset:
             f"sampling loaded checkpoint bytes measuring {res.checkpoint_digest}, not {parent_ckpt}",
             Subcategory.WEIGHT_PROVENANCE,
         )
-    rows, counts = sampled_rows(task, family, items, res.outputs, params)
+    if not res.outputs:
+        raise ToolFailed(
+            f"{family}: the caller's deadline came before one prompt was sampled ({left or 0.0:.0f}s left)"
+        )
+    rows, counts = sampled_rows(task, family, items[: len(res.outputs)], res.outputs, params)
     rows = [{**row, "id": f"{task_name}/{family}/{inp.seed}/{i}"} for i, row in enumerate(rows[: inp.n])]
     bad = failing_rows(task, rows) if rows else set()
     rows = [row for i, row in enumerate(rows) if i not in bad]

@@ -36,7 +36,7 @@ class Evidence:
 
     def __init__(self, ctx: MainContext, graph: ResearchGraph) -> None:
         from ._job import run_timing
-        from ._worker import DEFAULT_EXAMPLE_S
+        from ._trial_timing import DEFAULT_EXAMPLE_S
 
         expos = ctx.expos
         st = expos.projection().state

@@ -133,11 +133,13 @@ class Conductor:
         me = threading.current_thread()
         with self._cv:
             self._check_held(me)
+            if me not in self._stopping:
+                self._timer(me, self.t + max(0.0, seconds))
+                self._hand_over(me)
             if me in self._stopping:
-                raise BudgetEnd("the scheduler asked this node to stop")
-            self._timer(me, self.t + max(0.0, seconds))
-            self._hand_over(me)
-            if me in self._stopping:
+                # Once per request, as SIGTERM is once in a slot process: the node may still record
+                # its finalize (door calls take simulated time); a second request (kill) stops it again.
+                self._stopping.discard(me)
                 raise BudgetEnd("the scheduler asked this node to stop")
 
     # -- used by the executor ---------------------------------------------------------------

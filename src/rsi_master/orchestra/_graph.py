@@ -71,6 +71,7 @@ class Job:
     start_ts: float
     end_ts: float | None = None
     status: str | None = None
+    deadline: float | None = None  # by when the scheduler asked it to finish
 
 
 @register_part
@@ -112,7 +113,7 @@ class OrchestraPart:
                 if isinstance(p, ev.OrchestraStart) and self.settings is None:
                     self.settings = p
             case ev.OrchestraJobStart() as p:
-                job = Job(p.node, p.kind, p.slot, e.seq, parse_ts(e.ts))
+                job = Job(p.node, p.kind, p.slot, e.seq, parse_ts(e.ts), deadline=p.deadline)
                 self.jobs.append(job)
                 self.open_jobs[e.seq] = job
             case ev.OrchestraJobEnd() as p:

@@ -1,19 +1,72 @@
 """The Main policy's budget: a Worker's allowance, the time kept for the last comparison,
-the shortest trial this machine runs, and a direction's cap before a passing review."""
+the shortest trial this machine runs, how much Workers overrun their allowances, a
+direction's cap before a passing review, and the shortest budget a run can use at all."""
 
 from __future__ import annotations
 
-from ._directions import Direction
-from ._graph import ResearchGraph
-from ._protocols import MainContext
+from collections.abc import Iterable
+from typing import Any
 
-__all__ = ["Budget"]
+from ._directions import DEFAULT_TRAIN, Direction
+from ._graph import Job, OrchestraPart, ResearchGraph
+from ._protocols import MainContext
+from ._trial_timing import MIN_STEPS, min_trial_seconds
+
+__all__ = ["Budget", "check_budget", "min_budget_s", "overrun_factor", "smallest_batch"]
 
 MIN_ALLOWANCE_S = 30.0  # a Worker's allowance is never shorter (process start and a first trial)
 # Kept at the end for comparing the last candidates: a cross-Worker review, at least this long
 # and this fraction of the budget.
 RESERVE_S = 10.0
 RESERVE_FRACTION = 0.05
+# An allowance holds its shortest trial with this much to spare: the Worker's process starts and
+# finalizes inside it, and a Worker left exactly one trial's time skips it as not fitting.
+TRIAL_MARGIN = 1.25
+
+
+def smallest_batch(task: Any) -> int:
+    """The cheapest batch any of the task's directions trains at (its declared sizes, else the
+    default range's): a short budget is planned at it."""
+    from ..tasks import task_hints
+
+    sizes = task_hints(task).batch_sizes or tuple(DEFAULT_TRAIN["batch_size"].choices or (8,))
+    return int(min(sizes))
+
+
+def overrun_factor(jobs: Iterable[Job]) -> float:
+    """How many times their allowance finished Worker jobs took (the upper median, at least 1):
+    a machine slower than the timing model, or trials longer than planned, show here first."""
+    ratios = []
+    for j in jobs:
+        if j.kind != "worker" or j.status != "done" or j.end_ts is None or j.deadline is None:
+            continue
+        allowed = j.deadline - j.start_ts
+        if allowed > 1.0:
+            ratios.append((j.end_ts - j.start_ts) / allowed)
+    return max(1.0, sorted(ratios)[len(ratios) // 2]) if ratios else 1.0
+
+
+def min_budget_s(task: Any, timing: dict[str, float] | None = None) -> float:
+    """The shortest budget in which the Main can give one Worker time for its shortest trial
+    and still keep the time for the last comparison (`Budget`'s rules, before any measurement)."""
+    floor = TRIAL_MARGIN * min_trial_seconds(timing or {}, smallest_batch(task))
+    return max(floor + RESERVE_S, floor / (1 - RESERVE_FRACTION))
+
+
+def check_budget(budget_s: float, task: Any, timing: dict[str, float] | None = None) -> None:
+    """Refuse, in one line, a budget in which no Worker could train anything (`min_budget_s`)."""
+    from ..errors import RsiMasterError
+
+    least = min_budget_s(task, timing)
+    if budget_s < least:
+        batch = smallest_batch(task)
+        trial = min_trial_seconds(timing or {}, batch)
+        raise RsiMasterError(
+            f"budget {budget_s:g}s is too short to train anything: the shortest experiment ({MIN_STEPS} steps "
+            f"at batch {batch}) takes about {trial:.0f}s on the timing model, a Worker needs "
+            f"{TRIAL_MARGIN * trial:.0f}s for it and {max(RESERVE_S, RESERVE_FRACTION * least):.0f}s are kept for "
+            f"comparing candidates; give at least {least:.0f}s"
+        )
 
 
 class Budget:
@@ -28,11 +81,27 @@ class Budget:
     def _allowance(self, ctx: MainContext) -> float:
         """A Worker's wall-clock allowance: its fraction of the budget, but at least two of the
         shortest trials this machine has been measured to run (else it could not compare),
-        and at most a direction's share."""
+        and at most a direction's share, though never below one shortest trial (a short budget
+        is spent on small experiments rather than none). It ends before the time kept for the
+        last comparison at the rate Workers have been measured to overrun their allowances."""
+        floor = self._trial_floor_s(ctx)
         want = max(MIN_ALLOWANCE_S, self.worker_fraction * ctx.budget_s, 2 * self._min_trial_s(ctx))
-        # Never more than a direction's share, nor past the time kept for the last comparison.
-        left = ctx.budget_s - ctx.spent_s() - self._reserve_s(ctx)
-        return max(0.0, min(want, self.share * ctx.budget_s, left))
+        left = (ctx.budget_s - ctx.spent_s() - self._reserve_s(ctx)) / self._overrun(ctx)
+        return max(0.0, min(max(min(want, self.share * ctx.budget_s), floor), left))
+
+    def _can_add(self, ctx: MainContext) -> bool:
+        """A new Worker's allowance holds its shortest trial (else it would finalize having started none)."""
+        return self._allowance(ctx) >= self._trial_floor_s(ctx)
+
+    def _pace_note(self, ctx: MainContext) -> str:
+        """What a decision's rationale says about the measured overrun (empty when there is none)."""
+        f = self._overrun(ctx)
+        if f <= 1.0:
+            return ""
+        return f"; Workers took {f:.2f}x their allowances: new ones are sized to end in time at that rate"
+
+    def _trial_floor_s(self, ctx: MainContext) -> float:
+        return TRIAL_MARGIN * self._min_trial_s(ctx)
 
     @staticmethod
     def _reserve_s(ctx: MainContext) -> float:
@@ -40,15 +109,21 @@ class Budget:
         return max(RESERVE_S, RESERVE_FRACTION * ctx.budget_s)
 
     @staticmethod
-    def _min_trial_s(ctx: MainContext) -> float:
-        from ._job import run_timing
-        from ._worker import min_trial_seconds
+    def _overrun(ctx: MainContext) -> float:
+        return overrun_factor(ctx.expos.projection().part(OrchestraPart).jobs)
 
-        return min_trial_seconds(run_timing(ctx.expos))
+    @staticmethod
+    def _min_trial_s(ctx: MainContext) -> float:
+        """The shortest trial, at the task's cheapest batch, priced from this run's measurements."""
+        from ..tasks import get_task
+        from ._job import run_timing
+
+        return min_trial_seconds(run_timing(ctx.expos), smallest_batch(get_task(ctx.expos.contract.task)))
 
     def _capped(self, ctx: MainContext, graph: ResearchGraph, d: Direction) -> bool:
-        """The direction already took its share of the budget without a passing cross-Worker review."""
+        """The direction already took its share of the budget without a passing cross-Worker review
+        (a direction not yet tried never is: a budget whose share is below one trial opens it)."""
         if d.key() in graph.verified_keys():
             return False
         spent = graph.direction_seconds().get(d.key(), 0.0)
-        return spent + self._allowance(ctx) > self.share * ctx.budget_s + 1e-9
+        return spent > 0 and spent + self._allowance(ctx) > self.share * ctx.budget_s + 1e-9

@@ -54,7 +54,8 @@ class PolicyMain(Plans):
             return
         task = ctx.expos.contract.task
         added = []
-        for d in self._fresh_directions(ctx, graph)[: ctx.slots]:
+        # A budget below one shortest trial is refused before the run is created (`min_budget_s`).
+        for d in self._fresh_directions(ctx, graph)[: ctx.slots if self._can_add(ctx) else 0]:
             added.append(self._add(ctx, graph, d, f"{d.key()} from the base model", []))
         self._decide(
             ctx,
@@ -76,9 +77,10 @@ class PolicyMain(Plans):
                 f"{kind} of {node} answered; nothing new fits the budget left "
                 f"({ctx.fraction_spent():.0%} spent); running: {', '.join(waiting) or 'none'}"
             )
-            self._decide(ctx, "continue", why, [seq], {"event": seq})
+            self._decide(ctx, "continue", why + self._pace_note(ctx), [seq], {"event": seq})
             return
         action, rationale, evidence, detail = choice
+        rationale += self._pace_note(ctx)
         self._decide(ctx, action, rationale, sorted({seq, *evidence}), {**detail, "event": seq})
 
     def on_idle(self, ctx: MainContext, graph: ResearchGraph, free_slots: int) -> bool:
@@ -86,7 +88,7 @@ class PolicyMain(Plans):
         if choice is None:
             return False
         action, rationale, evidence, detail = choice
-        self._decide(ctx, action, rationale + " (a slot was idle)", evidence, detail)
+        self._decide(ctx, action, rationale + " (a slot was idle)" + self._pace_note(ctx), evidence, detail)
         return True
 
     def finish(self, ctx: MainContext, graph: ResearchGraph, reason: str) -> None:
@@ -114,8 +116,7 @@ class PolicyMain(Plans):
         verify = self._verify(ctx, graph, late=f >= self.late)
         if verify is not None:
             return verify
-        left = ctx.budget_s - ctx.spent_s()
-        if left - self._reserve_s(ctx) < self._min_trial_s(ctx):
+        if not self._can_add(ctx):
             return None  # no Worker could finish a single experiment: compare and select only
         if f >= self.late:
             # Late: comparison and selection come first (above); a slot they leave idle trains

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from ..errors import RsiMasterError
 from ..events import OrchestraStart
 from ._display import Display, PlainDisplay
@@ -174,6 +176,14 @@ def _start_run(
     elif model is not None or eval_backend is not None:
         raise RsiMasterError("a simulated run's model and evaluator are its landscape's: no --model or --eval-backend")
     budget_s = parse_budget(default_budget(task) if budget is None else budget)
+    if not _task_of(given, landscape).generators():
+        raise RsiMasterError(
+            f"task {task!r} gives the Workers nothing to train on: it has no data generator and no "
+            "[splits] train pool (docs/your-model.md)"
+        )
+    from ._main_budget import check_budget
+
+    check_budget(budget_s, _task_of(given, landscape), timing_prior)  # too short: one line, nothing written
     if slots < 1:
         raise RsiMasterError(f"slots must be at least 1, got {slots}")
     from ..expos import KEEP_POLICIES
@@ -285,7 +295,14 @@ def resume_run(run_dir: str | Path, *, key_dir: str | None = None, display: Disp
         raise RsiMasterError(f"{path} is not a run directory (no ledger.db)")
     expos = ExpOS.open(path, key_dir=key_dir)
     try:
-        graph = load_graph(expos)
+        try:
+            graph = load_graph(expos)
+        except ValidationError as exc:  # a record no Main writes now (a Worker given no time, say)
+            err = exc.errors()[0]
+            raise RsiMasterError(
+                f"{path}: a recorded Worker's direction is invalid ({'.'.join(map(str, err['loc']))}: "
+                f"{err['msg']}); nothing to resume. `rsi-master audit {path}` still reads it"
+            ) from None
         if not graph.sessions:
             raise RsiMasterError(f"{path} is an ExpOS run that `rsi-master run` did not start: nothing to resume")
         if graph.finished is not None:

@@ -35,7 +35,9 @@ def close_run(expos: Any, sched: Any) -> dict[str, Any]:
         # `sim`: every score below is drawn from a simulated landscape, not measured on a model.
         "backend": expos.backend.name,
         "run_id": expos.run.run_id,
-        "final_score": scores["final_score"],
+        # No checkpoint returned: no score of one (the base's is `base_score`), and `why` says so.
+        "final_score": scores["final_score"] if selection["selected"] is not None else None,
+        "why": _why_none(selection, st, graph) if selection["selected"] is None else None,
         "base_score": scores["base_score"],
         "reference_score": ref,
         "selected": selection["selected"],
@@ -77,6 +79,26 @@ def close_run(expos: Any, sched: Any) -> dict[str, Any]:
     summary["summary_json"] = str(expos.run.store.path(digest))
     summary["run_dir"] = str(expos.run.path)
     return summary
+
+
+def _why_none(selection: dict[str, Any], st: Any, graph: Any) -> str:
+    """Why the harness selected no checkpoint, from the records (for a person or a script)."""
+    stop = graph.stopped.payload.reason if graph.stopped is not None else "the run stopped"
+    statuses = _count(x.status for x in st.experiments.values())
+    if not graph.workers:
+        return f"no Worker was started ({stop})"
+    if not st.experiments:
+        return f"{len(graph.workers)} Workers started no experiment ({stop})"
+    if not statuses.get("completed"):
+        return f"none of {len(st.experiments)} experiments completed ({statuses}; {stop})"
+    rows = selection.get("submissions") or []
+    scored = [x for x in st.experiments.values() if any(r.split == "dev" for r in x.records())]
+    if not rows and not scored:
+        return f"{statuses['completed']} experiments trained but none was scored on dev before the end ({stop})"
+    if not rows:
+        return f"{statuses['completed']} experiments completed but no Worker submitted a candidate ({stop})"
+    flagged = len(selection.get("flagged") or [])
+    return f"none of {len(rows)} submissions was accepted ({flagged} flagged by the integrity audit; {stop})"
 
 
 def _prune(expos: Any, policy: str) -> int:

@@ -23,16 +23,18 @@ from ._directions import Direction
 from ._memory import lineage_examples
 from ._protocols import BudgetEnd, NodeContext, worker_agent
 from ._search_space import order_bounds, search_distribution
+from ._trial_timing import (
+    CALIBRATION_EXAMPLES,
+    MIN_STEPS,
+    calibrated,
+    cheapest_batch,
+    fitting_batch,
+    min_trial_seconds,
+    trial_seconds,
+)
 
 __all__ = ["TPEWorker", "min_trial_seconds", "trial_seconds"]
 
-# A trial is more than its optimizer steps: data generation, process start-up, saving
-# and the dev evaluation. Used until the Worker has measured its own trials.
-FIXED_OVERHEAD_S = 25.0
-DEFAULT_STEP_S = 2.0  # a step of batch 8; priced per example where the batch size is known
-DEFAULT_EXAMPLE_S = DEFAULT_STEP_S / 8
-MIN_STEPS = 10
-CALIBRATION_EXAMPLES = 160  # the measuring trial: 20 steps of batch 8, 80 of batch 2
 # Trials in a row that were refused or failed after which a Worker stops and reports: a refusal
 # costs no time, so a Worker whose every point is refused would otherwise loop to its trial cap.
 MAX_FAILED_IN_A_ROW = 20
@@ -54,55 +56,6 @@ def _clip(dist: Any, value: Any) -> Any:
         return None
     v = min(max(value, dist.low), dist.high)
     return round(v) if isinstance(dist.low, int) and not isinstance(dist.low, bool) else float(v)
-
-
-def _batch(m: dict[str, Any]) -> int:
-    return int(m.get("batch_size") or (m.get("spec") or {}).get("batch_size") or 8)
-
-
-def min_trial_seconds(timing: dict[str, float]) -> float:
-    """The shortest trial a Worker runs (`MIN_STEPS` steps and a trial's fixed overhead),
-    priced from this run's measurements of the machine (`run_timing`), else the defaults."""
-    return float(timing.get("overhead_s", FIXED_OVERHEAD_S)) + MIN_STEPS * float(timing.get("step_s", DEFAULT_STEP_S))
-
-
-def trial_seconds(
-    memory: list[dict[str, Any]], timing: dict[str, float] | None = None, batch_size: int | None = None
-) -> tuple[float, float]:
-    """(seconds per step, fixed seconds per trial): the Worker's own trials, else the run's
-    measurements of this machine (any Worker's finished experiments), else defaults.
-
-    With `batch_size`, a step's time is priced per example (a step of batch 16 takes about
-    twice one of batch 8): a Worker that measured batch 8 and then draws batch 16 would
-    otherwise plan twice the steps that fit and overrun its allowance (measured: 143 s for
-    a trial planned at 85). Where its trials report their time in the training loop, the
-    rest of each trial is its own measured overhead: subtracting the 25 s default from a
-    12 s calibration trial priced steps at nothing (measured: 101 s for a trial planned
-    into 76). The default before any measurement is priced per example too: at 2 s a step,
-    a batch-2 measuring trial in a 90-s allowance was cut to 32 steps instead of 80."""
-    timing = timing or {}
-    fixed = float(timing.get("overhead_s", FIXED_OVERHEAD_S))
-    done = [m for m in memory if m.get("seconds") and m.get("steps")]
-    timed = [m for m in done if m.get("train_seconds") is not None]
-    if timed:
-        fixed = sum(max(0.0, m["seconds"] - m["train_seconds"]) for m in timed) / len(timed)
-        train_s = sum(float(m["train_seconds"]) for m in timed)
-        done = timed
-    else:
-        train_s = sum(max(0.0, m["seconds"] - fixed) for m in done)
-    if done and batch_size:  # its own trials are the closest measure (same data lengths, same load)
-        per_step = train_s / sum(m["steps"] * _batch(m) for m in done) * batch_size
-    elif done:
-        per_step = train_s / sum(m["steps"] for m in done)
-    elif batch_size and "example_s" in timing:
-        per_step = float(timing["example_s"]) * batch_size
-    elif "step_s" in timing:
-        per_step = float(timing["step_s"])
-    elif batch_size:  # a step of batch 2 is not priced like one of batch 8
-        per_step = DEFAULT_EXAMPLE_S * batch_size
-    else:
-        per_step = DEFAULT_STEP_S
-    return max(per_step, 0.02), fixed
 
 
 @worker_agent("tpe")
@@ -149,7 +102,7 @@ class TPEWorker:
         links: set[str] = {m["experiment_id"] for m in memory if m.get("experiment_id") and m.get("parent") != d.parent}
         failed_in_a_row = 0
         while started < d.trials:
-            per_step, fixed = trial_seconds(memory, ctx.brief.get("timing"), _smallest_batch(d))
+            per_step, fixed = trial_seconds(memory, ctx.brief.get("timing"), cheapest_batch(d))
             left = ctx.time_left()
             if left < fixed + MIN_STEPS * per_step:
                 break
@@ -164,8 +117,15 @@ class TPEWorker:
             batch = int(train.get("batch_size", 8))
             per_step, fixed = trial_seconds(memory, ctx.brief.get("timing"), batch)
             fit = int((left - fixed) / per_step)
+            if fit < MIN_STEPS:
+                # Not even the shortest trial fits at the drawn batch: a smaller batch (and so a
+                # smaller dataset) does, rather than a trial forced past the deadline.
+                batch = fitting_batch(d, batch, lambda b: trial_seconds(memory, ctx.brief.get("timing"), b), left)
+                train["batch_size"] = batch
+                per_step, fixed = trial_seconds(memory, ctx.brief.get("timing"), batch)
+                fit = int((left - fixed) / per_step)
             train["max_steps"] = max(MIN_STEPS, min(int(train.get("max_steps", 60)), fit, max_steps_cap))
-            calibrating = head is None and not _calibrated(memory, ctx.brief.get("timing"))
+            calibrating = head is None and not calibrated(memory, ctx.brief.get("timing"))
             if calibrating:
                 # Nothing measured on this machine yet: a short first trial measures it, so that
                 # the following ones are sized to the deadline instead of overrunning it. Counted
@@ -402,21 +362,6 @@ class TPEWorker:
                 "recipe": recipe.model_dump(mode="json") if recipe else None,
             },
         )
-
-
-def _calibrated(memory: list[dict[str, Any]], timing: dict[str, float] | None) -> bool:
-    t = timing or {}
-    return bool(t.get("step_s") or t.get("example_s")) or any(m.get("seconds") and m.get("steps") for m in memory)
-
-
-def _smallest_batch(d: Direction) -> int:
-    """The cheapest step the direction can take (whether any trial still fits)."""
-    r = d.train.get("batch_size")
-    if r is None:
-        return 8
-    values = r.choices if r.kind == "choice" else [r.value] if r.kind == "fixed" else [r.low]
-    sizes = [int(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0]
-    return min(sizes) if sizes else 8
 
 
 def _own_memory(ctx: NodeContext) -> list[dict[str, Any]]:

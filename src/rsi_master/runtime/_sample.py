@@ -33,12 +33,19 @@ from rsi_master.runtime._errors import CheckpointLoadError, InputChangedError, I
 __all__ = ["SampleResult", "sample"]
 
 MAX_SAMPLES = 200_000  # prompts x samples per call: one larger request is a mistake
+# Past its time limit the child is stopped after this much more (it stops itself before a batch
+# that would not end in time; this covers a batch that took far longer than the one before).
+STOP_GRACE_S = 15.0
 
 
 class SampleResult(BaseModel):
     outputs: list[list[str]] = Field(description="Per prompt, its sampled completions cut at the first stop string.")
     checkpoint_digest: str = Field(description="Digest of the checkpoint bytes that sampled.")
     seconds: float
+    complete: bool = Field(
+        default=True,
+        description="False when the time limit stopped sampling early: `outputs` covers the first prompts only.",
+    )
 
 
 def sample(
@@ -54,10 +61,13 @@ def sample(
     chat: bool = False,
     batch_size: int = 64,
     timeout_s: float = 3600.0,
+    time_limit_s: float | None = None,
 ) -> SampleResult:
     """`samples` completions per prompt from `checkpoint` (a model directory), in a child process.
     `chat`: each prompt is shown as the user turn of the model's chat template, as the sealed
-    evaluator shows a chat task's prompts (and training its rows)."""
+    evaluator shows a chat task's prompts (and training its rows). `time_limit_s`: the caller's
+    time left; the child starts no batch it would not finish by then and the result holds the
+    prompts sampled so far (`complete` False), rather than running past the caller's deadline."""
     if not prompts or not all(isinstance(p, str) for p in prompts):
         raise InvalidParameterError("sample needs a non-empty list of prompt strings")
     for name, value, low in (
@@ -75,6 +85,9 @@ def sample(
     if not (source / "config.json").is_file():
         raise CheckpointLoadError(f"checkpoint {source} has no config.json")
     t0 = time.time()
+    by_deadline = time_limit_s is not None and max(1.0, time_limit_s) + STOP_GRACE_S < timeout_s
+    if time_limit_s is not None and by_deadline:
+        timeout_s = max(1.0, time_limit_s) + STOP_GRACE_S
     with tempfile.TemporaryDirectory(prefix="rsi-sample-") as tmp:
         held = Path(tmp) / "checkpoint"
         try:
@@ -92,6 +105,7 @@ def sample(
             "seed": int(seed),
             "chat": bool(chat),
             "batch_size": batch_size,
+            "stop_at": None if time_limit_s is None else t0 + time_limit_s,
         }
         req, res = Path(tmp) / "request.json", Path(tmp) / "result.json"
         req.write_text(json.dumps(request))
@@ -100,6 +114,10 @@ def sample(
         try:
             proc = run_tied(cmd, env=env, capture_output=True, text=True, timeout=timeout_s)
         except subprocess.TimeoutExpired:
+            if by_deadline:
+                raise TrainingError(
+                    f"sampling stopped at the caller's deadline ({timeout_s:.0f}s with grace)"
+                ) from None
             raise TrainingError(f"sampling timed out after {timeout_s:.0f}s") from None
         if proc.returncode != 0 or not res.is_file():
             tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
@@ -107,9 +125,12 @@ def sample(
         outputs = json.loads(res.read_text())["outputs"]
         if dir_digest(held) != digest:
             raise InputChangedError(f"the private copy of checkpoint {source} changed while sampling")
-    if len(outputs) != len(prompts) or any(len(o) != samples for o in outputs):
+    short = time_limit_s is not None and len(outputs) < len(prompts)
+    if (len(outputs) != len(prompts) and not short) or any(len(o) != samples for o in outputs):
         raise TrainingError("sampling process returned the wrong number of outputs")
-    return SampleResult(outputs=outputs, checkpoint_digest=digest, seconds=round(time.time() - t0, 3))
+    return SampleResult(
+        outputs=outputs, checkpoint_digest=digest, seconds=round(time.time() - t0, 3), complete=not short
+    )
 
 
 def _generate(request: dict[str, Any]) -> list[list[str]]:
@@ -146,8 +167,12 @@ def _generate(request: dict[str, Any]) -> list[list[str]]:
     flat = [p for p in shown for _ in range(k)]
     out: list[str] = []
     torch.manual_seed(int(request["seed"]))  # the same request samples the same completions on one machine
+    stop_at, last = request.get("stop_at"), 0.0
     with torch.inference_mode():
         for start in range(0, len(flat), int(request["batch_size"])):
+            if stop_at is not None and time.time() + last > stop_at:
+                break  # this batch would end past the caller's deadline (priced at the last one)
+            began = time.time()
             batch = flat[start : start + int(request["batch_size"])]
             # A chat template writes its own special tokens: adding them again would double the BOS.
             enc = tokenizer(batch, return_tensors="pt", padding=True, add_special_tokens=not chat).to(device)
@@ -165,7 +190,8 @@ def _generate(request: dict[str, Any]) -> list[list[str]]:
             for text in tokenizer.batch_decode(gen[:, width:], skip_special_tokens=True):
                 cut = min([text.find(s) for s in stop if s in text] or [len(text)])
                 out.append(text[:cut])
-    return [out[i * k : (i + 1) * k] for i in range(len(request["prompts"]))]
+            last = time.time() - began
+    return [out[i * k : (i + 1) * k] for i in range(len(out) // k)]  # whole prompts only
 
 
 def main(argv: list[str] | None = None) -> int:

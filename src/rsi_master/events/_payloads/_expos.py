@@ -68,10 +68,11 @@ class ToolInvalid(Payload):
 
 @kind("tool.failed")
 class ToolFailed(Payload):
-    """A call whose action failed in the runtime."""
+    """A call that was allowed and ran, and whose action failed: in the runtime (sampling broke),
+    or with nothing to show for it (no sampled row to register). The event's actor is the caller."""
 
     tool: str = Field(description="Tool name.")
-    error: str = Field(description="The failure, in one line.")
+    error: str = Field(description="Why it failed, in one line (what the caller was told).")
 
 
 @kind("guard.blocked")

@@ -75,6 +75,12 @@ def read_files(root: str | Path) -> tuple[TaskConfig, dict[str, bytes]]:
     files = {TOML: _read(root, TOML)}
     config = parse_config(root, files[TOML])
     s = config.splits
+    if s.train is None and (root / "train.jsonl").is_file():
+        # Without the key the pool is not part of the task: a run would have nothing to train on.
+        raise TaskInputError(
+            f"{root / TOML}: train.jsonl is there but no [splits] train names it "
+            '(add `train = "train.jsonl"` under [splits], or remove the file)'
+        )
     for rel in (s.dev, s.review, s.final, s.train):
         if rel is not None:
             files[rel] = _read(root, rel)
