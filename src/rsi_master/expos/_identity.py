@@ -12,6 +12,7 @@ freed uid owns nothing when it is reused; a uid still running a process is skipp
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import pwd
@@ -67,10 +68,8 @@ class AgentIdentity:
     lock_fd: int
 
     def release(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             os.close(self.lock_fd)
-        except OSError:
-            pass
 
 
 def _uids_in_use() -> set[int]:

@@ -125,15 +125,16 @@ def jail_argv(spec: JailSpec, cmd: list[str], capability: str) -> tuple[list[str
     for small in ("/var/tmp", "/dev/shm"):
         argv += ["--size", str(_SMALL_TMPFS), "--perms", "1777", "--tmpfs", small]
     uid, gid = (spec.identity.uid, spec.identity.gid) if spec.identity else (os.getuid(), os.getgid())
-    masks = set(spec.hidden)
+    # Hidden directories become empty and closed; blocked ones on the way to a client, empty and open.
+    masks = {d: "0700" for d in spec.hidden}
     for path in spec.clients:
         blocked = blocked_dir(path, uid, gid)
-        if blocked is not None and blocked != path:
-            masks.add(blocked)
+        if blocked is not None and blocked != path and blocked not in masks:
+            masks[blocked] = "0755"
     tmpfs = [Path(p) for p in ("/home", "/tmp", "/var/tmp", "/dev/shm")]
     for d in sorted(masks, key=lambda p: len(p.parts)):
         if d.exists():
-            argv += ["--perms", "0755", "--tmpfs", str(d)]
+            argv += ["--perms", masks[d], "--tmpfs", str(d)]
             tmpfs.append(d)
     binds = [*spec.clients, spec.door_dir]
     # Directories bubblewrap would make on a tmpfs for a bind's mount point are 0700: make them traversable.
