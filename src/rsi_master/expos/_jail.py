@@ -126,7 +126,7 @@ def jail_argv(spec: JailSpec, cmd: list[str], capability: str) -> tuple[list[str
         argv += ["--size", str(_SMALL_TMPFS), "--perms", "1777", "--tmpfs", small]
     uid, gid = (spec.identity.uid, spec.identity.gid) if spec.identity else (os.getuid(), os.getgid())
     # Hidden directories become empty and closed; blocked ones on the way to a client, empty and open.
-    masks = {d: "0700" for d in spec.hidden}
+    masks = dict.fromkeys(spec.hidden, "0700")
     for path in spec.clients:
         blocked = blocked_dir(path, uid, gid)
         if blocked is not None and blocked != path and blocked not in masks:
