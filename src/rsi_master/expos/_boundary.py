@@ -16,16 +16,19 @@ harness's own user, which could read all of it. That mode is stated, never silen
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from ..errors import RsiMasterError
 from ..ledger import KeyDir
 from ._identity import AGENT_UID_BASE, AGENT_UID_COUNT, AgentIdentity, AgentLimits, allocate_identity
-from ._jail import AGENT_HOME, CAPABILITY_FILE, JailSpec, blocked_dir, client_paths, jail_argv
+from ._jail import AGENT_HOME, CAPABILITY_FILE, JailSpec, blocked_dir, client_paths, jail_argv, userns_works
 
 __all__ = ["AgentProcess", "boundary_statement", "lock_down"]
 
@@ -152,6 +155,12 @@ class AgentProcess:
             if door_alive(self.socket_path)
             else Door(self.run_dir, socket_path=self.socket_path, key_dir=self.key_dir.path).start()
         )
+        if not self.root and not userns_works():
+            try:
+                return self._run_plain(cmd, watch_door=door is None)
+            finally:
+                if door is not None:
+                    door.close()
         identity = allocate_identity() if self.root else None
         try:
             argv, fds = jail_argv(self._spec(identity), cmd, self.capability)
@@ -170,6 +179,35 @@ class AgentProcess:
                 identity.release()
             if door is not None:
                 door.close()
+
+    def _run_plain(self, cmd: list[str], *, watch_door: bool) -> int:
+        """Without root and without user namespaces: this uid, a session of its own ended after
+        the command (a `setsid` descendant escapes it), the capability in a private 0400 file."""
+        print(
+            "rsi-master agent: no user namespaces here: the agent runs in a plain session, "
+            "which a setsid descendant can leave",
+            file=sys.stderr,
+            flush=True,
+        )
+        private = Path(tempfile.mkdtemp(prefix="rsi-agent-"))
+        try:
+            capfile = private / "capability"
+            fd = os.open(capfile, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o400)
+            with os.fdopen(fd, "w") as fh:
+                fh.write(self.capability + "\n")
+            env = {**self.env(self.socket_path), "HOME": os.environ.get("HOME", str(private))}
+            env["EXPOS_CAPABILITY_FILE"] = str(capfile)
+            try:
+                proc = subprocess.Popen(cmd, env=env, start_new_session=True, preexec_fn=_preexec(os.getpid()))
+            except OSError as exc:
+                raise RsiMasterError(f"agent: cannot start {cmd[0]!r}: {exc.strerror or exc}") from None
+            try:
+                return self._wait(proc, watch_door=watch_door)
+            finally:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+        finally:
+            shutil.rmtree(private, ignore_errors=True)
 
     def _wait(self, proc: subprocess.Popen[bytes], *, watch_door: bool) -> int:
         """The agent's exit status; the agent ends early when the run's door (another process's) goes."""

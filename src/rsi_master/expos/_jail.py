@@ -14,10 +14,12 @@ agent as a 0400 file owned by the agent's uid in its home, copied from a descrip
 
 from __future__ import annotations
 
+import functools
 import os
 import pwd
 import shutil
 import stat
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +27,16 @@ from pathlib import Path
 from ..errors import RsiMasterError
 from ._identity import AgentIdentity, AgentLimits
 
-__all__ = ["AGENT_HOME", "CAPABILITY_FILE", "JailSpec", "blocked_dir", "bwrap_path", "client_paths", "jail_argv"]
+__all__ = [
+    "AGENT_HOME",
+    "CAPABILITY_FILE",
+    "JailSpec",
+    "blocked_dir",
+    "bwrap_path",
+    "client_paths",
+    "jail_argv",
+    "userns_works",
+]
 
 AGENT_HOME = "/home/agent"
 CAPABILITY_FILE = f"{AGENT_HOME}/.expos-capability"
@@ -34,6 +45,21 @@ _SMALL_TMPFS = 64 << 20  # /var/tmp and /dev/shm: room for locks and semaphores,
 
 def bwrap_path() -> str | None:
     return shutil.which("bwrap") or (os.path.exists("/usr/bin/bwrap") and "/usr/bin/bwrap") or None
+
+
+@functools.cache
+def userns_works() -> bool:
+    """Whether bubblewrap can make a user namespace here (what a non-root harness needs)."""
+    exe = bwrap_path()
+    if exe is None:
+        return False
+    try:
+        done = subprocess.run(
+            [exe, "--unshare-user", "--unshare-pid", "--ro-bind", "/", "/", "true"], capture_output=True, timeout=30
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
 
 
 def blocked_dir(path: Path, uid: int, gid: int) -> Path | None:
