@@ -443,3 +443,19 @@ def test_bad_limits_get_one_line(tmp_path):
     for opts, says in ((("--memory", "lots"), "--memory 'lots'"), (("--max-procs", "2"), "at least 8")):
         res = _cli("agent", str(tmp_path), "--role", "worker", "--id", "w1", *opts, "--", "true")
         assert res.returncode == 2 and res.stderr.count("\n") == 1 and says in res.stderr, res.stderr
+
+
+@needs_root
+def test_an_exposed_tool_under_a_closed_directory_runs_and_private_paths_cannot_be_exposed(place):
+    tools = place.base / "closed-home" / "tools"
+    tools.mkdir(parents=True)
+    os.chmod(tools.parent, 0o700)
+    (tools / "mytool").write_text("#!/bin/sh\necho tool ran as $(id -u)\n")
+    os.chmod(tools / "mytool", 0o755)
+    hidden = place.agent(str(tools / "mytool"))
+    assert hidden.returncode != 0 and "tool ran" not in hidden.stdout
+    shown = place.agent(str(tools / "mytool"), opts=("--expose", str(tools)))
+    assert shown.returncode == 0 and "tool ran as 21470" in shown.stdout, shown.stderr
+    for private in (place.run, place.run / "ledger.db", place.base):
+        res = place.agent("true", opts=("--expose", str(private)))
+        assert res.returncode == 2 and res.stderr.count("\n") == 1 and "must not see" in res.stderr, res.stderr

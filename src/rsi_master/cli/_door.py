@@ -99,6 +99,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="size of the agent's home and of its /tmp, each a tmpfs removed after it, and its largest file "
         "(env RSI_MASTER_AGENT_DISK; default 2G)",
     )
+    p.add_argument(
+        "--expose",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a host path the agent may read, bound read-only into its view: its own tools where they live "
+        "under a hidden or closed directory (/home, /root, /tmp), e.g. ~/.local/share/claude; repeatable",
+    )
     p.add_argument("--socket", default=env("door_socket"), metavar="PATH", help="door socket path")
     key_dir_arg(p)
     p.set_defaults(handler=_agent, cmd=[], takes_command=True)
@@ -159,6 +167,8 @@ def _agent(args: argparse.Namespace) -> int:
     with ExpOS.open(args.run_dir, key_dir=args.key_dir, writable=False) as expos:
         token = expos.issue(args.role, args.id, ttl_s=_parse_ttl(args.ttl))
         run_id = expos.run.run_id
-    agent = AgentProcess(args.run_dir, run_id, token, key_dir=args.key_dir, socket_path=args.socket, limits=limits)
+    agent = AgentProcess(
+        args.run_dir, run_id, token, key_dir=args.key_dir, socket_path=args.socket, limits=limits, expose=args.expose
+    )
     print(f"rsi-master agent: {args.role} {args.id}; {agent.boundary}", file=sys.stderr, flush=True)
     return agent.run(cmd)

@@ -92,6 +92,19 @@ def check_task_dir(task_dir: Path) -> None:
         )
 
 
+def _exposed(paths: list[str] | tuple[str, ...], private: tuple[Path | None, ...]) -> list[Path]:
+    out = []
+    for text in paths:
+        path = Path(text).expanduser().resolve()
+        if not path.exists():
+            raise RsiMasterError(f"agent: --expose {text}: no such path")
+        for p in private:
+            if p is not None and (path == p or p in path.parents or path in p.parents):
+                raise RsiMasterError(f"agent: --expose {text}: overlaps {p}, which agents must not see")
+        out.append(path)
+    return out
+
+
 class AgentProcess:
     """Start an agent's command behind the boundary with a capability and a door."""
 
@@ -104,6 +117,7 @@ class AgentProcess:
         key_dir: str | Path | None = None,
         socket_path: str | Path | None = None,
         limits: AgentLimits | None = None,
+        expose: list[str] | tuple[str, ...] = (),
     ) -> None:
         from ._door import default_socket_path
 
@@ -114,10 +128,11 @@ class AgentProcess:
         self.limits = limits or AgentLimits()
         self.root = os.geteuid() == 0
         self.boundary = boundary_statement()
-        if self.root:
-            record = self.key_dir.record(run_id)
-            if record is not None and record.task_dir:
-                check_task_dir(Path(record.task_dir))
+        record = self.key_dir.record(run_id)
+        task_dir = Path(record.task_dir) if record is not None and record.task_dir else None
+        if self.root and task_dir is not None:
+            check_task_dir(task_dir)
+        self.expose = tuple(_exposed(expose, (self.run_dir, self.key_dir.path.resolve(), task_dir)))
 
     def env(self, door: Path) -> dict[str, str]:
         bindir = str(Path(sys.executable).parent)
@@ -141,7 +156,7 @@ class AgentProcess:
             limits=self.limits,
             door_dir=self.socket_path.parent.resolve(),
             hidden=(self.run_dir, self.key_dir.path.resolve()),
-            clients=client_paths(),
+            clients=tuple(sorted({*client_paths(), *self.expose})),
         )
 
     def run(self, cmd: list[str]) -> int:
