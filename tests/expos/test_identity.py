@@ -459,3 +459,39 @@ def test_an_exposed_tool_under_a_closed_directory_runs_and_private_paths_cannot_
     for private in (place.run, place.run / "ledger.db", place.base):
         res = place.agent("true", opts=("--expose", str(private)))
         assert res.returncode == 2 and res.stderr.count("\n") == 1 and "must not see" in res.stderr, res.stderr
+
+
+KEYRING = r"""
+import ctypes, sys
+nr = {"x86_64": (248, 250), "aarch64": (217, 219)}[__import__("platform").machine()]
+call = ctypes.CDLL(None, use_errno=True).syscall
+if sys.argv[1] == "put":
+    assert call(nr[0], b"user", b"stash", b"a-stolen-token", 14, ctypes.c_int(-4)) > 0
+else:
+    print("found" if call(nr[1], 10, ctypes.c_int(-4), b"user", b"stash", 0) > 0 else "empty")
+"""
+
+
+@needs_root
+def test_a_reused_uid_starts_with_empty_keyrings(place):
+    """The kernel keeps a uid's keyring after its processes end: what one agent stashed there must
+    not reach the next agent given the same uid."""
+    from rsi_master.expos._identity import AgentIdentity, AgentLimits
+    from rsi_master.expos._jail import JailSpec, client_paths, jail_argv
+
+    uid = AGENT_UID_BASE + AGENT_UID_COUNT - 1
+    as_uid = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--", sys.executable, "-c", KEYRING]
+    subprocess.run([*as_uid, "put"], check=True, timeout=60)
+    assert subprocess.run([*as_uid, "get"], capture_output=True, text=True).stdout.strip() == "found"
+    spec = JailSpec(
+        identity=AgentIdentity(uid=uid, gid=uid, lock_fd=-1),
+        limits=AgentLimits(),
+        door_dir=place.sock.parent,
+        hidden=(),
+        clients=client_paths(),
+    )
+    argv, fds = jail_argv(spec, [sys.executable, "-c", KEYRING, "get"], "rsicap1.x.y")
+    res = subprocess.run(argv, pass_fds=fds, capture_output=True, text=True, timeout=60)
+    for fd in fds:
+        os.close(fd)
+    assert res.returncode == 0 and res.stdout.strip() == "empty", res.stderr

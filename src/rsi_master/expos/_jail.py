@@ -40,7 +40,21 @@ __all__ = [
 
 AGENT_HOME = "/home/agent"
 CAPABILITY_FILE = f"{AGENT_HOME}/.expos-capability"
-_SMALL_TMPFS = 64 << 20  # /var/tmp and /dev/shm: room for locks and semaphores, not for data
+_SMALL_TMPFS = 64 << 20
+# A uid is reused after its agent ends, and the kernel keeps a uid's user keyrings across its
+# processes: the new agent empties them (as itself) before its command runs.
+_FRESH_KEYRINGS = """
+import ctypes, os, platform, sys
+nr = {"x86_64": 250, "aarch64": 219}.get(platform.machine())
+if nr is not None:
+    for ring in (-4, -5):  # KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING
+        ctypes.CDLL(None).syscall(nr, 7, ring)  # KEYCTL_CLEAR
+try:
+    os.execvp(sys.argv[1], sys.argv[1:])
+except OSError as exc:
+    print(f"agent: cannot run {sys.argv[1]!r}: {exc.strerror}", file=sys.stderr)
+    sys.exit(127)
+"""  # /var/tmp and /dev/shm: room for locks and semaphores, not for data
 
 
 def bwrap_path() -> str | None:
@@ -203,5 +217,5 @@ def jail_argv(spec: JailSpec, cmd: list[str], capability: str) -> tuple[list[str
         # then becomes it for good (no capability survives a switch to a non-zero uid).
         init = 'chown -- "$1" "$2" "$3" && shift 3 && exec "$@"'
         argv += ["--", "/bin/sh", "-c", init, "agent-init", f"{u.uid}:{u.gid}", AGENT_HOME, CAPABILITY_FILE]
-        argv += [*limits, *drop, *cmd]
+        argv += [*limits, *drop, sys.executable, "-I", "-S", "-c", _FRESH_KEYRINGS, *cmd]
     return argv, [cap_fd, pw_fd, gr_fd]
