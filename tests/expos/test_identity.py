@@ -495,3 +495,48 @@ def test_a_reused_uid_starts_with_empty_keyrings(place):
     for fd in fds:
         os.close(fd)
     assert res.returncode == 0 and res.stdout.strip() == "empty", res.stderr
+
+
+@needs_root
+def test_the_agent_ends_when_the_run_ends(place):
+    from rsi_master.expos import ExpOS
+    from rsi_master.orchestra import ORCHESTRA
+
+    run = place.base / "ending"
+    assert _cli("init", "--task", "arithmetic", "--dir", str(run), env=_env()).returncode == 0
+    agent = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rsi_master.cli",
+            "agent",
+            str(run),
+            "--role",
+            "worker",
+            "--id",
+            "w1",
+            "--socket",
+            str(place.base / "door-ending" / "d.sock"),
+            "--",
+            sys.executable,
+            "-c",
+            SLEEPER,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    try:
+        uid = int(agent.stdout.readline())
+        with ExpOS.open(run, key_dir=_KEYS[0]) as x:
+            x.record(ORCHESTRA, "orchestra.finish", {"summary": "0" * 64, "final_score": 0.0})
+        agent.wait(timeout=30)
+        assert "the run has ended" in agent.stderr.read()
+        assert _gone(uid, within=5)
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+            agent.wait()
+        agent.stdout.close()
+        agent.stderr.close()

@@ -34,7 +34,7 @@ __all__ = ["AgentProcess", "boundary_statement", "lock_down"]
 
 _PR_SET_NO_NEW_PRIVS = 38
 _PR_SET_PDEATHSIG = 1
-_DOOR_POLL_S = 2.0  # how often an agent on a door it did not start checks that the door (the run) is still there
+_DOOR_POLL_S = 2.0  # how often the harness checks that the agent's run and door are still there
 
 
 def boundary_statement() -> str:
@@ -225,18 +225,30 @@ class AgentProcess:
             shutil.rmtree(private, ignore_errors=True)
 
     def _wait(self, proc: subprocess.Popen[bytes], *, watch_door: bool) -> int:
-        """The agent's exit status; the agent ends early when the run's door (another process's) goes."""
+        """The agent's exit status; the agent ends early when the run ends (its final record)
+        or when the run's door, served by another process, goes."""
         from ._door import door_alive
+        from ._session import ExpOS
 
+        run = ExpOS.open(self.run_dir, key_dir=self.key_dir.path, writable=False)
         try:
             while True:
                 try:
                     return proc.wait(timeout=_DOOR_POLL_S)
                 except subprocess.TimeoutExpired:
-                    if watch_door and not door_alive(self.socket_path):
-                        print("rsi-master agent: the run's door is gone; ending the agent", file=sys.stderr)
-                        proc.kill()
+                    why = (
+                        "the run has ended"
+                        if run.final_seq() is not None
+                        else "the run's door is gone"
+                        if watch_door and not door_alive(self.socket_path)
+                        else None
+                    )
+                    if why is not None:
+                        print(f"rsi-master agent: {why}; ending the agent", file=sys.stderr)
+                        proc.kill()  # the namespace's init goes, and with it every process of the agent
                         return proc.wait()
         except KeyboardInterrupt:
-            proc.kill()  # the namespace's init goes, and with it every process of the agent
+            proc.kill()
             return proc.wait()
+        finally:
+            run.close()
