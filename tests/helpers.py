@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +24,20 @@ def make_run(path: Path, events: int = 10, checkpoint_every: int = 4, artifacts:
         refs = [{"digest": digests[i % len(digests)], "role": "output"}] if digests and i % 3 == 0 else []
         run.record({**draft(i), "artifacts": refs})
     return run
+
+
+_CAP_DIR: list[str] = []
+
+
+def capability_file(token: str) -> str:
+    """A 0600 file holding `token`, the way clients take a capability (never as an argument)."""
+    if not _CAP_DIR:
+        _CAP_DIR.append(tempfile.mkdtemp(prefix="rsi-caps-"))
+        atexit.register(shutil.rmtree, _CAP_DIR[0], True)
+    fd, path = tempfile.mkstemp(prefix="cap-", dir=_CAP_DIR[0])
+    with os.fdopen(fd, "w") as fh:
+        fh.write(token + "\n")
+    return path
 
 
 V1_RUN = Path(__file__).parent / "fixtures" / "v1_run"
@@ -44,4 +62,4 @@ def v1_run(tmp_path: Path) -> tuple[Path, Path]:
 # Test-size models of other architectures (shared with the task-directory end-to-end tests).
 from tests.hf_model import hf_cache_layout, tiny_hf_model  # noqa: E402
 
-__all__ = ["V1_RUN", "draft", "hf_cache_layout", "make_run", "tiny_hf_model", "v1_run"]
+__all__ = ["V1_RUN", "capability_file", "draft", "hf_cache_layout", "make_run", "tiny_hf_model", "v1_run"]

@@ -1,7 +1,7 @@
 """The trust boundary, attacked from a shell with the agent's privileges.
 
-As root, `rsi-master agent` runs the agent's command as the unprivileged user `rsi-agent`
-behind the door. The attacks below run inside that command, as a Python script: each must be
+As root, `rsi-master agent` runs the agent's command under a uid of its own, in namespaces of
+its own, behind the door. The attacks below run inside that command, as a Python script: each must be
 refused by the operating system (the run and key directories are the harness's alone) or by
 the door (capabilities), while honest calls through the door work and are recorded with the
 capability that acted.
@@ -21,6 +21,7 @@ import pytest
 
 import rsi_master
 from rsi_master.expos import ExpOS
+from tests.helpers import capability_file
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="a second OS user needs root (CI runs as root)")
 
@@ -68,10 +69,12 @@ def reviewer_tool():
 attempt("call a reviewer tool with a worker capability", reviewer_tool)
 def widened():
     import base64
-    tok = os.environ["EXPOS_CAPABILITY"]; _, body, mac = tok.split(".")
+    tok = open(os.environ["EXPOS_CAPABILITY_FILE"]).read().strip(); _, body, mac = tok.split(".")
     raw = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))); raw["role"] = "main"
     b = base64.urlsafe_b64encode(json.dumps(raw, sort_keys=True, separators=(",", ":")).encode()).rstrip(b"=").decode()
-    r = subprocess.run(["expos", "--capability", f"rsicap1.{b}.{mac}", "graph.read"], capture_output=True, text=True)
+    with open(os.path.expanduser("~/forged"), "w") as fh: fh.write(f"rsicap1.{b}.{mac}")
+    r = subprocess.run(["expos", "--capability-file", os.path.expanduser("~/forged"), "graph.read"],
+                       capture_output=True, text=True)
     if r.returncode: raise OSError(r.stderr.strip())
 attempt("widen its own capability to main", widened)
 def operator_mode():
@@ -106,8 +109,9 @@ def agent_python():
 
 @pytest.fixture
 def open_place(monkeypatch):
-    """A world-traversable place, so that only the boundary (not a private pytest tmp dir) protects the run."""
-    base = Path(tempfile.mkdtemp(prefix="rsi-boundary-", dir="/tmp"))
+    """A world-traversable place, so that only the boundary (not a private pytest tmp dir) protects the
+    run; outside /tmp, which an agent sees as its own empty tmpfs."""
+    base = Path(tempfile.mkdtemp(prefix="rsi-boundary-", dir="/var/lib" if os.geteuid() == 0 else None))
     os.chmod(base, 0o755)
     monkeypatch.setenv("RSI_MASTER_KEY_DIR", str(base / "keys"))
     yield base
@@ -115,7 +119,8 @@ def open_place(monkeypatch):
 
 
 @needs_root
-def test_an_agent_with_a_shell_reaches_the_run_only_through_the_door(agent_python, open_place):
+def test_an_agent_with_a_shell_reaches_the_run_only_through_the_door(open_place):
+    """Also the fresh-clone case: this Python may live under /root (0700); nothing is opened for the agent."""
     run = open_place / "run"
     control = open_place / "control.txt"
     control.write_text("readable by anyone")
@@ -155,7 +160,7 @@ def test_an_agent_with_a_shell_reaches_the_run_only_through_the_door(agent_pytho
         timeout=300,
     )
     assert res.returncode == 0, res.stderr
-    assert "os-user" in res.stderr
+    assert "os-user" in res.stderr and "uid of its own" in res.stderr
     out = json.loads(res.stdout.strip().splitlines()[-1])
     allowed = {"read a world-readable control file", "an honest call through the door"}
     assert {k for k, v in out.items() if v == "succeeded"} == allowed, out
@@ -227,9 +232,9 @@ def test_a_door_serves_several_agents_and_outlives_them(tmp_path):
     )
     try:
         assert "serving" in door.stderr.readline()
-        assert _expos("--door", str(sock), "--capability", w1, "quota.show").returncode == 0
-        assert _expos("--door", str(sock), "--capability", m, "graph.read").returncode == 0
-        refused = _expos("--door", str(sock), "--capability", w1, "graph.read")
+        assert _expos("--door", str(sock), "--capability-file", capability_file(w1), "quota.show").returncode == 0
+        assert _expos("--door", str(sock), "--capability-file", capability_file(m), "graph.read").returncode == 0
+        refused = _expos("--door", str(sock), "--capability-file", capability_file(w1), "graph.read")
         assert refused.returncode == 3 and "may not call graph.read" in refused.stderr
         second = _cli("door", str(run), "--socket", str(sock))
         assert second.returncode == 2 and "already serving" in second.stderr
@@ -239,7 +244,7 @@ def test_a_door_serves_several_agents_and_outlives_them(tmp_path):
         door.wait(timeout=30)
         door.stderr.close()
     assert door.returncode == 0  # a TERM ends the door cleanly: its sessions close and sign the ledger
-    gone = _expos("--door", str(sock), "--capability", w1, "quota.show")
+    gone = _expos("--door", str(sock), "--capability-file", capability_file(w1), "quota.show")
     assert gone.returncode == 5 and "cannot reach the ExpOS door" in gone.stderr
     from rsi_master.rundir import verify_run
 
@@ -255,21 +260,19 @@ def test_a_door_serves_several_agents_and_outlives_them(tmp_path):
 @needs_root
 def test_the_embedded_default_works_for_a_non_root_user_and_says_what_holds(agent_python, open_place):
     """Without root there is no second user to drop agents to: the commands work and say so."""
-    import pwd
+    from rsi_master.expos._identity import AGENT_UID_BASE
 
-    from rsi_master.expos._boundary import _ensure_user
-
-    user = _ensure_user("rsi-agent")
+    uid = AGENT_UID_BASE - 1  # an unprivileged uid no agent is given
     home = open_place / "home"
     home.mkdir()
-    os.chown(home, user.pw_uid, user.pw_gid)
+    os.chown(home, uid, uid)
     env = {
         "PATH": os.environ["PATH"],
         "HOME": str(home),
         "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
         "RSI_MASTER_KEY_DIR": str(home / "keys"),
     }
-    as_user = {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": [], "env": env, "cwd": home}
+    as_user = {"user": uid, "group": uid, "extra_groups": [], "env": env, "cwd": home}
     run = home / "run"
     assert _cli("init", "--task", "arithmetic", "--dir", str(run), **as_user).returncode == 0
     token = _cli("capability", str(run), "--role", "worker", "--id", "w1", **as_user).stdout.strip()
@@ -288,7 +291,7 @@ def test_the_embedded_default_works_for_a_non_root_user_and_says_what_holds(agen
         **as_user,
     )
     assert agent.returncode == 0 and "experiments_left" in agent.stdout, agent.stderr
-    assert f"same-user (uid {user.pw_uid})" in agent.stderr and "rest on detection" in agent.stderr
+    assert f"same-user (uid {uid})" in agent.stderr and "rest on detection" in agent.stderr
     assert token.startswith("rsicap1.")
     assert _cli("verify", str(run), **as_user).returncode == 0
-    assert pwd.getpwuid(run.stat().st_uid).pw_name == "rsi-agent"
+    assert run.stat().st_uid == uid

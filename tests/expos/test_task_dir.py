@@ -15,6 +15,7 @@ from rsi_master.expos import ExpOS, sealed_evaluation
 from rsi_master.runtime import EvaluationError
 from rsi_master.tasks import get_task
 from tests.expos.test_redteam import agent
+from tests.helpers import capability_file
 from tests.tasks.dir.helpers import make_task_dir, write_jsonl
 
 # An agent rewrites a file it can reach (a stored one is read-only: it makes it writable first).
@@ -111,8 +112,8 @@ def _register(path: Path, capability: str, rows: list[dict]) -> subprocess.Compl
             "rsi_master.cli._expos",
             "--run",
             str(path),
-            "--capability",
-            capability,
+            "--capability-file",
+            capability_file(capability),
             "data.register",
             "-",
         ],

@@ -11,6 +11,7 @@ import pytest
 
 from rsi_master.errors import RsiMasterError
 from rsi_master.expos import TOOLS, Caller, ExpOS, ToolInvalid, ToolRefused, llm_tool_schemas, tools_for
+from tests.helpers import capability_file
 
 
 @pytest.fixture
@@ -126,15 +127,17 @@ def test_expos_cli_exit_codes(run, tmp_path):
     path = str(run.run.path)
     run.close()
     w1 = _cap(path, "worker", "w1")
-    ok = _expos("--run", path, "--capability", w1, "--json", "contract.show")
+    ok = _expos("--run", path, "--capability-file", capability_file(w1), "--json", "contract.show")
     assert ok.returncode == 0 and json.loads(ok.stdout)["task"] == "arithmetic"
-    refused = _expos("--run", path, "--capability", w1, "eval.review", '{"experiment_id": "x"}')
+    refused = _expos("--run", path, "--capability-file", capability_file(w1), "eval.review", '{"experiment_id": "x"}')
     assert refused.returncode == 3 and "refused" in refused.stderr
-    invalid = _expos("--run", path, "--capability", w1, "data.generate", "-", stdin='{"n": "many"}')
+    invalid = _expos(
+        "--run", path, "--capability-file", capability_file(w1), "data.generate", "-", stdin='{"n": "many"}'
+    )
     assert invalid.returncode == 2
-    not_json = _expos("--run", path, "--capability", w1, "contract.show", "{oops")
+    not_json = _expos("--run", path, "--capability-file", capability_file(w1), "contract.show", "{oops")
     assert not_json.returncode == 2 and "JSON" in not_json.stderr
-    no_run = _expos("--run", str(tmp_path / "missing"), "--capability", w1, "contract.show")
+    no_run = _expos("--run", str(tmp_path / "missing"), "--capability-file", capability_file(w1), "contract.show")
     assert no_run.returncode == 5 and "no such run directory" in no_run.stderr
     listing = _expos("--role", "reviewer", "tools")
     assert listing.returncode == 0 and "eval.review" in listing.stdout and "data.generate" not in listing.stdout
@@ -188,9 +191,11 @@ def test_roles_are_not_declared_by_the_caller(run):
             .rstrip(b"=")
             .decode()
         )
-        forged = _expos("--run", path, "--capability", f"rsicap1.{forged_body}.{mac}", "graph.read")
+        forged = _expos(
+            "--run", path, "--capability-file", capability_file(f"rsicap1.{forged_body}.{mac}"), "graph.read"
+        )
         assert forged.returncode == 3 and "MAC does not verify" in forged.stderr, change
-    as_worker = _expos("--run", path, "--capability", w1, "graph.read")
+    as_worker = _expos("--run", path, "--capability-file", capability_file(w1), "graph.read")
     assert as_worker.returncode == 3
     with ExpOS.open(path, writable=False) as x:
         blocked = x.events("guard.blocked")
@@ -259,9 +264,11 @@ def test_an_external_main_may_not_name_the_code_a_worker_node_runs(run):
     run.close()
     main = _cap(path, "main", "m")
     add = '{"worker_id": "w1", "task": "t", "direction": {"family": "answer_only", "agent": "os:getcwd"}}'
-    refused = _expos("--run", path, "--capability", main, "worker.add", add)
+    refused = _expos("--run", path, "--capability-file", capability_file(main), "worker.add", add)
     assert refused.returncode == 3 and "the run's Worker agent ('tpe')" in refused.stderr
-    ok = _expos("--run", path, "--capability", main, "worker.add", add.replace("os:getcwd", "tpe"))
+    ok = _expos(
+        "--run", path, "--capability-file", capability_file(main), "worker.add", add.replace("os:getcwd", "tpe")
+    )
     assert ok.returncode == 0
     with ExpOS.open(path, writable=False) as x:
         assert [e.payload["tool"] for e in x.events("guard.blocked")] == ["worker.add"]

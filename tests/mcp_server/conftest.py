@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from rsi_master.expos import Caller, ExpOS
+from tests.helpers import capability_file
 
 ROOT = Path(__file__).parents[2]
 VENV_BIN = Path(sys.executable).parent
@@ -95,8 +96,8 @@ class Shared:
             rsi,
             "mcp",
             str(self.path),
-            "--capability",
-            self.capability(role, caller_id),
+            "--capability-file",
+            capability_file(self.capability(role, caller_id)),
             "--key-dir",
             str(self.key_dir),
             *extra,

@@ -19,6 +19,7 @@ from rsi_master.cli._main import main
 from rsi_master.expos import TOOLS, ExpOS, tools_for
 from rsi_master.expos._registry import HINTS, LLM_NAME
 from rsi_master.mcp_server import check_loopback, tool_reference, update_doc
+from tests.helpers import capability_file
 
 from ..orchestra.helpers import new_run
 
@@ -47,7 +48,7 @@ def test_stdio_lists_the_roles_tools_calls_them_and_refuses_the_rest(run_dir, rs
     door = Door(run_dir, socket_path=tmp_path / "door" / "d.sock").start()
     params = StdioServerParameters(
         command=rsi,
-        args=["mcp", "--door", str(door.path), "--capability", cap(run_dir, "worker", "ext1")],
+        args=["mcp", "--door", str(door.path), "--capability-file", capability_file(cap(run_dir, "worker", "ext1"))],
         env={"OMP_NUM_THREADS": "1"},
     )
 
@@ -148,8 +149,8 @@ def test_streamable_http_on_loopback(run_dir, key_dir, rsi):
             rsi,
             "mcp",
             str(run_dir),
-            "--capability",
-            cap(run_dir, "reviewer", "rx"),
+            "--capability-file",
+            capability_file(cap(run_dir, "reviewer", "rx")),
             "--transport",
             "http",
             "--port",
@@ -187,18 +188,21 @@ def test_bad_invocations_get_one_line(run_dir, tmp_path, capsys):
     assert "--role and --id are not taken" in capsys.readouterr().err
     assert main(["mcp", str(run_dir)]) == 2
     assert "no capability" in capsys.readouterr().err
-    assert main(["mcp", "--capability", w]) == 2
+    assert main(["mcp", "--capability-file", capability_file(w)]) == 2
     assert "no door and no run" in capsys.readouterr().err
-    assert main(["mcp", str(run_dir), "--door", str(tmp_path / "d.sock"), "--capability", w]) == 2
+    assert main(["mcp", str(run_dir), "--door", str(tmp_path / "d.sock"), "--capability-file", capability_file(w)]) == 2
     assert "not both" in capsys.readouterr().err
-    assert main(["mcp", "--door", str(tmp_path / "d.sock"), "--capability", w]) == 2
+    assert main(["mcp", "--door", str(tmp_path / "d.sock"), "--capability-file", capability_file(w)]) == 2
     assert "cannot reach the ExpOS door" in capsys.readouterr().err
-    assert main(["mcp", str(run_dir), "--capability", w[:-4] + "AAAA"]) == 2
+    assert main(["mcp", str(run_dir), "--capability-file", capability_file(w[:-4] + "AAAA")]) == 2
     assert "MAC does not verify" in capsys.readouterr().err
-    assert main(["mcp", str(tmp_path / "nothing"), "--capability", w]) == 2
-    assert main(["mcp", str(run_dir), "--capability", w, "--transport", "http", "--host", "0.0.0.0"]) == 2
+    assert main(["mcp", str(tmp_path / "nothing"), "--capability-file", capability_file(w)]) == 2
+    assert (
+        main(["mcp", str(run_dir), "--capability-file", capability_file(w), "--transport", "http", "--host", "0.0.0.0"])
+        == 2
+    )
     assert "loopback only" in capsys.readouterr().err
-    assert main(["mcp", str(run_dir), "--capability", w, "--progress-every", "0"]) == 2
+    assert main(["mcp", str(run_dir), "--capability-file", capability_file(w), "--progress-every", "0"]) == 2
     assert "--progress-every must be a positive" in capsys.readouterr().err
     check_loopback("::1")
     check_loopback("127.0.0.2")
@@ -216,7 +220,7 @@ def test_the_documented_tool_reference_is_the_registrys():
 def test_an_external_main_cannot_choose_the_code_a_slot_process_runs(run_dir, key_dir, rsi):
     params = StdioServerParameters(
         command=rsi,
-        args=["mcp", str(run_dir), "--capability", cap(run_dir, "main", "main")],
+        args=["mcp", str(run_dir), "--capability-file", capability_file(cap(run_dir, "main", "main"))],
         env={"RSI_MASTER_KEY_DIR": str(key_dir)},
     )
 
@@ -404,8 +408,8 @@ def test_a_long_call_reports_progress_while_it_runs(tmp_path, key_dir, rsi):
         args=[
             "mcp",
             str(tmp_path / "run"),
-            "--capability",
-            cap(tmp_path / "run", "worker", "w1"),
+            "--capability-file",
+            capability_file(cap(tmp_path / "run", "worker", "w1")),
             "--key-dir",
             str(key_dir),
             "--progress-every",

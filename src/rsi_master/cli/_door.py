@@ -4,10 +4,12 @@
 - `capability RUN_DIR --role R --id ID` issues a capability (needs the key directory).
 - `agent RUN_DIR --role R --id ID -- CMD ...` starts an external agent (a coding agent, an
   MCP client, a script) behind the boundary: the harness issues the agent's capability,
-  serves the door, and runs CMD as a separate OS user that can reach the door's socket and
-  nothing of the run: run directory and key directory are made the harness's alone (0700).
-  Without root there is no second user to drop to: CMD then runs as this user, which could
-  read the key directory; the command says so and the guarantees rest on detection.
+  serves the door, and runs CMD under a uid of its own, in namespaces of its own, with its
+  capability in a 0400 file, limits on processes, memory and disk, and an ephemeral home;
+  it reaches the door's socket and nothing of the run: run directory and key directory are
+  made the harness's alone (0700). Without root there is no second uid to drop to: CMD then
+  runs as this user, which could read the key directory; the command says so and the
+  guarantees rest on detection.
 """
 
 from __future__ import annotations
@@ -19,10 +21,7 @@ from pathlib import Path
 
 from ._common import apply_device, device_arg, env, key_dir_arg
 
-__all__ = ["AGENT_USER", "add_parser"]
-
-# The OS user external agents run as when the harness is root (created on first use).
-AGENT_USER = "rsi-agent"
+__all__ = ["add_parser"]
 
 
 def _parse_ttl(text: str) -> float:
@@ -73,17 +72,41 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "agent",
         help=h,
-        description=h + f". As root, CMD runs as user {AGENT_USER!r} (created if "
-        "missing) and the run and key directories become the harness's alone.",
+        description=h + ". As root, CMD runs under a uid of its own (no passwd entry, freed after) in its own "
+        "PID, mount and IPC namespaces, and the run and key directories become the harness's alone; every "
+        "process it starts ends with it.",
     )
     p.add_argument("run_dir", metavar="RUN_DIR")
     p.add_argument("--role", required=True, choices=("worker", "reviewer", "main", "public"))
     p.add_argument("--id", required=True, help="the node id the agent acts as")
     p.add_argument("--ttl", default=env("capability_ttl", "24h"), help="capability lifetime (default 24h)")
     p.add_argument(
-        "--user",
-        default=env("agent_user", AGENT_USER),
-        help=f"OS user the agent runs as when this command runs as root (default {AGENT_USER})",
+        "--max-procs",
+        type=int,
+        default=env("agent_max_procs", "256"),
+        metavar="N",
+        help="processes and threads the agent may run at once (env RSI_MASTER_AGENT_MAX_PROCS; default 256)",
+    )
+    p.add_argument(
+        "--memory",
+        default=env("agent_memory", "8G"),
+        metavar="SIZE",
+        help="heap of each agent process, RLIMIT_DATA (env RSI_MASTER_AGENT_MEMORY; default 8G)",
+    )
+    p.add_argument(
+        "--disk",
+        default=env("agent_disk", "2G"),
+        metavar="SIZE",
+        help="size of the agent's home and of its /tmp, each a tmpfs removed after it, and its largest file "
+        "(env RSI_MASTER_AGENT_DISK; default 2G)",
+    )
+    p.add_argument(
+        "--expose",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a host path the agent may read, bound read-only into its view: its own tools where they live "
+        "under a hidden or closed directory (/home, /root, /tmp), e.g. ~/.local/share/claude; repeatable",
     )
     p.add_argument("--socket", default=env("door_socket"), metavar="PATH", help="door socket path")
     key_dir_arg(p)
@@ -136,14 +159,19 @@ def _capability(args: argparse.Namespace) -> int:
 
 def _agent(args: argparse.Namespace) -> int:
     from ..errors import RsiMasterError
-    from ..expos import AgentProcess, ExpOS
+    from ..expos import AgentLimits, AgentProcess, ExpOS, parse_size
 
     cmd = args.cmd
     if not cmd:
         raise RsiMasterError("agent: no command (give it after --, e.g. `-- expos quota.show`)")
+    limits = AgentLimits(
+        procs=args.max_procs, memory=parse_size(args.memory, "--memory"), disk=parse_size(args.disk, "--disk")
+    )
     with ExpOS.open(args.run_dir, key_dir=args.key_dir, writable=False) as expos:
         token = expos.issue(args.role, args.id, ttl_s=_parse_ttl(args.ttl))
         run_id = expos.run.run_id
-    agent = AgentProcess(args.run_dir, run_id, token, key_dir=args.key_dir, user=args.user, socket_path=args.socket)
+    agent = AgentProcess(
+        args.run_dir, run_id, token, key_dir=args.key_dir, socket_path=args.socket, limits=limits, expose=args.expose
+    )
     print(f"rsi-master agent: {args.role} {args.id}; {agent.boundary}", file=sys.stderr, flush=True)
     return agent.run(cmd)

@@ -1,10 +1,12 @@
 """`expos`: the agent-facing command line over the ExpOS tool registry.
 
-    expos [--door SOCKET | --run DIR] [--capability TOKEN] [--json] TOOL ['{"json": "input"}' | -]
+    expos [--door SOCKET | --run DIR] [--capability-file FILE | -] [--json] TOOL ['{"json": "input"}' | -]
     expos tools [--role ROLE] [--schema]
 
 Who calls is not declared: the role and node id come from the capability the harness
-issued (`--capability` or EXPOS_CAPABILITY). An agent reaches the run through the door
+issued, read from a file (`--capability-file` or EXPOS_CAPABILITY_FILE; `-` reads it from
+the first line of standard input) or an inherited descriptor (EXPOS_CAPABILITY_FD), never
+from the command line or the environment, where other processes could read it. An agent reaches the run through the door
 (`--door` or EXPOS_DOOR: the harness's Unix socket); `--run` opens the run directory in
 this process, which only the operator can (it needs the key directory). Input is one
 JSON object (an argument, or `-` for standard input). Exit codes: 0 done, 2 invalid input,
@@ -34,16 +36,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=os.environ.get("EXPOS_RUN"),
         help="operator only: open the run directory here, with the key directory (env EXPOS_RUN)",
     )
-    p.add_argument(
-        "--capability",
-        default=os.environ.get("EXPOS_CAPABILITY"),
-        help="the capability the harness issued to this caller (env EXPOS_CAPABILITY)",
-    )
+    # Kept only to answer it with a clear error: a token in argv is readable by every process.
+    p.add_argument("--capability", default=None, help=argparse.SUPPRESS)
     p.add_argument(
         "--capability-file",
         default=os.environ.get("EXPOS_CAPABILITY_FILE"),
         metavar="FILE",
-        help="read the capability from a file (env EXPOS_CAPABILITY_FILE)",
+        help="the capability the harness issued to this caller, read from FILE, or from the first line of "
+        "standard input with - (env EXPOS_CAPABILITY_FILE; or an inherited descriptor: EXPOS_CAPABILITY_FD)",
     )
     p.add_argument(
         "--role", default=None, help="with `tools`: list this role's tools (calls take the role from the capability)"
@@ -69,7 +69,20 @@ def _print(obj: dict, as_json: bool) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from ..errors import RsiMasterError
-    from ..expos import ROLES, DoorUnreachable, ExpOS, ToolError, external_call, llm_tool_schemas, tools_for
+    from ..expos import (
+        INLINE_REFUSED,
+        ROLES,
+        DoorUnreachable,
+        ExpOS,
+        ToolError,
+        external_call,
+        llm_tool_schemas,
+        tools_for,
+    )
+
+    if args.capability is not None or os.environ.get("EXPOS_CAPABILITY"):
+        print(f"expos: error: {INLINE_REFUSED}", file=sys.stderr)
+        return EXIT_INVALID
 
     if args.tool == "tools":
         role = args.role or "public"
@@ -84,12 +97,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.role is not None:
         print(
-            "expos: error: --role only lists tools; a call's role comes from its capability "
-            "(--capability or EXPOS_CAPABILITY)",
+            "expos: error: --role only lists tools; a call's role comes from its capability (--capability-file)",
             file=sys.stderr,
         )
         return EXIT_INVALID
-    raw = sys.stdin.read() if args.input == "-" else (args.input or "{}")
+    stdin = sys.stdin.read() if "-" in (args.input, args.capability_file) else ""
+    token_line = ""
+    if args.capability_file == "-":
+        token_line, _, stdin = stdin.partition("\n")
+    raw = stdin if args.input == "-" else (args.input or "{}")
     try:
         data = json.loads(raw)
         if not isinstance(data, dict):
@@ -100,14 +116,16 @@ def main(argv: list[str] | None = None) -> int:
     from ..expos import CapabilityError, read_capability
 
     try:
-        args.capability = read_capability(args.capability, args.capability_file)
+        args.capability = read_capability(
+            args.capability_file, fd=os.environ.get("EXPOS_CAPABILITY_FD"), stdin=token_line
+        )
     except CapabilityError as exc:
         print(f"expos: error: {exc}", file=sys.stderr)
         return EXIT_REFUSED
     if not args.capability:
         print(
-            "expos: error: no capability (use --capability or EXPOS_CAPABILITY, or --capability-file: the token "
-            "the harness issued to this agent)",
+            "expos: error: no capability (use --capability-file FILE, - for standard input, or "
+            "EXPOS_CAPABILITY_FILE: the token the harness issued to this agent)",
             file=sys.stderr,
         )
         return EXIT_REFUSED

@@ -33,17 +33,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="SOCKET",
         help="the harness's door (Unix socket) to call through (env RSI_MASTER_MCP_DOOR or EXPOS_DOOR)",
     )
-    p.add_argument(
-        "--capability",
-        default=env("capability", os.environ.get("EXPOS_CAPABILITY")),
-        metavar="TOKEN",
-        help="the capability the harness issued to this caller (env RSI_MASTER_CAPABILITY or EXPOS_CAPABILITY)",
-    )
+    # Kept only to answer it with a clear error: a token in argv is readable by every process.
+    p.add_argument("--capability", default=None, help=argparse.SUPPRESS)
     p.add_argument(
         "--capability-file",
         default=env("capability_file", os.environ.get("EXPOS_CAPABILITY_FILE")),
         metavar="FILE",
-        help="read the capability from a file (env RSI_MASTER_CAPABILITY_FILE or EXPOS_CAPABILITY_FILE)",
+        help="the capability the harness issued to this caller, read from FILE, or from standard input with - "
+        "(HTTP transport only; env RSI_MASTER_CAPABILITY_FILE or EXPOS_CAPABILITY_FILE; or an inherited "
+        "descriptor: EXPOS_CAPABILITY_FD)",
     )
     # Declared roles are gone: kept only to answer them with a clear error.
     p.add_argument("--role", default=None, help=argparse.SUPPRESS)
@@ -78,19 +76,27 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import sys
+
     from ..errors import RsiMasterError
+    from ..expos import INLINE_REFUSED
     from ..mcp_server import serve
 
+    if args.capability is not None or os.environ.get("EXPOS_CAPABILITY") or env("capability"):
+        raise RsiMasterError(f"mcp: {INLINE_REFUSED}")
     if args.role is not None or args.id is not None:
         raise RsiMasterError(
             "mcp: --role and --id are not taken: the caller is the capability the harness issued "
-            "(--capability; `rsi-master capability RUN_DIR --role R --id ID` for an operator)"
+            "(--capability-file; `rsi-master capability RUN_DIR --role R --id ID -o FILE` for an operator)"
         )
     from ..expos import read_capability
 
-    args.capability = read_capability(args.capability, args.capability_file)
+    if args.capability_file == "-" and args.transport == "stdio":
+        raise RsiMasterError("mcp: --capability-file - reads standard input, which the stdio transport speaks MCP on")
+    stdin = sys.stdin.readline() if args.capability_file == "-" else None
+    args.capability = read_capability(args.capability_file, fd=os.environ.get("EXPOS_CAPABILITY_FD"), stdin=stdin)
     if not args.capability:
-        raise RsiMasterError("mcp: no capability (give --capability or --capability-file, or set EXPOS_CAPABILITY)")
+        raise RsiMasterError("mcp: no capability (give --capability-file FILE or set EXPOS_CAPABILITY_FILE)")
     if args.door and args.run_dir:
         raise RsiMasterError("mcp: give --door (an agent's server) or RUN_DIR (the operator's), not both")
     if not args.door and not args.run_dir:

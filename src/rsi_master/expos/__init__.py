@@ -7,7 +7,7 @@ taxonomy and an audit computed from the ledger and the run directory alone.
 
 from ._audit import AuditReport, Finding, SubmissionAudit, audit
 from ._boundary import AgentProcess, boundary_statement, lock_down
-from ._capability import CapabilityError, capability_id, peek_capability, read_capability
+from ._capability import INLINE_REFUSED, CapabilityError, capability_id, peek_capability, read_capability
 from ._catalogue import llm_tool_schemas, tools_for
 from ._contract import Budget, EvaluatorSpec, TaskContract, TaskSource
 from ._door import Door, DoorUnreachable, door_call
@@ -18,6 +18,7 @@ from ._external import external_call
 from ._generator_view import GeneratorView, KnobView, generator_views
 from ._graph import by_worker, checkpoint_lineage, evidence, lineage
 from ._guards import OVERRIDE_KEYS, GuardPolicy, Shortcut, Strict, Unguarded
+from ._identity import AgentLimits, parse_size
 from ._kinds import EVENT_KINDS
 from ._projection import Part, Projection, SharedProjections, parse_ts, register_part
 from ._prune import KEEP_POLICIES, protected_checkpoints, prune_checkpoints
@@ -30,11 +31,13 @@ from ._tools_worker_results import EvalScore
 __all__ = [
     "EVENT_KINDS",
     "GROUPS",
+    "INLINE_REFUSED",
     "KEEP_POLICIES",
     "OVERRIDE_KEYS",
     "ROLES",
     "SUBCATEGORIES",
     "TOOLS",
+    "AgentLimits",
     "AgentProcess",
     "AuditReport",
     "Budget",
@@ -85,6 +88,7 @@ __all__ = [
     "llm_tool_schemas",
     "load_state",
     "lock_down",
+    "parse_size",
     "parse_ts",
     "peek_capability",
     "protected_checkpoints",

@@ -33,6 +33,7 @@ from ..ledger import KeyDir, check_run_id, read_secret, write_secret
 __all__ = [
     "AGENT_ROLES",
     "CAP_PREFIX",
+    "INLINE_REFUSED",
     "NODE_ID",
     "Capability",
     "CapabilityError",
@@ -144,17 +145,36 @@ def issue_capability(
     return f"{CAP_PREFIX}.{_b64(body)}.{_b64(mac)}"
 
 
-def read_capability(token: str | None, file: str | Path | None) -> str | None:
-    """The token given inline, else the one in `file` (an agent's token kept in a file, so that
-    client configurations can name it without holding it); None if neither."""
-    if token:
-        return token.strip()
-    if not file:
-        return None
-    try:
-        return Path(file).read_text(encoding="utf-8").strip()
-    except OSError as exc:
-        raise CapabilityError(f"cannot read the capability file {file}: {exc.strerror or exc}") from None
+INLINE_REFUSED = (
+    "a capability is not taken on the command line or from EXPOS_CAPABILITY (any process can read "
+    "/proc/PID/cmdline, and the environment travels to every child); give --capability-file FILE, "
+    "--capability-file - (standard input) or EXPOS_CAPABILITY_FILE"
+)
+
+
+def read_capability(file: str | Path | None, *, fd: str | None = None, stdin: str | None = None) -> str | None:
+    """The token in `file` (`-`: the text `stdin` holds), else in the inherited descriptor `fd`
+    (EXPOS_CAPABILITY_FD); None if neither. Tokens travel in files and descriptors only."""
+    if file == "-":
+        return (stdin or "").strip() or None
+    if file:
+        try:
+            return Path(file).read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise CapabilityError(f"cannot read the capability file {file}: {exc.strerror or exc}") from None
+    if fd:
+        import os
+
+        try:
+            n = int(fd)
+            try:
+                raw = os.pread(n, 4096, 0)  # a file or memfd: every client of the agent reads it again
+            except OSError:
+                raw = os.read(n, 4096)
+        except (ValueError, OSError) as exc:
+            raise CapabilityError(f"cannot read the capability descriptor {fd}: {exc}") from None
+        return raw.decode("utf-8", "replace").strip() or None
+    return None
 
 
 def peek_capability(token: str) -> Capability:

@@ -120,6 +120,9 @@ def freeze_run(
             # be able to edit it).
             seal_path, evaluator_digest = seal_evaluator(store=run.store, task_files=file_task.files, backend=backend)
             task_obj: Any = register_task(load_task_dir(Path(seal_path) / "task", expected_digest=file_task.digest))
+            record = run.key_dir.record(run.run_id)
+            if record is not None:
+                run.key_dir.save_record(record.model_copy(update={"task_dir": str(Path(file_task.root).resolve())}))
         else:
             task_obj = get_task(given.name, seal_key=SealKey(secret=secret))
             if landscape is None:  # a simulated run's sealed evaluator is its landscape (below)

@@ -91,6 +91,11 @@ class RunRecord(BaseModel):
     run_dir: str = Field(description="Absolute path of the run directory when last opened for writing.")
     created: str = Field(description="UTC time the run was created, RFC 3339.")
     seen: str = Field(default="", description="UTC time `run_dir` was last set (creation or a move), RFC 3339.")
+    task_dir: str | None = Field(
+        default=None,
+        description="Absolute path of the task directory the run's task was read from, if any: kept here, "
+        "out of the run directory and the ledger, so that `rsi-master agent` can refuse while agents can read it.",
+    )
 
 
 def default_key_dir() -> Path:

@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 from rsi_master.expos import ExpOS
+from tests.helpers import capability_file
 
 from .helpers import (
     ascii_look_alikes,
@@ -36,8 +37,8 @@ def _register(path: str, capability: str, rows: list[dict]) -> subprocess.Comple
             "rsi_master.cli._expos",
             "--run",
             path,
-            "--capability",
-            capability,
+            "--capability-file",
+            capability_file(capability),
             "data.register",
             "-",
         ],
