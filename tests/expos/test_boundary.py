@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import stat
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import rsi_master
+from rsi_master.events import DoorRefusals, typed
 from rsi_master.expos import ExpOS
 from tests.helpers import capability_file
 
@@ -170,7 +172,11 @@ def test_an_agent_with_a_shell_reaches_the_run_only_through_the_door(open_place)
         assert [(e.actor.role, e.actor.id) for e in calls] == [("worker", "w1")]
         assert calls[0].actor.cap is not None
         blocked = x.events("guard.blocked")
-        assert {e.actor.id for e in blocked} == {"w1", "unauthenticated"}
+        assert {e.actor.id for e in blocked} == {"w1"}
+        # The widened capability is counted in the door's window for the agent's uid, not recorded alone.
+        (window,) = [typed(e, DoorRefusals).payload for e in x.own_events("door.refusals")]
+        assert window.refusal == "unauthenticated" and window.count >= 1
+        assert window.peer_uid == pwd.getpwnam("rsi-agent").pw_uid
     assert stat.S_IMODE(run.stat().st_mode) == 0o700 and run.stat().st_uid == 0
     assert stat.S_IMODE((open_place / "keys").stat().st_mode) == 0o700
 

@@ -8,6 +8,7 @@ from ._measure import (
     manifest_bytes,
     read_measured,
 )
+from ._members import missing_members
 from ._provenance import ProvenanceNode, provenance
 from ._store import ArtifactIssue, ArtifactMismatch, ArtifactStore
 
@@ -21,6 +22,7 @@ __all__ = [
     "dir_digest",
     "file_digest",
     "manifest_bytes",
+    "missing_members",
     "provenance",
     "read_measured",
 ]

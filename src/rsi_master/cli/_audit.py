@@ -51,4 +51,11 @@ def run(args: argparse.Namespace) -> int:
     print(f"blocked_attempts: {report.blocked_attempts}")
     print(f"executed_violations: {report.executed_violations}")
     print(f"flagged: {','.join(report.flagged) or 'none'}")
+    if report.writes is not None:
+        w = report.writes
+        over = [c.cap for c in w.by_capability if c.over_quota]
+        print(f"largest_capability_bytes: {max((c.bytes for c in w.by_capability), default=0)} of {w.quota_bytes}")
+        print(f"over_quota: {','.join(over) or 'none'}")
+        print(f"refused_unauthenticated: {w.refused_unauthenticated}")
+        print(f"refused_over_quota: {w.refused_over_quota}")
     return 0

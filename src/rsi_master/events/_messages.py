@@ -11,9 +11,11 @@ parses it back.
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ._limits import LIST_MAX, JsonObject, Name, Text
 
 __all__ = [
     "Combine",
@@ -40,8 +42,8 @@ class _Message(BaseModel):
 class Source(_Message):
     """A fixed extra data source mixed into a Worker's data (a branch that combines findings)."""
 
-    family: str = Field(description="Generator family of the task.")
-    params: dict[str, Any] = Field(default_factory=dict, description="Its generator knobs, fixed.")
+    family: Name = Field(description="Generator family of the task.")
+    params: JsonObject = Field(default_factory=dict, description="Its generator knobs, fixed.")
 
 
 class Hyperparameters(_Message):
@@ -57,13 +59,15 @@ class Recipe(_Message):
     claim like any other of the Worker's: the Main builds only on recipes of Workers a
     passing review covered."""
 
-    experiment_id: str = Field(description="The experiment the recipe describes (the Worker's best).")
-    family: str = Field(description="Generator family of its data (the direction).")
-    method: str = Field(default="sft", description="Training method.")
-    params: dict[str, Any] = Field(default_factory=dict, description="Generator knobs its data was made with.")
-    mix: list[Source] = Field(default_factory=list, description="Extra fixed data sources mixed into its data.")
+    experiment_id: Name = Field(description="The experiment the recipe describes (the Worker's best).")
+    family: Name = Field(description="Generator family of its data (the direction).")
+    method: Name = Field(default="sft", description="Training method.")
+    params: JsonObject = Field(default_factory=dict, description="Generator knobs its data was made with.")
+    mix: list[Source] = Field(
+        default_factory=list, max_length=LIST_MAX, description="Extra fixed data sources mixed into its data."
+    )
     config: Hyperparameters = Field(default_factory=Hyperparameters, description="Its training parameters.")
-    parent: str = Field(default="base", description="`base` or the experiment it continued from.")
+    parent: Name = Field(default="base", description="`base` or the experiment it continued from.")
     dev_score: float | None = Field(default=None, description="Its recorded `dev` score.")
 
     @field_validator("dev_score")
@@ -77,14 +81,18 @@ class Recipe(_Message):
 class Finding(_Message):
     """One checked statement of a review, with the records it rests on."""
 
-    claim: str = Field(min_length=1, description="What was checked, in words.")
+    claim: Text = Field(min_length=1, description="What was checked, in words.")
     status: Literal["supported", "unsupported", "uncertain"] = Field(
         description="supported: the records bear it out; unsupported: they contradict it; uncertain: they leave "
         "it open."
     )
-    experiment_ids: list[str] = Field(default_factory=list, description="Experiments it is about.")
-    worker_ids: list[str] = Field(default_factory=list, description="Workers it is about.")
-    evidence: list[int] = Field(default_factory=list, description="Ledger seqs it rests on (evaluation records).")
+    experiment_ids: list[Name] = Field(
+        default_factory=list, max_length=LIST_MAX, description="Experiments it is about."
+    )
+    worker_ids: list[Name] = Field(default_factory=list, max_length=LIST_MAX, description="Workers it is about.")
+    evidence: list[int] = Field(
+        default_factory=list, max_length=LIST_MAX, description="Ledger seqs it rests on (evaluation records)."
+    )
     split: Literal["dev", "review"] | None = Field(default=None, description="Split of the score below, if any.")
     score: float | None = Field(default=None, description="The score the records show, if it is about one.")
 
@@ -93,9 +101,9 @@ class Continue(_Message):
     """Train this checkpoint further (a critique of the leader that more training answers)."""
 
     action: Literal["continue"] = Field(description="What to do: `continue`.")
-    experiment_id: str = Field(description="The checkpoint to continue from.")
-    worker_id: str = Field(description="The Worker whose candidate it is.")
-    reason: str = Field(min_length=1, description="Why, in words.")
+    experiment_id: Name = Field(description="The checkpoint to continue from.")
+    worker_id: Name = Field(description="The Worker whose candidate it is.")
+    reason: Text = Field(min_length=1, description="Why, in words.")
 
     def text(self) -> str:
         return f"continue {self.experiment_id} {self.worker_id}: {self.reason}"
@@ -105,9 +113,11 @@ class Combine(_Message):
     """Mix the verified recipes of two complementary Workers, starting from the first one's."""
 
     action: Literal["combine"] = Field(description="What to do: `combine`.")
-    worker_ids: list[str] = Field(min_length=2, max_length=2, description="The two Workers, the leader first.")
-    experiment_ids: list[str] = Field(default_factory=list, description="Their checkpoints compared.")
-    reason: str = Field(min_length=1, description="Why, in words (what each solves that the other misses).")
+    worker_ids: list[Name] = Field(min_length=2, max_length=2, description="The two Workers, the leader first.")
+    experiment_ids: list[Name] = Field(
+        default_factory=list, max_length=LIST_MAX, description="Their checkpoints compared."
+    )
+    reason: Text = Field(min_length=1, description="Why, in words (what each solves that the other misses).")
 
     def text(self) -> str:
         return f"combine {' '.join(self.worker_ids)}: {self.reason}"
@@ -117,9 +127,11 @@ class Revise(_Message):
     """Redo this Worker's direction from the base model on fresh data: its claims did not hold."""
 
     action: Literal["revise"] = Field(description="What to do: `revise`.")
-    worker_id: str = Field(description="The Worker whose direction to redo.")
-    experiment_ids: list[str] = Field(default_factory=list, description="Its experiments the critique is about.")
-    reason: str = Field(min_length=1, description="Why, in words.")
+    worker_id: Name = Field(description="The Worker whose direction to redo.")
+    experiment_ids: list[Name] = Field(
+        default_factory=list, max_length=LIST_MAX, description="Its experiments the critique is about."
+    )
+    reason: Text = Field(min_length=1, description="Why, in words.")
 
     def text(self) -> str:
         return f"revise {self.worker_id}: {self.reason}"
@@ -129,9 +141,13 @@ class Stop(_Message):
     """Train these no further (a dead end, or a checkpoint that must not be built on)."""
 
     action: Literal["stop"] = Field(description="What to do: `stop`.")
-    experiment_ids: list[str] = Field(default_factory=list, description="Checkpoints not to continue.")
-    worker_ids: list[str] = Field(default_factory=list, description="Workers whose lineages not to continue.")
-    reason: str = Field(min_length=1, description="Why, in words.")
+    experiment_ids: list[Name] = Field(
+        default_factory=list, max_length=LIST_MAX, description="Checkpoints not to continue."
+    )
+    worker_ids: list[Name] = Field(
+        default_factory=list, max_length=LIST_MAX, description="Workers whose lineages not to continue."
+    )
+    reason: Text = Field(min_length=1, description="Why, in words.")
 
     def text(self) -> str:
         return f"stop {' '.join([*self.experiment_ids, *self.worker_ids])}: {self.reason}"

@@ -20,6 +20,7 @@ from ._contract import TaskContract
 from ._graph import lineage
 from ._state import Experiment, load_state
 from ._taxonomy import SUBCATEGORIES, Observation, Subcategory
+from ._writes import DoorWrites, door_writes
 
 __all__ = ["AuditReport", "Finding", "SubmissionAudit", "audit", "claim_matches"]
 
@@ -53,6 +54,9 @@ class AuditReport(BaseModel):
     flagged: list[str]
     run_dir_issues: list[str] = Field(description="Changes to the run directory made outside the tools.")
     blocked_by_subcategory: dict[str, int]
+    writes: DoorWrites | None = Field(
+        default=None, description="Ledger bytes per capability against the write quota, and the door's refusals."
+    )
 
 
 def claim_matches(claimed: float, x: Experiment | None, contract: TaskContract) -> bool:
@@ -227,4 +231,5 @@ def audit(expos, experiments: list[str] | None = None) -> AuditReport:
         flagged=flagged_ids,
         run_dir_issues=issues,
         blocked_by_subcategory=dict(sorted(by_sub.items())),
+        writes=door_writes(expos),
     )

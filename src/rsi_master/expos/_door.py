@@ -10,7 +10,9 @@ line `{"capability": TOKEN, "tool": NAME, "args": {...}}`; the reply is one JSON
 
 Authorisation is by capability, not by who can reach the socket: the socket is
 world-connectable (0666) inside a directory only the harness can write, so an agent cannot
-put a fake door in its place.
+put a fake door in its place. Since anyone may connect, a refusal the door cannot pin on a
+capability (no valid one), or one of a capability over its write quota, is counted per peer
+uid and written as one `door.refusals` event per window (`_writes`), never one per call.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import os
 import socket
 import socketserver
 import stat
+import struct
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -28,6 +31,7 @@ from typing import Any
 
 from ..errors import RsiMasterError
 from ._errors import ToolError, ToolFailed, ToolInvalid, ToolRefused
+from ._writes import DOOR_ACTOR, REFUSAL_INTERVAL_S, QuotaExceeded, RefusalMeter
 
 __all__ = ["Door", "DoorUnreachable", "default_socket_path", "door_alive", "door_call"]
 
@@ -97,6 +101,7 @@ class Door:
         socket_path: str | Path | None = None,
         key_dir: str | Path | None = None,
         threads: int = DOOR_THREADS,
+        refusal_interval_s: float = REFUSAL_INTERVAL_S,
     ) -> None:
         from ._session import ExpOS
 
@@ -108,17 +113,23 @@ class Door:
         self.path = Path(socket_path) if socket_path is not None else default_socket_path(self.run_id)
         _prepare_dir(self.path)
         self._local = threading.local()
+        self.refusals = RefusalMeter(refusal_interval_s)
+        self._flushing = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="expos-door")
         door = self
 
         class Handler(socketserver.StreamRequestHandler):
             def handle(self) -> None:
                 line = self.rfile.readline(MAX_REQUEST + 1)
-                reply = door._pool.submit(door._answer, line).result()
+                reply = door._pool.submit(door._answer, line, _peer_uid(self.request)).result()
                 self.wfile.write(json.dumps(reply, sort_keys=True).encode("utf-8") + b"\n")
 
         class Threaded(socketserver.ThreadingMixIn, _Server):
-            pass
+            def service_actions(self) -> None:
+                # The server loop's tick: windows of refusals that have run their interval are
+                # written by a pool thread (which holds a session), even when no call comes.
+                if not door._closed and door.refusals.pending():
+                    door._pool.submit(door._flush_refusals)
 
         self._server = Threaded(str(self.path), Handler)
         os.chmod(self.path, 0o666)
@@ -134,7 +145,20 @@ class Door:
             self._local.expos = expos
         return expos
 
-    def _answer(self, line: bytes) -> dict[str, Any]:
+    def _flush_refusals(self, everything: bool = False) -> None:
+        """Write each window of refusals that has run its interval (every one with `everything`)
+        as one `door.refusals` event; after the run's final record nothing is written."""
+        with self._flushing:
+            windows = self.refusals.due(everything=everything)
+            if not windows:
+                return
+            expos = self._session()
+            if expos.final_seq() is not None:
+                return
+            for w in windows:
+                expos.record(DOOR_ACTOR, w.payload(self.refusals.interval_s))
+
+    def _answer(self, line: bytes, peer_uid: int | None = None) -> dict[str, Any]:
         from ._external import external_call
 
         if len(line) > MAX_REQUEST:
@@ -151,10 +175,20 @@ class Door:
             return _error("invalid", 'request must be {"capability": str, "tool": str, "args": {...}}')
         try:
             expos = self._session()
-            caller = expos.authenticate(req.get("capability") or "")
-            result = external_call(expos, caller, req["tool"], req.get("args") or {})
+            try:
+                caller = expos.authenticate(str(req.get("capability") or ""), record=False)
+            except ToolRefused as exc:
+                self.refusals.note("unauthenticated", peer_uid, str(exc))
+                raise
+            try:
+                result = external_call(expos, caller, req["tool"], req.get("args") or {})
+            except QuotaExceeded:
+                self.refusals.note(
+                    "over_quota", peer_uid, "capability at its write quota", (caller.id, caller.cap or "")
+                )
+                raise
         except ToolError as exc:
-            return _error(type(exc).__name__.removeprefix("Tool").lower(), str(exc))
+            return _error(next((k for k, c in _ERRORS.items() if isinstance(exc, c)), "failed"), str(exc))
         except RsiMasterError as exc:
             return _error("failed", str(exc))
         except Exception as exc:  # a harness fault: one line for the agent, the door stays up
@@ -189,6 +223,8 @@ class Door:
         if self._closed:
             return
         self._closed = True
+        with contextlib.suppress(Exception):  # a failed write must not keep the door's sessions open
+            self._pool.submit(self._flush_refusals, True).result(timeout=30)
         threads = self._pool._max_workers
         barrier = threading.Barrier(threads)
 
@@ -209,6 +245,15 @@ class Door:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _peer_uid(conn: socket.socket) -> int | None:
+    """The connecting process's uid, as the kernel vouches for it (None where it cannot say)."""
+    try:
+        _pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+    except (OSError, AttributeError):
+        return None
+    return uid
 
 
 def _error(kind: str, message: str) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from ._guards import OVERRIDE_KEYS, GuardPolicy, Strict
 from ._projection import Projection, SharedProjections
 from ._registry import TOOLS, Tool
 from ._taxonomy import Subcategory
+from ._writes import WriteQuota
 
 if TYPE_CHECKING:
     from ..events import EvalRecord, TypedEvent
@@ -92,6 +93,7 @@ class ExpOS:
         _load()
         # The contract names the experiment backend (real, or the simulated landscape it pins).
         self.backend = attach_backend(self)
+        self.quota = WriteQuota(run.ledger, contract.budget.write_quota_bytes)
 
     # -- lifecycle -------------------------------------------------------------------
     @classmethod
@@ -343,15 +345,16 @@ class ExpOS:
             self.run.key_dir, self.run.run_id, role, node, ttl_s=DEFAULT_TTL_S if ttl_s is None else ttl_s
         )
 
-    def authenticate(self, token: str) -> Caller:
+    def authenticate(self, token: str, *, record: bool = True) -> Caller:
         """The caller a capability names; a token that grants nothing is refused and recorded
-        (unless the run has ended, when nothing more is written)."""
+        (unless the run has ended, when nothing more is written, or `record` is False: the door
+        counts its refusals and records them per peer and interval)."""
         from ._capability import CapabilityError, capability_id, check_capability
 
         try:
             cap = check_capability(self.run.key_dir, self.run.run_id, token)
         except CapabilityError as exc:
-            if self.final_seq() is None:
+            if record and self.final_seq() is None:
                 self.record(UNAUTHENTICATED, GuardBlocked(tool=None, subcategory=None, reason=str(exc), args={}))
             raise ToolRefused(str(exc)) from None
         return Caller(cap.role, cap.node, capability_id(token))
@@ -378,6 +381,7 @@ class ExpOS:
         final = self.final_seq()
         if final is not None:
             raise ToolRefused(f"the run has ended (its final record is event {final}): no call is accepted")
+        self.quota.check(caller.cap)  # refused unrecorded: the door counts these per window
         self.backend.before_call(str(name))
         if caller.role == "harness":
             # The harness writes its own records from its own code; no call through the door

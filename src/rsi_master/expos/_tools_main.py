@@ -7,7 +7,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..events import CandidateNominate, DecisionRecord, ReviewRequest, WorkerAdd, dump_payload
+from ..events import (
+    LIST_MAX,
+    CandidateNominate,
+    DecisionRecord,
+    JsonObject,
+    Name,
+    ReviewRequest,
+    Text,
+    WorkerAdd,
+    dump_payload,
+)
 from ._errors import ToolRefused
 from ._registry import tool
 from ._state import load_state
@@ -68,14 +78,16 @@ def graph_read(expos, caller, inp: GraphInput) -> GraphView:
 
 class AddWorkerInput(_In):
     worker_id: str = Field(pattern=r"^[a-z][a-z0-9_\-]{0,40}$", description="New Worker id (lower case).")
-    task: str = Field(min_length=1, description="The research task (a direction) in words.")
-    direction: dict[str, Any] = Field(
+    task: Text = Field(min_length=1, description="The research task (a direction) in words.")
+    direction: JsonObject = Field(
         default_factory=dict,
         description="Structured direction for programmatic "
         "workers (e.g. `family`, `method`, `config`); `agent` may name only the "
         "run's Worker agent.",
     )
-    predecessors: list[str] = Field(default_factory=list, description="Workers whose context it receives.")
+    predecessors: list[Name] = Field(
+        default_factory=list, max_length=LIST_MAX, description="Workers whose context it receives."
+    )
 
 
 class Added(BaseModel):
@@ -96,8 +108,10 @@ def worker_add(expos, caller, inp: AddWorkerInput) -> Added:
 
 class ReviewRequestInput(_In):
     reviewer_id: str = Field(pattern=r"^[a-z][a-z0-9_\-]{0,40}$", description="New Reviewer id (lower case).")
-    question: str = Field(min_length=1, description="The question the review answers.")
-    scope: list[str] = Field(min_length=1, description="Worker ids whose experiments are the evidence.")
+    question: Text = Field(min_length=1, description="The question the review answers.")
+    scope: list[Name] = Field(
+        min_length=1, max_length=LIST_MAX, description="Worker ids whose experiments are the evidence."
+    )
 
 
 @tool("review.request", roles=("main",), kind="deciding", input=ReviewRequestInput, result=Added)
@@ -114,9 +128,11 @@ class DecisionInput(_In):
     action: Literal["continue", "verify", "branch", "revise", "stop"] = Field(
         description="continue a direction, verify a result, branch into a new one, revise one, or stop the run."
     )
-    rationale: str = Field(min_length=1, description="Why, in words.")
-    evidence: list[int] = Field(default_factory=list, description="Event sequence numbers it rests on.")
-    detail: dict[str, Any] = Field(default_factory=dict, description="Structured detail (free form).")
+    rationale: Text = Field(min_length=1, description="Why, in words.")
+    evidence: list[int] = Field(
+        default_factory=list, max_length=LIST_MAX, description="Event sequence numbers it rests on."
+    )
+    detail: JsonObject = Field(default_factory=dict, description="Structured detail (free form).")
 
 
 @tool("decision.record", roles=("main",), kind="deciding", input=DecisionInput, result=Added)
@@ -129,7 +145,7 @@ def decision_record(expos, caller, inp: DecisionInput) -> Added:
 
 
 class NominateInput(_In):
-    experiment_id: str = Field(description="A completed experiment of the run.")
+    experiment_id: Name = Field(description="A completed experiment of the run.")
 
 
 @tool("candidate.nominate", roles=("main",), kind="deciding", input=NominateInput, result=Added)

@@ -8,7 +8,19 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..events import AuditRun, Finding, Recommendation, ReviewSubmit, Verdict, dump_payload, named_ids
+from ..events import (
+    LIST_MAX,
+    TEXT_LIST_MAX,
+    AuditRun,
+    Finding,
+    Name,
+    Recommendation,
+    ReviewSubmit,
+    Text,
+    Verdict,
+    dump_payload,
+    named_ids,
+)
 from ._errors import ToolRefused
 from ._evaluation import public_reason
 from ._registry import tool
@@ -20,7 +32,7 @@ class _In(BaseModel):
 
 
 class InspectInput(_In):
-    experiment_id: str = Field(description="Any experiment of the run.")
+    experiment_id: Name = Field(description="Any experiment of the run.")
     sample_rows: int = Field(default=5, ge=0, le=100, description="Training rows to include.")
 
 
@@ -79,7 +91,7 @@ def experiment_inspect(expos, caller, inp: InspectInput) -> Inspection:
 
 
 class ReviewEvalInput(_In):
-    experiment_id: str = Field(description="A completed experiment of the run.")
+    experiment_id: Name = Field(description="A completed experiment of the run.")
 
 
 class SampleDiag(BaseModel):
@@ -135,8 +147,8 @@ def eval_review(expos, caller, inp: ReviewEvalInput) -> ReviewEval:
 
 
 class CompareInput(_In):
-    experiment_a: str = Field(description="An experiment evaluated on `split`.")
-    experiment_b: str = Field(description="Another experiment evaluated on `split`.")
+    experiment_a: Name = Field(description="An experiment evaluated on `split`.")
+    experiment_b: Name = Field(description="Another experiment evaluated on `split`.")
     # `final` (or anything else) is refused and recorded as a test-set access attempt.
     split: str = Field(
         default="review", description="`review` or `dev`.", json_schema_extra={"enum": ["review", "dev"]}
@@ -182,7 +194,9 @@ def eval_compare(expos, caller, inp: CompareInput) -> Comparison:
 
 
 class AuditInput(_In):
-    experiments: list[str] = Field(default_factory=list, description="Scope (empty: every submission).")
+    experiments: list[Name] = Field(
+        default_factory=list, max_length=LIST_MAX, description="Scope (empty: every submission)."
+    )
 
 
 class AuditView(BaseModel):
@@ -217,24 +231,36 @@ def audit_run(expos, caller, inp: AuditInput) -> AuditView:
 
 class ReviewInput(_In):
     request_seq: int | None = Field(default=None, description="The review.request event answered.")
-    scope: list[str] = Field(description="Worker ids reviewed.")
-    supported: list[str] = Field(default_factory=list, description="Findings supported by evidence.")
-    uncertainties: list[str] = Field(default_factory=list, description="What the evidence leaves open.")
-    violations: list[str] = Field(default_factory=list, description="Integrity or contract violations found.")
-    regressions: list[str] = Field(default_factory=list, description="Results worse than what they build on.")
-    missing_comparisons: list[str] = Field(
-        default_factory=list, description="Comparisons a conclusion needs that nobody ran."
+    scope: list[Name] = Field(max_length=LIST_MAX, description="Worker ids reviewed.")
+    supported: list[Text] = Field(
+        default_factory=list, max_length=TEXT_LIST_MAX, description="Findings supported by evidence."
+    )
+    uncertainties: list[Text] = Field(
+        default_factory=list, max_length=TEXT_LIST_MAX, description="What the evidence leaves open."
+    )
+    violations: list[Text] = Field(
+        default_factory=list, max_length=TEXT_LIST_MAX, description="Integrity or contract violations found."
+    )
+    regressions: list[Text] = Field(
+        default_factory=list, max_length=TEXT_LIST_MAX, description="Results worse than what they build on."
+    )
+    missing_comparisons: list[Text] = Field(
+        default_factory=list, max_length=TEXT_LIST_MAX, description="Comparisons a conclusion needs that nobody ran."
     )
     findings: list[Finding] = Field(
         default_factory=list,
+        max_length=TEXT_LIST_MAX,
         description="What was checked, each with its status and the experiments and records it rests on.",
     )
     recommendations: list[Recommendation] = Field(
         default_factory=list,
+        max_length=TEXT_LIST_MAX,
         description="What to do next: continue a checkpoint, combine two Workers, revise a Worker, or stop.",
     )
     verdict: Verdict = Field(description="pass when the scope's conclusions hold.")
-    evidence: list[int] = Field(default_factory=list, description="Event sequence numbers relied on.")
+    evidence: list[int] = Field(
+        default_factory=list, max_length=LIST_MAX, description="Event sequence numbers relied on."
+    )
 
 
 class ReviewResult(BaseModel):

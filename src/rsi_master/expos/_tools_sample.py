@@ -12,11 +12,10 @@ no item that repeats a protected one."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from pydantic import Field
 
-from ..events import DataSample
+from ..events import DataSample, JsonObject, Name
 from ._deadline import seconds_left
 from ._errors import ToolFailed, ToolInvalid, ToolRefused
 from ._experiments import _intact, _parent
@@ -27,18 +26,18 @@ from ._tools_worker import DatasetResult, _family, _In, _measured, _register
 
 
 class SampleInput(_In):
-    family: str = Field(
+    family: Name = Field(
         description="A sampling family of the run's task (`self_distill` or `sample_pairs`, or `task/family`); "
         "only the contract's allowed families are accepted."
     )
-    params: dict[str, Any] = Field(
+    params: JsonObject = Field(
         default_factory=dict,
         description="Knob values of the family (prompts, samples_per_prompt, temperature, keep_per_prompt); "
         "omitted knobs take their defaults.",
     )
     n: int = Field(ge=1, description="Most rows to keep (at most the contract's rows per dataset).")
     seed: int = Field(default=0, ge=0, description="Seed of the prompts drawn and of the sampling.")
-    parent: str = Field(
+    parent: Name = Field(
         default="base", description="`base` or the id of a completed experiment of your lineage to sample from."
     )
 

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..events import DataFilter, DataGenerate, DataMix, DataRegister, Payload
+from ..events import LIST_MAX, DataFilter, DataGenerate, DataMix, DataRegister, JsonObject, Name, PathText, Payload
 from ._contamination_gate import check_bytes, check_rows
 from ._errors import ToolFailed, ToolInvalid, ToolRefused
 from ._experiments import ExperimentResult, measured_dataset, rows_of, run_experiment
@@ -24,11 +24,11 @@ class _In(BaseModel):
 
 # -- data ------------------------------------------------------------------------------
 class GenerateInput(_In):
-    family: str = Field(
+    family: Name = Field(
         description="Generator family of the run's task (`family` or `task/family`); only the "
         "contract's allowed families are accepted."
     )
-    params: dict[str, Any] = Field(
+    params: JsonObject = Field(
         default_factory=dict, description="Knob values of the chosen family; omitted knobs take their defaults."
     )
     n: int = Field(ge=1, description="Number of examples (at most the contract's rows per dataset).")
@@ -39,7 +39,7 @@ class GenerateInput(_In):
 
 class RegisterInput(_In):
     rows: list[dict[str, str]] = Field(min_length=1, description="Rows with `prompt` and `completion`.")
-    source: str = Field(description="Declared source: a teacher or source on the contract's allow-list.")
+    source: Name = Field(description="Declared source: a teacher or source on the contract's allow-list.")
 
 
 class FilterInput(_In):
@@ -49,8 +49,10 @@ class FilterInput(_In):
 
 
 class MixInput(_In):
-    datasets: list[str] = Field(min_length=1, description="Dataset digests to mix.")
-    weights: list[float] | None = Field(default=None, description="Sampling weights, one per dataset (default equal).")
+    datasets: list[Name] = Field(min_length=1, max_length=LIST_MAX, description="Dataset digests to mix.")
+    weights: list[float] | None = Field(
+        default=None, max_length=LIST_MAX, description="Sampling weights, one per dataset (default equal)."
+    )
     n: int = Field(ge=1, description="Rows in the mixed dataset.")
     seed: int = Field(default=0, ge=0, description="Sampling seed.")
 
@@ -287,7 +289,7 @@ def data_mix(expos, caller, inp: MixInput) -> DatasetResult:
 
 # -- experiments -------------------------------------------------------------------------
 class SubmitInput(_In):
-    parent: str = Field(default="base", description="`base` or the id of an experiment to continue from.")
+    parent: Name = Field(default="base", description="`base` or the id of an experiment to continue from.")
     dataset: str = Field(pattern=_HEX64, description="Digest of a registered dataset.")
     method: Literal["sft", "lora", "dpo", "grpo"] = Field(
         default="sft",
@@ -295,7 +297,7 @@ class SubmitInput(_In):
         "with the task's checker), grpo (rewards from the task's checker); only the "
         "contract's allowed methods are accepted.",
     )
-    config: dict[str, Any] = Field(
+    config: JsonObject = Field(
         default_factory=dict,
         description="Training parameters (learning_rate, "
         "batch_size, max_steps, epochs, lora_r, ...); omitted ones take their defaults.",
@@ -309,7 +311,7 @@ def experiment_submit(expos, caller, inp: SubmitInput) -> ExperimentResult:
 
 
 class CheckpointRegisterInput(_In):
-    path: str = Field(description="A checkpoint directory to bring into the run.")
+    path: PathText = Field(description="A checkpoint directory to bring into the run.")
 
 
 class Nothing(BaseModel):

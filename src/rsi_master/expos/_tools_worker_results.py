@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..events import LIST_MAX, SUMMARY_MAX, LedgerFacts, Name, Recipe, WorkerFinalize
 from ..events import Claim as ClaimRecord
-from ..events import LedgerFacts, Recipe, WorkerFinalize
 from ._audit import claim_matches
 from ._errors import ToolRefused
 from ._registry import tool
@@ -21,7 +21,7 @@ class _In(BaseModel):
 
 
 class EvalInput(_In):
-    experiment_id: str = Field(description="A completed experiment of the caller's, not yet evaluated on `dev`.")
+    experiment_id: Name = Field(description="A completed experiment of the caller's, not yet evaluated on `dev`.")
     # Any other split is refused and recorded as a test-set access attempt, so the model
     # takes any string; the schema offers the one value that works.
     split: str = Field(
@@ -98,16 +98,18 @@ def results_list(expos, caller, inp: ResultsInput) -> Results:
 
 
 class Claim(_In):
-    experiment_id: str = Field(description="An experiment of the caller's or its predecessors'.")
+    experiment_id: Name = Field(description="An experiment of the caller's or its predecessors'.")
     score: float = Field(description="The `dev` score claimed for it (must equal the recorded one).")
 
 
 class FinalizeInput(_In):
-    summary: str = Field(min_length=1, max_length=20_000, description="What was tried, what worked, what failed.")
+    summary: str = Field(min_length=1, max_length=SUMMARY_MAX, description="What was tried, what worked, what failed.")
     claims: list[Claim] = Field(
-        default_factory=list, description="Scores claimed, checked against the evaluation records."
+        default_factory=list, max_length=LIST_MAX, description="Scores claimed, checked against the evaluation records."
     )
-    candidates: list[str] = Field(default_factory=list, description="Experiment ids put forward as submissions.")
+    candidates: list[Name] = Field(
+        default_factory=list, max_length=LIST_MAX, description="Experiment ids put forward as submissions."
+    )
     recipe: Recipe | None = Field(
         default=None,
         description="What your best experiment did (its data, method and "

@@ -282,6 +282,21 @@ class Ledger(SealKeeper):
         row = self._conn.execute("SELECT max(seq) FROM events").fetchone()
         return 0 if row[0] is None else row[0] + 1
 
+    def bytes_by_capability(
+        self, *, since: int = 0, until: int | None = None, cap: str | None = None
+    ) -> dict[str, int]:
+        """Stored body bytes of the events with `since <= seq < until`, summed per capability id
+        of their actor (events without one are left out); only `cap`'s when given. One query."""
+        sql = (
+            "SELECT c, sum(length(body)) FROM (SELECT json_extract(CAST(body AS TEXT), '$.actor.cap') AS c, body"
+            " FROM events WHERE seq >= ? AND seq < ?) WHERE c IS NOT NULL"
+        )
+        args: list[int | str] = [since, 2**62 if until is None else until]
+        if cap is not None:
+            sql += " AND c = ?"
+            args.append(cap)
+        return {c: int(n) for c, n in self._conn.execute(sql + " GROUP BY c", args)}
+
     def get(self, seq: int) -> Event:
         row = self._conn.execute("SELECT body, hash FROM events WHERE seq = ?", (seq,)).fetchone()
         if row is None:

@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..artifacts import missing_members
 from ..errors import RsiMasterError
 from ..ledger import KeyDir, LedgerReport, Problem, SignedCheckpoint, key_id, load_public_key, verify_ledger
 from ._memo import VerifyMemo
@@ -205,6 +206,10 @@ def _verify_run(
         for issue in scan.issues:
             problems.append(Problem(f"artifact {issue.digest}", issue.what))
         stored = set(scan.digests)
+        # A directory known to the ledger whose tree and blobs were removed, its manifest kept,
+        # passes the scan above (which checks what is there): look for what should be.
+        for issue in missing_members(run.store, report.referenced, memo.digests if memo is not None else None):
+            problems.append(Problem(f"artifact {issue.digest}", issue.what))
         for digest, seq in sorted(report.referenced.items(), key=lambda kv: kv[1]):
             if digest not in stored:
                 problems.append(Problem(f"artifact {digest}", f"referenced by event {seq} but missing from the store"))

@@ -31,6 +31,12 @@ class Budget(Record):
     max_train_steps: int = Field(default=400, ge=1, description="Optimizer steps one experiment may take.")
     max_rows: int = Field(default=20_000, ge=1, description="Rows one dataset may hold.")
     wall_seconds: float | None = Field(default=None, gt=0, description="Wall-clock budget of the run, if any.")
+    write_quota_bytes: int = Field(
+        default=16 * 1024 * 1024,
+        ge=1,
+        description="Ledger bytes one capability may write through the door (its calls' events, refusals "
+        "included); a call from a capability at its quota is refused.",
+    )
 
 
 class EvaluatorSpec(Record):

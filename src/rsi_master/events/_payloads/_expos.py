@@ -27,6 +27,7 @@ __all__ = [
     "DataRegister",
     "DataSample",
     "DecisionRecord",
+    "DoorRefusals",
     "EvalRecord",
     "ExperimentFinish",
     "ExperimentStart",
@@ -83,6 +84,28 @@ class GuardBlocked(Payload):
     subcategory: str | None = Field(description="Integrity subcategory of the attempt, if it is one.")
     reason: str = Field(description="Why it was refused.")
     args: dict[str, Any] = Field(description="The refused call's arguments (JSON-safe).")
+
+
+@kind("door.refusals")
+class DoorRefusals(Payload):
+    """Calls the door refused without running them, counted per peer and interval and recorded
+    by the harness's door: one event summarises a window instead of one event per call (a caller without a valid capability, or
+    a capability over its write quota, could otherwise grow the ledger at will)."""
+
+    refusal: Literal["unauthenticated", "over_quota"] = Field(
+        description="unauthenticated: no valid capability (malformed, forged, expired, another run's); "
+        "over_quota: the capability has written its quota of ledger bytes."
+    )
+    peer_uid: int | None = Field(description="Uid of the connecting process (SO_PEERCRED); None if unknown.")
+    node: str | None = Field(default=None, description="Node id of the refused capability (over_quota only).")
+    cap: str | None = Field(default=None, description="Id of the refused capability (over_quota only).")
+    count: int = Field(ge=1, description="Calls refused in the window.")
+    first: str = Field(description="UTC time of the window's first refusal, RFC 3339.")
+    last: str = Field(description="UTC time of its last refusal, RFC 3339.")
+    interval_s: float = Field(gt=0, description="Length of a window, seconds.")
+    reasons: dict[str, int] = Field(
+        description="Refusals by reason (at most 8 reasons of at most 200 characters; the rest under `other`)."
+    )
 
 
 # -- data --------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ import numpy as np
 
 from ._characters import evidence
 from ._config import ContaminationConfig
+from ._encodings import FAIL_ONLY, chunk_readings, rot13, word_readings
 from ._hashing import UNKNOWN, clause_shingles, window_hashes, window_ok
 from ._index import CLAUSE_ID, ROW_ID, ContaminationIndex
 from ._matching import exact_matches, near_duplicate_matches, ngram_matches
@@ -37,6 +38,13 @@ __all__ = ["check", "row_text"]
 _BATCH_CHARS = 1 << 20
 _BARRIER = "zqxvkjbarrierzqxvkj"  # a word in no protected text: no match runs over it
 _CHUNK_ROWS = 4096
+# Decodings of decodings are followed this deep (base64 of rot13 of a protected item).
+_DECODE_DEPTH = 3
+# Fewest white-space words of a row read reordered (a list written without spaces is one word).
+_MIN_WORDS = 4
+# A row is read rot13-decoded (as written and reversed) when at least this share of its words (and four)
+# is unknown to the protected vocabulary.
+_UNKNOWN_SHARE = 0.5
 # Fields a check may set differently from the index: they only decide verdicts.
 # near_dup_threshold may only go up (see _effective_config).
 _VERDICT_FIELDS = frozenset(
@@ -148,16 +156,26 @@ def _tail(index: ContaminationIndex, batch: Batch) -> int:
 
 
 def _check_batch(
-    index: ContaminationIndex, cfg: ContaminationConfig, batch: Batch, new: int, found: list[Pieces], stream: Stream
+    index: ContaminationIndex,
+    cfg: ContaminationConfig,
+    batch: Batch,
+    new: int,
+    found: list[Pieces],
+    stream: Stream,
+    words_only: bool = False,
 ) -> list[ContaminationFinding]:
     """Findings of the word methods in a batch whose rows from `new` on were not seen
-    before; its pieces in the character reading go to `found`, its new rows to `stream`."""
-    found.append(batch_pieces(index.characters, cfg, batch.tokens.c, batch.first_row, new, stream))
+    before; its pieces in the character reading go to `found`, its new rows to `stream`.
+    `words_only`: exact and n-gram matches alone (no character reading, no near-duplicates)."""
+    if not words_only:
+        found.append(batch_pieces(index.characters, cfg, batch.tokens.c, batch.first_row, new, stream))
     n = cfg.ngram_flag
     grams = window_hashes(batch.values, n)
     gram_ok = window_ok(batch.bad, n)
     findings = exact_matches(index, batch, {n: (grams, gram_ok)})
     findings += ngram_matches(index, cfg, batch, grams, gram_ok)
+    if words_only:
+        return findings
     shingles, starts, _ = clause_shingles(batch.values, batch.clause, batch.bad, cfg.shingle_words, ends=False)
     findings += near_duplicate_matches(index, cfg, batch, shingles, starts)
     return findings
@@ -191,6 +209,40 @@ def _second_reading(
         last = None if f.last_row is None else original[f.last_row]
         found.append(f.model_copy(update={"row": original[f.row], "last_row": last}))
     return found
+
+
+def _decoded(
+    index: ContaminationIndex, cfg: ContaminationConfig, rows: list[tuple[int, str, str]], depth: int, words: bool
+) -> list[ContaminationFinding]:
+    """Findings in the rows' decoded readings (see `_encodings`): each reading is checked in one
+    stream, apart from the next by a barrier row, and its findings are the original row's,
+    naming the reading."""
+    if not rows:
+        return []
+    texts: list[str] = []
+    origin: list[tuple[int, str] | None] = []
+    for row, name, text in rows:
+        if texts:
+            texts.append(_BARRIER)
+            origin.append(None)
+        texts.append(text)
+        origin.append((row, name))
+    out = []
+    for f in check(index, texts, cfg, _depth=depth, _words_only=words).findings:
+        at = origin[f.row]
+        if at is not None:
+            reading = at[1] if f.reading is None else f"{at[1]}+{f.reading}"
+            if f.verdict == "fail" or not FAIL_ONLY & set(reading.split("+")):
+                out.append(f.model_copy(update={"row": at[0], "last_row": None, "reading": reading}))
+    return out
+
+
+def _unknown_rows(batch: Batch, new: int) -> list[int]:
+    """Rows of a batch (from `new` on) whose words are mostly unknown to the protected vocabulary."""
+    n_rows = len(batch.row_start)
+    words = np.bincount(batch.row, minlength=n_rows)
+    unknown = np.bincount(batch.row, weights=batch.bad, minlength=n_rows)
+    return [int(r) for r in np.flatnonzero((words >= 4) & (unknown >= _UNKNOWN_SHARE * words)) if r >= new]
 
 
 def _character_findings(
@@ -236,16 +288,24 @@ def check(
     index: ContaminationIndex,
     rows: Iterable[str | Mapping[str, Any]],
     config: ContaminationConfig | None = None,
+    *,
+    _depth: int = 0,
+    _words_only: bool = False,
 ) -> ContaminationReport:
     """Check every training row against every protected text of `index`.
 
     `rows` are strings or JSONL-style mappings (see `row_text`). `config` defaults to the
     index's; it may change the verdict thresholds (`ngram_fail`, `near_dup_verdict`, a
     higher `near_dup_threshold`) but not what the index was built with.
+
+    Rows holding base64, hex or URL-encoded runs are checked again decoded, and every row
+    again as its even and its odd words (two items interleaved); see `_encodings`.
     """
     cfg = _effective_config(index, config)
     findings: list[ContaminationFinding] = []
     second: list[tuple[int, str]] = []  # (row, the row with its ambiguous characters read the other way)
+    decoded: list[tuple[int, str, str]] = []  # (row, reading, the row decoded)
+    worded: list[tuple[int, str, str]] = []  # (row, reading, the row's words reordered)
     pending: list[str] = []
     carry: list[str] = []  # the last rows of the previous batch, seen again
     size = chars = count = 0
@@ -256,8 +316,14 @@ def check(
         nonlocal carry, count, chars
         batch = _batch(index, carry + pending, count - len(carry))
         # Matches that lie within the carried rows were found with the previous batch.
-        findings.extend(f for f in _check_batch(index, cfg, batch, len(carry), found, stream) if _last_row(f) >= count)
+        findings.extend(
+            f for f in _check_batch(index, cfg, batch, len(carry), found, stream, _words_only) if _last_row(f) >= count
+        )
         seen = carry + pending
+        if _depth < _DECODE_DEPTH:
+            for r in _unknown_rows(batch, len(carry)):
+                row = batch.first_row + r
+                decoded.extend(((row, "rot13", rot13(seen[r])), (row, "rot13+reversed", rot13(seen[r][::-1]))))
         carry = seen[len(seen) - _tail(index, batch) :]
         count += len(pending)
         chars += size
@@ -276,6 +342,12 @@ def check(
         ]
         first = count + len(pending)
         second += [(first + k, t) for k, text in enumerate(texts) if not text.isascii() and (t := other_reading(text))]
+        if _depth < _DECODE_DEPTH:
+            decoded += [(first + k, name, t) for k, name, t in chunk_readings(texts)]
+        if _depth == 0:
+            worded += [
+                (first + k, name, t) for k, text in enumerate(texts) for name, t in word_readings(text, _MIN_WORDS)
+            ]
         total = list(accumulate(map(len, texts)))
         start = 0
         while start < len(texts):
@@ -292,8 +364,12 @@ def check(
             start = end + 1
     if pending:
         run_batch()
-    findings += _character_findings(index, cfg, found, stream)
+    if not _words_only:
+        findings += _character_findings(index, cfg, found, stream)
     findings += _second_reading(index, cfg, second)
+    findings += _decoded(index, cfg, decoded, _depth + 1, False)
+    # Reordered words are read once, by the word methods only: only their fails count.
+    findings += _decoded(index, cfg, worded, _DECODE_DEPTH, True)
     findings = _strongest(findings)
     findings.sort(key=lambda f: (f.row, f.split, f.sample_id, f.kind, f.text_kind))
     failed = {r for f in findings if f.verdict == "fail" for r in range(f.row, _last_row(f) + 1)}

@@ -41,6 +41,11 @@ class ContaminationFinding(BaseModel):
     )
     jaccard: float | None = Field(None, description="MinHash Jaccard estimate (near_duplicate only).")
     evidence: str = Field(description="The matched normalised span, cut to 300 characters.")
+    reading: str | None = Field(
+        None,
+        description="The decoded reading of the row the match was found in (`base64`, `hex`, `url`, `interleaved`, "
+        "joined by `+` when nested); None for the row as written. Index-side encodings show in `text_kind`.",
+    )
 
 
 class ContaminationReport(BaseModel):
