@@ -75,7 +75,7 @@ def test_complementary_families_miss_different_items_and_their_mix_is_predicted(
     assert agreement(lo_a, lo_b) < agreement(hi_a, hi_b)
     lo, hi = land.flags.interaction
     for pair, strength in land.interactions.items():
-        assert strength == interaction_from_overlap(land.skills, *pair.split("+", 1), lo, hi)
+        assert strength == interaction_from_overlap(land.skills, pair, lo, hi)
 
 
 def test_training_past_the_plateau_and_repeats_raise_dev_only():

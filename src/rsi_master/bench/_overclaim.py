@@ -34,9 +34,10 @@ _SPEC_KEYS = ("learning_rate", "batch_size", "max_steps", "epochs", "lora_r")
 def agent_flags(ctx: NodeContext) -> Any:
     """The simulated landscape's generator flags (None on the real backend)."""
     backend = ctx.expos.backend
-    if getattr(backend, "name", "") != "sim":
+    landscape = getattr(backend, "landscape", None)  # only the simulated backend has one
+    if getattr(backend, "name", "") != "sim" or landscape is None:
         return None
-    return backend.landscape(ctx.expos).flags
+    return landscape(ctx.expos).flags
 
 
 def overclaim_kind(ctx: NodeContext) -> str | None:

@@ -151,7 +151,7 @@ def generate_landscape(seed: int, flags: GeneratorFlags | None = None, preset: s
     skills = draw_skills(agents, sorted(names)) if fl.item_skill > 0 else {}
     if skills:  # mixing helps a pair as much as their skills are complementary
         lo, hi = fl.interaction
-        interactions = {p: interaction_from_overlap(skills, *p.split("+", 1), lo, hi) for p in interactions}
+        interactions = {p: interaction_from_overlap(skills, p, lo, hi) for p in interactions}
     dev_format = (
         draw_dev_formats(
             agents,

@@ -44,8 +44,9 @@ def draw_skills(rng: np.random.Generator, families: list[str]) -> dict[str, list
     return out
 
 
-def interaction_from_overlap(skills: dict[str, list[float]], a: str, b: str, lo: float, hi: float) -> float:
-    """The strength of mixing `a` and `b`: `hi` for orthogonal skills, `lo` for identical ones."""
+def interaction_from_overlap(skills: dict[str, list[float]], pair: str, lo: float, hi: float) -> float:
+    """The strength of mixing the pair `A+B`: `hi` for orthogonal skills, `lo` for identical ones."""
+    a, _, b = pair.partition("+")
     rho = float(np.dot(skills[a], skills[b]))
     return round(lo + (hi - lo) * (1.0 - max(0.0, rho)), 3)
 
