@@ -5,7 +5,9 @@ Three recipes raise `dev` more than `review` and `final`, as they do on real ben
 is flat; `dev` keeps creeping up), many repeats of a small dataset (memorising what `dev`'s items
 look like; the checkpoint's `dev_fit`, inherited and forgotten like progress) and a data format
 the `dev` items share (one choice value of a family's choice knob, `SimLandscape.dev_format`).
-A lineage can keep "improving" on `dev` while `review` is flat: the gap a Reviewer's check on
+How much a family is prone to them is its own (`SimLandscape.dev_prone`, 0 to 2, mean 1): the
+gap depends on the direction, so ranking lineages by `dev` is not ranking them by `review`. A
+lineage can keep "improving" on `dev` while `review` is flat: the gap a Reviewer's check on
 `review` exists to see.
 """
 
@@ -16,7 +18,7 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-__all__ = ["draw_dev_formats", "past_plateau", "repeat_fit"]
+__all__ = ["draw_dev_formats", "draw_dev_prone", "past_plateau", "repeat_fit"]
 
 PAST_FROM = 2.0  # multiples of the midpoint where overtraining starts to pay on dev only
 PAST_FULL_DECADES = 1.0  # ... and pays fully a decade later
@@ -36,12 +38,18 @@ def draw_dev_formats(
     return out
 
 
+def draw_dev_prone(rng: np.random.Generator, families: list[str]) -> dict[str, float]:
+    """family -> how prone its recipes are to dev-only gains (uniform 0..2: some not at all)."""
+    return {f: round(float(rng.uniform(0.0, 2.0)), 3) for f in families}
+
+
 def past_plateau(
     progress: dict[str, float],
     direction: Callable[[str], tuple[str, float, float, float]],
     curve_at: Callable[[float, float, float, float], float],
     base: float,
     dev_format: dict[str, str],
+    prone: dict[str, float],
 ) -> float:
     """The dev-only gain of the checkpoint's directions (before `dev_gap` scales it): overtraining
     past the plateau, and the dev format in proportion to how far the direction has learnt."""
@@ -55,7 +63,7 @@ def past_plateau(
         fmt = dev_format.get(fam)
         share = (curve_at(x, plateau, mid, slope) - base) / span
         fit = past + (FORMAT_SHARE * share if fmt is not None and fmt in key.split("|", 2)[2].split(",") else 0.0)
-        best = max(best, span * min(1.0, fit))
+        best = max(best, prone.get(fam, 1.0) * span * min(1.0, fit))
     return best
 
 

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ._devgap import draw_dev_formats
+from ._devgap import draw_dev_formats, draw_dev_prone
 from ._flags import PRESETS, GeneratorFlags
 from ._items import draw_skills, interaction_from_overlap
 from ._landscape import SimLandscape
@@ -160,6 +160,7 @@ def generate_landscape(seed: int, flags: GeneratorFlags | None = None, preset: s
         if fl.dev_gap > 0
         else {}
     )
+    dev_prone = draw_dev_prone(agents, [f.name for f in families]) if fl.dev_gap > 0 else {}
     return SimLandscape(
         seed=int(seed),
         preset=preset,
@@ -173,4 +174,5 @@ def generate_landscape(seed: int, flags: GeneratorFlags | None = None, preset: s
         split_sizes=dict(fl.split_sizes),
         skills=skills,
         dev_format=dev_format,
+        dev_prone=dev_prone,
     )

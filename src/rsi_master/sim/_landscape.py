@@ -64,6 +64,9 @@ class SimLandscape(BaseModel):
     dev_format: dict[str, str] = Field(
         default_factory=dict, description="family -> `knob=value` whose format the dev items share (dev_gap)."
     )
+    dev_prone: dict[str, float] = Field(
+        default_factory=dict, description="family -> how prone its recipes are to dev-only gains, 0..2 (dev_gap)."
+    )
 
     _fam: dict[str, FamilySpec] = PrivateAttr(default_factory=dict)
     _dir: dict[str, tuple[str, float, float, float]] = PrivateAttr(default_factory=dict)
@@ -79,7 +82,7 @@ class SimLandscape(BaseModel):
         # Without the agents' flags a landscape's file, hence its ident and every checkpoint's, is
         # the same bytes as before they existed.
         out = dict(handler(self))
-        for name in ("skills", "dev_format"):
+        for name in ("skills", "dev_format", "dev_prone"):
             if not getattr(self, name):
                 out.pop(name, None)
         return out
@@ -167,7 +170,8 @@ class SimLandscape(BaseModel):
             progress[k] = start + eff * w
         dev_fit = parent.dev_fit * keep
         if fl.dev_gap > 0:
-            dev_fit = max(dev_fit, repeat_fit(repeats, self._direction(key)[1] - self.base, fl.dev_gap))
+            span = (self._direction(key)[1] - self.base) * self.dev_prone.get(fam, 1.0)
+            dev_fit = max(dev_fit, repeat_fit(repeats, span, fl.dev_gap))
         leaked = dict(parent.leaked)
         for split, n in recipe.leaked.items():
             if split not in self.split_sizes or n < 0:
@@ -241,7 +245,7 @@ class SimLandscape(BaseModel):
 
     def _dev_only(self, ckpt: SimCheckpoint) -> float:
         """Accuracy on `dev` that is not on `review` or `final` (`_devgap`)."""
-        fmt = past_plateau(ckpt.progress, self._direction, self._curve_at, self.base, self.dev_format)
+        fmt = past_plateau(ckpt.progress, self._direction, self._curve_at, self.base, self.dev_format, self.dev_prone)
         return self.flags.dev_gap * fmt + ckpt.dev_fit
 
     def _curve_at(self, x: float, plateau: float, mid: float, slope: float) -> float:

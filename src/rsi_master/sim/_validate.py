@@ -42,7 +42,7 @@ def check_landscape(self: SimLandscape) -> None:
         a, _, b = pair.partition("+")
         if a not in names or b not in names or a == b:
             raise ValueError(f"interaction {pair!r} does not name two families")
-    for name, table in (("skills", self.skills), ("dev_format", self.dev_format)):
+    for name, table in (("skills", self.skills), ("dev_format", self.dev_format), ("dev_prone", self.dev_prone)):
         if set(table) - set(names):
             raise ValueError(f"{name} names a family the landscape does not have")
     if any(len(v) != SKILL_DIMS for v in self.skills.values()):
