@@ -29,13 +29,15 @@ def test_default_is_what_it_was_before_the_agents_flags():
     assert hashlib.sha256(land.model_dump_json().encode()).hexdigest()[:16] == "e2ec271d6db9a526"
     assert ck.ident == "5f95a8dde8b47176a5c2a655"
     assert land.accuracy(ck, "dev") == 0.112252282014573 and land.evaluate(ck, "review", 200) == 17
-    for name in ("item_difficulty", "dev_gap", "overclaim_rate", "skills", "dev_format", "dev_fit"):
+    for name in ("item_difficulty", "dev_gap", "overclaim_rate", "skills", "dev_format", "dev_prone", "dev_fit"):
         assert name not in land.model_dump_json() and name not in ck.model_dump_json()
 
 
 def test_agents_preset_round_trips_and_refuses_bad_values():
     land = generate_landscape(5, PRESETS["agents"], preset="agents")
     assert land.skills and land.model_dump_json().count("dev_gap") == 1
+    assert set(land.dev_prone) == set(land.families()) and all(0 <= v <= 2 for v in land.dev_prone.values())
+    assert len(set(land.dev_prone.values())) > 1  # the gap depends on the direction
     assert loads_landscape(land.model_dump_json(), "x") == land
     with pytest.raises(Exception, match="item_difficulty"):
         flags_from("default", item_difficulty=0.6, item_skill=0.5)
