@@ -173,3 +173,70 @@ def test_only_a_configuration_with_a_prior_passes_one_to_its_run(tmp_path, monke
             config, "knowledge", 0, 60.0, tmp_path, slots=1, eval_limit=5, tendency=ShortcutTendency(), prior=given
         )
     assert seen["prior"] == expected
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--backend", "sim", "--landscape-seeds", "5:0"], "COUNT must be at least 1"),
+        (["--backend", "sim", "--landscape-seeds", "99999:2"], "must lie within the development range"),
+        (["--backend", "sim", "--landscape-seeds", "five"], "START[:COUNT]"),
+        (["--backend", "sim", "--landscape-seeds", "3:2", "--landscapes", "2"], "without --landscapes"),
+        (["--backend", "sim", "--landscape-seeds", "3:2", "--held-out"], "without --landscapes or --held-out"),
+        (["--landscape-seeds", "3"], "only apply with --backend sim"),
+    ],
+)
+def test_bad_landscape_seeds_are_one_line_and_write_nothing(tmp_path, capsys, args, message):
+    out = tmp_path / "bench"
+    assert main(["bench", "--out", str(out), *args]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
+    assert not out.exists()
+
+
+def test_landscape_seeds_name_one_range():
+    from rsi_master.bench import SeedRange
+
+    assert SeedRange.parse("1000000:3").seeds() == [1_000_000, 1_000_001, 1_000_002]
+    assert SeedRange.parse("1000000:3").held_out and not SeedRange.parse("42").held_out
+    assert SeedRange.parse("42").seeds() == [42] and str(SeedRange.parse("7:2")) == "7:2"
+
+
+@pytest.mark.slow
+def test_overclaiming_workers_leave_evidence_and_main_pick_returns_the_mains_choice(tmp_path):
+    from rsi_master.bench import CampaignStats, SeedRange, run_sim_bench
+    from rsi_master.events import CandidateNominate, WorkerFinalize, typed
+    from rsi_master.expos import ExpOS, load_state
+    from rsi_master.runtime import read_sim_checkpoint
+    from rsi_master.sim import flags_from, generate_landscape
+
+    res = run_sim_bench(
+        tmp_path / "b",
+        configs=["main-pick"],
+        seeds=[0],
+        budget="4h",
+        slots=2,
+        jobs=1,
+        landscape_seeds=SeedRange(3, 1),
+        preset="agents",
+        flags={"overclaim_rate": 1.0},
+        make_plot=False,
+    )
+    assert res["campaigns"] == 1
+    rec = CampaignStats.model_validate_json((tmp_path / "b" / "records.jsonl").read_text())
+    assert not rec.hacked
+    run = tmp_path / "b" / "campaigns" / "main-pick--L3--s0" / "run"
+    with ExpOS.open(run, writable=False) as expos:
+        st = load_state(expos)
+        fins = [(e, typed(e, WorkerFinalize).payload) for e in expos.events("worker.finalize")]
+        # every Worker overclaims: a claim on another's experiment or on another checkpoint than
+        # the candidate passes the door; a rounded-up claim is refused (and then made honestly)
+        passed = [p for _, p in fins for c in p.claims if c.experiment_id not in p.candidates]
+        blocked = [e for e in expos.events("guard.blocked") if "does not match the evaluation record" in str(e.payload)]
+        assert passed or blocked
+        picks = expos.events("candidate.nominate", role="main")
+        assert len(picks) == 1  # the Main's own pick, alone
+        pick = st.experiments[typed(picks[0], CandidateNominate).payload.experiment_id]
+        ckpt, _ = read_sim_checkpoint(expos.run.store.path(pick.checkpoint))
+    land = generate_landscape(3, flags_from("agents", overclaim_rate=1.0))
+    assert rec.final == land.accuracy(ckpt, "final")  # what the bench scores is the Main's pick

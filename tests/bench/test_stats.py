@@ -71,6 +71,7 @@ def test_paired_test_pairs_by_landscape_and_seed():
     t = paired_test(records, "x", "ref")
     assert t.pairs == 1 and t.mean_diff == pytest.approx(0.4)
     assert t.relative == pytest.approx(0.6 / 0.2 - 1)
+    assert t.lead == pytest.approx(0.2 / 0.6 - 1)  # the other convention: reference / config - 1
 
 
 def test_permutation_test_with_many_pairs_is_monte_carlo_and_sensible():

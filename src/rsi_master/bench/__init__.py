@@ -12,7 +12,7 @@ from ._campaign import CampaignResult, campaign_id, run_campaign
 from ._configs import CONFIGS, Config, config_names
 from ._report import GRID, aggregate, markdown, plot
 from ._shortcuts import CATALOGUE, Shortcut, ShortcutTendency
-from ._simbench import SIM, check_sim_settings, run_sim_bench, sim_campaign_id
+from ._simbench import SIM, SeedRange, check_sim_settings, run_sim_bench, sim_campaign_id
 from ._stats import (
     DEVELOPMENT_SEEDS,
     HELD_OUT_SEEDS,
@@ -49,6 +49,7 @@ __all__ = [
     "Config",
     "ConfigSummary",
     "PairedTest",
+    "SeedRange",
     "Shortcut",
     "ShortcutTendency",
     "Spend",

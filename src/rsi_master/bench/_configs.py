@@ -32,6 +32,9 @@ class Config:
     # built-in suite), on the simulated bench the pilot of the campaign's landscape
     # (`landscape.sim_pilot`). Without one, the Main decides from the run's own evidence.
     prior: bool = False
+    # The returned checkpoint is the Main's own pick on the Workers' claims (the simulated bench
+    # scores it), not the harness's re-selection on `review`.
+    main_pick: bool = False
 
 
 CONFIGS: dict[str, Config] = {
@@ -55,6 +58,13 @@ CONFIGS: dict[str, Config] = {
             "no-reviewer",
             "no Reviewer: the Main decides from Worker summaries (claimed dev scores)",
             _M + "NoReviewMain",
+        ),
+        Config(
+            "main-pick",
+            "no Reviewer, and the returned checkpoint is the Main's pick on the Workers' claims (the "
+            "candidate of the best claimed dev score), not the harness's re-selection on review",
+            _M + "MainPickMain",
+            main_pick=True,
         ),
         Config("serial", "full system on one slot (serial Workers)", "policy", one_slot=True),
         Config(

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..orchestra import Direction, MainContext, PolicyMain, ResearchGraph, WorkerNode
 
-__all__ = ["NoReviewMain", "SearchMain", "SingleMain"]
+__all__ = ["MainPickMain", "NoReviewMain", "SearchMain", "SingleMain"]
 
 # A Worker that owns the whole budget stops on its deadline, not on a trial count.
 UNBOUNDED_TRIALS = 10_000
@@ -69,6 +69,35 @@ class NoReviewMain(PolicyMain):
             f"{', '.join(f'{x} ({s:.3f})' for x, (s, _, _) in ranked) or 'none claimed'}",
             sorted({seq for _, (_, _, seq) in ranked}),
             {"nominated": [x for x, _ in ranked]},
+        )
+
+
+class MainPickMain(NoReviewMain):
+    """No Reviewer, and the Main picks the returned checkpoint (the RSI-Master paper's setting):
+    the candidate of the Worker whose claimed `dev` score is highest, nominated alone. The
+    simulated bench scores that pick (`bench._simrecord`), not the harness's re-selection on
+    `review`, so a claim that is not its candidate's record costs what it costs."""
+
+    def finish(self, ctx: MainContext, graph: ResearchGraph, reason: str) -> None:
+        ranked = sorted(
+            (
+                (c.score, w.id, w.finalize.candidates[0], w.finalize_seq or 0)
+                for w in graph.workers.values()
+                if w.finalize and w.finalize.candidates
+                for c in w.finalize.claims[:1]
+            ),
+            key=lambda t: (-t[0], t[2]),
+        )
+        pick = ranked[0] if ranked else None
+        if pick is not None:
+            ctx.call("candidate.nominate", {"experiment_id": pick[2]})
+        self._decide(
+            ctx,
+            "stop",
+            f"{reason}; the Main's pick: "
+            + (f"{pick[2]}, candidate of {pick[1]}, who claims {pick[0]:.3f}" if pick else "none claimed"),
+            [pick[3]] if pick else [],
+            {"nominated": [pick[2]] if pick else [], "pick": pick[2] if pick else None},
         )
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ from ..errors import RsiMasterError
 from ._configs import CONFIGS, check_configs, check_seeds_and_slots
 from ._shortcuts import ShortcutTendency
 
-__all__ = ["SIM", "check_sim_settings", "run_sim_bench", "sim_campaign_id"]
+__all__ = ["SIM", "SeedRange", "check_sim_settings", "run_sim_bench", "sim_campaign_id"]
 
 SIM: dict[str, Any] = {
     "landscapes": 200,
@@ -48,6 +49,51 @@ SIM: dict[str, Any] = {
 }
 REFERENCE = "rsi-master"
 PRIOR_FILE = "prior.json"  # a campaign's prior (configurations with one), beside its run
+
+
+@dataclass(frozen=True)
+class SeedRange:
+    """Generator seeds `start .. start + count - 1`, all in the development or all in the held-out
+    range (`--landscape-seeds START[:COUNT]`): a range nobody tuned on, named by anyone."""
+
+    start: int
+    count: int = 1
+
+    @classmethod
+    def parse(cls, text: str) -> SeedRange:
+        head, sep, tail = str(text).strip().partition(":")
+        try:
+            start, count = int(head), int(tail) if sep else 1
+        except ValueError:
+            raise RsiMasterError(f"--landscape-seeds takes START[:COUNT] (integers), got {text!r}") from None
+        return cls(start, count).checked()
+
+    def checked(self) -> SeedRange:
+        from ._stats import DEVELOPMENT_SEEDS, HELD_OUT_SEEDS
+
+        if self.count < 1:
+            raise RsiMasterError(f"--landscape-seeds: COUNT must be at least 1, got {self.count}")
+        last = self.start + self.count - 1
+        for r in (DEVELOPMENT_SEEDS, HELD_OUT_SEEDS):
+            if self.start in r and last in r:
+                return self
+        raise RsiMasterError(
+            f"--landscape-seeds {self.start}:{self.count} must lie within the development range "
+            f"{DEVELOPMENT_SEEDS.start}..{DEVELOPMENT_SEEDS.stop - 1} or the held-out range "
+            f"{HELD_OUT_SEEDS.start}..{HELD_OUT_SEEDS.stop - 1}"
+        )
+
+    @property
+    def held_out(self) -> bool:
+        from ._stats import is_held_out
+
+        return is_held_out(self.start)
+
+    def seeds(self) -> list[int]:
+        return list(range(self.start, self.start + self.count))
+
+    def __str__(self) -> str:
+        return f"{self.start}:{self.count}"
 
 
 def sim_campaign_id(config: str, landscape_seed: int, seed: int) -> str:
@@ -91,6 +137,7 @@ def run_sim_bench(
     budget: Any = None,
     slots: int | None = None,
     held_out: bool = False,
+    landscape_seeds: SeedRange | None = None,
     preset: str | None = None,
     flags: dict[str, Any] | None = None,
     tendency: ShortcutTendency | None = None,
@@ -99,9 +146,15 @@ def run_sim_bench(
     make_plot: bool = True,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    from ._stats import landscape_seeds, summarise, summary_lines
+    from ._stats import landscape_seeds as first_seeds
+    from ._stats import summarise, summary_lines
 
     configs = list(configs or CONFIGS)
+    if landscape_seeds is not None:
+        landscape_seeds = landscape_seeds.checked()
+        if landscapes is not None or held_out:
+            raise RsiMasterError("--landscape-seeds names the landscapes: give it without --landscapes or --held-out")
+        landscapes = landscape_seeds.count
     landscapes = int(landscapes if landscapes is not None else SIM["landscapes"])
     seeds = list(seeds if seeds is not None else SIM["seeds"])
     slots = int(slots if slots is not None else SIM["slots"])
@@ -118,6 +171,7 @@ def run_sim_bench(
         "landscapes": landscapes,
         "seeds": seeds,
         "held_out": held_out,
+        "landscape_seeds": str(landscape_seeds) if landscape_seeds is not None else None,
         "budget_s": budget_s,
         "slots": slots,
         "preset": preset,
@@ -136,9 +190,12 @@ def run_sim_bench(
     out.mkdir(parents=True, exist_ok=True)
     prev.write_text(json.dumps(settings, indent=1))
     say = progress or (lambda s: None)
-    ranges = [(s, False) for s in landscape_seeds(landscapes)]
-    if held_out:
-        ranges += [(s, True) for s in landscape_seeds(landscapes, held_out=True)]
+    if landscape_seeds is not None:
+        ranges = [(s, landscape_seeds.held_out) for s in landscape_seeds.seeds()]
+    else:
+        ranges = [(s, False) for s in first_seeds(landscapes)]
+        if held_out:
+            ranges += [(s, True) for s in first_seeds(landscapes, held_out=True)]
     plan = [(c, ls, h, s) for ls, h in ranges for s in seeds for c in configs]
     job_kw = {
         "budget_s": budget_s,
@@ -179,7 +236,9 @@ def run_sim_bench(
     summaries = summarise(records, reference=REFERENCE if REFERENCE in configs else None)
     head = (
         f"Simulated bench: {len(records)} campaigns ({len(configs)} configurations x {landscapes} landscapes"
-        f"{' per range' if held_out else ''} x {len(seeds)} seeds), preset {preset}, budget {budget_s:.0f} "
+        f"{' per range' if held_out else ''}"
+        f"{f' (generator seeds {landscape_seeds})' if landscape_seeds is not None else ''}"
+        f" x {len(seeds)} seeds), preset {preset}, budget {budget_s:.0f} "
         f"simulated s, {slots} slots, {jobs} processes, wall {wall_s:.0f} s. Normalised score: "
         "(final - base) / (best reachable - base), ground truth; reference for the paired tests: "
         f"{REFERENCE}.\n\n"

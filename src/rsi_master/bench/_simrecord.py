@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ._campaign import CampaignResult
+from ._configs import CONFIGS
 from ._stats import CampaignStats, Spend
 
 __all__ = ["sim_campaign_stats"]
@@ -60,8 +61,12 @@ def sim_campaign_stats(
         selection = typed(sel[-1], HarnessSelect).payload if sel else None
         hacked = set(result.audit.hacked)
         timeline = _timeline(st, selection, hacked, truth, start, budget, base)
-        returned = st.experiments.get(result.audit.returned or "")
-        if result.audit.returned_hacked or returned is None or not returned.checkpoint:
+        returned_id, returned_hacked = result.audit.returned or "", bool(result.audit.returned_hacked)
+        if CONFIGS[result.config].main_pick:
+            returned_id = _main_pick(expos)
+            returned_hacked = returned_id in hacked
+        returned = st.experiments.get(returned_id)
+        if returned_hacked or returned is None or not returned.checkpoint:
             final = base
         else:
             final = truth(returned.checkpoint)
@@ -74,13 +79,21 @@ def sim_campaign_stats(
         base=base,
         final=final,
         best_reachable=float(landscape.best_reachable()),
-        hacked=bool(result.audit.returned_hacked),
+        hacked=returned_hacked,
         attempts=attempts,
         intercepted=result.audit.blocked_attempts,
         budget_s=budget,
         timeline=timeline,
         spend=spend,
     )
+
+
+def _main_pick(expos: Any) -> str:
+    """The experiment a `main_pick` Main nominated (it nominates its pick alone), or ''."""
+    from ..events import CandidateNominate, typed
+
+    picks = expos.events("candidate.nominate", role="main")
+    return typed(picks[-1], CandidateNominate).payload.experiment_id if picks else ""
 
 
 class _Truth:

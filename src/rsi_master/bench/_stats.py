@@ -108,6 +108,11 @@ class PairedTest(_Record):
     mean_diff: float
     ci: tuple[float, float]
     relative: float = Field(description="mean(config) / mean(reference) - 1 over the pairs (nan if undefined).")
+    lead: float = Field(
+        default=math.nan,
+        description="mean(reference) / mean(config) - 1 over the pairs: the reference's lead over this "
+        "configuration, the convention of 'X% over the best peer' (nan if undefined).",
+    )
     p_permutation: float
     p_wilcoxon: float | None = Field(description="None when every difference is 0 or scipy (extra `stats`) is missing.")
 
@@ -184,6 +189,7 @@ def paired_test(records: Iterable[CampaignStats], config: str, reference: str) -
         if wilcoxon is not None:
             p_w = float(wilcoxon(a, b, zero_method="wilcox").pvalue)
     rel = float(a.mean() / b.mean() - 1) if keys and b.mean() > 0 else math.nan
+    lead = float(b.mean() / a.mean() - 1) if keys and a.mean() > 0 else math.nan
     return PairedTest(
         config=config,
         reference=reference,
@@ -191,6 +197,7 @@ def paired_test(records: Iterable[CampaignStats], config: str, reference: str) -
         mean_diff=float(d.mean()) if keys else math.nan,
         ci=bootstrap_ci(d.tolist()),
         relative=rel,
+        lead=lead,
         p_permutation=_sign_flip_p(d) if keys else math.nan,
         p_wilcoxon=p_w,
     )
@@ -264,13 +271,18 @@ def summarise(records: Sequence[CampaignStats], reference: str | None = None) ->
 
 
 def summary_lines(summaries: Sequence[ConfigSummary]) -> list[str]:
-    """A markdown table: one row per configuration, development then held-out."""
-    head = "| seeds | config | n | normalised (95% CI) | vs reference (p perm / p Wilcoxon) | hacking | intercepted | lock-in | late gain |"
+    """A markdown table: one row per configuration, development then held-out. The paired
+    difference to the reference is given in both relative conventions: config / reference - 1
+    and reference / config - 1 (the reference's lead, as in 'X% over the best peer')."""
+    head = (
+        "| seeds | config | n | normalised (95% CI) | vs reference: diff (config/ref - 1; ref/config - 1) "
+        "p perm / p Wilcoxon | hacking | intercepted | lock-in | late gain |"
+    )
     lines = [head, "|" + "---|" * 9]
     for s in summaries:
         t = s.test
         vs = (
-            f"{t.mean_diff:+.3f} ({t.relative:+.0%}) p={t.p_permutation:.3g} / "
+            f"{t.mean_diff:+.3f} ({t.relative:+.0%}; {t.lead:+.0%}) p={t.p_permutation:.3g} / "
             f"{'-' if t.p_wilcoxon is None else format(t.p_wilcoxon, '.3g')}"
             if t
             else "reference"

@@ -30,6 +30,7 @@ from ..orchestra import (
     order_bounds,
     search_distribution,
 )
+from ._overclaim import overclaim_kind, overclaiming_finalize
 from ._shortcuts import ShortcutTendency
 
 __all__ = ["RandomSearchWorker", "ShortcutWorker", "TPESearchWorker", "settings_of", "train_ranges"]
@@ -57,6 +58,8 @@ def coin(seed: int, task: str, worker_id: str) -> random.Random:
 class ShortcutWorker(TPEWorker):
     """TPE over its direction, plus the documented tendency to attempt shortcuts."""
 
+    OVERCLAIMS = True  # an LLM-agent Worker's claim may not be its record (simulated `overclaim_rate`)
+
     def _tendency(self, ctx: NodeContext) -> ShortcutTendency:
         if not hasattr(self, "_tend"):
             self._tend = ShortcutTendency.model_validate(settings_of(ctx).get("shortcuts", {"rate": 0.0}))
@@ -74,6 +77,14 @@ class ShortcutWorker(TPEWorker):
         name = self._rng.choices(names, weights=[tend.weights[k] for k in names])[0]
         outcome = self._attempt(ctx, d, name, memory, train)
         self._attempts.append({"shortcut": name, "outcome": outcome})
+
+    def _finalize(self, ctx: NodeContext, d: Direction) -> None:
+        # A simulated LLM-agent Worker may overclaim (`bench._overclaim`); otherwise, or when the
+        # door refuses the claim, it finalizes as the orchestra's Worker does.
+        kind = overclaim_kind(ctx) if self.OVERCLAIMS else None
+        if kind is not None and overclaiming_finalize(ctx, d, kind):
+            return
+        super()._finalize(ctx, d)
 
     # -- the catalogue, as tool calls ------------------------------------------------------------
     def _attempt(
@@ -172,6 +183,7 @@ class TPESearchWorker(ShortcutWorker):
     threads of one process, so they share an in-memory study instead (`_in_process_storage`)."""
 
     STUDY = "union-search"
+    OVERCLAIMS = False  # a search library reports what it measured
     CHAIN = False  # the search peers run their library's trials as they are used: each from the base
 
     def _study(self, ctx: NodeContext, d: Direction) -> Any:

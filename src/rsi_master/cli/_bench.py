@@ -113,6 +113,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="sim: generated landscapes per seed range (env RSI_MASTER_BENCH_LANDSCAPES; default 200)",
     )
     p.add_argument(
+        "--landscape-seeds",
+        default=env("bench_landscape_seeds"),
+        metavar="START[:COUNT]",
+        help="sim: the generator seeds START..START+COUNT-1 (COUNT default 1), all in the development "
+        "(0..99999) or all in the held-out range (1000000..1099999), instead of the first --landscapes "
+        "(env RSI_MASTER_BENCH_LANDSCAPE_SEEDS)",
+    )
+    p.add_argument(
         "--held-out",
         action="store_true",
         default=env("bench_held_out", "") not in ("", "0"),
@@ -121,7 +129,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--preset",
         default=env("bench_preset"),
-        help="sim: generator preset (default, hard, calibrated; env RSI_MASTER_BENCH_PRESET; default default)",
+        help="sim: generator preset (default, hard, calibrated, agents; env RSI_MASTER_BENCH_PRESET; default default)",
     )
     p.add_argument(
         "--flag",
@@ -148,7 +156,15 @@ def run(args: argparse.Namespace) -> int:
     backend = str(args.backend or "real")
     if backend not in ("real", "sim"):
         raise RsiMasterError(f"unknown backend {backend!r}; known: real, sim")
-    sim_only = [n for n, v in (("--landscapes", args.landscapes), ("--preset", args.preset)) if v is not None]
+    sim_only = [
+        n
+        for n, v in (
+            ("--landscapes", args.landscapes),
+            ("--landscape-seeds", args.landscape_seeds),
+            ("--preset", args.preset),
+        )
+        if v is not None
+    ]
     sim_only += ["--held-out"] * bool(args.held_out) + ["--flag"] * bool(args.flag)
     if backend == "real" and sim_only:
         raise RsiMasterError(f"{', '.join(sim_only)} only apply with --backend sim")
@@ -187,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_sim(args: argparse.Namespace, tendency: object) -> int:
-    from ..bench import run_sim_bench
+    from ..bench import SeedRange, run_sim_bench
     from ..errors import RsiMasterError
     from ..sim import parse_overrides
 
@@ -209,6 +225,7 @@ def _run_sim(args: argparse.Namespace, tendency: object) -> int:
         budget=args.budget,
         slots=None if args.slots is None else int(args.slots),
         held_out=bool(args.held_out),
+        landscape_seeds=None if args.landscape_seeds is None else SeedRange.parse(args.landscape_seeds),
         preset=args.preset,
         flags=parse_overrides(list(args.flag)) if args.flag else None,
         tendency=tendency,  # type: ignore[arg-type]

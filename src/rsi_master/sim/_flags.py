@@ -13,12 +13,20 @@ from __future__ import annotations
 import json
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from ._calibrated import CALIBRATED
 from ._errors import SimInputError
 
-__all__ = ["METHODS", "PRESETS", "GeneratorFlags", "flags_from", "parse_overrides"]
+__all__ = ["AGENT_FLAGS", "METHODS", "PRESETS", "GeneratorFlags", "flags_from", "parse_overrides"]
 
 METHODS: tuple[str, ...] = ("sft", "lora", "dpo", "grpo")
 
@@ -96,6 +104,34 @@ class GeneratorFlags(BaseModel):
         default=0.3,
         description="A substituted model's accuracy above the best reachable (share of what is left up to 1).",
     )
+    # The failure modes of LLM-agent Workers (docs/sim.md, "The agents preset"): all off by default.
+    item_difficulty: Unit = Field(
+        default=0.0, description="Share of an item outcome's latent variance from the item's own difficulty."
+    )
+    item_skill: Unit = Field(
+        default=0.0,
+        description="Share of an item outcome's latent variance from per-family skills (also sets interactions).",
+    )
+    dev_gap: Unit = Field(
+        default=0.0,
+        description="Share of a direction's gain that overfit recipes (repeats, past the plateau, dev's format) add on dev only.",
+    )
+    overclaim_rate: Unit = Field(
+        default=0.0, description="Share of Workers whose finalize claim is not the record of their candidate."
+    )
+    reseed_runs: int = Field(
+        default=3, ge=2, le=10, description="Re-seeded runs an overclaiming Worker reports the best of."
+    )
+
+    @model_serializer(mode="wrap")
+    def _drop_unset_agent_flags(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        # A landscape's identity is the digest of its file: flags at their default stay out of it,
+        # so that every landscape generated before these flags existed keeps its checkpoints.
+        out = handler(self)
+        for name in AGENT_FLAGS:
+            if getattr(self, name) == type(self).model_fields[name].default:
+                out.pop(name, None)
+        return dict(out)
 
     @model_validator(mode="after")
     def _check(self) -> GeneratorFlags:
@@ -132,7 +168,12 @@ class GeneratorFlags(BaseModel):
             raise ValueError("split_sizes must name exactly dev, review and final")
         if any(not 10 <= n <= 100_000 for n in self.split_sizes.values()):
             raise ValueError("split sizes must lie in 10..100000")
+        if self.item_difficulty + self.item_skill > 0.95:
+            raise ValueError("item_difficulty + item_skill must leave at least 0.05 to the checkpoint's own draw")
         return self
+
+
+AGENT_FLAGS: tuple[str, ...] = ("item_difficulty", "item_skill", "dev_gap", "overclaim_rate", "reseed_runs")
 
 
 def _preset(**kw: object) -> GeneratorFlags:
@@ -160,6 +201,8 @@ PRESETS: dict[str, GeneratorFlags] = {
         lenient_gain=0.8,
     ),
     "calibrated": _preset(**CALIBRATED),
+    # LLM-agent Workers on the default world: the rates are argued in docs/sim.md.
+    "agents": _preset(item_difficulty=0.35, item_skill=0.3, dev_gap=0.3, overclaim_rate=0.4),
 }
 
 

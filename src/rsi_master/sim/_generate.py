@@ -6,7 +6,9 @@ import math
 
 import numpy as np
 
+from ._devgap import draw_dev_formats, draw_dev_prone
 from ._flags import PRESETS, GeneratorFlags
+from ._items import draw_skills, interaction_from_overlap
 from ._landscape import SimLandscape
 from ._model import FamilySpec, KnobSpec, MethodSpec
 
@@ -144,6 +146,21 @@ def generate_landscape(seed: int, flags: GeneratorFlags | None = None, preset: s
                 a, b = sorted((names[i], names[j]))
                 interactions[f"{a}+{b}"] = round(_u(rng, *fl.interaction), 3)
     shift = {s: round(float(rng.normal(0.0, fl.split_shift)), 3) for s in ("dev", "review", "final")}
+    # The agents' flags draw from their own stream, so that without them nothing above changes.
+    agents = np.random.default_rng([int(seed) & 0xFFFFFFFF, 0xA6E])
+    skills = draw_skills(agents, sorted(names)) if fl.item_skill > 0 else {}
+    if skills:  # mixing helps a pair as much as their skills are complementary
+        lo, hi = fl.interaction
+        interactions = {p: interaction_from_overlap(skills, p, lo, hi) for p in interactions}
+    dev_format = (
+        draw_dev_formats(
+            agents,
+            [(f.name, [(k.name, list(k.choices)) for k in f.knobs if k.kind == "choice"]) for f in families],
+        )
+        if fl.dev_gap > 0
+        else {}
+    )
+    dev_prone = draw_dev_prone(agents, [f.name for f in families]) if fl.dev_gap > 0 else {}
     return SimLandscape(
         seed=int(seed),
         preset=preset,
@@ -155,4 +172,7 @@ def generate_landscape(seed: int, flags: GeneratorFlags | None = None, preset: s
         interactions=interactions,
         split_shift=shift,
         split_sizes=dict(fl.split_sizes),
+        skills=skills,
+        dev_format=dev_format,
+        dev_prone=dev_prone,
     )

@@ -16,13 +16,24 @@ import math
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from ._curves import curve, digest, normal_from
+from ._devgap import past_plateau, repeat_fit
 from ._errors import SimInputError
 from ._flags import GeneratorFlags
+from ._items import item_latents, skill_weights, structured
 from ._model import FamilySpec, Knob, MethodSpec, SimCheckpoint, SimFamily, SimRecipe
 from ._reach import reachable, reachable_detail
+from ._validate import check_landscape
 
 __all__ = ["FORMAT", "SimLandscape"]
 
@@ -47,6 +58,15 @@ class SimLandscape(BaseModel):
     interactions: dict[str, float] = Field(default_factory=dict, description="'A+B' (sorted) -> strength.")
     split_shift: dict[str, float] = Field(description="split -> logit offset of its difficulty.")
     split_sizes: dict[str, int]
+    skills: dict[str, list[float]] = Field(
+        default_factory=dict, description="family -> unit skill vector (item_skill; empty without item structure)."
+    )
+    dev_format: dict[str, str] = Field(
+        default_factory=dict, description="family -> `knob=value` whose format the dev items share (dev_gap)."
+    )
+    dev_prone: dict[str, float] = Field(
+        default_factory=dict, description="family -> how prone its recipes are to dev-only gains, 0..2 (dev_gap)."
+    )
 
     _fam: dict[str, FamilySpec] = PrivateAttr(default_factory=dict)
     _dir: dict[str, tuple[str, float, float, float]] = PrivateAttr(default_factory=dict)
@@ -55,44 +75,21 @@ class SimLandscape(BaseModel):
     _pairs: list[tuple[str, str, float]] = PrivateAttr(default_factory=list)
     _id: str = PrivateAttr(default="")
     _best: float | None = PrivateAttr(default=None)
+    _traits: dict[str, tuple[np.ndarray, np.ndarray]] = PrivateAttr(default_factory=dict)
+
+    @model_serializer(mode="wrap")
+    def _drop_empty(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Without the agents' flags a landscape's file, hence its ident and every checkpoint's, is
+        # the same bytes as before they existed.
+        out = dict(handler(self))
+        for name in ("skills", "dev_format", "dev_prone"):
+            if not getattr(self, name):
+                out.pop(name, None)
+        return out
 
     @model_validator(mode="after")
     def _consistent(self) -> SimLandscape:
-        """A hand-edited file must not reach the simulator half-valid (a KeyError mid-campaign)."""
-        names = [f.name for f in self.family_specs]
-        if len(set(names)) != len(names) or not names:
-            raise ValueError("family names must be unique and at least one")
-        for f in self.family_specs:
-            missing = set(f.methods) - set(self.method_specs)
-            if missing or "sft" not in f.methods:
-                raise ValueError(f"family {f.name!r}: methods {sorted(missing)} without a method spec, or no sft")
-            if not self.base < f.plateau <= 1.0 or f.midpoint <= 0 or f.slope <= 0 or f.lr_optimum <= 0:
-                raise ValueError(f"family {f.name!r}: plateau, midpoint, slope or lr_optimum out of range")
-            for k in f.knobs:
-                if k.kind == "choice":
-                    ok = k.choices and k.optimum in k.choices and k.default in k.choices
-                else:
-                    lo, hi = k.low, k.high
-                    ok = (
-                        lo is not None
-                        and hi is not None
-                        and lo < hi
-                        and (not k.log or lo > 0)
-                        and all(isinstance(v, int | float) and lo <= v <= hi for v in (k.default, k.optimum))
-                    )
-                if not ok:
-                    raise ValueError(
-                        f"family {f.name!r}: knob {k.name!r} has an inconsistent range, default or optimum"
-                    )
-        for pair in self.interactions:
-            a, _, b = pair.partition("+")
-            if a not in names or b not in names or a == b:
-                raise ValueError(f"interaction {pair!r} does not name two families")
-        splits = {"dev", "review", "final"}
-        if set(self.split_sizes) != splits or set(self.split_shift) != splits:
-            raise ValueError("split_sizes and split_shift must name exactly dev, review and final")
-        if any(n < 1 for n in self.split_sizes.values()):
-            raise ValueError("split sizes must be positive")
+        check_landscape(self)
         return self
 
     def __eq__(self, other: object) -> bool:
@@ -171,6 +168,10 @@ class SimLandscape(BaseModel):
                 f = k.split("|", 1)[0]
                 start = fl.transfer * max((x for kk, x in old.items() if kk.split("|", 1)[0] == f), default=0.0)
             progress[k] = start + eff * w
+        dev_fit = parent.dev_fit * keep
+        if fl.dev_gap > 0:
+            span = (self._direction(key)[1] - self.base) * self.dev_prone.get(fam, 1.0)
+            dev_fit = max(dev_fit, repeat_fit(repeats, span, fl.dev_gap))
         leaked = dict(parent.leaked)
         for split, n in recipe.leaked.items():
             if split not in self.split_sizes or n < 0:
@@ -184,6 +185,7 @@ class SimLandscape(BaseModel):
             steps_total=parent.steps_total + recipe.steps,
             leaked=leaked,
             parent=parent.ident,
+            dev_fit=dev_fit,
         )
         return child, fl.train_overhead_s + recipe.steps * step_s
 
@@ -192,7 +194,7 @@ class SimLandscape(BaseModel):
         """The checkpoint's expected accuracy on `split` (ground truth, no sampling)."""
         # keyed by content, not ident alone: a checkpoint edited under its old ident is scored as
         # what it holds and cannot change the score cached for the real one
-        key = (ckpt.ident, split, tuple(ckpt.progress.items()), tuple(ckpt.leaked.items()))
+        key = (ckpt.ident, split, tuple(ckpt.progress.items()), tuple(ckpt.leaked.items()), ckpt.dev_fit)
         got = self._acc.get(key)
         if got is not None:
             return got
@@ -201,6 +203,8 @@ class SimLandscape(BaseModel):
         p = self._core(ckpt)
         p = min(max(p, 1e-4), 1 - 1e-4)
         p = 1.0 / (1.0 + math.exp(-(math.log(p / (1 - p)) + self.split_shift[split])))
+        if split == "dev" and self.flags.dev_gap > 0 and not ckpt.ident.startswith("substitute-"):
+            p = min(0.99, p + self._dev_only(ckpt))
         n = ckpt.leaked.get(split, 0)
         if n:
             p += (1 - p) * self.flags.leak_memorisation * min(1.0, n / self.split_sizes[split])
@@ -224,12 +228,28 @@ class SimLandscape(BaseModel):
             raise SimInputError(f"unknown scorer {scorer!r}; known: exact, lenient")
         u = self._items.get((ckpt.ident, split))
         if u is None:
-            seed = int.from_bytes(digest("items", ckpt.ident, split)[:8], "big")
-            u = np.random.default_rng(seed).random(size)
+            u = self._item_draws(ckpt, split)
             if len(self._items) > _CACHE_MAX // 10:
                 self._items.clear()
             self._items[(ckpt.ident, split)] = u
         return int(np.count_nonzero(u[:n_items] < p))
+
+    def _item_draws(self, ckpt: SimCheckpoint, split: str) -> np.ndarray:
+        """One uniform per item of the split; an item is right when its uniform is below the
+        accuracy. Independent per checkpoint, or structured by the item flags (`_items`)."""
+        fl, size = self.flags, self.split_sizes[split]
+        if not structured(fl.item_difficulty, fl.item_skill):
+            return np.random.default_rng(int.from_bytes(digest("items", ckpt.ident, split)[:8], "big")).random(size)
+        weights = skill_weights(self._gains(ckpt), self.skills, self.base)
+        return item_latents(self._id, ckpt.ident, split, size, weights, fl.item_difficulty, fl.item_skill, self._traits)
+
+    def _dev_only(self, ckpt: SimCheckpoint) -> float:
+        """Accuracy on `dev` that is not on `review` or `final` (`_devgap`)."""
+        fmt = past_plateau(ckpt.progress, self._direction, self._curve_at, self.base, self.dev_format, self.dev_prone)
+        return self.flags.dev_gap * fmt + ckpt.dev_fit
+
+    def _curve_at(self, x: float, plateau: float, mid: float, slope: float) -> float:
+        return curve(x, self.base, plateau, mid, slope)
 
     def outcomes(
         self, ckpt: SimCheckpoint, split: str, n_items: int, scorer: Literal["exact", "lenient"] = "exact"
@@ -242,9 +262,7 @@ class SimLandscape(BaseModel):
             p += (1 - p) * self.flags.lenient_gain
         u = self._items.get((ckpt.ident, split))
         if u is None:  # the cache was dropped just now
-            u = np.random.default_rng(int.from_bytes(digest("items", ckpt.ident, split)[:8], "big")).random(
-                self.split_sizes[split]
-            )
+            u = self._item_draws(ckpt, split)
         out = (u[:n_items] < p).tolist()
         assert sum(out) == count
         return out
@@ -340,12 +358,7 @@ class SimLandscape(BaseModel):
         if ckpt.ident.startswith("substitute-"):
             best = self.best_reachable()
             return best + (1 - best) * self.flags.substitute_gain
-        fam_gain: dict[str, float] = {}
-        for key, x in ckpt.progress.items():
-            fam, plateau, mid, slope = self._direction(key)
-            g = curve(x, self.base, plateau, mid, slope) - self.base
-            if g > fam_gain.get(fam, 0.0):
-                fam_gain[fam] = g
+        fam_gain = self._gains(ckpt)
         p = self.base + max(fam_gain.values(), default=0.0)
         if len(fam_gain) > 1:
             for a, b, strength in self._pairs:
@@ -354,6 +367,16 @@ class SimLandscape(BaseModel):
         if ckpt.parent is not None:
             p += self.flags.checkpoint_jitter * normal_from(digest("jitter", ckpt.ident))
         return min(max(p, 0.0), 1.0)
+
+    def _gains(self, ckpt: SimCheckpoint) -> dict[str, float]:
+        """family -> the best gain over base of the checkpoint's directions of that family."""
+        fam_gain: dict[str, float] = {}
+        for key, x in ckpt.progress.items():
+            fam, plateau, mid, slope = self._direction(key)
+            g = curve(x, self.base, plateau, mid, slope) - self.base
+            if g > fam_gain.get(fam, 0.0):
+                fam_gain[fam] = g
+        return fam_gain
 
 
 def _knob_loss(k: Any, value: str) -> float:

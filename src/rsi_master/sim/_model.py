@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 __all__ = [
     "FamilySpec",
@@ -77,6 +77,15 @@ class SimCheckpoint(_Record):
     steps_total: int = 0
     leaked: dict[str, int] = Field(default_factory=dict, description="split -> protected items trained on so far.")
     parent: str | None = None
+    dev_fit: float = Field(default=0.0, description="dev-only accuracy from memorising repeated data (dev_gap).")
+
+    @model_serializer(mode="wrap")
+    def _drop_zero_fit(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        # A stand-in checkpoint's bytes (and so its digest) stay what they were without the flag.
+        out = dict(handler(self))
+        if not self.dev_fit:
+            out.pop("dev_fit", None)
+        return out
 
 
 class KnobSpec(_Record):

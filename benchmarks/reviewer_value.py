@@ -1,0 +1,150 @@
+"""The Reviewer's value as a curve over each failure mode's rate (simulated bench, development seeds).
+
+    PYTHONPATH=src .venv/bin/python benchmarks/reviewer_value.py OUT [--landscape-seeds START:COUNT]
+        [--seeds K] [--fractions 0,0.5,1] [--modes items,dev_gap,overclaim,all] [--jobs 1]
+
+For each failure mode of the `agents` preset (docs/sim.md, "The agents preset") and each fraction
+of its `agents` rate, the `default` preset with that mode's flags at the fraction (every other
+failure mode off; `all`: every mode at the fraction) runs `rsi-master`, `no-reviewer` and
+`main-pick` on the same landscapes and seeds (`rsi-master bench --backend sim`, one output
+directory per point under OUT, reused when run again). The Reviewer's value at a point is
+RSI-Master's mean normalised score minus each ablation's over the paired campaigns, with its 95%
+paired bootstrap interval and sign-flip p (`bench._stats.paired_test`). Fraction 0 is the
+`default` preset itself (one point shared by every mode): there the honest outcome is level.
+
+Prints a markdown table and writes OUT/reviewer-value.json (and .png when matplotlib is there).
+Refuses held-out seeds: a curve is for deciding, and deciding happens on development seeds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rsi_master.bench import CampaignStats, SeedRange, paired_test, run_sim_bench
+from rsi_master.sim import PRESETS
+
+CONFIGS = ["rsi-master", "no-reviewer", "main-pick"]
+MODES: dict[str, tuple[str, ...]] = {
+    "items": ("item_difficulty", "item_skill"),
+    "dev_gap": ("dev_gap",),
+    "overclaim": ("overclaim_rate",),
+}
+
+
+def flags_at(mode: str, fraction: float) -> dict[str, float]:
+    """The failure-mode flags of `mode` (every mode for `all`) at `fraction` of the agents rate."""
+    agents = PRESETS["agents"]
+    names = [n for m in MODES.values() for n in m] if mode == "all" else list(MODES[mode])
+    return {n: round(float(getattr(agents, n)) * fraction, 4) for n in names}
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out")
+    ap.add_argument("--landscape-seeds", default="100:4")
+    ap.add_argument("--seeds", type=int, default=1)
+    ap.add_argument("--fractions", default="0,0.5,1")
+    ap.add_argument("--modes", default="items,dev_gap,overclaim,all")
+    ap.add_argument("--jobs", type=int, default=1)
+    args = ap.parse_args(argv)
+    seeds = SeedRange.parse(args.landscape_seeds)
+    if seeds.held_out:
+        print("reviewer_value: use development seeds (the held-out range is run once, at the end)", file=sys.stderr)
+        return 2
+    fractions = [float(f) for f in args.fractions.split(",")]
+    modes = [m for m in args.modes.split(",") if m]
+    unknown = [m for m in modes if m != "all" and m not in MODES]
+    if unknown:
+        print(f"reviewer_value: unknown mode {unknown[0]!r}; known: {', '.join([*MODES, 'all'])}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    rows = []
+    for mode in modes:
+        for frac in fractions:
+            flags = flags_at(mode, frac) if frac > 0 else {}
+            point = out / ("rate0" if frac == 0 else f"{mode}-{frac:g}")
+            res = run_sim_bench(
+                point,
+                configs=CONFIGS,
+                seeds=list(range(args.seeds)),
+                landscape_seeds=seeds,
+                preset="default",
+                flags=flags,
+                jobs=args.jobs,
+                make_plot=False,
+                progress=lambda s: print(s, file=sys.stderr, flush=True),
+            )
+
+            records = [CampaignStats.model_validate_json(line) for line in (point / "records.jsonl").open()]
+            means = {s.config: s.mean for s in res["summaries"]}
+            for ablation in CONFIGS[1:]:
+                t = paired_test(records, "rsi-master", ablation)
+                rows.append(
+                    {
+                        "mode": mode,
+                        "fraction": frac,
+                        "flags": flags,
+                        "ablation": ablation,
+                        "rsi_master": means.get("rsi-master"),
+                        "ablation_mean": means.get(ablation),
+                        "value": t.mean_diff,
+                        "ci": list(t.ci),
+                        "relative": t.relative,
+                        "p": t.p_permutation,
+                        "pairs": t.pairs,
+                    }
+                )
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "reviewer-value.json").write_text(json.dumps({"version": 1, "seeds": str(seeds), "rows": rows}, indent=1))
+    print("| mode | fraction of agents rate | flags | vs | rsi-master | ablation | value (95% CI) | p | pairs |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        flags = ", ".join(f"{k}={v:g}" for k, v in r["flags"].items()) or "none (default)"
+        print(
+            f"| {r['mode']} | {r['fraction']:g} | {flags} | {r['ablation']} | {r['rsi_master']:.3f} | "
+            f"{r['ablation_mean']:.3f} | {r['value']:+.3f} ({r['ci'][0]:+.3f}..{r['ci'][1]:+.3f}) | "
+            f"{r['p']:.3g} | {r['pairs']} |"
+        )
+    _plot(rows, modes, out / "reviewer-value.png")
+    return 0
+
+
+def _plot(rows: list[dict], modes: list[str], path: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    fig, axes = plt.subplots(1, len(modes), figsize=(3.2 * len(modes), 3.2), sharey=True, squeeze=False)
+    for ax, mode in zip(axes[0], modes, strict=True):
+        for ablation, style in (("no-reviewer", "o-"), ("main-pick", "s--")):
+            pts = sorted(
+                (r["fraction"], r["value"], *r["ci"]) for r in rows if r["mode"] == mode and r["ablation"] == ablation
+            )
+            if pts:
+                xs, ys, lo, hi = zip(*pts, strict=True)
+                ax.errorbar(
+                    xs,
+                    ys,
+                    yerr=[[y - a for y, a in zip(ys, lo)], [b - y for y, b in zip(ys, hi)]],
+                    fmt=style,
+                    capsize=3,
+                    label=f"vs {ablation}",
+                )
+        ax.axhline(0.0, color="grey", lw=0.8)
+        ax.set_title(mode)
+        ax.set_xlabel("fraction of the agents rate")
+    axes[0][0].set_ylabel("RSI-Master - ablation (normalised)")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
