@@ -21,19 +21,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..events import Combine, Continue, Revise, Significance
+from ..events import Combine, Continue, Revise
 from ..expos import ToolError
 from ._protocols import NodeContext, reviewer_agent
+from ._review_gain import EVAL_SECONDS, floor_score, last_step
 from ._review_report import Report
-from ._stats import ALPHA, claim_test, complementarity, gain_test, paired_gain
+from ._stats import ALPHA, claim_test, complementarity
 
 __all__ = ["CLAIM_ALPHA", "EvidenceReviewer"]
 
 # A claim is flagged as exceeding a fresh measurement only below this p: a Worker's best of
 # several trials on `dev` is an honest maximum that exceeds `review` by some noise of its own.
 CLAIM_ALPHA = 0.01
-# Time one review evaluation may take, held back before starting one near the deadline.
-EVAL_SECONDS = 20.0
 
 
 @reviewer_agent("evidence")
@@ -42,7 +41,7 @@ class EvidenceReviewer:
         scope: list[str] = list(ctx.brief["scope"])
         conclusions: dict[str, dict[str, Any]] = ctx.brief.get("conclusions", {})
         r = Report()
-        floor = _floor(ctx)
+        floor = floor_score(ctx)
         review: dict[str, tuple[str, float]] = {}  # experiment -> (worker, review score)
         for w in scope:
             c = conclusions.get(w)
@@ -221,7 +220,7 @@ class EvidenceReviewer:
             "review",
             score,
         )
-        sig = _last_step(ctx, w, xid, insp.parent, score, n, floor, r)
+        sig = last_step(ctx, w, xid, insp.parent, score, n, floor, r)
         if sig is None or not wrong:
             return score
         gained = sig.p < ALPHA
@@ -336,60 +335,3 @@ class EvidenceReviewer:
                 "audit",
                 xids,
             )
-
-
-def _last_step(
-    ctx: NodeContext, w: str, xid: str, parent: str, score: float, n: int, floor: float | None, r: Report
-) -> Significance | None:
-    """The gain of `xid` over what it was trained from: paired on `review` items against a parent
-    experiment (scored on `review` first if it was not), or against the run's least trained
-    checkpoints (`_floor`) for one trained from the base; a regression is also its own finding."""
-    if parent == "base":
-        return gain_test(score, n, floor, n, "base") if floor is not None else None
-    try:
-        p = ctx.call("experiment.inspect", {"experiment_id": parent, "sample_rows": 0})
-    except ToolError as exc:  # a parent that is no experiment of the run is a finding, not a crash
-        r.add(
-            "violations",
-            f"{xid}: its parent {parent} cannot be inspected: {exc}",
-            "unsupported",
-            "gain",
-            [xid],  # the parent is no experiment of the run (`foreign` weights): named in the text only
-            [w],
-        )
-        return None
-    prev = next((float(e["score"]) for e in p.evaluations if e.get("split") == "review"), None)
-    if prev is None and ctx.time_left() >= EVAL_SECONDS:
-        try:  # a fresh measurement of the parent, on the same items, is what a gain is measured against
-            prev = float(ctx.call("eval.review", {"experiment_id": parent}).score)
-        except ToolError:
-            prev = None
-    if prev is None:
-        return None
-    if score < prev:
-        r.add(
-            "regressions",
-            f"{xid} review {score:.3f} is below its parent {parent} ({prev:.3f})",
-            "supported",
-            "regression",
-            [xid, parent],
-            [w],
-            r.review_seq.get(xid, []),
-        )
-    try:
-        cmp = ctx.call("eval.compare", {"experiment_a": xid, "experiment_b": parent, "split": "review"})
-    except ToolError:
-        return gain_test(score, n, prev, n, parent)
-    m = cmp.both_right + len(cmp.only_a) + len(cmp.only_b) + cmp.both_wrong
-    return paired_gain(m, len(cmp.only_a), len(cmp.only_b), parent)
-
-
-def _floor(ctx: NodeContext) -> float | None:
-    """The closest measurement of the base model's score: no run scores its base, and its least
-    trained checkpoints (the Workers' short measuring trials) are the lowest `dev` scores it holds."""
-    scores = [
-        s
-        for x in ctx.expos.projection().state.experiments.values()
-        if x.status == "completed" and (s := x.dev_score()) is not None
-    ]
-    return min(scores) if scores else None
