@@ -36,10 +36,15 @@ def _reviewed(expos, xid: str, right: list[bool]) -> None:
     )
 
 
-def _review(expos, outcomes: dict[str, tuple[float, list[bool]]], claims: dict[str, list] | None = None):
+def _review(
+    expos,
+    outcomes: dict[str, tuple[float, list[bool]]],
+    claims: dict[str, list] | None = None,
+    existing: dict[str, str] | None = None,
+):
     """Workers w1, w2, ... each with one fake experiment (dev score, review outcomes), finalized,
     then reviewed by the EvidenceReviewer: (experiment ids, the review.submit payload, its
-    typed recommendations)."""
+    typed recommendations). `existing` names a Worker's experiment recorded beforehand."""
     xids = {}
     for w, (dev, right) in outcomes.items():
         if w not in load_state(expos).workers:
@@ -48,7 +53,7 @@ def _review(expos, outcomes: dict[str, tuple[float, list[bool]]], claims: dict[s
                 "worker.add",
                 {"worker_id": w, "task": "t", "predecessors": [], "direction": {"family": "answer_only"}},
             )
-        xids[w] = fake_experiment(expos, w, dev)
+        xids[w] = (existing or {}).get(w) or fake_experiment(expos, w, dev)
         _reviewed(expos, xids[w], right)
     conclusions = {}
     for w, (dev, _) in outcomes.items():
@@ -276,3 +281,27 @@ def test_a_candidate_with_foreign_weights_is_a_violation_not_a_failed_review(tmp
         assert f"{x1}: its parent foreign cannot be inspected" in violation
         findings = [Finding.model_validate(f) for f in rev.payload["findings"]]
         assert all("foreign" not in f.experiment_ids for f in findings)
+
+
+def test_a_continuation_is_measured_against_the_checkpoint_its_worker_started_from(tmp_path):
+    from rsi_master.expos import Unguarded
+
+    with new_run(tmp_path, guards=Unguarded()) as expos:
+        for w in ("w1", "w2"):
+            expos.call(
+                MAIN,
+                "worker.add",
+                {"worker_id": w, "task": "t", "predecessors": [], "direction": {"family": "answer_only"}},
+            )
+        start = fake_experiment(expos, "w1", 0.5)  # w1's verified checkpoint, which w2 continued
+        _reviewed(expos, start, _items(40, range(20)))
+        # w2 trained twice from it; its candidate solves 12 more items and loses none, its
+        # intermediate step solved 2 more: the Worker's whole step is what is measured.
+        mid = fake_experiment(expos, "w2", 0.55, parent=start)
+        top = fake_experiment(expos, "w2", 0.8, parent=mid)
+        _reviewed(expos, mid, _items(40, range(22)))
+        _, rev, recs = _review(expos, {"w2": (0.8, _items(40, range(32)))}, claims=None, existing={"w2": top})
+        (gain,) = [Finding.model_validate(f) for f in rev["findings"] if f["kind"] == "gain"]
+        assert gain.significance.reference == start and gain.significance.effect == 12 / 40
+        assert gain.significance.p < 0.001 and gain.status == "supported"
+        assert [(r.experiment_id, r.significance.reference) for r in recs if isinstance(r, Continue)] == [(top, start)]
