@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..events import Combine, Continue, Revise
+from ..events import Combine, Continue
 from ..expos import ToolError
 from ._protocols import NodeContext, reviewer_agent
 from ._review_gain import EVAL_SECONDS, floor_score, last_step
@@ -68,8 +68,13 @@ class EvidenceReviewer:
             self._claims(ctx, w, c, review, r)
         self._compare(ctx, review, r)
         self._audit(ctx, list(review), r)
-        verdict = "pass" if review and not r.violations else "fail"
-        if verdict == "pass" and not r.recommendations and not r.regressions:
+        # A claim that does not hold is the Worker's report, not its checkpoint: it is named (and
+        # weighs that Worker's claims down, `reports.claim_weights`) but fails nothing; what a
+        # candidate's integrity or provenance contradicts fails the review.
+        integrity = [f for f in r.findings if f.status == "unsupported" and f.kind != "claim"]
+        verdict = "pass" if review and not integrity else "fail"
+        unsupported = any(f.status == "unsupported" for f in r.findings)
+        if verdict == "pass" and not r.recommendations and not r.regressions and not unsupported:
             r.add(
                 "supported",
                 f"nothing to act on beyond the evaluation noise among {', '.join(sorted(review))}: no last step "
@@ -85,7 +90,6 @@ class EvidenceReviewer:
     @staticmethod
     def _claims(ctx: NodeContext, w: str, c: dict[str, Any], review: dict[str, tuple[str, float]], r: Report) -> None:
         candidates = set(c.get("candidates", []))
-        flagged: list[str] = []
         for claim in c.get("claims", []):
             xid, score = claim["experiment_id"], float(claim["score"])
             try:
@@ -99,14 +103,12 @@ class EvidenceReviewer:
                     [xid],
                     [w],
                 )
-                flagged.append(xid)
                 continue
             dev = next((e for e in insp.evaluations if e.get("split") == "dev"), None)
             if insp.owner != w:
                 r.add(
                     "violations", f"{w} claims {xid}, which belongs to {insp.owner}", "unsupported", "claim", [xid], [w]
                 )
-                flagged.append(xid)
                 continue
             if xid not in candidates:
                 r.add(
@@ -119,7 +121,6 @@ class EvidenceReviewer:
                     [w],
                     [int(dev["seq"])] if dev else [],
                 )
-                flagged.append(xid)
                 continue
             if dev is None:
                 r.add(
@@ -130,7 +131,6 @@ class EvidenceReviewer:
                     [xid],
                     [w],
                 )
-                flagged.append(xid)
                 continue
             recorded, n_dev, seq = float(dev["score"]), int(dev.get("n_samples") or 0), int(dev["seq"])
             # Within half an item of the record is rounding; beyond it the claim is not the record's.
@@ -146,7 +146,6 @@ class EvidenceReviewer:
                     "dev",
                     recorded,
                 )
-                flagged.append(xid)
                 continue
             r.evidence.append(seq)
             fresh = review.get(xid)
@@ -178,15 +177,6 @@ class EvidenceReviewer:
                 "dev",
                 recorded,
                 sig,
-            )
-        if flagged:
-            r.recommendations.append(
-                Revise(
-                    action="revise",
-                    worker_id=w,
-                    experiment_ids=flagged,
-                    reason=f"its claims on {', '.join(flagged)} do not hold on the records; redo its direction",
-                )
             )
 
     # -- one candidate on review: its score, its last step, what is left ------------------------
