@@ -118,8 +118,12 @@ def test_late_a_slot_does_not_go_to_a_lineage_far_below_the_leader_when_the_lead
 
 def test_late_a_lineage_whose_last_step_measured_no_gain_is_not_continued(tmp_path):
     def extra(x1, x2):
-        gain = {"claim": "c", "status": "uncertain", "kind": "gain", "experiment_ids": [x1], "worker_ids": ["w1"]}
-        return [{**gain, "significance": _sig("gain", 0.4)}], []
+        gain = {"claim": "c", "status": "uncertain", "kind": "gain", "worker_ids": ["w1"]}
+        # x1 gained nothing; x2's gain is inside the noise (p = 0.3) but a gain: it is continued.
+        return [
+            {**gain, "experiment_ids": [x1], "significance": _sig("gain", 0.6, effect=-0.01)},
+            {**gain, "experiment_ids": [x2], "significance": _sig("gain", 0.3, effect=0.02)},
+        ], []
 
     expos, main, _, _, x1, x2 = _run(tmp_path, "nogain", (0.80, 0.78), extra=extra)
     with expos:

@@ -7,7 +7,12 @@ A lineage is passed over when it cannot matter there:
 - far below the leader: its `review` score more than `FAR_SE` standard errors (binomial, at the
   split's item count) below the best verified one, so that taking the leader's lineage is no
   reason to train it (a slot on such a lineage bought nothing the selection could use);
-- no measured gain: a review tested its last step and the gain was inside the noise (`ALPHA`);
+- no measured gain: a review measured its last step (the candidate against the checkpoint its
+  Worker started from) and it gained nothing (an effect of zero or less). A gain inside the noise
+  is not enough to stop: a lineage's steps are each small against a 50-item split's noise, and
+  passing over the leader's for want of significance cost a simulated campaign 0.12 of its final;
+  the Reviewer recommends `continue` only beyond the noise, the Main's own continuation does not
+  wait for it;
 - plateaued: its direction's learning curve forecasts less than one standard error of a `dev`
   score from another allowance (`Evidence.checkpoint_outlook`), even one standard deviation of the
   forecast up, on a curve of at least `PLATEAU_POINTS` measurements.
@@ -21,7 +26,7 @@ from . import _reports as reports
 from ._evidence import Evidence
 from ._graph import ResearchGraph, WorkerNode
 from ._protocols import MainContext
-from ._stats import ALPHA, standard_error
+from ._stats import standard_error
 
 __all__ = ["FAR_SE", "PLATEAU_POINTS", "late_worth"]
 
@@ -47,8 +52,8 @@ def late_worth(
         if score.get(xid, lead) < bar:
             return f"{xid} review {score[xid]:.3f} is more than {FAR_SE:g} se below the leader's {lead:.3f}"
         g = tested.get(xid)
-        if g is not None and g.p >= ALPHA:
-            return f"{xid}'s last step gained {g.effect:+.3f} over {g.reference}, inside the noise (p={g.p:.2g})"
+        if g is not None and g.effect <= 0:
+            return f"{xid}'s last step measured no gain over {g.reference} ({g.effect:+.3f}, p={g.p:.2g})"
         now = evidence.checkpoint_outlook(xid, w.direction, 0.0)
         more = evidence.checkpoint_outlook(xid, w.direction, seconds)
         # Optimistic (one standard deviation of the forecast up), and only on a curve of
