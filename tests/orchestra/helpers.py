@@ -25,12 +25,13 @@ def new_run(
     prior: Any = None,
     seed: int = 0,
     eval_limit: int = 5,
+    guards: Any = None,
 ) -> ExpOS:
     """A run as `start_run` records it; `prior` (a landscape file, `shipped` or a `Landscape`)
     is stored in it and named in its settings, as `start_run(prior=...)` does."""
     from rsi_master.orchestra._prior import read_prior, store_prior
 
-    expos = ExpOS.create(tmp_path / name, task, eval_limit=eval_limit)
+    expos = ExpOS.create(tmp_path / name, task, eval_limit=eval_limit, guards=guards)
     settings: dict[str, Any] = {
         "version": 1,
         "task": task,

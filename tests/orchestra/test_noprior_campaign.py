@@ -81,7 +81,9 @@ def test_the_prior_free_main_finds_the_late_bloomer_and_spends_on_it(tmp_path):
     # every family was tried, and the late bloomer, at zero for its first 1,500 examples, ends
     # far above the early leader's plateau: the Main kept training it while it scored nothing
     assert set(spend) == set(TRUTH)
-    assert best["chain_then_answer"] > best["answer_only"] + 0.3
+    # (0.58 against 0.30: the last allowance, whose curve forecast +0.014 inside a 50-item score's
+    # noise of 0.07, is no longer trained late, `_main_late`)
+    assert best["chain_then_answer"] > best["answer_only"] + 0.25
     # and the budget went where the gain was: more training on it than on either other family
     assert spend["chain_then_answer"] > max(spend["answer_only"], spend["quote_then_answer"])
     assert "continue" in actions

@@ -21,10 +21,12 @@ __all__ = [
     "Combine",
     "Continue",
     "Finding",
+    "FindingKind",
     "Hyperparameters",
     "Recipe",
     "Recommendation",
     "Revise",
+    "Significance",
     "Source",
     "Stop",
     "Verdict",
@@ -78,6 +80,33 @@ class Recipe(_Message):
         return v
 
 
+class Significance(_Message):
+    """A test a finding or recommendation rests on: the measured effect, the noise it is compared
+    with, and the one-sided p of the effect under the null (no complementarity, no gain, an
+    honest claim)."""
+
+    test: Literal["complementarity", "gain", "claim"] = Field(
+        description="complementarity: items only the second checkpoint solves, against what the two scores predict "
+        "under independence (hypergeometric); gain: a checkpoint's score over what it was trained from (paired on "
+        "items where both were scored); claim: a claimed score over a fresh measurement of it."
+    )
+    effect: float = Field(
+        description="Observed minus what the null predicts: items for complementarity, score for gain and claim."
+    )
+    noise: float = Field(ge=0, description="Standard error of the effect under the null, in the effect's unit.")
+    p: float = Field(ge=0, le=1, description="One-sided p value of an effect at least this large under the null.")
+    n: int = Field(ge=0, description="Evaluation items the test ran on.")
+    reference: str | None = Field(
+        default=None, description="What the effect is measured against: an experiment id, `base`, or a split."
+    )
+
+
+FindingKind = Literal["claim", "score", "gap", "gain", "regression", "comparison", "audit", "coverage", "nothing"]
+"""What a finding checked: a Worker's claim, a candidate's `review` score, a dev/review gap, a
+lineage's last step (gain or regression), a comparison of two Workers' candidates, the integrity
+audit, what could not be checked (`coverage`), or nothing to act on (`nothing`)."""
+
+
 class Finding(_Message):
     """One checked statement of a review, with the records it rests on."""
 
@@ -95,6 +124,10 @@ class Finding(_Message):
     )
     split: Literal["dev", "review"] | None = Field(default=None, description="Split of the score below, if any.")
     score: float | None = Field(default=None, description="The score the records show, if it is about one.")
+    kind: FindingKind | None = Field(default=None, description="What was checked (absent in schema v1/v2 records).")
+    significance: Significance | None = Field(
+        default=None, description="The test it rests on, if any (absent in schema v1/v2 records)."
+    )
 
 
 class Continue(_Message):
@@ -104,6 +137,11 @@ class Continue(_Message):
     experiment_id: Name = Field(description="The checkpoint to continue from.")
     worker_id: Name = Field(description="The Worker whose candidate it is.")
     reason: Text = Field(min_length=1, description="Why, in words.")
+    significance: Significance | None = Field(
+        default=None,
+        description="The gain of the checkpoint's last step over the evaluation noise (absent: untested, as in "
+        "schema v1/v2 records).",
+    )
 
     def text(self) -> str:
         return f"continue {self.experiment_id} {self.worker_id}: {self.reason}"
@@ -118,6 +156,11 @@ class Combine(_Message):
         default_factory=list, max_length=LIST_MAX, description="Their checkpoints compared."
     )
     reason: Text = Field(min_length=1, description="Why, in words (what each solves that the other misses).")
+    significance: Significance | None = Field(
+        default=None,
+        description="The complementarity test on the two checkpoints' per-sample outcomes (absent: untested, as in "
+        "schema v1/v2 records).",
+    )
 
     def text(self) -> str:
         return f"combine {' '.join(self.worker_ids)}: {self.reason}"

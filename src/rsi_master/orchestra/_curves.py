@@ -75,34 +75,45 @@ def _variance(y: float, n_items: float) -> float:
     return p * (1.0 - p) / max(1.0, n_items)
 
 
-def _pooled(pts: list[tuple[float, float]]) -> list[tuple[float, float, int]]:
-    """(training, mean score, count): at most `MAX_POINTS` pools of neighbouring points."""
+def _pooled(pts: list[tuple[float, float, float]]) -> list[tuple[float, float, float]]:
+    """(training, mean score, weight): at most `MAX_POINTS` pools of neighbouring (training, score,
+    weight) points, each pool's score weighted and its weight the sum of its points'."""
     pts = sorted(pts)
     k = -(-len(pts) // MAX_POINTS)  # points per pool
     out = []
     for i in range(0, len(pts), k):
         part = pts[i : i + k]
-        out.append((sum(t for t, _ in part) / len(part), sum(y for _, y in part) / len(part), len(part)))
+        w = sum(c for _, _, c in part)
+        out.append((sum(t for t, _, _ in part) / len(part), sum(y * c for _, y, c in part) / w, w))
     return out
 
 
-def forecast(points: Iterable[tuple[float, float]], at: float, *, floor: float = 0.0, n_items: int = 50) -> Forecast:
+def forecast(
+    points: Iterable[tuple[float, float] | tuple[float, float, float]],
+    at: float,
+    *,
+    floor: float = 0.0,
+    n_items: int = 50,
+) -> Forecast:
     """The forecast at `at` training examples from measured (examples, score) `points` of one
-    direction; `floor` is the score before any training, `n_items` the items a score was
-    measured on. Without points: the floor, with the widest spread the headroom allows (a
-    uniform guess over [floor, 1]). Remembered: the Main asks again at every decision, and a
-    direction's points change only when one of its experiments ends."""
-    return _forecast(tuple(sorted((float(t), float(y)) for t, y in points)), float(at), float(floor), int(n_items))
+    direction, each optionally with a weight in (0, 1] (a point of weight w counts as measured on
+    w x `n_items` items: a Worker whose claims a review contradicted); `floor` is the score
+    before any training, `n_items` the items a score was measured on. Without points: the floor,
+    with the widest spread the headroom allows (a uniform guess over [floor, 1]). Remembered: the
+    Main asks again at every decision, and a direction's points change only when one of its
+    experiments ends."""
+    pts = tuple(sorted((float(p[0]), float(p[1]), float(p[2]) if len(p) > 2 else 1.0) for p in points))
+    return _forecast(pts, float(at), float(floor), int(n_items))
 
 
 @lru_cache(maxsize=4096)
-def _forecast(points: tuple[tuple[float, float], ...], at: float, floor: float, n_items: int) -> Forecast:
+def _forecast(points: tuple[tuple[float, float, float], ...], at: float, floor: float, n_items: int) -> Forecast:
     a = min(max(float(floor), 0.0), 1.0)
     room = 1.0 - a
     # The prior of the headroom b: uniform over [0, room] (as a normal of its mean and variance,
     # conjugate to the fit), so that a curve the points say nothing about forecasts that guess.
     b0, v0 = room / 2, max(room * room / 12, 1e-12)
-    raw = [(max(0.0, float(t)), min(max(float(y), 0.0), 1.0)) for t, y in points]
+    raw = [(max(0.0, t), min(max(y, 0.0), 1.0), min(max(w, 1e-3), 1.0)) for t, y, w in points]
     if not raw:
         return Forecast(mean=a + b0, std=math.sqrt(v0), n=0, parts=((1.0, a + b0, math.sqrt(v0)),))
     pooled = _pooled(raw)

@@ -2,8 +2,9 @@
 
 Every completed experiment with a `dev` score is a point (training examples behind its
 checkpoint, score) of its Worker's direction (`Direction.key()`: continuations of a lineage
-share their direction's key, so a lineage's points accumulate along it). `_curves.forecast`
-extrapolates each direction's points to the training one more Worker allowance adds, and the
+share their direction's key, so a lineage's points accumulate along it; a Worker whose claim
+a review found beyond the noise of a fresh measurement has its points weighed less,
+`reports.claim_weights`). `_curves.forecast` extrapolates each direction's points to the training one more Worker allowance adds, and the
 Main allocates by expected gain: the expected improvement over the best verified score
 (`Forecast.gain`), over every curve the evidence allows, so that a lineage that may still
 turn (few points, or climbing) outbids a leader that has flattened, and one that has stayed
@@ -17,6 +18,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from . import _reports as reports
 from ._curves import Forecast, forecast
 from ._directions import Direction
 from ._graph import ResearchGraph
@@ -44,13 +46,17 @@ class Evidence:
         self.trained: dict[str, tuple[str, dict[str, Any]]] = {
             x.id: (x.parent, x.spec if isinstance(x.spec, dict) else {}) for x in st.experiments.values()
         }
-        self.points: dict[str, list[tuple[float, float]]] = {}
+        # A Worker whose claim a review's fresh measurement contradicted: its points count less.
+        weight = reports.claim_weights(graph)
+        self.points: dict[str, list[tuple[float, float, float]]] = {}
         scores: list[float] = []
         for x in st.experiments.values():
             dev = x.dev_score()
             if x.status != "completed" or dev is None or not math.isfinite(dev) or x.owner not in key_of:
                 continue
-            self.points.setdefault(key_of[x.owner], []).append((float(lineage_examples(self.trained, x.id)), dev))
+            self.points.setdefault(key_of[x.owner], []).append(
+                (float(lineage_examples(self.trained, x.id)), dev, weight.get(x.owner, 1.0))
+            )
             scores.append(float(dev))
         # The score before training: no run scores its base on `dev`, and its least-trained
         # checkpoints (the short measuring trials) are the closest measurement of it.

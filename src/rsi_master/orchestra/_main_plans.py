@@ -12,6 +12,7 @@ from . import _reports as reports
 from ._directions import Direction, Range
 from ._evidence import UNSEEN_STD, Evidence
 from ._graph import ResearchGraph, WorkerNode
+from ._main_late import late_worth
 from ._main_ranking import Ranking
 from ._protocols import MainContext
 from ._seeds import continue_seed, redo_seed, worker_seed
@@ -119,7 +120,7 @@ class Plans(Ranking):
         for r in sorted(graph.reviewers.values(), key=lambda r: r.report_seq or 0):
             if not r.done or reports.verdict(r) == "fail" or self._acted(graph, r.report_seq, "revise"):
                 continue
-            if not any(isinstance(x, Continue) for x in reports.recommendations(r)):
+            if not any(isinstance(x, Continue) and reports.carried(x) for x in reports.recommendations(r)):
                 continue
             lead = self._leader(ctx, graph, r)
             if lead is None or {lead[0], lead[2].id} & reports.stopped(graph):
@@ -159,7 +160,7 @@ class Plans(Ranking):
                     [r.report_seq],
                     {"worker": wid, "review": r.id, "answers": r.report_seq},
                 )
-            crit = [x for x in recs if isinstance(x, Continue)]
+            crit = [x for x in recs if isinstance(x, Continue) and reports.carried(x)]
             if not crit:
                 continue
             lead = self._leader(ctx, graph, r)
@@ -194,7 +195,8 @@ class Plans(Ranking):
         for r in sorted(graph.reviewers.values(), key=lambda r: r.report_seq or 0):
             if not r.done or reports.verdict(r) != "pass" or self._acted(graph, r.report_seq, "branch"):
                 continue
-            combos = [x.worker_ids for x in reports.recommendations(r) if isinstance(x, Combine)]
+            # A combination whose complementarity test does not carry it is noise: not acted on.
+            combos = [x.worker_ids for x in reports.recommendations(r) if isinstance(x, Combine) and reports.carried(x)]
             for a, b in combos:
                 wa, wb = graph.workers.get(a), graph.workers.get(b)
                 ra = reports.recipe(wa) if wa else None
@@ -245,14 +247,19 @@ class Plans(Ranking):
                 return "branch", f"unexplored direction {d.key()}", [], {"worker": wid}
         return None
 
-    def _continue(self, ctx: MainContext, graph: ResearchGraph) -> Any:
+    def _continue(self, ctx: MainContext, graph: ResearchGraph, late: bool = False) -> Any:
         # The best verified checkpoint that no running Worker already trains further (a revise,
         # say); the next best when it is taken, so that an idle slot is not left idle while
-        # another verified lineage could use it.
+        # another verified lineage could use it; late in the budget, only one that can still
+        # matter (`_late_worth`).
         # A lineage a review said to stop is not continued.
         taken = {w.direction.parent for w in graph.workers.values() if not w.done} | reports.stopped(graph)
-        for xid, wid0, score, seq in self._continuations(ctx, graph):
+        ranked = self._continuations(ctx, graph)
+        worth = late_worth(ctx, graph, ranked, self._allowance(ctx)) if late else None
+        for xid, wid0, score, seq in ranked:
             if xid in taken or wid0 in taken:
+                continue
+            if worth is not None and worth(xid, graph.workers[wid0]) is not None:
                 continue
             w = graph.workers[wid0]
             d = self._continue_direction(w.direction, reports.recipe(w), xid)

@@ -122,7 +122,7 @@ class PolicyMain(Plans):
             # Late: comparison and selection come first (above); a slot they leave idle trains
             # the best verified lineage further, sized to end before the last comparison,
             # rather than idle to the end (measured: 40 s of an idle slot in a 5-minute run).
-            return self._continue(ctx, graph)
+            return self._continue(ctx, graph, late=True)
         redo = self._redo_failed(ctx, graph)  # claims that did not hold: answered first
         if redo is not None:
             return redo

@@ -118,11 +118,11 @@ class Ranking(Budget):
         return ranked[0] if ranked else None
 
     def _verified(self, ctx: MainContext, graph: ResearchGraph) -> list[tuple[str, str, float, int]]:
-        """Every candidate a passing review verified, best review score first. Ties (scores
+        """Every candidate a finished review verified (`reports.cleared`), best review score first. Ties (scores
         tie at zero until a lineage has seen enough data) go to the lineage expected to reach
         more with more training (`_tie_breaks`), then to the one with more training behind it,
         then to the oldest."""
-        passed = {w for r in graph.reviewers.values() if r.done and reports.verdict(r) == "pass" for w in r.scope}
+        passed = reports.cleared(graph)
         scores, trained = self._review_scores(ctx)
         out = []
         for w in graph.workers.values():
