@@ -1,0 +1,9 @@
+"""Interfaces for people: the run report (one offline HTML file per run) and the overview of
+several runs, both read from the runs' projections, verify and audit."""
+
+from ._collect import collect
+from ._model import RunView
+from ._report import report_html
+from ._write import REPORT_FILE, write_page, write_report
+
+__all__ = ["REPORT_FILE", "RunView", "collect", "report_html", "write_page", "write_report"]
