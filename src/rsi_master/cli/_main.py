@@ -31,6 +31,7 @@ COMMANDS = (
     "_pipeline",
     "_run",
     "_resume",
+    "_report",
     "_bench",
     "_mcp",
     "_door",

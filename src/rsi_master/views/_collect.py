@@ -89,6 +89,7 @@ def _unreadable(path: Path, report: RunReport, problems: list[str]) -> RunView:
         task=None,
         backend=None,
         base_model=None,
+        model=None,
         agents={},
         budget_s=None,
         spent_s=None,
@@ -120,10 +121,15 @@ def _read(expos: ExpOS, path: Path, report: RunReport, problems: list[str]) -> R
     experiments = _experiments(st, clock)
     summary = _stored_summary(expos, graph)
     transcripts = _transcripts(expos)
-    rep = audit(expos)
+    try:
+        rep: AuditReport | None = audit(expos)
+    except RsiMasterError as exc:  # e.g. the seal secret is not in this key directory
+        rep = None
+        problems.append(f"the audit could not run: {exc}")
     metrics = run_metrics(expos, graph)
     selected = summary.get("selected") if isinstance(summary.get("selected"), str) else None
     settings = graph.settings
+    source = expos.contract.base_model_source
     return RunView(
         run_dir=str(path),
         run_id=report.run_id,
@@ -132,6 +138,7 @@ def _read(expos: ExpOS, path: Path, report: RunReport, problems: list[str]) -> R
         task=expos.contract.task,
         backend=expos.backend.name,
         base_model=expos.contract.base_model_artifact,
+        model=(source.repo_id or source.spec) if source is not None else "shipped",
         agents={"main": settings.main, "worker": settings.worker, "reviewer": settings.reviewer} if settings else {},
         budget_s=settings.budget_s if settings else None,
         spent_s=round(graph.spent_seconds(), 3) if graph.sessions else None,
@@ -167,7 +174,7 @@ def _read(expos: ExpOS, path: Path, report: RunReport, problems: list[str]) -> R
             for j in graph.jobs
         ],
         tool_calls_by_fifth=list(metrics["tool_calls_by_fifth"]),
-        audit=_audit_view(rep, st),
+        audit=_audit_view(rep, st) if rep is not None else None,
         selected=selected,
         selected_lineage=[experiments[x.id] for x in lineage(st, selected)] if selected else [],
     )

@@ -171,6 +171,7 @@ class RunView(_Record):
     task: str | None
     backend: str | None
     base_model: str | None = Field(description="Digest of the base model's artifact.")
+    model: str | None = Field(description="The base model as given (`--model`), or `shipped` for the built-in one.")
     agents: dict[str, str] = Field(description="role -> agent, from the run's settings.")
     budget_s: float | None
     spent_s: float | None

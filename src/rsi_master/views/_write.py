@@ -6,13 +6,11 @@ import os
 import tempfile
 from pathlib import Path
 
+from ..rundir import REPORT_FILE
 from ._collect import collect
 from ._report import report_html
 
 __all__ = ["REPORT_FILE", "write_page", "write_report"]
-
-# The report a run writes into its own directory at its end (the audit lets this one name be there).
-REPORT_FILE = "report.html"
 
 
 def write_page(path: Path, text: str) -> Path:
