@@ -68,10 +68,9 @@ def click_node(loaded: Loaded, node: str) -> None:
     page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
 
 
-@pytest.mark.parametrize("which", ["sim10h", "v1"])
-def test_the_report_loads_offline_and_its_dag_has_every_node(which, request, browser, tmp_path):
-    run: Run = request.getfixturevalue(which)
-    out = write_report(run.run_dir, tmp_path / "report.html", key_dir=str(run.key_dir))
+def check_report(browser, run: Run, out: Path) -> None:
+    """The report at `out` loads offline with no console error, draws every node of the ledger,
+    and a click on each of two Workers shows that Worker's experiment ids."""
     loaded = load(browser, out, POINTS)
     page = loaded.page
     assert loaded.errors == []
@@ -80,7 +79,6 @@ def test_the_report_loads_offline_and_its_dag_has_every_node(which, request, bro
     assert page.locator(POINTS).count() == n_nodes
     assert page.locator("#verify .ok").inner_text() == "VERIFIED"
     assert page.locator("#problems").count() == 0
-    # Click each of two Workers in turn: the panel shows that Worker's experiment ids.
     workers = [w for w, xs in experiments.items() if xs][:2]
     assert workers
     for w in workers:
@@ -93,6 +91,24 @@ def test_the_report_loads_offline_and_its_dag_has_every_node(which, request, bro
             assert xid in panel
     assert loaded.errors == []
     page.close()
+
+
+@pytest.mark.parametrize("which", ["sim10h", "v1"])
+def test_the_report_loads_offline_and_its_dag_has_every_node(which, request, browser, tmp_path):
+    run: Run = request.getfixturevalue(which)
+    check_report(browser, run, write_report(run.run_dir, tmp_path / "report.html", key_dir=str(run.key_dir)))
+
+
+@pytest.mark.slow
+def test_a_short_real_run_writes_a_report_that_loads(browser, tmp_path, capsys):
+    from rsi_master.cli._main import main
+
+    run = Run(tmp_path / "run", tmp_path / "keys")
+    argv = ["run", "--task", "arithmetic", "--budget", "120s", "--dir", str(run.run_dir), "--key-dir", str(run.key_dir)]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert f"report: {run.run_dir / 'report.html'}" in lines
+    check_report(browser, run, run.run_dir / "report.html")
 
 
 def test_a_run_that_does_not_verify_shows_its_problems_first_in_red(v1, browser, tmp_path):

@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import plotly.colors
 import plotly.graph_objects as go
 
 from ..errors import NotARunError, RsiMasterError
@@ -101,7 +102,8 @@ def _row(entry: Entry, out: Path) -> list[object]:
 def _curves(views: list[RunView]) -> go.Figure:
     unit, div = budget_unit(max((v.budget_s or 0.0) for v in views))
     fig = go.Figure()
-    for v in views:
+    palette = plotly.colors.qualitative.Plotly
+    for i, v in enumerate(views):
         for split, dash in (("review", "solid"), ("dev", "dot")):
             pts = v.best.get(split, [])
             fig.add_trace(
@@ -109,7 +111,7 @@ def _curves(views: list[RunView]) -> go.Figure:
                     x=[p.at_s / div for p in pts],
                     y=[p.score for p in pts],
                     mode="lines+markers",
-                    line={"shape": "hv", "dash": dash},
+                    line={"shape": "hv", "dash": dash, "color": palette[i % len(palette)]},
                     name=f"{v.run_id} {split}",
                     legendgroup=v.run_id,
                 )
