@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
-__all__ = ["Page", "esc", "json_block", "table"]
+__all__ = ["DRAW_JS", "Page", "esc", "figure_data", "json_block", "table"]
 
 # Nothing on the page may load anything: scripts and styles are inline, images data: URLs.
 CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; font-src data:"
@@ -56,41 +56,42 @@ def table(header: Sequence[str], rows: Iterable[Sequence[object]], *, raw: froze
 
 
 class Page:
-    """A page in the making: sections of HTML, figures drawn by Plotly from embedded JSON."""
+    """A page in the making: HTML parts, JSON data blocks and scripts, with Plotly's runtime inlined.
+    A live page may also connect back to the server it came from (`connect-src 'self'`), nothing else."""
 
-    def __init__(self, title: str) -> None:
+    def __init__(self, title: str, *, live: bool = False) -> None:
         self.title = title
+        self.live = live
         self.parts: list[str] = []
-        self.figures: list[tuple[str, str]] = []  # (div id, figure JSON)
         self.data: list[str] = []
         self.scripts: list[str] = []
 
     def add(self, fragment: str) -> None:
         self.parts.append(fragment)
 
-    def figure(self, div_id: str, fig: go.Figure) -> str:
-        """A div that the page's script fills with `fig`; returns the div's HTML."""
-        self.figures.append((div_id, fig.to_json()))
-        return f'<div id="{esc(div_id)}" class="fig"></div>'
-
     def render(self) -> str:
-        figures = {div: json.loads(spec) for div, spec in self.figures}
-        draw = (
-            "const FIGS=JSON.parse(document.getElementById('figures').textContent);"
-            "for(const [id,f] of Object.entries(FIGS)){Plotly.newPlot(id,f.data,f.layout,"
-            "{responsive:true,displaylogo:false});}"
-        )
+        csp = CSP + ("; connect-src 'self'" if self.live else "")
         return "".join(
             [
                 "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
-                f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+                f'<meta http-equiv="Content-Security-Policy" content="{csp}">',
                 f"<title>{esc(self.title)}</title><style>{STYLE}</style>",
                 f"<script>{get_plotlyjs()}</script></head><body>",
                 *self.parts,
-                json_block("figures", figures),
                 *self.data,
-                f"<script>{draw}</script>",
                 *(f"<script>{s}</script>" for s in self.scripts),
                 "</body></html>",
             ]
         )
+
+
+def figure_data(fig: go.Figure) -> dict[str, object]:
+    """A figure as the JSON Plotly.js draws (`data`, `layout`)."""
+    out: dict[str, object] = json.loads(fig.to_json())
+    return out
+
+
+DRAW_JS = """
+function drawFigures(figs){for(const [id,f] of Object.entries(figs)){const d=document.getElementById(id);
+ if(d)Plotly.react(d,f.data,f.layout,{responsive:true,displaylogo:false});}}
+"""

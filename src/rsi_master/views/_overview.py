@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 import plotly.colors
 import plotly.graph_objects as go
@@ -14,7 +15,7 @@ from ..errors import NotARunError, RsiMasterError
 from ..rundir import LEDGER_FILE
 from ._collect import collect
 from ._figures import budget_unit
-from ._html import Page, esc, table
+from ._html import DRAW_JS, Page, esc, figure_data, json_block, table
 from ._model import RunView
 from ._write import REPORT_FILE
 
@@ -62,9 +63,12 @@ def read_runs(paths: list[Path], key_dir: str | None = None) -> list[Entry]:
     return entries
 
 
-def _link(entry: Entry, out: Path) -> str:
-    report = entry.path / REPORT_FILE
+def _link(entry: Entry, out: Path | None) -> str:
+    """The run's name, linked to its report file (next to `out`), or to its live page (no `out`)."""
     name = esc(entry.view.run_id if entry.view is not None and entry.view.run_id else entry.path.name)
+    if out is None:
+        return f"<a href='run/{esc(quote(entry.path.name))}/'>{name}</a>"
+    report = entry.path / REPORT_FILE
     if not report.is_file():
         return name
     href = os.path.relpath(report.resolve(), out.parent.resolve())
@@ -75,7 +79,7 @@ def _f(v: object) -> object:
     return f"{v:.3f}" if isinstance(v, float) else ("n/a" if v is None else v)
 
 
-def _row(entry: Entry, out: Path) -> list[object]:
+def _row(entry: Entry, out: Path | None) -> list[object]:
     v = entry.view
     if v is None:
         return [_link(entry, out), f"<span class='bad'>unreadable: {esc(entry.error)}</span>", *[""] * 10]
@@ -145,8 +149,12 @@ def _decisions(views: list[RunView]) -> go.Figure:
     return fig
 
 
-def overview_html(entries: list[Entry], out: Path) -> str:
+def overview_html(entries: list[Entry], out: Path | None) -> str:
+    """The overview page written to `out`; without `out`, the live view's (runs link to their live
+    pages and the list reloads itself)."""
     page = Page(f"RSI-Master overview: {len(entries)} runs")
+    if out is None:
+        page.add("<meta http-equiv='refresh' content='5'>")
     page.add(f"<h1>RSI-Master: {len(entries)} runs</h1>")
     header = (
         "run",
@@ -167,7 +175,9 @@ def overview_html(entries: list[Entry], out: Path) -> str:
     )
     views = [e.view for e in entries if e.view is not None]
     if len(views) >= 2:
-        page.add("<h2>Side by side</h2>" + page.figure("curves", _curves(views)))
-        page.add("<div class='row'><div>" + page.figure("sizes", _sizes(views)) + "</div><div>")
-        page.add(page.figure("decisions", _decisions(views)) + "</div></div>")
+        page.add("<h2>Side by side</h2><div id='curves'></div>")
+        page.add("<div class='row'><div id='sizes'></div><div id='decisions'></div></div>")
+        figures = {"curves": _curves(views), "sizes": _sizes(views), "decisions": _decisions(views)}
+        page.data.append(json_block("figures", {k: figure_data(f) for k, f in figures.items()}))
+        page.scripts.append(DRAW_JS + "drawFigures(JSON.parse(document.getElementById('figures').textContent));")
     return page.render()

@@ -4,12 +4,14 @@ checkpoint's lineage. Every text an agent wrote is escaped (model output is host
 
 from __future__ import annotations
 
+import json
+
 from ._dag import dag_figure
 from ._figures import audit_figure, best_figure, budget_unit, gantt_figure, lineage_figure, tool_mix_figure
-from ._html import Page, esc, json_block, table
-from ._model import RunView, StepView
+from ._html import DRAW_JS, Page, esc, figure_data, json_block, table
+from ._model import RunView
 
-__all__ = ["report_html"]
+__all__ = ["report_html", "report_payload"]
 
 # Text longer than this is folded into a <details> element.
 _FOLD = 400
@@ -34,16 +36,14 @@ SUMMARY_KEYS = (
 # Renders the selected node's record from the embedded JSON with DOM calls only (textContent:
 # nothing an agent wrote is ever parsed as HTML).
 PANEL_JS = r"""
-const NODES=JSON.parse(document.getElementById('nodes').textContent);
-const DECISIONS=JSON.parse(document.getElementById('decisions').textContent);
-const byId=Object.fromEntries(NODES.map(n=>[n.id,n]));
+let NODES=[],DECISIONS=[],byId={},SELECTED='';
 function el(tag,text,cls){const e=document.createElement(tag);if(text!==undefined&&text!==null)e.textContent=String(text);if(cls)e.className=cls;return e;}
 function fold(text){const t=String(text??'');if(t.length<=FOLD)return el('pre',t);const d=el('details');d.append(el('summary',t.slice(0,120)+'… ('+t.length+' characters)'),el('pre',t));return d;}
 function list(title,items){const d=el('div');if(!items||!items.length)return d;d.append(el('h4',title));const u=el('ul');for(const i of items)u.append(el('li',i));d.append(u);return d;}
 function fmt(v){return v===null||v===undefined?'—':(typeof v==='number'?v.toFixed(3):String(v));}
 function show(id){
- const n=byId[id];const p=document.getElementById('panel');p.replaceChildren();if(!n){p.append(el('p','no such node'));return;}
- document.getElementById('node-select').value=id;
+ const n=byId[id];const p=document.getElementById('panel');if(!n)return;p.replaceChildren();
+ SELECTED=id;document.getElementById('node-select').value=id;
  p.append(el('h3',n.id+' ('+n.kind+(n.done?'':', running')+')'));
  p.append(el('h4',n.kind==='worker'?'Task':'Question'),fold(n.task));
  if(n.kind==='worker'){p.append(el('h4','Direction'),fold(JSON.stringify(n.direction,null,1)));}
@@ -72,11 +72,30 @@ function transcript(steps){const box=el('div');for(const s of steps){const d=el(
  for(const c of s.tool_calls){d.append(el('div',c.name+' → '+c.status+(c.error?' ('+c.error+')':''),'mono'));d.append(fold(c.arguments));}
  box.append(d);}return box;}
 const FOLD=400;
+// Sections are HTML the server built with every value escaped; figures are redrawn in place.
+function apply(P){
+ for(const [k,h] of Object.entries(P.sections)){const s=document.getElementById('sec-'+k);if(s)s.innerHTML=h;}
+ drawFigures(P.figures);
+ NODES=P.nodes;DECISIONS=P.decisions;byId=Object.fromEntries(NODES.map(n=>[n.id,n]));
+ const sel=document.getElementById('node-select');sel.replaceChildren(el('option','choose…'));sel.firstChild.value='';
+ for(const n of NODES){const o=el('option',n.id+' ('+n.kind+')');o.value=n.id;sel.append(o);}
+ const mt=document.getElementById('main-transcript');mt.replaceChildren();
+ if(P.main_steps.length){mt.append(el('h3','Main agent transcript ('+P.main_steps.length+' turns)'),transcript(P.main_steps));}
+ if(SELECTED)show(SELECTED);
+}
 document.getElementById('node-select').addEventListener('change',e=>show(e.target.value));
-const dag=document.getElementById('dag');
-dag.on('plotly_click',ev=>{const pt=ev.points&&ev.points[0];if(pt&&pt.customdata)show(pt.customdata);});
-const mt=document.getElementById('main-transcript');
-if(mt){mt.append(transcript(JSON.parse(document.getElementById('main-steps').textContent)));}
+apply(JSON.parse(document.getElementById('payload').textContent));
+document.getElementById('dag').on('plotly_click',ev=>{const pt=ev.points&&ev.points[0];if(pt&&pt.customdata)show(pt.customdata);});
+"""
+
+# A live page: the server says when the run's ledger grew; the page fetches the new payload.
+# EventSource reconnects by itself, so the page outlives a restart of the server.
+LIVE_JS = r"""
+(function(){const es=new EventSource(EVENTS_URL);let busy=false,again=false;
+ async function pull(){if(busy){again=true;return;}busy=true;
+  try{const r=await fetch('data.json',{cache:'no-store',credentials:'same-origin'});if(r.ok)apply(await r.json());}
+  finally{busy=false;if(again){again=false;pull();}}}
+ es.onmessage=e=>{document.body.dataset.size=e.data;pull();};})();
 """
 
 
@@ -192,38 +211,66 @@ def _lineage(view: RunView) -> str:
     )
 
 
-def _steps_json(steps: list[StepView]) -> list[dict[str, object]]:
-    return [s.model_dump(mode="json") for s in steps]
-
-
-def report_html(view: RunView) -> str:
-    page = Page(f"RSI-Master report: {view.run_id or view.run_dir}")
-    page.add(f"<h1>RSI-Master run {esc(view.run_id)}</h1><p class='muted mono'>{esc(view.run_dir)}</p>")
-    page.add(_problems(view))
-    page.add(_summary(view))
-    options = "".join(f"<option value='{esc(n.id)}'>{esc(n.id)} ({n.kind})</option>" for n in view.nodes)
-    page.add(
+def _dag_title(view: RunView) -> str:
+    return (
         f"<h2>Research DAG: {sum(n.kind == 'worker' for n in view.nodes)} Workers, "
         f"{sum(n.kind == 'reviewer' for n in view.nodes)} Reviewers, {len(view.edges)} edges</h2>"
-        "<div class='row'><div>"
-        + page.figure("dag", dag_figure(view))
-        + "</div><div><label>Node <select id='node-select'><option value=''>choose…</option>"
-        + options
-        + "</select></label><div id='panel'><p class='muted'>Click a node of the DAG, or choose one.</p></div></div></div>"
     )
-    page.add(_decisions(view))
-    if view.main_transcript:
-        page.add(f"<h3>Main agent transcript ({len(view.main_transcript)} turns)</h3><div id='main-transcript'></div>")
+
+
+def report_payload(view: RunView) -> dict[str, object]:
+    """What the page shows, as the JSON its script renders: sections (HTML built here, every
+    value escaped), figures, nodes, decisions and the Main's transcript. A live page fetches it anew."""
+    figures = {
+        "dag": dag_figure(view),
+        "best": best_figure(view),
+        "lineages": lineage_figure(view),
+        "gantt": gantt_figure(view),
+        "toolmix": tool_mix_figure(view),
+        "audit": audit_figure(view),
+    }
+    return {
+        "sections": {
+            "problems": _problems(view),
+            "summary": _summary(view),
+            "dagtitle": _dag_title(view),
+            "decisions": _decisions(view),
+            "auditsec": _audit(view),
+            "lineage": _lineage(view),
+        },
+        "figures": {k: figure_data(f) for k, f in figures.items()},
+        "nodes": [n.model_dump(mode="json") for n in view.nodes],
+        "decisions": [d.model_dump(mode="json") for d in view.decisions],
+        "main_steps": [s.model_dump(mode="json") for s in view.main_transcript],
+    }
+
+
+def _sec(name: str) -> str:
+    return f"<div id='sec-{name}'></div>"
+
+
+def _fig(name: str) -> str:
+    return f"<div id='{name}' class='fig'></div>"
+
+
+def report_html(view: RunView, *, live: str | None = None) -> str:
+    """The report page; with `live` (the URL of the run's event stream), a page that redraws
+    itself from the server's payload whenever the run's ledger grows."""
+    page = Page(f"RSI-Master report: {view.run_id or view.run_dir}", live=live is not None)
+    page.add(f"<h1>RSI-Master run {esc(view.run_id)}</h1><p class='muted mono'>{esc(view.run_dir)}</p>")
+    page.add(_sec("problems") + _sec("summary") + _sec("dagtitle"))
     page.add(
-        "<h2>Scores and budget</h2><div class='row'><div>" + page.figure("best", best_figure(view)) + "</div><div>"
+        "<div class='row'><div>"
+        + _fig("dag")
+        + "</div><div><label>Node <select id='node-select'></select></label>"
+        + "<div id='panel'><p class='muted'>Click a node of the DAG, or choose one.</p></div></div></div>"
     )
-    page.add(page.figure("lineages", lineage_figure(view)) + "</div></div>")
-    page.add("<div class='row'><div>" + page.figure("gantt", gantt_figure(view)) + "</div><div>")
-    page.add(page.figure("toolmix", tool_mix_figure(view)) + "</div></div>")
-    page.add(_audit(view) + page.figure("audit", audit_figure(view)))
-    page.add(_lineage(view))
-    page.data.append(json_block("nodes", [n.model_dump(mode="json") for n in view.nodes]))
-    page.data.append(json_block("decisions", [d.model_dump(mode="json") for d in view.decisions]))
-    page.data.append(json_block("main-steps", _steps_json(view.main_transcript)))
-    page.scripts.append(PANEL_JS)
+    page.add(_sec("decisions") + "<div id='main-transcript'></div>")
+    page.add("<h2>Scores and budget</h2><div class='row'><div>" + _fig("best") + "</div><div>")
+    page.add(_fig("lineages") + "</div></div><div class='row'><div>" + _fig("gantt") + "</div><div>")
+    page.add(_fig("toolmix") + "</div></div>" + _sec("auditsec") + _fig("audit") + _sec("lineage"))
+    page.data.append(json_block("payload", report_payload(view)))
+    page.scripts.append(DRAW_JS + PANEL_JS)
+    if live is not None:
+        page.scripts.append(LIVE_JS.replace("EVENTS_URL", json.dumps(live)))
     return page.render()
