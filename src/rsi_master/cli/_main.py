@@ -32,6 +32,7 @@ COMMANDS = (
     "_run",
     "_resume",
     "_report",
+    "_serve",
     "_bench",
     "_mcp",
     "_door",

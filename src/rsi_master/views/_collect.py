@@ -16,7 +16,7 @@ from ..errors import NotARunError, RsiMasterError
 from ..events import AgentStep, typed
 from ..expos import AuditReport, ExpOS, State, audit, boundary_statement, lineage, load_state, parse_ts
 from ..orchestra import ResearchGraph, load_graph, run_metrics
-from ..rundir import RunReport, verify_run
+from ..rundir import RunReport, VerifyMemo, verify_run
 from ._model import (
     AuditView,
     BlockedView,
@@ -33,7 +33,7 @@ from ._model import (
     VerifyView,
 )
 
-__all__ = ["collect"]
+__all__ = ["collect", "collect_open"]
 
 
 class BudgetClock:
@@ -63,6 +63,14 @@ def collect(run_dir: str | Path, key_dir: str | None = None) -> RunView:
         raise
     except RsiMasterError as exc:
         return _unreadable(path, report, [*problems, f"the run could not be read: {exc}"])
+
+
+def collect_open(expos: ExpOS, key_dir: str | None, memo: VerifyMemo) -> RunView:
+    """The view of a run whose read-only session a caller keeps open (the live view): its projection
+    takes in only the events since the last call, and verify re-checks only what changed (`memo`)."""
+    path = Path(expos.run.path)
+    report = verify_run(path, key_dir=key_dir, memo=memo)
+    return _read(expos, path, report, [str(p) for p in report.problems])
 
 
 def _verify_view(r: RunReport) -> VerifyView:
