@@ -135,14 +135,19 @@ def test_agent_text_is_shown_as_text_never_run(v1, browser, tmp_path):
     hostile = "</script><script>alert(1)</script><img src=x onerror=alert(2)>&lt;"
     view = collect(v1.run_dir, key_dir=str(v1.key_dir))
     node = view.nodes[0].model_copy(update={"task": hostile, "summary": hostile})
+    # A node id is an LLM Main's choice too: drawn as a label, listed as an option.
+    named = view.nodes[1].model_copy(update={"id": hostile})
     decisions = [d.model_copy(update={"rationale": hostile}) for d in view.decisions]
-    view = view.model_copy(update={"nodes": [node, *view.nodes[1:]], "decisions": decisions})
+    view = view.model_copy(update={"nodes": [node, named, *view.nodes[2:]], "decisions": decisions})
     out = write_page(tmp_path / "hostile.html", report_html(view))
     loaded = load(browser, out, POINTS)
     page = loaded.page
     page.select_option("#node-select", node.id)
     assert hostile in page.locator("#panel").inner_text()
-    assert page.locator("img[src=x]").count() == 0
+    page.select_option("#node-select", hostile)
+    assert page.locator("#panel h3").inner_text().startswith(hostile)
+    assert hostile in page.locator("#dag").inner_text()  # the label, as text
+    assert page.locator("img").count() == 0
     assert loaded.errors == []  # no alert dialog, no failed image load
     assert loaded.requests == [out.resolve().as_uri()]
     page.close()

@@ -67,7 +67,7 @@ def dag_figure(view: RunView) -> go.Figure:
                 y=[pos[n.id][1] for n in members],
                 mode="markers+text",
                 name=f"{kind}s",
-                text=[n.id for n in members],
+                text=[html.escape(n.id) for n in members],  # ids an LLM Main chose: text, never markup
                 textposition="top center",
                 customdata=[n.id for n in members],
                 hovertext=[_hover(n) for n in members],

@@ -3,6 +3,8 @@ budget, slot occupancy (a Gantt of jobs), the tool-call mix per fifth of the bud
 
 from __future__ import annotations
 
+import html
+
 import plotly.graph_objects as go
 
 from ..expos import SUBCATEGORIES, Observation
@@ -82,7 +84,7 @@ def gantt_figure(view: RunView) -> go.Figure:
                 y=[f"slot {j.slot}" for j in jobs],
                 name=kind,
                 marker_color=color,
-                text=[j.node for j in jobs],
+                text=[html.escape(j.node) for j in jobs],
                 customdata=[[j.end_s / div, j.status or "running"] for j in jobs],
                 textposition="inside",
                 hovertemplate="%{text}: %{base:.2f} to %{customdata[0]:.2f} "
