@@ -47,6 +47,18 @@ def sim10h(tmp_path_factory) -> Run:
 
 
 @pytest.fixture(scope="session")
+def simllm(tmp_path_factory) -> Run:
+    """A simulated 2-hour campaign with LLM agents on the offline fake model: transcripts in the ledger."""
+    from rsi_master.cli._main import main
+
+    root = tmp_path_factory.mktemp("simllm")
+    run = Run(root / "run", root / "keys")
+    argv = ["run", "--backend", "sim", "--budget", "2h", "--agents", "llm", "--llm-provider", "fake"]
+    assert main([*argv, "--dir", str(run.run_dir), "--key-dir", str(run.key_dir)]) == 0
+    return run
+
+
+@pytest.fixture(scope="session")
 def v1(tmp_path_factory) -> Run:
     run_dir, key_dir = v1_run(tmp_path_factory.mktemp("v1"))
     return Run(run_dir, key_dir)

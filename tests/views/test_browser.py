@@ -64,8 +64,12 @@ def click_node(loaded: Loaded, node: str) -> None:
     point = page.locator("#dag .scatterlayer .trace").nth(trace).locator(".points path.point").nth(i)
     point.scroll_into_view_if_needed()
     box = point.bounding_box()
-    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    page.mouse.move(x - 30, y - 30)
+    page.mouse.move(x, y, steps=5)
+    # Plotly reports a click on the point it hovers: wait until it shows that point's label.
+    page.wait_for_selector("#dag .hoverlayer .hovertext", timeout=5000)
+    page.mouse.click(x, y)
 
 
 def check_report(browser, run: Run, out: Path) -> None:
@@ -93,7 +97,7 @@ def check_report(browser, run: Run, out: Path) -> None:
     page.close()
 
 
-@pytest.mark.parametrize("which", ["sim10h", "v1"])
+@pytest.mark.parametrize("which", ["sim10h", "simllm", "v1"])
 def test_the_report_loads_offline_and_its_dag_has_every_node(which, request, browser, tmp_path):
     run: Run = request.getfixturevalue(which)
     check_report(browser, run, write_report(run.run_dir, tmp_path / "report.html", key_dir=str(run.key_dir)))
@@ -109,6 +113,22 @@ def test_a_short_real_run_writes_a_report_that_loads(browser, tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert f"report: {run.run_dir / 'report.html'}" in lines
     check_report(browser, run, run.run_dir / "report.html")
+
+
+def test_llm_transcripts_are_shown_folded(simllm, browser, tmp_path, capsys):
+    out = write_report(simllm.run_dir, tmp_path / "report.html", key_dir=str(simllm.key_dir))
+    loaded = load(browser, out, POINTS)
+    page = loaded.page
+    main = page.locator("#main-transcript details")
+    assert main.count() >= 1 and main.first.get_attribute("open") is None  # folded until opened
+    assert "worker_add" not in main.first.inner_text()
+    main.first.locator("summary").click()
+    assert "worker_add → ok" in main.first.inner_text()  # the Main's first turn added a Worker
+    page.select_option("#node-select", "w1")
+    turns = page.locator("#panel details")
+    assert "Transcript" in page.locator("#panel").inner_text() and turns.count() >= 1
+    assert loaded.errors == []
+    page.close()
 
 
 def test_a_run_that_does_not_verify_shows_its_problems_first_in_red(v1, browser, tmp_path):
