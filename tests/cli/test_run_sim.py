@@ -24,6 +24,7 @@ def test_a_scripted_sim_run_ends_verifies_and_audits_clean(tmp_path, capsys, age
     s = _summary(capsys.readouterr().out)
     assert s["backend"] == "sim" and s["task"] == "sim-4"
     assert int(s["experiments"]) >= 1 and s["hacking_rate"] == "0.0000"
+    assert s["report"] == str(run / "report.html") and (run / "report.html").is_file()
     assert main(["verify", str(run)]) == 0
     assert "problems: 0" in capsys.readouterr().out
     assert main(["audit", str(run)]) == 0

@@ -31,6 +31,8 @@ COMMANDS = (
     "_pipeline",
     "_run",
     "_resume",
+    "_report",
+    "_serve",
     "_bench",
     "_mcp",
     "_door",

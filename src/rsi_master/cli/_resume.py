@@ -20,11 +20,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..orchestra import make_display, resume_run
+    from ._report import report_for
     from ._run import print_summary
 
     _check_agents(args)
     apply_device(args)
     summary = resume_run(args.run_dir, key_dir=args.key_dir, display=make_display(is_tty()))
+    summary["report"] = report_for(args.run_dir, args.key_dir)
     return print_summary(summary)
 
 

@@ -7,6 +7,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from ._common import apply_device, device_arg, env, is_tty, key_dir_arg
+from ._report import report_for
 
 if TYPE_CHECKING:
     from ..agents import AgentsSetup
@@ -40,6 +41,7 @@ SUMMARY_KEYS = (
     "trust_boundary",
     "summary_json",
     "run_dir",
+    "report",
 )
 
 
@@ -287,4 +289,5 @@ def run(args: argparse.Namespace) -> int:
         landscape=landscape,
         **names,  # type: ignore[arg-type]
     )
+    summary["report"] = report_for(summary.get("run_dir"), args.key_dir)
     return print_summary(summary)

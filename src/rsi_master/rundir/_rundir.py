@@ -20,10 +20,12 @@ from ..artifacts import ArtifactStore
 from ..errors import ArtifactError, NotARunError
 from ..ledger import Event, EventDraft, KeyDir, Ledger, load_public_key, public_key_pem, validate_draft
 
-__all__ = ["LEDGER_FILE", "PUBLIC_KEY_FILE", "RunDir", "new_run_id"]
+__all__ = ["LEDGER_FILE", "PUBLIC_KEY_FILE", "REPORT_FILE", "RunDir", "new_run_id"]
 
 LEDGER_FILE = "ledger.db"
 PUBLIC_KEY_FILE = "ledger.pub"
+# The HTML report a run writes at its end: a view regenerated from the ledger, never evidence.
+REPORT_FILE = "report.html"
 ARTIFACTS_DIR = "artifacts"
 
 

@@ -1,0 +1,75 @@
+"""`rsi-master serve PATH [--host 127.0.0.1] [--port 8765]`: the report and overview pages live."""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import secrets
+import socket
+from pathlib import Path
+
+from ..errors import RsiMasterError
+from ._common import env, key_dir_arg
+
+NAME = "serve"
+HELP = "serve a run's report (or a directory of runs' overview) live, redrawn as the ledger grows"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(NAME, help=HELP, description=HELP)
+    p.add_argument("path", metavar="PATH", help="a run directory, or a directory of runs")
+    p.add_argument("--host", default=env("serve_host", "127.0.0.1"), help="address (env RSI_MASTER_SERVE_HOST)")
+    p.add_argument(
+        "--port", type=int, default=int(env("serve_port", 8765)), help="port (env RSI_MASTER_SERVE_PORT; default 8765)"
+    )
+    p.add_argument(
+        "--token",
+        default=env("serve_token"),
+        help="the token every request needs when bound off loopback (env RSI_MASTER_SERVE_TOKEN; "
+        "default: a fresh one, printed in the URL)",
+    )
+    key_dir_arg(p)
+    p.set_defaults(handler=run)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound here so that a port in use is one clear line."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise RsiMasterError(f"{host}:{port} is in use (pick another with --port)") from None
+        raise RsiMasterError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    except socket.gaierror as exc:
+        sock.close()
+        raise RsiMasterError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.listen(64)
+    return sock
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        from ..views.live import LiveRuns, is_loopback, make_app, make_server
+    except ImportError:
+        raise RsiMasterError("rsi-master serve needs the serve extra: pip install 'rsi-master[serve]'") from None
+    from ..views import run_dirs
+
+    root = Path(args.path)
+    run_dirs([str(root)])  # a path with no run is one clear line, before anything listens
+    loopback = is_loopback(args.host)
+    token = None if loopback else (args.token or secrets.token_urlsafe(24))
+    sock = bind(args.host, args.port)
+    runs = LiveRuns(root, args.key_dir)
+    shown = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"serving {root} at http://{shown}:{args.port}/" + (f"?token={token}" if token else ""), flush=True)
+    server = make_server(runs, make_app(runs, token=token, loopback=loopback))
+    try:
+        server.run(sockets=[sock])
+    finally:
+        runs.close()
+        sock.close()
+    return 0

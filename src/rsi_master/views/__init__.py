@@ -1,0 +1,21 @@
+"""Interfaces for people: the run report (one offline HTML file per run) and the overview of
+several runs, both read from the runs' projections, verify and audit."""
+
+from ._collect import collect
+from ._model import RunView
+from ._overview import Entry, overview_html, read_runs, run_dirs
+from ._report import report_html
+from ._write import REPORT_FILE, write_page, write_report
+
+__all__ = [
+    "REPORT_FILE",
+    "Entry",
+    "RunView",
+    "collect",
+    "overview_html",
+    "read_runs",
+    "report_html",
+    "run_dirs",
+    "write_page",
+    "write_report",
+]

@@ -1,0 +1,137 @@
+"""A run's charts as Plotly figures: best-so-far scores and each lineage's curve against the
+budget, slot occupancy (a Gantt of jobs), the tool-call mix per fifth of the budget, the audit."""
+
+from __future__ import annotations
+
+import html
+
+import plotly.graph_objects as go
+
+from ..expos import SUBCATEGORIES, Observation
+from ..orchestra import KINDS
+from ._model import RunView
+
+__all__ = ["audit_figure", "best_figure", "budget_unit", "gantt_figure", "lineage_figure", "tool_mix_figure"]
+
+_MARGIN = {"l": 50, "r": 20, "t": 40, "b": 40}
+
+
+def budget_unit(budget_s: float | None) -> tuple[str, float]:
+    """The unit the budget axis is read in, and its length in seconds."""
+    b = budget_s or 0.0
+    return ("h", 3600.0) if b >= 3 * 3600 else ("min", 60.0) if b >= 600 else ("s", 1.0)
+
+
+def _budget_line(fig: go.Figure, view: RunView, div: float) -> None:
+    if view.budget_s:
+        fig.add_vline(x=view.budget_s / div, line_dash="dash", line_color="#999", annotation_text="budget")
+
+
+def best_figure(view: RunView) -> go.Figure:
+    unit, div = budget_unit(view.budget_s)
+    fig = go.Figure()
+    for split, color in (("dev", "#1f77b4"), ("review", "#ff7f0e")):
+        pts = view.best.get(split, [])
+        fig.add_trace(
+            go.Scatter(
+                x=[p.at_s / div for p in pts],
+                y=[p.score for p in pts],
+                mode="lines+markers",
+                line={"shape": "hv", "color": color},
+                name=f"best {split}",
+                text=[p.experiment for p in pts],
+                hovertemplate="%{text}: %{y:.3f} at %{x:.2f} " + unit + "<extra></extra>",
+            )
+        )
+    _budget_line(fig, view, div)
+    fig.update_layout(title="Best-so-far score against budget", xaxis_title=f"budget spent ({unit})", margin=_MARGIN)
+    return fig
+
+
+def lineage_figure(view: RunView) -> go.Figure:
+    unit, div = budget_unit(view.budget_s)
+    fig = go.Figure()
+    for root, pts in view.lineages.items():
+        fig.add_trace(
+            go.Scatter(
+                x=[p.at_s / div for p in pts],
+                y=[p.score for p in pts],
+                mode="lines+markers",
+                name=root,
+                text=[p.experiment for p in pts],
+                hovertemplate="%{text}: dev %{y:.3f}<extra>" + root + "</extra>",
+            )
+        )
+    _budget_line(fig, view, div)
+    fig.update_layout(
+        title="Each lineage's dev score (lineage: experiments continuing from one trained from the base)",
+        xaxis_title=f"budget spent ({unit})",
+        margin=_MARGIN,
+    )
+    return fig
+
+
+def gantt_figure(view: RunView) -> go.Figure:
+    unit, div = budget_unit(view.budget_s)
+    fig = go.Figure()
+    for kind, color in (("worker", "#1f77b4"), ("reviewer", "#d62728")):
+        jobs = [j for j in view.jobs if j.kind == kind]
+        fig.add_trace(
+            go.Bar(
+                orientation="h",
+                base=[j.start_s / div for j in jobs],
+                x=[max(j.end_s - j.start_s, 0.0) / div for j in jobs],
+                y=[f"slot {j.slot}" for j in jobs],
+                name=kind,
+                marker_color=color,
+                text=[html.escape(j.node) for j in jobs],
+                customdata=[[j.end_s / div, j.status or "running"] for j in jobs],
+                textposition="inside",
+                hovertemplate="%{text}: %{base:.2f} to %{customdata[0]:.2f} "
+                + unit
+                + " (%{customdata[1]})<extra>"
+                + kind
+                + "</extra>",
+            )
+        )
+    _budget_line(fig, view, div)
+    fig.update_layout(
+        title="Slot occupancy",
+        barmode="overlay",
+        xaxis_title=f"budget ({unit})",
+        margin=_MARGIN,
+        yaxis={"autorange": "reversed"},
+    )
+    return fig
+
+
+def tool_mix_figure(view: RunView) -> go.Figure:
+    fifths = [f"{20 * i} to {20 * (i + 1)} %" for i in range(len(view.tool_calls_by_fifth))]
+    fig = go.Figure([go.Bar(x=fifths, y=[f.get(k, 0) for f in view.tool_calls_by_fifth], name=k) for k in KINDS])
+    fig.update_layout(
+        title="Tool calls by kind per fifth of the budget", barmode="stack", xaxis_title="budget", margin=_MARGIN
+    )
+    return fig
+
+
+def audit_figure(view: RunView) -> go.Figure:
+    observations = [o.value for o in Observation]
+    subs = [s.value for s in SUBCATEGORIES]
+    counts = view.audit.observations if view.audit is not None else {}
+    z = [[counts.get(s, {}).get(o, 0) for o in observations] for s in subs]
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=observations,
+            y=subs,
+            text=z,
+            texttemplate="%{text}",
+            colorscale="Blues",
+            showscale=False,
+            hovertemplate="%{y} / %{x}: %{z} submissions<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title="Audit: submissions by subcategory and observation", margin={**_MARGIN, "l": 170}, height=420
+    )
+    return fig

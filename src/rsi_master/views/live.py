@@ -1,0 +1,237 @@
+"""The live view: the report and overview pages served over HTTP, redrawn as a run's ledger grows.
+A module of its own, out of `rsi_master.views`'s imports: it needs the `serve` extra (Starlette).
+
+Each run has one read-only ExpOS session, kept open: a poll advances its projection by the events
+appended since the last poll (never a replay), and the page's payload is rebuilt only when there
+were some. Every session lives on one worker thread (SQLite connections stay on the thread that
+opened them); the server's event loop only waits on it. Nothing the server keeps is needed across
+its restarts: a restarted server folds each ledger once and goes on, and the pages reconnect.
+
+Bound to loopback it answers requests for loopback host names only (a web page elsewhere cannot
+reach it through DNS rebinding); bound to any other address every request needs the token, given
+once as `?token=` (then kept in a same-site cookie) or as a bearer header. Read-only: GET only."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import ipaddress
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import TypeVar
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
+from starlette.routing import Route
+
+from ..errors import RsiMasterError
+from ..expos import ExpOS
+from ..rundir import LEDGER_FILE, VerifyMemo, memo_for
+from ._collect import collect_open
+from ._model import RunView
+from ._overview import Entry, overview_html, run_dirs
+from ._report import report_html, report_payload
+
+__all__ = ["GRACE_S", "LiveRuns", "is_loopback", "make_app", "make_server"]
+
+GRACE_S = 1  # seconds open pages' streams get to end when the server stops (they reconnect to the next)
+POLL_S = 0.5  # how often an open page's stream looks for new events
+HEARTBEAT_S = 15.0  # a comment line now and then keeps proxies from closing an idle stream
+COOKIE = "rsi_master_token"
+T = TypeVar("T")
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass
+class LiveRun:
+    """One run's open session and the payload built at its last size."""
+
+    path: Path
+    expos: ExpOS | None = None
+    memo: VerifyMemo | None = None
+    size: int = -1
+    view: RunView | None = None
+    payload: dict[str, object] = field(default_factory=dict)
+    error: str | None = None
+
+
+class LiveRuns:
+    """The runs under PATH (re-listed at each look, so the list follows new runs), each with its
+    session; every method runs on the one worker thread (`call`)."""
+
+    def __init__(self, root: Path, key_dir: str | None) -> None:
+        self.root = root
+        self.key_dir = key_dir
+        self.runs: dict[str, LiveRun] = {}
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rsi-live")
+        self.stopping = False  # set when the server stops: open streams end, and their pages reconnect
+
+    async def call(self, fn: Callable[..., T], *args: object) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
+
+    def single(self) -> bool:
+        return (self.root / LEDGER_FILE).is_file()
+
+    def names(self) -> dict[str, Path]:
+        return {p.name: p for p in run_dirs([str(self.root)])}
+
+    def refresh(self, name: str) -> LiveRun | None:
+        """The run's state after taking in its new events (None for a name that is no run here)."""
+        path = self.names().get(name)
+        if path is None:
+            return None
+        live = self.runs.get(name)
+        if live is None or live.path != path:
+            live = self.runs[name] = LiveRun(path)
+        try:
+            if live.expos is None:
+                live.expos = ExpOS.open(path, key_dir=self.key_dir, writable=False)
+                live.memo = memo_for(path)
+            size = live.expos.projection().size
+            if size != live.size:
+                assert live.memo is not None
+                live.view = collect_open(live.expos, self.key_dir, live.memo)
+                live.payload = report_payload(live.view)
+                live.size, live.error = size, None
+        except RsiMasterError as exc:
+            # A run replaced or rewritten under the session: read it afresh at the next look.
+            if live.expos is not None:
+                live.expos.close()
+            live.expos, live.size, live.error = None, -1, str(exc)
+        return live
+
+    def entries(self) -> list[Entry]:
+        out = []
+        for name, path in self.names().items():
+            live = self.refresh(name)
+            view = live.view if live is not None else None
+            out.append(Entry(path, view, live.error if live is not None and view is None else None))
+        return out
+
+    def close(self) -> None:
+        """Close every session on the thread that opened it, then the thread."""
+
+        def close_all() -> None:
+            for live in self.runs.values():
+                if live.expos is not None:
+                    live.expos.close()
+                    live.expos = None
+
+        self.stopping = True
+        self.pool.submit(close_all).result()
+        self.pool.shutdown(wait=True)
+
+
+def make_server(runs: LiveRuns, app: Starlette) -> uvicorn.Server:
+    """A uvicorn server for `app` whose stop (a signal, or `should_exit`) first ends the open
+    streams, so that it does not wait on pages that never close theirs."""
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            runs.stopping = True
+            super().handle_exit(sig, frame)
+
+    return Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=GRACE_S))
+
+
+def _guard(token: str | None, loopback: bool) -> Callable[[Request], Response | None]:
+    def check(request: Request) -> Response | None:
+        host = (request.headers.get("host") or "").rsplit(":", 1)[0]
+        if loopback and not is_loopback(host):
+            return PlainTextResponse("this server answers loopback host names only\n", status_code=403)
+        if token is None:
+            return None
+        given = request.query_params.get("token") or request.cookies.get(COOKIE) or ""
+        auth = request.headers.get("authorization", "")
+        if auth.lower().startswith("bearer "):
+            given = auth[7:]
+        if not hmac.compare_digest(given.encode(), token.encode()):
+            return PlainTextResponse("a valid token is required\n", status_code=401)
+        return None
+
+    return check
+
+
+def make_app(runs: LiveRuns, *, token: str | None, loopback: bool) -> Starlette:
+    """The live view's ASGI app over `runs`; `token` None only on loopback."""
+    check = _guard(token, loopback)
+
+    def guarded(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            refused = check(request)
+            if refused is not None:
+                return refused
+            response = await handler(request)
+            if token is not None and request.query_params.get("token"):
+                response.set_cookie(COOKIE, token, httponly=True, samesite="strict")
+            return response
+
+        return endpoint
+
+    async def index(request: Request) -> Response:
+        if runs.single():
+            return RedirectResponse(f"run/{runs.root.name}/")
+        entries = await runs.call(runs.entries)
+        return HTMLResponse(overview_html(entries, None))
+
+    async def run_page(request: Request) -> Response:
+        live = await runs.call(runs.refresh, request.path_params["name"])
+        if live is None or live.view is None:
+            return PlainTextResponse(f"no readable run {request.path_params['name']!r} here\n", status_code=404)
+        return HTMLResponse(report_html(live.view, live="events"))
+
+    async def data(request: Request) -> Response:
+        live = await runs.call(runs.refresh, request.path_params["name"])
+        if live is None or live.view is None:
+            return PlainTextResponse("no such run\n", status_code=404)
+        return JSONResponse({**live.payload, "size": live.size})
+
+    async def events(request: Request) -> Response:
+        name = request.path_params["name"]
+
+        async def stream() -> AsyncIterator[str]:
+            sent, quiet = -1, 0.0
+            while not runs.stopping and not await request.is_disconnected():
+                live = await runs.call(runs.refresh, name)
+                if live is None:
+                    return
+                if live.size != sent:
+                    sent, quiet = live.size, 0.0
+                    yield f"data: {json.dumps(live.size)}\n\n"
+                elif quiet >= HEARTBEAT_S:
+                    quiet = 0.0
+                    yield ": still here\n\n"
+                await asyncio.sleep(POLL_S)
+                quiet += POLL_S
+
+        return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+
+    return Starlette(
+        routes=[
+            Route("/", guarded(index)),
+            Route("/run/{name}/", guarded(run_page)),
+            Route("/run/{name}/data.json", guarded(data)),
+            Route("/run/{name}/events", guarded(events)),
+        ],
+    )

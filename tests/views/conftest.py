@@ -1,0 +1,96 @@
+"""Fixtures of the report tests: a simulated 10-hour campaign and the committed v1 run, each made
+once per session, and headless Chromium (Debian's, driven by Playwright; never a downloaded one)."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import v1_run
+
+CHROMIUM_NAMES = ("chromium", "chromium-browser")
+
+
+@dataclass(frozen=True)
+class Run:
+    run_dir: Path
+    key_dir: Path
+
+
+@pytest.fixture(scope="session")
+def sim10h(tmp_path_factory) -> Run:
+    """A simulated 10-hour campaign on two slots (seconds of CPU: the clock is simulated)."""
+    from rsi_master.orchestra import PlainDisplay, start_run
+    from rsi_master.sim import generate_landscape
+
+    root = tmp_path_factory.mktemp("sim10h")
+    run = Run(root / "run", root / "keys")
+    start_run(
+        None,
+        "10h",
+        backend="sim",
+        landscape=generate_landscape(0),
+        slots=2,
+        seed=0,
+        run_dir=run.run_dir,
+        key_dir=str(run.key_dir),
+        display=PlainDisplay(io.StringIO()),
+        durable=False,
+    )
+    return run
+
+
+@pytest.fixture(scope="session")
+def simllm(tmp_path_factory) -> Run:
+    """A simulated 2-hour campaign with LLM agents on the offline fake model: transcripts in the ledger."""
+    from rsi_master.cli._main import main
+
+    root = tmp_path_factory.mktemp("simllm")
+    run = Run(root / "run", root / "keys")
+    argv = ["run", "--backend", "sim", "--budget", "2h", "--agents", "llm", "--llm-provider", "fake"]
+    assert main([*argv, "--dir", str(run.run_dir), "--key-dir", str(run.key_dir)]) == 0
+    return run
+
+
+@pytest.fixture(scope="session")
+def v1(tmp_path_factory) -> Run:
+    run_dir, key_dir = v1_run(tmp_path_factory.mktemp("v1"))
+    return Run(run_dir, key_dir)
+
+
+def chromium_path() -> str | None:
+    given = os.environ.get("RSI_MASTER_CHROMIUM")
+    if given:
+        return given if Path(given).is_file() else None
+    return next((p for n in CHROMIUM_NAMES if (p := shutil.which(n))), None)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    """Headless Chromium: Debian's package (`apt-get install -y chromium`, which .ci/run does) driven by
+    Playwright for Python; skipped where either is missing, except under CI, which must run them."""
+    path = chromium_path()
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        sync_playwright = None  # type: ignore[assignment]
+    if path is None or sync_playwright is None:
+        msg = (
+            "the browser tests need Debian's chromium (apt-get install -y chromium, or RSI_MASTER_CHROMIUM) "
+            "and playwright (the test extra)"
+        )
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(msg + "; CI must run them")
+        pytest.skip(msg)
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=path, args=["--no-sandbox"])
+        try:
+            yield b
+        finally:
+            b.close()

@@ -1,0 +1,190 @@
+"""`rsi-master serve`: the live page redraws a node within 2 s of its ledger event, loads nothing
+from elsewhere, survives a restart of the server; off loopback every request needs the token;
+bad input is one line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("starlette", reason="the live view needs the serve extra (starlette, uvicorn)")
+
+from starlette.testclient import TestClient
+
+from rsi_master.cli._main import main
+from rsi_master.cli._serve import bind
+from rsi_master.events import WorkerAdd
+from rsi_master.expos import ExpOS
+from rsi_master.views.live import LiveRuns, make_app, make_server
+
+from .test_browser import POINTS
+
+MAIN = {"role": "main", "id": "main"}
+
+
+def add_worker(expos: ExpOS, wid: str, predecessors: list[str]) -> None:
+    expos.record(
+        MAIN, WorkerAdd(worker_id=wid, task=f"try {wid}", direction={"family": "x"}, predecessors=predecessors)
+    )
+
+
+@dataclass
+class Served:
+    runs: Path
+    key_dir: Path
+    expos: ExpOS
+
+
+@pytest.fixture
+def growing(tmp_path) -> Iterator[Served]:
+    """A run being written: its contract and one Worker, the session left open to add more."""
+    runs, key_dir = tmp_path / "runs", tmp_path / "keys"
+    runs.mkdir()
+    expos = ExpOS.create(runs / "live", "arithmetic", eval_limit=3, key_dir=key_dir)
+    add_worker(expos, "w1", [])
+    yield Served(runs, key_dir, expos)
+    expos.close()
+
+
+class Server:
+    """The live view on a free loopback port, in a thread of this process."""
+
+    def __init__(self, served: Served, port: int = 0) -> None:
+        self.sock = bind("127.0.0.1", port)
+        self.port = self.sock.getsockname()[1]
+        self.runs = LiveRuns(served.runs, str(served.key_dir))
+        app = make_app(self.runs, token=None, loopback=True)
+        self.server = make_server(self.runs, app)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
+        self.thread.start()
+        while not self.server.started:
+            time.sleep(0.05)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/"
+
+    def stop(self) -> None:
+        self.server.handle_exit(0, None)
+        self.thread.join(10)
+        self.runs.close()
+        self.sock.close()
+
+
+def wait_points(page, n: int, timeout_s: float) -> float:
+    start = time.perf_counter()
+    page.wait_for_function(
+        "([sel, n]) => document.querySelectorAll(sel).length === n", arg=[POINTS, n], timeout=timeout_s * 1000
+    )
+    return time.perf_counter() - start
+
+
+def test_the_live_page_shows_a_new_node_within_2_s_and_outlives_a_server_restart(growing, browser):
+    server = Server(growing)
+    try:
+        loaded = load_url(browser, server.url + "run/live/")
+        page = loaded.page
+        assert page.locator(POINTS).count() == 1
+        time.sleep(1.0)  # the page's stream is open and has sent the current size
+        add_worker(growing.expos, "w2", ["w1"])
+        assert wait_points(page, 2, 2.0) < 2.0
+        page.select_option("#node-select", "w2")
+        assert "Predecessors: w1" in page.locator("#panel").inner_text()
+    finally:
+        server.stop()
+    server = Server(growing, server.port)  # a restart: the page reconnects by itself
+    try:
+        add_worker(growing.expos, "w3", ["w2"])
+        wait_points(page, 3, 10.0)
+        # Every request went to the server the page came from.
+        assert all(u.startswith(server.url) for u in loaded.requests)
+        assert [e for e in loaded.errors if "ERR_CONNECTION_REFUSED" not in e and "EventSource" not in e] == []
+    finally:
+        page.close()
+        server.stop()
+
+
+def load_url(browser, url: str):
+    """`load` for a URL (the live page's figures are drawn once its payload is applied)."""
+    from .test_browser import Loaded
+
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    out = Loaded(page)
+    page.on("console", lambda m: out.errors.append(m.text) if m.type in ("error", "warning") else None)
+    page.on("pageerror", lambda e: out.errors.append(str(e)))
+    page.on("request", lambda r: out.requests.append(r.url))
+    page.goto(url, wait_until="load")
+    page.wait_for_selector(POINTS, state="attached")
+    assert out.errors == []
+    return out
+
+
+def test_off_loopback_every_request_needs_the_token(growing):
+    runs = LiveRuns(growing.runs, str(growing.key_dir))
+    try:
+        client = TestClient(make_app(runs, token="s3cret", loopback=False), base_url="http://192.0.2.1:8765")
+        assert client.get("/").status_code == 401
+        assert client.get("/run/live/data.json?token=wrong").status_code == 401
+        assert client.get("/run/live/data.json", headers={"Authorization": "Bearer nope"}).status_code == 401
+        assert client.get("/run/live/data.json", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+        ok = client.get("/?token=s3cret")
+        assert ok.status_code == 200 and "live" in ok.text
+        assert client.get("/run/live/data.json").status_code == 200  # the cookie the token set
+    finally:
+        runs.close()
+
+
+def test_on_loopback_a_foreign_host_name_is_refused(growing):
+    runs = LiveRuns(growing.runs, str(growing.key_dir))
+    try:
+        client = TestClient(make_app(runs, token=None, loopback=True), base_url="http://127.0.0.1:8765")
+        assert client.get("/run/live/data.json").status_code == 200
+        assert client.get("/", headers={"Host": "attacker.example:8765"}).status_code == 403
+        assert client.get("/run/../../etc/data.json").status_code == 404
+    finally:
+        runs.close()
+
+
+def test_the_cli_prints_a_token_url_off_loopback_and_refuses_requests_without_it(growing, tmp_path):
+    sock = bind("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    sock.close()
+    cmd = [sys.executable, "-m", "rsi_master.cli", "serve", str(growing.runs), "--host", "0.0.0.0", "--port", str(port)]
+    proc = subprocess.Popen([*cmd, "--key-dir", str(growing.key_dir)], stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline().strip()
+        assert line.startswith(f"serving {growing.runs} at http://0.0.0.0:{port}/?token=")
+        token = line.rsplit("token=", 1)[1]
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/run/live/data.json", timeout=30)
+        assert refused.value.code == 401
+        refused.value.close()
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/run/live/data.json?token={token}", timeout=30) as r:
+            assert r.status == 200
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        proc.stdout.close()
+
+
+def test_bad_input_is_one_line(growing, tmp_path, capsys):
+    sock = bind("127.0.0.1", 0)
+    try:
+        port = str(sock.getsockname()[1])
+        assert main(["serve", str(growing.runs), "--port", port]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "is in use" in err[0]
+    finally:
+        sock.close()
+    assert main(["serve", str(tmp_path / "nothing")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no such run directory" in err[0]

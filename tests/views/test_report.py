@@ -1,0 +1,108 @@
+"""`rsi-master report`: what a report reads off a run (the same numbers as the ledger's readers),
+the overview of several runs, and bad input (one clear line, nothing written)."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+
+import pytest
+
+from rsi_master.cli._main import main
+from rsi_master.expos import ExpOS, audit, load_state
+from rsi_master.orchestra import load_graph, run_metrics
+from rsi_master.views import collect
+
+from .conftest import Run
+
+
+def test_the_view_holds_what_the_ledger_readers_hold(sim10h: Run):
+    view = collect(sim10h.run_dir, key_dir=str(sim10h.key_dir))
+    with ExpOS.open(sim10h.run_dir, key_dir=sim10h.key_dir, writable=False) as x:
+        st, graph = load_state(x), load_graph(x)
+        metrics = run_metrics(x, graph)
+        rep = audit(x)
+    assert view.problems == [] and view.verify is not None and view.verify.ok and view.finished
+    assert {n.id for n in view.nodes} == set(st.workers) | set(st.reviewers)
+    assert sorted(view.edges) == sorted(graph.edges())
+    assert [d.seq for d in view.decisions] == [d.seq for d in st.decisions]
+    assert view.tool_calls_by_fifth == metrics["tool_calls_by_fifth"]
+    assert view.audit is not None and view.audit.hacking_rate == rep.hacking_rate
+    assert sum(view.audit.observations["weight_provenance"].values()) == len(rep.submissions)
+    # Best-so-far rises only, and ends at the best dev score any experiment recorded.
+    dev = [p.score for p in view.best["dev"]]
+    assert dev == sorted(dev) and dev[-1] == max(s for x in st.experiments.values() if (s := x.dev_score()) is not None)
+    assert all(0 <= p.at_s <= view.budget_s * 1.2 for p in view.best["dev"])  # budget seconds, grace included
+    # The selected checkpoint's lineage runs from it back to an experiment trained from the base.
+    assert view.selected == view.summary["selected"]
+    assert view.selected_lineage[0].id == view.selected and view.selected_lineage[-1].parent == "base"
+    # Slots never run two jobs at once.
+    for slot in {j.slot for j in view.jobs}:
+        jobs = sorted((j.start_s, j.end_s) for j in view.jobs if j.slot == slot)
+        assert all(a[1] <= b[0] + 1e-6 for a, b in itertools.pairwise(jobs))
+
+
+def test_the_report_loads_nothing_from_outside(v1: Run, tmp_path, capsys):
+    out = tmp_path / "r.html"
+    assert main(["report", str(v1.run_dir), "-o", str(out), "--key-dir", str(v1.key_dir)]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == f"report: {out}"
+    text = out.read_text()
+    assert "Content-Security-Policy" in text and "default-src 'none'" in text
+    assert not re.search(r"<(script|img|link|iframe)[^>]+(src|href)=", text)
+    assert "Plotly" in text and "VERIFIED" in text
+
+
+def test_the_default_report_is_the_run_directorys_and_the_audit_accepts_it(v1: Run, capsys):
+    assert main(["report", str(v1.run_dir), "--key-dir", str(v1.key_dir)]) == 0
+    assert (v1.run_dir / "report.html").is_file()
+    with ExpOS.open(v1.run_dir, key_dir=v1.key_dir, writable=False) as x:
+        assert audit(x).run_dir_issues == []
+
+
+def test_a_directory_by_the_reports_name_is_not_the_report(tmp_path):
+    from tests.helpers import v1_run
+
+    run_dir, key_dir = v1_run(tmp_path)
+    (run_dir / "report.html").mkdir()
+    with ExpOS.open(run_dir, key_dir=key_dir, writable=False) as x:
+        assert audit(x).run_dir_issues == ["run directory: report.html was added outside the tools"]
+
+
+def test_an_overview_of_a_runs_directory_keeps_an_unreadable_runs_row(v1: Run, tmp_path, capsys):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    os.symlink(v1.run_dir, runs / "a")
+    broken = runs / "b"
+    broken.mkdir()
+    (broken / "ledger.db").write_bytes(b"not a database")
+    (broken / "ledger.pub").write_bytes(b"not a key")
+    assert main(["report", str(runs), "--key-dir", str(v1.key_dir)]) == 0
+    assert capsys.readouterr().out.splitlines() == [f"report: {runs / 'index.html'}", "runs: 2"]
+    text = (runs / "index.html").read_text()
+    assert text.count("unreadable") == 1 and re.search(r"<td>b</td><td><span class='bad'>unreadable: ", text)
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda p: None, "no such run directory"),
+        (lambda p: p.mkdir(), "neither a run directory nor a directory of runs"),
+        (lambda p: p.write_text("x"), "not a directory"),
+    ],
+)
+def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, make, message):
+    target = tmp_path / "run"
+    make(target)
+    before = sorted(tmp_path.rglob("*"))
+    assert main(["report", str(target)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0] and err[0].startswith("rsi-master: error:")
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_an_output_in_a_missing_directory_is_one_line(v1: Run, tmp_path, capsys):
+    assert main(["report", str(v1.run_dir), "-o", str(tmp_path / "no" / "r.html")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "does not exist" in err[0]
+    assert not (tmp_path / "no").exists()
