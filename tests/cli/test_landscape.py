@@ -78,6 +78,7 @@ def test_measure_refuses_bad_options_in_one_line(tmp_path, capsys, args, says):
     assert not (tmp_path / "r.jsonl").exists()
 
 
+@pytest.mark.slow  # it trains and evaluates a real model: about a minute on two idle cores
 def test_measure_a_tiny_curve(tmp_path, capsys):
     """One direction, one seed, a few optimizer steps, four evaluation items: the whole path
     from data to a curve in the results and a rebuilt landscape file, in seconds."""

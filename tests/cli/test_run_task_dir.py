@@ -35,15 +35,25 @@ def model(tmp_path_factory) -> Path:
 KINDS = ("numeric", "multiple_choice", "unit_tests")
 
 
+@pytest.mark.slow
 def test_runs_on_task_directories_verify_and_audit_clean(model: Path, tmp_path: Path) -> None:
     """One run per scorer kind, the three at once (each takes its whole 90 s budget, wall-clock:
     side by side they cost CI 90 s instead of 270 s), one slot each."""
+    _run_verify_audit(model, tmp_path, KINDS, "90s")
+
+
+def test_a_short_run_on_a_unit_tests_task_directory_verifies_and_audits_clean(model: Path, tmp_path: Path) -> None:
+    """The scorer that runs model output, on a budget that keeps the default suite fast."""
+    _run_verify_audit(model, tmp_path, ("unit_tests",), "20s")
+
+
+def _run_verify_audit(model: Path, tmp_path: Path, kinds: tuple[str, ...], budget: str) -> None:
     runs = {}
-    for kind in KINDS:
+    for kind in kinds:
         root = tmp_path / kind
         task_dir = make_task_dir(root / "task", kind, n=6, train=8)
         env = {**os.environ, "RSI_MASTER_KEY_DIR": str(root / "keys"), "OMP_NUM_THREADS": "1"}
-        args = ["run", "--model", str(model), "--task", str(task_dir), "--budget", "90s", "--slots", "1"]
+        args = ["run", "--model", str(model), "--task", str(task_dir), "--budget", budget, "--slots", "1"]
         proc = subprocess.Popen(
             [sys.executable, "-m", "rsi_master.cli", *args, "--dir", "run"],
             stdout=subprocess.PIPE,

@@ -111,16 +111,28 @@ def test_every_event_of_the_v1_run_reads_and_redumps_to_its_bytes(tmp_path):
     assert {p.split for p in evals} == {"dev", "review"} and all(p.sample_ids_match for p in evals)
 
 
-def test_every_event_of_a_real_v2_run_reads_and_redumps_to_its_bytes(tmp_path):
-    """The honest ExpOS run of the red-team tests: every tool, a review, a decision, refusals."""
-    from tests.expos.honest import build_honest
-
-    honest = build_honest(tmp_path)
+def _assert_v2_round_trip(honest):
     with RunDir.open(honest.path, key_dir=honest.key_dir) as run:
         events = list(run.ledger.events())
     assert {e.version for e in events} == {2}
     assert _round_trip(events) == len(events)
     assert len({e.kind for e in events}) >= 14
+
+
+def test_every_event_of_a_simulated_v2_run_reads_and_redumps_to_its_bytes(tmp_path):
+    """The honest run of the red-team tests on the simulated backend: the same tools and records."""
+    from rsi_master.sim import generate_landscape
+    from tests.expos.honest import build_honest
+
+    _assert_v2_round_trip(build_honest(tmp_path, generate_landscape(5)))
+
+
+@pytest.mark.slow
+def test_every_event_of_a_real_v2_run_reads_and_redumps_to_its_bytes(tmp_path):
+    """The honest ExpOS run of the red-team tests (it trains): every tool, a review, a decision, refusals."""
+    from tests.expos.honest import build_honest
+
+    _assert_v2_round_trip(build_honest(tmp_path))
 
 
 def test_docs_events_md_is_current():

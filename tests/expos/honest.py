@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rsi_master.expos import Budget, Caller, ExpOS
+from rsi_master.sim import SimLandscape
 
 TASK = "arithmetic"
 MAIN = Caller("main", "main")
@@ -36,23 +37,26 @@ class Honest:
         return ExpOS.open(dest, key_dir=keys)
 
 
-def build_honest(root: Path) -> Honest:
-    """Two workers (w2 continues from w1), a reviewer, a decision, a nomination."""
+def build_honest(root: Path, landscape: SimLandscape | None = None) -> Honest:
+    """Two workers (w2 continues from w1), a reviewer, a decision, a nomination; on the
+    simulated backend when `landscape` is given (the same tools and records, no training)."""
     key_dir = root / "keys"
     os.environ["RSI_MASTER_KEY_DIR"] = str(key_dir)
     path = root / "run"
     with ExpOS.create(
         path,
-        TASK,
+        TASK if landscape is None else landscape.task_name,
         eval_limit=8,
         key_dir=key_dir,
         allowed_teachers=["hand-written"],
         budget=Budget(max_experiments=30, max_train_steps=50),
+        landscape=landscape,
     ) as x:
         families = sorted(f.split("/")[1] for f in x.contract.allowed_generators)
+        n = min(64, x.contract.budget.max_rows)  # the simulated contract counts rows in bundles
         x.call(MAIN, "worker.add", {"worker_id": "w1", "task": "answer-only data"})
         x.call(MAIN, "worker.add", {"worker_id": "w2", "task": "continue w1", "predecessors": ["w1"]})
-        d1 = x.call(W1, "data.generate", {"family": families[0], "n": 64, "seed": 1}).dataset
+        d1 = x.call(W1, "data.generate", {"family": families[0], "n": n, "seed": 1}).dataset
         e1 = x.call(W1, "experiment.submit", {"dataset": d1, "config": QUICK})
         assert e1.status == "completed", e1
         x.call(
@@ -64,7 +68,7 @@ def build_honest(root: Path) -> Honest:
                 "candidates": [e1.experiment_id],
             },
         )
-        d2 = x.call(W2, "data.generate", {"family": families[-1], "n": 64, "seed": 2}).dataset
+        d2 = x.call(W2, "data.generate", {"family": families[-1], "n": n, "seed": 2}).dataset
         e2 = x.call(W2, "experiment.submit", {"parent": e1.experiment_id, "dataset": d2, "config": QUICK})
         assert e2.status == "completed", e2
         x.call(W2, "worker.finalize", {"summary": "continued w1", "candidates": [e2.experiment_id]})
