@@ -34,7 +34,9 @@ def _before(rev: str) -> Callable[..., object]:
     tmp = Path(tempfile.mkdtemp(prefix="bench-sandbox-"))
 
     def show(path: str) -> str:
-        return subprocess.run(["git", "-C", str(root), "show", f"{rev}:{path}"], capture_output=True, text=True, check=True).stdout
+        return subprocess.run(
+            ["git", "-C", str(root), "show", f"{rev}:{path}"], capture_output=True, text=True, check=True
+        ).stdout
 
     (tmp / "_sandbox_child.py").write_text(show("src/rsi_master/tasks/_dir/_sandbox_child.py"))
     source = show("src/rsi_master/tasks/_dir/_sandbox.py").replace(

@@ -169,7 +169,9 @@ def main() -> None:
         xs = range(len(keys))
         ax[0].bar([x - 0.2 for x in xs], [before[k] for k in keys], 0.4, label="before")
         ax[0].bar([x + 0.2 for x in xs], [after[k] for k in keys], 0.4, label="after")
-        ax[0].set_xticks(list(xs), ["reviews with\ncombine", "continue per\nreviewed candidate", "combination\nslot-time"])
+        ax[0].set_xticks(
+            list(xs), ["reviews with\ncombine", "continue per\nreviewed candidate", "combination\nslot-time"]
+        )
         ax[0].set_ylim(0, 1)
         ax[0].legend()
         ax[0].set_title("RSI-Master's reviews")
