@@ -42,11 +42,6 @@ def test_runs_on_task_directories_verify_and_audit_clean(model: Path, tmp_path: 
     _run_verify_audit(model, tmp_path, KINDS, "90s")
 
 
-def test_a_short_run_on_a_unit_tests_task_directory_verifies_and_audits_clean(model: Path, tmp_path: Path) -> None:
-    """The scorer that runs model output, on a budget that keeps the default suite fast."""
-    _run_verify_audit(model, tmp_path, ("unit_tests",), "20s")
-
-
 def _run_verify_audit(model: Path, tmp_path: Path, kinds: tuple[str, ...], budget: str) -> None:
     runs = {}
     for kind in kinds:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import pwd
 import stat
 import subprocess
 import sys
@@ -23,6 +22,7 @@ import pytest
 import rsi_master
 from rsi_master.events import DoorRefusals, typed
 from rsi_master.expos import ExpOS
+from rsi_master.expos._identity import AGENT_UID_BASE, AGENT_UID_COUNT
 from tests.helpers import capability_file
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="a second OS user needs root (CI runs as root)")
@@ -176,7 +176,8 @@ def test_an_agent_with_a_shell_reaches_the_run_only_through_the_door(open_place)
         # The widened capability is counted in the door's window for the agent's uid, not recorded alone.
         (window,) = [typed(e, DoorRefusals).payload for e in x.own_events("door.refusals")]
         assert window.refusal == "unauthenticated" and window.count >= 1
-        assert window.peer_uid == pwd.getpwnam("rsi-agent").pw_uid
+        # The agent's own uid (one per agent), never the harness's.
+        assert AGENT_UID_BASE <= window.peer_uid < AGENT_UID_BASE + AGENT_UID_COUNT
     assert stat.S_IMODE(run.stat().st_mode) == 0o700 and run.stat().st_uid == 0
     assert stat.S_IMODE((open_place / "keys").stat().st_mode) == 0o700
 

@@ -154,7 +154,17 @@ def test_expos_cli_a_failed_experiment_exits_non_zero(run, monkeypatch, capsys):
     run.close()
     w1 = _cap(path, "worker", "w1")
     assert (
-        expos_main(["--run", path, "--capability", w1, "--json", "data.generate", '{"family": "answer_only", "n": 8}'])
+        expos_main(
+            [
+                "--run",
+                path,
+                "--capability-file",
+                capability_file(w1),
+                "--json",
+                "data.generate",
+                '{"family": "answer_only", "n": 8}',
+            ]
+        )
         == 0
     )
     dataset = json.loads(capsys.readouterr().out)["dataset"]
@@ -164,7 +174,10 @@ def test_expos_cli_a_failed_experiment_exits_non_zero(run, monkeypatch, capsys):
 
     monkeypatch.setattr(runtime, "train", train)
     submit = json.dumps({"dataset": dataset, "config": {"max_steps": 1, "batch_size": 2, "learning_rate": 1e-3}})
-    assert expos_main(["--run", path, "--capability", w1, "--json", "experiment.submit", submit]) == 4
+    assert (
+        expos_main(["--run", path, "--capability-file", capability_file(w1), "--json", "experiment.submit", submit])
+        == 4
+    )
     out = capsys.readouterr()
     assert json.loads(out.out)["status"] == "failed" and "diverged" in out.err
     assert len(out.err.strip().splitlines()) == 1

@@ -117,7 +117,13 @@ def test_an_agents_server_through_the_door_serves_a_task_directory_run(rsi, tmp_
     door = Door(tmp_path / "run", socket_path=tmp_path / "door" / "d.sock").start()
     params = StdioServerParameters(
         command=rsi,
-        args=["mcp", "--door", str(door.path), "--capability", cap(tmp_path / "run", "worker", "ext1")],
+        args=[
+            "mcp",
+            "--door",
+            str(door.path),
+            "--capability-file",
+            capability_file(cap(tmp_path / "run", "worker", "ext1")),
+        ],
         env={"OMP_NUM_THREADS": "1"},
     )
 

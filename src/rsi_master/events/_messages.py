@@ -96,7 +96,7 @@ class Significance(_Message):
     noise: float = Field(ge=0, description="Standard error of the effect under the null, in the effect's unit.")
     p: float = Field(ge=0, le=1, description="One-sided p value of an effect at least this large under the null.")
     n: int = Field(ge=0, description="Evaluation items the test ran on.")
-    reference: str | None = Field(
+    reference: Name | None = Field(
         default=None, description="What the effect is measured against: an experiment id, `base`, or a split."
     )
 

@@ -72,7 +72,7 @@ class LiveRun:
     memo: VerifyMemo | None = None
     size: int = -1
     view: RunView | None = None
-    payload: dict[str, object] = field(default_factory=dict)
+    page_data: dict[str, object] = field(default_factory=dict)
     error: str | None = None
 
 
@@ -112,7 +112,7 @@ class LiveRuns:
             if size != live.size:
                 assert live.memo is not None
                 live.view = collect_open(live.expos, self.key_dir, live.memo)
-                live.payload = report_payload(live.view)
+                live.page_data = report_payload(live.view)
                 live.size, live.error = size, None
         except RsiMasterError as exc:
             # A run replaced or rewritten under the session: read it afresh at the next look.
@@ -205,7 +205,7 @@ def make_app(runs: LiveRuns, *, token: str | None, loopback: bool) -> Starlette:
         live = await runs.call(runs.refresh, request.path_params["name"])
         if live is None or live.view is None:
             return PlainTextResponse("no such run\n", status_code=404)
-        return JSONResponse({**live.payload, "size": live.size})
+        return JSONResponse({**live.page_data, "size": live.size})
 
     async def events(request: Request) -> Response:
         name = request.path_params["name"]
