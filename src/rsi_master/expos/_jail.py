@@ -90,7 +90,8 @@ def blocked_dir(path: Path, uid: int, gid: int) -> Path | None:
 
 def client_paths() -> tuple[Path, ...]:
     """What an agent needs to run `expos` and `rsi-master mcp` on this harness's Python: the
-    venv, the base installation and this package (an editable install lives outside both)."""
+    venv, the base installation, this package (an editable install lives outside both) and every
+    site directory on the path (a `.pth` may chain to another venv's packages)."""
     import rsi_master
 
     found = [
@@ -98,6 +99,7 @@ def client_paths() -> tuple[Path, ...]:
         Path(sys.base_prefix),
         Path(os.path.realpath(sys.executable)).parent,
         Path(rsi_master.__file__).resolve().parent,
+        *(Path(p) for p in sys.path if p.endswith(("site-packages", "dist-packages")) and os.path.isdir(p)),
     ]
     out: list[Path] = []
     for p in found:
