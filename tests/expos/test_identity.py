@@ -71,8 +71,12 @@ class Place:
         args = ["agent", str(self.run), "--role", role, "--id", node, "--socket", str(self.sock), *opts, "--", *cmd]
         return _cli(*args, env=_env(), **kw)
 
-    def agent_popen(self, *cmd: str, role: str = "worker", node: str = "w1") -> subprocess.Popen[str]:
-        args = ["agent", str(self.run), "--role", role, "--id", node, "--socket", str(self.sock), "--", *cmd]
+    def agent_popen(
+        self, *cmd: str, role: str = "worker", node: str = "w1", run: Path | None = None, sock: Path | None = None
+    ) -> subprocess.Popen[str]:
+        """The agent started in the background (on this place's run and door unless told otherwise)."""
+        run, sock = run or self.run, sock or self.sock
+        args = ["agent", str(run), "--role", role, "--id", node, "--socket", str(sock), "--", *cmd]
         return subprocess.Popen(
             [sys.executable, "-m", "rsi_master.cli", *args],
             stdout=subprocess.PIPE,
@@ -402,29 +406,7 @@ def test_the_agent_ends_when_the_runs_door_goes(place):
     )
     try:
         assert "serving" in door.stderr.readline()
-        agent = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "rsi_master.cli",
-                "agent",
-                str(place.run),
-                "--role",
-                "worker",
-                "--id",
-                "w3",
-                "--socket",
-                str(sock),
-                "--",
-                sys.executable,
-                "-c",
-                SLEEPER,
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=_env(),
-        )
+        agent = place.agent_popen(sys.executable, "-c", SLEEPER, node="w3", run=place.run, sock=sock)
         uid = int(agent.stdout.readline())
         door.terminate()
         door.wait(timeout=30)
@@ -504,28 +486,8 @@ def test_the_agent_ends_when_the_run_ends(place):
 
     run = place.base / "ending"
     assert _cli("init", "--task", "arithmetic", "--dir", str(run), env=_env()).returncode == 0
-    agent = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "rsi_master.cli",
-            "agent",
-            str(run),
-            "--role",
-            "worker",
-            "--id",
-            "w1",
-            "--socket",
-            str(place.base / "door-ending" / "d.sock"),
-            "--",
-            sys.executable,
-            "-c",
-            SLEEPER,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=_env(),
+    agent = place.agent_popen(
+        sys.executable, "-c", SLEEPER, node="w1", run=run, sock=place.base / "door-ending" / "d.sock"
     )
     try:
         uid = int(agent.stdout.readline())

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import errno
 import secrets
 import socket
 from pathlib import Path
 
+from .._net import listen_tcp
 from ..errors import RsiMasterError
 from ._common import env, key_dir_arg
 
@@ -34,19 +34,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def bind(host: str, port: int) -> socket.socket:
     """The listening socket, bound here so that a port in use is one clear line."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        if exc.errno == errno.EADDRINUSE:
-            raise RsiMasterError(f"{host}:{port} is in use (pick another with --port)") from None
-        raise RsiMasterError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    except socket.gaierror as exc:
-        sock.close()
-        raise RsiMasterError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock = listen_tcp(host, port)
     sock.listen(64)
     return sock
 

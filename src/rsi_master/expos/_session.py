@@ -10,22 +10,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from ..errors import RsiMasterError
 from ..events import GuardBlocked, Payload, dump_payload, typed, validate_payload
-from ..events import ToolFailed as ToolFailedEvent
-from ..events import ToolInvalid as ToolInvalidEvent
 from ..ledger import Event, KeyDir
 from ..rundir import RunDir
 from ._backend import attach_backend
+from ._call import UNAUTHENTICATED, call_tool
 from ._catalogue import load as _load
 from ._contract import CONTRACT_KIND, Budget, TaskContract
-from ._errors import ToolError, ToolFailed, ToolInvalid, ToolRefused
+from ._errors import ToolRefused
 from ._freeze import freeze_run
-from ._guards import OVERRIDE_KEYS, GuardPolicy, Strict
+from ._guards import GuardPolicy, Strict
 from ._projection import Projection, SharedProjections
-from ._registry import TOOLS, Tool
 from ._taxonomy import Subcategory
 from ._writes import WriteQuota
 
@@ -37,7 +35,6 @@ __all__ = ["FINAL_KINDS", "Caller", "ExpOS"]
 
 # The events that end a run: after the first of these by the harness, the door is shut.
 FINAL_KINDS = ("orchestra.finish",)
-UNAUTHENTICATED = {"role": "public", "id": "unauthenticated"}
 
 
 @dataclass(frozen=True)
@@ -366,69 +363,6 @@ class ExpOS:
 
     # -- the door ----------------------------------------------------------------------
     def call(self, caller: Caller, name: str, args: dict[str, Any] | BaseModel | None = None) -> BaseModel:
-        """Run one tool for a caller: role check, override check, validation, guards, action.
-
-        Every refusal and every invalid call is recorded with the caller; a refused call
-        never reaches the runtime. After the run's final record nothing is accepted or
-        recorded: the run's result is fixed. Each guard asks the session's policy
-        (`self.guards`), which refuses (Strict) or waives the refusal and logs the call (Unguarded).
-        """
-        from ._capability import NODE_ID
-
-        if not isinstance(caller.id, str) or not NODE_ID.fullmatch(caller.id):
-            # Not recordable as an actor: refused before anything runs, and nothing is written.
-            raise ToolInvalid(f"invalid caller id {str(caller.id)[:40]!r}: 1-128 letters, digits, '_', '.', '-'")
-        final = self.final_seq()
-        if final is not None:
-            raise ToolRefused(f"the run has ended (its final record is event {final}): no call is accepted")
-        self.quota.check(caller.cap)  # refused unrecorded: the door counts these per window
-        self.backend.before_call(str(name))
-        if caller.role == "harness":
-            # The harness writes its own records from its own code; no call through the door
-            # may act as it (and no capability names it).
-            self.record(
-                UNAUTHENTICATED,
-                GuardBlocked(tool=str(name)[:100], subcategory=None, reason="no caller acts as the harness", args={}),
-            )
-            raise ToolRefused("no caller acts as the harness")
-        tool = TOOLS.get(name) or next((t for t in TOOLS.values() if t.llm_name == name), None)
-        raw = args.model_dump() if isinstance(args, BaseModel) else dict(args or {})
-        if tool is None:
-            self.record(caller, ToolInvalidEvent(tool=name, reason="unknown tool"))
-            raise ToolInvalid(f"unknown tool {name!r}; `expos tools` lists them")
-        try:
-            result = self._run(caller, tool, raw)
-        except ToolRefused as exc:
-            self.guards.refused(self, caller, tool.name, raw, exc)
-        except ToolFailed as exc:  # it ran and failed (nothing to register): on the record like any call
-            self.record(caller, ToolFailedEvent(tool=tool.name, error=str(exc)[:300]))
-            raise
-        except ToolError:
-            raise
-        except RsiMasterError as exc:
-            self.record(caller, ToolFailedEvent(tool=tool.name, error=str(exc)))
-            raise ToolFailed(f"{tool.name} failed: {exc}") from exc
-        self.record(caller, self.guards.call_payload(tool, raw))
-        return result
-
-    def _run(self, caller: Caller, tool: Tool, raw: dict[str, Any]) -> BaseModel:
-        if caller.role not in tool.roles or tool.name not in self.contract.permitted_tools.get(caller.role, []):
-            self.guard(
-                f"role {caller.role} may not call {tool.name}", Subcategory.TEST_SET_ACCESS if tool.protected else None
-            )
-        for key in raw:
-            if key in OVERRIDE_KEYS:
-                self.guard(f"{tool.name} takes no {key!r}: the contract fixes it", OVERRIDE_KEYS[key])
-        own = self.guards.shortcut(tool.name)
-        if own is not None:
-            return own(self, caller, raw)
-        try:
-            # An override that went through (a waived guard) is logged with the call; no tool takes one.
-            inp = tool.input.model_validate({k: v for k, v in raw.items() if k not in OVERRIDE_KEYS})
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(p) for p in err["loc"]) or "input"
-            msg = f"invalid input for {tool.name}: {where}: {err['msg']}"
-            self.record(caller, ToolInvalidEvent(tool=tool.name, reason=msg))
-            raise ToolInvalid(msg) from None
-        return tool.impl(self, caller, inp)
+        """Run one tool for a caller (`call_tool`: role check, override check, validation, guards,
+        action, record)."""
+        return call_tool(self, caller, name, args)

@@ -1,4 +1,4 @@
-"""The targets a landscape is held to (issue 3), computed from its recorded figures only.
+"""The targets a landscape is held to, computed from its recorded figures only.
 
 * base: at most 15% on every task;
 * reference: at least 40 points above base;

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import json
-import socket
 import sys
 import time
 from collections.abc import Mapping
@@ -25,6 +24,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from .._net import listen_tcp
 from ..errors import RsiMasterError
 
 __all__ = ["LONG_CALLS", "ExposDoor", "build_server", "check_loopback", "mcp_tools", "serve"]
@@ -281,14 +281,7 @@ async def _http(server: Any, host: str, port: int, door: ExposDoor) -> None:
     import uvicorn
 
     app = server.streamable_http_app(host=host)
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise RsiMasterError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock = listen_tcp(host, port)
     # Listening before the address is announced: a client that reads it and connects at once
     # waits in the backlog until uvicorn accepts, instead of being refused.
     sock.listen(2048)

@@ -134,7 +134,7 @@ class EvidenceReviewer:
                 continue
             recorded, n_dev, seq = float(dev["score"]), int(dev.get("n_samples") or 0), int(dev["seq"])
             # Within half an item of the record is rounding; beyond it the claim is not the record's.
-            if score - recorded > 0.5 / max(1, n_dev) + 1e-9 or recorded - score > 0.5 / max(1, n_dev) + 1e-9:
+            if abs(score - recorded) > 0.5 / max(1, n_dev) + 1e-9:
                 r.add(
                     "violations",
                     f"{w} claims {xid}={score:.3f}; the dev record {seq} says {recorded:.3f} ({score - recorded:+.3f})",
