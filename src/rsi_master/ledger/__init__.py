@@ -29,10 +29,11 @@ from ._merkle import (
     verify_consistency,
     verify_inclusion,
 )
+from ._report import LedgerReport, Problem
 from ._rows import Row, hash_at, rows_since
 from ._schema import utc_now
 from ._store import Ledger
-from ._verify import LedgerReport, Problem, verify_ledger
+from ._verify import verify_ledger
 
 __all__ = [
     "CHECKPOINT_SCHEMA_VERSION",
