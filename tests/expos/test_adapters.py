@@ -11,7 +11,10 @@ import pytest
 from rsi_master.expos import Budget, Caller, ExpOS, ToolRefused, audit
 from rsi_master.runtime import is_adapter
 
+# The module's run trains two experiments (minutes on two cores); tests/runtime/test_adapter.py
+# keeps an adapter's round trip and its binding to the base in the default run.
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning"),
 ]
 
