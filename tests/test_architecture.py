@@ -143,3 +143,16 @@ def test_no_private_module_reached_from_another_package():
     assert not reached, "private modules imported from outside their package:\n" + "\n".join(
         f"{a} imports {b}" for a, b in sorted(reached)
     )
+
+
+MAX_MODULE_LINES = 400
+
+
+def test_no_module_over_400_lines():
+    """A module past 400 lines holds more than one concept: split it rather than raise the limit."""
+    long = {
+        str(path.relative_to(ROOT.parent)): n
+        for path in ROOT.rglob("*.py")
+        if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert not long, f"modules over {MAX_MODULE_LINES} lines (split each): {long}"
