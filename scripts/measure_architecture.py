@@ -1,0 +1,92 @@
+"""The architecture's measures, read from the source with `ast` (docs/architecture.md quotes them).
+
+    .venv/bin/python scripts/measure_architecture.py            # the static measures (a second)
+    .venv/bin/python scripts/measure_architecture.py --suite    # and the default test run's time
+
+Prints a `---` line, then `key: value` lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SRC = REPO / "src" / "rsi_master"
+MAX_MODULE_LINES = 400
+
+
+def _any_parameters(tree: ast.AST, name: str) -> int:
+    """Parameters called `name` annotated `Any` (a value whose domain type is not written down)."""
+    count = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            a = node.args
+            for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs]:
+                if (
+                    arg.arg == name
+                    and arg.annotation is not None
+                    and ast.unparse(arg.annotation) in ("Any", "typing.Any")
+                ):
+                    count += 1
+    return count
+
+
+def measure() -> dict[str, object]:
+    task_any = expos_any = internal = total = 0
+    long: list[str] = []
+    lines = 0
+    for path in sorted(SRC.rglob("*.py")):
+        text = path.read_text()
+        n = len(text.splitlines())
+        lines += n
+        if n > MAX_MODULE_LINES:
+            long.append(f"{path.relative_to(REPO)} ({n})")
+        tree = ast.parse(text, str(path))
+        task_any += _any_parameters(tree, "task")
+        expos_any += _any_parameters(tree, "expos")
+        # A function nested in another is walked from both: count each import statement once.
+        seen: set[int] = set()
+        for fn in ast.walk(tree):
+            if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+                for node in ast.walk(fn):
+                    if isinstance(node, ast.Import | ast.ImportFrom) and id(node) not in seen:
+                        seen.add(id(node))
+                        total += 1
+                        if isinstance(node, ast.Import):
+                            internal += any(a.name.startswith("rsi_master") for a in node.names)
+                        else:
+                            internal += bool(node.level) or (node.module or "").startswith("rsi_master")
+    return {
+        "src_lines": lines,
+        "task_any_parameters": task_any,
+        "expos_any_parameters": expos_any,
+        "function_local_imports_internal": internal,
+        "function_local_imports_all": total,
+        "modules_over_400_lines": len(long),
+        "modules_over_400_lines_list": ", ".join(long) or "-",
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--suite", action="store_true", help="also time the default `pytest -q` run")
+    args = parser.parse_args()
+    figures = measure()
+    if args.suite:
+        start = time.monotonic()
+        rc = subprocess.run([sys.executable, "-m", "pytest", "-q"], cwd=REPO, check=False).returncode
+        figures["test_suite_seconds"] = round(time.monotonic() - start)
+        figures["test_suite_exit"] = rc
+    print("---")
+    for key, value in figures.items():
+        print(f"{key}: {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
