@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from rsi_master.expos import ExpOS, sealed_evaluation
-from rsi_master.runtime import EvaluationError
+from rsi_master.runtime import EvaluatorDigestError
 from rsi_master.tasks import get_task
 from tests.expos.test_redteam import agent
 from tests.helpers import capability_file
@@ -95,7 +95,7 @@ def test_an_edited_sealed_copy_is_refused_and_never_run(task_run, tmp_path) -> N
     with ExpOS.open(x.run.path) as y:
         problems = y.seal_problems()
         assert problems and "not the pinned" in problems[0], problems
-        with pytest.raises(EvaluationError, match="digest"):
+        with pytest.raises(EvaluatorDigestError):
             sealed_evaluation(y, y.contract.base_model_artifact, "dev")
     assert not marker.exists()  # checked before a byte of it was run, in any process
     verify = subprocess.run(

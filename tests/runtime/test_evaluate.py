@@ -8,6 +8,7 @@ import pytest
 from rsi_master.runtime import (
     CheckpointLoadError,
     EvaluationError,
+    EvaluatorDigestError,
     InvalidParameterError,
     evaluate,
     evaluator_digest,
@@ -38,7 +39,7 @@ def test_sft_beats_the_untrained_model(toy_sft, tiny_base):
 
 
 def test_pinned_digest_mismatch_refuses(toy_sft):
-    with pytest.raises(EvaluationError, match="refusing"):
+    with pytest.raises(EvaluatorDigestError, match="refusing"):
         _eval(toy_sft, expected_evaluator_digest="0" * 64)
 
 

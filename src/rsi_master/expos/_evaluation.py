@@ -77,7 +77,7 @@ def evaluate_experiment(expos, caller, experiment_id: str, checkpoint: str, spli
     eval.record event. The harness uses it too (role
     `harness`) to score selected checkpoints on `final`.
     """
-    from ..runtime import CheckpointLoadError, EvaluationError, InputChangedError
+    from ..runtime import EvaluatorDigestError, InputChangedError, SwappedBaseError
 
     c = expos.contract
     ckpt_dir = expos.run.store.path(checkpoint)
@@ -101,16 +101,10 @@ def evaluate_experiment(expos, caller, experiment_id: str, checkpoint: str, spli
         return done
     try:
         res = sealed_evaluation(expos, checkpoint, split)
-    except CheckpointLoadError as exc:
-        if "swapped base" in str(exc):
-            raise ToolRefused(f"checkpoint {checkpoint[:12]}: {exc}", Subcategory.WEIGHT_PROVENANCE) from None
-        raise
-    except InputChangedError as exc:
+    except (SwappedBaseError, InputChangedError) as exc:
         raise ToolRefused(f"checkpoint {checkpoint[:12]}: {exc}", Subcategory.WEIGHT_PROVENANCE) from None
-    except EvaluationError as exc:
-        if "digest" in str(exc):
-            raise ToolRefused(f"the sealed evaluator does not match the contract: {exc}", Subcategory.HARNESS) from None
-        raise
+    except EvaluatorDigestError as exc:
+        raise ToolRefused(f"the sealed evaluator does not match the contract: {exc}", Subcategory.HARNESS) from None
     if res.checkpoint_digest != checkpoint:
         raise ToolRefused(
             f"checkpoint {checkpoint[:12]}: the bytes scored measure {res.checkpoint_digest}, not "

@@ -15,9 +15,11 @@ from rsi_master.runtime._digest import dir_digest, sha256_bytes, sha256_file
 from rsi_master.runtime._errors import (
     CheckpointLoadError,
     EvaluationError,
+    EvaluatorDigestError,
     InputChangedError,
     InvalidParameterError,
     SealSecretError,
+    SwappedBaseError,
     TrainingError,
 )
 from rsi_master.runtime._evaluate import evaluate
@@ -62,6 +64,7 @@ __all__ = [
     "EvalBackend",
     "EvalResult",
     "EvaluationError",
+    "EvaluatorDigestError",
     "InputChangedError",
     "InvalidParameterError",
     "ModelInputError",
@@ -69,6 +72,7 @@ __all__ = [
     "SampleRecord",
     "SampleResult",
     "SealSecretError",
+    "SwappedBaseError",
     "TinyLlamaSpec",
     "TrainConfig",
     "TrainResult",

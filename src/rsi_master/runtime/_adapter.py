@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rsi_master.runtime._digest import dir_digest
-from rsi_master.runtime._errors import CheckpointLoadError
+from rsi_master.runtime._errors import CheckpointLoadError, SwappedBaseError
 
 __all__ = ["ADAPTER_BASE_FILE", "adapter_base_digest", "check_adapter_base", "is_adapter", "load_adapter_model"]
 
@@ -48,7 +48,7 @@ def check_adapter_base(adapter: Path, base: Path | None, measured_base: str | No
         raise CheckpointLoadError(f"checkpoint {adapter} is a LoRA adapter: its base checkpoint {want} is needed")
     got = measured_base if measured_base is not None else dir_digest(base)
     if got != want:
-        raise CheckpointLoadError(
+        raise SwappedBaseError(
             f"adapter {adapter} is bound to base {want}, but the base given measures {got}: refusing a swapped base"
         )
     return want

@@ -20,8 +20,16 @@ class CheckpointLoadError(RsiMasterError, ValueError):
     """A checkpoint directory is missing or does not load as a causal LM."""
 
 
+class SwappedBaseError(CheckpointLoadError):
+    """A LoRA adapter's base measures another digest than the one the adapter is bound to."""
+
+
 class EvaluationError(RsiMasterError):
     """The sealed evaluator refused to run, failed, or timed out."""
+
+
+class EvaluatorDigestError(EvaluationError):
+    """The sealed evaluator is not the one pinned: its copy, or what it reports, has another digest."""
 
 
 class TrainingError(RsiMasterError):

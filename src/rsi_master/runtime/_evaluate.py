@@ -16,7 +16,13 @@ from rsi_master.errors import ArtifactError
 from rsi_master.runtime._adapter import adapter_base_digest, check_adapter_base, is_adapter
 from rsi_master.runtime._backend import EvalBackend
 from rsi_master.runtime._digest import dir_digest, sha256_file
-from rsi_master.runtime._errors import CheckpointLoadError, EvaluationError, InputChangedError, InvalidParameterError
+from rsi_master.runtime._errors import (
+    CheckpointLoadError,
+    EvaluationError,
+    EvaluatorDigestError,
+    InputChangedError,
+    InvalidParameterError,
+)
 from rsi_master.runtime._records import EvalResult, SampleRecord
 from rsi_master.runtime._seal import private_seal
 from rsi_master.tasks import SealKey
@@ -100,7 +106,7 @@ def evaluate(
     with private_seal(evaluator, extra_sources, task_files, backend) as private:
         digest = private.digest
         if expected_evaluator_digest is not None and digest != expected_evaluator_digest:
-            raise EvaluationError(
+            raise EvaluatorDigestError(
                 f"evaluator digest {digest} differs from the pinned {expected_evaluator_digest}; refusing to evaluate"
             )
         if store is not None and evaluator is None:
@@ -139,9 +145,11 @@ def evaluate(
             raise CheckpointLoadError(reply["error"])
         if reply.get("code") == _EXIT_REQUEST:
             raise InvalidParameterError(reply["error"])
+        if reply.get("code") == _EXIT_DIGEST:
+            raise EvaluatorDigestError(reply["error"])
         raise EvaluationError(reply["error"])
     if reply["evaluator_digest"] != digest:
-        raise EvaluationError("evaluator reported a digest other than the one it was launched with")
+        raise EvaluatorDigestError("evaluator reported a digest other than the one it was launched with")
     result = EvalResult(
         checkpoint_dir=str(ckpt),
         checkpoint_digest=checkpoint_digest,
