@@ -111,8 +111,7 @@ class ProgramSynthesisTask(SuiteTask):
         "in the list DSL (e.g. 'map(+3) | filter(even) | reverse') that computes it on unseen inputs."
     )
     template = "Examples:\n{question}\nProgram:"
-    # Longest eval-distribution completions (steps/outputs families, depth 2, two-digit values)
-    # reach about 85 characters; 64 until the longer families came (2026-12-04).
+    # The longest eval-distribution completions (steps/outputs families) reach about 85 characters.
     decoding = Decoding(max_new_tokens=96)
     stop = ("\n\n",)
     hints = TaskHints(
