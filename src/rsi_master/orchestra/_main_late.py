@@ -32,7 +32,7 @@ from ._graph import ResearchGraph, WorkerNode
 from ._protocols import MainContext
 from ._stats import standard_error
 
-__all__ = ["FAR_SE", "PLATEAU_POINTS", "late_worth"]
+__all__ = ["FAR_SE", "PLATEAU_POINTS", "late_worth", "plateaued"]
 
 FAR_SE = 2.0
 PLATEAU_POINTS = 3  # a flat stretch needs at least three points to be told from one noisy step
@@ -62,7 +62,7 @@ def late_worth(
         more = evidence.checkpoint_outlook(xid, w.direction, seconds)
         # Optimistic (one standard deviation of the forecast up), and only on a curve of
         # `PLATEAU_POINTS` measurements: one measured too little to say is not called flat.
-        if more.n >= PLATEAU_POINTS and more.ucb(1.0) - now.mean < 1.0 / max(1, evidence.n_items):
+        if plateaued(now.mean, more.mean, more.std, more.n, evidence.n_items):
             return (
                 f"{xid}'s curve forecasts {more.mean - now.mean:+.3f} (+{more.std:.3f}) from {seconds:.0f} s more: "
                 "less than one item"
@@ -70,3 +70,10 @@ def late_worth(
         return None
 
     return why_not
+
+
+def plateaued(now: float, mean: float, std: float, points: int, n_items: int) -> bool:
+    """A forecast of `mean` (+-`std`) from another allowance, against `now`, on a curve of `points`
+    measurements of `n_items`-item scores: flat when even one standard deviation up it gains less
+    than one item, on a curve long enough to tell a flat stretch from one noisy step."""
+    return points >= PLATEAU_POINTS and mean + std - now < 1.0 / max(1, n_items)
