@@ -18,8 +18,8 @@ A lineage is passed over when it cannot matter there:
   up, on a curve of at least `PLATEAU_POINTS` measurements. The bar is a gain, not a gain the
   split could tell from noise: late, a slot passed over stays idle (no direction opens), and a
   forecast gain of a fraction of a standard error on the leader's lineage is still a better
-  checkpoint for the selection on `review`; passing over such lineages left a tenth of the
-  slot-time of a simulated campaign idle at a measured cost to its final.
+  checkpoint for the selection on `review` (the standard-error bar left the leader's lineage,
+  forecast +0.02 on a 50-item split, idle for the last tenth of a simulated campaign).
 """
 
 from __future__ import annotations
