@@ -168,3 +168,13 @@ def test_an_overclaiming_workers_points_weigh_less_in_the_learning_curves(tmp_pa
         ev = Evidence(_ctx(expos, 100.0), g)
         assert ev.points[g.workers[w1].direction.key()][0][2] == OVERCLAIM_WEIGHT
         assert ev.points[g.workers[w2].direction.key()][0][2] == 1.0
+
+
+def test_late_a_lineage_is_flat_only_when_its_forecast_gains_less_than_one_item():
+    from rsi_master.orchestra._main_late import plateaued
+
+    # 50-item scores: one item is 0.02, one standard error at 0.5 about 0.07. A leader forecast
+    # +0.022 (+-0.017) is still a better checkpoint to train late, though inside the noise.
+    assert not plateaued(0.52, 0.542, 0.017, 4, 50)
+    assert plateaued(0.52, 0.52, 0.014 / 2, 4, 50)  # forecasts nothing: flat
+    assert not plateaued(0.52, 0.52, 0.0, 2, 50)  # two points cannot tell flat from one noisy step

@@ -307,3 +307,27 @@ def test_a_continuation_is_measured_against_the_checkpoint_its_worker_started_fr
         assert gain.significance.reference == start and gain.significance.effect == 12 / 40
         assert gain.significance.p < 0.001 and gain.status == "supported"
         assert [(r.experiment_id, r.significance.reference) for r in recs if isinstance(r, Continue)] == [(top, start)]
+
+
+def test_combine_conditions_on_item_difficulty_from_other_checkpoints(tmp_path):
+    from rsi_master.expos import Unguarded
+
+    with new_run(tmp_path, guards=Unguarded()) as expos:
+        # Four earlier checkpoints (of a Worker outside the review) solve items 0..29 and none of
+        # 30..49: those 20 are hard. x1 solves 0..19, x2 10..29: overall they share 10 items where
+        # independence predicts 8 (no complementarity), but on the 30 items anyone solves they
+        # share 10 where 13.3 are expected: B's 10 items beyond A's are complementary.
+        expos.call(
+            MAIN,
+            "worker.add",
+            {"worker_id": "w0", "task": "t", "predecessors": [], "direction": {"family": "answer_only"}},
+        )
+        for _ in range(4):
+            _reviewed(expos, fake_experiment(expos, "w0", 0.6), _items(50, range(30)))
+        xids, rev, recs = _review(expos, {"w1": (0.4, _items(50, range(20))), "w2": (0.4, _items(50, range(10, 30)))})
+        (combine,) = [r for r in recs if isinstance(r, Combine)]
+        assert combine.experiment_ids == [xids["w1"], xids["w2"]] or combine.experiment_ids == [xids["w2"], xids["w1"]]
+        sig = combine.significance
+        assert sig is not None and sig.n == 50 and sig.p < 0.02 and abs(sig.effect - (400 / 30 - 10)) < 1e-9
+        (cmp,) = [Finding.model_validate(f) for f in rev["findings"] if f["kind"] == "comparison"]
+        assert "conditional on item difficulty" in cmp.claim

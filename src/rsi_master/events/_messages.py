@@ -87,7 +87,7 @@ class Significance(_Message):
 
     test: Literal["complementarity", "gain", "claim"] = Field(
         description="complementarity: items only the second checkpoint solves, against what the two scores predict "
-        "under independence (hypergeometric); gain: a checkpoint's score over what it was trained from (paired on "
+        "under independence within strata of item difficulty (summed hypergeometric overlaps); gain: a checkpoint's score over what it was trained from (paired on "
         "items where both were scored); claim: a claimed score over a fresh measurement of it."
     )
     effect: float = Field(

@@ -27,6 +27,7 @@ class Report:
     evidence: list[int] = field(default_factory=list)
     review_seq: dict[str, list[int]] = field(default_factory=dict)  # experiment -> its review record seq
     n_review: dict[str, int] = field(default_factory=dict)  # experiment -> items it was scored on
+    outcomes: dict[str, dict[str, bool]] = field(default_factory=dict)  # experiment -> item -> right on review
 
     def add(
         self,

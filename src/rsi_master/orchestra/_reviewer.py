@@ -19,6 +19,7 @@ the prose lists beside them are for people and LLM agents.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..events import Combine, Continue
@@ -26,13 +27,18 @@ from ..expos import ToolError
 from ._protocols import NodeContext, reviewer_agent
 from ._review_gain import EVAL_SECONDS, floor_score, last_step
 from ._review_report import Report
-from ._stats import ALPHA, claim_test, complementarity
+from ._stats import ALPHA, claim_test, difficulty_strata, stratified_complementarity
 
-__all__ = ["CLAIM_ALPHA", "EvidenceReviewer"]
+__all__ = ["CLAIM_ALPHA", "DIFFICULTY_POOL", "EvidenceReviewer"]
 
 # A claim is flagged as exceeding a fresh measurement only below this p: a Worker's best of
 # several trials on `dev` is an honest maximum that exceeds `review` by some noise of its own.
 CLAIM_ALPHA = 0.01
+
+# Checkpoints (the latest scored on `review`, other than the two compared) whose outcomes estimate
+# each item's difficulty for the complementarity test: enough for a share per item, few enough
+# that a review reads a bounded number of records.
+DIFFICULTY_POOL = 16
 
 
 @reviewer_agent("evidence")
@@ -198,6 +204,7 @@ class EvidenceReviewer:
         score, n = float(rev.score), len(rev.samples)
         r.evidence.append(int(rev.record_seq))
         r.review_seq[xid], r.n_review[xid] = [int(rev.record_seq)], n
+        r.outcomes[xid] = {s.sample_id: s.score >= 1.0 for s in rev.samples}
         wrong = sum(1 for s in rev.samples if s.score < 1.0)
         r.add(
             "supported",
@@ -259,6 +266,7 @@ class EvidenceReviewer:
                 r.missing_comparisons.append(f"{ranked[0][0]} was compared with no other Worker")
             return
         lead_w, (lead_s, lead_x) = ranked[0]
+        pool = _difficulty_pool(ctx, r)
         for w, (s, xid) in ranked[1:]:
             if ctx.time_left() < 5:
                 r.missing_comparisons.append(f"{lead_x} vs {xid}: not compared, the budget ran out")
@@ -269,15 +277,17 @@ class EvidenceReviewer:
                 r.missing_comparisons.append(f"{lead_x} vs {xid}: {exc}")
                 continue
             only_a, only_b = len(cmp.only_a), len(cmp.only_b)
-            n = cmp.both_right + only_a + only_b + cmp.both_wrong
-            sig = complementarity(n, cmp.both_right + only_a, cmp.both_right + only_b, cmp.both_right)
+            # Conditional on item difficulty: hard items are missed by both whatever their skills,
+            # so independence alone reads shared misses as redundancy.
+            a_out, b_out = r.outcomes.get(lead_x, {}), r.outcomes.get(xid, {})
+            sig = stratified_complementarity(difficulty_strata(a_out, b_out, pool(lead_x, xid)))
             expected = only_b - sig.effect  # what independence predicts only B solves
             complementary = sig.p < ALPHA and only_b > 0
             r.add(
                 "supported",
                 f"{lead_w} leads {w} on review: {lead_x} {lead_s:.3f} vs {xid} {s:.3f}; {only_a} samples only "
                 f"{lead_x} solves, {only_b} only {xid} ({expected:.1f} expected if independent, p={sig.p:.3g}), "
-                f"{cmp.both_right} both",
+                f"{cmp.both_right} both (conditional on item difficulty)",
                 "supported",
                 "comparison",
                 [lead_x, xid],
@@ -292,7 +302,7 @@ class EvidenceReviewer:
                         worker_ids=[lead_w, w],
                         experiment_ids=[lead_x, xid],
                         reason=f"{xid} solves {only_b} review samples that {lead_x} misses, {sig.effect:.1f} more than "
-                        f"independence predicts (p={sig.p:.3g}); mix their recipes",
+                        f"independence predicts at each item's difficulty (p={sig.p:.3g}); mix their recipes",
                         significance=sig,
                     )
                 )
@@ -325,3 +335,28 @@ class EvidenceReviewer:
                 "audit",
                 xids,
             )
+
+
+def _difficulty_pool(ctx: NodeContext, r: Report) -> Callable[[str, str], list[dict[str, bool]]]:
+    """(A, B) -> the `review` outcomes of up to `DIFFICULTY_POOL` other checkpoints, the latest
+    scored first: each item's difficulty for the complementarity test. Their records are reused
+    (`eval.review` scores a checkpoint once), so reading them costs no evaluation."""
+    experiments = ctx.expos.projection().state.experiments
+    scored = sorted((rec.seq, x.id) for x in experiments.values() for rec in x.records() if rec.split == "review")
+    order = [xid for _, xid in reversed(scored)]
+
+    def outcomes(xid: str) -> dict[str, bool]:
+        if xid not in r.outcomes:
+            try:
+                rev = ctx.call("eval.review", {"experiment_id": xid})
+            except ToolError:
+                r.outcomes[xid] = {}
+            else:
+                r.outcomes[xid] = {s.sample_id: s.score >= 1.0 for s in rev.samples}
+        return r.outcomes[xid]
+
+    def pool(a: str, b: str) -> list[dict[str, bool]]:
+        others = [outcomes(x) for x in order if x not in (a, b)][:DIFFICULTY_POOL]
+        return [o for o in others if o]
+
+    return pool

@@ -7,12 +7,26 @@ inside [MIN_P, 1 - MIN_P] so that a string of zeros on a small split is not read
 
 from __future__ import annotations
 
+import bisect
 import math
+from dataclasses import dataclass
 
 from ..events import Significance
 from ._curves import MIN_P
 
-__all__ = ["ALPHA", "claim_test", "complementarity", "gain_test", "normal_sf", "paired_gain", "standard_error"]
+__all__ = [
+    "ALPHA",
+    "DIFFICULTY_STRATA",
+    "Stratum",
+    "claim_test",
+    "complementarity",
+    "difficulty_strata",
+    "gain_test",
+    "normal_sf",
+    "paired_gain",
+    "standard_error",
+    "stratified_complementarity",
+]
 
 # A finding is acted on below this p (one-sided): a recommendation the evidence does not carry
 # at 5% is noise that a review would otherwise turn into a Worker.
@@ -36,11 +50,81 @@ def complementarity(n: int, a: int, b: int, both: int) -> Significance:
     hypergeometric (n items, a right for A, b drawn for B); few shared items are many
     complementary ones, so p is its lower tail, P(overlap <= both) (Fisher's exact test, one-sided
     for negative association). The effect is in items: expected overlap minus observed."""
-    if n <= 0 or not 0 <= both <= min(a, b) or max(a, b) > n:
-        return Significance(test="complementarity", effect=0.0, noise=0.0, p=1.0, n=max(0, n))
-    expected = a * b / n
-    var = a * b * (n - a) * (n - b) / (n * n * (n - 1)) if n > 1 else 0.0
-    lo = max(0, a + b - n)
+    return stratified_complementarity([Stratum(n, a, b, both)])
+
+
+@dataclass(frozen=True)
+class Stratum:
+    """Items of one difficulty: how many, how many A and B each solve, how many both solve."""
+
+    n: int
+    a: int
+    b: int
+    both: int
+
+
+def stratified_complementarity(strata: list[Stratum]) -> Significance:
+    """`complementarity` conditional on item difficulty: within each stratum of items of like
+    difficulty (estimated from other checkpoints' outcomes, never from A's or B's) the overlap is
+    hypergeometric given A's and B's counts there, and p is the lower tail of the strata's summed
+    overlap (the exact convolution of their distributions). Without strata, items every checkpoint
+    fails are shared misses that independence does not predict, so two checkpoints overlap more
+    than their scores say and real complementarity is read as none."""
+    strata = [s for s in strata if s.n > 0]
+    if not strata or any(not 0 <= s.both <= min(s.a, s.b) or max(s.a, s.b) > s.n for s in strata):
+        return Significance(test="complementarity", effect=0.0, noise=0.0, p=1.0, n=sum(max(0, s.n) for s in strata))
+    dist = [1.0]  # P(summed overlap = k), k from the strata's summed lower bounds
+    lo_total = expected = var = 0.0
+    for s in strata:
+        lo, pmf = _overlap_pmf(s.n, s.a, s.b)
+        lo_total += lo
+        expected += s.a * s.b / s.n
+        var += s.a * s.b * (s.n - s.a) * (s.n - s.b) / (s.n * s.n * (s.n - 1)) if s.n > 1 else 0.0
+        dist = [
+            sum(dist[i] * pmf[k - i] for i in range(len(dist)) if 0 <= k - i < len(pmf))
+            for k in range(len(dist) + len(pmf) - 1)
+        ]
+    both = sum(s.both for s in strata)
+    p = sum(dist[: max(0, both - int(lo_total)) + 1])
+    return Significance(
+        test="complementarity",
+        effect=expected - both,
+        noise=math.sqrt(max(0.0, var)),
+        p=min(1.0, p),
+        n=sum(s.n for s in strata),
+    )
+
+
+# Strata of item difficulty for the complementarity test: enough to separate the items most
+# checkpoints fail from those most solve, few enough that a 50-item split keeps several per stratum.
+DIFFICULTY_STRATA = 4
+
+
+def difficulty_strata(a: dict[str, bool], b: dict[str, bool], others: list[dict[str, bool]]) -> list[Stratum]:
+    """A's and B's outcomes (item -> right) on their shared items, in strata of item difficulty:
+    the share of `others` (checkpoints other than A and B, each on the items it was scored on)
+    that solve the item, cut at its quantiles into at most `DIFFICULTY_STRATA` strata (fewer with
+    fewer other checkpoints; one, the unconditional test, with none)."""
+    ids = sorted(set(a) & set(b))
+    share: dict[str, float] = {}
+    for i in ids:
+        seen = [o[i] for o in others if i in o]
+        share[i] = sum(seen) / len(seen) if seen else 0.5
+    k = min(DIFFICULTY_STRATA, 1 + len(others))
+    ranked = sorted(share.values())
+    cuts = [ranked[len(ranked) * j // k] for j in range(1, k)] if ranked else []
+    groups: dict[int, list[str]] = {}
+    for i in ids:
+        groups.setdefault(bisect.bisect_right(cuts, share[i]), []).append(i)
+    return [
+        Stratum(len(g), sum(a[i] for i in g), sum(b[i] for i in g), sum(a[i] and b[i] for i in g))
+        for _, g in sorted(groups.items())
+    ]
+
+
+def _overlap_pmf(n: int, a: int, b: int) -> tuple[int, list[float]]:
+    """(lowest possible overlap, P(overlap = lowest + i)) for `a` and `b` items right of `n` at random."""
+    lo, hi = max(0, a + b - n), min(a, b)
     total = math.lgamma(n + 1) - math.lgamma(b + 1) - math.lgamma(n - b + 1)
 
     def log_pmf(k: int) -> float:
@@ -54,10 +138,7 @@ def complementarity(n: int, a: int, b: int, both: int) -> Significance:
             - total
         )
 
-    p = sum(math.exp(log_pmf(k)) for k in range(lo, both + 1))
-    return Significance(
-        test="complementarity", effect=expected - both, noise=math.sqrt(max(0.0, var)), p=min(1.0, p), n=n
-    )
+    return lo, [math.exp(log_pmf(k)) for k in range(lo, hi + 1)]
 
 
 def paired_gain(n: int, only_new: int, only_old: int, reference: str) -> Significance:
