@@ -240,3 +240,93 @@ def test_overclaiming_workers_leave_evidence_and_main_pick_returns_the_mains_cho
         ckpt, _ = read_sim_checkpoint(expos.run.store.path(pick.checkpoint))
     land = generate_landscape(3, flags_from("agents", overclaim_rate=1.0))
     assert rec.final == land.accuracy(ckpt, "final")  # what the bench scores is the Main's pick
+
+
+# Finals of `sim_campaign` (default preset, 4 slots, seed 0) as the code gave them before the
+# simulated bench's ExpOS path was made cheaper: speed work must leave every campaign's outcome
+# exactly where it was. A change that is meant to move them updates these figures on purpose.
+_FINALS_1H_L0 = {
+    "rsi-master": 0.4768578736150119,
+    "rsi-master-prior": 0.33298281705342886,
+    "no-expos": 0.09292301963899173,
+    "no-reviewer": 0.4639043683335413,
+    "main-pick": 0.4639043683335413,
+    "serial": 0.471100051556728,
+    "single-agent": 0.22201003456447366,
+    "single-agent-no-expos": 0.22201003456447366,
+    "optuna-tpe": 0.17623870008992645,
+    "random-search": 0.11230466096418569,
+    "asha": 0.2961925163383304,
+    "hyperband": 0.1732667359210961,
+    "pbt": 0.3386361305972159,
+}
+_FINALS_10H = {
+    ("rsi-master", 0): 0.6352753916097227,
+    ("rsi-master-prior", 0): 0.6180015842084662,
+    ("no-expos", 0): 0.09292301963899173,
+    ("no-reviewer", 0): 0.6352753916097227,
+    ("main-pick", 0): 0.6352753916097227,
+    ("serial", 0): 0.4777313346458481,
+    ("single-agent", 0): 0.22349675290207838,
+    ("single-agent-no-expos", 0): 0.22349675290207838,
+    ("optuna-tpe", 0): 0.41834017267836315,
+    ("random-search", 0): 0.32532953352436095,
+    ("asha", 0): 0.4795111785308971,
+    ("hyperband", 0): 0.19920272145921272,
+    ("pbt", 0): 0.43631236560580255,
+    ("rsi-master", 1): 0.560972176055919,
+    ("rsi-master-prior", 1): 0.5565025628335692,
+    ("no-expos", 1): 0.045692627552591465,
+    ("no-reviewer", 1): 0.5737211795637054,
+    ("main-pick", 1): 0.5541066581403993,
+    ("serial", 1): 0.5509323209968204,
+    ("single-agent", 1): 0.6050764161606046,
+    ("single-agent-no-expos", 1): 0.045692627552591465,
+    ("optuna-tpe", 1): 0.21783722924253235,
+    ("random-search", 1): 0.38696920840412863,
+    ("asha", 1): 0.5450146655314216,
+    ("hyperband", 1): 0.2661706221717818,
+    ("pbt", 1): 0.46932626760469404,
+}
+
+
+def _final(tmp_path, config: str, landscape: int, budget_s: float) -> float:
+    import json
+
+    from rsi_master.bench._shortcuts import ShortcutTendency
+    from rsi_master.bench._simbench import sim_campaign
+    from rsi_master.sim import PRESETS
+
+    raw = sim_campaign(
+        config,
+        landscape,
+        False,
+        0,
+        budget_s=budget_s,
+        out=str(tmp_path),
+        flags_json=PRESETS["default"].model_dump_json(),
+        slots=4,
+        tendency_json=ShortcutTendency().model_dump_json(),
+        key_dir=str(tmp_path / "keys"),
+    )
+    return float(json.loads(raw)["final"])
+
+
+@pytest.mark.parametrize("config", ["serial", "single-agent", "random-search"])
+def test_simulated_finals_are_pinned(tmp_path, config):
+    """A cheap configuration of each kind (the Main's, the single agent's, a search peer's) on
+    one landscape and a one-hour budget ends exactly where it did."""
+    assert _final(tmp_path, config, 0, 3600.0) == _FINALS_1H_L0[config]
+
+
+@pytest.mark.slow
+def test_simulated_finals_of_every_configuration_are_pinned(tmp_path):
+    assert set(_FINALS_1H_L0) == set(CONFIGS)
+    got = {c: _final(tmp_path, c, 0, 3600.0) for c in CONFIGS}
+    assert got == _FINALS_1H_L0
+
+
+@pytest.mark.slow
+def test_simulated_finals_over_ten_hours_are_pinned(tmp_path):
+    got = {(c, ls): _final(tmp_path, c, ls, 36_000.0) for c, ls in _FINALS_10H}
+    assert got == _FINALS_10H

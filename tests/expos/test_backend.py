@@ -126,3 +126,19 @@ def test_a_checkpoint_edited_between_two_audits_is_flagged_by_the_second(sim_run
     assert os.path.getsize(target) == len(text.encode())
     report = audit(x)
     assert any("sim_checkpoint.json" in i and "modified" in i for i in report.run_dir_issues), report.run_dir_issues
+
+
+def test_experiments_leave_no_scratch_and_dropping_scratch_never_follows_links(sim_run, tmp_path):
+    x, land = sim_run
+    w = x.authenticate(x.issue("worker", "w1"))
+    assert _experiment(x, w, next(iter(land.families()))).status == "completed"
+    assert list((x.run.path / "scratch").iterdir()) == []  # the moved outputs' empty directories went too
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("not scratch")
+    tmp = x.scratch()
+    (tmp / "out" / "deep").mkdir(parents=True)
+    (tmp / "out" / "deep" / "left.bin").write_bytes(b"x")
+    (tmp / "link").symlink_to(outside, target_is_directory=True)
+    x.drop_scratch(tmp)
+    assert not tmp.exists() and (outside / "keep.txt").read_text() == "not scratch"

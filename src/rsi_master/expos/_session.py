@@ -3,6 +3,7 @@ ledger, and `call`, the single door through which every agent action passes."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -331,7 +332,16 @@ class ExpOS:
 
     @staticmethod
     def drop_scratch(path: Path) -> None:
-        shutil.rmtree(path, ignore_errors=True)
+        # The common case first: outputs were moved into the store, leaving empty directories
+        # one level deep, which a few rmdir calls remove without rmtree's per-entry walk.
+        try:
+            with os.scandir(path) as entries:
+                subdirs = [e.path for e in entries if e.is_dir(follow_symlinks=False)]
+            for d in subdirs:
+                os.rmdir(d)
+            os.rmdir(path)
+        except OSError:
+            shutil.rmtree(path, ignore_errors=True)
 
     # -- identity ----------------------------------------------------------------------
     def issue(self, role: str, node: str, *, ttl_s: float | None = None) -> str:

@@ -52,11 +52,25 @@ def spend_simulated(seconds: float) -> None:
 
 def write_sim_checkpoint(ckpt: Any, out: Path, landscape: Any) -> Path:
     """A stand-in checkpoint directory for a `SimCheckpoint`."""
-    out.mkdir(parents=True)
-    (out / CHECKPOINT_FILE).write_text(ckpt.model_dump_json())
+    return _write_checkpoint(ckpt, out, landscape)[0]
+
+
+def _write_checkpoint(ckpt: Any, out: Path, landscape: Any) -> tuple[Path, str]:
+    """(the stand-in checkpoint directory, directory digest of the bytes written to it)."""
     config = {"architectures": ["SimulatedModel"], "landscape": landscape.ident, "task": landscape.task_name}
-    (out / "config.json").write_text(json.dumps(config, sort_keys=True))
-    return out
+    files = {
+        CHECKPOINT_FILE: ckpt.model_dump_json().encode(),
+        "config.json": json.dumps(config, sort_keys=True).encode(),
+    }
+    out.mkdir(parents=True)
+    for rel, data in files.items():
+        (out / rel).write_bytes(data)
+    return out, _manifest_digest(files)
+
+
+def _manifest_digest(files: dict[str, bytes]) -> str:
+    """The store's directory digest of these files' bytes (its manifest rule)."""
+    return _sha("".join(f"{rel}\t{_sha(data)}\n" for rel, data in sorted(files.items())).encode())
 
 
 def read_sim_checkpoint(path: Path) -> tuple[Any, str]:
@@ -75,12 +89,11 @@ def read_sim_checkpoint(path: Path) -> tuple[Any, str]:
         raise InputChangedError(f"checkpoint {root} cannot be read: {exc}") from None
     if CHECKPOINT_FILE not in files:
         raise InputChangedError(f"{root} is not a simulated checkpoint (no {CHECKPOINT_FILE})")
-    manifest = "".join(f"{rel}\t{_sha(data)}\n" for rel, data in sorted(files.items()))
     try:
         ckpt = SimCheckpoint.model_validate_json(files[CHECKPOINT_FILE])
     except ValueError:
         raise InputChangedError(f"{root}/{CHECKPOINT_FILE} is not a simulated checkpoint state") from None
-    return ckpt, _sha(manifest.encode())
+    return ckpt, _manifest_digest(files)
 
 
 def sim_recipe(rows: list[dict[str, Any]], spec: Any, protected: dict[str, set[str]], examples_per_row: int = 1) -> Any:
@@ -149,8 +162,9 @@ def sim_train(
     except SimInputError as exc:
         raise TrainingError(str(exc)) from None
     out = Path(out_dir)
-    ckpt_dir = write_sim_checkpoint(child, out / "checkpoint", landscape)
-    _, ckpt_digest = read_sim_checkpoint(ckpt_dir)
+    # The digest of the bytes as written: the store measures them again when it takes them, and
+    # the experiment is refused if the two differ, so reading them back here would add nothing.
+    ckpt_dir, ckpt_digest = _write_checkpoint(child, out / "checkpoint", landscape)
     config = TrainConfig(
         spec=spec.model_dump(mode="json"),
         data=str(data),
