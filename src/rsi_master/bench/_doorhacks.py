@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import random
 import zlib
-from typing import Any
 
 from ..expos import ToolError
 from ..orchestra import BudgetEnd, Direction, NodeContext, worker_memory
