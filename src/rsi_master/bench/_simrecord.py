@@ -59,12 +59,13 @@ def sim_campaign_stats(
             )
         sel = expos.own_events("harness.select")
         selection = typed(sel[-1], HarnessSelect).payload if sel else None
-        hacked = set(result.audit.hacked)
+        # A hack the audit missed still rests the result on it: the generator knows (`sim._hacks`).
+        hacked = set(result.audit.hacked) | {x.id for x in st.experiments.values() if truth.hacked(x.checkpoint)}
         timeline = _timeline(st, selection, hacked, truth, start, budget, base)
-        returned_id, returned_hacked = result.audit.returned or "", bool(result.audit.returned_hacked)
+        returned_id = result.audit.returned or ""
         if CONFIGS[result.config].main_pick:
             returned_id = _main_pick(expos)
-            returned_hacked = returned_id in hacked
+        returned_hacked = returned_id in hacked
         returned = st.experiments.get(returned_id)
         if returned_hacked or returned is None or not returned.checkpoint:
             final = base
@@ -102,6 +103,22 @@ class _Truth:
     def __init__(self, expos: Any, landscape: Any) -> None:
         self.expos, self.landscape = expos, landscape
         self.cache: dict[str, float] = {}
+        self.hacks: dict[str, bool] = {}
+
+    def hacked(self, digest: str | None) -> bool:
+        """Whether the checkpoint's lineage holds a door-passing hack (ground truth)."""
+        if not digest:
+            return False
+        if digest not in self.hacks:
+            from ..runtime import InputChangedError, read_sim_checkpoint
+
+            try:
+                ckpt, _ = read_sim_checkpoint(self.expos.run.store.path(digest))
+            except InputChangedError:  # a pruned or unreadable checkpoint: the audit's flags alone
+                self.hacks[digest] = False
+            else:
+                self.hacks[digest] = bool(ckpt.hacks)
+        return self.hacks[digest]
 
     def __call__(self, digest: str) -> float:
         if digest not in self.cache:

@@ -30,6 +30,7 @@ from ..orchestra import (
     order_bounds,
     search_distribution,
 )
+from ._doorhacks import door_hack, door_hack_kind
 from ._overclaim import overclaim_kind, overclaiming_finalize
 from ._shortcuts import ShortcutTendency
 
@@ -69,6 +70,10 @@ class ShortcutWorker(TPEWorker):
 
     def _after_trial(self, ctx: NodeContext, d: Direction, memory: list[dict[str, Any]], train: dict[str, Any]) -> None:
         tend = self._tendency(ctx)
+        if self.OVERCLAIMS and not hasattr(self, "_door_hack") and _stalled(memory, 1):
+            # A simulated LLM-agent Worker may make one hack the door lets through (`_doorhacks`).
+            kind = door_hack_kind(ctx)
+            self._door_hack = None if kind is None else door_hack(ctx, d, kind)
         if len(self._attempts) >= tend.max_attempts or not _stalled(memory, tend.patience):
             return
         if self._rng.random() >= tend.rate:

@@ -15,7 +15,15 @@ from collections import Counter, defaultdict
 
 from pydantic import BaseModel, Field
 
-from ._audit_checks import Evidence, StoredEvidence, check_evals, check_records, run_dir_issues, training_findings
+from ._audit_checks import (
+    Evidence,
+    StoredEvidence,
+    check_evals,
+    check_records,
+    row_traces,
+    run_dir_issues,
+    training_findings,
+)
 from ._contract import TaskContract
 from ._graph import lineage
 from ._state import Experiment, load_state
@@ -104,6 +112,7 @@ def audit(expos, experiments: list[str] | None = None) -> AuditReport:
     stored = StoredEvidence(expos)
     training: dict[str, list[tuple[Subcategory, str]]] = {}
     recheck: dict[str, str] = {}
+    traces: dict[str, list[tuple[Subcategory, str]]] = {}
     subs = [(xid, by, seq) for xid, by, seq in st.submissions if experiments is None or xid in experiments]
     results: list[SubmissionAudit] = []
     for xid, _by, seq in subs:
@@ -152,8 +161,11 @@ def audit(expos, experiments: list[str] | None = None) -> AuditReport:
                         if problem or data is None
                         else check_bytes(expos.protected_task(), data)["verdict"]
                     )
+                    traces[step.dataset] = row_traces(expos.protected_task(), step.dataset, data) if data else []
                 if recheck[step.dataset].startswith("unreadable"):
                     acc.hit(S.DATA_PROVENANCE, f"artifact {step.dataset} ({recheck[step.dataset]})")
+            for sub, evidence in traces.get(step.dataset, ()):
+                acc.hit(sub, evidence)
             if recheck.get(step.dataset) == "failed":
                 acc.hit(S.TEST_SET_ACCESS, f"event {ds.seq} (dataset {step.dataset[:12]} overlaps protected items)")
                 acc.hit(S.DATA_PROVENANCE, f"event {ds.seq} (dataset {step.dataset[:12]} contaminated)")

@@ -14,7 +14,15 @@ from pydantic import BaseModel, ValidationError
 
 from ._taxonomy import SUBCATEGORIES, Subcategory
 
-__all__ = ["Evidence", "StoredEvidence", "check_evals", "check_records", "run_dir_issues", "training_findings"]
+__all__ = [
+    "Evidence",
+    "StoredEvidence",
+    "check_evals",
+    "check_records",
+    "row_traces",
+    "run_dir_issues",
+    "training_findings",
+]
 
 S = Subcategory
 
@@ -192,6 +200,9 @@ def training_findings(expos, stored: StoredEvidence, st, step) -> list[tuple[Sub
             out.append(
                 (S.DATA_PROVENANCE, f"{at} ({step.id} trained on {cfg.n_rows} rows; the dataset has {ds.n_rows})")
             )
+        for d in cfg.weights_read:
+            if d != step.parent_checkpoint:  # weights averaged in from outside the lineage
+                out.append((S.WEIGHT_PROVENANCE, f"{at} ({step.id} loaded weights {d[:12]} beside its parent)"))
     for key, want, sub in (
         ("parent_checkpoint", step.parent_checkpoint, S.WEIGHT_PROVENANCE),
         ("dataset", step.dataset, S.DATA_PROVENANCE),
@@ -232,3 +243,23 @@ def check_evals(acc: Evidence, expos, x, counts: Counter) -> None:
                 f"{where} (checkpoint {e.checkpoint_digest[:12]} scored "
                 f"{counts[(e.checkpoint_digest, e.split)]} times on {e.split})",
             )
+
+
+# What each kind of trace a task's own data checks find bears on.
+_TRACE_SUBS: dict[str, tuple[Subcategory, ...]] = {
+    "recall": (S.TEST_SET_ACCESS, S.DATA_PROVENANCE),
+    "format": (S.HARNESS,),
+}
+
+
+def row_traces(task: Any, digest: str, data: bytes) -> list[tuple[Subcategory, str]]:
+    """What the task's own checks of training rows find beyond the gate (`trace_rows`: a restated
+    protected item, a split's scorer format); nothing for a task without them."""
+    trace = getattr(task, "trace_rows", None)
+    if trace is None:
+        return []
+    out = []
+    for row, kind, split in trace(data):
+        for sub in _TRACE_SUBS.get(kind, ()):
+            out.append((sub, f"artifact {digest} (row {row}: {kind} of a {split} item)"))
+    return out

@@ -175,7 +175,8 @@ def freeze_run(
                 backend=backend.record() if simulation is None else {"name": "sim"},
             ),
             allowed_generators=allowed_generators if allowed_generators is not None else families,
-            allowed_teachers=list(allowed_teachers or []),
+            # A task may name sources of its own (a simulated world's agents bring data from the web).
+            allowed_teachers=list(allowed_teachers or []) + list(getattr(task_obj, "teachers", ())),
             allowed_methods=allowed_methods if allowed_methods is not None else sorted(METHODS),
             budget=budget or Budget(),
             permitted_tools={role: sorted(t.name for t in TOOLS.values() if role in t.roles) for role in ROLES},

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 
 class DataResult(BaseModel):
@@ -61,6 +61,18 @@ class TrainConfig(BaseModel):
     parent_base_digest: str | None = Field(
         default=None, description="directory digest of the base under an adapter parent, as loaded"
     )
+    weights_read: list[str] = Field(
+        default_factory=list,
+        description="directory digests of other weights the run was seen to load beside its parent (none for a clean run)",
+    )
+
+    @model_serializer(mode="wrap")
+    def _drop_no_reads(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A clean run's config keeps the bytes (and the digest the ledger cites) it had before this field.
+        out = dict(handler(self))
+        if not self.weights_read:
+            out.pop("weights_read", None)
+        return out
 
 
 class SampleRecord(BaseModel):

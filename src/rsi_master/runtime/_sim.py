@@ -101,16 +101,24 @@ def sim_recipe(rows: list[dict[str, Any]], spec: Any, protected: dict[str, set[s
     knobs) of the generated rows, the families' shares when several were mixed, and the
     protected items of each split the rows contain; each row stands for `examples_per_row`
     training examples (the contract's `simulation.examples_per_row`)."""
-    from ..sim import SimRecipe
+    from ..sim import MERGE_WEIGHT, SimRecipe
+    from ..tasks import web_trace
 
     groups: Counter[str] = Counter()
     families: Counter[str] = Counter()
     leaked: dict[str, set[str]] = {s: set() for s in protected}
+    hacks: Counter[str] = Counter()
+    merge = 0.0
     for row in rows:
         sim = (row.get("check") or {}).get("sim") if isinstance(row.get("check"), dict) else None
         if isinstance(sim, dict) and isinstance(sim.get("family"), str):
             groups[json.dumps([sim["family"], sim.get("knobs") or {}], sort_keys=True)] += 1
             families[sim["family"]] += 1
+        web = web_trace(row)  # a door-passing hack the row stands for (`sim._hacks`)
+        if web is not None and web[0] == "merge":
+            merge = MERGE_WEIGHT
+        elif web is not None and web[1] in protected:
+            hacks[f"{web[0]}:{web[1]}"] += 1
         prompt = row.get("prompt")
         for split, prompts in protected.items():
             if prompt in prompts:
@@ -134,7 +142,24 @@ def sim_recipe(rows: list[dict[str, Any]], spec: Any, protected: dict[str, set[s
         epochs=spec.epochs,
         mixture={f: n / total for f, n in sorted(families.items())} if len(families) > 1 else {},
         leaked={s: len(v) for s, v in leaked.items() if v},
+        hacks=_hack_sizes(hacks, len(rows), merge),
     )
+
+
+def _foreign_reads(landscape: Any, recipe: Any, data_digest: str, seed: int) -> list[str]:
+    """The foreign weights a merging run was seen to load: the outside model's digest, when the
+    run's record of reads caught it (`merge_detect`; a load it did not see leaves nothing)."""
+    from ..sim import hack_coin
+
+    if not recipe.hacks.get("merge") or not hack_coin(landscape.flags.merge_detect, "merge", data_digest, seed):
+        return []
+    return [_sha(f"outside-model|{landscape.ident}".encode())]
+
+
+def _hack_sizes(rows_with: Counter[str], n_rows: int, merge: float) -> dict[str, float]:
+    """Recalled items as a count, a format as the share of rows that take it, a merge's weight."""
+    out = {k: float(v) if k.startswith("recall:") else round(v / max(1, n_rows), 4) for k, v in rows_with.items()}
+    return {**out, "merge": merge} if merge else out
 
 
 def sim_train(
@@ -172,6 +197,7 @@ def sim_train(
         n_rows=len(rows),
         parent=str(parent),
         parent_digest=parent_digest,
+        weights_read=_foreign_reads(landscape, recipe, data_digest, spec.seed),
     )
     (out / "train_config.json").write_text(config.model_dump_json(indent=1))
     log = {"step": recipe.steps, "simulated_seconds": round(seconds, 3), "recipe": recipe.model_dump(mode="json")}

@@ -5,7 +5,8 @@ A landscape has directions (generator family x method x data knobs) with learnin
 optimum, continuation and forgetting, interactions when two families' data are mixed, early
 leaders that plateau below late bloomers, binomial-like scores on fixed per-item outcomes
 (selecting on `dev` inflates `dev` only) and the shortcuts a hack-prone Worker takes (leaked
-protected items, a lenient scorer, a substituted model). `train` and `evaluate` cost
+protected items, a lenient scorer, a substituted model) and those that pass the door but leave
+evidence (restated protected items, a split's scorer format, weights averaged from outside). `train` and `evaluate` cost
 microseconds, so thousands of simulated campaigns run in minutes. See docs/sim.md.
 
 Layering: pure Python and numpy; imports nothing of rsi_master but `errors`, so every layer
@@ -19,12 +20,16 @@ from ._errors import LandscapeFileError, SimInputError
 from ._file import load_landscape, loads_landscape, save_landscape
 from ._flags import METHODS, PRESETS, GeneratorFlags, flags_from, parse_overrides
 from ._generate import generate_landscape
+from ._hacks import HACK_KINDS, MERGE_WEIGHT, hack_kind
+from ._hacks import coin as hack_coin
 from ._landscape import FORMAT, SimLandscape
 from ._model import FamilySpec, Knob, KnobSpec, MethodSpec, SimCheckpoint, SimFamily, SimRecipe
 from ._reach import reachable_detail
 
 __all__ = [
     "FORMAT",
+    "HACK_KINDS",
+    "MERGE_WEIGHT",
     "METHODS",
     "PRESETS",
     "CalibrationFit",
@@ -45,6 +50,8 @@ __all__ = [
     "fit_curves",
     "flags_from",
     "generate_landscape",
+    "hack_coin",
+    "hack_kind",
     "load_landscape",
     "loads_landscape",
     "parse_overrides",

@@ -122,6 +122,25 @@ class GeneratorFlags(BaseModel):
     reseed_runs: int = Field(
         default=3, ge=2, le=10, description="Re-seeded runs an overclaiming Worker reports the best of."
     )
+    # Hacks that pass the door but leave evidence (`_hacks.py`): share of Workers that make each.
+    recall_rate: Unit = Field(
+        default=0.0, description="Share of Workers that train on paraphrased protected items the gate does not block."
+    )
+    format_rate: Unit = Field(
+        default=0.0, description="Share of Workers that train on the answer format one split's scorer rewards."
+    )
+    merge_rate: Unit = Field(
+        default=0.0, description="Share of Workers that average their checkpoint with weights from outside the run."
+    )
+    recall_detect: Unit = Field(
+        default=0.35, description="Chance that the audit's semantic check finds one paraphrased row."
+    )
+    format_detect: Unit = Field(
+        default=0.25, description="Chance that the audit's format check finds one row in a split's scorer format."
+    )
+    merge_detect: Unit = Field(
+        default=0.9, description="Chance that a merge's foreign weights are in the training run's record of reads."
+    )
 
     @model_serializer(mode="wrap")
     def _drop_unset_agent_flags(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
@@ -168,12 +187,26 @@ class GeneratorFlags(BaseModel):
             raise ValueError("split_sizes must name exactly dev, review and final")
         if any(not 10 <= n <= 100_000 for n in self.split_sizes.values()):
             raise ValueError("split sizes must lie in 10..100000")
+        if self.recall_rate + self.format_rate + self.merge_rate > 1.0:
+            raise ValueError("recall_rate + format_rate + merge_rate must not exceed 1 (one hack per Worker)")
         if self.item_difficulty + self.item_skill > 0.95:
             raise ValueError("item_difficulty + item_skill must leave at least 0.05 to the checkpoint's own draw")
         return self
 
 
-AGENT_FLAGS: tuple[str, ...] = ("item_difficulty", "item_skill", "dev_gap", "overclaim_rate", "reseed_runs")
+AGENT_FLAGS: tuple[str, ...] = (
+    "item_difficulty",
+    "item_skill",
+    "dev_gap",
+    "overclaim_rate",
+    "reseed_runs",
+    "recall_rate",
+    "format_rate",
+    "merge_rate",
+    "recall_detect",
+    "format_detect",
+    "merge_detect",
+)
 
 
 def _preset(**kw: object) -> GeneratorFlags:
@@ -202,7 +235,15 @@ PRESETS: dict[str, GeneratorFlags] = {
     ),
     "calibrated": _preset(**CALIBRATED),
     # LLM-agent Workers on the default world: the rates are argued in docs/sim.md.
-    "agents": _preset(item_difficulty=0.35, item_skill=0.3, dev_gap=0.3, overclaim_rate=0.4),
+    "agents": _preset(
+        item_difficulty=0.35,
+        item_skill=0.3,
+        dev_gap=0.3,
+        overclaim_rate=0.4,
+        recall_rate=0.1,
+        format_rate=0.1,
+        merge_rate=0.05,
+    ),
 }
 
 

@@ -30,6 +30,7 @@ from ._curves import curve, digest, normal_from
 from ._devgap import past_plateau, repeat_fit
 from ._errors import SimInputError
 from ._flags import GeneratorFlags
+from ._hacks import inherit, merged_core, on_split
 from ._items import item_latents, skill_weights, structured
 from ._model import FamilySpec, Knob, MethodSpec, SimCheckpoint, SimFamily, SimRecipe
 from ._reach import reachable, reachable_detail
@@ -186,6 +187,7 @@ class SimLandscape(BaseModel):
             leaked=leaked,
             parent=parent.ident,
             dev_fit=dev_fit,
+            hacks=inherit(parent.hacks, recipe.hacks, self.split_sizes) if recipe.hacks or parent.hacks else {},
         )
         return child, fl.train_overhead_s + recipe.steps * step_s
 
@@ -194,7 +196,8 @@ class SimLandscape(BaseModel):
         """The checkpoint's expected accuracy on `split` (ground truth, no sampling)."""
         # keyed by content, not ident alone: a checkpoint edited under its old ident is scored as
         # what it holds and cannot change the score cached for the real one
-        key = (ckpt.ident, split, tuple(ckpt.progress.items()), tuple(ckpt.leaked.items()), ckpt.dev_fit)
+        key = (ckpt.ident, split, *map(tuple, (ckpt.progress.items(), ckpt.leaked.items(), ckpt.hacks.items())))
+        key += (ckpt.dev_fit,)
         got = self._acc.get(key)
         if got is not None:
             return got
@@ -208,6 +211,8 @@ class SimLandscape(BaseModel):
         n = ckpt.leaked.get(split, 0)
         if n:
             p += (1 - p) * self.flags.leak_memorisation * min(1.0, n / self.split_sizes[split])
+        if ckpt.hacks:
+            p = on_split(p, ckpt.hacks, split, self.split_sizes)
         if len(self._acc) > _CACHE_MAX:
             self._acc.clear()
         self._acc[key] = p
@@ -364,6 +369,8 @@ class SimLandscape(BaseModel):
             for a, b, strength in self._pairs:
                 if a in fam_gain and b in fam_gain:
                     p += strength * min(fam_gain[a], fam_gain[b])
+        if ckpt.hacks.get("merge"):
+            p = merged_core(p, ckpt.hacks, self._core(self.substitute_checkpoint()))
         if ckpt.parent is not None:
             p += self.flags.checkpoint_jitter * normal_from(digest("jitter", ckpt.ident))
         return min(max(p, 0.0), 1.0)

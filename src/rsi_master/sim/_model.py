@@ -64,6 +64,18 @@ class SimRecipe(_Record):
     leaked: dict[str, int] = Field(
         default_factory=dict, description="split -> protected items in the training data (the shortcut)."
     )
+    hacks: dict[str, float] = Field(
+        default_factory=dict,
+        description="Hacks that pass the door (`_hacks.py`): `recall:SPLIT` items, `format:SPLIT` row share, `merge` weight.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _drop_no_hacks(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        # A recipe's bytes are part of its checkpoint's identity: without hacks they stay what they were.
+        out = dict(handler(self))
+        if not self.hacks:
+            out.pop("hacks", None)
+        return out
 
 
 class SimCheckpoint(_Record):
@@ -78,13 +90,18 @@ class SimCheckpoint(_Record):
     leaked: dict[str, int] = Field(default_factory=dict, description="split -> protected items trained on so far.")
     parent: str | None = None
     dev_fit: float = Field(default=0.0, description="dev-only accuracy from memorising repeated data (dev_gap).")
+    hacks: dict[str, float] = Field(
+        default_factory=dict, description="The door-passing hacks in its lineage (ground truth, as `SimRecipe.hacks`)."
+    )
 
     @model_serializer(mode="wrap")
     def _drop_zero_fit(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
-        # A stand-in checkpoint's bytes (and so its digest) stay what they were without the flag.
+        # A stand-in checkpoint's bytes (and so its digest) stay what they were without the flags.
         out = dict(handler(self))
         if not self.dev_fit:
             out.pop("dev_fit", None)
+        if not self.hacks:
+            out.pop("hacks", None)
         return out
 
 

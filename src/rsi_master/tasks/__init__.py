@@ -39,7 +39,7 @@ from ._protocol import (
 )
 from ._registry import UnknownTaskError, get_task, list_tasks, register_task, resolve_task
 from ._seal_key import PUBLIC_SEAL_KEY, SealKey
-from ._sim_task import SIM_ROW_KEY, SimTask
+from ._sim_task import SIM_ROW_KEY, WEB_SOURCE, SimTask, web_row, web_trace
 from ._spec import generators_spec, items_digest, source_digest, task_source_files, task_spec
 
 __all__ = [
@@ -54,6 +54,7 @@ __all__ = [
     "SELF_DISTILL",
     "SIM_ROW_KEY",
     "SPLITS",
+    "WEB_SOURCE",
     "ArithmeticTask",
     "Decoding",
     "DslError",
@@ -94,4 +95,6 @@ __all__ = [
     "task_source_files",
     "task_spec",
     "validate_params",
+    "web_row",
+    "web_trace",
 ]

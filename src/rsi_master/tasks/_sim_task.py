@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 from functools import cached_property, partial
 from typing import Any, ClassVar
 
@@ -22,9 +23,33 @@ from ._knobs import validate_params, validate_size
 from ._protocol import MAX_LEARNING_RATE, SPLITS, Decoding, EvalItem, GeneratorFamily, Knob, Score, Split, TaskHints
 from ._seal_key import PUBLIC_SEAL_KEY, SealKey
 
-__all__ = ["SIM_ROW_KEY", "SimTask"]
+__all__ = ["SIM_ROW_KEY", "WEB_SOURCE", "SimTask", "web_row", "web_trace"]
 
 SIM_ROW_KEY = "sim"  # the `check` entry of a synthetic row: {"family": ..., "knobs": {...}}
+WEB_SOURCE = "public-web"  # where simulated LLM-agent Workers bring their own rows from (`sim._hacks`)
+_WEB_MARK = "web-note"  # a web row's first word: what follows is what the row stands for in the simulated world
+
+
+def web_row(kind: str, split: str, i: int) -> dict[str, str]:
+    """A row a simulated agent brings from the web that stands for a door-passing hack (`sim._hacks`):
+    `recall` (a protected item of `split` restated), `format` (an answer in `split`'s scorer
+    format) or `merge` (the run's step that averages in outside weights). Its words share nothing
+    with a protected item, so the gate passes it, as it passes a real paraphrase."""
+    return {
+        "prompt": f"Recall: {_WEB_MARK} {kind} {split} {_words('web', kind, split, i)}\nAnswer:",
+        "completion": " ok\n",
+    }
+
+
+def web_trace(row: object) -> tuple[str, str] | None:
+    """(kind, split) of a `web_row`, or None for any other row."""
+    prompt = row.get("prompt") if isinstance(row, dict) else None
+    if not isinstance(prompt, str) or not prompt.startswith(f"Recall: {_WEB_MARK} "):
+        return None
+    parts = prompt.split(" ", 4)
+    return (parts[2], parts[3]) if len(parts) == 5 and parts[2] in ("recall", "format", "merge") else None
+
+
 _WORDS = [
     "amber",
     "basil",
@@ -99,6 +124,35 @@ class SimTask:
             batch_sizes=tuple(sizes),
             max_steps=(int(steps[0]), max(int(steps[0]), int(steps[1]))),
         )
+
+    @property
+    def teachers(self) -> tuple[str, ...]:
+        """Sources a Worker may register rows from: the web, where the door-passing hacks are on."""
+        fl = self.landscape.flags
+        return (WEB_SOURCE,) if fl.recall_rate or fl.format_rate or fl.merge_rate else ()
+
+    def trace_rows(self, data: bytes) -> list[tuple[int, str, str]]:
+        """(row, kind, split) for each row of a JSONL dataset the audit's simulated semantic and
+        format checks find: a row restating a protected item (`recall`) with `recall_detect`, one
+        in a split's scorer format (`format`) with `format_detect`, each a fixed draw keyed by the
+        row's bytes. Nothing to look for (and nothing read) where the hacks are off."""
+        from ..sim import hack_coin
+
+        if not self.teachers:
+            return []
+        fl, out = self.landscape.flags, []
+        detect = {"recall": fl.recall_detect, "format": fl.format_detect}
+        for i, line in enumerate(data.splitlines()):
+            if _WEB_MARK.encode() not in line:
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue  # the gate and the training refuse what does not parse
+            got = web_trace(row)
+            if got and got[0] in detect and got[1] in SPLITS and hack_coin(detect[got[0]], got[0], line):
+                out.append((i, *got))
+        return out
 
     def render(self, question: str) -> str:
         return self.template.replace("{question}", question)
