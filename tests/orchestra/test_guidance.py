@@ -1,0 +1,131 @@
+"""Human guidance on a simulated campaign, through `rsi-master guide`: the Main's next decision
+cites the event, a pause holds launches until the resume, a preferred direction opens, a Worker
+can be stopped; refusals (a finished run, a text over 4 kB, an unknown direction or Worker) are one
+line with nothing written; an agent cannot write guidance through the door."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from rsi_master.cli._main import main as cli
+from rsi_master.expos import ExpOS, ToolRefused
+from rsi_master.orchestra import PlainDisplay, PolicyMain, load_graph, start_run
+from rsi_master.orchestra._guidance import GuidancePart
+from rsi_master.sim import generate_landscape
+
+from .helpers import MAIN, new_run
+
+RUN: dict[str, str] = {}  # the campaign's directory, for the Main below to guide
+
+
+class GuidedMain(PolicyMain):
+    """The policy Main, with a person typing `rsi-master guide` at its first two events: at the
+    first, pause, prefer an unexplored direction and a text; at the second, resume."""
+
+    asked = 0
+
+    def on_event(self, ctx, graph, event):
+        GuidedMain.asked += 1
+        if GuidedMain.asked == 1:
+            tried = {w.direction.family for w in graph.workers.values()}
+            fresh = next(d.family for d in self._fresh_directions(ctx, graph) if d.family not in tried)
+            RUN["prefer"] = fresh
+            assert cli(["guide", RUN["dir"], "--pause", "--prefer", fresh, "--text", "try the other family"]) == 0
+        elif GuidedMain.asked == 2:
+            assert cli(["guide", RUN["dir"], "--resume"]) == 0
+        super().on_event(ctx, graph, event)
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory):
+    run = tmp_path_factory.mktemp("guided") / "run"
+    RUN["dir"] = str(run)
+    start_run(
+        None,
+        "20m",
+        backend="sim",
+        landscape=generate_landscape(1),
+        slots=2,
+        seed=3,
+        run_dir=run,
+        main="tests.orchestra.test_guidance:GuidedMain",
+        display=PlainDisplay(io.StringIO()),
+    )
+    return run
+
+
+def test_the_mains_next_decision_cites_the_guidance_and_pause_holds_launches(campaign):
+    with ExpOS.open(campaign, writable=False) as x:
+        guidance = x.events("human.guidance")
+        assert [g.payload.get("flow") for g in guidance] == ["pause", "resume"]
+        assert all(g.actor.role == "operator" and g.actor.cap for g in guidance)
+        pause, resume = guidance[0].seq, guidance[1].seq
+        decisions = x.events("decision.record")
+        answer = next(d for d in decisions if d.seq > pause)
+        # The first decision after the guidance answers it, cites it, and opens the preferred direction.
+        assert answer.payload["detail"]["guidance"] == pause and pause in answer.payload["evidence"]
+        assert answer.payload["action"] == "branch"
+        wid = answer.payload["detail"]["worker"]
+        assert x.projection().state.workers[wid].direction["family"] == RUN["prefer"]
+        assert any(d.payload["detail"].get("guidance") == resume for d in decisions)
+        starts = [e.seq for e in x.events("orchestra.job.start")]
+        # Nothing launched while paused, though the preferred Worker waited; it launched after.
+        assert not [s for s in starts if pause < s < resume]
+        first_after = next(e for e in x.events("orchestra.job.start") if e.seq > resume)
+        assert first_after.payload["node"] == wid
+        assert x.projection().part(GuidancePart).paused is False
+    assert cli(["verify", str(campaign)]) == 0
+
+
+def test_guidance_on_a_finished_run_is_one_line_and_writes_nothing(campaign, capsys):
+    capsys.readouterr()
+    with ExpOS.open(campaign, writable=False) as x:
+        size = x.run.ledger.size()
+    assert cli(["guide", str(campaign), "--text", "more"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "the run has finished" in err and len(err.splitlines()) == 1
+    with ExpOS.open(campaign, writable=False) as x:
+        assert x.run.ledger.size() == size
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--text", "é" * 2049], "4096"),
+        (["--prefer", "no_such_family"], "unknown direction"),
+        (["--stop-worker", "w99"], "no Worker 'w99'"),
+        ([], "guidance says nothing"),
+        (["--prefer", "answer_only", "--avoid", "answer_only"], "both preferred and avoided"),
+    ],
+)
+def test_bad_guidance_is_one_line_and_writes_nothing(tmp_path, capsys, args, message):
+    with new_run(tmp_path) as x:
+        size = x.run.ledger.size()
+    assert cli(["guide", str(tmp_path / "run"), *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+    with ExpOS.open(tmp_path / "run", writable=False) as x:
+        assert x.run.ledger.size() == size
+
+
+def test_guidance_is_recorded_as_the_operator_and_no_agent_can_write_one(tmp_path, capsys):
+    with new_run(tmp_path) as x:
+        x.call(MAIN, "worker.add", {"worker_id": "w1", "task": "t", "direction": {"family": "answer_only"}})
+    assert cli(["guide", str(tmp_path / "run"), "--avoid", "answer_only", "--stop-worker", "w1"]) == 0
+    assert "guidance: event" in capsys.readouterr().out
+    with ExpOS.open(tmp_path / "run") as x:
+        (g,) = x.events("human.guidance")
+        assert g.actor.role == "operator" and g.payload["stop_worker"] == ["w1"]
+        assert x.projection().part(GuidancePart).avoided == {"answer_only"}
+        # An agent's capability names its own role; an operator capability calls no tool.
+        caller = x.authenticate(x.issue("operator", "someone"))
+        with pytest.raises(ToolRefused):
+            x.call(caller, "decision.record", {"action": "continue", "rationale": "x", "evidence": []})
+        for role in ("main", "worker"):
+            agent = x.authenticate(x.issue(role, "w1"))
+            with pytest.raises(Exception):  # noqa: B017, PT011 (no tool is named after the kind)
+                x.call(agent, "human.guidance", {"text": "forged"})
+        assert len(x.events("human.guidance")) == 1
+        assert load_graph(x).workers["w1"] is not None
