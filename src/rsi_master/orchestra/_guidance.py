@@ -158,16 +158,16 @@ def give_guidance(expos: ExpOS, guidance: HumanGuidance | dict[str, object]) -> 
         known |= names(direction)
     for name in (*guidance.prefer, *guidance.avoid):
         if name not in known:
-            raise GuidanceError(
-                f"guidance refused: unknown direction {name!r}; directions: {', '.join(sorted(known))}"
-            )
+            raise GuidanceError(f"guidance refused: unknown direction {name!r}; directions: {', '.join(sorted(known))}")
     both = set(guidance.prefer) & set(guidance.avoid)
     if both:
         raise GuidanceError(f"guidance refused: {', '.join(sorted(both))} both preferred and avoided")
     for w in guidance.stop_worker:
         node = graph.workers.get(w)
         if node is None:
-            raise GuidanceError(f"guidance refused: no Worker {w!r} in the graph ({', '.join(graph.workers) or 'none'})")
+            raise GuidanceError(
+                f"guidance refused: no Worker {w!r} in the graph ({', '.join(graph.workers) or 'none'})"
+            )
         if node.done:
             raise GuidanceError(f"guidance refused: Worker {w} has already finalized")
     user = operator_id()
