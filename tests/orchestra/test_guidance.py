@@ -9,6 +9,7 @@ import io
 
 import pytest
 
+from rsi_master.agents import LLMMain
 from rsi_master.cli._main import main as cli
 from rsi_master.expos import ExpOS, ToolInvalid, ToolRefused
 from rsi_master.orchestra import PlainDisplay, PolicyMain, load_graph, start_run
@@ -129,3 +130,29 @@ def test_guidance_is_recorded_as_the_operator_and_no_agent_can_write_one(tmp_pat
                 x.call(agent, "human.guidance", {"text": "forged"})
         assert len(x.events("human.guidance")) == 1
         assert load_graph(x).workers["w1"] is not None
+
+
+class GuidedLLMMain(LLMMain):
+    """The LLM Main (on the fake provider), guided at its first event."""
+
+    def on_event(self, ctx, graph, event):
+        if not ctx.expos.events("human.guidance"):
+            assert cli(["guide", RUN["dir"], "--text", "favour the shortest recipes"]) == 0
+        super().on_event(ctx, graph, event)
+
+
+def test_an_llm_main_gets_the_text_and_its_decision_cites_the_guidance(tmp_path, monkeypatch):
+    import rsi_master.agents
+
+    # The run names `rsi_master.agents:LLMMain`; this subclass of it types the guidance.
+    monkeypatch.setattr(rsi_master.agents, "LLMMain", GuidedLLMMain)
+    run = tmp_path / "run"
+    RUN["dir"] = str(run)
+    args = ["run", "--backend", "sim", "--landscape-seed", "1", "--budget", "20m", "--dir", str(run)]
+    llm = ["--agents", "llm", "--llm-provider", "fake"]
+    assert cli(args + llm) == 0
+    with ExpOS.open(run, writable=False) as x:
+        (g,) = x.events("human.guidance")
+        answer = next(d for d in x.events("decision.record") if d.payload["detail"].get("guidance") == g.seq)
+        assert g.seq in answer.payload["evidence"]
+        assert any(s.payload["episode"] == "guidance" for s in x.events("agent.step"))
