@@ -75,7 +75,7 @@ class LLMMain:
 
     def on_guidance(self, ctx: MainContext, graph: ResearchGraph, guidance: Guidance) -> None:
         """A person's guidance: its text and structured parts in the brief; the decision cites it."""
-        p = guidance.payload
+        p = guidance.request
         parts = [f"{k}: {', '.join(v)}" for k, v in (("prefer", p.prefer), ("avoid", p.avoid)) if v]
         parts += [f"stop (the harness stops them): {', '.join(p.stop_worker)}"] if p.stop_worker else []
         parts += [f"launches: {p.flow}d by the harness"] if p.flow else []

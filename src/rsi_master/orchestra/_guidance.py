@@ -54,11 +54,11 @@ class Guidance:
 
     seq: int
     by: str
-    payload: HumanGuidance
+    request: HumanGuidance
 
     def summary(self) -> str:
         """The guidance in one line, for a rationale and the terminal."""
-        p = self.payload
+        p = self.request
         parts = [f"{k} {', '.join(v)}" for k, v in (("prefer", p.prefer), ("avoid", p.avoid)) if v]
         parts += [f"stop {', '.join(p.stop_worker)}"] if p.stop_worker else []
         parts += [p.flow] if p.flow else []
@@ -110,7 +110,7 @@ def guided_by(proj: Projection) -> GuidanceView:
     part = proj.part(GuidancePart)
     seqs: dict[str, int] = {}
     for g in part.given:
-        for d in (*g.payload.prefer, *g.payload.avoid):
+        for d in (*g.request.prefer, *g.request.avoid):
             seqs[d] = g.seq
     return GuidanceView(list(part.preferred), set(part.avoided), seqs)
 

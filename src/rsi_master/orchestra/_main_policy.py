@@ -114,7 +114,7 @@ class PolicyMain(Plans):
         """Operator guidance: preferred directions open first and avoided ones never (from now on,
         `_fresh_directions`); a preferred direction not yet explored opens now if a slot is free;
         a Worker to stop, or a pause, is the scheduler's to carry out and is noted here."""
-        p, notes = g.payload, []
+        p, notes = g.request, []
         action, detail = "continue", {}
         free = ctx.slots - len(graph.pending())
         if p.prefer and free > 0 and ctx.fraction_spent() < self.late and self._can_add(ctx):

@@ -212,7 +212,7 @@ class Scheduler:
             self._stop_workers(proj, g)
 
     def _stop_workers(self, proj: Any, g: Guidance) -> None:
-        for node in g.payload.stop_worker:
+        for node in g.request.stop_worker:
             job = next((j for j in self.running.values() if j.node == node), None)
             if job is not None:
                 job.proc.terminate()  # SIGTERM: the Worker finalizes with what it has
