@@ -36,13 +36,20 @@ class GuidedMain(PolicyMain):
             assert cli(["guide", RUN["dir"], "--pause", "--prefer", fresh, "--text", "try the other family"]) == 0
         elif GuidedMain.asked == 2:
             assert cli(["guide", RUN["dir"], "--resume"]) == 0
+        elif "stop" not in RUN:
+            running = [j.node for j in graph.jobs if j.end_ts is None and j.kind == "worker"]
+            if running:
+                RUN["stop"] = running[0]
+                assert cli(["guide", RUN["dir"], "--stop-worker", running[0]]) == 0
         super().on_event(ctx, graph, event)
 
 
 @pytest.fixture
 def campaign(tmp_path):
     run = tmp_path / "run"
+    RUN.clear()
     RUN["dir"] = str(run)
+    GuidedMain.asked = 0
     start_run(
         None,
         "20m",
@@ -60,7 +67,7 @@ def campaign(tmp_path):
 def test_the_mains_next_decision_cites_the_guidance_and_pause_holds_launches(campaign, capsys):
     with ExpOS.open(campaign, writable=False) as x:
         guidance = x.events("human.guidance")
-        assert [g.payload.get("flow") for g in guidance] == ["pause", "resume"]
+        assert [g.payload.get("flow") for g in guidance] == ["pause", "resume", None]
         assert all(g.actor.role == "operator" and g.actor.cap for g in guidance)
         pause, resume = guidance[0].seq, guidance[1].seq
         decisions = x.events("decision.record")
@@ -79,6 +86,14 @@ def test_the_mains_next_decision_cites_the_guidance_and_pause_holds_launches(cam
         assert not [s for s in starts if pause < s < resume]
         assert wid in {e.payload["node"] for e in x.events("orchestra.job.start") if e.seq > resume}
         assert x.projection().part(GuidancePart).paused is False
+        # A running Worker stopped: asked to finalize at once, long before its deadline.
+        stop = next(g for g in x.events("human.guidance") if g.payload.get("stop_worker"))
+        assert stop.payload["stop_worker"] == [RUN["stop"]]
+        answer = next(d for d in decisions if d.payload["detail"].get("guidance") == stop.seq)
+        assert answer.payload["action"] == "revise" and stop.seq in answer.payload["evidence"]
+        job = next(j for j in load_graph(x).jobs if j.node == RUN["stop"])
+        assert job.status == "done" and job.end_ts < job.deadline - 60
+        assert x.projection().state.workers[RUN["stop"]].finalize_seq is not None
     assert cli(["verify", str(campaign)]) == 0
     # The run has finished: more guidance is one line and writes nothing.
     capsys.readouterr()
