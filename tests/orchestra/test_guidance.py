@@ -171,3 +171,26 @@ def test_an_llm_main_gets_the_text_and_its_decision_cites_the_guidance(tmp_path,
         answer = next(d for d in x.events("decision.record") if d.payload["detail"].get("guidance") == g.seq)
         assert g.seq in answer.payload["evidence"]
         assert any(s.payload["episode"] == "guidance" for s in x.events("agent.step"))
+
+
+def test_a_main_cannot_preempt_guidance_and_a_main_without_on_guidance_still_answers(tmp_path):
+    from rsi_master.orchestra import Scheduler
+
+    with new_run(tmp_path, main="tests.orchestra.helpers:FillMain") as x:
+        sched = Scheduler(x, PlainDisplay(io.StringIO()))
+        sched.start()  # FillMain adds s1 and s2, not launched yet
+        size = x.run.ledger.size()
+        for forged in (size + 4, "x"):  # the seq the guidance will have, and garbage
+            x.call(
+                MAIN,
+                "decision.record",
+                {"action": "continue", "rationale": "r", "evidence": [], "detail": {"guidance": forged}},
+            )
+        assert cli(["guide", str(tmp_path / "run"), "--stop-worker", "s1"]) == 0
+        (g,) = x.events("human.guidance")
+        assert g.seq == size + 4  # each decision is two events: the guidance has the forged seq
+        sched._guide(x.projection())
+        abandoned = x.events("orchestra.abandon")
+        assert [(e.payload["node"], e.payload["attempts"]) for e in abandoned] == [("s1", 0)]
+        answer = x.events("decision.record")[-1]
+        assert answer.payload["detail"]["guidance"] == g.seq and answer.payload["evidence"] == [g.seq]

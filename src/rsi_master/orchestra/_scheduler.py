@@ -197,7 +197,9 @@ class Scheduler:
         then the scheduler carries out what is the harness's to do (a pause is read at each launch;
         a Worker to stop is asked to finalize, or never launched)."""
         part = proj.part(GuidancePart)
-        answered = {int(d.detail["guidance"]) for d in proj.state.decisions if "guidance" in d.detail}
+        # Answered by a later decision only: a Main that names a guidance seq before it exists
+        # (or names garbage) cannot have the scheduler skip that guidance's stop.
+        answered = {g for d in proj.state.decisions if isinstance(g := d.detail.get("guidance"), int) and g < d.seq}
         for g in [g for g in part.given if g.seq not in answered and g.seq not in self._guided]:
             self._guided.add(g.seq)
             self.display.line(g.summary())
