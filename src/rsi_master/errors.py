@@ -9,7 +9,13 @@ __all__ = [
     "MalformedEventError",
     "NotARunError",
     "RsiMasterError",
+    "StopRequested",
 ]
+
+
+class StopRequested(Exception):
+    """Raised inside a node asked to stop (the orchestra's BudgetEnd): code below the orchestra
+    records what it was doing as failed and lets it through, so that the node stops."""
 
 
 class RsiMasterError(Exception):

@@ -188,3 +188,61 @@ def test_bad_input_is_one_line(growing, tmp_path, capsys):
     assert main(["serve", str(tmp_path / "nothing")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no such run directory" in err[0]
+
+
+def start_campaign(expos: ExpOS) -> None:
+    """The run's settings, as `start_run` records them: guidance is taken by campaigns only."""
+    from rsi_master.events import OrchestraStart
+    from rsi_master.orchestra import ORCHESTRA
+
+    expos.record(
+        ORCHESTRA,
+        OrchestraStart(
+            version=1, task="arithmetic", budget_s=600.0, slots=1, main="policy", reviewer="evidence", eval_limit=3
+        ),
+    )
+
+
+def test_the_guidance_form_appends_exactly_one_event(growing, browser):
+    start_campaign(growing.expos)
+    server = Server(growing)
+    try:
+        loaded = load_url(browser, server.url + "run/live/")
+        page = loaded.page
+        page.fill("#guidance textarea[name=text]", "look at the longer problems")
+        page.select_option("#guidance select[name=flow]", "pause")
+        with page.expect_navigation():
+            page.click("#guidance button[type=submit]")
+        assert page.url == server.url + "run/live/"
+        page.close()
+    finally:
+        server.stop()
+    given = growing.expos.events("human.guidance")
+    assert len(given) == 1
+    assert given[0].actor.role == "operator" and given[0].actor.cap
+    assert given[0].payload == {"text": "look at the longer problems", "prefer": [], "avoid": [], "stop_worker": []} | {
+        "flow": "pause"
+    }
+    assert all(u.startswith(server.url) for u in loaded.requests)
+
+
+def test_the_guidance_form_refuses_other_pages_and_bad_guidance_writing_nothing(growing):
+    start_campaign(growing.expos)
+    runs = LiveRuns(growing.runs, str(growing.key_dir))
+    try:
+        client = TestClient(make_app(runs, token=None, loopback=True), base_url="http://127.0.0.1:8765")
+        page = client.get("/run/live/").text
+        csrf = page.split("name='csrf' value='", 1)[1].split("'", 1)[0]
+        size = growing.expos.run.ledger.size()
+        # A page of another site: no secret, or the secret but another Origin.
+        assert client.post("/run/live/guide", data={"text": "x"}).status_code == 403
+        foreign = {"origin": "http://evil.example"}
+        assert client.post("/run/live/guide", data={"text": "x", "csrf": csrf}, headers=foreign).status_code == 403
+        too_long = client.post("/run/live/guide", data={"text": "a" * 4097, "csrf": csrf})
+        assert too_long.status_code == 400 and "4096" in too_long.text and len(too_long.text.splitlines()) == 1
+        assert client.get("/run/live/guide").status_code == 405
+        assert growing.expos.run.ledger.size() == size
+        ok = client.post("/run/live/guide", data={"text": "go on", "csrf": csrf}, follow_redirects=False)
+        assert ok.status_code == 303 and growing.expos.run.ledger.size() == size + 1
+    finally:
+        runs.close()

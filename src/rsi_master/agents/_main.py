@@ -21,6 +21,7 @@ from .. import _clock
 from ..expos import ToolInvalid, tools_for
 from ..orchestra import (
     Direction,
+    Guidance,
     MainContext,
     Range,
     ResearchGraph,
@@ -72,6 +73,19 @@ class LLMMain:
         )
         return any(name in ADDS for name, _ in out.ok_calls)
 
+    def on_guidance(self, ctx: MainContext, graph: ResearchGraph, guidance: Guidance) -> None:
+        """A person's guidance: its text and structured parts in the brief; the decision cites it."""
+        p = guidance.request
+        parts = [f"{k}: {', '.join(v)}" for k, v in (("prefer", p.prefer), ("avoid", p.avoid)) if v]
+        parts += [f"stop (the harness stops them): {', '.join(p.stop_worker)}"] if p.stop_worker else []
+        parts += [f"launches: {p.flow}d by the harness"] if p.flow else []
+        header = (
+            f"Operator guidance (event {guidance.seq}, from the person {guidance.by}). Their text:\n"
+            f"{p.text or '(none)'}\n" + "".join(f"- {x}\n" for x in parts) + "Weigh it against the evidence and "
+            "record a decision (it will cite this event); it cannot change the contract or the budget."
+        )
+        self._turn(ctx, graph, "guidance", None, header, guidance=guidance.seq)
+
     def finish(self, ctx: MainContext, graph: ResearchGraph, reason: str) -> None:
         try:
             self._turn(
@@ -96,6 +110,7 @@ class LLMMain:
         event: tuple[int, str, str] | None,
         header: str,
         stop_on_text: bool = False,
+        guidance: int | None = None,
     ) -> Outcome:
         cfg, prompt = recorded_role(ctx.expos, "main")
         if self._model is None:
@@ -139,7 +154,7 @@ class LLMMain:
             episode=tag,
             stop_on_text=stop_on_text,
             deadline=_clock.now() + max(60.0, 0.2 * ctx.budget_s),
-            prepare=self._prepare(ctx, tag, event),
+            prepare=self._prepare(ctx, tag, event, guidance),
         )
         out = loop.run(prompt.text, task)
         added = sum(1 for name, _ in out.ok_calls if name in ADDS)
@@ -151,11 +166,13 @@ class LLMMain:
             detail: dict[str, Any] = {"fallback": why}
             if event:
                 detail["event"] = event[0]
+            if guidance is not None:
+                detail["guidance"] = guidance
             ctx.call(
                 "decision.record",
                 {
                     "action": action,
-                    "evidence": [event[0]] if event else [],
+                    "evidence": [event[0]] if event else [guidance] if guidance is not None else [],
                     "detail": detail,
                     "rationale": f"[recorded by the harness] the Main agent ended its turn without a decision ({why}); "
                     f"{added} node(s) added in the turn",
@@ -163,13 +180,20 @@ class LLMMain:
             )
         return out
 
-    def _prepare(self, ctx: MainContext, tag: str, event: tuple[int, str, str] | None) -> Any:
+    def _prepare(
+        self, ctx: MainContext, tag: str, event: tuple[int, str, str] | None, guidance: int | None = None
+    ) -> Any:
         def prepare(tool: str, args: dict[str, Any]) -> dict[str, Any]:
             if tool == "decision.record":
                 if tag == "finish" and args.get("action") != "stop":
                     raise ToolInvalid("the run is ending: record the decision with action `stop`")
                 if event is not None:
                     args = {**args, "detail": {**(args.get("detail") or {}), "event": event[0]}}
+                if guidance is not None:  # which guidance a decision answers is the harness's fact
+                    given = args.get("evidence")
+                    evidence: list[Any] = list(given) if isinstance(given, list) else []
+                    detail = {**(args.get("detail") or {}), "guidance": guidance}
+                    args = {**args, "detail": detail, "evidence": evidence + [guidance] * (guidance not in evidence)}
             elif tool == "worker.add":
                 args = {**args, "direction": self._direction(ctx, args.get("direction"))}
             return args

@@ -33,6 +33,7 @@ COMMANDS = (
     "_resume",
     "_report",
     "_serve",
+    "_guide",
     "_bench",
     "_mcp",
     "_door",

@@ -38,6 +38,7 @@ from ._messages import (
 from ._payloads import (
     CONTRACT_KIND,
     CONTRACT_VERSION,
+    GUIDANCE_TEXT_MAX,
     AgentEnd,
     AgentError,
     AgentsConfig,
@@ -64,6 +65,7 @@ from ._payloads import (
     GuardBlocked,
     HarnessFinal,
     HarnessSelect,
+    HumanGuidance,
     LedgerFacts,
     Measured,
     OrchestraAbandon,
@@ -105,6 +107,7 @@ from ._typed import (
 __all__ = [
     "CONTRACT_KIND",
     "CONTRACT_VERSION",
+    "GUIDANCE_TEXT_MAX",
     "ID_MAX",
     "LIST_MAX",
     "OBJECT_MAX",
@@ -144,6 +147,7 @@ __all__ = [
     "GuardBlocked",
     "HarnessFinal",
     "HarnessSelect",
+    "HumanGuidance",
     "Hyperparameters",
     "JsonObject",
     "LedgerFacts",

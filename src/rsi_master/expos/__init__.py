@@ -7,7 +7,15 @@ taxonomy and an audit computed from the ledger and the run directory alone.
 
 from ._audit import AuditReport, Finding, SubmissionAudit, audit
 from ._boundary import AgentProcess, boundary_statement, lock_down
-from ._capability import INLINE_REFUSED, CapabilityError, capability_id, peek_capability, read_capability
+from ._capability import (
+    INLINE_REFUSED,
+    NODE_ID,
+    OPERATOR_ROLE,
+    CapabilityError,
+    capability_id,
+    peek_capability,
+    read_capability,
+)
 from ._catalogue import llm_tool_schemas, tools_for
 from ._contract import Budget, EvaluatorSpec, TaskContract, TaskSource
 from ._door import Door, DoorUnreachable, door_call
@@ -33,6 +41,8 @@ __all__ = [
     "GROUPS",
     "INLINE_REFUSED",
     "KEEP_POLICIES",
+    "NODE_ID",
+    "OPERATOR_ROLE",
     "OVERRIDE_KEYS",
     "ROLES",
     "SUBCATEGORIES",

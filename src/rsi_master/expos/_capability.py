@@ -35,6 +35,7 @@ __all__ = [
     "CAP_PREFIX",
     "INLINE_REFUSED",
     "NODE_ID",
+    "OPERATOR_ROLE",
     "Capability",
     "CapabilityError",
     "capability_id",
@@ -47,6 +48,8 @@ __all__ = [
 CAP_PREFIX = "rsicap1"
 # Roles a capability may carry. "harness" is not among them: it never leaves the harness.
 AGENT_ROLES = ("public", "worker", "reviewer", "main")
+# A person's own records (guidance): no tool lists this role, so the door refuses its every call.
+OPERATOR_ROLE = "operator"
 # Node ids are what the ledger's actor id holds; the same shape as a research-graph node id.
 NODE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 # A day: long enough for a 10-hour campaign's node, short enough that a leaked token dies.
@@ -64,7 +67,7 @@ class Capability(BaseModel):
 
     v: Literal[1] = Field(description="Capability format version.")
     run: str = Field(min_length=1, max_length=128, description="The run id the capability is valid in.")
-    role: Literal["public", "worker", "reviewer", "main"] = Field(description="The caller's role.")
+    role: Literal["public", "worker", "reviewer", "main", "operator"] = Field(description="The caller's role.")
     node: str = Field(pattern=NODE_ID.pattern, description="The caller's node id (the actor id in the ledger).")
     exp: float = Field(description="Expiry, seconds since the epoch (UTC).")
     nonce: str = Field(pattern=r"^[0-9a-f]{16}$", description="Random, so two grants are two tokens.")
@@ -124,8 +127,10 @@ def issue_capability(
 ) -> str:
     """A token granting `role` as `node` in `run_id` for `ttl_s` seconds."""
     keys = key_dir if isinstance(key_dir, KeyDir) else KeyDir(key_dir)
-    if role not in AGENT_ROLES:
-        raise CapabilityError(f"no capability is issued for role {role!r}; roles: {', '.join(AGENT_ROLES)}")
+    if role not in (*AGENT_ROLES, OPERATOR_ROLE):
+        raise CapabilityError(
+            f"no capability is issued for role {role!r}; roles: {', '.join((*AGENT_ROLES, OPERATOR_ROLE))}"
+        )
     if not isinstance(node, str) or not NODE_ID.fullmatch(node):
         raise CapabilityError(
             f"node id {node!r} is malformed: 1-128 letters, digits, '_', '.', '-', starting with a letter or digit"

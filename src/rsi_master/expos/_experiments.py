@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from ..errors import StopRequested
 from ..events import DataCheck, ExperimentFinish, ExperimentStart, Measured
 from ._contamination_gate import check_bytes
 from ._errors import ToolInvalid, ToolRefused
@@ -182,6 +183,9 @@ def run_experiment(
         except InputChangedError as exc:
             _refuse_started(expos, caller, exp_id, tmp, inputs, str(exc), Subcategory.WEIGHT_PROVENANCE)
             return _failed(expos, caller, exp_id, tmp, inputs, exc)
+        except StopRequested as exc:  # the node was asked to stop: recorded, then let through
+            _failed(expos, caller, exp_id, tmp, inputs, exc)
+            raise
         except Exception as exc:  # the runtime's failure is recorded, never hidden
             return _failed(expos, caller, exp_id, tmp, inputs, exc)
         # Given a parent, training measures both (the runtime's contract).

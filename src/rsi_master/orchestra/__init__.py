@@ -23,6 +23,7 @@ from ._directions import (
 from ._display import Display, PlainDisplay, RichDisplay, make_display
 from ._evidence import Evidence
 from ._graph import ORCHESTRA, Decision, Job, ResearchGraph, ReviewerNode, WorkerNode, load_graph
+from ._guidance import Guidance, GuidanceError, GuidancePart, give_guidance, operator_id
 from ._harness import evaluate_final, final_scores, select
 from ._job import run_timing
 from ._main_policy import PolicyMain, expected_scores
@@ -66,6 +67,9 @@ __all__ = [
     "Evidence",
     "EvidenceReviewer",
     "Forecast",
+    "Guidance",
+    "GuidanceError",
+    "GuidancePart",
     "Job",
     "MainAgent",
     "MainContext",
@@ -88,12 +92,14 @@ __all__ = [
     "expected_scores",
     "final_scores",
     "forecast",
+    "give_guidance",
     "grpo_batch_problem",
     "knob_ranges",
     "load_graph",
     "main_agent",
     "make_display",
     "opening_batch",
+    "operator_id",
     "order_bounds",
     "parse_budget",
     "read_prior",

@@ -34,7 +34,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._directions import Direction
 from ._graph import ResearchGraph
+from ._guidance import Guidance, answer_plainly, guided_by, names
 from ._main_plans import Plans
 from ._main_ranking import expected_scores, landscape_prior
 from ._prior import run_prior
@@ -108,7 +110,53 @@ class PolicyMain(Plans):
             {"nominated": [x for x, _ in ranked]},
         )
 
+    def on_guidance(self, ctx: MainContext, graph: ResearchGraph, g: Guidance) -> None:
+        """Operator guidance: preferred directions open first and avoided ones never (from now on,
+        `_fresh_directions`); a preferred direction not yet explored opens now if a slot is free;
+        a Worker to stop, or a pause, is the scheduler's to carry out and is noted here."""
+        p, notes = g.request, []
+        action, detail = "continue", {}
+        free = ctx.slots - len(graph.pending())
+        if p.prefer and free > 0 and ctx.fraction_spent() < self.late and self._can_add(ctx):
+            wanted = set(p.prefer)
+            for d in self._fresh_directions(ctx, graph):
+                if names(d) & wanted and not self._capped(ctx, graph, d):
+                    wid = self._add(ctx, graph, d, f"{d.key()} from the base model (operator guidance {g.seq})", [])
+                    action, detail = "branch", {"worker": wid}
+                    notes.append(f"{wid} opens the preferred direction {d.key()}")
+                    break
+        if p.prefer and action != "branch":
+            notes.append(f"{', '.join(p.prefer)} open first when a slot frees")
+        if p.avoid:
+            notes.append(f"{', '.join(p.avoid)} will not be opened")
+        if p.stop_worker:
+            action = "revise" if action == "continue" else action
+            notes.append(f"{', '.join(p.stop_worker)} stopped: a running Worker finalizes with what it has")
+        if p.flow:
+            notes.append("no new job launches until resumed" if p.flow == "pause" else "launches go on")
+        answer_plainly(ctx, g, action, "; ".join(notes), **detail)
+
     # -- policy ------------------------------------------------------------------------------
+    def _fresh_directions(self, ctx: MainContext, graph: ResearchGraph) -> list[Direction]:
+        """The unexplored directions without those the operator avoids, preferred ones first."""
+        view = guided_by(ctx.expos.projection())
+        dirs = [d for d in super()._fresh_directions(ctx, graph) if not names(d) & view.avoided]
+        rank = {name: i for i, name in enumerate(view.preferred)}
+        return sorted(dirs, key=lambda d: min((rank[n] for n in names(d) if n in rank), default=len(rank)))
+
+    def _branch(self, ctx: MainContext, graph: ResearchGraph) -> Any:
+        """A new direction, citing the guidance that chose it (a preference, or avoided ones passed over)."""
+        out = super()._branch(ctx, graph)
+        if out is None:
+            return None
+        action, rationale, evidence, detail = out
+        view = guided_by(ctx.expos.projection())
+        d = graph.workers[detail["worker"]].direction
+        cited = {view.seqs[n] for n in names(d) if n in view.preferred} | {view.seqs[n] for n in view.avoided}
+        if cited:
+            rationale += f" (operator guidance {', '.join(str(s) for s in sorted(cited))})"
+        return action, rationale, sorted({*evidence, *cited}), detail
+
     def _next(
         self, ctx: MainContext, graph: ResearchGraph, event: tuple[int, str, str] | None
     ) -> tuple[str, str, list[int], dict[str, Any]] | None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .. import _clock
+from ..errors import StopRequested
 
 if TYPE_CHECKING:
     from ..expos import Caller, ExpOS
@@ -39,9 +40,10 @@ __all__ = [
 ]
 
 
-class BudgetEnd(Exception):
-    """Raised inside a node when the scheduler asks it to stop (SIGTERM at the budget's end):
-    a Worker finalizes with what it has instead of being killed without a word."""
+class BudgetEnd(StopRequested):
+    """Raised inside a node when the scheduler asks it to stop (SIGTERM at the budget's end, or
+    the operator's guidance): a Worker finalizes with what it has instead of being killed without
+    a word."""
 
 
 @dataclass

@@ -34,6 +34,7 @@ from ..expos import State
 from ._display import Display
 from ._executor import NodeLaunch, ProcessExecutor
 from ._graph import ORCHESTRA, OrchestraPart, load_graph, parse_ts, snapshot
+from ._guidance import Guidance, GuidancePart, answer_plainly
 from ._protocols import MAINS, MainContext, resolve
 from ._reports import best_supported_score
 
@@ -86,6 +87,7 @@ class Scheduler:
         self.devices = assign_devices(self.slots, self.cfg.gpus_per_slot or 0)
         if self.executor is None:
             self.executor = ProcessExecutor()
+        self._guided: set[int] = set()  # guidance this session has put to the Main
 
     # -- budget ------------------------------------------------------------------------------
     def _open_session(self, session: Payload, spent_before: float) -> None:
@@ -162,13 +164,16 @@ class Scheduler:
                     self.main.on_event(self.main_ctx(), snapshot(proj), ev)
                     self.expos.projection()  # what the Main recorded
                     self._show_decision(st)
+            self._guide(proj)
             if self.spent() >= self.budget_s:
                 return "budget spent"
             busy = {j.node for j in self.running.values()}
             pending = [(k, n) for n, (_seq, k) in st.pending.items() if n not in busy and n not in orc.abandoned]
             too_late = self.deadline() - _clock.now() < self.min_launch_s
-            if too_late:
-                pending = []  # too late to start anything useful: let running nodes finish
+            # Paused by the operator: nothing new starts, running nodes finish, the budget runs on.
+            held = too_late or proj.part(GuidancePart).paused
+            if held:
+                pending = []  # too late to start anything useful, or paused: let running nodes finish
             for slot in range(self.slots):
                 if slot in self.running or not pending:
                     continue
@@ -177,15 +182,46 @@ class Scheduler:
             free = self.slots - len(self.running)
             # The Main is asked about an idle slot once per change of the graph, not once per
             # poll: asking costs it graph reads, which are recorded tool calls.
-            if free and not pending and not too_late and proj.size != idle_asked_at:
+            if free and not pending and not held and proj.size != idle_asked_at:
                 if self.main.on_idle(self.main_ctx(), snapshot(proj), free):
                     self._show_decision(self.expos.projection().state)
                     continue
                 idle_asked_at = self.expos.projection().size
-            if free and not pending and not too_late and not self.running:
+            if free and not pending and not held and not self.running:
                 return "no work left"
             self.display.status(self._status(st))
             self._reap(self.executor.poll_timeout(self.poll_s, self.deadline()), failures)
+
+    def _guide(self, proj: Any) -> None:
+        """Operator guidance not answered yet: the Main answers each with a decision that cites it,
+        then the scheduler carries out what is the harness's to do (a pause is read at each launch;
+        a Worker to stop is asked to finalize, or never launched)."""
+        part = proj.part(GuidancePart)
+        # Answered by a later decision only: a Main that names a guidance seq before it exists
+        # (or names garbage) cannot have the scheduler skip that guidance's stop.
+        answered = {g for d in proj.state.decisions if isinstance(g := d.detail.get("guidance"), int) and g < d.seq}
+        for g in [g for g in part.given if g.seq not in answered and g.seq not in self._guided]:
+            self._guided.add(g.seq)
+            self.display.line(g.summary())
+            if self.spent() < self.budget_s:
+                answer = getattr(self.main, "on_guidance", None)
+                if answer is not None:
+                    answer(self.main_ctx(), snapshot(proj), g)
+                else:  # a Main written before guidance existed still answers on the record
+                    answer_plainly(self.main_ctx(), g)
+                self.expos.projection()  # what the Main recorded
+                self._show_decision(proj.state)
+            self._stop_workers(proj, g)
+
+    def _stop_workers(self, proj: Any, g: Guidance) -> None:
+        for node in g.request.stop_worker:
+            job = next((j for j in self.running.values() if j.node == node), None)
+            if job is not None:
+                job.proc.terminate()  # SIGTERM: the Worker finalizes with what it has
+                self.display.line(f"stop worker {node} (guidance {g.seq})")
+            elif node in proj.state.pending and node not in proj.part(OrchestraPart).abandoned:
+                self.expos.record(ORCHESTRA, OrchestraAbandon(node=node, attempts=0))
+                self.display.line(f"worker {node} will not be launched (guidance {g.seq})")
 
     def _drain(self) -> None:
         end = _clock.now() + self.grace_s

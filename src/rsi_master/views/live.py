@@ -9,7 +9,8 @@ its restarts: a restarted server folds each ledger once and goes on, and the pag
 
 Bound to loopback it answers requests for loopback host names only (a web page elsewhere cannot
 reach it through DNS rebinding); bound to any other address every request needs the token, given
-once as `?token=` (then kept in a same-site cookie) or as a bearer header. Read-only: GET only."""
+once as `?token=` (then kept in a same-site cookie) or as a bearer header. Read-only but for one
+POST, the guidance form (`_guide_form`)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import asyncio
 import hmac
 import ipaddress
 import json
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -41,6 +43,7 @@ from ..errors import RsiMasterError
 from ..expos import ExpOS
 from ..rundir import LEDGER_FILE, VerifyMemo, memo_for
 from ._collect import collect_open
+from ._guide_form import guide_endpoint, guide_form
 from ._model import RunView
 from ._overview import Entry, overview_html, run_dirs
 from ._report import report_html, report_payload
@@ -176,6 +179,7 @@ def _guard(token: str | None, loopback: bool) -> Callable[[Request], Response | 
 def make_app(runs: LiveRuns, *, token: str | None, loopback: bool) -> Starlette:
     """The live view's ASGI app over `runs`; `token` None only on loopback."""
     check = _guard(token, loopback)
+    csrf = secrets.token_urlsafe(24)  # the guidance form's secret: only pages served here carry it
 
     def guarded(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
@@ -199,7 +203,7 @@ def make_app(runs: LiveRuns, *, token: str | None, loopback: bool) -> Starlette:
         live = await runs.call(runs.refresh, request.path_params["name"])
         if live is None or live.view is None:
             return PlainTextResponse(f"no readable run {request.path_params['name']!r} here\n", status_code=404)
-        return HTMLResponse(report_html(live.view, live="events"))
+        return HTMLResponse(report_html(live.view, live="events").replace("</body>", guide_form(csrf) + "</body>", 1))
 
     async def data(request: Request) -> Response:
         live = await runs.call(runs.refresh, request.path_params["name"])
@@ -233,5 +237,10 @@ def make_app(runs: LiveRuns, *, token: str | None, loopback: bool) -> Starlette:
             Route("/run/{name}/", guarded(run_page)),
             Route("/run/{name}/data.json", guarded(data)),
             Route("/run/{name}/events", guarded(events)),
+            Route(
+                "/run/{name}/guide",
+                guarded(guide_endpoint(runs.call, lambda n: runs.names().get(n), runs.key_dir, csrf)),
+                methods=["POST"],
+            ),
         ],
     )

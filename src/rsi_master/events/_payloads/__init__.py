@@ -45,6 +45,7 @@ from ._expos import (
     WorkerAdd,
     WorkerFinalize,
 )
+from ._human import GUIDANCE_TEXT_MAX, HumanGuidance
 from ._run import (
     AgentEnd,
     AgentError,
@@ -68,6 +69,7 @@ from ._run import (
 __all__ = [
     "CONTRACT_KIND",
     "CONTRACT_VERSION",
+    "GUIDANCE_TEXT_MAX",
     "AgentEnd",
     "AgentError",
     "AgentStep",
@@ -94,6 +96,7 @@ __all__ = [
     "GuardBlocked",
     "HarnessFinal",
     "HarnessSelect",
+    "HumanGuidance",
     "LedgerFacts",
     "Measured",
     "OrchestraAbandon",

@@ -168,10 +168,11 @@ class OrchestraInterrupted(Payload):
 
 @kind("orchestra.abandon")
 class OrchestraAbandon(Payload):
-    """A node that crashed repeatedly is not launched again."""
+    """A node that is not launched again: it crashed repeatedly, or the operator's guidance
+    stopped it before it ran (attempts 0)."""
 
     node: str = Field(description="Worker or Reviewer id.")
-    attempts: int = Field(description="Failed attempts.")
+    attempts: int = Field(description="Failed attempts (0: stopped by guidance before it ran).")
 
 
 @kind("orchestra.job.start")
