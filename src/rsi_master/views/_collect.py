@@ -8,6 +8,7 @@ instead of ending the report."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ from ._records import (
     worker_view,
 )
 
-__all__ = ["collect", "collect_open"]
+__all__ = ["Checked", "check_open", "collect", "collect_open"]
 
 
 def collect(run_dir: str | Path, key_dir: str | None = None) -> RunView:
@@ -40,19 +41,42 @@ def collect(run_dir: str | Path, key_dir: str | None = None) -> RunView:
     problems = [str(p) for p in report.problems]
     try:
         with ExpOS.open(path, key_dir=key_dir, writable=False) as expos:
-            return _read(expos, path, report, problems)
+            return _read(expos, path, _audited(expos, report))
     except NotARunError:
         raise
     except RsiMasterError as exc:
         return _unreadable(path, report, [*problems, f"the run could not be read: {exc}"])
 
 
-def collect_open(expos: ExpOS, key_dir: str | None, memo: VerifyMemo) -> RunView:
+@dataclass(frozen=True)
+class Checked:
+    """verify's and the audit's findings at one ledger size: the live view reuses them between its
+    checks instead of re-running both over the whole run at every new event."""
+
+    size: int
+    report: RunReport
+    audit: AuditReport | None
+    audit_error: str | None
+
+
+def _audited(expos: ExpOS, report: RunReport) -> Checked:
+    size = expos.projection().size
+    try:
+        return Checked(size, report, audit(expos), None)
+    except RsiMasterError as exc:  # e.g. the seal secret is not in this key directory
+        return Checked(size, report, None, f"the audit could not run: {exc}")
+
+
+def check_open(expos: ExpOS, key_dir: str | None, memo: VerifyMemo) -> Checked:
+    """verify (re-checking only what changed since `memo`'s last use) and the audit of an open run."""
+    return _audited(expos, verify_run(Path(expos.run.path), key_dir=key_dir, memo=memo))
+
+
+def collect_open(expos: ExpOS, checked: Checked) -> RunView:
     """The view of a run whose read-only session a caller keeps open (the live view): its projection
-    takes in only the events since the last call, and verify re-checks only what changed (`memo`)."""
-    path = Path(expos.run.path)
-    report = verify_run(path, key_dir=key_dir, memo=memo)
-    return _read(expos, path, report, [str(p) for p in report.problems])
+    takes in only the events since the last call; verify and the audit are `checked`'s, shown with
+    the ledger size they were made at when the run has grown since."""
+    return _read(expos, Path(expos.run.path), checked)
 
 
 def _unreadable(path: Path, report: RunReport, problems: list[str]) -> RunView:
@@ -86,21 +110,20 @@ def _unreadable(path: Path, report: RunReport, problems: list[str]) -> RunView:
     )
 
 
-def _read(expos: ExpOS, path: Path, report: RunReport, problems: list[str]) -> RunView:
+def _read(expos: ExpOS, path: Path, checked: Checked) -> RunView:
+    report, rep = checked.report, checked.audit
+    problems = [str(p) for p in report.problems]
     st = load_state(expos)
     graph = load_graph(expos)
     unreadable = expos.projection().unreadable
     if unreadable:
         problems.append(f"{len(unreadable)} events could not be read and are left out (first: event {unreadable[0]})")
+    if checked.audit_error is not None:
+        problems.append(checked.audit_error)
     clock = BudgetClock(graph)
     experiments = _experiments(st, clock)
     summary = _stored_summary(expos, graph)
     transcripts = _transcripts(expos)
-    try:
-        rep: AuditReport | None = audit(expos)
-    except RsiMasterError as exc:  # e.g. the seal secret is not in this key directory
-        rep = None
-        problems.append(f"the audit could not run: {exc}")
     metrics = run_metrics(expos, graph)
     selected = summary.get("selected") if isinstance(summary.get("selected"), str) else None
     settings = graph.settings
@@ -154,6 +177,8 @@ def _read(expos: ExpOS, path: Path, report: RunReport, problems: list[str]) -> R
         audit=audit_view(rep, st) if rep is not None else None,
         selected=selected,
         selected_lineage=[experiments[x.id] for x in lineage(st, selected)] if selected else [],
+        size=expos.projection().size,
+        checked_at=checked.size,
     )
 
 
