@@ -150,6 +150,9 @@ def test_on_loopback_a_foreign_host_name_is_refused(growing):
         assert client.get("/run/live/data.json").status_code == 200
         assert client.get("/", headers={"Host": "attacker.example:8765"}).status_code == 403
         assert client.get("/run/../../etc/data.json").status_code == 404
+        unknown = client.get("/run/nope/")  # an unknown run: one line, and nothing kept for it
+        assert unknown.status_code == 404 and unknown.text == "no readable run 'nope' here\n"
+        assert "nope" not in runs.runs
     finally:
         runs.close()
 
