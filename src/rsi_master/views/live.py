@@ -70,6 +70,7 @@ class LiveRun:
     """One run's open session and the payload built at its last size."""
 
     path: Path
+    key_dir: str | None = None
     expos: ExpOS | None = None
     memo: VerifyMemo | None = None
     size: int = -1
@@ -79,14 +80,13 @@ class LiveRun:
     checked: Checked | None = None
     checked_t: float = 0.0
     checks: int = 0  # verify+audit passes made, for the tests that hold them to their schedule
+    finish_checked: bool = False  # whether a pass was made once the run had finished
 
     def check(self) -> Checked:
         assert self.expos is not None and self.memo is not None
         self.checked, self.checked_t = check_open(self.expos, self.key_dir, self.memo), time.monotonic()
         self.checks += 1
         return self.checked
-
-    key_dir: str | None = None
 
 
 class LiveRuns:
@@ -129,8 +129,10 @@ class LiveRuns:
                 if checked is None or time.monotonic() - live.checked_t >= CHECK_S:
                     checked = live.check()
                 live.view = collect_open(live.expos, checked)
-                if live.view.finished and checked.size < size:
-                    live.view = collect_open(live.expos, live.check())
+                if live.view.finished and not live.finish_checked:
+                    live.finish_checked = True
+                    if checked.size < size:
+                        live.view = collect_open(live.expos, live.check())
                 live.page_data = report_payload(live.view)
                 live.size, live.error = size, None
         except RsiMasterError as exc:
@@ -138,6 +140,7 @@ class LiveRuns:
             if live.expos is not None:
                 live.expos.close()
             live.expos, live.size, live.error, live.checked = None, -1, str(exc), None
+            live.finish_checked = False
         return live
 
     def entries(self) -> list[Entry]:
