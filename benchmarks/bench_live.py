@@ -13,24 +13,38 @@ update; run at two budgets to see how an update's cost grows with the run.
 from __future__ import annotations
 
 import argparse
+import cProfile
 import io
+import pstats
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--budget", default="10h")
     ap.add_argument("--updates", type=int, default=20)
+    ap.add_argument(
+        "--recheck", action="store_true", help="re-run verify and the audit at every update (the view's former cost)"
+    )
+    ap.add_argument("--profile", action="store_true", help="print where the updates' time goes (cProfile)")
     args = ap.parse_args()
 
     from rsi_master.events import WorkerAdd
     from rsi_master.expos import ExpOS
     from rsi_master.orchestra import PlainDisplay, start_run
     from rsi_master.sim import generate_landscape
+    from rsi_master.views import live as live_module
     from rsi_master.views.live import LiveRuns
+
+    if args.recheck:
+        live_module.CHECK_S = 0.0
 
     root = Path(tempfile.mkdtemp(prefix="bench-live-"))
     runs, keys = root / "runs", root / "keys"
@@ -55,6 +69,7 @@ def main() -> int:
         assert first is not None
         print(f"events {first.size}; first look (fold, verify, audit, payload): {time.perf_counter() - t:.3f} s")
         times = []
+        prof = cProfile.Profile() if args.profile else None
         with ExpOS.open(runs / "run", key_dir=str(keys)) as writer:
             for i in range(args.updates):
                 writer.record(
@@ -62,16 +77,28 @@ def main() -> int:
                     WorkerAdd(worker_id=f"bench-{i}", task="t", direction={"family": "x"}, predecessors=[]),
                 )
                 t = time.perf_counter()
-                after = live.pool.submit(live.refresh, "run").result()
+                after = live.pool.submit(_timed, live.refresh, prof).result()
                 times.append(time.perf_counter() - t)
-                assert after is not None and after.checks == 1
+                assert after is not None and (args.recheck or after.checks == 1)
         print(
             f"update after one new event: mean {statistics.fmean(times) * 1000:.1f} ms, "
             f"max {max(times) * 1000:.1f} ms over {len(times)} (verify+audit passes: {after.checks})"
         )
+        if prof is not None:
+            pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
     finally:
         live.close()
     return 0
+
+
+def _timed(refresh: Callable[[str], T], prof: cProfile.Profile | None) -> T:
+    if prof is None:
+        return refresh("run")
+    prof.enable()
+    try:
+        return refresh("run")
+    finally:
+        prof.disable()
 
 
 if __name__ == "__main__":
