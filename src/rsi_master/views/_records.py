@@ -1,5 +1,6 @@
-"""One record of a run as the report shows it, built from the projection's typed state: the
-builders `collect` (the whole run at once) and the live fold (only what new events touched) share."""
+"""One record of a run as the report shows it, built from the projection's typed state, one record
+at a time: `collect` builds every record with them, and a view that rebuilds only the records new
+events touched can call the same builders."""
 
 from __future__ import annotations
 
