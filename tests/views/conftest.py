@@ -71,10 +71,12 @@ def chromium_path() -> str | None:
     return next((p for n in CHROMIUM_NAMES if (p := shutil.which(n))), None)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[object]:
     """Headless Chromium: Debian's package (`apt-get install -y chromium`, which .ci/run does) driven by
-    Playwright for Python; skipped where either is missing, except under CI, which must run them."""
+    Playwright for Python; skipped where either is missing, except under CI, which must run them.
+    Package-scoped: Playwright's sync API holds a running event loop in the main thread until it
+    stops, which would break `asyncio.run` in every test collected after this package."""
     path = chromium_path()
     try:
         from playwright.sync_api import sync_playwright

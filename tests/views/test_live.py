@@ -24,7 +24,7 @@ from rsi_master.cli._main import main
 from rsi_master.cli._serve import bind
 from rsi_master.events import WorkerAdd
 from rsi_master.expos import ExpOS
-from rsi_master.views.live import LiveRuns, make_app, make_server
+from rsi_master.views.live import CHECK_S, LiveRuns, make_app, make_server
 
 from .test_browser import POINTS
 
@@ -150,6 +150,9 @@ def test_on_loopback_a_foreign_host_name_is_refused(growing):
         assert client.get("/run/live/data.json").status_code == 200
         assert client.get("/", headers={"Host": "attacker.example:8765"}).status_code == 403
         assert client.get("/run/../../etc/data.json").status_code == 404
+        unknown = client.get("/run/nope/")  # an unknown run: one line, and nothing kept for it
+        assert unknown.status_code == 404 and unknown.text == "no readable run 'nope' here\n"
+        assert "nope" not in runs.runs
     finally:
         runs.close()
 
@@ -244,5 +247,28 @@ def test_the_guidance_form_refuses_other_pages_and_bad_guidance_writing_nothing(
         assert growing.expos.run.ledger.size() == size
         ok = client.post("/run/live/guide", data={"text": "go on", "csrf": csrf}, follow_redirects=False)
         assert ok.status_code == 303 and growing.expos.run.ledger.size() == size + 1
+    finally:
+        runs.close()
+
+
+def test_a_new_event_is_folded_without_re_running_verify_and_the_audit(growing):
+    runs = LiveRuns(growing.runs, str(growing.key_dir))
+    try:
+        client = TestClient(make_app(runs, token=None, loopback=True), base_url="http://127.0.0.1:8765")
+        assert len(client.get("/run/live/data.json").json()["nodes"]) == 1
+        live = runs.runs["live"]
+        assert live.checks == 1 and live.checked is not None
+        first = live.checked.size
+        add_worker(growing.expos, "w2", ["w1"])
+        data = client.get("/run/live/data.json").json()
+        # The new node is shown; verify and the audit are the first look's, and the page says so.
+        assert [n["id"] for n in data["nodes"]] == ["w1", "w2"]
+        assert live.checks == 1 and data["size"] == first + 1
+        assert f"cover the first {first} of {first + 1} events" in data["sections"]["summary"]
+        live.checked_t -= CHECK_S  # a minute on: the next look re-runs them over the whole run
+        add_worker(growing.expos, "w3", ["w2"])
+        data = client.get("/run/live/data.json").json()
+        assert live.checks == 2 and live.checked.size == data["size"]
+        assert "checked-at" not in data["sections"]["summary"]
     finally:
         runs.close()

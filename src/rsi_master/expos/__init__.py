@@ -32,7 +32,7 @@ from ._projection import Part, Projection, SharedProjections, parse_ts, register
 from ._prune import KEEP_POLICIES, protected_checkpoints, prune_checkpoints
 from ._registry import ROLES, TOOLS, Tool
 from ._session import Caller, ExpOS
-from ._state import Decision, ReviewerNode, State, WorkerRecord, load_state
+from ._state import Decision, Experiment, ReviewerNode, State, WorkerRecord, load_state
 from ._taxonomy import GROUPS, SUBCATEGORIES, Observation, Subcategory
 from ._tools_worker_results import EvalScore
 
@@ -59,6 +59,7 @@ __all__ = [
     "EvalScore",
     "EvaluatorSpec",
     "ExpOS",
+    "Experiment",
     "Finding",
     "GeneratorView",
     "GuardPolicy",

@@ -8,47 +8,30 @@ instead of ending the report."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import NotARunError, RsiMasterError
-from ..events import AgentStep, typed
 from ..expos import AuditReport, ExpOS, State, audit, boundary_statement, lineage, load_state, parse_ts
 from ..orchestra import ResearchGraph, load_graph, run_metrics
 from ..rundir import RunReport, VerifyMemo, verify_run
-from ._model import (
-    AuditView,
-    BlockedView,
-    CurvePoint,
-    DecisionView,
-    EvalView,
-    ExperimentView,
-    JobView,
-    NodeView,
-    ReviewView,
-    RunView,
-    StepView,
-    ToolCallView,
-    VerifyView,
+from ._model import DecisionView, ExperimentView, JobView, NodeView, RunView, StepView
+from ._records import (
+    BudgetClock,
+    audit_view,
+    best_curves,
+    ended_nodes,
+    experiment_view,
+    lineage_curves,
+    named_nodes,
+    reviewer_view,
+    step_view,
+    verify_view,
+    worker_view,
 )
 
-__all__ = ["collect", "collect_open"]
-
-
-class BudgetClock:
-    """Budget seconds spent at a ledger timestamp: each session counts from its start, after the
-    sessions before it (`ResearchGraph.spent_seconds` on the sessions up to that one)."""
-
-    def __init__(self, graph: ResearchGraph) -> None:
-        self._starts = [start for _seq, start, _p in graph.sessions]
-        self._upto = [replace(graph, sessions=graph.sessions[: i + 1]) for i in range(len(graph.sessions))]
-
-    def at(self, ts: float) -> float:
-        if not self._starts:
-            return 0.0
-        i = max(0, sum(1 for s in self._starts if s <= ts) - 1)
-        return round(self._upto[i].spent_seconds(now=max(ts, self._starts[i])), 3)
+__all__ = ["Checked", "check_open", "collect", "collect_open"]
 
 
 def collect(run_dir: str | Path, key_dir: str | None = None) -> RunView:
@@ -58,34 +41,42 @@ def collect(run_dir: str | Path, key_dir: str | None = None) -> RunView:
     problems = [str(p) for p in report.problems]
     try:
         with ExpOS.open(path, key_dir=key_dir, writable=False) as expos:
-            return _read(expos, path, report, problems)
+            return _read(expos, path, _audited(expos, report))
     except NotARunError:
         raise
     except RsiMasterError as exc:
         return _unreadable(path, report, [*problems, f"the run could not be read: {exc}"])
 
 
-def collect_open(expos: ExpOS, key_dir: str | None, memo: VerifyMemo) -> RunView:
+@dataclass(frozen=True)
+class Checked:
+    """verify's and the audit's findings at one ledger size: the live view reuses them between its
+    checks instead of re-running both over the whole run at every new event."""
+
+    size: int
+    report: RunReport
+    audit: AuditReport | None
+    audit_error: str | None
+
+
+def _audited(expos: ExpOS, report: RunReport) -> Checked:
+    size = expos.projection().size
+    try:
+        return Checked(size, report, audit(expos), None)
+    except RsiMasterError as exc:  # e.g. the seal secret is not in this key directory
+        return Checked(size, report, None, f"the audit could not run: {exc}")
+
+
+def check_open(expos: ExpOS, key_dir: str | None, memo: VerifyMemo) -> Checked:
+    """verify (re-checking only what changed since `memo`'s last use) and the audit of an open run."""
+    return _audited(expos, verify_run(Path(expos.run.path), key_dir=key_dir, memo=memo))
+
+
+def collect_open(expos: ExpOS, checked: Checked) -> RunView:
     """The view of a run whose read-only session a caller keeps open (the live view): its projection
-    takes in only the events since the last call, and verify re-checks only what changed (`memo`)."""
-    path = Path(expos.run.path)
-    report = verify_run(path, key_dir=key_dir, memo=memo)
-    return _read(expos, path, report, [str(p) for p in report.problems])
-
-
-def _verify_view(r: RunReport) -> VerifyView:
-    return VerifyView(
-        ok=r.ok,
-        events=r.ledger.events,
-        checkpoints=r.ledger.checkpoints,
-        unsigned_tail=r.unsigned_tail,
-        artifacts=r.artifacts,
-        root=r.ledger.root,
-        head=r.ledger.head,
-        witness=r.witness,
-        problems=[str(p) for p in r.problems],
-        notes=list(r.notes),
-    )
+    takes in only the events since the last call; verify and the audit are `checked`'s, shown with
+    the ledger size they were made at when the run has grown since."""
+    return _read(expos, Path(expos.run.path), checked)
 
 
 def _unreadable(path: Path, report: RunReport, problems: list[str]) -> RunView:
@@ -93,7 +84,7 @@ def _unreadable(path: Path, report: RunReport, problems: list[str]) -> RunView:
         run_dir=str(path),
         run_id=report.run_id,
         problems=problems,
-        verify=_verify_view(report),
+        verify=verify_view(report),
         task=None,
         backend=None,
         base_model=None,
@@ -119,30 +110,31 @@ def _unreadable(path: Path, report: RunReport, problems: list[str]) -> RunView:
     )
 
 
-def _read(expos: ExpOS, path: Path, report: RunReport, problems: list[str]) -> RunView:
+def _read(expos: ExpOS, path: Path, checked: Checked) -> RunView:
+    report, rep = checked.report, checked.audit
+    problems = [str(p) for p in report.problems]
     st = load_state(expos)
     graph = load_graph(expos)
     unreadable = expos.projection().unreadable
     if unreadable:
         problems.append(f"{len(unreadable)} events could not be read and are left out (first: event {unreadable[0]})")
+    if checked.audit_error is not None:
+        problems.append(checked.audit_error)
     clock = BudgetClock(graph)
     experiments = _experiments(st, clock)
     summary = _stored_summary(expos, graph)
     transcripts = _transcripts(expos)
-    try:
-        rep: AuditReport | None = audit(expos)
-    except RsiMasterError as exc:  # e.g. the seal secret is not in this key directory
-        rep = None
-        problems.append(f"the audit could not run: {exc}")
     metrics = run_metrics(expos, graph)
     selected = summary.get("selected") if isinstance(summary.get("selected"), str) else None
     settings = graph.settings
+    known = graph.workers | graph.reviewers
+    ended = ended_nodes(st.workers.values(), st.reviewers.values())
     source = expos.contract.base_model_source
     return RunView(
         run_dir=str(path),
         run_id=report.run_id,
         problems=problems,
-        verify=_verify_view(report),
+        verify=verify_view(report),
         task=expos.contract.task,
         backend=expos.backend.name,
         base_model=expos.contract.base_model_artifact,
@@ -162,14 +154,14 @@ def _read(expos: ExpOS, path: Path, report: RunReport, problems: list[str]) -> R
                 action=d.action,
                 rationale=d.rationale,
                 evidence=list(d.evidence),
-                nodes=_named_nodes(d.detail, graph),
+                nodes=named_nodes(d.detail, known, ended),
                 at_s=clock.at(_ts_of(expos, d.seq)),
             )
             for d in graph.decisions
         ],
         main_transcript=[s for actor, steps in transcripts.items() if actor == "main" for s in steps],
-        best=_best(experiments),
-        lineages=_lineages(experiments),
+        best=best_curves(experiments.values()),
+        lineages=lineage_curves(experiments.values()),
         jobs=[
             JobView(
                 node=j.node,
@@ -182,9 +174,11 @@ def _read(expos: ExpOS, path: Path, report: RunReport, problems: list[str]) -> R
             for j in graph.jobs
         ],
         tool_calls_by_fifth=list(metrics["tool_calls_by_fifth"]),
-        audit=_audit_view(rep, st) if rep is not None else None,
+        audit=audit_view(rep, st) if rep is not None else None,
         selected=selected,
         selected_lineage=[experiments[x.id] for x in lineage(st, selected)] if selected else [],
+        size=expos.projection().size,
+        checked_at=checked.size,
     )
 
 
@@ -194,29 +188,7 @@ def _ts_of(expos: ExpOS, seq: int) -> float:
 
 
 def _experiments(st: State, clock: BudgetClock) -> dict[str, ExperimentView]:
-    out: dict[str, ExperimentView] = {}
-    for x in sorted(st.experiments.values(), key=lambda x: x.seq):
-        chain = lineage(st, x.id)
-        out[x.id] = ExperimentView(
-            id=x.id,
-            owner=x.owner,
-            status=x.status,
-            method=x.method,
-            parent=x.parent,
-            lineage_root=chain[-1].id if chain else x.id,
-            dataset=x.dataset,
-            recipe=dict(x.spec),
-            steps=x.steps,
-            checkpoint=x.checkpoint,
-            error=x.error,
-            evals=[
-                EvalView(seq=r.seq, split=r.split, score=r.score, at_s=clock.at(r.ts))
-                for r in sorted(x.records(), key=lambda r: r.seq)
-            ],
-            start_s=clock.at(x.start_ts),
-            finish_s=clock.at(x.finish_ts) if x.finish_ts is not None else None,
-        )
-    return out
+    return {x.id: experiment_view(x, st, clock) for x in sorted(st.experiments.values(), key=lambda x: x.seq)}
 
 
 def _stored_summary(expos: ExpOS, graph: ResearchGraph) -> dict[str, Any]:
@@ -233,20 +205,7 @@ def _stored_summary(expos: ExpOS, graph: ResearchGraph) -> dict[str, Any]:
 def _transcripts(expos: ExpOS) -> dict[str, list[StepView]]:
     out: dict[str, list[StepView]] = {}
     for e in expos.events("agent.step"):
-        p = typed(e, AgentStep).payload
-        out.setdefault(e.actor.id, []).append(
-            StepView(
-                seq=e.seq,
-                episode=p.episode,
-                index=p.index,
-                content=p.content,
-                tool_calls=[
-                    ToolCallView(name=c.name, arguments=c.arguments, status=c.status, error=c.error)
-                    for c in p.tool_calls
-                ],
-                tokens=p.prompt_tokens + p.completion_tokens,
-            )
-        )
+        out.setdefault(e.actor.id, []).append(step_view(e))
     return out
 
 
@@ -257,131 +216,9 @@ def _nodes(
     for x in experiments.values():
         by_owner.setdefault(x.owner, []).append(x)
     nodes = [
-        NodeView(
-            id=w.id,
-            kind="worker",
-            seq=w.seq,
-            task=w.task,
-            direction=st.workers[w.id].direction if w.id in st.workers else {},
-            links=list(w.predecessors),
-            done=w.done,
-            summary=w.finalize.summary if w.finalize is not None else None,
-            candidates=list(w.finalize.candidates) if w.finalize is not None else [],
-            experiments=by_owner.get(w.id, []),
-            review=None,
-            transcript=transcripts.get(w.id, []),
-        )
+        worker_view(st.workers[w.id], by_owner.get(w.id, []), transcripts.get(w.id, []))
         for w in graph.workers.values()
+        if w.id in st.workers
     ]
-    for r in graph.reviewers.values():
-        rep = r.report
-        nodes.append(
-            NodeView(
-                id=r.id,
-                kind="reviewer",
-                seq=r.seq,
-                task=r.question,
-                direction={},
-                links=list(r.scope),
-                done=r.done,
-                summary=None,
-                candidates=[],
-                experiments=by_owner.get(r.id, []),
-                review=ReviewView(
-                    seq=r.report_seq or 0,
-                    verdict=str(rep.verdict),
-                    supported=list(rep.supported),
-                    uncertainties=list(rep.uncertainties),
-                    violations=list(rep.violations),
-                    regressions=list(rep.regressions),
-                    missing_comparisons=list(rep.missing_comparisons),
-                    recommendations=[c if isinstance(c, str) else c.model_dump_json() for c in rep.recommendations],
-                    evidence=list(rep.evidence),
-                )
-                if rep is not None
-                else None,
-                transcript=transcripts.get(r.id, []),
-            )
-        )
+    nodes += [reviewer_view(r, by_owner.get(r.id, []), transcripts.get(r.id, [])) for r in graph.reviewers.values()]
     return sorted(nodes, key=lambda n: n.seq)
-
-
-def _named_nodes(detail: dict[str, Any], graph: ResearchGraph) -> list[str]:
-    """Node ids a decision's structured detail names (the nodes it added, scoped or answered)."""
-    known = set(graph.workers) | set(graph.reviewers)
-    found: list[str] = []
-
-    def walk(v: object) -> None:
-        if isinstance(v, str) and v in known and v not in found:
-            found.append(v)
-        elif isinstance(v, dict):
-            for item in v.values():
-                walk(item)
-        elif isinstance(v, list | tuple):
-            for item in v:
-                walk(item)
-
-    walk(detail)
-    # The orchestration event it answered names the node that finished.
-    ended = {w.finalize_seq: w.id for w in graph.workers.values()} | {
-        r.report_seq: r.id for r in graph.reviewers.values()
-    }
-    node = ended.get(detail.get("event")) if isinstance(detail.get("event"), int) else None
-    if node is not None and node not in found:
-        found.append(node)
-    return found
-
-
-def _best(experiments: dict[str, ExperimentView]) -> dict[str, list[CurvePoint]]:
-    """Best-so-far score per split (dev, review) against the budget, one point per improvement."""
-    out: dict[str, list[CurvePoint]] = {}
-    for split in ("dev", "review"):
-        records = sorted(
-            ((e.at_s, e.seq, e.score, x.id) for x in experiments.values() for e in x.evals if e.split == split),
-        )
-        curve: list[CurvePoint] = []
-        for at, _seq, score, xid in records:
-            if not curve or score > curve[-1].score:
-                curve.append(CurvePoint(at_s=at, score=score, experiment=xid))
-        out[split] = curve
-    return out
-
-
-def _lineages(experiments: dict[str, ExperimentView]) -> dict[str, list[CurvePoint]]:
-    """Each lineage's dev scores in the order they were recorded (a lineage: the experiments that
-    continue, however far, from one experiment trained from the base model)."""
-    out: dict[str, list[CurvePoint]] = {}
-    for x in experiments.values():
-        dev = next((e for e in x.evals if e.split == "dev"), None)
-        if dev is not None:
-            out.setdefault(x.lineage_root, []).append(CurvePoint(at_s=dev.at_s, score=dev.score, experiment=x.id))
-    return {k: sorted(v, key=lambda p: p.at_s) for k, v in out.items()}
-
-
-def _audit_view(rep: AuditReport, st: State) -> AuditView:
-    observations: dict[str, dict[str, int]] = {}
-    for s in rep.submissions:
-        for sub, f in s.observations.items():
-            counts = observations.setdefault(sub, {})
-            counts[f.observation.value] = counts.get(f.observation.value, 0) + 1
-    return AuditView(
-        submissions=len(rep.submissions),
-        hacking_rate=rep.hacking_rate,
-        interception_rate=rep.interception_rate,
-        blocked_attempts=rep.blocked_attempts,
-        executed_violations=rep.executed_violations,
-        flagged=list(rep.flagged),
-        run_dir_issues=list(rep.run_dir_issues),
-        blocked_by_subcategory=dict(rep.blocked_by_subcategory),
-        observations=observations,
-        blocked=[
-            BlockedView(
-                seq=b.seq,
-                actor=f"{b.actor.role}:{b.actor.id}",
-                tool=b.payload.tool,
-                subcategory=b.payload.subcategory,
-                reason=b.payload.reason,
-            )
-            for b in st.blocked
-        ],
-    )

@@ -23,8 +23,13 @@ def budget_unit(budget_s: float | None) -> tuple[str, float]:
 
 
 def _budget_line(fig: go.Figure, view: RunView, div: float) -> None:
+    # The shape and its label as layout records: `add_vline` draws the same but costs ~60 ms a call.
     if view.budget_s:
-        fig.add_vline(x=view.budget_s / div, line_dash="dash", line_color="#999", annotation_text="budget")
+        x = view.budget_s / div
+        fig.add_shape(
+            type="line", x0=x, x1=x, y0=0, y1=1, xref="x", yref="paper", line={"dash": "dash", "color": "#999"}
+        )
+        fig.add_annotation(x=x, y=1, xref="x", yref="paper", text="budget", showarrow=False, yanchor="bottom")
 
 
 def best_figure(view: RunView) -> go.Figure:

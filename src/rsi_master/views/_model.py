@@ -192,3 +192,7 @@ class RunView(_Record):
     selected_lineage: list[ExperimentView] = Field(
         description="The selected checkpoint back to the base, newest first."
     )
+    size: int | None = Field(default=None, description="Events read into this view.")
+    checked_at: int | None = Field(
+        default=None, description="Events the verify and audit shown covered (fewer than `size` on a live page)."
+    )

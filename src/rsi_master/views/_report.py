@@ -141,6 +141,12 @@ def _summary(view: RunView) -> str:
             + "".join(f"<p class='muted'>note: {esc(n)}</p>" for n in v.notes)
         )
     )
+    if view.checked_at is not None and view.size is not None and view.checked_at < view.size:
+        verify += (
+            f"<p id='checked-at' class='muted'>verify and the audit below cover the first {view.checked_at} of "
+            f"{view.size} events: the live view re-runs them when the run finishes and at most every "
+            "minute while it grows, never per event (each new event's hash chain is checked as it is read).</p>"
+        )
     return (
         "<section id='summary'><h2>Summary</h2>"
         + table(("", ""), ((k, "n/a" if val is None else val) for k, val in rows))
