@@ -69,6 +69,10 @@ def cluster() -> Iterator[Cluster]:
         yield Cluster(base, admin, writer, bins)
     finally:
         if os.path.exists(os.path.join(data, "postmaster.pid")):
-            subprocess.run(_as_owner([f"{bins}/pg_ctl", "-D", data, "-m", "immediate", "-w", "stop"]), check=False,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            subprocess.run(
+                _as_owner([f"{bins}/pg_ctl", "-D", data, "-m", "immediate", "-w", "stop"]),
+                check=False,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
         shutil.rmtree(base, ignore_errors=True)
