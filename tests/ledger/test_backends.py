@@ -145,7 +145,7 @@ def test_the_database_refuses_updates_and_deletes(tmp_path, backend, sql):
                 writer.execute(sql)
         # As the owner, superuser even: the triggers refuse.
         with _admin(backend, run) as admin:
-            with pytest.raises(psycopg.errors.IntegrityConstraintViolation, match="append-only|only moves forward"):
+            with pytest.raises(psycopg.errors.IntegrityConstraintViolation, match=r"append-only|only moves forward"):
                 admin.execute(sql)
             with pytest.raises(psycopg.errors.IntegrityConstraintViolation, match="append-only"):
                 admin.execute("TRUNCATE events CASCADE")

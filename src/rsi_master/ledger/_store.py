@@ -312,7 +312,7 @@ class Ledger(SealKeeper):
         of their actor (events without one are left out); only `cap`'s when given. One query."""
         sql = (
             "SELECT c, sum(length(body)) FROM (SELECT json_extract(CAST(body AS TEXT), '$.actor.cap') AS c, body"
-            " FROM events WHERE seq >= ? AND seq < ?) WHERE c IS NOT NULL"
+            " FROM events WHERE seq >= ? AND seq < ?) AS q WHERE c IS NOT NULL"
         )
         args: list[int | str] = [since, 2**62 if until is None else until]
         if cap is not None:

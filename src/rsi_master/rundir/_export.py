@@ -26,6 +26,14 @@ _TABLES = {
     "checkpoints": "tree_size, root, body, signature",
     "seal": "id, tree_size, body, signature",
 }
+# In key order: SQLite's chain trigger takes events only in sequence.
+_ORDER = {
+    "meta": "key",
+    "events": "seq",
+    "artifact_refs": "seq, digest, role, name",
+    "checkpoints": "tree_size",
+    "seal": "id",
+}
 
 
 def export_run(
@@ -52,7 +60,7 @@ def export_run(
             src_conn.execute("BEGIN")  # one snapshot of every table
             try:
                 for table, cols in _TABLES.items():
-                    rows = src_conn.execute(f"SELECT {cols} FROM {table}").fetchall()
+                    rows = src_conn.execute(f"SELECT {cols} FROM {table} ORDER BY {_ORDER[table]}").fetchall()
                     marks = ", ".join("?" * len(cols.split(", ")))
                     out.executemany(f"INSERT INTO {table} ({cols}) VALUES ({marks})", rows)
             finally:

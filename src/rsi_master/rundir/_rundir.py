@@ -45,6 +45,10 @@ __all__ = [
 
 LEDGER_FILE = "ledger.db"
 LEDGER_POINTER = "ledger.pg"
+# Where new runs keep their ledger (a PostgreSQL URL; unset: SQLite in the run directory), and
+# the URL existing PostgreSQL runs are reached by: process configuration, as PGPASSWORD is, so
+# that every process of a run (slots, evaluators, `verify`) reaches the same database.
+LEDGER_ENV = "RSI_MASTER_LEDGER"
 
 
 def is_run_dir(path: Path) -> bool:
@@ -98,6 +102,7 @@ class RunDir:
     ) -> RunDir:
         """A new run; `ledger` a PostgreSQL URL puts its ledger there (default: SQLite in the run)."""
         path = Path(path)
+        ledger = ledger or os.environ.get(LEDGER_ENV) or None
         if ledger is not None and not is_ledger_url(ledger):
             raise NotARunError(f"--ledger {ledger!r}: not a postgresql:// URL")
         keys = key_dir if isinstance(key_dir, KeyDir) else KeyDir(key_dir)
@@ -150,6 +155,7 @@ class RunDir:
             log = Ledger.open(path / LEDGER_FILE, signer, keys, checkpoint_every, pem.decode())
         else:
             url, run_id = _read_pointer(path)
+            ledger = ledger or os.environ.get(LEDGER_ENV) or None
             if ledger is not None and not is_ledger_url(ledger):
                 raise NotARunError(f"--ledger {ledger!r}: not a postgresql:// URL")
             log = Ledger.open(
