@@ -20,7 +20,7 @@ import hashlib
 import re
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import LedgerError, NotARunError
@@ -62,13 +62,26 @@ def _psycopg() -> object:
 def _connect(url: str) -> psycopg.Connection:
     psycopg = _psycopg()
     try:
-        return psycopg.connect(url, autocommit=True)  # type: ignore[attr-defined,no-any-return]
+        return psycopg.connect(url, autocommit=True)  # type: ignore[attr-defined]
     except psycopg.Error as exc:  # type: ignore[attr-defined]
         raise NotARunError(f"{public_url(url)}: cannot connect to PostgreSQL ({_first_line(exc)})") from None
 
 
 def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+class Rows(Protocol):
+    """What the ledger reads from a statement's result (as from `sqlite3.Cursor`): rows as tuples."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
 
 
 class PgIntegrityError(sqlite3.IntegrityError):
@@ -111,21 +124,21 @@ class PgConnection:
     def in_transaction(self) -> bool:
         return bool(self._conn.info.transaction_status != 0)  # 0: IDLE
 
-    def execute(self, sql: str, params: Sequence[object] = ()) -> psycopg.Cursor:
+    def execute(self, sql: str, params: Sequence[object] = ()) -> Rows:
         try:
             if sql == "BEGIN IMMEDIATE":
                 self._conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
                 return self._conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", self._lock)
             if sql == "BEGIN":
                 return self._conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
-            return self._conn.execute(_translate(sql), tuple(params))  # type: ignore[arg-type]
+            return self._conn.execute(_translate(sql), tuple(params))
         except self._errors as exc:
             raise self._mapped(exc) from None
 
     def executemany(self, sql: str, rows: Iterable[Sequence[object]]) -> None:
         try:
             with self._conn.cursor() as cur:
-                cur.executemany(_translate(sql), [tuple(r) for r in rows])  # type: ignore[arg-type]
+                cur.executemany(_translate(sql), [tuple(r) for r in rows])
         except self._errors as exc:
             raise self._mapped(exc) from None
 
@@ -135,7 +148,7 @@ class PgConnection:
 
     def schema_problems(self) -> Iterator[tuple[str, str]]:
         """(where, what) for each way the run's schema differs from the one `create_run` makes."""
-        actual = describe(self._conn, self.schema)  # type: ignore[arg-type]
+        actual = describe(self._conn, self.schema)
         for typ, name, _ in sorted(EXPECTED - actual):
             yield f"schema {typ} {name}", "missing or altered (append-only protection removed?)"
         for typ, name, _ in sorted(actual - EXPECTED):
@@ -188,7 +201,7 @@ def install(url: str, writers: Sequence[str] = ()) -> None:
     try:
         with conn.transaction():
             for stmt in install_sql(tuple(writers)):
-                conn.execute(stmt)  # type: ignore[arg-type]
+                conn.execute(stmt)
     except _psycopg().Error as exc:  # type: ignore[attr-defined]
         raise LedgerError(f"{public_url(url)}: cannot install the ledger schema: {_first_line(exc)}") from None
     finally:
