@@ -211,3 +211,33 @@ def test_export_writes_a_run_directory_that_verifies_on_its_own(tmp_path, backen
     assert report.ledger.events == 20 and report.artifacts == 1
     with RunDir.open(out) as copy, RunDir.open(tmp_path / "run") as orig:
         assert [e.hash for e in copy.ledger.events()] == [e.hash for e in orig.ledger.events()]
+
+
+_FORGE_AS_WRITER = textwrap.dedent("""
+    import sys, psycopg
+    from rsi_master.ledger._event import EventDraft, seal
+    url, schema = sys.argv[1:]
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SELECT set_config('search_path', %s, false)", ('"' + schema + '"',))
+        seq, prev = conn.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
+        draft = EventDraft.model_validate({"kind": "eval.record", "actor": {"role": "harness", "id": "orchestra"},
+                                           "payload": {"score": 1.0}})
+        event, body = seal(draft, seq=seq + 1, ts="2030-01-01T00:00:00.000000Z", prev_hash=prev)
+        conn.execute("INSERT INTO events VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                     (seq + 1, prev, event.hash, event.kind, "harness", "orchestra", event.ts, body))
+    print("forged")
+""")
+
+
+def test_a_tail_forged_by_another_process_with_the_writer_role_is_named_and_refused(tmp_path, postgres):
+    run = _make(tmp_path, postgres)
+    run.close()
+    # An agent that got hold of the writer role's URL: the chain trigger lets a correct chain in.
+    out = subprocess.run(
+        [sys.executable, "-c", _FORGE_AS_WRITER, postgres.writer_url, run.run_id], capture_output=True, text=True
+    )
+    assert out.stdout == "forged\n", out.stderr
+    problems = [str(p) for p in verify_run(tmp_path / "run").problems]
+    assert any(p.startswith("event 20: events 20..20 are not covered by the signed head") for p in problems), problems
+    with pytest.raises(LedgerError, match="not covered by the signed head"):
+        RunDir.open(tmp_path / "run", writable=True)
