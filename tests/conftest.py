@@ -73,3 +73,28 @@ def _no_network(monkeypatch):
             ("OPENAI_", "RSI_MASTER_LLM_", "RSI_MASTER_MAIN_", "RSI_MASTER_WORKER_", "RSI_MASTER_REVIEWER_")
         ) or var in ("RSI_MASTER_AGENTS", "RSI_MASTER_MAIN", "RSI_MASTER_WORKER", "RSI_MASTER_REVIEWER"):
             monkeypatch.delenv(var)
+
+
+# -- PostgreSQL, for the ledger backend tests ------------------------------------------------
+@pytest.fixture(scope="session")
+def postgres():
+    """A PostgreSQL cluster with the ledger schema installed: RSI_MASTER_TEST_PG_ADMIN_URL and
+    RSI_MASTER_TEST_PG_WRITER_URL if given, else a throwaway one (tests/pg_cluster.py). Without
+    the binaries the tests skip, except under CI=true, where that is a failure."""
+    import os
+
+    from rsi_master.ledger import install_postgres
+    from tests import pg_cluster
+
+    admin, writer = os.environ.get("RSI_MASTER_TEST_PG_ADMIN_URL"), os.environ.get("RSI_MASTER_TEST_PG_WRITER_URL")
+    if admin and writer:
+        install_postgres(admin, [writer.split("://", 1)[1].split("@", 1)[0]])
+        yield pg_cluster.Cluster("", admin, writer, pg_cluster.bin_dir() or "")
+        return
+    if pg_cluster.bin_dir() is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("PostgreSQL binaries are missing under CI=true (apt-get install -y postgresql)")
+        pytest.skip("no PostgreSQL binaries (initdb) here: apt-get install -y postgresql")
+    with pg_cluster.cluster() as c:
+        install_postgres(c.admin_url, [pg_cluster.WRITER])
+        yield c

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ..rundir import is_run_dir
 from ._auditor import CampaignAudit, audit_campaign
 from ._configs import CONFIGS
 from ._shortcuts import ShortcutTendency
@@ -88,7 +89,7 @@ def run_campaign(
     run_dir = root / "run"
     t0 = time.time()
     quiet = display or _Quiet()
-    if (run_dir / "ledger.db").is_file():
+    if is_run_dir(run_dir):
         summary = _summary_or_resume(run_dir, key_dir, quiet, resume_run)
     else:
         # A workspace left by a campaign killed before its run existed holds nothing of value

@@ -7,6 +7,8 @@ import os
 import sys
 from typing import Any
 
+from ..errors import RsiMasterError
+
 __all__ = ["ENV_PREFIX", "apply_device", "device_arg", "env", "is_tty", "key_dir_arg"]
 
 ENV_PREFIX = "RSI_MASTER_"
@@ -29,6 +31,28 @@ def key_dir_arg(parser: argparse.ArgumentParser) -> None:
         help="operator key directory holding signing keys and witnesses, outside any run directory "
         "(env RSI_MASTER_KEY_DIR; default ~/.config/rsi-master/keys)",
     )
+
+
+def ledger_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--ledger",
+        default=env("ledger"),
+        metavar="URL",
+        help="keep the run's ledger in PostgreSQL at this postgresql:// URL instead of SQLite in the run "
+        "directory; for an existing PostgreSQL run, the URL to reach it by (env RSI_MASTER_LEDGER; "
+        "password from PGPASSWORD or ~/.pgpass)",
+    )
+
+
+def apply_ledger(args: argparse.Namespace) -> None:
+    """Make --ledger the process's (and its children's) ledger location (see rundir.LEDGER_ENV)."""
+    url = getattr(args, "ledger", None)
+    if url:
+        from ..ledger import is_ledger_url
+
+        if not is_ledger_url(url):
+            raise RsiMasterError(f"--ledger {url!r}: not a postgresql:// URL")
+        os.environ[ENV_PREFIX + "LEDGER"] = url
 
 
 def device_arg(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:

@@ -13,6 +13,7 @@ import sys
 
 from .. import __version__
 from ..errors import RsiMasterError
+from ._common import apply_ledger
 
 __all__ = ["build_parser", "main"]
 
@@ -37,6 +38,7 @@ COMMANDS = (
     "_bench",
     "_mcp",
     "_door",
+    "_export",
 )
 
 
@@ -68,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        apply_ledger(args)
         return int(args.handler(args) or 0)
     except RsiMasterError as exc:
         print(f"rsi-master: error: {exc}", file=sys.stderr)

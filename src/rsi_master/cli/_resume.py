@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import apply_device, device_arg, is_tty, key_dir_arg
+from ._common import apply_device, device_arg, is_tty, key_dir_arg, ledger_arg
 
 NAME = "resume"
 HELP = "continue a run of `rsi-master run` after it was stopped or killed"
@@ -15,6 +15,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("run_dir", metavar="RUN_DIR")
     device_arg(p)
     key_dir_arg(p)
+    ledger_arg(p)
     p.set_defaults(handler=run)
 
 
@@ -35,7 +36,9 @@ def _check_agents(args: argparse.Namespace) -> None:
     before anything is written, like `run`)."""
     from pathlib import Path
 
-    if not (Path(args.run_dir) / "ledger.db").is_file():
+    from ..rundir import is_run_dir
+
+    if not is_run_dir(Path(args.run_dir)):
         return  # resume_run says what is wrong with the directory
     from ..expos import ExpOS
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from ._common import apply_device, device_arg, env, is_tty, key_dir_arg
+from ._common import apply_device, device_arg, env, is_tty, key_dir_arg, ledger_arg
 from ._report import report_for
 
 if TYPE_CHECKING:
@@ -194,6 +194,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "the key comes from RSI_MASTER_LLM_API_KEY, RSI_MASTER_<ROLE>_API_KEY or OPENAI_API_KEY",
     )
     key_dir_arg(p)
+    ledger_arg(p)
     p.set_defaults(handler=run)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ._common import env, key_dir_arg
+from ._common import env, key_dir_arg, ledger_arg
 
 NAME = "verify"
 HELP = "check that nothing in a run directory changed after the fact"
@@ -24,6 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--json", action="store_true", default=bool(env("verify_json")), help="print JSON")
     key_dir_arg(p)
+    ledger_arg(p)
     p.set_defaults(handler=run)
 
 

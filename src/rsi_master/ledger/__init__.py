@@ -29,8 +29,12 @@ from ._merkle import (
     verify_consistency,
     verify_inclusion,
 )
+from ._pg import install as install_postgres
+from ._pg import is_url as is_ledger_url
+from ._pg import public_url
 from ._report import LedgerReport, Problem
 from ._rows import Row, hash_at, rows_since
+from ._schema import SCHEMA as SQLITE_SCHEMA
 from ._schema import utc_now
 from ._store import Ledger
 from ._verify import verify_ledger
@@ -41,6 +45,7 @@ __all__ = [
     "EVENT_SCHEMA_VERSION",
     "GENESIS_HASH",
     "KEY_DIR_ENV",
+    "SQLITE_SCHEMA",
     "Actor",
     "ArtifactRef",
     "Checkpoint",
@@ -64,11 +69,14 @@ __all__ = [
     "event_leaf",
     "hash_at",
     "inclusion_proof",
+    "install_postgres",
+    "is_ledger_url",
     "key_id",
     "leaf_hash",
     "load_public_key",
     "node_hash",
     "public_key_pem",
+    "public_url",
     "read_secret",
     "root",
     "rows_since",

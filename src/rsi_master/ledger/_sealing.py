@@ -22,6 +22,7 @@ from ._event import GENESIS_HASH
 from ._files import write_bytes_atomic
 from ._keys import KeyDir, Signer, verify_signature
 from ._merkle import EMPTY_ROOT, Frontier, consistency_proof, consistency_proof_extending, verify_consistency
+from ._pg import PgConnection
 from ._schema import SCHEMA_VERSION, utc_now
 
 __all__ = ["SealKeeper"]
@@ -33,7 +34,7 @@ SealRow = tuple[int, bytes, str]  # (tree_size, checkpoint body, signature)
 class SealKeeper:
     """The writer's side of the seal and the witness, for `Ledger`."""
 
-    _conn: sqlite3.Connection
+    _conn: sqlite3.Connection | PgConnection
     path: Path
     run_id: str
     version: int

@@ -26,6 +26,7 @@ from ._checkpoint import Checkpoint, SignedCheckpoint, event_leaf, write_json_at
 from ._event import GENESIS_HASH, Event, EventDraft, seal, validate_draft
 from ._keys import KeyDir, RunRecord, Signer, check_run_id, public_key_pem
 from ._merkle import EMPTY_ROOT, Frontier
+from ._pg import PgConnection
 from ._schema import FORMAT, SCHEMA, SCHEMA_VERSION, SUPPORTED_SCHEMAS, connect, utc_now
 from ._sealing import SealKeeper
 
@@ -37,7 +38,7 @@ class Ledger(SealKeeper):
 
     def __init__(
         self,
-        conn: sqlite3.Connection,
+        conn: sqlite3.Connection | PgConnection,
         path: Path,
         run_id: str,
         signer: Signer | None,
@@ -66,8 +67,17 @@ class Ledger(SealKeeper):
     # -- opening -------------------------------------------------------------------
     @classmethod
     def create(
-        cls, path: Path, run_id: str, signer: Signer, key_dir: KeyDir | None = None, checkpoint_every: int = 1000
+        cls,
+        path: Path,
+        run_id: str,
+        signer: Signer,
+        key_dir: KeyDir | None = None,
+        checkpoint_every: int = 1000,
+        *,
+        url: str | None = None,
     ) -> Ledger:
+        """A new ledger at `path` (SQLite), or, with a PostgreSQL `url`, in that database under
+        the run's id (`path` then names the run directory's pointer to it, for messages)."""
         path = Path(path)
         if path.exists():
             raise LedgerError(f"{path} already exists; refusing to overwrite a ledger")
@@ -88,10 +98,15 @@ class Ledger(SealKeeper):
         # ledger the key directory cannot vouch for.
         write_json_atomic(key_dir.witness_path(run_id), head.model_dump(mode="json"))
         body = head.checkpoint.message()
-        conn = connect(path, create=True)
-        conn.execute("BEGIN IMMEDIATE")
-        for stmt in SCHEMA:
-            conn.execute(stmt)
+        conn: sqlite3.Connection | PgConnection
+        if url is None:
+            conn = connect(path, create=True)
+            conn.execute("BEGIN IMMEDIATE")
+            for stmt in SCHEMA:
+                conn.execute(stmt)
+        else:
+            conn = PgConnection.create(url, run_id)
+            conn.execute("BEGIN IMMEDIATE")
         conn.executemany(
             "INSERT INTO meta (key, value) VALUES (?, ?)",
             [("format", FORMAT), ("schema", SCHEMA_VERSION), ("run_id", run_id), ("created", utc_now())],
@@ -111,21 +126,29 @@ class Ledger(SealKeeper):
         key_dir: KeyDir | None = None,
         checkpoint_every: int = 1000,
         public_pem: str = "",
+        *,
+        url: str | None = None,
+        run_id: str | None = None,
     ) -> Ledger:
-        """Open an existing ledger; without a signer it is read-only.
+        """Open an existing ledger (SQLite at `path`, or run `run_id` in the PostgreSQL database
+        at `url`); without a signer it is read-only.
 
         With a signer, the ledger must be one the key directory vouches for (see
         `_verify_for_writing`); otherwise this refuses rather than sign it."""
         path = Path(path)
-        if not path.is_file():
+        conn: sqlite3.Connection | PgConnection
+        if url is not None:
+            conn = PgConnection.open(url, check_run_id(run_id or ""))
+        elif not path.is_file():
             raise NotARunError(f"{path}: no ledger database here")
-        conn = connect(path, create=False)
+        else:
+            conn = connect(path, create=False)
         try:
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
         except sqlite3.DatabaseError:
             conn.close()
             raise NotARunError(f"{path}: a database, but not an RSI-Master ledger") from None
-        if meta.get("format") != FORMAT:
+        if meta.get("format") != FORMAT or (run_id is not None and meta.get("run_id") != run_id):
             conn.close()
             raise NotARunError(f"{path}: a database, but not an RSI-Master ledger")
         if meta.get("schema") not in SUPPORTED_SCHEMAS:
@@ -163,7 +186,7 @@ class Ledger(SealKeeper):
         self.close()
 
     @property
-    def connection(self) -> sqlite3.Connection:
+    def connection(self) -> sqlite3.Connection | PgConnection:
         return self._conn
 
     # -- writing -------------------------------------------------------------------
@@ -289,7 +312,7 @@ class Ledger(SealKeeper):
         of their actor (events without one are left out); only `cap`'s when given. One query."""
         sql = (
             "SELECT c, sum(length(body)) FROM (SELECT json_extract(CAST(body AS TEXT), '$.actor.cap') AS c, body"
-            " FROM events WHERE seq >= ? AND seq < ?) WHERE c IS NOT NULL"
+            " FROM events WHERE seq >= ? AND seq < ?) AS q WHERE c IS NOT NULL"
         )
         args: list[int | str] = [since, 2**62 if until is None else until]
         if cap is not None:

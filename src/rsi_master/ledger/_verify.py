@@ -19,6 +19,7 @@ from ._keys import load_public_key
 from ._memo import LedgerMemo, Refs
 from ._merkle import Frontier, consistency_proof, verify_consistency
 from ._merkle import root as merkle_root
+from ._pg import PgConnection
 from ._report import LedgerReport
 from ._schema import SCHEMA_VERSION, schema_for
 from ._signed import check_seal, check_witness, checkpoint_problems
@@ -41,7 +42,7 @@ _ROWS = "SELECT seq, prev_hash, hash, kind, actor_role, actor_id, ts, body FROM 
 
 
 def verify_ledger(
-    conn: sqlite3.Connection,
+    conn: sqlite3.Connection | PgConnection,
     public_pem: bytes,
     run_id: str,
     witness: SignedCheckpoint | None = None,
@@ -62,7 +63,7 @@ def verify_ledger(
 
 
 def _verify(
-    conn: sqlite3.Connection,
+    conn: sqlite3.Connection | PgConnection,
     public_pem: bytes,
     run_id: str,
     witness: SignedCheckpoint | None,
@@ -82,12 +83,19 @@ def _verify(
     key = (public_pem, run_id, version)
     old = memo if memo is not None and memo.key == key else LedgerMemo()
 
-    actual = set(conn.execute("SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL").fetchall())
-    expected = _expected_schema(schema)
-    for typ, name, _ in sorted(expected - actual):
-        report.add(f"schema {typ} {name}", "missing or altered (append-only protection removed?)")
-    for typ, name, _ in sorted(actual - expected):
-        report.add(f"schema {typ} {name}", "not part of the ledger schema")
+    if isinstance(conn, PgConnection):
+        schema_found = list(conn.schema_problems())
+        for where, what in schema_found:
+            report.add(where, what)
+        intact = not schema_found
+    else:
+        actual = set(conn.execute("SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL").fetchall())
+        expected = _expected_schema(schema)
+        for typ, name, _ in sorted(expected - actual):
+            report.add(f"schema {typ} {name}", "missing or altered (append-only protection removed?)")
+        for typ, name, _ in sorted(actual - expected):
+            report.add(f"schema {typ} {name}", "not part of the ledger schema")
+        intact = actual == expected
 
     # -- the hash chain ------------------------------------------------------------------
     checkpoint_rows = conn.execute(
@@ -105,7 +113,7 @@ def _verify(
     if witness is not None:
         wanted_sizes.add(witness.checkpoint.tree_size)
     # With the schema intact, seq is an integer key: `seq < n` and `seq >= n` split the rows.
-    new, derived_refs, prefix = _walk_events(conn, report, old, version, wanted_sizes, actual == expected)
+    new, derived_refs, prefix = _walk_events(conn, report, old, version, wanted_sizes, intact)
     leaves, frontier, roots = new.leaves, new.frontier, new.roots
 
     stored_refs = set(conn.execute("SELECT seq, digest, role, name FROM artifact_refs").fetchall())
@@ -179,7 +187,7 @@ def _verify(
 
 
 def _walk_events(
-    conn: sqlite3.Connection,
+    conn: sqlite3.Connection | PgConnection,
     report: LedgerReport,
     old: LedgerMemo,
     version: int,

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from ..errors import RsiMasterError
 from ..events import OrchestraStart
+from ..rundir import is_run_dir
 from ._display import Display, PlainDisplay
 from ._graph import ORCHESTRA, load_graph, parse_ts
 
@@ -82,7 +83,7 @@ def _default_dir(task: str) -> Path:
 
 def _check_new_dir(path: Path) -> None:
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
-        what = "a run" if (path / "ledger.db").exists() else "files"
+        what = "a run" if is_run_dir(path) else "files"
         raise RsiMasterError(
             f"{path} already holds {what}; nothing was overwritten (resume it with "
             f"`rsi-master resume {path}` or choose another --dir)"
@@ -291,8 +292,8 @@ def resume_run(run_dir: str | Path, *, key_dir: str | None = None, display: Disp
     from ..expos import ExpOS
 
     path = Path(run_dir)
-    if not (path / "ledger.db").is_file():
-        raise RsiMasterError(f"{path} is not a run directory (no ledger.db)")
+    if not is_run_dir(path):
+        raise RsiMasterError(f"{path} is not a run directory (no ledger.db or ledger.pg)")
     expos = ExpOS.open(path, key_dir=key_dir)
     try:
         try:

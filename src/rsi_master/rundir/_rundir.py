@@ -1,6 +1,7 @@
 """A run directory: the ledger, the artifact store and the public key, in one place.
 
-    RUN_DIR/ledger.db     append-only event ledger (SQLite, WAL)
+    RUN_DIR/ledger.db     append-only event ledger (SQLite, WAL), or
+    RUN_DIR/ledger.pg     where it is instead: a PostgreSQL URL (no password) and the run id
     RUN_DIR/ledger.pub    Ed25519 public key that signs its checkpoints
     RUN_DIR/artifacts/    content-addressed store
 
@@ -9,6 +10,7 @@ The private key stays in the operator key directory (`KeyDir`), never in RUN_DIR
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 from collections.abc import Iterable
@@ -18,11 +20,53 @@ from typing import Any
 
 from ..artifacts import ArtifactStore
 from ..errors import ArtifactError, NotARunError
-from ..ledger import Event, EventDraft, KeyDir, Ledger, load_public_key, public_key_pem, validate_draft
+from ..ledger import (
+    Event,
+    EventDraft,
+    KeyDir,
+    Ledger,
+    is_ledger_url,
+    load_public_key,
+    public_key_pem,
+    public_url,
+    validate_draft,
+)
 
-__all__ = ["LEDGER_FILE", "PUBLIC_KEY_FILE", "REPORT_FILE", "RunDir", "new_run_id"]
+__all__ = [
+    "ARTIFACTS_DIR",
+    "LEDGER_FILE",
+    "LEDGER_POINTER",
+    "PUBLIC_KEY_FILE",
+    "REPORT_FILE",
+    "RunDir",
+    "is_run_dir",
+    "new_run_id",
+]
 
 LEDGER_FILE = "ledger.db"
+LEDGER_POINTER = "ledger.pg"
+# Where new runs keep their ledger (a PostgreSQL URL; unset: SQLite in the run directory), and
+# the URL existing PostgreSQL runs are reached by: process configuration, as PGPASSWORD is, so
+# that every process of a run (slots, evaluators, `verify`) reaches the same database.
+LEDGER_ENV = "RSI_MASTER_LEDGER"
+
+
+def is_run_dir(path: Path) -> bool:
+    """True where `path` holds a ledger (the SQLite file, or the pointer to a PostgreSQL one)."""
+    return (path / LEDGER_FILE).is_file() or (path / LEDGER_POINTER).is_file()
+
+
+def _read_pointer(path: Path) -> tuple[str, str]:
+    try:
+        data = json.loads((path / LEDGER_POINTER).read_bytes())
+        url, run_id = data["url"], data["run_id"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise NotARunError(f"{path / LEDGER_POINTER}: not a ledger pointer (url and run id)") from None
+    if not is_ledger_url(url) or not isinstance(run_id, str):
+        raise NotARunError(f"{path / LEDGER_POINTER}: not a ledger pointer (url and run id)")
+    return url, run_id
+
+
 PUBLIC_KEY_FILE = "ledger.pub"
 # The HTML report a run writes at its end: a view regenerated from the ledger, never evidence.
 REPORT_FILE = "report.html"
@@ -54,8 +98,13 @@ class RunDir:
         key_dir: KeyDir | Path | str | None = None,
         run_id: str | None = None,
         checkpoint_every: int = 1000,
+        ledger: str | None = None,
     ) -> RunDir:
+        """A new run; `ledger` a PostgreSQL URL puts its ledger there (default: SQLite in the run)."""
         path = Path(path)
+        ledger = ledger or os.environ.get(LEDGER_ENV) or None
+        if ledger is not None and not is_ledger_url(ledger):
+            raise NotARunError(f"--ledger {ledger!r}: not a postgresql:// URL")
         keys = key_dir if isinstance(key_dir, KeyDir) else KeyDir(key_dir)
         if path.exists() and (not path.is_dir() or any(path.iterdir())):
             raise NotARunError(f"{path} exists and is not empty; refusing to overwrite it")
@@ -65,8 +114,14 @@ class RunDir:
         path.mkdir(parents=True, exist_ok=True)
         (path / PUBLIC_KEY_FILE).write_bytes(public_key_pem(signer.public))
         store = ArtifactStore(path / ARTIFACTS_DIR)
-        ledger = Ledger.create(path / LEDGER_FILE, run_id or new_run_id(), signer, keys, checkpoint_every)
-        return cls(path, ledger, store, keys)
+        run_id = run_id or new_run_id()
+        if ledger is None:
+            log = Ledger.create(path / LEDGER_FILE, run_id, signer, keys, checkpoint_every)
+        else:
+            log = Ledger.create(path / LEDGER_POINTER, run_id, signer, keys, checkpoint_every, url=ledger)
+            pointer = {"url": public_url(ledger), "run_id": run_id}
+            (path / LEDGER_POINTER).write_text(json.dumps(pointer, indent=1) + "\n")
+        return cls(path, log, store, keys)
 
     @classmethod
     def open(
@@ -76,8 +131,10 @@ class RunDir:
         key_dir: KeyDir | Path | str | None = None,
         writable: bool = False,
         checkpoint_every: int = 1000,
+        ledger: str | None = None,
     ) -> RunDir:
-        """Open a run; `writable` needs the operator's signing key for this run."""
+        """Open a run; `writable` needs the operator's signing key for this run. `ledger`, a
+        PostgreSQL URL, overrides the one the run directory names (another host or user)."""
         path = Path(path)
         keys = key_dir if isinstance(key_dir, KeyDir) else KeyDir(key_dir)
         if not path.exists():
@@ -86,7 +143,7 @@ class RunDir:
             raise NotARunError(f"{path}: not a directory")
         if not os.access(path, os.R_OK | os.X_OK):
             raise NotARunError(f"{path}: run directory is not readable")
-        if not (path / LEDGER_FILE).is_file() or not (path / PUBLIC_KEY_FILE).is_file():
+        if not is_run_dir(path) or not (path / PUBLIC_KEY_FILE).is_file():
             raise NotARunError(f"{path}: not an RSI-Master run directory (no {LEDGER_FILE} / {PUBLIC_KEY_FILE})")
         try:
             pem = (path / PUBLIC_KEY_FILE).read_bytes()
@@ -94,9 +151,18 @@ class RunDir:
             raise NotARunError(f"{path / PUBLIC_KEY_FILE}: {exc.strerror}") from None
         public = load_public_key(pem)
         signer = keys.for_public(public) if writable else None
-        ledger = Ledger.open(path / LEDGER_FILE, signer, keys, checkpoint_every, pem.decode())
+        if (path / LEDGER_FILE).is_file():
+            log = Ledger.open(path / LEDGER_FILE, signer, keys, checkpoint_every, pem.decode())
+        else:
+            url, run_id = _read_pointer(path)
+            ledger = ledger or os.environ.get(LEDGER_ENV) or None
+            if ledger is not None and not is_ledger_url(ledger):
+                raise NotARunError(f"--ledger {ledger!r}: not a postgresql:// URL")
+            log = Ledger.open(
+                path / LEDGER_POINTER, signer, keys, checkpoint_every, pem.decode(), url=ledger or url, run_id=run_id
+            )
         store = ArtifactStore(path / ARTIFACTS_DIR, create=writable)
-        return cls(path, ledger, store, keys)
+        return cls(path, log, store, keys)
 
     def close(self) -> None:
         self.ledger.close()

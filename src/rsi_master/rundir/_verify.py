@@ -166,6 +166,7 @@ def verify_run(
     key_dir: KeyDir | Path | str | None = None,
     checkpoint: Path | str | None = None,
     memo: VerifyMemo | None = None,
+    ledger: str | None = None,
 ) -> RunReport:
     """Verify a run directory against a trust anchor outside it: an exported checkpoint
     (`checkpoint`, whose signature pins the run's key), else the operator key directory's
@@ -173,17 +174,21 @@ def verify_run(
     in a process that verifies the run repeatedly), what an earlier call checked and is
     unchanged is not parsed or hashed again; the findings are the same."""
     if memo is None:
-        return _verify_run(path, key_dir, checkpoint, None)
+        return _verify_run(path, key_dir, checkpoint, None, ledger)
     with memo.lock:
-        return _verify_run(path, key_dir, checkpoint, memo)
+        return _verify_run(path, key_dir, checkpoint, memo, ledger)
 
 
 def _verify_run(
-    path: Path | str, key_dir: KeyDir | Path | str | None, checkpoint: Path | str | None, memo: VerifyMemo | None
+    path: Path | str,
+    key_dir: KeyDir | Path | str | None,
+    checkpoint: Path | str | None,
+    memo: VerifyMemo | None,
+    ledger: str | None = None,
 ) -> RunReport:
     start = time.perf_counter()
     keys = key_dir if isinstance(key_dir, KeyDir) else KeyDir(key_dir)
-    run = RunDir.open(path, key_dir=keys)
+    run = RunDir.open(path, key_dir=keys, ledger=ledger)
     try:
         problems: list[Problem] = []
         notes: list[str] = []

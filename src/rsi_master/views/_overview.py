@@ -12,7 +12,7 @@ import plotly.colors
 import plotly.graph_objects as go
 
 from ..errors import NotARunError, RsiMasterError
-from ..rundir import LEDGER_FILE
+from ..rundir import LEDGER_FILE, is_run_dir
 from ._collect import collect
 from ._figures import budget_unit
 from ._html import DRAW_JS, Page, esc, figure_data, json_block, table
@@ -41,10 +41,10 @@ def run_dirs(paths: list[str]) -> list[Path]:
         p = Path(given)
         if not p.is_dir():
             raise NotARunError(f"{p}: no such run directory" if not p.exists() else f"{p}: not a directory")
-        if (p / LEDGER_FILE).is_file():
+        if is_run_dir(p):
             out.append(p)
             continue
-        runs = sorted(c for c in p.iterdir() if c.is_dir() and (c / LEDGER_FILE).is_file())
+        runs = sorted(c for c in p.iterdir() if c.is_dir() and is_run_dir(c))
         if not runs:
             raise NotARunError(
                 f"{p}: neither a run directory nor a directory of runs (no {LEDGER_FILE} in it or below)"

@@ -42,7 +42,7 @@ from starlette.routing import Route
 
 from ..errors import RsiMasterError
 from ..expos import ExpOS
-from ..rundir import LEDGER_FILE, VerifyMemo, memo_for
+from ..rundir import VerifyMemo, is_run_dir, memo_for
 from ._collect import Checked, check_open, collect_open
 from ._guide_form import guide_endpoint, guide_form
 from ._model import RunView
@@ -107,7 +107,7 @@ class LiveRuns:
         return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
 
     def single(self) -> bool:
-        return (self.root / LEDGER_FILE).is_file()
+        return is_run_dir(self.root)
 
     def names(self) -> dict[str, Path]:
         return {p.name: p for p in run_dirs([str(self.root)])}
