@@ -3,6 +3,8 @@ ledger (so that graph and policy tests need no training), and a Worker that only
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -156,6 +158,13 @@ class CrashWorker:
         raise RuntimeError("framework fault")
 
 
+class KilledWorker:
+    """Its process is SIGKILLed mid-node, as by the OOM killer or an operator."""
+
+    def run(self, ctx: NodeContext) -> None:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 class FillMain:
     """Keeps every slot busy with SleepWorkers; records one decision per event."""
 
@@ -192,3 +201,7 @@ class CrashMain(FillMain):
         if graph.workers:
             return False
         return super().on_idle(ctx, graph, 1)
+
+
+class KilledMain(CrashMain):
+    agent = "tests.orchestra.helpers:KilledWorker"

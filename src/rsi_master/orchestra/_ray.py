@@ -15,6 +15,7 @@ thread: the node gets `BudgetEnd` there and records its finalize, as on SIGTERM.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import sys
@@ -23,6 +24,7 @@ from typing import Any
 
 from .. import _clock
 from ..errors import RsiMasterError
+from ..ledger import KeyDir
 from ._executor import NodeLaunch
 
 __all__ = ["RAY_QUIET_ENV", "RayExecutor", "connect", "ray_node"]
@@ -129,12 +131,17 @@ class RayExecutor:
         self._owns = connect(address, num_cpus=local_cpus)
         self.cpus_per_slot = cpus_per_slot
         self.gpus_per_slot = gpus_per_slot
+        # Custom Ray resources each task asks for as well (a label the operator gave some machines).
+        self.resources: dict[str, float] = {}
         self._task = self._ray.remote(ray_node)
 
     def start(self, launch: NodeLaunch) -> _RayHandle:
+        # A Ray worker's environment is its raylet's, not this process's: the key directory goes by path.
+        launch = dataclasses.replace(launch, key_dir=str(KeyDir(launch.key_dir).path.absolute()))
         ref = self._task.options(
             num_cpus=self.cpus_per_slot,
             num_gpus=self.gpus_per_slot,
+            resources=dict(self.resources),
             max_retries=0,  # the scheduler, not Ray, decides whether a node runs again
             retry_exceptions=False,
             name=f"rsi-{launch.node}",

@@ -1,0 +1,145 @@
+"""The Ray executor on a local cluster of two nodes on loopback: the unchanged scheduler runs its
+nodes as Ray tasks on both machines, a killed task or a lost node is the job's failure and the
+campaign goes on, and a simulated campaign on Ray ends verified and audited clean."""
+
+from __future__ import annotations
+
+import io
+import os
+import threading
+import time
+
+import pytest
+
+from rsi_master.errors import RsiMasterError
+from rsi_master.orchestra import PlainDisplay, Scheduler, load_graph, start_run
+from rsi_master.rundir import verify_run
+
+from .helpers import new_run
+
+ray = pytest.importorskip("ray")
+cluster_utils = pytest.importorskip("ray.cluster_utils")
+
+from rsi_master.orchestra._ray import RAY_QUIET_ENV, RayExecutor  # noqa: E402  (after the skip)
+
+LOOPBACK = "127.0.0.1"
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """Two Ray nodes on loopback, one CPU each (a slot's task asks for one: two slots run on two nodes)."""
+    for key, value in RAY_QUIET_ENV.items():
+        os.environ.setdefault(key, value)
+    c = cluster_utils.Cluster(
+        initialize_head=True,
+        head_node_args={"num_cpus": 1, "include_dashboard": False, "node_ip_address": LOOPBACK},
+    )
+    try:
+        c.add_node(num_cpus=1, node_ip_address=LOOPBACK)
+        # The cluster names the machine's address; its nodes listen on loopback.
+        ray.init(address=f"{LOOPBACK}:{c.address.rsplit(':', 1)[1]}")
+        c.wait_for_nodes()
+        yield c
+    finally:
+        ray.shutdown()
+        c.shutdown()
+
+
+def _overlapping(jobs) -> bool:
+    return any(a is not b and a.start_ts < b.end_ts and b.start_ts < a.end_ts for a in jobs for b in jobs)
+
+
+@pytest.mark.slow
+def test_the_unchanged_scheduler_runs_its_nodes_as_ray_tasks_on_both_nodes(tmp_path, cluster):
+    with new_run(tmp_path, budget_s=6.0, slots=2, main="tests.orchestra.helpers:FillMain") as expos:
+        sched = Scheduler(expos, PlainDisplay(io.StringIO()), poll_s=0.1, executor=RayExecutor())
+        sched.start()
+        assert sched.drive() == "budget spent"
+        g = load_graph(expos)
+        assert g.open_jobs() == [] and {j.slot for j in g.jobs} == {0, 1}
+        assert [j.status for j in g.jobs if j.status != "done"] == []
+        # Each node has one CPU and each task asks for one: two jobs at once ran on two machines.
+        assert _overlapping(g.jobs)
+        assert all(w.done for w in g.workers.values() if any(j.node == w.id for j in g.jobs))
+    assert verify_run(tmp_path / "run").ok
+
+
+@pytest.mark.slow
+def test_a_killed_task_is_the_jobs_failure_and_the_campaign_goes_on(tmp_path, cluster):
+    with new_run(tmp_path, budget_s=60.0, slots=1, main="tests.orchestra.helpers:KilledMain") as expos:
+        sched = Scheduler(expos, PlainDisplay(io.StringIO()), poll_s=0.1, executor=RayExecutor())
+        sched.start()
+        # The task's process is SIGKILLed twice: two failed jobs, the node abandoned, the run ends.
+        assert sched.drive() == "no work left"
+        g = load_graph(expos)
+        assert [j.status for j in g.jobs] == ["failed", "failed"]
+        assert [e.payload["node"] for e in expos.events("orchestra.abandon")] == ["s1"]
+    assert verify_run(tmp_path / "run").ok
+
+
+@pytest.mark.slow
+def test_a_lost_node_is_the_jobs_failure_and_the_campaign_goes_on(tmp_path, cluster):
+    doomed = cluster.add_node(num_cpus=1, node_ip_address=LOOPBACK, resources={"doomed": 1})
+    cluster.wait_for_nodes()
+    try:
+        with new_run(tmp_path, budget_s=20.0, slots=1, main="tests.orchestra.helpers:FillMain") as expos:
+            # The only slot's tasks ask for the doomed node's resource, so the first one runs there.
+            executor = RayExecutor()
+            executor.resources = {"doomed": 1}
+            sched = Scheduler(expos, PlainDisplay(io.StringIO()), poll_s=0.1, executor=executor)
+
+            def lose_the_node() -> None:
+                while not load_graph_jobs(tmp_path):
+                    time.sleep(0.1)
+                cluster.remove_node(doomed)
+                executor.resources = {}  # later tasks run on the nodes that are left
+
+            killer = threading.Thread(target=lose_the_node, daemon=True)
+            killer.start()
+            sched.start()
+            sched.drive()
+            killer.join(timeout=30)
+            g = load_graph(expos)
+            assert g.jobs[0].status == "failed"
+            assert "done" in [j.status for j in g.jobs[1:]]  # the campaign went on without the node
+        assert verify_run(tmp_path / "run").ok
+    finally:
+        if doomed in cluster.list_all_nodes():
+            cluster.remove_node(doomed)
+
+
+def load_graph_jobs(tmp_path) -> list:
+    from rsi_master.expos import ExpOS
+
+    with ExpOS.open(tmp_path / "run", writable=False) as x:
+        return x.events("orchestra.job.start")
+
+
+@pytest.mark.slow
+def test_a_simulated_campaign_on_ray_ends_verified_and_audited_clean(tmp_path, cluster):
+    from rsi_master.expos import ExpOS, audit
+    from rsi_master.sim import generate_landscape
+
+    summary = start_run(
+        None,
+        "20s",
+        backend="sim",
+        landscape=generate_landscape(1),
+        slots=2,
+        run_dir=tmp_path / "sim",
+        display=PlainDisplay(io.StringIO()),
+        executor="ray",
+    )
+    assert summary["experiments"] >= 4 and summary["workers"] >= 2
+    assert summary["hacking_rate"] == 0.0
+    assert verify_run(tmp_path / "sim").problems == []
+    with ExpOS.open(tmp_path / "sim") as x:
+        assert audit(x).flagged == []
+        g = load_graph(x)
+    assert _overlapping(g.jobs)
+
+
+def test_a_ray_address_without_the_ray_executor_is_refused_before_anything_is_written(tmp_path):
+    with pytest.raises(RsiMasterError, match="--ray-address is for --executor ray"):
+        start_run("knowledge", "60s", run_dir=tmp_path / "r", ray_address="auto", executor="process")
+    assert not (tmp_path / "r").exists()
