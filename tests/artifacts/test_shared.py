@@ -13,7 +13,7 @@ from rsi_master.errors import ArtifactError
 
 pytest.importorskip("fsspec")
 
-from rsi_master.artifacts import SharedStore  # noqa: E402
+from rsi_master.artifacts import SharedStore
 
 
 def _big_file(path, size: int) -> str:
