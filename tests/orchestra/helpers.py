@@ -158,6 +158,14 @@ class CrashWorker:
         raise RuntimeError("framework fault")
 
 
+class LongSleepWorker:
+    """Occupies its slot until its deadline (at most 15 s), then finalizes with nothing."""
+
+    def run(self, ctx: NodeContext) -> None:
+        time.sleep(max(0.0, min(15.0, ctx.time_left() - 0.2)))
+        ctx.call("worker.finalize", {"summary": "slept", "claims": [], "candidates": []})
+
+
 class KilledWorker:
     """Its process is SIGKILLed mid-node, as by the OOM killer or an operator."""
 
@@ -205,3 +213,7 @@ class CrashMain(FillMain):
 
 class KilledMain(CrashMain):
     agent = "tests.orchestra.helpers:KilledWorker"
+
+
+class LongFillMain(FillMain):
+    agent = "tests.orchestra.helpers:LongSleepWorker"

@@ -1,4 +1,4 @@
-"""The Ray executor on a local cluster of two nodes on loopback: the unchanged scheduler runs its
+"""The Ray executor on a local cluster of two nodes on this machine: the unchanged scheduler runs its
 nodes as Ray tasks on both machines, a killed task or a lost node is the job's failure and the
 campaign goes on, and a simulated campaign on Ray ends verified and audited clean."""
 
@@ -22,22 +22,24 @@ cluster_utils = pytest.importorskip("ray.cluster_utils")
 
 from rsi_master.orchestra._ray import RAY_QUIET_ENV, RayExecutor  # noqa: E402  (after the skip)
 
-LOOPBACK = "127.0.0.1"
-
 
 @pytest.fixture(scope="module")
 def cluster():
-    """Two Ray nodes on loopback, one CPU each (a slot's task asks for one: two slots run on two nodes)."""
+    """Two Ray nodes on this machine, one CPU each (a slot's task asks for one: two slots run on two nodes)."""
     for key, value in RAY_QUIET_ENV.items():
         os.environ.setdefault(key, value)
     c = cluster_utils.Cluster(
         initialize_head=True,
-        head_node_args={"num_cpus": 1, "include_dashboard": False, "node_ip_address": LOOPBACK},
+        head_node_args={
+            "num_cpus": 1,
+            "include_dashboard": False,
+            # A lost node is noticed in about a second, not Ray's default of tens of seconds.
+            "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 2},
+        },
     )
     try:
-        c.add_node(num_cpus=1, node_ip_address=LOOPBACK)
-        # The cluster names the machine's address; its nodes listen on loopback.
-        ray.init(address=f"{LOOPBACK}:{c.address.rsplit(':', 1)[1]}")
+        c.add_node(num_cpus=1)
+        ray.init(address=c.address)
         c.wait_for_nodes()
         yield c
     finally:
@@ -79,10 +81,10 @@ def test_a_killed_task_is_the_jobs_failure_and_the_campaign_goes_on(tmp_path, cl
 
 @pytest.mark.slow
 def test_a_lost_node_is_the_jobs_failure_and_the_campaign_goes_on(tmp_path, cluster):
-    doomed = cluster.add_node(num_cpus=1, node_ip_address=LOOPBACK, resources={"doomed": 1})
+    doomed = cluster.add_node(num_cpus=1, resources={"doomed": 1})
     cluster.wait_for_nodes()
     try:
-        with new_run(tmp_path, budget_s=20.0, slots=1, main="tests.orchestra.helpers:FillMain") as expos:
+        with new_run(tmp_path, budget_s=40.0, slots=1, main="tests.orchestra.helpers:LongFillMain") as expos:
             # The only slot's tasks ask for the doomed node's resource, so the first one runs there.
             executor = RayExecutor()
             executor.resources = {"doomed": 1}
@@ -91,6 +93,7 @@ def test_a_lost_node_is_the_jobs_failure_and_the_campaign_goes_on(tmp_path, clus
             def lose_the_node() -> None:
                 while not load_graph_jobs(tmp_path):
                     time.sleep(0.1)
+                time.sleep(6.0)  # the task has started on the doomed node (it sleeps 15 s there)
                 cluster.remove_node(doomed)
                 executor.resources = {}  # later tasks run on the nodes that are left
 
