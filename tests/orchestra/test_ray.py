@@ -125,7 +125,7 @@ def test_a_simulated_campaign_on_ray_ends_verified_and_audited_clean(tmp_path, c
 
     summary = start_run(
         None,
-        "20s",
+        "60s",
         backend="sim",
         landscape=generate_landscape(1),
         slots=2,
