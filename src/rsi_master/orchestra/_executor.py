@@ -22,13 +22,13 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from multiprocessing.connection import wait as mp_wait
 from typing import Any
 
 from .. import _clock
 from ..errors import RsiMasterError
 from ..expos import SharedProjections
+from ._launch import NodeLaunch
 from ._protocols import BudgetEnd
 
 __all__ = [
@@ -40,22 +40,6 @@ __all__ = [
     "check_executor",
     "make_executor",
 ]
-
-
-@dataclass(frozen=True)
-class NodeLaunch:
-    """What a node needs to run: the arguments of `_job.job_main`, less the executor's own."""
-
-    run_dir: str
-    key_dir: str | None
-    kind: str
-    node: str
-    deadline: float
-    seed: int
-    reviewer: str
-    parent_pid: int
-    slots: int
-    capability: str
 
 
 class _ProcHandle:

@@ -25,7 +25,7 @@ from typing import Any
 from .. import _clock
 from ..errors import RsiMasterError
 from ..ledger import KeyDir
-from ._executor import NodeLaunch
+from ._launch import NodeLaunch
 
 __all__ = ["RAY_QUIET_ENV", "RayExecutor", "connect", "ray_node"]
 
