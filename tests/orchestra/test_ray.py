@@ -146,3 +146,48 @@ def test_a_ray_address_without_the_ray_executor_is_refused_before_anything_is_wr
     with pytest.raises(RsiMasterError, match="--ray-address is for --executor ray"):
         start_run("knowledge", "60s", run_dir=tmp_path / "r", ray_address="auto", executor="process")
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.slow
+def test_a_killed_driver_is_resumed_on_ray_and_the_run_verifies(tmp_path, cluster):
+    import signal
+    import subprocess
+    import sys
+
+    from rsi_master.expos import ExpOS, audit
+    from rsi_master.orchestra import resume_run
+
+    run_dir = tmp_path / "crash"
+    cmd = [sys.executable, "-m", "rsi_master.cli", "run", "--backend", "sim", "--landscape-seed", "1"]
+    cmd += ["--budget", "60s", "--slots", "2", "--dir", str(run_dir), "--executor", "ray"]
+    cmd += ["--ray-address", cluster.address]
+    driver = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and not (run_dir.is_dir() and load_graph_jobs_at(run_dir) >= 3):
+            time.sleep(0.5)
+        assert driver.poll() is None, "the driver ended before it could be killed"
+        driver.send_signal(signal.SIGKILL)
+        driver.wait(timeout=30)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+    summary = resume_run(run_dir, display=PlainDisplay(io.StringIO()), executor="ray")
+    assert summary["experiments"] >= 1
+    assert verify_run(run_dir).problems == []
+    with ExpOS.open(run_dir) as x:
+        g = load_graph(x)
+        assert audit(x).flagged == []
+    assert len(g.sessions) == 2 and g.open_jobs() == []
+    assert "interrupted" in [j.status for j in g.jobs]  # the jobs the killed driver left open
+
+
+def load_graph_jobs_at(run_dir) -> int:
+    from rsi_master.expos import ExpOS
+
+    try:
+        with ExpOS.open(run_dir, writable=False) as x:
+            return len(x.events("orchestra.job.start"))
+    except Exception:  # the run is still being created
+        return 0
