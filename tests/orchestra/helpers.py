@@ -3,6 +3,8 @@ ledger (so that graph and policy tests need no training), and a Worker that only
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -156,6 +158,21 @@ class CrashWorker:
         raise RuntimeError("framework fault")
 
 
+class LongSleepWorker:
+    """Occupies its slot until its deadline (at most 15 s), then finalizes with nothing."""
+
+    def run(self, ctx: NodeContext) -> None:
+        time.sleep(max(0.0, min(15.0, ctx.time_left() - 0.2)))
+        ctx.call("worker.finalize", {"summary": "slept", "claims": [], "candidates": []})
+
+
+class KilledWorker:
+    """Its process is SIGKILLed mid-node, as by the OOM killer or an operator."""
+
+    def run(self, ctx: NodeContext) -> None:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 class FillMain:
     """Keeps every slot busy with SleepWorkers; records one decision per event."""
 
@@ -192,3 +209,11 @@ class CrashMain(FillMain):
         if graph.workers:
             return False
         return super().on_idle(ctx, graph, 1)
+
+
+class KilledMain(CrashMain):
+    agent = "tests.orchestra.helpers:KilledWorker"
+
+
+class LongFillMain(FillMain):
+    agent = "tests.orchestra.helpers:LongSleepWorker"

@@ -10,6 +10,7 @@ from ._measure import (
 )
 from ._members import missing_members
 from ._provenance import ProvenanceNode, provenance
+from ._shared import SharedStore
 from ._store import ArtifactIssue, ArtifactMismatch, ArtifactStore
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "ArtifactStore",
     "DigestCache",
     "ProvenanceNode",
+    "SharedStore",
     "copy_measured",
     "dir_digest",
     "file_digest",

@@ -73,3 +73,22 @@ def apply_device(args: argparse.Namespace) -> None:
     if getattr(args, "device", None):
         os.environ[ENV_PREFIX + "DEVICE"] = args.device
     check_device()
+
+
+def executor_args(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """Where the Worker and Reviewer nodes run (docs/scale-out.md)."""
+    parser.add_argument(
+        "--executor",
+        choices=("process", "inline", "ray"),
+        default=env("executor"),
+        help="where nodes run: process (slot processes on this machine), inline (threads of this process, "
+        "the simulated backend's), ray (Ray tasks on a cluster) (env RSI_MASTER_EXECUTOR; default the "
+        "backend's: process for real, inline for sim)",
+    )
+    parser.add_argument(
+        "--ray-address",
+        default=env("ray_address"),
+        metavar="ADDRESS",
+        help="with --executor ray: the cluster to join, `auto` (the one `ray start` began on this machine) "
+        "or ray://HOST:PORT (env RSI_MASTER_RAY_ADDRESS; default: a private Ray instance on this machine)",
+    )

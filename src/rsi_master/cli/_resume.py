@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import apply_device, device_arg, is_tty, key_dir_arg, ledger_arg
+from ._common import apply_device, device_arg, executor_args, is_tty, key_dir_arg, ledger_arg
 
 NAME = "resume"
 HELP = "continue a run of `rsi-master run` after it was stopped or killed"
@@ -16,6 +16,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     device_arg(p)
     key_dir_arg(p)
     ledger_arg(p)
+    executor_args(p)
     p.set_defaults(handler=run)
 
 
@@ -26,7 +27,13 @@ def run(args: argparse.Namespace) -> int:
 
     _check_agents(args)
     apply_device(args)
-    summary = resume_run(args.run_dir, key_dir=args.key_dir, display=make_display(is_tty()))
+    summary = resume_run(
+        args.run_dir,
+        key_dir=args.key_dir,
+        display=make_display(is_tty()),
+        executor=args.executor,
+        ray_address=args.ray_address,
+    )
     summary["report"] = report_for(args.run_dir, args.key_dir)
     return print_summary(summary)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from ._common import apply_device, device_arg, env, is_tty, key_dir_arg, ledger_arg
+from ._common import apply_device, device_arg, env, executor_args, is_tty, key_dir_arg, ledger_arg
 from ._report import report_for
 
 if TYPE_CHECKING:
@@ -126,13 +126,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     hw = p.add_argument_group("hardware and checkpoints")
     device_arg(hw)
+    executor_args(hw)
     hw.add_argument(
         "--gpus-per-slot",
         type=int,
         default=int(env("gpus_per_slot", 0)),
         metavar="N",
         help="GPUs each slot process gets as its own CUDA_VISIBLE_DEVICES; slots x N must not exceed the GPUs "
-        "nvidia-smi shows (env RSI_MASTER_GPUS_PER_SLOT; default 0: none assigned)",
+        "nvidia-smi shows; with --executor ray, the GPUs each node's Ray task asks the cluster for "
+        "(env RSI_MASTER_GPUS_PER_SLOT; default 0: none assigned)",
     )
     hw.add_argument(
         "--eval-backend",
@@ -288,6 +290,8 @@ def run(args: argparse.Namespace) -> int:
         model=args.model or None,
         backend=args.backend,
         landscape=landscape,
+        executor=args.executor,
+        ray_address=args.ray_address,
         **names,  # type: ignore[arg-type]
     )
     summary["report"] = report_for(summary.get("run_dir"), args.key_dir)

@@ -22,31 +22,24 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from multiprocessing.connection import wait as mp_wait
 from typing import Any
 
 from .. import _clock
+from ..errors import RsiMasterError
 from ..expos import SharedProjections
+from ._launch import NodeLaunch
 from ._protocols import BudgetEnd
 
-__all__ = ["EXECUTORS", "Conductor", "InlineExecutor", "NodeLaunch", "ProcessExecutor", "make_executor"]
-
-
-@dataclass(frozen=True)
-class NodeLaunch:
-    """What a node needs to run: the arguments of `_job.job_main`, less the executor's own."""
-
-    run_dir: str
-    key_dir: str | None
-    kind: str
-    node: str
-    deadline: float
-    seed: int
-    reviewer: str
-    parent_pid: int
-    slots: int
-    capability: str
+__all__ = [
+    "EXECUTORS",
+    "Conductor",
+    "InlineExecutor",
+    "NodeLaunch",
+    "ProcessExecutor",
+    "check_executor",
+    "make_executor",
+]
 
 
 class _ProcHandle:
@@ -108,6 +101,9 @@ class ProcessExecutor:
 
     def poll_timeout(self, poll_s: float, until: float) -> float:
         return poll_s  # real time: look again shortly (agents outside the pool act too)
+
+    def close(self) -> None:
+        """Nothing to release: each slot process ends with its node."""
 
 
 class Conductor:
@@ -282,6 +278,9 @@ class InlineExecutor:
         # Nothing outside this process acts: wait for a node to end, or for the budget's end.
         return max(until - self.clock.time(), 1e-3)
 
+    def close(self) -> None:
+        """Nothing to release: each node's thread ends with its node."""
+
 
 def _run_inline(launch: NodeLaunch, projections: SharedProjections) -> None:
     from ..expos import ExpOS
@@ -291,8 +290,29 @@ def _run_inline(launch: NodeLaunch, projections: SharedProjections) -> None:
         run_node(opened, launch.kind, launch.node, launch.deadline, launch.seed, launch.reviewer, launch.capability)
 
 
-EXECUTORS: dict[str, Callable[..., Any]] = {"process": ProcessExecutor, "inline": InlineExecutor}
+def _ray_executor(start: float | None = None, **options: Any) -> Any:
+    from ._ray import RayExecutor  # Ray is imported only by a run that asks for it
+
+    return RayExecutor(start, **options)
 
 
-def make_executor(name: str, start: float | None = None) -> Any:
-    return EXECUTORS[name](start)
+EXECUTORS: dict[str, Callable[..., Any]] = {
+    "process": ProcessExecutor,
+    "inline": InlineExecutor,
+    "ray": _ray_executor,
+}
+
+
+def check_executor(name: str | None, ray_address: str | None) -> None:
+    """Refuse an unknown executor, or a Ray address for another executor (before anything is written)."""
+    if name is not None and name not in EXECUTORS:
+        raise RsiMasterError(f"unknown executor {name!r}; known: {', '.join(EXECUTORS)}")
+    if ray_address is not None and name != "ray":
+        raise RsiMasterError("--ray-address is for --executor ray")
+
+
+def make_executor(name: str, start: float | None = None, **options: Any) -> Any:
+    """The executor `name` (`EXECUTORS`); `options` are the Ray executor's (address, slot resources)."""
+    if name not in EXECUTORS:
+        raise RsiMasterError(f"unknown executor {name!r}; known: {', '.join(EXECUTORS)}")
+    return EXECUTORS[name](start, **options)

@@ -16,7 +16,9 @@ from ..errors import RsiMasterError
 from ..events import OrchestraStart
 from ..rundir import is_run_dir
 from ._display import Display, PlainDisplay
-from ._graph import ORCHESTRA, load_graph, parse_ts
+from ._driver import drive
+from ._executor import check_executor
+from ._graph import ORCHESTRA, load_graph
 
 if TYPE_CHECKING:
     from ..landscape import Landscape
@@ -128,6 +130,8 @@ def _start_run(
     prior: str | Path | Landscape | None = None,
     backend: str = "real",
     landscape: Any = None,
+    executor: str | None = None,
+    ray_address: str | None = None,
 ) -> dict[str, Any]:
     """Create a run and drive it to its summary. `budget` None is the task's default
     (`default_budget`). `main` and `reviewer` name the agents (a
@@ -150,7 +154,8 @@ def _start_run(
     is the landscape the Main plans with (a file, `shipped` for the one shipped with the
     package, or a `Landscape`); None (the default) is no prior: the Main decides from the run's
     own evidence. It is checked before anything is written and stored in the run
-    (`orchestra.start`'s `prior` names it).
+    (`orchestra.start`'s `prior` names it). `executor` is where the nodes run (`process`,
+    `inline`, `ray` at `ray_address`: docs/scale-out.md); None is the backend's own.
 
     `backend` is the experiment backend: `real` (TRL/PEFT and the sealed evaluator) or `sim`
     (training and evaluation drawn from `landscape`, a `sim.SimLandscape`, on a simulated clock
@@ -193,7 +198,9 @@ def _start_run(
 
     if keep not in KEEP_POLICIES:
         raise RsiMasterError(f"unknown --keep policy {keep!r}; known: {', '.join(KEEP_POLICIES)}")
-    assign_devices(slots, gpus_per_slot)  # too few GPUs fails before anything is written
+    check_executor(executor, ray_address)
+    if executor != "ray":  # Ray places GPUs on the cluster's machines, not on this one
+        assign_devices(slots, gpus_per_slot)  # too few GPUs fails before anything is written
     try:
         eval_be = make_backend(eval_backend) if landscape is None else None
         if eval_be is not None:
@@ -283,14 +290,29 @@ def _start_run(
 
     expos = ExpOS.open(path, key_dir=key_dir)
     try:
-        return _drive(_environment(expos), display or PlainDisplay(), key_dir, resume=False)
+        return drive(
+            _environment(expos),
+            display or PlainDisplay(),
+            key_dir,
+            resume=False,
+            executor=executor,
+            ray_address=ray_address,
+        )
     finally:
         expos.close()
 
 
-def resume_run(run_dir: str | Path, *, key_dir: str | None = None, display: Display | None = None) -> dict[str, Any]:
+def resume_run(
+    run_dir: str | Path,
+    *,
+    key_dir: str | None = None,
+    display: Display | None = None,
+    executor: str | None = None,
+    ray_address: str | None = None,
+) -> dict[str, Any]:
     from ..expos import ExpOS
 
+    check_executor(executor, ray_address)
     path = Path(run_dir)
     if not is_run_dir(path):
         raise RsiMasterError(f"{path} is not a run directory (no ledger.db or ledger.pg)")
@@ -313,7 +335,14 @@ def resume_run(run_dir: str | Path, *, key_dir: str | None = None, display: Disp
             )
         from ._protocols import environment as _environment
 
-        return _drive(_environment(expos), display or PlainDisplay(), key_dir, resume=True)
+        return drive(
+            _environment(expos),
+            display or PlainDisplay(),
+            key_dir,
+            resume=True,
+            executor=executor,
+            ray_address=ray_address,
+        )
     finally:
         expos.close()
 
@@ -354,39 +383,3 @@ BACKENDS: dict[str, dict[str, Any]] = {
     "real": {"landscape": False, "budget": {}},
     "sim": {"landscape": True, "budget": {"max_experiments": 2000}},
 }
-
-
-def _drive(expos: Any, display: Display, key_dir: str | None, *, resume: bool) -> dict[str, Any]:
-    from .. import _clock
-    from ._executor import make_executor
-
-    # The run's backend names where its nodes run and on which clock (a simulated one continues
-    # from the run's last event); every record from here on is on that clock.
-    last = expos.run.ledger.get(expos.run.ledger.size() - 1).ts
-    executor = make_executor(expos.backend.executor, start=parse_ts(last))
-    with _clock.use_clock(executor.clock):
-        return _drive_on(expos, display, key_dir, resume=resume, executor=executor)
-
-
-def _drive_on(expos: Any, display: Display, key_dir: str | None, *, resume: bool, executor: Any) -> dict[str, Any]:
-    from ._scheduler import Scheduler
-
-    sched = Scheduler(expos, display, key_dir=key_dir, executor=executor)
-    try:
-        if resume:
-            sched.resume()
-        else:
-            sched.start()
-        reason = sched.drive()
-        graph = load_graph(expos)
-        if not any(
-            d.action == "stop" and d.seq > (graph.stopped.seq if graph.stopped is not None else -1)
-            for d in graph.decisions
-        ):
-            sched.main.finish(sched.main_ctx(), graph, reason)
-        display.line("harness: selecting on review, scoring once on final")
-        from ._summary import close_run
-
-        return close_run(expos, sched)
-    finally:
-        display.close()

@@ -83,10 +83,12 @@ class Scheduler:
         self.main = resolve(MAINS, self.cfg.main)()
         from ._gpus import assign_devices
 
-        # Checked again on resume: the machine may have fewer GPUs than the one that started the run.
-        self.devices = assign_devices(self.slots, self.cfg.gpus_per_slot or 0)
         if self.executor is None:
             self.executor = ProcessExecutor()
+        # Checked again on resume: the machine may have fewer GPUs than the one that started the run.
+        # An executor that places GPUs itself (Ray, on the cluster's machines) gets none assigned here.
+        places = getattr(self.executor, "places_gpus", False)
+        self.devices = None if places else assign_devices(self.slots, self.cfg.gpus_per_slot or 0)
         self._guided: set[int] = set()  # guidance this session has put to the Main
 
     # -- budget ------------------------------------------------------------------------------

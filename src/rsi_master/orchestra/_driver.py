@@ -1,0 +1,54 @@
+"""The driver of a campaign: the executor the run's nodes run on, the run's clock, the scheduler
+from start (or resume) to the harness's close."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import _clock
+from ._display import Display
+from ._executor import make_executor
+from ._graph import load_graph, parse_ts
+
+__all__ = ["drive"]
+
+
+def drive(
+    expos: Any, display: Display, key_dir: str | None, *, resume: bool, executor: str | None, ray_address: str | None
+) -> dict[str, Any]:
+    # The run's backend names where its nodes run and on which clock (a simulated one continues
+    # from the run's last event) unless the operator names another; every record from here on is on that clock.
+    last = expos.run.ledger.get(expos.run.ledger.size() - 1).ts
+    settings = load_graph(expos).settings
+    gpus = float(settings.gpus_per_slot or 0) if settings is not None else 0.0
+    options = {"address": ray_address, "gpus_per_slot": gpus} if executor == "ray" else {}
+    ex = make_executor(executor or expos.backend.executor, start=parse_ts(last), **options)
+    try:
+        with _clock.use_clock(ex.clock):
+            return _drive_on(expos, display, key_dir, resume=resume, executor=ex)
+    finally:
+        ex.close()
+
+
+def _drive_on(expos: Any, display: Display, key_dir: str | None, *, resume: bool, executor: Any) -> dict[str, Any]:
+    from ._scheduler import Scheduler
+
+    sched = Scheduler(expos, display, key_dir=key_dir, executor=executor)
+    try:
+        if resume:
+            sched.resume()
+        else:
+            sched.start()
+        reason = sched.drive()
+        graph = load_graph(expos)
+        if not any(
+            d.action == "stop" and d.seq > (graph.stopped.seq if graph.stopped is not None else -1)
+            for d in graph.decisions
+        ):
+            sched.main.finish(sched.main_ctx(), graph, reason)
+        display.line("harness: selecting on review, scoring once on final")
+        from ._summary import close_run
+
+        return close_run(expos, sched)
+    finally:
+        display.close()

@@ -1,0 +1,193 @@
+"""The Ray executor on a local cluster of two nodes on this machine: the unchanged scheduler runs its
+nodes as Ray tasks on both machines, a killed task or a lost node is the job's failure and the
+campaign goes on, and a simulated campaign on Ray ends verified and audited clean."""
+
+from __future__ import annotations
+
+import io
+import os
+import threading
+import time
+
+import pytest
+
+from rsi_master.errors import RsiMasterError
+from rsi_master.orchestra import PlainDisplay, Scheduler, load_graph, start_run
+from rsi_master.rundir import verify_run
+
+from .helpers import new_run
+
+ray = pytest.importorskip("ray")
+cluster_utils = pytest.importorskip("ray.cluster_utils")
+
+from rsi_master.orchestra._ray import RAY_QUIET_ENV, RayExecutor  # noqa: E402  (after the skip)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """Two Ray nodes on this machine, one CPU each (a slot's task asks for one: two slots run on two nodes)."""
+    for key, value in RAY_QUIET_ENV.items():
+        os.environ.setdefault(key, value)
+    c = cluster_utils.Cluster(
+        initialize_head=True,
+        head_node_args={
+            "num_cpus": 1,
+            "include_dashboard": False,
+            # A lost node is noticed in about a second, not Ray's default of tens of seconds.
+            "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 2},
+        },
+    )
+    try:
+        c.add_node(num_cpus=1)
+        ray.init(address=c.address)
+        c.wait_for_nodes()
+        yield c
+    finally:
+        ray.shutdown()
+        c.shutdown()
+
+
+def _overlapping(jobs) -> bool:
+    return any(a is not b and a.start_ts < b.end_ts and b.start_ts < a.end_ts for a in jobs for b in jobs)
+
+
+@pytest.mark.slow
+def test_the_unchanged_scheduler_runs_its_nodes_as_ray_tasks_on_both_nodes(tmp_path, cluster):
+    with new_run(tmp_path, budget_s=6.0, slots=2, main="tests.orchestra.helpers:FillMain") as expos:
+        sched = Scheduler(expos, PlainDisplay(io.StringIO()), poll_s=0.1, executor=RayExecutor())
+        sched.start()
+        assert sched.drive() == "budget spent"
+        g = load_graph(expos)
+        assert g.open_jobs() == [] and {j.slot for j in g.jobs} == {0, 1}
+        assert [j.status for j in g.jobs if j.status != "done"] == []
+        # Each node has one CPU and each task asks for one: two jobs at once ran on two machines.
+        assert _overlapping(g.jobs)
+        assert all(w.done for w in g.workers.values() if any(j.node == w.id for j in g.jobs))
+    assert verify_run(tmp_path / "run").ok
+
+
+@pytest.mark.slow
+def test_a_killed_task_is_the_jobs_failure_and_the_campaign_goes_on(tmp_path, cluster):
+    with new_run(tmp_path, budget_s=60.0, slots=1, main="tests.orchestra.helpers:KilledMain") as expos:
+        sched = Scheduler(expos, PlainDisplay(io.StringIO()), poll_s=0.1, executor=RayExecutor())
+        sched.start()
+        # The task's process is SIGKILLed twice: two failed jobs, the node abandoned, the run ends.
+        assert sched.drive() == "no work left"
+        g = load_graph(expos)
+        assert [j.status for j in g.jobs] == ["failed", "failed"]
+        assert [e.payload["node"] for e in expos.events("orchestra.abandon")] == ["s1"]
+    assert verify_run(tmp_path / "run").ok
+
+
+@pytest.mark.slow
+def test_a_lost_node_is_the_jobs_failure_and_the_campaign_goes_on(tmp_path, cluster):
+    doomed = cluster.add_node(num_cpus=1, resources={"doomed": 1})
+    cluster.wait_for_nodes()
+    try:
+        with new_run(tmp_path, budget_s=40.0, slots=1, main="tests.orchestra.helpers:LongFillMain") as expos:
+            # The only slot's tasks ask for the doomed node's resource, so the first one runs there.
+            executor = RayExecutor()
+            executor.resources = {"doomed": 1}
+            sched = Scheduler(expos, PlainDisplay(io.StringIO()), poll_s=0.1, executor=executor)
+
+            def lose_the_node() -> None:
+                while not load_graph_jobs(tmp_path):
+                    time.sleep(0.1)
+                time.sleep(6.0)  # the task has started on the doomed node (it sleeps 15 s there)
+                cluster.remove_node(doomed)
+                executor.resources = {}  # later tasks run on the nodes that are left
+
+            killer = threading.Thread(target=lose_the_node, daemon=True)
+            killer.start()
+            sched.start()
+            sched.drive()
+            killer.join(timeout=30)
+            g = load_graph(expos)
+            assert g.jobs[0].status == "failed"
+            assert "done" in [j.status for j in g.jobs[1:]]  # the campaign went on without the node
+        assert verify_run(tmp_path / "run").ok
+    finally:
+        if doomed in cluster.list_all_nodes():
+            cluster.remove_node(doomed)
+
+
+def load_graph_jobs(tmp_path) -> list:
+    from rsi_master.expos import ExpOS
+
+    with ExpOS.open(tmp_path / "run", writable=False) as x:
+        return x.events("orchestra.job.start")
+
+
+@pytest.mark.slow
+def test_a_simulated_campaign_on_ray_ends_verified_and_audited_clean(tmp_path, cluster):
+    from rsi_master.expos import ExpOS, audit
+    from rsi_master.sim import generate_landscape
+
+    summary = start_run(
+        None,
+        "60s",
+        backend="sim",
+        landscape=generate_landscape(1),
+        slots=2,
+        run_dir=tmp_path / "sim",
+        display=PlainDisplay(io.StringIO()),
+        executor="ray",
+    )
+    assert summary["experiments"] >= 4 and summary["workers"] >= 2
+    assert summary["hacking_rate"] == 0.0
+    assert verify_run(tmp_path / "sim").problems == []
+    with ExpOS.open(tmp_path / "sim") as x:
+        assert audit(x).flagged == []
+        g = load_graph(x)
+    assert _overlapping(g.jobs)
+
+
+def test_a_ray_address_without_the_ray_executor_is_refused_before_anything_is_written(tmp_path):
+    with pytest.raises(RsiMasterError, match="--ray-address is for --executor ray"):
+        start_run("knowledge", "60s", run_dir=tmp_path / "r", ray_address="auto", executor="process")
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.slow
+def test_a_killed_driver_is_resumed_on_ray_and_the_run_verifies(tmp_path, cluster):
+    import signal
+    import subprocess
+    import sys
+
+    from rsi_master.expos import ExpOS, audit
+    from rsi_master.orchestra import resume_run
+
+    run_dir = tmp_path / "crash"
+    cmd = [sys.executable, "-m", "rsi_master.cli", "run", "--backend", "sim", "--landscape-seed", "1"]
+    cmd += ["--budget", "60s", "--slots", "2", "--dir", str(run_dir), "--executor", "ray"]
+    cmd += ["--ray-address", cluster.address]
+    driver = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and not (run_dir.is_dir() and load_graph_jobs_at(run_dir) >= 3):
+            time.sleep(0.5)
+        assert driver.poll() is None, "the driver ended before it could be killed"
+        driver.send_signal(signal.SIGKILL)
+        driver.wait(timeout=30)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+    summary = resume_run(run_dir, display=PlainDisplay(io.StringIO()), executor="ray")
+    assert summary["experiments"] >= 1
+    assert verify_run(run_dir).problems == []
+    with ExpOS.open(run_dir) as x:
+        g = load_graph(x)
+        assert audit(x).flagged == []
+    assert len(g.sessions) == 2 and g.open_jobs() == []
+    assert "interrupted" in [j.status for j in g.jobs]  # the jobs the killed driver left open
+
+
+def load_graph_jobs_at(run_dir) -> int:
+    from rsi_master.expos import ExpOS
+
+    try:
+        with ExpOS.open(run_dir, writable=False) as x:
+            return len(x.events("orchestra.job.start"))
+    except Exception:  # the run is still being created
+        return 0
