@@ -196,7 +196,11 @@ class SimLandscape(BaseModel):
         """The checkpoint's expected accuracy on `split` (ground truth, no sampling)."""
         # keyed by content, not ident alone: a checkpoint edited under its old ident is scored as
         # what it holds and cannot change the score cached for the real one
-        key = (ckpt.ident, split, *map(tuple, (ckpt.progress.items(), ckpt.leaked.items(), ckpt.hacks.items())))
+        key: tuple[object, ...] = (
+            ckpt.ident,
+            split,
+            *map(tuple, (ckpt.progress.items(), ckpt.leaked.items(), ckpt.hacks.items())),
+        )
         key += (ckpt.dev_fit,)
         got = self._acc.get(key)
         if got is not None:
