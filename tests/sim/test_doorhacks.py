@@ -7,7 +7,7 @@ import json
 
 from rsi_master.runtime import read_sim_checkpoint, sim_recipe
 from rsi_master.runtime._spec import make_spec
-from rsi_master.sim import PRESETS, SimRecipe, flags_from, generate_landscape
+from rsi_master.sim import PRESETS, SimRecipe, generate_landscape
 from rsi_master.tasks import SimTask, web_row, web_trace
 
 
