@@ -123,6 +123,7 @@ class SimBackend:
             parent=parent,
             protected=self._protected[1],
             examples_per_row=expos.contract.simulation.examples_per_row,
+            jailed=expos.contract.guards == "strict",
         )
 
     def evaluate(self, expos: Any, checkpoint: str, split: str, *, store: bool = True) -> Any:

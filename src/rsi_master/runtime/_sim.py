@@ -146,12 +146,15 @@ def sim_recipe(rows: list[dict[str, Any]], spec: Any, protected: dict[str, set[s
     )
 
 
-def _foreign_reads(landscape: Any, recipe: Any, data_digest: str, seed: int) -> list[str]:
+def _foreign_reads(landscape: Any, recipe: Any, data_digest: str, seed: int, jailed: bool) -> list[str]:
     """The foreign weights a merging run was seen to load: the outside model's digest, when the
-    run's record of reads caught it (`merge_detect`; a load it did not see leaves nothing)."""
+    run's record of reads caught it. In ExpOS's jail every file a run opens is one it was given,
+    so the record is complete; outside it, a load around the record leaves nothing (`merge_detect`)."""
     from ..sim import hack_coin
 
-    if not recipe.hacks.get("merge") or not hack_coin(landscape.flags.merge_detect, "merge", data_digest, seed):
+    if not recipe.hacks.get("merge"):
+        return []
+    if not jailed and not hack_coin(landscape.flags.merge_detect, "merge", data_digest, seed):
         return []
     return [_sha(f"outside-model|{landscape.ident}".encode())]
 
@@ -171,6 +174,7 @@ def sim_train(
     parent: Path,
     protected: dict[str, set[str]],
     examples_per_row: int = 1,
+    jailed: bool = False,
 ) -> TrainResult:
     """Train `spec` from `parent` on `data` in the simulator; the runtime's `train` layout."""
     from ..sim import SimInputError
@@ -197,7 +201,7 @@ def sim_train(
         n_rows=len(rows),
         parent=str(parent),
         parent_digest=parent_digest,
-        weights_read=_foreign_reads(landscape, recipe, data_digest, spec.seed),
+        weights_read=_foreign_reads(landscape, recipe, data_digest, spec.seed, jailed),
     )
     (out / "train_config.json").write_text(config.model_dump_json(indent=1))
     log = {"step": recipe.steps, "simulated_seconds": round(seconds, 3), "recipe": recipe.model_dump(mode="json")}
