@@ -87,6 +87,7 @@ def main() -> int:
                 store=expos.run.store,
                 max_samples=n_dev,
                 batch_size=c.eval_batch_size,
+                seal_key=expos.seal_key(),
             )
         return time.perf_counter() - t
 
