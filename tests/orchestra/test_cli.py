@@ -97,7 +97,7 @@ def test_a_run_without_a_budget_gets_its_tasks_default(tmp_path, monkeypatch, ca
     from rsi_master.orchestra import _orchestra
 
     # Record the run, do not drive it (a summary that names a selection: exit 0).
-    monkeypatch.setattr(_orchestra, "_drive", lambda *a, **k: {"selected": "exp-00001"})
+    monkeypatch.setattr(_orchestra, "drive", lambda *a, **k: {"selected": "exp-00001"})
     monkeypatch.delenv("RSI_MASTER_BUDGET", raising=False)
 
     def recorded(task, *flags):
@@ -142,7 +142,7 @@ def test_model_flag_reaches_the_contract(tmp_path, monkeypatch, capsys):
     from tests.helpers import tiny_hf_model
 
     # Record the run, do not drive it (a summary that names a selection: exit 0).
-    monkeypatch.setattr(_orchestra, "_drive", lambda *a, **k: {"selected": "exp-00001"})
+    monkeypatch.setattr(_orchestra, "drive", lambda *a, **k: {"selected": "exp-00001"})
     model = tiny_hf_model(tmp_path / "models", "qwen2")
     monkeypatch.setenv("RSI_MASTER_MODEL", str(model))
     assert main(["run", "--task", "arithmetic", "--budget", "60s", "--dir", str(tmp_path / "run")]) == 0

@@ -127,7 +127,7 @@ class SimBackend:
         )
 
     def evaluate(self, expos: Any, checkpoint: str, split: str, *, store: bool = True) -> Any:
-        from ..runtime import EvaluationError, sim_evaluate
+        from ..runtime import EvaluatorDigestError, sim_evaluate
         from ._evaluation import measured_digest
 
         c = expos.contract
@@ -135,7 +135,7 @@ class SimBackend:
         # the ones the contract pinned, or nothing is scored.
         measured = measured_digest(expos, c.evaluator.evaluator_artifact)
         if measured != c.evaluator.evaluator_digest:
-            raise EvaluationError(
+            raise EvaluatorDigestError(
                 f"sealed evaluator digest {measured} differs from the contract's {c.evaluator.evaluator_digest}"
             )
         return sim_evaluate(
