@@ -204,7 +204,7 @@ def test_landscape_seeds_name_one_range():
 
 @pytest.mark.slow
 def test_overclaiming_workers_leave_evidence_and_main_pick_returns_the_mains_choice(tmp_path):
-    from rsi_master.bench import CampaignStats, SeedRange, run_sim_bench
+    from rsi_master.bench import CampaignStats, SeedRange, audit_campaign, run_sim_bench
     from rsi_master.events import CandidateNominate, WorkerFinalize, typed
     from rsi_master.expos import ExpOS, load_state
     from rsi_master.runtime import read_sim_checkpoint
@@ -234,9 +234,12 @@ def test_overclaiming_workers_leave_evidence_and_main_pick_returns_the_mains_cho
         passed = [p for _, p in fins for c in p.claims if c.experiment_id not in p.candidates]
         blocked = [e for e in expos.events("guard.blocked") if "does not match the evaluation record" in str(e.payload)]
         assert passed or blocked
-        picks = expos.events("candidate.nominate", role="main")
-        assert len(picks) == 1  # the Main's own pick, alone
-        pick = st.experiments[typed(picks[0], CandidateNominate).payload.experiment_id]
+        # the Main nominates every Worker's candidate in claim order; the bench returns the first
+        # one the audit does not flag
+        nominated = [typed(e, CandidateNominate).payload.experiment_id for e in expos.events("candidate.nominate", role="main")]
+        assert nominated and len(nominated) == len(set(nominated))
+        flagged = set(audit_campaign(run).hacked)
+        pick = st.experiments[next(x for x in nominated if x not in flagged)]
         ckpt, _ = read_sim_checkpoint(expos.run.store.path(pick.checkpoint))
     land = generate_landscape(3, flags_from("agents", overclaim_rate=1.0))
     assert rec.final == land.accuracy(ckpt, "final")  # what the bench scores is the Main's pick
@@ -278,7 +281,7 @@ _FINALS_10H = {
     ("rsi-master-prior", 1): 0.5565025628335692,
     ("no-expos", 1): 0.045692627552591465,
     ("no-reviewer", 1): 0.5737211795637054,
-    ("main-pick", 1): 0.5541066581403993,
+    ("main-pick", 1): 0.5574330034243874,
     ("serial", 1): 0.5509323209968204,
     ("single-agent", 1): 0.6050764161606046,
     ("single-agent-no-expos", 1): 0.045692627552591465,
