@@ -169,7 +169,7 @@ class PolicyMain(Plans):
         if f >= self.late:
             # Late: comparison and selection come first (above); a slot they leave idle trains
             # the best verified lineage further, sized to end before the last comparison,
-            # rather than idle to the end (measured: 40 s of an idle slot in a 5-minute run).
+            # rather than idle to the end.
             return self._continue(ctx, graph, late=True)
         redo = self._redo_failed(ctx, graph)  # claims that did not hold: answered first
         if redo is not None:

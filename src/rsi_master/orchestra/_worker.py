@@ -129,8 +129,8 @@ class TPEWorker:
             if calibrating:
                 # Nothing measured on this machine yet: a short first trial measures it, so that
                 # the following ones are sized to the deadline instead of overrunning it. Counted
-                # in examples: 20 steps of batch 2 are mostly warm-up (measured 0.124 s a step
-                # against 0.048 s in the next trial, which was then sized 2.6 times too short).
+                # in examples, because a few steps of a small batch are mostly warm-up and would
+                # price a step far above what the next trial pays.
                 train["max_steps"] = min(
                     train["max_steps"], max(2 * MIN_STEPS, -(-CALIBRATION_EXAMPLES // max(1, batch)))
                 )
@@ -164,9 +164,8 @@ class TPEWorker:
                 study.tell(trial, float((outcome or {}).get("dev_score") or 0.0))
             if calibrating and d.enqueue and trial is not None and completed:
                 # The short measuring trial took the first point the Main enqueued (the evaluation
-                # distribution, or a verified recipe): the next trial runs it at full length. Before,
-                # the opening Workers' only eval-distribution trial was this 20-step one, and the
-                # trials that trained were random draws (measured: 3-operand 3-digit additions).
+                # distribution, or a verified recipe): the next trial runs it at full length, or
+                # the only trial of it that trained would be the short one and the rest random draws.
                 # Not when it was refused or failed: the same point would be refused again, and
                 # a refusal costs no time, so a Worker re-tried one point ten thousand times.
                 study.enqueue_trial(dict(trial.params), skip_if_exists=False)
