@@ -306,8 +306,19 @@ class ViewFold:
         steps = self.transcripts.get("main", [])
         return steps[bisect.bisect_left(steps, size, key=lambda s: s.seq) :]
 
-    def view(self) -> RunView:
-        """The run's `RunView`, as `collect_open` builds it, from the records kept here."""
+    @property
+    def finished(self) -> bool:
+        return self.expos.projection().part(OrchestraPart).finished is not None
+
+    def counts(self) -> tuple[int, int, int]:
+        """Workers, Reviewers and edges of the research DAG."""
+        st = self.expos.projection().state
+        return len(st.workers), len(st.reviewers), st.n_edges
+
+    def view(self, *, records: bool = True) -> RunView:
+        """The run's `RunView`, as `collect_open` builds it, from the records kept here; without
+        `records`, only what does not grow with the run (no nodes, edges, decisions, transcripts,
+        curves, jobs or tool-call counts): what a live page's summary needs at each new event."""
         assert self.checked is not None, "update() first"
         proj = self.expos.projection()
         st, orc = proj.state, proj.part(OrchestraPart)
@@ -342,14 +353,16 @@ class ViewFold:
             finished=orc.finished is not None,
             summary=self.summary,
             trust_boundary=str(self.summary.get("trust_boundary") or boundary_statement()),
-            nodes=sorted(self.nodes.values(), key=lambda n: n.seq),
-            edges=self.edges(st),
-            decisions=[self.decisions[d.seq] for d in st.decisions if d.seq in self.decisions],
-            main_transcript=list(self.transcripts.get("main", [])),
-            best={s: list(c) for s, c in self.best.items()},
-            lineages={root: [p for _at, _seq, p in pts] for root, pts in self.lineage_points.items()},
-            jobs=list(self.jobs),
-            tool_calls_by_fifth=[{k: c.get(k, 0) for k in KINDS} for c in self.fifths],
+            nodes=sorted(self.nodes.values(), key=lambda n: n.seq) if records else [],
+            edges=self.edges(st) if records else [],
+            decisions=[self.decisions[d.seq] for d in st.decisions if d.seq in self.decisions] if records else [],
+            main_transcript=list(self.transcripts.get("main", [])) if records else [],
+            best={s: list(c) for s, c in self.best.items()} if records else {},
+            lineages={root: [p for _at, _seq, p in pts] for root, pts in self.lineage_points.items()}
+            if records
+            else {},
+            jobs=list(self.jobs) if records else [],
+            tool_calls_by_fifth=[{k: c.get(k, 0) for k in KINDS} for c in self.fifths] if records else [],
             audit=self.audit,
             selected=selected,
             selected_lineage=[self.experiments[x.id] for x in lineage(st, selected)] if selected else [],
