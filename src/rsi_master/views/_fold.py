@@ -335,7 +335,9 @@ class ViewFold:
         selected = self.summary.get("selected") if isinstance(self.summary.get("selected"), str) else None
         source = self.expos.contract.base_model_source
         graph = ResearchGraph(sessions=orc.sessions, _ts_before=orc.ts_before, last_ts=proj.last_ts)
-        return RunView(
+        # Built from records validated when they were made: not validated again (a run's every
+        # record, each time a figure is redrawn, would cost the run).
+        return RunView.model_construct(
             run_dir=str(self.expos.run.path),
             run_id=report.run_id,
             problems=problems,
