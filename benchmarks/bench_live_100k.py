@@ -150,11 +150,14 @@ def main() -> int:
 
 def report(what: str, rows: list[tuple[float, int, float, int]]) -> None:
     times = [r[0] for r in rows]
+    plain = [r[0] for r in rows if r[1] == 0]
     builds = sum(r[1] for r in rows)
     print(
         f"{what}: update + delta median {statistics.median(times) * 1000:.1f} ms, "
         f"max {max(times) * 1000:.1f} ms over {len(rows)}; {builds} figure builds inside "
-        f"({sum(r[2] for r in rows):.2f} s of it); nodes per delta {statistics.median(r[3] for r in rows):.0f}"
+        f"({sum(r[2] for r in rows):.2f} s of it); without one: median "
+        + (f"{statistics.median(plain) * 1000:.1f} ms over {len(plain)}" if plain else "n/a")
+        + f"; nodes per delta {statistics.median(r[3] for r in rows):.0f}"
     )
 
 
