@@ -140,6 +140,8 @@ def main() -> int:
             print(f"before (view and payload from the whole run), one new event: {old:.2f} s")
             print(f"ratio before / after (median, one new event): x{old / after:.0f}")
             print(f"verify+audit passes: {live.checks}")
+            costs = ", ".join(f"{k} {d.cost:.2f} s" for k, d in live.figures.items())
+            print(f"each figure's last build (with the view it is drawn from): {costs}")
         finally:
             runs.close()
     finally:

@@ -5,10 +5,12 @@ Each run has one read-only ExpOS session, kept open: a poll advances its project
 appended since the last poll (never a replay), and the view's fold (`ViewFold`) rebuilds only the
 records those events touch. A page asks for what changed since the ledger size it has seen
 (`data.json?since=SIZE`) and gets those records and the small sections; the figures, which Plotly
-draws from the whole run, are rebuilt when the run has grown and at most once per
-FIGURES_EVERY times their last build's duration, so they never take most of the server's time. Every session lives on one worker thread (SQLite connections stay on the thread that
-opened them); the server's event loop only waits on it. Nothing the server keeps is needed across
-its restarts: a restarted server folds each ledger once and goes on, and the pages reconnect.
+draws from the whole run, are rebuilt when the run has grown and at most once per FIGURES_EVERY
+times their last build's duration, so they never take most of the server's time. Every session
+lives on one worker thread (SQLite connections stay on the thread that opened them); the server's
+event loop only waits on it. Nothing the server keeps is needed across its restarts: a restarted
+server folds each ledger once and goes on, and the pages reconnect (their first look after it gets
+the whole payload).
 
 Bound to loopback it answers requests for loopback host names only (a web page elsewhere cannot
 reach it through DNS rebinding); bound to any other address every request needs the token, given
@@ -88,7 +90,7 @@ class Drawn:
 
 @dataclass
 class LiveRun:
-    """One run's open session and the payload built at its last size."""
+    """One run's open session, its view's fold and its figures as last built."""
 
     path: Path
     key_dir: str | None = None
