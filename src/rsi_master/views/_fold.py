@@ -231,7 +231,7 @@ class ViewFold:
             return
         detail = d.detail
         assert self.clock is not None
-        known = ChainMap(st.workers, st.reviewers)  # type: ignore[arg-type]
+        known: ChainMap[str, object] = ChainMap(st.workers, st.reviewers)  # type: ignore[arg-type]
         for name in _strings(detail):
             if name not in known:
                 self.waiting_names.setdefault(name, set()).add(seq)

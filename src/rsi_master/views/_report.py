@@ -5,7 +5,7 @@ checkpoint's lineage. Every text an agent wrote is escaped (model output is host
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import plotly.graph_objects as go
 
@@ -277,7 +277,7 @@ def report_sections(view: RunView, *, checks: bool = True) -> dict[str, str]:
     return out
 
 
-def report_payload(view: RunView, figures: dict[str, object] | None = None) -> dict[str, object]:
+def report_payload(view: RunView, figures: Mapping[str, object] | None = None) -> dict[str, object]:
     """What the page shows, as the JSON its script renders: sections (HTML built here, every
     value escaped), figures (`figures` when given, built from `view` otherwise), nodes, decisions
     and the Main's transcript. A live page fetches it anew after a restart, and deltas after."""
