@@ -87,6 +87,9 @@ class ViewFold:
         self.clock: BudgetClock | None = None
         self.log_sizes: list[int] = []
         self.log: list[Changes] = []
+        # What the fold did, for the tests that hold an update to its new events (counts, not times).
+        self.events_read = 0
+        self.records_built = 0
 
     # -- taking in new events ------------------------------------------------------------
     def update(self, checked: Checked) -> bool:
@@ -103,6 +106,7 @@ class ViewFold:
         changes = Changes(checks=checked is not self.checked)
         self.checked = checked
         new = list(self.expos.run.ledger.events(since=self.size, limit=size - self.size)) if size > self.size else []
+        self.events_read += len(new)
         touched_x: set[str] = set()
         touched_nodes: set[str] = set()
         redo_decisions: set[int] = set()
@@ -170,6 +174,7 @@ class ViewFold:
         assert self.clock is not None
         old = self.experiments.get(xid)
         view = self.experiments[xid] = experiment_view(x, st, self.clock)
+        self.records_built += 1
         if old is None:
             self.by_owner.setdefault(view.owner, []).append(xid)
         self._curves(old, view, x.seq)
@@ -223,6 +228,7 @@ class ViewFold:
             self.nodes[nid] = reviewer_view(st.reviewers[nid], xs, steps)
         else:
             return False
+        self.records_built += 1
         return True
 
     def _decision(self, st: State, seq: int) -> None:
@@ -238,6 +244,7 @@ class ViewFold:
         event = detail.get("event")
         if isinstance(event, int) and event not in self.ended:
             self.waiting_events.setdefault(event, set()).add(seq)
+        self.records_built += 1
         self.decisions[seq] = DecisionView(
             seq=d.seq,
             action=d.action,
