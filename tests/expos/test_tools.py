@@ -76,8 +76,14 @@ def test_role_refusals_and_invalid_input_are_recorded(run):
         run.call(Caller("worker", "w"), "weights.download", {})
     with pytest.raises(ToolInvalid, match="n"):
         run.call(Caller("worker", "w"), "data.generate", {"family": "answer_only", "n": -5})
+    # Input that passes the schema but that the tool itself finds invalid is on the record too.
+    with pytest.raises(ToolInvalid, match="no generator family 'answer_onyl'"):
+        run.call(Caller("worker", "w"), "data.generate", {"family": "answer_onyl", "n": 5})
     kinds = [e.kind for e in run.run.ledger.events(since=1)]
-    assert kinds == ["guard.blocked", "tool.invalid", "tool.invalid"]
+    assert kinds == ["guard.blocked", "tool.invalid", "tool.invalid", "tool.invalid"]
+    late = list(run.run.ledger.events(kinds=["tool.invalid"]))[-1]
+    assert late.actor.id == "w" and late.payload["tool"] == "data.generate"
+    assert "answer_onyl" in late.payload["reason"]
     blocked = next(run.run.ledger.events(kinds=["guard.blocked"]))
     assert blocked.actor.role == "main" and blocked.payload["tool"] == "experiment.submit"
 
