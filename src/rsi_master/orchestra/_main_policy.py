@@ -57,7 +57,8 @@ class PolicyMain(Plans):
         task = ctx.expos.contract.task
         added = []
         # A budget below one shortest trial is refused before the run is created (`min_budget_s`).
-        for d in self._fresh_directions(ctx, graph)[: ctx.slots if self._can_add(ctx) else 0]:
+        fitting = [d for d in self._fresh_directions(ctx, graph) if self._fits(ctx, d)]
+        for d in fitting[: ctx.slots if self._can_add(ctx) else 0]:
             added.append(self._add(ctx, graph, d, f"{d.key()} from the base model", []))
         self._decide(
             ctx,
