@@ -15,12 +15,34 @@ import pytest
 
 from rsi_master.events import dump_payload
 from rsi_master.expos import ToolInvalid, ToolRefused, audit, load_state
-from tests.expos.honest import MAIN, QUICK, REVIEWER, W1, W2, build_honest
+from rsi_master.sim import generate_landscape
+from tests.expos.honest import MAIN, QUICK, REVIEWER, W1, W2, Honest, build_honest
+
+# The guards, the door, the ledger and the audit are the same code on both backends; the
+# simulated honest run takes seconds where the real one trains a model (minutes). Every attack
+# runs on both; the real variants are `slow`, and the few attacks on what only a real checkpoint
+# or real training has (safetensors weights, a tokenizer, the trainer's loader) run on it alone.
+BACKENDS = ["sim", pytest.param("real", marks=pytest.mark.slow)]
+REAL_ONLY = pytest.mark.parametrize("honest", [pytest.param("real", marks=pytest.mark.slow)], indirect=True)
 
 
-@pytest.fixture(scope="module")
-def honest(tmp_path_factory):
-    return build_honest(tmp_path_factory.mktemp("honest"))
+@pytest.fixture(scope="session")
+def honest_runs(tmp_path_factory):
+    """One honest run per backend for the session, built on first use."""
+    built: dict[str, Honest] = {}
+
+    def get(backend: str) -> Honest:
+        if backend not in built:
+            landscape = generate_landscape(5) if backend == "sim" else None
+            built[backend] = build_honest(tmp_path_factory.mktemp(f"honest-{backend}"), landscape)
+        return built[backend]
+
+    return get
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def honest(request, honest_runs):
+    return honest_runs(request.param)
 
 
 @pytest.fixture
@@ -91,7 +113,7 @@ def test_weight_provenance_foreign_checkpoint_is_refused(run, honest):
 
 def test_weight_provenance_blended_weights_on_disk_are_caught(run, honest):
     x1 = load_state(run).experiments[honest.exp1]
-    weights = next(p for p in run.run.store.path(x1.checkpoint).iterdir() if p.suffix == ".safetensors")
+    weights = run.run.store.path(x1.checkpoint) / honest.weights_file
     blended = bytearray(weights.read_bytes())
     blended[-100:] = bytes(100)  # a "blend": some weights replaced from elsewhere
     edit_artifact(run, x1.checkpoint, weights.name, bytes(blended))
@@ -146,7 +168,7 @@ def test_generator_that_embeds_evaluation_items_is_refused(run):
         else run.contract.allowed_generators[0].split("/")[1],
         {},
         5,
-        40,
+        min(40, run.contract.budget.max_rows - 1),  # room for the one slipped in
         tmp / "d.jsonl",
     )
     from rsi_master.runtime import parse_jsonl
@@ -197,7 +219,9 @@ def new_worker(x, name, predecessors=()):
 def test_forged_data_event_with_unknown_generator_is_caught(run, honest):
     # An agent with write access to the ledger records its own data and trains on it.
     w = new_worker(run, "w3", ["w1"])
-    digest = run.run.store.put_bytes(b'{"prompt": "p", "completion": "c"}\n')
+    # One row the task's own generator wrote (a row the simulator can train on too).
+    row = run.run.store.read_bytes(honest.dataset1).splitlines(keepends=True)[0]
+    digest = run.run.store.put_bytes(row)
     run.record(
         w,
         "data.generate",
@@ -214,6 +238,7 @@ def test_forged_data_event_with_unknown_generator_is_caught(run, honest):
         [{"digest": digest, "role": "output", "name": "dataset"}],
     )
     r = run.call(w, "experiment.submit", {"parent": honest.exp1, "dataset": digest, "config": QUICK})
+    assert r.status == "completed", r.error
     run.call(w, "worker.finalize", {"summary": "s", "candidates": [r.experiment_id]})
     report = audit(run)
     assert obs(report, r.experiment_id, "teacher_authorization") == "EXECUTED"
@@ -277,6 +302,7 @@ def test_forged_evaluation_records_are_caught(run, honest, changes, sub):
     assert obs(report, honest.exp1, "repeated_run_selection") == "EXECUTED"  # a second score for one checkpoint
 
 
+@REAL_ONLY
 def test_changed_tokenizer_or_eos_in_a_checkpoint_is_caught(run, honest):
     x2 = load_state(run).experiments[honest.exp2]
     cfg = json.loads((run.run.store.path(x2.checkpoint) / "generation_config.json").read_text())
@@ -292,7 +318,7 @@ def test_changed_tokenizer_or_eos_in_a_checkpoint_is_caught(run, honest):
 # -- evaluation ------------------------------------------------------------------------------------
 def test_evaluator_edited_on_disk_is_caught_and_blocked(run, honest):
     sealed = run.run.store.path(run.contract.evaluator.evaluator_artifact)
-    target = next(sealed.rglob("_arithmetic.py"))
+    target = next(sealed.rglob("evaluator.json" if honest.simulated else "_arithmetic.py"))
     for d in (sealed, *target.relative_to(sealed).parents):
         os.chmod(sealed / d, 0o755)
     text = target.read_text()
@@ -396,20 +422,21 @@ def test_edited_evaluation_record_is_caught(run, honest):
     assert obs(report, honest.exp1, "metric_attribution") == "EXECUTED" and honest.exp1 in report.flagged
 
 
-def _failing_train(monkeypatch):
+def _failing_train(monkeypatch, x):
     import rsi_master.runtime as runtime
 
-    def train(data, out_dir, spec, **kw):  # the run dies after writing its config and a log line
+    def train(*args, **kw):  # the run dies after writing its config and a log line
+        out_dir, spec = args[-2:]  # (data, out_dir, spec), the simulator's with its landscape first
         out_dir.mkdir(parents=True)
         (out_dir / "train_config.json").write_text(json.dumps(spec.model_dump()))
         (out_dir / "train_log.jsonl").write_text('{"step": 1, "loss": NaN}\n')
         raise RuntimeError("loss diverged")
 
-    monkeypatch.setattr(runtime, "train", train)
+    monkeypatch.setattr(runtime, "sim_train" if x.contract.simulation is not None else "train", train)
 
 
 def test_deleted_files_of_a_failed_experiment_are_caught(run, honest, monkeypatch):
-    _failing_train(monkeypatch)
+    _failing_train(monkeypatch, run)
     w4 = new_worker(run, "w4")
     ds = run.call(
         w4, "data.generate", {"family": run.contract.allowed_generators[0].split("/")[1], "n": 16, "seed": 3}
@@ -436,7 +463,7 @@ def test_deleted_files_of_a_failed_experiment_are_caught(run, honest, monkeypatc
 def test_rolling_back_the_ledger_to_hide_a_failure_is_caught(run, honest, monkeypatch, tmp_path):
     snapshot = tmp_path / "old-ledger.db"
     shutil.copy(run.run.path / "ledger.db", snapshot)
-    _failing_train(monkeypatch)
+    _failing_train(monkeypatch, run)
     w5 = new_worker(run, "w5")
     ds = run.call(
         w5, "data.generate", {"family": run.contract.allowed_generators[0].split("/")[1], "n": 16, "seed": 4}
@@ -501,7 +528,9 @@ os.symlink(source, target)
 
 
 def weights_of(x, digest):
-    return x.run.store.path(digest) / "model.safetensors"
+    return x.run.store.path(digest) / (
+        "sim_checkpoint.json" if x.contract.simulation is not None else "model.safetensors"
+    )
 
 
 def spy_loads(monkeypatch, before=None):
@@ -522,6 +551,7 @@ def spy_loads(monkeypatch, before=None):
     return loaded
 
 
+@REAL_ONLY
 def test_parent_swapped_after_the_guard_check_is_refused(run, honest, monkeypatch):
     import rsi_master.runtime as runtime
 
@@ -551,6 +581,7 @@ def test_parent_swapped_after_the_guard_check_is_refused(run, honest, monkeypatc
     )
 
 
+@REAL_ONLY
 def test_parent_swapped_after_the_copy_does_not_reach_training(run, honest, monkeypatch):
     st = load_state(run)
     parent, other = st.experiments[honest.exp1].checkpoint, st.experiments[honest.exp2].checkpoint
@@ -561,6 +592,7 @@ def test_parent_swapped_after_the_copy_does_not_reach_training(run, honest, monk
     assert finish["measured"] == {"parent_checkpoint": parent, "dataset": honest.dataset2}
 
 
+@REAL_ONLY
 def test_parent_swapped_back_and_forth_during_the_call(run, honest, monkeypatch, tmp_path):
     import subprocess
     import sys
@@ -629,6 +661,7 @@ os.replace(target + '.new', target)
     assert len(list(run.run.ledger.events(kinds=["guard.blocked"]))) == outcomes.count("refused")
 
 
+@REAL_ONLY
 def test_private_copy_written_through_during_training_is_refused(run, honest, monkeypatch):
     def write_through(parent):  # the agent found the harness's private copy
         agent("import os, sys; p = sys.argv[1]; os.chmod(p, 0o600); open(p, 'ab').write(b' ')", parent / "config.json")
@@ -643,6 +676,7 @@ def test_private_copy_written_through_during_training_is_refused(run, honest, mo
     )
 
 
+@REAL_ONLY
 def test_checkpoint_swapped_before_evaluation_is_not_recorded(run, honest, monkeypatch):
     import rsi_master.runtime as runtime
 
@@ -678,6 +712,7 @@ def test_evaluation_records_the_measured_digest(honest, monkeypatch):
                 assert e.payload.checkpoint_digest == rec["checkpoint_digest"] == xp.checkpoint
 
 
+@REAL_ONLY
 def test_blended_weights_in_place_of_a_stored_checkpoint(run, honest):
     from rsi_master.artifacts import file_digest
     from rsi_master.expos import Caller, evaluate_experiment
