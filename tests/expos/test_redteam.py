@@ -21,7 +21,7 @@ from tests.expos.honest import MAIN, QUICK, REVIEWER, W1, W2, Honest, build_hone
 # The guards, the door, the ledger and the audit are the same code on both backends; the
 # simulated honest run takes seconds where the real one trains a model (minutes). Every attack
 # runs on both; the real variants are `slow`, and the few attacks on what only a real checkpoint
-# or real training has (safetensors weights, a tokenizer, the trainer's loader) run on it alone.
+# or the real trainer has (a tokenizer's config, the trainer's private copy) run on it alone.
 BACKENDS = ["sim", pytest.param("real", marks=pytest.mark.slow)]
 REAL_ONLY = pytest.mark.parametrize("honest", [pytest.param("real", marks=pytest.mark.slow)], indirect=True)
 
@@ -518,6 +518,16 @@ for target in sys.argv[3:]:
     save_file(blend, target, metadata={"format": "pt"})
 """
 
+_SWAP_ALL = """
+import os, sys
+source, *targets = sys.argv[1:]
+data = open(source, 'rb').read()
+for target in targets:
+    os.chmod(os.path.dirname(target), 0o755)
+    os.unlink(target)
+    open(target, 'wb').write(data)
+"""
+
 _SYMLINK = """
 import os, sys
 target, source = sys.argv[1:3]
@@ -533,12 +543,35 @@ def weights_of(x, digest):
     )
 
 
-def spy_loads(monkeypatch, before=None):
+def spy_loads(x, monkeypatch, before=None):
     """Record the digest of the parent directory training actually loads from."""
+    loaded: list[str] = []
+    if x.contract.simulation is not None:
+        import rsi_master.runtime as runtime
+        import rsi_master.runtime._sim as sim_mod
+
+        real_read, real_train = sim_mod.read_sim_checkpoint, runtime.sim_train
+
+        def read(parent):  # the simulated trainer's one read of its parent: the digest of the bytes read
+            if before is not None:
+                before(parent)
+            ckpt, digest = real_read(parent)
+            loaded.append(digest)
+            return ckpt, digest
+
+        def sim_train(*args, **kw):  # spy on training's reads only, not on evaluation's
+            monkeypatch.setattr(sim_mod, "read_sim_checkpoint", read)
+            try:
+                return real_train(*args, **kw)
+            finally:
+                monkeypatch.setattr(sim_mod, "read_sim_checkpoint", real_read)
+
+        monkeypatch.setattr(runtime, "sim_train", sim_train)
+        return loaded
+
     import rsi_master.runtime._train as train_mod
     from rsi_master.artifacts import dir_digest
 
-    loaded: list[str] = []
     real = train_mod._load_parent
 
     def load(parent):
@@ -551,20 +584,24 @@ def spy_loads(monkeypatch, before=None):
     return loaded
 
 
-@REAL_ONLY
+def trainer(x) -> str:
+    """The runtime function the run's backend trains with."""
+    return "sim_train" if x.contract.simulation is not None else "train"
+
+
 def test_parent_swapped_after_the_guard_check_is_refused(run, honest, monkeypatch):
     import rsi_master.runtime as runtime
 
     st = load_state(run)
     parent, other = st.experiments[honest.exp1].checkpoint, st.experiments[honest.exp2].checkpoint
-    real_train = runtime.train
+    real_train = getattr(runtime, trainer(run))
 
     def train(*a, **kw):  # the swap lands after ExpOS checked the parent, before training reads it
         agent(_SWAP, weights_of(run, parent), weights_of(run, other))
         return real_train(*a, **kw)
 
-    monkeypatch.setattr(runtime, "train", train)
-    loaded = spy_loads(monkeypatch)
+    monkeypatch.setattr(runtime, trainer(run), train)
+    loaded = spy_loads(run, monkeypatch)
     refused(
         run,
         W2,
@@ -581,18 +618,17 @@ def test_parent_swapped_after_the_guard_check_is_refused(run, honest, monkeypatc
     )
 
 
-@REAL_ONLY
+@REAL_ONLY  # the private copy is the real trainer's; the simulator reads the store once
 def test_parent_swapped_after_the_copy_does_not_reach_training(run, honest, monkeypatch):
     st = load_state(run)
     parent, other = st.experiments[honest.exp1].checkpoint, st.experiments[honest.exp2].checkpoint
-    loaded = spy_loads(monkeypatch, before=lambda _: agent(_SWAP, weights_of(run, parent), weights_of(run, other)))
+    loaded = spy_loads(run, monkeypatch, before=lambda _: agent(_SWAP, weights_of(run, parent), weights_of(run, other)))
     r = run.call(W2, "experiment.submit", {"parent": honest.exp1, "dataset": honest.dataset2, "config": QUICK})
     assert r.status == "completed" and loaded == [parent]  # trained from the measured bytes
     finish = list(run.run.ledger.events(kinds=["experiment.finish"]))[-1].payload
     assert finish["measured"] == {"parent_checkpoint": parent, "dataset": honest.dataset2}
 
 
-@REAL_ONLY
 def test_parent_swapped_back_and_forth_during_the_call(run, honest, monkeypatch, tmp_path):
     import subprocess
     import sys
@@ -628,7 +664,7 @@ os.replace(target + '.new', target)
             str(stop),
         ]
     )
-    loaded = spy_loads(monkeypatch)
+    loaded = spy_loads(run, monkeypatch)
     outcomes: list[str] = []
     per_call: list[tuple[str, list[str]]] = []
     try:
@@ -661,12 +697,12 @@ os.replace(target + '.new', target)
     assert len(list(run.run.ledger.events(kinds=["guard.blocked"]))) == outcomes.count("refused")
 
 
-@REAL_ONLY
+@REAL_ONLY  # the private copy is the real trainer's; the simulator reads the store once
 def test_private_copy_written_through_during_training_is_refused(run, honest, monkeypatch):
     def write_through(parent):  # the agent found the harness's private copy
         agent("import os, sys; p = sys.argv[1]; os.chmod(p, 0o600); open(p, 'ab').write(b' ')", parent / "config.json")
 
-    spy_loads(monkeypatch, before=write_through)
+    spy_loads(run, monkeypatch, before=write_through)
     refused(
         run,
         W2,
@@ -676,18 +712,19 @@ def test_private_copy_written_through_during_training_is_refused(run, honest, mo
     )
 
 
-@REAL_ONLY
 def test_checkpoint_swapped_before_evaluation_is_not_recorded(run, honest, monkeypatch):
     import rsi_master.runtime as runtime
 
     other = load_state(run).experiments[honest.exp1].checkpoint
-    real_evaluate = runtime.evaluate
+    name = "sim_evaluate" if honest.simulated else "evaluate"
+    real_evaluate = getattr(runtime, name)
 
-    def evaluate(checkpoint, *a, **kw):  # after ExpOS's checks, before the evaluator copies the checkpoint
-        agent(_SWAP, checkpoint / "model.safetensors", weights_of(run, other))
-        return real_evaluate(checkpoint, *a, **kw)
+    def evaluate(*a, **kw):  # after ExpOS's checks, before the evaluator copies the checkpoint
+        checkpoint = a[1] if honest.simulated else a[0]  # the simulator's takes its landscape first
+        agent(_SWAP, checkpoint / honest.weights_file, weights_of(run, other))
+        return real_evaluate(*a, **kw)
 
-    monkeypatch.setattr(runtime, "evaluate", evaluate)
+    monkeypatch.setattr(runtime, name, evaluate)
     n_evals = len(list(run.run.ledger.events(kinds=["eval.record"])))
     refused(
         run,
@@ -712,7 +749,6 @@ def test_evaluation_records_the_measured_digest(honest, monkeypatch):
                 assert e.payload.checkpoint_digest == rec["checkpoint_digest"] == xp.checkpoint
 
 
-@REAL_ONLY
 def test_blended_weights_in_place_of_a_stored_checkpoint(run, honest):
     from rsi_master.artifacts import file_digest
     from rsi_master.expos import Caller, evaluate_experiment
@@ -721,7 +757,10 @@ def test_blended_weights_in_place_of_a_stored_checkpoint(run, honest):
     a, b = st.experiments[honest.exp1].checkpoint, st.experiments[honest.exp2].checkpoint
     target = weights_of(run, b)
     blob = run.run.store._blob(file_digest(target))  # a thorough agent edits the stored blob too
-    agent(_BLEND, weights_of(run, a), target, target, blob)
+    if honest.simulated:  # the stand-in state of the other checkpoint in place of this one's
+        agent(_SWAP_ALL, weights_of(run, a), target, blob)
+    else:
+        agent(_BLEND, weights_of(run, a), target, target, blob)
     refused(
         run,
         W2,
