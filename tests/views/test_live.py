@@ -326,7 +326,10 @@ def test_a_page_kept_up_by_deltas_holds_what_a_fresh_page_gets(growing):
         }
         assert list(rows.values()) == re.findall(r"<tr data-seq='\d+'>.*?</tr>", fresh["sections"]["decisions"])
         # A size the server never stood at (a page from before its restart): the whole payload.
-        assert client.get("/run/live/data.json?since=1&figs=0").json()["full"]
+        assert client.get(f"/run/live/data.json?since=1&figs={page['figs']}").json()["full"]
+        # A page that looked before the server restarted (another fold's name): the whole payload.
+        assert client.get(f"/run/live/data.json?since={page['size']}&figs=0123abcd.1").json()["full"]
+        assert not client.get(f"/run/live/data.json?since={page['size']}&figs={page['figs']}").json()["full"]
         assert client.get("/run/live/data.json?since=x").status_code == 400
     finally:
         runs.close()

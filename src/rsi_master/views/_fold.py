@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import secrets
 from collections import ChainMap, Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -59,6 +60,7 @@ class ViewFold:
 
     def __init__(self, expos: ExpOS) -> None:
         self.expos = expos
+        self.epoch = secrets.token_hex(4)  # names this fold to the pages that looked at it
         self.size = 0  # events taken in
         self.experiments: dict[str, ExperimentView] = {}
         self.n_experiments = 0
