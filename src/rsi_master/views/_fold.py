@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import MalformedEventError
 from ..events import ToolCall, typed
 from ..expos import Decision, ExpOS, State, boundary_statement, lineage, parse_ts
 from ..ledger import Event
@@ -91,6 +92,7 @@ class ViewFold:
         self.log: list[Changes] = []
         # What the fold did, for the tests that hold an update to its new events (counts, not times).
         self.events_read = 0
+        self.unreadable: list[int] = []  # new events whose payload could not be read
         self.records_built = 0
 
     # -- taking in new events ------------------------------------------------------------
@@ -112,42 +114,19 @@ class ViewFold:
         touched_x: set[str] = set()
         touched_nodes: set[str] = set()
         redo_decisions: set[int] = set()
-        calls: list[Event] = []
+        calls: list[tuple[float, str]] = []  # (time, kind) of each new tool call
         for e in new:
-            kind = e.kind
-            if kind in ("experiment.finish", "eval.record"):
-                xid = e.payload.get("experiment_id")
-                if isinstance(xid, str):
-                    touched_x.add(xid)
-                if kind == "eval.record":  # the record is its checkpoint's: every experiment with those bytes
-                    touched_x.update(st.checkpoints.get(str(e.payload.get("checkpoint_digest")), ()))
-            elif kind in ("worker.add", "review.request"):
-                nid = e.payload.get("worker_id" if kind == "worker.add" else "reviewer_id")
-                if isinstance(nid, str):
-                    touched_nodes.add(nid)
-                    redo_decisions |= self.waiting_names.pop(nid, set())
-            elif kind in ("worker.finalize", "review.submit"):
-                touched_nodes.add(e.actor.id)
-                self.ended[e.seq] = e.actor.id
-                redo_decisions |= self.waiting_events.pop(e.seq, set())
-            elif kind == "decision.record":
-                self.decision_ts[e.seq] = parse_ts(e.ts)
-                redo_decisions.add(e.seq)
-            elif kind == "agent.step":
-                self.transcripts.setdefault(e.actor.id, []).append(step_view(e))
-                touched_nodes.add(e.actor.id)
-            elif kind == "tool.call":
-                calls.append(e)
-            elif kind == "orchestra.stop" and e.actor.role == "harness":
-                self.stops.append(parse_ts(e.ts))
-            elif kind == "orchestra.finish" and e.actor.role == "harness":
-                self.summary = stored_summary(self.expos, orc.finished)
-                changes.checks = True
+            try:
+                self._take(e, st, orc, changes, touched_x, touched_nodes, redo_decisions, calls)
+            except (MalformedEventError, ValueError):
+                # A payload no writer through ExpOS could record: left out, as the projection leaves it.
+                self.unreadable.append(e.seq)
         # New experiments are the last ones the state holds (its dict keeps their start order).
         new_x = len(st.experiments) - self.n_experiments
         touched_x.update(itertools.islice(reversed(st.experiments), new_x))
         self.n_experiments = len(st.experiments)
-        for xid in sorted(touched_x):
+        # In start order (an id's digits grow past five: its text does not sort as its seq).
+        for xid in sorted((x for x in touched_x if x in st.experiments), key=lambda x: st.experiments[x].seq):
             if self._experiment(st, xid):
                 touched_nodes.add(self.experiments[xid].owner)
         for nid in touched_nodes:
@@ -168,6 +147,48 @@ class ViewFold:
         self.log_sizes.append(size)
         self.log.append(changes)
         return True
+
+    def _take(
+        self,
+        e: Event,
+        st: State,
+        orc: OrchestraPart,
+        changes: Changes,
+        touched_x: set[str],
+        touched_nodes: set[str],
+        redo_decisions: set[int],
+        calls: list[tuple[float, str]],
+    ) -> None:
+        """Note what one new event touches (the records are rebuilt once every new event is read)."""
+        kind = e.kind
+        if kind in ("experiment.finish", "eval.record"):
+            xid = e.payload.get("experiment_id")
+            if isinstance(xid, str):
+                touched_x.add(xid)
+            if kind == "eval.record":  # the record is its checkpoint's: every experiment with those bytes
+                touched_x.update(st.checkpoints.get(str(e.payload.get("checkpoint_digest")), ()))
+        elif kind in ("worker.add", "review.request"):
+            nid = e.payload.get("worker_id" if kind == "worker.add" else "reviewer_id")
+            if isinstance(nid, str):
+                touched_nodes.add(nid)
+                redo_decisions |= self.waiting_names.pop(nid, set())
+        elif kind in ("worker.finalize", "review.submit"):
+            touched_nodes.add(e.actor.id)
+            self.ended[e.seq] = e.actor.id
+            redo_decisions |= self.waiting_events.pop(e.seq, set())
+        elif kind == "decision.record":
+            self.decision_ts[e.seq] = parse_ts(e.ts)
+            redo_decisions.add(e.seq)
+        elif kind == "agent.step":
+            self.transcripts.setdefault(e.actor.id, []).append(step_view(e))
+            touched_nodes.add(e.actor.id)
+        elif kind == "tool.call":
+            calls.append((parse_ts(e.ts), typed(e, ToolCall).payload.kind))
+        elif kind == "orchestra.stop" and e.actor.role == "harness":
+            self.stops.append(parse_ts(e.ts))
+        elif kind == "orchestra.finish" and e.actor.role == "harness":
+            self.summary = stored_summary(self.expos, orc.finished)
+            changes.checks = True
 
     def _experiment(self, st: State, xid: str) -> bool:
         x = st.experiments.get(xid)
@@ -277,7 +298,7 @@ class ViewFold:
             else:
                 self.open_jobs.discard(i)
 
-    def _count_calls(self, calls: list[Event], orc: OrchestraPart, last_ts: float) -> None:
+    def _count_calls(self, calls: list[tuple[float, str]], orc: OrchestraPart, last_ts: float) -> None:
         """Tool calls per fifth of the budget, as `run_metrics` counts them: each session's agent
         phase runs from its start to the stop in it (or to the next session, or the last event)."""
         budget = orc.settings.budget_s if orc.settings is not None else 0.0
@@ -289,12 +310,11 @@ class ViewFold:
             end = min([s for s in self.stops if start <= s <= nxt] or [nxt])
             windows.append((start, end, before))
             before += max(0.0, nxt - start)
-        for e in calls:
-            ts = parse_ts(e.ts)
+        for ts, kind in calls:
             win = next((w for w in windows if w[0] <= ts <= w[1]), None)
             if win is not None:
                 pos = win[2] + (ts - win[0])
-                self.fifths[min(4, max(0, int(5 * pos / budget)))][typed(e, ToolCall).payload.kind] += 1
+                self.fifths[min(4, max(0, int(5 * pos / budget)))][kind] += 1
 
     # -- reading ---------------------------------------------------------------------------
     def changed_since(self, size: int) -> Changes | None:
