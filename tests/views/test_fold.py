@@ -125,9 +125,11 @@ def test_an_update_reads_and_rebuilds_only_what_its_new_events_touch(sim10h: Run
 
     from rsi_master.events import WorkerAdd
 
+    # A copy with keys of its own: the writer's witness must not be the shared campaign's.
     run_dir = tmp_path / "run"
     shutil.copytree(sim10h.run_dir, run_dir)
-    key_dir = str(sim10h.key_dir)
+    shutil.copytree(sim10h.key_dir, tmp_path / "keys")
+    key_dir = str(tmp_path / "keys")
     with ExpOS.open(run_dir, key_dir=key_dir, writable=False) as expos:
         checked = check_open(expos, key_dir, memo_for(run_dir))
         fold = ViewFold(expos)

@@ -29,7 +29,8 @@ from ..expos import Decision, ExpOS, State, boundary_statement, lineage, parse_t
 from ..ledger import Event
 from ..orchestra import KINDS, OrchestraPart, ResearchGraph
 from ._collect import Checked, stored_summary
-from ._model import AuditView, CurvePoint, DecisionView, ExperimentView, JobView, NodeView, RunView, StepView
+from ._curves import Curves
+from ._model import AuditView, DecisionView, ExperimentView, JobView, NodeView, RunView, StepView
 from ._records import (
     BudgetClock,
     audit_view,
@@ -42,8 +43,6 @@ from ._records import (
 )
 
 __all__ = ["Changes", "ViewFold"]
-
-_SPLITS = ("dev", "review")
 
 
 @dataclass
@@ -79,9 +78,7 @@ class ViewFold:
         self.open_jobs: set[int] = set()
         self.fifths: list[Counter[str]] = [Counter() for _ in range(5)]
         self.stops: list[float] = []
-        self.evals: dict[str, list[tuple[float, int, float, str]]] = {s: [] for s in _SPLITS}
-        self.best: dict[str, list[CurvePoint]] = {s: [] for s in _SPLITS}
-        self.lineage_points: dict[str, list[tuple[float, int, CurvePoint]]] = {}
+        self.curves = Curves()
         self.summary: dict[str, Any] = {}
         self.checked: Checked | None = None
         self.audit: AuditView | None = None
@@ -200,47 +197,8 @@ class ViewFold:
         self.records_built += 1
         if old is None:
             self.by_owner.setdefault(view.owner, []).append(xid)
-        self._curves(old, view, x.seq)
+        self.curves.take(old, view, x.seq)
         return True
-
-    def _curves(self, old: ExperimentView | None, new: ExperimentView, xseq: int) -> None:
-        """The best-so-far and lineage curves, given one experiment's evaluations before and after."""
-        before = {e.seq for e in old.evals} if old is not None else set()
-        after = {e.seq for e in new.evals}
-        for split in _SPLITS:
-            records = self.evals[split]
-            if old is not None and any(e.split == split and e.seq not in after for e in old.evals):
-                # A record of the same bytes gave way to the experiment's own: its records anew.
-                records[:] = [r for r in records if r[3] != new.id]
-                before = set()
-                self._best_anew(split)
-            added = [(e.at_s, e.seq, e.score, new.id) for e in new.evals if e.split == split and e.seq not in before]
-            for rec in sorted(added):
-                at_end = not records or rec >= records[-1]
-                bisect.insort(records, rec)
-                curve = self.best[split]
-                if not at_end:
-                    self._best_anew(split)
-                elif not curve or rec[2] > curve[-1].score:
-                    curve.append(CurvePoint(at_s=rec[0], score=rec[2], experiment=rec[3]))
-        old_dev = _first_dev(old) if old is not None else None
-        new_dev = _first_dev(new)
-        if old_dev != new_dev:
-            points = self.lineage_points.setdefault(new.lineage_root, [])
-            if old_dev is not None:
-                points[:] = [p for p in points if p[2].experiment != new.id]
-            if new_dev is not None:
-                point = CurvePoint(at_s=new_dev.at_s, score=new_dev.score, experiment=new.id)
-                bisect.insort(points, (new_dev.at_s, xseq, point), key=lambda p: (p[0], p[1]))
-            if not points:
-                del self.lineage_points[new.lineage_root]
-
-    def _best_anew(self, split: str) -> None:
-        curve: list[CurvePoint] = []
-        for at, _seq, score, xid in self.evals[split]:
-            if not curve or score > curve[-1].score:
-                curve.append(CurvePoint(at_s=at, score=score, experiment=xid))
-        self.best[split] = curve
 
     def _node(self, st: State, nid: str) -> bool:
         xs = [self.experiments[x] for x in self.by_owner.get(nid, ())]
@@ -388,10 +346,8 @@ class ViewFold:
             edges=self.edges(st) if records else [],
             decisions=[self.decisions[d.seq] for d in st.decisions if d.seq in self.decisions] if records else [],
             main_transcript=list(self.transcripts.get("main", [])) if records else [],
-            best={s: list(c) for s, c in self.best.items()} if records else {},
-            lineages={root: [p for _at, _seq, p in pts] for root, pts in self.lineage_points.items()}
-            if records
-            else {},
+            best=self.curves.best_curves() if records else {},
+            lineages=self.curves.lineage_curves() if records else {},
             jobs=list(self.jobs) if records else [],
             tool_calls_by_fifth=[{k: c.get(k, 0) for k in KINDS} for c in self.fifths] if records else [],
             audit=self.audit,
@@ -405,10 +361,6 @@ class ViewFold:
     def edges(st: State) -> list[tuple[str, str, str]]:
         out = [(p, w.id, "context") for w in st.workers.values() for p in w.predecessors]
         return out + [(s, r.id, "scope") for r in st.reviewers.values() for s in r.scope]
-
-
-def _first_dev(x: ExperimentView) -> Any:
-    return next((e for e in x.evals if e.split == "dev"), None)
 
 
 def _strings(v: object) -> Iterable[str]:
