@@ -10,7 +10,8 @@ reviews, decisions, the scheduler's job records) on top of a real run's contract
 Then, through a writable session:
 
 - one new event (a `worker.add`) at a time: the look that follows (the projection's advance, the
-  fold, any figure whose schedule came due) and the delta a page that saw the run before it gets;
+  fold, any figure whose schedule came due) and the delta a page that saw the run before it gets,
+  encoded as JSON;
 - a Worker's worth of events (the campaign's next Worker, about 90 events) in one batch, the same;
 - before: one new event, then the view read from the whole run (`collect_open`) and the page's
   whole payload (`report_payload`), as the live view did at every new event.
@@ -22,6 +23,7 @@ per event). Timings on a shared machine are figures, not test assertions.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import statistics
 import sys
@@ -94,10 +96,11 @@ def main() -> int:
             print(f"the whole page's payload (a page's first look): {time.perf_counter() - t:.2f} s")
 
             def update() -> tuple[float, int, float, int]:
-                since, figs, builds = live.size, live.figs, live.figs
+                since, figs, builds = live.size, live.held(), live.figs
                 t = time.perf_counter()
                 call(runs.refresh, "run")
                 delta = call(live.delta, since, figs)
+                json.dumps(delta)  # what the server then sends
                 took = time.perf_counter() - t
                 drawn = [d.cost for d in live.figures.values() if d.version > builds]
                 return took, len(drawn), sum(drawn), len(delta.get("nodes", []))  # type: ignore[arg-type]

@@ -125,9 +125,11 @@ def test_an_update_reads_and_rebuilds_only_what_its_new_events_touch(sim10h: Run
 
     from rsi_master.events import WorkerAdd
 
+    # A copy with keys of its own: the writer's witness must not be the shared campaign's.
     run_dir = tmp_path / "run"
     shutil.copytree(sim10h.run_dir, run_dir)
-    key_dir = str(sim10h.key_dir)
+    shutil.copytree(sim10h.key_dir, tmp_path / "keys")
+    key_dir = str(tmp_path / "keys")
     with ExpOS.open(run_dir, key_dir=key_dir, writable=False) as expos:
         checked = check_open(expos, key_dir, memo_for(run_dir))
         fold = ViewFold(expos)
@@ -142,3 +144,27 @@ def test_an_update_reads_and_rebuilds_only_what_its_new_events_touch(sim10h: Run
         # (No comparison with the view read from scratch here: the new event carries the wall
         # clock's time, the campaign's events the simulated clock's; the other tests compare.)
         assert [n.id for n in fold.view().nodes][-1] == "w-new"
+
+
+def test_an_event_no_writer_through_expos_could_record_is_left_out_not_raised(tmp_path):
+    from rsi_master.events import WorkerAdd
+
+    key_dir = tmp_path / "keys"
+    with ExpOS.create(tmp_path / "run", "arithmetic", eval_limit=3, key_dir=key_dir) as writer:
+        main = {"role": "main", "id": "main"}
+        writer.record(main, WorkerAdd(worker_id="w1", task="a", direction={"family": "x"}, predecessors=[]))
+        with ExpOS.open(tmp_path / "run", key_dir=str(key_dir), writable=False) as expos:
+            checked = check_open(expos, str(key_dir), memo_for(tmp_path / "run"))
+            fold = ViewFold(expos)
+            fold.update(checked)
+            # Appended around the door: kinds the view reads, payloads their models refuse.
+            bad = writer.run.record_many(
+                [
+                    {"kind": "agent.step", "actor": {"role": "worker", "id": "w1"}, "payload": {"episode": 3}},
+                    {"kind": "tool.call", "actor": {"role": "worker", "id": "w1"}, "payload": {"tool": []}},
+                ]
+            )
+            writer.record(main, WorkerAdd(worker_id="w2", task="b", direction={"family": "x"}, predecessors=["w1"]))
+            assert fold.update(checked)
+            assert fold.unreadable == [e.seq for e in bad]
+            assert [n.id for n in fold.view().nodes] == ["w1", "w2"] and fold.view().nodes[0].transcript == []

@@ -17,17 +17,20 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import secrets
 from collections import ChainMap, Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import MalformedEventError
 from ..events import ToolCall, typed
 from ..expos import Decision, ExpOS, State, boundary_statement, lineage, parse_ts
 from ..ledger import Event
 from ..orchestra import KINDS, OrchestraPart, ResearchGraph
 from ._collect import Checked, stored_summary
-from ._model import AuditView, CurvePoint, DecisionView, ExperimentView, JobView, NodeView, RunView, StepView
+from ._curves import Curves
+from ._model import AuditView, DecisionView, ExperimentView, JobView, NodeView, RunView, StepView
 from ._records import (
     BudgetClock,
     audit_view,
@@ -40,8 +43,6 @@ from ._records import (
 )
 
 __all__ = ["Changes", "ViewFold"]
-
-_SPLITS = ("dev", "review")
 
 
 @dataclass
@@ -59,6 +60,7 @@ class ViewFold:
 
     def __init__(self, expos: ExpOS) -> None:
         self.expos = expos
+        self.epoch = secrets.token_hex(4)  # names this fold to the pages that looked at it
         self.size = 0  # events taken in
         self.experiments: dict[str, ExperimentView] = {}
         self.n_experiments = 0
@@ -76,9 +78,7 @@ class ViewFold:
         self.open_jobs: set[int] = set()
         self.fifths: list[Counter[str]] = [Counter() for _ in range(5)]
         self.stops: list[float] = []
-        self.evals: dict[str, list[tuple[float, int, float, str]]] = {s: [] for s in _SPLITS}
-        self.best: dict[str, list[CurvePoint]] = {s: [] for s in _SPLITS}
-        self.lineage_points: dict[str, list[tuple[float, int, CurvePoint]]] = {}
+        self.curves = Curves()
         self.summary: dict[str, Any] = {}
         self.checked: Checked | None = None
         self.audit: AuditView | None = None
@@ -89,6 +89,7 @@ class ViewFold:
         self.log: list[Changes] = []
         # What the fold did, for the tests that hold an update to its new events (counts, not times).
         self.events_read = 0
+        self.unreadable: list[int] = []  # new events whose payload could not be read
         self.records_built = 0
 
     # -- taking in new events ------------------------------------------------------------
@@ -110,42 +111,19 @@ class ViewFold:
         touched_x: set[str] = set()
         touched_nodes: set[str] = set()
         redo_decisions: set[int] = set()
-        calls: list[Event] = []
+        calls: list[tuple[float, str]] = []  # (time, kind) of each new tool call
         for e in new:
-            kind = e.kind
-            if kind in ("experiment.finish", "eval.record"):
-                xid = e.payload.get("experiment_id")
-                if isinstance(xid, str):
-                    touched_x.add(xid)
-                if kind == "eval.record":  # the record is its checkpoint's: every experiment with those bytes
-                    touched_x.update(st.checkpoints.get(str(e.payload.get("checkpoint_digest")), ()))
-            elif kind in ("worker.add", "review.request"):
-                nid = e.payload.get("worker_id" if kind == "worker.add" else "reviewer_id")
-                if isinstance(nid, str):
-                    touched_nodes.add(nid)
-                    redo_decisions |= self.waiting_names.pop(nid, set())
-            elif kind in ("worker.finalize", "review.submit"):
-                touched_nodes.add(e.actor.id)
-                self.ended[e.seq] = e.actor.id
-                redo_decisions |= self.waiting_events.pop(e.seq, set())
-            elif kind == "decision.record":
-                self.decision_ts[e.seq] = parse_ts(e.ts)
-                redo_decisions.add(e.seq)
-            elif kind == "agent.step":
-                self.transcripts.setdefault(e.actor.id, []).append(step_view(e))
-                touched_nodes.add(e.actor.id)
-            elif kind == "tool.call":
-                calls.append(e)
-            elif kind == "orchestra.stop" and e.actor.role == "harness":
-                self.stops.append(parse_ts(e.ts))
-            elif kind == "orchestra.finish" and e.actor.role == "harness":
-                self.summary = stored_summary(self.expos, orc.finished)
-                changes.checks = True
+            try:
+                self._take(e, st, orc, changes, touched_x, touched_nodes, redo_decisions, calls)
+            except (MalformedEventError, ValueError):
+                # A payload no writer through ExpOS could record: left out, as the projection leaves it.
+                self.unreadable.append(e.seq)
         # New experiments are the last ones the state holds (its dict keeps their start order).
         new_x = len(st.experiments) - self.n_experiments
         touched_x.update(itertools.islice(reversed(st.experiments), new_x))
         self.n_experiments = len(st.experiments)
-        for xid in sorted(touched_x):
+        # In start order (an id's digits grow past five: its text does not sort as its seq).
+        for xid in sorted((x for x in touched_x if x in st.experiments), key=lambda x: st.experiments[x].seq):
             if self._experiment(st, xid):
                 touched_nodes.add(self.experiments[xid].owner)
         for nid in touched_nodes:
@@ -167,6 +145,48 @@ class ViewFold:
         self.log.append(changes)
         return True
 
+    def _take(
+        self,
+        e: Event,
+        st: State,
+        orc: OrchestraPart,
+        changes: Changes,
+        touched_x: set[str],
+        touched_nodes: set[str],
+        redo_decisions: set[int],
+        calls: list[tuple[float, str]],
+    ) -> None:
+        """Note what one new event touches (the records are rebuilt once every new event is read)."""
+        kind = e.kind
+        if kind in ("experiment.finish", "eval.record"):
+            xid = e.payload.get("experiment_id")
+            if isinstance(xid, str):
+                touched_x.add(xid)
+            if kind == "eval.record":  # the record is its checkpoint's: every experiment with those bytes
+                touched_x.update(st.checkpoints.get(str(e.payload.get("checkpoint_digest")), ()))
+        elif kind in ("worker.add", "review.request"):
+            nid = e.payload.get("worker_id" if kind == "worker.add" else "reviewer_id")
+            if isinstance(nid, str):
+                touched_nodes.add(nid)
+                redo_decisions |= self.waiting_names.pop(nid, set())
+        elif kind in ("worker.finalize", "review.submit"):
+            touched_nodes.add(e.actor.id)
+            self.ended[e.seq] = e.actor.id
+            redo_decisions |= self.waiting_events.pop(e.seq, set())
+        elif kind == "decision.record":
+            self.decision_ts[e.seq] = parse_ts(e.ts)
+            redo_decisions.add(e.seq)
+        elif kind == "agent.step":
+            self.transcripts.setdefault(e.actor.id, []).append(step_view(e))
+            touched_nodes.add(e.actor.id)
+        elif kind == "tool.call":
+            calls.append((parse_ts(e.ts), typed(e, ToolCall).payload.kind))
+        elif kind == "orchestra.stop" and e.actor.role == "harness":
+            self.stops.append(parse_ts(e.ts))
+        elif kind == "orchestra.finish" and e.actor.role == "harness":
+            self.summary = stored_summary(self.expos, orc.finished)
+            changes.checks = True
+
     def _experiment(self, st: State, xid: str) -> bool:
         x = st.experiments.get(xid)
         if x is None:
@@ -177,47 +197,8 @@ class ViewFold:
         self.records_built += 1
         if old is None:
             self.by_owner.setdefault(view.owner, []).append(xid)
-        self._curves(old, view, x.seq)
+        self.curves.take(old, view, x.seq)
         return True
-
-    def _curves(self, old: ExperimentView | None, new: ExperimentView, xseq: int) -> None:
-        """The best-so-far and lineage curves, given one experiment's evaluations before and after."""
-        before = {e.seq for e in old.evals} if old is not None else set()
-        after = {e.seq for e in new.evals}
-        for split in _SPLITS:
-            records = self.evals[split]
-            if old is not None and any(e.split == split and e.seq not in after for e in old.evals):
-                # A record of the same bytes gave way to the experiment's own: its records anew.
-                records[:] = [r for r in records if r[3] != new.id]
-                before = set()
-                self._best_anew(split)
-            added = [(e.at_s, e.seq, e.score, new.id) for e in new.evals if e.split == split and e.seq not in before]
-            for rec in sorted(added):
-                at_end = not records or rec >= records[-1]
-                bisect.insort(records, rec)
-                curve = self.best[split]
-                if not at_end:
-                    self._best_anew(split)
-                elif not curve or rec[2] > curve[-1].score:
-                    curve.append(CurvePoint(at_s=rec[0], score=rec[2], experiment=rec[3]))
-        old_dev = _first_dev(old) if old is not None else None
-        new_dev = _first_dev(new)
-        if old_dev != new_dev:
-            points = self.lineage_points.setdefault(new.lineage_root, [])
-            if old_dev is not None:
-                points[:] = [p for p in points if p[2].experiment != new.id]
-            if new_dev is not None:
-                point = CurvePoint(at_s=new_dev.at_s, score=new_dev.score, experiment=new.id)
-                bisect.insort(points, (new_dev.at_s, xseq, point), key=lambda p: (p[0], p[1]))
-            if not points:
-                del self.lineage_points[new.lineage_root]
-
-    def _best_anew(self, split: str) -> None:
-        curve: list[CurvePoint] = []
-        for at, _seq, score, xid in self.evals[split]:
-            if not curve or score > curve[-1].score:
-                curve.append(CurvePoint(at_s=at, score=score, experiment=xid))
-        self.best[split] = curve
 
     def _node(self, st: State, nid: str) -> bool:
         xs = [self.experiments[x] for x in self.by_owner.get(nid, ())]
@@ -275,7 +256,7 @@ class ViewFold:
             else:
                 self.open_jobs.discard(i)
 
-    def _count_calls(self, calls: list[Event], orc: OrchestraPart, last_ts: float) -> None:
+    def _count_calls(self, calls: list[tuple[float, str]], orc: OrchestraPart, last_ts: float) -> None:
         """Tool calls per fifth of the budget, as `run_metrics` counts them: each session's agent
         phase runs from its start to the stop in it (or to the next session, or the last event)."""
         budget = orc.settings.budget_s if orc.settings is not None else 0.0
@@ -287,12 +268,11 @@ class ViewFold:
             end = min([s for s in self.stops if start <= s <= nxt] or [nxt])
             windows.append((start, end, before))
             before += max(0.0, nxt - start)
-        for e in calls:
-            ts = parse_ts(e.ts)
+        for ts, kind in calls:
             win = next((w for w in windows if w[0] <= ts <= w[1]), None)
             if win is not None:
                 pos = win[2] + (ts - win[0])
-                self.fifths[min(4, max(0, int(5 * pos / budget)))][typed(e, ToolCall).payload.kind] += 1
+                self.fifths[min(4, max(0, int(5 * pos / budget)))][kind] += 1
 
     # -- reading ---------------------------------------------------------------------------
     def changed_since(self, size: int) -> Changes | None:
@@ -366,10 +346,8 @@ class ViewFold:
             edges=self.edges(st) if records else [],
             decisions=[self.decisions[d.seq] for d in st.decisions if d.seq in self.decisions] if records else [],
             main_transcript=list(self.transcripts.get("main", [])) if records else [],
-            best={s: list(c) for s, c in self.best.items()} if records else {},
-            lineages={root: [p for _at, _seq, p in pts] for root, pts in self.lineage_points.items()}
-            if records
-            else {},
+            best=self.curves.best_curves() if records else {},
+            lineages=self.curves.lineage_curves() if records else {},
             jobs=list(self.jobs) if records else [],
             tool_calls_by_fifth=[{k: c.get(k, 0) for k in KINDS} for c in self.fifths] if records else [],
             audit=self.audit,
@@ -383,10 +361,6 @@ class ViewFold:
     def edges(st: State) -> list[tuple[str, str, str]]:
         out = [(p, w.id, "context") for w in st.workers.values() for p in w.predecessors]
         return out + [(s, r.id, "scope") for r in st.reviewers.values() for s in r.scope]
-
-
-def _first_dev(x: ExperimentView) -> Any:
-    return next((e for e in x.evals if e.split == "dev"), None)
 
 
 def _strings(v: object) -> Iterable[str]:

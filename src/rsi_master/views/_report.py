@@ -117,7 +117,7 @@ LIVE_JS = r"""
 (function(){const es=new EventSource(EVENTS_URL);let busy=false,again=false;
  const P0=JSON.parse(document.getElementById('payload').textContent);let size=P0.size??null,figs=P0.figs??null;
  async function pull(){if(busy){again=true;return;}busy=true;
-  try{const q=size===null?'':'?since='+size+'&figs='+figs;
+  try{const q=size===null?'':'?since='+size+'&figs='+encodeURIComponent(figs);
    const r=await fetch('data.json'+q,{cache:'no-store',credentials:'same-origin'});
    if(r.ok){const D=await r.json();if(D.full)apply(D);else applyDelta(D);size=D.size;figs=D.figs;document.body.dataset.size=D.size;}}
   finally{busy=false;if(again){again=false;pull();}}}

@@ -143,24 +143,31 @@ class LiveRun:
         assert view is not None
         self.draw()
         figures = {k: d.data for k, d in self.figures.items()}
-        return {**report_payload(view, figures), "size": self.size, "figs": self.figs, "full": True}
+        return {**report_payload(view, figures), "size": self.size, "figs": self.held(), "full": True}
 
-    def delta(self, since: int, figs: int | None) -> dict[str, object]:
-        """What changed after a page saw the run at `since` events and holds figures `figs`:
-        the whole payload when the fold cannot say."""
+    def held(self) -> str:
+        """What a page holds once it has this look: this fold's name, and the figure builds so far
+        (a page from before a restart, or from a run read afresh, names another fold)."""
+        return f"{self.fold.epoch if self.fold is not None else ''}.{self.figs}"
+
+    def delta(self, since: int, figs: str | None) -> dict[str, object]:
+        """What changed after a page saw the run at `since` events holding `figs` (`held()` when it
+        looked): the whole payload when the page's look was not this fold's, or the fold cannot say."""
         fold = self.fold
-        changes = fold.changed_since(since) if fold is not None else None
-        if fold is None or changes is None:
+        epoch, _, builds = (figs or "").partition(".")
+        changes = fold.changed_since(since) if fold is not None and epoch == fold.epoch else None
+        if fold is None or changes is None or not builds.isdigit():
             return self.payload()
+        seen = int(builds)
         head = fold.view(records=False)
         decisions = [fold.decisions[s] for s in sorted(changes.decisions) if s in fold.decisions]
         budget = head.budget_s
         return {
             "full": False,
             "size": self.size,
-            "figs": self.figs,
+            "figs": self.held(),
             "sections": {**report_sections(head, checks=changes.checks), "dagtitle": dag_title(*fold.counts())},
-            "figures": {k: d.data for k, d in self.figures.items() if figs is None or d.version > figs} or None,
+            "figures": {k: d.data for k, d in self.figures.items() if d.version > seen} or None,
             "nodes": [fold.nodes[n].model_dump(mode="json") for n in sorted(changes.nodes) if n in fold.nodes],
             "decisions": [d.model_dump(mode="json") for d in decisions],
             "decision_rows": {str(d.seq): decision_row(d, budget) for d in decisions},
@@ -315,9 +322,9 @@ def make_app(runs: LiveRuns, *, token: str | None, loopback: bool) -> Starlette:
     async def data(request: Request) -> Response:
         try:
             since = int(request.query_params["since"]) if "since" in request.query_params else None
-            figs = int(request.query_params["figs"]) if request.query_params.get("figs", "null") != "null" else None
         except ValueError:
-            return PlainTextResponse("since and figs are whole numbers\n", status_code=400)
+            return PlainTextResponse("since is a whole number\n", status_code=400)
+        figs = request.query_params.get("figs")
 
         def look(name: str) -> dict[str, object] | None:
             live = runs.refresh(name)
