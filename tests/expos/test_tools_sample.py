@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from rsi_master.expos import TOOLS, Caller, ExpOS, ToolFailed, ToolInvalid, ToolRefused
+from rsi_master.expos import TOOLS, Caller, ExpOS, ToolFailed, ToolInvalid, ToolRefused, generator_views
 from rsi_master.expos._catalogue import load
 from rsi_master.expos._contamination_gate import check_rows
 from rsi_master.runtime import parse_jsonl
-from rsi_master.tasks import load_task_dir, register_task
 
 MAIN = Caller("main", "main")
 W1 = Caller("worker", "w1")
@@ -58,8 +57,7 @@ def _task_dir(root: Path, *, leak: bool = False) -> Path:
 
 @pytest.fixture
 def run(tmp_path):
-    register_task(load_task_dir(_task_dir(tmp_path / "task")))
-    with ExpOS.create(tmp_path / "run", "lanterns", eval_limit=4) as x:
+    with ExpOS.create(tmp_path / "run", _task_dir(tmp_path / "task"), eval_limit=4) as x:
         x.call(MAIN, "worker.add", {"worker_id": "w1", "task": "pool directions"})
         yield x
 
@@ -77,8 +75,9 @@ def test_the_pool_directions_are_the_contracts_generators(run):
     ]
     # Each data tool's schema offers the families it takes, with their knobs.
     load()
-    sample = TOOLS["data.sample"].input_schema(run.contract)["properties"]
-    generate = TOOLS["data.generate"].input_schema(run.contract)["properties"]
+    gens = generator_views(run)  # the run's own task's families: a task directory's is no built-in
+    sample = TOOLS["data.sample"].input_schema(run.contract, gens)["properties"]
+    generate = TOOLS["data.generate"].input_schema(run.contract, gens)["properties"]
     assert sample["family"]["enum"] == ["sample_pairs", "self_distill"]
     assert generate["family"]["enum"] == ["pool", "pool_prompts"]
     assert "samples_per_prompt" in sample["params"]["properties"] and "target" in generate["params"]["properties"]
@@ -171,8 +170,9 @@ def test_no_data_tool_names_a_protected_split(run):
 
 
 def test_a_pool_item_leaked_from_a_protected_split_never_reaches_training(tmp_path):
-    register_task(load_task_dir(_task_dir(tmp_path / "task", leak=True)))
-    with ExpOS.create(tmp_path / "run", "lanterns", eval_limit=4, allowed_teachers=["hand"]) as x:
+    with ExpOS.create(
+        tmp_path / "run", _task_dir(tmp_path / "task", leak=True), eval_limit=4, allowed_teachers=["hand"]
+    ) as x:
         x.call(MAIN, "worker.add", {"worker_id": "w1", "task": "t"})
         task = x.protected_task()
         assert "t-leak" in {it.id for it in task.train_pool()}  # another item by content: the task keeps it
@@ -196,8 +196,7 @@ def test_a_pool_item_leaked_from_a_protected_split_never_reaches_training(tmp_pa
 def test_sampling_nothing_that_passes_registers_nothing(tmp_path):
     root = _task_dir(tmp_path / "task")
     (root / "scorer.py").write_text("def score(item, output):\n    return 0.0\n")
-    register_task(load_task_dir(root))
-    with ExpOS.create(tmp_path / "run", "lanterns", eval_limit=4) as x:
+    with ExpOS.create(tmp_path / "run", root, eval_limit=4) as x:
         x.call(MAIN, "worker.add", {"worker_id": "w1", "task": "t"})
         with pytest.raises(ToolFailed, match="0 of 8 completions passed"):
             x.call(

@@ -141,3 +141,47 @@ def test_the_cli_and_the_bench_build_the_same_spec_for_the_same_input(tmp_path):
     assert a.spec.landscape is not None and b.spec.landscape is not None
     assert a.spec.landscape.ident == b.spec.landscape.ident
     assert not Path(tmp_path / "run").exists()
+
+
+def test_a_task_directory_run_holds_its_task_and_the_registry_stays_built_in(tmp_path):
+    """The session holds the run's task (the directory's sealed copy); nothing registers it by
+    name, so a process that opens the run later finds it through the run, not the registry; and
+    an MCP server on the run, the operator's or an agent's through the harness's door, lists the
+    role's tools with the task's families."""
+    from rsi_master.expos import ExpOS, tools_for
+    from rsi_master.expos._door import Door
+    from rsi_master.mcp_server import ExposDoor, mcp_tools
+    from rsi_master.tasks import FileTask, UnknownTaskError, get_task
+
+    from ..tasks.dir.helpers import make_task_dir
+
+    task_dir = make_task_dir(tmp_path / "task", "numeric", name="dir-task", n=6, train=8)
+    run = resolve_spec(RunSpec(task=task_dir, run_dir=tmp_path / "run"))
+    assert isinstance(run.task, FileTask) and run.task.name == "dir-task"
+    with ExpOS.create(tmp_path / "run", run.task, eval_limit=4) as x:
+        assert isinstance(x.task, FileTask) and x.task.name == "dir-task"
+        assert x.task.root != Path(task_dir)  # the sealed copy, not the directory an agent may edit
+        cap = x.issue("worker", "ext1")
+    with pytest.raises(UnknownTaskError):
+        get_task("dir-task")
+    with ExpOS.open(tmp_path / "run") as x:
+        assert x.task.name == "dir-task" and sorted(x.generators()) == sorted(run.task.generators())
+    worker_tools = {t.llm_name for t in tools_for("worker")}
+    operator = ExposDoor(cap, run_dir=tmp_path / "run")
+    try:
+        listed = {t.name: t for t in mcp_tools(operator)}
+    finally:
+        operator.close()
+    assert set(listed) == worker_tools
+    assert "pool" in listed["data_generate"].input_schema["properties"]["family"]["enum"]
+    door = Door(tmp_path / "run", socket_path=tmp_path / "door" / "d.sock").start()
+    try:
+        agent = ExposDoor(cap, door=door.path)
+        try:
+            through = {t.name: t for t in mcp_tools(agent)}
+        finally:
+            agent.close()
+    finally:
+        door.close()
+    assert set(through) == worker_tools
+    assert through["data_generate"].input_schema == listed["data_generate"].input_schema

@@ -115,10 +115,9 @@ class Budget:
     @staticmethod
     def _min_trial_s(ctx: MainContext) -> float:
         """The shortest trial, at the task's cheapest batch, priced from this run's measurements."""
-        from ..tasks import get_task
         from ._job import run_timing
 
-        return min_trial_seconds(run_timing(ctx.expos), smallest_batch(get_task(ctx.expos.contract.task)))
+        return min_trial_seconds(run_timing(ctx.expos), smallest_batch(ctx.expos.task))
 
     def _capped(self, ctx: MainContext, graph: ResearchGraph, d: Direction) -> bool:
         """The direction already took its share of the budget without a passing cross-Worker review

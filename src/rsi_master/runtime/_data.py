@@ -85,12 +85,15 @@ def filter_data(
     drop_eval_overlap: bool = True,
     exclude_regex: str | None = None,
     store: Any = None,
+    task: Any = None,
 ) -> DataResult:
     """Keep rows that pass every criterion.
 
     `verified_only` keeps rows whose completion the task's own checker accepts (reward 1);
     `drop_eval_overlap` removes rows whose prompt equals a sealed evaluation prompt
     (decontamination; on by default because a leak would make every score meaningless).
+    `task` is the task object for rows that name it (a run's own: a task directory's sealed
+    copy, a simulated task); rows naming another task use the built-in suite's.
     """
     if max_chars is not None and (isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1):
         raise InvalidParameterError(f"max_chars must be a positive integer, got {max_chars!r}")
@@ -115,7 +118,7 @@ def filter_data(
             if name is None:
                 raise InvalidParameterError("rows without a 'task' field cannot be verified or decontaminated")
             if name not in tasks:
-                tasks[name] = get_task(name)
+                tasks[name] = task if task is not None and name == getattr(task, "name", None) else get_task(name)
                 banned[name] = _eval_prompts(tasks[name]) if drop_eval_overlap else set()
             if drop_eval_overlap and row["prompt"] in banned[name]:
                 continue
