@@ -51,9 +51,7 @@ def _create(run: ResolvedRun) -> None:
     expos = ExpOS.create(
         building,
         run.task,
-        budget=Budget(
-            wall_seconds=run.budget_s, max_train_steps=spec.max_train_steps, **BACKENDS[spec.backend]["budget"]
-        ),
+        budget=Budget(max_train_steps=spec.max_train_steps, **BACKENDS[spec.backend]["budget"]),
         eval_limit=spec.eval_limit,
         final_limit=spec.final_limit,
         key_dir=spec.key_dir,

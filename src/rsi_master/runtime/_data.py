@@ -10,13 +10,16 @@ import random
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rsi_master.runtime._digest import sha256_file
 from rsi_master.runtime._errors import InvalidParameterError
 from rsi_master.runtime._jsonl import read_jsonl, write_jsonl
 from rsi_master.runtime._records import DataResult
 from rsi_master.runtime._tasks import check_params, get_family, get_task
+
+if TYPE_CHECKING:
+    from rsi_master.tasks import Task
 
 MAX_ROWS = 1_000_000  # a guard against typos like n=10**9 that would fill the disk
 
@@ -35,7 +38,7 @@ def _check_n(n: Any, what: str = "n") -> int:
 
 
 def generate(
-    task: Any,
+    task: Task | str,
     family: str,
     params: dict[str, Any] | None,
     seed: int,
@@ -51,7 +54,7 @@ def generate(
 
 
 def generate_rows(
-    task: Any, family: str, params: dict[str, Any] | None, seed: int, n: int
+    task: Task | str, family: str, params: dict[str, Any] | None, seed: int, n: int
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The rows `generate` writes, and its spec (task, family, full params, seed, n)."""
     task_obj = get_task(task)
@@ -85,7 +88,7 @@ def filter_data(
     drop_eval_overlap: bool = True,
     exclude_regex: str | None = None,
     store: Any = None,
-    task: Any = None,
+    task: Task | None = None,
 ) -> DataResult:
     """Keep rows that pass every criterion.
 
