@@ -38,8 +38,8 @@ LAND = generate_landscape(0)
         ({"budget": "-5"}, "budget must be positive, got '-5'"),
         ({"budget": "1s"}, "budget 1s is too short to train anything"),
         ({"slots": 0}, "slots must be at least 1, got 0"),
-        ({"eval_limit": 0}, "eval_limit must be positive"),
-        ({"final_limit": -1}, "final_limit must be 0 (the whole split) or positive"),
+        ({"eval_limit": 0}, "eval_limit must be positive, got 0"),
+        ({"final_limit": -1}, "final_limit must be 0 (the whole split) or positive, got -1"),
         ({"keep": "some"}, "unknown --keep policy 'some'; known: all, referenced"),
         ({"executor": "slurm"}, "unknown executor 'slurm'; known:"),
         ({"ray_address": "auto", "executor": "process"}, "--ray-address is for --executor ray"),
@@ -185,3 +185,15 @@ def test_a_task_directory_run_holds_its_task_and_the_registry_stays_built_in(tmp
         door.close()
     assert set(through) == worker_tools
     assert through["data_generate"].input_schema == listed["data_generate"].input_schema
+
+
+def test_a_rule_the_bench_checks_up_front_is_refused_in_the_same_line(tmp_path):
+    """The bench checks its campaigns' inputs before starting any; where a rule is a run's, the
+    line is the one `resolve_spec` and freezing a contract give."""
+    from rsi_master.bench._bench import check_settings
+
+    with pytest.raises(RsiMasterError) as bench:
+        check_settings(["rsi-master"], ["knowledge"], [0], "5m", 1, 0)
+    with pytest.raises(RsiMasterError) as run:
+        resolve_spec(RunSpec(task="knowledge", eval_limit=0, run_dir=tmp_path / "run"))
+    assert str(bench.value) == str(run.value) == "eval_limit must be positive, got 0"

@@ -20,7 +20,27 @@ if TYPE_CHECKING:
     from ..runtime import ModelSource
     from ..tasks import Task
 
-__all__ = ["freeze_run"]
+__all__ = ["check_run_inputs", "freeze_run"]
+
+
+def check_run_inputs(
+    *,
+    eval_limit: int | None = None,
+    final_limit: int | None = None,
+    simulated: bool = False,
+    model: object = None,
+    eval_backend: object = None,
+) -> None:
+    """The rules of a run's inputs that freezing a contract enforces, one line each; the
+    orchestra's `resolve_spec` and the bench check the same rules with this, so each rule has one
+    message wherever it is refused."""
+    if simulated and (model is not None or eval_backend is not None):
+        raise RsiMasterError("a simulated run's model and evaluator are its landscape's: no --model or --eval-backend")
+    if eval_limit is not None and eval_limit < 1:
+        raise RsiMasterError(f"eval_limit must be positive, got {eval_limit}")
+    if final_limit is not None and final_limit < 0:
+        raise RsiMasterError(f"final_limit must be 0 (the whole split) or positive, got {final_limit}")
+
 
 HARNESS = {"role": "harness", "id": "expos"}
 
@@ -88,9 +108,14 @@ def freeze_run(
 
     source: ModelSource | None = None
     given: Task
+    check_run_inputs(
+        eval_limit=eval_limit,
+        final_limit=final_limit,
+        simulated=landscape is not None,
+        model=model,
+        eval_backend=eval_backend,
+    )
     if landscape is not None:
-        if model is not None or eval_backend is not None:
-            raise RsiMasterError("a simulated run takes no base model or evaluation backend (the landscape is both)")
         if task is not None and not isinstance(task, (str, SimTask)):
             raise RsiMasterError("a simulated run's task is its landscape's, not a task directory")
         given = landscape_task(landscape)
@@ -110,10 +135,6 @@ def freeze_run(
             check_chat_template(
                 source.path, "the shipped model" if source.is_shipped else f"model {source.spec}", given.name
             )
-    if eval_limit is not None and eval_limit < 1:
-        raise RsiMasterError("eval_limit must be positive")
-    if final_limit is not None and final_limit < 0:
-        raise RsiMasterError("final_limit must be 0 (the whole split) or positive")
     backend = make_backend(eval_backend)
     check_backend(backend)  # a backend this machine cannot run fails before anything is written
     if landscape is None:

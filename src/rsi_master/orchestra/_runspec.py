@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RsiMasterError
+from ..expos import check_run_inputs
 from ..rundir import is_run_dir
 
 if TYPE_CHECKING:
@@ -209,8 +210,7 @@ def _resolve_backend_task(spec: RunSpec) -> tuple[Task, float]:
         return task, parse_budget(default_budget(task) if spec.budget is None else spec.budget)
     if spec.task is not None and spec.task != land.task_name:
         raise RsiMasterError(f"a simulated run's task is its landscape's ({land.task_name}), not {spec.task!r}")
-    if spec.model is not None or spec.eval_backend is not None:
-        raise RsiMasterError("a simulated run's model and evaluator are its landscape's: no --model or --eval-backend")
+    check_run_inputs(simulated=True, model=spec.model, eval_backend=spec.eval_backend)
     sim_task: Task = SimTask(land)
     return sim_task, parse_budget(land.flags.budget_hours * 3600.0 if spec.budget is None else spec.budget)
 
@@ -238,10 +238,7 @@ def resolve_spec(spec: RunSpec) -> ResolvedRun:
     check_budget(budget_s, task, timing)
     if spec.slots < 1:
         raise RsiMasterError(f"slots must be at least 1, got {spec.slots}")
-    if spec.eval_limit < 1:
-        raise RsiMasterError("eval_limit must be positive")
-    if spec.final_limit is not None and spec.final_limit < 0:
-        raise RsiMasterError("final_limit must be 0 (the whole split) or positive")
+    check_run_inputs(eval_limit=spec.eval_limit, final_limit=spec.final_limit)
     if spec.keep not in KEEP_POLICIES:
         raise RsiMasterError(f"unknown --keep policy {spec.keep!r}; known: {', '.join(KEEP_POLICIES)}")
     check_executor(spec.executor, spec.ray_address)
