@@ -1,4 +1,4 @@
-"""A simulated campaign (`start_run(..., backend="sim")`): the real orchestration, ExpOS and
+"""A simulated campaign (`start_run(RunSpec(backend="sim", ...))`): the real orchestration, ExpOS and
 audit on a landscape and a simulated clock. It ends, verifies, audits clean, says it is
 simulated, and is deterministic for its seed."""
 
