@@ -187,3 +187,26 @@ def test_the_overview_compares_runs_offline(sim10h, v1, browser, tmp_path):
     for fig in ("#curves", "#sizes", "#decisions"):
         assert page.locator(f"{fig} .main-svg").count() >= 1
     page.close()
+
+
+def test_the_sim_bench_writes_its_table_and_paired_tests_as_a_page_that_loads_offline(browser, tmp_path, capsys):
+    import json
+
+    from rsi_master.cli._main import main
+
+    out = tmp_path / "bench"
+    argv = ["bench", "--backend", "sim", "--configs", "rsi-master,asha", "--landscapes", "1", "--seeds", "2"]
+    assert main([*argv, "--budget", "10m", "--jobs", "1", "--no-plot", "--out", str(out)]) == 0
+    page_path = out / "sim-bench.html"
+    assert f"html: {page_path}" in capsys.readouterr().out
+    summaries = json.loads((out / "sim-bench.json").read_text())["summaries"]
+    loaded = load(browser, page_path, "#means .main-svg")
+    page = loaded.page
+    assert loaded.errors == [] and loaded.requests == [page_path.resolve().as_uri()]
+    rows = page.locator("#table tbody tr")
+    assert rows.count() == len(summaries) == 2
+    tested = next(s for s in summaries if s["test"] is not None)
+    text = rows.nth(summaries.index(tested)).inner_text()
+    assert f"{tested['test']['p_permutation']:.3g}" in text and f"{tested['test']['pairs']} pairs" in text
+    assert "reference" in rows.nth(1 - summaries.index(tested)).inner_text()
+    page.close()

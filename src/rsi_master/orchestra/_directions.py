@@ -115,9 +115,8 @@ class Direction(BaseModel):
 # at batch 2-8 and the Worker fits each one into its time left.
 #
 # Every trial holds its peak rate and anneals over its last fifth (warmup_stable_decay). A
-# lineage is a chain of trials, and with a cosine schedule each of them spent half its steps
-# at a decayed rate: three chained cosine trials scored 1.0% on `dev` where the same three at a
-# constant rate scored 21.5% (docs/tasks.md, "Lineages").
+# lineage is a chain of trials, and with a cosine schedule each of them spends half its steps
+# at a decayed rate, so that a chain learns far less than one run (docs/tasks.md, "Lineages").
 DEFAULT_TRAIN: dict[str, Range] = {
     "learning_rate": Range(kind="float", low=5e-4, high=3e-3, log=True),
     "batch_size": Range(kind="choice", choices=[2, 4, 8]),
@@ -138,9 +137,9 @@ def opening_batch(label: str, curves: dict[str, Curve]) -> int:
     measured the recipe (`label`) at batch 2 as well as at batch 8 and the batch-2 curve is
     behind on average over their shared points up to `OPENING_HORIZON` default experiments.
 
-    Small batches are not better for every family (docs/tasks.md: one family of the built-in
-    suite scores 7.0% at 2x at batch 2 against 10.8% at batch 8, another 9.0% at 1x against
-    6.7%). A data selection (`family[knob=value]`) without a batch-2 curve of its own opens at
+    Small batches are not better for every family (docs/tasks.md, "Families differ
+    structurally": on the built-in suite batch 2 holds one family back and brings another's
+    turn earlier). A data selection (`family[knob=value]`) without a batch-2 curve of its own opens at
     its family's batch; a recipe without any (every recipe, without a prior) opens at 2."""
     small = int(OPENING_TRIAL["t:batch_size"])
     parsed = CurveLabel.parse(label)
