@@ -25,7 +25,7 @@ from playwright.sync_api import Page, sync_playwright
 from rsi_master.cli._serve import bind
 from rsi_master.events import WorkerAdd
 from rsi_master.expos import ExpOS
-from rsi_master.orchestra import PlainDisplay, start_run
+from rsi_master.orchestra import PlainDisplay, RunSpec, start_run
 from rsi_master.sim import generate_landscape
 from rsi_master.views import overview_html, read_runs, write_page, write_report
 
@@ -36,14 +36,15 @@ RENDERS = 5  # loads timed per page
 def campaign(root: Path, seed: int, keys: Path) -> Path:
     run_dir = root / f"sim10h-seed{seed}"
     start_run(
-        None,
-        "10h",
-        backend="sim",
-        landscape=generate_landscape(seed),
-        slots=2,
-        seed=seed,
-        run_dir=run_dir,
-        key_dir=str(keys),
+        RunSpec(
+            budget="10h",
+            backend="sim",
+            landscape=generate_landscape(seed),
+            slots=2,
+            seed=seed,
+            run_dir=run_dir,
+            key_dir=str(keys),
+        ),
         display=PlainDisplay(io.StringIO()),
         durable=False,
     )

@@ -163,8 +163,8 @@ def test_only_a_configuration_with_a_prior_passes_one_to_its_run(tmp_path, monke
     class Stop(Exception):
         pass
 
-    def start_run(*args, **kwargs):
-        seen.update(kwargs)
+    def start_run(spec, **kwargs):
+        seen["prior"] = spec.prior
         raise Stop
 
     monkeypatch.setattr(orchestra, "start_run", start_run)

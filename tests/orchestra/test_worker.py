@@ -225,7 +225,7 @@ def test_a_fresh_default_direction_tries_the_evaluation_distribution_first(tmp_p
     from rsi_master.tasks import get_task
 
     with new_run(tmp_path) as expos:  # knowledge
-        d = {x.family: x for x in default_directions("knowledge")}["answer_only"]
+        d = {x.family: x for x in default_directions(expos.task)}["answer_only"]
         ctx = _ctx(expos, d.model_copy(update={"trials": 4}))
         TPEWorker().run(ctx)
         gens = [a["params"] for t, a in ctx.log if t == "data.generate"]

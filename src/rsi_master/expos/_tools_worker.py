@@ -247,6 +247,7 @@ def data_filter(expos, caller, inp: FilterInput) -> DatasetResult:
                 tmp / "data.jsonl",
                 max_chars=inp.max_chars,
                 verified_only=inp.verified_only,
+                task=expos.task,
             )
         except InvalidParameterError as exc:
             raise ToolInvalid(str(exc)) from None

@@ -5,12 +5,15 @@ direction's cap before a passing review, and the shortest budget a run can use a
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ._directions import DEFAULT_TRAIN, Direction
 from ._graph import Job, OrchestraPart, ResearchGraph
 from ._protocols import MainContext
 from ._trial_timing import MIN_STEPS, cheapest_batch, min_trial_seconds
+
+if TYPE_CHECKING:
+    from ..tasks import Task
 
 __all__ = ["Budget", "check_budget", "min_budget_s", "overrun_factor", "smallest_batch"]
 
@@ -24,7 +27,7 @@ RESERVE_FRACTION = 0.05
 TRIAL_MARGIN = 1.25
 
 
-def smallest_batch(task: Any) -> int:
+def smallest_batch(task: Task) -> int:
     """The cheapest batch any of the task's directions trains at (its declared sizes, else the
     default range's): a short budget is planned at it."""
     from ..tasks import task_hints
@@ -46,14 +49,14 @@ def overrun_factor(jobs: Iterable[Job]) -> float:
     return max(1.0, sorted(ratios)[len(ratios) // 2]) if ratios else 1.0
 
 
-def min_budget_s(task: Any, timing: dict[str, float] | None = None) -> float:
+def min_budget_s(task: Task, timing: dict[str, float] | None = None) -> float:
     """The shortest budget in which the Main can give one Worker time for its shortest trial
     and still keep the time for the last comparison (`Budget`'s rules, before any measurement)."""
     floor = TRIAL_MARGIN * min_trial_seconds(timing or {}, smallest_batch(task))
     return max(floor + RESERVE_S, floor / (1 - RESERVE_FRACTION))
 
 
-def check_budget(budget_s: float, task: Any, timing: dict[str, float] | None = None) -> None:
+def check_budget(budget_s: float, task: Task, timing: dict[str, float] | None = None) -> None:
     """Refuse, in one line, a budget in which no Worker could train anything (`min_budget_s`)."""
     from ..errors import RsiMasterError
 
@@ -124,10 +127,9 @@ class Budget:
     def _min_trial_s(ctx: MainContext, d: Direction | None = None) -> float:
         """The shortest trial, at the task's cheapest batch (or direction `d`'s, where it is
         larger), priced from this run's measurements."""
-        from ..tasks import get_task
         from ._job import run_timing
 
-        batch = smallest_batch(get_task(ctx.expos.contract.task))
+        batch = smallest_batch(ctx.expos.task)
         return min_trial_seconds(run_timing(ctx.expos), max(batch, cheapest_batch(d)) if d is not None else batch)
 
     def _capped(self, ctx: MainContext, graph: ResearchGraph, d: Direction) -> bool:
