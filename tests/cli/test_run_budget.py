@@ -41,9 +41,11 @@ def _returned_or_said_why(rc: int, s: dict[str, str], budget_s: float) -> None:
     if rc == 0:
         assert s["selected"] != "n/a" and float(s["final_score"]) >= 0.0, s
         assert float(s["spent_s"]) >= 0.8 * budget_s, s
+        assert Path(s["selected_model"]).exists(), s  # where the returned model is
     else:
         assert rc == 3, s
         assert s["final_score"] == "n/a" and s["selected"] == "n/a" and s["why"], s
+        assert s["selected_model"] == "n/a", s
 
 
 @pytest.mark.parametrize("budget", ["10", "45"])

@@ -78,6 +78,11 @@ def close_run(expos: Any, sched: Any) -> dict[str, Any]:
     )
     summary["summary_json"] = str(expos.run.store.path(digest))
     summary["run_dir"] = str(expos.run.path)
+    # Where the returned model is (read-only, in the run's store): outside the stored summary,
+    # whose bytes must not depend on the machine the run was on.
+    summary["selected_model"] = (
+        str(expos.run.store.path(selection["checkpoint"])) if selection["selected"] is not None else None
+    )
     return summary
 
 
