@@ -85,10 +85,11 @@ def _default_dir(task: str) -> Path:
 
 def _check_new_dir(path: Path) -> None:
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
-        what = "a run" if is_run_dir(path) else "files"
+        if not is_run_dir(path):
+            raise RsiMasterError(f"{path} already holds files; nothing was overwritten (choose another --dir)")
         raise RsiMasterError(
-            f"{path} already holds {what}; nothing was overwritten (resume it with "
-            f"`rsi-master resume {path}` or choose another --dir)"
+            f"{path} already holds a run; nothing was overwritten (resume it with "
+            f"`rsi-master resume {path}` if it has not finished, or choose another --dir)"
         )
 
 
