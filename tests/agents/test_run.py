@@ -82,6 +82,10 @@ def test_config_files_and_environment_choose_a_model_per_role(tmp_path, monkeypa
     assert "--main 'lm': give scripted, llm, a registered main agent (policy)" in capsys.readouterr().err
     assert main(["run", "--worker", "nowhere.module:Worker", "--dir", str(tmp_path / "r")]) == 2
     assert "--worker nowhere.module:Worker: cannot load it" in capsys.readouterr().err
+    # Importable but no agent class: one line before anything is written, not a traceback mid-run.
+    assert main(["run", "--main", "os:path", "--dir", str(tmp_path / "r")]) == 2
+    assert "--main os:path: path is a module, not a class" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
     cfg.write_text('[llm]\napi_key = "sk-secret"\n')
     assert main(["run", "--agents", "llm", "--llm-config", str(cfg), "--dir", str(tmp_path / "r")]) == 2
     assert "keep keys in the environment" in capsys.readouterr().err

@@ -41,9 +41,11 @@ def _returned_or_said_why(rc: int, s: dict[str, str], budget_s: float) -> None:
     if rc == 0:
         assert s["selected"] != "n/a" and float(s["final_score"]) >= 0.0, s
         assert float(s["spent_s"]) >= 0.8 * budget_s, s
+        assert Path(s["selected_model"]).exists(), s  # where the returned model is
     else:
         assert rc == 3, s
         assert s["final_score"] == "n/a" and s["selected"] == "n/a" and s["why"], s
+        assert s["selected_model"] == "n/a", s
 
 
 @pytest.mark.parametrize("budget", ["10", "45"])
@@ -113,6 +115,20 @@ def test_why_names_the_workers_last_failed_call_when_they_started_no_experiment(
         r"\d+ Workers started no experiment \(.+; the last failed call: data\.generate: .+\)", s["why"]
     ), s
     assert "no generator family 'answer_onyl'" in s["why"]
+
+
+def test_why_names_the_agents_last_error_when_no_worker_was_started(tmp_path, capsys):
+    """An LLM Main whose endpoint answers every request with a server error (it passes the check
+    before the run, which counts any HTTP answer) starts no Worker: `why` says so and names the
+    agent's error, not only `no work left`."""
+    script = {"main": {ep: [{"error": "server"}] * 40 for ep in ("start", "idle", "finalize", "finish")}}
+    (tmp_path / "script.json").write_text(json.dumps(script))
+    cfg = tmp_path / "llm.toml"
+    cfg.write_text(f'[llm]\nprovider = "fake"\nscript = "{tmp_path / "script.json"}"\nretries = 1\nbackoff_s = 0.0\n')
+    rc, _ = _sim(tmp_path, "10m", "--main", "llm", "--llm-config", str(cfg))
+    s = _summary(capsys.readouterr().out)
+    assert rc == 3 and s["final_score"] == "n/a", s
+    assert s["why"].startswith("no Worker was started (") and "; the main agent's last error: " in s["why"], s
 
 
 def test_a_task_directory_whose_train_pool_is_not_named_is_one_line(tmp_path, capsys):

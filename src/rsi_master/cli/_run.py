@@ -26,6 +26,7 @@ SUMMARY_KEYS = (
     "base_score",
     "reference_score",
     "selected",
+    "selected_model",
     "selected_review_score",
     "hacking_rate",
     "interception_rate",

@@ -172,10 +172,11 @@ def resolve_task_ref(ref: str | Path | Task) -> Task:
 def check_new_dir(path: Path) -> None:
     """Refuse a run directory that holds anything: nothing is ever overwritten."""
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
-        what = "a run" if is_run_dir(path) else "files"
+        if not is_run_dir(path):
+            raise RsiMasterError(f"{path} already holds files; nothing was overwritten (choose another --dir)")
         raise RsiMasterError(
-            f"{path} already holds {what}; nothing was overwritten (resume it with "
-            f"`rsi-master resume {path}` or choose another --dir)"
+            f"{path} already holds a run; nothing was overwritten (resume it with "
+            f"`rsi-master resume {path}` if it has not finished, or choose another --dir)"
         )
 
 
