@@ -145,7 +145,7 @@ def _prompt_nll(ckpt: str | Path, prompts: list[str]) -> float:
 def test_prompt_loss_trains_on_the_prompt_tokens_too(tmp_path, tiny_base, toy_data):
     """Same data, steps and seed: only the run with `prompt_loss` learns the prompt template
     (`rev ...\\n=`), so the prompts are likelier under it than under completion-only SFT."""
-    spec = {"method": "sft", "max_steps": 40, "batch_size": 16, "learning_rate": 1e-2}
+    spec = {"method": "sft", "max_steps": 20, "batch_size": 16, "learning_rate": 1e-2}
     plain = train(toy_data, tmp_path / "plain", spec, parent=tiny_base)
     whole = train(toy_data, tmp_path / "whole", {**spec, "prompt_loss": True}, parent=tiny_base)
     assert json.loads((tmp_path / "whole" / "train_config.json").read_text())["spec"]["prompt_loss"] is True
