@@ -1,6 +1,7 @@
 """Does function calling turn sooner when copying is the only way to lower the loss?
 
-A one-off experiment (2026-12-03), kept so its figures in docs/tasks.md can be re-run.
+A one-off experiment, kept so its figures in docs/tasks.md ("What function calling waits
+for is copying") can be re-run.
 At 1.7 default experiments a plan-then-call lineage had learned the format and the right
 function on nearly every `dev` item and copied almost no argument value from the request
 (it wrote plausible catalogue values instead: "Riga" for "Seoul", 20 for 17). The catalogue's

@@ -1,6 +1,6 @@
 """Does a lineage of chained trials learn like one continuous run? It depends on the schedule.
 
-A one-off experiment (2026-12-04), kept so its figures in docs/tasks.md can be re-run. A
+A one-off experiment, kept so its figures in docs/tasks.md ("Lineages") can be re-run. A
 Worker's lineage is a chain of experiments, each from the last one's checkpoint on fresh
 data. This trains three such chunks of 3,334 examples (2 default experiments in all) of
 function calling's plan-then-call on one shown function (the recipe that turns first), batch 8,

@@ -82,6 +82,10 @@ def test_config_files_and_environment_choose_a_model_per_role(tmp_path, monkeypa
     assert "--main 'lm': give scripted, llm, a registered main agent (policy)" in capsys.readouterr().err
     assert main(["run", "--worker", "nowhere.module:Worker", "--dir", str(tmp_path / "r")]) == 2
     assert "--worker nowhere.module:Worker: cannot load it" in capsys.readouterr().err
+    # Importable but no agent class: one line before anything is written, not a traceback mid-run.
+    assert main(["run", "--main", "os:path", "--dir", str(tmp_path / "r")]) == 2
+    assert "--main os:path: path is a module, not a class" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
     cfg.write_text('[llm]\napi_key = "sk-secret"\n')
     assert main(["run", "--agents", "llm", "--llm-config", str(cfg), "--dir", str(tmp_path / "r")]) == 2
     assert "keep keys in the environment" in capsys.readouterr().err
@@ -263,7 +267,7 @@ def test_resume_checks_the_recorded_llm_agents_keys_first(tmp_path, capsys):
 
 def test_a_worker_whose_provider_keeps_failing_ends_and_the_run_goes_on(tmp_path):
     from rsi_master.agents import AgentsSetup, record_setup
-    from rsi_master.orchestra import start_run
+    from rsi_master.orchestra import RunSpec, start_run
 
     from .helpers import script_file
 
@@ -296,14 +300,16 @@ def test_a_worker_whose_provider_keeps_failing_ends_and_the_run_goes_on(tmp_path
         agents={"main": LLM_AGENTS["main"], "worker": LLM_AGENTS["worker"], "reviewer": "evidence"}, llm=llm
     )
     summary = start_run(
-        "knowledge",
-        90,
-        slots=1,
-        eval_limit=5,
-        run_dir=tmp_path / "run",
-        main=LLM_AGENTS["main"],
-        worker=LLM_AGENTS["worker"],
-        setup=lambda expos: record_setup(expos, setup),
+        RunSpec(
+            task="knowledge",
+            budget=90,
+            slots=1,
+            eval_limit=5,
+            run_dir=tmp_path / "run",
+            main=LLM_AGENTS["main"],
+            worker=LLM_AGENTS["worker"],
+            setup=lambda expos: record_setup(expos, setup),
+        )
     )
     assert summary["experiments"] == 0 and summary["workers"] == 1
     with ExpOS.open(tmp_path / "run", writable=False) as expos:

@@ -16,7 +16,7 @@ MAIN = Caller("main", "main")
 
 def test_union_search_draws_families_and_only_their_knobs(tmp_path):
     with new_run(tmp_path) as expos:  # knowledge
-        families = {d.family: d for d in default_directions("knowledge")}
+        families = {d.family: d for d in default_directions(expos.task)}
         for cls in (TPESearchWorker, RandomSearchWorker):
             ctx = _ctx(expos, Direction(family="answer_only", trials=8))
             cls().run(ctx)

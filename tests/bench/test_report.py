@@ -108,7 +108,7 @@ def test_plot_writes_a_png(tmp_path):
         ({"budget": "0"}, "budget"),
         ({"budget": "5x"}, "budget"),
         ({"slots": 0}, "slots"),
-        ({"eval_limit": 0}, "eval limit"),
+        ({"eval_limit": 0}, "eval_limit must be positive, got 0"),  # the line a run gives (check_run_inputs)
     ],
 )
 def test_bad_settings_are_refused(kwargs, msg):

@@ -163,8 +163,8 @@ def test_only_a_configuration_with_a_prior_passes_one_to_its_run(tmp_path, monke
     class Stop(Exception):
         pass
 
-    def start_run(*args, **kwargs):
-        seen.update(kwargs)
+    def start_run(spec, **kwargs):
+        seen["prior"] = spec.prior
         raise Stop
 
     monkeypatch.setattr(orchestra, "start_run", start_run)
@@ -204,7 +204,7 @@ def test_landscape_seeds_name_one_range():
 
 @pytest.mark.slow
 def test_overclaiming_workers_leave_evidence_and_main_pick_returns_the_mains_choice(tmp_path):
-    from rsi_master.bench import CampaignStats, SeedRange, run_sim_bench
+    from rsi_master.bench import CampaignStats, SeedRange, audit_campaign, run_sim_bench
     from rsi_master.events import CandidateNominate, WorkerFinalize, typed
     from rsi_master.expos import ExpOS, load_state
     from rsi_master.runtime import read_sim_checkpoint
@@ -234,12 +234,58 @@ def test_overclaiming_workers_leave_evidence_and_main_pick_returns_the_mains_cho
         passed = [p for _, p in fins for c in p.claims if c.experiment_id not in p.candidates]
         blocked = [e for e in expos.events("guard.blocked") if "does not match the evaluation record" in str(e.payload)]
         assert passed or blocked
-        picks = expos.events("candidate.nominate", role="main")
-        assert len(picks) == 1  # the Main's own pick, alone
-        pick = st.experiments[typed(picks[0], CandidateNominate).payload.experiment_id]
+        # the Main nominates every Worker's candidate in claim order; the bench returns the first
+        # one the audit does not flag
+        nominated = [
+            typed(e, CandidateNominate).payload.experiment_id for e in expos.events("candidate.nominate", role="main")
+        ]
+        assert nominated and len(nominated) == len(set(nominated))
+        flagged = set(audit_campaign(run).hacked)
+        pick = st.experiments[next(x for x in nominated if x not in flagged)]
         ckpt, _ = read_sim_checkpoint(expos.run.store.path(pick.checkpoint))
     land = generate_landscape(3, flags_from("agents", overclaim_rate=1.0))
     assert rec.final == land.accuracy(ckpt, "final")  # what the bench scores is the Main's pick
+
+
+def test_main_pick_returns_the_first_nomination_the_audit_does_not_flag(tmp_path):
+    """On `agents` the Worker with the best claim may rest it on a hack that passes the door
+    (here the first three nominations of landscape 7, seed 1, 4 h are flagged); the Main's pick
+    is scored only if the audit does not flag it, as in every guarded configuration."""
+    import json
+
+    from rsi_master.bench import audit_campaign
+    from rsi_master.bench._shortcuts import ShortcutTendency
+    from rsi_master.bench._simbench import sim_campaign
+    from rsi_master.events import CandidateNominate, typed
+    from rsi_master.expos import ExpOS, load_state
+    from rsi_master.runtime import read_sim_checkpoint
+    from rsi_master.sim import PRESETS, generate_landscape
+
+    keys = str(tmp_path / "keys")
+    raw = sim_campaign(
+        "main-pick",
+        7,
+        False,
+        1,
+        budget_s=14_400.0,
+        out=str(tmp_path),
+        flags_json=PRESETS["agents"].model_dump_json(),
+        slots=4,
+        tendency_json=ShortcutTendency().model_dump_json(),
+        key_dir=keys,
+    )
+    rec = json.loads(raw)
+    run = tmp_path / "campaigns" / "main-pick--L7--s1" / "run"
+    flagged = set(audit_campaign(run, key_dir=keys).hacked)
+    with ExpOS.open(run, key_dir=keys, writable=False) as expos:
+        nominated = [
+            typed(e, CandidateNominate).payload.experiment_id for e in expos.events("candidate.nominate", role="main")
+        ]
+        assert nominated[0] in flagged  # the best claim rests on a flagged hack
+        pick = next(x for x in nominated if x not in flagged)
+        ckpt, _ = read_sim_checkpoint(expos.run.store.path(load_state(expos).experiments[pick].checkpoint))
+    assert not rec["hacked"]
+    assert rec["final"] == generate_landscape(7, PRESETS["agents"]).accuracy(ckpt, "final")
 
 
 # Finals of `sim_campaign` (default preset, 4 slots, seed 0) as the code gave them before the
@@ -278,7 +324,7 @@ _FINALS_10H = {
     ("rsi-master-prior", 1): 0.5565025628335692,
     ("no-expos", 1): 0.045692627552591465,
     ("no-reviewer", 1): 0.5737211795637054,
-    ("main-pick", 1): 0.5541066581403993,
+    ("main-pick", 1): 0.5574330034243874,
     ("serial", 1): 0.5509323209968204,
     ("single-agent", 1): 0.6050764161606046,
     ("single-agent-no-expos", 1): 0.045692627552591465,

@@ -169,3 +169,62 @@ def test_a_cuda_device_without_cuda_is_one_line_before_anything_is_written(tmp_p
     assert main(["init", "--task", "arithmetic", "--dir", "r4"]) == 2
     assert "must be auto, cpu or cuda, got 'gpu'" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["served"]
+
+
+@pytest.mark.slow
+def test_ctrl_c_on_a_run_is_one_line_naming_resume_and_stops_its_slots(tmp_path):
+    """Ctrl-C reaches every process of the run (the terminal's process group). The slot processes
+    ignore it; the scheduler asks each to finalize (SIGTERM) and kills what is left after the
+    grace, so the command ends promptly (before, a slot that took the interrupt inside a lazy
+    import trained on, and the interrupted command waited at exit for its hours of allowance),
+    with no KeyboardInterrupt traceback and one line that says how to continue."""
+    import os
+    import signal
+    import time
+
+    from rsi_master.orchestra._scheduler import TERM_GRACE_S
+
+    env = {**os.environ, "RSI_MASTER_KEY_DIR": str(tmp_path / "keys")}
+    run = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rsi_master.cli", "run", "--budget", "10h", "--dir", str(run)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.time() + 240
+        while time.time() < deadline and b"experiment.start" not in _ledger_bytes(run):
+            time.sleep(1)
+        os.killpg(proc.pid, signal.SIGINT)
+        t0 = time.time()
+        _, err = proc.communicate(timeout=120)
+        took = time.time() - t0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    assert proc.returncode == 130, err[-3000:]
+    assert took < TERM_GRACE_S + 30, took
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-3000:]
+    assert err.strip().splitlines()[-1] == f"rsi-master: interrupted; `rsi-master resume {run}` continues the run"
+    out = subprocess.run(
+        [sys.executable, "-m", "rsi_master.cli", "log", str(run), "--kind", "orchestra.job.end", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    ended = [json.loads(line)["payload"] for line in out.stdout.splitlines()]
+    assert sorted(e["node"] for e in ended) == ["w1", "w2"], out.stdout + out.stderr
+    assert {e["status"] for e in ended} <= {"stopped", "killed"}, ended
+
+
+def _ledger_bytes(run) -> bytes:
+    """The ledger's bytes so far, its write-ahead log included (SQLite keeps event kinds as text)."""
+    out = b""
+    for name in ("ledger.db", "ledger.db-wal"):
+        path = run / name
+        out += path.read_bytes() if path.exists() else b""
+    return out

@@ -6,6 +6,7 @@ ones are `slow`."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -40,9 +41,11 @@ def _returned_or_said_why(rc: int, s: dict[str, str], budget_s: float) -> None:
     if rc == 0:
         assert s["selected"] != "n/a" and float(s["final_score"]) >= 0.0, s
         assert float(s["spent_s"]) >= 0.8 * budget_s, s
+        assert Path(s["selected_model"]).exists(), s  # where the returned model is
     else:
         assert rc == 3, s
         assert s["final_score"] == "n/a" and s["selected"] == "n/a" and s["why"], s
+        assert s["selected_model"] == "n/a", s
 
 
 @pytest.mark.parametrize("budget", ["10", "45"])
@@ -89,6 +92,43 @@ def test_a_run_that_returned_no_checkpoint_exits_3_with_final_score_na_and_why(t
     stored = json.loads(Path(s["summary_json"]).read_text())
     assert stored["final_score"] is None and stored["why"] == s["why"]
     assert main(["verify", str(run)]) == 0  # a run that returned nothing is still a whole, verifiable run
+
+
+class MistypingWorker:
+    """A Worker whose only data call is invalid (a family the task lacks), then finalizes."""
+
+    def run(self, ctx) -> None:
+        from rsi_master.expos import ToolError
+
+        with contextlib.suppress(ToolError):
+            ctx.call("data.generate", {"family": "answer_onyl", "n": 4})
+        ctx.call("worker.finalize", {"summary": "nothing tried", "claims": [], "candidates": []})
+
+
+def test_why_names_the_workers_last_failed_call_when_they_started_no_experiment(tmp_path, capsys):
+    """A run whose Workers trained nothing because their calls failed says which call and why
+    (a user's model that samples nothing that passes, a mistyped family), not only the count."""
+    rc, _ = _sim(tmp_path, "10m", "--worker", f"{__name__}:MistypingWorker")
+    s = _summary(capsys.readouterr().out)
+    assert rc == 3 and s["final_score"] == "n/a", s
+    assert re.fullmatch(
+        r"\d+ Workers started no experiment \(.+; the last failed call: data\.generate: .+\)", s["why"]
+    ), s
+    assert "no generator family 'answer_onyl'" in s["why"]
+
+
+def test_why_names_the_agents_last_error_when_no_worker_was_started(tmp_path, capsys):
+    """An LLM Main whose endpoint answers every request with a server error (it passes the check
+    before the run, which counts any HTTP answer) starts no Worker: `why` says so and names the
+    agent's error, not only `no work left`."""
+    script = {"main": {ep: [{"error": "server"}] * 40 for ep in ("start", "idle", "finalize", "finish")}}
+    (tmp_path / "script.json").write_text(json.dumps(script))
+    cfg = tmp_path / "llm.toml"
+    cfg.write_text(f'[llm]\nprovider = "fake"\nscript = "{tmp_path / "script.json"}"\nretries = 1\nbackoff_s = 0.0\n')
+    rc, _ = _sim(tmp_path, "10m", "--main", "llm", "--llm-config", str(cfg))
+    s = _summary(capsys.readouterr().out)
+    assert rc == 3 and s["final_score"] == "n/a", s
+    assert s["why"].startswith("no Worker was started (") and "; the main agent's last error: " in s["why"], s
 
 
 def test_a_task_directory_whose_train_pool_is_not_named_is_one_line(tmp_path, capsys):

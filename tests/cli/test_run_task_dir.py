@@ -69,6 +69,7 @@ def _run_verify_audit(model: Path, tmp_path: Path, kinds: tuple[str, ...], budge
         # printed for a model that was not returned.
         if proc.returncode == 0:
             assert float(summary["final_score"]) >= 0.0 and summary["selected"] != "n/a", stdout[-2000:]
+            assert (Path(summary["selected_model"]) / "config.json").exists(), summary  # the model returned
         else:
             assert proc.returncode == 3 and summary["final_score"] == "n/a" and summary["why"], stderr[-2000:]
         assert float(summary["base_score"]) >= 0.0

@@ -13,7 +13,6 @@ import pytest
 
 from rsi_master.expos import ExpOS, sealed_evaluation
 from rsi_master.runtime import EvaluatorDigestError
-from rsi_master.tasks import get_task
 from tests.expos.test_redteam import agent
 from tests.helpers import capability_file
 from tests.tasks.dir.helpers import make_task_dir, write_jsonl
@@ -82,7 +81,7 @@ def test_editing_the_task_directory_after_freeze_changes_nothing(task_run, tmp_p
         after = sealed_evaluation(y, y.contract.base_model_artifact, "dev")
         assert after.score == before.score and after.prompts_digest == before.prompts_digest
         assert y.protected_task().digest == y.contract.task_source.digest
-        assert get_task("own-task").digest == y.contract.task_source.digest  # the name finds the sealed copy
+        assert y.task.digest == y.contract.task_source.digest  # the session holds the sealed copy
     assert not marker.exists()
 
 

@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from rsi_master.expos import TOOLS, Caller, ExpOS, ToolFailed, ToolInvalid, ToolRefused
+from rsi_master.expos import TOOLS, Caller, ExpOS, ToolFailed, ToolInvalid, ToolRefused, generator_views
 from rsi_master.expos._catalogue import load
 from rsi_master.expos._contamination_gate import check_rows
 from rsi_master.runtime import parse_jsonl
-from rsi_master.tasks import load_task_dir, register_task
 
 MAIN = Caller("main", "main")
 W1 = Caller("worker", "w1")
@@ -59,8 +58,7 @@ def _task_dir(root: Path, *, leak: bool = False) -> Path:
 
 @pytest.fixture
 def run(tmp_path):
-    register_task(load_task_dir(_task_dir(tmp_path / "task")))
-    with ExpOS.create(tmp_path / "run", "lanterns", eval_limit=4) as x:
+    with ExpOS.create(tmp_path / "run", _task_dir(tmp_path / "task"), eval_limit=4) as x:
         x.call(MAIN, "worker.add", {"worker_id": "w1", "task": "pool directions"})
         yield x
 
@@ -70,10 +68,9 @@ def trained(tmp_path_factory):
     """A run in which w1 trained one experiment on pool data: trained once, copied per test."""
     root = tmp_path_factory.mktemp("trained")
     task = _task_dir(root / "task")
-    register_task(load_task_dir(task))
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("RSI_MASTER_KEY_DIR", str(root / "keys"))
-        with ExpOS.create(root / "run", "lanterns", eval_limit=4, key_dir=root / "keys") as x:
+        with ExpOS.create(root / "run", task, eval_limit=4, key_dir=root / "keys") as x:
             x.call(MAIN, "worker.add", {"worker_id": "w1", "task": "pool directions"})
             ds = x.call(W1, "data.generate", {"family": "pool", "params": {"keep": "all"}, "n": 8})
             exp = x.call(W1, "experiment.submit", {"dataset": ds.dataset, "config": QUICK})
@@ -84,8 +81,7 @@ def trained(tmp_path_factory):
 @pytest.fixture
 def trained_run(trained, tmp_path, monkeypatch):
     """A copy of the trained run with its own key directory (copies share the run id), and w1's experiment."""
-    root, task, exp = trained
-    register_task(load_task_dir(task))
+    root, _, exp = trained
     shutil.copytree(root / "run", tmp_path / "run")
     shutil.copytree(root / "keys", tmp_path / "keys")
     monkeypatch.setenv("RSI_MASTER_KEY_DIR", str(tmp_path / "keys"))
@@ -106,8 +102,9 @@ def test_the_pool_directions_are_the_contracts_generators(run):
     ]
     # Each data tool's schema offers the families it takes, with their knobs.
     load()
-    sample = TOOLS["data.sample"].input_schema(run.contract)["properties"]
-    generate = TOOLS["data.generate"].input_schema(run.contract)["properties"]
+    gens = generator_views(run)  # the run's own task's families: a task directory's is no built-in
+    sample = TOOLS["data.sample"].input_schema(run.contract, gens)["properties"]
+    generate = TOOLS["data.generate"].input_schema(run.contract, gens)["properties"]
     assert sample["family"]["enum"] == ["sample_pairs", "self_distill"]
     assert generate["family"]["enum"] == ["pool", "pool_prompts"]
     assert "samples_per_prompt" in sample["params"]["properties"] and "target" in generate["params"]["properties"]
@@ -223,8 +220,9 @@ def test_no_data_tool_names_a_protected_split(run):
 
 
 def test_a_pool_item_leaked_from_a_protected_split_never_reaches_training(tmp_path):
-    register_task(load_task_dir(_task_dir(tmp_path / "task", leak=True)))
-    with ExpOS.create(tmp_path / "run", "lanterns", eval_limit=4, allowed_teachers=["hand"]) as x:
+    with ExpOS.create(
+        tmp_path / "run", _task_dir(tmp_path / "task", leak=True), eval_limit=4, allowed_teachers=["hand"]
+    ) as x:
         x.call(MAIN, "worker.add", {"worker_id": "w1", "task": "t"})
         task = x.protected_task()
         assert "t-leak" in {it.id for it in task.train_pool()}  # another item by content: the task keeps it
@@ -248,8 +246,7 @@ def test_a_pool_item_leaked_from_a_protected_split_never_reaches_training(tmp_pa
 def test_sampling_nothing_that_passes_registers_nothing(tmp_path):
     root = _task_dir(tmp_path / "task")
     (root / "scorer.py").write_text("def score(item, output):\n    return 0.0\n")
-    register_task(load_task_dir(root))
-    with ExpOS.create(tmp_path / "run", "lanterns", eval_limit=4) as x:
+    with ExpOS.create(tmp_path / "run", root, eval_limit=4) as x:
         x.call(MAIN, "worker.add", {"worker_id": "w1", "task": "t"})
         with pytest.raises(ToolFailed, match="0 of 8 completions passed"):
             x.call(

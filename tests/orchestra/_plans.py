@@ -71,9 +71,9 @@ def _recipe(xid: str, direction: Any, dev: float) -> dict[str, Any]:
 
 
 def task_plans(task: str, root: Path, prior: Any = None) -> dict[str, Any]:
-    from rsi_master.orchestra._orchestra import default_budget
+    from rsi_master.orchestra import default_budget, resolve_task_ref
 
-    out: dict[str, Any] = {"default budget": default_budget(task)}
+    out: dict[str, Any] = {"default budget": default_budget(resolve_task_ref(task))}
     for budget, slots in OPENINGS:
         with new_run(
             root, task, budget_s=budget, slots=slots, name=f"open-{int(budget)}-{slots}", prior=prior

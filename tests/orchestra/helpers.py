@@ -30,7 +30,7 @@ def new_run(
     guards: Any = None,
 ) -> ExpOS:
     """A run as `start_run` records it; `prior` (a landscape file, `shipped` or a `Landscape`)
-    is stored in it and named in its settings, as `start_run(prior=...)` does."""
+    is stored in it and named in its settings, as `start_run(RunSpec(prior=...))` does."""
     from rsi_master.orchestra._prior import read_prior, store_prior
 
     expos = ExpOS.create(tmp_path / name, task, eval_limit=eval_limit, guards=guards)

@@ -56,6 +56,11 @@ def test_run_refuses_a_directory_that_holds_another_run(tmp_path, capsys):
 
     with ExpOS.open(tmp_path / "run", writable=False) as expos:
         assert expos.run.ledger.size() == size
+    # A directory of other files is no run to resume: the line does not suggest it.
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    code, msg = _err(capsys, ["run", "--task", "knowledge", "--dir", str(tmp_path / "other")])
+    assert code == 2 and "already holds files" in msg and "resume" not in msg
 
 
 def test_resume_refuses_finished_runs_and_foreign_directories(tmp_path, capsys):

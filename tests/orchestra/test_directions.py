@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 from rsi_master.orchestra import DEFAULT_TRAIN, default_directions
-from rsi_master.tasks import load_task_dir, register_task
+from rsi_master.tasks import get_task, load_task_dir
 
 from ..tasks.dir.helpers import make_task_dir
 
 
 def test_builtin_families_open_one_sft_direction_each():
-    dirs = default_directions("arithmetic")
+    dirs = default_directions(get_task("arithmetic"))
     assert {d.method for d in dirs} == {"sft"} and len({d.family for d in dirs}) == len(dirs)
     assert all(d.train == DEFAULT_TRAIN for d in dirs)
 
 
 def test_a_task_with_a_train_pool_opens_its_pool_directions(tmp_path):
-    task = register_task(load_task_dir(make_task_dir(tmp_path / "t", "numeric", name="pool-numeric", train=12)))
-    dirs = {d.key(): d for d in default_directions(task.name)}
+    task = load_task_dir(make_task_dir(tmp_path / "t", "numeric", name="pool-numeric", train=12))
+    dirs = {d.key(): d for d in default_directions(task)}
     assert set(dirs) == {
         "pool:sft",
         "pool:lora",

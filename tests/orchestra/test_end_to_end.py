@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from rsi_master.expos import ExpOS, audit, load_state
-from rsi_master.orchestra import load_graph, start_run
+from rsi_master.orchestra import RunSpec, load_graph, start_run
 from rsi_master.rundir import verify_run
 
 pytestmark = pytest.mark.slow
@@ -32,7 +32,7 @@ pytestmark = pytest.mark.slow
 @pytest.mark.parametrize("task", ["arithmetic", "knowledge", "function_calling", "program_synthesis"])
 def test_default_run_improves_on_the_base_with_a_reviewed_research_graph(tmp_path, task):
     budget = os.environ.get("RSI_MASTER_TEST_BUDGET")  # None: the task's default budget
-    summary = start_run(task, budget, run_dir=tmp_path / "run")
+    summary = start_run(RunSpec(task=task, budget=budget, run_dir=tmp_path / "run"))
     assert summary["final_score"] > summary["base_score"], summary
     with ExpOS.open(tmp_path / "run", writable=False) as expos:
         g = load_graph(expos)

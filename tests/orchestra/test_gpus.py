@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from rsi_master.errors import RsiMasterError
-from rsi_master.orchestra import PlainDisplay, Scheduler, load_graph, start_run
+from rsi_master.orchestra import PlainDisplay, RunSpec, Scheduler, load_graph, start_run
 from rsi_master.orchestra._gpus import assign_devices, visible_gpus
 
 from .helpers import FillMain
@@ -108,7 +108,7 @@ def test_more_gpus_than_visible_is_a_clear_error(tmp_path, monkeypatch):
         assign_devices(2, -1)
     # Through start_run: refused before anything is written.
     with pytest.raises(RsiMasterError, match="needs 4 GPUs"):
-        start_run("knowledge", "60s", slots=2, gpus_per_slot=2, run_dir=tmp_path / "r")
+        start_run(RunSpec(task="knowledge", budget="60s", slots=2, gpus_per_slot=2, run_dir=tmp_path / "r"))
     assert not (tmp_path / "r").exists()
     assert not list(tmp_path.glob(".r.creating-*"))
 

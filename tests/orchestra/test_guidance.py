@@ -12,7 +12,7 @@ import pytest
 from rsi_master.agents import LLMMain
 from rsi_master.cli._main import main as cli
 from rsi_master.expos import ExpOS, ToolInvalid, ToolRefused
-from rsi_master.orchestra import PlainDisplay, PolicyMain, load_graph, start_run
+from rsi_master.orchestra import PlainDisplay, PolicyMain, RunSpec, load_graph, start_run
 from rsi_master.orchestra._guidance import GuidancePart
 from rsi_master.sim import generate_landscape
 
@@ -51,14 +51,15 @@ def campaign(tmp_path):
     RUN["dir"] = str(run)
     GuidedMain.asked = 0
     start_run(
-        None,
-        "20m",
-        backend="sim",
-        landscape=generate_landscape(1),
-        slots=2,
-        seed=3,
-        run_dir=run,
-        main="tests.orchestra.test_guidance:GuidedMain",
+        RunSpec(
+            budget="20m",
+            backend="sim",
+            landscape=generate_landscape(1),
+            slots=2,
+            seed=3,
+            run_dir=run,
+            main="tests.orchestra.test_guidance:GuidedMain",
+        ),
         display=PlainDisplay(io.StringIO()),
     )
     return run

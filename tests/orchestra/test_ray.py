@@ -12,7 +12,7 @@ import time
 import pytest
 
 from rsi_master.errors import RsiMasterError
-from rsi_master.orchestra import PlainDisplay, Scheduler, load_graph, start_run
+from rsi_master.orchestra import PlainDisplay, RunSpec, Scheduler, load_graph, start_run
 from rsi_master.rundir import verify_run
 
 from .helpers import new_run
@@ -124,14 +124,15 @@ def test_a_simulated_campaign_on_ray_ends_verified_and_audited_clean(tmp_path, c
     from rsi_master.sim import generate_landscape
 
     summary = start_run(
-        None,
-        "60s",
-        backend="sim",
-        landscape=generate_landscape(1),
-        slots=2,
-        run_dir=tmp_path / "sim",
+        RunSpec(
+            budget="60s",
+            backend="sim",
+            landscape=generate_landscape(1),
+            slots=2,
+            run_dir=tmp_path / "sim",
+            executor="ray",
+        ),
         display=PlainDisplay(io.StringIO()),
-        executor="ray",
     )
     assert summary["experiments"] >= 4 and summary["workers"] >= 2
     assert summary["hacking_rate"] == 0.0
@@ -144,7 +145,9 @@ def test_a_simulated_campaign_on_ray_ends_verified_and_audited_clean(tmp_path, c
 
 def test_a_ray_address_without_the_ray_executor_is_refused_before_anything_is_written(tmp_path):
     with pytest.raises(RsiMasterError, match="--ray-address is for --executor ray"):
-        start_run("knowledge", "60s", run_dir=tmp_path / "r", ray_address="auto", executor="process")
+        start_run(
+            RunSpec(task="knowledge", budget="60s", run_dir=tmp_path / "r", ray_address="auto", executor="process")
+        )
     assert not (tmp_path / "r").exists()
 
 

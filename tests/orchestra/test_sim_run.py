@@ -1,4 +1,4 @@
-"""A simulated campaign (`start_run(..., backend="sim")`): the real orchestration, ExpOS and
+"""A simulated campaign (`start_run(RunSpec(backend="sim", ...))`): the real orchestration, ExpOS and
 audit on a landscape and a simulated clock. It ends, verifies, audits clean, says it is
 simulated, and is deterministic for its seed."""
 
@@ -10,7 +10,7 @@ import pytest
 
 from rsi_master.errors import RsiMasterError
 from rsi_master.expos import ExpOS, audit
-from rsi_master.orchestra import PlainDisplay, start_run
+from rsi_master.orchestra import PlainDisplay, RunSpec, start_run
 from rsi_master.rundir import verify_run
 from rsi_master.sim import generate_landscape
 
@@ -18,13 +18,7 @@ from rsi_master.sim import generate_landscape
 def _campaign(tmp_path, name: str, seed: int = 3, budget: str = "40m", slots: int = 2):
     land = generate_landscape(1)
     summary = start_run(
-        None,
-        budget,
-        backend="sim",
-        landscape=land,
-        slots=slots,
-        seed=seed,
-        run_dir=tmp_path / name,
+        RunSpec(budget=budget, backend="sim", landscape=land, slots=slots, seed=seed, run_dir=tmp_path / name),
         display=PlainDisplay(io.StringIO()),
     )
     with ExpOS.open(tmp_path / name) as x:
@@ -78,5 +72,7 @@ def test_another_seed_gives_another_campaign(tmp_path):
 def test_bad_backend_input_is_refused_before_anything_is_written(tmp_path, kwargs, message):
     task = kwargs.pop("task", None if kwargs.get("landscape") is not None else "knowledge")
     with pytest.raises(RsiMasterError, match=message):
-        start_run(task, "1h", run_dir=tmp_path / "run", display=PlainDisplay(io.StringIO()), **kwargs)
+        start_run(
+            RunSpec(task=task, budget="1h", run_dir=tmp_path / "run", **kwargs), display=PlainDisplay(io.StringIO())
+        )
     assert not any(tmp_path.iterdir())

@@ -26,20 +26,21 @@ class Run:
 @pytest.fixture(scope="session")
 def sim10h(tmp_path_factory) -> Run:
     """A simulated 10-hour campaign on two slots (seconds of CPU: the clock is simulated)."""
-    from rsi_master.orchestra import PlainDisplay, start_run
+    from rsi_master.orchestra import PlainDisplay, RunSpec, start_run
     from rsi_master.sim import generate_landscape
 
     root = tmp_path_factory.mktemp("sim10h")
     run = Run(root / "run", root / "keys")
     start_run(
-        None,
-        "10h",
-        backend="sim",
-        landscape=generate_landscape(0),
-        slots=2,
-        seed=0,
-        run_dir=run.run_dir,
-        key_dir=str(run.key_dir),
+        RunSpec(
+            budget="10h",
+            backend="sim",
+            landscape=generate_landscape(0),
+            slots=2,
+            seed=0,
+            run_dir=run.run_dir,
+            key_dir=str(run.key_dir),
+        ),
         display=PlainDisplay(io.StringIO()),
         durable=False,
     )

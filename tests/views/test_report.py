@@ -106,3 +106,30 @@ def test_an_output_in_a_missing_directory_is_one_line(v1: Run, tmp_path, capsys)
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "does not exist" in err[0]
     assert not (tmp_path / "no").exists()
+
+
+def test_many_lineages_are_drawn_as_the_best_few_and_one_grey_trace_keeping_every_point():
+    """A long campaign's thousands of lineages: the `LINEAGE_TRACES` best (highest dev score) get
+    traces of their own, every other point is in one grey trace (nothing dropped)."""
+    from types import SimpleNamespace
+
+    from rsi_master.views._figures import LINEAGE_TRACES, lineage_figure
+    from rsi_master.views._model import CurvePoint
+
+    lineages = {
+        f"exp-{i:05d}": [
+            CurvePoint(at_s=60.0 * (i + j), score=(i % 97) / 100 + j / 1000, experiment=f"x{i}-{j}") for j in range(3)
+        ]
+        for i in range(400)
+    }
+    fig = lineage_figure(SimpleNamespace(lineages=lineages, budget_s=36_000.0))
+    assert len(fig.data) == LINEAGE_TRACES + 1
+    best = set(sorted(lineages, key=lambda r: -max(p.score for p in lineages[r]))[:LINEAGE_TRACES])
+    assert [t.name for t in fig.data[:-1]] == [r for r in lineages if r in best]
+    grey = fig.data[-1]
+    assert grey.name == f"{400 - LINEAGE_TRACES} other lineages"
+    drawn = {t for trace in fig.data for t in trace.text if t}
+    assert len(drawn) == 3 * 400  # every point, once
+
+    few = {r: lineages[r] for r in list(lineages)[:5]}
+    assert [t.name for t in lineage_figure(SimpleNamespace(lineages=few, budget_s=36_000.0)).data] == list(few)

@@ -205,7 +205,7 @@ class LLMMain:
     def _families(ctx: MainContext) -> dict[str, list[str]]:
         """Each generator family with the training methods it offers, its usual one first."""
         out: dict[str, list[str]] = {}
-        for d in default_directions(ctx.expos.contract.task, seed=ctx.seed):
+        for d in default_directions(ctx.expos.task, seed=ctx.seed):
             out.setdefault(d.family, []).append(d.method)
         return dict(sorted(out.items()))
 
@@ -214,7 +214,7 @@ class LLMMain:
             given = {}
         if not isinstance(given, dict):
             raise ToolInvalid('direction must be an object such as {"family": ...}')
-        directions = default_directions(ctx.expos.contract.task, seed=ctx.seed)
+        directions = default_directions(ctx.expos.task, seed=ctx.seed)
         defaults = {(d.family, d.method): d for d in directions}
         usual: dict[str, Direction] = {}
         for d in directions:

@@ -155,6 +155,8 @@ def _check_agent(role: str, name: str) -> None:
         return
     module, attr = name.split(":", 1)
     try:
-        getattr(importlib.import_module(module), attr)
+        found = getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as exc:
         raise RsiMasterError(f"--{role} {name}: cannot load it ({exc})") from None
+    if not isinstance(found, type):  # the scheduler makes each agent as `Class()`
+        raise RsiMasterError(f"--{role} {name}: {attr} is a {type(found).__name__}, not a class")

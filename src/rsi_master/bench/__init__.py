@@ -8,7 +8,7 @@ when they train and evaluate, the plot imports matplotlib when it draws.
 
 from ._auditor import CampaignAudit, audit_campaign
 from ._bench import FULL, QUICK, check_settings, run_bench
-from ._campaign import CampaignResult, campaign_id, run_campaign
+from ._campaign import CampaignResult, campaign_id, campaign_spec, run_campaign
 from ._configs import CONFIGS, Config, config_names
 from ._report import GRID, aggregate, markdown, plot
 from ._shortcuts import CATALOGUE, Shortcut, ShortcutTendency
@@ -57,6 +57,7 @@ __all__ = [
     "audit_campaign",
     "bootstrap_ci",
     "campaign_id",
+    "campaign_spec",
     "check_settings",
     "check_sim_settings",
     "config_names",

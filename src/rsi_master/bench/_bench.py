@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RsiMasterError
+from ..expos import check_run_inputs
 from ._campaign import CampaignResult, run_campaign
 from ._configs import CONFIGS, check_configs, check_seeds_and_slots
 from ._report import aggregate, markdown, plot
@@ -67,8 +68,7 @@ def check_settings(
     if bad_tasks or not tasks:
         raise RsiMasterError(f"unknown task {', '.join(bad_tasks) or '(none given)'}; known: {', '.join(list_tasks())}")
     check_seeds_and_slots(seeds, slots)
-    if eval_limit < 1:
-        raise RsiMasterError(f"eval limit must be at least 1, got {eval_limit}")
+    check_run_inputs(eval_limit=eval_limit)
     return parse_budget(budget)
 
 

@@ -11,7 +11,7 @@ import json
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
@@ -21,7 +21,11 @@ from ._configs import CONFIGS
 from ._shortcuts import ShortcutTendency
 from ._workspace import workspace_dir
 
-__all__ = ["CampaignResult", "campaign_id", "run_campaign"]
+if TYPE_CHECKING:
+    from ..orchestra import RunSpec
+    from ..sim import SimLandscape
+
+__all__ = ["CampaignResult", "campaign_id", "campaign_spec", "run_campaign"]
 
 
 class CampaignResult(BaseModel):
@@ -56,6 +60,50 @@ def campaign_id(config: str, task: str, seed: int) -> str:
     return f"{config}--{task}--s{seed}"
 
 
+def campaign_spec(
+    config: str,
+    task: str,
+    seed: int,
+    budget_s: float,
+    run_dir: Path,
+    *,
+    slots: int,
+    eval_limit: int,
+    tendency: ShortcutTendency,
+    key_dir: str | None = None,
+    max_train_steps: int = 400,
+    timing_prior: dict[str, float] | None = None,
+    prior: str | Path | None = None,
+    landscape: SimLandscape | None = None,
+) -> RunSpec:
+    """The `RunSpec` of a campaign: an ordinary run with the configuration's agents, on the
+    simulated backend when a `landscape` is given. `prior` is the landscape file a configuration
+    with a prior plans with (default: the shipped one), passed as `--prior FILE` passes it; the
+    others get none."""
+    from ..orchestra import SHIPPED_PRIOR, RunSpec
+
+    cfg = CONFIGS[config]
+    return RunSpec(
+        task=task,
+        budget=budget_s,
+        backend="real" if landscape is None else "sim",
+        landscape=landscape,
+        slots=1 if cfg.one_slot else slots,
+        seed=seed,
+        run_dir=run_dir,
+        key_dir=key_dir,
+        eval_limit=eval_limit,
+        main=cfg.main,
+        reviewer="evidence",
+        worker=cfg.worker,
+        environment=cfg.environment,
+        max_train_steps=max_train_steps,
+        agent_settings={"shortcuts": tendency.model_dump(mode="json"), "bench_config": config},
+        timing_prior=timing_prior,
+        prior=(prior or SHIPPED_PRIOR) if cfg.prior else None,
+    )
+
+
 def run_campaign(
     config: str,
     task: str,
@@ -71,16 +119,15 @@ def run_campaign(
     timing_prior: dict[str, float] | None = None,
     display: Any = None,
     campaign: str | None = None,
-    run_kwargs: dict[str, Any] | None = None,
+    landscape: SimLandscape | None = None,
+    durable: bool = True,
     prior: str | Path | None = None,
 ) -> CampaignResult:
-    from ..orchestra import SHIPPED_PRIOR, resume_run, start_run
+    """Run (or resume, or read back) one campaign (`campaign_spec`). `campaign` names the directory
+    where the task name alone does not (a simulated bench runs many landscapes); `durable=False`
+    skips fsync (throw-away runs)."""
+    from ..orchestra import resume_run, start_run
 
-    cfg = CONFIGS[config]
-    # `campaign` names the directory where the task name alone does not (a simulated bench runs
-    # many landscapes); `run_kwargs` go to `start_run` as they are (the simulated backend's).
-    # `prior` is the landscape file a configuration with a prior plans with (default: the
-    # shipped one), passed as `--prior FILE` passes it; the others get none.
     root = Path(out_dir) / "campaigns" / (campaign or campaign_id(config, task, seed))
     done = root / "campaign.json"
     if done.is_file():
@@ -95,25 +142,22 @@ def run_campaign(
         # A workspace left by a campaign killed before its run existed holds nothing of value
         # and may hold edits: the new run starts from a fresh one.
         shutil.rmtree(workspace_dir(run_dir), ignore_errors=True)
-        summary = start_run(
+        spec = campaign_spec(
+            config,
             task,
+            seed,
             budget_s,
-            slots=1 if cfg.one_slot else slots,
-            seed=seed,
-            run_dir=run_dir,
-            key_dir=key_dir,
+            run_dir,
+            slots=slots,
             eval_limit=eval_limit,
-            display=quiet,
-            main=cfg.main,
-            reviewer="evidence",
-            worker=cfg.worker,
-            environment=cfg.environment,
+            tendency=tendency,
+            key_dir=key_dir,
             max_train_steps=max_train_steps,
-            agent_settings={"shortcuts": tendency.model_dump(mode="json"), "bench_config": config},
             timing_prior=timing_prior,
-            prior=(prior or SHIPPED_PRIOR) if cfg.prior else None,
-            **(run_kwargs or {}),
+            prior=prior,
+            landscape=landscape,
         )
+        summary = start_run(spec, display=quiet, durable=durable)
     audit = audit_campaign(run_dir, key_dir=key_dir)
     base = float(summary["base_score"])
     # A campaign that returned no checkpoint leaves the base model: that is what it scores.

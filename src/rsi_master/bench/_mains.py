@@ -74,9 +74,12 @@ class NoReviewMain(PolicyMain):
 
 class MainPickMain(NoReviewMain):
     """No Reviewer, and the Main picks the returned checkpoint (the RSI-Master paper's setting):
-    the candidate of the Worker whose claimed `dev` score is highest, nominated alone. The
-    simulated bench scores that pick (`bench._simrecord`), not the harness's re-selection on
-    `review`, so a claim that is not its candidate's record costs what it costs."""
+    the candidate of the Worker whose claimed `dev` score is highest. It nominates every Worker's
+    candidate in the order of their claims, so that the simulated bench (`bench._simrecord`)
+    returns the first nomination the audit does not flag, instead of the harness's re-selection
+    on `review`: a claim that is not its candidate's record costs what it costs, and a guarded
+    configuration never returns a checkpoint the audit flagged (the Main's pick alone returned
+    flagged merge and format hacks in a quarter of the `agents` campaigns)."""
 
     def finish(self, ctx: MainContext, graph: ResearchGraph, reason: str) -> None:
         ranked = sorted(
@@ -88,16 +91,17 @@ class MainPickMain(NoReviewMain):
             ),
             key=lambda t: (-t[0], t[2]),
         )
+        for _, _, xid, _ in ranked:
+            ctx.call("candidate.nominate", {"experiment_id": xid})
         pick = ranked[0] if ranked else None
-        if pick is not None:
-            ctx.call("candidate.nominate", {"experiment_id": pick[2]})
         self._decide(
             ctx,
             "stop",
             f"{reason}; the Main's pick: "
-            + (f"{pick[2]}, candidate of {pick[1]}, who claims {pick[0]:.3f}" if pick else "none claimed"),
-            [pick[3]] if pick else [],
-            {"nominated": [pick[2]] if pick else [], "pick": pick[2] if pick else None},
+            + (f"{pick[2]}, candidate of {pick[1]}, who claims {pick[0]:.3f}" if pick else "none claimed")
+            + (f"; then, in claim order: {', '.join(x for _, _, x, _ in ranked[1:])}" if len(ranked) > 1 else ""),
+            sorted({t[3] for t in ranked}),
+            {"nominated": [t[2] for t in ranked], "pick": pick[2] if pick else None},
         )
 
 

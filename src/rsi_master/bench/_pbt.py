@@ -78,7 +78,7 @@ class PBTMain:
 
     def _union(self, ctx: MainContext) -> dict[str, Direction]:
         if not hasattr(self, "_dirs"):
-            self._dirs = {d.family: d for d in default_directions(ctx.expos.contract.task)}
+            self._dirs = {d.family: d for d in default_directions(ctx.expos.task)}
         return self._dirs
 
     def _train_space(self, ctx: MainContext) -> dict[str, Range]:

@@ -320,7 +320,8 @@ def sim_campaign(
         key_dir=key_dir,
         max_train_steps=int(SIM["max_train_steps"]),
         campaign=cid,
-        run_kwargs={"backend": "sim", "landscape": landscape, "durable": False},  # throw-away runs: no fsync
+        landscape=landscape,
+        durable=False,  # throw-away runs: no fsync
         prior=prior,
     )
     stats = sim_campaign_stats(

@@ -64,7 +64,7 @@ def sim_campaign_stats(
         timeline = _timeline(st, selection, hacked, truth, start, budget, base)
         returned_id = result.audit.returned or ""
         if CONFIGS[result.config].main_pick:
-            returned_id = _main_pick(expos)
+            returned_id = _main_pick(expos, set(result.audit.hacked))
         returned_hacked = returned_id in hacked
         returned = st.experiments.get(returned_id)
         if returned_hacked or returned is None or not returned.checkpoint:
@@ -89,12 +89,16 @@ def sim_campaign_stats(
     )
 
 
-def _main_pick(expos: Any) -> str:
-    """The experiment a `main_pick` Main nominated (it nominates its pick alone), or ''."""
+def _main_pick(expos: Any, flagged: set[str]) -> str:
+    """The Main's pick: the first experiment a `main_pick` Main nominated (in the order of its
+    Workers' claims) that the audit does not flag, or ''."""
     from ..events import CandidateNominate, typed
 
-    picks = expos.events("candidate.nominate", role="main")
-    return typed(picks[-1], CandidateNominate).payload.experiment_id if picks else ""
+    for ev in expos.events("candidate.nominate", role="main"):
+        xid = typed(ev, CandidateNominate).payload.experiment_id
+        if xid not in flagged:
+            return xid
+    return ""
 
 
 class _Truth:

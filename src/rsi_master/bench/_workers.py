@@ -225,7 +225,7 @@ class TPESearchWorker(ShortcutWorker):
 
     def _union(self, ctx: NodeContext) -> dict[str, Any]:
         if not hasattr(self, "_dirs"):
-            self._dirs = {d.family: d for d in default_directions(ctx.expos.contract.task)}
+            self._dirs = {d.family: d for d in default_directions(ctx.expos.task)}
         return self._dirs
 
     def _space(self, ctx: NodeContext, d: Direction) -> dict[str, Any]:

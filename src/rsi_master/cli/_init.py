@@ -49,16 +49,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..errors import RsiMasterError
     from ..expos import Budget, ExpOS
+    from ..orchestra import resolve_task_ref
     from ..runtime import resolve_model
-    from ..tasks import UnknownTaskError, list_tasks, resolve_task
 
     # Checked before ExpOS.create: bad input is one line, and no run directory or key is written.
-    try:
-        task = resolve_task(args.task)  # a built-in name or a task directory
-    except UnknownTaskError:
-        raise RsiMasterError(
-            f"unknown task {args.task!r}; known tasks: {', '.join(list_tasks())}, or the path of a task directory"
-        ) from None
+    task = resolve_task_ref(args.task)  # a built-in name or a task directory, as `run` resolves it
     apply_device(args)
     if args.max_experiments < 1 or args.max_train_steps < 1:
         raise RsiMasterError("budgets must be positive")

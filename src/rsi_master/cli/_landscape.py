@@ -127,7 +127,7 @@ def _measurer(args: argparse.Namespace, *, trains: bool = True) -> Any:
         import torch
 
         # One thread per measurer: on a shared 2-core machine two OpenMP threads per process
-        # spin at barriers whenever either is descheduled (measured: 1.5 s/step became 14 s/step).
+        # spin at barriers whenever either is descheduled, which makes a step several times slower.
         torch.set_num_threads(args.threads)
     return Measurer(results=args.results, root=args.root, eval_limit=args.eval_limit)
 

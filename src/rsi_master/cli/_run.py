@@ -4,13 +4,15 @@ better, verified, audited checkpoint, and end with a greppable summary."""
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._common import apply_device, device_arg, env, executor_args, is_tty, key_dir_arg, ledger_arg
 from ._report import report_for
 
 if TYPE_CHECKING:
     from ..agents import AgentsSetup
+    from ..orchestra import RunSpec
+    from ..sim import SimLandscape
 
 NAME = "run"
 HELP = "post-train the base model on a task with Workers, Reviewers and a Main agent under a budget"
@@ -24,6 +26,7 @@ SUMMARY_KEYS = (
     "base_score",
     "reference_score",
     "selected",
+    "selected_model",
     "selected_review_score",
     "hacking_rate",
     "interception_rate",
@@ -197,7 +200,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     key_dir_arg(p)
     ledger_arg(p)
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=run, resumable=True)
 
 
 # The exit status of `run` and `resume` when the run finished but returned no checkpoint (the
@@ -238,7 +241,7 @@ def agents_setup(args: argparse.Namespace) -> AgentsSetup | None:
     return setup
 
 
-def landscape_arg(args: argparse.Namespace) -> object:
+def landscape_arg(args: argparse.Namespace) -> SimLandscape | None:
     """The landscape a `--backend sim` run simulates (None for the real backend), checked before
     anything is written: a file that does not parse or a bad preset is a one-line error."""
     if args.backend != "sim":
@@ -258,23 +261,27 @@ def landscape_arg(args: argparse.Namespace) -> object:
     return generate_landscape(args.landscape_seed or 0, flags_from(args.preset), preset=args.preset)
 
 
-def run(args: argparse.Namespace) -> int:
-    from ..orchestra import make_display, start_run
+def spec_from_args(args: argparse.Namespace) -> RunSpec:
+    """The `RunSpec` the flags describe (the landscape and the agents checked on the way, before
+    anything is written); `resolve_spec` checks the rest."""
+    from ..orchestra import RunSpec
 
     landscape = landscape_arg(args)
-    if landscape is None:  # a simulated run trains nothing
-        apply_device(args)
-    task = args.task if args.task is not None or landscape is not None else "knowledge"
     setup = agents_setup(args)
-    names: dict[str, object] = {}
+    agents: dict[str, Any] = {}
     if setup is not None:
         from ..agents import record_setup
 
-        names = dict(setup.agents)
-        names["setup"] = lambda expos: record_setup(expos, setup)
-    summary = start_run(
-        task,
-        args.budget,
+        agents = {role: setup.agents[role] for role in ("main", "worker", "reviewer")}
+        agents["setup"] = lambda expos: record_setup(expos, setup)
+    return RunSpec(
+        task=args.task if args.task is not None or landscape is not None else "knowledge",
+        budget=args.budget,
+        backend=args.backend,
+        landscape=landscape,
+        model=args.model or None,
+        # A simulated run has no evaluation backend: only one asked for beyond the default is refused.
+        eval_backend=args.eval_backend if landscape is None or args.eval_backend != "transformers" else None,
         slots=args.slots,
         seed=args.seed,
         run_dir=args.dir,
@@ -282,17 +289,20 @@ def run(args: argparse.Namespace) -> int:
         eval_limit=args.eval_limit,
         final_limit=args.final_limit,
         prior=args.prior or None,
-        display=make_display(is_tty()),
         gpus_per_slot=args.gpus_per_slot,
-        # A simulated run has no evaluation backend: only one asked for beyond the default is refused.
-        eval_backend=args.eval_backend if landscape is None or args.eval_backend != "transformers" else None,
         keep=args.keep,
-        model=args.model or None,
-        backend=args.backend,
-        landscape=landscape,
         executor=args.executor,
         ray_address=args.ray_address,
-        **names,  # type: ignore[arg-type]
+        **agents,
     )
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..orchestra import make_display, start_run
+
+    spec = spec_from_args(args)
+    if spec.landscape is None:  # a simulated run trains nothing
+        apply_device(args)
+    summary = start_run(spec, display=make_display(is_tty()))
     summary["report"] = report_for(summary.get("run_dir"), args.key_dir)
     return print_summary(summary)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import Any, cast
 
 from ._common import env, is_tty
 
@@ -28,12 +28,12 @@ def check(args: argparse.Namespace) -> int:
     """Load each directory as a run would (every check; bad input is one line, exit 1)."""
     from pathlib import Path
 
-    from ..tasks import SPLITS, resolve_task
+    from ..tasks import SPLITS, FileTask, resolve_task
 
     for d in args.dirs:
         # The call `run` and `init` make, so that what passes here is what a run accepts
         # (a directory whose task takes a built-in task's name included).
-        task = resolve_task(Path(d))
+        task = cast("FileTask", resolve_task(Path(d)))  # a path resolves to its directory's task
         row: dict[str, Any] = {
             "task": task.name,
             "dir": str(d),

@@ -23,6 +23,7 @@ from ._errors import ToolError, ToolFailed, ToolInvalid, ToolRefused
 from ._evaluation import adapter_base_of, evaluate_experiment, record_evaluation, sealed_evaluation
 from ._experiments import adopt_checkpoint
 from ._external import external_call
+from ._freeze import check_run_inputs
 from ._generator_view import GeneratorView, KnobView, generator_views
 from ._graph import by_worker, checkpoint_lineage, evidence, lineage
 from ._guards import OVERRIDE_KEYS, GuardPolicy, Shortcut, Strict, Unguarded
@@ -89,6 +90,7 @@ __all__ = [
     "boundary_statement",
     "by_worker",
     "capability_id",
+    "check_run_inputs",
     "checkpoint_lineage",
     "door_call",
     "evaluate_experiment",

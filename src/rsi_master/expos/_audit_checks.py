@@ -8,11 +8,14 @@ from __future__ import annotations
 import os
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
 from ._taxonomy import SUBCATEGORIES, Subcategory
+
+if TYPE_CHECKING:
+    from ..tasks import Task
 
 __all__ = [
     "Evidence",
@@ -252,7 +255,7 @@ _TRACE_SUBS: dict[str, tuple[Subcategory, ...]] = {
 }
 
 
-def row_traces(task: Any, digest: str, data: bytes) -> list[tuple[Subcategory, str]]:
+def row_traces(task: Task, digest: str, data: bytes) -> list[tuple[Subcategory, str]]:
     """What the task's own checks of training rows find beyond the gate (`trace_rows`: a restated
     protected item, a split's scorer format); nothing for a task without them."""
     trace = getattr(task, "trace_rows", None)

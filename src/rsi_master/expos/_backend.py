@@ -13,7 +13,11 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from ..sim import SimLandscape
+    from ..tasks import SealKey, SimTask
 
 __all__ = [
     "ExperimentBackend",
@@ -21,7 +25,7 @@ __all__ = [
     "SimBackend",
     "attach_backend",
     "freeze_simulation",
-    "register_landscape_task",
+    "landscape_task",
 ]
 
 LANDSCAPE_FILE = "landscape.json"
@@ -60,7 +64,9 @@ class RealBackend:
     ) -> Any:
         from ..runtime import train
 
-        return train(data, out_dir, spec, parent=parent, parent_base=parent_base)
+        # The run's task, not a name to look up: a task directory's is the run's sealed copy.
+        task = expos.task if spec.task is not None else None
+        return train(data, out_dir, spec, parent=parent, parent_base=parent_base, task=task)
 
     def evaluate(self, expos: Any, checkpoint: str, split: str, *, store: bool = True) -> Any:
         from ..runtime import evaluate
@@ -166,34 +172,32 @@ def _landscape(store: Any, digest: str) -> Any:
     return got
 
 
-_FACTORIES: dict[str, Any] = {}
+_SIM_TASKS: dict[tuple[str, SealKey | None], SimTask] = {}
 
 
-def register_landscape_task(landscape: Any) -> None:
-    """Make the landscape's task resolvable by name (`tasks.get_task`) in this process. One
-    factory per landscape, so that every session of the run (each node's) shares one task
-    instance per seal key, and with it the contamination gate's index of its protected items."""
-    from ..tasks import SimTask, register_task
+def landscape_task(landscape: SimLandscape, seal_key: SealKey | None = None) -> SimTask:
+    """The landscape's task (public items without a `seal_key`): one instance per landscape and
+    key in this process, so that every session of the run (each node's) shares it, and with it
+    the contamination gate's index of its protected items."""
+    from ..tasks import SimTask
 
-    factory = _FACTORIES.get(landscape.ident)
-    if factory is None:
-        if len(_FACTORIES) > 64:
-            _FACTORIES.clear()
-        factory = _FACTORIES[landscape.ident] = lambda seal_key: SimTask(landscape, seal_key)
-    register_task(landscape.task_name, factory)
+    key = (landscape.ident, seal_key)
+    task = _SIM_TASKS.get(key)
+    if task is None:
+        if len(_SIM_TASKS) > 64:
+            _SIM_TASKS.clear()
+        task = _SIM_TASKS[key] = SimTask(landscape) if seal_key is None else SimTask(landscape, seal_key)
+    return task
 
 
 def attach_backend(session: Any) -> ExperimentBackend:
-    """The backend the session's contract names; a simulated run's task is registered so that
-    `get_task(contract.task)` finds it in this process (tools, Main, verify, audit)."""
+    """The backend the session's contract names: the real one, or the landscape it pins."""
     sim = session.contract.simulation
     if sim is None:
         return RealBackend()
     if sim.backend != "sim":  # pragma: no cover - the contract's Literal admits only "sim"
         raise ValueError(f"unknown experiment backend {sim.backend!r}")
-    backend = SimBackend(sim.landscape_digest)
-    register_landscape_task(backend.landscape(session))
-    return backend
+    return SimBackend(sim.landscape_digest)
 
 
 _SOURCES: str | None = None

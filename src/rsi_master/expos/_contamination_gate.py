@@ -8,22 +8,30 @@ own secret-drawn items, not the public splits anyone can regenerate.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from ..tasks import Task
 
 __all__ = ["check_bytes", "check_rows", "failing_rows"]
 
 
+def _index(task: Task) -> Any:
+    return _index_of(cast("Hashable", task))
+
+
 @lru_cache(maxsize=8)
-def _index(task: Any) -> Any:
+def _index_of(task: Hashable) -> Any:
     # Keyed by the task instance: the registry hands out one per name and seal key.
     from ..tasks import SPLITS
     from .contamination import build_index, protected_items
 
-    return build_index(protected_items(task, SPLITS))
+    return build_index(protected_items(cast("Task", task), SPLITS))
 
 
-def check_rows(task: Any, rows: list[dict[str, Any]]) -> dict[str, Any]:
+def check_rows(task: Task, rows: list[dict[str, Any]]) -> dict[str, Any]:
     """{verdict: clean|flagged|failed, index, fails, flags, matches} for training rows.
 
     `task` holds the protected items: `expos.protected_task()`, never a bare task name."""
@@ -44,7 +52,7 @@ def check_rows(task: Any, rows: list[dict[str, Any]]) -> dict[str, Any]:
 _REPORTS: dict[tuple[Any, str], dict[str, Any]] = {}
 
 
-def check_bytes(task: Any, data: bytes, rows: list[dict[str, Any]] | None = None, check: Any = None) -> dict[str, Any]:
+def check_bytes(task: Task, data: bytes, rows: list[dict[str, Any]] | None = None, check: Any = None) -> dict[str, Any]:
     """`check_rows` over a JSONL file's bytes (`rows`: those bytes parsed, if the caller has them).
 
     The report is a function of the bytes and the protected items, so it is kept per task and
@@ -68,7 +76,7 @@ def check_bytes(task: Any, data: bytes, rows: list[dict[str, Any]] | None = None
     return copy.deepcopy(got)
 
 
-def failing_rows(task: Any, rows: list[dict[str, Any]]) -> set[int]:
+def failing_rows(task: Task, rows: list[dict[str, Any]]) -> set[int]:
     """Indices of the rows the gate fails (every row a failing match spans)."""
     if isinstance(task, str):
         raise TypeError("failing_rows needs the run's protected task (ExpOS.protected_task), not a name")

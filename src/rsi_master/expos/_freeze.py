@@ -18,8 +18,29 @@ from ._registry import ROLES, TOOLS
 
 if TYPE_CHECKING:
     from ..runtime import ModelSource
+    from ..tasks import Task
 
-__all__ = ["freeze_run"]
+__all__ = ["check_run_inputs", "freeze_run"]
+
+
+def check_run_inputs(
+    *,
+    eval_limit: int | None = None,
+    final_limit: int | None = None,
+    simulated: bool = False,
+    model: object = None,
+    eval_backend: object = None,
+) -> None:
+    """The rules of a run's inputs that freezing a contract enforces, one line each; the
+    orchestra's `resolve_spec` and the bench check the same rules with this, so each rule has one
+    message wherever it is refused."""
+    if simulated and (model is not None or eval_backend is not None):
+        raise RsiMasterError("a simulated run's model and evaluator are its landscape's: no --model or --eval-backend")
+    if eval_limit is not None and eval_limit < 1:
+        raise RsiMasterError(f"eval_limit must be positive, got {eval_limit}")
+    if final_limit is not None and final_limit < 0:
+        raise RsiMasterError(f"final_limit must be 0 (the whole split) or positive, got {final_limit}")
+
 
 HARNESS = {"role": "harness", "id": "expos"}
 
@@ -45,7 +66,7 @@ def _task_source(task: object) -> TaskSource | None:
 
 def freeze_run(
     run_dir: Path | str,
-    task: object,
+    task: str | Path | Task | None,
     *,
     budget: Budget | None,
     eval_limit: int | None,
@@ -82,31 +103,38 @@ def freeze_run(
         seal_commitment,
         seal_evaluator,
     )
-    from ..tasks import SPLITS, FileTask, SealKey, get_task, load_task_dir, register_task, resolve_task, task_spec
+    from ..tasks import SPLITS, FileTask, SealKey, SimTask, get_task, load_task_dir, resolve_task, task_spec
+    from ._backend import landscape_task
 
     source: ModelSource | None = None
+    given: Task
+    check_run_inputs(
+        eval_limit=eval_limit,
+        final_limit=final_limit,
+        simulated=landscape is not None,
+        model=model,
+        eval_backend=eval_backend,
+    )
     if landscape is not None:
-        if model is not None or eval_backend is not None:
-            raise RsiMasterError("a simulated run takes no base model or evaluation backend (the landscape is both)")
-        from ._backend import register_landscape_task
-
-        register_landscape_task(landscape)
-    # A built-in name, a task directory (path, registered name or FileTask) or a landscape's
-    # task: an unknown task or a bad directory fails before anything is written.
-    given = resolve_task(task)
+        if task is not None and not isinstance(task, (str, SimTask)):
+            raise RsiMasterError("a simulated run's task is its landscape's, not a task directory")
+        given = landscape_task(landscape)
+        name = task.name if isinstance(task, SimTask) else task
+        if name is not None and name != given.name:
+            raise RsiMasterError(f"a simulated run's task is its landscape's ({given.name}), not {task!r}")
+    else:
+        # A built-in name or a task directory (path or FileTask): an unknown task or a bad
+        # directory fails before anything is written.
+        if task is None:
+            raise RsiMasterError("name a task")
+        given = resolve_task(task)
     file_task = given if isinstance(given, FileTask) else None
-    if landscape is not None and file_task is not None:
-        raise RsiMasterError("a simulated run's task is its landscape's, not a task directory")
     if landscape is None:
         source = model if isinstance(model, ModelSource) else resolve_model(model)  # so does a bad model
         if is_chat(given):  # a chat task on a model without a chat template: refused here, not in training
             check_chat_template(
                 source.path, "the shipped model" if source.is_shipped else f"model {source.spec}", given.name
             )
-    if eval_limit is not None and eval_limit < 1:
-        raise RsiMasterError("eval_limit must be positive")
-    if final_limit is not None and final_limit < 0:
-        raise RsiMasterError("final_limit must be 0 (the whole split) or positive")
     backend = make_backend(eval_backend)
     check_backend(backend)  # a backend this machine cannot run fails before anything is written
     if landscape is None:
@@ -119,14 +147,15 @@ def freeze_run(
             # from here on the run's task is the sealed copy, never the directory (an agent may
             # be able to edit it).
             seal_path, evaluator_digest = seal_evaluator(store=run.store, task_files=file_task.files, backend=backend)
-            task_obj: Any = register_task(load_task_dir(Path(seal_path) / "task", expected_digest=file_task.digest))
+            task_obj: Task = load_task_dir(Path(seal_path) / "task", expected_digest=file_task.digest)
             record = run.key_dir.record(run.run_id)
             if record is not None:
                 run.key_dir.save_record(record.model_copy(update={"task_dir": str(Path(file_task.root).resolve())}))
+        elif landscape is not None:
+            task_obj = landscape_task(landscape, SealKey(secret=secret))
         else:
             task_obj = get_task(given.name, seal_key=SealKey(secret=secret))
-            if landscape is None:  # a simulated run's sealed evaluator is its landscape (below)
-                seal_path, evaluator_digest = seal_evaluator(store=run.store, backend=backend)
+            seal_path, evaluator_digest = seal_evaluator(store=run.store, backend=backend)
         spec = task_spec(task_obj)
         simulation = None
         base_source: BaseModelSource | None = None

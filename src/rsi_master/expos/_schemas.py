@@ -37,8 +37,9 @@ def generator_families(
     contract: TaskContract | None = None, generators: Sequence[GeneratorView] | None = None
 ) -> list[tuple[str, GeneratorView]]:
     """(name as offered, family) for a run's families: `generators` as the run describes them
-    (what the door sends), else the contract's allowed built-in families; with neither, every
-    task's, named `task/family`."""
+    (`generator_views`, or what the door sends), else the contract's allowed built-in families
+    (a task directory's or a simulated task's are the run's own: only `generators` has them);
+    with neither, every task's, named `task/family`."""
     from ..tasks import get_task, list_tasks
 
     if generators is not None:
@@ -49,6 +50,8 @@ def generator_families(
         pairs = [[t, f] for t in list_tasks() for f in get_task(t).generators()]
     out = []
     for task, family in pairs:
+        if task not in list_tasks():
+            continue
         gens = get_task(task).generators()
         if family in gens:
             out.append((family if contract is not None else f"{task}/{family}", GeneratorView.of(gens[family])))

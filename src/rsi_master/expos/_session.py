@@ -30,7 +30,7 @@ from ._writes import WriteQuota
 
 if TYPE_CHECKING:
     from ..events import EvalRecord, TypedEvent
-    from ..tasks import GeneratorFamily, SealKey, SuiteTask
+    from ..tasks import FileTask, GeneratorFamily, SealKey, Task
 
 __all__ = ["FINAL_KINDS", "Caller", "ExpOS"]
 
@@ -84,13 +84,14 @@ class ExpOS:
         # Where the session's projection folds: its own, or one shared with the sessions this
         # process runs in turn (the inline executor's nodes).
         self.projections = projections
-        self._file_task: Any = None
+        self._file_task: FileTask | None = None
         self._file_task_error: str | None = None
         if contract.task_source is not None:
             self._load_file_task()
         _load()
         # The contract names the experiment backend (real, or the simulated landscape it pins).
         self.backend = attach_backend(self)
+        self._task: Task | None = None
         self.quota = WriteQuota(run.ledger, contract.budget.write_quota_bytes)
 
     # -- lifecycle -------------------------------------------------------------------
@@ -98,7 +99,7 @@ class ExpOS:
     def create(
         cls,
         run_dir: Path | str,
-        task: Any,
+        task: str | Path | Task | None,
         *,
         budget: Budget | None = None,
         eval_limit: int | None = None,
@@ -200,9 +201,9 @@ class ExpOS:
 
     def _load_file_task(self) -> None:
         """A task directory's task, from the run's sealed copy (checked against the contract's
-        digest before a byte of it is parsed or run), registered by name for this process."""
+        digest before a byte of it is parsed or run)."""
         from ..runtime import EvaluationError
-        from ..tasks import TaskInputError, load_task_dir, register_task
+        from ..tasks import TaskInputError, load_task_dir
 
         source = self.contract.task_source
         assert source is not None
@@ -211,25 +212,39 @@ class ExpOS:
         except (TaskInputError, EvaluationError) as exc:
             self._file_task_error = f"the run's sealed copy of task {self.contract.task!r} is unusable: {exc}"
             return
-        self._file_task = register_task(task)
+        self._file_task = task
+
+    @property
+    def task(self) -> Task:
+        """The run's task, resolved once from its contract: a built-in task (public items), a task
+        directory's sealed copy, or a simulated run's landscape task. Nothing after freeze looks a
+        task up by name; everything that needs the run's task asks the session."""
+        if self._task is None:
+            self._task = self._resolve_task(None)
+        return self._task
 
     def generators(self) -> dict[str, GeneratorFamily]:
-        """The run's generator families: a task directory's from its sealed copy, not by name."""
-        from ..tasks import get_task
+        """The run's generator families."""
+        return dict(self.task.generators())
 
-        task = self.protected_task() if self.contract.task_source is not None else get_task(self.contract.task)
-        return dict(task.generators())
-
-    def protected_task(self) -> SuiteTask:
+    def protected_task(self) -> Task:
         """The contract's task holding this run's protected items (for the harness only)."""
+        return self._resolve_task(self.seal_key())
+
+    def _resolve_task(self, seal_key: SealKey | None) -> Task:
         from ..runtime import SealSecretError
         from ..tasks import get_task
 
         if self.contract.task_source is not None:
             if self._file_task is None:
                 raise SealSecretError(self._file_task_error or "task not loaded")
-            return self._file_task
-        return get_task(self.contract.task, seal_key=self.seal_key())
+            return self._file_task  # its own items: no seal key draws them
+        if self.contract.simulation is not None:
+            from ._backend import SimBackend, landscape_task
+
+            assert isinstance(self.backend, SimBackend)
+            return landscape_task(self.backend.landscape(self), seal_key)
+        return get_task(self.contract.task, seal_key=seal_key)  # a built-in task
 
     def seal_problems(self) -> list[str]:
         """What is wrong with this run's seal, for verify and audit ([] when nothing).

@@ -22,14 +22,14 @@ from ._directions import (
 )
 from ._display import Display, PlainDisplay, RichDisplay, make_display
 from ._evidence import Evidence
-from ._graph import ORCHESTRA, Decision, Job, ResearchGraph, ReviewerNode, WorkerNode, load_graph
+from ._graph import ORCHESTRA, Decision, Job, OrchestraPart, ResearchGraph, ReviewerNode, WorkerNode, load_graph
 from ._guidance import Guidance, GuidanceError, GuidancePart, give_guidance, operator_id
 from ._harness import evaluate_final, final_scores, select
 from ._job import run_timing
 from ._main_policy import PolicyMain, expected_scores
 from ._memory import worker_memory
 from ._metrics import KINDS, run_metrics
-from ._orchestra import DEFAULTS, default_budget, parse_budget, resume_run, start_run
+from ._orchestra import resume_run, start_run
 from ._prior import SHIPPED_PRIOR, check_prior, read_prior, run_prior
 from ._protocols import (
     MAINS,
@@ -46,6 +46,7 @@ from ._protocols import (
     worker_agent,
 )
 from ._reviewer import EvidenceReviewer
+from ._runspec import DEFAULTS, ResolvedRun, RunSpec, default_budget, parse_budget, resolve_spec, resolve_task_ref
 from ._scheduler import Scheduler
 from ._search_space import order_bounds, search_distribution
 from ._worker import TPEWorker, trial_seconds
@@ -74,13 +75,16 @@ __all__ = [
     "MainAgent",
     "MainContext",
     "NodeContext",
+    "OrchestraPart",
     "PlainDisplay",
     "PolicyMain",
     "Range",
     "ResearchGraph",
+    "ResolvedRun",
     "ReviewerAgent",
     "ReviewerNode",
     "RichDisplay",
+    "RunSpec",
     "Scheduler",
     "TPEWorker",
     "WorkerAgent",
@@ -103,6 +107,8 @@ __all__ = [
     "order_bounds",
     "parse_budget",
     "read_prior",
+    "resolve_spec",
+    "resolve_task_ref",
     "resume_run",
     "reviewer_agent",
     "run_metrics",

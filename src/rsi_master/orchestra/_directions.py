@@ -7,12 +7,15 @@ rebuilt (and resumed) from its ledger alone.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..landscape import CURVE_BATCH, Curve, CurveLabel, LabelError
 from ._seeds import family_seed
+
+if TYPE_CHECKING:
+    from ..tasks import Task
 
 __all__ = [
     "DEFAULT_TRAIN",
@@ -112,9 +115,8 @@ class Direction(BaseModel):
 # at batch 2-8 and the Worker fits each one into its time left.
 #
 # Every trial holds its peak rate and anneals over its last fifth (warmup_stable_decay). A
-# lineage is a chain of trials, and with a cosine schedule each of them spent half its steps
-# at a decayed rate: three chained cosine trials scored 1.0% on `dev` where the same three at a
-# constant rate scored 21.5% (docs/tasks.md, "Lineages").
+# lineage is a chain of trials, and with a cosine schedule each of them spends half its steps
+# at a decayed rate, so that a chain learns far less than one run (docs/tasks.md, "Lineages").
 DEFAULT_TRAIN: dict[str, Range] = {
     "learning_rate": Range(kind="float", low=5e-4, high=3e-3, log=True),
     "batch_size": Range(kind="choice", choices=[2, 4, 8]),
@@ -135,9 +137,9 @@ def opening_batch(label: str, curves: dict[str, Curve]) -> int:
     measured the recipe (`label`) at batch 2 as well as at batch 8 and the batch-2 curve is
     behind on average over their shared points up to `OPENING_HORIZON` default experiments.
 
-    Small batches are not better for every family (docs/tasks.md: one family of the built-in
-    suite scores 7.0% at 2x at batch 2 against 10.8% at batch 8, another 9.0% at 1x against
-    6.7%). A data selection (`family[knob=value]`) without a batch-2 curve of its own opens at
+    Small batches are not better for every family (docs/tasks.md, "Families differ
+    structurally": on the built-in suite batch 2 holds one family back and brings another's
+    turn earlier). A data selection (`family[knob=value]`) without a batch-2 curve of its own opens at
     its family's batch; a recipe without any (every recipe, without a prior) opens at 2."""
     small = int(OPENING_TRIAL["t:batch_size"])
     parsed = CurveLabel.parse(label)
@@ -163,12 +165,10 @@ def opening_curve(d: Direction) -> str:
     return str(d.curve_label().at_batch(batch))
 
 
-def knob_ranges(task: str, family: str) -> dict[str, Range]:
+def knob_ranges(task: Task, family: str) -> dict[str, Range]:
     """Every knob of a generator family as a search range (from the task's own declaration)."""
-    from ..tasks import get_task
-
     out: dict[str, Range] = {}
-    for k in get_task(task).generators()[family].knobs:
+    for k in task.generators()[family].knobs:
         if k.kind == "int":
             out[k.name] = Range(kind="int", low=k.low, high=k.high)
         elif k.kind == "float":
@@ -178,7 +178,7 @@ def knob_ranges(task: str, family: str) -> dict[str, Range]:
     return out
 
 
-def default_directions(task: str, *, seed: int = 0, curves: dict[str, Curve] | None = None) -> list[Direction]:
+def default_directions(task: Task, *, seed: int = 0, curves: dict[str, Curve] | None = None) -> list[Direction]:
     """One direction per generator family and training method it declares (`methods`: SFT
     alone for a hand-written generator), knobs around their evaluation defaults.
 
@@ -190,9 +190,9 @@ def default_directions(task: str, *, seed: int = 0, curves: dict[str, Curve] | N
     batch size `opening_batch` picks from them), and TPE explores around it from there: a
     short campaign runs two or three trials per Worker, all of them random otherwise.
     """
-    from ..tasks import get_task, task_hints
+    from ..tasks import task_hints
 
-    t = get_task(task)
+    t = task
     curves = curves or {}
     hinted = task_train(task_hints(t))
     out = []
@@ -316,15 +316,13 @@ def within_ranges(trial: dict[str, Any], train: dict[str, Range]) -> dict[str, A
 
 
 def subset_direction(
-    task: str, label: str, families: list[Direction], curves: dict[str, Curve] | None = None
+    task: Task, label: str, families: list[Direction], curves: dict[str, Curve] | None = None
 ) -> Direction | None:
     """The direction of a landscape curve labelled `family[knob=value,...]`: that family's
     direction among `families` (`default_directions`) with those knobs fixed, a data
     selection (`family[ops=add]`: a family's items of one kind only). None for a label
     that is not one: a plain family, another training method (`+lora`), an unknown family
     or knob, or a value outside the knob's declared range."""
-    from ..tasks import get_task
-
     try:
         parsed = CurveLabel.parse(label)
     except LabelError:
@@ -335,7 +333,7 @@ def subset_direction(
     base = next((d for d in families if d.family == family), None)
     if base is None:
         return None
-    declared = {k.name: k for k in get_task(task).generators()[family].knobs}
+    declared = {k.name: k for k in task.generators()[family].knobs}
     subset: dict[str, Any] = {}
     for name, raw in parsed.knobs:
         k = declared.get(name)

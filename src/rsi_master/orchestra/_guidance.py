@@ -154,7 +154,7 @@ def give_guidance(expos: ExpOS, guidance: HumanGuidance | dict[str, object]) -> 
             f"guidance refused: the run has stopped launching ({graph.stopped.payload.reason}) and is ending"
         )
     known: set[str] = set()
-    for direction in default_directions(expos.contract.task, seed=graph.settings.seed):
+    for direction in default_directions(expos.task, seed=graph.settings.seed):
         known |= names(direction)
     for name in (*guidance.prefer, *guidance.avoid):
         if name not in known:

@@ -84,6 +84,10 @@ def job_main(
     capability: str = "",
 ) -> None:
     """A slot process's entry (the `process` executor): one node, then exit without teardown."""
+    # A Ctrl-C in the terminal reaches every process of the run: the scheduler's process stops
+    # its slots (SIGTERM, below, then SIGKILL), and no slot prints a KeyboardInterrupt traceback
+    # or takes the interrupt inside a library that would swallow it and train on.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent(parent)
     # Slots share the cores: one BLAS/OpenMP pool per slot over all cores oversubscribes them
     # and slows every slot down. Set before torch is imported.

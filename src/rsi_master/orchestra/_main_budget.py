@@ -5,12 +5,15 @@ direction's cap before a passing review, and the shortest budget a run can use a
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ._directions import DEFAULT_TRAIN, Direction
 from ._graph import Job, OrchestraPart, ResearchGraph
 from ._protocols import MainContext
-from ._trial_timing import MIN_STEPS, min_trial_seconds
+from ._trial_timing import MIN_STEPS, cheapest_batch, min_trial_seconds
+
+if TYPE_CHECKING:
+    from ..tasks import Task
 
 __all__ = ["Budget", "check_budget", "min_budget_s", "overrun_factor", "smallest_batch"]
 
@@ -24,7 +27,7 @@ RESERVE_FRACTION = 0.05
 TRIAL_MARGIN = 1.25
 
 
-def smallest_batch(task: Any) -> int:
+def smallest_batch(task: Task) -> int:
     """The cheapest batch any of the task's directions trains at (its declared sizes, else the
     default range's): a short budget is planned at it."""
     from ..tasks import task_hints
@@ -46,14 +49,14 @@ def overrun_factor(jobs: Iterable[Job]) -> float:
     return max(1.0, sorted(ratios)[len(ratios) // 2]) if ratios else 1.0
 
 
-def min_budget_s(task: Any, timing: dict[str, float] | None = None) -> float:
+def min_budget_s(task: Task, timing: dict[str, float] | None = None) -> float:
     """The shortest budget in which the Main can give one Worker time for its shortest trial
     and still keep the time for the last comparison (`Budget`'s rules, before any measurement)."""
     floor = TRIAL_MARGIN * min_trial_seconds(timing or {}, smallest_batch(task))
     return max(floor + RESERVE_S, floor / (1 - RESERVE_FRACTION))
 
 
-def check_budget(budget_s: float, task: Any, timing: dict[str, float] | None = None) -> None:
+def check_budget(budget_s: float, task: Task, timing: dict[str, float] | None = None) -> None:
     """Refuse, in one line, a budget in which no Worker could train anything (`min_budget_s`)."""
     from ..errors import RsiMasterError
 
@@ -78,13 +81,14 @@ class Budget:
         self.late = late  # from here on: compare and select, no new Workers
         self.worker_fraction = worker_fraction  # a Worker's wall-clock allowance, as a fraction of the budget
 
-    def _allowance(self, ctx: MainContext) -> float:
+    def _allowance(self, ctx: MainContext, d: Direction | None = None) -> float:
         """A Worker's wall-clock allowance: its fraction of the budget, but at least two of the
         shortest trials this machine has been measured to run (else it could not compare),
         and at most a direction's share, though never below one shortest trial (a short budget
-        is spent on small experiments rather than none). It ends before the time kept for the
-        last comparison at the rate Workers have been measured to overrun their allowances."""
-        floor = self._trial_floor_s(ctx)
+        is spent on small experiments rather than none), direction `d`'s own where given. It
+        ends before the time kept for the last comparison at the rate Workers have been
+        measured to overrun their allowances."""
+        floor = self._trial_floor_s(ctx, d)
         want = max(MIN_ALLOWANCE_S, self.worker_fraction * ctx.budget_s, 2 * self._min_trial_s(ctx))
         left = (ctx.budget_s - ctx.spent_s() - self._reserve_s(ctx)) / self._overrun(ctx)
         return max(0.0, min(max(min(want, self.share * ctx.budget_s), floor), left))
@@ -93,6 +97,13 @@ class Budget:
         """A new Worker's allowance holds its shortest trial (else it would finalize having started none)."""
         return self._allowance(ctx) >= self._trial_floor_s(ctx)
 
+    def _fits(self, ctx: MainContext, d: Direction) -> bool:
+        """A Worker of `d` opened now gets time for d's shortest trial. A direction's cheapest
+        batch can be above the task's (GRPO's is a multiple of its completions per prompt): its
+        Worker, given the task's shortest trial, finalized in 4 s having started none (a 90-s
+        run on a task directory)."""
+        return self._allowance(ctx, d) >= self._trial_floor_s(ctx, d)
+
     def _pace_note(self, ctx: MainContext) -> str:
         """What a decision's rationale says about the measured overrun (empty when there is none)."""
         f = self._overrun(ctx)
@@ -100,8 +111,8 @@ class Budget:
             return ""
         return f"; Workers took {f:.2f}x their allowances: new ones are sized to end in time at that rate"
 
-    def _trial_floor_s(self, ctx: MainContext) -> float:
-        return TRIAL_MARGIN * self._min_trial_s(ctx)
+    def _trial_floor_s(self, ctx: MainContext, d: Direction | None = None) -> float:
+        return TRIAL_MARGIN * self._min_trial_s(ctx, d)
 
     @staticmethod
     def _reserve_s(ctx: MainContext) -> float:
@@ -113,17 +124,21 @@ class Budget:
         return overrun_factor(ctx.expos.projection().part(OrchestraPart).jobs)
 
     @staticmethod
-    def _min_trial_s(ctx: MainContext) -> float:
-        """The shortest trial, at the task's cheapest batch, priced from this run's measurements."""
-        from ..tasks import get_task
+    def _min_trial_s(ctx: MainContext, d: Direction | None = None) -> float:
+        """The shortest trial, at the task's cheapest batch (or direction `d`'s, where it is
+        larger), priced from this run's measurements."""
         from ._job import run_timing
 
-        return min_trial_seconds(run_timing(ctx.expos), smallest_batch(get_task(ctx.expos.contract.task)))
+        batch = smallest_batch(ctx.expos.task)
+        return min_trial_seconds(run_timing(ctx.expos), max(batch, cheapest_batch(d)) if d is not None else batch)
 
     def _capped(self, ctx: MainContext, graph: ResearchGraph, d: Direction) -> bool:
         """The direction already took its share of the budget without a passing cross-Worker review
-        (a direction not yet tried never is: a budget whose share is below one trial opens it)."""
+        (a direction not yet tried never is: a budget whose share is below one trial opens it),
+        or a Worker of it opened now would have no time for its shortest trial (`_fits`)."""
+        if not self._fits(ctx, d):
+            return True
         if d.key() in graph.verified_keys():
             return False
         spent = graph.direction_seconds().get(d.key(), 0.0)
-        return spent > 0 and spent + self._allowance(ctx) > self.share * ctx.budget_s + 1e-9
+        return spent > 0 and spent + self._allowance(ctx, d) > self.share * ctx.budget_s + 1e-9

@@ -65,10 +65,10 @@ class Plans(Ranking):
         unexplored direction or a combination of two verified recipes (a new direction too) is
         worth `Evidence.unexplored`. A critique is thus answered when its lineage is where the
         evidence says the next allowance pays most, not before every other option: answering
-        every critique first kept continuing the review's leader, an early leader that had
-        flattened, while a direction still climbing waited (measured on simulated landscapes
-        whose best direction rises late). Unexplored families open before combinations of the
-        explored ones. Before anything is verified, directions open first, as before."""
+        every critique first would keep continuing the review's leader after it flattened,
+        while a direction still climbing waits (as on simulated landscapes whose best direction
+        rises late). Unexplored families open before combinations of the explored ones. Before
+        anything is verified, directions open first."""
         ranked = self._continuations(ctx, graph)
         default: tuple[Any, ...] = (self._revise, self._combine, self._branch, self._continue)
         if not ranked or not any(r.done and reports.verdict(r) == "pass" for r in graph.reviewers.values()):
@@ -279,11 +279,9 @@ class Plans(Ranking):
         """The verified recipe, fixed, trained further from its checkpoint: its own learning rate
         first, then TPE down to half of it.
 
-        Not lower: on the built-in suite's measured curves (docs/tasks.md) scores start to move
-        between one and three default experiments of data, and a rate a third of 1e-3 scored
-        less than half as much in the same time (11.5% at 3e-4, 27.5% at 1e-3). Before this
-        rule continuations went down to a quarter (2.4e-4 to 3.7e-4 after 9e-4 in 5-minute runs
-        of docs/benchmarks.md, whose lineages ended at zero)."""
+        Not lower: on the built-in suite's measured curves (docs/tasks.md, "What the figures
+        say") scores start to move only after one to three default experiments of data, and a
+        lower rate takes longer to get there than a campaign has."""
         params = recipe.params if recipe else {}
         cfg = recipe.config if recipe else Hyperparameters()
         knobs = {k: (Range(kind="fixed", value=params[k]) if k in params else r) for k, r in d.knobs.items()}
@@ -293,10 +291,8 @@ class Plans(Ranking):
         # The verified learning rate and batch size are TPE's first trial (within the ranges
         # searched), as long as the Worker's allowance fits: a continuation's first trial adds
         # to the lineage everything its allowance affords, rather than the verified trial's own
-        # length again and a shorter sibling after it. Every landscape curve is still rising
-        # at 5 default experiments, and the sibling only tried a lower rate on less data
-        # (measured: 101 + 48 steps in a 90-s continuation, whose lineage
-        # then held 0.5 default experiments after 5 minutes).
+        # length again and a shorter sibling after it, since every landscape curve is still
+        # rising at 5 default experiments (docs/tasks.md, "Learning curves").
         first: dict[str, Any] = {"t:learning_rate": lr}
         bs, steps = train.get("batch_size"), train.get("max_steps")
         if bs is not None and bs.kind == "choice" and cfg.batch_size in bs.choices:
@@ -313,7 +309,7 @@ class Plans(Ranking):
         # checkpoint with one recipe and seed trained the same weights, and the audit rightly
         # saw one checkpoint scored twice on dev (repeated-run selection).
         seed = worker_seed(int(wid[1:]), d.seed)
-        d = d.model_copy(update={"seconds": self._allowance(ctx), "agent": ctx.worker, "seed": seed})
+        d = d.model_copy(update={"seconds": self._allowance(ctx, d), "agent": ctx.worker, "seed": seed})
         seq = ctx.call(
             "worker.add",
             {"worker_id": wid, "task": task, "direction": d.model_dump(mode="json"), "predecessors": preds},

@@ -57,7 +57,8 @@ class PolicyMain(Plans):
         task = ctx.expos.contract.task
         added = []
         # A budget below one shortest trial is refused before the run is created (`min_budget_s`).
-        for d in self._fresh_directions(ctx, graph)[: ctx.slots if self._can_add(ctx) else 0]:
+        fitting = [d for d in self._fresh_directions(ctx, graph) if self._fits(ctx, d)]
+        for d in fitting[: ctx.slots if self._can_add(ctx) else 0]:
             added.append(self._add(ctx, graph, d, f"{d.key()} from the base model", []))
         self._decide(
             ctx,
@@ -169,7 +170,7 @@ class PolicyMain(Plans):
         if f >= self.late:
             # Late: comparison and selection come first (above); a slot they leave idle trains
             # the best verified lineage further, sized to end before the last comparison,
-            # rather than idle to the end (measured: 40 s of an idle slot in a 5-minute run).
+            # rather than idle to the end.
             return self._continue(ctx, graph, late=True)
         redo = self._redo_failed(ctx, graph)  # claims that did not hold: answered first
         if redo is not None:

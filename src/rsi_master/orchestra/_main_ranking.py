@@ -40,7 +40,7 @@ class Ranking(Budget):
     """The ranking rules of `PolicyMain`."""
 
     def _fresh_directions(self, ctx: MainContext, graph: ResearchGraph) -> list[Direction]:
-        task = ctx.expos.contract.task
+        task = ctx.expos.task
         tried = {w.direction.key() for w in graph.workers.values()}
         land = run_prior(ctx.expos)
         if land is None:
@@ -48,12 +48,12 @@ class Ranking(Budget):
             # order is a permutation of them drawn from the run's seed (a fixed order, say by
             # name, would favour the same family in every campaign), and the evidence decides
             # from there (`_evidence`, `_weighed_plans`, `_continuations`).
-            from ..tasks import get_task, task_hints
+            from ..tasks import task_hints
 
             dirs = default_directions(task, seed=ctx.seed)
             random.Random(f"open:{ctx.seed}").shuffle(dirs)
             # Except the direction the task says anyone opens with (its family's usual method).
-            first = task_hints(get_task(task)).opens_with
+            first = task_hints(task).opens_with
             usual = next((d for d in default_directions(task, seed=ctx.seed) if d.family == first), None)
             if usual is not None:
                 dirs.sort(key=lambda d: d.key() != usual.key())
@@ -62,20 +62,20 @@ class Ranking(Budget):
 
     def _prior_openings(self, ctx: MainContext, land: Landscape, tried: set[str]) -> list[Direction]:
         """The openings a prior ranks: its curves' expected scores at this campaign's compute."""
-        from ..tasks import get_task, task_hints
+        from ..tasks import task_hints
 
-        task = ctx.expos.contract.task
-        curves = land.curves(task)
+        task = ctx.expos.task
+        curves = land.curves(task.name)
         # Tie-break of the opening order, and the whole order for a task the landscape has no
         # curves for: the task's own (`TaskHints.opening_order`, a finding of the prior's kind).
-        prior = task_hints(get_task(task)).opening_order
+        prior = task_hints(task).opening_order
         # One direction's share of the slot-seconds, the part of it that trains.
-        expected = expected_scores(task, TRAINING_FRACTION * self.share * ctx.budget_s * ctx.slots, land)
+        expected = expected_scores(task.name, TRAINING_FRACTION * self.share * ctx.budget_s * ctx.slots, land)
         if expected and max(expected.values()) < PAYS:
             # No direction pays on its share of this campaign: rank them by what the campaign's
             # whole training would buy, so that the one that turns soonest opens first and its
             # lineage is the one trained further. Below PAYS the curves' order is noise.
-            expected = expected_scores(task, TRAINING_FRACTION * ctx.budget_s * ctx.slots, land)
+            expected = expected_scores(task.name, TRAINING_FRACTION * ctx.budget_s * ctx.slots, land)
         # The task's families, and the data selections the landscape measured (its curves
         # labelled `family[knob=value]`): a selection that learns early opens a short campaign,
         # and ranks below the full family once the campaign affords what the curves show the

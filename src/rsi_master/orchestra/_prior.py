@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..landscape import Landscape
+    from ..tasks import Task
 
 __all__ = [
     "PRIOR_ARTIFACT",
@@ -51,7 +52,7 @@ def read_prior(source: str | Path | Landscape) -> Landscape:
     return load(path)
 
 
-def check_prior(landscape: Landscape, task: Any) -> None:
+def check_prior(landscape: Landscape, task: Task) -> None:
     """A one-line `LandscapeError` unless `landscape` has curves for `task` (a `Task`: its name and
     generator families) and every curve names one of its families and only knobs that family has."""
     from ..landscape import CurveLabel, LandscapeError

@@ -150,7 +150,14 @@ class Scheduler:
         graph = load_graph(self.expos)
         if graph.stopped is not None:
             return graph.stopped.payload.reason
-        reason = self._loop()
+        try:
+            reason = self._loop()
+        except KeyboardInterrupt:
+            # Ctrl-C: the running nodes are asked to finalize and then killed, as at the budget's
+            # end, so that no slot process outlives the interrupted run (its process would
+            # otherwise wait at exit for a Worker that has hours of allowance left).
+            self._stop_running()
+            raise
         self.expos.record(ORCHESTRA, OrchestraStop(reason=reason, spent_s=round(self.spent(), 3)))
         self._drain()
         return reason
@@ -229,7 +236,15 @@ class Scheduler:
         end = _clock.now() + self.grace_s
         while self.running and _clock.now() < end:
             self._reap(min(self.executor.poll_timeout(self.poll_s, end), max(0.0, end - _clock.now())), {})
-        # Ask first (SIGTERM: a Worker finalizes with what it has), then kill what is left.
+        self._stop_running()
+        lost = self._lost()
+        if lost:
+            self.expos.record(
+                ORCHESTRA, OrchestraInterrupted(experiments=lost, reason="the budget ended while they ran")
+            )
+
+    def _stop_running(self) -> None:
+        """Ask first (SIGTERM: a Worker finalizes with what it has), then kill what is left."""
         for job in self.running.values():
             job.proc.terminate()
         end = _clock.now() + TERM_GRACE_S
@@ -241,11 +256,6 @@ class Scheduler:
             job.proc.kill()
             job.proc.join()
             self._end(slot, job, "killed")
-        lost = self._lost()
-        if lost:
-            self.expos.record(
-                ORCHESTRA, OrchestraInterrupted(experiments=lost, reason="the budget ended while they ran")
-            )
 
     def _lost(self) -> list[str]:
         """Experiments started and neither finished nor recorded as interrupted."""

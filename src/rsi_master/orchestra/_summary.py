@@ -37,7 +37,7 @@ def close_run(expos: Any, sched: Any) -> dict[str, Any]:
         "run_id": expos.run.run_id,
         # No checkpoint returned: no score of one (the base's is `base_score`), and `why` says so.
         "final_score": scores["final_score"] if selection["selected"] is not None else None,
-        "why": _why_none(selection, st, graph) if selection["selected"] is None else None,
+        "why": _why_none(selection, st, graph, _last_failure(expos)) if selection["selected"] is None else None,
         "base_score": scores["base_score"],
         "reference_score": ref,
         "selected": selection["selected"],
@@ -78,17 +78,38 @@ def close_run(expos: Any, sched: Any) -> dict[str, Any]:
     )
     summary["summary_json"] = str(expos.run.store.path(digest))
     summary["run_dir"] = str(expos.run.path)
+    # Where the returned model is (read-only, in the run's store): outside the stored summary,
+    # whose bytes must not depend on the machine the run was on.
+    summary["selected_model"] = (
+        str(expos.run.store.path(selection["checkpoint"])) if selection["selected"] is not None else None
+    )
     return summary
 
 
-def _why_none(selection: dict[str, Any], st: Any, graph: Any) -> str:
+def _last_failure(expos: Any) -> str | None:
+    """The run's last failure that can explain a run with nothing to return: a Worker's call that
+    was invalid or failed (`the last failed call: tool: reason`) or an agent's failed model
+    request (`the main agent's last error: ...`), whichever came later; None if neither."""
+    failed = expos.events("tool.invalid", "tool.failed", role="worker") + expos.events("agent.error")
+    if not failed:
+        return None
+    last = max(failed, key=lambda e: e.seq)
+    if last.kind == "agent.error":
+        return f"the {last.actor.role} agent's last error: {last.payload['error']}"
+    return f"the last failed call: {last.payload['tool']}: {last.payload.get('reason') or last.payload.get('error')}"
+
+
+def _why_none(selection: dict[str, Any], st: Any, graph: Any, failure: str | None = None) -> str:
     """Why the harness selected no checkpoint, from the records (for a person or a script)."""
     stop = graph.stopped.payload.reason if graph.stopped is not None else "the run stopped"
     statuses = _count(x.status for x in st.experiments.values())
+    # The last failure is the likeliest reason nothing started (an LLM endpoint that answers with
+    # errors, a model that samples nothing that passes, a mistyped family).
+    cause = f"; {failure}" if failure else ""
     if not graph.workers:
-        return f"no Worker was started ({stop})"
+        return f"no Worker was started ({stop}{cause})"
     if not st.experiments:
-        return f"{len(graph.workers)} Workers started no experiment ({stop})"
+        return f"{len(graph.workers)} Workers started no experiment ({stop}{cause})"
     if not statuses.get("completed"):
         return f"none of {len(st.experiments)} experiments completed ({statuses}; {stop})"
     rows = selection.get("submissions") or []

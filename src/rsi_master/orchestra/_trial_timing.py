@@ -50,13 +50,12 @@ def trial_seconds(
     measurements of this machine (any Worker's finished experiments), else defaults.
 
     With `batch_size`, a step's time is priced per example (a step of batch 16 takes about
-    twice one of batch 8): a Worker that measured batch 8 and then draws batch 16 would
-    otherwise plan twice the steps that fit and overrun its allowance (measured: 143 s for
-    a trial planned at 85). Where its trials report their time in the training loop, the
-    rest of each trial is its own measured overhead: subtracting the 25 s default from a
-    12 s calibration trial priced steps at nothing (measured: 101 s for a trial planned
-    into 76). The default before any measurement is priced per example too: at 2 s a step,
-    a batch-2 measuring trial in a 90-s allowance was cut to 32 steps instead of 80."""
+    twice one of batch 8), so that a Worker that measured one batch size and draws a larger
+    one does not plan more steps than fit. Where its trials report their time in the
+    training loop, the rest of each trial is its own measured overhead, since the 25 s
+    default would price the steps of a short calibration trial at nothing. The default
+    before any measurement is priced per example too, so that a small-batch measuring trial
+    is not cut short."""
     timing = timing or {}
     fixed = float(timing.get("overhead_s", FIXED_OVERHEAD_S))
     done = [m for m in memory if m.get("seconds") and m.get("steps")]

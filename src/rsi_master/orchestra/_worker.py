@@ -63,6 +63,8 @@ class TPEWorker:
     """Bounded loop: at most `direction.trials` experiments, never past the deadline, and no
     more after `MAX_FAILED_IN_A_ROW` trials in a row were refused or failed."""
 
+    last_error: str | None = None  # the last refused or failed call of a trial, for the finalize summary
+
     def run(self, ctx: NodeContext) -> None:
         import optuna
         from optuna.trial import TrialState, create_trial
@@ -129,8 +131,8 @@ class TPEWorker:
             if calibrating:
                 # Nothing measured on this machine yet: a short first trial measures it, so that
                 # the following ones are sized to the deadline instead of overrunning it. Counted
-                # in examples: 20 steps of batch 2 are mostly warm-up (measured 0.124 s a step
-                # against 0.048 s in the next trial, which was then sized 2.6 times too short).
+                # in examples, because a few steps of a small batch are mostly warm-up and would
+                # price a step far above what the next trial pays.
                 train["max_steps"] = min(
                     train["max_steps"], max(2 * MIN_STEPS, -(-CALIBRATION_EXAMPLES // max(1, batch)))
                 )
@@ -164,9 +166,8 @@ class TPEWorker:
                 study.tell(trial, float((outcome or {}).get("dev_score") or 0.0))
             if calibrating and d.enqueue and trial is not None and completed:
                 # The short measuring trial took the first point the Main enqueued (the evaluation
-                # distribution, or a verified recipe): the next trial runs it at full length. Before,
-                # the opening Workers' only eval-distribution trial was this 20-step one, and the
-                # trials that trained were random draws (measured: 3-operand 3-digit additions).
+                # distribution, or a verified recipe): the next trial runs it at full length, or
+                # the only trial of it that trained would be the short one and the rest random draws.
                 # Not when it was refused or failed: the same point would be refused again, and
                 # a refusal costs no time, so a Worker re-tried one point ten thousand times.
                 study.enqueue_trial(dict(trial.params), skip_if_exists=False)
@@ -299,9 +300,10 @@ class TPEWorker:
                 "experiment.submit",
                 {"parent": parent or d.parent, "dataset": dataset, "method": d.method, "config": train},
             )
-        except (ToolError, ValueError):
+        except (ToolError, ValueError) as exc:
             # ValueError: a knob combination the generator rejects without ExpOS turning it
             # into ToolInvalid. Either way the trial failed and the search moves on.
+            self.last_error = str(exc)[:200]
             return None
         return res.model_dump()
 
@@ -326,7 +328,8 @@ class TPEWorker:
             ctx.call(
                 "worker.finalize",
                 {
-                    "summary": f"{d.key()}: no completed experiment ({len(rows)} started, failed: {failed})",
+                    "summary": f"{d.key()}: no completed experiment ({len(rows)} started, failed: {failed}"
+                    + (f"; last error: {self.last_error})" if self.last_error else ")"),
                     "claims": [],
                     "candidates": [],
                 },

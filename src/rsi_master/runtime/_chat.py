@@ -11,16 +11,19 @@ agree.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rsi_master.runtime._errors import InvalidParameterError
+
+if TYPE_CHECKING:
+    from rsi_master.tasks import Task
 
 __all__ = ["ChatFormat", "chat_format", "is_chat"]
 
 _SENTINEL = "\x00rsi-master-completion\x00"
 
 
-def is_chat(task: Any) -> bool:
+def is_chat(task: Task | None) -> bool:
     """A task is chat when it says so (`chat = True`, or `format = "chat"` as in task.toml)."""
     return getattr(task, "chat", False) is True or getattr(task, "format", None) == "chat"
 

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import random
 import string
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rsi_master.tasks import Task
 
 
 def cut_at_stop(text: str, stop: tuple[str, ...]) -> str:
@@ -40,7 +43,7 @@ def _mutate(body: str, rng: random.Random) -> str:
     return body[: len(body) // 2]
 
 
-def corrupt(task: Any, row: dict[str, Any], rng: random.Random, attempts: int = 20) -> str | None:
+def corrupt(task: Task, row: dict[str, Any], rng: random.Random, attempts: int = 20) -> str | None:
     """A completion the checker scores lower than `row['completion']`, or None."""
     stop = tuple(task.stop)
     chosen = row["completion"]

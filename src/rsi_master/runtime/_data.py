@@ -10,13 +10,16 @@ import random
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rsi_master.runtime._digest import sha256_file
 from rsi_master.runtime._errors import InvalidParameterError
 from rsi_master.runtime._jsonl import read_jsonl, write_jsonl
 from rsi_master.runtime._records import DataResult
 from rsi_master.runtime._tasks import check_params, get_family, get_task
+
+if TYPE_CHECKING:
+    from rsi_master.tasks import Task
 
 MAX_ROWS = 1_000_000  # a guard against typos like n=10**9 that would fill the disk
 
@@ -35,7 +38,7 @@ def _check_n(n: Any, what: str = "n") -> int:
 
 
 def generate(
-    task: Any,
+    task: Task | str,
     family: str,
     params: dict[str, Any] | None,
     seed: int,
@@ -51,7 +54,7 @@ def generate(
 
 
 def generate_rows(
-    task: Any, family: str, params: dict[str, Any] | None, seed: int, n: int
+    task: Task | str, family: str, params: dict[str, Any] | None, seed: int, n: int
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The rows `generate` writes, and its spec (task, family, full params, seed, n)."""
     task_obj = get_task(task)
@@ -85,12 +88,15 @@ def filter_data(
     drop_eval_overlap: bool = True,
     exclude_regex: str | None = None,
     store: Any = None,
+    task: Task | None = None,
 ) -> DataResult:
     """Keep rows that pass every criterion.
 
     `verified_only` keeps rows whose completion the task's own checker accepts (reward 1);
     `drop_eval_overlap` removes rows whose prompt equals a sealed evaluation prompt
     (decontamination; on by default because a leak would make every score meaningless).
+    `task` is the task object for rows that name it (a run's own: a task directory's sealed
+    copy, a simulated task); rows naming another task use the built-in suite's.
     """
     if max_chars is not None and (isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1):
         raise InvalidParameterError(f"max_chars must be a positive integer, got {max_chars!r}")
@@ -115,7 +121,7 @@ def filter_data(
             if name is None:
                 raise InvalidParameterError("rows without a 'task' field cannot be verified or decontaminated")
             if name not in tasks:
-                tasks[name] = get_task(name)
+                tasks[name] = task if task is not None and name == getattr(task, "name", None) else get_task(name)
                 banned[name] = _eval_prompts(tasks[name]) if drop_eval_overlap else set()
             if drop_eval_overlap and row["prompt"] in banned[name]:
                 continue

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rsi_master.runtime._corrupt import corrupt
 from rsi_master.runtime._errors import InvalidParameterError
 from rsi_master.runtime._spec import TrainSpec
 
+if TYPE_CHECKING:
+    from rsi_master.tasks import Task
 
-def preference_rows(task: Any, rows: list[dict[str, Any]], seed: int) -> list[dict[str, str]]:
+
+def preference_rows(task: Task, rows: list[dict[str, Any]], seed: int) -> list[dict[str, str]]:
     """chosen = the row's (correct) completion; rejected = the row's own `rejected` where it has one
     (a failing sample of the same prompt, from `data.sample`), else a checker-verified corruption."""
     rng = random.Random(seed)
@@ -31,7 +34,7 @@ def run_dpo(
     tokenizer: Any,
     rows: list[dict[str, Any]],
     spec: TrainSpec,
-    task: Any,
+    task: Task,
     work: Path,
     callbacks: list[Any],
     chat: Any = None,

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rsi_master._proc import run_tied
 from rsi_master.artifacts import copy_measured
@@ -27,12 +27,15 @@ from rsi_master.runtime._records import EvalResult, SampleRecord
 from rsi_master.runtime._seal import private_seal
 from rsi_master.tasks import SealKey
 
+if TYPE_CHECKING:
+    from rsi_master.tasks import Task
+
 SPLITS = ("dev", "review", "final")
 # Exit codes of the sealed process (see _evaluator.py).
 _EXIT_LOAD, _EXIT_DIGEST, _EXIT_REQUEST = 2, 3, 4
 
 
-def _task_spec(task: Any) -> str:
+def _task_spec(task: Task | str) -> str:
     if isinstance(task, str):
         return task
     name = getattr(task, "name", None)
@@ -43,7 +46,7 @@ def _task_spec(task: Any) -> str:
 
 def evaluate(
     checkpoint: str | Path,
-    task: Any,
+    task: Task | str,
     split: str,
     *,
     seal_key: SealKey,
@@ -166,7 +169,7 @@ def evaluate(
 
 
 def _request(
-    ckpt: Path, task: Any, split: str, batch_size: int, sample_timeout_s: float, max_samples: int | None
+    ckpt: Path, task: Task | str, split: str, batch_size: int, sample_timeout_s: float, max_samples: int | None
 ) -> dict[str, Any]:
     return {
         "checkpoint": str(ckpt),

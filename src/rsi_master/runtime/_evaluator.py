@@ -28,7 +28,10 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # for the type checker only: this file imports nothing of the package at run time
+    from rsi_master.tasks import EvalItem, Task
 
 SEAL_DIR = Path(__file__).resolve().parent
 EXIT_LOAD, EXIT_DIGEST, EXIT_REQUEST = 2, 3, 4
@@ -117,7 +120,7 @@ def _on_alarm(signum: int, frame: Any) -> None:
     raise _CheckerTimeout()
 
 
-def _score_one(task: Any, item: Any, output: str, timeout_s: float) -> tuple[float, str]:
+def _score_one(task: Task, item: EvalItem, output: str, timeout_s: float) -> tuple[float, str]:
     """The task's checker, bounded in time; any failure is a zero with the reason."""
     signal.signal(signal.SIGALRM, _on_alarm)
     signal.setitimer(signal.ITIMER_REAL, timeout_s)
@@ -169,7 +172,7 @@ def _load_tokenizer(checkpoint: str) -> Any:
         ) from exc
 
 
-def _is_chat(task: Any) -> bool:
+def _is_chat(task: Task) -> bool:
     # Same rule as the runtime's _chat.is_chat (this file cannot import it: it runs from its seal).
     return getattr(task, "chat", False) is True or getattr(task, "format", None) == "chat"
 

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rsi_master.runtime._corrupt import cut_at_stop
 from rsi_master.runtime._spec import TrainSpec
 
+if TYPE_CHECKING:
+    from rsi_master.tasks import Task
 
-def make_reward(task: Any) -> Any:
+
+def make_reward(task: Task) -> Any:
     stop = tuple(task.stop)
 
     def task_reward(prompts: list[str], completions: list[str], row_json: list[str], **_: Any) -> list[float]:
@@ -30,7 +33,7 @@ def run_grpo(
     tokenizer: Any,
     rows: list[dict[str, Any]],
     spec: TrainSpec,
-    task: Any,
+    task: Task,
     work: Path,
     callbacks: list[Any],
     chat: Any = None,

@@ -18,12 +18,15 @@ import math
 from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import _clock
 from ._errors import InputChangedError, TrainingError
 from ._jsonl import parse_jsonl
 from ._records import EvalResult, SampleRecord, TrainConfig, TrainResult
+
+if TYPE_CHECKING:
+    from ..tasks import Task
 
 __all__ = [
     "CHECKPOINT_FILE",
@@ -221,12 +224,12 @@ def sim_train(
 
 
 def sim_evaluate(
-    landscape: Any, checkpoint: Path, task: Any, split: str, *, n: int, evaluator_digest: str, store: Any
+    landscape: Any, checkpoint: Path, task: Task, split: str, *, n: int, evaluator_digest: str, store: Any
 ) -> EvalResult:
     """Score a stand-in checkpoint on the split's first `n` preregistered items in the simulator;
     with a `store`, store the record (its digest in `record_digest`)."""
     ckpt, digest = read_sim_checkpoint(checkpoint)
-    items = task.eval_items(split)
+    items = task.eval_items(split)  # type: ignore[arg-type]  # a split name the caller checked
     chosen = items[:n]
     right = landscape.outcomes(ckpt, split, len(chosen))
     samples = [

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rsi_master.runtime._errors import InvalidParameterError
 
+if TYPE_CHECKING:
+    from rsi_master.tasks import Task
 
-def get_task(task: Any) -> Any:
+
+def get_task(task: Task | str) -> Task:
     """A task object from a name (via `rsi_master.tasks.get_task`) or the object itself."""
     if not isinstance(task, str):
         return task
@@ -33,7 +36,7 @@ def task_names() -> list[str]:
     return []
 
 
-def get_family(task: Any, family: str) -> Any:
+def get_family(task: Task, family: str) -> Any:
     families = task.generators()
     if family not in families:
         raise InvalidParameterError(

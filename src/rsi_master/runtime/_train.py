@@ -17,7 +17,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rsi_master.artifacts import copy_measured, read_measured
 from rsi_master.errors import ArtifactError
@@ -35,6 +35,9 @@ from rsi_master.runtime._jsonl import parse_jsonl
 from rsi_master.runtime._model import base_model_dir
 from rsi_master.runtime._records import TrainConfig, TrainResult
 from rsi_master.runtime._spec import TrainSpec, make_spec
+
+if TYPE_CHECKING:
+    from rsi_master.tasks import Task
 
 Progress = Callable[[dict[str, Any]], None]
 # Files a child checkpoint writes itself; every other defining file of the parent (tokenizer
@@ -122,7 +125,7 @@ def train(
     store: Any = None,
     progress: Progress | None = None,
     snapshot_steps: Sequence[int] = (),
-    task: Any = None,
+    task: Task | None = None,
 ) -> TrainResult:
     """Train `parent` (default: the shipped base model) on a JSONL dataset.
 
@@ -246,7 +249,7 @@ def _train_held(
     spec: TrainSpec,
     progress: Progress | None,
     snapshot_steps: Sequence[int],
-    task: Any,
+    task: Task | None,
     base_dir: Path | None = None,
     base_digest: str | None = None,
 ) -> TrainResult:
@@ -302,10 +305,12 @@ def _train_held(
         elif spec.method == "dpo":
             from rsi_master.runtime._dpo import run_dpo
 
+            assert task is not None  # TrainSpec requires a task for dpo and grpo
             model, steps = run_dpo(model, tokenizer, rows, spec, task, work, callbacks, chat=chat)
         else:
             from rsi_master.runtime._grpo import run_grpo
 
+            assert task is not None  # TrainSpec requires a task for dpo and grpo
             model, steps = run_grpo(model, tokenizer, rows, spec, task, work, callbacks, chat=chat)
     except (InvalidParameterError, CheckpointLoadError):
         raise

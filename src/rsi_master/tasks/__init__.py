@@ -37,7 +37,7 @@ from ._protocol import (
     TaskHints,
     task_hints,
 )
-from ._registry import UnknownTaskError, get_task, list_tasks, register_task, resolve_task
+from ._registry import UnknownTaskError, get_task, list_tasks, resolve_task
 from ._seal_key import PUBLIC_SEAL_KEY, SealKey
 from ._sim_task import SIM_ROW_KEY, WEB_SOURCE, SimTask, web_row, web_trace
 from ._spec import generators_spec, items_digest, source_digest, task_source_files, task_spec
@@ -86,7 +86,6 @@ __all__ = [
     "load_task_dir",
     "model_output_boundary",
     "pool_families",
-    "register_task",
     "resolve_task",
     "sample_items",
     "sampled_rows",

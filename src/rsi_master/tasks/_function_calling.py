@@ -92,12 +92,10 @@ class FunctionCallingTask(SuiteTask):
     # characters with the stop string; tests/tasks check every family fits.
     decoding = Decoding(max_new_tokens=144)
     stop = ("\n\n",)
-    # A run that names no budget gets ten minutes, not five: the task copies argument values
-    # out of the request character by character, and its learning curves stay near zero until
-    # copying forms (docs/tasks.md): the soonest, plan-then-call on one shown function, reaches
-    # 1.2% at one default experiment, 8.5% at 1.5 and 27% at 2 (two runs). A 5-minute
-    # campaign's best lineage trains 0.6-1x, and ended at 0.000-0.010 on `final` in the default
-    # runs of docs/benchmarks.md; ten minutes lets one lineage get to where it turns.
+    # A run that names no budget gets ten minutes, not five: the task's learning curves stay
+    # near zero until copying argument values forms, after one to two default experiments,
+    # which a 5-minute campaign's best lineage does not reach (docs/tasks.md, "What function
+    # calling waits for is copying").
     hints = TaskHints(
         opening_order=("compact", "verbose", "plan_then_call"),
         contrast=("compact", "plan_then_call"),

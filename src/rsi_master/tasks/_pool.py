@@ -28,11 +28,14 @@ import random
 import weakref
 from collections.abc import Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._knobs import validate_params, validate_size
 from ._protocol import GeneratorFamily, Knob
 from ._text import derive_seed
+
+if TYPE_CHECKING:
+    from ._dir import FileTask
 
 __all__ = [
     "POOL",
@@ -61,14 +64,14 @@ _PASS = 1.0  # a scorer's "passes": full marks (partial credit is not a correct 
 _CACHE: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 
 
-def _cache(task: Any) -> dict[str, Any]:
+def _cache(task: FileTask) -> dict[str, Any]:
     try:
         return _CACHE.setdefault(task, {})
     except TypeError:  # a task that takes no weak reference: no cache, the same answers
         return {}
 
 
-def _raw_fields(task: Any) -> dict[str, dict[str, Any]]:
+def _raw_fields(task: FileTask) -> dict[str, dict[str, Any]]:
     """The `train` split's items as written (id -> fields), for targets the rendered pool
     item does not carry (a worked solution beside the answer). Read from the bytes the task
     holds and digested, never from the directory again."""
@@ -107,14 +110,14 @@ def _reference_text(kind: str, reference: Any) -> str | None:
     return None
 
 
-def _target(task: Any, item: Any, name: str) -> str | None:
+def _target(task: FileTask, item: Any, name: str) -> str | None:
     if name == REFERENCE:
         return _reference_text(getattr(task.scorer, "kind", ""), item.reference)
     value = _raw_fields(task).get(item.id, {}).get(name)
     return value if isinstance(value, str) and value.strip() else None
 
 
-def _passes(task: Any, item: Any, name: str, text: str) -> bool:
+def _passes(task: FileTask, item: Any, name: str, text: str) -> bool:
     verdicts = _cache(task).setdefault("passes", {})
     key = (item.id, name)
     if key not in verdicts:
@@ -122,12 +125,12 @@ def _passes(task: Any, item: Any, name: str, text: str) -> bool:
     return bool(verdicts[key])
 
 
-def _stable(task: Any, pool: Sequence[Any]) -> list[Any]:
+def _stable(task: FileTask, pool: Sequence[Any]) -> list[Any]:
     """The pool in an order fixed by the items' ids: a smaller subset is part of a larger one."""
     return sorted(pool, key=lambda it: hashlib.sha256(f"{task.name}\x1f{it.id}".encode()).hexdigest())
 
 
-def _candidates(task: Any, pool: Sequence[Any]) -> tuple[list[str], str | None]:
+def _candidates(task: FileTask, pool: Sequence[Any]) -> tuple[list[str], str | None]:
     """(target choices, the default): the reference where the scorer's kind makes one, and every
     text field the pool's items carry besides their inputs; the default passes the scorer on
     most of the first PROBE_ITEMS items (ties: PREFERRED_FIELDS in order, then the items' other
@@ -159,7 +162,7 @@ def _candidates(task: Any, pool: Sequence[Any]) -> tuple[list[str], str | None]:
     return choices, default
 
 
-def _prompt(task: Any, item: Any, template: str, rng: random.Random) -> str:
+def _prompt(task: FileTask, item: Any, template: str, rng: random.Random) -> str:
     if template == "mixed":
         template = rng.choice(("task", "capability"))
     # The task's rendered prompt (with whatever its scorer adds, such as lettered choices);
@@ -167,7 +170,7 @@ def _prompt(task: Any, item: Any, template: str, rng: random.Random) -> str:
     return item.prompt if template == "task" else f"{task.capability}\n\n{item.prompt}"
 
 
-def _selection(task: Any, family: str, params: Mapping[str, Any]) -> list[tuple[Any, str]]:
+def _selection(task: FileTask, family: str, params: Mapping[str, Any]) -> list[tuple[Any, str]]:
     """(item, completion) of every pool item the knobs select, in the stable order."""
     pool = _stable(task, task.train_pool())
     pool = pool[: max(1, round(len(pool) * float(params["subset"])))]
@@ -189,7 +192,9 @@ def _selection(task: Any, family: str, params: Mapping[str, Any]) -> list[tuple[
     return out
 
 
-def _generate(task: Any, family: str, knobs: tuple[Knob, ...], params: Any, seed: int, n: int) -> list[dict[str, Any]]:
+def _generate(
+    task: FileTask, family: str, knobs: tuple[Knob, ...], params: Any, seed: int, n: int
+) -> list[dict[str, Any]]:
     values = validate_params(family, knobs, params)
     validate_size(seed, n)
     chosen = _selection(task, family, values)
@@ -252,7 +257,7 @@ def _sampling_knobs() -> tuple[Knob, ...]:
     )
 
 
-def pool_families(task: Any) -> dict[str, GeneratorFamily]:
+def pool_families(task: FileTask) -> dict[str, GeneratorFamily]:
     """The train-pool families of a task with a pool (`train_pool()` and a `scorer`); {} without."""
     pool = task.train_pool() if callable(getattr(task, "train_pool", None)) else []
     if not pool or getattr(task, "scorer", None) is None:
@@ -302,7 +307,7 @@ def pool_families(task: Any) -> dict[str, GeneratorFamily]:
     return out
 
 
-def sample_items(task: Any, params: Mapping[str, Any], seed: int) -> list[Any]:
+def sample_items(task: FileTask, params: Mapping[str, Any], seed: int) -> list[Any]:
     """The pool items a sampling family samples on: `prompts` of them in a seeded order."""
     pool = list(task.train_pool())
     random.Random(derive_seed("sample", task.name, seed)).shuffle(pool)
@@ -310,7 +315,7 @@ def sample_items(task: Any, params: Mapping[str, Any], seed: int) -> list[Any]:
 
 
 def sampled_rows(
-    task: Any, family: str, items: Sequence[Any], outputs: Sequence[Sequence[str]], params: Mapping[str, Any]
+    task: FileTask, family: str, items: Sequence[Any], outputs: Sequence[Sequence[str]], params: Mapping[str, Any]
 ) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """(rows, counts) from sampled outputs (cut at the stop string), each scored by the task's
     scorer: `self_distill` keeps distinct passing completions, `sample_pairs` pairs distinct

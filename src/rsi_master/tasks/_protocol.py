@@ -124,7 +124,7 @@ class TaskHints:
             raise ValueError(f"max_steps range {steps} must be 1 <= low <= high")
 
 
-def task_hints(task: Any) -> TaskHints:
+def task_hints(task: Task) -> TaskHints:
     """The task's hints; none for a task that declares no `hints` (the protocol does not
     require them)."""
     hints = getattr(task, "hints", None)

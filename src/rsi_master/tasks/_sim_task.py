@@ -92,7 +92,7 @@ class SimTask:
 
     template = "Recall: {question}\nAnswer:"
     decoding = Decoding(max_new_tokens=8)
-    stop = ("\n",)
+    stop: tuple[str, ...] = ("\n",)
     eval_params: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, landscape: Any, seal_key: SealKey | None = None) -> None:

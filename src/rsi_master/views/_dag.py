@@ -14,6 +14,8 @@ __all__ = ["dag_figure", "dag_layout"]
 
 _HOVER_CHARS = 160
 
+LABELLED_NODES = 300
+
 
 def dag_layout(nodes: list[NodeView], edges: list[tuple[str, str, str]]) -> dict[str, tuple[float, float]]:
     """Node id -> (x, y): layers along x, by networkx's topological generations of the graph with
@@ -65,7 +67,9 @@ def dag_figure(view: RunView) -> go.Figure:
             go.Scatter(
                 x=[pos[n.id][0] for n in members],
                 y=[pos[n.id][1] for n in members],
-                mode="markers+text",
+                # Labels on a large graph cost the browser more than they tell (they overlap):
+                # past `LABELLED_NODES` a node's id is in its hover and its panel only.
+                mode="markers+text" if len(view.nodes) <= LABELLED_NODES else "markers",
                 name=f"{kind}s",
                 text=[html.escape(n.id) for n in members],  # ids an LLM Main chose: text, never markup
                 textposition="top center",

@@ -53,10 +53,21 @@ def best_figure(view: RunView) -> go.Figure:
     return fig
 
 
+# Lineages drawn as traces of their own; the rest share one grey trace (every point kept, each
+# with its experiment on hover). A browser draws thousands of traces slowly: a 100k-event campaign
+# has about 7,000 lineages, and one trace each took its report 46 s to render.
+LINEAGE_TRACES = 30
+LABELLED_JOBS = 500
+
+
 def lineage_figure(view: RunView) -> go.Figure:
     unit, div = budget_unit(view.budget_s)
     fig = go.Figure()
-    for root, pts in view.lineages.items():
+    ranked = sorted(view.lineages, key=lambda r: -max((p.score for p in view.lineages[r]), default=0.0))
+    best = set(ranked[:LINEAGE_TRACES])  # drawn in the run's order, as when every lineage fits
+    shown = [(r, pts) for r, pts in view.lineages.items() if r in best]
+    rest = [(r, pts) for r, pts in view.lineages.items() if r not in best]
+    for root, pts in shown:
         fig.add_trace(
             go.Scatter(
                 x=[p.at_s / div for p in pts],
@@ -67,12 +78,31 @@ def lineage_figure(view: RunView) -> go.Figure:
                 hovertemplate="%{text}: dev %{y:.3f}<extra>" + root + "</extra>",
             )
         )
+    if rest:
+        xs: list[float | None] = []
+        ys: list[float | None] = []
+        texts: list[str] = []
+        for root, pts in rest:  # one line per lineage, broken between lineages
+            xs += [p.at_s / div for p in pts] + [None]
+            ys += [p.score for p in pts] + [None]
+            texts += [f"{p.experiment} ({root})" for p in pts] + [""]
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="lines+markers",
+                name=f"{len(rest)} other lineages",
+                line={"color": "#bbb", "width": 1},
+                marker={"color": "#bbb", "size": 4},
+                text=texts,
+                hovertemplate="%{text}: dev %{y:.3f}<extra></extra>",
+            )
+        )
     _budget_line(fig, view, div)
-    fig.update_layout(
-        title="Each lineage's dev score (lineage: experiments continuing from one trained from the base)",
-        xaxis_title=f"budget spent ({unit})",
-        margin=_MARGIN,
-    )
+    title = "Each lineage's dev score (lineage: experiments continuing from one trained from the base)"
+    if rest:
+        title += f"<br><sub>the {len(shown)} best lineages in colour, the other {len(rest)} in grey</sub>"
+    fig.update_layout(title=title, xaxis_title=f"budget spent ({unit})", margin=_MARGIN)
     return fig
 
 
@@ -91,7 +121,9 @@ def gantt_figure(view: RunView) -> go.Figure:
                 marker_color=color,
                 text=[html.escape(j.node) for j in jobs],
                 customdata=[[j.end_s / div, j.status or "running"] for j in jobs],
-                textposition="inside",
+                # a label per bar is measured and fitted by the browser: past `LABELLED_JOBS` bars
+                # the node is in the hover only
+                textposition="inside" if len(view.jobs) <= LABELLED_JOBS else "none",
                 hovertemplate="%{text}: %{base:.2f} to %{customdata[0]:.2f} "
                 + unit
                 + " (%{customdata[1]})<extra>"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rsi_master.errors import RsiMasterError
-from rsi_master.tasks import TaskInputError, get_task, load_task_dir, register_task, resolve_task
+from rsi_master.tasks import TaskInputError, UnknownTaskError, get_task, load_task_dir, resolve_task
 
 from .helpers import make_task_dir, write_jsonl
 
@@ -165,14 +165,20 @@ def test_files_and_digest_are_of_the_bytes_read(tmp_path: Path) -> None:
     assert load_task_dir(copy).digest == before
 
 
-def test_registry_resolves_a_directory_and_then_its_name(tmp_path: Path) -> None:
+def test_registry_resolves_a_directory_but_holds_built_ins_only(tmp_path: Path) -> None:
+    """A task directory resolves by its path to its task; the registry is not changed by it (a
+    run holds its own task: `ExpOS.task`), so its name alone names nothing."""
     root = make_task_dir(tmp_path / "t", name="my-task")
     task = resolve_task(str(root))
-    assert task.name == "my-task" and get_task("my-task") is task
+    assert task.name == "my-task"
+    with pytest.raises(UnknownTaskError):
+        get_task("my-task")
+    with pytest.raises(UnknownTaskError):
+        resolve_task("my-task")
     assert resolve_task("arithmetic").name == "arithmetic"
     clash = make_task_dir(tmp_path / "c", name="arithmetic")
     with pytest.raises(TaskInputError, match="built-in"):
-        register_task(load_task_dir(clash))
+        resolve_task(clash)
 
 
 def test_training_ranges_are_the_ranges_every_direction_searches(tmp_path: Path) -> None:
@@ -189,7 +195,7 @@ def test_training_ranges_are_the_ranges_every_direction_searches(tmp_path: Path)
     task = resolve_task(str(root))
     hints = task_hints(task)
     assert hints.learning_rate == (1e-5, 1e-4) and hints.batch_sizes == (16, 32, 64) and hints.max_steps == (50, 400)
-    directions = default_directions("ranged")
+    directions = default_directions(task)
     assert directions
     for d in directions:
         lr, batch, steps = d.train["learning_rate"], d.train["batch_size"], d.train["max_steps"]

@@ -30,7 +30,12 @@ class Budget(Record):
     max_experiments: int = Field(default=64, ge=1, description="Training experiments the whole run may start.")
     max_train_steps: int = Field(default=400, ge=1, description="Optimizer steps one experiment may take.")
     max_rows: int = Field(default=20_000, ge=1, description="Rows one dataset may hold.")
-    wall_seconds: float | None = Field(default=None, gt=0, description="Wall-clock budget of the run, if any.")
+    wall_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        description="Read by nothing: a run's wall-clock budget is recorded once, as `orchestra.start`'s "
+        "`budget_s`, which the scheduler reads. Runs written before that may carry a copy here.",
+    )
     write_quota_bytes: int = Field(
         default=16 * 1024 * 1024,
         ge=1,

@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ...tasks import Split, Task
 
 __all__ = ["PROTECTED_SPLITS", "ProtectedItem", "protected_items"]
 
 # `dev` is protected too: Workers see aggregate dev scores, so training on dev items
 # would inflate the number that drives their decisions.
-PROTECTED_SPLITS = ("dev", "review", "final")
+PROTECTED_SPLITS: tuple[Split, ...] = ("dev", "review", "final")
 
 
 @dataclass(frozen=True)
@@ -42,7 +45,7 @@ def _question(template: str, prompt: str) -> str | None:
     return prompt[len(head) : len(prompt) - len(tail)]
 
 
-def protected_items(task: Any, splits: Iterable[str] = PROTECTED_SPLITS) -> list[ProtectedItem]:
+def protected_items(task: Task, splits: Iterable[Split] = PROTECTED_SPLITS) -> list[ProtectedItem]:
     """The protected items of a task object (anything with `template` and `eval_items`).
 
     Besides the rendered prompt, the question alone is indexed (a training row may wrap

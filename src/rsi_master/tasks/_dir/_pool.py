@@ -7,9 +7,12 @@ a pool there is none.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .._protocol import GeneratorFamily
+
+if TYPE_CHECKING:
+    from ._file_task import FileTask
 
 __all__ = ["OPENS_WITH", "pool_families"]
 
@@ -18,7 +21,7 @@ __all__ = ["OPENS_WITH", "pool_families"]
 OPENS_WITH = "pool"
 
 
-def pool_families(task: Any) -> dict[str, GeneratorFamily]:
+def pool_families(task: FileTask) -> dict[str, GeneratorFamily]:
     """The generator families of a file task: its train-pool families (`tasks/_pool.py`), none
     for a task without a `train` pool."""
     from .._pool import pool_families as families
