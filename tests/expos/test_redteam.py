@@ -162,7 +162,7 @@ def test_generator_that_embeds_evaluation_items_is_refused(run):
     # Rows from an allowed generator with evaluation items slipped in among them.
     tmp = run.scratch()
     res = generate(
-        run.contract.task,
+        run.task,
         "answer_only"
         if "arithmetic/answer_only" in run.contract.allowed_generators
         else run.contract.allowed_generators[0].split("/")[1],
