@@ -90,3 +90,49 @@ def test_no_reviewer_main_never_asks_for_a_review_and_follows_claims(tmp_path):
         m.finish(ctx, g, "budget spent")
         stop = load_graph(expos).decisions[-1]
         assert stop.action == "stop" and stop.detail["nominated"][0] == best[0]
+
+
+def test_every_configuration_names_its_agents_and_the_names_resolve():
+    """The ledger records what a configuration names: a registered name, never an import path."""
+    from rsi_master.bench import CONFIGS
+    from rsi_master.orchestra import resolve_agent
+
+    for cfg in CONFIGS.values():
+        assert ":" not in cfg.main and ":" not in cfg.worker, cfg.name
+        assert callable(resolve_agent("main", cfg.main)) and callable(resolve_agent("worker", cfg.worker))
+
+
+def test_import_paths_older_runs_recorded_open_the_same_agents():
+    from rsi_master.orchestra import resolve_agent
+    from rsi_master.orchestra._registry import LEGACY_PATHS
+
+    for path, name in LEGACY_PATHS.items():
+        role = "main" if "Main" in path else "worker"
+        assert resolve_agent(role, path) is resolve_agent(role, name), path
+    # An agent defined outside the package is still named by its import path.
+    assert resolve_agent("worker", "rsi_master.orchestra:TPEWorker") is resolve_agent("worker", "tpe")
+
+
+def test_a_name_is_registered_once_and_is_not_a_path():
+    import pytest
+
+    from rsi_master.orchestra import main_agent
+
+    with pytest.raises(ValueError, match="registered twice"):
+        main_agent("policy")(object)
+    with pytest.raises(ValueError, match="colon"):
+        main_agent("a:b")(object)
+
+
+def test_a_fresh_process_finds_the_benchs_agents_by_name():
+    """Slot processes start fresh: naming a bench agent must not depend on the bench being imported."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from rsi_master.orchestra import resolve_agent; "
+        "assert 'rsi_master.bench' not in sys.modules; "
+        "print(resolve_agent('main', 'no-review').__name__, resolve_agent('worker', 'shortcut').__name__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["NoReviewMain", "ShortcutWorker"]

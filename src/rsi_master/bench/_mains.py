@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..orchestra import Direction, MainContext, PolicyMain, ResearchGraph, WorkerNode
+from ..orchestra import Direction, MainContext, PolicyMain, ResearchGraph, WorkerNode, main_agent
 
 __all__ = ["MainPickMain", "NoReviewMain", "SearchMain", "SingleMain"]
 
@@ -21,6 +21,7 @@ __all__ = ["MainPickMain", "NoReviewMain", "SearchMain", "SingleMain"]
 UNBOUNDED_TRIALS = 10_000
 
 
+@main_agent("no-review")
 class NoReviewMain(PolicyMain):
     """The policy without Reviewers: 'verified' means 'claimed in a Worker's summary'."""
 
@@ -72,6 +73,7 @@ class NoReviewMain(PolicyMain):
         )
 
 
+@main_agent("main-pick")
 class MainPickMain(NoReviewMain):
     """No Reviewer, and the Main picks the returned checkpoint (the RSI-Master paper's setting):
     the candidate of the Worker whose claimed `dev` score is highest. It nominates every Worker's
@@ -158,6 +160,7 @@ class _OneShotMain:
         ctx.call("decision.record", {"action": "stop", "rationale": reason, "evidence": [], "detail": {}})
 
 
+@main_agent("single")
 class SingleMain(_OneShotMain):
     """One Worker, the first direction the policy Main would open, the whole budget."""
 
@@ -165,6 +168,7 @@ class SingleMain(_OneShotMain):
         return PolicyMain()._fresh_directions(ctx, ResearchGraph())[:1]
 
 
+@main_agent("search")
 class SearchMain(_OneShotMain):
     """One search Worker per slot, each with its own seed (independent studies)."""
 

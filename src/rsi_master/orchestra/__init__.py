@@ -45,6 +45,7 @@ from ._protocols import (
     reviewer_agent,
     worker_agent,
 )
+from ._registry import agent_names, resolve_agent
 from ._reviewer import EvidenceReviewer
 from ._scheduler import Scheduler
 from ._search_space import order_bounds, search_distribution
@@ -85,6 +86,7 @@ __all__ = [
     "TPEWorker",
     "WorkerAgent",
     "WorkerNode",
+    "agent_names",
     "check_prior",
     "default_budget",
     "default_directions",
@@ -103,6 +105,7 @@ __all__ = [
     "order_bounds",
     "parse_budget",
     "read_prior",
+    "resolve_agent",
     "resume_run",
     "reviewer_agent",
     "run_metrics",
