@@ -3,10 +3,10 @@ Workers, and the Mains of the ablations and baselines."""
 
 from __future__ import annotations
 
-from rsi_master.bench._mains import NoReviewMain, SearchMain, SingleMain
+from rsi_master.bench._mains import SearchMain, SingleMain
 from rsi_master.bench._workers import RandomSearchWorker, TPESearchWorker
 from rsi_master.expos import Caller
-from rsi_master.orchestra import Direction, MainContext, load_graph
+from rsi_master.orchestra import ClaimsVerifier, Direction, MainContext, PolicyMain, load_graph, resolve_agent
 from rsi_master.orchestra._directions import default_directions
 from tests.orchestra.helpers import fake_experiment, finalize, new_run
 from tests.orchestra.test_worker import _ctx
@@ -55,7 +55,8 @@ def test_search_main_starts_one_worker_per_slot_with_distinct_seeds(tmp_path):
 def test_no_reviewer_main_never_asks_for_a_review_and_follows_claims(tmp_path):
     with new_run(tmp_path) as expos:
         ctx = _main_ctx(expos, spent=60.0)
-        m = NoReviewMain()
+        m = resolve_agent("main", "no-review")()
+        assert isinstance(m, PolicyMain) and isinstance(m.verifier, ClaimsVerifier)  # a configuration
         m.start(ctx, load_graph(expos))
         for wid, dev in (("w1", 0.1), ("w2", 0.4)):
             xid = fake_experiment(expos, wid, dev)
@@ -77,8 +78,8 @@ def test_no_reviewer_main_never_asks_for_a_review_and_follows_claims(tmp_path):
             m.on_event(ctx, load_graph(expos), ev)
         g = load_graph(expos)
         assert not g.reviewers
-        best = m._best_verified(ctx, g)
-        assert best is not None and best[1] == "w2" and best[2] == 0.4
+        best = m._verified(ctx, g)[0]
+        assert best[1] == "w2" and best[2] == 0.4
         # Claimed checkpoints are trained further as the full system trains verified ones
         # (the ablation once never continued anything: its `_verified` wanted passing reviews).
         assert [t[1] for t in m._verified(ctx, g)] == ["w2", "w1"]
@@ -132,7 +133,8 @@ def test_a_fresh_process_finds_the_benchs_agents_by_name():
     code = (
         "import sys; from rsi_master.orchestra import resolve_agent; "
         "assert 'rsi_master.bench' not in sys.modules; "
-        "print(resolve_agent('main', 'no-review').__name__, resolve_agent('worker', 'shortcut').__name__)"
+        "m = resolve_agent('main', 'no-review')(); "
+        "print(type(m.verifier).__name__, resolve_agent('worker', 'shortcut').__name__)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["NoReviewMain", "ShortcutWorker"]
+    assert out.split() == ["ClaimsVerifier", "ShortcutWorker"]

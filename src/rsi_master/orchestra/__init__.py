@@ -26,7 +26,9 @@ from ._graph import ORCHESTRA, Decision, Job, ResearchGraph, ReviewerNode, Worke
 from ._guidance import Guidance, GuidanceError, GuidancePart, give_guidance, operator_id
 from ._harness import evaluate_final, final_scores, select
 from ._job import run_timing
+from ._main_parts import Nomination, Verifier
 from ._main_policy import PolicyMain, expected_scores
+from ._main_verify import ClaimsNomination, ClaimsVerifier, MainPick, ReviewNomination, ReviewVerifier
 from ._memory import worker_memory
 from ._metrics import KINDS, run_metrics
 from ._orchestra import DEFAULTS, default_budget, parse_budget, resume_run, start_run
@@ -62,6 +64,8 @@ __all__ = [
     "SHIPPED_PRIOR",
     "WORKERS",
     "BudgetEnd",
+    "ClaimsNomination",
+    "ClaimsVerifier",
     "Decision",
     "Direction",
     "Display",
@@ -74,16 +78,21 @@ __all__ = [
     "Job",
     "MainAgent",
     "MainContext",
+    "MainPick",
     "NodeContext",
+    "Nomination",
     "PlainDisplay",
     "PolicyMain",
     "Range",
     "ResearchGraph",
+    "ReviewNomination",
+    "ReviewVerifier",
     "ReviewerAgent",
     "ReviewerNode",
     "RichDisplay",
     "Scheduler",
     "TPEWorker",
+    "Verifier",
     "WorkerAgent",
     "WorkerNode",
     "agent_names",

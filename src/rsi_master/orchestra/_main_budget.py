@@ -9,6 +9,7 @@ from typing import Any
 
 from ._directions import DEFAULT_TRAIN, Direction
 from ._graph import Job, OrchestraPart, ResearchGraph
+from ._main_parts import Verifier
 from ._protocols import MainContext
 from ._trial_timing import MIN_STEPS, min_trial_seconds
 
@@ -70,8 +71,9 @@ def check_budget(budget_s: float, task: Any, timing: dict[str, float] | None = N
 
 
 class Budget:
-    """The budget rules of `PolicyMain` (a base class, so that a Main built on the policy, such as
-    the bench's `NoReviewMain`, overrides one rule and keeps the rest)."""
+    """The budget rules of `PolicyMain`."""
+
+    verifier: Verifier  # the policy's (`PolicyMain`): whether a direction counts as reviewed
 
     def __init__(self, share: float = 0.4, late: float = 0.75, worker_fraction: float = 0.3) -> None:
         self.share = share  # most budget one direction gets before a passing cross-Worker review
@@ -123,7 +125,7 @@ class Budget:
     def _capped(self, ctx: MainContext, graph: ResearchGraph, d: Direction) -> bool:
         """The direction already took its share of the budget without a passing cross-Worker review
         (a direction not yet tried never is: a budget whose share is below one trial opens it)."""
-        if d.key() in graph.verified_keys():
+        if d.key() in graph.verified_keys() or self.verifier.stands_for_review(graph, d.key()):
             return False
         spent = graph.direction_seconds().get(d.key(), 0.0)
         return spent > 0 and spent + self._allowance(ctx) > self.share * ctx.budget_s + 1e-9

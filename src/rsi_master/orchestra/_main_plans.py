@@ -13,6 +13,7 @@ from ._directions import Direction, Range
 from ._evidence import UNSEEN_STD, Evidence
 from ._graph import ResearchGraph, WorkerNode
 from ._main_late import late_worth
+from ._main_parts import Plan, free_id
 from ._main_ranking import Ranking
 from ._protocols import MainContext
 from ._seeds import continue_seed, redo_seed, worker_seed
@@ -23,36 +24,8 @@ __all__ = ["Plans"]
 class Plans(Ranking):
     """The plans of `PolicyMain`."""
 
-    def _verify(self, ctx: MainContext, graph: ResearchGraph, late: bool) -> Any:
-        covered = {w for r in graph.reviewers.values() if r.cross_worker for w in r.scope}
-        open_ = [w for w in graph.workers.values() if w.done and w.id not in covered and reports.candidates(w)]
-        if len(open_) >= 2 or (late and open_):
-            scope = [w.id for w in open_]
-            if len(scope) < 2:  # late: compare with the best verified Worker, for selection
-                best = self._best_verified(ctx, graph)
-                others = [
-                    w.id for w in graph.workers.values() if w.done and w.id not in scope and reports.candidates(w)
-                ]
-                partner = best[1] if best else (others[-1] if others else None)
-                if partner is None:
-                    return None
-                scope.append(partner)
-            rid = self._free_id(graph, "r")
-            ev = [w.finalize_seq for w in open_ if w.finalize_seq is not None]
-            seq = ctx.call(
-                "review.request",
-                {
-                    "reviewer_id": rid,
-                    "scope": scope,
-                    "question": f"Do the claims of {', '.join(scope)} hold on the evaluation records, which of their "
-                    "candidates is best on review sample by sample, and is any of them flagged?",
-                },
-            ).seq
-            why = f"{', '.join(scope)} finalized with candidates no cross-Worker review has checked" + (
-                "; late in the budget: comparison and selection" if late else ""
-            )
-            return "verify", why, [*ev, seq], {"reviewer": rid, "scope": scope}
-        return None
+    def _verify(self, ctx: MainContext, graph: ResearchGraph, late: bool) -> Plan | None:
+        return self.verifier.request(ctx, graph, late, self.worker_fraction * ctx.budget_s)
 
     def _weighed_plans(self, ctx: MainContext, graph: ResearchGraph) -> tuple[tuple[Any, ...], str]:
         """The plans in the order the run's evidence ranks them (no prior), and the figures that
@@ -304,7 +277,7 @@ class Plans(Ranking):
         )
 
     def _add(self, ctx: MainContext, graph: ResearchGraph, d: Direction, task: str, preds: list[str]) -> str:
-        wid = self._free_id(graph, "w")
+        wid = free_id(graph, "w")
         # Every Worker its own seed, so no two draw the same data: two Workers continuing one
         # checkpoint with one recipe and seed trained the same weights, and the audit rightly
         # saw one checkpoint scored twice on dev (repeated-run selection).
@@ -318,24 +291,8 @@ class Plans(Ranking):
         return wid
 
     @staticmethod
-    def _free_id(graph: ResearchGraph, prefix: str) -> str:
-        taken = set(graph.workers) | set(graph.reviewers)
-        i = 1
-        while f"{prefix}{i}" in taken:
-            i += 1
-        if prefix == "r":
-            graph.reviewers.setdefault(f"r{i}", _placeholder(f"r{i}"))
-        return f"{prefix}{i}"
-
-    @staticmethod
     def _acted(graph: ResearchGraph, report_seq: int | None, action: str) -> bool:
         """A decision of `action` answered the review reported at `report_seq`: one whose detail
         names a review (revise and combine do), not any decision taken at that event (an
         unexplored direction opened when the review came in answers none of its findings)."""
         return any(d.action == action and report_seq in d.evidence and "review" in d.detail for d in graph.decisions)
-
-
-def _placeholder(rid: str) -> Any:
-    from ._graph import ReviewerNode
-
-    return ReviewerNode(rid, -1, "", [])

@@ -37,8 +37,10 @@ from typing import Any
 from ._directions import Direction
 from ._graph import ResearchGraph
 from ._guidance import Guidance, answer_plainly, guided_by, names
+from ._main_parts import Nomination, Verifier, decide
 from ._main_plans import Plans
 from ._main_ranking import expected_scores, landscape_prior
+from ._main_verify import ReviewNomination, ReviewVerifier
 from ._prior import run_prior
 from ._protocols import MainContext, main_agent
 
@@ -48,7 +50,23 @@ __all__ = ["PolicyMain", "expected_scores", "landscape_prior"]
 @main_agent("policy")
 class PolicyMain(Plans):
     """The policy above: its entry points and the order of its plans here, the plans, rankings
-    and budget rules in `_main_plans`, `_main_ranking` and `_main_budget`."""
+    and budget rules in `_main_plans`, `_main_ranking` and `_main_budget`. Who counts as
+    verified and what is nominated at the end are parts it is given (`_main_parts`): by default
+    the Reviewers' verdicts and the best reviewed candidates; the bench's no-Reviewer ablations
+    give it claims as verified and their own nomination (`bench/_mains.py`)."""
+
+    def __init__(
+        self,
+        share: float = 0.4,
+        late: float = 0.75,
+        worker_fraction: float = 0.3,
+        *,
+        verifier: Verifier | None = None,
+        nomination: Nomination | None = None,
+    ) -> None:
+        super().__init__(share, late, worker_fraction)
+        self.verifier = verifier or ReviewVerifier()
+        self.nomination = nomination or ReviewNomination()
 
     # -- entry points ------------------------------------------------------------------------
     def start(self, ctx: MainContext, graph: ResearchGraph) -> None:
@@ -94,21 +112,7 @@ class PolicyMain(Plans):
         return True
 
     def finish(self, ctx: MainContext, graph: ResearchGraph, reason: str) -> None:
-        scored, _ = self._review_scores(ctx)
-        ranked = sorted(scored.items(), key=lambda kv: (-kv[1][0], kv[0]))[:3]
-        for xid, _ in ranked:
-            ctx.call("candidate.nominate", {"experiment_id": xid})
-        ev = sorted(
-            {s for _, (_, s) in ranked} | {r.report_seq for r in graph.reviewers.values() if r.report_seq is not None}
-        )
-        self._decide(
-            ctx,
-            "stop",
-            f"{reason}; nominated for the harness's selection on review: "
-            f"{', '.join(f'{x} ({s:.3f})' for x, (s, _) in ranked) or 'none reviewed'}",
-            ev,
-            {"nominated": [x for x, _ in ranked]},
-        )
+        self.nomination.nominate(ctx, graph, reason)
 
     def on_guidance(self, ctx: MainContext, graph: ResearchGraph, g: Guidance) -> None:
         """Operator guidance: preferred directions open first and avoided ones never (from now on,
@@ -189,14 +193,4 @@ class PolicyMain(Plans):
                 return action, f"{rationale}; {weighed}" if weighed else rationale, evidence, detail
         return None
 
-    @staticmethod
-    def _decide(ctx: MainContext, action: str, rationale: str, evidence: list[int], detail: dict[str, Any]) -> None:
-        ctx.call(
-            "decision.record",
-            {
-                "action": action,
-                "rationale": rationale,
-                "evidence": sorted({int(s) for s in evidence if s is not None}),
-                "detail": detail,
-            },
-        )
+    _decide = staticmethod(decide)

@@ -22,6 +22,7 @@ from ._directions import Direction, default_directions, opening_curve, subset_di
 from ._evidence import TRAINING_FRACTION, Evidence
 from ._graph import ResearchGraph, WorkerNode
 from ._main_budget import Budget
+from ._main_parts import Verified
 from ._memory import lineage_examples
 from ._prior import run_prior
 from ._protocols import MainContext
@@ -29,7 +30,7 @@ from ._protocols import MainContext
 if TYPE_CHECKING:
     from ..landscape import Landscape
 
-__all__ = ["PAYS", "TRAINING_FRACTION", "Ranking", "expected_scores", "landscape_prior"]
+__all__ = ["PAYS", "TRAINING_FRACTION", "Ranking", "expected_scores", "landscape_prior", "review_scores", "tie_breaks"]
 
 # An expected score a prior's curves tell from zero: 4 of 200 items, twice the
 # spread of a one-run score near 1% (about +-0.7 points on 200 items).
@@ -95,49 +96,10 @@ class Ranking(Budget):
         )
         return [d.model_copy(update={"seconds": self._allowance(ctx)}) for d in dirs if d.key() not in tried]
 
-    @staticmethod
-    def _review_scores(ctx: MainContext) -> tuple[dict[str, tuple[float, int]], dict[str, tuple[str, dict[str, Any]]]]:
-        """From one graph view: experiment -> (review score, eval record seq), and experiment ->
-        (parent, training config) for `lineage_examples`."""
-        view = ctx.call("graph.read")
-        experiments = ctx.expos.projection().state.experiments
-        out = {}
-        for x in view.experiments:
-            if x.get("review_score") is not None:
-                evals = experiments[x["experiment_id"]].records() if x["experiment_id"] in experiments else []
-                out[x["experiment_id"]] = (
-                    float(x["review_score"]),
-                    next((e.seq for e in evals if e.split == "review"), 0),
-                )
-        trained = {x["experiment_id"]: (x["parent"], x.get("config") or {}) for x in view.experiments}
-        return out, trained
-
-    def _best_verified(self, ctx: MainContext, graph: ResearchGraph) -> tuple[str, str, float, int] | None:
-        """(experiment, worker, review score, record seq) of the best candidate a passing review verified."""
-        ranked = self._verified(ctx, graph)
-        return ranked[0] if ranked else None
-
-    def _verified(self, ctx: MainContext, graph: ResearchGraph) -> list[tuple[str, str, float, int]]:
-        """Every candidate a finished review verified (`reports.cleared`), best review score first. Ties (scores
-        tie at zero until a lineage has seen enough data) go to the lineage expected to reach
-        more with more training (`_tie_breaks`), then to the one with more training behind it,
-        then to the oldest."""
-        passed = reports.cleared(graph)
-        scores, trained = self._review_scores(ctx)
-        out = []
-        for w in graph.workers.values():
-            if w.id not in passed:
-                continue
-            for xid in reports.candidates(w):
-                if xid in scores:
-                    out.append((xid, w.id, scores[xid][0], scores[xid][1]))
-        tie = _tie_breaks(ctx, graph, trained, self.worker_fraction * ctx.budget_s)
-
-        def rank(t: tuple[str, str, float, int]) -> tuple[float, float, int, str]:
-            p, n = tie(t[0], graph.workers[t[1]].direction)
-            return -t[2], -p, -n, t[0]
-
-        return sorted(out, key=rank)
+    def _verified(self, ctx: MainContext, graph: ResearchGraph) -> list[Verified]:
+        """The candidates the Main builds on, best first (`verifier`, with ties broken at a
+        Worker's allowance of training)."""
+        return self.verifier.verified(ctx, graph, self.worker_fraction * ctx.budget_s)
 
     def _continuations(self, ctx: MainContext, graph: ResearchGraph) -> list[tuple[str, str, float, int]]:
         """The verified candidates in the order the Main would train them further. With a prior,
@@ -182,7 +144,7 @@ class Ranking(Budget):
         return max(self._allowance(ctx), left)
 
     def _leader(self, ctx: MainContext, graph: ResearchGraph, r: Any) -> tuple[str, float, WorkerNode] | None:
-        scores, trained = self._review_scores(ctx)
+        scores, trained = review_scores(ctx)
         scoped = [
             (xid, scores[xid][0], w)
             for w in (graph.workers.get(wid) for wid in r.scope)
@@ -194,11 +156,28 @@ class Ranking(Budget):
         # it). The outlook only breaks ties of review scores: measured evidence first. It
         # matters at zero: a 5-minute run once continued a flat family's lineage (0 on review,
         # 2,768 examples) over one whose curve was about to climb (0, 2,368 examples).
-        tie = _tie_breaks(ctx, graph, trained, self.worker_fraction * ctx.budget_s)
+        tie = tie_breaks(ctx, graph, trained, self.worker_fraction * ctx.budget_s)
         return max(scoped, key=lambda c: (c[1], *tie(c[0], c[2].direction)), default=None)
 
 
-def _tie_breaks(
+def review_scores(ctx: MainContext) -> tuple[dict[str, tuple[float, int]], dict[str, tuple[str, dict[str, Any]]]]:
+    """From one graph view: experiment -> (review score, eval record seq), and experiment ->
+    (parent, training config) for `lineage_examples`."""
+    view = ctx.call("graph.read")
+    experiments = ctx.expos.projection().state.experiments
+    out = {}
+    for x in view.experiments:
+        if x.get("review_score") is not None:
+            evals = experiments[x["experiment_id"]].records() if x["experiment_id"] in experiments else []
+            out[x["experiment_id"]] = (
+                float(x["review_score"]),
+                next((e.seq for e in evals if e.split == "review"), 0),
+            )
+    trained = {x["experiment_id"]: (x["parent"], x.get("config") or {}) for x in view.experiments}
+    return out, trained
+
+
+def tie_breaks(
     ctx: MainContext, graph: ResearchGraph, trained: dict[str, tuple[str, dict[str, Any]]], seconds: float
 ) -> Callable[[str, Direction], tuple[float, int]]:
     """What breaks a tie of review scores, for a checkpoint and its Worker's direction: the
