@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rsi_master.expos import Caller
-from rsi_master.orchestra import Direction, MainContext, PolicyMain, load_graph
+from rsi_master.orchestra import BudgetRule, Direction, MainContext, PolicyMain, load_graph
 
 from .helpers import MAIN, fake_experiment, finalize, new_run
 
@@ -234,7 +234,7 @@ def test_a_direction_is_capped_at_its_share_before_a_passing_cross_worker_review
     from rsi_master.orchestra._graph import ORCHESTRA
 
     with new_run(tmp_path, budget_s=100.0) as expos:
-        main = PolicyMain(share=0.4, worker_fraction=0.3)
+        main = PolicyMain(BudgetRule(share=0.4, worker_fraction=0.3))
         main.start(_ctx(expos, 0.0, slots=1), load_graph(expos))
         (w1,) = load_graph(expos).workers
         job = expos.record(ORCHESTRA, "orchestra.job.start", {"node": w1, "kind": "worker", "slot": 0})

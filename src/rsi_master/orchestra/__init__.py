@@ -26,6 +26,7 @@ from ._graph import ORCHESTRA, Decision, Job, ResearchGraph, ReviewerNode, Worke
 from ._guidance import Guidance, GuidanceError, GuidancePart, give_guidance, operator_id
 from ._harness import evaluate_final, final_scores, select
 from ._job import run_timing
+from ._main_budget import BudgetRule
 from ._main_parts import Nomination, Verifier
 from ._main_policy import PolicyMain, expected_scores
 from ._main_verify import ClaimsNomination, ClaimsVerifier, MainPick, ReviewNomination, ReviewVerifier
@@ -64,6 +65,7 @@ __all__ = [
     "SHIPPED_PRIOR",
     "WORKERS",
     "BudgetEnd",
+    "BudgetRule",
     "ClaimsNomination",
     "ClaimsVerifier",
     "Decision",

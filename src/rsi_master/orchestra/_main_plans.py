@@ -25,7 +25,7 @@ class Plans(Ranking):
     """The plans of `PolicyMain`."""
 
     def _verify(self, ctx: MainContext, graph: ResearchGraph, late: bool) -> Plan | None:
-        return self.verifier.request(ctx, graph, late, self.worker_fraction * ctx.budget_s)
+        return self.verifier.request(ctx, graph, late, self.budget.worker_fraction * ctx.budget_s)
 
     def _weighed_plans(self, ctx: MainContext, graph: ResearchGraph) -> tuple[tuple[Any, ...], str]:
         """The plans in the order the run's evidence ranks them (no prior), and the figures that
@@ -228,7 +228,7 @@ class Plans(Ranking):
         # A lineage a review said to stop is not continued.
         taken = {w.direction.parent for w in graph.workers.values() if not w.done} | reports.stopped(graph)
         ranked = self._continuations(ctx, graph)
-        worth = late_worth(ctx, graph, ranked, self._allowance(ctx)) if late else None
+        worth = late_worth(ctx, graph, ranked, self.budget.allowance(ctx)) if late else None
         for xid, wid0, score, seq in ranked:
             if xid in taken or wid0 in taken:
                 continue
@@ -282,7 +282,7 @@ class Plans(Ranking):
         # checkpoint with one recipe and seed trained the same weights, and the audit rightly
         # saw one checkpoint scored twice on dev (repeated-run selection).
         seed = worker_seed(int(wid[1:]), d.seed)
-        d = d.model_copy(update={"seconds": self._allowance(ctx), "agent": ctx.worker, "seed": seed})
+        d = d.model_copy(update={"seconds": self.budget.allowance(ctx), "agent": ctx.worker, "seed": seed})
         seq = ctx.call(
             "worker.add",
             {"worker_id": wid, "task": task, "direction": d.model_dump(mode="json"), "predecessors": preds},

@@ -37,6 +37,7 @@ from typing import Any
 from ._directions import Direction
 from ._graph import ResearchGraph
 from ._guidance import Guidance, answer_plainly, guided_by, names
+from ._main_budget import BudgetRule
 from ._main_parts import Nomination, Verifier, decide
 from ._main_plans import Plans
 from ._main_ranking import expected_scores, landscape_prior
@@ -51,20 +52,19 @@ __all__ = ["PolicyMain", "expected_scores", "landscape_prior"]
 class PolicyMain(Plans):
     """The policy above: its entry points and the order of its plans here, the plans, rankings
     and budget rules in `_main_plans`, `_main_ranking` and `_main_budget`. Who counts as
-    verified and what is nominated at the end are parts it is given (`_main_parts`): by default
+    verified and what is nominated at the end are parts it is given (`_main_parts`), as are its
+    budget rules (`BudgetRule`): by default
     the Reviewers' verdicts and the best reviewed candidates; the bench's no-Reviewer ablations
     give it claims as verified and their own nomination (`bench/_mains.py`)."""
 
     def __init__(
         self,
-        share: float = 0.4,
-        late: float = 0.75,
-        worker_fraction: float = 0.3,
+        budget: BudgetRule | None = None,
         *,
         verifier: Verifier | None = None,
         nomination: Nomination | None = None,
     ) -> None:
-        super().__init__(share, late, worker_fraction)
+        self.budget = budget or BudgetRule()
         self.verifier = verifier or ReviewVerifier()
         self.nomination = nomination or ReviewNomination()
 
@@ -75,7 +75,7 @@ class PolicyMain(Plans):
         task = ctx.expos.contract.task
         added = []
         # A budget below one shortest trial is refused before the run is created (`min_budget_s`).
-        for d in self._fresh_directions(ctx, graph)[: ctx.slots if self._can_add(ctx) else 0]:
+        for d in self._fresh_directions(ctx, graph)[: ctx.slots if self.budget.can_add(ctx) else 0]:
             added.append(self._add(ctx, graph, d, f"{d.key()} from the base model", []))
         self._decide(
             ctx,
@@ -97,10 +97,10 @@ class PolicyMain(Plans):
                 f"{kind} of {node} answered; nothing new fits the budget left "
                 f"({ctx.fraction_spent():.0%} spent); running: {', '.join(waiting) or 'none'}"
             )
-            self._decide(ctx, "continue", why + self._pace_note(ctx), [seq], {"event": seq})
+            self._decide(ctx, "continue", why + self.budget.pace_note(ctx), [seq], {"event": seq})
             return
         action, rationale, evidence, detail = choice
-        rationale += self._pace_note(ctx)
+        rationale += self.budget.pace_note(ctx)
         self._decide(ctx, action, rationale, sorted({seq, *evidence}), {**detail, "event": seq})
 
     def on_idle(self, ctx: MainContext, graph: ResearchGraph, free_slots: int) -> bool:
@@ -108,7 +108,7 @@ class PolicyMain(Plans):
         if choice is None:
             return False
         action, rationale, evidence, detail = choice
-        self._decide(ctx, action, rationale + " (a slot was idle)" + self._pace_note(ctx), evidence, detail)
+        self._decide(ctx, action, rationale + " (a slot was idle)" + self.budget.pace_note(ctx), evidence, detail)
         return True
 
     def finish(self, ctx: MainContext, graph: ResearchGraph, reason: str) -> None:
@@ -121,7 +121,7 @@ class PolicyMain(Plans):
         p, notes = g.request, []
         action, detail = "continue", {}
         free = ctx.slots - len(graph.pending())
-        if p.prefer and free > 0 and ctx.fraction_spent() < self.late and self._can_add(ctx):
+        if p.prefer and free > 0 and ctx.fraction_spent() < self.budget.late and self.budget.can_add(ctx):
             wanted = set(p.prefer)
             for d in self._fresh_directions(ctx, graph):
                 if names(d) & wanted and not self._capped(ctx, graph, d):
@@ -165,12 +165,12 @@ class PolicyMain(Plans):
         self, ctx: MainContext, graph: ResearchGraph, event: tuple[int, str, str] | None
     ) -> tuple[str, str, list[int], dict[str, Any]] | None:
         f = ctx.fraction_spent()
-        verify = self._verify(ctx, graph, late=f >= self.late)
+        verify = self._verify(ctx, graph, late=f >= self.budget.late)
         if verify is not None:
             return verify
-        if not self._can_add(ctx):
+        if not self.budget.can_add(ctx):
             return None  # no Worker could finish a single experiment: compare and select only
-        if f >= self.late:
+        if f >= self.budget.late:
             # Late: comparison and selection come first (above); a slot they leave idle trains
             # the best verified lineage further, sized to end before the last comparison,
             # rather than idle to the end.

@@ -21,8 +21,8 @@ from . import _reports as reports
 from ._directions import Direction, default_directions, opening_curve, subset_direction
 from ._evidence import TRAINING_FRACTION, Evidence
 from ._graph import ResearchGraph, WorkerNode
-from ._main_budget import Budget
-from ._main_parts import Verified
+from ._main_budget import BudgetRule
+from ._main_parts import Verified, Verifier
 from ._memory import lineage_examples
 from ._prior import run_prior
 from ._protocols import MainContext
@@ -37,8 +37,17 @@ __all__ = ["PAYS", "TRAINING_FRACTION", "Ranking", "expected_scores", "landscape
 PAYS = 0.02
 
 
-class Ranking(Budget):
+class Ranking:
     """The ranking rules of `PolicyMain`."""
+
+    budget: BudgetRule
+    verifier: Verifier
+
+    def _capped(self, ctx: MainContext, graph: ResearchGraph, d: Direction) -> bool:
+        """The direction took its budget share without verification (`BudgetRule.capped`): a passing
+        cross-Worker review, or what the verifier counts as one."""
+        reviewed = d.key() in graph.verified_keys() or self.verifier.stands_for_review(graph, d.key())
+        return self.budget.capped(ctx, graph, d, reviewed)
 
     def _fresh_directions(self, ctx: MainContext, graph: ResearchGraph) -> list[Direction]:
         task = ctx.expos.contract.task
@@ -58,7 +67,7 @@ class Ranking(Budget):
             usual = next((d for d in default_directions(task, seed=ctx.seed) if d.family == first), None)
             if usual is not None:
                 dirs.sort(key=lambda d: d.key() != usual.key())
-            return [d.model_copy(update={"seconds": self._allowance(ctx)}) for d in dirs if d.key() not in tried]
+            return [d.model_copy(update={"seconds": self.budget.allowance(ctx)}) for d in dirs if d.key() not in tried]
         return self._prior_openings(ctx, land, tried)
 
     def _prior_openings(self, ctx: MainContext, land: Landscape, tried: set[str]) -> list[Direction]:
@@ -71,7 +80,7 @@ class Ranking(Budget):
         # curves for: the task's own (`TaskHints.opening_order`, a finding of the prior's kind).
         prior = task_hints(get_task(task)).opening_order
         # One direction's share of the slot-seconds, the part of it that trains.
-        expected = expected_scores(task, TRAINING_FRACTION * self.share * ctx.budget_s * ctx.slots, land)
+        expected = expected_scores(task, TRAINING_FRACTION * self.budget.share * ctx.budget_s * ctx.slots, land)
         if expected and max(expected.values()) < PAYS:
             # No direction pays on its share of this campaign: rank them by what the campaign's
             # whole training would buy, so that the one that turns soonest opens first and its
@@ -94,12 +103,12 @@ class Ranking(Budget):
                 d.label(),
             ),
         )
-        return [d.model_copy(update={"seconds": self._allowance(ctx)}) for d in dirs if d.key() not in tried]
+        return [d.model_copy(update={"seconds": self.budget.allowance(ctx)}) for d in dirs if d.key() not in tried]
 
     def _verified(self, ctx: MainContext, graph: ResearchGraph) -> list[Verified]:
         """The candidates the Main builds on, best first (`verifier`, with ties broken at a
         Worker's allowance of training)."""
-        return self.verifier.verified(ctx, graph, self.worker_fraction * ctx.budget_s)
+        return self.verifier.verified(ctx, graph, self.budget.worker_fraction * ctx.budget_s)
 
     def _continuations(self, ctx: MainContext, graph: ResearchGraph) -> list[tuple[str, str, float, int]]:
         """The verified candidates in the order the Main would train them further. With a prior,
@@ -140,8 +149,8 @@ class Ranking(Budget):
         committed to it (the time left before the last comparison), at least one allowance. A
         lineage is built over several Workers; valued at one Worker's allowance, a direction
         whose curve turns late looks no better than an early leader that has flattened."""
-        left = ctx.budget_s - ctx.spent_s() - self._reserve_s(ctx)
-        return max(self._allowance(ctx), left)
+        left = ctx.budget_s - ctx.spent_s() - self.budget.reserve_s(ctx)
+        return max(self.budget.allowance(ctx), left)
 
     def _leader(self, ctx: MainContext, graph: ResearchGraph, r: Any) -> tuple[str, float, WorkerNode] | None:
         scores, trained = review_scores(ctx)
@@ -156,7 +165,7 @@ class Ranking(Budget):
         # it). The outlook only breaks ties of review scores: measured evidence first. It
         # matters at zero: a 5-minute run once continued a flat family's lineage (0 on review,
         # 2,768 examples) over one whose curve was about to climb (0, 2,368 examples).
-        tie = tie_breaks(ctx, graph, trained, self.worker_fraction * ctx.budget_s)
+        tie = tie_breaks(ctx, graph, trained, self.budget.worker_fraction * ctx.budget_s)
         return max(scoped, key=lambda c: (c[1], *tie(c[0], c[2].direction)), default=None)
 
 
