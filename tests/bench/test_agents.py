@@ -78,13 +78,13 @@ def test_no_reviewer_main_never_asks_for_a_review_and_follows_claims(tmp_path):
             m.on_event(ctx, load_graph(expos), ev)
         g = load_graph(expos)
         assert not g.reviewers
-        best = m._verified(ctx, g)[0]
+        best = m.ranker.verified(ctx, g)[0]
         assert best[1] == "w2" and best[2] == 0.4
         # Claimed checkpoints are trained further as the full system trains verified ones
         # (the ablation once never continued anything: its `_verified` wanted passing reviews).
-        assert [t[1] for t in m._verified(ctx, g)] == ["w2", "w1"]
+        assert [t[1] for t in m.ranker.verified(ctx, g)] == ["w2", "w1"]
         cont = m._continue(ctx, g)
-        claimed = {t[0] for t in m._verified(ctx, g)}
+        claimed = {t[0] for t in m.ranker.verified(ctx, g)}
         assert cont is not None and cont[0] == "continue" and cont[3]["parent"] in claimed
         g = load_graph(expos)
         assert g.workers[cont[3]["worker"]].direction.parent == cont[3]["parent"]

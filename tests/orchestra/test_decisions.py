@@ -541,7 +541,7 @@ def test_among_tied_verified_checkpoints_the_main_continues_the_more_trained_one
         main = PolicyMain()
         # Both score 0 on review (the first minutes of a campaign); w2's checkpoint has 10x the training.
         _, _, x1, x2 = _two_verified(expos, main, (0.0, 0.0, 20), (0.0, 0.0, 200))
-        assert [t[0] for t in main._verified(_ctx(expos, 800.0, budget=1000.0), load_graph(expos))] == [x2, x1]
+        assert [t[0] for t in main.ranker.verified(_ctx(expos, 800.0, budget=1000.0), load_graph(expos))] == [x2, x1]
         assert main.on_idle(_ctx(expos, 800.0, budget=1000.0), load_graph(expos), 1)
         assert _decisions(expos)[-1].detail["parent"] == x2
 
@@ -562,7 +562,7 @@ def test_tied_at_zero_the_main_continues_the_lineage_the_landscape_expects_more_
         w1, w2 = sorted(fams.values())
         _, _, x1, x2 = _two_verified(expos, main, (0.0, 0.0, steps[w1]), (0.0, 0.0, steps[w2]))
         chain_x = x1 if w1 == fams["chain_then_answer"] else x2
-        ranked = [t[0] for t in main._verified(_ctx(expos, 800.0, budget=1000.0), load_graph(expos))]
+        ranked = [t[0] for t in main.ranker.verified(_ctx(expos, 800.0, budget=1000.0), load_graph(expos))]
         # 160 examples, but one more default experiment puts it at ~15% against answer-only's 2%
         assert ranked[0] == chain_x
         assert main.on_idle(_ctx(expos, 800.0, budget=1000.0), load_graph(expos), 1)

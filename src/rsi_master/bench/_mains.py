@@ -101,7 +101,7 @@ class SingleMain(_OneShotMain):
     """One Worker, the first direction the policy Main would open, the whole budget."""
 
     def _directions(self, ctx: MainContext) -> list[Direction]:
-        return PolicyMain()._fresh_directions(ctx, ResearchGraph())[:1]
+        return PolicyMain().openings(ctx, ResearchGraph())[:1]
 
 
 @main_agent("search")
@@ -109,5 +109,5 @@ class SearchMain(_OneShotMain):
     """One search Worker per slot, each with its own seed (independent studies)."""
 
     def _directions(self, ctx: MainContext) -> list[Direction]:
-        first = PolicyMain()._fresh_directions(ctx, ResearchGraph())[0]
+        first = PolicyMain().openings(ctx, ResearchGraph())[0]
         return [first.model_copy(update={"seed": first.seed + 31 * i}) for i in range(ctx.slots)]

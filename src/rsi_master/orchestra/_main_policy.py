@@ -34,13 +34,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._directions import Direction
 from ._graph import ResearchGraph
 from ._guidance import Guidance, answer_plainly, guided_by, names
 from ._main_budget import BudgetRule
 from ._main_parts import Nomination, Verifier, decide
 from ._main_plans import Plans
-from ._main_ranking import expected_scores, landscape_prior
+from ._main_ranking import Ranking, expected_scores, landscape_prior
 from ._main_verify import ReviewNomination, ReviewVerifier
 from ._prior import run_prior
 from ._protocols import MainContext, main_agent
@@ -67,6 +66,7 @@ class PolicyMain(Plans):
         self.budget = budget or BudgetRule()
         self.verifier = verifier or ReviewVerifier()
         self.nomination = nomination or ReviewNomination()
+        self.ranker = Ranking(self.budget, self.verifier)
 
     # -- entry points ------------------------------------------------------------------------
     def start(self, ctx: MainContext, graph: ResearchGraph) -> None:
@@ -75,7 +75,7 @@ class PolicyMain(Plans):
         task = ctx.expos.contract.task
         added = []
         # A budget below one shortest trial is refused before the run is created (`min_budget_s`).
-        for d in self._fresh_directions(ctx, graph)[: ctx.slots if self.budget.can_add(ctx) else 0]:
+        for d in self.openings(ctx, graph)[: ctx.slots if self.budget.can_add(ctx) else 0]:
             added.append(self._add(ctx, graph, d, f"{d.key()} from the base model", []))
         self._decide(
             ctx,
@@ -116,14 +116,14 @@ class PolicyMain(Plans):
 
     def on_guidance(self, ctx: MainContext, graph: ResearchGraph, g: Guidance) -> None:
         """Operator guidance: preferred directions open first and avoided ones never (from now on,
-        `_fresh_directions`); a preferred direction not yet explored opens now if a slot is free;
+        `openings`); a preferred direction not yet explored opens now if a slot is free;
         a Worker to stop, or a pause, is the scheduler's to carry out and is noted here."""
         p, notes = g.request, []
         action, detail = "continue", {}
         free = ctx.slots - len(graph.pending())
         if p.prefer and free > 0 and ctx.fraction_spent() < self.budget.late and self.budget.can_add(ctx):
             wanted = set(p.prefer)
-            for d in self._fresh_directions(ctx, graph):
+            for d in self.openings(ctx, graph):
                 if names(d) & wanted and not self._capped(ctx, graph, d):
                     wid = self._add(ctx, graph, d, f"{d.key()} from the base model (operator guidance {g.seq})", [])
                     action, detail = "branch", {"worker": wid}
@@ -141,13 +141,6 @@ class PolicyMain(Plans):
         answer_plainly(ctx, g, action, "; ".join(notes), **detail)
 
     # -- policy ------------------------------------------------------------------------------
-    def _fresh_directions(self, ctx: MainContext, graph: ResearchGraph) -> list[Direction]:
-        """The unexplored directions without those the operator avoids, preferred ones first."""
-        view = guided_by(ctx.expos.projection())
-        dirs = [d for d in super()._fresh_directions(ctx, graph) if not names(d) & view.avoided]
-        rank = {name: i for i, name in enumerate(view.preferred)}
-        return sorted(dirs, key=lambda d: min((rank[n] for n in names(d) if n in rank), default=len(rank)))
-
     def _branch(self, ctx: MainContext, graph: ResearchGraph) -> Any:
         """A new direction, citing the guidance that chose it (a preference, or avoided ones passed over)."""
         out = super()._branch(ctx, graph)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..landscape import expected_scores
@@ -37,19 +38,15 @@ __all__ = ["PAYS", "TRAINING_FRACTION", "Ranking", "expected_scores", "landscape
 PAYS = 0.02
 
 
+@dataclass(frozen=True)
 class Ranking:
-    """The ranking rules of `PolicyMain`."""
+    """The ranking rules of `PolicyMain`, one of its parts, over its budget rules and its verifier:
+    the openings, the verified checkpoints, the order to continue them in, a review's leader."""
 
     budget: BudgetRule
     verifier: Verifier
 
-    def _capped(self, ctx: MainContext, graph: ResearchGraph, d: Direction) -> bool:
-        """The direction took its budget share without verification (`BudgetRule.capped`): a passing
-        cross-Worker review, or what the verifier counts as one."""
-        reviewed = d.key() in graph.verified_keys() or self.verifier.stands_for_review(graph, d.key())
-        return self.budget.capped(ctx, graph, d, reviewed)
-
-    def _fresh_directions(self, ctx: MainContext, graph: ResearchGraph) -> list[Direction]:
+    def fresh_directions(self, ctx: MainContext, graph: ResearchGraph) -> list[Direction]:
         task = ctx.expos.contract.task
         tried = {w.direction.key() for w in graph.workers.values()}
         land = run_prior(ctx.expos)
@@ -57,7 +54,7 @@ class Ranking:
             # No prior: nothing tells the task's families apart before they are measured, so the
             # order is a permutation of them drawn from the run's seed (a fixed order, say by
             # name, would favour the same family in every campaign), and the evidence decides
-            # from there (`_evidence`, `_weighed_plans`, `_continuations`).
+            # from there (`_evidence`, `Plans._weighed_plans`, `continuations`).
             from ..tasks import get_task, task_hints
 
             dirs = default_directions(task, seed=ctx.seed)
@@ -105,27 +102,27 @@ class Ranking:
         )
         return [d.model_copy(update={"seconds": self.budget.allowance(ctx)}) for d in dirs if d.key() not in tried]
 
-    def _verified(self, ctx: MainContext, graph: ResearchGraph) -> list[Verified]:
+    def verified(self, ctx: MainContext, graph: ResearchGraph) -> list[Verified]:
         """The candidates the Main builds on, best first (`verifier`, with ties broken at a
         Worker's allowance of training)."""
         return self.verifier.verified(ctx, graph, self.budget.worker_fraction * ctx.budget_s)
 
-    def _continuations(self, ctx: MainContext, graph: ResearchGraph) -> list[tuple[str, str, float, int]]:
+    def continuations(self, ctx: MainContext, graph: ResearchGraph) -> list[tuple[str, str, float, int]]:
         """The verified candidates in the order the Main would train them further. With a prior,
-        `_verified`'s (review score first). Without one, lineages no running Worker trains
+        `verified`'s (review score first). Without one, lineages no running Worker trains
         first (a second Worker on one lineage mostly repeats the first), then by the expected
         gain of one more Worker allowance over the best verified score (`Forecast.gain`: its
-        direction's curve extrapolated from the lineage), then `_verified`'s order: an early
+        direction's curve extrapolated from the lineage), then `verified`'s order: an early
         leader whose curve has flattened gives way to a lineage still climbing or barely tried.
         Without a prior a verified checkpoint is dropped when a verified descendant of it scored
         at least as well on review: continuing the ancestor would redo what the descendant
         already trained (valued at the training left in the run, a lineage's checkpoints are
         worth about the same, and a Worker had restarted a late-rising lineage from its oldest
         checkpoint while the newest waited for its review)."""
-        ranked = self._verified(ctx, graph)
+        ranked = self.verified(ctx, graph)
         if run_prior(ctx.expos) is not None or len(ranked) < 2:
             return ranked
-        evidence, seconds = Evidence(ctx, graph), self._horizon_s(ctx)
+        evidence, seconds = Evidence(ctx, graph), self.horizon_s(ctx)
         score = {t[0]: t[2] for t in ranked}
         dominated: set[str] = set()
         for xid, _, s, _ in ranked:
@@ -141,10 +138,10 @@ class Ranking:
         value = {
             t[0]: evidence.checkpoint_outlook(t[0], graph.workers[t[1]].direction, seconds).gain(best) for t in ranked
         }
-        # stable: ties keep `_verified`'s order
+        # stable: ties keep `verified`'s order
         return sorted(ranked, key=lambda t: (graph.workers[t[1]].direction.key() in busy, -value[t[0]]))
 
-    def _horizon_s(self, ctx: MainContext) -> float:
+    def horizon_s(self, ctx: MainContext) -> float:
         """The training an option is valued at: what a lineage could still get if the run
         committed to it (the time left before the last comparison), at least one allowance. A
         lineage is built over several Workers; valued at one Worker's allowance, a direction
@@ -152,7 +149,7 @@ class Ranking:
         left = ctx.budget_s - ctx.spent_s() - self.budget.reserve_s(ctx)
         return max(self.budget.allowance(ctx), left)
 
-    def _leader(self, ctx: MainContext, graph: ResearchGraph, r: Any) -> tuple[str, float, WorkerNode] | None:
+    def leader(self, ctx: MainContext, graph: ResearchGraph, r: Any) -> tuple[str, float, WorkerNode] | None:
         scores, trained = review_scores(ctx)
         scoped = [
             (xid, scores[xid][0], w)
