@@ -77,7 +77,7 @@ class PolicyMain(Plans):
         # A budget below one shortest trial is refused before the run is created (`min_budget_s`).
         for d in self.openings(ctx, graph)[: ctx.slots if self.budget.can_add(ctx) else 0]:
             added.append(self._add(ctx, graph, d, f"{d.key()} from the base model", []))
-        self._decide(
+        decide(
             ctx,
             "branch",
             f"open {len(added)} directions of {task} in parallel, one per slot, so that "
@@ -97,18 +97,18 @@ class PolicyMain(Plans):
                 f"{kind} of {node} answered; nothing new fits the budget left "
                 f"({ctx.fraction_spent():.0%} spent); running: {', '.join(waiting) or 'none'}"
             )
-            self._decide(ctx, "continue", why + self.budget.pace_note(ctx), [seq], {"event": seq})
+            decide(ctx, "continue", why + self.budget.pace_note(ctx), [seq], {"event": seq})
             return
         action, rationale, evidence, detail = choice
         rationale += self.budget.pace_note(ctx)
-        self._decide(ctx, action, rationale, sorted({seq, *evidence}), {**detail, "event": seq})
+        decide(ctx, action, rationale, sorted({seq, *evidence}), {**detail, "event": seq})
 
     def on_idle(self, ctx: MainContext, graph: ResearchGraph, free_slots: int) -> bool:
         choice = self._next(ctx, graph, None)
         if choice is None:
             return False
         action, rationale, evidence, detail = choice
-        self._decide(ctx, action, rationale + " (a slot was idle)" + self.budget.pace_note(ctx), evidence, detail)
+        decide(ctx, action, rationale + " (a slot was idle)" + self.budget.pace_note(ctx), evidence, detail)
         return True
 
     def finish(self, ctx: MainContext, graph: ResearchGraph, reason: str) -> None:
@@ -185,5 +185,3 @@ class PolicyMain(Plans):
                 action, rationale, evidence, detail = out
                 return action, f"{rationale}; {weighed}" if weighed else rationale, evidence, detail
         return None
-
-    _decide = staticmethod(decide)
