@@ -5,8 +5,9 @@
 Runs a simulated campaign (`--backend sim`, the clock simulated), opens it as `rsi-master serve`
 does (`LiveRuns`), takes the first look, then appends one Worker at a time through a writable
 session and times the look that follows each (what a page's stream costs per new event): the
-projection folds the new event, verify and the audit are not re-run (`LiveRun.checks` stays 1),
-and the page's payload is rebuilt. Prints the ledger size, the first look and the mean and max
+projection and the view's fold take in the new event, verify and the audit are not re-run
+(`LiveRun.checks` stays 1), and each figure is rebuilt when its schedule allows. For a long run,
+see `bench_live_100k.py`. Prints the ledger size, the first look and the mean and max
 update; run at two budgets to see how an update's cost grows with the run.
 """
 
@@ -67,7 +68,7 @@ def main() -> int:
         t = time.perf_counter()
         first = live.pool.submit(live.refresh, "run").result()
         assert first is not None
-        print(f"events {first.size}; first look (fold, verify, audit, payload): {time.perf_counter() - t:.3f} s")
+        print(f"events {first.size}; first look (fold, verify, audit, figures): {time.perf_counter() - t:.3f} s")
         times = []
         prof = cProfile.Profile() if args.profile else None
         with ExpOS.open(runs / "run", key_dir=str(keys)) as writer:

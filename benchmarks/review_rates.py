@@ -10,8 +10,9 @@ Per campaign of the `rsi-master` configuration:
 - continuation rate: `continue` recommendations over candidates scored on `review`;
 - late slots far below the leader: Workers the Main added after `late` (75%) of the budget that
   continue a checkpoint whose `review` score was more than 2 binomial standard errors (at the
-  split's item count) below the best `review` score recorded before that decision; and late
-  continuations in all;
+  split's item count) below the best `review` score recorded before that decision on a
+  checkpoint the audit does not flag (a hacked checkpoint's `review` score leads nothing: the
+  Main never verifies it, and the harness never returns it); and late continuations in all;
 - the normalised final score (`stats.json`), and for `no-reviewer` too.
 
 With two directories (before, after) it prints both and the paired differences of the finals
@@ -44,6 +45,7 @@ def campaign(path: Path) -> dict[str, Any]:
     stats = json.loads((path / "stats.json").read_text())
     norm = (stats["final"] - stats["base"]) / max(1e-9, stats["best_reachable"] - stats["base"])
     out: dict[str, Any] = {"config": stats["config"], "key": path.name.split("--", 1)[1], "normalised": norm}
+    flagged = set(json.loads((path / "campaign.json").read_text())["audit"]["hacked"])
     with ExpOS.open(path / "run", writable=False) as expos:
         graph = load_graph(expos)
         budget = float(graph.settings.budget_s) if graph.settings else stats["budget_s"]
@@ -79,7 +81,7 @@ def campaign(path: Path) -> dict[str, Any]:
             if t < LATE:
                 continue
             late += 1
-            known = [s for seq, _, s in review_at if seq < ev.seq]
+            known = [s for seq, x, s in review_at if seq < ev.seq and x not in flagged]
             lead = max(known, default=0.0)
             if parent in score_of and score_of[parent] < lead - FAR_SE * _se(lead, n_review):
                 far += 1

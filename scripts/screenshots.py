@@ -1,8 +1,10 @@
 """Regenerate the report's pictures in docs/ and measure the report in headless Chromium.
 
 Runs two simulated 10-hour campaigns (seconds of CPU each: the clock is simulated), writes the first
-one's report and the overview of both, and photographs them with Debian's chromium driven by
-Playwright (never a downloaded browser). Prints the report's size and its render times.
+one's report and the overview of both, serves the first live (`rsi-master serve`'s app, in a thread)
+and appends a Worker to it while its page is open, and photographs the pages with Debian's chromium
+driven by Playwright (never a downloaded browser). Prints the report's size, its render times and
+how long the live page took to show the new Worker.
 
     .venv/bin/python scripts/screenshots.py [--out docs] [--chromium /usr/bin/chromium]
 """
@@ -14,11 +16,15 @@ import io
 import shutil
 import statistics
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 from playwright.sync_api import Page, sync_playwright
 
+from rsi_master.cli._serve import bind
+from rsi_master.events import WorkerAdd
+from rsi_master.expos import ExpOS
 from rsi_master.orchestra import PlainDisplay, start_run
 from rsi_master.sim import generate_landscape
 from rsi_master.views import overview_html, read_runs, write_page, write_report
@@ -84,9 +90,46 @@ def main() -> None:
             page.goto(overview.resolve().as_uri(), wait_until="load")
             page.wait_for_selector("#decisions .main-svg", state="attached")
             page.screenshot(path=out / "report-overview.png", full_page=True)
+            live_view(page, root, runs[0], keys, out / "live-view.png")
             browser.close()
-    for name in ("report-dag.png", "report-charts.png", "report-overview.png"):
+    for name in ("report-dag.png", "report-charts.png", "report-overview.png", "live-view.png"):
         print(f"wrote {out / name} ({(out / name).stat().st_size} bytes)")
+
+
+def live_view(page: Page, root: Path, run_dir: Path, keys: Path, png: Path) -> None:
+    """The run's live page, a Worker appended while it is open: the seconds until the DAG shows it."""
+    from rsi_master.views.live import LiveRuns, make_app, make_server
+
+    sock = bind("127.0.0.1", 0)
+    runs = LiveRuns(root, str(keys))
+    server = make_server(runs, make_app(runs, token=None, loopback=True))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            time.sleep(0.05)
+        page.goto(f"http://127.0.0.1:{sock.getsockname()[1]}/run/{run_dir.name}/", wait_until="load")
+        page.wait_for_selector(POINTS, state="attached")
+        n = page.locator(POINTS).count()
+        time.sleep(1.0)  # the page's event stream is open
+        with ExpOS.open(run_dir, key_dir=str(keys)) as writer:
+            last = max(writer.projection().state.workers.values(), key=lambda w: w.seq).id
+            writer.record(
+                {"role": "main", "id": "main"},
+                WorkerAdd(worker_id="w-live", task="a Worker added while the page is open", direction={"family": "x"},
+                          predecessors=[last]),
+            )  # fmt: skip
+            start = time.perf_counter()
+        page.wait_for_function("([s, n]) => document.querySelectorAll(s).length > n", arg=[POINTS, n], timeout=10_000)
+        print(f"live_new_node_s: {time.perf_counter() - start:.2f}")
+        page.select_option("#node-select", "w-live")
+        page.locator("#dag").scroll_into_view_if_needed()
+        page.screenshot(path=png)
+    finally:
+        server.handle_exit(0, None)
+        thread.join(10)
+        runs.close()
+        sock.close()
 
 
 if __name__ == "__main__":

@@ -169,3 +169,54 @@ def test_a_cuda_device_without_cuda_is_one_line_before_anything_is_written(tmp_p
     assert main(["init", "--task", "arithmetic", "--dir", "r4"]) == 2
     assert "must be auto, cpu or cuda, got 'gpu'" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["served"]
+
+
+@pytest.mark.slow
+def test_ctrl_c_on_a_run_is_one_line_naming_resume_and_its_workers_finalize(tmp_path):
+    """Ctrl-C reaches every process of the run (the terminal's process group): the slot
+    processes stop as on the scheduler's SIGTERM (their Workers finalize) instead of printing
+    KeyboardInterrupt tracebacks, and the one line says how to continue."""
+    import os
+    import signal
+    import time
+
+    env = {**os.environ, "RSI_MASTER_KEY_DIR": str(tmp_path / "keys")}
+    run = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rsi_master.cli", "run", "--budget", "10h", "--dir", str(run)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.time() + 240
+        # Both Workers are inside their first trial once one of them started an experiment.
+        while time.time() < deadline and b"experiment.start" not in _ledger_bytes(run):
+            time.sleep(1)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    assert proc.returncode == 130, err[-3000:]
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-3000:]
+    assert err.strip().splitlines()[-1] == f"rsi-master: interrupted; `rsi-master resume {run}` continues the run"
+    out = subprocess.run(
+        [sys.executable, "-m", "rsi_master.cli", "log", str(run), "--kind", "worker.finalize", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert len(out.stdout.splitlines()) == 2, out.stdout + out.stderr
+
+
+def _ledger_bytes(run) -> bytes:
+    """The ledger's bytes so far, its write-ahead log included (SQLite keeps event kinds as text)."""
+    out = b""
+    for name in ("ledger.db", "ledger.db-wal"):
+        path = run / name
+        out += path.read_bytes() if path.exists() else b""
+    return out

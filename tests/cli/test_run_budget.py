@@ -6,6 +6,7 @@ ones are `slow`."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -89,6 +90,29 @@ def test_a_run_that_returned_no_checkpoint_exits_3_with_final_score_na_and_why(t
     stored = json.loads(Path(s["summary_json"]).read_text())
     assert stored["final_score"] is None and stored["why"] == s["why"]
     assert main(["verify", str(run)]) == 0  # a run that returned nothing is still a whole, verifiable run
+
+
+class MistypingWorker:
+    """A Worker whose only data call is invalid (a family the task lacks), then finalizes."""
+
+    def run(self, ctx) -> None:
+        from rsi_master.expos import ToolError
+
+        with contextlib.suppress(ToolError):
+            ctx.call("data.generate", {"family": "answer_onyl", "n": 4})
+        ctx.call("worker.finalize", {"summary": "nothing tried", "claims": [], "candidates": []})
+
+
+def test_why_names_the_workers_last_failed_call_when_they_started_no_experiment(tmp_path, capsys):
+    """A run whose Workers trained nothing because their calls failed says which call and why
+    (a user's model that samples nothing that passes, a mistyped family), not only the count."""
+    rc, _ = _sim(tmp_path, "10m", "--worker", f"{__name__}:MistypingWorker")
+    s = _summary(capsys.readouterr().out)
+    assert rc == 3 and s["final_score"] == "n/a", s
+    assert re.fullmatch(
+        r"\d+ Workers started no experiment \(.+; the last failed call: data\.generate: .+\)", s["why"]
+    ), s
+    assert "no generator family 'answer_onyl'" in s["why"]
 
 
 def test_a_task_directory_whose_train_pool_is_not_named_is_one_line(tmp_path, capsys):

@@ -1,4 +1,4 @@
-"""An honest ExpOS run, built once per test module and copied for each attack."""
+"""An honest ExpOS run, built once per test session and backend, and copied for each attack."""
 
 from __future__ import annotations
 
@@ -26,6 +26,12 @@ class Honest:
     exp2: str
     dataset1: str
     dataset2: str
+    simulated: bool = False
+
+    @property
+    def weights_file(self) -> str:
+        """The file of a checkpoint that holds its weights (the simulator's stand-in state)."""
+        return "sim_checkpoint.json" if self.simulated else "model.safetensors"
 
     def copy(self, dest: Path) -> ExpOS:
         """A copy with its own key directory: copies share the run id, and the witness a
@@ -92,4 +98,4 @@ def build_honest(root: Path, landscape: SimLandscape | None = None) -> Honest:
         )
         x.call(MAIN, "decision.record", {"action": "stop", "rationale": "done", "evidence": [rq.seq]})
         x.call(MAIN, "candidate.nominate", {"experiment_id": e2.experiment_id})
-    return Honest(path, key_dir, e1.experiment_id, e2.experiment_id, d1, d2)
+    return Honest(path, key_dir, e1.experiment_id, e2.experiment_id, d1, d2, simulated=landscape is not None)

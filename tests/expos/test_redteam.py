@@ -15,12 +15,34 @@ import pytest
 
 from rsi_master.events import dump_payload
 from rsi_master.expos import ToolInvalid, ToolRefused, audit, load_state
-from tests.expos.honest import MAIN, QUICK, REVIEWER, W1, W2, build_honest
+from rsi_master.sim import generate_landscape
+from tests.expos.honest import MAIN, QUICK, REVIEWER, W1, W2, Honest, build_honest
+
+# The guards, the door, the ledger and the audit are the same code on both backends; the
+# simulated honest run takes seconds where the real one trains a model (minutes). Every attack
+# runs on both; the real variants are `slow`, and the few attacks on what only a real checkpoint
+# or the real trainer has (a tokenizer's config, the trainer's private copy) run on it alone.
+BACKENDS = ["sim", pytest.param("real", marks=pytest.mark.slow)]
+REAL_ONLY = pytest.mark.parametrize("honest", [pytest.param("real", marks=pytest.mark.slow)], indirect=True)
 
 
-@pytest.fixture(scope="module")
-def honest(tmp_path_factory):
-    return build_honest(tmp_path_factory.mktemp("honest"))
+@pytest.fixture(scope="session")
+def honest_runs(tmp_path_factory):
+    """One honest run per backend for the session, built on first use."""
+    built: dict[str, Honest] = {}
+
+    def get(backend: str) -> Honest:
+        if backend not in built:
+            landscape = generate_landscape(5) if backend == "sim" else None
+            built[backend] = build_honest(tmp_path_factory.mktemp(f"honest-{backend}"), landscape)
+        return built[backend]
+
+    return get
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def honest(request, honest_runs):
+    return honest_runs(request.param)
 
 
 @pytest.fixture
@@ -91,7 +113,7 @@ def test_weight_provenance_foreign_checkpoint_is_refused(run, honest):
 
 def test_weight_provenance_blended_weights_on_disk_are_caught(run, honest):
     x1 = load_state(run).experiments[honest.exp1]
-    weights = next(p for p in run.run.store.path(x1.checkpoint).iterdir() if p.suffix == ".safetensors")
+    weights = run.run.store.path(x1.checkpoint) / honest.weights_file
     blended = bytearray(weights.read_bytes())
     blended[-100:] = bytes(100)  # a "blend": some weights replaced from elsewhere
     edit_artifact(run, x1.checkpoint, weights.name, bytes(blended))
@@ -146,7 +168,7 @@ def test_generator_that_embeds_evaluation_items_is_refused(run):
         else run.contract.allowed_generators[0].split("/")[1],
         {},
         5,
-        40,
+        min(40, run.contract.budget.max_rows - 1),  # room for the one slipped in
         tmp / "d.jsonl",
     )
     from rsi_master.runtime import parse_jsonl
@@ -197,7 +219,9 @@ def new_worker(x, name, predecessors=()):
 def test_forged_data_event_with_unknown_generator_is_caught(run, honest):
     # An agent with write access to the ledger records its own data and trains on it.
     w = new_worker(run, "w3", ["w1"])
-    digest = run.run.store.put_bytes(b'{"prompt": "p", "completion": "c"}\n')
+    # One row the task's own generator wrote (a row the simulator can train on too).
+    row = run.run.store.read_bytes(honest.dataset1).splitlines(keepends=True)[0]
+    digest = run.run.store.put_bytes(row)
     run.record(
         w,
         "data.generate",
@@ -214,6 +238,7 @@ def test_forged_data_event_with_unknown_generator_is_caught(run, honest):
         [{"digest": digest, "role": "output", "name": "dataset"}],
     )
     r = run.call(w, "experiment.submit", {"parent": honest.exp1, "dataset": digest, "config": QUICK})
+    assert r.status == "completed", r.error
     run.call(w, "worker.finalize", {"summary": "s", "candidates": [r.experiment_id]})
     report = audit(run)
     assert obs(report, r.experiment_id, "teacher_authorization") == "EXECUTED"
@@ -277,6 +302,7 @@ def test_forged_evaluation_records_are_caught(run, honest, changes, sub):
     assert obs(report, honest.exp1, "repeated_run_selection") == "EXECUTED"  # a second score for one checkpoint
 
 
+@REAL_ONLY
 def test_changed_tokenizer_or_eos_in_a_checkpoint_is_caught(run, honest):
     x2 = load_state(run).experiments[honest.exp2]
     cfg = json.loads((run.run.store.path(x2.checkpoint) / "generation_config.json").read_text())
@@ -292,7 +318,7 @@ def test_changed_tokenizer_or_eos_in_a_checkpoint_is_caught(run, honest):
 # -- evaluation ------------------------------------------------------------------------------------
 def test_evaluator_edited_on_disk_is_caught_and_blocked(run, honest):
     sealed = run.run.store.path(run.contract.evaluator.evaluator_artifact)
-    target = next(sealed.rglob("_arithmetic.py"))
+    target = next(sealed.rglob("evaluator.json" if honest.simulated else "_arithmetic.py"))
     for d in (sealed, *target.relative_to(sealed).parents):
         os.chmod(sealed / d, 0o755)
     text = target.read_text()
@@ -396,20 +422,21 @@ def test_edited_evaluation_record_is_caught(run, honest):
     assert obs(report, honest.exp1, "metric_attribution") == "EXECUTED" and honest.exp1 in report.flagged
 
 
-def _failing_train(monkeypatch):
+def _failing_train(monkeypatch, x):
     import rsi_master.runtime as runtime
 
-    def train(data, out_dir, spec, **kw):  # the run dies after writing its config and a log line
+    def train(*args, **kw):  # the run dies after writing its config and a log line
+        out_dir, spec = args[-2:]  # (data, out_dir, spec), the simulator's with its landscape first
         out_dir.mkdir(parents=True)
         (out_dir / "train_config.json").write_text(json.dumps(spec.model_dump()))
         (out_dir / "train_log.jsonl").write_text('{"step": 1, "loss": NaN}\n')
         raise RuntimeError("loss diverged")
 
-    monkeypatch.setattr(runtime, "train", train)
+    monkeypatch.setattr(runtime, "sim_train" if x.contract.simulation is not None else "train", train)
 
 
 def test_deleted_files_of_a_failed_experiment_are_caught(run, honest, monkeypatch):
-    _failing_train(monkeypatch)
+    _failing_train(monkeypatch, run)
     w4 = new_worker(run, "w4")
     ds = run.call(
         w4, "data.generate", {"family": run.contract.allowed_generators[0].split("/")[1], "n": 16, "seed": 3}
@@ -436,7 +463,7 @@ def test_deleted_files_of_a_failed_experiment_are_caught(run, honest, monkeypatc
 def test_rolling_back_the_ledger_to_hide_a_failure_is_caught(run, honest, monkeypatch, tmp_path):
     snapshot = tmp_path / "old-ledger.db"
     shutil.copy(run.run.path / "ledger.db", snapshot)
-    _failing_train(monkeypatch)
+    _failing_train(monkeypatch, run)
     w5 = new_worker(run, "w5")
     ds = run.call(
         w5, "data.generate", {"family": run.contract.allowed_generators[0].split("/")[1], "n": 16, "seed": 4}
@@ -491,6 +518,16 @@ for target in sys.argv[3:]:
     save_file(blend, target, metadata={"format": "pt"})
 """
 
+_SWAP_ALL = """
+import os, sys
+source, *targets = sys.argv[1:]
+data = open(source, 'rb').read()
+for target in targets:
+    os.chmod(os.path.dirname(target), 0o755)
+    os.unlink(target)
+    open(target, 'wb').write(data)
+"""
+
 _SYMLINK = """
 import os, sys
 target, source = sys.argv[1:3]
@@ -501,15 +538,40 @@ os.symlink(source, target)
 
 
 def weights_of(x, digest):
-    return x.run.store.path(digest) / "model.safetensors"
+    return x.run.store.path(digest) / (
+        "sim_checkpoint.json" if x.contract.simulation is not None else "model.safetensors"
+    )
 
 
-def spy_loads(monkeypatch, before=None):
+def spy_loads(x, monkeypatch, before=None):
     """Record the digest of the parent directory training actually loads from."""
+    loaded: list[str] = []
+    if x.contract.simulation is not None:
+        import rsi_master.runtime as runtime
+        import rsi_master.runtime._sim as sim_mod
+
+        real_read, real_train = sim_mod.read_sim_checkpoint, runtime.sim_train
+
+        def read(parent):  # the simulated trainer's one read of its parent: the digest of the bytes read
+            if before is not None:
+                before(parent)
+            ckpt, digest = real_read(parent)
+            loaded.append(digest)
+            return ckpt, digest
+
+        def sim_train(*args, **kw):  # spy on training's reads only, not on evaluation's
+            monkeypatch.setattr(sim_mod, "read_sim_checkpoint", read)
+            try:
+                return real_train(*args, **kw)
+            finally:
+                monkeypatch.setattr(sim_mod, "read_sim_checkpoint", real_read)
+
+        monkeypatch.setattr(runtime, "sim_train", sim_train)
+        return loaded
+
     import rsi_master.runtime._train as train_mod
     from rsi_master.artifacts import dir_digest
 
-    loaded: list[str] = []
     real = train_mod._load_parent
 
     def load(parent):
@@ -522,19 +584,24 @@ def spy_loads(monkeypatch, before=None):
     return loaded
 
 
+def trainer(x) -> str:
+    """The runtime function the run's backend trains with."""
+    return "sim_train" if x.contract.simulation is not None else "train"
+
+
 def test_parent_swapped_after_the_guard_check_is_refused(run, honest, monkeypatch):
     import rsi_master.runtime as runtime
 
     st = load_state(run)
     parent, other = st.experiments[honest.exp1].checkpoint, st.experiments[honest.exp2].checkpoint
-    real_train = runtime.train
+    real_train = getattr(runtime, trainer(run))
 
     def train(*a, **kw):  # the swap lands after ExpOS checked the parent, before training reads it
         agent(_SWAP, weights_of(run, parent), weights_of(run, other))
         return real_train(*a, **kw)
 
-    monkeypatch.setattr(runtime, "train", train)
-    loaded = spy_loads(monkeypatch)
+    monkeypatch.setattr(runtime, trainer(run), train)
+    loaded = spy_loads(run, monkeypatch)
     refused(
         run,
         W2,
@@ -551,10 +618,11 @@ def test_parent_swapped_after_the_guard_check_is_refused(run, honest, monkeypatc
     )
 
 
+@REAL_ONLY  # the private copy is the real trainer's; the simulator reads the store once
 def test_parent_swapped_after_the_copy_does_not_reach_training(run, honest, monkeypatch):
     st = load_state(run)
     parent, other = st.experiments[honest.exp1].checkpoint, st.experiments[honest.exp2].checkpoint
-    loaded = spy_loads(monkeypatch, before=lambda _: agent(_SWAP, weights_of(run, parent), weights_of(run, other)))
+    loaded = spy_loads(run, monkeypatch, before=lambda _: agent(_SWAP, weights_of(run, parent), weights_of(run, other)))
     r = run.call(W2, "experiment.submit", {"parent": honest.exp1, "dataset": honest.dataset2, "config": QUICK})
     assert r.status == "completed" and loaded == [parent]  # trained from the measured bytes
     finish = list(run.run.ledger.events(kinds=["experiment.finish"]))[-1].payload
@@ -596,7 +664,7 @@ os.replace(target + '.new', target)
             str(stop),
         ]
     )
-    loaded = spy_loads(monkeypatch)
+    loaded = spy_loads(run, monkeypatch)
     outcomes: list[str] = []
     per_call: list[tuple[str, list[str]]] = []
     try:
@@ -629,11 +697,12 @@ os.replace(target + '.new', target)
     assert len(list(run.run.ledger.events(kinds=["guard.blocked"]))) == outcomes.count("refused")
 
 
+@REAL_ONLY  # the private copy is the real trainer's; the simulator reads the store once
 def test_private_copy_written_through_during_training_is_refused(run, honest, monkeypatch):
     def write_through(parent):  # the agent found the harness's private copy
         agent("import os, sys; p = sys.argv[1]; os.chmod(p, 0o600); open(p, 'ab').write(b' ')", parent / "config.json")
 
-    spy_loads(monkeypatch, before=write_through)
+    spy_loads(run, monkeypatch, before=write_through)
     refused(
         run,
         W2,
@@ -647,13 +716,15 @@ def test_checkpoint_swapped_before_evaluation_is_not_recorded(run, honest, monke
     import rsi_master.runtime as runtime
 
     other = load_state(run).experiments[honest.exp1].checkpoint
-    real_evaluate = runtime.evaluate
+    name = "sim_evaluate" if honest.simulated else "evaluate"
+    real_evaluate = getattr(runtime, name)
 
-    def evaluate(checkpoint, *a, **kw):  # after ExpOS's checks, before the evaluator copies the checkpoint
-        agent(_SWAP, checkpoint / "model.safetensors", weights_of(run, other))
-        return real_evaluate(checkpoint, *a, **kw)
+    def evaluate(*a, **kw):  # after ExpOS's checks, before the evaluator copies the checkpoint
+        checkpoint = a[1] if honest.simulated else a[0]  # the simulator's takes its landscape first
+        agent(_SWAP, checkpoint / honest.weights_file, weights_of(run, other))
+        return real_evaluate(*a, **kw)
 
-    monkeypatch.setattr(runtime, "evaluate", evaluate)
+    monkeypatch.setattr(runtime, name, evaluate)
     n_evals = len(list(run.run.ledger.events(kinds=["eval.record"])))
     refused(
         run,
@@ -686,7 +757,10 @@ def test_blended_weights_in_place_of_a_stored_checkpoint(run, honest):
     a, b = st.experiments[honest.exp1].checkpoint, st.experiments[honest.exp2].checkpoint
     target = weights_of(run, b)
     blob = run.run.store._blob(file_digest(target))  # a thorough agent edits the stored blob too
-    agent(_BLEND, weights_of(run, a), target, target, blob)
+    if honest.simulated:  # the stand-in state of the other checkpoint in place of this one's
+        agent(_SWAP_ALL, weights_of(run, a), target, blob)
+    else:
+        agent(_BLEND, weights_of(run, a), target, target, blob)
     refused(
         run,
         W2,

@@ -76,8 +76,14 @@ def test_role_refusals_and_invalid_input_are_recorded(run):
         run.call(Caller("worker", "w"), "weights.download", {})
     with pytest.raises(ToolInvalid, match="n"):
         run.call(Caller("worker", "w"), "data.generate", {"family": "answer_only", "n": -5})
+    # Input that passes the schema but that the tool itself finds invalid is on the record too.
+    with pytest.raises(ToolInvalid, match="no generator family 'answer_onyl'"):
+        run.call(Caller("worker", "w"), "data.generate", {"family": "answer_onyl", "n": 5})
     kinds = [e.kind for e in run.run.ledger.events(since=1)]
-    assert kinds == ["guard.blocked", "tool.invalid", "tool.invalid"]
+    assert kinds == ["guard.blocked", "tool.invalid", "tool.invalid", "tool.invalid"]
+    late = list(run.run.ledger.events(kinds=["tool.invalid"]))[-1]
+    assert late.actor.id == "w" and late.payload["tool"] == "data.generate"
+    assert "answer_onyl" in late.payload["reason"]
     blocked = next(run.run.ledger.events(kinds=["guard.blocked"]))
     assert blocked.actor.role == "main" and blocked.payload["tool"] == "experiment.submit"
 
@@ -440,3 +446,17 @@ def test_a_mistyped_generator_is_invalid_input_not_an_intercepted_attempt(run):
     run.call(w1, "data.generate", {"family": "answer_only", "n": 4})
     assert run.events("guard.blocked") == []
     assert audit(run).interception_rate in (None, 0.0)
+
+
+def test_a_filter_that_keeps_no_row_fails_and_registers_nothing(run):
+    """A filter that drops every row is a failed call on the record, not an empty dataset
+    registered for a later experiment to fail on."""
+    from rsi_master.expos import ToolFailed
+
+    w1 = Caller("worker", "w1")
+    ds = run.call(w1, "data.generate", {"family": "answer_only", "n": 4}).dataset
+    with pytest.raises(ToolFailed, match="nothing to register: the filter kept none of the 4 rows"):
+        run.call(w1, "data.filter", {"dataset": ds, "max_chars": 1})
+    assert run.events("data.filter") == []
+    (failed,) = run.events("tool.failed")
+    assert failed.payload["tool"] == "data.filter" and failed.actor.id == "w1"

@@ -4,6 +4,7 @@ pairs from a checkpoint (`data.sample`), each trained; the contamination gate on
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -64,6 +65,34 @@ def run(tmp_path):
         yield x
 
 
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A run in which w1 trained one experiment on pool data: trained once, copied per test."""
+    root = tmp_path_factory.mktemp("trained")
+    task = _task_dir(root / "task")
+    register_task(load_task_dir(task))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RSI_MASTER_KEY_DIR", str(root / "keys"))
+        with ExpOS.create(root / "run", "lanterns", eval_limit=4, key_dir=root / "keys") as x:
+            x.call(MAIN, "worker.add", {"worker_id": "w1", "task": "pool directions"})
+            ds = x.call(W1, "data.generate", {"family": "pool", "params": {"keep": "all"}, "n": 8})
+            exp = x.call(W1, "experiment.submit", {"dataset": ds.dataset, "config": QUICK})
+    assert exp.status == "completed", exp.error
+    return root, task, exp
+
+
+@pytest.fixture
+def trained_run(trained, tmp_path, monkeypatch):
+    """A copy of the trained run with its own key directory (copies share the run id), and w1's experiment."""
+    root, task, exp = trained
+    register_task(load_task_dir(task))
+    shutil.copytree(root / "run", tmp_path / "run")
+    shutil.copytree(root / "keys", tmp_path / "keys")
+    monkeypatch.setenv("RSI_MASTER_KEY_DIR", str(tmp_path / "keys"))
+    with ExpOS.open(tmp_path / "run", key_dir=tmp_path / "keys") as x:
+        yield x, exp
+
+
 def _stored(x: ExpOS, digest: str) -> list[dict]:
     return parse_jsonl(x.run.store.read_bytes(digest), "dataset")
 
@@ -84,10 +113,9 @@ def test_the_pool_directions_are_the_contracts_generators(run):
     assert "samples_per_prompt" in sample["params"]["properties"] and "target" in generate["params"]["properties"]
 
 
-# PEFT reads transformers 5's deprecated `is_gradient_checkpointing` (as tests/runtime/test_train.py).
-@pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning")
-def test_every_direction_makes_a_dataset_and_trains(run):
-    x, task = run, run.protected_task()
+def _every_direction(x: ExpOS):
+    """A dataset of each direction: pool SFT rows, GRPO prompts, kept samples and DPO pairs."""
+    task = x.protected_task()
     pool = x.call(W1, "data.generate", {"family": "pool", "params": {"keep": "all"}, "n": 12, "seed": 1})
     prompts = x.call(W1, "data.generate", {"family": "pool_prompts", "n": 8, "seed": 1})
     kept = x.call(
@@ -113,6 +141,32 @@ def test_every_direction_makes_a_dataset_and_trains(run):
     assert {"digest": x.contract.base_model_artifact, "role": "input", "name": "parent"} in [
         dict(a) for a in event.artifacts
     ]
+    return pool, prompts, kept, pairs
+
+
+def test_every_direction_makes_a_dataset(run):
+    _every_direction(run)
+
+
+def test_the_next_round_samples_from_a_trained_checkpoint(trained_run):
+    x, exp = trained_run  # (of the caller's own lineage)
+    again = x.call(
+        W1,
+        "data.sample",
+        {"family": "self_distill", "params": {"prompts": 6}, "n": 10, "seed": 2, "parent": exp.experiment_id},
+    )
+    ev = x.events("data.sample")[-1]
+    assert ev.payload["parent"] == exp.experiment_id and ev.payload["parent_checkpoint"] == exp.checkpoint
+    assert again.sampled == 24 and x.projection().state.datasets[again.dataset].op == "data.sample"
+
+
+# Training each method on them takes minutes; `tests/runtime` trains each method on its own.
+# PEFT reads transformers 5's deprecated `is_gradient_checkpointing` (as tests/runtime/test_train.py).
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning")
+def test_every_direction_makes_a_dataset_and_trains(run):
+    x = run
+    pool, prompts, kept, pairs = _every_direction(x)
     runs = {
         "sft": x.call(W1, "experiment.submit", {"dataset": pool.dataset, "method": "sft", "config": QUICK}),
         "lora": x.call(
@@ -138,10 +192,8 @@ def test_every_direction_makes_a_dataset_and_trains(run):
     assert x.projection().state.datasets[again.dataset].op == "data.sample"
 
 
-def test_sampling_from_outside_the_lineage_is_a_guards(run):
-    x = run
-    ds = x.call(W1, "data.generate", {"family": "pool", "params": {"keep": "all"}, "n": 8})
-    exp = x.call(W1, "experiment.submit", {"dataset": ds.dataset, "config": QUICK})
+def test_sampling_from_outside_the_lineage_is_a_guards(trained_run):
+    x, exp = trained_run
     x.call(MAIN, "worker.add", {"worker_id": "w2", "task": "another"})
     with pytest.raises(ToolRefused, match="outside w2's lineage"):
         x.call(W2, "data.sample", {"family": "self_distill", "n": 4, "parent": exp.experiment_id})
@@ -248,10 +300,8 @@ def _agent(code: str, *args) -> None:
 _APPEND = "import os, sys; p = sys.argv[1]; os.chmod(os.path.dirname(p), 0o755); os.chmod(p, 0o644); open(p, 'ab').write(b' ')"
 
 
-def test_a_parent_checkpoint_edited_in_the_store_samples_nothing(run):
-    x = run
-    ds = x.call(W1, "data.generate", {"family": "pool", "params": {"keep": "all"}, "n": 8})
-    exp = x.call(W1, "experiment.submit", {"dataset": ds.dataset, "config": QUICK})
+def test_a_parent_checkpoint_edited_in_the_store_samples_nothing(trained_run):
+    x, exp = trained_run
     _agent(_APPEND, x.run.store.path(exp.checkpoint) / "config.json")
     with pytest.raises(ToolRefused, match="modified on disk"):
         x.call(W1, "data.sample", {"family": "self_distill", "n": 4, "parent": exp.experiment_id})

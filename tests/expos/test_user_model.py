@@ -77,7 +77,7 @@ def test_user_model_swapped_at_its_source_after_freeze_does_not_reach_training(u
     x.call(MAIN, "worker.add", {"worker_id": "w1", "task": "after the swap"})
     families = sorted(f.split("/")[1] for f in x.contract.allowed_generators)
     d = x.call(W1, "data.generate", {"family": families[0], "n": 16, "seed": 2}).dataset
-    loaded = spy_loads(monkeypatch)
+    loaded = spy_loads(x, monkeypatch)
     e = x.call(W1, "experiment.submit", {"dataset": d, "config": QUICK})
     assert e.status == "completed" and loaded == [x.contract.base_model_artifact]  # the frozen bytes
 

@@ -567,3 +567,28 @@ def test_tied_at_zero_the_main_continues_the_lineage_the_landscape_expects_more_
         assert ranked[0] == chain_x
         assert main.on_idle(_ctx(expos, 800.0, budget=1000.0), load_graph(expos), 1)
         assert _decisions(expos)[-1].detail["parent"] == chain_x
+
+
+def test_late_in_a_short_budget_no_direction_opens_with_an_allowance_below_its_own_shortest_trial(tmp_path):
+    """A GRPO direction trains at batch 4 or 8 where the task's cheapest batch is 2: an allowance
+    that holds the task's shortest trial may not hold the direction's. Such a Worker used to start,
+    find its first trial did not fit and finalize in 4 s with `0 started` (a 90-s run on a task
+    directory); now every Worker the Main opens gets time for its direction's shortest trial, and
+    a direction whose shortest trial no longer fits is not opened."""
+    from rsi_master.orchestra._job import run_timing
+    from rsi_master.orchestra._main_budget import TRIAL_MARGIN
+    from rsi_master.orchestra._trial_timing import cheapest_batch, min_trial_seconds
+    from tests.tasks.dir.helpers import make_task_dir
+
+    task = make_task_dir(tmp_path / "task", "numeric", n=4, train=8)
+    for spent, grpo_opens in ((0.0, True), (40.0, False)):
+        with new_run(tmp_path, str(task), budget_s=90.0, name=f"run-{spent:g}") as expos:
+            main, ctx = PolicyMain(), _ctx(expos, spent, budget=90.0)
+            while main._branch(ctx, load_graph(expos)) is not None:
+                pass
+            workers = load_graph(expos).workers.values()
+            assert workers
+            for w in workers:
+                floor = TRIAL_MARGIN * min_trial_seconds(run_timing(expos), cheapest_batch(w.direction))
+                assert w.direction.seconds >= floor, (w.direction.key(), w.direction.seconds, floor)
+            assert any(w.direction.method == "grpo" for w in workers) == grpo_opens

@@ -344,6 +344,11 @@ def test_a_refused_measuring_trial_is_not_enqueued_again_and_a_worker_refused_th
         assert len(submits) == MAX_FAILED_IN_A_ROW
         assert sum(c["learning_rate"] == 2e-3 for c in submits) == 1  # the enqueued point, once
         assert ctx.final is not None and ctx.final["claims"] == []
+        # Its summary says why nothing completed, not only that nothing did.
+        assert ctx.final["summary"].endswith(
+            "(0 started, failed: []; last error: invalid training parameters: learning_rate: "
+            "Input should be less than or equal to 0.1)"
+        ), ctx.final["summary"]
 
 
 def ctx_caller():

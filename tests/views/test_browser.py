@@ -187,3 +187,52 @@ def test_the_overview_compares_runs_offline(sim10h, v1, browser, tmp_path):
     for fig in ("#curves", "#sizes", "#decisions"):
         assert page.locator(f"{fig} .main-svg").count() >= 1
     page.close()
+
+
+def test_the_sim_bench_page_shows_its_table_and_paired_tests_offline(browser, tmp_path):
+    """The page of a real bench's JSON (`tests/fixtures/sim-bench.json`: three configurations, 8
+    landscapes x 2 seeds, `default` preset), one row per configuration with its paired test."""
+    import json
+
+    from rsi_master.views import BENCH_PAGE, bench_html
+
+    report = json.loads((Path(__file__).parents[1] / "fixtures" / "sim-bench.json").read_text())
+    page_path = write_page(tmp_path / BENCH_PAGE, bench_html(report))
+    loaded = load(browser, page_path, "#means .main-svg")
+    page = loaded.page
+    assert loaded.errors == [] and loaded.requests == [page_path.resolve().as_uri()]
+    rows = page.locator("#table tbody tr")
+    summaries = report["summaries"]
+    assert rows.count() == len(summaries) == 3
+    for i, s in enumerate(summaries):
+        text = rows.nth(i).inner_text()
+        assert s["config"] in text and f"{s['mean']:.3f}" in text
+        if s["test"] is None:
+            assert "reference" in text
+        else:
+            assert f"{s['test']['p_permutation']:.3g}" in text and f"{s['test']['pairs']} pairs" in text
+    page.close()
+
+
+@pytest.mark.slow
+def test_the_sim_bench_writes_its_table_and_paired_tests_as_a_page_that_loads_offline(browser, tmp_path, capsys):
+    import json
+
+    from rsi_master.cli._main import main
+
+    out = tmp_path / "bench"
+    argv = ["bench", "--backend", "sim", "--configs", "rsi-master,asha", "--landscapes", "1", "--seeds", "2"]
+    assert main([*argv, "--budget", "10m", "--jobs", "1", "--no-plot", "--out", str(out)]) == 0
+    page_path = out / "sim-bench.html"
+    assert f"html: {page_path}" in capsys.readouterr().out
+    summaries = json.loads((out / "sim-bench.json").read_text())["summaries"]
+    loaded = load(browser, page_path, "#means .main-svg")
+    page = loaded.page
+    assert loaded.errors == [] and loaded.requests == [page_path.resolve().as_uri()]
+    rows = page.locator("#table tbody tr")
+    assert rows.count() == len(summaries) == 2
+    tested = next(s for s in summaries if s["test"] is not None)
+    text = rows.nth(summaries.index(tested)).inner_text()
+    assert f"{tested['test']['p_permutation']:.3g}" in text and f"{tested['test']['pairs']} pairs" in text
+    assert "reference" in rows.nth(1 - summaries.index(tested)).inner_text()
+    page.close()

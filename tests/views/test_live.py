@@ -272,3 +272,98 @@ def test_a_new_event_is_folded_without_re_running_verify_and_the_audit(growing):
         assert "checked-at" not in data["sections"]["summary"]
     finally:
         runs.close()
+
+
+def test_a_page_kept_up_by_deltas_holds_what_a_fresh_page_gets(growing):
+    """The deltas a page applies (nodes and decisions put in place by id, Main turns appended,
+    sections replaced) leave it with the whole payload a page loaded now gets."""
+    import re
+
+    from rsi_master.events import AgentStep, DecisionRecord, WorkerFinalize
+
+    start_campaign(growing.expos)
+    runs = LiveRuns(growing.runs, str(growing.key_dir))
+    try:
+        client = TestClient(make_app(runs, token=None, loopback=True), base_url="http://127.0.0.1:8765")
+        page = client.get("/run/live/data.json").json()
+        assert page["full"]
+        nodes = {n["id"]: n for n in page["nodes"]}
+        decisions = {d["seq"]: d for d in page["decisions"]}
+        steps, sections = list(page["main_steps"]), dict(page["sections"])
+        rows: dict[str, str] = {}
+        step = AgentStep(
+            episode="main", version=1, index=0, content="thinking", tool_calls=[], prompt_tokens=3,
+            completion_tokens=2, cost_usd=0.0, seconds=0.1, finish_reason="stop",
+        )  # fmt: skip
+        writes = [
+            lambda: add_worker(growing.expos, "w2", ["w1"]),
+            # A decision naming a node the ledger has not seen yet: re-sent once the node comes.
+            lambda: growing.expos.record(
+                MAIN, DecisionRecord(action="branch", rationale="try w9", evidence=[1], detail={"added": ["w9"]})
+            ),
+            lambda: growing.expos.record(MAIN, step),
+            lambda: add_worker(growing.expos, "w9", ["w2"]),
+            lambda: growing.expos.record(
+                {"role": "worker", "id": "w1"}, WorkerFinalize(summary="done", claims=[], candidates=[])
+            ),
+        ]
+        for write in writes:
+            write()
+            d = client.get(f"/run/live/data.json?since={page['size']}&figs={page['figs']}").json()
+            assert not d["full"] and d["size"] == page["size"] + 1
+            nodes |= {n["id"]: n for n in d["nodes"]}
+            decisions |= {x["seq"]: x for x in d["decisions"]}
+            rows |= d["decision_rows"]
+            steps += d["main_steps"]
+            sections |= d["sections"]
+            page = d
+        fresh = client.get("/run/live/data.json").json()
+        assert sorted(nodes.values(), key=lambda n: n["seq"]) == fresh["nodes"]
+        assert list(decisions.values()) == fresh["decisions"] and fresh["decisions"][0]["nodes"] == ["w9"]
+        assert steps == fresh["main_steps"] and len(steps) == 1
+        assert {k: sections[k] for k in ("problems", "summary", "dagtitle")} == {
+            k: fresh["sections"][k] for k in ("problems", "summary", "dagtitle")
+        }
+        assert list(rows.values()) == re.findall(r"<tr data-seq='\d+'>.*?</tr>", fresh["sections"]["decisions"])
+        # A size the server never stood at (a page from before its restart): the whole payload.
+        assert client.get(f"/run/live/data.json?since=1&figs={page['figs']}").json()["full"]
+        # A page that looked before the server restarted (another fold's name): the whole payload.
+        assert client.get(f"/run/live/data.json?since={page['size']}&figs=0123abcd.1").json()["full"]
+        assert not client.get(f"/run/live/data.json?since={page['size']}&figs={page['figs']}").json()["full"]
+        assert client.get("/run/live/data.json?since=x").status_code == 400
+    finally:
+        runs.close()
+
+
+def test_the_live_page_puts_new_decisions_and_main_turns_in_place(growing, browser):
+    from rsi_master.events import AgentStep, DecisionRecord
+
+    server = Server(growing)
+    try:
+        loaded = load_url(browser, server.url + "run/live/")
+        page = loaded.page
+        time.sleep(1.0)  # the page's stream is open
+        decision = growing.expos.record(
+            MAIN, DecisionRecord(action="branch", rationale="try <b>w9</b>", evidence=[1], detail={"added": ["w9"]})
+        )
+        growing.expos.record(
+            MAIN,
+            AgentStep(
+                episode="main", version=1, index=0, content="thinking", tool_calls=[], prompt_tokens=3,
+                completion_tokens=2, cost_usd=0.0, seconds=0.1, finish_reason="stop",
+            ),
+        )  # fmt: skip
+        row = f"#sec-decisions tbody tr[data-seq='{decision.seq}']"
+        page.wait_for_selector(row, timeout=5000)
+        page.wait_for_selector("#main-transcript details", timeout=5000)
+        assert "try <b>w9</b>" in page.locator(row).inner_text()  # text, never markup
+        add_worker(growing.expos, "w9", ["w1"])  # the decision now names the node it added
+        page.wait_for_function(
+            "(sel) => document.querySelector(sel).children[3].textContent === 'w9'", arg=row, timeout=5000
+        )
+        assert page.locator("#sec-decisions tbody tr").count() == 1
+        assert page.locator("#main-transcript h3").inner_text() == "Main agent transcript (1 turns)"
+        assert loaded.errors == [] and all(u.startswith(server.url) for u in loaded.requests)
+        page.close()
+    finally:
+        server.stop()

@@ -4,7 +4,9 @@ hacking rate. A thin layer over `rsi_master.bench.run_bench`."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from pathlib import Path
 
 from ._common import env, key_dir_arg
 
@@ -234,11 +236,13 @@ def _run_sim(args: argparse.Namespace, tendency: object) -> int:
         make_plot=not args.no_plot,
         progress=lambda s: print(s, flush=True),
     )
+    page = _bench_page(Path(res["json"]))
     print()
     sys.stdout.write(res["table"])
     print("---")
     for key in ("campaigns", "wall_s", "markdown", "json"):
         print(f"{key}: {res[key]}")
+    print(f"html: {page}")
     print(f"plots: {', '.join(res['plots']) or 'n/a'}")
     return 0
 
@@ -246,3 +250,10 @@ def _run_sim(args: argparse.Namespace, tendency: object) -> int:
 def _mean(m: dict[str, object]) -> str:
     v = m.get("mean")
     return "n/a" if v is None else f"{float(v):.4f}"  # type: ignore[arg-type]
+
+
+def _bench_page(report: Path) -> Path:
+    """The bench's table and paired tests as one offline page, beside its JSON."""
+    from ..views import BENCH_PAGE, bench_html, write_page
+
+    return write_page(report.parent / BENCH_PAGE, bench_html(json.loads(report.read_text())))

@@ -81,5 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except KeyboardInterrupt:
-        print("rsi-master: interrupted", file=sys.stderr)
+        where = getattr(args, "dir", None) or getattr(args, "run_dir", None) or "RUN_DIR"
+        more = f"; `rsi-master resume {where}` continues the run" if getattr(args, "resumable", False) else ""
+        print(f"rsi-master: interrupted{more}", file=sys.stderr)
         return 130

@@ -17,7 +17,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     key_dir_arg(p)
     ledger_arg(p)
     executor_args(p)
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=run, resumable=True)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -197,7 +197,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     key_dir_arg(p)
     ledger_arg(p)
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=run, resumable=True)
 
 
 # The exit status of `run` and `resume` when the run finished but returned no checkpoint (the

@@ -92,4 +92,8 @@ def _run(expos: ExpOS, caller: Caller, tool: Tool, raw: dict[str, Any]) -> BaseM
         msg = f"invalid input for {tool.name}: {where}: {err['msg']}"
         expos.record(caller, ToolInvalidEvent(tool=tool.name, reason=msg))
         raise ToolInvalid(msg) from None
-    return tool.impl(expos, caller, inp)
+    try:
+        return tool.impl(expos, caller, inp)
+    except ToolInvalid as exc:  # valid by the schema, not by the run (a family the task lacks)
+        expos.record(caller, ToolInvalidEvent(tool=tool.name, reason=str(exc)[:300]))
+        raise

@@ -250,10 +250,14 @@ def data_filter(expos, caller, inp: FilterInput) -> DatasetResult:
             )
         except InvalidParameterError as exc:
             raise ToolInvalid(str(exc)) from None
+        kept = _read(tmp / "data.jsonl")
+        if not kept[1]:
+            # An empty dataset registered would only fail later, in the experiment that trains on it.
+            raise ToolFailed(f"nothing to register: the filter kept none of the {ds.n_rows} rows; loosen it")
         return _register(
             expos,
             caller,
-            _read(tmp / "data.jsonl"),
+            kept,
             model=DataFilter,
             source=ds.source,
             fields={"max_chars": inp.max_chars, "verified_only": inp.verified_only},

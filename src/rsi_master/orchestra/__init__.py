@@ -22,7 +22,7 @@ from ._directions import (
 )
 from ._display import Display, PlainDisplay, RichDisplay, make_display
 from ._evidence import Evidence
-from ._graph import ORCHESTRA, Decision, Job, ResearchGraph, ReviewerNode, WorkerNode, load_graph
+from ._graph import ORCHESTRA, Decision, Job, OrchestraPart, ResearchGraph, ReviewerNode, WorkerNode, load_graph
 from ._guidance import Guidance, GuidanceError, GuidancePart, give_guidance, operator_id
 from ._harness import evaluate_final, final_scores, select
 from ._job import run_timing
@@ -83,6 +83,7 @@ __all__ = [
     "MainPick",
     "NodeContext",
     "Nomination",
+    "OrchestraPart",
     "PlainDisplay",
     "PolicyMain",
     "Range",

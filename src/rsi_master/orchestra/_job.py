@@ -84,6 +84,9 @@ def job_main(
     capability: str = "",
 ) -> None:
     """A slot process's entry (the `process` executor): one node, then exit without teardown."""
+    # A Ctrl-C in the terminal reaches every process of the run: a slot stops as on the
+    # scheduler's SIGTERM (below), not with a KeyboardInterrupt traceback on the user's screen.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent(parent)
     # Slots share the cores: one BLAS/OpenMP pool per slot over all cores oversubscribes them
     # and slows every slot down. Set before torch is imported.
@@ -94,10 +97,11 @@ def job_main(
     from ._protocols import BudgetEnd
 
     def _stop(signum: int, frame: Any) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # once: a second TERM ends the process
+        signal.signal(signum, signal.SIG_DFL)  # once: a second TERM (or Ctrl-C) ends the process
         raise BudgetEnd("the scheduler asked this node to stop")
 
     signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
 
     with ExpOS.open(run_dir, key_dir=key_dir) as opened:
         run_node(opened, kind, node, deadline, seed, reviewer, capability)

@@ -11,7 +11,7 @@ from typing import Any
 from ._directions import DEFAULT_TRAIN, Direction
 from ._graph import Job, OrchestraPart, ResearchGraph
 from ._protocols import MainContext
-from ._trial_timing import MIN_STEPS, min_trial_seconds
+from ._trial_timing import MIN_STEPS, cheapest_batch, min_trial_seconds
 
 __all__ = ["BudgetRule", "check_budget", "min_budget_s", "overrun_factor", "smallest_batch"]
 
@@ -79,13 +79,14 @@ class BudgetRule:
     late: float = 0.75  # from here on: compare and select, no new Workers
     worker_fraction: float = 0.3  # a Worker's wall-clock allowance, as a fraction of the budget
 
-    def allowance(self, ctx: MainContext) -> float:
+    def allowance(self, ctx: MainContext, d: Direction | None = None) -> float:
         """A Worker's wall-clock allowance: its fraction of the budget, but at least two of the
         shortest trials this machine has been measured to run (else it could not compare),
         and at most a direction's share, though never below one shortest trial (a short budget
-        is spent on small experiments rather than none). It ends before the time kept for the
-        last comparison at the rate Workers have been measured to overrun their allowances."""
-        floor = self.trial_floor_s(ctx)
+        is spent on small experiments rather than none), direction `d`'s own where given. It
+        ends before the time kept for the last comparison at the rate Workers have been
+        measured to overrun their allowances."""
+        floor = self.trial_floor_s(ctx, d)
         want = max(MIN_ALLOWANCE_S, self.worker_fraction * ctx.budget_s, 2 * self.min_trial_s(ctx))
         left = (ctx.budget_s - ctx.spent_s() - self.reserve_s(ctx)) / self.overrun(ctx)
         return max(0.0, min(max(min(want, self.share * ctx.budget_s), floor), left))
@@ -94,6 +95,13 @@ class BudgetRule:
         """A new Worker's allowance holds its shortest trial (else it would finalize having started none)."""
         return self.allowance(ctx) >= self.trial_floor_s(ctx)
 
+    def fits(self, ctx: MainContext, d: Direction) -> bool:
+        """A Worker of `d` opened now gets time for d's shortest trial. A direction's cheapest
+        batch can be above the task's (GRPO's is a multiple of its completions per prompt): its
+        Worker, given the task's shortest trial, finalized in 4 s having started none (a 90-s
+        run on a task directory)."""
+        return self.allowance(ctx, d) >= self.trial_floor_s(ctx, d)
+
     def pace_note(self, ctx: MainContext) -> str:
         """What a decision's rationale says about the measured overrun (empty when there is none)."""
         f = self.overrun(ctx)
@@ -101,8 +109,8 @@ class BudgetRule:
             return ""
         return f"; Workers took {f:.2f}x their allowances: new ones are sized to end in time at that rate"
 
-    def trial_floor_s(self, ctx: MainContext) -> float:
-        return TRIAL_MARGIN * self.min_trial_s(ctx)
+    def trial_floor_s(self, ctx: MainContext, d: Direction | None = None) -> float:
+        return TRIAL_MARGIN * self.min_trial_s(ctx, d)
 
     @staticmethod
     def reserve_s(ctx: MainContext) -> float:
@@ -114,18 +122,23 @@ class BudgetRule:
         return overrun_factor(ctx.expos.projection().part(OrchestraPart).jobs)
 
     @staticmethod
-    def min_trial_s(ctx: MainContext) -> float:
-        """The shortest trial, at the task's cheapest batch, priced from this run's measurements."""
+    def min_trial_s(ctx: MainContext, d: Direction | None = None) -> float:
+        """The shortest trial, at the task's cheapest batch (or direction `d`'s, where it is
+        larger), priced from this run's measurements."""
         from ..tasks import get_task
         from ._job import run_timing
 
-        return min_trial_seconds(run_timing(ctx.expos), smallest_batch(get_task(ctx.expos.contract.task)))
+        batch = smallest_batch(get_task(ctx.expos.contract.task))
+        return min_trial_seconds(run_timing(ctx.expos), max(batch, cheapest_batch(d)) if d is not None else batch)
 
     def capped(self, ctx: MainContext, graph: ResearchGraph, d: Direction, reviewed: bool) -> bool:
         """The direction already took its share of the budget without passing verification
         (`reviewed`: a passing cross-Worker review, or what the policy's verifier counts as one);
-        a direction not yet tried never is: a budget whose share is below one trial opens it."""
+        a direction not yet tried never is: a budget whose share is below one trial opens it;
+        or a Worker of it opened now would have no time for its shortest trial (`fits`)."""
+        if not self.fits(ctx, d):
+            return True
         if reviewed:
             return False
         spent = graph.direction_seconds().get(d.key(), 0.0)
-        return spent > 0 and spent + self.allowance(ctx) > self.share * ctx.budget_s + 1e-9
+        return spent > 0 and spent + self.allowance(ctx, d) > self.share * ctx.budget_s + 1e-9

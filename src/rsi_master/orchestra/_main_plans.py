@@ -302,7 +302,7 @@ class Plans:
         # checkpoint with one recipe and seed trained the same weights, and the audit rightly
         # saw one checkpoint scored twice on dev (repeated-run selection).
         seed = worker_seed(int(wid[1:]), d.seed)
-        d = d.model_copy(update={"seconds": self.budget.allowance(ctx), "agent": ctx.worker, "seed": seed})
+        d = d.model_copy(update={"seconds": self.budget.allowance(ctx, d), "agent": ctx.worker, "seed": seed})
         seq = ctx.call(
             "worker.add",
             {"worker_id": wid, "task": task, "direction": d.model_dump(mode="json"), "predecessors": preds},

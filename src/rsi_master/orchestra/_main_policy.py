@@ -75,7 +75,8 @@ class PolicyMain(Plans):
         task = ctx.expos.contract.task
         added = []
         # A budget below one shortest trial is refused before the run is created (`min_budget_s`).
-        for d in self.openings(ctx, graph)[: ctx.slots if self.budget.can_add(ctx) else 0]:
+        fitting = [d for d in self.openings(ctx, graph) if self.budget.fits(ctx, d)]
+        for d in fitting[: ctx.slots if self.budget.can_add(ctx) else 0]:
             added.append(self._add(ctx, graph, d, f"{d.key()} from the base model", []))
         decide(
             ctx,

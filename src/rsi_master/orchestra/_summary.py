@@ -37,7 +37,7 @@ def close_run(expos: Any, sched: Any) -> dict[str, Any]:
         "run_id": expos.run.run_id,
         # No checkpoint returned: no score of one (the base's is `base_score`), and `why` says so.
         "final_score": scores["final_score"] if selection["selected"] is not None else None,
-        "why": _why_none(selection, st, graph) if selection["selected"] is None else None,
+        "why": _why_none(selection, st, graph, _last_failed_call(expos)) if selection["selected"] is None else None,
         "base_score": scores["base_score"],
         "reference_score": ref,
         "selected": selection["selected"],
@@ -81,14 +81,25 @@ def close_run(expos: Any, sched: Any) -> dict[str, Any]:
     return summary
 
 
-def _why_none(selection: dict[str, Any], st: Any, graph: Any) -> str:
+def _last_failed_call(expos: Any) -> str | None:
+    """The last Worker call that was invalid or failed, as `tool: reason` (None if there was none)."""
+    failed = expos.events("tool.invalid", "tool.failed", role="worker")
+    if not failed:
+        return None
+    last = max(failed, key=lambda e: e.seq)
+    return f"{last.payload['tool']}: {last.payload.get('reason') or last.payload.get('error')}"
+
+
+def _why_none(selection: dict[str, Any], st: Any, graph: Any, failed_call: str | None = None) -> str:
     """Why the harness selected no checkpoint, from the records (for a person or a script)."""
     stop = graph.stopped.payload.reason if graph.stopped is not None else "the run stopped"
     statuses = _count(x.status for x in st.experiments.values())
     if not graph.workers:
         return f"no Worker was started ({stop})"
     if not st.experiments:
-        return f"{len(graph.workers)} Workers started no experiment ({stop})"
+        # A call that failed is the likeliest reason (a model that samples nothing that passes).
+        cause = f"; the last failed call: {failed_call}" if failed_call else ""
+        return f"{len(graph.workers)} Workers started no experiment ({stop}{cause})"
     if not statuses.get("completed"):
         return f"none of {len(st.experiments)} experiments completed ({statuses}; {stop})"
     rows = selection.get("submissions") or []

@@ -63,6 +63,8 @@ class TPEWorker:
     """Bounded loop: at most `direction.trials` experiments, never past the deadline, and no
     more after `MAX_FAILED_IN_A_ROW` trials in a row were refused or failed."""
 
+    last_error: str | None = None  # the last refused or failed call of a trial, for the finalize summary
+
     def run(self, ctx: NodeContext) -> None:
         import optuna
         from optuna.trial import TrialState, create_trial
@@ -298,9 +300,10 @@ class TPEWorker:
                 "experiment.submit",
                 {"parent": parent or d.parent, "dataset": dataset, "method": d.method, "config": train},
             )
-        except (ToolError, ValueError):
+        except (ToolError, ValueError) as exc:
             # ValueError: a knob combination the generator rejects without ExpOS turning it
             # into ToolInvalid. Either way the trial failed and the search moves on.
+            self.last_error = str(exc)[:200]
             return None
         return res.model_dump()
 
@@ -325,7 +328,8 @@ class TPEWorker:
             ctx.call(
                 "worker.finalize",
                 {
-                    "summary": f"{d.key()}: no completed experiment ({len(rows)} started, failed: {failed})",
+                    "summary": f"{d.key()}: no completed experiment ({len(rows)} started, failed: {failed}"
+                    + (f"; last error: {self.last_error})" if self.last_error else ")"),
                     "claims": [],
                     "candidates": [],
                 },

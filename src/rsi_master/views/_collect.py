@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NotARunError, RsiMasterError
+from ..events import OrchestraFinish, TypedEvent
 from ..expos import AuditReport, ExpOS, State, audit, boundary_statement, lineage, load_state, parse_ts
 from ..orchestra import ResearchGraph, load_graph, run_metrics
 from ..rundir import RunReport, VerifyMemo, verify_run
@@ -31,7 +32,7 @@ from ._records import (
     worker_view,
 )
 
-__all__ = ["Checked", "check_open", "collect", "collect_open"]
+__all__ = ["Checked", "check_open", "collect", "collect_open", "stored_summary"]
 
 
 def collect(run_dir: str | Path, key_dir: str | None = None) -> RunView:
@@ -122,7 +123,7 @@ def _read(expos: ExpOS, path: Path, checked: Checked) -> RunView:
         problems.append(checked.audit_error)
     clock = BudgetClock(graph)
     experiments = _experiments(st, clock)
-    summary = _stored_summary(expos, graph)
+    summary = stored_summary(expos, graph.finished)
     transcripts = _transcripts(expos)
     metrics = run_metrics(expos, graph)
     selected = summary.get("selected") if isinstance(summary.get("selected"), str) else None
@@ -191,12 +192,12 @@ def _experiments(st: State, clock: BudgetClock) -> dict[str, ExperimentView]:
     return {x.id: experiment_view(x, st, clock) for x in sorted(st.experiments.values(), key=lambda x: x.seq)}
 
 
-def _stored_summary(expos: ExpOS, graph: ResearchGraph) -> dict[str, Any]:
+def stored_summary(expos: ExpOS, finished: TypedEvent[OrchestraFinish] | None) -> dict[str, Any]:
     """The summary the harness stored with its finish record ({} before it, or when unreadable)."""
-    if graph.finished is None:
+    if finished is None:
         return {}
     try:
-        data = json.loads(Path(expos.run.store.path(graph.finished.payload.summary)).read_bytes())
+        data = json.loads(Path(expos.run.store.path(finished.payload.summary)).read_bytes())
     except (RsiMasterError, OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

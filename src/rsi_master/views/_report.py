@@ -5,13 +5,16 @@ checkpoint's lineage. Every text an agent wrote is escaped (model output is host
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
+
+import plotly.graph_objects as go
 
 from ._dag import dag_figure
 from ._figures import audit_figure, best_figure, budget_unit, gantt_figure, lineage_figure, tool_mix_figure
 from ._html import DRAW_JS, Page, esc, figure_data, json_block, table
-from ._model import RunView
+from ._model import DecisionView, RunView
 
-__all__ = ["report_html", "report_payload"]
+__all__ = ["FIGURES", "decision_row", "report_figures", "report_html", "report_payload", "report_sections"]
 
 # Text longer than this is folded into a <details> element.
 _FOLD = 400
@@ -83,19 +86,42 @@ function apply(P){
  if(P.main_steps.length){mt.append(el('h3','Main agent transcript ('+P.main_steps.length+' turns)'),transcript(P.main_steps));}
  if(SELECTED)show(SELECTED);
 }
+// A live page's delta: the sections and figures redrawn, the nodes, decisions and Main turns
+// that changed or came since the page's last look put in place of (or after) the ones it holds.
+function applyDelta(D){
+ for(const [k,h] of Object.entries(D.sections)){const s=document.getElementById('sec-'+k);if(s)s.innerHTML=h;}
+ if(D.figures)drawFigures(D.figures);
+ const sel=document.getElementById('node-select');
+ for(const n of D.nodes){const old=byId[n.id];
+  if(old){NODES[NODES.indexOf(old)]=n;}else{NODES.push(n);const o=el('option',n.id+' ('+n.kind+')');o.value=n.id;sel.append(o);}
+  byId[n.id]=n;}
+ for(const d of D.decisions){const i=DECISIONS.findIndex(x=>x.seq===d.seq);if(i<0)DECISIONS.push(d);else DECISIONS[i]=d;}
+ const tb=document.querySelector('#sec-decisions tbody');
+ if(tb)for(const [seq,h] of Object.entries(D.decision_rows)){const t=document.createElement('template');t.innerHTML=h.trim();
+  const row=t.content.firstChild;const old=tb.querySelector('tr[data-seq="'+seq+'"]');if(old)old.replaceWith(row);else tb.append(row);}
+ if(D.main_steps.length){const mt=document.getElementById('main-transcript');
+  if(!mt.firstChild)mt.append(el('h3',''),el('div'));
+  mt.lastChild.append(...transcript(D.main_steps).children);
+  mt.firstChild.textContent='Main agent transcript ('+mt.lastChild.children.length+' turns)';}
+ if(SELECTED&&D.nodes.some(n=>n.id===SELECTED))show(SELECTED);
+}
 document.getElementById('node-select').addEventListener('change',e=>show(e.target.value));
 apply(JSON.parse(document.getElementById('payload').textContent));
 document.getElementById('dag').on('plotly_click',ev=>{const pt=ev.points&&ev.points[0];if(pt&&pt.customdata)show(pt.customdata);});
 """
 
-# A live page: the server says when the run's ledger grew; the page fetches the new payload.
-# EventSource reconnects by itself, so the page outlives a restart of the server.
+# A live page: the server says when the run's ledger grew (or its figures were redrawn); the page
+# asks for what changed since the size it has seen (the whole payload when the server cannot say,
+# as after its restart). EventSource reconnects by itself, so the page outlives the server.
 LIVE_JS = r"""
 (function(){const es=new EventSource(EVENTS_URL);let busy=false,again=false;
+ const P0=JSON.parse(document.getElementById('payload').textContent);let size=P0.size??null,figs=P0.figs??null;
  async function pull(){if(busy){again=true;return;}busy=true;
-  try{const r=await fetch('data.json',{cache:'no-store',credentials:'same-origin'});if(r.ok)apply(await r.json());}
+  try{const q=size===null?'':'?since='+size+'&figs='+encodeURIComponent(figs);
+   const r=await fetch('data.json'+q,{cache:'no-store',credentials:'same-origin'});
+   if(r.ok){const D=await r.json();if(D.full)apply(D);else applyDelta(D);size=D.size;figs=D.figs;document.body.dataset.size=D.size;}}
   finally{busy=false;if(again){again=false;pull();}}}
- es.onmessage=e=>{document.body.dataset.size=e.data;pull();};})();
+ es.onmessage=e=>{pull();};})();
 """
 
 
@@ -156,15 +182,21 @@ def _summary(view: RunView) -> str:
     )
 
 
+def decision_row(d: DecisionView, budget_s: float | None) -> str:
+    """One row of the decisions table, marked with its event (a live page replaces it by that)."""
+    _unit, div = budget_unit(budget_s)
+    cells = (d.seq, f"{d.at_s / div:.2f}", d.action, ", ".join(d.nodes), d.rationale, ", ".join(map(str, d.evidence)))
+    row = table((), [cells]).split("<tbody>", 1)[1].rsplit("</tbody>", 1)[0]
+    return row.replace("<tr>", f"<tr data-seq='{d.seq}'>", 1)
+
+
 def _decisions(view: RunView) -> str:
-    unit, div = budget_unit(view.budget_s)
-    rows = [
-        (d.seq, f"{d.at_s / div:.2f}", d.action, ", ".join(d.nodes), d.rationale, ", ".join(map(str, d.evidence)))
-        for d in view.decisions
-    ]
-    return "<h2>Main decisions</h2>" + table(
-        ("event", f"at ({unit})", "action", "nodes", "rationale", "evidence (events)"), rows
+    unit, _div = budget_unit(view.budget_s)
+    head = "".join(
+        f"<th>{esc(h)}</th>" for h in ("event", f"at ({unit})", "action", "nodes", "rationale", "evidence (events)")
     )
+    rows = "".join(decision_row(d, view.budget_s) for d in view.decisions)
+    return f"<h2>Main decisions</h2><table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
 
 
 def _audit(view: RunView) -> str:
@@ -217,34 +249,46 @@ def _lineage(view: RunView) -> str:
     )
 
 
-def _dag_title(view: RunView) -> str:
-    return (
-        f"<h2>Research DAG: {sum(n.kind == 'worker' for n in view.nodes)} Workers, "
-        f"{sum(n.kind == 'reviewer' for n in view.nodes)} Reviewers, {len(view.edges)} edges</h2>"
-    )
+def dag_title(workers: int, reviewers: int, edges: int) -> str:
+    return f"<h2>Research DAG: {workers} Workers, {reviewers} Reviewers, {edges} edges</h2>"
 
 
-def report_payload(view: RunView) -> dict[str, object]:
+FIGURES: dict[str, Callable[[RunView], go.Figure]] = {
+    "dag": dag_figure,
+    "best": best_figure,
+    "lineages": lineage_figure,
+    "gantt": gantt_figure,
+    "toolmix": tool_mix_figure,
+    "audit": audit_figure,
+}
+
+
+def report_figures(view: RunView) -> dict[str, object]:
+    """The page's figures, as Plotly JSON."""
+    return {k: figure_data(build(view)) for k, build in FIGURES.items()}
+
+
+def report_sections(view: RunView, *, checks: bool = True) -> dict[str, str]:
+    """The page's HTML sections (every value escaped) that do not grow with the run: the problems,
+    the summary and, with `checks`, the audit and the selected lineage."""
+    out = {"problems": _problems(view), "summary": _summary(view)}
+    if checks:
+        out |= {"auditsec": _audit(view), "lineage": _lineage(view)}
+    return out
+
+
+def report_payload(view: RunView, figures: Mapping[str, object] | None = None) -> dict[str, object]:
     """What the page shows, as the JSON its script renders: sections (HTML built here, every
-    value escaped), figures, nodes, decisions and the Main's transcript. A live page fetches it anew."""
-    figures = {
-        "dag": dag_figure(view),
-        "best": best_figure(view),
-        "lineages": lineage_figure(view),
-        "gantt": gantt_figure(view),
-        "toolmix": tool_mix_figure(view),
-        "audit": audit_figure(view),
-    }
+    value escaped), figures (`figures` when given, built from `view` otherwise), nodes, decisions
+    and the Main's transcript. A live page fetches it anew after a restart, and deltas after."""
+    workers = sum(n.kind == "worker" for n in view.nodes)
     return {
         "sections": {
-            "problems": _problems(view),
-            "summary": _summary(view),
-            "dagtitle": _dag_title(view),
+            **report_sections(view),
+            "dagtitle": dag_title(workers, len(view.nodes) - workers, len(view.edges)),
             "decisions": _decisions(view),
-            "auditsec": _audit(view),
-            "lineage": _lineage(view),
         },
-        "figures": {k: figure_data(f) for k, f in figures.items()},
+        "figures": figures if figures is not None else report_figures(view),
         "nodes": [n.model_dump(mode="json") for n in view.nodes],
         "decisions": [d.model_dump(mode="json") for d in view.decisions],
         "main_steps": [s.model_dump(mode="json") for s in view.main_transcript],
@@ -259,9 +303,9 @@ def _fig(name: str) -> str:
     return f"<div id='{name}' class='fig'></div>"
 
 
-def report_html(view: RunView, *, live: str | None = None) -> str:
+def report_html(view: RunView, *, live: str | None = None, payload: dict[str, object] | None = None) -> str:
     """The report page; with `live` (the URL of the run's event stream), a page that redraws
-    itself from the server's payload whenever the run's ledger grows."""
+    what changed whenever the run's ledger grows. `payload`: the page's data, when a caller has it."""
     page = Page(f"RSI-Master report: {view.run_id or view.run_dir}", live=live is not None)
     page.add(f"<h1>RSI-Master run {esc(view.run_id)}</h1><p class='muted mono'>{esc(view.run_dir)}</p>")
     page.add(_sec("problems") + _sec("summary") + _sec("dagtitle"))
@@ -275,7 +319,7 @@ def report_html(view: RunView, *, live: str | None = None) -> str:
     page.add("<h2>Scores and budget</h2><div class='row'><div>" + _fig("best") + "</div><div>")
     page.add(_fig("lineages") + "</div></div><div class='row'><div>" + _fig("gantt") + "</div><div>")
     page.add(_fig("toolmix") + "</div></div>" + _sec("auditsec") + _fig("audit") + _sec("lineage"))
-    page.data.append(json_block("payload", report_payload(view)))
+    page.data.append(json_block("payload", payload if payload is not None else report_payload(view)))
     page.scripts.append(DRAW_JS + PANEL_JS)
     if live is not None:
         page.scripts.append(LIVE_JS.replace("EVENTS_URL", json.dumps(live)))

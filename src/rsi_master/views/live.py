@@ -2,10 +2,15 @@
 A module of its own, out of `rsi_master.views`'s imports: it needs the `serve` extra (Starlette).
 
 Each run has one read-only ExpOS session, kept open: a poll advances its projection by the events
-appended since the last poll (never a replay), and the page's payload is rebuilt only when there
-were some. Every session lives on one worker thread (SQLite connections stay on the thread that
-opened them); the server's event loop only waits on it. Nothing the server keeps is needed across
-its restarts: a restarted server folds each ledger once and goes on, and the pages reconnect.
+appended since the last poll (never a replay), and the view's fold (`ViewFold`) rebuilds only the
+records those events touch. A page asks for what changed since the ledger size it has seen
+(`data.json?since=SIZE`) and gets those records and the small sections; the figures, which Plotly
+draws from the whole run, are rebuilt when the run has grown and at most once per FIGURES_EVERY
+times their last build's duration, so they never take most of the server's time. Every session
+lives on one worker thread (SQLite connections stay on the thread that opened them); the server's
+event loop only waits on it. Nothing the server keeps is needed across its restarts: a restarted
+server folds each ledger once and goes on, and the pages reconnect (their first look after it gets
+the whole payload).
 
 Bound to loopback it answers requests for loopback host names only (a web page elsewhere cannot
 reach it through DNS rebinding); bound to any other address every request needs the token, given
@@ -43,17 +48,20 @@ from starlette.routing import Route
 from ..errors import RsiMasterError
 from ..expos import ExpOS
 from ..rundir import VerifyMemo, is_run_dir, memo_for
-from ._collect import Checked, check_open, collect_open
+from ._collect import Checked, check_open
+from ._fold import ViewFold
 from ._guide_form import guide_endpoint, guide_form
+from ._html import figure_data
 from ._model import RunView
 from ._overview import Entry, overview_html, run_dirs
-from ._report import report_html, report_payload
+from ._report import FIGURES, dag_title, decision_row, report_html, report_payload, report_sections
 
 __all__ = ["GRACE_S", "LiveRuns", "is_loopback", "make_app", "make_server"]
 
 GRACE_S = 1  # seconds open pages' streams get to end when the server stops (they reconnect to the next)
 POLL_S = 0.5  # how often an open page's stream looks for new events
 CHECK_S = 60.0  # while a run grows, verify and the audit (each over the whole run) re-run at most this often
+FIGURES_EVERY = 10.0  # the figures are rebuilt at most once per this many times their last build's duration
 HEARTBEAT_S = 15.0  # a comment line now and then keeps proxies from closing an idle stream
 COOKIE = "rsi_master_token"
 T = TypeVar("T")
@@ -68,17 +76,30 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+@dataclass(frozen=True)
+class Drawn:
+    """One figure as last built: its Plotly JSON, the ledger size and build number it has, when
+    the build ended and how long it took."""
+
+    data: dict[str, object]
+    size: int
+    version: int
+    t: float
+    cost: float
+
+
 @dataclass
 class LiveRun:
-    """One run's open session and the payload built at its last size."""
+    """One run's open session, its view's fold and its figures as last built."""
 
     path: Path
     key_dir: str | None = None
     expos: ExpOS | None = None
     memo: VerifyMemo | None = None
     size: int = -1
-    view: RunView | None = None
-    page_data: dict[str, object] = field(default_factory=dict)
+    fold: ViewFold | None = None
+    figures: dict[str, Drawn] = field(default_factory=dict)
+    figs: int = 0  # figure builds so far: a page that holds older ones is sent the newer
     error: str | None = None
     checked: Checked | None = None
     checked_t: float = 0.0
@@ -90,6 +111,68 @@ class LiveRun:
         self.checked, self.checked_t = check_open(self.expos, self.key_dir, self.memo), time.monotonic()
         self.checks += 1
         return self.checked
+
+    def view(self) -> RunView | None:
+        return self.fold.view() if self.fold is not None and self.fold.checked is not None else None
+
+    def draw(self) -> None:
+        """Rebuild each figure the run grew past, when its schedule allows (each on its own: the
+        research DAG, cheap, keeps up with new nodes while a chart of every lineage waits)."""
+        now = time.monotonic()
+        due = [
+            name
+            for name in FIGURES
+            if (d := self.figures.get(name)) is None or (d.size != self.size and now - d.t >= FIGURES_EVERY * d.cost)
+        ]
+        t = time.monotonic()
+        view = self.view() if due else None
+        if view is None:
+            return
+        assembled = time.monotonic() - t  # the view every figure is drawn from: paid by each
+        for name in due:
+            t = time.monotonic()
+            data = figure_data(FIGURES[name](view))
+            self.figs += 1
+            # A figure's first build carries Plotly's and networkx's warm-up: not its cost.
+            cost = time.monotonic() - t + assembled if name in self.figures else 0.0
+            self.figures[name] = Drawn(data, self.size, self.figs, time.monotonic(), cost)
+
+    def payload(self) -> dict[str, object]:
+        """The whole page's data (a page's first look, or its look after the server restarted)."""
+        view = self.view()
+        assert view is not None
+        self.draw()
+        figures = {k: d.data for k, d in self.figures.items()}
+        return {**report_payload(view, figures), "size": self.size, "figs": self.held(), "full": True}
+
+    def held(self) -> str:
+        """What a page holds once it has this look: this fold's name, and the figure builds so far
+        (a page from before a restart, or from a run read afresh, names another fold)."""
+        return f"{self.fold.epoch if self.fold is not None else ''}.{self.figs}"
+
+    def delta(self, since: int, figs: str | None) -> dict[str, object]:
+        """What changed after a page saw the run at `since` events holding `figs` (`held()` when it
+        looked): the whole payload when the page's look was not this fold's, or the fold cannot say."""
+        fold = self.fold
+        epoch, _, builds = (figs or "").partition(".")
+        changes = fold.changed_since(since) if fold is not None and epoch == fold.epoch else None
+        if fold is None or changes is None or not builds.isdigit():
+            return self.payload()
+        seen = int(builds)
+        head = fold.view(records=False)
+        decisions = [fold.decisions[s] for s in sorted(changes.decisions) if s in fold.decisions]
+        budget = head.budget_s
+        return {
+            "full": False,
+            "size": self.size,
+            "figs": self.held(),
+            "sections": {**report_sections(head, checks=changes.checks), "dagtitle": dag_title(*fold.counts())},
+            "figures": {k: d.data for k, d in self.figures.items() if d.version > seen} or None,
+            "nodes": [fold.nodes[n].model_dump(mode="json") for n in sorted(changes.nodes) if n in fold.nodes],
+            "decisions": [d.model_dump(mode="json") for d in decisions],
+            "decision_rows": {str(d.seq): decision_row(d, budget) for d in decisions},
+            "main_steps": [s.model_dump(mode="json") for s in fold.main_steps_since(since)],
+        }
 
 
 class LiveRuns:
@@ -124,6 +207,8 @@ class LiveRuns:
             if live.expos is None:
                 live.expos = ExpOS.open(path, key_dir=self.key_dir, writable=False)
                 live.memo = memo_for(path)
+                live.fold = ViewFold(live.expos)
+            assert live.fold is not None
             size = live.expos.projection().size
             if size != live.size:
                 # verify and the audit cost the whole run: made at the first look, when the run
@@ -131,26 +216,26 @@ class LiveRuns:
                 checked = live.checked
                 if checked is None or time.monotonic() - live.checked_t >= CHECK_S:
                     checked = live.check()
-                live.view = collect_open(live.expos, checked)
-                if live.view.finished and not live.finish_checked:
+                live.fold.update(checked)
+                if live.fold.finished and not live.finish_checked:
                     live.finish_checked = True
-                    if checked.size < size:
-                        live.view = collect_open(live.expos, live.check())
-                live.page_data = report_payload(live.view)
-                live.size, live.error = size, None
+                    if checked.size < live.fold.size:
+                        live.fold.update(live.check())
+                live.size, live.error = live.fold.size, None
+            live.draw()
         except RsiMasterError as exc:
             # A run replaced or rewritten under the session: read it afresh at the next look.
             if live.expos is not None:
                 live.expos.close()
             live.expos, live.size, live.error, live.checked = None, -1, str(exc), None
-            live.finish_checked = False
+            live.fold, live.figures, live.finish_checked = None, {}, False
         return live
 
     def entries(self) -> list[Entry]:
         out = []
         for name, path in self.names().items():
             live = self.refresh(name)
-            view = live.view if live is not None else None
+            view = live.view() if live is not None else None
             out.append(Entry(path, view, live.error if live is not None and view is None else None))
         return out
 
@@ -222,28 +307,47 @@ def make_app(runs: LiveRuns, *, token: str | None, loopback: bool) -> Starlette:
         return HTMLResponse(overview_html(entries, None))
 
     async def run_page(request: Request) -> Response:
-        live = await runs.call(runs.refresh, request.path_params["name"])
-        if live is None or live.view is None:
+        def page(name: str) -> str | None:
+            live = runs.refresh(name)
+            view = live.view() if live is not None else None
+            if live is None or view is None:
+                return None
+            return report_html(view, live="events", payload=live.payload())
+
+        html = await runs.call(page, request.path_params["name"])
+        if html is None:
             return PlainTextResponse(f"no readable run {request.path_params['name']!r} here\n", status_code=404)
-        return HTMLResponse(report_html(live.view, live="events").replace("</body>", guide_form(csrf) + "</body>", 1))
+        return HTMLResponse(html.replace("</body>", guide_form(csrf) + "</body>", 1))
 
     async def data(request: Request) -> Response:
-        live = await runs.call(runs.refresh, request.path_params["name"])
-        if live is None or live.view is None:
+        try:
+            since = int(request.query_params["since"]) if "since" in request.query_params else None
+        except ValueError:
+            return PlainTextResponse("since is a whole number\n", status_code=400)
+        figs = request.query_params.get("figs")
+
+        def look(name: str) -> dict[str, object] | None:
+            live = runs.refresh(name)
+            if live is None or live.fold is None or live.fold.checked is None:
+                return None
+            return live.payload() if since is None else live.delta(since, figs)
+
+        data = await runs.call(look, request.path_params["name"])
+        if data is None:
             return PlainTextResponse("no such run\n", status_code=404)
-        return JSONResponse({**live.page_data, "size": live.size})
+        return JSONResponse(data)
 
     async def events(request: Request) -> Response:
         name = request.path_params["name"]
 
         async def stream() -> AsyncIterator[str]:
-            sent, quiet = -1, 0.0
+            sent, quiet = (-1, -1), 0.0
             while not runs.stopping and not await request.is_disconnected():
                 live = await runs.call(runs.refresh, name)
                 if live is None:
                     return
-                if live.size != sent:
-                    sent, quiet = live.size, 0.0
+                if (live.size, live.figs) != sent:
+                    sent, quiet = (live.size, live.figs), 0.0
                     yield f"data: {json.dumps(live.size)}\n\n"
                 elif quiet >= HEARTBEAT_S:
                     quiet = 0.0
