@@ -79,7 +79,10 @@ def test_config_files_and_environment_choose_a_model_per_role(tmp_path, monkeypa
     assert setup.llm["reviewer"].model == "careful" and "worker" not in setup.llm
     assert setup.llm["main"].api_key_env == "RSI_MASTER_LLM_API_KEY"
     assert main(["run", "--main", "lm", "--dir", str(tmp_path / "r")]) == 2
-    assert "--main 'lm': give scripted, llm, a registered main agent (policy)" in capsys.readouterr().err
+    assert (
+        "--main 'lm': give scripted, llm, a registered main agent "
+        "(main-pick, no-review, pbt, policy, search, single)" in capsys.readouterr().err
+    )
     assert main(["run", "--worker", "nowhere.module:Worker", "--dir", str(tmp_path / "r")]) == 2
     assert "--worker nowhere.module:Worker: cannot load it" in capsys.readouterr().err
     # Importable but no agent class: one line before anything is written, not a traceback mid-run.

@@ -3,10 +3,10 @@ Workers, and the Mains of the ablations and baselines."""
 
 from __future__ import annotations
 
-from rsi_master.bench._mains import NoReviewMain, SearchMain, SingleMain
+from rsi_master.bench._mains import SearchMain, SingleMain
 from rsi_master.bench._workers import RandomSearchWorker, TPESearchWorker
 from rsi_master.expos import Caller
-from rsi_master.orchestra import Direction, MainContext, load_graph
+from rsi_master.orchestra import ClaimsVerifier, Direction, MainContext, PolicyMain, load_graph, resolve_agent
 from rsi_master.orchestra._directions import default_directions
 from tests.orchestra.helpers import fake_experiment, finalize, new_run
 from tests.orchestra.test_worker import _ctx
@@ -55,7 +55,8 @@ def test_search_main_starts_one_worker_per_slot_with_distinct_seeds(tmp_path):
 def test_no_reviewer_main_never_asks_for_a_review_and_follows_claims(tmp_path):
     with new_run(tmp_path) as expos:
         ctx = _main_ctx(expos, spent=60.0)
-        m = NoReviewMain()
+        m = resolve_agent("main", "no-review")()
+        assert isinstance(m, PolicyMain) and isinstance(m.verifier, ClaimsVerifier)  # a configuration
         m.start(ctx, load_graph(expos))
         for wid, dev in (("w1", 0.1), ("w2", 0.4)):
             xid = fake_experiment(expos, wid, dev)
@@ -77,16 +78,63 @@ def test_no_reviewer_main_never_asks_for_a_review_and_follows_claims(tmp_path):
             m.on_event(ctx, load_graph(expos), ev)
         g = load_graph(expos)
         assert not g.reviewers
-        best = m._best_verified(ctx, g)
-        assert best is not None and best[1] == "w2" and best[2] == 0.4
+        best = m.ranker.verified(ctx, g)[0]
+        assert best[1] == "w2" and best[2] == 0.4
         # Claimed checkpoints are trained further as the full system trains verified ones
         # (the ablation once never continued anything: its `_verified` wanted passing reviews).
-        assert [t[1] for t in m._verified(ctx, g)] == ["w2", "w1"]
+        assert [t[1] for t in m.ranker.verified(ctx, g)] == ["w2", "w1"]
         cont = m._continue(ctx, g)
-        claimed = {t[0] for t in m._verified(ctx, g)}
+        claimed = {t[0] for t in m.ranker.verified(ctx, g)}
         assert cont is not None and cont[0] == "continue" and cont[3]["parent"] in claimed
         g = load_graph(expos)
         assert g.workers[cont[3]["worker"]].direction.parent == cont[3]["parent"]
         m.finish(ctx, g, "budget spent")
         stop = load_graph(expos).decisions[-1]
         assert stop.action == "stop" and stop.detail["nominated"][0] == best[0]
+
+
+def test_every_configuration_names_its_agents_and_the_names_resolve():
+    """The ledger records what a configuration names: a registered name, never an import path."""
+    from rsi_master.bench import CONFIGS
+    from rsi_master.orchestra import resolve_agent
+
+    for cfg in CONFIGS.values():
+        assert ":" not in cfg.main and ":" not in cfg.worker, cfg.name
+        assert callable(resolve_agent("main", cfg.main)) and callable(resolve_agent("worker", cfg.worker))
+
+
+def test_import_paths_older_runs_recorded_open_the_same_agents():
+    from rsi_master.orchestra import resolve_agent
+    from rsi_master.orchestra._registry import LEGACY_PATHS
+
+    for path, name in LEGACY_PATHS.items():
+        role = "main" if "Main" in path else "worker"
+        assert resolve_agent(role, path) is resolve_agent(role, name), path
+    # An agent defined outside the package is still named by its import path.
+    assert resolve_agent("worker", "rsi_master.orchestra:TPEWorker") is resolve_agent("worker", "tpe")
+
+
+def test_a_name_is_registered_once_and_is_not_a_path():
+    import pytest
+
+    from rsi_master.orchestra import main_agent
+
+    with pytest.raises(ValueError, match="registered twice"):
+        main_agent("policy")(object)
+    with pytest.raises(ValueError, match="colon"):
+        main_agent("a:b")(object)
+
+
+def test_a_fresh_process_finds_the_benchs_agents_by_name():
+    """Slot processes start fresh: naming a bench agent must not depend on the bench being imported."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from rsi_master.orchestra import resolve_agent; "
+        "assert 'rsi_master.bench' not in sys.modules; "
+        "m = resolve_agent('main', 'no-review')(); "
+        "print(type(m.verifier).__name__, resolve_agent('worker', 'shortcut').__name__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["ClaimsVerifier", "ShortcutWorker"]

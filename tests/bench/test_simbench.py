@@ -256,7 +256,7 @@ def test_main_pick_returns_the_first_nomination_the_audit_does_not_flag(tmp_path
     from rsi_master.bench import audit_campaign
     from rsi_master.bench._shortcuts import ShortcutTendency
     from rsi_master.bench._simbench import sim_campaign
-    from rsi_master.events import CandidateNominate, typed
+    from rsi_master.events import CandidateNominate, OrchestraStart, typed
     from rsi_master.expos import ExpOS, load_state
     from rsi_master.runtime import read_sim_checkpoint
     from rsi_master.sim import PRESETS, generate_landscape
@@ -278,6 +278,8 @@ def test_main_pick_returns_the_first_nomination_the_audit_does_not_flag(tmp_path
     run = tmp_path / "campaigns" / "main-pick--L7--s1" / "run"
     flagged = set(audit_campaign(run, key_dir=keys).hacked)
     with ExpOS.open(run, key_dir=keys, writable=False) as expos:
+        start = typed(expos.events("orchestra.start")[0], OrchestraStart).payload
+        assert (start.main, start.worker) == ("main-pick", "shortcut")  # names, never import paths
         nominated = [
             typed(e, CandidateNominate).payload.experiment_id for e in expos.events("candidate.nominate", role="main")
         ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rsi_master.expos import Caller
-from rsi_master.orchestra import Direction, MainContext, PolicyMain, load_graph
+from rsi_master.orchestra import BudgetRule, Direction, MainContext, PolicyMain, load_graph
 
 from .helpers import MAIN, fake_experiment, finalize, new_run
 
@@ -234,7 +234,7 @@ def test_a_direction_is_capped_at_its_share_before_a_passing_cross_worker_review
     from rsi_master.orchestra._graph import ORCHESTRA
 
     with new_run(tmp_path, budget_s=100.0) as expos:
-        main = PolicyMain(share=0.4, worker_fraction=0.3)
+        main = PolicyMain(BudgetRule(share=0.4, worker_fraction=0.3))
         main.start(_ctx(expos, 0.0, slots=1), load_graph(expos))
         (w1,) = load_graph(expos).workers
         job = expos.record(ORCHESTRA, "orchestra.job.start", {"node": w1, "kind": "worker", "slot": 0})
@@ -541,7 +541,7 @@ def test_among_tied_verified_checkpoints_the_main_continues_the_more_trained_one
         main = PolicyMain()
         # Both score 0 on review (the first minutes of a campaign); w2's checkpoint has 10x the training.
         _, _, x1, x2 = _two_verified(expos, main, (0.0, 0.0, 20), (0.0, 0.0, 200))
-        assert [t[0] for t in main._verified(_ctx(expos, 800.0, budget=1000.0), load_graph(expos))] == [x2, x1]
+        assert [t[0] for t in main.ranker.verified(_ctx(expos, 800.0, budget=1000.0), load_graph(expos))] == [x2, x1]
         assert main.on_idle(_ctx(expos, 800.0, budget=1000.0), load_graph(expos), 1)
         assert _decisions(expos)[-1].detail["parent"] == x2
 
@@ -562,7 +562,7 @@ def test_tied_at_zero_the_main_continues_the_lineage_the_landscape_expects_more_
         w1, w2 = sorted(fams.values())
         _, _, x1, x2 = _two_verified(expos, main, (0.0, 0.0, steps[w1]), (0.0, 0.0, steps[w2]))
         chain_x = x1 if w1 == fams["chain_then_answer"] else x2
-        ranked = [t[0] for t in main._verified(_ctx(expos, 800.0, budget=1000.0), load_graph(expos))]
+        ranked = [t[0] for t in main.ranker.verified(_ctx(expos, 800.0, budget=1000.0), load_graph(expos))]
         # 160 examples, but one more default experiment puts it at ~15% against answer-only's 2%
         assert ranked[0] == chain_x
         assert main.on_idle(_ctx(expos, 800.0, budget=1000.0), load_graph(expos), 1)

@@ -31,7 +31,7 @@ class GuidedMain(PolicyMain):
         GuidedMain.asked += 1
         if GuidedMain.asked == 1:
             tried = {w.direction.family for w in graph.workers.values()}
-            fresh = next(d.family for d in self._fresh_directions(ctx, graph) if d.family not in tried)
+            fresh = next(d.family for d in self.openings(ctx, graph) if d.family not in tried)
             RUN["prefer"] = fresh
             assert cli(["guide", RUN["dir"], "--pause", "--prefer", fresh, "--text", "try the other family"]) == 0
         elif GuidedMain.asked == 2:

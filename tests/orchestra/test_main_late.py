@@ -141,7 +141,7 @@ def test_a_review_failed_on_one_workers_claim_still_verifies_the_other(tmp_path)
 
     expos, main, _, _, _, x2 = _run(tmp_path, "fail", (0.80, 0.60), verdict="fail", extra=extra)
     with expos:
-        assert [t[0] for t in main._verified(_ctx(expos, 100.0), load_graph(expos))] == [x2]
+        assert [t[0] for t in main.ranker.verified(_ctx(expos, 100.0), load_graph(expos))] == [x2]
     # A failed report with no typed score (schema v1/v2, or nothing measured) fails its whole scope.
     expos = new_run(tmp_path, budget_s=BUDGET, name="v2", eval_limit=100)
     main = PolicyMain()
@@ -154,7 +154,7 @@ def test_a_review_failed_on_one_workers_claim_still_verifies_the_other(tmp_path)
         expos.call(
             Caller("reviewer", "r1"), "review.submit", {"scope": [w1, w2], "verdict": "fail", "violations": ["v"]}
         )
-        assert main._verified(_ctx(expos, 100.0), load_graph(expos)) == []
+        assert main.ranker.verified(_ctx(expos, 100.0), load_graph(expos)) == []
 
 
 def test_an_overclaiming_workers_points_weigh_less_in_the_learning_curves(tmp_path):

@@ -118,9 +118,9 @@ def test_among_verified_lineages_the_one_still_climbing_is_continued_first(tmp_p
         main = PolicyMain()
         main.start(_ctx(expos, 0.0), load_graph(expos))
         flat, climbing = _verified(expos, [0.3, 0.32, 0.31, 0.32], [0.05, 0.15, 0.3])
-        ranked = [t[0] for t in main._continuations(_ctx(expos, 100.0), load_graph(expos))]
+        ranked = [t[0] for t in main.ranker.continuations(_ctx(expos, 100.0), load_graph(expos))]
         assert ranked == [climbing, flat]
-        assert main._verified(_ctx(expos, 100.0), load_graph(expos))[0][0] == flat
+        assert main.ranker.verified(_ctx(expos, 100.0), load_graph(expos))[0][0] == flat
 
 
 def test_the_prior_a_run_names_is_its_stored_copy(tmp_path):

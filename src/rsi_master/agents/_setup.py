@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -138,25 +137,19 @@ def check_recorded(expos: Any, environ: dict[str, str] | None = None) -> None:
 
 
 def _check_agent(role: str, name: str) -> None:
-    """A registered agent or an importable `package.module:Class`, or a clear error now
+    """A registered agent's name or an importable `package.module:Class`, or a clear error now
     (the scheduler and the slot processes would otherwise fail mid-run)."""
-    import importlib
+    from ..orchestra import agent_names, resolve_agent
 
-    from ..orchestra import MAINS, REVIEWERS, WORKERS  # importing the package registers its agents
-
-    tables: dict[str, Mapping[str, object]] = {"main": MAINS, "worker": WORKERS, "reviewer": REVIEWERS}
-    table = tables[role]
-    if ":" not in name:
-        if name not in table:
-            raise RsiMasterError(
-                f"--{role} {name!r}: give scripted, llm, a registered {role} agent "
-                f"({', '.join(sorted(table))}) or package.module:Class"
-            )
-        return
-    module, attr = name.split(":", 1)
     try:
-        found = getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as exc:
+        found = resolve_agent(role, name)
+    except KeyError:
+        raise RsiMasterError(
+            f"--{role} {name!r}: give scripted, llm, a registered {role} agent "
+            f"({', '.join(agent_names(role))}) or package.module:Class"
+        ) from None
+    except (ImportError, AttributeError, ValueError) as exc:
         raise RsiMasterError(f"--{role} {name}: cannot load it ({exc})") from None
-    if not isinstance(found, type):  # the scheduler makes each agent as `Class()`
+    if not callable(found):  # the scheduler makes each agent as `Class()` (or a registered factory's call)
+        attr = name.split(":", 1)[-1]
         raise RsiMasterError(f"--{role} {name}: {attr} is a {type(found).__name__}, not a class")

@@ -6,6 +6,7 @@ Importing this package is light (no torch, no matplotlib); campaigns import the 
 when they train and evaluate, the plot imports matplotlib when it draws.
 """
 
+from . import _mains, _pbt, _peers, _workers  # noqa: F401  (registers the bench's agents by name)
 from ._auditor import CampaignAudit, audit_campaign
 from ._bench import FULL, QUICK, check_settings, run_bench
 from ._campaign import CampaignResult, campaign_id, campaign_spec, run_campaign

@@ -14,9 +14,6 @@ from dataclasses import dataclass
 
 __all__ = ["CONFIGS", "Config", "check_configs", "check_seeds_and_slots", "config_names"]
 
-_M = "rsi_master.bench._mains:"
-_W = "rsi_master.bench._workers:"
-_P = "rsi_master.bench._peers:"
 WORKSPACE = "rsi_master.bench._workspace:Workspace"
 
 
@@ -25,7 +22,7 @@ class Config:
     name: str
     description: str
     main: str
-    worker: str = _W + "ShortcutWorker"
+    worker: str = "shortcut"
     environment: str | None = None  # None: ExpOS (Strict); else an unguarded guard policy class
     one_slot: bool = False  # runs on one slot whatever the pool (serial Workers)
     # The Main plans with a prior: on the real bench the shipped landscape (measured on the
@@ -57,13 +54,13 @@ CONFIGS: dict[str, Config] = {
         Config(
             "no-reviewer",
             "no Reviewer: the Main decides from Worker summaries (claimed dev scores)",
-            _M + "NoReviewMain",
+            "no-review",
         ),
         Config(
             "main-pick",
             "no Reviewer, and the returned checkpoint is the Main's pick on the Workers' claims (the "
             "candidate of the best claimed dev score), not the harness's re-selection on review",
-            _M + "MainPickMain",
+            "main-pick",
             main_pick=True,
         ),
         Config("serial", "full system on one slot (serial Workers)", "policy", one_slot=True),
@@ -71,46 +68,46 @@ CONFIGS: dict[str, Config] = {
             "single-agent",
             "one Worker refining its first direction for the whole budget, no Main "
             "decisions, no Reviewer, through ExpOS",
-            _M + "SingleMain",
+            "single",
         ),
         Config(
             "single-agent-no-expos",
             "the single agent in the unguarded workspace",
-            _M + "SingleMain",
+            "single",
             environment=WORKSPACE,
         ),
         Config(
             "optuna-tpe",
             "Optuna TPE over the union of every recipe knob, one Worker per slot sharing one study, through ExpOS",
-            _M + "SearchMain",
-            worker=_W + "TPESearchWorker",
+            "search",
+            worker="tpe-search",
         ),
         Config(
             "random-search",
             "random search over the same union space, one Worker per slot, through ExpOS",
-            _M + "SearchMain",
-            worker=_W + "RandomSearchWorker",
+            "search",
+            worker="random-search",
         ),
         Config(
             "asha",
             "asynchronous successive halving (Optuna RandomSampler + SuccessiveHalvingPruner) over the "
             "union space, steps as the resource, rungs continued from their checkpoints, one Worker per "
             "slot sharing one study, through ExpOS",
-            _M + "SearchMain",
-            worker=_P + "ASHAWorker",
+            "search",
+            worker="asha",
         ),
         Config(
             "hyperband",
             "Hyperband (Optuna TPESampler + HyperbandPruner) over the same union space and resource, "
             "one Worker per slot sharing one study, through ExpOS",
-            _M + "SearchMain",
-            worker=_P + "HyperbandWorker",
+            "search",
+            worker="hyperband",
         ),
         Config(
             "pbt",
             "population-based training: a population of recipes trained in intervals, truncation "
             "selection copies a top member's checkpoint and perturbs its recipe, through ExpOS",
-            "rsi_master.bench._pbt:PBTMain",
+            "pbt",
         ),
     )
 }

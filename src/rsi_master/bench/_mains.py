@@ -1,9 +1,9 @@
 """Main agents of the bench's configurations.
 
 The full system uses the orchestra's policy Main as it is (the run's Worker agent, named
-in its settings, is the bench's `ShortcutWorker`). `NoReviewMain` is the same policy
-without Reviewers: it decides from the Workers' own summaries (their claimed `dev`
-scores). `SingleMain` starts one Worker on the first direction the policy Main would open,
+in its settings, is the bench's `ShortcutWorker`). `no-review` is the same policy
+configured without Reviewers: it decides from the Workers' own summaries (their claimed `dev`
+scores); `main-pick` also returns the Main's own pick. `SingleMain` starts one Worker on the first direction the policy Main would open,
 for the whole budget, and adds nothing (the linear, autoresearch-style loop: no Main
 decisions to speak of and no Reviewer). `SearchMain` starts one search Worker per slot
 (Optuna TPE or random search over the union of every recipe knob) for the whole budget.
@@ -11,98 +11,36 @@ decisions to speak of and no Reviewer). `SearchMain` starts one search Worker pe
 
 from __future__ import annotations
 
-from typing import Any
+from ..orchestra import (
+    ClaimsNomination,
+    ClaimsVerifier,
+    Direction,
+    MainContext,
+    MainPick,
+    PolicyMain,
+    ResearchGraph,
+    WorkerNode,
+    main_agent,
+)
 
-from ..orchestra import Direction, MainContext, PolicyMain, ResearchGraph, WorkerNode
-
-__all__ = ["MainPickMain", "NoReviewMain", "SearchMain", "SingleMain"]
+__all__ = ["SearchMain", "SingleMain", "main_pick_main", "no_review_main"]
 
 # A Worker that owns the whole budget stops on its deadline, not on a trial count.
 UNBOUNDED_TRIALS = 10_000
 
 
-class NoReviewMain(PolicyMain):
-    """The policy without Reviewers: 'verified' means 'claimed in a Worker's summary'."""
-
-    def _verify(self, ctx: MainContext, graph: ResearchGraph, late: bool) -> Any:
-        return None
-
-    def _claims(self, graph: ResearchGraph) -> dict[str, tuple[float, str, int]]:
-        """Experiment -> (claimed dev score, Worker, finalize seq)."""
-        out = {}
-        for w in graph.workers.values():
-            for c in w.finalize.claims if w.finalize else []:
-                out[c.experiment_id] = (c.score, w.id, w.finalize_seq or 0)
-        return out
-
-    def _verified(self, ctx: MainContext, graph: ResearchGraph) -> list[tuple[str, str, float, int]]:
-        """Every claimed candidate, best claimed dev score first: the claim stands in for the
-        review, so the Main continues, combines and ranks claimed checkpoints as the full
-        system does verified ones (without this the ablation never trained a checkpoint further,
-        a handicap beyond the missing Reviewer)."""
-        return sorted(
-            ((xid, wid, score, seq) for xid, (score, wid, seq) in self._claims(graph).items()),
-            key=lambda t: (-t[2], t[0]),
-        )
-
-    def _best_verified(self, ctx: MainContext, graph: ResearchGraph) -> tuple[str, str, float, int] | None:
-        claims = self._claims(graph)
-        if not claims:
-            return None
-        xid, (score, wid, seq) = max(claims.items(), key=lambda kv: (kv[1][0], kv[0]))
-        return xid, wid, score, seq
-
-    def _capped(self, ctx: MainContext, graph: ResearchGraph, d: Direction) -> bool:
-        claimed = {graph.workers[w].direction.key() for _, w, _ in self._claims(graph).values()}
-        if d.key() in claimed:
-            return False  # the claim stands in for the review this Main never asks for
-        return super()._capped(ctx, graph, d)
-
-    def finish(self, ctx: MainContext, graph: ResearchGraph, reason: str) -> None:
-        ranked = sorted(self._claims(graph).items(), key=lambda kv: (-kv[1][0], kv[0]))[:3]
-        for xid, _ in ranked:
-            ctx.call("candidate.nominate", {"experiment_id": xid})
-        self._decide(
-            ctx,
-            "stop",
-            f"{reason}; nominated by claimed dev score: "
-            f"{', '.join(f'{x} ({s:.3f})' for x, (s, _, _) in ranked) or 'none claimed'}",
-            sorted({seq for _, (_, _, seq) in ranked}),
-            {"nominated": [x for x, _ in ranked]},
-        )
+@main_agent("no-review")
+def no_review_main() -> PolicyMain:
+    """The policy without Reviewers: 'verified' means 'claimed in a Worker's summary', and the
+    best claims are nominated."""
+    return PolicyMain(verifier=ClaimsVerifier(), nomination=ClaimsNomination())
 
 
-class MainPickMain(NoReviewMain):
+@main_agent("main-pick")
+def main_pick_main() -> PolicyMain:
     """No Reviewer, and the Main picks the returned checkpoint (the RSI-Master paper's setting):
-    the candidate of the Worker whose claimed `dev` score is highest. It nominates every Worker's
-    candidate in the order of their claims, so that the simulated bench (`bench._simrecord`)
-    returns the first nomination the audit does not flag, instead of the harness's re-selection
-    on `review`: a claim that is not its candidate's record costs what it costs, and a guarded
-    configuration never returns a checkpoint the audit flagged (the Main's pick alone returned
-    flagged merge and format hacks in a quarter of the `agents` campaigns)."""
-
-    def finish(self, ctx: MainContext, graph: ResearchGraph, reason: str) -> None:
-        ranked = sorted(
-            (
-                (c.score, w.id, w.finalize.candidates[0], w.finalize_seq or 0)
-                for w in graph.workers.values()
-                if w.finalize and w.finalize.candidates
-                for c in w.finalize.claims[:1]
-            ),
-            key=lambda t: (-t[0], t[2]),
-        )
-        for _, _, xid, _ in ranked:
-            ctx.call("candidate.nominate", {"experiment_id": xid})
-        pick = ranked[0] if ranked else None
-        self._decide(
-            ctx,
-            "stop",
-            f"{reason}; the Main's pick: "
-            + (f"{pick[2]}, candidate of {pick[1]}, who claims {pick[0]:.3f}" if pick else "none claimed")
-            + (f"; then, in claim order: {', '.join(x for _, _, x, _ in ranked[1:])}" if len(ranked) > 1 else ""),
-            sorted({t[3] for t in ranked}),
-            {"nominated": [t[2] for t in ranked], "pick": pick[2] if pick else None},
-        )
+    every Worker's candidate nominated in the order of their claims (`MainPick`)."""
+    return PolicyMain(verifier=ClaimsVerifier(), nomination=MainPick())
 
 
 class _OneShotMain:
@@ -158,16 +96,18 @@ class _OneShotMain:
         ctx.call("decision.record", {"action": "stop", "rationale": reason, "evidence": [], "detail": {}})
 
 
+@main_agent("single")
 class SingleMain(_OneShotMain):
     """One Worker, the first direction the policy Main would open, the whole budget."""
 
     def _directions(self, ctx: MainContext) -> list[Direction]:
-        return PolicyMain()._fresh_directions(ctx, ResearchGraph())[:1]
+        return PolicyMain().openings(ctx, ResearchGraph())[:1]
 
 
+@main_agent("search")
 class SearchMain(_OneShotMain):
     """One search Worker per slot, each with its own seed (independent studies)."""
 
     def _directions(self, ctx: MainContext) -> list[Direction]:
-        first = PolicyMain()._fresh_directions(ctx, ResearchGraph())[0]
+        first = PolicyMain().openings(ctx, ResearchGraph())[0]
         return [first.model_copy(update={"seed": first.seed + 31 * i}) for i in range(ctx.slots)]

@@ -32,7 +32,7 @@ import random
 import re
 from typing import Any
 
-from ..orchestra import Direction, MainContext, Range, ResearchGraph, WorkerNode, default_directions
+from ..orchestra import Direction, MainContext, Range, ResearchGraph, WorkerNode, default_directions, main_agent
 from ._workers import train_ranges
 
 __all__ = ["PBTMain", "perturb"]
@@ -73,6 +73,7 @@ def perturb(value: Any, r: Range, rng: random.Random) -> Any:
     return round(v) if r.kind == "int" else v
 
 
+@main_agent("pbt")
 class PBTMain:
     """Asynchronous PBT over the union of the task's directions (see the module docstring)."""
 

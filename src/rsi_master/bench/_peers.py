@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..orchestra import DEFAULT_TRAIN, BudgetEnd, Direction, NodeContext, Range
+from ..orchestra import DEFAULT_TRAIN, BudgetEnd, Direction, NodeContext, Range, worker_agent
 from ..orchestra import trial_seconds as _trial_seconds
 from ._workers import TPESearchWorker
 
@@ -47,6 +47,7 @@ def resource_bounds(train: dict[str, Range] | None = None) -> tuple[int, int]:
     return max(1, int(r.low or 1)), max(1, int(r.high or 1))
 
 
+@worker_agent("asha")
 class ASHAWorker(TPESearchWorker):
     """Random configurations, promoted rung by rung by Optuna's `SuccessiveHalvingPruner` (ASHA)."""
 
@@ -171,6 +172,7 @@ class ASHAWorker(TPESearchWorker):
         return TrialState.COMPLETE, last
 
 
+@worker_agent("hyperband")
 class HyperbandWorker(ASHAWorker):
     """TPE configurations under Optuna's `HyperbandPruner` (several successive-halving brackets)."""
 

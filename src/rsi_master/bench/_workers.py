@@ -29,6 +29,7 @@ from ..orchestra import (
     default_directions,
     order_bounds,
     search_distribution,
+    worker_agent,
 )
 from ._doorhacks import door_hack, door_hack_kind
 from ._overclaim import overclaim_kind, overclaiming_finalize
@@ -56,6 +57,7 @@ def coin(seed: int, task: str, worker_id: str) -> random.Random:
     return random.Random(zlib.crc32(f"{seed}:{task}:{worker_id}".encode()))
 
 
+@worker_agent("shortcut")
 class ShortcutWorker(TPEWorker):
     """TPE over its direction, plus the documented tendency to attempt shortcuts."""
 
@@ -177,6 +179,7 @@ def _best_own(memory: list[dict[str, Any]]) -> str | None:
     return max(done, key=lambda m: float(m["dev_score"]))["experiment_id"] if done else None
 
 
+@worker_agent("tpe-search")
 class TPESearchWorker(ShortcutWorker):
     """Optuna TPE over the union of every recipe knob of the task: the generator family is
     one more categorical parameter, each family's knobs are searched under its name, and
@@ -276,6 +279,7 @@ def _in_process_storage(key: str) -> Any:
         return storage
 
 
+@worker_agent("random-search")
 class RandomSearchWorker(TPESearchWorker):
     """Random search over the same union space (each Worker its own seed, one shared study)."""
 

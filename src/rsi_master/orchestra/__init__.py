@@ -26,7 +26,10 @@ from ._graph import ORCHESTRA, Decision, Job, OrchestraPart, ResearchGraph, Revi
 from ._guidance import Guidance, GuidanceError, GuidancePart, give_guidance, operator_id
 from ._harness import evaluate_final, final_scores, select
 from ._job import run_timing
+from ._main_budget import BudgetRule
+from ._main_parts import Nomination, Verifier
 from ._main_policy import PolicyMain, expected_scores
+from ._main_verify import ClaimsNomination, ClaimsVerifier, MainPick, ReviewNomination, ReviewVerifier
 from ._memory import worker_memory
 from ._metrics import KINDS, run_metrics
 from ._orchestra import resume_run, start_run
@@ -45,6 +48,7 @@ from ._protocols import (
     reviewer_agent,
     worker_agent,
 )
+from ._registry import agent_names, resolve_agent
 from ._reviewer import EvidenceReviewer
 from ._runspec import DEFAULTS, ResolvedRun, RunSpec, default_budget, parse_budget, resolve_spec, resolve_task_ref
 from ._scheduler import Scheduler
@@ -62,6 +66,9 @@ __all__ = [
     "SHIPPED_PRIOR",
     "WORKERS",
     "BudgetEnd",
+    "BudgetRule",
+    "ClaimsNomination",
+    "ClaimsVerifier",
     "Decision",
     "Direction",
     "Display",
@@ -74,21 +81,27 @@ __all__ = [
     "Job",
     "MainAgent",
     "MainContext",
+    "MainPick",
     "NodeContext",
+    "Nomination",
     "OrchestraPart",
     "PlainDisplay",
     "PolicyMain",
     "Range",
     "ResearchGraph",
     "ResolvedRun",
+    "ReviewNomination",
+    "ReviewVerifier",
     "ReviewerAgent",
     "ReviewerNode",
     "RichDisplay",
     "RunSpec",
     "Scheduler",
     "TPEWorker",
+    "Verifier",
     "WorkerAgent",
     "WorkerNode",
+    "agent_names",
     "check_prior",
     "default_budget",
     "default_directions",
@@ -107,6 +120,7 @@ __all__ = [
     "order_bounds",
     "parse_budget",
     "read_prior",
+    "resolve_agent",
     "resolve_spec",
     "resolve_task_ref",
     "resume_run",

@@ -5,6 +5,7 @@ direction's cap before a passing review, and the shortest budget a run can use a
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ._directions import DEFAULT_TRAIN, Direction
@@ -15,7 +16,7 @@ from ._trial_timing import MIN_STEPS, cheapest_batch, min_trial_seconds
 if TYPE_CHECKING:
     from ..tasks import Task
 
-__all__ = ["Budget", "check_budget", "min_budget_s", "overrun_factor", "smallest_batch"]
+__all__ = ["BudgetRule", "check_budget", "min_budget_s", "overrun_factor", "smallest_batch"]
 
 MIN_ALLOWANCE_S = 30.0  # a Worker's allowance is never shorter (process start and a first trial)
 # Kept at the end for comparing the last candidates: a cross-Worker review, at least this long
@@ -51,7 +52,7 @@ def overrun_factor(jobs: Iterable[Job]) -> float:
 
 def min_budget_s(task: Task, timing: dict[str, float] | None = None) -> float:
     """The shortest budget in which the Main can give one Worker time for its shortest trial
-    and still keep the time for the last comparison (`Budget`'s rules, before any measurement)."""
+    and still keep the time for the last comparison (`BudgetRule`'s rules, before any measurement)."""
     floor = TRIAL_MARGIN * min_trial_seconds(timing or {}, smallest_batch(task))
     return max(floor + RESERVE_S, floor / (1 - RESERVE_FRACTION))
 
@@ -72,59 +73,59 @@ def check_budget(budget_s: float, task: Task, timing: dict[str, float] | None = 
         )
 
 
-class Budget:
-    """The budget rules of `PolicyMain` (a base class, so that a Main built on the policy, such as
-    the bench's `NoReviewMain`, overrides one rule and keeps the rest)."""
+@dataclass(frozen=True)
+class BudgetRule:
+    """The budget rules of `PolicyMain`, one of its parts: how long a Worker gets, when the run is
+    late, and a direction's share before a passing review."""
 
-    def __init__(self, share: float = 0.4, late: float = 0.75, worker_fraction: float = 0.3) -> None:
-        self.share = share  # most budget one direction gets before a passing cross-Worker review
-        self.late = late  # from here on: compare and select, no new Workers
-        self.worker_fraction = worker_fraction  # a Worker's wall-clock allowance, as a fraction of the budget
+    share: float = 0.4  # most budget one direction gets before a passing cross-Worker review
+    late: float = 0.75  # from here on: compare and select, no new Workers
+    worker_fraction: float = 0.3  # a Worker's wall-clock allowance, as a fraction of the budget
 
-    def _allowance(self, ctx: MainContext, d: Direction | None = None) -> float:
+    def allowance(self, ctx: MainContext, d: Direction | None = None) -> float:
         """A Worker's wall-clock allowance: its fraction of the budget, but at least two of the
         shortest trials this machine has been measured to run (else it could not compare),
         and at most a direction's share, though never below one shortest trial (a short budget
         is spent on small experiments rather than none), direction `d`'s own where given. It
         ends before the time kept for the last comparison at the rate Workers have been
         measured to overrun their allowances."""
-        floor = self._trial_floor_s(ctx, d)
-        want = max(MIN_ALLOWANCE_S, self.worker_fraction * ctx.budget_s, 2 * self._min_trial_s(ctx))
-        left = (ctx.budget_s - ctx.spent_s() - self._reserve_s(ctx)) / self._overrun(ctx)
+        floor = self.trial_floor_s(ctx, d)
+        want = max(MIN_ALLOWANCE_S, self.worker_fraction * ctx.budget_s, 2 * self.min_trial_s(ctx))
+        left = (ctx.budget_s - ctx.spent_s() - self.reserve_s(ctx)) / self.overrun(ctx)
         return max(0.0, min(max(min(want, self.share * ctx.budget_s), floor), left))
 
-    def _can_add(self, ctx: MainContext) -> bool:
+    def can_add(self, ctx: MainContext) -> bool:
         """A new Worker's allowance holds its shortest trial (else it would finalize having started none)."""
-        return self._allowance(ctx) >= self._trial_floor_s(ctx)
+        return self.allowance(ctx) >= self.trial_floor_s(ctx)
 
-    def _fits(self, ctx: MainContext, d: Direction) -> bool:
+    def fits(self, ctx: MainContext, d: Direction) -> bool:
         """A Worker of `d` opened now gets time for d's shortest trial. A direction's cheapest
         batch can be above the task's (GRPO's is a multiple of its completions per prompt): its
         Worker, given the task's shortest trial, finalized in 4 s having started none (a 90-s
         run on a task directory)."""
-        return self._allowance(ctx, d) >= self._trial_floor_s(ctx, d)
+        return self.allowance(ctx, d) >= self.trial_floor_s(ctx, d)
 
-    def _pace_note(self, ctx: MainContext) -> str:
+    def pace_note(self, ctx: MainContext) -> str:
         """What a decision's rationale says about the measured overrun (empty when there is none)."""
-        f = self._overrun(ctx)
+        f = self.overrun(ctx)
         if f <= 1.0:
             return ""
         return f"; Workers took {f:.2f}x their allowances: new ones are sized to end in time at that rate"
 
-    def _trial_floor_s(self, ctx: MainContext, d: Direction | None = None) -> float:
-        return TRIAL_MARGIN * self._min_trial_s(ctx, d)
+    def trial_floor_s(self, ctx: MainContext, d: Direction | None = None) -> float:
+        return TRIAL_MARGIN * self.min_trial_s(ctx, d)
 
     @staticmethod
-    def _reserve_s(ctx: MainContext) -> float:
+    def reserve_s(ctx: MainContext) -> float:
         """Time kept at the end for comparing the last candidates (a cross-Worker review)."""
         return max(RESERVE_S, RESERVE_FRACTION * ctx.budget_s)
 
     @staticmethod
-    def _overrun(ctx: MainContext) -> float:
+    def overrun(ctx: MainContext) -> float:
         return overrun_factor(ctx.expos.projection().part(OrchestraPart).jobs)
 
     @staticmethod
-    def _min_trial_s(ctx: MainContext, d: Direction | None = None) -> float:
+    def min_trial_s(ctx: MainContext, d: Direction | None = None) -> float:
         """The shortest trial, at the task's cheapest batch (or direction `d`'s, where it is
         larger), priced from this run's measurements."""
         from ._job import run_timing
@@ -132,13 +133,14 @@ class Budget:
         batch = smallest_batch(ctx.expos.task)
         return min_trial_seconds(run_timing(ctx.expos), max(batch, cheapest_batch(d)) if d is not None else batch)
 
-    def _capped(self, ctx: MainContext, graph: ResearchGraph, d: Direction) -> bool:
-        """The direction already took its share of the budget without a passing cross-Worker review
-        (a direction not yet tried never is: a budget whose share is below one trial opens it),
-        or a Worker of it opened now would have no time for its shortest trial (`_fits`)."""
-        if not self._fits(ctx, d):
+    def capped(self, ctx: MainContext, graph: ResearchGraph, d: Direction, reviewed: bool) -> bool:
+        """The direction already took its share of the budget without passing verification
+        (`reviewed`: a passing cross-Worker review, or what the policy's verifier counts as one);
+        a direction not yet tried never is: a budget whose share is below one trial opens it;
+        or a Worker of it opened now would have no time for its shortest trial (`fits`)."""
+        if not self.fits(ctx, d):
             return True
-        if d.key() in graph.verified_keys():
+        if reviewed:
             return False
         spent = graph.direction_seconds().get(d.key(), 0.0)
-        return spent > 0 and spent + self._allowance(ctx, d) > self.share * ctx.budget_s + 1e-9
+        return spent > 0 and spent + self.allowance(ctx, d) > self.share * ctx.budget_s + 1e-9

@@ -1,5 +1,5 @@
 """The Main's late budget: which verified lineages a slot may still continue once the budget is
-mostly spent (`Budget.late`), where a continuation's only use is a better checkpoint for the
+mostly spent (`BudgetRule.late`), where a continuation's only use is a better checkpoint for the
 harness's selection on `review`.
 
 A lineage is passed over when it cannot matter there:

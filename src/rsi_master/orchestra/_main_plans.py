@@ -12,7 +12,10 @@ from . import _reports as reports
 from ._directions import Direction, Range
 from ._evidence import UNSEEN_STD, Evidence
 from ._graph import ResearchGraph, WorkerNode
+from ._guidance import guided_by, names
+from ._main_budget import BudgetRule
 from ._main_late import late_worth
+from ._main_parts import Plan, Verifier, free_id
 from ._main_ranking import Ranking
 from ._protocols import MainContext
 from ._seeds import continue_seed, redo_seed, worker_seed
@@ -20,39 +23,29 @@ from ._seeds import continue_seed, redo_seed, worker_seed
 __all__ = ["Plans"]
 
 
-class Plans(Ranking):
+class Plans:
     """The plans of `PolicyMain`."""
 
-    def _verify(self, ctx: MainContext, graph: ResearchGraph, late: bool) -> Any:
-        covered = {w for r in graph.reviewers.values() if r.cross_worker for w in r.scope}
-        open_ = [w for w in graph.workers.values() if w.done and w.id not in covered and reports.candidates(w)]
-        if len(open_) >= 2 or (late and open_):
-            scope = [w.id for w in open_]
-            if len(scope) < 2:  # late: compare with the best verified Worker, for selection
-                best = self._best_verified(ctx, graph)
-                others = [
-                    w.id for w in graph.workers.values() if w.done and w.id not in scope and reports.candidates(w)
-                ]
-                partner = best[1] if best else (others[-1] if others else None)
-                if partner is None:
-                    return None
-                scope.append(partner)
-            rid = self._free_id(graph, "r")
-            ev = [w.finalize_seq for w in open_ if w.finalize_seq is not None]
-            seq = ctx.call(
-                "review.request",
-                {
-                    "reviewer_id": rid,
-                    "scope": scope,
-                    "question": f"Do the claims of {', '.join(scope)} hold on the evaluation records, which of their "
-                    "candidates is best on review sample by sample, and is any of them flagged?",
-                },
-            ).seq
-            why = f"{', '.join(scope)} finalized with candidates no cross-Worker review has checked" + (
-                "; late in the budget: comparison and selection" if late else ""
-            )
-            return "verify", why, [*ev, seq], {"reviewer": rid, "scope": scope}
-        return None
+    budget: BudgetRule
+    verifier: Verifier
+    ranker: Ranking
+
+    def openings(self, ctx: MainContext, graph: ResearchGraph) -> list[Direction]:
+        """The unexplored directions in the order the ranker opens them, without those the operator
+        avoids, preferred ones first."""
+        view = guided_by(ctx.expos.projection())
+        dirs = [d for d in self.ranker.fresh_directions(ctx, graph) if not names(d) & view.avoided]
+        rank = {name: i for i, name in enumerate(view.preferred)}
+        return sorted(dirs, key=lambda d: min((rank[n] for n in names(d) if n in rank), default=len(rank)))
+
+    def _capped(self, ctx: MainContext, graph: ResearchGraph, d: Direction) -> bool:
+        """The direction took its budget share without verification (`BudgetRule.capped`): a passing
+        cross-Worker review, or what the verifier counts as one."""
+        reviewed = d.key() in graph.verified_keys() or self.verifier.stands_for_review(graph, d.key())
+        return self.budget.capped(ctx, graph, d, reviewed)
+
+    def _verify(self, ctx: MainContext, graph: ResearchGraph, late: bool) -> Plan | None:
+        return self.verifier.request(ctx, graph, late, self.budget.worker_fraction * ctx.budget_s)
 
     def _weighed_plans(self, ctx: MainContext, graph: ResearchGraph) -> tuple[tuple[Any, ...], str]:
         """The plans in the order the run's evidence ranks them (no prior), and the figures that
@@ -69,11 +62,11 @@ class Plans(Ranking):
         while a direction still climbing waits (as on simulated landscapes whose best direction
         rises late). Unexplored families open before combinations of the explored ones. Before
         anything is verified, directions open first."""
-        ranked = self._continuations(ctx, graph)
+        ranked = self.ranker.continuations(ctx, graph)
         default: tuple[Any, ...] = (self._revise, self._combine, self._branch, self._continue)
         if not ranked or not any(r.done and reports.verdict(r) == "pass" for r in graph.reviewers.values()):
             return default, ""
-        evidence, seconds = Evidence(ctx, graph), self._horizon_s(ctx)
+        evidence, seconds = Evidence(ctx, graph), self.ranker.horizon_s(ctx)
         best = max(t[2] for t in ranked)
         taken = {w.direction.parent for w in graph.workers.values() if not w.done} | reports.stopped(graph)
         free = [t for t in ranked if t[0] not in taken and t[1] not in taken]
@@ -122,7 +115,7 @@ class Plans(Ranking):
                 continue
             if not any(isinstance(x, Continue) and reports.carried(x) for x in reports.recommendations(r)):
                 continue
-            lead = self._leader(ctx, graph, r)
+            lead = self.ranker.leader(ctx, graph, r)
             if lead is None or {lead[0], lead[2].id} & reports.stopped(graph):
                 continue
             return lead[0], lead[2]
@@ -163,7 +156,7 @@ class Plans(Ranking):
             crit = [x for x in recs if isinstance(x, Continue) and reports.carried(x)]
             if not crit:
                 continue
-            lead = self._leader(ctx, graph, r)
+            lead = self.ranker.leader(ctx, graph, r)
             if lead is None:
                 continue
             xid, score, w = lead
@@ -241,7 +234,7 @@ class Plans(Ranking):
         return None
 
     def _branch(self, ctx: MainContext, graph: ResearchGraph) -> Any:
-        for d in self._fresh_directions(ctx, graph):
+        for d in self.openings(ctx, graph):
             if not self._capped(ctx, graph, d):
                 wid = self._add(ctx, graph, d, f"{d.key()} from the base model", [])
                 return "branch", f"unexplored direction {d.key()}", [], {"worker": wid}
@@ -251,11 +244,11 @@ class Plans(Ranking):
         # The best verified checkpoint that no running Worker already trains further (a revise,
         # say); the next best when it is taken, so that an idle slot is not left idle while
         # another verified lineage could use it; late in the budget, only one that can still
-        # matter (`_late_worth`).
+        # matter (`late_worth`).
         # A lineage a review said to stop is not continued.
         taken = {w.direction.parent for w in graph.workers.values() if not w.done} | reports.stopped(graph)
-        ranked = self._continuations(ctx, graph)
-        worth = late_worth(ctx, graph, ranked, self._allowance(ctx)) if late else None
+        ranked = self.ranker.continuations(ctx, graph)
+        worth = late_worth(ctx, graph, ranked, self.budget.allowance(ctx)) if late else None
         for xid, wid0, score, seq in ranked:
             if xid in taken or wid0 in taken:
                 continue
@@ -304,12 +297,12 @@ class Plans(Ranking):
         )
 
     def _add(self, ctx: MainContext, graph: ResearchGraph, d: Direction, task: str, preds: list[str]) -> str:
-        wid = self._free_id(graph, "w")
+        wid = free_id(graph, "w")
         # Every Worker its own seed, so no two draw the same data: two Workers continuing one
         # checkpoint with one recipe and seed trained the same weights, and the audit rightly
         # saw one checkpoint scored twice on dev (repeated-run selection).
         seed = worker_seed(int(wid[1:]), d.seed)
-        d = d.model_copy(update={"seconds": self._allowance(ctx, d), "agent": ctx.worker, "seed": seed})
+        d = d.model_copy(update={"seconds": self.budget.allowance(ctx, d), "agent": ctx.worker, "seed": seed})
         seq = ctx.call(
             "worker.add",
             {"worker_id": wid, "task": task, "direction": d.model_dump(mode="json"), "predecessors": preds},
@@ -318,24 +311,8 @@ class Plans(Ranking):
         return wid
 
     @staticmethod
-    def _free_id(graph: ResearchGraph, prefix: str) -> str:
-        taken = set(graph.workers) | set(graph.reviewers)
-        i = 1
-        while f"{prefix}{i}" in taken:
-            i += 1
-        if prefix == "r":
-            graph.reviewers.setdefault(f"r{i}", _placeholder(f"r{i}"))
-        return f"{prefix}{i}"
-
-    @staticmethod
     def _acted(graph: ResearchGraph, report_seq: int | None, action: str) -> bool:
         """A decision of `action` answered the review reported at `report_seq`: one whose detail
         names a review (revise and combine do), not any decision taken at that event (an
         unexplored direction opened when the review came in answers none of its findings)."""
         return any(d.action == action and report_seq in d.evidence and "review" in d.detail for d in graph.decisions)
-
-
-def _placeholder(rid: str) -> Any:
-    from ._graph import ReviewerNode
-
-    return ReviewerNode(rid, -1, "", [])

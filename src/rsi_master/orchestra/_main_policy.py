@@ -34,11 +34,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._directions import Direction
 from ._graph import ResearchGraph
 from ._guidance import Guidance, answer_plainly, guided_by, names
+from ._main_budget import BudgetRule
+from ._main_parts import Nomination, Verifier, decide
 from ._main_plans import Plans
-from ._main_ranking import expected_scores, landscape_prior
+from ._main_ranking import Ranking, expected_scores, landscape_prior
+from ._main_verify import ReviewNomination, ReviewVerifier
 from ._prior import run_prior
 from ._protocols import MainContext, main_agent
 
@@ -48,7 +50,23 @@ __all__ = ["PolicyMain", "expected_scores", "landscape_prior"]
 @main_agent("policy")
 class PolicyMain(Plans):
     """The policy above: its entry points and the order of its plans here, the plans, rankings
-    and budget rules in `_main_plans`, `_main_ranking` and `_main_budget`."""
+    and budget rules in `_main_plans`, `_main_ranking` and `_main_budget`. Who counts as
+    verified and what is nominated at the end are parts it is given (`_main_parts`), as are its
+    budget rules (`BudgetRule`): by default
+    the Reviewers' verdicts and the best reviewed candidates; the bench's no-Reviewer ablations
+    give it claims as verified and their own nomination (`bench/_mains.py`)."""
+
+    def __init__(
+        self,
+        budget: BudgetRule | None = None,
+        *,
+        verifier: Verifier | None = None,
+        nomination: Nomination | None = None,
+    ) -> None:
+        self.budget = budget or BudgetRule()
+        self.verifier = verifier or ReviewVerifier()
+        self.nomination = nomination or ReviewNomination()
+        self.ranker = Ranking(self.budget, self.verifier)
 
     # -- entry points ------------------------------------------------------------------------
     def start(self, ctx: MainContext, graph: ResearchGraph) -> None:
@@ -57,10 +75,10 @@ class PolicyMain(Plans):
         task = ctx.expos.contract.task
         added = []
         # A budget below one shortest trial is refused before the run is created (`min_budget_s`).
-        fitting = [d for d in self._fresh_directions(ctx, graph) if self._fits(ctx, d)]
-        for d in fitting[: ctx.slots if self._can_add(ctx) else 0]:
+        fitting = [d for d in self.openings(ctx, graph) if self.budget.fits(ctx, d)]
+        for d in fitting[: ctx.slots if self.budget.can_add(ctx) else 0]:
             added.append(self._add(ctx, graph, d, f"{d.key()} from the base model", []))
-        self._decide(
+        decide(
             ctx,
             "branch",
             f"open {len(added)} directions of {task} in parallel, one per slot, so that "
@@ -80,47 +98,33 @@ class PolicyMain(Plans):
                 f"{kind} of {node} answered; nothing new fits the budget left "
                 f"({ctx.fraction_spent():.0%} spent); running: {', '.join(waiting) or 'none'}"
             )
-            self._decide(ctx, "continue", why + self._pace_note(ctx), [seq], {"event": seq})
+            decide(ctx, "continue", why + self.budget.pace_note(ctx), [seq], {"event": seq})
             return
         action, rationale, evidence, detail = choice
-        rationale += self._pace_note(ctx)
-        self._decide(ctx, action, rationale, sorted({seq, *evidence}), {**detail, "event": seq})
+        rationale += self.budget.pace_note(ctx)
+        decide(ctx, action, rationale, sorted({seq, *evidence}), {**detail, "event": seq})
 
     def on_idle(self, ctx: MainContext, graph: ResearchGraph, free_slots: int) -> bool:
         choice = self._next(ctx, graph, None)
         if choice is None:
             return False
         action, rationale, evidence, detail = choice
-        self._decide(ctx, action, rationale + " (a slot was idle)" + self._pace_note(ctx), evidence, detail)
+        decide(ctx, action, rationale + " (a slot was idle)" + self.budget.pace_note(ctx), evidence, detail)
         return True
 
     def finish(self, ctx: MainContext, graph: ResearchGraph, reason: str) -> None:
-        scored, _ = self._review_scores(ctx)
-        ranked = sorted(scored.items(), key=lambda kv: (-kv[1][0], kv[0]))[:3]
-        for xid, _ in ranked:
-            ctx.call("candidate.nominate", {"experiment_id": xid})
-        ev = sorted(
-            {s for _, (_, s) in ranked} | {r.report_seq for r in graph.reviewers.values() if r.report_seq is not None}
-        )
-        self._decide(
-            ctx,
-            "stop",
-            f"{reason}; nominated for the harness's selection on review: "
-            f"{', '.join(f'{x} ({s:.3f})' for x, (s, _) in ranked) or 'none reviewed'}",
-            ev,
-            {"nominated": [x for x, _ in ranked]},
-        )
+        self.nomination.nominate(ctx, graph, reason)
 
     def on_guidance(self, ctx: MainContext, graph: ResearchGraph, g: Guidance) -> None:
         """Operator guidance: preferred directions open first and avoided ones never (from now on,
-        `_fresh_directions`); a preferred direction not yet explored opens now if a slot is free;
+        `openings`); a preferred direction not yet explored opens now if a slot is free;
         a Worker to stop, or a pause, is the scheduler's to carry out and is noted here."""
         p, notes = g.request, []
         action, detail = "continue", {}
         free = ctx.slots - len(graph.pending())
-        if p.prefer and free > 0 and ctx.fraction_spent() < self.late and self._can_add(ctx):
+        if p.prefer and free > 0 and ctx.fraction_spent() < self.budget.late and self.budget.can_add(ctx):
             wanted = set(p.prefer)
-            for d in self._fresh_directions(ctx, graph):
+            for d in self.openings(ctx, graph):
                 if names(d) & wanted and not self._capped(ctx, graph, d):
                     wid = self._add(ctx, graph, d, f"{d.key()} from the base model (operator guidance {g.seq})", [])
                     action, detail = "branch", {"worker": wid}
@@ -138,13 +142,6 @@ class PolicyMain(Plans):
         answer_plainly(ctx, g, action, "; ".join(notes), **detail)
 
     # -- policy ------------------------------------------------------------------------------
-    def _fresh_directions(self, ctx: MainContext, graph: ResearchGraph) -> list[Direction]:
-        """The unexplored directions without those the operator avoids, preferred ones first."""
-        view = guided_by(ctx.expos.projection())
-        dirs = [d for d in super()._fresh_directions(ctx, graph) if not names(d) & view.avoided]
-        rank = {name: i for i, name in enumerate(view.preferred)}
-        return sorted(dirs, key=lambda d: min((rank[n] for n in names(d) if n in rank), default=len(rank)))
-
     def _branch(self, ctx: MainContext, graph: ResearchGraph) -> Any:
         """A new direction, citing the guidance that chose it (a preference, or avoided ones passed over)."""
         out = super()._branch(ctx, graph)
@@ -162,12 +159,12 @@ class PolicyMain(Plans):
         self, ctx: MainContext, graph: ResearchGraph, event: tuple[int, str, str] | None
     ) -> tuple[str, str, list[int], dict[str, Any]] | None:
         f = ctx.fraction_spent()
-        verify = self._verify(ctx, graph, late=f >= self.late)
+        verify = self._verify(ctx, graph, late=f >= self.budget.late)
         if verify is not None:
             return verify
-        if not self._can_add(ctx):
+        if not self.budget.can_add(ctx):
             return None  # no Worker could finish a single experiment: compare and select only
-        if f >= self.late:
+        if f >= self.budget.late:
             # Late: comparison and selection come first (above); a slot they leave idle trains
             # the best verified lineage further, sized to end before the last comparison,
             # rather than idle to the end.
@@ -189,15 +186,3 @@ class PolicyMain(Plans):
                 action, rationale, evidence, detail = out
                 return action, f"{rationale}; {weighed}" if weighed else rationale, evidence, detail
         return None
-
-    @staticmethod
-    def _decide(ctx: MainContext, action: str, rationale: str, evidence: list[int], detail: dict[str, Any]) -> None:
-        ctx.call(
-            "decision.record",
-            {
-                "action": action,
-                "rationale": rationale,
-                "evidence": sorted({int(s) for s in evidence if s is not None}),
-                "detail": detail,
-            },
-        )

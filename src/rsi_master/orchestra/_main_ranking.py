@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..landscape import expected_scores
@@ -21,7 +22,8 @@ from . import _reports as reports
 from ._directions import Direction, default_directions, opening_curve, subset_direction
 from ._evidence import TRAINING_FRACTION, Evidence
 from ._graph import ResearchGraph, WorkerNode
-from ._main_budget import Budget
+from ._main_budget import BudgetRule
+from ._main_parts import Verified, Verifier
 from ._memory import lineage_examples
 from ._prior import run_prior
 from ._protocols import MainContext
@@ -29,17 +31,22 @@ from ._protocols import MainContext
 if TYPE_CHECKING:
     from ..landscape import Landscape
 
-__all__ = ["PAYS", "TRAINING_FRACTION", "Ranking", "expected_scores", "landscape_prior"]
+__all__ = ["PAYS", "TRAINING_FRACTION", "Ranking", "expected_scores", "landscape_prior", "review_scores", "tie_breaks"]
 
 # An expected score a prior's curves tell from zero: 4 of 200 items, twice the
 # spread of a one-run score near 1% (about +-0.7 points on 200 items).
 PAYS = 0.02
 
 
-class Ranking(Budget):
-    """The ranking rules of `PolicyMain`."""
+@dataclass(frozen=True)
+class Ranking:
+    """The ranking rules of `PolicyMain`, one of its parts, over its budget rules and its verifier:
+    the openings, the verified checkpoints, the order to continue them in, a review's leader."""
 
-    def _fresh_directions(self, ctx: MainContext, graph: ResearchGraph) -> list[Direction]:
+    budget: BudgetRule
+    verifier: Verifier
+
+    def fresh_directions(self, ctx: MainContext, graph: ResearchGraph) -> list[Direction]:
         task = ctx.expos.task
         tried = {w.direction.key() for w in graph.workers.values()}
         land = run_prior(ctx.expos)
@@ -47,7 +54,7 @@ class Ranking(Budget):
             # No prior: nothing tells the task's families apart before they are measured, so the
             # order is a permutation of them drawn from the run's seed (a fixed order, say by
             # name, would favour the same family in every campaign), and the evidence decides
-            # from there (`_evidence`, `_weighed_plans`, `_continuations`).
+            # from there (`_evidence`, `Plans._weighed_plans`, `continuations`).
             from ..tasks import task_hints
 
             dirs = default_directions(task, seed=ctx.seed)
@@ -57,7 +64,7 @@ class Ranking(Budget):
             usual = next((d for d in default_directions(task, seed=ctx.seed) if d.family == first), None)
             if usual is not None:
                 dirs.sort(key=lambda d: d.key() != usual.key())
-            return [d.model_copy(update={"seconds": self._allowance(ctx)}) for d in dirs if d.key() not in tried]
+            return [d.model_copy(update={"seconds": self.budget.allowance(ctx)}) for d in dirs if d.key() not in tried]
         return self._prior_openings(ctx, land, tried)
 
     def _prior_openings(self, ctx: MainContext, land: Landscape, tried: set[str]) -> list[Direction]:
@@ -70,7 +77,7 @@ class Ranking(Budget):
         # curves for: the task's own (`TaskHints.opening_order`, a finding of the prior's kind).
         prior = task_hints(task).opening_order
         # One direction's share of the slot-seconds, the part of it that trains.
-        expected = expected_scores(task.name, TRAINING_FRACTION * self.share * ctx.budget_s * ctx.slots, land)
+        expected = expected_scores(task.name, TRAINING_FRACTION * self.budget.share * ctx.budget_s * ctx.slots, land)
         if expected and max(expected.values()) < PAYS:
             # No direction pays on its share of this campaign: rank them by what the campaign's
             # whole training would buy, so that the one that turns soonest opens first and its
@@ -93,68 +100,29 @@ class Ranking(Budget):
                 d.label(),
             ),
         )
-        return [d.model_copy(update={"seconds": self._allowance(ctx)}) for d in dirs if d.key() not in tried]
+        return [d.model_copy(update={"seconds": self.budget.allowance(ctx)}) for d in dirs if d.key() not in tried]
 
-    @staticmethod
-    def _review_scores(ctx: MainContext) -> tuple[dict[str, tuple[float, int]], dict[str, tuple[str, dict[str, Any]]]]:
-        """From one graph view: experiment -> (review score, eval record seq), and experiment ->
-        (parent, training config) for `lineage_examples`."""
-        view = ctx.call("graph.read")
-        experiments = ctx.expos.projection().state.experiments
-        out = {}
-        for x in view.experiments:
-            if x.get("review_score") is not None:
-                evals = experiments[x["experiment_id"]].records() if x["experiment_id"] in experiments else []
-                out[x["experiment_id"]] = (
-                    float(x["review_score"]),
-                    next((e.seq for e in evals if e.split == "review"), 0),
-                )
-        trained = {x["experiment_id"]: (x["parent"], x.get("config") or {}) for x in view.experiments}
-        return out, trained
+    def verified(self, ctx: MainContext, graph: ResearchGraph) -> list[Verified]:
+        """The candidates the Main builds on, best first (`verifier`, with ties broken at a
+        Worker's allowance of training)."""
+        return self.verifier.verified(ctx, graph, self.budget.worker_fraction * ctx.budget_s)
 
-    def _best_verified(self, ctx: MainContext, graph: ResearchGraph) -> tuple[str, str, float, int] | None:
-        """(experiment, worker, review score, record seq) of the best candidate a passing review verified."""
-        ranked = self._verified(ctx, graph)
-        return ranked[0] if ranked else None
-
-    def _verified(self, ctx: MainContext, graph: ResearchGraph) -> list[tuple[str, str, float, int]]:
-        """Every candidate a finished review verified (`reports.cleared`), best review score first. Ties (scores
-        tie at zero until a lineage has seen enough data) go to the lineage expected to reach
-        more with more training (`_tie_breaks`), then to the one with more training behind it,
-        then to the oldest."""
-        passed = reports.cleared(graph)
-        scores, trained = self._review_scores(ctx)
-        out = []
-        for w in graph.workers.values():
-            if w.id not in passed:
-                continue
-            for xid in reports.candidates(w):
-                if xid in scores:
-                    out.append((xid, w.id, scores[xid][0], scores[xid][1]))
-        tie = _tie_breaks(ctx, graph, trained, self.worker_fraction * ctx.budget_s)
-
-        def rank(t: tuple[str, str, float, int]) -> tuple[float, float, int, str]:
-            p, n = tie(t[0], graph.workers[t[1]].direction)
-            return -t[2], -p, -n, t[0]
-
-        return sorted(out, key=rank)
-
-    def _continuations(self, ctx: MainContext, graph: ResearchGraph) -> list[tuple[str, str, float, int]]:
+    def continuations(self, ctx: MainContext, graph: ResearchGraph) -> list[tuple[str, str, float, int]]:
         """The verified candidates in the order the Main would train them further. With a prior,
-        `_verified`'s (review score first). Without one, lineages no running Worker trains
+        `verified`'s (review score first). Without one, lineages no running Worker trains
         first (a second Worker on one lineage mostly repeats the first), then by the expected
         gain of one more Worker allowance over the best verified score (`Forecast.gain`: its
-        direction's curve extrapolated from the lineage), then `_verified`'s order: an early
+        direction's curve extrapolated from the lineage), then `verified`'s order: an early
         leader whose curve has flattened gives way to a lineage still climbing or barely tried.
         Without a prior a verified checkpoint is dropped when a verified descendant of it scored
         at least as well on review: continuing the ancestor would redo what the descendant
         already trained (valued at the training left in the run, a lineage's checkpoints are
         worth about the same, and a Worker had restarted a late-rising lineage from its oldest
         checkpoint while the newest waited for its review)."""
-        ranked = self._verified(ctx, graph)
+        ranked = self.verified(ctx, graph)
         if run_prior(ctx.expos) is not None or len(ranked) < 2:
             return ranked
-        evidence, seconds = Evidence(ctx, graph), self._horizon_s(ctx)
+        evidence, seconds = Evidence(ctx, graph), self.horizon_s(ctx)
         score = {t[0]: t[2] for t in ranked}
         dominated: set[str] = set()
         for xid, _, s, _ in ranked:
@@ -170,19 +138,19 @@ class Ranking(Budget):
         value = {
             t[0]: evidence.checkpoint_outlook(t[0], graph.workers[t[1]].direction, seconds).gain(best) for t in ranked
         }
-        # stable: ties keep `_verified`'s order
+        # stable: ties keep `verified`'s order
         return sorted(ranked, key=lambda t: (graph.workers[t[1]].direction.key() in busy, -value[t[0]]))
 
-    def _horizon_s(self, ctx: MainContext) -> float:
+    def horizon_s(self, ctx: MainContext) -> float:
         """The training an option is valued at: what a lineage could still get if the run
         committed to it (the time left before the last comparison), at least one allowance. A
         lineage is built over several Workers; valued at one Worker's allowance, a direction
         whose curve turns late looks no better than an early leader that has flattened."""
-        left = ctx.budget_s - ctx.spent_s() - self._reserve_s(ctx)
-        return max(self._allowance(ctx), left)
+        left = ctx.budget_s - ctx.spent_s() - self.budget.reserve_s(ctx)
+        return max(self.budget.allowance(ctx), left)
 
-    def _leader(self, ctx: MainContext, graph: ResearchGraph, r: Any) -> tuple[str, float, WorkerNode] | None:
-        scores, trained = self._review_scores(ctx)
+    def leader(self, ctx: MainContext, graph: ResearchGraph, r: Any) -> tuple[str, float, WorkerNode] | None:
+        scores, trained = review_scores(ctx)
         scoped = [
             (xid, scores[xid][0], w)
             for w in (graph.workers.get(wid) for wid in r.scope)
@@ -194,11 +162,28 @@ class Ranking(Budget):
         # it). The outlook only breaks ties of review scores: measured evidence first. It
         # matters at zero: a 5-minute run once continued a flat family's lineage (0 on review,
         # 2,768 examples) over one whose curve was about to climb (0, 2,368 examples).
-        tie = _tie_breaks(ctx, graph, trained, self.worker_fraction * ctx.budget_s)
+        tie = tie_breaks(ctx, graph, trained, self.budget.worker_fraction * ctx.budget_s)
         return max(scoped, key=lambda c: (c[1], *tie(c[0], c[2].direction)), default=None)
 
 
-def _tie_breaks(
+def review_scores(ctx: MainContext) -> tuple[dict[str, tuple[float, int]], dict[str, tuple[str, dict[str, Any]]]]:
+    """From one graph view: experiment -> (review score, eval record seq), and experiment ->
+    (parent, training config) for `lineage_examples`."""
+    view = ctx.call("graph.read")
+    experiments = ctx.expos.projection().state.experiments
+    out = {}
+    for x in view.experiments:
+        if x.get("review_score") is not None:
+            evals = experiments[x["experiment_id"]].records() if x["experiment_id"] in experiments else []
+            out[x["experiment_id"]] = (
+                float(x["review_score"]),
+                next((e.seq for e in evals if e.split == "review"), 0),
+            )
+    trained = {x["experiment_id"]: (x["parent"], x.get("config") or {}) for x in view.experiments}
+    return out, trained
+
+
+def tie_breaks(
     ctx: MainContext, graph: ResearchGraph, trained: dict[str, tuple[str, dict[str, Any]]], seconds: float
 ) -> Callable[[str, Direction], tuple[float, int]]:
     """What breaks a tie of review scores, for a checkpoint and its Worker's direction: the

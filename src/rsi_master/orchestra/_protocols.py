@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .. import _clock
 from ..errors import StopRequested
+from ._registry import MAINS, REVIEWERS, WORKERS, main_agent, resolve, reviewer_agent, worker_agent
 
 if TYPE_CHECKING:
     from ..expos import Caller, ExpOS
@@ -109,45 +110,6 @@ class MainAgent(Protocol):
 
     def finish(self, ctx: MainContext, graph: ResearchGraph, reason: str) -> None:
         """The budget is spent or the work is done: record the stop decision and nominations."""
-
-
-# Registries: a node's brief names its implementation, so a run is rebuilt from its log.
-WORKERS: dict[str, Callable[[], WorkerAgent]] = {}
-REVIEWERS: dict[str, Callable[[], ReviewerAgent]] = {}
-MAINS: dict[str, Callable[[], MainAgent]] = {}
-
-
-def _register(table: dict[str, Any], name: str) -> Callable[[Any], Any]:
-    def deco(factory: Any) -> Any:
-        if name in table:
-            raise ValueError(f"agent {name} registered twice")
-        table[name] = factory
-        return factory
-
-    return deco
-
-
-def resolve(table: dict[str, Callable[[], Any]], name: str) -> Callable[[], Any]:
-    """A registered agent, or `package.module:Class` (imported here: slot processes start
-    fresh, so an agent defined outside this package is found by its import path)."""
-    if ":" in name:
-        import importlib
-
-        module, attr = name.split(":", 1)
-        return getattr(importlib.import_module(module), attr)
-    return table[name]
-
-
-def worker_agent(name: str) -> Callable[[Any], Any]:
-    return _register(WORKERS, name)
-
-
-def reviewer_agent(name: str) -> Callable[[Any], Any]:
-    return _register(REVIEWERS, name)
-
-
-def main_agent(name: str) -> Callable[[Any], Any]:
-    return _register(MAINS, name)
 
 
 def guard_policy(name: str) -> Any:
