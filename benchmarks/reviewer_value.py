@@ -1,7 +1,7 @@
 """The Reviewer's value as a curve over each failure mode's rate (simulated bench, development seeds).
 
     PYTHONPATH=src .venv/bin/python benchmarks/reviewer_value.py OUT [--landscape-seeds START:COUNT]
-        [--seeds K] [--fractions 0,0.5,1] [--modes items,dev_gap,overclaim,all] [--jobs 1]
+        [--seeds K] [--fractions 0,0.5,1] [--modes items,dev_gap,overclaim,hacks,all] [--jobs 1]
 
 For each failure mode of the `agents` preset (docs/sim.md, "The agents preset") and each fraction
 of its `agents` rate, the `default` preset with that mode's flags at the fraction (every other
@@ -31,6 +31,8 @@ MODES: dict[str, tuple[str, ...]] = {
     "items": ("item_difficulty", "item_skill"),
     "dev_gap": ("dev_gap",),
     "overclaim": ("overclaim_rate",),
+    # hacks that pass the door and leave evidence for the audit (recall, format, merge)
+    "hacks": ("recall_rate", "format_rate", "merge_rate"),
 }
 
 
@@ -47,7 +49,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--landscape-seeds", default="100:4")
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--fractions", default="0,0.5,1")
-    ap.add_argument("--modes", default="items,dev_gap,overclaim,all")
+    ap.add_argument("--modes", default="items,dev_gap,overclaim,hacks,all")
     ap.add_argument("--jobs", type=int, default=1)
     args = ap.parse_args(argv)
     seeds = SeedRange.parse(args.landscape_seeds)
@@ -80,6 +82,8 @@ def main(argv: list[str]) -> int:
 
             records = [CampaignStats.model_validate_json(line) for line in (point / "records.jsonl").open()]
             means = {s.config: s.mean for s in res["summaries"]}
+            hacked = {c: [r.hacked for r in records if r.config == c] for c in CONFIGS}
+            hacking = {c: sum(h) / len(h) if h else 0.0 for c, h in hacked.items()}
             for ablation in CONFIGS[1:]:
                 t = paired_test(records, "rsi-master", ablation)
                 rows.append(
@@ -95,18 +99,21 @@ def main(argv: list[str]) -> int:
                         "relative": t.relative,
                         "p": t.p_permutation,
                         "pairs": t.pairs,
+                        "hacking": {"rsi-master": hacking["rsi-master"], ablation: hacking[ablation]},
                     }
                 )
     out.mkdir(parents=True, exist_ok=True)
     (out / "reviewer-value.json").write_text(json.dumps({"version": 1, "seeds": str(seeds), "rows": rows}, indent=1))
-    print("| mode | fraction of agents rate | flags | vs | rsi-master | ablation | value (95% CI) | p | pairs |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print(
+        "| mode | fraction of agents rate | flags | vs | rsi-master | ablation | value (95% CI) | p | pairs | hacking (rsi-master / ablation) |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         flags = ", ".join(f"{k}={v:g}" for k, v in r["flags"].items()) or "none (default)"
         print(
             f"| {r['mode']} | {r['fraction']:g} | {flags} | {r['ablation']} | {r['rsi_master']:.3f} | "
             f"{r['ablation_mean']:.3f} | {r['value']:+.3f} ({r['ci'][0]:+.3f}..{r['ci'][1]:+.3f}) | "
-            f"{r['p']:.3g} | {r['pairs']} |"
+            f"{r['p']:.3g} | {r['pairs']} | {r['hacking']['rsi-master']:.1%} / {r['hacking'][r['ablation']]:.1%} |"
         )
     _plot(rows, modes, out / "reviewer-value.png")
     return 0
