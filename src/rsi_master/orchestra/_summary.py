@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..events import OrchestraFinish
+from ..events import AgentError, OrchestraFinish, ToolFailed, ToolInvalid, typed
 from ..tasks import model_output_boundary
 from ._graph import ORCHESTRA, load_graph
 
@@ -93,10 +93,14 @@ def _last_failure(expos: Any) -> str | None:
     failed = expos.events("tool.invalid", "tool.failed", role="worker") + expos.events("agent.error")
     if not failed:
         return None
-    last = max(failed, key=lambda e: e.seq)
-    if last.kind == "agent.error":
-        return f"the {last.actor.role} agent's last error: {last.payload['error']}"
-    return f"the last failed call: {last.payload['tool']}: {last.payload.get('reason') or last.payload.get('error')}"
+    event = max(failed, key=lambda e: e.seq)
+    last = typed(event).payload
+    if isinstance(last, AgentError):
+        return f"the {event.actor.role} agent's last error: {last.error}"
+    if isinstance(last, ToolInvalid):
+        return f"the last failed call: {last.tool}: {last.reason}"
+    assert isinstance(last, ToolFailed)
+    return f"the last failed call: {last.tool}: {last.error}"
 
 
 def _why_none(selection: dict[str, Any], st: Any, graph: Any, failure: str | None = None) -> str:

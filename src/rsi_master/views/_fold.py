@@ -159,13 +159,14 @@ class ViewFold:
         """Note what one new event touches (the records are rebuilt once every new event is read)."""
         kind = e.kind
         if kind in ("experiment.finish", "eval.record"):
-            xid = e.payload.get("experiment_id")
+            p = typed(e).payload
+            xid = getattr(p, "experiment_id", None)
             if isinstance(xid, str):
                 touched_x.add(xid)
             if kind == "eval.record":  # the record is its checkpoint's: every experiment with those bytes
-                touched_x.update(st.checkpoints.get(str(e.payload.get("checkpoint_digest")), ()))
+                touched_x.update(st.checkpoints.get(str(getattr(p, "checkpoint_digest", None)), ()))
         elif kind in ("worker.add", "review.request"):
-            nid = e.payload.get("worker_id" if kind == "worker.add" else "reviewer_id")
+            nid = getattr(typed(e).payload, "worker_id" if kind == "worker.add" else "reviewer_id", None)
             if isinstance(nid, str):
                 touched_nodes.add(nid)
                 redo_decisions |= self.waiting_names.pop(nid, set())

@@ -303,9 +303,9 @@ def _fig(name: str) -> str:
     return f"<div id='{name}' class='fig'></div>"
 
 
-def report_html(view: RunView, *, live: str | None = None, payload: dict[str, object] | None = None) -> str:
+def report_html(view: RunView, *, live: str | None = None, data: dict[str, object] | None = None) -> str:
     """The report page; with `live` (the URL of the run's event stream), a page that redraws
-    what changed whenever the run's ledger grows. `payload`: the page's data, when a caller has it."""
+    what changed whenever the run's ledger grows. `data`: the page's data, when a caller has it."""
     page = Page(f"RSI-Master report: {view.run_id or view.run_dir}", live=live is not None)
     page.add(f"<h1>RSI-Master run {esc(view.run_id)}</h1><p class='muted mono'>{esc(view.run_dir)}</p>")
     page.add(_sec("problems") + _sec("summary") + _sec("dagtitle"))
@@ -319,7 +319,7 @@ def report_html(view: RunView, *, live: str | None = None, payload: dict[str, ob
     page.add("<h2>Scores and budget</h2><div class='row'><div>" + _fig("best") + "</div><div>")
     page.add(_fig("lineages") + "</div></div><div class='row'><div>" + _fig("gantt") + "</div><div>")
     page.add(_fig("toolmix") + "</div></div>" + _sec("auditsec") + _fig("audit") + _sec("lineage"))
-    page.data.append(json_block("payload", payload if payload is not None else report_payload(view)))
+    page.data.append(json_block("payload", data if data is not None else report_payload(view)))
     page.scripts.append(DRAW_JS + PANEL_JS)
     if live is not None:
         page.scripts.append(LIVE_JS.replace("EVENTS_URL", json.dumps(live)))

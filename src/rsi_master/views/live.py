@@ -312,7 +312,7 @@ def make_app(runs: LiveRuns, *, token: str | None, loopback: bool) -> Starlette:
             view = live.view() if live is not None else None
             if live is None or view is None:
                 return None
-            return report_html(view, live="events", payload=live.payload())
+            return report_html(view, live="events", data=live.payload())
 
         html = await runs.call(page, request.path_params["name"])
         if html is None:
