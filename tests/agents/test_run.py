@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
+
 from rsi_master.agents import LLM_AGENTS, LLMMain, resolve_setup
 from rsi_master.cli._main import main
 from rsi_master.events import Continue
@@ -199,7 +201,17 @@ def test_programmatic_main_names_the_runs_worker_agent(tmp_path):
         assert agents == {LLM_AGENTS["worker"]}
 
 
-def test_fake_model_drives_all_three_roles_through_a_complete_run(tmp_path, capsys):
+@pytest.mark.parametrize(
+    "backend",
+    [
+        # The same agents, tools and ledger on the simulated backend: a simulated hour in seconds.
+        ["--backend", "sim", "--landscape-seed", "0", "--budget", "1h"],
+        # Real training and the sealed evaluator on the built-in task: a 150-s real-clock run.
+        pytest.param(["--task", "knowledge", "--budget", "150"], marks=pytest.mark.slow, id="real"),
+    ],
+    ids=["sim", "real"],
+)
+def test_fake_model_drives_all_three_roles_through_a_complete_run(tmp_path, capsys, backend):
     run_dir = tmp_path / "run"
     code = main(
         [
@@ -208,10 +220,7 @@ def test_fake_model_drives_all_three_roles_through_a_complete_run(tmp_path, caps
             "llm",
             "--llm-provider",
             "fake",
-            "--task",
-            "knowledge",
-            "--budget",
-            "150",
+            *backend,
             "--slots",
             "1",
             "--eval-limit",
