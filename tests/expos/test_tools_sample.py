@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rsi_master.expos import TOOLS, Caller, ExpOS, ToolFailed, ToolInvalid, ToolRefused, generator_views
+from rsi_master.expos import TOOLS, Caller, ExpOS, NothingSampled, ToolFailed, ToolInvalid, ToolRefused, generator_views
 from rsi_master.expos._catalogue import load
 from rsi_master.expos._contamination_gate import check_rows
 from rsi_master.runtime import parse_jsonl
@@ -248,10 +248,13 @@ def test_sampling_nothing_that_passes_registers_nothing(tmp_path):
     (root / "scorer.py").write_text("def score(item, output):\n    return 0.0\n")
     with ExpOS.create(tmp_path / "run", root, eval_limit=4) as x:
         x.call(MAIN, "worker.add", {"worker_id": "w1", "task": "t"})
-        with pytest.raises(ToolFailed, match="0 of 8 completions passed"):
+        with pytest.raises(ToolFailed, match="0 of 8 completions passed") as failure:
             x.call(
                 W1, "data.sample", {"family": "self_distill", "params": {"prompts": 4, "samples_per_prompt": 2}, "n": 4}
             )
+        # Typed, with the counts a Worker reads to stop sampling a parent that never passes.
+        assert isinstance(failure.value, NothingSampled)
+        assert (failure.value.parent, failure.value.sampled, failure.value.passing) == ("base", 8, 0)
         assert x.events("data.sample") == [] and x.projection().state.datasets == {}
         # The failed call is on the record: the tool, its caller (the actor) and the reason.
         (failed,) = x.events("tool.failed")

@@ -382,3 +382,51 @@ def test_a_worker_samples_its_data_from_its_parent_for_a_checkpoint_family(tmp_p
         first = ctx.rows[0].experiment_id
         assert [(s["family"], s["parent"]) for s in samples] == [("self_distill", "exp-00042"), ("self_distill", first)]
         assert [a["parent"] for t, a in ctx.log if t == "experiment.submit"] == ["exp-00042", first]
+
+
+class BarrenCtx(ScriptedCtx):
+    """`data.sample` keeps nothing: `passing` of each call's `sampled` completions passed."""
+
+    sampled = 80
+    passing = 0
+
+    def call(self, tool, args=None):
+        if tool == "data.sample":
+            from rsi_master.expos import NothingSampled
+
+            self.log.append((tool, args))
+            raise NothingSampled(
+                "self_distill: nothing to register",
+                parent=args["parent"],
+                sampled=self.sampled,
+                passing=self.passing,
+                prompts=10,
+            )
+        return super().call(tool, args)
+
+
+def _barren_run(tmp_path, *, sampled, passing):
+    d = DIRECTION.model_copy(update={"family": "self_distill", "parent": "base", "trials": 6, "knobs": {}})
+    with new_run(tmp_path) as expos:
+        ctx = _ctx(expos, d)
+        ctx.__class__ = BarrenCtx
+        ctx.sampled, ctx.passing = sampled, passing
+        TPEWorker().run(ctx)
+        return [a for t, a in ctx.log if t == "data.sample"], ctx.final
+
+
+def test_a_parent_that_passes_none_of_its_sampled_completions_is_not_sampled_again(tmp_path):
+    # A model that scores 0 cannot teach itself: one try shows it, the rest of the allowance is not spent on it.
+    samples, final = _barren_run(tmp_path, sampled=80, passing=0)
+    assert len(samples) == 1
+    assert final is not None and "nothing to register" in final["summary"]
+
+
+def test_too_few_completions_to_judge_a_parent_are_sampled_again(tmp_path):
+    # 0 of 20 is weak evidence (a 5% parent shows it a third of the time): the Worker tries again,
+    # and stops once the parent has failed 64 completions in all.
+    samples, _ = _barren_run(tmp_path, sampled=20, passing=0)
+    assert len(samples) == 4
+    # A parent some of whose completions pass is not barren: the Worker keeps trying its trials.
+    samples, _ = _barren_run(tmp_path / "b", sampled=80, passing=1)
+    assert len(samples) == 6

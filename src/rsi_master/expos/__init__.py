@@ -19,7 +19,7 @@ from ._capability import (
 from ._catalogue import llm_tool_schemas, tools_for
 from ._contract import Budget, EvaluatorSpec, TaskContract, TaskSource
 from ._door import Door, DoorUnreachable, door_call
-from ._errors import ToolError, ToolFailed, ToolInvalid, ToolRefused
+from ._errors import NothingSampled, ToolError, ToolFailed, ToolInvalid, ToolRefused
 from ._evaluation import adapter_base_of, evaluate_experiment, record_evaluation, sealed_evaluation
 from ._experiments import adopt_checkpoint
 from ._external import external_call
@@ -65,6 +65,7 @@ __all__ = [
     "GeneratorView",
     "GuardPolicy",
     "KnobView",
+    "NothingSampled",
     "Observation",
     "Part",
     "Projection",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..errors import RsiMasterError
 from ._taxonomy import Subcategory
 
-__all__ = ["ToolError", "ToolFailed", "ToolInvalid", "ToolRefused"]
+__all__ = ["NothingSampled", "ToolError", "ToolFailed", "ToolInvalid", "ToolRefused"]
 
 
 class ToolError(RsiMasterError):
@@ -33,3 +33,16 @@ class ToolFailed(ToolError):
     """The call was allowed and ran, but the runtime failed (recorded, never hidden)."""
 
     exit_code = 4
+
+
+class NothingSampled(ToolFailed):
+    """`data.sample` ran and no completion passed the task's scorer: nothing to register. It
+    carries the counts, so that a caller can tell a parent that never passes (stop sampling from
+    it) from an unlucky draw without reading the message."""
+
+    def __init__(self, message: str, *, parent: str, sampled: int, passing: int, prompts: int) -> None:
+        super().__init__(message)
+        self.parent = parent
+        self.sampled = sampled
+        self.passing = passing
+        self.prompts = prompts

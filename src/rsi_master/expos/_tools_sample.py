@@ -17,7 +17,7 @@ from pydantic import Field
 
 from ..events import DataSample, JsonObject, Name
 from ._deadline import seconds_left
-from ._errors import ToolFailed, ToolInvalid, ToolRefused
+from ._errors import NothingSampled, ToolFailed, ToolInvalid, ToolRefused
 from ._experiments import _intact, _parent
 from ._registry import tool
 from ._state import load_state
@@ -121,9 +121,13 @@ def data_sample(expos, caller, inp: SampleInput) -> SampledDataset:
     bad = failing_rows(task, rows) if rows else set()
     rows = [row for i, row in enumerate(rows) if i not in bad]
     if not rows:
-        raise ToolFailed(
+        raise NothingSampled(
             f"{family}: nothing to register ({counts['passing']} of {counts['sampled']} completions passed the "
-            f"task's scorer on {counts['prompts']} prompts); sample more, or from a better checkpoint"
+            f"task's scorer on {counts['prompts']} prompts); sample more, or from a better checkpoint",
+            parent=parent,
+            sampled=int(counts["sampled"]),
+            passing=int(counts["passing"]),
+            prompts=int(counts["prompts"]),
         )
     out = _register(
         expos,

@@ -18,7 +18,7 @@ from typing import Any
 
 from .. import _clock
 from ..events import Hyperparameters, Recipe, Source
-from ..expos import ToolError
+from ..expos import NothingSampled, ToolError
 from ._directions import Direction
 from ._memory import lineage_examples
 from ._protocols import BudgetEnd, NodeContext, worker_agent
@@ -38,6 +38,10 @@ __all__ = ["TPEWorker", "min_trial_seconds", "trial_seconds"]
 # Trials in a row that were refused or failed after which a Worker stops and reports: a refusal
 # costs no time, so a Worker whose every point is refused would otherwise loop to its trial cap.
 MAX_FAILED_IN_A_ROW = 20
+# A parent none of whose first BARREN_SAMPLES sampled completions passed the task's scorer is not
+# sampled from again by this Worker: at a true pass rate of 5% that happens by chance 4% of the
+# time, and each further try costs a model load and a generation pass for nothing to train on.
+BARREN_SAMPLES = 64
 
 
 def _space(d: Direction) -> dict[str, Any]:
@@ -190,7 +194,14 @@ class TPEWorker:
             failed_in_a_row = 0 if completed else failed_in_a_row + 1
             if failed_in_a_row >= MAX_FAILED_IN_A_ROW:
                 break
+            if not completed and self._barren(head or d.parent):
+                break  # its next trial would sample the same parent again (a chain starts from a completed one)
         self._finalize(ctx, d)
+
+    def _barren(self, parent: str) -> bool:
+        """Whether `parent` passed none of at least BARREN_SAMPLES completions sampled from it."""
+        sampled, passing = self.__dict__.get("sampled_from", {}).get(parent, (0, 0))
+        return passing == 0 and sampled >= BARREN_SAMPLES
 
     # -- chaining --------------------------------------------------------------------------
     # A trial's steps are capped (the contract's `max_train_steps`), and every trial from the
@@ -300,6 +311,13 @@ class TPEWorker:
                 "experiment.submit",
                 {"parent": parent or d.parent, "dataset": dataset, "method": d.method, "config": train},
             )
+        except NothingSampled as exc:
+            # Per parent sampled from: (completions sampled, completions that passed), over this Worker's trials.
+            seen: dict[str, tuple[int, int]] = self.__dict__.setdefault("sampled_from", {})
+            sampled, passing = seen.get(exc.parent, (0, 0))
+            seen[exc.parent] = (sampled + exc.sampled, passing + exc.passing)
+            self.last_error = str(exc)[:200]
+            return None
         except (ToolError, ValueError) as exc:
             # ValueError: a knob combination the generator rejects without ExpOS turning it
             # into ToolInvalid. Either way the trial failed and the search moves on.
