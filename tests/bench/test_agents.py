@@ -105,10 +105,13 @@ def test_every_configuration_names_its_agents_and_the_names_resolve():
 
 def test_import_paths_older_runs_recorded_open_the_same_agents():
     from rsi_master.orchestra import resolve_agent
-    from rsi_master.orchestra._registry import LEGACY_PATHS
+    from rsi_master.orchestra._registry import GUARD_POLICIES, LEGACY_PATHS, resolve
 
     for path, name in LEGACY_PATHS.items():
-        role = "main" if "Main" in path else "worker"
+        if name == "workspace":
+            assert resolve(GUARD_POLICIES, path) is resolve(GUARD_POLICIES, name), path
+            continue
+        role = "main" if "Main" in path else "reviewer" if "Reviewer" in path else "worker"
         assert resolve_agent(role, path) is resolve_agent(role, name), path
     # An agent defined outside the package is still named by its import path.
     assert resolve_agent("worker", "rsi_master.orchestra:TPEWorker") is resolve_agent("worker", "tpe")
@@ -138,3 +141,26 @@ def test_a_fresh_process_finds_the_benchs_agents_by_name():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["ClaimsVerifier", "ShortcutWorker"]
+
+
+def test_the_llm_agents_and_the_workspace_are_recorded_by_name(tmp_path):
+    """A run records `llm` and `workspace`, not import paths; an unknown environment is one clear error."""
+    import pytest
+
+    from rsi_master.agents import LLM_AGENTS, LLMMain, LLMReviewer, LLMWorker
+    from rsi_master.bench import CONFIGS
+    from rsi_master.bench._workspace import Workspace
+    from rsi_master.errors import RsiMasterError
+    from rsi_master.orchestra import resolve_agent
+    from rsi_master.orchestra._protocols import guard_policy
+
+    assert set(LLM_AGENTS.values()) == {"llm"}
+    assert resolve_agent("main", "llm") is LLMMain
+    assert resolve_agent("worker", "llm") is LLMWorker
+    assert resolve_agent("reviewer", "llm") is LLMReviewer
+    envs = {cfg.environment for cfg in CONFIGS.values()} - {None}
+    assert envs == {"workspace"}
+    assert type(guard_policy("workspace")) is Workspace
+    assert type(guard_policy("rsi_master.bench._workspace:Workspace")) is Workspace  # older runs
+    with pytest.raises(RsiMasterError, match="not a registered guard policy"):
+        guard_policy("no-such-policy")

@@ -158,10 +158,12 @@ class GuidedLLMMain(LLMMain):
 
 
 def test_an_llm_main_gets_the_text_and_its_decision_cites_the_guidance(tmp_path, monkeypatch):
-    import rsi_master.agents
+    from rsi_master.orchestra import agent_names
+    from rsi_master.orchestra._registry import MAINS
 
-    # The run names `rsi_master.agents:LLMMain`; this subclass of it types the guidance.
-    monkeypatch.setattr(rsi_master.agents, "LLMMain", GuidedLLMMain)
+    # The run names the Main `llm`; this subclass of the LLM Main types the guidance.
+    agent_names("main")  # the built-in agents registered before one is replaced
+    monkeypatch.setitem(MAINS, "llm", GuidedLLMMain)
     run = tmp_path / "run"
     RUN["dir"] = str(run)
     args = ["run", "--backend", "sim", "--landscape-seed", "1", "--budget", "20m", "--dir", str(run)]

@@ -33,11 +33,7 @@ __all__ = [
 
 AGENT_ROLES = ("main", "worker", "reviewer")
 SCRIPTED_AGENTS = {"main": "policy", "worker": "tpe", "reviewer": "evidence"}
-LLM_AGENTS = {
-    "main": "rsi_master.agents:LLMMain",
-    "worker": "rsi_master.agents:LLMWorker",
-    "reviewer": "rsi_master.agents:LLMReviewer",
-}
+LLM_AGENTS = {"main": "llm", "worker": "llm", "reviewer": "llm"}
 AgentChoice = Literal["scripted", "llm"]
 
 

@@ -27,6 +27,7 @@ from ..orchestra import (
     ResearchGraph,
     default_directions,
     grpo_batch_problem,
+    main_agent,
     within_ranges,
 )
 from ._loop import AgentLoop, Outcome
@@ -40,6 +41,7 @@ SHARE = 0.4  # most of the budget one Worker's allowance may take (as the progra
 ADDS = ("worker.add", "review.request")
 
 
+@main_agent("llm")
 class LLMMain:
     def __init__(self) -> None:
         self._model: Any = None

@@ -19,7 +19,7 @@ from .. import _clock
 from ..errors import RsiMasterError
 from ..events import AgentEnd
 from ..expos import ToolRefused, tools_for
-from ..orchestra import BudgetEnd, NodeContext
+from ..orchestra import BudgetEnd, NodeContext, reviewer_agent, worker_agent
 from ._loop import AgentLoop, Outcome
 from ._memory import brief_block, clip
 from ._providers import make_model
@@ -104,6 +104,7 @@ def _conclusion(w: Any) -> str:
     return f.summary + (f"\n  recipe: {f.recipe.model_dump_json(exclude_defaults=True)}" if f.recipe else "")
 
 
+@worker_agent("llm")
 class LLMWorker:
     def run(self, ctx: NodeContext) -> None:
         from ..orchestra import load_graph
@@ -147,6 +148,7 @@ class LLMWorker:
                 ctx.call("worker.finalize", _harness_finalize(ctx, out))
 
 
+@reviewer_agent("llm")
 class LLMReviewer:
     def run(self, ctx: NodeContext) -> None:
         b = ctx.brief

@@ -146,7 +146,7 @@ def _check_agent(role: str, name: str) -> None:
     except KeyError:
         raise RsiMasterError(
             f"--{role} {name!r}: give scripted, llm, a registered {role} agent "
-            f"({', '.join(agent_names(role))}) or package.module:Class"
+            f"({', '.join(n for n in agent_names(role) if n != 'llm')}) or package.module:Class"
         ) from None
     except (ImportError, AttributeError, ValueError) as exc:
         raise RsiMasterError(f"--{role} {name}: cannot load it ({exc})") from None

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 __all__ = ["CONFIGS", "Config", "check_configs", "check_seeds_and_slots", "config_names"]
 
-WORKSPACE = "rsi_master.bench._workspace:Workspace"
+WORKSPACE = "workspace"
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ from ..expos import (
     record_evaluation,
     sealed_evaluation,
 )
+from ..orchestra import guard_policy_class
 
 __all__ = ["LENIENT_SCORING", "PRISTINE_SCORING", "SplitItems", "Workspace", "workspace_dir", "workspace_edits"]
 
@@ -115,6 +116,7 @@ def _failing(fn: _WorkspaceTool) -> _WorkspaceTool:
     return run
 
 
+@guard_policy_class("workspace")
 class Workspace(Unguarded):
     """The bench's no-ExpOS policy: unguarded, with the workspace directory the shortcuts act on."""
 

@@ -48,7 +48,7 @@ from ._protocols import (
     reviewer_agent,
     worker_agent,
 )
-from ._registry import agent_names, resolve_agent
+from ._registry import agent_names, guard_policy_class, resolve_agent
 from ._reviewer import EvidenceReviewer
 from ._runspec import DEFAULTS, ResolvedRun, RunSpec, default_budget, parse_budget, resolve_spec, resolve_task_ref
 from ._scheduler import Scheduler
@@ -111,6 +111,7 @@ __all__ = [
     "forecast",
     "give_guidance",
     "grpo_batch_problem",
+    "guard_policy_class",
     "knob_ranges",
     "load_graph",
     "main_agent",

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .. import _clock
 from ..errors import StopRequested
-from ._registry import MAINS, REVIEWERS, WORKERS, main_agent, resolve, reviewer_agent, worker_agent
+from ._registry import GUARD_POLICIES, MAINS, REVIEWERS, WORKERS, main_agent, resolve, reviewer_agent, worker_agent
 
 if TYPE_CHECKING:
     from ..expos import Caller, ExpOS
@@ -113,13 +113,19 @@ class MainAgent(Protocol):
 
 
 def guard_policy(name: str) -> Any:
-    """The guard policy a run's `orchestra.start` names (`package.module:Class`, a subclass of
-    `expos.Unguarded`: the bench's workspace), made by the harness's code."""
+    """The guard policy a run's `orchestra.start` names (a name registered with
+    `guard_policy_class`, e.g. the bench's `workspace`, or a `package.module:Class` subclass of
+    `expos.Unguarded`), made by the harness's code."""
     from ..errors import RsiMasterError
     from ..expos import Unguarded
 
     try:
-        cls = resolve({}, name)
+        cls = resolve(GUARD_POLICIES, name)
+    except KeyError:
+        known = ", ".join(sorted(GUARD_POLICIES)) or "none"
+        raise RsiMasterError(
+            f"unknown environment {name!r}: not a registered guard policy ({known}) or package.module:Class"
+        ) from None
     except (ImportError, AttributeError, ValueError) as exc:
         raise RsiMasterError(f"unknown environment {name!r}: {exc}") from None
     if not (isinstance(cls, type) and issubclass(cls, Unguarded)):

@@ -18,11 +18,13 @@ from typing import Any
 
 __all__ = [
     "AGENT_PACKAGES",
+    "GUARD_POLICIES",
     "LEGACY_PATHS",
     "MAINS",
     "REVIEWERS",
     "WORKERS",
     "agent_names",
+    "guard_policy_class",
     "main_agent",
     "resolve",
     "resolve_agent",
@@ -33,10 +35,14 @@ __all__ = [
 MAINS: dict[str, Callable[[], Any]] = {}
 WORKERS: dict[str, Callable[[], Any]] = {}
 REVIEWERS: dict[str, Callable[[], Any]] = {}
+# The guard policies an unguarded run's `orchestra.start` may name as its environment (the
+# bench's no-ExpOS workspace): recorded by name like the agents.
+GUARD_POLICIES: dict[str, Callable[[], Any]] = {}
 
 # Importing each of these registers its agents: the orchestra's own (policy Main, TPE Worker,
-# evidence Reviewer) and the bench's (its ablations' Mains, search and shortcut Workers).
-AGENT_PACKAGES = ("rsi_master.orchestra", "rsi_master.bench")
+# evidence Reviewer), the LLM agents, and the bench's (its ablations' Mains, search and shortcut
+# Workers, its workspace guard policy).
+AGENT_PACKAGES = ("rsi_master.orchestra", "rsi_master.agents", "rsi_master.bench")
 
 # What older runs recorded, and the name of the agent it stood for.
 LEGACY_PATHS = {
@@ -50,6 +56,10 @@ LEGACY_PATHS = {
     "rsi_master.bench._workers:RandomSearchWorker": "random-search",
     "rsi_master.bench._peers:ASHAWorker": "asha",
     "rsi_master.bench._peers:HyperbandWorker": "hyperband",
+    "rsi_master.agents:LLMMain": "llm",
+    "rsi_master.agents:LLMWorker": "llm",
+    "rsi_master.agents:LLMReviewer": "llm",
+    "rsi_master.bench._workspace:Workspace": "workspace",
 }
 
 
@@ -79,6 +89,11 @@ def reviewer_agent(name: str) -> Callable[[Any], Any]:
 
 def main_agent(name: str) -> Callable[[Any], Any]:
     return _register(MAINS, name)
+
+
+def guard_policy_class(name: str) -> Callable[[Any], Any]:
+    """Register a guard policy (a subclass of `expos.Unguarded`) under the name a run records."""
+    return _register(GUARD_POLICIES, name)
 
 
 def _load_builtins() -> None:
