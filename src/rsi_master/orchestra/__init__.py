@@ -23,7 +23,15 @@ from ._directions import (
 from ._display import Display, PlainDisplay, RichDisplay, make_display
 from ._evidence import Evidence
 from ._graph import ORCHESTRA, Decision, Job, OrchestraPart, ResearchGraph, ReviewerNode, WorkerNode, load_graph
-from ._guidance import Guidance, GuidanceError, GuidancePart, give_guidance, operator_id
+from ._guidance import (
+    Guidance,
+    GuidanceError,
+    GuidancePart,
+    check_guidance,
+    give_guidance,
+    guide_run,
+    operator_id,
+)
 from ._harness import evaluate_final, final_scores, select
 from ._job import run_timing
 from ._main_budget import BudgetRule
@@ -102,6 +110,7 @@ __all__ = [
     "WorkerAgent",
     "WorkerNode",
     "agent_names",
+    "check_guidance",
     "check_prior",
     "default_budget",
     "default_directions",
@@ -112,6 +121,7 @@ __all__ = [
     "give_guidance",
     "grpo_batch_problem",
     "guard_policy_class",
+    "guide_run",
     "knob_ranges",
     "load_graph",
     "main_agent",
