@@ -34,7 +34,7 @@ from ._guidance import (
 )
 from ._harness import evaluate_final, final_scores, select
 from ._job import run_timing
-from ._main_budget import BudgetRule
+from ._main_budget import BudgetRule, min_budget_s
 from ._main_parts import Nomination, Verifier
 from ._main_policy import PolicyMain, expected_scores
 from ._main_verify import ClaimsNomination, ClaimsVerifier, MainPick, ReviewNomination, ReviewVerifier
@@ -126,6 +126,7 @@ __all__ = [
     "load_graph",
     "main_agent",
     "make_display",
+    "min_budget_s",
     "opening_batch",
     "operator_id",
     "order_bounds",
