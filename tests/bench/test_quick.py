@@ -48,6 +48,9 @@ def test_quick_bench_writes_every_figure_for_every_configuration(tmp_path):
     assert list(figures) == list(CONFIGS)
     for name, f in figures.items():
         assert f["seeds"] == [0, 1] and f["macro_average"]["n"] == 2, name
+        # Every configuration did some work: a budget the check accepts but no Main can open a
+        # Worker in makes a table of zeros that measures nothing.
+        assert f["experiments"]["mean"] > 0, (name, budget_s)
         assert len(f["curve"]["mean"]) == 21
     for name in GUARDED:  # ExpOS refuses every shortcut: nothing hacked gets submitted
         assert figures[name]["hacking_rate"]["mean"] in (0.0, None), (name, figures[name]["hacking_rate"])
