@@ -258,7 +258,8 @@ class PBTMain:
         workers: list[str],
         event: int | None = None,
     ) -> None:
-        detail: dict[str, Any] = {"workers": workers}
+        args: dict[str, Any] = {"action": action, "rationale": rationale, "evidence": evidence}
+        args["detail"] = {"workers": workers}
         if event is not None:
-            detail["event"] = event
-        ctx.call("decision.record", {"action": action, "rationale": rationale, "evidence": evidence, "detail": detail})
+            args["answers"] = event
+        ctx.call("decision.record", args)
