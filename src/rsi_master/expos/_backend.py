@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from ..events import Simulation
     from ..sim import SimLandscape
     from ..tasks import SealKey, SimTask
+    from ._session import ExpOS
 
 __all__ = [
     "ExperimentBackend",
@@ -39,7 +41,7 @@ class ExperimentBackend(Protocol):
     executor: str  # "process" (slot processes, real time) or "inline" (in-process, simulated time)
 
     def train(
-        self, expos: Any, data: Path, out_dir: Path, spec: Any, parent: Path, parent_base: Path | None = None
+        self, expos: ExpOS, data: Path, out_dir: Path, spec: Any, parent: Path, parent_base: Path | None = None
     ) -> Any:
         """Train `spec` from the checkpoint at `parent` on `data` into `out_dir` (runtime.TrainResult);
         `parent_base` is the base a LoRA adapter parent is bound to (None: a full checkpoint)."""
@@ -47,7 +49,7 @@ class ExperimentBackend(Protocol):
     def before_call(self, tool: str) -> None:
         """Spend a tool call's own time on the run's clock before the call runs."""
 
-    def evaluate(self, expos: Any, checkpoint: str, split: str, *, store: bool = True) -> Any:
+    def evaluate(self, expos: ExpOS, checkpoint: str, split: str, *, store: bool = True) -> Any:
         """The sealed evaluation of a stored checkpoint on a split's preregistered items
         (runtime.EvalResult; its record kept in the run's store with `store`), not recorded."""
 
@@ -60,7 +62,7 @@ class RealBackend:
         """A tool call's own cost on the run's clock: real calls take the time they take."""
 
     def train(
-        self, expos: Any, data: Path, out_dir: Path, spec: Any, parent: Path, parent_base: Path | None = None
+        self, expos: ExpOS, data: Path, out_dir: Path, spec: Any, parent: Path, parent_base: Path | None = None
     ) -> Any:
         from ..runtime import train
 
@@ -68,7 +70,7 @@ class RealBackend:
         task = expos.task if spec.task is not None else None
         return train(data, out_dir, spec, parent=parent, parent_base=parent_base, task=task)
 
-    def evaluate(self, expos: Any, checkpoint: str, split: str, *, store: bool = True) -> Any:
+    def evaluate(self, expos: ExpOS, checkpoint: str, split: str, *, store: bool = True) -> Any:
         from ..runtime import evaluate
         from ._evaluation import adapter_base_of
 
@@ -99,7 +101,7 @@ class SimBackend:
         self.landscape_digest = landscape_digest
         self._protected: tuple[Any, dict[str, set[str]]] | None = None
 
-    def landscape(self, expos: Any) -> Any:
+    def landscape(self, expos: ExpOS) -> Any:
         return _landscape(expos.run.store, self.landscape_digest)
 
     def before_call(self, tool: str) -> None:
@@ -111,7 +113,7 @@ class SimBackend:
         spend_simulated(CALL_SECONDS)
 
     def train(
-        self, expos: Any, data: Path, out_dir: Path, spec: Any, parent: Path, parent_base: Path | None = None
+        self, expos: ExpOS, data: Path, out_dir: Path, spec: Any, parent: Path, parent_base: Path | None = None
     ) -> Any:
         from ..runtime import TrainingError, sim_train
 
@@ -128,11 +130,11 @@ class SimBackend:
             spec,
             parent=parent,
             protected=self._protected[1],
-            examples_per_row=expos.contract.simulation.examples_per_row,
+            examples_per_row=_simulation(expos).examples_per_row,
             jailed=expos.contract.guards == "strict",
         )
 
-    def evaluate(self, expos: Any, checkpoint: str, split: str, *, store: bool = True) -> Any:
+    def evaluate(self, expos: ExpOS, checkpoint: str, split: str, *, store: bool = True) -> Any:
         from ..runtime import EvaluatorDigestError, sim_evaluate
         from ._evaluation import measured_digest
 
@@ -156,6 +158,14 @@ class SimBackend:
 
 
 _LANDSCAPES: dict[str, Any] = {}
+
+
+def _simulation(expos: ExpOS) -> Simulation:
+    """The contract's simulation record (a simulated run's contract always has one)."""
+    sim = expos.contract.simulation
+    if sim is None:
+        raise RuntimeError("the simulated backend on a run whose contract has no simulation")
+    return sim
 
 
 def _landscape(store: Any, digest: str) -> Any:

@@ -22,10 +22,13 @@ import time
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._net import listen_tcp
 from ..errors import RsiMasterError
+
+if TYPE_CHECKING:
+    from ..expos import ExpOS
 
 __all__ = ["LONG_CALLS", "ExposDoor", "build_server", "check_loopback", "mcp_tools", "serve"]
 
@@ -56,7 +59,7 @@ class ExposDoor:
             raise RsiMasterError("mcp: give the harness's door (--door SOCKET) or, as the operator, a run directory")
         self.capability = capability
         self.socket = Path(door) if door is not None else None
-        self.expos: Any = None
+        self.expos: ExpOS | None = None
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="expos")
         try:
             if self.socket is not None:
@@ -103,6 +106,7 @@ class ExposDoor:
 
         if self.socket is not None:
             return self._door_call(name, args)
+        assert self.expos is not None, "a call on a run opened here"
         caller = self.expos.authenticate(self.capability)  # every call: an expired grant stops here
         return external_call(self.expos, caller, name, args).model_dump(mode="json")
 

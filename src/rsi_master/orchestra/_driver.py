@@ -3,18 +3,21 @@ from start (or resume) to the harness's close."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import _clock
 from ._display import Display
 from ._executor import make_executor
 from ._graph import load_graph, parse_ts
 
+if TYPE_CHECKING:
+    from ..expos import ExpOS
+
 __all__ = ["drive"]
 
 
 def drive(
-    expos: Any, display: Display, key_dir: str | None, *, resume: bool, executor: str | None, ray_address: str | None
+    expos: ExpOS, display: Display, key_dir: str | None, *, resume: bool, executor: str | None, ray_address: str | None
 ) -> dict[str, Any]:
     # The run's backend names where its nodes run and on which clock (a simulated one continues
     # from the run's last event) unless the operator names another; every record from here on is on that clock.
@@ -30,7 +33,7 @@ def drive(
         ex.close()
 
 
-def _drive_on(expos: Any, display: Display, key_dir: str | None, *, resume: bool, executor: Any) -> dict[str, Any]:
+def _drive_on(expos: ExpOS, display: Display, key_dir: str | None, *, resume: bool, executor: Any) -> dict[str, Any]:
     from ._scheduler import Scheduler
 
     sched = Scheduler(expos, display, key_dir=key_dir, executor=executor)

@@ -11,15 +11,18 @@ import contextlib
 import os
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._proc import die_with_parent
 from ..events import OrchestraStart, typed
 
+if TYPE_CHECKING:
+    from ..expos import ExpOS
+
 __all__ = ["job_main", "node_brief", "run_node", "run_timing"]
 
 
-def node_brief(expos: Any, graph: Any, kind: str, node: str) -> dict[str, Any]:
+def node_brief(expos: ExpOS, graph: Any, kind: str, node: str) -> dict[str, Any]:
     """The node's brief from the graph: a Worker's direction, or a Reviewer's question, scope and
     the conclusions (claims and candidates from the ledger) it must check."""
     if kind == "worker":
@@ -39,7 +42,7 @@ def node_brief(expos: Any, graph: Any, kind: str, node: str) -> dict[str, Any]:
     return {"question": r.question, "scope": r.scope, "seq": r.seq, "conclusions": conclusions}
 
 
-def run_timing(expos: Any) -> dict[str, float]:
+def run_timing(expos: ExpOS) -> dict[str, float]:
     """Seconds per optimizer step, per training example and per trial overhead measured on this machine in this run
     (any Worker's finished experiments: how fast the machine is, not how well anyone did)."""
     per_step = []

@@ -17,9 +17,10 @@ nothing and still switch off the evidence the Main decides from without one.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ..expos import ExpOS
     from ..landscape import Landscape
     from ..tasks import Task
 
@@ -82,14 +83,14 @@ def check_prior(landscape: Landscape, task: Task) -> None:
             )
 
 
-def store_prior(expos: Any, landscape: Landscape) -> str:
+def store_prior(expos: ExpOS, landscape: Landscape) -> str:
     """Store the landscape in the run (its canonical JSON) and return its digest."""
     from ..landscape import dumps
 
     return str(expos.run.store.put_bytes(dumps(landscape).encode()))
 
 
-def prior_landscape(expos: Any, digest: str) -> Landscape:
+def prior_landscape(expos: ExpOS, digest: str) -> Landscape:
     """The stored prior of digest `digest`, checked against it (read once per process)."""
     from ..landscape import loads
 
@@ -99,7 +100,7 @@ def prior_landscape(expos: Any, digest: str) -> Landscape:
     return hit
 
 
-def run_prior(expos: Any) -> Landscape | None:
+def run_prior(expos: ExpOS) -> Landscape | None:
     """The run's prior (its `orchestra.start` names it), None for a run without one."""
     from ..events import OrchestraStart, payload_of
 

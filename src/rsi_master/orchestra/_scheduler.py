@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import _clock
 from ..events import (
@@ -37,6 +37,9 @@ from ._graph import ORCHESTRA, OrchestraPart, load_graph, parse_ts, snapshot
 from ._guidance import Guidance, GuidancePart, answer_plainly
 from ._protocols import MAINS, MainContext, resolve
 from ._reports import best_supported_score
+
+if TYPE_CHECKING:
+    from ..expos import ExpOS
 
 __all__ = ["MIN_LAUNCH_S", "TERM_GRACE_S", "Scheduler"]
 
@@ -58,7 +61,7 @@ class _Running:
 
 @dataclass
 class Scheduler:
-    expos: Any
+    expos: ExpOS
     display: Display
     key_dir: str | None = None
     poll_s: float = 0.5
