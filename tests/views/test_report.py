@@ -53,6 +53,29 @@ def test_the_report_loads_nothing_from_outside(v1: Run, tmp_path, capsys):
     assert "Plotly" in text and "VERIFIED" in text
 
 
+def test_the_report_holds_every_nodes_panel_packed(sim10h: Run):
+    """Each node's panel is packed on its own; unpacked, it is the node's record whole (the page
+    drops nothing), and the page's node list keeps each id and kind plain."""
+    import base64
+    import json
+    import zlib
+
+    from rsi_master.views import report_html
+
+    view = collect(sim10h.run_dir, key_dir=str(sim10h.key_dir))
+    text = report_html(view)
+    block = re.search(r'<script type="application/json" id="payload">(.*?)</script>', text)
+    assert block is not None
+    nodes = json.loads(block.group(1))["nodes"]
+    assert [(n["id"], n["kind"]) for n in nodes] == [(n.id, n.kind) for n in view.nodes]
+    for packed, node in zip(nodes, view.nodes, strict=True):
+        assert set(packed) == {"id", "kind", "packed"}
+        assert json.loads(zlib.decompress(base64.b64decode(packed["packed"]))) == node.model_dump(mode="json")
+    # A live page's nodes stay plain: its deltas replace them record by record.
+    live = report_html(view, live="events")
+    assert '"packed":' not in live and json.dumps(view.nodes[0].id) in live
+
+
 def test_the_default_report_is_the_run_directorys_and_the_audit_accepts_it(v1: Run, capsys):
     assert main(["report", str(v1.run_dir), "--key-dir", str(v1.key_dir)]) == 0
     assert (v1.run_dir / "report.html").is_file()

@@ -3,14 +3,16 @@ runtime inlined, a content security policy that allows no request), escaped text
 
 from __future__ import annotations
 
+import base64
 import html
 import json
+import zlib
 from collections.abc import Iterable, Sequence
 
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
-__all__ = ["DRAW_JS", "Page", "esc", "figure_data", "json_block", "table"]
+__all__ = ["DRAW_JS", "UNPACK_JS", "Page", "esc", "figure_data", "json_block", "pack", "table"]
 
 # Nothing on the page may load anything: scripts and styles are inline, images data: URLs.
 CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; font-src data:"
@@ -38,6 +40,21 @@ def json_block(element_id: str, data: object) -> str:
     text = json.dumps(data, separators=(",", ":"), allow_nan=False)
     text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     return f'<script type="application/json" id="{esc(element_id)}">{text}</script>'
+
+
+def pack(data: object) -> str:
+    """`data` as JSON, deflated (zlib's format) and in base64: text for a JSON block that the page
+    inflates with the browser's own `DecompressionStream` (`UNPACK_JS`) when it needs it."""
+    text = json.dumps(data, separators=(",", ":"), allow_nan=False)
+    return base64.b64encode(zlib.compress(text.encode("utf-8"), 6)).decode("ascii")
+
+
+# `pack` undone: base64 to bytes, inflated by the browser (no library, no request), parsed.
+UNPACK_JS = """
+async function unpack(z){const b=Uint8Array.from(atob(z),c=>c.charCodeAt(0));
+ const s=new Blob([b]).stream().pipeThrough(new DecompressionStream('deflate'));
+ return JSON.parse(await new Response(s).text());}
+"""
 
 
 def table(header: Sequence[str], rows: Iterable[Sequence[object]], *, raw: frozenset[int] = frozenset()) -> str:
