@@ -156,3 +156,57 @@ def test_many_lineages_are_drawn_as_the_best_few_and_one_grey_trace_keeping_ever
 
     few = {r: lineages[r] for r in list(lineages)[:5]}
     assert [t.name for t in lineage_figure(SimpleNamespace(lineages=few, budget_s=36_000.0)).data] == list(few)
+
+
+def test_the_pages_plotly_bundle_is_plotly_pys_version_and_draws_the_trace_types_it_claims():
+    from plotly.offline import get_plotlyjs_version
+
+    from rsi_master.views._html import BUNDLED_TRACES, plotly_js
+
+    js = plotly_js()
+    assert js.startswith(f"/**\n* plotly.js (cartesian - minified) v{get_plotlyjs_version()}\n")
+    assert set(re.findall(r'moduleType:"trace",name:"(\w+)"', js)) == BUNDLED_TRACES
+    assert js.rstrip().endswith("window.Plotly = Plotly;\nreturn Plotly;\n}));")
+    assert "</script" not in js.lower()  # inlined in a script element
+    from importlib import resources
+
+    licence = (resources.files("rsi_master.views") / "assets" / "plotly-LICENSE.txt").read_text()
+    assert licence.startswith("MIT License") and "Plotly" in licence
+
+
+def test_a_figure_with_a_trace_type_the_bundle_lacks_is_refused():
+    import plotly.graph_objects as go
+
+    from rsi_master.views._html import figure_data
+
+    assert figure_data(go.Figure(go.Histogram2d(x=[1, 2], y=[3, 4])))["data"]
+    with pytest.raises(ValueError, match=r"\['scattergl'\] are not in the pages' Plotly bundle"):
+        figure_data(go.Figure(go.Scattergl(x=[1], y=[2])))
+
+
+def _trace_types(block: object) -> set[str]:
+    """The trace types of every figure (a record with a `data` list and a `layout`) in a page's JSON."""
+    if isinstance(block, dict):
+        if isinstance(block.get("data"), list) and "layout" in block:
+            return {t.get("type", "scatter") for t in block["data"]}
+        return set().union(*map(_trace_types, block.values()))
+    return set().union(*map(_trace_types, block)) if isinstance(block, list) else set()
+
+
+def test_every_figure_of_the_report_overview_and_bench_page_is_of_a_bundled_trace_type(sim10h: Run, v1: Run):
+    import json
+    from pathlib import Path
+
+    from rsi_master.views import bench_html, overview_html, read_runs, report_html
+    from rsi_master.views._html import BUNDLED_TRACES
+
+    entries = read_runs([sim10h.run_dir, v1.run_dir], key_dir=str(sim10h.key_dir))
+    bench = json.loads((Path(__file__).parents[1] / "fixtures" / "sim-bench.json").read_text())
+    view = collect(sim10h.run_dir, key_dir=str(sim10h.key_dir))
+    drawn: set[str] = set()
+    for page in (report_html(view), overview_html(entries, None), bench_html(bench)):
+        blocks = re.findall(r'<script type="application/json" id="[^"]+">(.*?)</script>', page)
+        types = set().union(*(_trace_types(json.loads(b)) for b in blocks))
+        assert types and types <= BUNDLED_TRACES
+        drawn |= types
+    assert {"scatter", "bar", "heatmap"} <= drawn
