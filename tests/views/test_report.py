@@ -4,6 +4,7 @@ the overview of several runs, and bad input (one clear line, nothing written).""
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import re
 
@@ -57,7 +58,6 @@ def test_the_report_holds_every_nodes_panel_packed(sim10h: Run):
     """Each node's panel is packed on its own; unpacked, it is the node's record whole (the page
     drops nothing), and the page's node list keeps each id and kind plain."""
     import base64
-    import json
     import zlib
 
     from rsi_master.views import report_html
@@ -158,6 +158,35 @@ def test_many_lineages_are_drawn_as_the_best_few_and_one_grey_trace_keeping_ever
     assert [t.name for t in lineage_figure(SimpleNamespace(lineages=few, budget_s=36_000.0)).data] == list(few)
 
 
+def test_past_2000_lineages_the_rest_are_a_density_that_counts_every_point_and_says_so():
+    from types import SimpleNamespace
+
+    from rsi_master.views._figures import LINEAGE_DENSITY, LINEAGE_TRACES, lineage_figure
+    from rsi_master.views._html import figure_data
+    from rsi_master.views._model import CurvePoint
+
+    n = LINEAGE_DENSITY + 1
+    lineages = {
+        f"exp-{i:05d}": [
+            CurvePoint(at_s=7.0 * (i + j), score=(i % 89) / 100 + j / 1000, experiment=f"x{i}-{j}")
+            for j in range(1 + i % 3)
+        ]
+        for i in range(n)
+    }
+    fig = lineage_figure(SimpleNamespace(lineages=lineages, budget_s=36_000.0))
+    density, *shown = fig.data
+    assert density.type == "heatmap" and len(shown) == LINEAGE_TRACES
+    assert all(t.type == "scatter" for t in shown)
+    best = {t.name for t in shown}
+    rest_points = sum(len(pts) for r, pts in lineages.items() if r not in best)
+    assert sum(c for row in density.z for c in row if c) == rest_points  # every point counted once
+    assert f"{n - LINEAGE_TRACES} lineages shown as density" in fig.layout.title.text
+    assert len(json.dumps(figure_data(fig))) < 60_000  # the density is a grid, not the points
+
+    at_limit = dict(list(lineages.items())[:LINEAGE_DENSITY])
+    assert all(t.type == "scatter" for t in lineage_figure(SimpleNamespace(lineages=at_limit, budget_s=36_000.0)).data)
+
+
 def test_the_pages_plotly_bundle_is_plotly_pys_version_and_draws_the_trace_types_it_claims():
     from plotly.offline import get_plotlyjs_version
 
@@ -194,7 +223,6 @@ def _trace_types(block: object) -> set[str]:
 
 
 def test_every_figure_of_the_report_overview_and_bench_page_is_of_a_bundled_trace_type(sim10h: Run, v1: Run):
-    import json
     from pathlib import Path
 
     from rsi_master.views import bench_html, overview_html, read_runs, report_html
