@@ -3,6 +3,7 @@ best-so-far curve, the table, the plot; and the CLI's refusals of bad input."""
 
 from __future__ import annotations
 
+import math
 import statistics
 
 import pytest
@@ -141,3 +142,78 @@ def test_cli_refuses_bad_input_with_one_line_and_writes_nothing(tmp_path, capsys
     err = capsys.readouterr().err
     assert code == 2 and msg in err and "Traceback" not in err
     assert not out.exists()
+
+
+def test_the_real_bench_pairs_each_configuration_with_the_reference_on_task_and_seed():
+    """The real bench's paired test is the simulated bench's (`paired_scores`), on the reported
+    score of each (task, seed) both configurations ran; a campaign the reference lacks is unpaired."""
+    from rsi_master.bench import paired_scores
+
+    ref = {("arithmetic", 0): 0.1, ("arithmetic", 1): 0.3, ("knowledge", 0): 0.2, ("knowledge", 1): 0.5}
+    other = {("arithmetic", 0): 0.0, ("arithmetic", 1): 0.35, ("knowledge", 0): 0.1, ("knowledge", 1): 0.2}
+    rs = [_result("rsi-master", t, s, v) for (t, s), v in ref.items()]
+    rs += [_result("serial", t, s, v) for (t, s), v in other.items()] + [_result("serial", "arithmetic", 2, 0.9)]
+    f = aggregate(rs, ["rsi-master", "serial"], reference="rsi-master")
+    assert f["rsi-master"]["test"] is None
+    t = f["serial"]["test"]
+    assert t == paired_scores(other, ref, "serial", "rsi-master").model_dump(mode="json")
+    assert t["pairs"] == 4 and t["reference"] == "rsi-master"
+    assert t["mean_diff"] == pytest.approx((0.1 * -1 + 0.05 - 0.1 - 0.3) / 4)
+    assert t["relative"] == pytest.approx(sum(other.values()) / sum(ref.values()) - 1)
+    # Exact over the 16 sign flips of (-0.1, +0.05, -0.1, -0.3): only the 4 with the 0.1s and 0.3 alike reach 0.45.
+    assert t["p_permutation"] == pytest.approx(4 / 16)
+    # Nothing to pair with: no test, and undefined figures are null (strict JSON that reads back equal).
+    assert aggregate(rs, ["serial"])["serial"]["test"] is None
+    zero = aggregate(
+        [_result(c, "knowledge", 0, 0.0) for c in ("rsi-master", "serial")], ["rsi-master", "serial"], "rsi-master"
+    )
+    assert zero["serial"]["test"]["relative"] is None and zero["serial"]["test"]["p_permutation"] == 1.0
+
+
+def test_a_preset_budget_rises_to_what_the_check_accepts_on_this_machine_and_a_given_one_is_checked():
+    from rsi_master.bench import machine_budget
+    from rsi_master.orchestra import min_budget_s
+    from rsi_master.tasks import get_task
+
+    fast, slow = {"step_s": 0.3, "overhead_s": 8.0}, {"step_s": 0.6, "overhead_s": 30.0}
+    assert min_budget_s(get_task("knowledge"), fast) < 40  # a machine as fast as the quick preset assumed
+    assert machine_budget(["knowledge"], fast, None, 40.0)[0] == 40.0
+    least = min_budget_s(get_task("knowledge"), slow)
+    assert least > 40  # the machine of the failed quick bench: 40 s was refused by every campaign
+    budget, told = machine_budget(["knowledge"], slow, None, 40.0)
+    assert told == least and least <= budget < least + 5 and budget % 5 == 0
+    assert machine_budget(["knowledge"], slow, 300.0, 40.0)[0] == 300.0
+    with pytest.raises(RsiMasterError, match=f"give at least {math.ceil(least)}s"):
+        machine_budget(["knowledge"], slow, 40.0, 40.0)
+
+
+def test_the_real_bench_writes_its_page_and_prints_its_paired_tests(tmp_path, capsys, monkeypatch):
+    """`rsi-master bench` (real backend) with its campaigns stood in for: `html: PATH` and one
+    `paired_NAME:` line per configuration paired with the reference, and the page's table."""
+    import rsi_master.bench._bench as real
+
+    scores = {"rsi-master": [0.2, 0.4, 0.3, 0.5], "no-expos": [0.1, 0.1, 0.2, 0.3], "serial": [0.2, 0.4, 0.3, 0.5]}
+    plan = [("arithmetic", 0), ("knowledge", 0), ("arithmetic", 1), ("knowledge", 1)]
+    monkeypatch.setattr(real, "calibrate", lambda *a, **k: {"step_s": 0.1, "overhead_s": 5.0})
+    monkeypatch.setattr(real, "run_campaign", lambda c, t, s, *a, **k: _result(c, t, s, scores[c][plan.index((t, s))]))
+    out = tmp_path / "bench"
+    argv = ["bench", "--configs", "rsi-master,no-expos,serial", "--tasks", "arithmetic,knowledge", "--seeds", "0,1"]
+    assert main([*argv, "--out", str(out), "--no-plot"]) == 0
+    lines = dict(line.split(": ", 1) for line in capsys.readouterr().out.split("\n---\n", 1)[1].splitlines())
+    assert lines["html"] == str(out / "bench.html")
+    assert "paired_rsi-master" not in lines  # the reference
+    assert lines["paired_no-expos"] == (
+        "diff -0.1750 vs rsi-master (95% CI -0.2500..-0.1000), p_perm 0.125, p_wilcoxon 0.125, pairs 4"
+    )
+    # The same scores: no difference, and no Wilcoxon test of all-zero differences.
+    assert (
+        lines["paired_serial"]
+        == "diff +0.0000 vs rsi-master (95% CI +0.0000..+0.0000), p_perm 1, p_wilcoxon n/a, pairs 4"
+    )
+    page = (out / "bench.html").read_text()
+    assert "<h1>RSI-Master bench</h1>" in page and "http" not in page.split("<script>", 1)[0].lower().replace(
+        "http-equiv", ""
+    )
+    rows = page.split("<tbody>", 1)[1].split("</tbody>", 1)[0].split("</tr>")[:-1]
+    assert [r.split("<td>", 2)[1].split("</td>")[0] for r in rows] == ["rsi-master", "no-expos", "serial"]
+    assert "reference" in rows[0] and "4 pairs" in rows[1] and "0.125 / 0.125" in rows[1]

@@ -8,9 +8,9 @@ when they train and evaluate, the plot imports matplotlib when it draws.
 
 from . import _mains, _pbt, _peers, _workers  # noqa: F401  (registers the bench's agents by name)
 from ._auditor import CampaignAudit, audit_campaign
-from ._bench import FULL, QUICK, check_settings, run_bench
+from ._bench import FULL, QUICK, check_settings, machine_budget, run_bench
 from ._campaign import CampaignResult, campaign_id, campaign_spec, run_campaign
-from ._configs import CONFIGS, Config, config_names
+from ._configs import CONFIGS, REFERENCE, Config, config_names
 from ._report import GRID, aggregate, markdown, plot
 from ._shortcuts import CATALOGUE, Shortcut, ShortcutTendency
 from ._simbench import SIM, SeedRange, check_sim_settings, run_sim_bench, sim_campaign_id
@@ -27,6 +27,7 @@ from ._stats import (
     late_gain,
     lock_in,
     normalised,
+    paired_scores,
     paired_test,
     plot_summaries,
     plot_timelines,
@@ -43,6 +44,7 @@ __all__ = [
     "GRID",
     "HELD_OUT_SEEDS",
     "QUICK",
+    "REFERENCE",
     "SIM",
     "CampaignAudit",
     "CampaignResult",
@@ -66,8 +68,10 @@ __all__ = [
     "landscape_seeds",
     "late_gain",
     "lock_in",
+    "machine_budget",
     "markdown",
     "normalised",
+    "paired_scores",
     "paired_test",
     "plot",
     "plot_summaries",

@@ -10,11 +10,18 @@ Campaigns run in seed-major order (`--jobs` of them at once, default one), so th
 interrupted bench has whole seeds of every configuration; a bench started again on the
 same output directory reuses finished campaigns and resumes an interrupted one. Figures
 go to `bench.json`, the table to `bench.md`, the plot to `bench.png`.
+
+A preset's budget is a floor: on a machine the calibration finds slower than the preset was
+sized on, each campaign gets the least budget the run's own check accepts with that
+measurement (`orchestra.min_budget_s`: one Worker's shortest trial and the time kept for the
+last comparison), rounded up to 5 s. A budget given with `--budget` is checked against the
+same model once, before any campaign, instead of failing in the first one.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,11 +30,11 @@ from typing import Any
 from ..errors import RsiMasterError
 from ..expos import check_run_inputs
 from ._campaign import CampaignResult, run_campaign
-from ._configs import CONFIGS, check_configs, check_seeds_and_slots
+from ._configs import CONFIGS, REFERENCE, check_configs, check_seeds_and_slots
 from ._report import aggregate, markdown, plot
 from ._shortcuts import ShortcutTendency
 
-__all__ = ["FULL", "QUICK", "calibrate", "check_settings", "run_bench"]
+__all__ = ["FULL", "QUICK", "calibrate", "check_settings", "machine_budget", "run_bench"]
 
 # The full table: every task, three seeds, 80-second campaigns one at a time, 20
 # evaluation items per split. 96 campaigns at about 110 s each (budget, harness, audit):
@@ -45,6 +52,8 @@ FULL: dict[str, Any] = {
 # about 15 minutes on a 2-core machine, where the CPU arithmetic allows no more (16
 # campaigns x (2 slots x 40 s + ~25 s of harness and audit) / 2 cores). Most Workers get
 # one short trial: it checks the machinery and the integrity figures, not the strategies.
+# On a slower machine (or one loaded by other work when the bench calibrates) 40 s is below
+# what the budget check accepts (62 s measured at load 7): `machine_budget` raises it there.
 QUICK: dict[str, Any] = {
     "tasks": ["knowledge"],
     "seeds": [0, 1],
@@ -70,6 +79,27 @@ def check_settings(
     check_seeds_and_slots(seeds, slots)
     check_run_inputs(eval_limit=eval_limit)
     return parse_budget(budget)
+
+
+def machine_budget(
+    tasks: list[str], timing: dict[str, float], given_s: float | None, preset_s: float
+) -> tuple[float, float]:
+    """(budget in seconds, the least the run's check accepts on this machine) for every task of
+    the bench, from the calibration's `timing` (the model `orchestra.check_budget` applies). A
+    preset's budget rises to that least, rounded up to 5 s; a given one below it is refused."""
+    from ..orchestra import min_budget_s
+    from ..tasks import get_task
+
+    least = max(min_budget_s(get_task(t), timing) for t in tasks)
+    if given_s is None:
+        return max(preset_s, 5.0 * math.ceil(least / 5.0)), least
+    if given_s < least:
+        raise RsiMasterError(
+            f"budget {given_s:g}s is too short on this machine (calibrated {timing.get('step_s', float('nan')):.2f} s "
+            f"per step, {timing.get('overhead_s', float('nan')):.1f} s per trial): give at least {math.ceil(least)}s, "
+            "or leave --budget out for the preset's, raised to that"
+        )
+    return given_s, least
 
 
 def calibrate(out: Path, task: str, eval_limit: int, key_dir: str | None) -> dict[str, float]:
@@ -135,6 +165,14 @@ def run_bench(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     say = progress or (lambda s: None)
+    t0 = time.time()
+    timing = calibrate(out, tasks[0], eval_limit, key_dir)
+    budget_s, least = machine_budget(tasks, timing, budget_s if budget is not None else None, base["budget_s"])
+    say(
+        f"[{time.time() - t0:6.0f}s] machine: {timing.get('step_s', float('nan')):.2f} s per step, "
+        f"{timing.get('overhead_s', float('nan')):.1f} s overhead per trial (timing prior of every campaign); "
+        f"budget {budget_s:g}s per campaign (at least {least:.0f}s here)"
+    )
     settings: dict[str, Any] = {
         "configs": configs,
         "tasks": tasks,
@@ -154,13 +192,7 @@ def run_bench(
         if same != {k: settings[k] for k in same}:
             raise RsiMasterError(f"{out} holds a bench with other settings ({same}); choose another --out")
     prev.write_text(json.dumps(settings, indent=1))
-    t0 = time.time()
-    timing = calibrate(out, tasks[0], eval_limit, key_dir)
     settings["timing_prior"] = timing
-    say(
-        f"[{time.time() - t0:6.0f}s] machine: {timing.get('step_s', float('nan')):.2f} s per step, "
-        f"{timing.get('overhead_s', float('nan')):.1f} s overhead per trial (timing prior of every campaign)"
-    )
     plan = [(name, task, seed) for seed in seeds for task in tasks for name in configs]
     kwargs: dict[str, Any] = {
         "slots": slots,
@@ -197,7 +229,7 @@ def run_bench(
                 done(fut.result())
     order = {key: i for i, key in enumerate(plan)}
     results.sort(key=lambda r: order[(r.config, r.task, r.seed)])
-    figures = aggregate(results, configs)
+    figures = aggregate(results, configs, REFERENCE if REFERENCE in configs else None)
     table = markdown(figures)
     report = {
         "version": 1,

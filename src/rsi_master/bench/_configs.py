@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["CONFIGS", "Config", "check_configs", "check_seeds_and_slots", "config_names"]
+__all__ = ["CONFIGS", "REFERENCE", "Config", "check_configs", "check_seeds_and_slots", "config_names"]
 
 WORKSPACE = "workspace"
+REFERENCE = "rsi-master"  # both benches pair every other configuration with this one
 
 
 @dataclass(frozen=True)

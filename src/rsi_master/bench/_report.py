@@ -1,16 +1,20 @@
 """Figures from campaign results: per configuration, mean and standard deviation over seeds
 of the per-task score, the macro average, hacking and interception rates, the gain in the
-last half of the budget and slot utilisation; a markdown table, JSON, and a PNG plot of
-the best-so-far `final` score against the budget."""
+last half of the budget and slot utilisation, and the paired test against the reference
+configuration (`bench._stats.paired_scores`, the simulated bench's own, on the reported score
+of each (task, seed) both ran); a markdown table, JSON, and a PNG plot of the best-so-far
+`final` score against the budget."""
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ._campaign import CampaignResult, _at
+from ._stats import paired_scores
 
 __all__ = ["GRID", "aggregate", "markdown", "plot"]
 
@@ -24,10 +28,15 @@ def _ms(values: Sequence[float | None]) -> dict[str, float | int | None]:
     return {"mean": statistics.fmean(v), "std": statistics.stdev(v) if len(v) > 1 else 0.0, "n": len(v)}
 
 
-def aggregate(results: list[CampaignResult], configs: list[str]) -> dict[str, Any]:
-    """Per configuration: figures over seeds (each seed's macro average over tasks first)."""
+def aggregate(results: list[CampaignResult], configs: list[str], reference: str | None = None) -> dict[str, Any]:
+    """Per configuration: figures over seeds (each seed's macro average over tasks first), and,
+    for every configuration but `reference`, its paired test against it (None without one)."""
     out: dict[str, Any] = {}
     tasks = sorted({r.task for r in results})
+    scores: dict[str, dict[tuple[str, int], float]] = {c: {} for c in configs}
+    for r in results:
+        if r.config in scores:
+            scores[r.config][(r.task, r.seed)] = r.score
     for name in configs:
         rs = [r for r in results if r.config == name]
         if not rs:
@@ -66,8 +75,17 @@ def aggregate(results: list[CampaignResult], configs: list[str]) -> dict[str, An
                 if curves
                 else [],
             },
+            "test": _test(scores, name, reference),
         }
     return out
+
+
+def _test(scores: dict[str, dict[tuple[str, int], float]], name: str, reference: str | None) -> Any:
+    """The paired test of `name` against `reference` as JSON (an undefined figure as null, so that
+    the file is strict JSON and reads back equal), None for the reference itself or without one."""
+    if reference is None or name == reference or not scores.get(reference):
+        return None
+    return json.loads(paired_scores(scores[name], scores[reference], name, reference).model_dump_json())
 
 
 def _f(m: dict[str, Any], pct: bool = False, digits: int = 3) -> str:

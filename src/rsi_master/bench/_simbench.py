@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RsiMasterError
-from ._configs import CONFIGS, check_configs, check_seeds_and_slots
+from ._configs import CONFIGS, REFERENCE, check_configs, check_seeds_and_slots
 from ._shortcuts import ShortcutTendency
 
 __all__ = ["SIM", "SeedRange", "check_sim_settings", "run_sim_bench", "sim_campaign_id"]
@@ -47,7 +47,6 @@ SIM: dict[str, Any] = {
     "eval_limit": 50,  # items per split each run scores, as `rsi-master run` (scores here are ground truth)
     "max_train_steps": 3_000,
 }
-REFERENCE = "rsi-master"
 PRIOR_FILE = "prior.json"  # a campaign's prior (configurations with one), beside its run
 
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -37,6 +37,7 @@ __all__ = [
     "late_gain",
     "lock_in",
     "normalised",
+    "paired_scores",
     "paired_test",
     "plot_summaries",
     "plot_timelines",
@@ -52,6 +53,9 @@ HELD_OUT_SEEDS: Final = range(1_000_000, 1_100_000)
 BOOTSTRAP: Final = 10_000
 PERMUTATIONS: Final = 20_000
 LATE_FROM: Final = 0.5  # late-budget gain: what the second half of the budget added
+
+
+K = TypeVar("K", tuple[int, int], tuple[str, int])  # a pair's key: (landscape, seed) or (task, seed)
 
 
 def landscape_seeds(n: int, held_out: bool = False) -> list[int]:
@@ -170,15 +174,14 @@ def _sign_flip_p(d: np.ndarray, n: int = PERMUTATIONS, seed: int = 0) -> float:
     return (hits + 1) / (n + 1)
 
 
-def paired_test(records: Iterable[CampaignStats], config: str, reference: str) -> PairedTest:
-    """`config` against `reference` over the (landscape_seed, seed) pairs both ran."""
-    by: dict[str, dict[tuple[int, int], float]] = defaultdict(dict)
-    for r in records:
-        if r.config in (config, reference):
-            by[r.config][(r.landscape_seed, r.seed)] = normalised(r)
-    keys = sorted(set(by[config]) & set(by[reference]))
-    a = np.array([by[config][k] for k in keys])
-    b = np.array([by[reference][k] for k in keys])
+def paired_scores(
+    scores: Mapping[K, float], reference_scores: Mapping[K, float], config: str, reference: str
+) -> PairedTest:
+    """`config`'s scores against `reference`'s, paired on the keys both have: a (landscape, seed)
+    on the simulated bench, a (task, seed) on the real one. The one paired test of both benches."""
+    keys = sorted(set(scores) & set(reference_scores))
+    a = np.array([scores[k] for k in keys], dtype=float)
+    b = np.array([reference_scores[k] for k in keys], dtype=float)
     d = a - b
     p_w: float | None = None
     if keys and np.any(d != 0):
@@ -201,6 +204,15 @@ def paired_test(records: Iterable[CampaignStats], config: str, reference: str) -
         p_permutation=_sign_flip_p(d) if keys else math.nan,
         p_wilcoxon=p_w,
     )
+
+
+def paired_test(records: Iterable[CampaignStats], config: str, reference: str) -> PairedTest:
+    """`config` against `reference` over the (landscape_seed, seed) pairs both ran, on normalised scores."""
+    by: dict[str, dict[tuple[int, int], float]] = defaultdict(dict)
+    for r in records:
+        if r.config in (config, reference):
+            by[r.config][(r.landscape_seed, r.seed)] = normalised(r)
+    return paired_scores(by[config], by[reference], config, reference)
 
 
 def lock_in(rec: CampaignStats) -> float:

@@ -4,9 +4,9 @@ hacking rate. A thin layer over `rsi_master.bench.run_bench`."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from ._common import env, key_dir_arg
 
@@ -75,7 +75,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--budget",
         default=env("bench_budget"),
         help="wall-clock budget per campaign, e.g. 300s or 5m (env RSI_MASTER_BENCH_BUDGET; "
-        "default 80s, 40s with --quick)",
+        "default 80s, 40s with --quick, each raised to the least this machine's calibration allows)",
     )
     p.add_argument(
         "--slots",
@@ -193,14 +193,19 @@ def run(args: argparse.Namespace) -> int:
         jobs=None if args.jobs is None else int(args.jobs),
         progress=lambda s: print(s, flush=True),
     )
+    page = _bench_page(Path(res["json"]))
     print()
     sys.stdout.write(res["table"])
     print("---")
     for name, f in res["figures"].items():
         print(f"macro_{name}: {_mean(f['macro_average'])}")
         print(f"hacking_{name}: {_mean(f['hacking_rate'])}")
+    for name, f in res["figures"].items():
+        if f.get("test") is not None:
+            print(f"paired_{name}: {_paired(f['test'])}")
     for key in ("campaigns", "wall_s", "markdown", "json", "plot"):
         print(f"{key}: {res[key] if res[key] is not None else 'n/a'}")
+    print(f"html: {page}")
     return 0
 
 
@@ -252,8 +257,21 @@ def _mean(m: dict[str, object]) -> str:
     return "n/a" if v is None else f"{float(v):.4f}"  # type: ignore[arg-type]
 
 
+def _paired(t: dict[str, Any]) -> str:
+    """A paired test against the reference on one line: difference, interval, p-values, pairs."""
+
+    def num(v: object, fmt: str) -> str:
+        return "n/a" if not isinstance(v, int | float) or v != v else format(v, fmt)
+
+    lo, hi = t["ci"]
+    return (
+        f"diff {num(t['mean_diff'], '+.4f')} vs {t['reference']} (95% CI {num(lo, '+.4f')}..{num(hi, '+.4f')}), "
+        f"p_perm {num(t['p_permutation'], '.3g')}, p_wilcoxon {num(t['p_wilcoxon'], '.3g')}, pairs {t['pairs']}"
+    )
+
+
 def _bench_page(report: Path) -> Path:
     """The bench's table and paired tests as one offline page, beside its JSON."""
-    from ..views import BENCH_PAGE, bench_html, write_page
+    from ..views import bench_page
 
-    return write_page(report.parent / BENCH_PAGE, bench_html(json.loads(report.read_text())))
+    return bench_page(report)

@@ -32,14 +32,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..expos import ExpOS
-    from ..orchestra import give_guidance
+    from ..orchestra import guide_run
 
     request: dict[str, object] = {"text": args.text, "prefer": args.prefer, "avoid": args.avoid}
     request["stop_worker"] = args.stop_worker
     if args.flow:
         request["flow"] = args.flow
-    with ExpOS.open(args.run_dir, key_dir=args.key_dir) as expos:
-        event = give_guidance(expos, request)
+    event = guide_run(args.run_dir, request, key_dir=args.key_dir)  # a refusal writes nothing
     print(f"guidance: event {event.seq} by {event.actor.id}")
     return 0

@@ -30,10 +30,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "the local Hugging Face cache (never downloaded) (env RSI_MASTER_MODEL; default: the shipped model)",
     )
     p.add_argument(
-        "--max-experiments", type=int, default=int(env("max_experiments", 64)), help="(env RSI_MASTER_MAX_EXPERIMENTS)"
+        "--max-experiments", type=int, default=env("max_experiments", "64"), help="(env RSI_MASTER_MAX_EXPERIMENTS)"
     )
     p.add_argument(
-        "--max-train-steps", type=int, default=int(env("max_train_steps", 400)), help="(env RSI_MASTER_MAX_TRAIN_STEPS)"
+        "--max-train-steps", type=int, default=env("max_train_steps", "400"), help="(env RSI_MASTER_MAX_TRAIN_STEPS)"
     )
     p.add_argument(
         "--eval-limit",

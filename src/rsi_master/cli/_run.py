@@ -104,10 +104,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--slots",
         type=int,
-        default=int(env("slots", 2)),
+        default=env("slots", "2"),
         help="parallel Worker/Reviewer processes (env RSI_MASTER_SLOTS; default 2)",
     )
-    p.add_argument("--seed", type=int, default=int(env("seed", 0)), help="seed of the policies (env RSI_MASTER_SEED)")
+    p.add_argument("--seed", type=int, default=env("seed", "0"), help="seed of the policies (env RSI_MASTER_SEED)")
     p.add_argument(
         "--dir",
         default=env("dir"),
@@ -117,13 +117,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--eval-limit",
         type=int,
-        default=int(env("eval_limit", 50)),
+        default=env("eval_limit", "50"),
         help="evaluation items per split the agents use, dev and review (env RSI_MASTER_EVAL_LIMIT; default 50)",
     )
     p.add_argument(
         "--final-limit",
         type=int,
-        default=int(env("final_limit", 0)),
+        default=env("final_limit", "0"),
         help="final items the harness scores the base and the returned checkpoint on, once each; 0 is "
         "the whole split (env RSI_MASTER_FINAL_LIMIT; default 0)",
     )
@@ -133,7 +133,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     hw.add_argument(
         "--gpus-per-slot",
         type=int,
-        default=int(env("gpus_per_slot", 0)),
+        default=env("gpus_per_slot", "0"),
         metavar="N",
         help="GPUs each slot process gets as its own CUDA_VISIBLE_DEVICES; slots x N must not exceed the GPUs "
         "nvidia-smi shows; with --executor ray, the GPUs each node's Ray task asks the cluster for "

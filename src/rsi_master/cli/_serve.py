@@ -20,7 +20,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("path", metavar="PATH", help="a run directory, or a directory of runs")
     p.add_argument("--host", default=env("serve_host", "127.0.0.1"), help="address (env RSI_MASTER_SERVE_HOST)")
     p.add_argument(
-        "--port", type=int, default=int(env("serve_port", 8765)), help="port (env RSI_MASTER_SERVE_PORT; default 8765)"
+        "--port", type=int, default=env("serve_port", "8765"), help="port (env RSI_MASTER_SERVE_PORT; default 8765)"
     )
     p.add_argument(
         "--token",

@@ -23,10 +23,18 @@ from ._directions import (
 from ._display import Display, PlainDisplay, RichDisplay, make_display
 from ._evidence import Evidence
 from ._graph import ORCHESTRA, Decision, Job, OrchestraPart, ResearchGraph, ReviewerNode, WorkerNode, load_graph
-from ._guidance import Guidance, GuidanceError, GuidancePart, give_guidance, operator_id
+from ._guidance import (
+    Guidance,
+    GuidanceError,
+    GuidancePart,
+    check_guidance,
+    give_guidance,
+    guide_run,
+    operator_id,
+)
 from ._harness import evaluate_final, final_scores, select
 from ._job import run_timing
-from ._main_budget import BudgetRule
+from ._main_budget import BudgetRule, min_budget_s
 from ._main_parts import Nomination, Verifier
 from ._main_policy import PolicyMain, expected_scores
 from ._main_verify import ClaimsNomination, ClaimsVerifier, MainPick, ReviewNomination, ReviewVerifier
@@ -102,6 +110,7 @@ __all__ = [
     "WorkerAgent",
     "WorkerNode",
     "agent_names",
+    "check_guidance",
     "check_prior",
     "default_budget",
     "default_directions",
@@ -112,10 +121,12 @@ __all__ = [
     "give_guidance",
     "grpo_batch_problem",
     "guard_policy_class",
+    "guide_run",
     "knob_ranges",
     "load_graph",
     "main_agent",
     "make_display",
+    "min_budget_s",
     "opening_batch",
     "operator_id",
     "order_bounds",

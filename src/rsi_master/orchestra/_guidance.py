@@ -1,11 +1,13 @@
 """A person's guidance to a running campaign: written by the operator's own code, folded for the
 scheduler and the Main.
 
-`give_guidance` is the one writer (the `rsi-master guide` command and the live view's form both
-call it): it opens nothing itself, checks the request against the run (a finished or stopped run,
-an unknown direction or Worker, a text over 4 kB are one-line refusals with nothing written) and
-records one `human.guidance` event as the `operator` role, the operating-system user as id, with a
+`give_guidance` is the one writer: it opens nothing itself, checks the request against the run (a
+finished or stopped run, an unknown direction or Worker, a text over 4 kB are one-line refusals with
+nothing written; `check_guidance`) and records one `human.guidance` event as the `operator` role, the operating-system user as id, with a
 capability of that role issued from the operator key directory (which only the operator holds).
+`guide_run` is what the `rsi-master guide` command and the live view's form call: it checks on a
+read-only session first, because opening a run for writing is itself a write (the key directory
+records where the run now lives, a lagging witness is moved on), and a refusal writes nothing.
 The payload has no field for the contract, the budget or a split, so guidance cannot move any of
 them. `GuidancePart` folds only events whose actor is the operator: an agent cannot write one
 through the door (no tool takes the operator role, and its capability names its own role).
@@ -15,17 +17,18 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import ValidationError
 
 from ..errors import RsiMasterError
 from ..events import HumanGuidance, payload_of
-from ..expos import NODE_ID, OPERATOR_ROLE, Caller, capability_id, register_part
+from ..expos import NODE_ID, OPERATOR_ROLE, Caller, ExpOS, capability_id, register_part
 from ._directions import Direction, default_directions
 
 if TYPE_CHECKING:
-    from ..expos import ExpOS, Projection
+    from ..expos import Projection
     from ..ledger import Event
     from ._protocols import MainContext
 
@@ -35,7 +38,9 @@ __all__ = [
     "GuidancePart",
     "GuidanceView",
     "answer_plainly",
+    "check_guidance",
     "give_guidance",
+    "guide_run",
     "guided_by",
     "names",
     "operator_id",
@@ -131,9 +136,9 @@ def operator_id() -> str:
     return name if NODE_ID.fullmatch(name) else f"uid-{os.geteuid()}"
 
 
-def give_guidance(expos: ExpOS, guidance: HumanGuidance | dict[str, object]) -> Event:
-    """Record guidance in a running campaign (`expos` opened writable by the operator), or raise
-    GuidanceError saying in one line why not, with nothing written."""
+def check_guidance(expos: ExpOS, guidance: HumanGuidance | dict[str, object]) -> HumanGuidance:
+    """The request as the event's payload, if the run takes it now (`expos` may be read-only), or
+    GuidanceError saying in one line why not."""
     from ._graph import load_graph
 
     if isinstance(guidance, dict):
@@ -170,9 +175,26 @@ def give_guidance(expos: ExpOS, guidance: HumanGuidance | dict[str, object]) -> 
             )
         if node.done:
             raise GuidanceError(f"guidance refused: Worker {w} has already finalized")
+    return guidance
+
+
+def give_guidance(expos: ExpOS, guidance: HumanGuidance | dict[str, object]) -> Event:
+    """Record guidance in a running campaign (`expos` opened writable by the operator), or raise
+    GuidanceError saying in one line why not, with nothing written."""
+    guidance = check_guidance(expos, guidance)
     user = operator_id()
     cap = capability_id(expos.issue(OPERATOR, user, ttl_s=60.0))
     return expos.record(Caller(OPERATOR, user, cap), guidance)
+
+
+def guide_run(run_dir: Path | str, guidance: HumanGuidance | dict[str, object], key_dir: str | None = None) -> Event:
+    """Check `guidance` against the run at `run_dir` on a read-only session, then record it: a
+    refused request (or a path that is no run) writes nothing, not even the key directory's note
+    of where the run lives."""
+    with ExpOS.open(run_dir, key_dir=key_dir, writable=False) as expos:
+        checked = check_guidance(expos, guidance)
+    with ExpOS.open(run_dir, key_dir=key_dir) as expos:
+        return give_guidance(expos, checked)  # checked again: the run may have finished since
 
 
 def answer_plainly(ctx: MainContext, g: Guidance, action: str = "continue", note: str = "", **detail: object) -> None:

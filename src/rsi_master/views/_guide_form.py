@@ -1,5 +1,5 @@
 """The live view's one write: the guidance form, which records a `human.guidance` event as
-`rsi-master guide` does (`orchestra.give_guidance`, as the OS user the server runs as).
+`rsi-master guide` does (`orchestra.guide_run`, as the OS user the server runs as).
 
 A page elsewhere cannot post it: every form carries a per-server secret that only a page served
 here can read (the same-origin policy), and a request whose Origin is not this server is refused,
@@ -17,8 +17,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
 from ..errors import RsiMasterError
-from ..expos import ExpOS
-from ..orchestra import give_guidance
+from ..orchestra import guide_run
 from ._html import esc
 
 __all__ = ["FORM_MAX", "guide_endpoint", "guide_form"]
@@ -60,8 +59,7 @@ def guide_endpoint(
         if path is None:
             return PlainTextResponse(f"no run {name!r} here\n", status_code=404)
         try:
-            with ExpOS.open(path, key_dir=key_dir) as expos:  # type: ignore[arg-type]
-                give_guidance(expos, request)
+            guide_run(path, request, key_dir=key_dir)  # type: ignore[arg-type]
         except RsiMasterError as exc:
             return PlainTextResponse(f"{exc}\n", status_code=400)
         return RedirectResponse("./", status_code=303)

@@ -45,7 +45,7 @@ from starlette.responses import (
 )
 from starlette.routing import Route
 
-from ..errors import RsiMasterError
+from ..errors import NotARunError, RsiMasterError
 from ..expos import ExpOS
 from ..rundir import VerifyMemo, is_run_dir, memo_for
 from ._collect import Checked, check_open
@@ -193,7 +193,10 @@ class LiveRuns:
         return is_run_dir(self.root)
 
     def names(self) -> dict[str, Path]:
-        return {p.name: p for p in run_dirs([str(self.root)])}
+        try:
+            return {p.name: p for p in run_dirs([str(self.root)])}
+        except NotARunError:  # no run here (yet, or any more): an empty list, not a server error
+            return {}
 
     def refresh(self, name: str) -> LiveRun | None:
         """The run's state after taking in its new events (None for a name that is no run here)."""
