@@ -6,7 +6,9 @@ appended since the last poll (never a replay), and the view's fold (`ViewFold`) 
 records those events touch. A page asks for what changed since the ledger size it has seen
 (`data.json?since=SIZE`) and gets those records and the small sections; the figures, which Plotly
 draws from the whole run, are built on a thread of their own on their own schedule (`_drawing`), so
-no figure ever delays the delta that carries a new node. Every session lives on one worker thread (SQLite connections stay on the thread that opened them); the server's event
+no figure ever delays the delta that carries a new node: the page draws that node in the DAG at
+once, provisionally (`_provisional`), until the DAG's next build lays it out. Every session lives
+on one worker thread (SQLite connections stay on the thread that opened them); the server's event
 loop only waits on it. Nothing the server keeps is needed across its restarts: a restarted
 server folds each ledger once and goes on, and the pages reconnect (their first look after it gets
 the whole payload).
@@ -53,6 +55,7 @@ from ._fold import ViewFold
 from ._guide_form import guide_endpoint, guide_form
 from ._model import RunView
 from ._overview import Entry, overview_html, run_dirs
+from ._provisional import PROVISIONAL_JS
 from ._report import dag_title, decision_row, report_html, report_payload, report_sections
 
 __all__ = ["GRACE_S", "LiveRuns", "is_loopback", "make_app", "make_server"]
@@ -288,7 +291,8 @@ def make_app(runs: LiveRuns, *, token: str | None, loopback: bool) -> Starlette:
         html = await runs.call(page, request.path_params["name"])
         if html is None:
             return PlainTextResponse(f"no readable run {request.path_params['name']!r} here\n", status_code=404)
-        return HTMLResponse(html.replace("</body>", guide_form(csrf) + "</body>", 1))
+        extra = guide_form(csrf) + f"<script>{PROVISIONAL_JS}</script>"
+        return HTMLResponse(html.replace("</body>", extra + "</body>", 1))
 
     async def data(request: Request) -> Response:
         try:
