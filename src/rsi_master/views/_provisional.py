@@ -5,8 +5,12 @@ events every few seconds. A node the page has (its list, its panel) that the fig
 not draw is added to that figure where the page is: a marker one layer after the latest node it
 links from (below that layer's last node), and its edges, all in one `Plotly.extendTraces` call
 (one redraw). The DAG's next build, laid out with every node, replaces the figure; a build made
-before a node came leaves it provisional again. The script wraps the report page's `apply` and
-`applyDelta` (`_report.PANEL_JS`), so the static report is unchanged."""
+before a node came leaves it provisional again.
+
+A delta's figures are drawn after its nodes, one figure per browser task: at 100k events a
+browser redraws the DAG or the lineage chart in a few hundred milliseconds, and a delta that
+waited on a whole batch of them would wait seconds. The script wraps the report page's `apply`
+and `applyDelta` (`_report.PANEL_JS`), so the static report is unchanged."""
 
 from __future__ import annotations
 
@@ -52,9 +56,17 @@ PROVISIONAL_JS = r"""
   Plotly.extendTraces(gd,add,order);
   return missing.length;
  }
+ // A delta's figures are drawn after its nodes, one per task (the DAG first, the newest build of
+ // each): a new node's delta waits on one figure's redraw at most, never on a batch of them.
+ const queued=new Map();let timer=null;
+ function drawNext(){timer=null;const id=queued.has('dag')?'dag':queued.keys().next().value;if(id===undefined)return;
+  const f=queued.get(id);queued.delete(id);drawFigures({[id]:f});if(id==='dag')provisional();
+  if(queued.size)timer=setTimeout(drawNext,0);}
  const apply0=apply,delta0=applyDelta;
- apply=function(P){apply0(P);provisional();};
- applyDelta=function(D){delta0(D);provisional();};
+ apply=function(P){queued.clear();apply0(P);provisional();};
+ applyDelta=function(D){delta0({...D,figures:null});provisional();
+  for(const [k,f] of Object.entries(D.figures||{}))queued.set(k,f);
+  if(queued.size&&timer===null)timer=setTimeout(drawNext,0);};
  provisional();
 })();
 """

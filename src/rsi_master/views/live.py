@@ -61,7 +61,7 @@ from ._report import dag_title, decision_row, report_html, report_payload, repor
 __all__ = ["GRACE_S", "LiveRuns", "is_loopback", "make_app", "make_server"]
 
 GRACE_S = 1  # seconds open pages' streams get to end when the server stops (they reconnect to the next)
-POLL_S = 0.5  # how often an open page's stream looks for new events
+POLL_S = 0.25  # how often an open page's stream looks for new events (a look with none: under 1 ms)
 CHECK_S = 60.0  # while a run grows, verify and the audit (each over the whole run) re-run at most this often
 HEARTBEAT_S = 15.0  # a comment line now and then keeps proxies from closing an idle stream
 COOKIE = "rsi_master_token"
