@@ -10,9 +10,6 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -22,37 +19,11 @@ from starlette.testclient import TestClient
 
 from rsi_master.cli._main import main
 from rsi_master.cli._serve import bind
-from rsi_master.events import WorkerAdd
 from rsi_master.expos import ExpOS
 from rsi_master.views.live import CHECK_S, LiveRuns, make_app, make_server
 
+from .conftest import MAIN, Served, add_worker
 from .test_browser import POINTS
-
-MAIN = {"role": "main", "id": "main"}
-
-
-def add_worker(expos: ExpOS, wid: str, predecessors: list[str]) -> None:
-    expos.record(
-        MAIN, WorkerAdd(worker_id=wid, task=f"try {wid}", direction={"family": "x"}, predecessors=predecessors)
-    )
-
-
-@dataclass
-class Served:
-    runs: Path
-    key_dir: Path
-    expos: ExpOS
-
-
-@pytest.fixture
-def growing(tmp_path) -> Iterator[Served]:
-    """A run being written: its contract and one Worker, the session left open to add more."""
-    runs, key_dir = tmp_path / "runs", tmp_path / "keys"
-    runs.mkdir()
-    expos = ExpOS.create(runs / "live", "arithmetic", eval_limit=3, key_dir=key_dir)
-    add_worker(expos, "w1", [])
-    yield Served(runs, key_dir, expos)
-    expos.close()
 
 
 class Server:
