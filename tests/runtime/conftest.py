@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -11,18 +10,6 @@ from tests.runtime.toytask import ToyTask
 
 TOY_SOURCE = Path(__file__).with_name("toytask.py")
 TOY_SPEC = "toytask:ToyTask"  # how the sealed evaluator finds the toy task inside its seal
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _seal_cache(tmp_path_factory):
-    # Sealed evaluator copies go to a per-session cache, not the user's ~/.cache.
-    old = os.environ.get("XDG_CACHE_HOME")
-    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
-    yield
-    if old is None:
-        os.environ.pop("XDG_CACHE_HOME", None)
-    else:
-        os.environ["XDG_CACHE_HOME"] = old
 
 
 @pytest.fixture(scope="session")
