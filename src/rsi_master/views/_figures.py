@@ -130,6 +130,7 @@ def _density(points: list[CurvePoint], div: float, unit: str, lineages: int) -> 
         showscale=False,
         name=f"{lineages} lineages (density)",
         showlegend=True,
+        hoverongaps=False,
         hovertemplate="%{z} experiments: dev ≈ %{y:.3f} at ≈ %{x:.2f} " + unit + "<extra></extra>",
     )
 
