@@ -7,7 +7,7 @@ records those events touch. A page asks for what changed since the ledger size i
 (`data.json?since=SIZE`) and gets those records and the small sections; the figures, which Plotly
 draws from the whole run, are built on a thread of their own on their own schedule (`_drawing`), so
 no figure ever delays the delta that carries a new node: the page draws that node in the DAG at
-once, provisionally (`_provisional`), until the DAG's next build lays it out. Every session lives
+once, provisionally (`_live_page`), until the DAG's next build lays it out. Every session lives
 on one worker thread (SQLite connections stay on the thread that opened them); the server's event
 loop only waits on it. Nothing the server keeps is needed across its restarts: a restarted
 server folds each ledger once and goes on, and the pages reconnect (their first look after it gets
@@ -21,10 +21,13 @@ POST, the guidance form (`_guide_form`)."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import hmac
 import ipaddress
 import json
 import secrets
+import socket
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -53,9 +56,9 @@ from ._collect import Checked, check_open
 from ._drawing import Drawing
 from ._fold import ViewFold
 from ._guide_form import guide_endpoint, guide_form
+from ._live_page import LIVE_PAGE_JS
 from ._model import RunView
 from ._overview import Entry, overview_html, run_dirs
-from ._provisional import PROVISIONAL_JS
 from ._report import dag_title, decision_row, report_html, report_payload, report_sections
 
 __all__ = ["GRACE_S", "LiveRuns", "is_loopback", "make_app", "make_server"]
@@ -63,6 +66,7 @@ __all__ = ["GRACE_S", "LiveRuns", "is_loopback", "make_app", "make_server"]
 GRACE_S = 1  # seconds open pages' streams get to end when the server stops (they reconnect to the next)
 POLL_S = 0.25  # how often an open page's stream looks for new events (a look with none: under 1 ms)
 CHECK_S = 60.0  # while a run grows, verify and the audit (each over the whole run) re-run at most this often
+SWITCH_S = 0.0005  # the GIL's switch interval while the server runs (Python's default: 5 ms); see make_server
 HEARTBEAT_S = 15.0  # a comment line now and then keeps proxies from closing an idle stream
 COOKIE = "rsi_master_token"
 T = TypeVar("T")
@@ -180,6 +184,7 @@ class LiveRuns:
                 live.memo = memo_for(path)
                 live.fold = ViewFold(live.expos)
             assert live.fold is not None
+            first = live.size < 0
             size = live.expos.projection().size
             if size != live.size:
                 # verify and the audit cost the whole run: made at the first look, when the run
@@ -194,6 +199,11 @@ class LiveRuns:
                         live.fold.update(live.check())
                 live.size, live.error = live.fold.size, None
             live.draw()
+            if first:
+                # A run's records live as long as the server: kept out of the collector's full
+                # passes, which at 100k events took 0.7 s of the event path now and then.
+                gc.collect()  # nothing unreachable is kept for good
+                gc.freeze()
         except RsiMasterError as exc:
             # A run replaced or rewritten under the session: read it afresh at the next look.
             if live.expos is not None:
@@ -229,9 +239,22 @@ class LiveRuns:
 
 def make_server(runs: LiveRuns, app: Starlette) -> uvicorn.Server:
     """A uvicorn server for `app` whose stop (a signal, or `should_exit`) first ends the open
-    streams, so that it does not wait on pages that never close theirs."""
+    streams, so that it does not wait on pages that never close theirs.
+
+    While it serves, the GIL's switch interval is SWITCH_S: a figure build holds the GIL for long
+    stretches, and the run's thread, which lets it go at every SQLite row it reads, waited up to
+    the default 5 ms to get it back each time (at 100k events a Worker's new events took up to a
+    second to fold beside a build)."""
 
     class Server(uvicorn.Server):
+        async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+            old = sys.getswitchinterval()
+            sys.setswitchinterval(SWITCH_S)
+            try:
+                await super().serve(sockets)
+            finally:
+                sys.setswitchinterval(old)
+
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:
             runs.stopping = True
             super().handle_exit(sig, frame)
@@ -291,7 +314,7 @@ def make_app(runs: LiveRuns, *, token: str | None, loopback: bool) -> Starlette:
         html = await runs.call(page, request.path_params["name"])
         if html is None:
             return PlainTextResponse(f"no readable run {request.path_params['name']!r} here\n", status_code=404)
-        extra = guide_form(csrf) + f"<script>{PROVISIONAL_JS}</script>"
+        extra = guide_form(csrf) + f"<script>{LIVE_PAGE_JS}</script>"
         return HTMLResponse(html.replace("</body>", extra + "</body>", 1))
 
     async def data(request: Request) -> Response:
