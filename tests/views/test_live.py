@@ -338,3 +338,27 @@ def test_the_live_page_puts_new_decisions_and_main_turns_in_place(growing, brows
         page.close()
     finally:
         server.stop()
+
+
+def test_the_overview_remakes_only_the_rows_of_runs_that_grew(growing):
+    from rsi_master.views import collect
+    from rsi_master.views._overview import RunRow
+
+    with ExpOS.create(growing.runs / "other", "arithmetic", eval_limit=3, key_dir=growing.key_dir) as other:
+        add_worker(other, "v1", [])
+    runs = LiveRuns(growing.runs, str(growing.key_dir))
+    try:
+        client = TestClient(make_app(runs, token=None, loopback=True), base_url="http://127.0.0.1:8765")
+        assert client.get("/").status_code == 200
+        made = lambda: {n: live.rows_made for n, live in runs.runs.items()}  # noqa: E731
+        assert made() == {"live": 1, "other": 1}
+        client.get("/")
+        assert made() == {"live": 1, "other": 1}  # nothing grew: both rows as kept
+        add_worker(growing.expos, "w2", ["w1"])
+        text = client.get("/").text
+        assert made() == {"live": 2, "other": 1}  # only the run that grew
+        assert '<td class="num">2</td>' in text.split("run/live/", 1)[1].split("</tr>", 1)[0]  # its 2 Workers
+        # The row made from the fold is the row read from the run from scratch.
+        assert runs.runs["live"].row() == RunRow.of(collect(growing.runs / "live", key_dir=str(growing.key_dir)))
+    finally:
+        runs.close()
