@@ -236,11 +236,17 @@ def test_a_new_event_is_folded_without_re_running_verify_and_the_audit(growing):
         assert [n["id"] for n in data["nodes"]] == ["w1", "w2"]
         assert live.checks == 1 and data["size"] == first + 1
         assert f"cover the first {first} of {first + 1} events" in data["sections"]["summary"]
-        live.checked_t -= CHECK_S  # a minute on: the next look re-runs them over the whole run
+        live.checked_t -= CHECK_S  # a minute on: they are due, at a look that finds no new event
         add_worker(growing.expos, "w3", ["w2"])
         data = client.get("/run/live/data.json").json()
+        assert live.checks == 1 and [n["id"] for n in data["nodes"]][-1] == "w3"  # the new node first
+        data = client.get("/run/live/data.json").json()  # nothing new: now verify and the audit re-run
         assert live.checks == 2 and live.checked.size == data["size"]
         assert "checked-at" not in data["sections"]["summary"]
+        live.checked_t -= 2 * CHECK_S  # twice overdue: re-run even at a look that finds a new event
+        add_worker(growing.expos, "w4", ["w3"])
+        data = client.get("/run/live/data.json").json()
+        assert live.checks == 3 and live.checked.size == data["size"]
     finally:
         runs.close()
 

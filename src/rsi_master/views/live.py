@@ -207,11 +207,13 @@ class LiveRuns:
             assert live.fold is not None
             first = live.size < 0
             size = live.expos.projection().size
+            due = live.checked is not None and time.monotonic() - live.checked_t >= CHECK_S
             if size != live.size:
-                # verify and the audit cost the whole run: made at the first look, when the run
-                # finishes, and at most every CHECK_S while it grows; a new event alone is folded.
+                # verify and the audit cost the whole run (seconds at 100k events): made at the first
+                # look, when the run finishes, and at most every CHECK_S while it grows, at a look
+                # that finds no new event (never delaying one that does) unless twice overdue.
                 checked = live.checked
-                if checked is None or time.monotonic() - live.checked_t >= CHECK_S:
+                if checked is None or time.monotonic() - live.checked_t >= 2 * CHECK_S:
                     checked = live.check()
                 live.fold.update(checked)
                 if live.fold.finished and not live.finish_checked:
@@ -219,6 +221,8 @@ class LiveRuns:
                     if checked.size < live.fold.size:
                         live.fold.update(live.check())
                 live.size, live.error = live.fold.size, None
+            elif due and live.checked is not None and live.checked.size < live.size:
+                live.fold.update(live.check())
             if draw:
                 live.draw()
             if first:
