@@ -235,8 +235,9 @@ def _sim_sources_digest() -> str:
 # divided by it: a Worker asks for at most 20,000 / 500 = 40 rows where a real one asks for up to
 # 20,000, and the landscape trains on the same number of examples (and repeats) either way. It
 # divides the default cap, so the capped dataset stands for exactly 20,000 examples. The rows
-# (generated, written, hashed, parsed and gated) cost CPU in proportion to their number: at 50
-# rows' worth, 400 rows a dataset, they were about a third of a campaign.
+# (generated, written, hashed, parsed and gated) cost CPU in proportion to their number, which is
+# why a row stands for so many: at 50 examples a row (400 rows a dataset) they take about a
+# third of a campaign.
 EXAMPLES_PER_ROW = 500
 
 

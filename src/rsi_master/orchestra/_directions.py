@@ -110,7 +110,7 @@ class Direction(BaseModel):
 
 
 # Generic defaults for a small model's SFT, not tuned per task. The measured landscape of the
-# built-in suite (docs/tasks.md) found small batches and more optimizer steps winning at fixed
+# built-in suite (docs/tasks.md) shows small batches and more optimizer steps winning at fixed
 # compute and scores still rising at 5 default experiments, so trials ask for 100-3,000 steps
 # at batch 2-8 and the Worker fits each one into its time left.
 #

@@ -160,8 +160,8 @@ class Ranking:
         ]
         # The first of the best (review score, then the lineage's outlook, then training behind
         # it). The outlook only breaks ties of review scores: measured evidence first. It
-        # matters at zero: a 5-minute run once continued a flat family's lineage (0 on review,
-        # 2,768 examples) over one whose curve was about to climb (0, 2,368 examples).
+        # matters at zero, where without it a short run can continue a flat family's lineage
+        # over one of equal training whose curve is about to climb.
         tie = tie_breaks(ctx, graph, trained, self.budget.worker_fraction * ctx.budget_s)
         return max(scoped, key=lambda c: (c[1], *tie(c[0], c[2].direction)), default=None)
 

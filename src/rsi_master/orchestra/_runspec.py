@@ -43,8 +43,8 @@ __all__ = [
 # `final` is scored by the harness only (the base and the selected checkpoint, once each):
 # the whole split (final_limit 0), so that final_score has the resolution of the landscape's
 # reference_score (200 items) instead of 2 points a sample.
-# An experiment may take 3,000 steps: the Workers train at batch 2 (6,000 examples, about
-# five minutes of one slot here), where 400 steps were 800 examples.
+# An experiment may take 3,000 steps, because the Workers train at batch 2 (6,000 examples,
+# about five minutes of one slot here) and the curves turn only after thousands of examples.
 DEFAULTS: dict[str, Any] = {
     "budget_s": 300.0,
     "slots": 2,
