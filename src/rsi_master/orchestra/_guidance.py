@@ -23,6 +23,7 @@ from ..errors import RsiMasterError
 from ..events import HumanGuidance, payload_of
 from ..expos import NODE_ID, OPERATOR_ROLE, Caller, capability_id, register_part
 from ._directions import Direction, default_directions
+from ._graph import load_graph
 
 if TYPE_CHECKING:
     from ..expos import ExpOS, Projection
@@ -134,7 +135,6 @@ def operator_id() -> str:
 def give_guidance(expos: ExpOS, guidance: HumanGuidance | dict[str, object]) -> Event:
     """Record guidance in a running campaign (`expos` opened writable by the operator), or raise
     GuidanceError saying in one line why not, with nothing written."""
-    from ._graph import load_graph
 
     if isinstance(guidance, dict):
         try:
