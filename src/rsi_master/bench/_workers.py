@@ -19,6 +19,7 @@ import zlib
 from collections import OrderedDict
 from typing import Any
 
+from ..events import OrchestraStart, typed
 from ..expos import ToolError
 from ..orchestra import (
     DEFAULT_TRAIN,
@@ -44,7 +45,6 @@ TRAIN_ATTEMPT_S = 30.0
 def settings_of(ctx: NodeContext) -> dict[str, Any]:
     """The campaign's agent settings, recorded with the run's start."""
     starts = ctx.expos.own_events("orchestra.start")
-    from ..events import OrchestraStart, typed
 
     return dict(typed(starts[0], OrchestraStart).payload.agent_settings or {}) if starts else {}
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..tasks import PUBLIC_SEAL_KEY
 from ._file import LandscapeError
 from ._label import CURVE_BATCH, CurveLabel
 from ._results import CurveRow, Row, append_row, read_rows, row_dict, write_rows
@@ -101,7 +102,6 @@ class Measurer:
     # -- primitives ----------------------------------------------------------------------------
     def evaluate(self, checkpoint: Path | str, task: str, split: str) -> Any:
         from ..runtime import evaluate
-        from ..tasks import PUBLIC_SEAL_KEY
 
         return evaluate(checkpoint, task, split, seal_key=PUBLIC_SEAL_KEY, max_samples=self.eval_limit)
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..landscape import expected_scores
+from ..landscape import expected_scores, load
 from . import _reports as reports
 from ._directions import Direction, default_directions, opening_curve, subset_direction
 from ._evidence import TRAINING_FRACTION, Evidence
@@ -214,7 +214,6 @@ def landscape_prior(task: str, landscape: Landscape | None = None) -> Callable[[
     on top of those examples; -1 without a curve (a mix, another method, an unmeasured
     family). `landscape` defaults to the file in force (`landscape.load()`); it is read once
     per call of this function, not once per candidate ranked."""
-    from ..landscape import load
 
     landscape = landscape if landscape is not None else load()
     curves = landscape.curves(task)
