@@ -339,12 +339,12 @@ def report_html(view: RunView, *, live: str | None = None, data: dict[str, objec
     page.add("<h2>Scores and budget</h2><div class='row'><div>" + _fig("best") + "</div><div>")
     page.add(_fig("lineages") + "</div></div><div class='row'><div>" + _fig("gantt") + "</div><div>")
     page.add(_fig("toolmix") + "</div></div>" + _sec("auditsec") + _fig("audit") + _sec("lineage"))
-    payload = data if data is not None else report_payload(view)
+    content = data if data is not None else report_payload(view)
     if live is None:  # a live page keeps its nodes plain: its deltas replace them one by one
-        nodes = payload["nodes"]
+        nodes = content["nodes"]
         assert isinstance(nodes, list)
-        payload = {**payload, "nodes": packed_nodes(nodes)}
-    page.data.append(json_block("payload", payload))
+        content = {**content, "nodes": packed_nodes(nodes)}
+    page.data.append(json_block("payload", content))
     page.scripts.append(DRAW_JS + UNPACK_JS + PANEL_JS)
     if live is not None:
         page.scripts.append(LIVE_JS.replace("EVENTS_URL", json.dumps(live)))
