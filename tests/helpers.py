@@ -61,12 +61,6 @@ def v1_run(tmp_path: Path) -> tuple[Path, Path]:
     return run_dir, key_dir
 
 
-# Test-size models of other architectures (shared with the task-directory end-to-end tests).
-from tests.hf_model import hf_cache_layout, tiny_hf_model  # noqa: E402
-
-__all__ = ["V1_RUN", "capability_file", "draft", "hf_cache_layout", "make_run", "tiny_hf_model", "v1_run"]
-
-
 def built_once(tmp_path_factory: Any, name: str, build: Callable[[Path], Path]) -> Path:
     """What `build(directory)` returns, built once per test run: pytest-xdist workers (each its
     own session) share one copy under the run's temporary root, the first to ask builds it while
@@ -83,3 +77,9 @@ def built_once(tmp_path_factory: Any, name: str, build: Callable[[Path], Path]) 
             out = build(Path(tempfile.mkdtemp(prefix=f"{name}-", dir=root)))
             done.write_text(str(out))
     return Path(done.read_text())
+
+
+# Test-size models of other architectures (shared with the task-directory end-to-end tests).
+from tests.hf_model import hf_cache_layout, tiny_hf_model  # noqa: E402
+
+__all__ = ["V1_RUN", "built_once", "capability_file", "draft", "hf_cache_layout", "make_run", "tiny_hf_model", "v1_run"]
