@@ -279,9 +279,20 @@ def test_resume_checks_the_recorded_llm_agents_keys_first(tmp_path, capsys):
         assert expos.run.ledger.size() == size  # nothing written
 
 
-def test_a_worker_whose_provider_keeps_failing_ends_and_the_run_goes_on(tmp_path):
+@pytest.mark.parametrize(
+    "world",
+    [
+        # The same agents, door and scheduler on the simulated backend: its clock is simulated.
+        {"backend": "sim", "landscape": 0, "budget": "1h"},
+        # The built-in task on a 90-s real-clock budget.
+        pytest.param({"task": "knowledge", "budget": 90}, marks=pytest.mark.slow, id="real"),
+    ],
+    ids=["sim", "real"],
+)
+def test_a_worker_whose_provider_keeps_failing_ends_and_the_run_goes_on(tmp_path, world):
     from rsi_master.agents import AgentsSetup, record_setup
     from rsi_master.orchestra import RunSpec, start_run
+    from rsi_master.sim import generate_landscape
 
     from .helpers import script_file
 
@@ -315,8 +326,7 @@ def test_a_worker_whose_provider_keeps_failing_ends_and_the_run_goes_on(tmp_path
     )
     summary = start_run(
         RunSpec(
-            task="knowledge",
-            budget=90,
+            **{k: generate_landscape(v) if k == "landscape" else v for k, v in world.items()},
             slots=1,
             eval_limit=5,
             run_dir=tmp_path / "run",
