@@ -54,3 +54,34 @@ def cluster(nodes: int = 2) -> Iterator[Any]:
     finally:
         ray.shutdown()
         c.shutdown()
+
+
+def lose_node(c: Any, node: Any) -> None:
+    """The machine of `node` is gone: its raylet and every process under it (the workers running
+    tasks) are SIGKILLed at once, then the node's other processes. Killing the raylet alone is
+    not a lost machine: its workers live on and return their results to the driver."""
+    import signal
+
+    raylet = node.all_processes["raylet"][0].process.pid
+    for pid in [raylet, *_descendants(raylet)]:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    c.remove_node(node, allow_graceful=False)
+
+
+def _descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
