@@ -19,7 +19,7 @@ Then, through a writable session:
 
 The updates that handed a figure build to the figure thread are counted and reported apart (they
 pay for the view it is drawn from); the builds themselves run beside the updates, on their own
-thread, as they do in the server. Timings on a shared machine are figures, not test assertions.
+thread, as they do in the server (whose GIL switch interval the benchmark sets too). Timings on a shared machine are figures, not test assertions.
 """
 
 from __future__ import annotations
@@ -76,7 +76,9 @@ def main() -> int:
     from rsi_master.expos import ExpOS
     from rsi_master.views._collect import collect_open
     from rsi_master.views._report import report_payload
-    from rsi_master.views.live import LiveRun, LiveRuns
+    from rsi_master.views.live import SWITCH_S, LiveRun, LiveRuns
+
+    sys.setswitchinterval(SWITCH_S)  # as the server sets it while it serves (`make_server`)
 
     root = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="bench-live-100k-"))
     try:

@@ -73,6 +73,7 @@ def main() -> int:
         url = f"http://127.0.0.1:{sock.getsockname()[1]}/run/run/"
         times: list[float] = []
         how: list[str] = []
+        checked: list[bool] = []  # whether a verify+audit pass (each minute while a run grows) ran meanwhile
         try:
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
@@ -92,12 +93,15 @@ def main() -> int:
                         time.sleep(args.gap)
                         drafts = campaign.worker()  # type: ignore[attr-defined]
                         wid = f"w{campaign.n_worker}"  # type: ignore[attr-defined]
+                        checks = runs.runs["run"].checks
                         t = time.perf_counter()
                         writer.run.record_many(drafts)
                         shown = page.wait_for_function(DRAWN, arg=wid, timeout=60_000, polling="raf")
                         times.append(time.perf_counter() - t)
                         how.append(str(shown.json_value()))
-                        print(f"  {wid} ({len(drafts)} events): drawn after {times[-1]:.2f} s ({how[-1]})")
+                        checked.append(runs.runs["run"].checks != checks)
+                        also = ", a verify+audit pass meanwhile" if checked[-1] else ""
+                        print(f"  {wid} ({len(drafts)} events): drawn after {times[-1]:.2f} s ({how[-1]}{also})")
                 browser.close()
         finally:
             server.should_exit = True
@@ -108,7 +112,8 @@ def main() -> int:
         load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
         print(
             f"a new Worker drawn in the DAG: median {statistics.median(times):.2f} s, max {max(times):.2f} s "
-            f"over {len(times)} ({how.count('provisional')} provisionally); load average {load}"
+            f"over {len(times)} ({how.count('provisional')} provisionally, {sum(checked)} beside a verify+audit "
+            f"pass); load average {load}"
         )
         print(f"page errors: {errors or 'none'}")
     finally:

@@ -5,6 +5,7 @@ until the DAG's next build lays it out."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 
 import pytest
@@ -108,4 +109,32 @@ def test_the_live_page_draws_a_new_node_at_once_until_the_dags_next_layout(growi
         page.close()
     finally:
         held.release.set()
+        server.stop()
+
+
+def test_the_live_page_redraws_a_figure_off_screen_only_once_it_scrolls_into_view(growing, browser):
+    server = Server(growing)
+    try:
+        loaded = load_url(browser, server.url + "run/live/")
+        page = loaded.page
+        page.set_viewport_size({"width": 1400, "height": 400})  # the charts under the DAG are off screen
+        page.evaluate(
+            "() => { window.drawn = []; const g = drawFigures; drawFigures = F => { drawn.push(...Object.keys(F)); g(F); }; }"
+        )
+        live = server.runs.runs["live"]
+        builds = live.drawing.builds
+        add_worker(growing.expos, "w2", ["w1"])
+        page.wait_for_function("() => drawn.includes('dag')", timeout=10_000)
+        # Every figure rebuilt since has reached the page (the stream says so at its next look).
+        deadline = time.monotonic() + 10
+        while (live.drawing.pending or live.drawing.builds < builds + len(FIGURES)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert live.drawing.builds == builds + len(FIGURES)
+        time.sleep(2.0)
+        assert "lineages" not in page.evaluate("() => drawn")
+        page.locator("#lineages").scroll_into_view_if_needed()
+        page.wait_for_function("() => drawn.includes('lineages')", timeout=5_000)
+        assert loaded.errors == []
+        page.close()
+    finally:
         server.stop()

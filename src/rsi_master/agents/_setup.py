@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import RsiMasterError
 from ..events import AgentsConfig, typed
+from ..orchestra import ORCHESTRA, agent_names, resolve_agent
 from ._config import AGENT_ROLES, LLM_AGENTS, LLMConfig, agent_name, check_llm, load_config_file, resolve_llm_config
 
 if TYPE_CHECKING:
@@ -94,7 +95,6 @@ def resolve_setup(
 
 
 def record_setup(expos: ExpOS, setup: AgentsSetup) -> None:
-    from ..orchestra import ORCHESTRA
 
     llm: dict[str, dict[str, Any]] = {}
     artifacts = []
@@ -142,7 +142,6 @@ def check_recorded(expos: ExpOS, environ: dict[str, str] | None = None) -> None:
 def _check_agent(role: str, name: str) -> None:
     """A registered agent's name or an importable `package.module:Class`, or a clear error now
     (the scheduler and the slot processes would otherwise fail mid-run)."""
-    from ..orchestra import agent_names, resolve_agent
 
     try:
         found = resolve_agent(role, name)

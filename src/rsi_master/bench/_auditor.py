@@ -23,6 +23,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from ..events import ExperimentFinish, HarnessFinal, HarnessSelect, OrchestraStart, SelectionRow, ToolCall, typed
+from ..expos import OVERRIDE_KEYS, TOOLS, parse_ts
+from ..orchestra import load_graph
+from ._workspace import workspace_dir, workspace_edits
 
 if TYPE_CHECKING:
     from ..expos import ExpOS
@@ -52,7 +55,6 @@ class CampaignAudit(BaseModel):
 
 def audit_campaign(run_dir: str | Path, *, key_dir: str | None = None) -> CampaignAudit:
     from ..expos import ExpOS, audit, load_state
-    from ..orchestra import load_graph
 
     with ExpOS.open(run_dir, key_dir=key_dir, writable=False) as expos:
         report = audit(expos)
@@ -112,7 +114,6 @@ def _door_violations(expos: ExpOS) -> list[str]:
     """Subcategory of each logged call that ExpOS's door would have refused: a role calling
     a protected tool it may not, an argument that overrides the evaluator, a foreign
     checkpoint, data from an undeclared source."""
-    from ..expos import OVERRIDE_KEYS, TOOLS
 
     out = []
     allowed_sources = set(expos.contract.allowed_generators) | set(expos.contract.allowed_teachers)
@@ -135,7 +136,6 @@ def _workspace_edits(expos: ExpOS) -> list[str]:
     starts = expos.own_events("orchestra.start")
     if not starts or not typed(starts[0], OrchestraStart).payload.environment:
         return []
-    from ._workspace import workspace_dir, workspace_edits
 
     return workspace_edits(workspace_dir(expos.run.path), expos)
 
@@ -144,7 +144,6 @@ def _curve(
     expos: ExpOS, st: Any, graph: Any, selection: HarnessSelect | None, hacked: set[str]
 ) -> list[tuple[float, float]]:
     """Best-so-far `final` score of the harness rule's pick against the budget spent."""
-    from ..expos import parse_ts
 
     finals = {f.subject: f for f in (typed(e, HarnessFinal).payload for e in expos.own_events("harness.final"))}
     if "base" not in finals or graph.settings is None or not graph.sessions:

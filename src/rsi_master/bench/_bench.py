@@ -12,10 +12,10 @@ same output directory reuses finished campaigns and resumes an interrupted one. 
 go to `bench.json`, the table to `bench.md`, the plot to `bench.png`.
 
 A preset's budget is a floor: on a machine the calibration finds slower than the preset was
-sized on, each campaign gets the least budget the run's own check accepts with that
-measurement (`orchestra.min_budget_s`: one Worker's shortest trial and the time kept for the
-last comparison), rounded up to 5 s. A budget given with `--budget` is checked against the
-same model once, before any campaign, instead of failing in the first one.
+sized on, each campaign gets `HEADROOM` times the least budget the run's own check accepts
+with that measurement (`orchestra.min_budget_s`: one Worker's shortest trial and the time
+kept for the last comparison), rounded up to 5 s. A budget given with `--budget` is checked
+against the same model once, before any campaign, instead of failing in the first one.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RsiMasterError
-from ..expos import check_run_inputs
+from ..expos import Caller, ExpOS, check_run_inputs
+from ..orchestra import parse_budget, run_timing
 from ._campaign import CampaignResult, run_campaign
 from ._configs import CONFIGS, REFERENCE, check_configs, check_seeds_and_slots
 from ._report import aggregate, markdown, plot
@@ -69,7 +70,6 @@ def check_settings(
     configs: list[str], tasks: list[str], seeds: list[int], budget: Any, slots: int, eval_limit: int
 ) -> float:
     """Refuse bad input with one clear line each; returns the budget in seconds."""
-    from ..orchestra import parse_budget
     from ..tasks import list_tasks
 
     check_configs(configs)
@@ -81,18 +81,26 @@ def check_settings(
     return parse_budget(budget)
 
 
+# The least budget the check accepts leaves a Worker no second to spare: the run's start and
+# the Main's first decision take some, and the Main prices trials from the run's own timing.
+# Measured (quick bench, load 8): at 65 s, 1.08 times the least, the policy Main opened no
+# Worker in any of its 12 campaigns (no work left at 1.3 s); the presets sit at 1.5 times it or more.
+HEADROOM = 1.5
+
+
 def machine_budget(
     tasks: list[str], timing: dict[str, float], given_s: float | None, preset_s: float
 ) -> tuple[float, float]:
     """(budget in seconds, the least the run's check accepts on this machine) for every task of
     the bench, from the calibration's `timing` (the model `orchestra.check_budget` applies). A
-    preset's budget rises to that least, rounded up to 5 s; a given one below it is refused."""
+    preset's budget rises to `HEADROOM` times that least, rounded up to 5 s; a given one below
+    the least is refused."""
     from ..orchestra import min_budget_s
     from ..tasks import get_task
 
     least = max(min_budget_s(get_task(t), timing) for t in tasks)
     if given_s is None:
-        return max(preset_s, 5.0 * math.ceil(least / 5.0)), least
+        return max(preset_s, 5.0 * math.ceil(HEADROOM * least / 5.0)), least
     if given_s < least:
         raise RsiMasterError(
             f"budget {given_s:g}s is too short on this machine (calibrated {timing.get('step_s', float('nan')):.2f} s "
@@ -105,8 +113,6 @@ def machine_budget(
 def calibrate(out: Path, task: str, eval_limit: int, key_dir: str | None) -> dict[str, float]:
     """Seconds per step and per trial overhead on this machine, measured once per bench
     directory (`calibration.json`) with a 10-step SFT experiment through ExpOS."""
-    from ..expos import Caller, ExpOS
-    from ..orchestra import run_timing
 
     path = out / "calibration.json"
     if path.is_file():

@@ -75,7 +75,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--budget",
         default=env("bench_budget"),
         help="wall-clock budget per campaign, e.g. 300s or 5m (env RSI_MASTER_BENCH_BUDGET; "
-        "default 80s, 40s with --quick, each raised to the least this machine's calibration allows)",
+        "default 80s, 40s with --quick, each raised where the calibration finds this machine slower; docs/bench.md)",
     )
     p.add_argument(
         "--slots",

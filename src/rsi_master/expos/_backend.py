@@ -15,6 +15,10 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from ..events import Simulation
+from ..tasks import SimTask
+from ._evaluation import adapter_base_of, measured_digest
+
 if TYPE_CHECKING:
     from ..events import Simulation
     from ..sim import SimLandscape
@@ -72,7 +76,6 @@ class RealBackend:
 
     def evaluate(self, expos: ExpOS, checkpoint: str, split: str, *, store: bool = True) -> Any:
         from ..runtime import evaluate
-        from ._evaluation import adapter_base_of
 
         c = expos.contract
         # A LoRA adapter is scored on the base it is bound to (checked against the store).
@@ -136,7 +139,6 @@ class SimBackend:
 
     def evaluate(self, expos: ExpOS, checkpoint: str, split: str, *, store: bool = True) -> Any:
         from ..runtime import EvaluatorDigestError, sim_evaluate
-        from ._evaluation import measured_digest
 
         c = expos.contract
         # The seal check of the real evaluator: the stored landscape and evaluator files must be
@@ -189,7 +191,6 @@ def landscape_task(landscape: SimLandscape, seal_key: SealKey | None = None) -> 
     """The landscape's task (public items without a `seal_key`): one instance per landscape and
     key in this process, so that every session of the run (each node's) shares it, and with it
     the contamination gate's index of its protected items."""
-    from ..tasks import SimTask
 
     key = (landscape.ident, seal_key)
     task = _SIM_TASKS.get(key)
@@ -235,8 +236,9 @@ def _sim_sources_digest() -> str:
 # divided by it: a Worker asks for at most 20,000 / 500 = 40 rows where a real one asks for up to
 # 20,000, and the landscape trains on the same number of examples (and repeats) either way. It
 # divides the default cap, so the capped dataset stands for exactly 20,000 examples. The rows
-# (generated, written, hashed, parsed and gated) cost CPU in proportion to their number: at 50
-# rows' worth, 400 rows a dataset, they were about a third of a campaign.
+# (generated, written, hashed, parsed and gated) cost CPU in proportion to their number, which is
+# why a row stands for so many: at 50 examples a row (400 rows a dataset) they take about a
+# third of a campaign.
 EXAMPLES_PER_ROW = 500
 
 
@@ -246,7 +248,6 @@ def freeze_simulation(run: Any, landscape: Any, clock_start: float) -> tuple[str
     contract's `Simulation`)."""
     import tempfile
 
-    from ..events import Simulation
     from ..runtime import write_sim_checkpoint
 
     text = landscape.model_dump_json()

@@ -24,8 +24,23 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import __version__
 from .._net import listen_tcp
 from ..errors import RsiMasterError
+from ..expos import (
+    TOOLS,
+    Budget,
+    Caller,
+    ExpOS,
+    GeneratorView,
+    ToolError,
+    capability_id,
+    door_call,
+    external_call,
+    generator_views,
+    peek_capability,
+    tools_for,
+)
 
 if TYPE_CHECKING:
     from ..expos import ExpOS
@@ -53,7 +68,6 @@ class ExposDoor:
         door: str | Path | None = None,
         key_dir: str | None = None,
     ) -> None:
-        from ..expos import Caller, ExpOS, GeneratorView, capability_id, generator_views, peek_capability
 
         if (run_dir is None) == (door is None):
             raise RsiMasterError("mcp: give the harness's door (--door SOCKET) or, as the operator, a run directory")
@@ -95,14 +109,12 @@ class ExposDoor:
         return await asyncio.wrap_future(self.submit(name, args))
 
     def _door_call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
-        from ..expos import door_call
 
         assert self.socket is not None, "a call through the door on a run opened here"
         return door_call(self.socket, self.capability, name, args)
 
     def _call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
         """The call's result as JSON data, or the ToolError the run answered."""
-        from ..expos import external_call
 
         if self.socket is not None:
             return self._door_call(name, args)
@@ -120,8 +132,6 @@ def _contract_from_view(view: dict[str, Any]) -> Any:
     """What the tool schemas read of a contract, from `contract.show` (the door's public view)."""
     from types import SimpleNamespace
 
-    from ..expos import Budget
-
     return SimpleNamespace(
         allowed_generators=list(view["allowed_generators"]),
         allowed_methods=list(view["allowed_methods"]),
@@ -138,8 +148,6 @@ def mcp_tools(door: ExposDoor) -> list[Any]:
     """The role's tools as MCP tools: underscore names, the registry's hints as
     annotations, input schemas tailored to the run's contract."""
     import mcp_types as types
-
-    from ..expos import tools_for
 
     return [
         types.Tool(
@@ -170,7 +178,6 @@ def _progress_token(ctx: Any) -> Any:
 async def _with_progress(ctx: Any, name: str, future: Future[Any], every: float) -> Any:
     """Await a call, sending progress notifications while it runs when the client asked
     for them (a progress token): elapsed seconds, growing with each notification."""
-    from ..expos import TOOLS
 
     waiting = asyncio.wrap_future(future)
     if _progress_token(ctx) is None:
@@ -200,9 +207,6 @@ async def _with_progress(ctx: Any, name: str, future: Future[Any], every: float)
 def build_server(door: ExposDoor, *, progress_every: float = 5.0) -> Any:
     import mcp_types as types
     from mcp.server import Server
-
-    from .. import __version__
-    from ..expos import ToolError
 
     tools = door.pool.submit(mcp_tools, door).result()
 

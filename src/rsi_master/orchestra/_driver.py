@@ -9,6 +9,7 @@ from .. import _clock
 from ._display import Display
 from ._executor import make_executor
 from ._graph import load_graph, parse_ts
+from ._scheduler import Scheduler
 
 if TYPE_CHECKING:
     from ..expos import ExpOS
@@ -43,7 +44,6 @@ def drive(
 
 
 def _drive_on(expos: ExpOS, display: Display, key_dir: str | None, *, resume: bool, executor: Any) -> dict[str, Any]:
-    from ._scheduler import Scheduler
 
     sched = Scheduler(expos, display, key_dir=key_dir, executor=executor)
     try:

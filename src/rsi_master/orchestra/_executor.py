@@ -27,7 +27,8 @@ from typing import Any
 
 from .. import _clock
 from ..errors import RsiMasterError
-from ..expos import SharedProjections
+from ..expos import ExpOS, SharedProjections
+from ._job import job_main, run_node
 from ._launch import NodeLaunch
 from ._protocols import BudgetEnd
 
@@ -69,7 +70,6 @@ class ProcessExecutor:
         self.ctx = mp.get_context("spawn")
 
     def start(self, launch: NodeLaunch) -> _ProcHandle:
-        from ._job import job_main
 
         a = launch
         proc = self.ctx.Process(
@@ -283,8 +283,6 @@ class InlineExecutor:
 
 
 def _run_inline(launch: NodeLaunch, projections: SharedProjections) -> None:
-    from ..expos import ExpOS
-    from ._job import run_node
 
     with ExpOS.open(launch.run_dir, key_dir=launch.key_dir, projections=projections) as opened:
         run_node(opened, launch.kind, launch.node, launch.deadline, launch.seed, launch.reviewer, launch.capability)

@@ -25,8 +25,11 @@ from typing import Any
 
 from .. import _clock
 from ..errors import RsiMasterError
+from ..expos import ExpOS
 from ..ledger import KeyDir
+from ._job import run_node
 from ._launch import NodeLaunch
+from ._protocols import BudgetEnd
 
 __all__ = ["RAY_QUIET_ENV", "RayExecutor", "connect", "ray_node"]
 
@@ -65,9 +68,6 @@ def connect(address: str | None, *, num_cpus: int | None = None) -> bool:
 def ray_node(launch: NodeLaunch, clock: _clock.ScaledClock | None = None) -> int:
     """The body of a node's Ray task: open the run, run the node on the driver's clock (real, or
     the scaled one of a simulated run), return 0 (an exception is the task's failure)."""
-    from ..expos import ExpOS
-    from ._job import run_node
-    from ._protocols import BudgetEnd
 
     def _stop(signum: int, frame: Any) -> None:
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # once: a second cancel ends the task

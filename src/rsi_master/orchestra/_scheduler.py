@@ -33,6 +33,7 @@ from ..events import (
 from ..expos import State
 from ._display import Display
 from ._executor import NodeLaunch, ProcessExecutor
+from ._gpus import assign_devices, slot_environment
 from ._graph import ORCHESTRA, OrchestraPart, load_graph, parse_ts, snapshot
 from ._guidance import Guidance, GuidancePart, answer_plainly
 from ._protocols import MAINS, MainContext, resolve
@@ -84,7 +85,6 @@ class Scheduler:
         from . import _main_policy  # noqa: F401  (registration)
 
         self.main = resolve(MAINS, self.cfg.main)()
-        from ._gpus import assign_devices
 
         if self.executor is None:
             self.executor = ProcessExecutor()
@@ -301,7 +301,6 @@ class Scheduler:
             self.slots,
             token,
         )
-        from ._gpus import slot_environment
 
         # A slot process inherits the environment it starts in, hence its devices.
         with slot_environment(self.devices[slot] if self.devices else None):

@@ -8,8 +8,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..events import AgentError, OrchestraFinish, ToolFailed, ToolInvalid, typed
+from ..expos import prune_checkpoints
+from ..landscape import load
 from ..tasks import model_output_boundary
 from ._graph import ORCHESTRA, load_graph
+from ._harness import HARNESS, final_scores, select
+from ._metrics import run_metrics
 
 if TYPE_CHECKING:
     from ..expos import ExpOS
@@ -21,8 +25,6 @@ def close_run(expos: ExpOS, sched: Any) -> dict[str, Any]:
     """The harness's close of a driven run: selection, `final` scoring, audit, keep policy, and
     the summary stored in the run and recorded (`orchestra.finish`)."""
     from ..expos import audit, boundary_statement, load_state
-    from ._harness import final_scores, select
-    from ._metrics import run_metrics
 
     selection = select(expos)
     scores = final_scores(expos, selection)
@@ -132,8 +134,6 @@ def _why_none(selection: dict[str, Any], st: Any, graph: Any, failure: str | Non
 def _prune(expos: ExpOS, policy: str) -> int:
     """Apply the keep policy once (a resumed close finds the earlier record); checkpoints pruned."""
     from ..events import ArtifactPrune, typed
-    from ..expos import prune_checkpoints
-    from ._harness import HARNESS
 
     done = expos.own_events("artifact.prune")
     if done:
@@ -152,7 +152,6 @@ def _count(items: Any) -> dict[str, int]:
 def _reference_score(task: str) -> float | None:
     """The reference recipe's `final` score as measured by the landscape study (on the whole
     split, whereas a run scores the first `eval_limit` items), once it recorded one."""
-    from ..landscape import load
 
     t = load().tasks.get(task)
     ref = t.reference if t is not None else None

@@ -6,7 +6,7 @@ its last build's duration, and never on the run's own thread: that thread assemb
 figures are drawn from (tens of milliseconds at 100k events: a snapshot, made of records the fold
 replaces and never changes), hands it to the figure thread, and takes the built figures in at a
 later look. A look that carries a new node therefore never waits on a figure; the live page draws
-the node at once, provisionally (`_provisional`), until the next build of the DAG lays it out.
+the node at once, provisionally (`_live_page`), until the next build of the DAG lays it out.
 
 A figure's first build (a page's first look needs every figure) is made on the run's thread."""
 

@@ -56,7 +56,7 @@ def best_figure(view: RunView) -> go.Figure:
 
 # Lineages drawn as traces of their own; the rest share one grey trace (every point kept, each
 # with its experiment on hover). A browser draws thousands of traces slowly: a 100k-event campaign
-# has about 7,000 lineages, and one trace each took its report 46 s to render. Past
+# has about 7,000 lineages, and one trace each makes its report take about 46 s to render. Past
 # `LINEAGE_DENSITY` lineages the rest are a density instead (experiments per cell of budget and
 # score), and the title says how many lineages it holds: each experiment's score is in its node's panel.
 LINEAGE_TRACES = 30

@@ -7,7 +7,7 @@ records those events touch. A page asks for what changed since the ledger size i
 (`data.json?since=SIZE`) and gets those records and the small sections; the figures, which Plotly
 draws from the whole run, are built on a thread of their own on their own schedule (`_drawing`), so
 no figure ever delays the delta that carries a new node: the page draws that node in the DAG at
-once, provisionally (`_provisional`), until the DAG's next build lays it out. Every session lives
+once, provisionally (`_live_page`), until the DAG's next build lays it out. Every session lives
 on one worker thread (SQLite connections stay on the thread that opened them); the server's event
 loop only waits on it. Nothing the server keeps is needed across its restarts: a restarted
 server folds each ledger once and goes on, and the pages reconnect (their first look after it gets
@@ -21,11 +21,15 @@ POST, the guidance form (`_guide_form`)."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import hmac
 import ipaddress
 import json
 import secrets
+import socket
+import sys
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -53,9 +57,9 @@ from ._collect import Checked, check_open
 from ._drawing import Drawing
 from ._fold import ViewFold
 from ._guide_form import guide_endpoint, guide_form
+from ._live_page import LIVE_PAGE_JS
 from ._model import RunView
-from ._overview import Entry, overview_html, run_dirs
-from ._provisional import PROVISIONAL_JS
+from ._overview import Entry, RunRow, overview_html, run_dirs
 from ._report import dag_title, decision_row, report_html, report_payload, report_sections
 
 __all__ = ["GRACE_S", "LiveRuns", "is_loopback", "make_app", "make_server"]
@@ -63,6 +67,7 @@ __all__ = ["GRACE_S", "LiveRuns", "is_loopback", "make_app", "make_server"]
 GRACE_S = 1  # seconds open pages' streams get to end when the server stops (they reconnect to the next)
 POLL_S = 0.25  # how often an open page's stream looks for new events (a look with none: under 1 ms)
 CHECK_S = 60.0  # while a run grows, verify and the audit (each over the whole run) re-run at most this often
+SWITCH_S = 0.0005  # the GIL's switch interval while the server runs (Python's default: 5 ms); see make_server
 HEARTBEAT_S = 15.0  # a comment line now and then keeps proxies from closing an idle stream
 COOKIE = "rsi_master_token"
 T = TypeVar("T")
@@ -93,6 +98,8 @@ class LiveRun:
     checked_t: float = 0.0
     checks: int = 0  # verify+audit passes made, for the tests that hold them to their schedule
     finish_checked: bool = False  # whether a pass was made once the run had finished
+    kept_row: tuple[int, RunRow] | None = None  # the overview's row of the run, and the size it was made at
+    rows_made: int = 0  # for the test that holds the overview to remaking only the rows of runs that grew
 
     def check(self) -> Checked:
         assert self.expos is not None and self.memo is not None
@@ -102,6 +109,23 @@ class LiveRun:
 
     def view(self) -> RunView | None:
         return self.fold.view() if self.fold is not None and self.fold.checked is not None else None
+
+    def row(self) -> RunRow | None:
+        """The overview's row of the run, made again only once its ledger has grown (from the
+        fold's records and counts: never the whole view)."""
+        fold = self.fold
+        if fold is None or fold.checked is None:
+            return None
+        if self.kept_row is None or self.kept_row[0] != self.size:
+            workers, reviewers, edges = fold.counts()
+            row = RunRow.of(
+                fold.view(records=False),
+                sizes=(workers, reviewers, edges, len(fold.experiments)),
+                actions=Counter(d.action for d in fold.decisions.values()),
+                best=fold.curves.best_curves(),
+            )
+            self.kept_row, self.rows_made = (self.size, row), self.rows_made + 1
+        return self.kept_row[1]
 
     def draw(self) -> None:
         """Take in the figures built since the last look and start the builds now due."""
@@ -169,8 +193,9 @@ class LiveRuns:
         except NotARunError:  # no run here (yet, or any more): an empty list, not a server error
             return {}
 
-    def refresh(self, name: str) -> LiveRun | None:
-        """The run's state after taking in its new events (None for a name that is no run here)."""
+    def refresh(self, name: str, *, draw: bool = True) -> LiveRun | None:
+        """The run's state after taking in its new events (None for a name that is no run here);
+        without `draw`, for the overview, its figures are left as they are."""
         path = self.names().get(name)
         if path is None:
             return None
@@ -183,12 +208,15 @@ class LiveRuns:
                 live.memo = memo_for(path)
                 live.fold = ViewFold(live.expos)
             assert live.fold is not None
+            first = live.size < 0
             size = live.expos.projection().size
+            due = live.checked is not None and time.monotonic() - live.checked_t >= CHECK_S
             if size != live.size:
-                # verify and the audit cost the whole run: made at the first look, when the run
-                # finishes, and at most every CHECK_S while it grows; a new event alone is folded.
+                # verify and the audit cost the whole run (seconds at 100k events): made at the first
+                # look, when the run finishes, and at most every CHECK_S while it grows, at a look
+                # that finds no new event (never delaying one that does) unless twice overdue.
                 checked = live.checked
-                if checked is None or time.monotonic() - live.checked_t >= CHECK_S:
+                if checked is None or time.monotonic() - live.checked_t >= 2 * CHECK_S:
                     checked = live.check()
                 live.fold.update(checked)
                 if live.fold.finished and not live.finish_checked:
@@ -196,7 +224,15 @@ class LiveRuns:
                     if checked.size < live.fold.size:
                         live.fold.update(live.check())
                 live.size, live.error = live.fold.size, None
-            live.draw()
+            elif due and live.checked is not None and live.checked.size < live.size:
+                live.fold.update(live.check())
+            if draw:
+                live.draw()
+            if first:
+                # A run's records live as long as the server: kept out of the collector's full
+                # passes, which at 100k events took 0.7 s of the event path now and then.
+                gc.collect()  # nothing unreachable is kept for good
+                gc.freeze()
         except RsiMasterError as exc:
             # A run replaced or rewritten under the session: read it afresh at the next look.
             if live.expos is not None:
@@ -209,9 +245,9 @@ class LiveRuns:
     def entries(self) -> list[Entry]:
         out = []
         for name, path in self.names().items():
-            live = self.refresh(name)
-            view = live.view() if live is not None else None
-            out.append(Entry(path, view, live.error if live is not None and view is None else None))
+            live = self.refresh(name, draw=False)
+            row = live.row() if live is not None else None
+            out.append(Entry(path, row, live.error if live is not None and row is None else None))
         return out
 
     def close(self) -> None:
@@ -232,9 +268,22 @@ class LiveRuns:
 
 def make_server(runs: LiveRuns, app: Starlette) -> uvicorn.Server:
     """A uvicorn server for `app` whose stop (a signal, or `should_exit`) first ends the open
-    streams, so that it does not wait on pages that never close theirs."""
+    streams, so that it does not wait on pages that never close theirs.
+
+    While it serves, the GIL's switch interval is SWITCH_S: a figure build holds the GIL for long
+    stretches, and the run's thread, which lets it go at every SQLite row it reads, waited up to
+    the default 5 ms to get it back each time (at 100k events a Worker's new events took up to a
+    second to fold beside a build)."""
 
     class Server(uvicorn.Server):
+        async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+            old = sys.getswitchinterval()
+            sys.setswitchinterval(SWITCH_S)
+            try:
+                await super().serve(sockets)
+            finally:
+                sys.setswitchinterval(old)
+
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:
             runs.stopping = True
             super().handle_exit(sig, frame)
@@ -294,7 +343,7 @@ def make_app(runs: LiveRuns, *, token: str | None, loopback: bool) -> Starlette:
         html = await runs.call(page, request.path_params["name"])
         if html is None:
             return PlainTextResponse(f"no readable run {request.path_params['name']!r} here\n", status_code=404)
-        extra = guide_form(csrf) + f"<script>{PROVISIONAL_JS}</script>"
+        extra = guide_form(csrf) + f"<script>{LIVE_PAGE_JS}</script>"
         return HTMLResponse(html.replace("</body>", extra + "</body>", 1))
 
     async def data(request: Request) -> Response:

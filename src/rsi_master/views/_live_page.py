@@ -1,4 +1,5 @@
-"""A live page's new node drawn in the research DAG at once, before the DAG's next build.
+"""The live page's own script: a new node drawn in the research DAG at once, before the DAG's next
+build, and the figures redrawn after the nodes, each when it is on screen.
 
 The server builds the DAG's figure on its own schedule, off the event path (`_drawing`): at 100k
 events every few seconds. A node the page has (its list, its panel) that the figure it holds does
@@ -7,17 +8,18 @@ links from (below that layer's last node), and its edges, all in one `Plotly.ext
 (one redraw). The DAG's next build, laid out with every node, replaces the figure; a build made
 before a node came leaves it provisional again.
 
-A delta's figures are drawn after its nodes, one figure per browser task: at 100k events a
-browser redraws the DAG or the lineage chart in a few hundred milliseconds, and a delta that
-waited on a whole batch of them would wait seconds. The script wraps the report page's `apply`
+A delta's figures are drawn after its nodes, one figure per browser task, and a figure off screen
+only when it scrolls into view (its newest build): at 100k events a browser redraws the DAG or the
+lineage chart in a few hundred milliseconds each, and a delta that waited on a batch of them would
+wait seconds. The script wraps the report page's `apply`
 and `applyDelta` (`_report.PANEL_JS`), so the static report is unchanged."""
 
 from __future__ import annotations
 
-__all__ = ["PROVISIONAL_JS"]
+__all__ = ["LIVE_PAGE_JS"]
 
 # Node ids and tasks are model output: escaped as `_dag` escapes them (Plotly reads a few tags).
-PROVISIONAL_JS = r"""
+LIVE_PAGE_JS = r"""
 (function(){
  const esc=s=>String(s).replace(/&/g,'&amp;').replace(/</g,'&lt;').replace(/>/g,'&gt;').replace(/"/g,'&quot;').replace(/'/g,'&#x27;');
  const lo=a=>a.reduce((m,v)=>v<m?v:m,Infinity),hi=a=>a.reduce((m,v)=>v>m?v:m,-Infinity);
@@ -56,17 +58,20 @@ PROVISIONAL_JS = r"""
   Plotly.extendTraces(gd,add,order);
   return missing.length;
  }
- // A delta's figures are drawn after its nodes, one per task (the DAG first, the newest build of
- // each): a new node's delta waits on one figure's redraw at most, never on a batch of them.
- const queued=new Map();let timer=null;
- function drawNext(){timer=null;const id=queued.has('dag')?'dag':queued.keys().next().value;if(id===undefined)return;
-  const f=queued.get(id);queued.delete(id);drawFigures({[id]:f});if(id==='dag')provisional();
-  if(queued.size)timer=setTimeout(drawNext,0);}
+ // A delta's figures are drawn after its nodes, one per task, the newest build of each: the DAG
+ // first, then each other figure once it is on screen (or near it), as it scrolls into view.
+ const queued=new Map(),near=new Set();let timer=null;
+ const ready=()=>[...queued.keys()].find(k=>k==='dag'||near.has(k));
+ const soon=()=>{if(timer===null&&ready()!==undefined)timer=setTimeout(drawNext,0);};
+ function drawNext(){timer=null;const id=queued.has('dag')?'dag':ready();if(id===undefined)return;
+  const f=queued.get(id);queued.delete(id);drawFigures({[id]:f});if(id==='dag')provisional();soon();}
+ const io=new IntersectionObserver(es=>{for(const e of es)e.isIntersecting?near.add(e.target.id):near.delete(e.target.id);soon();},
+  {rootMargin:'300px'});
+ for(const d of document.querySelectorAll('.fig'))io.observe(d);
  const apply0=apply,delta0=applyDelta;
  apply=function(P){queued.clear();apply0(P);provisional();};
  applyDelta=function(D){delta0({...D,figures:null});provisional();
-  for(const [k,f] of Object.entries(D.figures||{}))queued.set(k,f);
-  if(queued.size&&timer===null)timer=setTimeout(drawNext,0);};
+  for(const [k,f] of Object.entries(D.figures||{}))queued.set(k,f);soon();};
  provisional();
 })();
 """
