@@ -79,8 +79,10 @@ def test_a_lost_node_is_the_jobs_failure_and_the_campaign_goes_on(tmp_path, clus
                 while not load_graph_jobs(tmp_path):
                     time.sleep(0.1)
                 time.sleep(6.0)  # the task has started on the doomed node (it sleeps 15 s there)
+                # Later tasks run on the nodes that are left: cleared first, so the relaunch that
+                # follows the loss never asks for the lost node's resource (it would wait forever).
+                executor.resources = {}
                 cluster.remove_node(doomed)
-                executor.resources = {}  # later tasks run on the nodes that are left
 
             killer = threading.Thread(target=lose_the_node, daemon=True)
             killer.start()

@@ -121,6 +121,7 @@ def _drive_new(run: ResolvedRun, display: Display) -> dict[str, Any]:
             resume=False,
             executor=run.spec.executor,
             ray_address=run.spec.ray_address,
+            sim_speed=run.spec.sim_speed,
         )
     finally:
         expos.close()
@@ -133,9 +134,10 @@ def resume_run(
     display: Display | None = None,
     executor: str | None = None,
     ray_address: str | None = None,
+    sim_speed: float | None = None,
 ) -> dict[str, Any]:
 
-    check_executor(executor, ray_address)
+    check_executor(executor, ray_address, sim_speed)
     path = Path(run_dir)
     if not is_run_dir(path):
         raise RsiMasterError(f"{path} is not a run directory (no ledger.db or ledger.pg)")
@@ -156,6 +158,8 @@ def resume_run(
                 f"{path} already finished (event {graph.finished.seq}); nothing to resume. "
                 f"`rsi-master audit {path}` and `rsi-master verify {path}` read it"
             )
+        if sim_speed is not None and expos.backend.name != "sim":
+            raise RsiMasterError("--sim-speed is for a simulated run (--backend sim) on --executor ray")
         from ._protocols import environment as _environment
 
         return drive(
@@ -165,6 +169,7 @@ def resume_run(
             resume=True,
             executor=executor,
             ray_address=ray_address,
+            sim_speed=sim_speed,
         )
     finally:
         expos.close()

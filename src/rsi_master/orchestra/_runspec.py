@@ -117,6 +117,7 @@ class RunSpec:
     prior: str | Path | Landscape | None = None
     executor: str | None = None
     ray_address: str | None = None
+    sim_speed: float | None = None  # a simulated run on Ray: simulated seconds per real second
 
 
 @dataclass(frozen=True)
@@ -241,7 +242,9 @@ def resolve_spec(spec: RunSpec) -> ResolvedRun:
     check_run_inputs(eval_limit=spec.eval_limit, final_limit=spec.final_limit)
     if spec.keep not in KEEP_POLICIES:
         raise RsiMasterError(f"unknown --keep policy {spec.keep!r}; known: {', '.join(KEEP_POLICIES)}")
-    check_executor(spec.executor, spec.ray_address)
+    check_executor(spec.executor, spec.ray_address, spec.sim_speed)
+    if spec.sim_speed is not None and spec.landscape is None:
+        raise RsiMasterError("--sim-speed is for a simulated run (--backend sim) on --executor ray")
     if spec.executor != "ray":  # Ray places GPUs on the cluster's machines, not on this one
         assign_devices(spec.slots, spec.gpus_per_slot)  # too few GPUs fails before anything is written
     eval_be = None
