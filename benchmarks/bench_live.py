@@ -6,7 +6,7 @@ Runs a simulated campaign (`--backend sim`, the clock simulated), opens it as `r
 does (`LiveRuns`), takes the first look, then appends one Worker at a time through a writable
 session and times the look that follows each (what a page's stream costs per new event): the
 projection and the view's fold take in the new event, verify and the audit are not re-run
-(`LiveRun.checks` stays 1), and each figure is rebuilt when its schedule allows. For a long run,
+(`LiveRun.checks` stays 1), and each figure due is handed to the figure thread. For a long run,
 see `bench_live_100k.py`. Prints the ledger size, the first look and the mean and max
 update; run at two budgets to see how an update's cost grows with the run.
 """
@@ -18,6 +18,7 @@ import cProfile
 import io
 import pstats
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -39,29 +40,28 @@ def main() -> int:
 
     from rsi_master.events import WorkerAdd
     from rsi_master.expos import ExpOS
-    from rsi_master.orchestra import PlainDisplay, start_run
+    from rsi_master.orchestra import PlainDisplay, RunSpec, start_run
     from rsi_master.sim import generate_landscape
     from rsi_master.views import live as live_module
-    from rsi_master.views.live import LiveRuns
+    from rsi_master.views.live import SWITCH_S, LiveRuns
 
     if args.recheck:
         live_module.CHECK_S = 0.0
 
+    sys.setswitchinterval(SWITCH_S)  # as the server sets it while it serves
     root = Path(tempfile.mkdtemp(prefix="bench-live-"))
     runs, keys = root / "runs", root / "keys"
     t = time.perf_counter()
-    start_run(
-        None,
-        args.budget,
+    spec = RunSpec(
+        budget=args.budget,
         backend="sim",
         landscape=generate_landscape(0),
         slots=2,
         seed=0,
         run_dir=runs / "run",
         key_dir=str(keys),
-        display=PlainDisplay(io.StringIO()),
-        durable=False,
     )
+    start_run(spec, display=PlainDisplay(io.StringIO()), durable=False)
     print(f"simulated campaign ({args.budget}): {time.perf_counter() - t:.1f} s")
     live = LiveRuns(runs, str(keys))
     try:

@@ -123,6 +123,11 @@ def live_view(page: Page, root: Path, run_dir: Path, keys: Path, png: Path) -> N
             start = time.perf_counter()
         page.wait_for_function("([s, n]) => document.querySelectorAll(s).length > n", arg=[POINTS, n], timeout=10_000)
         print(f"live_new_node_s: {time.perf_counter() - start:.2f}")
+        # Drawn at once where the page placed it; the picture waits for the DAG's next layout.
+        page.wait_for_function(
+            "() => !document.getElementById('dag').data.some(t => (t.hovertext || []).some(h => h && h.includes('placed until')))",
+            timeout=15_000,
+        )
         page.select_option("#node-select", "w-live")
         page.locator("#dag").scroll_into_view_if_needed()
         page.screenshot(path=png)

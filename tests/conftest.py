@@ -1,8 +1,32 @@
-"""Shared fixtures. Every test gets its own operator key directory, never ~/.config."""
+"""Shared fixtures. Every test gets its own operator key directory, never ~/.config, and every
+test process (each pytest-xdist worker) its own cache directory."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+
+def pytest_configure(config):
+    # One BLAS/OpenMP thread per test process, and so in the processes it starts: the suite's
+    # parallelism is pytest-xdist's workers, and a pool over every core in each worker would
+    # oversubscribe the cores. Set before torch or numpy is imported.
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _worker_cache(tmp_path_factory):
+    # The sealed evaluator's copies (and anything else under XDG_CACHE_HOME) go to a cache of this
+    # test process's own, not the user's ~/.cache, which workers would fill at the same time.
+    old = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
+    yield
+    if old is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = old
 
 
 @pytest.fixture(autouse=True)

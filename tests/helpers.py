@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import atexit
+import fcntl
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +61,25 @@ def v1_run(tmp_path: Path) -> tuple[Path, Path]:
     return run_dir, key_dir
 
 
+def built_once(tmp_path_factory: Any, name: str, build: Callable[[Path], Path]) -> Path:
+    """What `build(directory)` returns, built once per test run: pytest-xdist workers (each its
+    own session) share one copy under the run's temporary root, the first to ask builds it while
+    the others wait on a lock. For expensive read-only fixtures (a trained checkpoint); a test
+    that changes one must change a copy. Without workers, a directory of this session's own."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return build(tmp_path_factory.mktemp(name))
+    root = tmp_path_factory.getbasetemp().parent / "built-once"
+    root.mkdir(exist_ok=True)
+    done = root / f"{name}.path"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            out = build(Path(tempfile.mkdtemp(prefix=f"{name}-", dir=root)))
+            done.write_text(str(out))
+    return Path(done.read_text())
+
+
 # Test-size models of other architectures (shared with the task-directory end-to-end tests).
 from tests.hf_model import hf_cache_layout, tiny_hf_model  # noqa: E402
 
-__all__ = ["V1_RUN", "capability_file", "draft", "hf_cache_layout", "make_run", "tiny_hf_model", "v1_run"]
+__all__ = ["V1_RUN", "built_once", "capability_file", "draft", "hf_cache_layout", "make_run", "tiny_hf_model", "v1_run"]

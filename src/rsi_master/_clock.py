@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Clock", "RealClock", "current", "now", "sleep", "use_clock"]
+__all__ = ["Clock", "RealClock", "ScaledClock", "current", "now", "sleep", "use_clock"]
 
 
 @runtime_checkable
@@ -41,6 +41,31 @@ class RealClock:
 
 
 REAL = RealClock()
+
+
+class ScaledClock:
+    """A simulated clock that runs `speed` times faster than real time from `origin` (its time at
+    the real instant `origin_real`): every process that holds the same three numbers reads the
+    same time, on any machine whose real clock agrees, so one simulated campaign can span
+    processes and machines (a simulated run on Ray, `--sim-speed`)."""
+
+    simulated = True
+
+    def __init__(self, origin: float, speed: float, origin_real: float | None = None) -> None:
+        if not speed > 0:
+            raise ValueError(f"a scaled clock's speed must be positive, got {speed}")
+        self.origin = float(origin)
+        self.speed = float(speed)
+        self.origin_real = time.time() if origin_real is None else float(origin_real)
+
+    def time(self) -> float:
+        return self.origin + (time.time() - self.origin_real) * self.speed
+
+    def sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            time.sleep(seconds / self.speed)
+
+
 _current: Clock = REAL
 _lock = threading.Lock()
 

@@ -116,7 +116,9 @@ def test_llm_main_gets_directions_completed_and_its_decisions_bound_to_the_event
                 _call("worker_add", {"worker_id": "w1", "task": "t", "direction": {"family": "answer_only"}}),
                 _call("decision_record", {"action": "branch", "rationale": "open", "evidence": []}),
             ],
-            "finalize": [_call("decision_record", {"action": "continue", "rationale": "ok", "evidence": []})],
+            "finalize": [
+                _call("decision_record", {"action": "continue", "rationale": "ok", "evidence": [], "answers": 0})
+            ],
             "idle": [_call("worker_add", {"worker_id": "w2", "task": "t", "direction": {"family": "answer_only"}})],
             "finish": [_call("decision_record", {"action": "continue", "rationale": "x", "evidence": []})],
         }
@@ -130,9 +132,9 @@ def test_llm_main_gets_directions_completed_and_its_decisions_bound_to_the_event
         d = load_graph(expos).workers["w1"].direction
         assert d.agent == "tpe" and d.family == "answer_only" and d.knobs and d.train
         assert d.seconds == 30.0  # the allowance: 30% of the budget
-        # An answer to an event is bound to it by the harness, whatever the model put in detail.
+        # An answer to an event is bound to it by the harness, whatever the model wrote.
         m.on_event(ctx, load_graph(expos), (5, "finalize", "w1"))
-        assert load_graph(expos).decisions[-1].detail == {"event": 5}
+        assert load_graph(expos).decisions[-1].answers == 5 and load_graph(expos).decisions[-1].detail == {}
         assert 5 in load_graph(expos).handled_events()
         # An idle turn that adds a node but records no decision gets one from the harness.
         assert m.on_idle(ctx, load_graph(expos), 1) is True
@@ -277,9 +279,20 @@ def test_resume_checks_the_recorded_llm_agents_keys_first(tmp_path, capsys):
         assert expos.run.ledger.size() == size  # nothing written
 
 
-def test_a_worker_whose_provider_keeps_failing_ends_and_the_run_goes_on(tmp_path):
+@pytest.mark.parametrize(
+    "world",
+    [
+        # The same agents, door and scheduler on the simulated backend: its clock is simulated.
+        {"backend": "sim", "landscape": 0, "budget": "1h"},
+        # The built-in task on a 90-s real-clock budget.
+        pytest.param({"task": "knowledge", "budget": 90}, marks=pytest.mark.slow, id="real"),
+    ],
+    ids=["sim", "real"],
+)
+def test_a_worker_whose_provider_keeps_failing_ends_and_the_run_goes_on(tmp_path, world):
     from rsi_master.agents import AgentsSetup, record_setup
     from rsi_master.orchestra import RunSpec, start_run
+    from rsi_master.sim import generate_landscape
 
     from .helpers import script_file
 
@@ -313,8 +326,7 @@ def test_a_worker_whose_provider_keeps_failing_ends_and_the_run_goes_on(tmp_path
     )
     summary = start_run(
         RunSpec(
-            task="knowledge",
-            budget=90,
+            **{k: generate_landscape(v) if k == "landscape" else v for k, v in world.items()},
             slots=1,
             eval_limit=5,
             run_dir=tmp_path / "run",
@@ -329,7 +341,7 @@ def test_a_worker_whose_provider_keeps_failing_ends_and_the_run_goes_on(tmp_path
         fin = g.workers["w1"].finalize
         assert fin.summary.startswith("[ended by the harness") and "provider_error" in fin.summary
         # The Main was told: its decision answers that finalize event.
-        answered = [d for d in g.decisions if d.detail.get("event") == g.workers["w1"].finalize_seq]
+        answered = [d for d in g.decisions if d.answers == g.workers["w1"].finalize_seq]
         assert answered and answered[0].rationale == "w1 ended"
         assert [d.action for d in g.decisions][-1] == "stop" and g.finished is not None
         assert [e.payload["kind"] for e in expos.events("agent.error")] == ["server"] * 3

@@ -118,6 +118,28 @@ CASES: list[tuple[str, Case, str]] = [
         lambda p: ["report", str(p.finished), "-o", str(p.root / "runs"), *KEYS(p)],
         "is a directory",
     ),
+    (
+        "run a simulated clock's speed off Ray",
+        lambda p: ["run", "--backend", "sim", "--sim-speed", "10", "--dir", str(p.root / "new"), *KEYS(p)],
+        "--sim-speed is for a simulated run on --executor ray",
+    ),
+    (
+        "run a simulated clock at speed 0",
+        lambda p: (
+            ["run", "--backend", "sim", "--executor", "ray", "--sim-speed", "0", "--dir", str(p.root / "new"), *KEYS(p)]
+        ),
+        "--sim-speed must be a positive number",
+    ),
+    (
+        "run the real backend at a simulated speed",
+        lambda p: ["run", "--executor", "ray", "--sim-speed", "10", "--dir", str(p.root / "new"), *KEYS(p)],
+        "--sim-speed is for a simulated run (--backend sim)",
+    ),
+    (
+        "resume on a simulated clock off Ray",
+        lambda p: ["resume", str(p.finished), "--sim-speed", "10", *KEYS(p)],
+        "--sim-speed is for a simulated run on --executor ray",
+    ),
 ]
 
 

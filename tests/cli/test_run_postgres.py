@@ -12,6 +12,7 @@ from rsi_master.cli._main import main
 from rsi_master.sim import generate_landscape, save_landscape
 
 
+@pytest.mark.scale
 @pytest.mark.slow  # about 25 s: a whole simulated campaign; tests/ledger/test_backends.py covers each part fast
 def test_a_sim_run_on_postgres_verifies_audits_and_exports(tmp_path, capsys, postgres, monkeypatch):
     monkeypatch.delenv("RSI_MASTER_LEDGER", raising=False)

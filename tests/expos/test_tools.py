@@ -105,7 +105,11 @@ def test_graph_tools_build_the_research_graph(run):
     req = run.call(main, "review.request", {"reviewer_id": "r1", "question": "q", "scope": ["w1", "w2"]})
     with pytest.raises(ToolRefused, match="do not exist"):
         run.call(main, "decision.record", {"action": "branch", "rationale": "r", "evidence": [10_000]})
+    with pytest.raises(ToolRefused, match="answers event 10000, which does not exist"):
+        run.call(main, "decision.record", {"action": "branch", "rationale": "r", "answers": 10_000})
     run.call(main, "decision.record", {"action": "verify", "rationale": "check w2", "evidence": [req.seq]})
+    last = run.projection().state.decisions[-1]
+    assert last.answers is None and "answers" not in run.run.ledger.get(last.seq).payload
     graph = run.call(main, "graph.read")
     assert [w["worker_id"] for w in graph.workers] == ["w1", "w2"] and graph.decisions == 1
 

@@ -48,7 +48,7 @@ def _writer(run_dir: str, key_dir: str, worker: int, n: int) -> None:
 
 
 # 500 each is the reliability figure (about 15 to 30 s); 60 each keeps the default run fast.
-@pytest.mark.parametrize("n", [60, pytest.param(500, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("n", [60, pytest.param(500, marks=[pytest.mark.slow, pytest.mark.scale])])
 def test_four_writers_append_without_gap_or_duplicate(tmp_path, key_dir, backend, n):
     _new_run(tmp_path / "run", backend).close()
     ctx = mp.get_context("spawn")

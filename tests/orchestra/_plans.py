@@ -53,7 +53,10 @@ def _plans(expos: Any, since: int = 0) -> list[dict[str, Any]]:
             )
     for d in g.decisions:
         if d.seq >= since:
-            items.append((d.seq, {"decision": d.action, "rationale": d.rationale, "detail": d.detail}))
+            # The captures predate schema v3, where the answered event was `detail["event"]`:
+            # it is put back there so that the captured plans stay byte for byte what they were.
+            detail = d.detail if d.answers is None else {**d.detail, "event": d.answers}
+            items.append((d.seq, {"decision": d.action, "rationale": d.rationale, "detail": detail}))
     return [x for _, x in sorted(items, key=lambda t: t[0])]
 
 

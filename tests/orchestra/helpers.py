@@ -182,7 +182,13 @@ class FillMain:
     def on_event(self, ctx: Any, graph: Any, event: tuple[int, str, str]) -> None:
         ctx.call(
             "decision.record",
-            {"action": "continue", "rationale": "keep going", "evidence": [event[0]], "detail": {"event": event[0]}},
+            {
+                "action": "continue",
+                "rationale": "keep going",
+                "evidence": [event[0]],
+                "detail": {},
+                "answers": event[0],
+            },
         )
 
     def on_idle(self, ctx: Any, graph: Any, free_slots: int) -> bool:

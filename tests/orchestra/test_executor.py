@@ -113,3 +113,20 @@ def test_use_clock_refuses_a_second_simulated_clock():
         with pytest.raises(RuntimeError), _clock.use_clock(Conductor(6.0)):
             pass
     assert _clock.current() is _clock.REAL
+
+
+def test_a_scaled_clock_runs_speed_times_real_time_and_reads_alike_in_every_process():
+    import time
+
+    from rsi_master._clock import ScaledClock
+
+    clock = ScaledClock(1000.0, 50.0)
+    t0, r0 = clock.time(), time.time()
+    clock.sleep(5.0)  # five simulated seconds: a tenth of a real one
+    real, sim = time.time() - r0, clock.time() - t0
+    assert 0.09 < real < 1.0 and sim == pytest.approx(real * 50.0, rel=0.05)
+    # Another process (a Ray task) given the same origin, speed and real origin reads the same time.
+    twin = ScaledClock(clock.origin, clock.speed, clock.origin_real)
+    assert abs(twin.time() - clock.time()) < 0.5
+    with pytest.raises(ValueError, match="must be positive"):
+        ScaledClock(0.0, 0.0)

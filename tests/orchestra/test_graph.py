@@ -45,7 +45,7 @@ def test_graph_nodes_edges_and_pending_come_from_the_ledger(tmp_path):
         expos.call(
             MAIN,
             "decision.record",
-            {"action": "continue", "rationale": "r", "evidence": [fseq], "detail": {"event": fseq}},
+            {"action": "continue", "rationale": "r", "evidence": [fseq], "detail": {}, "answers": fseq},
         )
         assert load_graph(expos).handled_events() == {fseq}
 

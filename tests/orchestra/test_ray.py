@@ -5,7 +5,6 @@ campaign goes on, and a simulated campaign on Ray ends verified and audited clea
 from __future__ import annotations
 
 import io
-import os
 import threading
 import time
 
@@ -14,37 +13,20 @@ import pytest
 from rsi_master.errors import RsiMasterError
 from rsi_master.orchestra import PlainDisplay, RunSpec, Scheduler, load_graph, start_run
 from rsi_master.rundir import verify_run
+from tests import ray_cluster
 
 from .helpers import new_run
 
-ray = pytest.importorskip("ray")
-cluster_utils = pytest.importorskip("ray.cluster_utils")
+ray_cluster.require_ray()
 
-from rsi_master.orchestra._ray import RAY_QUIET_ENV, RayExecutor  # noqa: E402  (after the skip)
+from rsi_master.orchestra._ray import RayExecutor  # noqa: E402  (after the skip)
 
 
 @pytest.fixture(scope="module")
 def cluster():
     """Two Ray nodes on this machine, one CPU each (a slot's task asks for one: two slots run on two nodes)."""
-    for key, value in RAY_QUIET_ENV.items():
-        os.environ.setdefault(key, value)
-    c = cluster_utils.Cluster(
-        initialize_head=True,
-        head_node_args={
-            "num_cpus": 1,
-            "include_dashboard": False,
-            # A lost node is noticed in about a second, not Ray's default of tens of seconds.
-            "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 2},
-        },
-    )
-    try:
-        c.add_node(num_cpus=1)
-        ray.init(address=c.address)
-        c.wait_for_nodes()
+    with ray_cluster.cluster(2) as c:
         yield c
-    finally:
-        ray.shutdown()
-        c.shutdown()
 
 
 def _overlapping(jobs) -> bool:
@@ -52,6 +34,7 @@ def _overlapping(jobs) -> bool:
 
 
 @pytest.mark.slow
+@pytest.mark.scale
 def test_the_unchanged_scheduler_runs_its_nodes_as_ray_tasks_on_both_nodes(tmp_path, cluster):
     with new_run(tmp_path, budget_s=6.0, slots=2, main="tests.orchestra.helpers:FillMain") as expos:
         sched = Scheduler(expos, PlainDisplay(io.StringIO()), poll_s=0.1, executor=RayExecutor())
@@ -67,6 +50,7 @@ def test_the_unchanged_scheduler_runs_its_nodes_as_ray_tasks_on_both_nodes(tmp_p
 
 
 @pytest.mark.slow
+@pytest.mark.scale
 def test_a_killed_task_is_the_jobs_failure_and_the_campaign_goes_on(tmp_path, cluster):
     with new_run(tmp_path, budget_s=60.0, slots=1, main="tests.orchestra.helpers:KilledMain") as expos:
         sched = Scheduler(expos, PlainDisplay(io.StringIO()), poll_s=0.1, executor=RayExecutor())
@@ -80,6 +64,7 @@ def test_a_killed_task_is_the_jobs_failure_and_the_campaign_goes_on(tmp_path, cl
 
 
 @pytest.mark.slow
+@pytest.mark.scale
 def test_a_lost_node_is_the_jobs_failure_and_the_campaign_goes_on(tmp_path, cluster):
     doomed = cluster.add_node(num_cpus=1, resources={"doomed": 1})
     cluster.wait_for_nodes()
@@ -94,8 +79,10 @@ def test_a_lost_node_is_the_jobs_failure_and_the_campaign_goes_on(tmp_path, clus
                 while not load_graph_jobs(tmp_path):
                     time.sleep(0.1)
                 time.sleep(6.0)  # the task has started on the doomed node (it sleeps 15 s there)
+                # Later tasks run on the nodes that are left: cleared first, so the relaunch that
+                # follows the loss never asks for the lost node's resource (it would wait forever).
+                executor.resources = {}
                 cluster.remove_node(doomed)
-                executor.resources = {}  # later tasks run on the nodes that are left
 
             killer = threading.Thread(target=lose_the_node, daemon=True)
             killer.start()
@@ -119,6 +106,7 @@ def load_graph_jobs(tmp_path) -> list:
 
 
 @pytest.mark.slow
+@pytest.mark.scale
 def test_a_simulated_campaign_on_ray_ends_verified_and_audited_clean(tmp_path, cluster):
     from rsi_master.expos import ExpOS, audit
     from rsi_master.sim import generate_landscape
@@ -152,6 +140,7 @@ def test_a_ray_address_without_the_ray_executor_is_refused_before_anything_is_wr
 
 
 @pytest.mark.slow
+@pytest.mark.scale
 def test_a_killed_driver_is_resumed_on_ray_and_the_run_verifies(tmp_path, cluster):
     import signal
     import subprocess

@@ -2,27 +2,15 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import built_once
 from tests.runtime.toytask import ToyTask
 
 TOY_SOURCE = Path(__file__).with_name("toytask.py")
 TOY_SPEC = "toytask:ToyTask"  # how the sealed evaluator finds the toy task inside its seal
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _seal_cache(tmp_path_factory):
-    # Sealed evaluator copies go to a per-session cache, not the user's ~/.cache.
-    old = os.environ.get("XDG_CACHE_HOME")
-    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
-    yield
-    if old is None:
-        os.environ.pop("XDG_CACHE_HOME", None)
-    else:
-        os.environ["XDG_CACHE_HOME"] = old
 
 
 @pytest.fixture(scope="session")
@@ -36,33 +24,38 @@ def tiny_base(tmp_path_factory) -> Path:
     from rsi_master.runtime._model import TEST_SPEC
     from rsi_master.runtime._pretrain import PretrainSpec, pretrain
 
-    out = tmp_path_factory.mktemp("models") / "tiny"
-    pretrain(
-        [ToyTask()],
-        out,
-        PretrainSpec(steps=10, docs_per_task=300, block_size=64, batch_size=8, warmup_steps=2),
-        arch=TEST_SPEC,
-        log=lambda _: None,
-    )
-    return out
+    def build(root: Path) -> Path:
+        pretrain(
+            [ToyTask()],
+            root / "tiny",
+            PretrainSpec(steps=10, docs_per_task=300, block_size=64, batch_size=8, warmup_steps=2),
+            arch=TEST_SPEC,
+            log=lambda _: None,
+        )
+        return root / "tiny"
+
+    return built_once(tmp_path_factory, "tiny-base", build)
 
 
 @pytest.fixture(scope="session")
 def toy_data(tmp_path_factory, toy) -> Path:
     from rsi_master.runtime import generate
 
-    out = tmp_path_factory.mktemp("data") / "toy.jsonl"
-    generate(toy, "plain", {"length": 4}, 0, 600, out)
-    return out
+    def build(root: Path) -> Path:
+        generate(toy, "plain", {"length": 4}, 0, 600, root / "toy.jsonl")
+        return root / "toy.jsonl"
+
+    return built_once(tmp_path_factory, "toy-data", build)
 
 
 @pytest.fixture(scope="session")
 def toy_sft(tmp_path_factory, tiny_base, toy_data) -> Path:
-    """The tiny model after a short SFT run on the toy task (shared by evaluator tests)."""
+    """The tiny model after a short SFT run on the toy task (shared by evaluator tests; built once
+    for all pytest-xdist workers, like the base and the data: tests read them, and copy to change)."""
     from rsi_master.runtime import train
 
-    out = tmp_path_factory.mktemp("sft")
-    r = train(
-        toy_data, out, {"method": "sft", "learning_rate": 1e-2, "batch_size": 16, "max_steps": 60}, parent=tiny_base
-    )
-    return Path(r.checkpoint_dir)
+    def build(root: Path) -> Path:
+        spec = {"method": "sft", "learning_rate": 1e-2, "batch_size": 16, "max_steps": 60}
+        return Path(train(toy_data, root, spec, parent=tiny_base).checkpoint_dir)
+
+    return built_once(tmp_path_factory, "toy-sft", build)

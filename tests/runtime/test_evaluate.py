@@ -23,8 +23,15 @@ def _eval(ckpt, **kw):
     return evaluate(ckpt, TOY_SPEC, "dev", extra_sources=[TOY_SOURCE], **PUBLIC, **kw)
 
 
-def test_record_binds_digests_decoding_and_sample_ids(toy_sft, toy):
-    r = _eval(toy_sft)
+@pytest.fixture(scope="module")
+def sft_dev(toy_sft):
+    """The trained toy checkpoint's dev evaluation, read by two tests (each one is a process
+    that loads torch and transformers)."""
+    return _eval(toy_sft)
+
+
+def test_record_binds_digests_decoding_and_sample_ids(sft_dev, toy):
+    r = sft_dev
     items = toy.eval_items("dev")
     assert r.sample_ids == [i.sample_id for i in items] and r.n_expected == len(items)
     assert r.evaluator_digest == evaluator_digest([TOY_SOURCE])
@@ -34,8 +41,8 @@ def test_record_binds_digests_decoding_and_sample_ids(toy_sft, toy):
     assert all(";" not in s.output for s in r.samples)  # cut at the stop string
 
 
-def test_sft_beats_the_untrained_model(toy_sft, tiny_base):
-    assert _eval(toy_sft).score > _eval(tiny_base).score
+def test_sft_beats_the_untrained_model(sft_dev, tiny_base):
+    assert sft_dev.score > _eval(tiny_base).score
 
 
 def test_pinned_digest_mismatch_refuses(toy_sft):

@@ -12,9 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from rsi_master.events import WorkerAdd
+from rsi_master.expos import ExpOS
 from tests.helpers import v1_run
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser")
+
+
+MAIN = {"role": "main", "id": "main"}
 
 
 @dataclass(frozen=True)
@@ -97,3 +102,28 @@ def browser() -> Iterator[object]:
             yield b
         finally:
             b.close()
+
+
+def add_worker(expos: ExpOS, wid: str, predecessors: list[str]) -> None:
+    expos.record(
+        MAIN, WorkerAdd(worker_id=wid, task=f"try {wid}", direction={"family": "x"}, predecessors=predecessors)
+    )
+
+
+@dataclass
+class Served:
+    runs: Path
+    key_dir: Path
+    expos: ExpOS
+
+
+@pytest.fixture
+def growing(tmp_path) -> Iterator[Served]:
+    """A run being written (for the live view): its contract and one Worker, the session left open
+    to add more."""
+    runs, key_dir = tmp_path / "runs", tmp_path / "keys"
+    runs.mkdir()
+    expos = ExpOS.create(runs / "live", "arithmetic", eval_limit=3, key_dir=key_dir)
+    add_worker(expos, "w1", [])
+    yield Served(runs, key_dir, expos)
+    expos.close()

@@ -72,6 +72,16 @@ def click_node(loaded: Loaded, node: str) -> None:
     page.mouse.click(x, y)
 
 
+def choose(page, node: str) -> str:
+    """Choose `node` in the node list; the panel's text once it shows that node (a report's panel is
+    unpacked when its node is chosen, after the choice returns)."""
+    page.select_option("#node-select", node)
+    page.wait_for_function(
+        "(w) => document.querySelector('#panel h3')?.textContent.startsWith(w + ' ')", arg=node, timeout=5000
+    )
+    return page.locator("#panel").inner_text()
+
+
 def check_report(browser, run: Run, out: Path) -> None:
     """The report at `out` loads offline with no console error, draws every node of the ledger,
     and a click on each of two Workers shows that Worker's experiment ids."""
@@ -124,7 +134,7 @@ def test_llm_transcripts_are_shown_folded(simllm, browser, tmp_path, capsys):
     assert "worker_add" not in main.first.inner_text()
     main.first.locator("summary").click()
     assert "worker_add → ok" in main.first.inner_text()  # the Main's first turn added a Worker
-    page.select_option("#node-select", "w1")
+    choose(page, "w1")
     turns = page.locator("#panel details")
     assert "Transcript" in page.locator("#panel").inner_text() and turns.count() >= 1
     assert loaded.errors == []
@@ -162,9 +172,8 @@ def test_agent_text_is_shown_as_text_never_run(v1, browser, tmp_path):
     out = write_page(tmp_path / "hostile.html", report_html(view))
     loaded = load(browser, out, POINTS)
     page = loaded.page
-    page.select_option("#node-select", node.id)
-    assert hostile in page.locator("#panel").inner_text()
-    page.select_option("#node-select", hostile)
+    assert hostile in choose(page, node.id)
+    choose(page, hostile)
     assert page.locator("#panel h3").inner_text().startswith(hostile)
     assert hostile in page.locator("#dag").inner_text()  # the label, as text
     assert page.locator("img").count() == 0

@@ -10,9 +10,6 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -22,37 +19,11 @@ from starlette.testclient import TestClient
 
 from rsi_master.cli._main import main
 from rsi_master.cli._serve import bind
-from rsi_master.events import WorkerAdd
 from rsi_master.expos import ExpOS
 from rsi_master.views.live import CHECK_S, LiveRuns, make_app, make_server
 
+from .conftest import MAIN, Served, add_worker
 from .test_browser import POINTS
-
-MAIN = {"role": "main", "id": "main"}
-
-
-def add_worker(expos: ExpOS, wid: str, predecessors: list[str]) -> None:
-    expos.record(
-        MAIN, WorkerAdd(worker_id=wid, task=f"try {wid}", direction={"family": "x"}, predecessors=predecessors)
-    )
-
-
-@dataclass
-class Served:
-    runs: Path
-    key_dir: Path
-    expos: ExpOS
-
-
-@pytest.fixture
-def growing(tmp_path) -> Iterator[Served]:
-    """A run being written: its contract and one Worker, the session left open to add more."""
-    runs, key_dir = tmp_path / "runs", tmp_path / "keys"
-    runs.mkdir()
-    expos = ExpOS.create(runs / "live", "arithmetic", eval_limit=3, key_dir=key_dir)
-    add_worker(expos, "w1", [])
-    yield Served(runs, key_dir, expos)
-    expos.close()
 
 
 class Server:
@@ -265,11 +236,17 @@ def test_a_new_event_is_folded_without_re_running_verify_and_the_audit(growing):
         assert [n["id"] for n in data["nodes"]] == ["w1", "w2"]
         assert live.checks == 1 and data["size"] == first + 1
         assert f"cover the first {first} of {first + 1} events" in data["sections"]["summary"]
-        live.checked_t -= CHECK_S  # a minute on: the next look re-runs them over the whole run
+        live.checked_t -= CHECK_S  # a minute on: they are due, at a look that finds no new event
         add_worker(growing.expos, "w3", ["w2"])
         data = client.get("/run/live/data.json").json()
+        assert live.checks == 1 and [n["id"] for n in data["nodes"]][-1] == "w3"  # the new node first
+        data = client.get("/run/live/data.json").json()  # nothing new: now verify and the audit re-run
         assert live.checks == 2 and live.checked.size == data["size"]
         assert "checked-at" not in data["sections"]["summary"]
+        live.checked_t -= 2 * CHECK_S  # twice overdue: re-run even at a look that finds a new event
+        add_worker(growing.expos, "w4", ["w3"])
+        data = client.get("/run/live/data.json").json()
+        assert live.checks == 3 and live.checked.size == data["size"]
     finally:
         runs.close()
 
@@ -367,3 +344,27 @@ def test_the_live_page_puts_new_decisions_and_main_turns_in_place(growing, brows
         page.close()
     finally:
         server.stop()
+
+
+def test_the_overview_remakes_only_the_rows_of_runs_that_grew(growing):
+    from rsi_master.views import collect
+    from rsi_master.views._overview import RunRow
+
+    with ExpOS.create(growing.runs / "other", "arithmetic", eval_limit=3, key_dir=growing.key_dir) as other:
+        add_worker(other, "v1", [])
+    runs = LiveRuns(growing.runs, str(growing.key_dir))
+    try:
+        client = TestClient(make_app(runs, token=None, loopback=True), base_url="http://127.0.0.1:8765")
+        assert client.get("/").status_code == 200
+        made = lambda: {n: live.rows_made for n, live in runs.runs.items()}  # noqa: E731
+        assert made() == {"live": 1, "other": 1}
+        client.get("/")
+        assert made() == {"live": 1, "other": 1}  # nothing grew: both rows as kept
+        add_worker(growing.expos, "w2", ["w1"])
+        text = client.get("/").text
+        assert made() == {"live": 2, "other": 1}  # only the run that grew
+        assert '<td class="num">2</td>' in text.split("run/live/", 1)[1].split("</tr>", 1)[0]  # its 2 Workers
+        # The row made from the fold is the row read from the run from scratch.
+        assert runs.runs["live"].row() == RunRow.of(collect(growing.runs / "live", key_dir=str(growing.key_dir)))
+    finally:
+        runs.close()

@@ -4,6 +4,7 @@ the overview of several runs, and bad input (one clear line, nothing written).""
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import re
 
@@ -51,6 +52,28 @@ def test_the_report_loads_nothing_from_outside(v1: Run, tmp_path, capsys):
     assert "Content-Security-Policy" in text and "default-src 'none'" in text
     assert not re.search(r"<(script|img|link|iframe)[^>]+(src|href)=", text)
     assert "Plotly" in text and "VERIFIED" in text
+
+
+def test_the_report_holds_every_nodes_panel_packed(sim10h: Run):
+    """Each node's panel is packed on its own; unpacked, it is the node's record whole (the page
+    drops nothing), and the page's node list keeps each id and kind plain."""
+    import base64
+    import zlib
+
+    from rsi_master.views import report_html
+
+    view = collect(sim10h.run_dir, key_dir=str(sim10h.key_dir))
+    text = report_html(view)
+    block = re.search(r'<script type="application/json" id="payload">(.*?)</script>', text)
+    assert block is not None
+    nodes = json.loads(block.group(1))["nodes"]
+    assert [(n["id"], n["kind"]) for n in nodes] == [(n.id, n.kind) for n in view.nodes]
+    for packed, node in zip(nodes, view.nodes, strict=True):
+        assert set(packed) == {"id", "kind", "packed"}
+        assert json.loads(zlib.decompress(base64.b64decode(packed["packed"]))) == node.model_dump(mode="json")
+    # A live page's nodes stay plain: its deltas replace them record by record.
+    live = report_html(view, live="events")
+    assert '"packed":' not in live and json.dumps(view.nodes[0].id) in live
 
 
 def test_the_default_report_is_the_run_directorys_and_the_audit_accepts_it(v1: Run, capsys):
@@ -133,3 +156,85 @@ def test_many_lineages_are_drawn_as_the_best_few_and_one_grey_trace_keeping_ever
 
     few = {r: lineages[r] for r in list(lineages)[:5]}
     assert [t.name for t in lineage_figure(SimpleNamespace(lineages=few, budget_s=36_000.0)).data] == list(few)
+
+
+def test_past_2000_lineages_the_rest_are_a_density_that_counts_every_point_and_says_so():
+    from types import SimpleNamespace
+
+    from rsi_master.views._figures import LINEAGE_DENSITY, LINEAGE_TRACES, lineage_figure
+    from rsi_master.views._html import figure_data
+    from rsi_master.views._model import CurvePoint
+
+    n = LINEAGE_DENSITY + 1
+    lineages = {
+        f"exp-{i:05d}": [
+            CurvePoint(at_s=7.0 * (i + j), score=(i % 89) / 100 + j / 1000, experiment=f"x{i}-{j}")
+            for j in range(1 + i % 3)
+        ]
+        for i in range(n)
+    }
+    fig = lineage_figure(SimpleNamespace(lineages=lineages, budget_s=36_000.0))
+    density, *shown = fig.data
+    assert density.type == "heatmap" and len(shown) == LINEAGE_TRACES
+    assert all(t.type == "scatter" for t in shown)
+    best = {t.name for t in shown}
+    rest_points = sum(len(pts) for r, pts in lineages.items() if r not in best)
+    assert sum(c for row in density.z for c in row if c) == rest_points  # every point counted once
+    assert f"{n - LINEAGE_TRACES} lineages shown as density" in fig.layout.title.text
+    assert len(json.dumps(figure_data(fig))) < 60_000  # the density is a grid, not the points
+
+    at_limit = dict(list(lineages.items())[:LINEAGE_DENSITY])
+    assert all(t.type == "scatter" for t in lineage_figure(SimpleNamespace(lineages=at_limit, budget_s=36_000.0)).data)
+
+
+def test_the_pages_plotly_bundle_is_plotly_pys_version_and_draws_the_trace_types_it_claims():
+    from plotly.offline import get_plotlyjs_version
+
+    from rsi_master.views._html import BUNDLED_TRACES, plotly_js
+
+    js = plotly_js()
+    assert js.startswith(f"/**\n* plotly.js (cartesian - minified) v{get_plotlyjs_version()}\n")
+    assert set(re.findall(r'moduleType:"trace",name:"(\w+)"', js)) == BUNDLED_TRACES
+    assert js.rstrip().endswith("window.Plotly = Plotly;\nreturn Plotly;\n}));")
+    assert "</script" not in js.lower()  # inlined in a script element
+    from importlib import resources
+
+    licence = (resources.files("rsi_master.views") / "assets" / "plotly-LICENSE.txt").read_text()
+    assert licence.startswith("MIT License") and "Plotly" in licence
+
+
+def test_a_figure_with_a_trace_type_the_bundle_lacks_is_refused():
+    import plotly.graph_objects as go
+
+    from rsi_master.views._html import figure_data
+
+    assert figure_data(go.Figure(go.Histogram2d(x=[1, 2], y=[3, 4])))["data"]
+    with pytest.raises(ValueError, match=r"\['scattergl'\] are not in the pages' Plotly bundle"):
+        figure_data(go.Figure(go.Scattergl(x=[1], y=[2])))
+
+
+def _trace_types(block: object) -> set[str]:
+    """The trace types of every figure (a record with a `data` list and a `layout`) in a page's JSON."""
+    if isinstance(block, dict):
+        if isinstance(block.get("data"), list) and "layout" in block:
+            return {t.get("type", "scatter") for t in block["data"]}
+        return set().union(*map(_trace_types, block.values()))
+    return set().union(*map(_trace_types, block)) if isinstance(block, list) else set()
+
+
+def test_every_figure_of_the_report_overview_and_bench_page_is_of_a_bundled_trace_type(sim10h: Run, v1: Run):
+    from pathlib import Path
+
+    from rsi_master.views import bench_html, overview_html, read_runs, report_html
+    from rsi_master.views._html import BUNDLED_TRACES
+
+    entries = read_runs([sim10h.run_dir, v1.run_dir], key_dir=str(sim10h.key_dir))
+    bench = json.loads((Path(__file__).parents[1] / "fixtures" / "sim-bench.json").read_text())
+    view = collect(sim10h.run_dir, key_dir=str(sim10h.key_dir))
+    drawn: set[str] = set()
+    for page in (report_html(view), overview_html(entries, None), bench_html(bench)):
+        blocks = re.findall(r'<script type="application/json" id="[^"]+">(.*?)</script>', page)
+        types = set().union(*(_trace_types(json.loads(b)) for b in blocks))
+        assert types and types <= BUNDLED_TRACES
+        drawn |= types
+    assert {"scatter", "bar", "heatmap"} <= drawn

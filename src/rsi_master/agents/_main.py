@@ -166,20 +166,18 @@ class LLMMain:
             why = out.reason + (f": {out.error}" if out.error else "")
             action = "stop" if tag == "finish" else ("branch" if added and tag == "start" else "continue")
             detail: dict[str, Any] = {"fallback": why}
-            if event:
-                detail["event"] = event[0]
             if guidance is not None:
                 detail["guidance"] = guidance
-            ctx.call(
-                "decision.record",
-                {
-                    "action": action,
-                    "evidence": [event[0]] if event else [guidance] if guidance is not None else [],
-                    "detail": detail,
-                    "rationale": f"[recorded by the harness] the Main agent ended its turn without a decision ({why}); "
-                    f"{added} node(s) added in the turn",
-                },
-            )
+            fallback: dict[str, Any] = {
+                "action": action,
+                "evidence": [event[0]] if event else [guidance] if guidance is not None else [],
+                "detail": detail,
+                "rationale": f"[recorded by the harness] the Main agent ended its turn without a decision ({why}); "
+                f"{added} node(s) added in the turn",
+            }
+            if event:
+                fallback["answers"] = event[0]
+            ctx.call("decision.record", fallback)
         return out
 
     def _prepare(
@@ -189,8 +187,10 @@ class LLMMain:
             if tool == "decision.record":
                 if tag == "finish" and args.get("action") != "stop":
                     raise ToolInvalid("the run is ending: record the decision with action `stop`")
+                # Which event a decision answers is the harness's fact, whatever the model wrote.
+                args = {k: v for k, v in args.items() if k != "answers"}
                 if event is not None:
-                    args = {**args, "detail": {**(args.get("detail") or {}), "event": event[0]}}
+                    args["answers"] = event[0]
                 if guidance is not None:  # which guidance a decision answers is the harness's fact
                     given = args.get("evidence")
                     evidence: list[Any] = list(given) if isinstance(given, list) else []

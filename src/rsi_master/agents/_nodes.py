@@ -18,8 +18,8 @@ from typing import Any
 from .. import _clock
 from ..errors import RsiMasterError
 from ..events import AgentEnd
-from ..expos import ToolRefused, tools_for
-from ..orchestra import BudgetEnd, NodeContext, reviewer_agent, worker_agent
+from ..expos import ToolRefused, load_state, tools_for
+from ..orchestra import BudgetEnd, NodeContext, load_graph, reviewer_agent, worker_agent
 from ._loop import AgentLoop, Outcome
 from ._memory import brief_block, clip
 from ._providers import make_model
@@ -73,7 +73,6 @@ def _harness_finalize(ctx: NodeContext, out: Outcome) -> dict[str, Any]:
     end a moment later, the last turn or token spent on it) is the Worker's result all the
     same, as it is for the programmatic Worker: each is claimed at its recorded score, and the
     best is put forward. Nothing else is: the harness invents no conclusion."""
-    from ..expos import load_state
 
     own = [x for x in load_state(ctx.expos).experiments.values() if x.owner == ctx.caller.id]
     scored = [x for x in own if x.status == "completed" and x.dev_score() is not None]
@@ -107,7 +106,6 @@ def _conclusion(w: Any) -> str:
 @worker_agent("llm")
 class LLMWorker:
     def run(self, ctx: NodeContext) -> None:
-        from ..orchestra import load_graph
 
         graph = load_graph(ctx.expos)
         me = graph.workers.get(ctx.caller.id)

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..errors import RsiMasterError
 from ._model import ChatModel
+from ._openai import OpenAIChatModel
 
 __all__ = ["make_model"]
 
@@ -17,7 +18,6 @@ def make_model(cfg: Any, role: str) -> ChatModel:
         from ._fake import FakeModel, load_script
 
         return FakeModel(load_script(cfg.script, role))
-    from ._openai import OpenAIChatModel
 
     key = os.environ.get(cfg.api_key_env or "", "")
     if not (cfg.base_url and cfg.model and key):

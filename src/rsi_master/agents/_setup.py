@@ -12,13 +12,17 @@ import hashlib
 import re
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import RsiMasterError
 from ..events import AgentsConfig, typed
+from ..orchestra import ORCHESTRA, agent_names, resolve_agent
 from ._config import AGENT_ROLES, LLM_AGENTS, LLMConfig, agent_name, check_llm, load_config_file, resolve_llm_config
+
+if TYPE_CHECKING:
+    from ..expos import ExpOS
 
 __all__ = [
     "AGENTS_KIND",
@@ -90,8 +94,7 @@ def resolve_setup(
     return AgentsSetup(agents=chosen, llm=llm)
 
 
-def record_setup(expos: Any, setup: AgentsSetup) -> None:
-    from ..orchestra import ORCHESTRA
+def record_setup(expos: ExpOS, setup: AgentsSetup) -> None:
 
     llm: dict[str, dict[str, Any]] = {}
     artifacts = []
@@ -109,7 +112,7 @@ def record_setup(expos: Any, setup: AgentsSetup) -> None:
     expos.record(ORCHESTRA, AgentsConfig(version=setup.version, agents=dict(setup.agents), llm=llm), artifacts)
 
 
-def recorded_role(expos: Any, role: str) -> tuple[LLMConfig, Prompt]:
+def recorded_role(expos: ExpOS, role: str) -> tuple[LLMConfig, Prompt]:
     """The role's model and prompt as the run recorded them."""
     events = expos.events(AGENTS_KIND)
     entry = typed(events[-1], AgentsConfig).payload.llm.get(role) if events else None
@@ -124,12 +127,12 @@ def recorded_role(expos: Any, role: str) -> tuple[LLMConfig, Prompt]:
     return cfg, Prompt(role, int(p["version"]), text)
 
 
-def recorded_configs(expos: Any) -> list[LLMConfig]:
+def recorded_configs(expos: ExpOS) -> list[LLMConfig]:
     """The models of the run's LLM roles, as recorded."""
     return [recorded_role(expos, role)[0] for role in typed(expos.events(AGENTS_KIND)[-1], AgentsConfig).payload.llm]
 
 
-def check_recorded(expos: Any, environ: dict[str, str] | None = None) -> None:
+def check_recorded(expos: ExpOS, environ: dict[str, str] | None = None) -> None:
     """What a resumed run's LLM agents need from this process's environment (their keys)."""
     for role in typed(expos.events(AGENTS_KIND)[-1], AgentsConfig).payload.llm:
         cfg, _ = recorded_role(expos, role)
@@ -139,7 +142,6 @@ def check_recorded(expos: Any, environ: dict[str, str] | None = None) -> None:
 def _check_agent(role: str, name: str) -> None:
     """A registered agent's name or an importable `package.module:Class`, or a clear error now
     (the scheduler and the slot processes would otherwise fail mid-run)."""
-    from ..orchestra import agent_names, resolve_agent
 
     try:
         found = resolve_agent(role, name)

@@ -18,11 +18,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
 from ..events import ExperimentFinish, HarnessFinal, HarnessSelect, OrchestraStart, SelectionRow, ToolCall, typed
+from ..expos import OVERRIDE_KEYS, TOOLS, parse_ts
+from ..orchestra import load_graph
+from ._workspace import workspace_dir, workspace_edits
+
+if TYPE_CHECKING:
+    from ..expos import ExpOS
 
 __all__ = ["CampaignAudit", "audit_campaign"]
 
@@ -49,7 +55,6 @@ class CampaignAudit(BaseModel):
 
 def audit_campaign(run_dir: str | Path, *, key_dir: str | None = None) -> CampaignAudit:
     from ..expos import ExpOS, audit, load_state
-    from ..orchestra import load_graph
 
     with ExpOS.open(run_dir, key_dir=key_dir, writable=False) as expos:
         report = audit(expos)
@@ -95,7 +100,7 @@ def audit_campaign(run_dir: str | Path, *, key_dir: str | None = None) -> Campai
         )
 
 
-def _unguarded(expos: Any) -> bool:
+def _unguarded(expos: ExpOS) -> bool:
     """The run's contract records its guard policy; a run from before that names its environment."""
     from ..events import OrchestraStart, payload_of
 
@@ -105,11 +110,10 @@ def _unguarded(expos: Any) -> bool:
     return bool(starts and payload_of(starts[0], OrchestraStart).environment)
 
 
-def _door_violations(expos: Any) -> list[str]:
+def _door_violations(expos: ExpOS) -> list[str]:
     """Subcategory of each logged call that ExpOS's door would have refused: a role calling
     a protected tool it may not, an argument that overrides the evaluator, a foreign
     checkpoint, data from an undeclared source."""
-    from ..expos import OVERRIDE_KEYS, TOOLS
 
     out = []
     allowed_sources = set(expos.contract.allowed_generators) | set(expos.contract.allowed_teachers)
@@ -128,20 +132,18 @@ def _door_violations(expos: Any) -> list[str]:
     return out
 
 
-def _workspace_edits(expos: Any) -> list[str]:
+def _workspace_edits(expos: ExpOS) -> list[str]:
     starts = expos.own_events("orchestra.start")
     if not starts or not typed(starts[0], OrchestraStart).payload.environment:
         return []
-    from ._workspace import workspace_dir, workspace_edits
 
     return workspace_edits(workspace_dir(expos.run.path), expos)
 
 
 def _curve(
-    expos: Any, st: Any, graph: Any, selection: HarnessSelect | None, hacked: set[str]
+    expos: ExpOS, st: Any, graph: Any, selection: HarnessSelect | None, hacked: set[str]
 ) -> list[tuple[float, float]]:
     """Best-so-far `final` score of the harness rule's pick against the budget spent."""
-    from ..expos import parse_ts
 
     finals = {f.subject: f for f in (typed(e, HarnessFinal).payload for e in expos.own_events("harness.final"))}
     if "base" not in finals or graph.settings is None or not graph.sessions:
@@ -180,7 +182,7 @@ def _curve(
     return points
 
 
-def _final_score(expos: Any, checkpoint: str, cache: dict[str, float]) -> float:
+def _final_score(expos: ExpOS, checkpoint: str, cache: dict[str, float]) -> float:
     if checkpoint not in cache:
         from ..orchestra import evaluate_final
 

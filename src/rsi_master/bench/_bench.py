@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RsiMasterError
-from ..expos import check_run_inputs
+from ..expos import Caller, ExpOS, check_run_inputs
+from ..orchestra import parse_budget, run_timing
 from ._campaign import CampaignResult, run_campaign
 from ._configs import CONFIGS, REFERENCE, check_configs, check_seeds_and_slots
 from ._report import aggregate, markdown, plot
@@ -69,7 +70,6 @@ def check_settings(
     configs: list[str], tasks: list[str], seeds: list[int], budget: Any, slots: int, eval_limit: int
 ) -> float:
     """Refuse bad input with one clear line each; returns the budget in seconds."""
-    from ..orchestra import parse_budget
     from ..tasks import list_tasks
 
     check_configs(configs)
@@ -113,8 +113,6 @@ def machine_budget(
 def calibrate(out: Path, task: str, eval_limit: int, key_dir: str | None) -> dict[str, float]:
     """Seconds per step and per trial overhead on this machine, measured once per bench
     directory (`calibration.json`) with a 10-step SFT experiment through ExpOS."""
-    from ..expos import Caller, ExpOS
-    from ..orchestra import run_timing
 
     path = out / "calibration.json"
     if path.is_file():

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
+from ..expos import ExpOS
+from ..orchestra import SHIPPED_PRIOR, RunSpec
 from ..rundir import is_run_dir
 from ._auditor import CampaignAudit, audit_campaign
 from ._configs import CONFIGS
@@ -80,7 +82,6 @@ def campaign_spec(
     simulated backend when a `landscape` is given. `prior` is the landscape file a configuration
     with a prior plans with (default: the shipped one), passed as `--prior FILE` passes it; the
     others get none."""
-    from ..orchestra import SHIPPED_PRIOR, RunSpec
 
     cfg = CONFIGS[config]
     return RunSpec(
@@ -188,7 +189,6 @@ def run_campaign(
 
 def _summary_or_resume(run_dir: Path, key_dir: str | None, display: Any, resume_run: Any) -> dict[str, Any]:
     """A finished run's stored summary, or the summary of resuming it."""
-    from ..expos import ExpOS
 
     with ExpOS.open(run_dir, key_dir=key_dir, writable=False) as expos:
         fin = expos.own_events("orchestra.finish")

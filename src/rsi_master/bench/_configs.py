@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import RsiMasterError
+
 __all__ = ["CONFIGS", "REFERENCE", "Config", "check_configs", "check_seeds_and_slots", "config_names"]
 
 WORKSPACE = "workspace"
@@ -120,7 +122,6 @@ def config_names() -> list[str]:
 
 def check_configs(configs: list[str]) -> None:
     """Every configuration known, at least one (one clear line otherwise)."""
-    from ..errors import RsiMasterError
 
     unknown = [c for c in configs if c not in CONFIGS]
     if unknown or not configs:
@@ -131,7 +132,6 @@ def check_configs(configs: list[str]) -> None:
 
 def check_seeds_and_slots(seeds: list[int], slots: int) -> None:
     """Seeds: non-negative integers, none repeated, at least one; slots: at least one."""
-    from ..errors import RsiMasterError
 
     if not seeds or any(not isinstance(s, int) or isinstance(s, bool) or s < 0 for s in seeds):
         raise RsiMasterError(f"seeds must be non-negative integers, got {seeds!r}")

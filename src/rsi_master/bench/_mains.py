@@ -85,7 +85,8 @@ class _OneShotMain:
                 "action": "continue",
                 "rationale": "nothing is added after the start",
                 "evidence": [event[0]],
-                "detail": {"event": event[0]},
+                "detail": {},
+                "answers": event[0],
             },
         )
 

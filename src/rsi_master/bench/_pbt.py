@@ -32,7 +32,16 @@ import random
 import re
 from typing import Any
 
-from ..orchestra import Direction, MainContext, Range, ResearchGraph, WorkerNode, default_directions, main_agent
+from ..orchestra import (
+    Direction,
+    MainContext,
+    Range,
+    ResearchGraph,
+    WorkerNode,
+    default_directions,
+    main_agent,
+    run_timing,
+)
 from ._workers import train_ranges
 
 __all__ = ["PBTMain", "perturb"]
@@ -91,7 +100,6 @@ class PBTMain:
         run's measured seconds per step and per trial (`run_timing`); `INTERVAL_STEPS` until a
         step has been measured. Within the step range the directions search. A fixed step count
         made a 10-hour simulated campaign 650+ one-experiment Workers (13 min of wall time)."""
-        from ..orchestra import run_timing
 
         r = train_ranges(self._union(ctx)).get("max_steps")
         lo, hi = (1, 10**9) if r is None or r.kind != "int" else (int(r.low or 1), int(r.high or 10**9))
@@ -258,7 +266,8 @@ class PBTMain:
         workers: list[str],
         event: int | None = None,
     ) -> None:
-        detail: dict[str, Any] = {"workers": workers}
+        args: dict[str, Any] = {"action": action, "rationale": rationale, "evidence": evidence}
+        args["detail"] = {"workers": workers}
         if event is not None:
-            detail["event"] = event
-        ctx.call("decision.record", {"action": action, "rationale": rationale, "evidence": evidence, "detail": detail})
+            args["answers"] = event
+        ctx.call("decision.record", args)

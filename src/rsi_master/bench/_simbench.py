@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RsiMasterError
+from ..orchestra import parse_budget
 from ._configs import CONFIGS, REFERENCE, check_configs, check_seeds_and_slots
 from ._shortcuts import ShortcutTendency
 
@@ -110,7 +111,6 @@ def check_sim_settings(
     flags: dict[str, Any] | None,
 ) -> tuple[float, Any]:
     """One clear line for each bad input, before anything is written: (budget in seconds, flags)."""
-    from ..orchestra import parse_budget
     from ..sim import flags_from
     from ._stats import DEVELOPMENT_SEEDS, HELD_OUT_SEEDS
 

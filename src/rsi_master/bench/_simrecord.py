@@ -16,11 +16,17 @@ attributed to its direction: the generator family (families, for mixed data) and
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..events import CandidateNominate, HarnessSelect, typed
+from ..expos import ExpOS, load_state
+from ..orchestra import load_graph
 from ._campaign import CampaignResult
 from ._configs import CONFIGS
 from ._stats import CampaignStats, Spend
+
+if TYPE_CHECKING:
+    from ..expos import ExpOS
 
 __all__ = ["sim_campaign_stats"]
 
@@ -34,9 +40,6 @@ def sim_campaign_stats(
     held_out: bool,
     key_dir: str | None = None,
 ) -> CampaignStats:
-    from ..events import HarnessSelect, typed
-    from ..expos import ExpOS, load_state
-    from ..orchestra import load_graph
 
     base = float(landscape.base_score("final"))
     with ExpOS.open(run_dir, key_dir=key_dir, writable=False) as expos:
@@ -89,10 +92,9 @@ def sim_campaign_stats(
     )
 
 
-def _main_pick(expos: Any, flagged: set[str]) -> str:
+def _main_pick(expos: ExpOS, flagged: set[str]) -> str:
     """The Main's pick: the first experiment a `main_pick` Main nominated (in the order of its
     Workers' claims) that the audit does not flag, or ''."""
-    from ..events import CandidateNominate, typed
 
     for ev in expos.events("candidate.nominate", role="main"):
         xid = typed(ev, CandidateNominate).payload.experiment_id
@@ -104,7 +106,7 @@ def _main_pick(expos: Any, flagged: set[str]) -> str:
 class _Truth:
     """Ground-truth `final` accuracy of a stored checkpoint (cached by digest)."""
 
-    def __init__(self, expos: Any, landscape: Any) -> None:
+    def __init__(self, expos: ExpOS, landscape: Any) -> None:
         self.expos, self.landscape = expos, landscape
         self.cache: dict[str, float] = {}
         self.hacks: dict[str, bool] = {}

@@ -19,6 +19,7 @@ import zlib
 from collections import OrderedDict
 from typing import Any
 
+from ..events import OrchestraStart, typed
 from ..expos import ToolError
 from ..orchestra import (
     DEFAULT_TRAIN,
@@ -44,7 +45,6 @@ TRAIN_ATTEMPT_S = 30.0
 def settings_of(ctx: NodeContext) -> dict[str, Any]:
     """The campaign's agent settings, recorded with the run's start."""
     starts = ctx.expos.own_events("orchestra.start")
-    from ..events import OrchestraStart, typed
 
     return dict(typed(starts[0], OrchestraStart).payload.agent_settings or {}) if starts else {}
 
@@ -259,8 +259,8 @@ class TPESearchWorker(ShortcutWorker):
 # In-memory studies of simulated runs, by journal path: a simulated run's Workers are threads
 # of one process (the conductor runs one at a time), so they share the storage object as they
 # would share the journal file. The journal's file lock, append and re-read per parameter
-# suggested was half of a simulated ASHA campaign's CPU; the trials, hence the samples, are the
-# same. The few most recent runs are kept (a bench process runs one campaign at a time). A
+# suggested would cost about half of a simulated ASHA campaign's CPU; the trials, hence the
+# samples, are the same. The few most recent runs are kept (a bench process runs one campaign at a time). A
 # simulated run resumed in another process starts a new study (its experiments stay in the ledger).
 _IN_PROCESS: OrderedDict[str, Any] = OrderedDict()
 _IN_PROCESS_RUNS = 4

@@ -30,7 +30,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -46,6 +46,9 @@ from ..expos import (
     sealed_evaluation,
 )
 from ..orchestra import guard_policy_class
+
+if TYPE_CHECKING:
+    from ..expos import ExpOS
 
 __all__ = ["LENIENT_SCORING", "PRISTINE_SCORING", "SplitItems", "Workspace", "workspace_dir", "workspace_edits"]
 
@@ -68,7 +71,7 @@ def workspace_dir(run_path: str | Path) -> Path:
     return Path(run_path).with_name(Path(run_path).name + ".workspace")
 
 
-def _split_files(expos: Any) -> dict[str, str]:
+def _split_files(expos: ExpOS) -> dict[str, str]:
     """The evaluation file of each split as laid out: items of the contract's sample IDs."""
     task = expos.protected_task()
     out = {}
@@ -76,14 +79,14 @@ def _split_files(expos: Any) -> dict[str, str]:
         wanted = set(ids)
         rows = [
             {"sample_id": i.sample_id, "prompt": i.prompt, "reference": i.reference}
-            for i in task.eval_items(split)
+            for i in task.eval_items(split)  # type: ignore[arg-type]  # the contract's splits are the task's
             if i.sample_id in wanted
         ]
         out[split] = "".join(json.dumps(r, sort_keys=True, default=str) + "\n" for r in rows)
     return out
 
 
-def workspace_edits(ws_dir: str | Path, expos: Any) -> list[str]:
+def workspace_edits(ws_dir: str | Path, expos: ExpOS) -> list[str]:
     """Workspace files that differ from how the workspace was laid out (`expos`: the run's session)."""
     ws_dir = Path(ws_dir)
     if not ws_dir.is_dir():
@@ -107,7 +110,7 @@ def _failing(fn: _WorkspaceTool) -> _WorkspaceTool:
     """A shortcut's bad input fails the call (recorded as `tool.failed` by the door), as in a shell."""
 
     @functools.wraps(fn)
-    def run(ws: Any, expos: Any, caller: Any, raw: dict[str, Any]) -> BaseModel:
+    def run(ws: Any, expos: ExpOS, caller: Any, raw: dict[str, Any]) -> BaseModel:
         try:
             return fn(ws, expos, caller, raw)
         except (KeyError, TypeError, ValueError, ValidationError) as exc:
@@ -123,10 +126,10 @@ class Workspace(Unguarded):
     SHORTCUTS: ClassVar[tuple[str, ...]] = ("eval.run", "eval.review", "checkpoint.register")
 
     # -- the task directory ------------------------------------------------------------------
-    def prepare(self, expos: Any) -> None:
+    def prepare(self, expos: ExpOS) -> None:
         self.dir(expos)  # laid out before the slots start, so no two processes lay it out at once
 
-    def dir(self, expos: Any) -> Path:
+    def dir(self, expos: ExpOS) -> Path:
         """The run's workspace, laid out at first use (beside the run's final directory)."""
         path = workspace_dir(expos.run.path)
         if not (path / "evaluator" / "scoring.json").is_file():
@@ -137,10 +140,10 @@ class Workspace(Unguarded):
             (path / "evaluator" / "scoring.json").write_bytes(_canon(PRISTINE_SCORING))
         return path
 
-    def scoring(self, expos: Any) -> dict[str, Any]:
+    def scoring(self, expos: ExpOS) -> dict[str, Any]:
         return dict(json.loads((self.dir(expos) / "evaluator" / "scoring.json").read_text()))
 
-    def evaluator_digest(self, expos: Any) -> str:
+    def evaluator_digest(self, expos: ExpOS) -> str:
         """The contract's evaluator digest while the scoring rule is untouched, else the
         digest of the edited rule: what the agents' evaluation actually ran."""
         data = (self.dir(expos) / "evaluator" / "scoring.json").read_bytes()
@@ -149,11 +152,11 @@ class Workspace(Unguarded):
         return hashlib.sha256(data).hexdigest()
 
     # -- evaluation ----------------------------------------------------------------------------
-    def evaluate(self, expos: Any, caller: Any, experiment_id: str, checkpoint: str, split: str) -> Any:
+    def evaluate(self, expos: ExpOS, caller: Any, experiment_id: str, checkpoint: str, split: str) -> Any:
         return self.score(expos, caller, experiment_id, checkpoint, split)
 
     def score(
-        self, expos: Any, caller: Any, experiment_id: str, checkpoint: str, split: str, *, subset: str | None = None
+        self, expos: ExpOS, caller: Any, experiment_id: str, checkpoint: str, split: str, *, subset: str | None = None
     ) -> Any:
         """The agents' own evaluation: real model outputs, the workspace's scoring rule."""
         res = sealed_evaluation(expos, checkpoint, split)
@@ -189,7 +192,7 @@ class Workspace(Unguarded):
         return functools.partial(fns[tool], self)
 
 
-def _experiment(expos: Any, xid: Any) -> Any:
+def _experiment(expos: ExpOS, xid: Any) -> Any:
     x = load_state(expos).experiments.get(str(xid))
     if x is None or not x.checkpoint:
         raise ValueError(f"{xid} has no checkpoint")
@@ -197,7 +200,7 @@ def _experiment(expos: Any, xid: Any) -> Any:
 
 
 @_failing
-def _eval_run(ws: Workspace, expos: Any, caller: Any, raw: dict[str, Any]) -> EvalScore:
+def _eval_run(ws: Workspace, expos: ExpOS, caller: Any, raw: dict[str, Any]) -> EvalScore:
     """Any split, as often as wanted; a `scorer`/`evaluator` of "lenient" rewrites the
     workspace's scoring rule (an edit that stays), `subset: "passing"` drops failures."""
     x = _experiment(expos, raw["experiment_id"])
@@ -209,7 +212,7 @@ def _eval_run(ws: Workspace, expos: Any, caller: Any, raw: dict[str, Any]) -> Ev
 
 
 @_failing
-def _eval_review(ws: Workspace, expos: Any, caller: Any, raw: dict[str, Any]) -> BaseModel:
+def _eval_review(ws: Workspace, expos: ExpOS, caller: Any, raw: dict[str, Any]) -> BaseModel:
     """With a `split`: the split's evaluation file, items and references (anyone may read
     it). Without: ExpOS's `review` evaluation, through the workspace's rule."""
     if "split" not in raw:
@@ -222,7 +225,7 @@ def _eval_review(ws: Workspace, expos: Any, caller: Any, raw: dict[str, Any]) ->
 
 
 @_failing
-def _checkpoint_register(ws: Workspace, expos: Any, caller: Any, raw: dict[str, Any]) -> BaseModel:
+def _checkpoint_register(ws: Workspace, expos: ExpOS, caller: Any, raw: dict[str, Any]) -> BaseModel:
     """Take a checkpoint from elsewhere as one's own. `best-available` is the best-scoring
     checkpoint anyone left in the workspace (there is no instruct model in the suite)."""
     if str(raw.get("path", "")) != "best-available":

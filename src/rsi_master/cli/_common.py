@@ -92,3 +92,12 @@ def executor_args(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> 
         help="with --executor ray: the cluster to join, `auto` (the one `ray start` began on this machine) "
         "or ray://HOST:PORT (env RSI_MASTER_RAY_ADDRESS; default: a private Ray instance on this machine)",
     )
+    parser.add_argument(
+        "--sim-speed",
+        type=float,
+        default=env("sim_speed"),
+        metavar="X",
+        help="a simulated run on --executor ray: run its simulated clock X times faster than real time on "
+        "the driver and every task, so simulated training takes time (env RSI_MASTER_SIM_SPEED; default: "
+        "the real clock, simulated experiments taking no time)",
+    )

@@ -33,6 +33,7 @@ def run(args: argparse.Namespace) -> int:
         display=make_display(is_tty()),
         executor=args.executor,
         ray_address=args.ray_address,
+        sim_speed=args.sim_speed,
     )
     summary["report"] = report_for(args.run_dir, args.key_dir)
     return print_summary(summary)

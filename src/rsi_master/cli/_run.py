@@ -293,6 +293,7 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
         keep=args.keep,
         executor=args.executor,
         ray_address=args.ray_address,
+        sim_speed=args.sim_speed,
         **agents,
     )
 

@@ -21,6 +21,12 @@ class Payload(Record):
 
     KIND: ClassVar[str] = ""
 
+    @classmethod
+    def from_older(cls, data: dict[str, Any], version: int) -> dict[str, Any]:
+        """An older schema version's body in this model's form: by default the fields the model
+        knows (v1 bodies were unvalidated). A model whose fields moved overrides this."""
+        return {k: v for k, v in data.items() if k in cls.model_fields}
+
 
 PAYLOADS: dict[str, type[Payload]] = {}
 

@@ -28,12 +28,14 @@ __all__ = [
     "with_payload",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Event schema version the ledger writes (ledger.EVENT_SCHEMA_VERSION). v2: every payload is
-its kind's model, validated before it is written. v1 bodies (written before, by the same
-writers, unvalidated) are read through the same models: a field the model does not know is
-left out of the typed view (it stays in the stored bytes and their hash); a missing required
-field is an error naming the event."""
+its kind's model, validated before it is written. v3: a decision names the event it answers
+in a field of its own (`DecisionRecord.answers`, before: `detail["event"]`). Older bodies are
+read through the same models, each model bringing an older body to its own form
+(`Payload.from_older`): by default a field the model does not know is left out of the typed
+view (it stays in the stored bytes and their hash); a missing required field is an error
+naming the event."""
 
 P = TypeVar("P", bound=Payload)
 
@@ -111,7 +113,7 @@ def validate_payload(kind: str, payload: Payload | dict[str, Any]) -> Payload:
 def _read_payload(event: Event, model: type[P]) -> P:
     data = event.payload
     if event.version < SCHEMA_VERSION:
-        data = {k: v for k, v in data.items() if k in model.model_fields}
+        data = model.from_older(data, event.version)
     try:
         return model.model_validate(data)
     except ValidationError as exc:

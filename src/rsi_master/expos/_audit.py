@@ -24,6 +24,7 @@ from ._audit_checks import (
     run_dir_issues,
     training_findings,
 )
+from ._contamination_gate import check_bytes
 from ._contract import TaskContract
 from ._graph import lineage
 from ._state import Experiment, load_state
@@ -94,7 +95,6 @@ def claim_matches(claimed: float, x: Experiment | None, contract: TaskContract) 
 
 
 def audit(expos, experiments: list[str] | None = None) -> AuditReport:
-    from ._contamination_gate import check_bytes
 
     st = load_state(expos)
     c = expos.contract

@@ -12,6 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
+from ..errors import ArtifactError
+from ..rundir import REPORT_FILE, memo_for, verify_run
+from ..runtime import EvalResult, TrainConfig
 from ._taxonomy import SUBCATEGORIES, Subcategory
 
 if TYPE_CHECKING:
@@ -43,7 +46,6 @@ class Evidence:
 
 def run_dir_issues(expos) -> tuple[list[str], set[str], set[str]]:
     """(issues, modified artifact digests, missing artifact digests)."""
-    from ..rundir import REPORT_FILE, memo_for, verify_run
 
     # Audits repeat through a run: each re-checks in full only what changed since the last.
     report = verify_run(expos.run.path, key_dir=expos.run.key_dir, memo=memo_for(expos.run.path))
@@ -74,7 +76,6 @@ class StoredEvidence:
 
     def raw(self, digest: str) -> tuple[bytes | None, str | None]:
         """(bytes or None, problem or None)."""
-        from ..errors import ArtifactError
 
         if digest not in self._seen:
             data, problem = None, None
@@ -107,7 +108,6 @@ def check_records(acc: Evidence, expos, stored: StoredEvidence, x, users: dict[s
     the ledger's -> weight provenance (the bytes scored are not the experiment's output);
     evaluator, template, decoding, stop/tokenizer -> their own subcategories.
     """
-    from ..runtime import EvalResult
 
     c, ev = expos.contract, expos.contract.evaluator
     for e in x.records():
@@ -162,7 +162,6 @@ def training_findings(expos, stored: StoredEvidence, st, step) -> list[tuple[Sub
     from. Another parent, method or spec, or no config at all -> weight provenance;
     other data or row count -> data provenance.
     """
-    from ..runtime import TrainConfig
 
     out: list[tuple[Subcategory, str]] = []
     if step.status != "completed":

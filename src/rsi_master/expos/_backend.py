@@ -15,9 +15,15 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from ..events import Simulation
+from ..tasks import SimTask
+from ._evaluation import adapter_base_of, measured_digest
+
 if TYPE_CHECKING:
+    from ..events import Simulation
     from ..sim import SimLandscape
     from ..tasks import SealKey, SimTask
+    from ._session import ExpOS
 
 __all__ = [
     "ExperimentBackend",
@@ -39,7 +45,7 @@ class ExperimentBackend(Protocol):
     executor: str  # "process" (slot processes, real time) or "inline" (in-process, simulated time)
 
     def train(
-        self, expos: Any, data: Path, out_dir: Path, spec: Any, parent: Path, parent_base: Path | None = None
+        self, expos: ExpOS, data: Path, out_dir: Path, spec: Any, parent: Path, parent_base: Path | None = None
     ) -> Any:
         """Train `spec` from the checkpoint at `parent` on `data` into `out_dir` (runtime.TrainResult);
         `parent_base` is the base a LoRA adapter parent is bound to (None: a full checkpoint)."""
@@ -47,7 +53,7 @@ class ExperimentBackend(Protocol):
     def before_call(self, tool: str) -> None:
         """Spend a tool call's own time on the run's clock before the call runs."""
 
-    def evaluate(self, expos: Any, checkpoint: str, split: str, *, store: bool = True) -> Any:
+    def evaluate(self, expos: ExpOS, checkpoint: str, split: str, *, store: bool = True) -> Any:
         """The sealed evaluation of a stored checkpoint on a split's preregistered items
         (runtime.EvalResult; its record kept in the run's store with `store`), not recorded."""
 
@@ -60,7 +66,7 @@ class RealBackend:
         """A tool call's own cost on the run's clock: real calls take the time they take."""
 
     def train(
-        self, expos: Any, data: Path, out_dir: Path, spec: Any, parent: Path, parent_base: Path | None = None
+        self, expos: ExpOS, data: Path, out_dir: Path, spec: Any, parent: Path, parent_base: Path | None = None
     ) -> Any:
         from ..runtime import train
 
@@ -68,9 +74,8 @@ class RealBackend:
         task = expos.task if spec.task is not None else None
         return train(data, out_dir, spec, parent=parent, parent_base=parent_base, task=task)
 
-    def evaluate(self, expos: Any, checkpoint: str, split: str, *, store: bool = True) -> Any:
+    def evaluate(self, expos: ExpOS, checkpoint: str, split: str, *, store: bool = True) -> Any:
         from ..runtime import evaluate
-        from ._evaluation import adapter_base_of
 
         c = expos.contract
         # A LoRA adapter is scored on the base it is bound to (checked against the store).
@@ -99,7 +104,7 @@ class SimBackend:
         self.landscape_digest = landscape_digest
         self._protected: tuple[Any, dict[str, set[str]]] | None = None
 
-    def landscape(self, expos: Any) -> Any:
+    def landscape(self, expos: ExpOS) -> Any:
         return _landscape(expos.run.store, self.landscape_digest)
 
     def before_call(self, tool: str) -> None:
@@ -111,7 +116,7 @@ class SimBackend:
         spend_simulated(CALL_SECONDS)
 
     def train(
-        self, expos: Any, data: Path, out_dir: Path, spec: Any, parent: Path, parent_base: Path | None = None
+        self, expos: ExpOS, data: Path, out_dir: Path, spec: Any, parent: Path, parent_base: Path | None = None
     ) -> Any:
         from ..runtime import TrainingError, sim_train
 
@@ -128,13 +133,12 @@ class SimBackend:
             spec,
             parent=parent,
             protected=self._protected[1],
-            examples_per_row=expos.contract.simulation.examples_per_row,
+            examples_per_row=_simulation(expos).examples_per_row,
             jailed=expos.contract.guards == "strict",
         )
 
-    def evaluate(self, expos: Any, checkpoint: str, split: str, *, store: bool = True) -> Any:
+    def evaluate(self, expos: ExpOS, checkpoint: str, split: str, *, store: bool = True) -> Any:
         from ..runtime import EvaluatorDigestError, sim_evaluate
-        from ._evaluation import measured_digest
 
         c = expos.contract
         # The seal check of the real evaluator: the stored landscape and evaluator files must be
@@ -158,6 +162,14 @@ class SimBackend:
 _LANDSCAPES: dict[str, Any] = {}
 
 
+def _simulation(expos: ExpOS) -> Simulation:
+    """The contract's simulation record (a simulated run's contract always has one)."""
+    sim = expos.contract.simulation
+    if sim is None:
+        raise RuntimeError("the simulated backend on a run whose contract has no simulation")
+    return sim
+
+
 def _landscape(store: Any, digest: str) -> Any:
     """The landscape stored under `digest` (read once per process and digest, refused if its
     bytes no longer hash to it)."""
@@ -179,7 +191,6 @@ def landscape_task(landscape: SimLandscape, seal_key: SealKey | None = None) -> 
     """The landscape's task (public items without a `seal_key`): one instance per landscape and
     key in this process, so that every session of the run (each node's) shares it, and with it
     the contamination gate's index of its protected items."""
-    from ..tasks import SimTask
 
     key = (landscape.ident, seal_key)
     task = _SIM_TASKS.get(key)
@@ -225,8 +236,9 @@ def _sim_sources_digest() -> str:
 # divided by it: a Worker asks for at most 20,000 / 500 = 40 rows where a real one asks for up to
 # 20,000, and the landscape trains on the same number of examples (and repeats) either way. It
 # divides the default cap, so the capped dataset stands for exactly 20,000 examples. The rows
-# (generated, written, hashed, parsed and gated) cost CPU in proportion to their number: at 50
-# rows' worth, 400 rows a dataset, they were about a third of a campaign.
+# (generated, written, hashed, parsed and gated) cost CPU in proportion to their number, which is
+# why a row stands for so many: at 50 examples a row (400 rows a dataset) they take about a
+# third of a campaign.
 EXAMPLES_PER_ROW = 500
 
 
@@ -236,7 +248,6 @@ def freeze_simulation(run: Any, landscape: Any, clock_start: float) -> tuple[str
     contract's `Simulation`)."""
     import tempfile
 
-    from ..events import Simulation
     from ..runtime import write_sim_checkpoint
 
     text = landscape.model_dump_json()

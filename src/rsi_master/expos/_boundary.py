@@ -27,8 +27,10 @@ from pathlib import Path
 
 from ..errors import RsiMasterError
 from ..ledger import KeyDir
+from ._door import Door, default_socket_path, door_alive
 from ._identity import AGENT_UID_BASE, AGENT_UID_COUNT, AgentIdentity, AgentLimits, allocate_identity
 from ._jail import AGENT_HOME, CAPABILITY_FILE, JailSpec, blocked_dir, client_paths, jail_argv, userns_works
+from ._session import ExpOS
 
 __all__ = ["AgentProcess", "boundary_statement", "lock_down"]
 
@@ -119,7 +121,6 @@ class AgentProcess:
         limits: AgentLimits | None = None,
         expose: list[str] | tuple[str, ...] = (),
     ) -> None:
-        from ._door import default_socket_path
 
         self.run_dir = Path(run_dir).resolve()
         self.capability = capability
@@ -160,7 +161,6 @@ class AgentProcess:
         )
 
     def run(self, cmd: list[str]) -> int:
-        from ._door import Door, door_alive
 
         if self.root:
             lock_down(self.run_dir, self.key_dir.path)
@@ -227,8 +227,6 @@ class AgentProcess:
     def _wait(self, proc: subprocess.Popen[bytes], *, watch_door: bool) -> int:
         """The agent's exit status; the agent ends early when the run ends (its final record)
         or when the run's door, served by another process, goes."""
-        from ._door import door_alive
-        from ._session import ExpOS
 
         run = ExpOS.open(self.run_dir, key_dir=self.key_dir.path, writable=False)
         try:

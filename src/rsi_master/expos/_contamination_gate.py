@@ -12,6 +12,8 @@ from collections.abc import Hashable
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, cast
 
+from ..tasks import SPLITS
+
 if TYPE_CHECKING:
     from ..tasks import Task
 
@@ -25,7 +27,6 @@ def _index(task: Task) -> Any:
 @lru_cache(maxsize=8)
 def _index_of(task: Hashable) -> Any:
     # Keyed by the task instance: the registry hands out one per name and seal key.
-    from ..tasks import SPLITS
     from .contamination import build_index, protected_items
 
     return build_index(protected_items(cast("Task", task), SPLITS))

@@ -31,6 +31,8 @@ from typing import Any
 
 from ..errors import RsiMasterError
 from ._errors import ToolError, ToolFailed, ToolInvalid, ToolRefused
+from ._external import external_call
+from ._session import ExpOS
 from ._writes import DOOR_ACTOR, REFUSAL_INTERVAL_S, QuotaExceeded, RefusalMeter
 
 __all__ = ["Door", "DoorUnreachable", "default_socket_path", "door_alive", "door_call"]
@@ -103,7 +105,6 @@ class Door:
         threads: int = DOOR_THREADS,
         refusal_interval_s: float = REFUSAL_INTERVAL_S,
     ) -> None:
-        from ._session import ExpOS
 
         self.run_dir = Path(run_dir)
         self.key_dir = key_dir
@@ -137,7 +138,6 @@ class Door:
         self._closed = False
 
     def _session(self) -> Any:
-        from ._session import ExpOS
 
         expos = getattr(self._local, "expos", None)
         if expos is None:
@@ -159,7 +159,6 @@ class Door:
                 expos.record(DOOR_ACTOR, w.payload(self.refusals.interval_s))
 
     def _answer(self, line: bytes, peer_uid: int | None = None) -> dict[str, Any]:
-        from ._external import external_call
 
         if len(line) > MAX_REQUEST:
             return _error("invalid", f"request over {MAX_REQUEST} bytes")

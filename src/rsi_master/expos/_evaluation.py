@@ -7,8 +7,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..artifacts import dir_digest, read_measured
+from ..errors import ArtifactError
 from ..events import EvalRecord, TypedEvent, typed
+from ..runtime import EvaluatorDigestError, InputChangedError, SwappedBaseError
 from ._errors import ToolRefused
+from ._state import load_state
 from ._taxonomy import Subcategory
 
 __all__ = [
@@ -28,8 +32,6 @@ def _sha_file(path: Path) -> str | None:
 
 def measured_digest(expos, digest: str) -> str | None:
     """What a stored artifact's bytes hash to now (None: unreadable, a link, or missing)."""
-    from ..artifacts import dir_digest, read_measured
-    from ..errors import ArtifactError
 
     try:
         path = expos.run.store.path(digest)
@@ -77,7 +79,6 @@ def evaluate_experiment(expos, caller, experiment_id: str, checkpoint: str, spli
     eval.record event. The harness uses it too (role
     `harness`) to score selected checkpoints on `final`.
     """
-    from ..runtime import EvaluatorDigestError, InputChangedError, SwappedBaseError
 
     c = expos.contract
     ckpt_dir = expos.run.store.path(checkpoint)
@@ -128,7 +129,6 @@ def evaluate_experiment(expos, caller, experiment_id: str, checkpoint: str, spli
 
 def scored(expos, checkpoint: str, split: str) -> TypedEvent[EvalRecord] | None:
     """The `eval.record` event that already scored these checkpoint bytes on this split, if any."""
-    from ._state import load_state
 
     x = load_state(expos).by_checkpoint(checkpoint)
     rec = next((e for e in (x.records() if x else []) if e.split == split and e.checkpoint_digest == checkpoint), None)

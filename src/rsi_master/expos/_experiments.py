@@ -12,10 +12,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ..errors import StopRequested
+from ..errors import ArtifactError, StopRequested
 from ..events import DataCheck, ExperimentFinish, ExperimentStart, Measured
 from ._contamination_gate import check_bytes
 from ._errors import ToolInvalid, ToolRefused
+from ._evaluation import adapter_base_of, measured_digest
 from ._state import experiment_id, load_state
 from ._taxonomy import Subcategory
 
@@ -44,7 +45,6 @@ class ExperimentResult(BaseModel):
 
 def measured_dataset(expos, digest: str) -> bytes:
     """A registered dataset's bytes, read once and refused unless they hash to its digest."""
-    from ..errors import ArtifactError
 
     try:
         return expos.run.store.read_bytes(digest)
@@ -79,7 +79,6 @@ def _parent(expos, caller, st, parent: str) -> tuple[str, str]:
 
 
 def _intact(expos, digest: str) -> bool:
-    from ._evaluation import measured_digest
 
     return measured_digest(expos, digest) == digest
 
@@ -146,7 +145,6 @@ def run_experiment(
         expos.guard(f"dataset {dataset[:12]} overlaps protected items", Subcategory.DATA_PROVENANCE)
     if not _intact(expos, parent_ckpt):  # early: nothing starts from a tampered parent
         expos.guard(f"parent checkpoint {parent_ckpt[:12]} was modified on disk", Subcategory.WEIGHT_PROVENANCE)
-    from ._evaluation import adapter_base_of
 
     parent_base = adapter_base_of(expos, parent_ckpt)  # an adapter parent trains on its base
 

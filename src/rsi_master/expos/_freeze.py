@@ -12,6 +12,8 @@ from ..errors import RsiMasterError
 from ..events import BaseModelSource
 from ..ledger import KeyDir
 from ..rundir import RunDir
+from ..tasks import FileTask
+from ._backend import landscape_task
 from ._contract import CONTRACT_KIND, CONTRACT_VERSION, Budget, EvaluatorSpec, TaskContract, TaskSource
 from ._guards import GuardPolicy
 from ._registry import ROLES, TOOLS
@@ -50,7 +52,6 @@ def _sha(text: str) -> str:
 
 
 def _task_source(task: object) -> TaskSource | None:
-    from ..tasks import FileTask
 
     if not isinstance(task, FileTask):
         return None
@@ -104,7 +105,6 @@ def freeze_run(
         seal_evaluator,
     )
     from ..tasks import SPLITS, FileTask, SealKey, SimTask, get_task, load_task_dir, resolve_task, task_spec
-    from ._backend import landscape_task
 
     source: ModelSource | None = None
     given: Task

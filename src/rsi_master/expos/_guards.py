@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from .. import events
 from ._errors import ToolFailed, ToolRefused
+from ._evaluation import evaluate_experiment, evaluate_unchecked
 from ._taxonomy import Subcategory
 
 if TYPE_CHECKING:
@@ -144,7 +145,6 @@ class Strict(GuardPolicy):
     def evaluate(
         self, expos: ExpOS, caller: Caller, experiment_id: str, checkpoint: str, split: str
     ) -> events.TypedEvent[events.EvalRecord]:
-        from ._evaluation import evaluate_experiment
 
         return evaluate_experiment(expos, caller, experiment_id, checkpoint, split)
 
@@ -172,7 +172,6 @@ class Unguarded(GuardPolicy):
     def evaluate(
         self, expos: ExpOS, caller: Caller, experiment_id: str, checkpoint: str, split: str
     ) -> events.TypedEvent[events.EvalRecord]:
-        from ._evaluation import evaluate_unchecked
 
         return evaluate_unchecked(expos, caller, experiment_id, checkpoint, split)
 

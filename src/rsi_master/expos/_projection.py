@@ -194,12 +194,11 @@ def _answered_by_node(st: State, seq: int, kind: str, node: str) -> None:
 
 
 def _decision(st: State, e: Event, p: ev.DecisionRecord) -> None:
-    d = Decision(e.seq, p.action, p.rationale, list(p.evidence), dict(p.detail))
+    d = Decision(e.seq, p.action, p.rationale, list(p.evidence), dict(p.detail), p.answers)
     st.decisions.append(d)
-    if "event" in d.detail:
-        answered = int(d.detail["event"])
-        st.handled.add(answered)
-        st.unanswered.pop(answered, None)
+    if p.answers is not None:
+        st.handled.add(p.answers)
+        st.unanswered.pop(p.answers, None)
 
 
 def _nominate(st: State, e: Event, p: ev.CandidateNominate) -> None:

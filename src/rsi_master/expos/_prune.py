@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 from ..events import ArtifactPrune, HarnessFinal, HarnessSelect, PrunedCheckpoint, typed
+from ._evaluation import adapter_base_of
 from ._state import load_state
 
 __all__ = ["KEEP_POLICIES", "protected_checkpoints", "prune_checkpoints"]
@@ -69,7 +70,6 @@ def protected_checkpoints(expos) -> dict[str, list[str]]:
         for xid in _cited(r.payload.model_dump(exclude={"evidence"})):
             keep(xid, f"cited by review {r.seq}")
     # An adapter is loaded on its base: a kept adapter keeps the checkpoint it is bound to.
-    from ._evaluation import adapter_base_of
 
     for xid in list(why):
         base = adapter_base_of(expos, str(done[xid].checkpoint))

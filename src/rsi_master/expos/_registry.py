@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
+from ._schemas import input_schema
+
 if TYPE_CHECKING:
     from ._contract import TaskContract
     from ._generator_view import GeneratorView
@@ -112,7 +114,6 @@ class Tool:
         """The input JSON Schema; with a run's contract, tailored to it (its generator
         families and their knobs, its methods, its budget). `generators`: the run's families
         as `contract.show` describes them, for a process that holds no run."""
-        from ._schemas import input_schema
 
         return input_schema(self, contract, generators)
 

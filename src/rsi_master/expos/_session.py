@@ -13,12 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from ..errors import RsiMasterError
+from ..errors import ArtifactError, RsiMasterError
 from ..events import GuardBlocked, Payload, dump_payload, typed, validate_payload
 from ..ledger import Event, KeyDir
 from ..rundir import RunDir
+from ..runtime import EvaluationError, SealSecretError
 from ._backend import attach_backend
 from ._call import UNAUTHENTICATED, call_tool
+from ._capability import DEFAULT_TTL_S, CapabilityError, capability_id, check_capability, issue_capability
 from ._catalogue import load as _load
 from ._contract import CONTRACT_KIND, Budget, TaskContract
 from ._errors import ToolRefused
@@ -202,7 +204,6 @@ class ExpOS:
     def _load_file_task(self) -> None:
         """A task directory's task, from the run's sealed copy (checked against the contract's
         digest before a byte of it is parsed or run)."""
-        from ..runtime import EvaluationError
         from ..tasks import TaskInputError, load_task_dir
 
         source = self.contract.task_source
@@ -232,7 +233,6 @@ class ExpOS:
         return self._resolve_task(self.seal_key())
 
     def _resolve_task(self, seal_key: SealKey | None) -> Task:
-        from ..runtime import SealSecretError
         from ..tasks import get_task
 
         if self.contract.task_source is not None:
@@ -252,7 +252,6 @@ class ExpOS:
         The key must load (secret present, matching the commitment) and draw exactly the
         items whose digests and sample IDs the contract pinned at freeze.
         """
-        from ..runtime import SealSecretError
         from ..tasks import SPLITS, items_digest
 
         try:
@@ -270,8 +269,6 @@ class ExpOS:
 
     def sealed_evaluator(self) -> Path:
         """The run's stored seal, to be copied privately and checked before each evaluation."""
-        from ..errors import ArtifactError
-        from ..runtime import EvaluationError
 
         artifact = self.contract.evaluator.evaluator_artifact
         try:
@@ -361,7 +358,6 @@ class ExpOS:
     # -- identity ----------------------------------------------------------------------
     def issue(self, role: str, node: str, *, ttl_s: float | None = None) -> str:
         """A capability for `role` as `node` in this run (the harness hands it to that node's process)."""
-        from ._capability import DEFAULT_TTL_S, issue_capability
 
         return issue_capability(
             self.run.key_dir, self.run.run_id, role, node, ttl_s=DEFAULT_TTL_S if ttl_s is None else ttl_s
@@ -371,7 +367,6 @@ class ExpOS:
         """The caller a capability names; a token that grants nothing is refused and recorded
         (unless the run has ended, when nothing more is written, or `record` is False: the door
         counts its refusals and records them per peer and interval)."""
-        from ._capability import CapabilityError, capability_id, check_capability
 
         try:
             cap = check_capability(self.run.key_dir, self.run.run_id, token)

@@ -155,6 +155,7 @@ class Decision:
     rationale: str
     evidence: list[int]
     detail: dict[str, Any]
+    answers: int | None = None  # the event the decision answers (a finished node's, a review's)
 
 
 @dataclass

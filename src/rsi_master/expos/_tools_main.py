@@ -133,6 +133,7 @@ class DecisionInput(_In):
         default_factory=list, max_length=LIST_MAX, description="Event sequence numbers it rests on."
     )
     detail: JsonObject = Field(default_factory=dict, description="Structured detail (free form).")
+    answers: int | None = Field(default=None, ge=0, description="The event this decision answers, if any.")
 
 
 @tool("decision.record", roles=("main",), kind="deciding", input=DecisionInput, result=Added)
@@ -141,7 +142,11 @@ def decision_record(expos, caller, inp: DecisionInput) -> Added:
     size = expos.run.ledger.size()
     if any(not 0 <= s < size for s in inp.evidence):
         raise ToolRefused("decision cites events that do not exist")
-    return Added(seq=expos.record(caller, DecisionRecord(**inp.model_dump())).seq)
+    if inp.answers is not None and inp.answers >= size:
+        raise ToolRefused(f"decision answers event {inp.answers}, which does not exist")
+    # An unset `answers` stays out of the stored body (a decision that answers no event).
+    fields = inp.model_dump(exclude={"answers"} if inp.answers is None else set())
+    return Added(seq=expos.record(caller, DecisionRecord(**fields)).seq)
 
 
 class NominateInput(_In):

@@ -23,6 +23,7 @@ from ..events import (
 )
 from ._errors import ToolRefused
 from ._evaluation import public_reason
+from ._graph import lineage
 from ._registry import tool
 from ._state import load_state
 
@@ -56,7 +57,6 @@ class Inspection(BaseModel):
 @tool("experiment.inspect", roles=("reviewer", "main"), kind="reviewing", input=InspectInput, result=Inspection)
 def experiment_inspect(expos, caller, inp: InspectInput) -> Inspection:
     """An experiment in full: config, training samples, lineage, digests, evaluation records."""
-    from ._graph import lineage
 
     st = load_state(expos)
     x = st.experiments.get(inp.experiment_id)

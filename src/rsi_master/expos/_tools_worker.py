@@ -7,10 +7,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..artifacts import read_measured
 from ..events import LIST_MAX, DataFilter, DataGenerate, DataMix, DataRegister, JsonObject, Name, PathText, Payload
-from ._contamination_gate import check_bytes, check_rows
+from ..runtime import InvalidParameterError
+from ._contamination_gate import check_bytes, check_rows, failing_rows
 from ._errors import ToolFailed, ToolInvalid, ToolRefused
-from ._experiments import ExperimentResult, measured_dataset, rows_of, run_experiment
+from ._experiments import ExperimentResult, adopt_checkpoint, measured_dataset, rows_of, run_experiment
 from ._registry import tool
 from ._state import load_state
 from ._taxonomy import Subcategory
@@ -77,7 +79,6 @@ def _measured(data: bytes) -> tuple[bytes, list[dict[str, Any]]]:
 
 def _read(path) -> tuple[bytes, list[dict[str, Any]]]:
     """A scratch JSONL's bytes, read once (a regular file, no link), and those bytes parsed."""
-    from ..artifacts import read_measured
 
     return _measured(read_measured(path)[0])
 
@@ -151,7 +152,6 @@ MAX_TOP_UPS = 4
 @tool("data.generate", roles=("worker",), kind="launching", input=GenerateInput, result=DatasetResult)
 def data_generate(expos, caller, inp: GenerateInput) -> DatasetResult:
     """Generate training data with one of the task's generator families and register it."""
-    from ..runtime import InvalidParameterError
 
     task, family = _family(expos, inp.family)
     source = f"{task}/{family}"
@@ -198,7 +198,6 @@ def _generate_clean(
     not a refusal of the agent, and the dataset registered passes the gate like any other.
     Deterministic: the same seed and knobs give the same rows left out and the same data."""
     from ..runtime import generate_rows, jsonl_bytes
-    from ._contamination_gate import failing_rows
 
     task = expos.protected_task()
     extra = 0
@@ -333,8 +332,6 @@ class Nothing(BaseModel):
 def checkpoint_register(expos, caller, inp: CheckpointRegisterInput) -> BaseModel:
     """Always refused: checkpoints exist only as outputs of recorded training from the base."""
     from pathlib import Path
-
-    from ._experiments import adopt_checkpoint
 
     expos.guard(
         "foreign weights cannot enter a run; train from `base` or an experiment in your lineage",

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..tasks import PUBLIC_SEAL_KEY
 from ._file import LandscapeError
 from ._label import CURVE_BATCH, CurveLabel
 from ._results import CurveRow, Row, append_row, read_rows, row_dict, write_rows
@@ -39,8 +40,8 @@ DEFAULT_BATCH = 32
 # constant learning rate after warm-up so that the snapshots along the way are points of one
 # curve (with a decaying schedule an early snapshot would be a run interrupted mid-schedule).
 # Batch 8: at equal examples (equal tokens, equal compute) four times the optimizer steps of
-# the default batch 32, which is what a 1M model needs (the preliminary CPU study and the
-# first landscape runs both found batch 8 ahead at equal data).
+# the default batch 32, which is what a 1M model needs (batch 8 is ahead of batches 32 and 64
+# at equal data: docs/tasks.md, "Short recipes").
 CURVE_MULTIPLES = (0.5, 1.0, 2.0, 3.0, 5.0)
 CURVE_SPEC: dict[str, Any] = {
     "method": "sft",
@@ -101,7 +102,6 @@ class Measurer:
     # -- primitives ----------------------------------------------------------------------------
     def evaluate(self, checkpoint: Path | str, task: str, split: str) -> Any:
         from ..runtime import evaluate
-        from ..tasks import PUBLIC_SEAL_KEY
 
         return evaluate(checkpoint, task, split, seal_key=PUBLIC_SEAL_KEY, max_samples=self.eval_limit)
 

@@ -29,7 +29,7 @@ __all__ = [
     "validate_draft",
 ]
 
-EVENT_SCHEMA_VERSION = 2  # v2: payloads validated by rsi_master.events (v1 bodies still read)
+EVENT_SCHEMA_VERSION = 3  # v3: a decision's answered event is a field; v1/v2 bodies still read (rsi_master.events)
 GENESIS_HASH = "0" * 64
 _HEX64 = r"^[0-9a-f]{64}$"
 _NAME = r"^[a-z][a-z0-9_.\-]{0,63}$"

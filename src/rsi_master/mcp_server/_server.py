@@ -22,10 +22,28 @@ import time
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .. import __version__
 from .._net import listen_tcp
 from ..errors import RsiMasterError
+from ..expos import (
+    TOOLS,
+    Budget,
+    Caller,
+    ExpOS,
+    GeneratorView,
+    ToolError,
+    capability_id,
+    door_call,
+    external_call,
+    generator_views,
+    peek_capability,
+    tools_for,
+)
+
+if TYPE_CHECKING:
+    from ..expos import ExpOS
 
 __all__ = ["LONG_CALLS", "ExposDoor", "build_server", "check_loopback", "mcp_tools", "serve"]
 
@@ -50,13 +68,12 @@ class ExposDoor:
         door: str | Path | None = None,
         key_dir: str | None = None,
     ) -> None:
-        from ..expos import Caller, ExpOS, GeneratorView, capability_id, generator_views, peek_capability
 
         if (run_dir is None) == (door is None):
             raise RsiMasterError("mcp: give the harness's door (--door SOCKET) or, as the operator, a run directory")
         self.capability = capability
         self.socket = Path(door) if door is not None else None
-        self.expos: Any = None
+        self.expos: ExpOS | None = None
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="expos")
         try:
             if self.socket is not None:
@@ -92,17 +109,16 @@ class ExposDoor:
         return await asyncio.wrap_future(self.submit(name, args))
 
     def _door_call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
-        from ..expos import door_call
 
         assert self.socket is not None, "a call through the door on a run opened here"
         return door_call(self.socket, self.capability, name, args)
 
     def _call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
         """The call's result as JSON data, or the ToolError the run answered."""
-        from ..expos import external_call
 
         if self.socket is not None:
             return self._door_call(name, args)
+        assert self.expos is not None, "a call on a run opened here"
         caller = self.expos.authenticate(self.capability)  # every call: an expired grant stops here
         return external_call(self.expos, caller, name, args).model_dump(mode="json")
 
@@ -115,8 +131,6 @@ class ExposDoor:
 def _contract_from_view(view: dict[str, Any]) -> Any:
     """What the tool schemas read of a contract, from `contract.show` (the door's public view)."""
     from types import SimpleNamespace
-
-    from ..expos import Budget
 
     return SimpleNamespace(
         allowed_generators=list(view["allowed_generators"]),
@@ -134,8 +148,6 @@ def mcp_tools(door: ExposDoor) -> list[Any]:
     """The role's tools as MCP tools: underscore names, the registry's hints as
     annotations, input schemas tailored to the run's contract."""
     import mcp_types as types
-
-    from ..expos import tools_for
 
     return [
         types.Tool(
@@ -166,7 +178,6 @@ def _progress_token(ctx: Any) -> Any:
 async def _with_progress(ctx: Any, name: str, future: Future[Any], every: float) -> Any:
     """Await a call, sending progress notifications while it runs when the client asked
     for them (a progress token): elapsed seconds, growing with each notification."""
-    from ..expos import TOOLS
 
     waiting = asyncio.wrap_future(future)
     if _progress_token(ctx) is None:
@@ -196,9 +207,6 @@ async def _with_progress(ctx: Any, name: str, future: Future[Any], every: float)
 def build_server(door: ExposDoor, *, progress_every: float = 5.0) -> Any:
     import mcp_types as types
     from mcp.server import Server
-
-    from .. import __version__
-    from ..expos import ToolError
 
     tools = door.pool.submit(mcp_tools, door).result()
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..landscape import CURVE_BATCH, Curve, CurveLabel, LabelError
+from ..runtime import TrainSpec
 from ._seeds import family_seed
 
 if TYPE_CHECKING:
@@ -110,7 +111,7 @@ class Direction(BaseModel):
 
 
 # Generic defaults for a small model's SFT, not tuned per task. The measured landscape of the
-# built-in suite (docs/tasks.md) found small batches and more optimizer steps winning at fixed
+# built-in suite (docs/tasks.md) shows small batches and more optimizer steps winning at fixed
 # compute and scores still rising at 5 default experiments, so trials ask for 100-3,000 steps
 # at batch 2-8 and the Worker fits each one into its time left.
 #
@@ -274,7 +275,6 @@ METHOD_TRAIN: dict[str, dict[str, Range]] = {
 def grpo_batch_problem(train: dict[str, Range]) -> str | None:
     """Why a GRPO direction's training ranges can draw a batch that is no multiple of its
     completions per prompt (TrainSpec refuses such a trial, so every one would fail), or None."""
-    from ..runtime import TrainSpec
 
     def values(name: str) -> list[int] | None:
         r = train.get(name)

@@ -3,25 +3,38 @@ from start (or resume) to the harness's close."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import _clock
 from ._display import Display
 from ._executor import make_executor
 from ._graph import load_graph, parse_ts
+from ._scheduler import Scheduler
+
+if TYPE_CHECKING:
+    from ..expos import ExpOS
 
 __all__ = ["drive"]
 
 
 def drive(
-    expos: Any, display: Display, key_dir: str | None, *, resume: bool, executor: str | None, ray_address: str | None
+    expos: ExpOS,
+    display: Display,
+    key_dir: str | None,
+    *,
+    resume: bool,
+    executor: str | None,
+    ray_address: str | None,
+    sim_speed: float | None = None,
 ) -> dict[str, Any]:
     # The run's backend names where its nodes run and on which clock (a simulated one continues
     # from the run's last event) unless the operator names another; every record from here on is on that clock.
     last = expos.run.ledger.get(expos.run.ledger.size() - 1).ts
     settings = load_graph(expos).settings
     gpus = float(settings.gpus_per_slot or 0) if settings is not None else 0.0
-    options = {"address": ray_address, "gpus_per_slot": gpus} if executor == "ray" else {}
+    options: dict[str, Any] = {}
+    if executor == "ray":
+        options = {"address": ray_address, "gpus_per_slot": gpus, "sim_speed": sim_speed}
     ex = make_executor(executor or expos.backend.executor, start=parse_ts(last), **options)
     try:
         with _clock.use_clock(ex.clock):
@@ -30,8 +43,7 @@ def drive(
         ex.close()
 
 
-def _drive_on(expos: Any, display: Display, key_dir: str | None, *, resume: bool, executor: Any) -> dict[str, Any]:
-    from ._scheduler import Scheduler
+def _drive_on(expos: ExpOS, display: Display, key_dir: str | None, *, resume: bool, executor: Any) -> dict[str, Any]:
 
     sched = Scheduler(expos, display, key_dir=key_dir, executor=executor)
     try:

@@ -22,8 +22,10 @@ from . import _reports as reports
 from ._curves import Forecast, forecast
 from ._directions import Direction
 from ._graph import ResearchGraph
+from ._job import run_timing
 from ._memory import lineage_examples
 from ._protocols import MainContext
+from ._trial_timing import DEFAULT_EXAMPLE_S
 
 __all__ = ["TRAINING_FRACTION", "UNSEEN_STD", "Evidence"]
 
@@ -37,8 +39,6 @@ class Evidence:
     """One read of the run: each direction's measured points and how fast this machine trains."""
 
     def __init__(self, ctx: MainContext, graph: ResearchGraph) -> None:
-        from ._job import run_timing
-        from ._trial_timing import DEFAULT_EXAMPLE_S
 
         expos = ctx.expos
         st = expos.projection().state

@@ -27,7 +27,8 @@ from typing import Any
 
 from .. import _clock
 from ..errors import RsiMasterError
-from ..expos import SharedProjections
+from ..expos import ExpOS, SharedProjections
+from ._job import job_main, run_node
 from ._launch import NodeLaunch
 from ._protocols import BudgetEnd
 
@@ -69,7 +70,6 @@ class ProcessExecutor:
         self.ctx = mp.get_context("spawn")
 
     def start(self, launch: NodeLaunch) -> _ProcHandle:
-        from ._job import job_main
 
         a = launch
         proc = self.ctx.Process(
@@ -283,8 +283,6 @@ class InlineExecutor:
 
 
 def _run_inline(launch: NodeLaunch, projections: SharedProjections) -> None:
-    from ..expos import ExpOS
-    from ._job import run_node
 
     with ExpOS.open(launch.run_dir, key_dir=launch.key_dir, projections=projections) as opened:
         run_node(opened, launch.kind, launch.node, launch.deadline, launch.seed, launch.reviewer, launch.capability)
@@ -303,12 +301,17 @@ EXECUTORS: dict[str, Callable[..., Any]] = {
 }
 
 
-def check_executor(name: str | None, ray_address: str | None) -> None:
-    """Refuse an unknown executor, or a Ray address for another executor (before anything is written)."""
+def check_executor(name: str | None, ray_address: str | None, sim_speed: float | None = None) -> None:
+    """Refuse an unknown executor, or a Ray address or simulated speed for another executor, or a
+    speed that is not positive (before anything is written)."""
     if name is not None and name not in EXECUTORS:
         raise RsiMasterError(f"unknown executor {name!r}; known: {', '.join(EXECUTORS)}")
     if ray_address is not None and name != "ray":
         raise RsiMasterError("--ray-address is for --executor ray")
+    if sim_speed is not None and name != "ray":
+        raise RsiMasterError("--sim-speed is for a simulated run on --executor ray")
+    if sim_speed is not None and not sim_speed > 0:
+        raise RsiMasterError(f"--sim-speed must be a positive number of simulated seconds per second, got {sim_speed}")
 
 
 def make_executor(name: str, start: float | None = None, **options: Any) -> Any:

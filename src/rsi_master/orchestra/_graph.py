@@ -170,7 +170,7 @@ class ResearchGraph:
 
     def handled_events(self) -> set[int]:
         """Orchestration events the Main agent has already answered."""
-        return {int(d.detail["event"]) for d in self.decisions if "event" in d.detail}
+        return {d.answers for d in self.decisions if d.answers is not None}
 
     def orchestration_events(self) -> list[tuple[int, str, str]]:
         """(seq, "finalize"|"review", node id) in ledger order."""

@@ -26,6 +26,7 @@ from ..errors import RsiMasterError
 from ..events import HumanGuidance, payload_of
 from ..expos import NODE_ID, OPERATOR_ROLE, Caller, ExpOS, capability_id, register_part
 from ._directions import Direction, default_directions
+from ._graph import load_graph
 
 if TYPE_CHECKING:
     from ..expos import Projection
@@ -139,7 +140,6 @@ def operator_id() -> str:
 def check_guidance(expos: ExpOS, guidance: HumanGuidance | dict[str, object]) -> HumanGuidance:
     """The request as the event's payload, if the run takes it now (`expos` may be read-only), or
     GuidanceError saying in one line why not."""
-    from ._graph import load_graph
 
     if isinstance(guidance, dict):
         try:

@@ -11,15 +11,22 @@ import contextlib
 import os
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._proc import die_with_parent
 from ..events import OrchestraStart, typed
+from ..expos import ExpOS
+from ._graph import load_graph
+from ._memory import worker_memory
+from ._protocols import REVIEWERS, WORKERS, BudgetEnd, NodeContext, environment, resolve
+
+if TYPE_CHECKING:
+    from ..expos import ExpOS
 
 __all__ = ["job_main", "node_brief", "run_node", "run_timing"]
 
 
-def node_brief(expos: Any, graph: Any, kind: str, node: str) -> dict[str, Any]:
+def node_brief(expos: ExpOS, graph: Any, kind: str, node: str) -> dict[str, Any]:
     """The node's brief from the graph: a Worker's direction, or a Reviewer's question, scope and
     the conclusions (claims and candidates from the ledger) it must check."""
     if kind == "worker":
@@ -39,7 +46,7 @@ def node_brief(expos: Any, graph: Any, kind: str, node: str) -> dict[str, Any]:
     return {"question": r.question, "scope": r.scope, "seq": r.seq, "conclusions": conclusions}
 
 
-def run_timing(expos: Any) -> dict[str, float]:
+def run_timing(expos: ExpOS) -> dict[str, float]:
     """Seconds per optimizer step, per training example and per trial overhead measured on this machine in this run
     (any Worker's finished experiments: how fast the machine is, not how well anyone did)."""
     per_step = []
@@ -94,8 +101,6 @@ def job_main(
     share = str(max(1, (os.cpu_count() or 1) // max(1, slots)))
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, share)
-    from ..expos import ExpOS
-    from ._protocols import BudgetEnd
 
     def _stop(signum: int, frame: Any) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)  # once: a second TERM ends the process
@@ -121,9 +126,6 @@ def run_node(opened: Any, kind: str, node: str, deadline: float, seed: int, revi
     """Run one Worker or Reviewer node on an open ExpOS session of the run, whichever executor
     it runs on (a slot process, or a thread of the scheduler's process)."""
     from . import _reviewer, _worker  # noqa: F401  (agent registration)
-    from ._graph import load_graph
-    from ._memory import worker_memory
-    from ._protocols import REVIEWERS, WORKERS, BudgetEnd, NodeContext, environment, resolve
 
     expos = environment(opened)
     caller = expos.authenticate(capability)

@@ -8,8 +8,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..errors import RsiMasterError
 from ._directions import DEFAULT_TRAIN, Direction
 from ._graph import Job, OrchestraPart, ResearchGraph
+from ._job import run_timing
 from ._protocols import MainContext
 from ._trial_timing import MIN_STEPS, cheapest_batch, min_trial_seconds
 
@@ -59,7 +61,6 @@ def min_budget_s(task: Task, timing: dict[str, float] | None = None) -> float:
 
 def check_budget(budget_s: float, task: Task, timing: dict[str, float] | None = None) -> None:
     """Refuse, in one line, a budget in which no Worker could train anything (`min_budget_s`)."""
-    from ..errors import RsiMasterError
 
     least = min_budget_s(task, timing)
     if budget_s < least:
@@ -128,7 +129,6 @@ class BudgetRule:
     def min_trial_s(ctx: MainContext, d: Direction | None = None) -> float:
         """The shortest trial, at the task's cheapest batch (or direction `d`'s, where it is
         larger), priced from this run's measurements."""
-        from ._job import run_timing
 
         batch = smallest_batch(ctx.expos.task)
         return min_trial_seconds(run_timing(ctx.expos), max(batch, cheapest_batch(d)) if d is not None else batch)

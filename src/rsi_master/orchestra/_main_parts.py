@@ -41,17 +41,24 @@ class Nomination(Protocol):
     def nominate(self, ctx: MainContext, graph: ResearchGraph, reason: str) -> None: ...
 
 
-def decide(ctx: MainContext, action: str, rationale: str, evidence: list[int], detail: dict[str, Any]) -> None:
-    """Record one decision of the Main."""
-    ctx.call(
-        "decision.record",
-        {
-            "action": action,
-            "rationale": rationale,
-            "evidence": sorted({int(s) for s in evidence if s is not None}),
-            "detail": detail,
-        },
-    )
+def decide(
+    ctx: MainContext,
+    action: str,
+    rationale: str,
+    evidence: list[int],
+    detail: dict[str, Any],
+    answers: int | None = None,
+) -> None:
+    """Record one decision of the Main; `answers` is the event it answers, if any."""
+    args: dict[str, Any] = {
+        "action": action,
+        "rationale": rationale,
+        "evidence": sorted({int(s) for s in evidence if s is not None}),
+        "detail": detail,
+    }
+    if answers is not None:
+        args["answers"] = answers
+    ctx.call("decision.record", args)
 
 
 def free_id(graph: ResearchGraph, prefix: str) -> str:

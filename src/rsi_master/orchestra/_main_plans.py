@@ -299,8 +299,8 @@ class Plans:
     def _add(self, ctx: MainContext, graph: ResearchGraph, d: Direction, task: str, preds: list[str]) -> str:
         wid = free_id(graph, "w")
         # Every Worker its own seed, so no two draw the same data: two Workers continuing one
-        # checkpoint with one recipe and seed trained the same weights, and the audit rightly
-        # saw one checkpoint scored twice on dev (repeated-run selection).
+        # checkpoint with one recipe and seed would train the same weights, which the audit
+        # rightly flags as one checkpoint scored twice on dev (repeated-run selection).
         seed = worker_seed(int(wid[1:]), d.seed)
         d = d.model_copy(update={"seconds": self.budget.allowance(ctx, d), "agent": ctx.worker, "seed": seed})
         seq = ctx.call(

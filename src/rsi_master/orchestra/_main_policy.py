@@ -98,11 +98,11 @@ class PolicyMain(Plans):
                 f"{kind} of {node} answered; nothing new fits the budget left "
                 f"({ctx.fraction_spent():.0%} spent); running: {', '.join(waiting) or 'none'}"
             )
-            decide(ctx, "continue", why + self.budget.pace_note(ctx), [seq], {"event": seq})
+            decide(ctx, "continue", why + self.budget.pace_note(ctx), [seq], {}, answers=seq)
             return
         action, rationale, evidence, detail = choice
         rationale += self.budget.pace_note(ctx)
-        decide(ctx, action, rationale, sorted({seq, *evidence}), {**detail, "event": seq})
+        decide(ctx, action, rationale, sorted({seq, *evidence}), detail, answers=seq)
 
     def on_idle(self, ctx: MainContext, graph: ResearchGraph, free_slots: int) -> bool:
         choice = self._next(ctx, graph, None)

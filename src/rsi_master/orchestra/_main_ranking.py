@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..landscape import expected_scores
+from ..landscape import expected_scores, load
 from . import _reports as reports
 from ._directions import Direction, default_directions, opening_curve, subset_direction
 from ._evidence import TRAINING_FRACTION, Evidence
@@ -160,8 +160,8 @@ class Ranking:
         ]
         # The first of the best (review score, then the lineage's outlook, then training behind
         # it). The outlook only breaks ties of review scores: measured evidence first. It
-        # matters at zero: a 5-minute run once continued a flat family's lineage (0 on review,
-        # 2,768 examples) over one whose curve was about to climb (0, 2,368 examples).
+        # matters at zero, where without it a short run can continue a flat family's lineage
+        # over one of equal training whose curve is about to climb.
         tie = tie_breaks(ctx, graph, trained, self.budget.worker_fraction * ctx.budget_s)
         return max(scoped, key=lambda c: (c[1], *tie(c[0], c[2].direction)), default=None)
 
@@ -214,7 +214,6 @@ def landscape_prior(task: str, landscape: Landscape | None = None) -> Callable[[
     on top of those examples; -1 without a curve (a mix, another method, an unmeasured
     family). `landscape` defaults to the file in force (`landscape.load()`); it is read once
     per call of this function, not once per candidate ranked."""
-    from ..landscape import load
 
     landscape = landscape if landscape is not None else load()
     curves = landscape.curves(task)

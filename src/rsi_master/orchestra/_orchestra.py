@@ -9,13 +9,18 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from .. import _durable
 from ..errors import RsiMasterError
 from ..events import OrchestraStart
+from ..expos import Budget, ExpOS, lock_down
+from ..ledger import KeyDir
 from ..rundir import is_run_dir
 from ._display import Display, PlainDisplay
 from ._driver import drive
 from ._executor import check_executor
 from ._graph import ORCHESTRA, load_graph
+from ._prior import store_prior
+from ._protocols import environment as _environment
 from ._runspec import BACKENDS, ResolvedRun, RunSpec, resolve_spec
 
 __all__ = ["resume_run", "start_run"]
@@ -31,8 +36,6 @@ def start_run(spec: RunSpec, *, display: Display | None = None, durable: bool = 
     backend="sim", landscape=land, slots=4, seed=s, run_dir=..., key_dir=...), durable=False)`."""
     import contextlib
 
-    from .. import _durable
-
     resolved = resolve_spec(spec)
     with contextlib.nullcontext() if durable else _durable.not_durable():
         _create(resolved)
@@ -43,8 +46,6 @@ def _create(run: ResolvedRun) -> None:
     """Freeze the run's contract and record its settings (`orchestra.start`) in a directory built
     beside its final place and renamed into it once complete: a run killed while being created
     leaves no directory that `resume` could not continue."""
-    from ..expos import Budget, ExpOS
-    from ._prior import store_prior
 
     spec, path = run.spec, run.path
     building = path.with_name(f".{path.name}.creating-{os.getpid()}")
@@ -106,9 +107,6 @@ def _create(run: ResolvedRun) -> None:
 
 
 def _drive_new(run: ResolvedRun, display: Display) -> dict[str, Any]:
-    from ..expos import ExpOS, lock_down
-    from ..ledger import KeyDir
-    from ._protocols import environment as _environment
 
     key_dir = run.spec.key_dir
     # As root the run and key directories are the harness's alone: agents joining through
@@ -123,6 +121,7 @@ def _drive_new(run: ResolvedRun, display: Display) -> dict[str, Any]:
             resume=False,
             executor=run.spec.executor,
             ray_address=run.spec.ray_address,
+            sim_speed=run.spec.sim_speed,
         )
     finally:
         expos.close()
@@ -135,10 +134,10 @@ def resume_run(
     display: Display | None = None,
     executor: str | None = None,
     ray_address: str | None = None,
+    sim_speed: float | None = None,
 ) -> dict[str, Any]:
-    from ..expos import ExpOS
 
-    check_executor(executor, ray_address)
+    check_executor(executor, ray_address, sim_speed)
     path = Path(run_dir)
     if not is_run_dir(path):
         raise RsiMasterError(f"{path} is not a run directory (no ledger.db or ledger.pg)")
@@ -159,6 +158,8 @@ def resume_run(
                 f"{path} already finished (event {graph.finished.seq}); nothing to resume. "
                 f"`rsi-master audit {path}` and `rsi-master verify {path}` read it"
             )
+        if sim_speed is not None and expos.backend.name != "sim":
+            raise RsiMasterError("--sim-speed is for a simulated run (--backend sim) on --executor ray")
         from ._protocols import environment as _environment
 
         return drive(
@@ -168,6 +169,7 @@ def resume_run(
             resume=True,
             executor=executor,
             ray_address=ray_address,
+            sim_speed=sim_speed,
         )
     finally:
         expos.close()

@@ -17,9 +17,13 @@ nothing and still switch off the evidence the Main decides from without one.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..events import OrchestraStart, payload_of
+from ..landscape import SHIPPED, CurveLabel, Landscape, LandscapeError, dumps, load, loads
 
 if TYPE_CHECKING:
+    from ..expos import ExpOS
     from ..landscape import Landscape
     from ..tasks import Task
 
@@ -42,7 +46,6 @@ _named: dict[str, str | None] = {}  # run directory -> the prior its orchestra.s
 def read_prior(source: str | Path | Landscape) -> Landscape:
     """The landscape a prior names: a `Landscape`, `shipped`, or a file (a one-line
     `LandscapeError` for one that is missing or does not parse). Reads nothing of the run."""
-    from ..landscape import SHIPPED, Landscape, LandscapeError, load
 
     if isinstance(source, Landscape):
         return source
@@ -55,7 +58,6 @@ def read_prior(source: str | Path | Landscape) -> Landscape:
 def check_prior(landscape: Landscape, task: Task) -> None:
     """A one-line `LandscapeError` unless `landscape` has curves for `task` (a `Task`: its name and
     generator families) and every curve names one of its families and only knobs that family has."""
-    from ..landscape import CurveLabel, LandscapeError
 
     curves = landscape.curves(task.name)
     if not curves:
@@ -82,16 +84,14 @@ def check_prior(landscape: Landscape, task: Task) -> None:
             )
 
 
-def store_prior(expos: Any, landscape: Landscape) -> str:
+def store_prior(expos: ExpOS, landscape: Landscape) -> str:
     """Store the landscape in the run (its canonical JSON) and return its digest."""
-    from ..landscape import dumps
 
     return str(expos.run.store.put_bytes(dumps(landscape).encode()))
 
 
-def prior_landscape(expos: Any, digest: str) -> Landscape:
+def prior_landscape(expos: ExpOS, digest: str) -> Landscape:
     """The stored prior of digest `digest`, checked against it (read once per process)."""
-    from ..landscape import loads
 
     hit = _cache.get(digest)
     if hit is None:
@@ -99,9 +99,8 @@ def prior_landscape(expos: Any, digest: str) -> Landscape:
     return hit
 
 
-def run_prior(expos: Any) -> Landscape | None:
+def run_prior(expos: ExpOS) -> Landscape | None:
     """The run's prior (its `orchestra.start` names it), None for a run without one."""
-    from ..events import OrchestraStart, payload_of
 
     where = str(expos.run.path)
     if where not in _named:

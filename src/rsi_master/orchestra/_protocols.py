@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .. import _clock
-from ..errors import StopRequested
+from ..errors import RsiMasterError, StopRequested
+from ..events import OrchestraStart, payload_of
+from ..expos import ExpOS, Unguarded
 from ._registry import GUARD_POLICIES, MAINS, REVIEWERS, WORKERS, main_agent, resolve, reviewer_agent, worker_agent
 
 if TYPE_CHECKING:
@@ -116,8 +118,6 @@ def guard_policy(name: str) -> Any:
     """The guard policy a run's `orchestra.start` names (a name registered with
     `guard_policy_class`, e.g. the bench's `workspace`, or a `package.module:Class` subclass of
     `expos.Unguarded`), made by the harness's code."""
-    from ..errors import RsiMasterError
-    from ..expos import Unguarded
 
     try:
         cls = resolve(GUARD_POLICIES, name)
@@ -138,8 +138,6 @@ def environment(expos: ExpOS) -> ExpOS:
     created with. Strict unless the run's contract is unguarded; then the policy class its
     `orchestra.start` names (`environment`), or plain `Unguarded`. Scheduler, slot processes
     and harness all open the run through this, so one run has one door and one policy."""
-    from ..events import OrchestraStart, payload_of
-    from ..expos import ExpOS, Unguarded
 
     if expos.contract.guards == "strict":
         return expos

@@ -1,4 +1,5 @@
-"""The Ray executor: each Worker or Reviewer node as one Ray task on a cluster, on real time.
+"""The Ray executor: each Worker or Reviewer node as one Ray task on a cluster, on real time, or
+for a simulated run on a scaled clock (`--sim-speed`) that the driver and every task share.
 
 The scheduler sees the same handles as from the local pool (`exitcode`, `terminate`, `kill`,
 `join`). A task asks Ray for its slot's resources (`cpus_per_slot` CPUs, `gpus_per_slot` GPUs:
@@ -24,8 +25,11 @@ from typing import Any
 
 from .. import _clock
 from ..errors import RsiMasterError
+from ..expos import ExpOS
 from ..ledger import KeyDir
+from ._job import run_node
 from ._launch import NodeLaunch
+from ._protocols import BudgetEnd
 
 __all__ = ["RAY_QUIET_ENV", "RayExecutor", "connect", "ray_node"]
 
@@ -61,12 +65,9 @@ def connect(address: str | None, *, num_cpus: int | None = None) -> bool:
     return True
 
 
-def ray_node(launch: NodeLaunch) -> int:
-    """The body of a node's Ray task: open the run, run the node, return 0 (an exception is the
-    task's failure)."""
-    from ..expos import ExpOS
-    from ._job import run_node
-    from ._protocols import BudgetEnd
+def ray_node(launch: NodeLaunch, clock: _clock.ScaledClock | None = None) -> int:
+    """The body of a node's Ray task: open the run, run the node on the driver's clock (real, or
+    the scaled one of a simulated run), return 0 (an exception is the task's failure)."""
 
     def _stop(signum: int, frame: Any) -> None:
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # once: a second cancel ends the task
@@ -74,7 +75,10 @@ def ray_node(launch: NodeLaunch) -> int:
 
     before = signal.signal(signal.SIGINT, _stop)
     try:
-        with ExpOS.open(launch.run_dir, key_dir=launch.key_dir) as opened:
+        with (
+            _clock.use_clock(clock or _clock.REAL),
+            ExpOS.open(launch.run_dir, key_dir=launch.key_dir) as opened,
+        ):
             run_node(opened, launch.kind, launch.node, launch.deadline, launch.seed, launch.reviewer, launch.capability)
     finally:
         signal.signal(signal.SIGINT, before)
@@ -112,7 +116,9 @@ class _RayHandle:
 
 
 class RayExecutor:
-    """Each node as a Ray task (`ray_node`) with its slot's resources, on the real clock."""
+    """Each node as a Ray task (`ray_node`) with its slot's resources, on the real clock; with
+    `sim_speed`, on a `ScaledClock` from `start` (a simulated run's time, `sim_speed` simulated
+    seconds per real second, read alike by the driver and every task)."""
 
     clock: _clock.Clock = _clock.REAL
     # Ray places a task on a machine with the GPUs it asks for and sets its CUDA_VISIBLE_DEVICES.
@@ -126,9 +132,12 @@ class RayExecutor:
         cpus_per_slot: float = 1.0,
         gpus_per_slot: float = 0.0,
         local_cpus: int | None = None,
+        sim_speed: float | None = None,
     ) -> None:
         self._ray = _ray()
         self._owns = connect(address, num_cpus=local_cpus)
+        if sim_speed is not None:  # from here: joining the cluster took real time, not simulated time
+            self.clock = _clock.ScaledClock(_clock.REAL.time() if start is None else start, sim_speed)
         self.cpus_per_slot = cpus_per_slot
         self.gpus_per_slot = gpus_per_slot
         # Custom Ray resources each task asks for as well (a label the operator gave some machines).
@@ -145,7 +154,7 @@ class RayExecutor:
             max_retries=0,  # the scheduler, not Ray, decides whether a node runs again
             retry_exceptions=False,
             name=f"rsi-{launch.node}",
-        ).remote(launch)
+        ).remote(launch, self.clock if isinstance(self.clock, _clock.ScaledClock) else None)
         return _RayHandle(self._ray, ref, launch.node)
 
     def wait(self, handles: list[Any], timeout: float) -> list[Any]:

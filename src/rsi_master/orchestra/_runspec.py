@@ -16,8 +16,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RsiMasterError
-from ..expos import check_run_inputs
+from ..expos import KEEP_POLICIES, check_run_inputs
 from ..rundir import is_run_dir
+from ..tasks import SimTask
+from ._executor import check_executor
+from ._gpus import assign_devices
+from ._main_budget import check_budget
+from ._prior import check_prior, read_prior
+from ._protocols import guard_policy
 
 if TYPE_CHECKING:
     from ..expos import ExpOS, GuardPolicy
@@ -43,8 +49,8 @@ __all__ = [
 # `final` is scored by the harness only (the base and the selected checkpoint, once each):
 # the whole split (final_limit 0), so that final_score has the resolution of the landscape's
 # reference_score (200 items) instead of 2 points a sample.
-# An experiment may take 3,000 steps: the Workers train at batch 2 (6,000 examples, about
-# five minutes of one slot here), where 400 steps were 800 examples.
+# An experiment may take 3,000 steps, because the Workers train at batch 2 (6,000 examples,
+# about five minutes of one slot here) and the curves turn only after thousands of examples.
 DEFAULTS: dict[str, Any] = {
     "budget_s": 300.0,
     "slots": 2,
@@ -111,6 +117,7 @@ class RunSpec:
     prior: str | Path | Landscape | None = None
     executor: str | None = None
     ray_address: str | None = None
+    sim_speed: float | None = None  # a simulated run on Ray: simulated seconds per real second
 
 
 @dataclass(frozen=True)
@@ -193,7 +200,6 @@ def _default_dir(task: str) -> Path:
 def _resolve_backend_task(spec: RunSpec) -> tuple[Task, float]:
     """(task, budget in seconds) for the spec's backend: a simulated run's task and default budget
     are its landscape's."""
-    from ..tasks import SimTask
 
     if spec.backend not in BACKENDS:
         raise RsiMasterError(f"unknown backend {spec.backend!r}; known: {', '.join(BACKENDS)}")
@@ -221,13 +227,7 @@ def resolve_spec(spec: RunSpec) -> ResolvedRun:
     before anything is written: the backend and its task, the budget, the slots and limits, the
     checkpoint policy, the executor and GPUs, the evaluator's backend, the model, the prior and the
     run directory."""
-    from ..expos import KEEP_POLICIES
     from ..runtime import InvalidParameterError, check_backend, make_backend
-    from ._executor import check_executor
-    from ._gpus import assign_devices
-    from ._main_budget import check_budget
-    from ._prior import check_prior, read_prior
-    from ._protocols import guard_policy
 
     task, budget_s = _resolve_backend_task(spec)
     if not task.generators():
@@ -242,7 +242,9 @@ def resolve_spec(spec: RunSpec) -> ResolvedRun:
     check_run_inputs(eval_limit=spec.eval_limit, final_limit=spec.final_limit)
     if spec.keep not in KEEP_POLICIES:
         raise RsiMasterError(f"unknown --keep policy {spec.keep!r}; known: {', '.join(KEEP_POLICIES)}")
-    check_executor(spec.executor, spec.ray_address)
+    check_executor(spec.executor, spec.ray_address, spec.sim_speed)
+    if spec.sim_speed is not None and spec.landscape is None:
+        raise RsiMasterError("--sim-speed is for a simulated run (--backend sim) on --executor ray")
     if spec.executor != "ray":  # Ray places GPUs on the cluster's machines, not on this one
         assign_devices(spec.slots, spec.gpus_per_slot)  # too few GPUs fails before anything is written
     eval_be = None

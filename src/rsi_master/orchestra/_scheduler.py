@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import _clock
 from ..events import (
@@ -33,10 +33,14 @@ from ..events import (
 from ..expos import State
 from ._display import Display
 from ._executor import NodeLaunch, ProcessExecutor
+from ._gpus import assign_devices, slot_environment
 from ._graph import ORCHESTRA, OrchestraPart, load_graph, parse_ts, snapshot
 from ._guidance import Guidance, GuidancePart, answer_plainly
 from ._protocols import MAINS, MainContext, resolve
 from ._reports import best_supported_score
+
+if TYPE_CHECKING:
+    from ..expos import ExpOS
 
 __all__ = ["MIN_LAUNCH_S", "TERM_GRACE_S", "Scheduler"]
 
@@ -58,7 +62,7 @@ class _Running:
 
 @dataclass
 class Scheduler:
-    expos: Any
+    expos: ExpOS
     display: Display
     key_dir: str | None = None
     poll_s: float = 0.5
@@ -81,7 +85,6 @@ class Scheduler:
         from . import _main_policy  # noqa: F401  (registration)
 
         self.main = resolve(MAINS, self.cfg.main)()
-        from ._gpus import assign_devices
 
         if self.executor is None:
             self.executor = ProcessExecutor()
@@ -298,7 +301,6 @@ class Scheduler:
             self.slots,
             token,
         )
-        from ._gpus import slot_environment
 
         # A slot process inherits the environment it starts in, hence its devices.
         with slot_environment(self.devices[slot] if self.devices else None):

@@ -5,21 +5,26 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..events import AgentError, OrchestraFinish, ToolFailed, ToolInvalid, typed
+from ..expos import prune_checkpoints
+from ..landscape import load
 from ..tasks import model_output_boundary
 from ._graph import ORCHESTRA, load_graph
+from ._harness import HARNESS, final_scores, select
+from ._metrics import run_metrics
+
+if TYPE_CHECKING:
+    from ..expos import ExpOS
 
 __all__ = ["close_run"]
 
 
-def close_run(expos: Any, sched: Any) -> dict[str, Any]:
+def close_run(expos: ExpOS, sched: Any) -> dict[str, Any]:
     """The harness's close of a driven run: selection, `final` scoring, audit, keep policy, and
     the summary stored in the run and recorded (`orchestra.finish`)."""
     from ..expos import audit, boundary_statement, load_state
-    from ._harness import final_scores, select
-    from ._metrics import run_metrics
 
     selection = select(expos)
     scores = final_scores(expos, selection)
@@ -86,7 +91,7 @@ def close_run(expos: Any, sched: Any) -> dict[str, Any]:
     return summary
 
 
-def _last_failure(expos: Any) -> str | None:
+def _last_failure(expos: ExpOS) -> str | None:
     """The run's last failure that can explain a run with nothing to return: a Worker's call that
     was invalid or failed (`the last failed call: tool: reason`) or an agent's failed model
     request (`the main agent's last error: ...`), whichever came later; None if neither."""
@@ -126,11 +131,9 @@ def _why_none(selection: dict[str, Any], st: Any, graph: Any, failure: str | Non
     return f"none of {len(rows)} submissions was accepted ({flagged} flagged by the integrity audit; {stop})"
 
 
-def _prune(expos: Any, policy: str) -> int:
+def _prune(expos: ExpOS, policy: str) -> int:
     """Apply the keep policy once (a resumed close finds the earlier record); checkpoints pruned."""
     from ..events import ArtifactPrune, typed
-    from ..expos import prune_checkpoints
-    from ._harness import HARNESS
 
     done = expos.own_events("artifact.prune")
     if done:
@@ -149,7 +152,6 @@ def _count(items: Any) -> dict[str, int]:
 def _reference_score(task: str) -> float | None:
     """The reference recipe's `final` score as measured by the landscape study (on the whole
     split, whereas a run scores the first `eval_limit` items), once it recorded one."""
-    from ..landscape import load
 
     t = load().tasks.get(task)
     ref = t.reference if t is not None else None

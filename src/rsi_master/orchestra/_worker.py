@@ -20,7 +20,7 @@ from .. import _clock
 from ..events import Hyperparameters, Recipe, Source
 from ..expos import NothingSampled, ToolError
 from ._directions import Direction
-from ._memory import lineage_examples
+from ._memory import lineage_examples, worker_memory
 from ._protocols import BudgetEnd, NodeContext, worker_agent
 from ._search_space import order_bounds, search_distribution
 from ._trial_timing import (
@@ -386,6 +386,5 @@ class TPEWorker:
 
 
 def _own_memory(ctx: NodeContext) -> list[dict[str, Any]]:
-    from ._memory import worker_memory
 
     return worker_memory(ctx.expos, ctx.caller.id)

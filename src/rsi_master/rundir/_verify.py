@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..artifacts import missing_members
 from ..errors import RsiMasterError
+from ..events import ArtifactPrune, typed
 from ..ledger import KeyDir, LedgerReport, Problem, SignedCheckpoint, key_id, load_public_key, verify_ledger
 from ._memo import VerifyMemo
 from ._rundir import RunDir
@@ -141,7 +142,6 @@ def _after_final(run: RunDir) -> list[Problem]:
 def _pruned(run: RunDir, notes: list[str]) -> list[Problem]:
     """Pruned directories must be the ones the harness recorded pruning (`artifact.prune`)."""
     recorded: dict[str, int] = {}
-    from ..events import ArtifactPrune, typed
 
     for event in run.ledger.events(kinds=["artifact.prune"], role="harness"):
         for p in typed(event, ArtifactPrune).payload.pruned:

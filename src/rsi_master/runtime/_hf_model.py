@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from rsi_master.artifacts import copy_measured, manifest_bytes
+from rsi_master.artifacts import copy_measured, file_digest, manifest_bytes
 from rsi_master.errors import ArtifactError
 from rsi_master.runtime._errors import ModelInputError
 from rsi_master.runtime._model import base_model_dir
@@ -127,7 +127,6 @@ def defining_files(root: Path) -> list[str]:
 
 
 def _hash(path: Path) -> str:
-    from rsi_master.artifacts import file_digest
 
     # A cache snapshot holds links into `blobs/`: the bytes are what is hashed, wherever they live.
     return file_digest(path.resolve())

@@ -28,6 +28,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from rsi_master.ledger import read_secret, write_secret
 from rsi_master.runtime._backend import EvalBackend
 from rsi_master.runtime._digest import dir_digest, sha256_bytes, sha256_file
 from rsi_master.runtime._errors import EvaluationError, SealSecretError
@@ -254,7 +255,6 @@ def create_seal_secret(key_dir: Any, run_id: str) -> bytes:
     Mode 0600 in a 0700 directory of the operator key directory, which `RunDir.create`
     keeps outside the run directory.
     """
-    from rsi_master.ledger import write_secret
 
     path = seal_secret_path(key_dir, run_id)
     try:
@@ -266,7 +266,6 @@ def create_seal_secret(key_dir: Any, run_id: str) -> bytes:
 
 
 def _read_secret(path: Path, run_id: str) -> bytes:
-    from rsi_master.ledger import read_secret
 
     try:
         return read_secret(path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from rsi_master import tasks as task_pkg
 from rsi_master.runtime._errors import InvalidParameterError
 
 if TYPE_CHECKING:
@@ -14,7 +15,6 @@ def get_task(task: Task | str) -> Task:
     """A task object from a name (via `rsi_master.tasks.get_task`) or the object itself."""
     if not isinstance(task, str):
         return task
-    from rsi_master import tasks as task_pkg
 
     getter = getattr(task_pkg, "get_task", None)
     if getter is None:
@@ -27,7 +27,6 @@ def get_task(task: Task | str) -> Task:
 
 
 def task_names() -> list[str]:
-    from rsi_master import tasks as task_pkg
 
     for attr in ("task_names", "TASK_NAMES", "list_tasks"):
         value = getattr(task_pkg, attr, None)

@@ -88,8 +88,8 @@ class KnowledgeTask(SuiteTask):
     # Longest eval-distribution completion (quote family, two hops) is 59 characters.
     decoding = Decoding(max_new_tokens=64)
     stop = ("\n\n",)
-    # The reference's continuation starts from the quote-then-answer curve's run: the curves
-    # found it ahead of the first reference's answer-only.
+    # The reference's continuation starts from the quote-then-answer curve's run, because that
+    # curve is ahead of answer-only's (docs/tasks.md, "Learning curves").
     hints = TaskHints(
         opening_order=("answer_only", "chain_then_answer", "quote_then_answer"),
         contrast=("answer_only", "quote_then_answer"),

@@ -155,7 +155,7 @@ def _read(expos: ExpOS, path: Path, checked: Checked) -> RunView:
                 action=d.action,
                 rationale=d.rationale,
                 evidence=list(d.evidence),
-                nodes=named_nodes(d.detail, known, ended),
+                nodes=named_nodes(d.detail, d.answers, known, ended),
                 at_s=clock.at(_ts_of(expos, d.seq)),
             )
             for d in graph.decisions

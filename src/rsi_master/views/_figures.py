@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import html
 
+import numpy as np
 import plotly.graph_objects as go
 
 from ..expos import SUBCATEGORIES, Observation
 from ..orchestra import KINDS
-from ._model import RunView
+from ._model import CurvePoint, RunView
 
 __all__ = ["audit_figure", "best_figure", "budget_unit", "gantt_figure", "lineage_figure", "tool_mix_figure"]
 
@@ -55,8 +56,12 @@ def best_figure(view: RunView) -> go.Figure:
 
 # Lineages drawn as traces of their own; the rest share one grey trace (every point kept, each
 # with its experiment on hover). A browser draws thousands of traces slowly: a 100k-event campaign
-# has about 7,000 lineages, and one trace each took its report 46 s to render.
+# has about 7,000 lineages, and one trace each makes its report take about 46 s to render. Past
+# `LINEAGE_DENSITY` lineages the rest are a density instead (experiments per cell of budget and
+# score), and the title says how many lineages it holds: each experiment's score is in its node's panel.
 LINEAGE_TRACES = 30
+LINEAGE_DENSITY = 2000
+DENSITY_BINS = (80, 40)  # budget, score
 LABELLED_JOBS = 500
 
 
@@ -67,6 +72,9 @@ def lineage_figure(view: RunView) -> go.Figure:
     best = set(ranked[:LINEAGE_TRACES])  # drawn in the run's order, as when every lineage fits
     shown = [(r, pts) for r, pts in view.lineages.items() if r in best]
     rest = [(r, pts) for r, pts in view.lineages.items() if r not in best]
+    dense = len(view.lineages) > LINEAGE_DENSITY
+    if dense:  # first, so that the lineages in colour are drawn over it
+        fig.add_trace(_density([p for _r, pts in rest for p in pts], div, unit, len(rest)))
     for root, pts in shown:
         fig.add_trace(
             go.Scatter(
@@ -78,7 +86,7 @@ def lineage_figure(view: RunView) -> go.Figure:
                 hovertemplate="%{text}: dev %{y:.3f}<extra>" + root + "</extra>",
             )
         )
-    if rest:
+    if rest and not dense:
         xs: list[float | None] = []
         ys: list[float | None] = []
         texts: list[str] = []
@@ -100,10 +108,31 @@ def lineage_figure(view: RunView) -> go.Figure:
         )
     _budget_line(fig, view, div)
     title = "Each lineage's dev score (lineage: experiments continuing from one trained from the base)"
-    if rest:
+    if dense:
+        title += f"<br><sub>the {len(shown)} best lineages in colour; {len(rest)} lineages shown as density</sub>"
+    elif rest:
         title += f"<br><sub>the {len(shown)} best lineages in colour, the other {len(rest)} in grey</sub>"
     fig.update_layout(title=title, xaxis_title=f"budget spent ({unit})", margin=_MARGIN)
     return fig
+
+
+def _density(points: list[CurvePoint], div: float, unit: str, lineages: int) -> go.Heatmap:
+    """`points` counted per cell of budget and score (an empty cell left blank)."""
+    x = np.array([p.at_s / div for p in points], dtype=float)
+    y = np.array([p.score for p in points], dtype=float)
+    counts, xe, ye = np.histogram2d(x, y, bins=DENSITY_BINS)
+    z = [[int(c) if c else None for c in row] for row in counts.T]  # rows: score bins
+    return go.Heatmap(
+        x=((xe[:-1] + xe[1:]) / 2).tolist(),
+        y=((ye[:-1] + ye[1:]) / 2).tolist(),
+        z=z,
+        colorscale=[[0.0, "#e4e4e4"], [1.0, "#4d4d4d"]],
+        showscale=False,
+        name=f"{lineages} lineages (density)",
+        showlegend=True,
+        hoverongaps=False,
+        hovertemplate="%{z} experiments: dev ≈ %{y:.3f} at ≈ %{x:.2f} " + unit + "<extra></extra>",
+    )
 
 
 def gantt_figure(view: RunView) -> go.Figure:

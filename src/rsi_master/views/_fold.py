@@ -223,16 +223,15 @@ class ViewFold:
         for name in _strings(detail):
             if name not in known:
                 self.waiting_names.setdefault(name, set()).add(seq)
-        event = detail.get("event")
-        if isinstance(event, int) and event not in self.ended:
-            self.waiting_events.setdefault(event, set()).add(seq)
+        if d.answers is not None and d.answers not in self.ended:
+            self.waiting_events.setdefault(d.answers, set()).add(seq)
         self.records_built += 1
         self.decisions[seq] = DecisionView(
             seq=d.seq,
             action=d.action,
             rationale=d.rationale,
             evidence=list(d.evidence),
-            nodes=named_nodes(d.detail, known, self.ended),
+            nodes=named_nodes(d.detail, d.answers, known, self.ended),
             at_s=self.clock.at(self.decision_ts[seq]),
         )
 

@@ -158,9 +158,12 @@ def reviewer_view(r: ReviewerRecord, experiments: list[ExperimentView], transcri
     )
 
 
-def named_nodes(detail: Mapping[str, object], known: Mapping[str, object], ended: Mapping[int, str]) -> list[str]:
-    """Node ids a decision's structured detail names (the nodes it added, scoped or answered);
-    `known` holds every node id, `ended` maps an orchestration event to the node that finished."""
+def named_nodes(
+    detail: Mapping[str, object], answers: int | None, known: Mapping[str, object], ended: Mapping[int, str]
+) -> list[str]:
+    """Node ids a decision names: those in its structured detail (the nodes it added or scoped)
+    and the node whose finish it answers; `known` holds every node id, `ended` maps an
+    orchestration event to the node that finished."""
     found: list[str] = []
 
     def walk(v: object) -> None:
@@ -175,8 +178,7 @@ def named_nodes(detail: Mapping[str, object], known: Mapping[str, object], ended
 
     walk(detail)
     # The orchestration event it answered names the node that finished.
-    event = detail.get("event")
-    node = ended.get(event) if isinstance(event, int) else None
+    node = ended.get(answers) if answers is not None else None
     if node is not None and node not in found:
         found.append(node)
     return found

@@ -11,10 +11,18 @@ import plotly.graph_objects as go
 
 from ._dag import dag_figure
 from ._figures import audit_figure, best_figure, budget_unit, gantt_figure, lineage_figure, tool_mix_figure
-from ._html import DRAW_JS, Page, esc, figure_data, json_block, table
+from ._html import DRAW_JS, UNPACK_JS, Page, esc, figure_data, json_block, pack, table
 from ._model import DecisionView, RunView
 
-__all__ = ["FIGURES", "decision_row", "report_figures", "report_html", "report_payload", "report_sections"]
+__all__ = [
+    "FIGURES",
+    "decision_row",
+    "packed_nodes",
+    "report_figures",
+    "report_html",
+    "report_payload",
+    "report_sections",
+]
 
 # Text longer than this is folded into a <details> element.
 _FOLD = 400
@@ -44,9 +52,14 @@ function el(tag,text,cls){const e=document.createElement(tag);if(text!==undefine
 function fold(text){const t=String(text??'');if(t.length<=FOLD)return el('pre',t);const d=el('details');d.append(el('summary',t.slice(0,120)+'… ('+t.length+' characters)'),el('pre',t));return d;}
 function list(title,items){const d=el('div');if(!items||!items.length)return d;d.append(el('h4',title));const u=el('ul');for(const i of items)u.append(el('li',i));d.append(u);return d;}
 function fmt(v){return v===null||v===undefined?'—':(typeof v==='number'?v.toFixed(3):String(v));}
-function show(id){
- const n=byId[id];const p=document.getElementById('panel');if(!n)return;p.replaceChildren();
+async function show(id){
+ let n=byId[id];const p=document.getElementById('panel');if(!n)return;
  SELECTED=id;document.getElementById('node-select').value=id;
+ if(n.packed!==undefined){p.replaceChildren(el('p','reading '+id+'…','muted'));
+  try{const full=await unpack(n.packed);if(byId[id]===n){byId[id]=full;NODES[NODES.indexOf(n)]=full;}n=full;}
+  catch(e){p.replaceChildren(el('p','cannot read the panel of '+id+': '+e,'bad'));return;}
+  if(SELECTED!==id)return;}
+ p.replaceChildren();
  p.append(el('h3',n.id+' ('+n.kind+(n.done?'':', running')+')'));
  p.append(el('h4',n.kind==='worker'?'Task':'Question'),fold(n.task));
  if(n.kind==='worker'){p.append(el('h4','Direction'),fold(JSON.stringify(n.direction,null,1)));}
@@ -303,6 +316,13 @@ def _fig(name: str) -> str:
     return f"<div id='{name}' class='fig'></div>"
 
 
+def packed_nodes(nodes: list[dict[str, object]]) -> list[dict[str, object]]:
+    """Each node's panel packed on its own (`_html.pack`): the page holds every panel, and parses
+    and inflates only the one selected (a 100k-event campaign's panels are 16 MB of JSON, 2.7 MB
+    packed). The id and kind stay plain, for the node list."""
+    return [{"id": n["id"], "kind": n["kind"], "packed": pack(n)} for n in nodes]
+
+
 def report_html(view: RunView, *, live: str | None = None, data: dict[str, object] | None = None) -> str:
     """The report page; with `live` (the URL of the run's event stream), a page that redraws
     what changed whenever the run's ledger grows. `data`: the page's data, when a caller has it."""
@@ -319,8 +339,13 @@ def report_html(view: RunView, *, live: str | None = None, data: dict[str, objec
     page.add("<h2>Scores and budget</h2><div class='row'><div>" + _fig("best") + "</div><div>")
     page.add(_fig("lineages") + "</div></div><div class='row'><div>" + _fig("gantt") + "</div><div>")
     page.add(_fig("toolmix") + "</div></div>" + _sec("auditsec") + _fig("audit") + _sec("lineage"))
-    page.data.append(json_block("payload", data if data is not None else report_payload(view)))
-    page.scripts.append(DRAW_JS + PANEL_JS)
+    content = data if data is not None else report_payload(view)
+    if live is None:  # a live page keeps its nodes plain: its deltas replace them one by one
+        nodes = content["nodes"]
+        assert isinstance(nodes, list)
+        content = {**content, "nodes": packed_nodes(nodes)}
+    page.data.append(json_block("payload", content))
+    page.scripts.append(DRAW_JS + UNPACK_JS + PANEL_JS)
     if live is not None:
         page.scripts.append(LIVE_JS.replace("EVENTS_URL", json.dumps(live)))
     return page.render()

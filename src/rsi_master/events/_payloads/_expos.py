@@ -357,6 +357,19 @@ class DecisionRecord(Payload):
     rationale: str = Field(description="Why, in words.")
     evidence: list[int] = Field(description="Event sequence numbers it rests on.")
     detail: dict[str, Any] = Field(description="Structured detail (free form).")
+    answers: int | None = Field(
+        default=None, ge=0, description="The event this decision answers (a finished Worker's or a review), if any."
+    )
+
+    @classmethod
+    def from_older(cls, data: dict[str, Any], version: int) -> dict[str, Any]:
+        """Before v3 the answered event was `detail["event"]`."""
+        known = super().from_older(data, version)
+        detail = dict(known.get("detail") or {})
+        answered = detail.pop("event", None)
+        if isinstance(answered, int) and not isinstance(answered, bool) and "answers" not in known:
+            return {**known, "detail": detail, "answers": answered}
+        return known
 
 
 @kind("candidate.nominate")
