@@ -1,4 +1,4 @@
-"""`rsi-master bench --quick` end to end (slow: up to 15 minutes on a 2-core machine).
+"""`rsi-master bench --quick` end to end (slow: about 20 minutes on two idle cores, more under load).
 
     .venv/bin/python -m pytest -m slow tests/bench
 

@@ -44,7 +44,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--quick",
         action="store_true",
         default=env("bench_quick", "") not in ("", "0"),
-        help="the quick bench: checks the machinery in at most 15 minutes (env RSI_MASTER_BENCH_QUICK)",
+        help="the quick bench: checks the machinery (about 20 minutes on 2 idle cores; env RSI_MASTER_BENCH_QUICK)",
     )
     p.add_argument(
         "--out",
