@@ -368,3 +368,27 @@ def test_the_overview_remakes_only_the_rows_of_runs_that_grew(growing):
         assert runs.runs["live"].row() == RunRow.of(collect(growing.runs / "live", key_dir=str(growing.key_dir)))
     finally:
         runs.close()
+
+
+def test_serve_on_a_directory_with_no_run_yet_lists_runs_as_they_appear(tmp_path):
+    runs, key_dir = tmp_path / "runs", tmp_path / "keys"
+    runs.mkdir()
+    cmd = [sys.executable, "-m", "rsi_master.cli", "serve", str(runs), "--port", "0", "--key-dir", str(key_dir)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    try:
+        url = proc.stdout.readline().strip().split(" at ", 1)[1]
+        assert url.startswith("http://127.0.0.1:") and not url.endswith(":0/")  # the port bound, not 0
+        assert proc.stdout.readline().strip() == f"no run in {runs} yet: the list of runs fills as runs appear"
+        with urllib.request.urlopen(url, timeout=30) as r:
+            assert r.status == 200
+        with pytest.raises(urllib.error.HTTPError) as missing:
+            urllib.request.urlopen(url + "run/live/data.json", timeout=30)
+        assert missing.value.code == 404
+        missing.value.close()
+        ExpOS.create(runs / "live", "arithmetic", eval_limit=3, key_dir=key_dir).close()
+        with urllib.request.urlopen(url + "run/live/data.json", timeout=30) as r:
+            assert r.status == 200
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        proc.stdout.close()

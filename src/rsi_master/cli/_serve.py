@@ -8,7 +8,7 @@ import socket
 from pathlib import Path
 
 from .._net import listen_tcp
-from ..errors import RsiMasterError
+from ..errors import NotARunError, RsiMasterError
 from ._common import env, key_dir_arg
 
 NAME = "serve"
@@ -47,13 +47,22 @@ def run(args: argparse.Namespace) -> int:
     from ..views import run_dirs
 
     root = Path(args.path)
-    run_dirs([str(root)])  # a path with no run is one clear line, before anything listens
+    waiting = False
+    try:
+        run_dirs([str(root)])  # an unknown path or a file is one clear line, before anything listens
+    except NotARunError:
+        if not root.is_dir():
+            raise
+        waiting = True  # a directory of runs to come: its list fills as they appear
     loopback = is_loopback(args.host)
     token = None if loopback else (args.token or secrets.token_urlsafe(24))
     sock = bind(args.host, args.port)
+    port = sock.getsockname()[1]  # the port bound (--port 0 picks a free one)
     runs = LiveRuns(root, args.key_dir)
     shown = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"serving {root} at http://{shown}:{args.port}/" + (f"?token={token}" if token else ""), flush=True)
+    print(f"serving {root} at http://{shown}:{port}/" + (f"?token={token}" if token else ""), flush=True)
+    if waiting:
+        print(f"no run in {root} yet: the list of runs fills as runs appear", flush=True)
     server = make_server(runs, make_app(runs, token=token, loopback=loopback))
     try:
         server.run(sockets=[sock])
