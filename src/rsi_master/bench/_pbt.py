@@ -266,8 +266,12 @@ class PBTMain:
         workers: list[str],
         event: int | None = None,
     ) -> None:
-        args: dict[str, Any] = {"action": action, "rationale": rationale, "evidence": evidence}
-        args["detail"] = {"workers": workers}
+        args: dict[str, Any] = {
+            "action": action,
+            "rationale": rationale,
+            "evidence": evidence,
+            "detail": {"workers": workers},
+        }
         if event is not None:
             args["answers"] = event
         ctx.call("decision.record", args)

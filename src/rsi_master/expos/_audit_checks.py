@@ -14,7 +14,6 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import ArtifactError
 from ..rundir import REPORT_FILE, memo_for, verify_run
-from ..runtime import EvalResult, TrainConfig
 from ._taxonomy import SUBCATEGORIES, Subcategory
 
 if TYPE_CHECKING:
@@ -108,6 +107,7 @@ def check_records(acc: Evidence, expos, stored: StoredEvidence, x, users: dict[s
     the ledger's -> weight provenance (the bytes scored are not the experiment's output);
     evaluator, template, decoding, stop/tokenizer -> their own subcategories.
     """
+    from ..runtime import EvalResult
 
     c, ev = expos.contract, expos.contract.evaluator
     for e in x.records():
@@ -162,6 +162,7 @@ def training_findings(expos, stored: StoredEvidence, st, step) -> list[tuple[Sub
     from. Another parent, method or spec, or no config at all -> weight provenance;
     other data or row count -> data provenance.
     """
+    from ..runtime import TrainConfig
 
     out: list[tuple[Subcategory, str]] = []
     if step.status != "completed":

@@ -10,7 +10,6 @@ from typing import Any
 from ..artifacts import dir_digest, read_measured
 from ..errors import ArtifactError
 from ..events import EvalRecord, TypedEvent, typed
-from ..runtime import EvaluatorDigestError, InputChangedError, SwappedBaseError
 from ._errors import ToolRefused
 from ._state import load_state
 from ._taxonomy import Subcategory
@@ -79,6 +78,7 @@ def evaluate_experiment(expos, caller, experiment_id: str, checkpoint: str, spli
     eval.record event. The harness uses it too (role
     `harness`) to score selected checkpoints on `final`.
     """
+    from ..runtime import EvaluatorDigestError, InputChangedError, SwappedBaseError
 
     c = expos.contract
     ckpt_dir = expos.run.store.path(checkpoint)

@@ -14,7 +14,6 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..runtime import TrainSpec
 from ._generator_view import GeneratorView, KnobView
 
 if TYPE_CHECKING:
@@ -148,6 +147,8 @@ def _generate(
 
 
 def _submit(schema: dict[str, Any], contract: TaskContract | None, generators: Sequence[GeneratorView] | None) -> None:
+
+    from ..runtime import TrainSpec
 
     spec = TrainSpec.model_json_schema()
     fields = {}

@@ -17,7 +17,6 @@ from ..errors import ArtifactError, RsiMasterError
 from ..events import GuardBlocked, Payload, dump_payload, typed, validate_payload
 from ..ledger import Event, KeyDir
 from ..rundir import RunDir
-from ..runtime import EvaluationError, SealSecretError
 from ._backend import attach_backend
 from ._call import UNAUTHENTICATED, call_tool
 from ._capability import DEFAULT_TTL_S, CapabilityError, capability_id, check_capability, issue_capability
@@ -204,6 +203,7 @@ class ExpOS:
     def _load_file_task(self) -> None:
         """A task directory's task, from the run's sealed copy (checked against the contract's
         digest before a byte of it is parsed or run)."""
+        from ..runtime import EvaluationError
         from ..tasks import TaskInputError, load_task_dir
 
         source = self.contract.task_source
@@ -233,6 +233,7 @@ class ExpOS:
         return self._resolve_task(self.seal_key())
 
     def _resolve_task(self, seal_key: SealKey | None) -> Task:
+        from ..runtime import SealSecretError
         from ..tasks import get_task
 
         if self.contract.task_source is not None:
@@ -252,6 +253,7 @@ class ExpOS:
         The key must load (secret present, matching the commitment) and draw exactly the
         items whose digests and sample IDs the contract pinned at freeze.
         """
+        from ..runtime import SealSecretError
         from ..tasks import SPLITS, items_digest
 
         try:
@@ -269,6 +271,7 @@ class ExpOS:
 
     def sealed_evaluator(self) -> Path:
         """The run's stored seal, to be copied privately and checked before each evaluation."""
+        from ..runtime import EvaluationError
 
         artifact = self.contract.evaluator.evaluator_artifact
         try:

@@ -9,7 +9,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..artifacts import read_measured
 from ..events import LIST_MAX, DataFilter, DataGenerate, DataMix, DataRegister, JsonObject, Name, PathText, Payload
-from ..runtime import InvalidParameterError
 from ._contamination_gate import check_bytes, check_rows, failing_rows
 from ._errors import ToolFailed, ToolInvalid, ToolRefused
 from ._experiments import ExperimentResult, adopt_checkpoint, measured_dataset, rows_of, run_experiment
@@ -152,6 +151,7 @@ MAX_TOP_UPS = 4
 @tool("data.generate", roles=("worker",), kind="launching", input=GenerateInput, result=DatasetResult)
 def data_generate(expos, caller, inp: GenerateInput) -> DatasetResult:
     """Generate training data with one of the task's generator families and register it."""
+    from ..runtime import InvalidParameterError
 
     task, family = _family(expos, inp.family)
     source = f"{task}/{family}"

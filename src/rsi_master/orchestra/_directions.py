@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..landscape import CURVE_BATCH, Curve, CurveLabel, LabelError
-from ..runtime import TrainSpec
 from ._seeds import family_seed
 
 if TYPE_CHECKING:
@@ -275,6 +274,7 @@ METHOD_TRAIN: dict[str, dict[str, Range]] = {
 def grpo_batch_problem(train: dict[str, Range]) -> str | None:
     """Why a GRPO direction's training ranges can draw a batch that is no multiple of its
     completions per prompt (TrainSpec refuses such a trial, so every one would fail), or None."""
+    from ..runtime import TrainSpec
 
     def values(name: str) -> list[int] | None:
         r = train.get(name)

@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..events import HarnessFinal, HarnessSelect, SelectionRow, dump_payload, typed
-from ..runtime import EvaluationError
 from ._memory import lineage_examples
 
 if TYPE_CHECKING:
@@ -107,6 +106,8 @@ def evaluate_final(expos: ExpOS, checkpoint: str, *, store: bool) -> Any:
 
 
 def _final(expos: ExpOS, subject: str, checkpoint: str) -> dict[str, Any]:
+
+    from ..runtime import EvaluationError
 
     expos.run.ledger.vouch()  # a forged `harness.final` is never reused as the run's score
     for e in expos.own_events("harness.final"):
