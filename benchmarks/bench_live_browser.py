@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import shutil
 import statistics
 import sys
@@ -65,7 +66,8 @@ def main() -> int:
         )
         runs = LiveRuns(root / "runs", str(root / "keys"))
         sock = bind("127.0.0.1", 0)
-        server = make_server(runs, make_app(runs, token=None, loopback=True))
+        token = secrets.token_urlsafe(24)
+        server = make_server(runs, make_app(runs, token=token, loopback=True))
         thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
         thread.start()
         while not server.started:
@@ -82,7 +84,7 @@ def main() -> int:
                 page.on("pageerror", lambda e: errors.append(str(e)))
                 page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
                 t = time.perf_counter()
-                page.goto(url, wait_until="load", timeout=600_000)
+                page.goto(f"{url}?token={token}", wait_until="load", timeout=600_000)
                 page.wait_for_selector(
                     "#dag .scatterlayer .trace .points path.point", state="attached", timeout=600_000
                 )

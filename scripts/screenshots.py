@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import secrets
 import shutil
 import statistics
 import tempfile
@@ -103,13 +104,14 @@ def live_view(page: Page, root: Path, run_dir: Path, keys: Path, png: Path) -> N
 
     sock = bind("127.0.0.1", 0)
     runs = LiveRuns(root, str(keys))
-    server = make_server(runs, make_app(runs, token=None, loopback=True))
+    token = secrets.token_urlsafe(24)
+    server = make_server(runs, make_app(runs, token=token, loopback=True))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:
         while not server.started:
             time.sleep(0.05)
-        page.goto(f"http://127.0.0.1:{sock.getsockname()[1]}/run/{run_dir.name}/", wait_until="load")
+        page.goto(f"http://127.0.0.1:{sock.getsockname()[1]}/run/{run_dir.name}/?token={token}", wait_until="load")
         page.wait_for_selector(POINTS, state="attached")
         n = page.locator(POINTS).count()
         time.sleep(1.0)  # the page's event stream is open

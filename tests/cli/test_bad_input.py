@@ -185,11 +185,12 @@ def test_the_runs_index_of_a_directory_whose_runs_are_gone_is_an_empty_list(tmp_
     from starlette.testclient import TestClient
 
     from rsi_master.views.live import LiveRuns, make_app
+    from tests.views.conftest import AUTH, TOKEN
 
     (tmp_path / "runs").mkdir()
     runs = LiveRuns(tmp_path / "runs", str(tmp_path / "keys"))
     try:
-        client = TestClient(make_app(runs, token=None, loopback=True), base_url="http://127.0.0.1:8765")
+        client = TestClient(make_app(runs, token=TOKEN, loopback=True), base_url="http://127.0.0.1:8765", headers=AUTH)
         index = client.get("/")
         assert index.status_code == 200 and "0 runs" in index.text
         assert client.get("/run/gone/").status_code == 404

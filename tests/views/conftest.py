@@ -21,6 +21,10 @@ CHROMIUM_NAMES = ("chromium", "chromium-browser")
 
 MAIN = {"role": "main", "id": "main"}
 
+# The live view's token in the tests: every request carries it, on loopback too.
+TOKEN = "operator-token-0123456789"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
 
 @dataclass(frozen=True)
 class Run:

@@ -19,6 +19,7 @@ from rsi_master.views._model import RunView
 from rsi_master.views._report import FIGURES
 from rsi_master.views.live import LiveRuns, make_app
 
+from .conftest import AUTH, TOKEN
 from .test_live import MAIN, Server, add_worker, load_url, wait_points
 
 HOLD_S = 20.0  # a held build waits at most this long for the test to let it go
@@ -46,7 +47,7 @@ def test_a_figure_build_in_flight_never_delays_the_delta_that_carries_a_new_node
     monkeypatch.setitem(FIGURES, "lineages", held)
     runs = LiveRuns(growing.runs, str(growing.key_dir))
     try:
-        client = TestClient(make_app(runs, token=None, loopback=True), base_url="http://127.0.0.1:8765")
+        client = TestClient(make_app(runs, token=TOKEN, loopback=True), base_url="http://127.0.0.1:8765", headers=AUTH)
         page = client.get("/run/live/data.json").json()  # the first look builds every figure, here
         live = runs.runs["live"]
         assert set(live.drawing.figures) == set(FIGURES) and not live.drawing.pending

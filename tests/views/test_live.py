@@ -1,5 +1,5 @@
 """`rsi-master serve`: the live page redraws a node within 2 s of its ledger event, loads nothing
-from elsewhere, survives a restart of the server; off loopback every request needs the token;
+from elsewhere, survives a restart of the server; every request needs the token, on loopback too;
 bad input is one line."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from rsi_master.cli._serve import bind
 from rsi_master.expos import ExpOS
 from rsi_master.views.live import CHECK_S, LiveRuns, make_app, make_server
 
-from .conftest import MAIN, Served, add_worker
+from .conftest import AUTH, MAIN, TOKEN, Served, add_worker
 from .test_browser import POINTS
 
 
@@ -33,7 +33,7 @@ class Server:
         self.sock = bind("127.0.0.1", port)
         self.port = self.sock.getsockname()[1]
         self.runs = LiveRuns(served.runs, str(served.key_dir))
-        app = make_app(self.runs, token=None, loopback=True)
+        app = make_app(self.runs, token=TOKEN, loopback=True)
         self.server = make_server(self.runs, app)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
         self.thread.start()
@@ -93,7 +93,7 @@ def load_url(browser, url: str):
     page.on("console", lambda m: out.errors.append(m.text) if m.type in ("error", "warning") else None)
     page.on("pageerror", lambda e: out.errors.append(str(e)))
     page.on("request", lambda r: out.requests.append(r.url))
-    page.goto(url, wait_until="load")
+    page.goto(f"{url}?token={TOKEN}", wait_until="load")  # the server sets its cookie for the rest
     page.wait_for_selector(POINTS, state="attached")
     assert out.errors == []
     return out
@@ -102,12 +102,14 @@ def load_url(browser, url: str):
 def test_off_loopback_every_request_needs_the_token(growing):
     runs = LiveRuns(growing.runs, str(growing.key_dir))
     try:
-        client = TestClient(make_app(runs, token="s3cret", loopback=False), base_url="http://192.0.2.1:8765")
+        client = TestClient(make_app(runs, token="s3cret-0123456789", loopback=False), base_url="http://192.0.2.1:8765")
         assert client.get("/").status_code == 401
         assert client.get("/run/live/data.json?token=wrong").status_code == 401
         assert client.get("/run/live/data.json", headers={"Authorization": "Bearer nope"}).status_code == 401
-        assert client.get("/run/live/data.json", headers={"Authorization": "Bearer s3cret"}).status_code == 200
-        ok = client.get("/?token=s3cret")
+        assert (
+            client.get("/run/live/data.json", headers={"Authorization": "Bearer s3cret-0123456789"}).status_code == 200
+        )
+        ok = client.get("/?token=s3cret-0123456789")
         assert ok.status_code == 200 and "live" in ok.text
         assert client.get("/run/live/data.json").status_code == 200  # the cookie the token set
     finally:
@@ -117,7 +119,7 @@ def test_off_loopback_every_request_needs_the_token(growing):
 def test_on_loopback_a_foreign_host_name_is_refused(growing):
     runs = LiveRuns(growing.runs, str(growing.key_dir))
     try:
-        client = TestClient(make_app(runs, token=None, loopback=True), base_url="http://127.0.0.1:8765")
+        client = TestClient(make_app(runs, token=TOKEN, loopback=True), base_url="http://127.0.0.1:8765", headers=AUTH)
         assert client.get("/run/live/data.json").status_code == 200
         assert client.get("/", headers={"Host": "attacker.example:8765"}).status_code == 403
         assert client.get("/run/../../etc/data.json").status_code == 404
@@ -204,7 +206,7 @@ def test_the_guidance_form_refuses_other_pages_and_bad_guidance_writing_nothing(
     start_campaign(growing.expos)
     runs = LiveRuns(growing.runs, str(growing.key_dir))
     try:
-        client = TestClient(make_app(runs, token=None, loopback=True), base_url="http://127.0.0.1:8765")
+        client = TestClient(make_app(runs, token=TOKEN, loopback=True), base_url="http://127.0.0.1:8765", headers=AUTH)
         page = client.get("/run/live/").text
         csrf = page.split("name='csrf' value='", 1)[1].split("'", 1)[0]
         size = growing.expos.run.ledger.size()
@@ -225,7 +227,7 @@ def test_the_guidance_form_refuses_other_pages_and_bad_guidance_writing_nothing(
 def test_a_new_event_is_folded_without_re_running_verify_and_the_audit(growing):
     runs = LiveRuns(growing.runs, str(growing.key_dir))
     try:
-        client = TestClient(make_app(runs, token=None, loopback=True), base_url="http://127.0.0.1:8765")
+        client = TestClient(make_app(runs, token=TOKEN, loopback=True), base_url="http://127.0.0.1:8765", headers=AUTH)
         assert len(client.get("/run/live/data.json").json()["nodes"]) == 1
         live = runs.runs["live"]
         assert live.checks == 1 and live.checked is not None
@@ -261,7 +263,7 @@ def test_a_page_kept_up_by_deltas_holds_what_a_fresh_page_gets(growing):
     start_campaign(growing.expos)
     runs = LiveRuns(growing.runs, str(growing.key_dir))
     try:
-        client = TestClient(make_app(runs, token=None, loopback=True), base_url="http://127.0.0.1:8765")
+        client = TestClient(make_app(runs, token=TOKEN, loopback=True), base_url="http://127.0.0.1:8765", headers=AUTH)
         page = client.get("/run/live/data.json").json()
         assert page["full"]
         nodes = {n["id"]: n for n in page["nodes"]}
@@ -354,7 +356,7 @@ def test_the_overview_remakes_only_the_rows_of_runs_that_grew(growing):
         add_worker(other, "v1", [])
     runs = LiveRuns(growing.runs, str(growing.key_dir))
     try:
-        client = TestClient(make_app(runs, token=None, loopback=True), base_url="http://127.0.0.1:8765")
+        client = TestClient(make_app(runs, token=TOKEN, loopback=True), base_url="http://127.0.0.1:8765", headers=AUTH)
         assert client.get("/").status_code == 200
         made = lambda: {n: live.rows_made for n, live in runs.runs.items()}  # noqa: E731
         assert made() == {"live": 1, "other": 1}
@@ -376,19 +378,60 @@ def test_serve_on_a_directory_with_no_run_yet_lists_runs_as_they_appear(tmp_path
     cmd = [sys.executable, "-m", "rsi_master.cli", "serve", str(runs), "--port", "0", "--key-dir", str(key_dir)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     try:
-        url = proc.stdout.readline().strip().split(" at ", 1)[1]
+        url, token = proc.stdout.readline().strip().split(" at ", 1)[1].split("?token=")
         assert url.startswith("http://127.0.0.1:") and not url.endswith(":0/")  # the port bound, not 0
         assert proc.stdout.readline().strip() == f"no run in {runs} yet: the list of runs fills as runs appear"
-        with urllib.request.urlopen(url, timeout=30) as r:
+        q = f"?token={token}"
+        with urllib.request.urlopen(url + q, timeout=30) as r:
             assert r.status == 200
         with pytest.raises(urllib.error.HTTPError) as missing:
-            urllib.request.urlopen(url + "run/live/data.json", timeout=30)
+            urllib.request.urlopen(url + "run/live/data.json" + q, timeout=30)
         assert missing.value.code == 404
         missing.value.close()
         ExpOS.create(runs / "live", "arithmetic", eval_limit=3, key_dir=key_dir).close()
-        with urllib.request.urlopen(url + "run/live/data.json", timeout=30) as r:
+        with urllib.request.urlopen(url + "run/live/data.json" + q, timeout=30) as r:
             assert r.status == 200
     finally:
         proc.terminate()
         proc.wait(10)
         proc.stdout.close()
+
+
+# An agent's shell beside a loopback `serve`: the jail shares the host's network, so it can reach
+# the port. Without the operator's token it reads nothing and posts nothing.
+AGENT = r"""
+import re, sys, urllib.error, urllib.parse, urllib.request
+base = sys.argv[1]
+def code(url, data=None, headers={}):
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, data=data, headers=headers), timeout=30) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+status, page = code(base + "run/live/")
+csrf = (re.findall("name='csrf' value='([^']+)'", page) or ["none"])[0]
+form = urllib.parse.urlencode({"text": "stop every Worker", "csrf": csrf, "flow": "pause"}).encode()
+print(status, code(base + "run/live/data.json")[0], code(base + "run/live/guide", form)[0],
+      code(base + "run/live/guide", form, {"Authorization": "Bearer guess-guess-guess"})[0],
+      code(base + "run/live/guide?token=", form)[0])
+"""
+
+
+def test_on_loopback_an_agent_without_the_token_neither_reads_nor_guides(growing):
+    start_campaign(growing.expos)
+    size = growing.expos.run.ledger.size()
+    cmd = [sys.executable, "-m", "rsi_master.cli", "serve", str(growing.runs), "--port", "0"]
+    proc = subprocess.Popen([*cmd, "--key-dir", str(growing.key_dir)], stdout=subprocess.PIPE, text=True)
+    try:
+        url, token = proc.stdout.readline().strip().split(" at ", 1)[1].split("?token=")
+        assert url.startswith("http://127.0.0.1:") and len(token) >= 16
+        agent = subprocess.run([sys.executable, "-c", AGENT, url], capture_output=True, text=True, timeout=60)
+        assert agent.returncode == 0, agent.stderr
+        assert agent.stdout.split() == ["401"] * 5  # the page, its data, and three tries at the form
+        with urllib.request.urlopen(f"{url}run/live/data.json?token={token}", timeout=30) as r:
+            assert r.status == 200  # the operator, with the printed URL, is served
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        proc.stdout.close()
+    assert growing.expos.run.ledger.size() == size and growing.expos.events("human.guidance") == []

@@ -25,8 +25,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--token",
         default=env("serve_token"),
-        help="the token every request needs when bound off loopback (env RSI_MASTER_SERVE_TOKEN; "
-        "default: a fresh one, printed in the URL)",
+        help="the token every request needs, on loopback too (env RSI_MASTER_SERVE_TOKEN; at least 16 "
+        "characters; default: a fresh one, printed in the URL)",
     )
     key_dir_arg(p)
     p.set_defaults(handler=run)
@@ -55,12 +55,14 @@ def run(args: argparse.Namespace) -> int:
             raise
         waiting = True  # a directory of runs to come: its list fills as they appear
     loopback = is_loopback(args.host)
-    token = None if loopback else (args.token or secrets.token_urlsafe(24))
+    token = args.token or secrets.token_urlsafe(24)
+    if len(token) < 16:
+        raise RsiMasterError(f"--token: at least 16 characters, not {len(token)}")
     sock = bind(args.host, args.port)
     port = sock.getsockname()[1]  # the port bound (--port 0 picks a free one)
     runs = LiveRuns(root, args.key_dir)
     shown = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"serving {root} at http://{shown}:{port}/" + (f"?token={token}" if token else ""), flush=True)
+    print(f"serving {root} at http://{shown}:{port}/?token={token}", flush=True)
     if waiting:
         print(f"no run in {root} yet: the list of runs fills as runs appear", flush=True)
     server = make_server(runs, make_app(runs, token=token, loopback=loopback))

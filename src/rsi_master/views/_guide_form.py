@@ -1,10 +1,11 @@
 """The live view's one write: the guidance form, which records a `human.guidance` event as
 `rsi-master guide` does (`orchestra.guide_run`, as the OS user the server runs as).
 
-A page elsewhere cannot post it: every form carries a per-server secret that only a page served
-here can read (the same-origin policy), and a request whose Origin is not this server is refused,
-so a loopback server without a token is no open door to any site the operator visits. Off loopback
-the server's token is checked first, as for every request. A refusal is one line, nothing written.
+Only the operator can post it. The server's token is checked first, as for every request, on
+loopback too (an agent's shell can reach a loopback port). A page elsewhere cannot post it with the
+operator's cookie: every form carries a per-server secret that only a page served here can read
+(the same-origin policy), and a request whose Origin is not this server is refused. A refusal is
+one line, nothing written.
 """
 
 from __future__ import annotations

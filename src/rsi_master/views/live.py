@@ -13,10 +13,9 @@ loop only waits on it. Nothing the server keeps is needed across its restarts: a
 server folds each ledger once and goes on, and the pages reconnect (their first look after it gets
 the whole payload).
 
-Bound to loopback it answers requests for loopback host names only (a web page elsewhere cannot
-reach it through DNS rebinding); bound to any other address every request needs the token, given
-once as `?token=` (then kept in a same-site cookie) or as a bearer header. Read-only but for one
-POST, the guidance form (`_guide_form`)."""
+Every request needs the token (`?token=` once, then a same-site cookie, or a bearer header), on
+loopback too: agents' jails share the host's network. On loopback it also answers loopback host
+names only (no DNS rebinding). Read-only but for one POST, the guidance form (`_guide_form`)."""
 
 from __future__ import annotations
 
@@ -291,13 +290,11 @@ def make_server(runs: LiveRuns, app: Starlette) -> uvicorn.Server:
     return Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=GRACE_S))
 
 
-def _guard(token: str | None, loopback: bool) -> Callable[[Request], Response | None]:
+def _guard(token: str, loopback: bool) -> Callable[[Request], Response | None]:
     def check(request: Request) -> Response | None:
         host = (request.headers.get("host") or "").rsplit(":", 1)[0]
         if loopback and not is_loopback(host):
             return PlainTextResponse("this server answers loopback host names only\n", status_code=403)
-        if token is None:
-            return None
         given = request.query_params.get("token") or request.cookies.get(COOKIE) or ""
         auth = request.headers.get("authorization", "")
         if auth.lower().startswith("bearer "):
@@ -309,8 +306,10 @@ def _guard(token: str | None, loopback: bool) -> Callable[[Request], Response | 
     return check
 
 
-def make_app(runs: LiveRuns, *, token: str | None, loopback: bool) -> Starlette:
-    """The live view's ASGI app over `runs`; `token` None only on loopback."""
+def make_app(runs: LiveRuns, *, token: str, loopback: bool) -> Starlette:
+    """The live view's ASGI app over `runs`; every request must carry `token`."""
+    if len(token) < 16:
+        raise RsiMasterError("the live view's token must be at least 16 characters")
     check = _guard(token, loopback)
     csrf = secrets.token_urlsafe(24)  # the guidance form's secret: only pages served here carry it
 
@@ -320,7 +319,7 @@ def make_app(runs: LiveRuns, *, token: str | None, loopback: bool) -> Starlette:
             if refused is not None:
                 return refused
             response = await handler(request)
-            if token is not None and request.query_params.get("token"):
+            if request.query_params.get("token"):
                 response.set_cookie(COOKIE, token, httponly=True, samesite="strict")
             return response
 
