@@ -19,6 +19,7 @@ from ..expos import ExpOS
 from ._graph import load_graph
 from ._memory import worker_memory
 from ._protocols import REVIEWERS, WORKERS, BudgetEnd, NodeContext, environment, resolve
+from ._stop import stop_on
 
 if TYPE_CHECKING:
     from ..expos import ExpOS
@@ -102,11 +103,7 @@ def job_main(
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, share)
 
-    def _stop(signum: int, frame: Any) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # once: a second TERM ends the process
-        raise BudgetEnd("the scheduler asked this node to stop")
-
-    signal.signal(signal.SIGTERM, _stop)
+    stop_on(signal.SIGTERM)
 
     with ExpOS.open(run_dir, key_dir=key_dir) as opened:
         run_node(opened, kind, node, deadline, seed, reviewer, capability)

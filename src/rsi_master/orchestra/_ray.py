@@ -29,7 +29,7 @@ from ..expos import ExpOS
 from ..ledger import KeyDir
 from ._job import run_node
 from ._launch import NodeLaunch
-from ._protocols import BudgetEnd
+from ._stop import stop_on
 
 __all__ = ["RAY_QUIET_ENV", "RayExecutor", "connect", "ray_node"]
 
@@ -69,11 +69,7 @@ def ray_node(launch: NodeLaunch, clock: _clock.ScaledClock | None = None) -> int
     """The body of a node's Ray task: open the run, run the node on the driver's clock (real, or
     the scaled one of a simulated run), return 0 (an exception is the task's failure)."""
 
-    def _stop(signum: int, frame: Any) -> None:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)  # once: a second cancel ends the task
-        raise BudgetEnd("the scheduler asked this node to stop")
-
-    before = signal.signal(signal.SIGINT, _stop)
+    before = stop_on(signal.SIGINT)  # Ray's cancel; once: a second one ends the task
     try:
         with (
             _clock.use_clock(clock or _clock.REAL),
