@@ -28,6 +28,7 @@ def new_run(
     seed: int = 0,
     eval_limit: int = 5,
     guards: Any = None,
+    timing_prior: dict[str, float] | None = None,
 ) -> ExpOS:
     """A run as `start_run` records it; `prior` (a landscape file, `shipped` or a `Landscape`)
     is stored in it and named in its settings, as `start_run(RunSpec(prior=...))` does."""
@@ -46,6 +47,8 @@ def new_run(
     }
     if prior is not None:
         settings["prior"] = store_prior(expos, read_prior(prior))
+    if timing_prior is not None:
+        settings["timing_prior"] = timing_prior
     expos.record(ORCHESTRA, "orchestra.start", settings)
     return expos
 

@@ -592,3 +592,16 @@ def test_late_in_a_short_budget_no_direction_opens_with_an_allowance_below_its_o
                 floor = TRIAL_MARGIN * min_trial_seconds(run_timing(expos), cheapest_batch(w.direction))
                 assert w.direction.seconds >= floor, (w.direction.key(), w.direction.seconds, floor)
             assert any(w.direction.method == "grpo" for w in workers) == grpo_opens
+
+
+def test_before_any_measurement_the_main_prices_trials_with_the_prior_the_budget_was_checked_with(tmp_path):
+    """The bench's calibration (step, per-example and per-trial seconds) checks the budget; the
+    Main's allowances must read the same figures, per example included, until the run measures."""
+    from rsi_master.orchestra._job import run_timing
+    from rsi_master.orchestra._trial_timing import min_trial_seconds
+
+    prior = {"step_s": 0.5, "example_s": 0.11, "overhead_s": 9.0}
+    with new_run(tmp_path, "arithmetic", budget_s=600.0, timing_prior=prior) as expos:
+        assert run_timing(expos) == prior
+        for batch in (2, 8, 32):  # per example: a step of batch 32 is not priced like one of batch 2
+            assert min_trial_seconds(run_timing(expos), batch) == min_trial_seconds(prior, batch)

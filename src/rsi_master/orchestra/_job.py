@@ -47,6 +47,11 @@ def node_brief(expos: ExpOS, graph: Any, kind: str, node: str) -> dict[str, Any]
     return {"question": r.question, "scope": r.scope, "seq": r.seq, "conclusions": conclusions}
 
 
+# What a timing prior may hold: the keys the run's budget check reads, so that the Main's
+# allowances are priced as the budget was checked (a prior's `example_s` dropped here made them differ).
+TIMING_KEYS = ("step_s", "example_s", "overhead_s")
+
+
 def run_timing(expos: ExpOS) -> dict[str, float]:
     """Seconds per optimizer step, per training example and per trial overhead measured on this machine in this run
     (any Worker's finished experiments: how fast the machine is, not how well anyone did)."""
@@ -74,7 +79,7 @@ def run_timing(expos: ExpOS) -> dict[str, float]:
     starts = expos.own_events("orchestra.start")
     prior = typed(starts[0], OrchestraStart).payload.timing_prior if starts else None
     for key, value in (prior or {}).items():
-        if key in ("step_s", "overhead_s") and isinstance(value, (int, float)) and value > 0:
+        if key in TIMING_KEYS and isinstance(value, (int, float)) and value > 0:
             out.setdefault(key, float(value))
     return out
 

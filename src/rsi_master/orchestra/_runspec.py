@@ -84,7 +84,7 @@ class RunSpec:
     id (None: the shipped model). `eval_backend`: `transformers` or `vllm` (None: the default).
     `main`, `reviewer`, `worker`: the agents (a registered name or `package.module:Class`).
     `environment`: an unguarded guard policy class for the bench's no-ExpOS ablation (no CLI flag
-    reaches it). `agent_settings` (JSON) and `timing_prior` ({step_s, overhead_s}) are recorded in
+    reaches it). `agent_settings` (JSON) and `timing_prior` ({step_s, example_s, overhead_s}) are recorded in
     the run's settings; `setup` records more of the run's configuration before any agent acts.
     `final_limit`: `final` items the harness scores (0: the whole split; None: `eval_limit`).
     `gpus_per_slot`: CUDA devices per slot process. `keep`: the checkpoint policy at the end.

@@ -119,7 +119,8 @@ class OrchestraStart(Payload):
         default=None, description="JSON settings for agents that read their configuration from the run."
     )
     timing_prior: dict[str, float] | None = Field(
-        default=None, description="{step_s, overhead_s} measured on this machine, until the run measures its own."
+        default=None,
+        description="{step_s, example_s, overhead_s} measured on this machine, until the run measures its own.",
     )
     prior: str | None = Field(
         default=None,
