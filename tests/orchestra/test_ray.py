@@ -183,3 +183,117 @@ def load_graph_jobs_at(run_dir) -> int:
             return len(x.events("orchestra.job.start"))
     except Exception:  # the run is still being created
         return 0
+
+
+@pytest.mark.slow
+@pytest.mark.scale
+def test_ray_tasks_run_without_the_key_directory_and_the_campaign_verifies(tmp_path, cluster):
+    from rsi_master.expos import ExpOS, audit
+
+    nowhere = tmp_path / "no-key-directory-here"
+    with new_run(tmp_path, budget_s=6.0, slots=2, main="tests.orchestra.helpers:FillMain") as expos:
+        executor = RayExecutor()
+        # Were a task to look for a key directory, the only one it could find is one that does not exist.
+        executor.runtime_env = {"env_vars": {"RSI_MASTER_KEY_DIR": str(nowhere), "XDG_CONFIG_HOME": str(nowhere)}}
+        try:
+            sched = Scheduler(expos, PlainDisplay(io.StringIO()), poll_s=0.1, executor=executor)
+            sched.start()
+            assert sched.drive() == "budget spent"
+        finally:
+            executor.close()
+        g = load_graph(expos)
+        assert len(g.jobs) >= 2 and [j.status for j in g.jobs if j.status != "done"] == []
+        assert _overlapping(g.jobs)  # on both nodes, each writing and getting its heads signed at once
+    assert verify_run(tmp_path / "run").problems == []
+    with ExpOS.open(tmp_path / "run") as x:
+        assert audit(x).flagged == []
+        assert x.events("guard.blocked") == []
+    assert not nowhere.exists()
+
+
+def _attack(run_dir: str, token: str, keeper, nowhere: str) -> dict:
+    """A job on the other node holding only its capability (and the keeper's handle, as a task
+    does) tries for the key directory, a forged event and the seal secret."""
+    import os
+    import pickle
+
+    import ray
+
+    from rsi_master.errors import LedgerError
+    from rsi_master.expos import ExpOS
+    from rsi_master.orchestra._keeper import DriverKeys
+    from rsi_master.orchestra._ray import keeper_call
+
+    os.environ["RSI_MASTER_KEY_DIR"] = nowhere
+    out: dict = {}
+    try:
+        ExpOS.open(run_dir).close()
+        out["open"] = "opened for writing"
+    except RsiMasterError as exc:
+        out["open"] = str(exc)
+    with ExpOS.open(run_dir, key_dir=DriverKeys(keeper_call(ray, keeper), token)) as job:
+        caller = job.authenticate(token)
+        try:
+            job.run.record({"kind": "orchestra.stop", "actor": {"role": "harness", "id": "orchestra"}, "payload": {}})
+            out["forged"] = "written"
+        except LedgerError as exc:
+            out["forged"] = str(exc)
+        job.run.record({"kind": "worker.note", "actor": caller.actor(), "payload": {"own": True}})
+        out["seal"] = pickle.dumps(job.seal_key())
+        out["drawn"] = [i.sample_id for i in job.protected_task().eval_items("final")]
+    forged_token = token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB")
+    try:
+        ray.get(keeper.seal_key.remote(forged_token, None))
+        out["forged_capability"] = "answered"
+    except Exception as exc:
+        out["forged_capability"] = type(exc).__name__ + ": " + str(exc)
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.scale
+def test_a_job_holding_only_its_capability_gets_no_key_no_seal_secret_and_no_forged_event(tmp_path, cluster, key_dir):
+    import pickle
+
+    import ray
+
+    from rsi_master.expos import ExpOS
+
+    nowhere = str(tmp_path / "no-key-directory-here")
+    with new_run(tmp_path) as expos:
+        token = expos.issue("worker", "w9")
+        run_id = expos.run.run_id
+        full = [i.sample_id for i in expos.protected_task().eval_items("final")]
+        executor = RayExecutor()
+        try:
+            keeper = executor.keeper(str(tmp_path / "run"), str(key_dir))
+            other = next(
+                n["NodeID"]
+                for n in ray.nodes()
+                if n["Alive"] and n["NodeID"] != ray.get_runtime_context().get_node_id()
+            )
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+            attack = ray.remote(_attack).options(
+                num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=other, soft=False)
+            )
+            out = ray.get(attack.remote(str(tmp_path / "run"), token, keeper, nowhere), timeout=300)
+        finally:
+            executor.close()
+    assert "no signing key" in out["open"] or "key directory" in out["open"]
+    assert "not as the capability's holder" in out["forged"]
+    assert "CapabilityError" in out["forged_capability"]
+    # What the job got of the seal: the seeds of this run's splits; it draws the protected items
+    # (it needs them), but neither the seal secret nor the signing key is among anything it holds.
+    seal = pickle.loads(out["seal"])
+    assert seal.secret is None and out["drawn"] == full
+    secret = (key_dir / "seals" / f"{run_id}.key").read_text().strip()
+    signing = b"".join(p.read_bytes() for p in key_dir.glob("*.pem"))
+    everything = pickle.dumps(out)
+    assert bytes.fromhex(secret) not in everything and secret.encode() not in everything
+    assert signing.split(b"\n")[1] not in everything
+    assert verify_run(tmp_path / "run").problems == []
+    with ExpOS.open(tmp_path / "run") as x:
+        refused = x.events("guard.blocked")
+        assert {e.actor.id for e in refused} == {"w9", "unauthenticated"}
+        assert [e.payload["own"] for e in x.events("worker.note")] == [True]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rsi_master.tasks import SPLITS, ArithmeticTask, Problem, SealKey, get_task, items_digest
+from rsi_master.tasks import PUBLIC_SEAL_KEY, SPLITS, ArithmeticTask, Problem, SealKey, get_task, items_digest
 from rsi_master.tasks._text import normalise
 
 from .helpers import TASK_NAMES
@@ -240,3 +240,18 @@ print(json.dumps(sorted({{items_digest(get_task("function_calling", seal_seed=s)
     assert out.returncode == 0, out.stderr
     regenerated = set(json.loads(out.stdout))
     assert len(regenerated) > 100 and not regenerated & set(pinned.values())
+
+
+def test_derived_split_seeds_draw_the_same_splits_and_only_those():
+    derived = SECRET.derive("knowledge", SPLITS)
+    assert derived.secret is None and not derived.is_public
+    assert [derived.split_seed("knowledge", s) for s in SPLITS] == [SECRET.split_seed("knowledge", s) for s in SPLITS]
+    with pytest.raises(ValueError, match="no seed for task 'arithmetic'"):
+        derived.split_seed("arithmetic", "dev")
+    assert SealKey.from_wire(derived.to_wire()) == derived
+    assert str(SECRET.split_seed("knowledge", "dev")) not in repr(derived)
+    items = [i.sample_id for i in get_task("knowledge", seal_key=derived).eval_items("final")]
+    assert items == [i.sample_id for i in get_task("knowledge", seal_key=SECRET).eval_items("final")]
+    assert PUBLIC_SEAL_KEY.derive("knowledge", SPLITS) is PUBLIC_SEAL_KEY
+    with pytest.raises(ValueError):
+        SealKey.from_wire({"splits": [["knowledge", "dev", "x"]]})

@@ -28,6 +28,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..artifacts import provenance
     from ..events import Contamination, DataGenerate, SourceRegister, dump_payload
+    from ..ledger import KeyDir
     from ..rundir import RunDir, new_run_id, verify_run
 
     run_id = new_run_id()
@@ -76,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
             }
         )
         chain = provenance(run_.ledger, dataset)
+        assert isinstance(run_.key_dir, KeyDir)  # a new run's: the operator's
         exported = run_.key_dir.witness_path(run_id)
     report = verify_run(path, key_dir=args.key_dir)
     print("---")

@@ -11,8 +11,10 @@ from ._capability import (
     INLINE_REFUSED,
     NODE_ID,
     OPERATOR_ROLE,
+    Capability,
     CapabilityError,
     capability_id,
+    check_capability,
     peek_capability,
     read_capability,
 )
@@ -32,6 +34,7 @@ from ._kinds import EVENT_KINDS
 from ._projection import Part, Projection, SharedProjections, parse_ts, register_part
 from ._prune import KEEP_POLICIES, protected_checkpoints, prune_checkpoints
 from ._registry import ROLES, TOOLS, Tool
+from ._secrets import SealAccess
 from ._session import Caller, ExpOS
 from ._state import Decision, Experiment, ReviewerNode, State, WorkerRecord, load_state
 from ._taxonomy import GROUPS, SUBCATEGORIES, Observation, Subcategory
@@ -53,6 +56,7 @@ __all__ = [
     "AuditReport",
     "Budget",
     "Caller",
+    "Capability",
     "CapabilityError",
     "Decision",
     "Door",
@@ -70,6 +74,7 @@ __all__ = [
     "Part",
     "Projection",
     "ReviewerNode",
+    "SealAccess",
     "SharedProjections",
     "Shortcut",
     "State",
@@ -91,6 +96,7 @@ __all__ = [
     "boundary_statement",
     "by_worker",
     "capability_id",
+    "check_capability",
     "check_run_inputs",
     "checkpoint_lineage",
     "door_call",

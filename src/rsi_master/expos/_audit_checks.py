@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from ..errors import ArtifactError
-from ..rundir import REPORT_FILE, memo_for, verify_run
+from ..rundir import REPORT_FILE, memo_for
+from ._secrets import run_problems
 from ._taxonomy import SUBCATEGORIES, Subcategory
 
 if TYPE_CHECKING:
@@ -47,12 +48,11 @@ def run_dir_issues(expos) -> tuple[list[str], set[str], set[str]]:
     """(issues, modified artifact digests, missing artifact digests)."""
 
     # Audits repeat through a run: each re-checks in full only what changed since the last.
-    report = verify_run(expos.run.path, key_dir=expos.run.key_dir, memo=memo_for(expos.run.path))
-    issues = [str(p) for p in report.problems]
-    modified = {
-        p.where.split()[1] for p in report.problems if p.where.startswith("artifact ") and "missing" not in p.what
-    }
-    missing = {p.where.split()[1] for p in report.problems if p.where.startswith("artifact ") and "missing" in p.what}
+    # (A job without the key directory has the driver's key holder verify it.)
+    problems = run_problems(expos.run.key_dir, expos.run.path, memo_for(expos.run.path))
+    issues = [str(p) for p in problems]
+    modified = {p.where.split()[1] for p in problems if p.where.startswith("artifact ") and "missing" not in p.what}
+    missing = {p.where.split()[1] for p in problems if p.where.startswith("artifact ") and "missing" in p.what}
     root = Path(expos.run.path)
     allowed_top = {"ledger.db", "ledger.db-wal", "ledger.db-shm", "ledger.pg", "ledger.pub", "artifacts", "scratch"}
     for entry in sorted(os.listdir(root)):

@@ -17,6 +17,7 @@ from ._backend import landscape_task
 from ._contract import CONTRACT_KIND, CONTRACT_VERSION, Budget, EvaluatorSpec, TaskContract, TaskSource
 from ._guards import GuardPolicy
 from ._registry import ROLES, TOOLS
+from ._secrets import key_dir_of
 
 if TYPE_CHECKING:
     from ..runtime import ModelSource
@@ -148,9 +149,10 @@ def freeze_run(
             # be able to edit it).
             seal_path, evaluator_digest = seal_evaluator(store=run.store, task_files=file_task.files, backend=backend)
             task_obj: Task = load_task_dir(Path(seal_path) / "task", expected_digest=file_task.digest)
-            record = run.key_dir.record(run.run_id)
+            keys = key_dir_of(run.key_dir, "freezing a run")
+            record = keys.record(run.run_id)
             if record is not None:
-                run.key_dir.save_record(record.model_copy(update={"task_dir": str(Path(file_task.root).resolve())}))
+                keys.save_record(record.model_copy(update={"task_dir": str(Path(file_task.root).resolve())}))
         elif landscape is not None:
             task_obj = landscape_task(landscape, SealKey(secret=secret))
         else:

@@ -19,13 +19,14 @@ from ..ledger import Event, KeyDir
 from ..rundir import RunDir
 from ._backend import attach_backend
 from ._call import UNAUTHENTICATED, call_tool
-from ._capability import DEFAULT_TTL_S, CapabilityError, capability_id, check_capability, issue_capability
+from ._capability import DEFAULT_TTL_S, CapabilityError, capability_id, issue_capability
 from ._catalogue import load as _load
 from ._contract import CONTRACT_KIND, Budget, TaskContract
 from ._errors import ToolRefused
 from ._freeze import freeze_run
 from ._guards import GuardPolicy, Strict
 from ._projection import Projection, SharedProjections
+from ._secrets import SealAccess, capability_of, key_dir_of, seal_key_of
 from ._taxonomy import Subcategory
 from ._writes import WriteQuota
 
@@ -166,13 +167,14 @@ class ExpOS:
         cls,
         run_dir: Path | str,
         *,
-        key_dir: KeyDir | Path | str | None = None,
+        key_dir: KeyDir | SealAccess | Path | str | None = None,
         writable: bool = True,
         guards: GuardPolicy | None = None,
         projections: SharedProjections | None = None,
     ) -> ExpOS:
         """`projections`: fold the ledger into the projection these sessions share (for sessions
-        that run one at a time in this process), not into one of the session's own."""
+        that run one at a time in this process), not into one of the session's own. `key_dir` a
+        `SealAccess`: a job without the key directory, whose secrets the driver's keeper holds."""
         run = RunDir.open(run_dir, key_dir=key_dir, writable=writable)
         first = next(run.ledger.events(limit=1), None)
         if first is None or first.kind != CONTRACT_KIND:
@@ -195,9 +197,7 @@ class ExpOS:
         the public seed); a v1 contract was frozen on the public seed and keeps it.
         """
         if self._seal_key is None:
-            from ..runtime import load_seal_key
-
-            self._seal_key = load_seal_key(self.run.key_dir, self.run.run_id, self.contract.seal_commitment)
+            self._seal_key = seal_key_of(self.run.key_dir, self.run.run_id, self.contract.seal_commitment)
         return self._seal_key
 
     def _load_file_task(self) -> None:
@@ -362,19 +362,19 @@ class ExpOS:
     def issue(self, role: str, node: str, *, ttl_s: float | None = None) -> str:
         """A capability for `role` as `node` in this run (the harness hands it to that node's process)."""
 
-        return issue_capability(
-            self.run.key_dir, self.run.run_id, role, node, ttl_s=DEFAULT_TTL_S if ttl_s is None else ttl_s
-        )
+        keys = key_dir_of(self.run.key_dir, "issuing a capability")
+        return issue_capability(keys, self.run.run_id, role, node, ttl_s=DEFAULT_TTL_S if ttl_s is None else ttl_s)
 
     def authenticate(self, token: str, *, record: bool = True) -> Caller:
         """The caller a capability names; a token that grants nothing is refused and recorded
         (unless the run has ended, when nothing more is written, or `record` is False: the door
-        counts its refusals and records them per peer and interval)."""
+        counts its refusals and records them per peer and interval). A job without the key
+        directory asks the driver's key holder, which records its refusals itself."""
 
         try:
-            cap = check_capability(self.run.key_dir, self.run.run_id, token)
+            cap = capability_of(self.run.key_dir, self.run.run_id, token)
         except CapabilityError as exc:
-            if record and self.final_seq() is None:
+            if record and not isinstance(self.run.key_dir, SealAccess) and self.final_seq() is None:
                 self.record(UNAUTHENTICATED, GuardBlocked(tool=None, subcategory=None, reason=str(exc), args={}))
             raise ToolRefused(str(exc)) from None
         return Caller(cap.role, cap.node, capability_id(token))

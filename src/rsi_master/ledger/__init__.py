@@ -32,6 +32,7 @@ from ._merkle import (
 from ._pg import install as install_postgres
 from ._pg import is_url as is_ledger_url
 from ._pg import public_url
+from ._remote import ForgedEvent, HeadSigner, RemoteLedger, WitnessingSigner
 from ._report import LedgerReport, Problem
 from ._rows import Row, hash_at, rows_since
 from ._schema import SCHEMA as SQLITE_SCHEMA
@@ -51,16 +52,20 @@ __all__ = [
     "Checkpoint",
     "Event",
     "EventDraft",
+    "ForgedEvent",
     "Frontier",
+    "HeadSigner",
     "KeyDir",
     "Ledger",
     "LedgerMemo",
     "LedgerReport",
     "Problem",
+    "RemoteLedger",
     "Row",
     "RunRecord",
     "SignedCheckpoint",
     "Signer",
+    "WitnessingSigner",
     "canonical_bytes",
     "check_run_id",
     "consistency_proof",

@@ -9,9 +9,12 @@ scheduler as a failed job, and the Main decides what to do, as for a crashed slo
 Tasks belong to the driver's Ray job, so a killed driver takes them with it (as a slot process
 dies with its scheduler) and `resume` starts from the ledger alone.
 
-A task opens the run as a slot process does (docs/scale-out.md says what that asks of the
-machines it runs on); `terminate` is Ray's soft cancel, which interrupts the task's main
-thread: the node gets `BudgetEnd` there and records its finalize, as on SIGTERM.
+A task opens the run as a slot process does, but without the key directory: it is handed its
+capability and a proxy to the run's `KeyKeeper`, one Ray actor pinned to the driver's node, which
+signs the task's own events, keeps the witness, checks capabilities and hands the seal key
+(`_keeper`; docs/scale-out.md says which guarantee holds where). `terminate` is Ray's soft
+cancel, which interrupts the task's main thread: the node gets `BudgetEnd` there and records its
+finalize, as on SIGTERM.
 """
 
 from __future__ import annotations
@@ -26,8 +29,8 @@ from typing import Any
 from .. import _clock
 from ..errors import RsiMasterError
 from ..expos import ExpOS
-from ..ledger import KeyDir
 from ._job import run_node
+from ._keeper import DriverKeys, KeyKeeper
 from ._launch import NodeLaunch
 from ._stop import stop_on
 
@@ -65,15 +68,33 @@ def connect(address: str | None, *, num_cpus: int | None = None) -> bool:
     return True
 
 
-def ray_node(launch: NodeLaunch, clock: _clock.ScaledClock | None = None) -> int:
-    """The body of a node's Ray task: open the run, run the node on the driver's clock (real, or
-    the scaled one of a simulated run), return 0 (an exception is the task's failure)."""
+def keeper_call(ray: Any, keeper: Any) -> Any:
+    """`DriverKeys`' call into the keeper actor: the keeper's own refusal raised as itself."""
+
+    def call(method: str, *args: Any) -> Any:
+        try:
+            return ray.get(getattr(keeper, method).remote(*args))
+        except ray.exceptions.RayTaskError as exc:
+            if isinstance(exc.cause, RsiMasterError):
+                raise exc.cause from None
+            raise
+
+    return call
+
+
+def ray_node(launch: NodeLaunch, clock: _clock.ScaledClock | None = None, keeper: Any = None) -> int:
+    """The body of a node's Ray task: open the run with the driver's keeper (the task holds no
+    key), run the node on the driver's clock (real, or the scaled one of a simulated run), return
+    0 (an exception is the task's failure)."""
+    if launch.key_dir is not None or keeper is None:
+        raise RsiMasterError("a Ray task gets the driver's keeper, never the key directory")
+    keys = DriverKeys(keeper_call(_ray(), keeper), launch.capability)
 
     before = stop_on(signal.SIGINT)  # Ray's cancel; once: a second one ends the task
     try:
         with (
             _clock.use_clock(clock or _clock.REAL),
-            ExpOS.open(launch.run_dir, key_dir=launch.key_dir) as opened,
+            ExpOS.open(launch.run_dir, key_dir=keys) as opened,
         ):
             run_node(opened, launch.kind, launch.node, launch.deadline, launch.seed, launch.reviewer, launch.capability)
     finally:
@@ -138,11 +159,47 @@ class RayExecutor:
         self.gpus_per_slot = gpus_per_slot
         # Custom Ray resources each task asks for as well (a label the operator gave some machines).
         self.resources: dict[str, float] = {}
+        # Ray's runtime environment of every task (e.g. env_vars), beside the cluster's.
+        self.runtime_env: dict[str, Any] | None = None
         self._task = self._ray.remote(ray_node)
+        self._keeper: Any = None
+        self._keeper_of: str | None = None
+
+    def keeper(self, run_dir: str, key_dir: str | None) -> Any:
+        """The run's keeper actor, started on first use in a process of the driver's node."""
+        if self._keeper_of != run_dir:
+            self._stop_keeper()
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+            from ..ledger import KeyDir
+
+            here = self._ray.get_runtime_context().get_node_id()
+            actor = self._ray.remote(KeyKeeper).options(
+                num_cpus=0,
+                max_restarts=0,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=here, soft=False),
+            )
+            # The actor's environment is its raylet's, not this process's: the key directory goes by path.
+            path = str(KeyDir(key_dir).path.absolute())
+            clock = self.clock if isinstance(self.clock, _clock.ScaledClock) else None
+            self._keeper = actor.remote(run_dir, path, clock)
+            self._ray.get(self._keeper.__ray_ready__.remote())  # a keeper that cannot open the run fails here
+            self._keeper_of = run_dir
+        return self._keeper
+
+    def _stop_keeper(self) -> None:
+        if self._keeper is not None:
+            try:
+                self._ray.get(self._keeper.close.remote(), timeout=60)
+            except Exception as exc:  # the run is in the ledger; a keeper that cannot close is reported, not fatal
+                print(f"the run's keeper did not close: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+            self._ray.kill(self._keeper)
+            self._keeper, self._keeper_of = None, None
 
     def start(self, launch: NodeLaunch) -> _RayHandle:
-        # A Ray worker's environment is its raylet's, not this process's: the key directory goes by path.
-        launch = dataclasses.replace(launch, key_dir=str(KeyDir(launch.key_dir).path.absolute()))
+        run_dir = str(os.path.abspath(launch.run_dir))
+        keeper = self.keeper(run_dir, launch.key_dir)
+        launch = dataclasses.replace(launch, run_dir=run_dir, key_dir=None)  # the task holds no key
         ref = self._task.options(
             num_cpus=self.cpus_per_slot,
             num_gpus=self.gpus_per_slot,
@@ -150,7 +207,8 @@ class RayExecutor:
             max_retries=0,  # the scheduler, not Ray, decides whether a node runs again
             retry_exceptions=False,
             name=f"rsi-{launch.node}",
-        ).remote(launch, self.clock if isinstance(self.clock, _clock.ScaledClock) else None)
+            **({"runtime_env": self.runtime_env} if self.runtime_env else {}),
+        ).remote(launch, self.clock if isinstance(self.clock, _clock.ScaledClock) else None, keeper)
         return _RayHandle(self._ray, ref, launch.node)
 
     def wait(self, handles: list[Any], timeout: float) -> list[Any]:
@@ -169,6 +227,9 @@ class RayExecutor:
         return poll_s
 
     def close(self) -> None:
-        """Leave the cluster if this executor joined it (a private local one is shut down)."""
+        """Close the run's keeper, and leave the cluster if this executor joined it (a private
+        local one is shut down)."""
+        if self._ray.is_initialized():
+            self._stop_keeper()
         if self._owns and self._ray.is_initialized():
             self._ray.shutdown()

@@ -23,8 +23,10 @@ from ..errors import ArtifactError, NotARunError
 from ..ledger import (
     Event,
     EventDraft,
+    HeadSigner,
     KeyDir,
     Ledger,
+    RemoteLedger,
     is_ledger_url,
     load_public_key,
     public_key_pem,
@@ -80,7 +82,7 @@ def new_run_id() -> str:
 class RunDir:
     """Open with `RunDir.create` (new run) or `RunDir.open` (existing run)."""
 
-    def __init__(self, path: Path, ledger: Ledger, store: ArtifactStore, key_dir: KeyDir) -> None:
+    def __init__(self, path: Path, ledger: Ledger, store: ArtifactStore, key_dir: KeyDir | HeadSigner) -> None:
         self.path = path
         self.ledger = ledger
         self.store = store
@@ -128,15 +130,18 @@ class RunDir:
         cls,
         path: Path | str,
         *,
-        key_dir: KeyDir | Path | str | None = None,
+        key_dir: KeyDir | HeadSigner | Path | str | None = None,
         writable: bool = False,
         checkpoint_every: int = 1000,
         ledger: str | None = None,
     ) -> RunDir:
         """Open a run; `writable` needs the operator's signing key for this run. `ledger`, a
-        PostgreSQL URL, overrides the one the run directory names (another host or user)."""
+        PostgreSQL URL, overrides the one the run directory names (another host or user).
+
+        `key_dir` a `HeadSigner` (the driver's, for a job on another machine): the run is written
+        with no key directory here; the signer signs each head and keeps the witness."""
         path = Path(path)
-        keys = key_dir if isinstance(key_dir, KeyDir) else KeyDir(key_dir)
+        keys = key_dir if isinstance(key_dir, (KeyDir, HeadSigner)) else KeyDir(key_dir)
         if not path.exists():
             raise NotARunError(f"{path}: no such run directory")
         if not path.is_dir():
@@ -150,17 +155,24 @@ class RunDir:
         except OSError as exc:
             raise NotARunError(f"{path / PUBLIC_KEY_FILE}: {exc.strerror}") from None
         public = load_public_key(pem)
-        signer = keys.for_public(public) if writable else None
-        if (path / LEDGER_FILE).is_file():
-            log = Ledger.open(path / LEDGER_FILE, signer, keys, checkpoint_every, pem.decode())
-        else:
-            url, run_id = _read_pointer(path)
+        signer = keys.for_public(public) if writable and isinstance(keys, KeyDir) else None
+        url: str | None = None
+        run_id: str | None = None
+        where = path / LEDGER_FILE
+        if not where.is_file():
+            where = path / LEDGER_POINTER
+            pointed, run_id = _read_pointer(path)
             ledger = ledger or os.environ.get(LEDGER_ENV) or None
             if ledger is not None and not is_ledger_url(ledger):
                 raise NotARunError(f"--ledger {ledger!r}: not a postgresql:// URL")
-            log = Ledger.open(
-                path / LEDGER_POINTER, signer, keys, checkpoint_every, pem.decode(), url=ledger or url, run_id=run_id
-            )
+            url = ledger or pointed
+        log: Ledger
+        if isinstance(keys, KeyDir):
+            log = Ledger.open(where, signer, keys, checkpoint_every, pem.decode(), url=url, run_id=run_id)
+        elif writable:
+            log = RemoteLedger.open_remote(where, keys, public, pem.decode(), checkpoint_every, url=url, run_id=run_id)
+        else:
+            log = Ledger.open(where, None, None, checkpoint_every, pem.decode(), url=url, run_id=run_id)
         store = ArtifactStore(path / ARTIFACTS_DIR, create=writable)
         return cls(path, log, store, keys)
 
