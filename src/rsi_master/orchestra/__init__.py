@@ -35,7 +35,8 @@ from ._guidance import (
 from ._harness import evaluate_final, final_scores, select
 from ._job import run_timing
 from ._main_budget import BudgetRule, min_budget_s
-from ._main_parts import Nomination, Verifier
+from ._main_parts import Candidate, Nomination, Plan, Verifier
+from ._main_plans import Plans
 from ._main_policy import PolicyMain, expected_scores
 from ._main_verify import ClaimsNomination, ClaimsVerifier, MainPick, ReviewNomination, ReviewVerifier
 from ._memory import worker_memory
@@ -75,6 +76,7 @@ __all__ = [
     "WORKERS",
     "BudgetEnd",
     "BudgetRule",
+    "Candidate",
     "ClaimsNomination",
     "ClaimsVerifier",
     "Decision",
@@ -94,6 +96,8 @@ __all__ = [
     "Nomination",
     "OrchestraPart",
     "PlainDisplay",
+    "Plan",
+    "Plans",
     "PolicyMain",
     "Range",
     "ResearchGraph",
