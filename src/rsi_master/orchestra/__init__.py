@@ -8,6 +8,7 @@ selects the returned checkpoint on `review` and scores it once on `final`.
 Programmatic agents ship here; the protocols admit LLM-backed ones.
 """
 
+from ._briefs import Conclusion, ReviewerBrief, WorkerBrief
 from ._curves import Forecast, forecast
 from ._directions import (
     DEFAULT_TRAIN,
@@ -52,7 +53,9 @@ from ._protocols import (
     MainContext,
     NodeContext,
     ReviewerAgent,
+    ReviewerContext,
     WorkerAgent,
+    WorkerContext,
     main_agent,
     reviewer_agent,
     worker_agent,
@@ -79,6 +82,7 @@ __all__ = [
     "Candidate",
     "ClaimsNomination",
     "ClaimsVerifier",
+    "Conclusion",
     "Decision",
     "Direction",
     "Display",
@@ -105,6 +109,8 @@ __all__ = [
     "ReviewNomination",
     "ReviewVerifier",
     "ReviewerAgent",
+    "ReviewerBrief",
+    "ReviewerContext",
     "ReviewerNode",
     "RichDisplay",
     "RunSpec",
@@ -112,6 +118,8 @@ __all__ = [
     "TPEWorker",
     "Verifier",
     "WorkerAgent",
+    "WorkerBrief",
+    "WorkerContext",
     "WorkerNode",
     "agent_names",
     "check_guidance",
