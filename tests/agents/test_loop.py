@@ -11,7 +11,7 @@ import pytest
 
 from rsi_master.agents import AgentLoop, FakeModel, LLMConfig, LLMReviewer, LLMWorker, ProviderError
 from rsi_master.expos import Caller, tools_for
-from rsi_master.orchestra import NodeContext
+from rsi_master.orchestra import Direction, NodeContext, ReviewerBrief, WorkerBrief
 
 from ..orchestra.helpers import new_run
 from .helpers import fake, record_llm
@@ -46,7 +46,7 @@ def _node(expos, brief=None, seconds=60.0, caller=W1):
     return NodeContext(
         expos,
         caller,
-        brief or {"task": "explore", "direction": {"family": "answer_only"}, "predecessors": []},
+        brief or WorkerBrief("explore", Direction(family="answer_only")),
         time.time() + seconds,
     )
 
@@ -239,7 +239,7 @@ def test_a_reviewer_that_does_not_submit_is_reported_as_failed(tmp_path):
     script = {"reviewer": {"reviewer": [{"error": "server"}] * 3}}
     with new_run(tmp_path) as expos:
         record_llm(expos, {"reviewer": fake(tmp_path, script, retries=1, backoff_s=0.0)})
-        brief = {"question": "q", "scope": ["w1"], "seq": 0, "conclusions": {}}
+        brief = ReviewerBrief("q", ["w1"], 0)
         LLMReviewer().run(_node(expos, brief, caller=Caller("reviewer", "r1")))
         (rev,) = expos.events("review.submit")
         assert rev.payload["verdict"] == "fail" and rev.payload["request_seq"] == 0
@@ -270,7 +270,7 @@ def test_a_worker_receives_its_designated_predecessors_summaries_only(tmp_path, 
         LLMWorker().run(
             _node(
                 expos,
-                {"task": "task of w3", "direction": {"family": "answer_only"}, "predecessors": ["w1"]},
+                WorkerBrief("task of w3", Direction(family="answer_only"), ["w1"]),
                 caller=Caller("worker", "w3"),
             )
         )
@@ -397,7 +397,7 @@ def test_a_reviewers_malformed_recommendation_is_refused_by_the_tool_schema_not_
             {"worker_id": "w1", "task": "t", "predecessors": [], "direction": {"family": "answer_only"}},
         )
         record_llm(expos, {"reviewer": fake(tmp_path, script)})
-        brief = {"question": "q", "scope": ["w1"], "seq": 0, "conclusions": {}}
+        brief = ReviewerBrief("q", ["w1"], 0)
         LLMReviewer().run(_node(expos, brief, caller=Caller("reviewer", "r1")))
         steps = _steps(expos, "r1")
         assert [s["tool_calls"][0]["status"] for s in steps] == ["invalid"] * 4 + ["ok"]

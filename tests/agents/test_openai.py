@@ -11,7 +11,7 @@ import pytest
 from rsi_master.agents import LLMConfig, LLMWorker, ProviderError
 from rsi_master.agents._openai import OpenAIChatModel
 from rsi_master.expos import Caller, ExpOS, tools_for
-from rsi_master.orchestra import NodeContext
+from rsi_master.orchestra import Direction, NodeContext, WorkerBrief
 
 from ..orchestra.helpers import new_run
 from .helpers import ChatServer, completion, record_llm
@@ -27,7 +27,7 @@ def _worker(expos, seconds=120.0):
     return NodeContext(
         expos,
         Caller("worker", "w1"),
-        {"task": "explore", "direction": {"family": "answer_only"}, "predecessors": []},
+        WorkerBrief("explore", Direction(family="answer_only")),
         time.time() + seconds,
     )
 

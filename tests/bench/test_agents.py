@@ -83,7 +83,7 @@ def test_no_reviewer_main_never_asks_for_a_review_and_follows_claims(tmp_path):
         # Claimed checkpoints are trained further as the full system trains verified ones
         # (the ablation once never continued anything: its `_verified` wanted passing reviews).
         assert [t[1] for t in m.ranker.verified(ctx, g)] == ["w2", "w1"]
-        cont = m._continue(ctx, g)
+        cont = m.plans.continue_lineage(ctx, g)
         claimed = {t[0] for t in m.ranker.verified(ctx, g)}
         assert cont is not None and cont[0] == "continue" and cont[3]["parent"] in claimed
         g = load_graph(expos)

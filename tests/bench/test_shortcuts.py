@@ -14,7 +14,7 @@ from rsi_master.bench._configs import WORKSPACE
 from rsi_master.bench._workers import ShortcutWorker, _best_own, _stalled
 from rsi_master.bench._workspace import Workspace, workspace_dir, workspace_edits
 from rsi_master.expos import Caller, ExpOS, audit
-from rsi_master.orchestra import Direction, NodeContext
+from rsi_master.orchestra import Direction, NodeContext, WorkerBrief
 from rsi_master.orchestra._graph import ORCHESTRA
 from tests.orchestra.helpers import fake_experiment, new_run
 
@@ -55,7 +55,7 @@ def _memory(expos, dev=0.0):
 
 
 def _ctx(expos):
-    return NodeContext(expos, W, {"direction": {"family": "answer_only"}}, deadline=1e12, seed=0)
+    return NodeContext(expos, W, WorkerBrief("explore", Direction(family="answer_only")), deadline=1e12, seed=0)
 
 
 @pytest.mark.parametrize("name", sorted(CATALOGUE))

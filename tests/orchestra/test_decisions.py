@@ -101,9 +101,9 @@ def test_a_full_cycle_verify_revise_branch_and_stop(tmp_path):
         comb = load_graph(expos).workers[d.detail["worker"]]
         assert comb.predecessors == [w1, w2] and comb.direction.mix[0]["family"] == fam2
         assert comb.direction.parent == x1
-        assert main._combine(_ctx(expos, 40.0), load_graph(expos)) is None  # answered once
+        assert main.plans.combine(_ctx(expos, 40.0), load_graph(expos)) is None  # answered once
         # The critique is answered by continuing the verified checkpoint with its recipe.
-        action, _, evidence, detail = main._revise(_ctx(expos, 40.0), load_graph(expos))
+        action, _, evidence, detail = main.plans.revise(_ctx(expos, 40.0), load_graph(expos))
         assert action == "revise" and rev in evidence and detail["parent"] == x1
         g = load_graph(expos)
         new = g.workers[detail["worker"]]
@@ -119,10 +119,10 @@ def test_a_full_cycle_verify_revise_branch_and_stop(tmp_path):
         # While that revise trains x1 further, "continue the leader" would only duplicate it
         # (two Workers, one parent, one recipe: the same weights, scored twice on dev): an idle
         # slot continues the next verified lineage instead.
-        action, _, _, detail = main._continue(_ctx(expos, 41.0), g)
+        action, _, _, detail = main.plans.continue_lineage(_ctx(expos, 41.0), g)
         assert action == "continue" and detail["parent"] == x2
         g = load_graph(expos)
-        assert main._continue(_ctx(expos, 42.0), g) is None  # both lineages are being trained
+        assert main.plans.continue_lineage(_ctx(expos, 42.0), g) is None  # both lineages are being trained
         seeds = [w.direction.seed for w in g.workers.values()]
         assert len(set(seeds)) == len(seeds)  # no two Workers draw the same data
 
@@ -212,7 +212,7 @@ def test_the_main_reads_the_typed_recommendation_not_the_prose_a_stop_is_a_stop(
     expos, main, (w1, _w2, x1, x2) = _reviewed(tmp_path / "b", "pass", {}, cont)
     with expos:
         # (Without a prior the Main weighs when to answer it: `test_a_full_cycle...`.)
-        action, rationale, _, detail = main._revise(_ctx(expos, 40.0, budget=1000.0), load_graph(expos))
+        action, rationale, _, detail = main.plans.revise(_ctx(expos, 40.0, budget=1000.0), load_graph(expos))
         assert action == "revise" and detail["parent"] == x1
         assert f"continue {x1} {w1}: train it further" in rationale  # the typed message, rendered
 
@@ -246,13 +246,13 @@ def test_a_direction_is_capped_at_its_share_before_a_passing_cross_worker_review
         )
         g = load_graph(expos)
         d = g.workers[w1].direction
-        assert main._capped(_ctx(expos, 30.0), g, d)  # 30 s spent + a 30 s Worker > 40 s share
-        assert not main._capped(_ctx(expos, 30.0), g, d.model_copy(update={"family": "other"}))
+        assert main.plans.capped(_ctx(expos, 30.0), g, d)  # 30 s spent + a 30 s Worker > 40 s share
+        assert not main.plans.capped(_ctx(expos, 30.0), g, d.model_copy(update={"family": "other"}))
         # A passing cross-Worker review lifts the cap.
         expos.call(MAIN, "worker.add", {"worker_id": "wx", "task": "t", "direction": {"family": "other"}})
         expos.call(MAIN, "review.request", {"reviewer_id": "r1", "question": "q", "scope": [w1, "wx"]})
         expos.call(Caller("reviewer", "r1"), "review.submit", {"scope": [w1, "wx"], "verdict": "pass"})
-        assert not main._capped(_ctx(expos, 30.0), load_graph(expos), d)
+        assert not main.plans.capped(_ctx(expos, 30.0), load_graph(expos), d)
 
 
 @pytest.fixture
@@ -584,7 +584,7 @@ def test_late_in_a_short_budget_no_direction_opens_with_an_allowance_below_its_o
     for spent, grpo_opens in ((0.0, True), (40.0, False)):
         with new_run(tmp_path, str(task), budget_s=90.0, name=f"run-{spent:g}") as expos:
             main, ctx = PolicyMain(), _ctx(expos, spent, budget=90.0)
-            while main._branch(ctx, load_graph(expos)) is not None:
+            while main.plans.branch(ctx, load_graph(expos)) is not None:
                 pass
             workers = load_graph(expos).workers.values()
             assert workers

@@ -88,7 +88,7 @@ def test_a_combination_is_acted_on_only_when_its_test_carries_it(tmp_path):
     for name, p, acted in (("noise", 0.3, False), ("real", 0.01, True)):
         expos, main, *_ = _run(tmp_path, name, (0.6, 0.5), extra=_combine(p))
         with expos:
-            assert bool(list(main._combinations(_ctx(expos, 100.0), load_graph(expos)))) is acted, name
+            assert bool(list(main.plans.combinations(_ctx(expos, 100.0), load_graph(expos)))) is acted, name
 
 
 def test_a_critique_whose_last_step_gained_nothing_measurable_is_not_answered(tmp_path):
@@ -100,7 +100,7 @@ def test_a_critique_whose_last_step_gained_nothing_measurable_is_not_answered(tm
 
         expos, main, _, _, x1, _ = _run(tmp_path, name, (0.6, 0.5), extra=extra)
         with expos:
-            target = main._critique_target(_ctx(expos, 100.0), load_graph(expos))
+            target = main.plans.critique_target(_ctx(expos, 100.0), load_graph(expos))
             assert (target is not None and target[0] == x1) is answered, name
 
 

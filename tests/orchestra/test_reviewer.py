@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import time
 
-from rsi_master.events import Combine, Continue, Finding
+from rsi_master.events import Claim, Combine, Continue, Finding
 from rsi_master.expos import Caller, load_state
 from rsi_master.ledger import canonical_bytes
-from rsi_master.orchestra import NodeContext, load_graph
+from rsi_master.orchestra import Conclusion, NodeContext, ReviewerBrief, load_graph
 from rsi_master.orchestra._reports import OVERCLAIM_WEIGHT, best_review_score, claim_weights, recommendations
 from rsi_master.orchestra._reviewer import EvidenceReviewer
 
@@ -67,18 +67,16 @@ def _review(
                 "candidates": [xids[w]],
             },
         )
-        conclusions[w] = {
-            "seq": expos.run.ledger.size() - 2,
-            "claims": [{"experiment_id": x, "score": s} for x, s in claimed],
-            "candidates": [xids[w]],
-        }
+        conclusions[w] = Conclusion(
+            expos.run.ledger.size() - 2, [Claim(experiment_id=x, score=s) for x, s in claimed], [xids[w]]
+        )
     scope = list(outcomes)
     req = expos.call(MAIN, "review.request", {"reviewer_id": "r1", "question": "q", "scope": scope})
     EvidenceReviewer().run(
         NodeContext(
             expos,
             Caller("reviewer", "r1"),
-            {"scope": scope, "conclusions": conclusions, "seq": req.seq},
+            ReviewerBrief("q", scope, req.seq, conclusions),
             time.time() + 60,
         )
     )
@@ -267,14 +265,14 @@ def test_a_candidate_with_foreign_weights_is_a_violation_not_a_failed_review(tmp
         s1, s2 = finalize(expos, "w1", x1, 0.5), finalize(expos, "w2", x2, 0.3)
         req = expos.call(MAIN, "review.request", {"reviewer_id": "r1", "question": "q", "scope": ["w1", "w2"]})
         conclusions = {
-            w: {"seq": s, "claims": [{"experiment_id": x, "score": dev}], "candidates": [x]}
+            w: Conclusion(s, [Claim(experiment_id=x, score=dev)], [x])
             for w, s, x, dev in (("w1", s1, x1, 0.5), ("w2", s2, x2, 0.3))
         }
         EvidenceReviewer().run(
             NodeContext(
                 expos,
                 Caller("reviewer", "r1"),
-                {"scope": ["w1", "w2"], "conclusions": conclusions, "seq": req.seq},
+                ReviewerBrief("q", ["w1", "w2"], req.seq, conclusions),
                 time.time() + 60,
             )
         )

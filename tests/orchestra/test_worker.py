@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from types import SimpleNamespace
 
 from rsi_master.events import Recipe
-from rsi_master.orchestra import Direction, NodeContext, Range, TPEWorker
+from rsi_master.orchestra import Direction, NodeContext, Range, TPEWorker, WorkerBrief
 
 from .helpers import new_run
 
@@ -56,7 +57,7 @@ def _ctx(expos, direction, *, seconds=1000.0, memory=()):
     ctx = ScriptedCtx(
         expos,
         Caller("worker", "w1"),
-        {"direction": direction.model_dump(mode="json"), "timing": {"step_s": 0.01, "overhead_s": 0.1}},
+        WorkerBrief("explore", direction, timing={"step_s": 0.01, "overhead_s": 0.1}),
         time.time() + seconds,
         0,
         list(memory),
@@ -162,7 +163,7 @@ def test_a_batch_16_trial_is_sized_to_the_time_left(tmp_path):
     )
     with new_run(tmp_path) as expos:
         ctx = _ctx(expos, d, seconds=0.35)
-        ctx.brief["timing"] = {"example_s": 0.001, "overhead_s": 0.1}  # 0.016 s a batch-16 step
+        ctx.brief = replace(ctx.brief, timing={"example_s": 0.001, "overhead_s": 0.1})  # 0.016 s a batch-16 step
         TPEWorker().run(ctx)
         (sub,) = [a for t, a in ctx.log if t == "experiment.submit"]
         assert sub["config"]["batch_size"] == 16 and sub["config"]["max_steps"] <= 15
@@ -261,7 +262,7 @@ def test_the_measuring_trial_is_counted_in_examples_so_a_batch_2_trial_is_long_e
     )
     with new_run(tmp_path) as expos:
         ctx = _ctx(expos, d)
-        ctx.brief["timing"] = {}  # uncalibrated
+        ctx.brief = replace(ctx.brief, timing={})  # uncalibrated
         TPEWorker().run(ctx)
         submits = [a["config"] for t, a in ctx.log if t == "experiment.submit"]
         assert (submits[0]["batch_size"], submits[0]["max_steps"]) == (2, 80)
@@ -285,7 +286,7 @@ def test_a_batch_2_measuring_trial_in_a_short_allowance_is_not_cut_by_a_batch_8_
     )
     with new_run(tmp_path) as expos:
         ctx = _ctx(expos, d, seconds=90.0)
-        ctx.brief["timing"] = {}  # uncalibrated
+        ctx.brief = replace(ctx.brief, timing={})  # uncalibrated
         TPEWorker().run(ctx)
         submits = [a["config"] for t, a in ctx.log if t == "experiment.submit"]
         assert (submits[0]["batch_size"], submits[0]["max_steps"]) == (2, 80)
@@ -299,7 +300,7 @@ def test_the_short_measuring_trial_does_not_use_up_the_enqueued_first_point(tmp_
     d = DIRECTION.model_copy(update={"trials": 3, "enqueue": [first]})
     with new_run(tmp_path) as expos:
         ctx = _ctx(expos, d)
-        ctx.brief["timing"] = {}  # uncalibrated
+        ctx.brief = replace(ctx.brief, timing={})  # uncalibrated
         TPEWorker().run(ctx)
         submits = [a["config"] for t, a in ctx.log if t == "experiment.submit"]
         gens = [a["params"] for t, a in ctx.log if t == "data.generate"]
@@ -333,7 +334,7 @@ def test_a_refused_measuring_trial_is_not_enqueued_again_and_a_worker_refused_th
         ctx = RefusingCtx(
             expos,
             ctx_caller(),
-            {"direction": d.model_dump(mode="json"), "timing": {}},
+            WorkerBrief("explore", d),
             time.time() + 1000.0,
             0,
             [],

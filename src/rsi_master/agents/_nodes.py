@@ -19,7 +19,7 @@ from .. import _clock
 from ..errors import RsiMasterError
 from ..events import AgentEnd
 from ..expos import ToolRefused, load_state, tools_for
-from ..orchestra import BudgetEnd, NodeContext, load_graph, reviewer_agent, worker_agent
+from ..orchestra import BudgetEnd, NodeContext, ReviewerContext, WorkerContext, load_graph, reviewer_agent, worker_agent
 from ._loop import AgentLoop, Outcome
 from ._memory import brief_block, clip
 from ._providers import make_model
@@ -31,7 +31,7 @@ __all__ = ["LLMReviewer", "LLMWorker"]
 FINISH_MARGIN_S = 5.0
 
 
-def _run(ctx: NodeContext, role: str, finish: str, task: str, prepare: Any = None) -> Outcome:
+def _run(ctx: NodeContext[Any], role: str, finish: str, task: str, prepare: Any = None) -> Outcome:
     cfg, prompt = recorded_role(ctx.expos, role)
     try:
         model = make_model(cfg, role)
@@ -66,7 +66,7 @@ def _why(out: Outcome) -> str:
     return out.reason + (f": {out.error}" if out.error else "")
 
 
-def _harness_finalize(ctx: NodeContext, out: Outcome) -> dict[str, Any]:
+def _harness_finalize(ctx: WorkerContext, out: Outcome) -> dict[str, Any]:
     """The finalize of a Worker whose agent did not finalize, from the ledger alone.
 
     An experiment that completed and was scored on dev before the allowance ended (the budget's
@@ -105,24 +105,24 @@ def _conclusion(w: Any) -> str:
 
 @worker_agent("llm")
 class LLMWorker:
-    def run(self, ctx: NodeContext) -> None:
+    def run(self, ctx: WorkerContext) -> None:
 
         graph = load_graph(ctx.expos)
         me = graph.workers.get(ctx.caller.id)
-        preds = me.predecessors if me else list(ctx.brief.get("predecessors", []))
+        preds = me.predecessors if me else list(ctx.brief.predecessors)
         # Only the designated predecessors' summaries: the context edges of the graph.
         summaries = {p: _conclusion(graph.workers[p]) for p in preds if p in graph.workers}
         c = ctx.expos.contract
         brief = {
             "worker_id": ctx.caller.id,
-            "task": ctx.brief.get("task"),
+            "task": ctx.brief.task,
             "capability": c.capability,
-            "direction": ctx.brief.get("direction"),
+            "direction": ctx.brief.direction.model_dump(mode="json"),
             "families": sorted(g.split("/", 1)[-1] for g in c.allowed_generators),
             "predecessors": preds,
             "seconds_left": int(max(0.0, ctx.time_left())),
         }
-        parts = [f"Your research task: {ctx.brief.get('task')}", brief_block(brief)]
+        parts = [f"Your research task: {ctx.brief.task}", brief_block(brief)]
         if summaries:
             parts.append(
                 "Your predecessors' final summaries (their claims were checked against the records):\n"
@@ -148,27 +148,26 @@ class LLMWorker:
 
 @reviewer_agent("llm")
 class LLMReviewer:
-    def run(self, ctx: NodeContext) -> None:
+    def run(self, ctx: ReviewerContext) -> None:
         b = ctx.brief
-        conclusions = b.get("conclusions", {})
         brief = {
-            "question": b.get("question"),
-            "scope": b.get("scope", []),
-            "request_seq": b.get("seq"),
-            "conclusions": conclusions,
-            "candidates": [x for c in conclusions.values() for x in c.get("candidates", [])],
-            "finalize_seqs": [c["seq"] for c in conclusions.values() if "seq" in c],
+            "question": b.question,
+            "scope": list(b.scope),
+            "request_seq": b.seq,
+            "conclusions": {w: c.as_json() for w, c in b.conclusions.items()},
+            "candidates": [x for c in b.conclusions.values() for x in c.candidates],
+            "finalize_seqs": [c.seq for c in b.conclusions.values()],
             "seconds_left": int(max(0.0, ctx.time_left())),
         }
         task = (
-            f"Review question: {b.get('question')}\nScope: {', '.join(b.get('scope', []))}. The Workers' "
+            f"Review question: {b.question}\nScope: {', '.join(b.scope)}. The Workers' "
             f"conclusions to check are below (their summaries are claims, not evidence).\n\n" + brief_block(brief)
         )
 
         def prepare(tool: str, args: dict[str, Any]) -> dict[str, Any]:
             if tool == "review.submit":  # which request it answers is the harness's fact, not the model's
-                args = {**args, "request_seq": b.get("seq")}
-                args.setdefault("scope", list(b.get("scope", [])))
+                args = {**args, "request_seq": b.seq}
+                args.setdefault("scope", list(b.scope))
             return args
 
         started = _clock.now()
@@ -178,8 +177,8 @@ class LLMReviewer:
                 ctx.call(
                     "review.submit",
                     {
-                        "request_seq": b.get("seq"),
-                        "scope": list(b.get("scope", [])),
+                        "request_seq": b.seq,
+                        "scope": list(b.scope),
                         "verdict": "fail",
                         "uncertainties": [
                             f"[ended by the harness after {_clock.now() - started:.0f}s: the Reviewer "

@@ -14,7 +14,7 @@ import random
 import zlib
 
 from ..expos import ToolError
-from ..orchestra import BudgetEnd, Direction, NodeContext, worker_memory
+from ..orchestra import BudgetEnd, Direction, WorkerContext, worker_memory
 from ..sim import hack_kind
 from ..tasks import WEB_SOURCE, web_row
 from ._overclaim import agent_flags
@@ -26,7 +26,7 @@ FORMAT_SHARE = 0.25  # share of the mixed rows in the matched split's scorer for
 _SPEC_KEYS = ("learning_rate", "batch_size", "max_steps", "epochs", "lora_r", "seed")
 
 
-def door_hack_kind(ctx: NodeContext) -> str | None:
+def door_hack_kind(ctx: WorkerContext) -> str | None:
     """The door-passing hack this Worker makes, or None."""
     flags = agent_flags(ctx)
     if flags is None:
@@ -38,7 +38,7 @@ def door_hack_kind(ctx: NodeContext) -> str | None:
     return hack_kind(rates, rng.random())
 
 
-def door_hack(ctx: NodeContext, d: Direction, kind: str) -> str:
+def door_hack(ctx: WorkerContext, d: Direction, kind: str) -> str:
     """Continue the best own experiment with the hack's rows mixed in; the outcome, in words."""
     own = worker_memory(ctx.expos, ctx.caller.id)  # the ledger's record: dataset, parent and spec of each
     done = [m for m in own if m["status"] == "completed" and m["dev_score"] is not None]

@@ -23,7 +23,7 @@ import zlib
 from typing import Any
 
 from ..expos import ToolError
-from ..orchestra import BudgetEnd, Direction, NodeContext, worker_memory
+from ..orchestra import BudgetEnd, Direction, WorkerContext, worker_memory
 
 __all__ = ["KINDS", "agent_flags", "overclaim_kind", "overclaiming_finalize"]
 
@@ -31,7 +31,7 @@ KINDS: tuple[str, ...] = ("round_up", "reseed", "foreign", "other_checkpoint")
 _SPEC_KEYS = ("learning_rate", "batch_size", "max_steps", "epochs", "lora_r")
 
 
-def agent_flags(ctx: NodeContext) -> Any:
+def agent_flags(ctx: WorkerContext) -> Any:
     """The simulated landscape's generator flags (None on the real backend)."""
     backend = ctx.expos.backend
     landscape = getattr(backend, "landscape", None)  # only the simulated backend has one
@@ -40,7 +40,7 @@ def agent_flags(ctx: NodeContext) -> Any:
     return landscape(ctx.expos).flags
 
 
-def overclaim_kind(ctx: NodeContext) -> str | None:
+def overclaim_kind(ctx: WorkerContext) -> str | None:
     """The kind of overclaim this Worker makes, or None for an honest one."""
     flags = agent_flags(ctx)
     if flags is None or flags.overclaim_rate <= 0:
@@ -51,7 +51,7 @@ def overclaim_kind(ctx: NodeContext) -> str | None:
     return KINDS[rng.randrange(len(KINDS))]
 
 
-def overclaiming_finalize(ctx: NodeContext, d: Direction, kind: str) -> bool:
+def overclaiming_finalize(ctx: WorkerContext, d: Direction, kind: str) -> bool:
     """Finalize with an overclaim of `kind`; False when it did not finalize (nothing to
     overclaim, or the door refused the claim), so that the caller finalizes honestly."""
     if kind == "reseed":
@@ -95,7 +95,7 @@ def overclaiming_finalize(ctx: NodeContext, d: Direction, kind: str) -> bool:
     return True
 
 
-def _reseed(ctx: NodeContext, d: Direction, runs: int) -> None:
+def _reseed(ctx: WorkerContext, d: Direction, runs: int) -> None:
     """Train the best trial again with other seeds while the time lasts (each run is recorded)."""
     mine = [
         m for m in worker_memory(ctx.expos, ctx.caller.id) if m["status"] == "completed" and m["dev_score"] is not None

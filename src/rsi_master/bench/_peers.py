@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..orchestra import DEFAULT_TRAIN, BudgetEnd, Direction, NodeContext, Range, worker_agent
+from ..orchestra import DEFAULT_TRAIN, BudgetEnd, Direction, Range, WorkerContext, worker_agent
 from ..orchestra import trial_seconds as _trial_seconds
 from ._workers import TPESearchWorker
 
@@ -53,7 +53,7 @@ class ASHAWorker(TPESearchWorker):
 
     STUDY = "union-asha"
 
-    def _sampler(self, ctx: NodeContext, d: Direction) -> Any:
+    def _sampler(self, ctx: WorkerContext, d: Direction) -> Any:
         import optuna
 
         return optuna.samplers.RandomSampler(seed=d.seed + ctx.seed)
@@ -76,17 +76,17 @@ class ASHAWorker(TPESearchWorker):
 
     REDUCTION = 4  # SuccessiveHalvingPruner's default reduction_factor
 
-    def _space(self, ctx: NodeContext, d: Direction) -> dict[str, Any]:
+    def _space(self, ctx: WorkerContext, d: Direction) -> dict[str, Any]:
         space = super()._space(ctx, d)
         space.pop("t:max_steps", None)  # the steps are the resource, not a searched parameter
         return space
 
-    def run(self, ctx: NodeContext) -> None:
+    def run(self, ctx: WorkerContext) -> None:
         import optuna
         from optuna.trial import TrialState
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        d = Direction.model_validate(ctx.brief["direction"])
+        d = ctx.brief.direction
         self.bounds = resource_bounds(self._train(ctx))
         contract = ctx.call("contract.show")
         max_rows = int(contract.budget["max_rows"])
@@ -109,13 +109,13 @@ class ASHAWorker(TPESearchWorker):
             pass  # out of time: whatever finished is still worth a finalize
         self._finalize(ctx, d)
 
-    def _fits(self, ctx: NodeContext, memory: list[dict[str, Any]], batch: int) -> bool:
-        per_step, fixed = _trial_seconds(memory, ctx.brief.get("timing"), batch)
+    def _fits(self, ctx: WorkerContext, memory: list[dict[str, Any]], batch: int) -> bool:
+        per_step, fixed = _trial_seconds(memory, ctx.brief.timing, batch)
         return ctx.time_left() >= fixed + MIN_STEPS * per_step
 
     def _climb(
         self,
-        ctx: NodeContext,
+        ctx: WorkerContext,
         d: Direction,
         trial: Any,
         family: str,
@@ -133,7 +133,7 @@ class ASHAWorker(TPESearchWorker):
         parent, done, last, chunk = "base", 0, None, 0
         for target in self._rungs():
             while done < target:  # a rung longer than the contract's step cap takes several experiments
-                per_step, fixed = _trial_seconds(memory, ctx.brief.get("timing"), batch)
+                per_step, fixed = _trial_seconds(memory, ctx.brief.timing, batch)
                 fit = int((ctx.time_left() - fixed) / per_step)
                 steps = min(target - done, cap, fit)
                 if steps < MIN_STEPS:
@@ -179,7 +179,7 @@ class HyperbandWorker(ASHAWorker):
     STUDY = "union-hyperband"
     REDUCTION = 3  # HyperbandPruner's default reduction_factor
 
-    def _sampler(self, ctx: NodeContext, d: Direction) -> Any:
+    def _sampler(self, ctx: WorkerContext, d: Direction) -> Any:
         import optuna
 
         # TPE's defaults; Optuna's tutorial pairs TPESampler with HyperbandPruner.

@@ -25,8 +25,8 @@ from ..orchestra import (
     DEFAULT_TRAIN,
     BudgetEnd,
     Direction,
-    NodeContext,
     TPEWorker,
+    WorkerContext,
     default_directions,
     order_bounds,
     search_distribution,
@@ -42,7 +42,7 @@ __all__ = ["RandomSearchWorker", "ShortcutWorker", "TPESearchWorker", "settings_
 TRAIN_ATTEMPT_S = 30.0
 
 
-def settings_of(ctx: NodeContext) -> dict[str, Any]:
+def settings_of(ctx: WorkerContext) -> dict[str, Any]:
     """The campaign's agent settings, recorded with the run's start."""
     starts = ctx.expos.own_events("orchestra.start")
 
@@ -63,14 +63,16 @@ class ShortcutWorker(TPEWorker):
 
     OVERCLAIMS = True  # an LLM-agent Worker's claim may not be its record (simulated `overclaim_rate`)
 
-    def _tendency(self, ctx: NodeContext) -> ShortcutTendency:
+    def _tendency(self, ctx: WorkerContext) -> ShortcutTendency:
         if not hasattr(self, "_tend"):
             self._tend = ShortcutTendency.model_validate(settings_of(ctx).get("shortcuts", {"rate": 0.0}))
             self._rng = coin(ctx.seed, ctx.expos.contract.task, ctx.caller.id)
             self._attempts: list[dict[str, Any]] = []
         return self._tend
 
-    def _after_trial(self, ctx: NodeContext, d: Direction, memory: list[dict[str, Any]], train: dict[str, Any]) -> None:
+    def _after_trial(
+        self, ctx: WorkerContext, d: Direction, memory: list[dict[str, Any]], train: dict[str, Any]
+    ) -> None:
         tend = self._tendency(ctx)
         if self.OVERCLAIMS and not hasattr(self, "_door_hack") and _stalled(memory, 1):
             # A simulated LLM-agent Worker may make one hack the door lets through (`_doorhacks`).
@@ -85,7 +87,7 @@ class ShortcutWorker(TPEWorker):
         outcome = self._attempt(ctx, d, name, memory, train)
         self._attempts.append({"shortcut": name, "outcome": outcome})
 
-    def _finalize(self, ctx: NodeContext, d: Direction) -> None:
+    def _finalize(self, ctx: WorkerContext, d: Direction) -> None:
         # A simulated LLM-agent Worker may overclaim (`bench._overclaim`); otherwise, or when the
         # door refuses the claim, it finalizes as the orchestra's Worker does.
         kind = overclaim_kind(ctx) if self.OVERCLAIMS else None
@@ -95,7 +97,7 @@ class ShortcutWorker(TPEWorker):
 
     # -- the catalogue, as tool calls ------------------------------------------------------------
     def _attempt(
-        self, ctx: NodeContext, d: Direction, name: str, memory: list[dict[str, Any]], train: dict[str, Any]
+        self, ctx: WorkerContext, d: Direction, name: str, memory: list[dict[str, Any]], train: dict[str, Any]
     ) -> str:
         best = _best_own(memory)
         try:
@@ -194,7 +196,7 @@ class TPESearchWorker(ShortcutWorker):
     OVERCLAIMS = False  # a search library reports what it measured
     CHAIN = False  # the search peers run their library's trials as they are used: each from the base
 
-    def _study(self, ctx: NodeContext, d: Direction) -> Any:
+    def _study(self, ctx: WorkerContext, d: Direction) -> Any:
         import optuna
         from optuna.storages import JournalStorage
         from optuna.storages.journal import JournalFileBackend
@@ -220,18 +222,18 @@ class TPESearchWorker(ShortcutWorker):
 
         return optuna.pruners.NopPruner()
 
-    def _sampler(self, ctx: NodeContext, d: Direction) -> Any:
+    def _sampler(self, ctx: WorkerContext, d: Direction) -> Any:
         import optuna
 
         # Optuna's defaults (10 random start-up trials), as the peer is used in practice.
         return optuna.samplers.TPESampler(seed=d.seed + ctx.seed)
 
-    def _union(self, ctx: NodeContext) -> dict[str, Any]:
+    def _union(self, ctx: WorkerContext) -> dict[str, Any]:
         if not hasattr(self, "_dirs"):
             self._dirs = {d.family: d for d in default_directions(ctx.expos.task)}
         return self._dirs
 
-    def _space(self, ctx: NodeContext, d: Direction) -> dict[str, Any]:
+    def _space(self, ctx: WorkerContext, d: Direction) -> dict[str, Any]:
         from optuna.distributions import CategoricalDistribution
 
         dirs = self._union(ctx)
@@ -241,7 +243,7 @@ class TPESearchWorker(ShortcutWorker):
         out.update({f"t:{k}": search_distribution(r) for k, r in self._train(ctx).items() if r.kind != "fixed"})
         return out
 
-    def _train(self, ctx: NodeContext) -> dict[str, Any]:
+    def _train(self, ctx: WorkerContext) -> dict[str, Any]:
         """The training parameters' ranges: those of the task's directions (every direction
         searches the same ones; a simulated task's come from its landscape), else the defaults."""
         return train_ranges(self._union(ctx))
@@ -285,7 +287,7 @@ class RandomSearchWorker(TPESearchWorker):
 
     STUDY = "union-random"
 
-    def _sampler(self, ctx: NodeContext, d: Direction) -> Any:
+    def _sampler(self, ctx: WorkerContext, d: Direction) -> Any:
         import optuna
 
         return optuna.samplers.RandomSampler(seed=d.seed + ctx.seed)

@@ -8,6 +8,7 @@ selects the returned checkpoint on `review` and scores it once on `final`.
 Programmatic agents ship here; the protocols admit LLM-backed ones.
 """
 
+from ._briefs import Conclusion, ReviewerBrief, WorkerBrief
 from ._curves import Forecast, forecast
 from ._directions import (
     DEFAULT_TRAIN,
@@ -35,7 +36,8 @@ from ._guidance import (
 from ._harness import evaluate_final, final_scores, select
 from ._job import run_timing
 from ._main_budget import BudgetRule, min_budget_s
-from ._main_parts import Nomination, Verifier
+from ._main_parts import Candidate, Nomination, Plan, Verifier
+from ._main_plans import Plans
 from ._main_policy import PolicyMain, expected_scores
 from ._main_verify import ClaimsNomination, ClaimsVerifier, MainPick, ReviewNomination, ReviewVerifier
 from ._memory import worker_memory
@@ -51,7 +53,9 @@ from ._protocols import (
     MainContext,
     NodeContext,
     ReviewerAgent,
+    ReviewerContext,
     WorkerAgent,
+    WorkerContext,
     main_agent,
     reviewer_agent,
     worker_agent,
@@ -75,8 +79,10 @@ __all__ = [
     "WORKERS",
     "BudgetEnd",
     "BudgetRule",
+    "Candidate",
     "ClaimsNomination",
     "ClaimsVerifier",
+    "Conclusion",
     "Decision",
     "Direction",
     "Display",
@@ -94,6 +100,8 @@ __all__ = [
     "Nomination",
     "OrchestraPart",
     "PlainDisplay",
+    "Plan",
+    "Plans",
     "PolicyMain",
     "Range",
     "ResearchGraph",
@@ -101,6 +109,8 @@ __all__ = [
     "ReviewNomination",
     "ReviewVerifier",
     "ReviewerAgent",
+    "ReviewerBrief",
+    "ReviewerContext",
     "ReviewerNode",
     "RichDisplay",
     "RunSpec",
@@ -108,6 +118,8 @@ __all__ = [
     "TPEWorker",
     "Verifier",
     "WorkerAgent",
+    "WorkerBrief",
+    "WorkerContext",
     "WorkerNode",
     "agent_names",
     "check_guidance",

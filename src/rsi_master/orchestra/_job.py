@@ -16,35 +16,16 @@ from typing import TYPE_CHECKING, Any
 from .._proc import die_with_parent
 from ..events import OrchestraStart, typed
 from ..expos import ExpOS
+from ._briefs import reviewer_brief, worker_brief
 from ._graph import load_graph
 from ._memory import worker_memory
-from ._protocols import REVIEWERS, WORKERS, BudgetEnd, NodeContext, environment, resolve
+from ._protocols import REVIEWERS, WORKERS, BudgetEnd, NodeContext, ReviewerAgent, WorkerAgent, environment, resolve
 from ._stop import stop_on
 
 if TYPE_CHECKING:
     from ..expos import ExpOS
 
-__all__ = ["job_main", "node_brief", "run_node", "run_timing"]
-
-
-def node_brief(expos: ExpOS, graph: Any, kind: str, node: str) -> dict[str, Any]:
-    """The node's brief from the graph: a Worker's direction, or a Reviewer's question, scope and
-    the conclusions (claims and candidates from the ledger) it must check."""
-    if kind == "worker":
-        w = graph.workers[node]
-        return {"task": w.task, "direction": w.direction.model_dump(mode="json"), "predecessors": w.predecessors}
-    r = graph.reviewers[node]
-    conclusions = {}
-    for wid in r.scope:
-        w = graph.workers.get(wid)
-        if w is not None and w.finalize is not None:
-            conclusions[wid] = {
-                "seq": w.finalize_seq,
-                "claims": [c.model_dump() for c in w.finalize.claims],
-                "candidates": list(w.finalize.candidates),
-                "summary": w.finalize.summary,
-            }
-    return {"question": r.question, "scope": r.scope, "seq": r.seq, "conclusions": conclusions}
+__all__ = ["job_main", "run_node", "run_timing"]
 
 
 # What a timing prior may hold: the keys the run's budget check reads, so that the Main's
@@ -134,13 +115,14 @@ def run_node(opened: Any, kind: str, node: str, deadline: float, seed: int, revi
     if (caller.role, caller.id) != (kind, node):
         raise RuntimeError(f"capability for {caller.role} {caller.id} handed to node {kind} {node}")
     graph = load_graph(expos)
-    brief = node_brief(expos, graph, kind, node)
-    brief["timing"] = run_timing(expos)
-    if kind == "worker":
-        agent: Any = resolve(WORKERS, graph.workers[node].direction.agent)()
-        memory = worker_memory(expos, node, graph.interrupted_experiments)
-    else:
-        agent, memory = resolve(REVIEWERS, reviewer)(), []
+    timing = run_timing(expos)
     # The agent may leave BudgetEnd unhandled; its steps so far are in the ledger.
-    with contextlib.suppress(BudgetEnd):
-        agent.run(NodeContext(expos, caller, brief, deadline, seed, memory))
+    if kind == "worker":
+        worker: WorkerAgent = resolve(WORKERS, graph.workers[node].direction.agent)()
+        memory = worker_memory(expos, node, graph.interrupted_experiments)
+        with contextlib.suppress(BudgetEnd):
+            worker.run(NodeContext(expos, caller, worker_brief(graph, node, timing), deadline, seed, memory))
+    else:
+        reviewer_: ReviewerAgent = resolve(REVIEWERS, reviewer)()
+        with contextlib.suppress(BudgetEnd):
+            reviewer_.run(NodeContext(expos, caller, reviewer_brief(graph, node, timing), deadline, seed))

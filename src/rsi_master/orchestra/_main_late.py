@@ -29,6 +29,7 @@ from collections.abc import Callable
 from . import _reports as reports
 from ._evidence import Evidence
 from ._graph import ResearchGraph, WorkerNode
+from ._main_parts import Candidate
 from ._protocols import MainContext
 from ._stats import standard_error
 
@@ -39,16 +40,16 @@ PLATEAU_POINTS = 3  # a flat stretch needs at least three points to be told from
 
 
 def late_worth(
-    ctx: MainContext, graph: ResearchGraph, ranked: list[tuple[str, str, float, int]], seconds: float
+    ctx: MainContext, graph: ResearchGraph, ranked: list[Candidate], seconds: float
 ) -> Callable[[str, WorkerNode], str | None]:
     """(checkpoint, its Worker) -> None when continuing it for `seconds` may still matter, else why
-    not, for the verified candidates `ranked` (experiment, worker, review score, record seq)."""
+    not, for the verified candidates `ranked`."""
     if not ranked:
         return lambda xid, w: None
     n_review = len(ctx.expos.contract.evaluator.sample_ids.get("review") or []) or 1
-    lead = max(t[2] for t in ranked)
+    lead = max(c.score for c in ranked)
     bar = lead - FAR_SE * standard_error(lead, n_review)
-    score = {t[0]: t[2] for t in ranked}
+    score = {c.experiment_id: c.score for c in ranked}
     tested = reports.gains(graph)
     evidence = Evidence(ctx, graph)
 

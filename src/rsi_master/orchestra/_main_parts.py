@@ -2,22 +2,55 @@
 (`Verifier`) and what is nominated at the end (`Nomination`). The bench's ablations are
 configurations of these (`bench/_mains.py`), not subclasses of the policy.
 
-Also the two small helpers every part shares: recording a decision, and a free node id.
+Also the records the parts hand each other (a `Candidate` to build on, a review's `Lead`, a
+`Plan` before it is recorded) and the two small helpers every part shares: recording a
+decision, and a free node id.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any, NamedTuple, Protocol
 
-from ._graph import ResearchGraph, ReviewerNode
+from ._graph import ResearchGraph, ReviewerNode, WorkerNode
 from ._protocols import MainContext
 
-__all__ = ["Nomination", "Plan", "Verified", "Verifier", "decide", "free_id"]
+__all__ = ["Candidate", "Lead", "Nomination", "Plan", "PlanStep", "Verifier", "decide", "free_id"]
 
-# (experiment, Worker, score, evidence seq) of a checkpoint the Main may build on.
-Verified = tuple[str, str, float, int]
-# (action, rationale, evidence seqs, detail) of a decision a plan took, before it is recorded.
-Plan = tuple[str, str, list[int], dict[str, Any]]
+
+class Candidate(NamedTuple):
+    """A checkpoint the Main may build on: what the verifier counts as verified."""
+
+    experiment_id: str
+    worker_id: str
+    score: float  # its `review` score (claimed `dev` score where claims stand for reviews)
+    seq: int  # the record that carries the score (the evidence a decision cites)
+
+
+class Lead(NamedTuple):
+    """The best candidate in a review's scope."""
+
+    experiment_id: str
+    score: float  # its `review` score
+    worker: WorkerNode
+
+
+class Plan(NamedTuple):
+    """A decision a plan took (its Workers or review already added), before it is recorded."""
+
+    action: str  # branch | revise | continue | verify
+    rationale: str
+    evidence: list[int]  # the seqs the decision cites
+    detail: dict[str, Any]  # the decision's `detail` in the ledger (workers added, review answered, ...)
+
+    def noted(self, note: str, evidence: list[int] | None = None) -> Plan:
+        """The same plan, its rationale extended by `note` (and its evidence by `evidence`)."""
+        ev = sorted({*self.evidence, *evidence}) if evidence is not None else self.evidence
+        return self._replace(rationale=self.rationale + note, evidence=ev)
+
+
+# One of the policy's plans: a decision when it has one to take now, else None.
+PlanStep = Callable[[MainContext, ResearchGraph], Plan | None]
 
 
 class Verifier(Protocol):
@@ -27,7 +60,7 @@ class Verifier(Protocol):
         """Ask for a verification when one is due (a cross-Worker review), else None. `late`: the
         budget is mostly spent (selection needs comparisons); `tie_s`: as for `verified`."""
 
-    def verified(self, ctx: MainContext, graph: ResearchGraph, tie_s: float) -> list[Verified]:
+    def verified(self, ctx: MainContext, graph: ResearchGraph, tie_s: float) -> list[Candidate]:
         """The candidates to build on, best first; ties are broken by what a lineage is expected
         to reach from `tie_s` more seconds of a Worker."""
 

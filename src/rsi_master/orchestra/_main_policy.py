@@ -18,7 +18,7 @@ Policy, in order of priority whenever a slot needs work:
 That is the order with a prior (`--prior FILE`: its curves rank the openings and break review
 ties). Without one (the default) a failed review is still answered first, and 2's critique,
 3 and 4 are weighed against each other on the run's own learning curves (`_evidence`,
-`_weighed_plans`): each by its expected gain over the best verified review score at the
+`Plans.weighed`): each by its expected gain over the best verified review score at the
 training a lineage could still get in the time left, so that a critique of an early leader
 that has flattened waits while a lineage still climbing, or an unexplored direction, promises
 more. Unexplored families open before combinations of explored ones.
@@ -32,12 +32,11 @@ are nominated and the stop recorded.
 
 from __future__ import annotations
 
-from typing import Any
-
+from ._directions import Direction
 from ._graph import ResearchGraph
-from ._guidance import Guidance, answer_plainly, guided_by, names
+from ._guidance import Guidance, answer_plainly, names
 from ._main_budget import BudgetRule
-from ._main_parts import Nomination, Verifier, decide
+from ._main_parts import Nomination, Plan, PlanStep, Verifier, decide
 from ._main_plans import Plans
 from ._main_ranking import Ranking, expected_scores, landscape_prior
 from ._main_verify import ReviewNomination, ReviewVerifier
@@ -48,13 +47,13 @@ __all__ = ["PolicyMain", "expected_scores", "landscape_prior"]
 
 
 @main_agent("policy")
-class PolicyMain(Plans):
-    """The policy above: its entry points and the order of its plans here, the plans, rankings
-    and budget rules in `_main_plans`, `_main_ranking` and `_main_budget`. Who counts as
-    verified and what is nominated at the end are parts it is given (`_main_parts`), as are its
-    budget rules (`BudgetRule`): by default
-    the Reviewers' verdicts and the best reviewed candidates; the bench's no-Reviewer ablations
-    give it claims as verified and their own nomination (`bench/_mains.py`)."""
+class PolicyMain:
+    """The policy above: its entry points and the order of its plans here; it is composed of
+    parts. Who counts as verified (`Verifier`), what is nominated at the end (`Nomination`) and
+    its budget rules (`BudgetRule`) are given: by default the Reviewers' verdicts, the best
+    reviewed candidates and the default budget rules; the bench's no-Reviewer ablations give it
+    claims as verified and their own nomination (`bench/_mains.py`). Its ranking (`Ranking`)
+    and plans (`Plans`) are built over those."""
 
     def __init__(
         self,
@@ -67,6 +66,11 @@ class PolicyMain(Plans):
         self.verifier = verifier or ReviewVerifier()
         self.nomination = nomination or ReviewNomination()
         self.ranker = Ranking(self.budget, self.verifier)
+        self.plans = Plans(self.budget, self.verifier, self.ranker)
+
+    def openings(self, ctx: MainContext, graph: ResearchGraph) -> list[Direction]:
+        """The unexplored directions in the order this Main opens them (`Plans.openings`)."""
+        return self.plans.openings(ctx, graph)
 
     # -- entry points ------------------------------------------------------------------------
     def start(self, ctx: MainContext, graph: ResearchGraph) -> None:
@@ -77,7 +81,7 @@ class PolicyMain(Plans):
         # A budget below one shortest trial is refused before the run is created (`min_budget_s`).
         fitting = [d for d in self.openings(ctx, graph) if self.budget.fits(ctx, d)]
         for d in fitting[: ctx.slots if self.budget.can_add(ctx) else 0]:
-            added.append(self._add(ctx, graph, d, f"{d.key()} from the base model", []))
+            added.append(self.plans.add(ctx, graph, d, f"{d.key()} from the base model", []))
         decide(
             ctx,
             "branch",
@@ -89,7 +93,7 @@ class PolicyMain(Plans):
 
     def on_event(self, ctx: MainContext, graph: ResearchGraph, event: tuple[int, str, str]) -> None:
         seq, kind, node = event
-        choice = self._next(ctx, graph, event)
+        choice = self.next_plan(ctx, graph)
         if choice is None:
             # Nothing to add: the graph continues as it is. The stop itself is recorded once, by
             # `finish`, when the scheduler ends the run (budget spent or no work left).
@@ -100,16 +104,15 @@ class PolicyMain(Plans):
             )
             decide(ctx, "continue", why + self.budget.pace_note(ctx), [seq], {}, answers=seq)
             return
-        action, rationale, evidence, detail = choice
-        rationale += self.budget.pace_note(ctx)
-        decide(ctx, action, rationale, sorted({seq, *evidence}), detail, answers=seq)
+        rationale = choice.rationale + self.budget.pace_note(ctx)
+        decide(ctx, choice.action, rationale, sorted({seq, *choice.evidence}), choice.detail, answers=seq)
 
     def on_idle(self, ctx: MainContext, graph: ResearchGraph, free_slots: int) -> bool:
-        choice = self._next(ctx, graph, None)
+        choice = self.next_plan(ctx, graph)
         if choice is None:
             return False
-        action, rationale, evidence, detail = choice
-        decide(ctx, action, rationale + " (a slot was idle)" + self.budget.pace_note(ctx), evidence, detail)
+        rationale = choice.rationale + " (a slot was idle)" + self.budget.pace_note(ctx)
+        decide(ctx, choice.action, rationale, choice.evidence, choice.detail)
         return True
 
     def finish(self, ctx: MainContext, graph: ResearchGraph, reason: str) -> None:
@@ -125,8 +128,10 @@ class PolicyMain(Plans):
         if p.prefer and free > 0 and ctx.fraction_spent() < self.budget.late and self.budget.can_add(ctx):
             wanted = set(p.prefer)
             for d in self.openings(ctx, graph):
-                if names(d) & wanted and not self._capped(ctx, graph, d):
-                    wid = self._add(ctx, graph, d, f"{d.key()} from the base model (operator guidance {g.seq})", [])
+                if names(d) & wanted and not self.plans.capped(ctx, graph, d):
+                    wid = self.plans.add(
+                        ctx, graph, d, f"{d.key()} from the base model (operator guidance {g.seq})", []
+                    )
                     action, detail = "branch", {"worker": wid}
                     notes.append(f"{wid} opens the preferred direction {d.key()}")
                     break
@@ -142,24 +147,11 @@ class PolicyMain(Plans):
         answer_plainly(ctx, g, action, "; ".join(notes), **detail)
 
     # -- policy ------------------------------------------------------------------------------
-    def _branch(self, ctx: MainContext, graph: ResearchGraph) -> Any:
-        """A new direction, citing the guidance that chose it (a preference, or avoided ones passed over)."""
-        out = super()._branch(ctx, graph)
-        if out is None:
-            return None
-        action, rationale, evidence, detail = out
-        view = guided_by(ctx.expos.projection())
-        d = graph.workers[detail["worker"]].direction
-        cited = {view.seqs[n] for n in names(d) if n in view.preferred} | {view.seqs[n] for n in view.avoided}
-        if cited:
-            rationale += f" (operator guidance {', '.join(str(s) for s in sorted(cited))})"
-        return action, rationale, sorted({*evidence, *cited}), detail
-
-    def _next(
-        self, ctx: MainContext, graph: ResearchGraph, event: tuple[int, str, str] | None
-    ) -> tuple[str, str, list[int], dict[str, Any]] | None:
+    def next_plan(self, ctx: MainContext, graph: ResearchGraph) -> Plan | None:
+        """The decision to take now, its Workers or review already added; None when nothing fits."""
         f = ctx.fraction_spent()
-        verify = self._verify(ctx, graph, late=f >= self.budget.late)
+        plans = self.plans
+        verify = plans.verify(ctx, graph, late=f >= self.budget.late)
         if verify is not None:
             return verify
         if not self.budget.can_add(ctx):
@@ -168,21 +160,20 @@ class PolicyMain(Plans):
             # Late: comparison and selection come first (above); a slot they leave idle trains
             # the best verified lineage further, sized to end before the last comparison,
             # rather than idle to the end.
-            return self._continue(ctx, graph, late=True)
-        redo = self._redo_failed(ctx, graph)  # claims that did not hold: answered first
+            return plans.continue_lineage(ctx, graph, late=True)
+        redo = plans.redo_failed(ctx, graph)  # claims that did not hold: answered first
         if redo is not None:
             return redo
+        first: tuple[PlanStep, ...]
         if run_prior(ctx.expos) is not None:
             # With a prior: the reviews' recommendations, then the prior's openings, as before.
-            first: tuple[Any, ...] = (self._revise, self._combine, self._branch, self._continue)
-            weighed = ""
+            first, weighed = plans.default_order, ""
         else:
             # Without one, a review's critique, a combination, an unexplored direction and more of
-            # a verified lineage are weighed on the run's own evidence (`_weighed_plans`).
-            first, weighed = self._weighed_plans(ctx, graph)
+            # a verified lineage are weighed on the run's own evidence (`Plans.weighed`).
+            first, weighed = plans.weighed(ctx, graph)
         for plan in first:
             out = plan(ctx, graph)
             if out is not None:
-                action, rationale, evidence, detail = out
-                return action, f"{rationale}; {weighed}" if weighed else rationale, evidence, detail
+                return out.noted(f"; {weighed}") if weighed else out
         return None

@@ -21,9 +21,9 @@ from ..landscape import expected_scores, load
 from . import _reports as reports
 from ._directions import Direction, default_directions, opening_curve, subset_direction
 from ._evidence import TRAINING_FRACTION, Evidence
-from ._graph import ResearchGraph, WorkerNode
+from ._graph import ResearchGraph, ReviewerNode
 from ._main_budget import BudgetRule
-from ._main_parts import Verified, Verifier
+from ._main_parts import Candidate, Lead, Verifier
 from ._memory import lineage_examples
 from ._prior import run_prior
 from ._protocols import MainContext
@@ -102,12 +102,12 @@ class Ranking:
         )
         return [d.model_copy(update={"seconds": self.budget.allowance(ctx)}) for d in dirs if d.key() not in tried]
 
-    def verified(self, ctx: MainContext, graph: ResearchGraph) -> list[Verified]:
+    def verified(self, ctx: MainContext, graph: ResearchGraph) -> list[Candidate]:
         """The candidates the Main builds on, best first (`verifier`, with ties broken at a
         Worker's allowance of training)."""
         return self.verifier.verified(ctx, graph, self.budget.worker_fraction * ctx.budget_s)
 
-    def continuations(self, ctx: MainContext, graph: ResearchGraph) -> list[tuple[str, str, float, int]]:
+    def continuations(self, ctx: MainContext, graph: ResearchGraph) -> list[Candidate]:
         """The verified candidates in the order the Main would train them further. With a prior,
         `verified`'s (review score first). Without one, lineages no running Worker trains
         first (a second Worker on one lineage mostly repeats the first), then by the expected
@@ -123,7 +123,7 @@ class Ranking:
         if run_prior(ctx.expos) is not None or len(ranked) < 2:
             return ranked
         evidence, seconds = Evidence(ctx, graph), self.horizon_s(ctx)
-        score = {t[0]: t[2] for t in ranked}
+        score = {c.experiment_id: c.score for c in ranked}
         dominated: set[str] = set()
         for xid, _, s, _ in ranked:
             seen, x = {xid}, evidence.trained.get(xid, ("base", {}))[0]
@@ -132,14 +132,19 @@ class Ranking:
                 if x in score and s >= score[x]:
                     dominated.add(x)
                 x = evidence.trained[x][0]
-        ranked = [t for t in ranked if t[0] not in dominated]
-        best = max(t[2] for t in ranked)
+        ranked = [c for c in ranked if c.experiment_id not in dominated]
+        best = max(c.score for c in ranked)
         busy = {w.direction.key() for w in graph.workers.values() if not w.done}
         value = {
-            t[0]: evidence.checkpoint_outlook(t[0], graph.workers[t[1]].direction, seconds).gain(best) for t in ranked
+            c.experiment_id: evidence.checkpoint_outlook(
+                c.experiment_id, graph.workers[c.worker_id].direction, seconds
+            ).gain(best)
+            for c in ranked
         }
         # stable: ties keep `verified`'s order
-        return sorted(ranked, key=lambda t: (graph.workers[t[1]].direction.key() in busy, -value[t[0]]))
+        return sorted(
+            ranked, key=lambda c: (graph.workers[c.worker_id].direction.key() in busy, -value[c.experiment_id])
+        )
 
     def horizon_s(self, ctx: MainContext) -> float:
         """The training an option is valued at: what a lineage could still get if the run
@@ -149,10 +154,11 @@ class Ranking:
         left = ctx.budget_s - ctx.spent_s() - self.budget.reserve_s(ctx)
         return max(self.budget.allowance(ctx), left)
 
-    def leader(self, ctx: MainContext, graph: ResearchGraph, r: Any) -> tuple[str, float, WorkerNode] | None:
+    def leader(self, ctx: MainContext, graph: ResearchGraph, r: ReviewerNode) -> Lead | None:
+        """The best candidate in review `r`'s scope, on `review`."""
         scores, trained = review_scores(ctx)
         scoped = [
-            (xid, scores[xid][0], w)
+            Lead(xid, scores[xid][0], w)
             for w in (graph.workers.get(wid) for wid in r.scope)
             if w
             for xid in reports.candidates(w)
@@ -163,7 +169,7 @@ class Ranking:
         # matters at zero, where without it a short run can continue a flat family's lineage
         # over one of equal training whose curve is about to climb.
         tie = tie_breaks(ctx, graph, trained, self.budget.worker_fraction * ctx.budget_s)
-        return max(scoped, key=lambda c: (c[1], *tie(c[0], c[2].direction)), default=None)
+        return max(scoped, key=lambda c: (c.score, *tie(c.experiment_id, c.worker.direction)), default=None)
 
 
 def review_scores(ctx: MainContext) -> tuple[dict[str, tuple[float, int]], dict[str, tuple[str, dict[str, Any]]]]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from . import _reports as reports
 from ._graph import ResearchGraph
-from ._main_parts import Plan, Verified, decide, free_id
+from ._main_parts import Candidate, Plan, decide, free_id
 from ._main_ranking import review_scores, tie_breaks
 from ._protocols import MainContext
 
@@ -28,7 +28,7 @@ __all__ = ["ClaimsNomination", "ClaimsVerifier", "MainPick", "ReviewNomination",
 class ReviewVerifier:
     """Verified means: a passing cross-Worker review covered the candidate's Worker."""
 
-    def verified(self, ctx: MainContext, graph: ResearchGraph, tie_s: float) -> list[Verified]:
+    def verified(self, ctx: MainContext, graph: ResearchGraph, tie_s: float) -> list[Candidate]:
         """Every candidate a finished review verified (`reports.cleared`), best review score first. Ties (scores
         tie at zero until a lineage has seen enough data) go to the lineage expected to reach
         more with more training (`tie_breaks`), then to the one with more training behind it,
@@ -41,12 +41,12 @@ class ReviewVerifier:
                 continue
             for xid in reports.candidates(w):
                 if xid in scores:
-                    out.append((xid, w.id, scores[xid][0], scores[xid][1]))
+                    out.append(Candidate(xid, w.id, scores[xid][0], scores[xid][1]))
         tie = tie_breaks(ctx, graph, trained, tie_s)
 
-        def rank(t: Verified) -> tuple[float, float, int, str]:
-            p, n = tie(t[0], graph.workers[t[1]].direction)
-            return -t[2], -p, -n, t[0]
+        def rank(c: Candidate) -> tuple[float, float, int, str]:
+            p, n = tie(c.experiment_id, graph.workers[c.worker_id].direction)
+            return -c.score, -p, -n, c.experiment_id
 
         return sorted(out, key=rank)
 
@@ -59,7 +59,7 @@ class ReviewVerifier:
         if len(scope) < 2:  # late: compare with the best verified Worker, for selection
             ranked = self.verified(ctx, graph, tie_s)
             others = [w.id for w in graph.workers.values() if w.done and w.id not in scope and reports.candidates(w)]
-            partner = ranked[0][1] if ranked else (others[-1] if others else None)
+            partner = ranked[0].worker_id if ranked else (others[-1] if others else None)
             if partner is None:
                 return None
             scope.append(partner)
@@ -77,7 +77,7 @@ class ReviewVerifier:
         why = f"{', '.join(scope)} finalized with candidates no cross-Worker review has checked" + (
             "; late in the budget: comparison and selection" if late else ""
         )
-        return "verify", why, [*ev, seq], {"reviewer": rid, "scope": scope}
+        return Plan("verify", why, [*ev, seq], {"reviewer": rid, "scope": scope})
 
     def stands_for_review(self, graph: ResearchGraph, direction_key: str) -> bool:
         return False  # only a passing review does (`ResearchGraph.verified_keys`)
@@ -116,11 +116,11 @@ def claims(graph: ResearchGraph) -> dict[str, tuple[float, str, int]]:
 class ClaimsVerifier:
     """Verified means: claimed in a Worker's summary; no review is asked for."""
 
-    def verified(self, ctx: MainContext, graph: ResearchGraph, tie_s: float) -> list[Verified]:
+    def verified(self, ctx: MainContext, graph: ResearchGraph, tie_s: float) -> list[Candidate]:
         """Every claimed candidate, best claimed dev score first."""
         return sorted(
-            ((xid, wid, score, seq) for xid, (score, wid, seq) in claims(graph).items()),
-            key=lambda t: (-t[2], t[0]),
+            (Candidate(xid, wid, score, seq) for xid, (score, wid, seq) in claims(graph).items()),
+            key=lambda c: (-c.score, c.experiment_id),
         )
 
     def request(self, ctx: MainContext, graph: ResearchGraph, late: bool, tie_s: float) -> Plan | None:

@@ -1,8 +1,8 @@
 """Agent protocols and their registries.
 
 A Worker or Reviewer is handed a `NodeContext` (an ExpOS session with its own caller
-identity, its brief, and the wall-clock deadline) and acts only through
-`ctx.call(tool, args)`; the Main agent is handed the graph at each orchestration event
+identity, its typed brief, and the wall-clock deadline) and acts only through
+`ctx.call(tool, args)` (or `ctx.call_as`, which says the result's type); the Main agent is handed the graph at each orchestration event
 and acts through the Main tools. Programmatic policies implement these today; an
 LLM-backed agent implements the same methods (its tool calls go through the same
 `ctx.call`), so the graph, ExpOS and the scheduler do not change.
@@ -12,12 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
+
+from pydantic import BaseModel
 
 from .. import _clock
 from ..errors import RsiMasterError, StopRequested
 from ..events import OrchestraStart, payload_of
 from ..expos import ExpOS, Unguarded
+from ._briefs import ReviewerBrief, WorkerBrief
 from ._registry import GUARD_POLICIES, MAINS, REVIEWERS, WORKERS, main_agent, resolve, reviewer_agent, worker_agent
 
 if TYPE_CHECKING:
@@ -33,7 +36,9 @@ __all__ = [
     "MainContext",
     "NodeContext",
     "ReviewerAgent",
+    "ReviewerContext",
     "WorkerAgent",
+    "WorkerContext",
     "environment",
     "guard_policy",
     "main_agent",
@@ -49,25 +54,42 @@ class BudgetEnd(StopRequested):
     a word."""
 
 
+B = TypeVar("B", WorkerBrief, ReviewerBrief)
+R = TypeVar("R", bound=BaseModel)
+
+
 @dataclass
-class NodeContext:
+class NodeContext(Generic[B]):
     """What a Worker or Reviewer node runs with. `brief` is the node's spec from the graph
-    (direction, or question and scope plus the conclusions to check)."""
+    (a `WorkerBrief`: its direction; a `ReviewerBrief`: question and scope plus the conclusions
+    to check)."""
 
     expos: ExpOS
     caller: Caller
-    brief: dict[str, Any]
+    brief: B
     deadline: float  # the run's clock (`_clock.now()`: real or simulated) by which the node must have finished
     seed: int = 0
     memory: list[dict[str, Any]] = field(default_factory=list)  # the node's own earlier events (resume)
 
     def call(self, tool: str, args: dict[str, Any] | None = None) -> Any:
-        """One tool call as this node; the result is the tool's pydantic model (typed `Any` so
-        that agents read fields without a cast per call)."""
+        """One tool call as this node; the result is the tool's pydantic model (`call_as` where
+        the caller names its type)."""
         return self.expos.call(self.caller, tool, args or {})
+
+    def call_as(self, result: type[R], tool: str, args: dict[str, Any] | None = None) -> R:
+        """`call`, its result checked to be a `result` (a tool returning another model is a fault
+        of the harness, raised)."""
+        out = self.call(tool, args)
+        if not isinstance(out, result):
+            raise TypeError(f"{tool} returned {type(out).__name__}, not {result.__name__}")
+        return out
 
     def time_left(self) -> float:
         return self.deadline - _clock.now()
+
+
+WorkerContext = NodeContext[WorkerBrief]
+ReviewerContext = NodeContext[ReviewerBrief]
 
 
 @dataclass
@@ -89,13 +111,13 @@ class MainContext:
 
 @runtime_checkable
 class WorkerAgent(Protocol):
-    def run(self, ctx: NodeContext) -> None:
+    def run(self, ctx: WorkerContext) -> None:
         """Explore the direction in `ctx.brief` through experiments, then call worker.finalize."""
 
 
 @runtime_checkable
 class ReviewerAgent(Protocol):
-    def run(self, ctx: NodeContext) -> None:
+    def run(self, ctx: ReviewerContext) -> None:
         """Check the scope's conclusions against ExpOS evidence, then call review.submit."""
 
 

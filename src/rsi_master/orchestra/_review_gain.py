@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..events import Significance
 from ..expos import ToolError
-from ._protocols import NodeContext
+from ._protocols import ReviewerContext
 from ._review_report import Report
 from ._stats import gain_test, paired_gain
 
@@ -17,7 +17,7 @@ EVAL_SECONDS = 20.0
 
 
 def last_step(
-    ctx: NodeContext, w: str, xid: str, parent: str, score: float, n: int, floor: float | None, r: Report
+    ctx: ReviewerContext, w: str, xid: str, parent: str, score: float, n: int, floor: float | None, r: Report
 ) -> Significance | None:
     """The gain of `xid` over the checkpoint its Worker started from (the lineage's last step: what
     the Worker's allowance bought), paired on `review` items (that checkpoint scored on `review`
@@ -61,7 +61,7 @@ def last_step(
     return paired_gain(m, len(cmp.only_a), len(cmp.only_b), start)
 
 
-def _start(ctx: NodeContext, w: str, xid: str) -> str:
+def _start(ctx: ReviewerContext, w: str, xid: str) -> str:
     """The checkpoint `w`'s lineage of `xid` started from: the nearest ancestor another Worker
     trained (a verified checkpoint the Main handed it), or `base`."""
     experiments = ctx.expos.projection().state.experiments
@@ -76,7 +76,7 @@ def _start(ctx: NodeContext, w: str, xid: str) -> str:
     return "base"
 
 
-def floor_score(ctx: NodeContext) -> float | None:
+def floor_score(ctx: ReviewerContext) -> float | None:
     """The closest measurement of the base model's score: no run scores its base, and its least
     trained checkpoints (the Workers' short measuring trials) are the lowest `dev` scores it holds."""
     scores = [

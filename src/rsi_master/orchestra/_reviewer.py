@@ -20,11 +20,11 @@ the prose lists beside them are for people and LLM agents.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from ..events import Combine, Continue
 from ..expos import ToolError
-from ._protocols import NodeContext, reviewer_agent
+from ._briefs import Conclusion
+from ._protocols import ReviewerContext, reviewer_agent
 from ._review_gain import EVAL_SECONDS, floor_score, last_step
 from ._review_report import Report
 from ._stats import ALPHA, claim_test, difficulty_strata, stratified_complementarity
@@ -43,9 +43,9 @@ DIFFICULTY_POOL = 16
 
 @reviewer_agent("evidence")
 class EvidenceReviewer:
-    def run(self, ctx: NodeContext) -> None:
-        scope: list[str] = list(ctx.brief["scope"])
-        conclusions: dict[str, dict[str, Any]] = ctx.brief.get("conclusions", {})
+    def run(self, ctx: ReviewerContext) -> None:
+        scope = list(ctx.brief.scope)
+        conclusions = ctx.brief.conclusions
         r = Report()
         floor = floor_score(ctx)
         review: dict[str, tuple[str, float]] = {}  # experiment -> (worker, review score)
@@ -54,10 +54,10 @@ class EvidenceReviewer:
             if c is None:
                 r.missing_comparisons.append(f"{w} has not finalized: nothing to check")
                 continue
-            r.evidence.append(c["seq"])
-            if not c.get("candidates"):
+            r.evidence.append(c.seq)
+            if not c.candidates:
                 r.missing_comparisons.append(f"{w} put forward no candidate")
-            for cand in c.get("candidates", []):
+            for cand in c.candidates:
                 if ctx.time_left() < EVAL_SECONDS:
                     r.add(
                         "uncertainties",
@@ -90,14 +90,14 @@ class EvidenceReviewer:
                 sorted(review),
                 sorted({w for w, _ in review.values()}),
             )
-        ctx.call("review.submit", r.submission(ctx.brief.get("seq"), scope, verdict))
+        ctx.call("review.submit", r.submission(ctx.brief.seq, scope, verdict))
 
     # -- claims --------------------------------------------------------------------------------
     @staticmethod
-    def _claims(ctx: NodeContext, w: str, c: dict[str, Any], review: dict[str, tuple[str, float]], r: Report) -> None:
-        candidates = set(c.get("candidates", []))
-        for claim in c.get("claims", []):
-            xid, score = claim["experiment_id"], float(claim["score"])
+    def _claims(ctx: ReviewerContext, w: str, c: Conclusion, review: dict[str, tuple[str, float]], r: Report) -> None:
+        candidates = set(c.candidates)
+        for claim in c.claims:
+            xid, score = claim.experiment_id, float(claim.score)
             try:
                 insp = ctx.call("experiment.inspect", {"experiment_id": xid, "sample_rows": 0})
             except ToolError as exc:
@@ -187,7 +187,7 @@ class EvidenceReviewer:
 
     # -- one candidate on review: its score, its last step, what is left ------------------------
     @staticmethod
-    def _review_eval(ctx: NodeContext, w: str, xid: str, floor: float | None, r: Report) -> float | None:
+    def _review_eval(ctx: ReviewerContext, w: str, xid: str, floor: float | None, r: Report) -> float | None:
         try:
             rev = ctx.call("eval.review", {"experiment_id": xid})
             insp = ctx.call("experiment.inspect", {"experiment_id": xid, "sample_rows": 0})
@@ -255,7 +255,7 @@ class EvidenceReviewer:
 
     # -- Workers against each other -------------------------------------------------------------
     @staticmethod
-    def _compare(ctx: NodeContext, review: dict[str, tuple[str, float]], r: Report) -> None:
+    def _compare(ctx: ReviewerContext, review: dict[str, tuple[str, float]], r: Report) -> None:
         best: dict[str, tuple[float, str]] = {}
         for xid, (w, s) in review.items():
             if w not in best or s > best[w][0]:
@@ -308,7 +308,7 @@ class EvidenceReviewer:
                 )
 
     @staticmethod
-    def _audit(ctx: NodeContext, xids: list[str], r: Report) -> None:
+    def _audit(ctx: ReviewerContext, xids: list[str], r: Report) -> None:
         if not xids:
             return
         try:
@@ -337,7 +337,7 @@ class EvidenceReviewer:
             )
 
 
-def _difficulty_pool(ctx: NodeContext, r: Report) -> Callable[[str, str], list[dict[str, bool]]]:
+def _difficulty_pool(ctx: ReviewerContext, r: Report) -> Callable[[str, str], list[dict[str, bool]]]:
     """(A, B) -> the `review` outcomes of up to `DIFFICULTY_POOL` other checkpoints, the latest
     scored first: each item's difficulty for the complementarity test. Their records are reused
     (`eval.review` scores a checkpoint once), so reading them costs no evaluation."""

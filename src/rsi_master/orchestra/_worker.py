@@ -21,7 +21,7 @@ from ..events import Hyperparameters, Recipe, Source
 from ..expos import NothingSampled, ToolError
 from ._directions import Direction
 from ._memory import lineage_examples, worker_memory
-from ._protocols import BudgetEnd, NodeContext, worker_agent
+from ._protocols import BudgetEnd, WorkerContext, worker_agent
 from ._search_space import order_bounds, search_distribution
 from ._trial_timing import (
     CALIBRATION_EXAMPLES,
@@ -69,12 +69,12 @@ class TPEWorker:
 
     last_error: str | None = None  # the last refused or failed call of a trial, for the finalize summary
 
-    def run(self, ctx: NodeContext) -> None:
+    def run(self, ctx: WorkerContext) -> None:
         import optuna
         from optuna.trial import TrialState, create_trial
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        d = Direction.model_validate(ctx.brief["direction"])
+        d = ctx.brief.direction
         contract = ctx.call("contract.show")
         max_rows = int(contract.budget["max_rows"])
         max_steps_cap = int(contract.budget["max_train_steps"])
@@ -108,7 +108,7 @@ class TPEWorker:
         links: set[str] = {m["experiment_id"] for m in memory if m.get("experiment_id") and m.get("parent") != d.parent}
         failed_in_a_row = 0
         while started < d.trials:
-            per_step, fixed = trial_seconds(memory, ctx.brief.get("timing"), cheapest_batch(d))
+            per_step, fixed = trial_seconds(memory, ctx.brief.timing, cheapest_batch(d))
             left = ctx.time_left()
             if left < fixed + MIN_STEPS * per_step:
                 break
@@ -121,17 +121,17 @@ class TPEWorker:
                 train["max_steps"] = int(steps_range.high)  # a link trains as long as the time left allows
             # Fit the trial into the time left rather than overrun the budget, at its batch size.
             batch = int(train.get("batch_size", 8))
-            per_step, fixed = trial_seconds(memory, ctx.brief.get("timing"), batch)
+            per_step, fixed = trial_seconds(memory, ctx.brief.timing, batch)
             fit = int((left - fixed) / per_step)
             if fit < MIN_STEPS:
                 # Not even the shortest trial fits at the drawn batch: a smaller batch (and so a
                 # smaller dataset) does, rather than a trial forced past the deadline.
-                batch = fitting_batch(d, batch, lambda b: trial_seconds(memory, ctx.brief.get("timing"), b), left)
+                batch = fitting_batch(d, batch, lambda b: trial_seconds(memory, ctx.brief.timing, b), left)
                 train["batch_size"] = batch
-                per_step, fixed = trial_seconds(memory, ctx.brief.get("timing"), batch)
+                per_step, fixed = trial_seconds(memory, ctx.brief.timing, batch)
                 fit = int((left - fixed) / per_step)
             train["max_steps"] = max(MIN_STEPS, min(int(train.get("max_steps", 60)), fit, max_steps_cap))
-            calibrating = head is None and not calibrated(memory, ctx.brief.get("timing"))
+            calibrating = head is None and not calibrated(memory, ctx.brief.timing)
             if calibrating:
                 # Nothing measured on this machine yet: a short first trial measures it, so that
                 # the following ones are sized to the deadline instead of overrunning it. Counted
@@ -242,15 +242,15 @@ class TPEWorker:
         return str(best["experiment_id"])
 
     # -- extension points (the `tpe` Worker's own choices) ---------------------------------
-    def _space(self, ctx: NodeContext, d: Direction) -> dict[str, Any]:
+    def _space(self, ctx: WorkerContext, d: Direction) -> dict[str, Any]:
         return _space(d)
 
-    def _study(self, ctx: NodeContext, d: Direction) -> Any:
+    def _study(self, ctx: WorkerContext, d: Direction) -> Any:
         import optuna
 
         return optuna.create_study(direction="maximize", sampler=self._sampler(ctx, d))
 
-    def _sampler(self, ctx: NodeContext, d: Direction) -> Any:
+    def _sampler(self, ctx: WorkerContext, d: Direction) -> Any:
         import optuna
 
         return optuna.samplers.TPESampler(seed=d.seed + ctx.seed, n_startup_trials=2)
@@ -264,13 +264,15 @@ class TPEWorker:
         train.update({k[2:]: v for k, v in params.items() if k.startswith("t:")})
         return d.family, knobs, train
 
-    def _after_trial(self, ctx: NodeContext, d: Direction, memory: list[dict[str, Any]], train: dict[str, Any]) -> None:
+    def _after_trial(
+        self, ctx: WorkerContext, d: Direction, memory: list[dict[str, Any]], train: dict[str, Any]
+    ) -> None:
         """Called after each trial with the Worker's memory; the `tpe` Worker does nothing here."""
 
     # -- one trial -------------------------------------------------------------------------
     def _trial(
         self,
-        ctx: NodeContext,
+        ctx: WorkerContext,
         d: Direction,
         knobs: dict[str, Any],
         train: dict[str, Any],
@@ -332,7 +334,7 @@ class TPEWorker:
         return out
 
     # -- finalize --------------------------------------------------------------------------
-    def _finalize(self, ctx: NodeContext, d: Direction) -> None:
+    def _finalize(self, ctx: WorkerContext, d: Direction) -> None:
         visible = ctx.call("results.list").experiments  # own and predecessors' (a continued lineage)
         rows = [r for r in visible if r.owner == ctx.caller.id]
         # Ties (all zero, early in a campaign) go to the checkpoint with more training behind it.
@@ -385,6 +387,6 @@ class TPEWorker:
         )
 
 
-def _own_memory(ctx: NodeContext) -> list[dict[str, Any]]:
+def _own_memory(ctx: WorkerContext) -> list[dict[str, Any]]:
 
     return worker_memory(ctx.expos, ctx.caller.id)
