@@ -67,6 +67,15 @@ class ArtifactStore:
     def _blob(self, digest: str) -> Path:
         return self._objects / digest[:2] / digest[2:]
 
+    def blob(self, digest: str) -> Path:
+        """Where the blob named `digest` is (a directory's: its manifest), whether or not it is there."""
+        return self._blob(self._check(digest))
+
+    def mark_pruned(self, digest: str) -> None:
+        """Record `digest` as a directory the keep policy pruned (for a copy of a store that was)."""
+        self._pruned.mkdir(exist_ok=True)
+        (self._pruned / self._check(digest)).write_bytes(b"")
+
     def has(self, digest: str) -> bool:
         return self._blob(self._check(digest)).is_file()
 
@@ -229,7 +238,10 @@ class ArtifactStore:
         (for a store filled blob by blob, as a node's cache of a shared store is)."""
         tree = self._trees / self._check(digest)
         if not tree.is_dir():
-            materialise(tree, self._tmp, parse_manifest(self.read_bytes(digest)), self._blob)
+            data, measured = read_measured(self._blob(digest))
+            if measured != digest:
+                raise ArtifactMismatch(digest, measured)
+            materialise(tree, self._tmp, parse_manifest(data), self._blob)
         return tree
 
     def put(self, path: Path | str, *, move: bool = False) -> str:
