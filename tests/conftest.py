@@ -122,3 +122,23 @@ def postgres():
     with pg_cluster.cluster() as c:
         install_postgres(c.admin_url, [pg_cluster.WRITER])
         yield c
+
+
+# -- an S3-compatible server, for artifacts on shared storage ---------------------------------
+@pytest.fixture(scope="session")
+def _s3_endpoint():
+    from tests import s3_server
+
+    with s3_server.server() as endpoint:
+        yield endpoint
+
+
+@pytest.fixture
+def s3(_s3_endpoint, monkeypatch, tmp_path):
+    """An `s3://` URL of its own for this test on the session's S3 server, with this process's
+    environment (and its children's) pointed at that server."""
+    from tests import s3_server
+
+    for key, value in {**s3_server.ENV, "AWS_ENDPOINT_URL": _s3_endpoint}.items():
+        monkeypatch.setenv(key, value)
+    return f"s3://{s3_server.BUCKET}/{tmp_path.name}"

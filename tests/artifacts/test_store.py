@@ -9,6 +9,7 @@ import pytest
 from rsi_master.artifacts import (
     ArtifactMismatch,
     ArtifactStore,
+    SharedArtifactStore,
     copy_measured,
     dir_digest,
     file_digest,
@@ -20,9 +21,15 @@ from rsi_master.errors import ArtifactError
 from tests.helpers import draft, make_run
 
 
-@pytest.fixture
-def store(tmp_path):
-    return ArtifactStore(tmp_path / "store")
+@pytest.fixture(params=["local", "shared", "s3"])
+def store(request, tmp_path):
+    """The run's store on each backend: a local directory, a shared path through fsspec, and an
+    S3-compatible server (each shared one cached on this machine under `store/`)."""
+    if request.param == "local":
+        return ArtifactStore(tmp_path / "store")
+    pytest.importorskip("fsspec")
+    url = f"file://{tmp_path}/shared" if request.param == "shared" else request.getfixturevalue("s3")
+    return SharedArtifactStore(url, tmp_path / "store")
 
 
 def _tree(root, files):
@@ -219,7 +226,9 @@ def test_a_stored_directory_replaced_by_a_symlink_is_reported(store, tmp_path):
     (tree / "config.json").unlink()
     tree.rmdir()
     tree.symlink_to(copy)
-    assert [i.what for i in store.verify()] == ["the stored directory was replaced by a symbolic link"]
+    assert [i.what.rsplit(": ", 1)[-1] for i in store.verify()] == [
+        "the stored directory was replaced by a symbolic link"
+    ]
 
 
 def test_a_digest_is_remembered_only_for_a_settled_file_nobody_has_open_for_writing(tmp_path, monkeypatch):

@@ -1,5 +1,6 @@
 """Layer 2: the content-addressed artifact store and provenance queries."""
 
+from ._backed import RunStore, SharedArtifactStore
 from ._digests import DigestCache
 from ._measure import (
     copy_measured,
@@ -10,7 +11,7 @@ from ._measure import (
 )
 from ._members import missing_members
 from ._provenance import ProvenanceNode, provenance
-from ._shared import SharedStore
+from ._shared import SharedStore, check_url
 from ._store import ArtifactIssue, ArtifactMismatch, ArtifactStore
 
 __all__ = [
@@ -19,7 +20,10 @@ __all__ = [
     "ArtifactStore",
     "DigestCache",
     "ProvenanceNode",
+    "RunStore",
+    "SharedArtifactStore",
     "SharedStore",
+    "check_url",
     "copy_measured",
     "dir_digest",
     "file_digest",

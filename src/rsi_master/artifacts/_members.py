@@ -15,9 +15,10 @@ import re
 from collections.abc import Iterable
 
 from ..errors import ArtifactError
+from ._backed import RunStore, SharedArtifactStore
 from ._digests import DigestCache
 from ._measure import HEX64
-from ._store import ArtifactIssue, ArtifactStore
+from ._store import ArtifactIssue
 
 __all__ = ["missing_members"]
 
@@ -36,11 +37,11 @@ def _looks_like_manifest(path: str) -> bool:
     return _FIRST_LINE.match(head) is not None
 
 
-def missing_members(
-    store: ArtifactStore, known: Iterable[str], cache: DigestCache | None = None
-) -> list[ArtifactIssue]:
+def missing_members(store: RunStore, known: Iterable[str], cache: DigestCache | None = None) -> list[ArtifactIssue]:
     """Directories among `known` (digests) whose tree is gone without a pruning marker, and
     trees in the store whose member blobs are gone; each named with what is missing."""
+    if isinstance(store, SharedArtifactStore):
+        return store.missing_members(known)
     cache = cache if cache is not None else DigestCache()
     objects, trees = store.root / "objects", store.root / "trees"
     issues: list[ArtifactIssue] = []

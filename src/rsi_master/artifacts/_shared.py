@@ -5,6 +5,11 @@ fixed-size chunks, so a multi-GB checkpoint never sits in memory. An upload goes
 is moved under its digest only once every byte was written and hashed, so a partial upload is
 never taken for an artifact; a download is hashed as it is written and refused unless it hashes
 to the digest asked for, so what a node on another machine reads is measured, not trusted.
+
+Beside the blobs, empty marker objects: `trees/<digest>` says the directory whose manifest is
+blob `<digest>` has every file stored (written after its files and before its manifest, so a
+manifest that is there always has its files), `pruned/<digest>` that the run's keep policy
+removed that directory's files.
 """
 
 from __future__ import annotations
@@ -12,13 +17,18 @@ from __future__ import annotations
 import hashlib
 import os
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from ..errors import ArtifactError
 from ._measure import CHUNK, HEX64
 
-__all__ = ["SharedStore"]
+__all__ = ["SharedStore", "check_url"]
+
+# Bytes asked of the backend per request. s3fs buffers one block per open file (its default is
+# 50 MiB) and refuses parts under 5 MiB; two chunks keep memory flat on every backend.
+_BLOCK = 2 * CHUNK
 
 
 def _fsspec() -> Any:
@@ -29,22 +39,114 @@ def _fsspec() -> Any:
     return fsspec
 
 
+def check_url(url: str) -> str:
+    """`url` as the run records it (a local path made an absolute `file://` URL), or a one-line
+    ArtifactError: no scheme or path, a protocol fsspec does not know, or a missing backend."""
+    if not isinstance(url, str) or not url.strip():
+        raise ArtifactError("--artifacts: an fsspec URL (s3://BUCKET/PREFIX, file:///shared/store) or a path")
+    if "://" not in url:
+        url = Path(url).absolute().as_uri()
+    protocol = url.split("://", 1)[0]
+    fsspec = _fsspec()
+    try:
+        fsspec.get_filesystem_class(protocol)
+    except ValueError:
+        raise ArtifactError(f"--artifacts {url!r}: fsspec knows no protocol {protocol!r}") from None
+    except ImportError as exc:
+        raise ArtifactError(f"--artifacts {url!r}: the {protocol}:// backend is not installed ({exc})") from None
+    return url.rstrip("/")
+
+
 class SharedStore:
     """Content-addressed blobs under an fsspec URL (`file:///shared/store`, `s3://bucket/store`, `memory://s`)."""
 
     def __init__(self, url: str) -> None:
-        fs, root = _fsspec().core.url_to_fs(url)
+        # Another machine writes here too: a cached listing would hide its objects.
+        try:
+            fs, root = _fsspec().core.url_to_fs(url, use_listings_cache=False)
+        except (ImportError, ValueError) as exc:
+            raise ArtifactError(f"artifact store {url!r}: {exc}") from None
         self.fs = fs
         self.root = root.rstrip("/")
         self.url = url
 
+    def probe(self) -> None:
+        """Write and remove a temporary object, or raise a one-line ArtifactError (no such bucket,
+        no permission, nobody listening): a run is not started on a store it cannot write."""
+        tmp = f"{self.root}/tmp/probe-{uuid.uuid4().hex}"
+        try:
+            self.fs.makedirs(f"{self.root}/tmp", exist_ok=True)
+            self.fs.pipe_file(tmp, b"")
+            self.fs.rm_file(tmp)
+        except Exception as exc:  # each backend raises its own kinds (OSError, botocore's, aiohttp's)
+            raise ArtifactError(
+                f"artifact store {self.url}: cannot write there ({type(exc).__name__}: {exc})"
+            ) from None
+
     def _blob(self, digest: str) -> str:
-        if not isinstance(digest, str) or not HEX64.match(digest):
-            raise ArtifactError(f"not an artifact digest: {digest!r}")
-        return f"{self.root}/objects/{digest[:2]}/{digest[2:]}"
+        return f"{self.root}/objects/{_check(digest)[:2]}/{digest[2:]}"
+
+    def _marker(self, kind: str, digest: str) -> str:
+        return f"{self.root}/{kind}/{_check(digest)}"
 
     def has(self, digest: str) -> bool:
         return bool(self.fs.exists(self._blob(digest)))
+
+    def head(self, digest: str, n: int) -> bytes:
+        """The first `n` bytes of a blob (unmeasured: to tell a manifest from a file)."""
+        with self.fs.open(self._blob(digest), "rb", block_size=_BLOCK) as fh:
+            return bytes(fh.read(n))
+
+    def size(self, digest: str) -> int:
+        return int(self.fs.size(self._blob(digest)))
+
+    # -- markers ----------------------------------------------------------------------
+    def marked(self, kind: str, digest: str) -> bool:
+        """Whether marker `kind` (`trees` or `pruned`) is set for `digest`."""
+        return bool(self.fs.exists(self._marker(kind, digest)))
+
+    def mark(self, kind: str, digest: str) -> None:
+        self.fs.makedirs(f"{self.root}/{kind}", exist_ok=True)
+        self.fs.pipe_file(self._marker(kind, digest), b"")
+
+    def unmark(self, kind: str, digest: str) -> None:
+        if self.marked(kind, digest):
+            self.fs.rm_file(self._marker(kind, digest))
+
+    def markers(self, kind: str) -> list[str]:
+        """Digests with marker `kind`, sorted."""
+        try:
+            names = self.fs.ls(f"{self.root}/{kind}", detail=False)
+        except FileNotFoundError:
+            return []
+        return sorted(n for n in (p.rsplit("/", 1)[-1] for p in names) if HEX64.match(n))
+
+    # -- blobs ------------------------------------------------------------------------
+    def digests(self) -> Iterator[str]:
+        """Names under `objects/` as digests (whatever they hold), sorted."""
+        base = f"{self.root}/objects/"
+        try:
+            paths = self.fs.find(f"{self.root}/objects")
+        except FileNotFoundError:
+            return
+        for p in sorted(paths):
+            rel = p[p.index(base) + len(base) :] if base in p else p
+            sub, _, name = rel.partition("/")
+            yield sub + name
+
+    def measure(self, digest: str) -> str:
+        """The SHA-256 of the stored blob's bytes, streamed (ArtifactError if unreadable)."""
+        h = hashlib.sha256()
+        try:
+            with self.fs.open(self._blob(digest), "rb", block_size=_BLOCK) as fh:
+                while chunk := fh.read(CHUNK):
+                    h.update(chunk)
+        except OSError as exc:
+            raise ArtifactError(f"{self._blob(digest)}: {exc}") from None
+        return h.hexdigest()
+
+    def remove(self, digest: str) -> None:
+        self.fs.rm_file(self._blob(digest))
 
     def put_file(self, path: Path | str) -> str:
         """Upload a local file by its measured digest (nothing is written under `objects/` unless all of it was)."""
@@ -52,7 +154,7 @@ class SharedStore:
         self.fs.makedirs(f"{self.root}/tmp", exist_ok=True)
         h = hashlib.sha256()
         try:
-            with open(path, "rb") as src, self.fs.open(tmp, "wb") as dst:
+            with open(path, "rb") as src, self.fs.open(tmp, "wb", block_size=_BLOCK) as dst:
                 while chunk := src.read(CHUNK):
                     h.update(chunk)
                     dst.write(chunk)
@@ -78,7 +180,7 @@ class SharedStore:
         part = dest.with_name(f".{dest.name}.part-{os.getpid()}-{uuid.uuid4().hex[:8]}")
         h = hashlib.sha256()
         try:
-            with self.fs.open(src, "rb") as fh, open(part, "wb") as out:
+            with self.fs.open(src, "rb", block_size=_BLOCK) as fh, open(part, "wb") as out:
                 while chunk := fh.read(CHUNK):
                     h.update(chunk)
                     out.write(chunk)
@@ -90,3 +192,9 @@ class SharedStore:
         finally:
             part.unlink(missing_ok=True)
         return dest
+
+
+def _check(digest: str) -> str:
+    if not isinstance(digest, str) or not HEX64.match(digest):
+        raise ArtifactError(f"not an artifact digest: {digest!r}")
+    return digest

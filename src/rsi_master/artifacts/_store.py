@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,11 +26,9 @@ from ..errors import ArtifactError
 from ._digests import DigestCache
 from ._measure import CHUNK, HEX64, manifest_bytes, parse_manifest, read_measured, regular_files
 from ._scan import ArtifactIssue, StoreScan, scan_store
+from ._tree import FILE_MODE, force_remove, fsync_dir, hash_and_sync, materialise
 
 __all__ = ["ArtifactIssue", "ArtifactMismatch", "ArtifactStore", "StoreScan"]
-
-_FILE_MODE = 0o444
-_DIR_MODE = 0o555
 
 
 class ArtifactMismatch(ArtifactError):
@@ -41,25 +38,6 @@ class ArtifactMismatch(ArtifactError):
         super().__init__(f"artifact {digest}: the stored bytes hash to {measured} (changed on disk)")
         self.digest = digest
         self.measured = measured
-
-
-def _hash_and_sync(path: Path) -> str:
-    h = hashlib.sha256()
-    buf = bytearray(CHUNK)
-    view = memoryview(buf)
-    with open(path, "rb+", buffering=0) as fh:
-        _durable.fsync(fh.fileno())  # start from durable bytes; usually a no-op for a flushed file
-        while n := fh.readinto(buf):
-            h.update(view[:n])
-    return h.hexdigest()
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        _durable.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class ArtifactStore:
@@ -88,6 +66,15 @@ class ArtifactStore:
 
     def _blob(self, digest: str) -> Path:
         return self._objects / digest[:2] / digest[2:]
+
+    def blob(self, digest: str) -> Path:
+        """Where the blob named `digest` is (a directory's: its manifest), whether or not it is there."""
+        return self._blob(self._check(digest))
+
+    def mark_pruned(self, digest: str) -> None:
+        """Record `digest` as a directory the keep policy pruned (for a copy of a store that was)."""
+        self._pruned.mkdir(exist_ok=True)
+        (self._pruned / self._check(digest)).write_bytes(b"")
 
     def has(self, digest: str) -> bool:
         return self._blob(self._check(digest)).is_file()
@@ -118,7 +105,7 @@ class ArtifactStore:
         self._pruned.mkdir(exist_ok=True)
         for d in doomed:
             (self._pruned / d).write_bytes(b"")  # first: a crash in between leaves a marked, partial tree
-            _force_remove(self._trees / d)
+            force_remove(self._trees / d)
         used = set(keep)
         for tree in self._trees.iterdir():
             if HEX64.match(tree.name) and self._blob(tree.name).is_file():
@@ -129,7 +116,7 @@ class ArtifactStore:
             if blob.is_file():
                 freed += blob.stat().st_size
                 blob.unlink()
-        _fsync_dir(self._trees)
+        fsync_dir(self._trees)
         return freed
 
     def path(self, digest: str) -> Path:
@@ -156,9 +143,9 @@ class ArtifactStore:
             tmp.unlink()
             return
         target.parent.mkdir(exist_ok=True)
-        os.chmod(tmp, _FILE_MODE)
+        os.chmod(tmp, FILE_MODE)
         os.replace(tmp, target)
-        _fsync_dir(target.parent)
+        fsync_dir(target.parent)
 
     def put_bytes(self, data: bytes) -> str:
         digest = hashlib.sha256(data).hexdigest()
@@ -197,7 +184,7 @@ class ArtifactStore:
                 Path(name).unlink(missing_ok=True)
             else:
                 try:
-                    digest = _hash_and_sync(Path(name))
+                    digest = hash_and_sync(Path(name))
                     self._commit_blob(Path(name), digest)
                 except BaseException:
                     Path(name).unlink(missing_ok=True)
@@ -243,36 +230,19 @@ class ArtifactStore:
         tree = self._trees / digest
         if tree.is_dir():
             return digest
-        staging = Path(tempfile.mkdtemp(dir=self._tmp))
-        try:
-            for rel, d in entries:
-                dest = staging / rel
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                try:
-                    os.link(self._blob(d), dest)
-                except OSError:  # no hard links here: fall back to a copy
-                    dest.write_bytes(self._blob(d).read_bytes())
-                    os.chmod(dest, _FILE_MODE)
-            for dirpath, _, _ in os.walk(staging, topdown=False):
-                if dirpath != str(staging):
-                    os.chmod(dirpath, _DIR_MODE)
-            # The top directory is made read-only only once in place: moving a directory to
-            # another parent rewrites its `..`, which needs write permission on it (root skips
-            # that check, every other user does not).
-            try:
-                os.rename(staging, tree)
-            except OSError:
-                if not tree.is_dir():
-                    raise
-                _force_remove(staging)  # another writer materialised it first
-            else:
-                os.chmod(tree, _DIR_MODE)
-            _fsync_dir(self._trees)
-        except BaseException:
-            if staging.exists():
-                _force_remove(staging)
-            raise
+        materialise(tree, self._tmp, entries, self._blob)
         return digest
+
+    def materialise(self, digest: str) -> Path:
+        """The tree of a stored directory whose manifest and files are all stored here, built if absent
+        (for a store filled blob by blob, as a node's cache of a shared store is)."""
+        tree = self._trees / self._check(digest)
+        if not tree.is_dir():
+            data, measured = read_measured(self._blob(digest))
+            if measured != digest:
+                raise ArtifactMismatch(digest, measured)
+            materialise(tree, self._tmp, parse_manifest(data), self._blob)
+        return tree
 
     def put(self, path: Path | str, *, move: bool = False) -> str:
         p = Path(path)
@@ -304,9 +274,3 @@ class ArtifactStore:
     def scan(self, cache: DigestCache | None = None) -> StoreScan:
         """`verify`, and the digests `digests()` lists, from the same pass over the store."""
         return scan_store(self._objects, self._trees, cache)
-
-
-def _force_remove(path: Path) -> None:
-    for dirpath, _, _ in os.walk(path):
-        os.chmod(dirpath, 0o755)
-    shutil.rmtree(path)

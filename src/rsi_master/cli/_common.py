@@ -55,6 +55,27 @@ def apply_ledger(args: argparse.Namespace) -> None:
         os.environ[ENV_PREFIX + "LEDGER"] = url
 
 
+def artifacts_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--artifacts",
+        default=env("artifacts"),
+        metavar="URL",
+        help="keep the run's artifacts on shared storage at this fsspec URL (s3://BUCKET/PREFIX with s3fs, "
+        "file:///shared/store, or a path), each run under its own run id, instead of in the run directory; "
+        "recorded in the run, so resume, verify and export find it (env RSI_MASTER_ARTIFACTS; S3 endpoint "
+        "and keys from the usual AWS_* variables)",
+    )
+
+
+def apply_artifacts(args: argparse.Namespace) -> None:
+    """Check --artifacts before anything is written, and make it this process's choice for new runs."""
+    url = getattr(args, "artifacts", None)
+    if url:
+        from ..artifacts import check_url
+
+        os.environ[ENV_PREFIX + "ARTIFACTS"] = check_url(url)
+
+
 def device_arg(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     parser.add_argument(
         "--device",

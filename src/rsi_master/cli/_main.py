@@ -13,7 +13,7 @@ import sys
 
 from .. import __version__
 from ..errors import RsiMasterError
-from ._common import apply_ledger
+from ._common import apply_artifacts, apply_ledger
 
 __all__ = ["build_parser", "main"]
 
@@ -71,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         apply_ledger(args)
+        apply_artifacts(args)
         return int(args.handler(args) or 0)
     except RsiMasterError as exc:
         print(f"rsi-master: error: {exc}", file=sys.stderr)

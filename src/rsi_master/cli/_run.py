@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from ._common import apply_device, device_arg, env, executor_args, is_tty, key_dir_arg, ledger_arg
+from ._common import apply_device, artifacts_arg, device_arg, env, executor_args, is_tty, key_dir_arg, ledger_arg
 from ._report import report_for
 
 if TYPE_CHECKING:
@@ -200,6 +200,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     key_dir_arg(p)
     ledger_arg(p)
+    artifacts_arg(p)
     p.set_defaults(handler=run, resumable=True)
 
 

@@ -54,7 +54,16 @@ def run_dir_issues(expos) -> tuple[list[str], set[str], set[str]]:
     modified = {p.where.split()[1] for p in problems if p.where.startswith("artifact ") and "missing" not in p.what}
     missing = {p.where.split()[1] for p in problems if p.where.startswith("artifact ") and "missing" in p.what}
     root = Path(expos.run.path)
-    allowed_top = {"ledger.db", "ledger.db-wal", "ledger.db-shm", "ledger.pg", "ledger.pub", "artifacts", "scratch"}
+    allowed_top = {
+        "ledger.db",
+        "ledger.db-wal",
+        "ledger.db-shm",
+        "ledger.pg",
+        "ledger.pub",
+        "artifacts",
+        "artifacts.json",
+        "scratch",
+    }
     for entry in sorted(os.listdir(root)):
         # The report the harness writes at the end is a regular file; anything else by its name is not it.
         is_report = entry == REPORT_FILE and (root / entry).is_file() and not (root / entry).is_symlink()

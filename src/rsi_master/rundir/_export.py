@@ -1,8 +1,10 @@
-"""A run whose ledger is on PostgreSQL, written out as an ordinary run directory.
+"""A run whose ledger is on PostgreSQL (or its artifacts on shared storage), written out as an
+ordinary run directory.
 
 The rows are copied byte for byte (bodies, hashes, checkpoints, the seal and its signature) into
 a fresh SQLite ledger with the same schema; nothing is re-signed, so the copy verifies only
-if what was read verifies. The operator's signed witness is written beside it as
+if what was read verifies. Artifacts on shared storage are fetched into the copy's own
+`artifacts/`, each measured on the way. The operator's signed witness is written beside it as
 `witness.json`, so the copy can be verified anywhere with `verify DIR --checkpoint`.
 """
 
@@ -12,6 +14,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+from ..artifacts import ArtifactStore, SharedArtifactStore
 from ..errors import NotARunError
 from ..ledger import SQLITE_SCHEMA, KeyDir
 from ._rundir import ARTIFACTS_DIR, LEDGER_FILE, PUBLIC_KEY_FILE, RunDir
@@ -48,7 +51,9 @@ def export_run(
     try:
         dest.mkdir(parents=True, exist_ok=True)
         shutil.copy2(Path(src) / PUBLIC_KEY_FILE, dest / PUBLIC_KEY_FILE)
-        if (Path(src) / ARTIFACTS_DIR).is_dir():
+        if isinstance(run.store, SharedArtifactStore):  # the copy stands on its own: every artifact comes down
+            run.store.copy_to(ArtifactStore(dest / ARTIFACTS_DIR))
+        elif (Path(src) / ARTIFACTS_DIR).is_dir():
             shutil.copytree(Path(src) / ARTIFACTS_DIR, dest / ARTIFACTS_DIR, symlinks=True)
         out = sqlite3.connect(dest / LEDGER_FILE, isolation_level=None)
         try:

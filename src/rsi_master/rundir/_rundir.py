@@ -3,7 +3,8 @@
     RUN_DIR/ledger.db     append-only event ledger (SQLite, WAL), or
     RUN_DIR/ledger.pg     where it is instead: a PostgreSQL URL (no password) and the run id
     RUN_DIR/ledger.pub    Ed25519 public key that signs its checkpoints
-    RUN_DIR/artifacts/    content-addressed store
+    RUN_DIR/artifacts/    content-addressed store (with artifacts.json: this machine's cache of it)
+    RUN_DIR/artifacts.json where the store is instead: an fsspec URL (shared path, S3-compatible)
 
 The private key stays in the operator key directory (`KeyDir`), never in RUN_DIR.
 """
@@ -18,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..artifacts import ArtifactStore
+from ..artifacts import ArtifactStore, RunStore, SharedArtifactStore, SharedStore, check_url
 from ..errors import ArtifactError, NotARunError
 from ..ledger import (
     Event,
@@ -36,6 +37,7 @@ from ..ledger import (
 
 __all__ = [
     "ARTIFACTS_DIR",
+    "ARTIFACTS_POINTER",
     "LEDGER_FILE",
     "LEDGER_POINTER",
     "PUBLIC_KEY_FILE",
@@ -73,6 +75,24 @@ PUBLIC_KEY_FILE = "ledger.pub"
 # The HTML report a run writes at its end: a view regenerated from the ledger, never evidence.
 REPORT_FILE = "report.html"
 ARTIFACTS_DIR = "artifacts"
+ARTIFACTS_POINTER = "artifacts.json"
+# Where new runs keep their artifacts (an fsspec URL; unset: the run directory's `artifacts/`).
+# Each run gets its own prefix under it (the run id), so pruning one run touches no other's blobs.
+ARTIFACTS_ENV = "RSI_MASTER_ARTIFACTS"
+
+
+def _open_store(path: Path, *, create: bool) -> RunStore:
+    """The run's store: the local `artifacts/`, or the shared store `artifacts.json` names with
+    `artifacts/` as this machine's cache of it."""
+    if not (path / ARTIFACTS_POINTER).is_file():
+        return ArtifactStore(path / ARTIFACTS_DIR, create=create)
+    try:
+        url = json.loads((path / ARTIFACTS_POINTER).read_bytes())["url"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise NotARunError(f"{path / ARTIFACTS_POINTER}: not an artifact store pointer (url)") from None
+    if not isinstance(url, str):
+        raise NotARunError(f"{path / ARTIFACTS_POINTER}: not an artifact store pointer (url)")
+    return SharedArtifactStore(check_url(url), path / ARTIFACTS_DIR)
 
 
 def new_run_id() -> str:
@@ -82,7 +102,7 @@ def new_run_id() -> str:
 class RunDir:
     """Open with `RunDir.create` (new run) or `RunDir.open` (existing run)."""
 
-    def __init__(self, path: Path, ledger: Ledger, store: ArtifactStore, key_dir: KeyDir | HeadSigner) -> None:
+    def __init__(self, path: Path, ledger: Ledger, store: RunStore, key_dir: KeyDir | HeadSigner) -> None:
         self.path = path
         self.ledger = ledger
         self.store = store
@@ -101,22 +121,35 @@ class RunDir:
         run_id: str | None = None,
         checkpoint_every: int = 1000,
         ledger: str | None = None,
+        artifacts: str | None = None,
     ) -> RunDir:
-        """A new run; `ledger` a PostgreSQL URL puts its ledger there (default: SQLite in the run)."""
+        """A new run; `ledger` a PostgreSQL URL puts its ledger there (default: SQLite in the run),
+        `artifacts` an fsspec URL its artifacts (default: the run directory's `artifacts/`)."""
         path = Path(path)
         ledger = ledger or os.environ.get(LEDGER_ENV) or None
         if ledger is not None and not is_ledger_url(ledger):
             raise NotARunError(f"--ledger {ledger!r}: not a postgresql:// URL")
+        artifacts = artifacts or os.environ.get(ARTIFACTS_ENV) or None
+        if artifacts is not None:
+            artifacts = check_url(artifacts)
         keys = key_dir if isinstance(key_dir, KeyDir) else KeyDir(key_dir)
         if path.exists() and (not path.is_dir() or any(path.iterdir())):
             raise NotARunError(f"{path} exists and is not empty; refusing to overwrite it")
         signer = keys.default()
         if keys.path.resolve().is_relative_to(path.resolve()):
             raise NotARunError("the key directory must be outside the run directory")
+        run_id = run_id or new_run_id()
+        if artifacts is not None:
+            SharedStore(f"{artifacts}/{run_id}").probe()
         path.mkdir(parents=True, exist_ok=True)
         (path / PUBLIC_KEY_FILE).write_bytes(public_key_pem(signer.public))
-        store = ArtifactStore(path / ARTIFACTS_DIR)
-        run_id = run_id or new_run_id()
+        store: RunStore
+        if artifacts is None:
+            store = ArtifactStore(path / ARTIFACTS_DIR)
+        else:
+            url = f"{artifacts}/{run_id}"
+            (path / ARTIFACTS_POINTER).write_text(json.dumps({"url": url}, indent=1) + "\n")
+            store = SharedArtifactStore(url, path / ARTIFACTS_DIR)
         if ledger is None:
             log = Ledger.create(path / LEDGER_FILE, run_id, signer, keys, checkpoint_every)
         else:
@@ -173,8 +206,7 @@ class RunDir:
             log = RemoteLedger.open_remote(where, keys, public, pem.decode(), checkpoint_every, url=url, run_id=run_id)
         else:
             log = Ledger.open(where, None, None, checkpoint_every, pem.decode(), url=url, run_id=run_id)
-        store = ArtifactStore(path / ARTIFACTS_DIR, create=writable)
-        return cls(path, log, store, keys)
+        return cls(path, log, _open_store(path, create=writable), keys)
 
     def close(self) -> None:
         self.ledger.close()
