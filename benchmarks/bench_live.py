@@ -41,7 +41,7 @@ def main() -> int:
     from rsi_master.events import WorkerAdd
     from rsi_master.expos import ExpOS
     from rsi_master.orchestra import PlainDisplay, RunSpec, start_run
-    from rsi_master.sim import generate_landscape
+    from rsi_master.sim import generate_world
     from rsi_master.views import live as live_module
     from rsi_master.views.live import SWITCH_S, LiveRuns
 
@@ -55,7 +55,7 @@ def main() -> int:
     spec = RunSpec(
         budget=args.budget,
         backend="sim",
-        landscape=generate_landscape(0),
+        world=generate_world(0),
         slots=2,
         seed=0,
         run_dir=runs / "run",

@@ -22,7 +22,7 @@ from pathlib import Path
 from rsi_master.expos import ExpOS
 from rsi_master.orchestra import PlainDisplay, load_graph, start_run
 from rsi_master.orchestra._graph import parse_ts
-from rsi_master.sim import generate_landscape
+from rsi_master.sim import generate_world
 
 
 def _overheads(run_dir: Path) -> list[float]:
@@ -45,7 +45,7 @@ def _campaign(root: Path, name: str, executor: str, slots: int, budget: float) -
         None,
         budget,
         backend="sim",
-        landscape=generate_landscape(1),
+        world=generate_world(1),
         slots=slots,
         run_dir=root / name,
         display=PlainDisplay(io.StringIO()),

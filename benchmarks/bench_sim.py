@@ -1,10 +1,10 @@
 """Simulator speed and budget realism.
 
-    PYTHONPATH=src .venv/bin/python benchmarks/bench_sim.py [--landscapes 50]
+    PYTHONPATH=src .venv/bin/python benchmarks/bench_sim.py [--worlds 50]
 
-Times the calls a simulated campaign makes (generate a landscape, `train`, `accuracy`,
+Times the calls a simulated campaign makes (generate a world, `train`, `accuracy`,
 `evaluate` on a fresh checkpoint and again on the same one), and runs a naive campaign per
-landscape (4 slots, 10 simulated hours: each slot probes a family at default settings, then
+world (4 slots, 10 simulated hours: each slot probes a family at default settings, then
 keeps continuing the best `dev` checkpoint) to show how many experiments a budget buys and what
 normalised score a naive strategy reaches. Figures go to docs/sim.md.
 """
@@ -15,7 +15,7 @@ import argparse
 import statistics
 import time
 
-from rsi_master.sim import PRESETS, SimRecipe, generate_landscape
+from rsi_master.sim import PRESETS, SimRecipe, generate_world
 
 
 def per_call_us(fn, n: int) -> float:
@@ -51,10 +51,10 @@ def naive_campaign(land, slots: int = 4, hours: float = 10.0, steps: int = 1000)
     return n, (land.accuracy(best[0], "final") - base) / (top - base)
 
 
-def measure(preset: str, landscapes: int) -> list[str]:
+def measure(preset: str, worlds: int) -> list[str]:
     flags = PRESETS[preset]
     t0 = time.perf_counter()
-    lands = [generate_landscape(s, flags, preset=preset) for s in range(landscapes)]
+    lands = [generate_world(s, flags, preset=preset) for s in range(worlds)]
     gen_ms = (time.perf_counter() - t0) / len(lands) * 1e3
     land = lands[0]
     dev = land.split_sizes["dev"]
@@ -62,7 +62,7 @@ def measure(preset: str, landscapes: int) -> list[str]:
     parent, _ = land.train(land.base_checkpoint(), r, 0)
     kids = [land.train(parent, r, i)[0] for i in range(20_000)]
     train_us = per_call_us(lambda i: land.train(parent, r, i), 20_000)
-    fresh = generate_landscape(10_000, flags)  # its caches are empty
+    fresh = generate_world(10_000, flags)  # its caches are empty
     rf = r.model_copy(update={"family": fresh.family_specs[0].name})
     kids_f = [fresh.train(fresh.base_checkpoint(), rf, i)[0] for i in range(20_000)]
     acc_us = per_call_us(lambda i: fresh.accuracy(kids_f[i], "final"), 20_000)
@@ -87,10 +87,10 @@ def measure(preset: str, landscapes: int) -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--landscapes", type=int, default=50)
+    ap.add_argument("--worlds", type=int, default=50)
     args = ap.parse_args()
     for preset in ("default", "hard", "calibrated"):
-        print("\n".join(measure(preset, args.landscapes)))
+        print("\n".join(measure(preset, args.worlds)))
 
 
 if __name__ == "__main__":

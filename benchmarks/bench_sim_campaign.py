@@ -1,14 +1,14 @@
 """CPU and wall seconds of simulated campaigns (the unit the simulated bench is made of).
 
-    PYTHONPATH=src .venv/bin/python benchmarks/bench_sim_campaign.py [CONFIG|all] [BUDGET_S] [LANDSCAPES]
+    PYTHONPATH=src .venv/bin/python benchmarks/bench_sim_campaign.py [CONFIG|all] [BUDGET_S] [WORLDS]
 
 Runs `bench._simbench.sim_campaign` for CONFIG (default `rsi-master`; `all`: every
-configuration of the bench) on development landscapes 0..LANDSCAPES-1 (default 1), seed 0,
+configuration of the bench) on development worlds 0..WORLDS-1 (default 1), seed 0,
 default preset, 4 slots, BUDGET_S simulated seconds (default 36000: 10 hours), each in a
 temporary directory, and prints wall and CPU seconds and each campaign's final, base and best
 reachable scores (the same for a seed unless the code's behaviour changed). With `all` it ends
-with the CPU seconds per landscape over every configuration and what that projects for the
-issue's bench (200 landscapes x every configuration on 2 cores; target 15 minutes).
+with the CPU seconds per world over every configuration and what that projects for the
+issue's bench (200 worlds x every configuration on 2 cores; target 15 minutes).
 Figures: docs/benchmarks.md.
 """
 
@@ -26,13 +26,13 @@ from rsi_master.bench._simbench import sim_campaign
 from rsi_master.sim import PRESETS
 
 
-def one(config: str, landscape: int, budget: float) -> float:
+def one(config: str, world: int, budget: float) -> float:
     out = tempfile.mkdtemp(prefix="sim-campaign-")
     os.environ["RSI_MASTER_KEY_DIR"] = out + "/keys"
     t0, c0 = time.perf_counter(), time.process_time()
     raw = sim_campaign(
         config,
-        landscape,
+        world,
         False,
         0,
         budget_s=budget,
@@ -45,7 +45,7 @@ def one(config: str, landscape: int, budget: float) -> float:
     cpu = time.process_time() - c0
     d = json.loads(raw)
     print(
-        f"config: {config}  landscape: {landscape}  wall_s: {time.perf_counter() - t0:.1f}  cpu_s: {cpu:.1f}  "
+        f"config: {config}  world: {world}  wall_s: {time.perf_counter() - t0:.1f}  cpu_s: {cpu:.1f}  "
         f"final: {d['final']}  base: {d['base']}  best_reachable: {d['best_reachable']}",
         flush=True,
     )
@@ -55,22 +55,22 @@ def one(config: str, landscape: int, budget: float) -> float:
 def main() -> None:
     config = sys.argv[1] if len(sys.argv) > 1 else "rsi-master"
     budget = float(sys.argv[2]) if len(sys.argv) > 2 else 36000.0
-    landscapes = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+    worlds = int(sys.argv[3]) if len(sys.argv) > 3 else 1
     configs = list(CONFIGS) if config == "all" else [config]
     if not set(configs) <= set(CONFIGS):
         sys.exit(f"unknown configuration {config!r}; known: all, {', '.join(CONFIGS)}")
     cpu: dict[str, float] = dict.fromkeys(configs, 0.0)
-    for landscape in range(landscapes):
+    for world in range(worlds):
         for c in configs:
-            cpu[c] += one(c, landscape, budget)
+            cpu[c] += one(c, world, budget)
     print("---")
     for c in configs:
-        print(f"cpu_s_per_campaign_{c}: {cpu[c] / landscapes:.1f}")
-    per_landscape = sum(cpu.values()) / landscapes
-    print(f"cpu_s_per_landscape: {per_landscape:.1f}")
+        print(f"cpu_s_per_campaign_{c}: {cpu[c] / worlds:.1f}")
+    per_world = sum(cpu.values()) / worlds
+    print(f"cpu_s_per_world: {per_world:.1f}")
     if config == "all":
-        projected = 200 * per_landscape / 2 / 60
-        print(f"projected_200_landscapes_2_cores_min: {projected:.0f}  (target 15; x{projected / 15:.1f})")
+        projected = 200 * per_world / 2 / 60
+        print(f"projected_200_worlds_2_cores_min: {projected:.0f}  (target 15; x{projected / 15:.1f})")
 
 
 if __name__ == "__main__":

@@ -1,12 +1,12 @@
 """The Reviewer's value as a curve over each failure mode's rate (simulated bench, development seeds).
 
-    PYTHONPATH=src .venv/bin/python benchmarks/reviewer_value.py OUT [--landscape-seeds START:COUNT]
+    PYTHONPATH=src .venv/bin/python benchmarks/reviewer_value.py OUT [--world-seeds START:COUNT]
         [--seeds K] [--fractions 0,0.5,1] [--modes items,dev_gap,overclaim,hacks,all] [--jobs 1]
 
 For each failure mode of the `agents` preset (docs/sim.md, "The agents preset") and each fraction
 of its `agents` rate, the `default` preset with that mode's flags at the fraction (every other
 failure mode off; `all`: every mode at the fraction) runs `rsi-master`, `no-reviewer` and
-`main-pick` on the same landscapes and seeds (`rsi-master bench --backend sim`, one output
+`main-pick` on the same worlds and seeds (`rsi-master bench --backend sim`, one output
 directory per point under OUT, reused when run again). The Reviewer's value at a point is
 RSI-Master's mean normalised score minus each ablation's over the paired campaigns, with its 95%
 paired bootstrap interval and sign-flip p (`bench._stats.paired_test`). Fraction 0 is the
@@ -46,13 +46,13 @@ def flags_at(mode: str, fraction: float) -> dict[str, float]:
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out")
-    ap.add_argument("--landscape-seeds", default="100:4")
+    ap.add_argument("--world-seeds", "--landscape-seeds", dest="world_seeds", default="100:4")
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--fractions", default="0,0.5,1")
     ap.add_argument("--modes", default="items,dev_gap,overclaim,hacks,all")
     ap.add_argument("--jobs", type=int, default=1)
     args = ap.parse_args(argv)
-    seeds = SeedRange.parse(args.landscape_seeds)
+    seeds = SeedRange.parse(args.world_seeds)
     if seeds.held_out:
         print("reviewer_value: use development seeds (the held-out range is run once, at the end)", file=sys.stderr)
         return 2
@@ -72,7 +72,7 @@ def main(argv: list[str]) -> int:
                 point,
                 configs=CONFIGS,
                 seeds=list(range(args.seeds)),
-                landscape_seeds=seeds,
+                world_seeds=seeds,
                 preset="default",
                 flags=flags,
                 jobs=args.jobs,

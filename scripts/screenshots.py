@@ -27,7 +27,7 @@ from rsi_master.cli._serve import bind
 from rsi_master.events import WorkerAdd
 from rsi_master.expos import ExpOS
 from rsi_master.orchestra import PlainDisplay, RunSpec, start_run
-from rsi_master.sim import generate_landscape
+from rsi_master.sim import generate_world
 from rsi_master.views import overview_html, read_runs, write_page, write_report
 
 POINTS = "#dag .scatterlayer .trace .points path.point"
@@ -40,7 +40,7 @@ def campaign(root: Path, seed: int, keys: Path) -> Path:
         RunSpec(
             budget="10h",
             backend="sim",
-            landscape=generate_landscape(seed),
+            world=generate_world(seed),
             slots=2,
             seed=seed,
             run_dir=run_dir,

@@ -207,7 +207,7 @@ def test_programmatic_main_names_the_runs_worker_agent(tmp_path):
     "backend",
     [
         # The same agents, tools and ledger on the simulated backend: a simulated hour in seconds.
-        ["--backend", "sim", "--landscape-seed", "0", "--budget", "1h"],
+        ["--backend", "sim", "--world-seed", "0", "--budget", "1h"],
         # Real training and the sealed evaluator on the built-in task: a 150-s real-clock run.
         pytest.param(["--task", "knowledge", "--budget", "150"], marks=pytest.mark.slow, id="real"),
     ],
@@ -283,7 +283,7 @@ def test_resume_checks_the_recorded_llm_agents_keys_first(tmp_path, capsys):
     "world",
     [
         # The same agents, door and scheduler on the simulated backend: its clock is simulated.
-        {"backend": "sim", "landscape": 0, "budget": "1h"},
+        {"backend": "sim", "world": 0, "budget": "1h"},
         # The built-in task on a 90-s real-clock budget.
         pytest.param({"task": "knowledge", "budget": 90}, marks=pytest.mark.slow, id="real"),
     ],
@@ -292,7 +292,7 @@ def test_resume_checks_the_recorded_llm_agents_keys_first(tmp_path, capsys):
 def test_a_worker_whose_provider_keeps_failing_ends_and_the_run_goes_on(tmp_path, world):
     from rsi_master.agents import AgentsSetup, record_setup
     from rsi_master.orchestra import RunSpec, start_run
-    from rsi_master.sim import generate_landscape
+    from rsi_master.sim import generate_world
 
     from .helpers import script_file
 
@@ -326,7 +326,7 @@ def test_a_worker_whose_provider_keeps_failing_ends_and_the_run_goes_on(tmp_path
     )
     summary = start_run(
         RunSpec(
-            **{k: generate_landscape(v) if k == "landscape" else v for k, v in world.items()},
+            **{k: generate_world(v) if k == "world" else v for k, v in world.items()},
             slots=1,
             eval_limit=5,
             run_dir=tmp_path / "run",

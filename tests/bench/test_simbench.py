@@ -17,8 +17,8 @@ from rsi_master.errors import RsiMasterError
         (["--backend", "sim", "--flag", "forget=9"], "forget"),
         (["--backend", "sim", "--flag", "forget"], "expected NAME=VALUE"),
         (["--backend", "sim", "--preset", "nope"], "unknown preset"),
-        (["--backend", "sim", "--landscapes", "0"], "--landscapes must be an integer in 1.."),
-        (["--backend", "sim", "--landscapes", "100001"], "--landscapes must be an integer in 1.."),
+        (["--backend", "sim", "--worlds", "0"], "--worlds must be an integer in 1.."),
+        (["--backend", "sim", "--worlds", "100001"], "--worlds must be an integer in 1.."),
         (["--backend", "sim", "--seeds", "0"], "must be at least 1"),
         (["--backend", "sim", "--seeds", "1,1"], "seeds repeat"),
         (["--backend", "sim", "--configs", "rsi-master,nope"], "unknown configuration nope"),
@@ -26,7 +26,7 @@ from rsi_master.errors import RsiMasterError
         (["--backend", "sim", "--slots", "0"], "slots must be at least 1"),
         (["--backend", "sim", "--jobs", "0"], "jobs must be at least 1"),
         (["--backend", "sim", "--tasks", "knowledge"], "--tasks does not apply"),
-        (["--landscapes", "3"], "only apply with --backend sim"),
+        (["--worlds", "3"], "only apply with --backend sim"),
         (["--held-out"], "only apply with --backend sim"),
     ],
 )
@@ -45,7 +45,7 @@ def test_settings_check_returns_budget_and_flags():
         check_sim_settings(["pbt", "pbt"], 1, [0], "1h", 4, 2, "default", None)
 
 
-def test_campaign_ids_name_configuration_landscape_and_seed():
+def test_campaign_ids_name_configuration_world_and_seed():
     ids = {sim_campaign_id(c, ls, s) for c in ("asha", "pbt") for ls in (0, 1_000_000) for s in (0, 1)}
     assert len(ids) == 8 and "pbt--L1000000--s1" in ids
 
@@ -58,12 +58,12 @@ def test_a_small_sim_bench_runs_the_peers_and_resumes(tmp_path):
     from rsi_master.bench._stats import CampaignStats, is_held_out
 
     configs = ["rsi-master", "no-expos", "asha", "pbt"]
-    kw = {"configs": configs, "landscapes": 1, "seeds": [0], "budget": "30m", "slots": 2, "jobs": 1}
+    kw = {"configs": configs, "worlds": 1, "seeds": [0], "budget": "30m", "slots": 2, "jobs": 1}
     res = run_sim_bench(tmp_path / "b", held_out=True, make_plot=False, **kw)
     assert res["campaigns"] == 8
     recs = [CampaignStats.model_validate_json(x) for x in (tmp_path / "b" / "records.jsonl").read_text().splitlines()]
     assert {(r.config, r.held_out) for r in recs} == {(c, h) for c in configs for h in (False, True)}
-    assert all(r.held_out == is_held_out(r.landscape_seed) for r in recs)
+    assert all(r.held_out == is_held_out(r.world_seed) for r in recs)
     for r in recs:
         assert r.budget_s == 1800.0 and r.spend, r.config  # every configuration trained something
         assert all(0 <= s.start <= s.end for s in r.spend)
@@ -86,7 +86,7 @@ def test_every_new_peer_trains_through_expos_on_the_simulated_backend(tmp_path):
 
     peers = ["asha", "hyperband", "pbt"]
     res = run_sim_bench(
-        tmp_path / "b", configs=peers, landscapes=1, seeds=[0], budget="20m", slots=2, jobs=1, make_plot=False
+        tmp_path / "b", configs=peers, worlds=1, seeds=[0], budget="20m", slots=2, jobs=1, make_plot=False
     )
     assert {s.config for s in res["summaries"]} == set(peers)
     assert all(s.hacking_rate == 0.0 for s in res["summaries"])
@@ -99,9 +99,9 @@ def test_every_new_peer_trains_through_expos_on_the_simulated_backend(tmp_path):
                 assert any(x.parent != "base" for x in xs), c
 
 
-def test_rsi_master_with_a_prior_plans_with_the_pilot_of_its_landscape(tmp_path):
+def test_rsi_master_with_a_prior_plans_with_the_pilot_of_its_world(tmp_path):
     """`rsi-master-prior`: a short campaign on the simulated backend plans with the pilot of its
-    landscape (`landscape.sim_pilot`), stored in the run and named in `orchestra.start` as
+    world (`landscape.sim_pilot`), stored in the run and named in `orchestra.start` as
     `--prior FILE` names one; it is deterministic, verifies and audits clean, and the table
     reports it against `rsi-master` (with and without a prior)."""
     from rsi_master.bench import run_sim_bench
@@ -109,9 +109,9 @@ def test_rsi_master_with_a_prior_plans_with_the_pilot_of_its_landscape(tmp_path)
     from rsi_master.landscape import dumps, sim_pilot
     from rsi_master.orchestra import load_graph, run_prior
     from rsi_master.rundir import verify_run
-    from rsi_master.sim import generate_landscape
+    from rsi_master.sim import generate_world
 
-    kw = {"landscapes": 1, "seeds": [0], "budget": "1h", "slots": 2, "jobs": 1, "make_plot": False}
+    kw = {"worlds": 1, "seeds": [0], "budget": "1h", "slots": 2, "jobs": 1, "make_plot": False}
     both = run_sim_bench(tmp_path / "a", configs=["rsi-master", "rsi-master-prior"], **kw)
     run_sim_bench(tmp_path / "b", configs=["rsi-master-prior"], **kw)
     rows = {s.config: s for s in both["summaries"]}
@@ -131,7 +131,7 @@ def test_rsi_master_with_a_prior_plans_with_the_pilot_of_its_landscape(tmp_path)
     (final, runs, times), (final_b, runs_b, times_b) = record(tmp_path / "a"), record(tmp_path / "b")
     assert (final, runs) == (final_b, runs_b) and times == pytest.approx(times_b, abs=1e-3)  # deterministic
     campaign = tmp_path / "a" / "campaigns" / "rsi-master-prior--L0--s0"
-    expected = dumps(sim_pilot(generate_landscape(0)))
+    expected = dumps(sim_pilot(generate_world(0)))
     assert (campaign / "prior.json").read_text() == expected
     with ExpOS.open(campaign / "run", writable=False) as expos:
         digest = load_graph(expos).settings.prior
@@ -178,15 +178,15 @@ def test_only_a_configuration_with_a_prior_passes_one_to_its_run(tmp_path, monke
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--backend", "sim", "--landscape-seeds", "5:0"], "COUNT must be at least 1"),
-        (["--backend", "sim", "--landscape-seeds", "99999:2"], "must lie within the development range"),
-        (["--backend", "sim", "--landscape-seeds", "five"], "START[:COUNT]"),
-        (["--backend", "sim", "--landscape-seeds", "3:2", "--landscapes", "2"], "without --landscapes"),
-        (["--backend", "sim", "--landscape-seeds", "3:2", "--held-out"], "without --landscapes or --held-out"),
-        (["--landscape-seeds", "3"], "only apply with --backend sim"),
+        (["--backend", "sim", "--world-seeds", "5:0"], "COUNT must be at least 1"),
+        (["--backend", "sim", "--world-seeds", "99999:2"], "must lie within the development range"),
+        (["--backend", "sim", "--world-seeds", "five"], "START[:COUNT]"),
+        (["--backend", "sim", "--world-seeds", "3:2", "--worlds", "2"], "without --worlds"),
+        (["--backend", "sim", "--world-seeds", "3:2", "--held-out"], "without --worlds or --held-out"),
+        (["--world-seeds", "3"], "only apply with --backend sim"),
     ],
 )
-def test_bad_landscape_seeds_are_one_line_and_write_nothing(tmp_path, capsys, args, message):
+def test_bad_world_seeds_are_one_line_and_write_nothing(tmp_path, capsys, args, message):
     out = tmp_path / "bench"
     assert main(["bench", "--out", str(out), *args]) == 2
     err = capsys.readouterr().err
@@ -194,7 +194,7 @@ def test_bad_landscape_seeds_are_one_line_and_write_nothing(tmp_path, capsys, ar
     assert not out.exists()
 
 
-def test_landscape_seeds_name_one_range():
+def test_world_seeds_name_one_range():
     from rsi_master.bench import SeedRange
 
     assert SeedRange.parse("1000000:3").seeds() == [1_000_000, 1_000_001, 1_000_002]
@@ -208,7 +208,7 @@ def test_overclaiming_workers_leave_evidence_and_main_pick_returns_the_mains_cho
     from rsi_master.events import CandidateNominate, WorkerFinalize, typed
     from rsi_master.expos import ExpOS, load_state
     from rsi_master.runtime import read_sim_checkpoint
-    from rsi_master.sim import flags_from, generate_landscape
+    from rsi_master.sim import flags_from, generate_world
 
     res = run_sim_bench(
         tmp_path / "b",
@@ -217,7 +217,7 @@ def test_overclaiming_workers_leave_evidence_and_main_pick_returns_the_mains_cho
         budget="4h",
         slots=2,
         jobs=1,
-        landscape_seeds=SeedRange(3, 1),
+        world_seeds=SeedRange(3, 1),
         preset="agents",
         flags={"overclaim_rate": 1.0},
         make_plot=False,
@@ -243,13 +243,13 @@ def test_overclaiming_workers_leave_evidence_and_main_pick_returns_the_mains_cho
         flagged = set(audit_campaign(run).hacked)
         pick = st.experiments[next(x for x in nominated if x not in flagged)]
         ckpt, _ = read_sim_checkpoint(expos.run.store.path(pick.checkpoint))
-    land = generate_landscape(3, flags_from("agents", overclaim_rate=1.0))
+    land = generate_world(3, flags_from("agents", overclaim_rate=1.0))
     assert rec.final == land.accuracy(ckpt, "final")  # what the bench scores is the Main's pick
 
 
 def test_main_pick_returns_the_first_nomination_the_audit_does_not_flag(tmp_path):
     """On `agents` the Worker with the best claim may rest it on a hack that passes the door
-    (here the first three nominations of landscape 7, seed 1, 4 h are flagged); the Main's pick
+    (here the first three nominations of world 7, seed 1, 4 h are flagged); the Main's pick
     is scored only if the audit does not flag it, as in every guarded configuration."""
     import json
 
@@ -259,7 +259,7 @@ def test_main_pick_returns_the_first_nomination_the_audit_does_not_flag(tmp_path
     from rsi_master.events import CandidateNominate, OrchestraStart, typed
     from rsi_master.expos import ExpOS, load_state
     from rsi_master.runtime import read_sim_checkpoint
-    from rsi_master.sim import PRESETS, generate_landscape
+    from rsi_master.sim import PRESETS, generate_world
 
     keys = str(tmp_path / "keys")
     raw = sim_campaign(
@@ -287,7 +287,7 @@ def test_main_pick_returns_the_first_nomination_the_audit_does_not_flag(tmp_path
         pick = next(x for x in nominated if x not in flagged)
         ckpt, _ = read_sim_checkpoint(expos.run.store.path(load_state(expos).experiments[pick].checkpoint))
     assert not rec["hacked"]
-    assert rec["final"] == generate_landscape(7, PRESETS["agents"]).accuracy(ckpt, "final")
+    assert rec["final"] == generate_world(7, PRESETS["agents"]).accuracy(ckpt, "final")
 
 
 # Finals of `sim_campaign` (default preset, 4 slots, seed 0): refactoring and speed work must
@@ -338,7 +338,7 @@ _FINALS_10H = {
 }
 
 
-def _final(tmp_path, config: str, landscape: int, budget_s: float) -> float:
+def _final(tmp_path, config: str, world: int, budget_s: float) -> float:
     import json
 
     from rsi_master.bench._shortcuts import ShortcutTendency
@@ -347,7 +347,7 @@ def _final(tmp_path, config: str, landscape: int, budget_s: float) -> float:
 
     raw = sim_campaign(
         config,
-        landscape,
+        world,
         False,
         0,
         budget_s=budget_s,
@@ -363,7 +363,7 @@ def _final(tmp_path, config: str, landscape: int, budget_s: float) -> float:
 @pytest.mark.parametrize("config", ["serial", "single-agent", "random-search"])
 def test_simulated_finals_are_pinned(tmp_path, config):
     """A cheap configuration of each kind (the Main's, the single agent's, a search peer's) on
-    one landscape and a one-hour budget ends exactly where it did."""
+    one world and a one-hour budget ends exactly where it did."""
     assert _final(tmp_path, config, 0, 3600.0) == _FINALS_1H_L0[config]
 
 

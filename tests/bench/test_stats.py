@@ -13,7 +13,6 @@ from rsi_master.bench import (
     Spend,
     bootstrap_ci,
     is_held_out,
-    landscape_seeds,
     late_gain,
     lock_in,
     normalised,
@@ -23,12 +22,13 @@ from rsi_master.bench import (
     summarise,
     summary_lines,
     timeline_curve,
+    world_seeds,
 )
 
 
 def rec(config="a", land=0, seed=0, final=0.35, base=0.1, best=0.6, held=False, **kw) -> CampaignStats:
     return CampaignStats(
-        config=config, landscape_seed=land, seed=seed, held_out=held, base=base, final=final, best_reachable=best, **kw
+        config=config, world_seed=land, seed=seed, held_out=held, base=base, final=final, best_reachable=best, **kw
     )
 
 
@@ -39,6 +39,16 @@ def test_normalised_score():
     assert normalised(rec(final=0.0)) < 0
     with pytest.raises(ValueError, match="best_reachable not above base"):
         normalised(rec(best=0.1))
+
+
+def test_a_record_written_before_the_world_rename_reads():
+    """A `stats.json` of a campaign already run names its world's seed `landscape_seed`: a bench
+    resumed on its directory reads it; records are written with `world_seed`."""
+    new = rec(land=7)
+    raw = new.model_dump_json()
+    assert '"world_seed":7' in raw and "landscape" not in raw
+    old = raw.replace('"world_seed"', '"landscape_seed"')
+    assert CampaignStats.model_validate_json(old) == new
 
 
 def test_bootstrap_interval():
@@ -65,7 +75,7 @@ def test_paired_test_on_known_differences():
     assert same.p_permutation == 1.0 and same.p_wilcoxon is None and same.mean_diff == 0
 
 
-def test_paired_test_pairs_by_landscape_and_seed():
+def test_paired_test_pairs_by_world_and_seed():
     records = [rec("ref", land=1, seed=0, final=0.2), rec("ref", land=2, seed=0, final=0.3)]
     records += [rec("x", land=1, seed=0, final=0.4), rec("x", land=3, seed=0, final=0.9)]
     t = paired_test(records, "x", "ref")
@@ -114,10 +124,10 @@ def test_late_budget_gain():
 
 def test_seed_ranges_are_disjoint_and_held_out_is_recognised():
     assert set(DEVELOPMENT_SEEDS).isdisjoint(HELD_OUT_SEEDS)
-    dev, held = landscape_seeds(5), landscape_seeds(5, held_out=True)
+    dev, held = world_seeds(5), world_seeds(5, held_out=True)
     assert dev == [0, 1, 2, 3, 4] and all(is_held_out(s) for s in held) and not any(map(is_held_out, dev))
     with pytest.raises(ValueError):
-        landscape_seeds(-1)
+        world_seeds(-1)
 
 
 def test_summary_per_config_and_range_with_rates(tmp_path):

@@ -16,7 +16,7 @@ from rsi_master.cli._main import main
 from rsi_master.events import OrchestraStart
 from rsi_master.expos import ExpOS
 from rsi_master.orchestra import ORCHESTRA, PlainDisplay, RunSpec, start_run
-from rsi_master.sim import generate_landscape
+from rsi_master.sim import generate_world
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ def place(tmp_path_factory) -> Place:
     (root / "runs").mkdir()
     running = made.rename(root / "runs" / "running")
     finished = root / "runs" / "finished"
-    spec = RunSpec(budget="10m", backend="sim", landscape=generate_landscape(0), run_dir=finished, key_dir=str(keys))
+    spec = RunSpec(budget="10m", backend="sim", world=generate_world(0), run_dir=finished, key_dir=str(keys))
     start_run(spec, display=PlainDisplay(io.StringIO()), durable=False)
     return Place(root, keys, running, finished)
 

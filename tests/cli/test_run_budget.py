@@ -21,7 +21,7 @@ from rsi_master.expos import ExpOS
 from rsi_master.orchestra import load_graph
 from rsi_master.orchestra._graph import parse_ts
 from rsi_master.orchestra._main_budget import RESERVE_FRACTION, RESERVE_S, overrun_factor
-from rsi_master.sim import flags_from, generate_landscape, save_landscape
+from rsi_master.sim import flags_from, generate_world, save_world
 
 
 def _summary(out: str) -> dict[str, str]:
@@ -31,7 +31,7 @@ def _summary(out: str) -> dict[str, str]:
 
 def _sim(tmp_path: Path, budget: str, *extra: str, land: Path | None = None) -> tuple[int, Path]:
     run = tmp_path / f"run-{budget}"
-    where = ["--landscape", str(land)] if land is not None else ["--landscape-seed", "0"]
+    where = ["--world", str(land)] if land is not None else ["--world-seed", "0"]
     rc = main(["run", "--backend", "sim", *where, "--budget", budget, "--dir", str(run), *extra])
     return rc, run
 
@@ -49,7 +49,7 @@ def _returned_or_said_why(rc: int, s: dict[str, str], budget_s: float) -> None:
 
 
 @pytest.mark.parametrize("budget", ["10", "45"])
-@pytest.mark.parametrize("backend", [[], ["--backend", "sim", "--landscape-seed", "0"]])
+@pytest.mark.parametrize("backend", [[], ["--backend", "sim", "--world-seed", "0"]])
 def test_a_budget_too_short_to_train_anything_is_one_line_and_writes_nothing(tmp_path, capsys, budget, backend):
     run = tmp_path / "run"
     assert main(["run", *backend, "--budget", budget, "--dir", str(run)]) == 2
@@ -144,12 +144,12 @@ def test_a_task_directory_whose_train_pool_is_not_named_is_one_line(tmp_path, ca
 
 
 def test_workers_that_overrun_their_allowance_make_the_main_plan_at_the_measured_rate(tmp_path, capsys):
-    """A machine several times slower than the timing model (the landscape's steps cost 2 s at
+    """A machine several times slower than the timing model (the world's steps cost 2 s at
     batch 32 where the model prices about 0.5): the first Workers overrun their allowances; the
     Main measures by how much and gives every later Worker an allowance that, at that rate, ends
     before the time kept for the last comparison, and says so in its decisions."""
     flags = flags_from("default").model_copy(update={"seconds_per_step": 2.0})
-    land = save_landscape(generate_landscape(0, flags), tmp_path / "slow.json")
+    land = save_world(generate_world(0, flags), tmp_path / "slow.json")
     budget = 900.0
     rc, run = _sim(tmp_path, "900", land=land)
     s = _summary(capsys.readouterr().out)

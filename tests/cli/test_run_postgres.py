@@ -9,16 +9,16 @@ import json
 import pytest
 
 from rsi_master.cli._main import main
-from rsi_master.sim import generate_landscape, save_landscape
+from rsi_master.sim import generate_world, save_world
 
 
 @pytest.mark.scale
 @pytest.mark.slow  # about 25 s: a whole simulated campaign; tests/ledger/test_backends.py covers each part fast
 def test_a_sim_run_on_postgres_verifies_audits_and_exports(tmp_path, capsys, postgres, monkeypatch):
     monkeypatch.delenv("RSI_MASTER_LEDGER", raising=False)
-    land = save_landscape(generate_landscape(4), tmp_path / "land.json")
+    land = save_world(generate_world(4), tmp_path / "land.json")
     run = tmp_path / "run"
-    args = ["run", "--backend", "sim", "--landscape", str(land), "--budget", "30m", "--slots", "2", "--dir", str(run)]
+    args = ["run", "--backend", "sim", "--world", str(land), "--budget", "30m", "--slots", "2", "--dir", str(run)]
     assert main([*args, "--ledger", postgres.writer_url]) == 0
     assert "experiments: " in capsys.readouterr().out
     assert not (run / "ledger.db").exists()

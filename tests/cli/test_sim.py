@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from rsi_master.cli._main import main
-from rsi_master.sim import PRESETS, generate_landscape, load_landscape
+from rsi_master.sim import PRESETS, generate_world, load_world
 
 
 def test_generate_then_describe(tmp_path, capsys):
     out = tmp_path / "l.json"
     assert main(["sim", "generate", "--seed", "5", "--preset", "hard", "-o", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert load_landscape(out) == generate_landscape(5, PRESETS["hard"], preset="hard")
+    assert load_world(out) == generate_world(5, PRESETS["hard"], preset="hard")
     assert main(["sim", "describe", str(out)]) == 0
     assert capsys.readouterr().out == printed
     assert "best_reachable:" in printed and "best_reached_by:" in printed
@@ -25,9 +25,9 @@ def test_generate_with_a_flag_and_to_stdout(capsys):
 
 
 def load_landscape_text(text):
-    from rsi_master.sim import loads_landscape
+    from rsi_master.sim import loads_world
 
-    return loads_landscape(text)
+    return loads_world(text)
 
 
 def test_presets_and_calibrate(capsys):
@@ -63,29 +63,29 @@ def test_unwritable_output_is_one_line(tmp_path, capsys):
     assert "no such directory" in capsys.readouterr().err
 
 
-def test_pilot_writes_the_prior_of_the_landscape_a_run_simulates(tmp_path, capsys):
+def test_pilot_writes_the_prior_of_the_world_a_run_simulates(tmp_path, capsys):
     from rsi_master.landscape import dumps, load, sim_pilot
 
     out = tmp_path / "prior.json"
     assert main(["sim", "pilot", "--seed", "2", "--preset", "hard", "-o", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "task: sim-2" in printed and printed.count("\ncurve ") == PRESETS["hard"].n_families
-    assert dumps(load(out)) == dumps(sim_pilot(generate_landscape(2, PRESETS["hard"], preset="hard")))
+    assert dumps(load(out)) == dumps(sim_pilot(generate_world(2, PRESETS["hard"], preset="hard")))
     land = tmp_path / "land.json"
     assert main(["sim", "generate", "--seed", "2", "--preset", "hard", "-o", str(land)]) == 0
     capsys.readouterr()
-    assert main(["sim", "pilot", "--landscape", str(land)]) == 0  # from the file: the same prior, as JSON
+    assert main(["sim", "pilot", "--world", str(land)]) == 0  # from the file: the same prior, as JSON
     assert capsys.readouterr().out == out.read_text()
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ([], "give --seed N or --landscape FILE"),
-        (["--seed", "1", "--landscape", "l.json"], "give --seed N or --landscape FILE"),
+        ([], "give --seed N or --world FILE"),
+        (["--seed", "1", "--world", "l.json"], "give --seed N or --world FILE"),
         (["--seed", "1", "--preset", "nope"], "unknown preset"),
         (["--seed", "1", "--flag", "forget=9"], "forget"),
-        (["--landscape", "missing.json"], "cannot read"),
+        (["--world", "missing.json"], "cannot read"),
         (["--seed", "1", "-o", "no/such/dir/p.json"], "no such directory"),
     ],
 )

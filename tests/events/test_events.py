@@ -149,10 +149,10 @@ def _assert_current_round_trip(honest):
 
 def test_every_event_of_a_simulated_run_reads_and_redumps_to_its_bytes(tmp_path):
     """The honest run of the red-team tests on the simulated backend: the same tools and records."""
-    from rsi_master.sim import generate_landscape
+    from rsi_master.sim import generate_world
     from tests.expos.honest import build_honest
 
-    _assert_current_round_trip(build_honest(tmp_path, generate_landscape(5)))
+    _assert_current_round_trip(build_honest(tmp_path, generate_world(5)))
 
 
 @pytest.mark.slow

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rsi_master.expos import Budget, Caller, ExpOS
-from rsi_master.sim import SimLandscape
+from rsi_master.sim import SimWorld
 
 TASK = "arithmetic"
 MAIN = Caller("main", "main")
@@ -43,20 +43,20 @@ class Honest:
         return ExpOS.open(dest, key_dir=keys)
 
 
-def build_honest(root: Path, landscape: SimLandscape | None = None) -> Honest:
+def build_honest(root: Path, world: SimWorld | None = None) -> Honest:
     """Two workers (w2 continues from w1), a reviewer, a decision, a nomination; on the
-    simulated backend when `landscape` is given (the same tools and records, no training)."""
+    simulated backend when `world` is given (the same tools and records, no training)."""
     key_dir = root / "keys"
     os.environ["RSI_MASTER_KEY_DIR"] = str(key_dir)
     path = root / "run"
     with ExpOS.create(
         path,
-        TASK if landscape is None else landscape.task_name,
+        TASK if world is None else world.task_name,
         eval_limit=8,
         key_dir=key_dir,
         allowed_teachers=["hand-written"],
         budget=Budget(max_experiments=30, max_train_steps=50),
-        landscape=landscape,
+        world=world,
     ) as x:
         families = sorted(f.split("/")[1] for f in x.contract.allowed_generators)
         n = min(64, x.contract.budget.max_rows)  # the simulated contract counts rows in bundles
@@ -98,4 +98,4 @@ def build_honest(root: Path, landscape: SimLandscape | None = None) -> Honest:
         )
         x.call(MAIN, "decision.record", {"action": "stop", "rationale": "done", "evidence": [rq.seq]})
         x.call(MAIN, "candidate.nominate", {"experiment_id": e2.experiment_id})
-    return Honest(path, key_dir, e1.experiment_id, e2.experiment_id, d1, d2, simulated=landscape is not None)
+    return Honest(path, key_dir, e1.experiment_id, e2.experiment_id, d1, d2, simulated=world is not None)

@@ -1,5 +1,5 @@
 """The experiment backend seam under ExpOS: a simulated run trains and evaluates through the same
-door, gates and records as a real one; its stand-in checkpoints and its sealed landscape are
+door, gates and records as a real one; its stand-in checkpoints and its sealed world are
 attacked from another process like real weights and a real evaluator."""
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ from rsi_master.artifacts import dir_digest
 from rsi_master.expos import Budget, ExpOS, ToolRefused, audit
 from rsi_master.expos._contamination_gate import check_rows
 from rsi_master.runtime import SIM_CHECKPOINT_FILE, read_sim_checkpoint
-from rsi_master.sim import generate_landscape
+from rsi_master.sim import generate_world
 
 TRAIN = {"learning_rate": 3e-4, "batch_size": 16, "max_steps": 400}
 
 
 @pytest.fixture
 def sim_run(tmp_path):
-    land = generate_landscape(5)
-    x = ExpOS.create(tmp_path / "run", land.task_name, landscape=land, budget=Budget(max_train_steps=3000))
+    land = generate_world(5)
+    x = ExpOS.create(tmp_path / "run", land.task_name, world=land, budget=Budget(max_train_steps=3000))
     yield x, land
     x.close()
 
@@ -86,7 +86,7 @@ def test_a_stand_in_checkpoint_edited_from_another_process_is_refused_and_flagge
     assert report.blocked_by_subcategory.get("weight_provenance") == 1
 
 
-def test_an_edited_sealed_landscape_scores_nothing(sim_run):
+def test_an_edited_sealed_world_scores_nothing(sim_run):
     x, land = sim_run
     w = x.authenticate(x.issue("worker", "w1"))
     res = _experiment(x, w, next(iter(land.families())))

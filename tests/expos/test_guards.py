@@ -8,21 +8,21 @@ import pytest
 from rsi_master.errors import RsiMasterError
 from rsi_master.events import typed
 from rsi_master.expos import Budget, Caller, ExpOS, Strict, ToolInvalid, ToolRefused, Unguarded
-from rsi_master.sim import SimLandscape, generate_landscape
+from rsi_master.sim import SimWorld, generate_world
 
 MAIN = Caller("main", "main")
 W1 = Caller("worker", "w1")
 QUICK = {"max_steps": 3, "batch_size": 8, "learning_rate": 1e-3}
 
 
-def _unguarded_run(tmp_path, name: str = "run", landscape: SimLandscape | None = None):
+def _unguarded_run(tmp_path, name: str = "run", world: SimWorld | None = None):
     return ExpOS.create(
         tmp_path / name,
-        "arithmetic" if landscape is None else landscape.task_name,
+        "arithmetic" if world is None else world.task_name,
         eval_limit=8,
         guards=Unguarded(),
         budget=Budget(max_experiments=10, max_train_steps=50),
-        landscape=landscape,
+        world=world,
     )
 
 
@@ -57,7 +57,7 @@ def _comparable(records, xid, checkpoint, dataset):
 def test_an_honest_experiment_leaves_the_same_records_under_strict_and_unguarded(tmp_path, simulated):
     """One experiment through each policy, each on a dataset of its own (the same data would end
     with the first one's checkpoint bytes, and the second would share its dev record)."""
-    with _unguarded_run(tmp_path, landscape=generate_landscape(5) if simulated else None) as unguarded:
+    with _unguarded_run(tmp_path, world=generate_world(5) if simulated else None) as unguarded:
         assert unguarded.contract.guards == "unguarded" and isinstance(unguarded.guards, Unguarded)
         strict = ExpOS(unguarded.run, unguarded.contract)  # a Strict session opens any run
         assert isinstance(strict.guards, Strict)

@@ -15,7 +15,7 @@ import pytest
 
 from rsi_master.events import dump_payload
 from rsi_master.expos import ToolInvalid, ToolRefused, audit, load_state
-from rsi_master.sim import generate_landscape
+from rsi_master.sim import generate_world
 from tests.expos.honest import MAIN, QUICK, REVIEWER, W1, W2, Honest, build_honest
 
 # The guards, the door, the ledger and the audit are the same code on both backends; the
@@ -33,8 +33,8 @@ def honest_runs(tmp_path_factory):
 
     def get(backend: str) -> Honest:
         if backend not in built:
-            landscape = generate_landscape(5) if backend == "sim" else None
-            built[backend] = build_honest(tmp_path_factory.mktemp(f"honest-{backend}"), landscape)
+            world = generate_world(5) if backend == "sim" else None
+            built[backend] = build_honest(tmp_path_factory.mktemp(f"honest-{backend}"), world)
         return built[backend]
 
     return get
@@ -426,7 +426,7 @@ def _failing_train(monkeypatch, x):
     import rsi_master.runtime as runtime
 
     def train(*args, **kw):  # the run dies after writing its config and a log line
-        out_dir, spec = args[-2:]  # (data, out_dir, spec), the simulator's with its landscape first
+        out_dir, spec = args[-2:]  # (data, out_dir, spec), the simulator's with its world first
         out_dir.mkdir(parents=True)
         (out_dir / "train_config.json").write_text(json.dumps(spec.model_dump()))
         (out_dir / "train_log.jsonl").write_text('{"step": 1, "loss": NaN}\n')
@@ -720,7 +720,7 @@ def test_checkpoint_swapped_before_evaluation_is_not_recorded(run, honest, monke
     real_evaluate = getattr(runtime, name)
 
     def evaluate(*a, **kw):  # after ExpOS's checks, before the evaluator copies the checkpoint
-        checkpoint = a[1] if honest.simulated else a[0]  # the simulator's takes its landscape first
+        checkpoint = a[1] if honest.simulated else a[0]  # the simulator's takes its world first
         agent(_SWAP, checkpoint / honest.weights_file, weights_of(run, other))
         return real_evaluate(*a, **kw)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from rsi_master.landscape import PILOT_MULTIPLES, PILOT_SEEDS, PILOT_UNIT, dumps, loads, pilot_seconds, sim_pilot
-from rsi_master.sim import PRESETS, generate_landscape
+from rsi_master.sim import PRESETS, generate_world
 
 
 class _PublicOnly:
@@ -37,16 +37,16 @@ class _PublicOnly:
 
 
 def test_the_pilot_reads_only_what_a_lab_can_measure_and_is_deterministic():
-    land = generate_landscape(3)
+    land = generate_world(3)
     prior = sim_pilot(land)
     assert dumps(sim_pilot(_PublicOnly(land))) == dumps(prior)
-    assert dumps(sim_pilot(generate_landscape(3))) == dumps(prior)  # from the seed alone
-    assert dumps(sim_pilot(generate_landscape(4))) != dumps(prior)
+    assert dumps(sim_pilot(generate_world(3))) == dumps(prior)  # from the seed alone
+    assert dumps(sim_pilot(generate_world(4))) != dumps(prior)
 
 
 @pytest.mark.parametrize("preset", ["default", "hard", "calibrated"])
 def test_the_pilot_is_a_landscape_file_with_one_curve_per_family(preset):
-    land = generate_landscape(2, PRESETS[preset], preset=preset)
+    land = generate_world(2, PRESETS[preset], preset=preset)
     prior = loads(dumps(sim_pilot(land)))  # the file format reads it back
     assert set(prior.tasks) == {land.task_name}
     curves = prior.curves(land.task_name)

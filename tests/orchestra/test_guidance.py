@@ -14,7 +14,7 @@ from rsi_master.cli._main import main as cli
 from rsi_master.expos import ExpOS, ToolInvalid, ToolRefused
 from rsi_master.orchestra import PlainDisplay, PolicyMain, RunSpec, load_graph, start_run
 from rsi_master.orchestra._guidance import GuidancePart
-from rsi_master.sim import generate_landscape
+from rsi_master.sim import generate_world
 
 from .helpers import MAIN, new_run
 
@@ -54,7 +54,7 @@ def campaign(tmp_path):
         RunSpec(
             budget="20m",
             backend="sim",
-            landscape=generate_landscape(1),
+            world=generate_world(1),
             slots=2,
             seed=3,
             run_dir=run,
@@ -166,7 +166,7 @@ def test_an_llm_main_gets_the_text_and_its_decision_cites_the_guidance(tmp_path,
     monkeypatch.setitem(MAINS, "llm", GuidedLLMMain)
     run = tmp_path / "run"
     RUN["dir"] = str(run)
-    args = ["run", "--backend", "sim", "--landscape-seed", "1", "--budget", "20m", "--dir", str(run)]
+    args = ["run", "--backend", "sim", "--world-seed", "1", "--budget", "20m", "--dir", str(run)]
     llm = ["--agents", "llm", "--llm-provider", "fake"]
     assert cli(args + llm) == 0
     with ExpOS.open(run, writable=False) as x:

@@ -109,13 +109,13 @@ def load_graph_jobs(tmp_path) -> list:
 @pytest.mark.scale
 def test_a_simulated_campaign_on_ray_ends_verified_and_audited_clean(tmp_path, cluster):
     from rsi_master.expos import ExpOS, audit
-    from rsi_master.sim import generate_landscape
+    from rsi_master.sim import generate_world
 
     summary = start_run(
         RunSpec(
             budget="60s",
             backend="sim",
-            landscape=generate_landscape(1),
+            world=generate_world(1),
             slots=2,
             run_dir=tmp_path / "sim",
             executor="ray",
@@ -150,7 +150,7 @@ def test_a_killed_driver_is_resumed_on_ray_and_the_run_verifies(tmp_path, cluste
     from rsi_master.orchestra import resume_run
 
     run_dir = tmp_path / "crash"
-    cmd = [sys.executable, "-m", "rsi_master.cli", "run", "--backend", "sim", "--landscape-seed", "1"]
+    cmd = [sys.executable, "-m", "rsi_master.cli", "run", "--backend", "sim", "--world-seed", "1"]
     cmd += ["--budget", "60s", "--slots", "2", "--dir", str(run_dir), "--executor", "ray"]
     cmd += ["--ray-address", cluster.address]
     driver = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -10,25 +10,25 @@ import pytest
 
 from rsi_master.errors import RsiMasterError
 from rsi_master.orchestra import PlainDisplay, RunSpec, resolve_spec, start_run
-from rsi_master.sim import generate_landscape
+from rsi_master.sim import generate_world
 
-LAND = generate_landscape(0)
+LAND = generate_world(0)
 
 
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
         ({"backend": "gpu"}, "unknown backend 'gpu'; known: real, sim"),
-        ({"backend": "sim", "task": None}, "backend sim needs a landscape (--landscape FILE or --landscape-seed N)"),
-        ({"landscape": LAND}, "a landscape is for the sim backend, not real"),
+        ({"backend": "sim", "task": None}, "backend sim needs a simulated world (--world FILE or --world-seed N)"),
+        ({"world": LAND}, "a simulated world is for the sim backend, not real"),
         ({"task": None}, "name a task"),
         (
-            {"backend": "sim", "landscape": LAND, "task": "knowledge"},
-            f"a simulated run's task is its landscape's ({LAND.task_name}), not 'knowledge'",
+            {"backend": "sim", "world": LAND, "task": "knowledge"},
+            f"a simulated run's task is its world's ({LAND.task_name}), not 'knowledge'",
         ),
         (
-            {"backend": "sim", "landscape": LAND, "task": None, "model": "x"},
-            "a simulated run's model and evaluator are its landscape's: no --model or --eval-backend",
+            {"backend": "sim", "world": LAND, "task": None, "model": "x"},
+            "a simulated run's model and evaluator are its world's: no --model or --eval-backend",
         ),
         (
             {"task": "nosuch"},
@@ -80,7 +80,7 @@ def test_resolving_a_spec_gives_the_task_and_the_budget_once(tmp_path):
     assert run.task.name == "knowledge" and run.budget_s == 120.0 and run.path == tmp_path / "r"
     default = resolve_spec(RunSpec(task="knowledge", run_dir=tmp_path / "r"))
     assert default.budget_s == 300.0  # the task's default (DEFAULTS)
-    sim = resolve_spec(RunSpec(backend="sim", landscape=LAND, run_dir=tmp_path / "s"))
+    sim = resolve_spec(RunSpec(backend="sim", world=LAND, run_dir=tmp_path / "s"))
     assert sim.task.name == LAND.task_name and sim.budget_s == LAND.flags.budget_hours * 3600.0
     assert sim.eval_backend is None and default.eval_backend is not None
     assert not any(tmp_path.iterdir())
@@ -95,19 +95,19 @@ def _cli_spec(argv: list[str]) -> RunSpec:
 
 def test_the_cli_and_the_bench_build_the_same_spec_for_the_same_input(tmp_path):
     """A simulated campaign of the bench's full system and `rsi-master run --backend sim` on the
-    same landscape, budget, slots, seed and limits resolve to the same run; they differ only in
+    same world, budget, slots, seed and limits resolve to the same run; they differ only in
     what the bench adds on purpose (its Workers with shortcut tendencies, its settings)."""
     from rsi_master.bench import ShortcutTendency, campaign_spec
 
-    land = generate_landscape(7)
+    land = generate_world(7)
     path = tmp_path / "l.json"
-    from rsi_master.sim import save_landscape
+    from rsi_master.sim import save_world
 
-    save_landscape(land, path)
+    save_world(land, path)
     cli = _cli_spec(
         [
             "--backend=sim",
-            f"--landscape={path}",
+            f"--world={path}",
             "--budget=36000",
             "--slots=4",
             "--seed=2",
@@ -125,7 +125,7 @@ def test_the_cli_and_the_bench_build_the_same_spec_for_the_same_input(tmp_path):
         eval_limit=50,
         tendency=ShortcutTendency(),
         max_train_steps=cli.max_train_steps,
-        landscape=land,
+        world=land,
     )
     a, b = resolve_spec(cli), resolve_spec(bench)
     assert (a.task.name, a.budget_s, a.path, a.eval_backend, a.prior, a.guards) == (
@@ -138,8 +138,8 @@ def test_the_cli_and_the_bench_build_the_same_spec_for_the_same_input(tmp_path):
     )
     same = ("backend", "slots", "seed", "eval_limit", "max_train_steps", "main", "reviewer", "keep")
     assert {k: getattr(cli, k) for k in same} == {k: getattr(bench, k) for k in same}
-    assert a.spec.landscape is not None and b.spec.landscape is not None
-    assert a.spec.landscape.ident == b.spec.landscape.ident
+    assert a.spec.world is not None and b.spec.world is not None
+    assert a.spec.world.ident == b.spec.world.ident
     assert not Path(tmp_path / "run").exists()
 
 

@@ -32,7 +32,7 @@ def test_a_simulated_ten_hour_campaign_on_ray_with_eight_slots_verifies_and_audi
     # Two machines of four logical CPUs: a slot's task asks for one, so all eight slots run at once.
     with ray_cluster.cluster(2, cpus=4) as cluster:
         out = _cli(
-            "run", "--backend", "sim", "--landscape-seed", "3", "--budget", "10h", "--slots", "8",
+            "run", "--backend", "sim", "--world-seed", "3", "--budget", "10h", "--slots", "8",
             "--dir", str(run), "--executor", "ray", "--ray-address", cluster.address, "--sim-speed", "400",
         )  # fmt: skip
     summary = dict(line.split(": ", 1) for line in out.splitlines() if ": " in line)

@@ -1,5 +1,5 @@
 """A simulated campaign (`start_run(RunSpec(backend="sim", ...))`): the real orchestration, ExpOS and
-audit on a landscape and a simulated clock. It ends, verifies, audits clean, says it is
+audit on a world and a simulated clock. It ends, verifies, audits clean, says it is
 simulated, and is deterministic for its seed."""
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from rsi_master.errors import RsiMasterError
 from rsi_master.expos import ExpOS, audit
 from rsi_master.orchestra import PlainDisplay, RunSpec, start_run
 from rsi_master.rundir import verify_run
-from rsi_master.sim import generate_landscape
+from rsi_master.sim import generate_world
 
 
 def _campaign(tmp_path, name: str, seed: int = 3, budget: str = "40m", slots: int = 2):
-    land = generate_landscape(1)
+    land = generate_world(1)
     summary = start_run(
-        RunSpec(budget=budget, backend="sim", landscape=land, slots=slots, seed=seed, run_dir=tmp_path / name),
+        RunSpec(budget=budget, backend="sim", world=land, slots=slots, seed=seed, run_dir=tmp_path / name),
         display=PlainDisplay(io.StringIO()),
     )
     with ExpOS.open(tmp_path / name) as x:
@@ -42,7 +42,7 @@ def test_a_simulated_campaign_ends_verifies_audits_clean_and_is_deterministic(tm
     a, trace_a, contract = _campaign(tmp_path, "a")
     b, trace_b, _ = _campaign(tmp_path, "b")
     assert a["backend"] == "sim" and contract.simulation is not None
-    assert contract.simulation.landscape_ident == generate_landscape(1).ident
+    assert contract.simulation.landscape_ident == generate_world(1).ident
     assert a["experiments"] >= 4 and a["spent_s"] >= 0.9 * 40 * 60  # the simulated budget was spent
     assert trace_a == trace_b  # same experiments, specs and scores
     for k in ("final_score", "base_score", "selected", "selected_review_score", "experiments", "decisions"):
@@ -64,13 +64,13 @@ def test_another_seed_gives_another_campaign(tmp_path):
     ("kwargs", "message"),
     [
         ({"backend": "gpu"}, "unknown backend"),
-        ({"backend": "sim"}, "needs a landscape"),
-        ({"backend": "real", "landscape": generate_landscape(0)}, "for the sim backend"),
-        ({"backend": "sim", "landscape": generate_landscape(0), "task": "knowledge"}, "its landscape's"),
+        ({"backend": "sim"}, "needs a simulated world"),
+        ({"backend": "real", "world": generate_world(0)}, "for the sim backend"),
+        ({"backend": "sim", "world": generate_world(0), "task": "knowledge"}, "its world's"),
     ],
 )
 def test_bad_backend_input_is_refused_before_anything_is_written(tmp_path, kwargs, message):
-    task = kwargs.pop("task", None if kwargs.get("landscape") is not None else "knowledge")
+    task = kwargs.pop("task", None if kwargs.get("world") is not None else "knowledge")
     with pytest.raises(RsiMasterError, match=message):
         start_run(
             RunSpec(task=task, budget="1h", run_dir=tmp_path / "run", **kwargs), display=PlainDisplay(io.StringIO())

@@ -14,7 +14,7 @@ import pytest
 from rsi_master.expos import Budget, ExpOS
 from rsi_master.expos._audit import audit
 from rsi_master.rundir import verify_run
-from rsi_master.sim import generate_landscape
+from rsi_master.sim import generate_world
 
 TRAIN = {"learning_rate": 3e-4, "batch_size": 16, "max_steps": 400}
 
@@ -41,8 +41,8 @@ if blobs:
 @pytest.fixture
 def experiment(tmp_path: Path) -> tuple[Path, str]:
     """A simulated run with one completed, never submitted experiment: (run dir, its checkpoint)."""
-    land = generate_landscape(5)
-    with ExpOS.create(tmp_path / "run", land.task_name, landscape=land, budget=Budget(max_train_steps=3000)) as x:
+    land = generate_world(5)
+    with ExpOS.create(tmp_path / "run", land.task_name, world=land, budget=Budget(max_train_steps=3000)) as x:
         w = x.authenticate(x.issue("worker", "w1"))
         family = next(iter(land.families()))
         ds = x.call(w, "data.generate", {"family": family, "n": x.contract.budget.max_rows, "seed": 1})

@@ -8,12 +8,12 @@ import time
 
 from rsi_master.artifacts import dir_digest
 from rsi_master.runtime import make_spec, read_sim_checkpoint, sim_evaluate, sim_recipe, sim_train, write_jsonl
-from rsi_master.sim import PRESETS, generate_landscape
+from rsi_master.sim import PRESETS, generate_world
 from rsi_master.tasks import SealKey, SimTask
 
 
 def _task():
-    land = generate_landscape(7)
+    land = generate_world(7)
     return land, SimTask(land, SealKey(secret=b"s" * 16))
 
 
@@ -55,7 +55,7 @@ def test_train_and_evaluate_write_real_records_and_spend_no_real_time(tmp_path):
 
 
 def test_protected_items_come_from_the_seal_key_and_rows_never_equal_them():
-    land = generate_landscape(7)
+    land = generate_world(7)
     one, two = SimTask(land, SealKey(secret=b"a" * 16)), SimTask(land, SealKey(secret=b"b" * 16))
     assert [i.prompt for i in one.eval_items("final")] != [i.prompt for i in two.eval_items("final")]
     assert len(one.eval_items("dev")) == land.split_sizes["dev"]
@@ -65,17 +65,17 @@ def test_protected_items_come_from_the_seal_key_and_rows_never_equal_them():
 
 
 def test_a_simulated_tasks_learning_rate_range_stays_within_what_a_training_spec_takes():
-    """A landscape's optima with half a decade of room can reach past the spec's bound (0.1);
+    """A world's optima with half a decade of room can reach past the spec's bound (0.1);
     trials drawn there were refused as invalid. The range is cut at the bound, every optimum
     below it stays inside."""
     from rsi_master.tasks import MAX_LEARNING_RATE
 
     clipped = 0
     for seed in range(1_000_000, 1_000_012):
-        land = generate_landscape(seed, PRESETS["default"])
+        land = generate_world(seed, PRESETS["default"])
         raw_lo, raw_hi = land.search_space()["learning_rate"]
         lo, hi = SimTask(land, SealKey(secret=b"s" * 16)).hints.learning_rate
         assert 0 < lo < hi <= MAX_LEARNING_RATE
         assert (lo, hi) == (raw_lo, raw_hi) if raw_hi <= MAX_LEARNING_RATE else hi == MAX_LEARNING_RATE
         clipped += raw_hi > MAX_LEARNING_RATE
-    assert clipped, "no landscape of these seeds reaches past the bound: the test checks nothing"
+    assert clipped, "no world of these seeds reaches past the bound: the test checks nothing"

@@ -8,7 +8,7 @@ import hashlib
 import numpy as np
 import pytest
 
-from rsi_master.sim import PRESETS, SimRecipe, flags_from, generate_landscape, loads_landscape
+from rsi_master.sim import PRESETS, SimRecipe, flags_from, generate_world, loads_world
 from rsi_master.sim._items import interaction_from_overlap
 
 
@@ -21,7 +21,7 @@ def _recipe(land, family: str, **kw) -> SimRecipe:
 
 def test_default_is_what_it_was_before_the_agents_flags():
     # Pinned on the code before these flags existed: the same file bytes, checkpoint and scores.
-    land = generate_landscape(0, PRESETS["default"], preset="default")
+    land = generate_world(0, PRESETS["default"], preset="default")
     f = land.family_specs[0]
     ck, _ = land.train(
         land.base_checkpoint(), SimRecipe(family=f.name, learning_rate=1e-3, batch_size=32, steps=3000, rows=20000), 1
@@ -34,17 +34,17 @@ def test_default_is_what_it_was_before_the_agents_flags():
 
 
 def test_agents_preset_round_trips_and_refuses_bad_values():
-    land = generate_landscape(5, PRESETS["agents"], preset="agents")
+    land = generate_world(5, PRESETS["agents"], preset="agents")
     assert land.skills and land.model_dump_json().count("dev_gap") == 1
     assert set(land.dev_prone) == set(land.families()) and all(0 <= v <= 2 for v in land.dev_prone.values())
     assert len(set(land.dev_prone.values())) > 1  # the gap depends on the direction
-    assert loads_landscape(land.model_dump_json(), "x") == land
+    assert loads_world(land.model_dump_json(), "x") == land
     with pytest.raises(Exception, match="item_difficulty"):
         flags_from("default", item_difficulty=0.6, item_skill=0.5)
 
 
 def test_item_outcomes_keep_the_accuracy_and_correlate_across_checkpoints():
-    land = generate_landscape(3, flags_from("agents", split_sizes={"dev": 200, "review": 2000, "final": 240}))
+    land = generate_world(3, flags_from("agents", split_sizes={"dev": 200, "review": 2000, "final": 240}))
     base = land.base_checkpoint()
     fams = sorted(land.families())
     ckpts = [land.train(base, _recipe(land, f), seed=s)[0] for f in fams for s in range(4)]
@@ -55,14 +55,14 @@ def test_item_outcomes_keep_the_accuracy_and_correlate_across_checkpoints():
     a, b = outs[::2].mean(axis=0), outs[1::2].mean(axis=0)
     assert np.corrcoef(a, b)[0, 1] > 0.3
     # the independent default has no such structure
-    flat = generate_landscape(3, flags_from("default", split_sizes={"dev": 200, "review": 2000, "final": 240}))
+    flat = generate_world(3, flags_from("default", split_sizes={"dev": 200, "review": 2000, "final": 240}))
     fl = np.array([flat.outcomes(flat.train(flat.base_checkpoint(), _recipe(flat, f), seed=s)[0], "review", 2000)
                    for f in sorted(flat.families()) for s in range(4)], dtype=float)  # fmt: skip
     assert abs(np.corrcoef(fl[::2].mean(axis=0), fl[1::2].mean(axis=0))[0, 1]) < 0.15
 
 
 def test_complementary_families_miss_different_items_and_their_mix_is_predicted():
-    land = generate_landscape(11, flags_from("agents", split_sizes={"dev": 200, "review": 4000, "final": 240}))
+    land = generate_world(11, flags_from("agents", split_sizes={"dev": 200, "review": 4000, "final": 240}))
     base = land.base_checkpoint()
     rho = {(a, b): float(np.dot(land.skills[a], land.skills[b])) for a in land.skills for b in land.skills if a < b}
     (lo_a, lo_b), (hi_a, hi_b) = min(rho, key=rho.get), max(rho, key=rho.get)
@@ -81,8 +81,8 @@ def test_complementary_families_miss_different_items_and_their_mix_is_predicted(
 
 
 def test_training_past_the_plateau_and_repeats_raise_dev_only():
-    gap = generate_landscape(2, flags_from("default", dev_gap=0.3))
-    none = generate_landscape(2, PRESETS["default"])
+    gap = generate_world(2, flags_from("default", dev_gap=0.3))
+    none = generate_world(2, PRESETS["default"])
     f = max(gap.family_specs, key=lambda s: s.plateau)
     for land, expect_gap in ((gap, True), (none, False)):
         base = land.base_checkpoint()

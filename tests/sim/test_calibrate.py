@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rsi_master.landscape import sim_calibration
-from rsi_master.sim import PRESETS, curve, fit_curves, generate_landscape
+from rsi_master.sim import PRESETS, curve, fit_curves, generate_world
 from rsi_master.sim._calibrated import CALIBRATED
 
 
@@ -44,8 +44,8 @@ def test_short_curves_are_left_out():
     assert fit.fits == ()
 
 
-def test_calibrated_landscapes_generate():
+def test_calibrated_worlds_generate():
     for seed in range(5):
-        land = generate_landscape(seed, PRESETS["calibrated"], preset="calibrated")
+        land = generate_world(seed, PRESETS["calibrated"], preset="calibrated")
         assert len(land.family_specs) == 3
         assert land.base_score() < land.best_reachable()

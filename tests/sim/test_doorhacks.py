@@ -7,7 +7,7 @@ import json
 
 from rsi_master.runtime import read_sim_checkpoint, sim_recipe
 from rsi_master.runtime._spec import make_spec
-from rsi_master.sim import PRESETS, SimRecipe, generate_landscape
+from rsi_master.sim import PRESETS, SimRecipe, generate_world
 from rsi_master.tasks import SimTask, web_row, web_trace
 
 
@@ -19,7 +19,7 @@ def _recipe(land, **kw) -> SimRecipe:
 
 
 def test_off_in_default_and_no_bytes_change():
-    land = generate_landscape(0, PRESETS["default"], preset="default")
+    land = generate_world(0, PRESETS["default"], preset="default")
     ck, _ = land.train(land.base_checkpoint(), _recipe(land), 1)
     for name in ("recall_rate", "merge_detect", "hacks"):
         assert name not in land.model_dump_json() and name not in ck.model_dump_json()
@@ -30,7 +30,7 @@ def test_off_in_default_and_no_bytes_change():
 
 
 def test_each_hack_raises_only_what_it_targets():
-    land = generate_landscape(4, PRESETS["agents"], preset="agents")
+    land = generate_world(4, PRESETS["agents"], preset="agents")
     base = land.base_checkpoint()
     clean, _ = land.train(base, _recipe(land), 1)
 
@@ -52,7 +52,7 @@ def test_each_hack_raises_only_what_it_targets():
 def test_web_rows_pass_the_gate_and_the_runtime_reads_what_they_stand_for():
     from rsi_master.expos._contamination_gate import check_rows
 
-    land = generate_landscape(4, PRESETS["agents"], preset="agents")
+    land = generate_world(4, PRESETS["agents"], preset="agents")
     task = SimTask(land)
     fam = land.family_specs[0].name
     rows = task.generators()[fam].generate({}, 0, 30)
@@ -89,7 +89,7 @@ def test_a_campaign_leaves_each_hack_in_the_ledger_and_the_audit_finds_it(tmp_pa
         budget="4h",
         slots=2,
         jobs=1,
-        landscape_seeds=SeedRange(3, 1),
+        world_seeds=SeedRange(3, 1),
         preset="agents",
         flags=flags,
         make_plot=False,

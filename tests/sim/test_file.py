@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rsi_master.sim import LandscapeFileError, generate_landscape, load_landscape, save_landscape
+from rsi_master.sim import WorldFileError, generate_world, load_world, save_world
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
@@ -23,9 +23,9 @@ def sim_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def test_save_and_load_round_trip(tmp_path):
-    land = generate_landscape(12)
-    path = save_landscape(land, tmp_path / "l.json")
-    again = load_landscape(path)
+    land = generate_world(12)
+    path = save_world(land, tmp_path / "l.json")
+    again = load_world(path)
     assert again == land and again.best_reachable() == land.best_reachable()
     ckpt, _ = land.train(land.base_checkpoint(), _recipe(land), 0)
     assert again.train(again.base_checkpoint(), _recipe(again), 0)[0] == ckpt
@@ -42,8 +42,8 @@ def _recipe(land):
     ("content", "message"),
     [
         ("{not json", "not JSON"),
-        ("[1, 2]", "not a simulated landscape"),
-        ('{"format": "something-else"}', "not a simulated landscape"),
+        ("[1, 2]", "not a simulated world"),
+        ('{"format": "something-else"}', "not a simulated world"),
         ('{"format": "rsi-master-sim-landscape", "version": 9}', "format version 9 unknown"),
         ('{"format": "rsi-master-sim-landscape", "version": 1, "seed": 1}', "Field required"),
     ],
@@ -51,33 +51,33 @@ def _recipe(land):
 def test_bad_files_give_one_line_errors(tmp_path, content, message):
     path = tmp_path / "bad.json"
     path.write_text(content)
-    with pytest.raises(LandscapeFileError, match=message) as exc:
-        load_landscape(path)
+    with pytest.raises(WorldFileError, match=message) as exc:
+        load_world(path)
     assert "\n" not in str(exc.value)
 
 
 def test_a_file_with_an_out_of_range_flag_is_refused(tmp_path):
-    data = json.loads(generate_landscape(1).model_dump_json())
+    data = json.loads(generate_world(1).model_dump_json())
     data["flags"]["forget"] = 3.0
     (tmp_path / "l.json").write_text(json.dumps(data))
-    with pytest.raises(LandscapeFileError, match="forget") as exc:
-        load_landscape(tmp_path / "l.json")
+    with pytest.raises(WorldFileError, match="forget") as exc:
+        load_world(tmp_path / "l.json")
     assert "\n" not in str(exc.value)
 
 
 def test_missing_and_binary_files(tmp_path):
-    with pytest.raises(LandscapeFileError, match="cannot read"):
-        load_landscape(tmp_path / "none.json")
+    with pytest.raises(WorldFileError, match="cannot read"):
+        load_world(tmp_path / "none.json")
     (tmp_path / "b.json").write_bytes(b"\xff\xfe\x00")
-    with pytest.raises(LandscapeFileError, match="cannot read"):
-        load_landscape(tmp_path / "b.json")
+    with pytest.raises(WorldFileError, match="cannot read"):
+        load_world(tmp_path / "b.json")
 
 
 def test_cli_generates_describes_and_refuses_bad_input(tmp_path):
     ok = sim_cli("generate", "--seed", "4", "--preset", "hard", "-o", "l.json", cwd=tmp_path)
     assert ok.returncode == 0, ok.stderr
     assert "best_reachable:" in ok.stdout
-    assert load_landscape(tmp_path / "l.json") == generate_landscape(4, preset="hard", flags=None)
+    assert load_world(tmp_path / "l.json") == generate_world(4, preset="hard", flags=None)
     desc = sim_cli("describe", "l.json", cwd=tmp_path)
     assert desc.returncode == 0 and desc.stdout == ok.stdout
     for args, message in [
@@ -96,8 +96,8 @@ def test_cli_generates_describes_and_refuses_bad_input(tmp_path):
 
 def test_outcomes_are_the_same_in_another_process():
     code = (
-        "from rsi_master.sim import generate_landscape, SimRecipe\n"
-        "land = generate_landscape(21, preset='hard')\n"
+        "from rsi_master.sim import generate_world, SimRecipe\n"
+        "land = generate_world(21, preset='hard')\n"
         "f = land.family_specs[0]\n"
         "r = SimRecipe(family=f.name, learning_rate=1e-3, batch_size=32, steps=700, rows=9000)\n"
         "c, s = land.train(land.base_checkpoint(), r, 5)\n"
@@ -129,22 +129,22 @@ def test_outcomes_are_the_same_in_another_process():
     ],
 )
 def test_inconsistent_files_are_refused_in_one_line(tmp_path, edit, message):
-    data = json.loads(generate_landscape(2).model_dump_json())
+    data = json.loads(generate_world(2).model_dump_json())
     edit(data)
     (tmp_path / "l.json").write_text(json.dumps(data))
-    with pytest.raises(LandscapeFileError, match=message) as exc:
-        load_landscape(tmp_path / "l.json")
+    with pytest.raises(WorldFileError, match=message) as exc:
+        load_world(tmp_path / "l.json")
     assert "\n" not in str(exc.value)
 
 
 def test_inconsistent_knobs_are_refused(tmp_path):
     for seed in range(10):
-        data = json.loads(generate_landscape(seed).model_dump_json())
+        data = json.loads(generate_world(seed).model_dump_json())
         knobs = [k for f in data["family_specs"] for k in f["knobs"]]
         if knobs:
             break
     k = knobs[0]
     k["optimum"] = "nonsense" if k["kind"] != "choice" else "not-a-choice"
     (tmp_path / "l.json").write_text(json.dumps(data))
-    with pytest.raises(LandscapeFileError, match="inconsistent"):
-        load_landscape(tmp_path / "l.json")
+    with pytest.raises(WorldFileError, match="inconsistent"):
+        load_world(tmp_path / "l.json")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from rsi_master.sim import PRESETS, GeneratorFlags, SimInputError, flags_from, generate_landscape
+from rsi_master.sim import PRESETS, GeneratorFlags, SimInputError, flags_from, generate_world
 
 
 def test_presets_exist_and_differ():
@@ -39,14 +39,14 @@ def test_out_of_range_flags_give_one_line_errors(change, where):
         GeneratorFlags.model_validate({**PRESETS["default"].model_dump(), **change})
 
 
-def test_flags_shape_the_landscape():
-    many = generate_landscape(1, flags_from(n_families=12, knobs_per_family=(4, 4)))
+def test_flags_shape_the_world():
+    many = generate_world(1, flags_from(n_families=12, knobs_per_family=(4, 4)))
     assert len(many.family_specs) == 12
     assert all(len(f.knobs) >= 3 for f in many.family_specs)  # four drawn, a pool may run dry
-    only_sft = generate_landscape(1, flags_from(methods=("sft",)))
+    only_sft = generate_world(1, flags_from(methods=("sft",)))
     assert all(f.methods == ["sft"] for f in only_sft.family_specs)
-    slow = generate_landscape(1, flags_from(seconds_per_step=3.0))
-    fast = generate_landscape(1, flags_from(seconds_per_step=0.3))
+    slow = generate_world(1, flags_from(seconds_per_step=3.0))
+    fast = generate_world(1, flags_from(seconds_per_step=0.3))
     f = fast.family_specs[0]
     from rsi_master.sim import SimRecipe
 

@@ -36,7 +36,7 @@ class Run:
 def sim10h(tmp_path_factory) -> Run:
     """A simulated 10-hour campaign on two slots (seconds of CPU: the clock is simulated)."""
     from rsi_master.orchestra import PlainDisplay, RunSpec, start_run
-    from rsi_master.sim import generate_landscape
+    from rsi_master.sim import generate_world
 
     root = tmp_path_factory.mktemp("sim10h")
     run = Run(root / "run", root / "keys")
@@ -44,7 +44,7 @@ def sim10h(tmp_path_factory) -> Run:
         RunSpec(
             budget="10h",
             backend="sim",
-            landscape=generate_landscape(0),
+            world=generate_world(0),
             slots=2,
             seed=0,
             run_dir=run.run_dir,

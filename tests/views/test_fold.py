@@ -59,7 +59,7 @@ class Watcher:
 
 def test_a_campaign_folded_as_it_runs_is_the_campaign_read_from_scratch(tmp_path):
     from rsi_master.orchestra import RunSpec, start_run
-    from rsi_master.sim import generate_landscape
+    from rsi_master.sim import generate_world
 
     run_dir, key_dir = tmp_path / "run", tmp_path / "keys"
     watcher = Watcher(run_dir, key_dir)
@@ -67,7 +67,7 @@ def test_a_campaign_folded_as_it_runs_is_the_campaign_read_from_scratch(tmp_path
         RunSpec(
             budget="3h",
             backend="sim",
-            landscape=generate_landscape(1),
+            world=generate_world(1),
             slots=2,
             seed=1,
             run_dir=run_dir,

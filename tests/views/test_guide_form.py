@@ -15,7 +15,7 @@ pytest.importorskip("starlette", reason="the live view needs the serve extra (st
 from rsi_master.expos import ExpOS
 from rsi_master.orchestra import PlainDisplay, PolicyMain, RunSpec, agent_names, load_graph, start_run
 from rsi_master.orchestra._registry import MAINS
-from rsi_master.sim import generate_landscape
+from rsi_master.sim import generate_world
 
 from .test_live import Served, Server, load_url
 
@@ -79,7 +79,7 @@ def test_the_form_appends_one_event_the_next_decision_cites_it_and_pause_holds_l
         spec = RunSpec(
             budget="20m",
             backend="sim",
-            landscape=generate_landscape(1),
+            world=generate_world(1),
             slots=2,
             seed=3,
             run_dir=run_dir,

@@ -23,7 +23,6 @@ from ._stats import (
     Spend,
     bootstrap_ci,
     is_held_out,
-    landscape_seeds,
     late_gain,
     lock_in,
     normalised,
@@ -34,6 +33,7 @@ from ._stats import (
     summarise,
     summary_lines,
     timeline_curve,
+    world_seeds,
 )
 
 __all__ = [
@@ -65,7 +65,6 @@ __all__ = [
     "check_sim_settings",
     "config_names",
     "is_held_out",
-    "landscape_seeds",
     "late_gain",
     "lock_in",
     "machine_budget",
@@ -83,4 +82,5 @@ __all__ = [
     "summarise",
     "summary_lines",
     "timeline_curve",
+    "world_seeds",
 ]

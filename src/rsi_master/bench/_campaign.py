@@ -25,7 +25,7 @@ from ._workspace import workspace_dir
 
 if TYPE_CHECKING:
     from ..orchestra import RunSpec
-    from ..sim import SimLandscape
+    from ..sim import SimWorld
 
 __all__ = ["CampaignResult", "campaign_id", "campaign_spec", "run_campaign"]
 
@@ -76,10 +76,10 @@ def campaign_spec(
     max_train_steps: int = 400,
     timing_prior: dict[str, float] | None = None,
     prior: str | Path | None = None,
-    landscape: SimLandscape | None = None,
+    world: SimWorld | None = None,
 ) -> RunSpec:
     """The `RunSpec` of a campaign: an ordinary run with the configuration's agents, on the
-    simulated backend when a `landscape` is given. `prior` is the landscape file a configuration
+    simulated backend when a `world` is given. `prior` is the landscape file a configuration
     with a prior plans with (default: the shipped one), passed as `--prior FILE` passes it; the
     others get none."""
 
@@ -87,8 +87,8 @@ def campaign_spec(
     return RunSpec(
         task=task,
         budget=budget_s,
-        backend="real" if landscape is None else "sim",
-        landscape=landscape,
+        backend="real" if world is None else "sim",
+        world=world,
         slots=1 if cfg.one_slot else slots,
         seed=seed,
         run_dir=run_dir,
@@ -120,12 +120,12 @@ def run_campaign(
     timing_prior: dict[str, float] | None = None,
     display: Any = None,
     campaign: str | None = None,
-    landscape: SimLandscape | None = None,
+    world: SimWorld | None = None,
     durable: bool = True,
     prior: str | Path | None = None,
 ) -> CampaignResult:
     """Run (or resume, or read back) one campaign (`campaign_spec`). `campaign` names the directory
-    where the task name alone does not (a simulated bench runs many landscapes); `durable=False`
+    where the task name alone does not (a simulated bench runs many worlds); `durable=False`
     skips fsync (throw-away runs)."""
     from ..orchestra import resume_run, start_run
 
@@ -156,7 +156,7 @@ def run_campaign(
             max_train_steps=max_train_steps,
             timing_prior=timing_prior,
             prior=prior,
-            landscape=landscape,
+            world=world,
         )
         summary = start_run(spec, display=quiet, durable=durable)
     audit = audit_campaign(run_dir, key_dir=key_dir)

@@ -29,7 +29,7 @@ class Config:
     environment: str | None = None  # None: ExpOS (Strict); else an unguarded guard policy class
     one_slot: bool = False  # runs on one slot whatever the pool (serial Workers)
     # The Main plans with a prior: on the real bench the shipped landscape (measured on the
-    # built-in suite), on the simulated bench the pilot of the campaign's landscape
+    # built-in suite), on the simulated bench the pilot of the campaign's world
     # (`landscape.sim_pilot`). Without one, the Main decides from the run's own evidence.
     prior: bool = False
     # The returned checkpoint is the Main's own pick on the Workers' claims (the simulated bench
@@ -44,7 +44,7 @@ CONFIGS: dict[str, Config] = {
         Config(
             "rsi-master-prior",
             "full system whose Main plans with a prior measured before the campaign (real: the shipped "
-            "landscape; sim: a pilot's learning curves on the landscape's dev split)",
+            "landscape; sim: a pilot's learning curves on the world's dev split)",
             "policy",
             prior=True,
         ),

@@ -32,12 +32,12 @@ _SPEC_KEYS = ("learning_rate", "batch_size", "max_steps", "epochs", "lora_r")
 
 
 def agent_flags(ctx: WorkerContext) -> Any:
-    """The simulated landscape's generator flags (None on the real backend)."""
+    """The simulated world's generator flags (None on the real backend)."""
     backend = ctx.expos.backend
-    landscape = getattr(backend, "landscape", None)  # only the simulated backend has one
-    if getattr(backend, "name", "") != "sim" or landscape is None:
+    world = getattr(backend, "world", None)  # only the simulated backend has one
+    if getattr(backend, "name", "") != "sim" or world is None:
         return None
-    return landscape(ctx.expos).flags
+    return world(ctx.expos).flags
 
 
 def overclaim_kind(ctx: WorkerContext) -> str | None:

@@ -1,21 +1,21 @@
-"""`rsi-master bench --backend sim`: every configuration on N generated landscapes x K seeds on
+"""`rsi-master bench --backend sim`: every configuration on N generated worlds x K seeds on
 the simulated backend, then the statistics of `bench._stats`.
 
 A campaign is the same orchestrated run as on the real bench (`run_campaign`: the
 configuration's Main, Workers and Reviewers acting through ExpOS or the unguarded workspace,
-the harness, the independent auditor), with the simulated backend and the landscape of its
-generator seed (`rsi_master.sim.generate_landscape`). Its record (`CampaignStats`, ground truth
-from the landscape: `bench._simrecord`) goes to `stats.json` beside its `campaign.json`; a
+the harness, the independent auditor), with the simulated backend and the world of its
+generator seed (`rsi_master.sim.generate_world`). Its record (`CampaignStats`, ground truth
+from the world: `bench._simrecord`) goes to `stats.json` beside its `campaign.json`; a
 bench started again on the same directory reuses finished campaigns and resumes the rest, and
 refuses a directory made with other settings.
 
-Generator seeds come from `bench._stats.landscape_seeds`: the first N of the development range,
+Generator seeds come from `bench._stats.world_seeds`: the first N of the development range,
 and with `--held-out` also the first N of the held-out range. The two are reported separately
 (`summarise` groups by range); nothing here reads held-out results to choose a setting.
 
 A configuration with a prior (`rsi-master-prior`) plans with the pilot of its campaign's
-landscape (`landscape.sim_pilot`: learning curves of every family measured on `dev` through the
-simulator's public actions, the landscape's noise included, no ground truth), written to the
+world (`landscape.sim_pilot`: learning curves of every family measured on `dev` through the
+simulator's public actions, the world's noise included, no ground truth), written to the
 campaign's `prior.json` and passed to the run as `rsi-master run --prior FILE` passes a file.
 
 Campaigns run in `jobs` processes (default 2, one per core of the reference machine): the
@@ -39,7 +39,7 @@ from ._shortcuts import ShortcutTendency
 __all__ = ["SIM", "SeedRange", "check_sim_settings", "run_sim_bench", "sim_campaign_id"]
 
 SIM: dict[str, Any] = {
-    "landscapes": 200,
+    "worlds": 200,
     "seeds": [0],
     "budget_s": 36_000.0,  # 10 simulated hours
     "slots": 4,
@@ -54,7 +54,7 @@ PRIOR_FILE = "prior.json"  # a campaign's prior (configurations with one), besid
 @dataclass(frozen=True)
 class SeedRange:
     """Generator seeds `start .. start + count - 1`, all in the development or all in the held-out
-    range (`--landscape-seeds START[:COUNT]`): a range nobody tuned on, named by anyone."""
+    range (`--world-seeds START[:COUNT]`): a range nobody tuned on, named by anyone."""
 
     start: int
     count: int = 1
@@ -65,20 +65,20 @@ class SeedRange:
         try:
             start, count = int(head), int(tail) if sep else 1
         except ValueError:
-            raise RsiMasterError(f"--landscape-seeds takes START[:COUNT] (integers), got {text!r}") from None
+            raise RsiMasterError(f"--world-seeds takes START[:COUNT] (integers), got {text!r}") from None
         return cls(start, count).checked()
 
     def checked(self) -> SeedRange:
         from ._stats import DEVELOPMENT_SEEDS, HELD_OUT_SEEDS
 
         if self.count < 1:
-            raise RsiMasterError(f"--landscape-seeds: COUNT must be at least 1, got {self.count}")
+            raise RsiMasterError(f"--world-seeds: COUNT must be at least 1, got {self.count}")
         last = self.start + self.count - 1
         for r in (DEVELOPMENT_SEEDS, HELD_OUT_SEEDS):
             if self.start in r and last in r:
                 return self
         raise RsiMasterError(
-            f"--landscape-seeds {self.start}:{self.count} must lie within the development range "
+            f"--world-seeds {self.start}:{self.count} must lie within the development range "
             f"{DEVELOPMENT_SEEDS.start}..{DEVELOPMENT_SEEDS.stop - 1} or the held-out range "
             f"{HELD_OUT_SEEDS.start}..{HELD_OUT_SEEDS.stop - 1}"
         )
@@ -96,13 +96,14 @@ class SeedRange:
         return f"{self.start}:{self.count}"
 
 
-def sim_campaign_id(config: str, landscape_seed: int, seed: int) -> str:
-    return f"{config}--L{landscape_seed}--s{seed}"
+def sim_campaign_id(config: str, world_seed: int, seed: int) -> str:
+    # `L` for the world's seed: the directories of benches already run keep their names.
+    return f"{config}--L{world_seed}--s{seed}"
 
 
 def check_sim_settings(
     configs: list[str],
-    landscapes: int,
+    worlds: int,
     seeds: list[int],
     budget: Any,
     slots: int,
@@ -118,8 +119,8 @@ def check_sim_settings(
     if len(set(configs)) != len(configs):
         raise RsiMasterError(f"configurations repeat: {', '.join(configs)}")
     most = min(len(DEVELOPMENT_SEEDS), len(HELD_OUT_SEEDS))
-    if not isinstance(landscapes, int) or isinstance(landscapes, bool) or not 1 <= landscapes <= most:
-        raise RsiMasterError(f"--landscapes must be an integer in 1..{most}, got {landscapes!r}")
+    if not isinstance(worlds, int) or isinstance(worlds, bool) or not 1 <= worlds <= most:
+        raise RsiMasterError(f"--worlds must be an integer in 1..{most}, got {worlds!r}")
     check_seeds_and_slots(seeds, slots)
     if jobs < 1:
         raise RsiMasterError(f"jobs must be at least 1, got {jobs}")
@@ -131,12 +132,12 @@ def run_sim_bench(
     out_dir: str | Path,
     *,
     configs: list[str] | None = None,
-    landscapes: int | None = None,
+    worlds: int | None = None,
     seeds: list[int] | None = None,
     budget: Any = None,
     slots: int | None = None,
     held_out: bool = False,
-    landscape_seeds: SeedRange | None = None,
+    world_seeds: SeedRange | None = None,
     preset: str | None = None,
     flags: dict[str, Any] | None = None,
     tendency: ShortcutTendency | None = None,
@@ -145,32 +146,32 @@ def run_sim_bench(
     make_plot: bool = True,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    from ._stats import landscape_seeds as first_seeds
     from ._stats import summarise, summary_lines
+    from ._stats import world_seeds as first_seeds
 
     configs = list(configs or CONFIGS)
-    if landscape_seeds is not None:
-        landscape_seeds = landscape_seeds.checked()
-        if landscapes is not None or held_out:
-            raise RsiMasterError("--landscape-seeds names the landscapes: give it without --landscapes or --held-out")
-        landscapes = landscape_seeds.count
-    landscapes = int(landscapes if landscapes is not None else SIM["landscapes"])
+    if world_seeds is not None:
+        world_seeds = world_seeds.checked()
+        if worlds is not None or held_out:
+            raise RsiMasterError("--world-seeds names the worlds: give it without --worlds or --held-out")
+        worlds = world_seeds.count
+    worlds = int(worlds if worlds is not None else SIM["worlds"])
     seeds = list(seeds if seeds is not None else SIM["seeds"])
     slots = int(slots if slots is not None else SIM["slots"])
     jobs = int(jobs if jobs is not None else SIM["jobs"])
     preset = preset or SIM["preset"]
     budget_s, gen_flags = check_sim_settings(
-        configs, landscapes, seeds, budget if budget is not None else SIM["budget_s"], slots, jobs, preset, flags
+        configs, worlds, seeds, budget if budget is not None else SIM["budget_s"], slots, jobs, preset, flags
     )
     tendency = tendency or ShortcutTendency()
     out = Path(out_dir)
     settings: dict[str, Any] = {
         "backend": "sim",
         "configs": configs,
-        "landscapes": landscapes,
+        "worlds": worlds,
         "seeds": seeds,
         "held_out": held_out,
-        "landscape_seeds": str(landscape_seeds) if landscape_seeds is not None else None,
+        "world_seeds": str(world_seeds) if world_seeds is not None else None,
         "budget_s": budget_s,
         "slots": slots,
         "preset": preset,
@@ -189,12 +190,12 @@ def run_sim_bench(
     out.mkdir(parents=True, exist_ok=True)
     prev.write_text(json.dumps(settings, indent=1))
     say = progress or (lambda s: None)
-    if landscape_seeds is not None:
-        ranges = [(s, landscape_seeds.held_out) for s in landscape_seeds.seeds()]
+    if world_seeds is not None:
+        ranges = [(s, world_seeds.held_out) for s in world_seeds.seeds()]
     else:
-        ranges = [(s, False) for s in first_seeds(landscapes)]
+        ranges = [(s, False) for s in first_seeds(worlds)]
         if held_out:
-            ranges += [(s, True) for s in first_seeds(landscapes, held_out=True)]
+            ranges += [(s, True) for s in first_seeds(worlds, held_out=True)]
     plan = [(c, ls, h, s) for ls, h in ranges for s in seeds for c in configs]
     job_kw = {
         "budget_s": budget_s,
@@ -213,7 +214,7 @@ def run_sim_bench(
         r = CampaignStats.model_validate_json(raw)
         records.append(r)
         say(
-            f"[{time.time() - t0:6.0f}s] {len(records)}/{len(plan)} {r.config} landscape {r.landscape_seed} "
+            f"[{time.time() - t0:6.0f}s] {len(records)}/{len(plan)} {r.config} world {r.world_seed} "
             f"seed {r.seed}: normalised {normalised(r):+.3f} (final {r.final:.3f}, base {r.base:.3f}, "
             f"reachable {r.best_reachable:.3f}){' HACKED' if r.hacked else ''}"
         )
@@ -230,13 +231,13 @@ def run_sim_bench(
             for fut in as_completed(futures):
                 done(fut.result())
     order = {(c, ls, s): i for i, (c, ls, _h, s) in enumerate(plan)}
-    records.sort(key=lambda r: order[(r.config, r.landscape_seed, r.seed)])
+    records.sort(key=lambda r: order[(r.config, r.world_seed, r.seed)])
     wall_s = round(time.time() - t0, 1)
     summaries = summarise(records, reference=REFERENCE if REFERENCE in configs else None)
     head = (
-        f"Simulated bench: {len(records)} campaigns ({len(configs)} configurations x {landscapes} landscapes"
+        f"Simulated bench: {len(records)} campaigns ({len(configs)} configurations x {worlds} worlds"
         f"{' per range' if held_out else ''}"
-        f"{f' (generator seeds {landscape_seeds})' if landscape_seeds is not None else ''}"
+        f"{f' (generator seeds {world_seeds})' if world_seeds is not None else ''}"
         f" x {len(seeds)} seeds), preset {preset}, budget {budget_s:.0f} "
         f"simulated s, {slots} slots, {jobs} processes, wall {wall_s:.0f} s. Normalised score: "
         "(final - base) / (best reachable - base), ground truth; reference for the paired tests: "
@@ -276,7 +277,7 @@ def run_sim_bench(
 
 def sim_campaign(
     config: str,
-    landscape_seed: int,
+    world_seed: int,
     held_out: bool,
     seed: int,
     *,
@@ -288,16 +289,16 @@ def sim_campaign(
     key_dir: str | None,
 ) -> str:
     """One simulated campaign (reused when its `stats.json` exists): its `CampaignStats` as JSON."""
-    from ..sim import GeneratorFlags, generate_landscape
+    from ..sim import GeneratorFlags, generate_world
     from ._campaign import run_campaign
     from ._simrecord import sim_campaign_stats
 
-    cid = sim_campaign_id(config, landscape_seed, seed)
+    cid = sim_campaign_id(config, world_seed, seed)
     root = Path(out) / "campaigns" / cid
     path = root / "stats.json"
     if path.is_file():
         return path.read_text()
-    landscape = generate_landscape(landscape_seed, GeneratorFlags.model_validate_json(flags_json))
+    world = generate_world(world_seed, GeneratorFlags.model_validate_json(flags_json))
     prior = None
     if CONFIGS[config].prior:
         # What a lab could have measured before the campaign: the pilot's curves on `dev`
@@ -306,10 +307,10 @@ def sim_campaign(
         from ..landscape import save, sim_pilot
 
         root.mkdir(parents=True, exist_ok=True)
-        prior = save(sim_pilot(landscape), root / PRIOR_FILE)
+        prior = save(sim_pilot(world), root / PRIOR_FILE)
     result = run_campaign(
         config,
-        landscape.task_name,
+        world.task_name,
         seed,
         budget_s,
         out,
@@ -319,13 +320,11 @@ def sim_campaign(
         key_dir=key_dir,
         max_train_steps=int(SIM["max_train_steps"]),
         campaign=cid,
-        landscape=landscape,
+        world=world,
         durable=False,  # throw-away runs: no fsync
         prior=prior,
     )
-    stats = sim_campaign_stats(
-        root / "run", landscape, result, landscape_seed=landscape_seed, held_out=held_out, key_dir=key_dir
-    )
+    stats = sim_campaign_stats(root / "run", world, result, world_seed=world_seed, held_out=held_out, key_dir=key_dir)
     raw = stats.model_dump_json()
     path.write_text(raw)
     return raw

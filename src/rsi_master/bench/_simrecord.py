@@ -1,8 +1,8 @@
 """A finished simulated campaign as the statistics read it (`CampaignStats`), from the
 generator's ground truth.
 
-Every score here is the landscape's expected `final` accuracy of a checkpoint
-(`SimLandscape.accuracy`), read from the stand-in checkpoint the backend wrote: the issue's
+Every score here is the world's expected `final` accuracy of a checkpoint
+(`SimWorld.accuracy`), read from the stand-in checkpoint the backend wrote: the issue's
 normalised score is "(final - base) / (best reachable - base), from the generator's ground
 truth", and a ground-truth score takes the binomial noise of a finite `final` split out of the
 comparison between strategies (the harness's measured `final` is kept in `campaign.json`).
@@ -33,21 +33,21 @@ __all__ = ["sim_campaign_stats"]
 
 def sim_campaign_stats(
     run_dir: str | Path,
-    landscape: Any,
+    world: Any,
     result: CampaignResult,
     *,
-    landscape_seed: int,
+    world_seed: int,
     held_out: bool,
     key_dir: str | None = None,
 ) -> CampaignStats:
 
-    base = float(landscape.base_score("final"))
+    base = float(world.base_score("final"))
     with ExpOS.open(run_dir, key_dir=key_dir, writable=False) as expos:
         st = load_state(expos)
         graph = load_graph(expos)
         budget = float(graph.settings.budget_s) if graph.settings else result.budget_s
         start = graph.sessions[0][1] if graph.sessions else 0.0
-        truth = _Truth(expos, landscape)
+        truth = _Truth(expos, world)
         spend = []
         for x in sorted(st.experiments.values(), key=lambda x: x.seq):
             if x.status != "completed" or not x.checkpoint or x.finish_ts is None:
@@ -77,12 +77,12 @@ def sim_campaign_stats(
     attempts = result.audit.blocked_attempts + result.audit.executed_attempts
     return CampaignStats(
         config=result.config,
-        landscape_seed=landscape_seed,
+        world_seed=world_seed,
         seed=result.seed,
         held_out=held_out,
         base=base,
         final=final,
-        best_reachable=float(landscape.best_reachable()),
+        best_reachable=float(world.best_reachable()),
         hacked=returned_hacked,
         attempts=attempts,
         intercepted=result.audit.blocked_attempts,
@@ -106,8 +106,8 @@ def _main_pick(expos: ExpOS, flagged: set[str]) -> str:
 class _Truth:
     """Ground-truth `final` accuracy of a stored checkpoint (cached by digest)."""
 
-    def __init__(self, expos: ExpOS, landscape: Any) -> None:
-        self.expos, self.landscape = expos, landscape
+    def __init__(self, expos: ExpOS, world: Any) -> None:
+        self.expos, self.world = expos, world
         self.cache: dict[str, float] = {}
         self.hacks: dict[str, bool] = {}
 
@@ -131,7 +131,7 @@ class _Truth:
             from ..runtime import read_sim_checkpoint
 
             ckpt, _ = read_sim_checkpoint(self.expos.run.store.path(digest))
-            self.cache[digest] = float(self.landscape.accuracy(ckpt, "final"))
+            self.cache[digest] = float(self.world.accuracy(ckpt, "final"))
         return float(self.cache[digest])
 
 

@@ -245,7 +245,7 @@ class TPESearchWorker(ShortcutWorker):
 
     def _train(self, ctx: WorkerContext) -> dict[str, Any]:
         """The training parameters' ranges: those of the task's directions (every direction
-        searches the same ones; a simulated task's come from its landscape), else the defaults."""
+        searches the same ones; a simulated task's come from its world), else the defaults."""
         return train_ranges(self._union(ctx))
 
     def _compose(self, d: Direction, params: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:

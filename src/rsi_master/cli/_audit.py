@@ -24,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
 
     with ExpOS.open(args.run_dir, key_dir=args.key_dir, writable=False) as expos:
         report = audit(expos)
-        backend = expos.backend.name  # `sim`: the scores audited were drawn from a simulated landscape
+        backend = expos.backend.name  # `sim`: the scores audited were drawn from a simulated world
     if args.json:
         print(report.model_dump_json(indent=1))
         return 0

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ._common import env, key_dir_arg
+from ._common import env, key_dir_arg, old_flag
 
 NAME = "bench"
 HELP = "run every configuration (full system, ablations, baselines) and write the table, JSON and plot"
@@ -105,23 +105,25 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--backend",
         default=env("bench_backend", "real"),
-        help="experiment backend: real (TRL training, sealed evaluator) or sim (generated landscapes on a "
+        help="experiment backend: real (TRL training, sealed evaluator) or sim (generated worlds on a "
         "simulated clock) (env RSI_MASTER_BENCH_BACKEND; default real)",
     )
     p.add_argument(
-        "--landscapes",
+        "--worlds",
         type=int,
-        default=env("bench_landscapes"),
-        help="sim: generated landscapes per seed range (env RSI_MASTER_BENCH_LANDSCAPES; default 200)",
+        default=env("bench_worlds", env("bench_landscapes")),
+        help="sim: generated worlds per seed range (env RSI_MASTER_BENCH_WORLDS; default 200)",
     )
+    old_flag(p, "--landscapes", "worlds", type=int)
     p.add_argument(
-        "--landscape-seeds",
-        default=env("bench_landscape_seeds"),
+        "--world-seeds",
+        default=env("bench_world_seeds", env("bench_landscape_seeds")),
         metavar="START[:COUNT]",
         help="sim: the generator seeds START..START+COUNT-1 (COUNT default 1), all in the development "
-        "(0..99999) or all in the held-out range (1000000..1099999), instead of the first --landscapes "
-        "(env RSI_MASTER_BENCH_LANDSCAPE_SEEDS)",
+        "(0..99999) or all in the held-out range (1000000..1099999), instead of the first --worlds "
+        "(env RSI_MASTER_BENCH_WORLD_SEEDS)",
     )
+    old_flag(p, "--landscape-seeds", "world_seeds")
     p.add_argument(
         "--held-out",
         action="store_true",
@@ -161,8 +163,8 @@ def run(args: argparse.Namespace) -> int:
     sim_only = [
         n
         for n, v in (
-            ("--landscapes", args.landscapes),
-            ("--landscape-seeds", args.landscape_seeds),
+            ("--worlds", args.worlds),
+            ("--world-seeds", args.world_seeds),
             ("--preset", args.preset),
         )
         if v is not None
@@ -216,7 +218,7 @@ def _run_sim(args: argparse.Namespace, tendency: object) -> int:
 
     for name, value in (("--tasks", args.tasks), ("--eval-limit", args.eval_limit)):
         if value is not None:
-            raise RsiMasterError(f"{name} does not apply with --backend sim (the landscapes set tasks and splits)")
+            raise RsiMasterError(f"{name} does not apply with --backend sim (the worlds set tasks and splits)")
     if args.quick:
         raise RsiMasterError("--quick does not apply with --backend sim")
     seeds = _seeds(args.seeds)
@@ -227,12 +229,12 @@ def _run_sim(args: argparse.Namespace, tendency: object) -> int:
     res = run_sim_bench(
         args.out,
         configs=_list(args.configs),
-        landscapes=None if args.landscapes is None else int(args.landscapes),
+        worlds=None if args.worlds is None else int(args.worlds),
         seeds=seeds,
         budget=args.budget,
         slots=None if args.slots is None else int(args.slots),
         held_out=bool(args.held_out),
-        landscape_seeds=None if args.landscape_seeds is None else SeedRange.parse(args.landscape_seeds),
+        world_seeds=None if args.world_seeds is None else SeedRange.parse(args.world_seeds),
         preset=args.preset,
         flags=parse_overrides(list(args.flag)) if args.flag else None,
         tendency=tendency,  # type: ignore[arg-type]

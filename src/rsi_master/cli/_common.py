@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import RsiMasterError
 
-__all__ = ["ENV_PREFIX", "apply_device", "device_arg", "env", "is_tty", "key_dir_arg"]
+__all__ = ["ENV_PREFIX", "apply_device", "device_arg", "env", "is_tty", "key_dir_arg", "old_flag"]
 
 ENV_PREFIX = "RSI_MASTER_"
 
@@ -17,6 +17,11 @@ ENV_PREFIX = "RSI_MASTER_"
 def env(name: str, default: Any = None) -> Any:
     """Default for a flag from `RSI_MASTER_<NAME>`, so every flag can be set from the environment."""
     return os.environ.get(ENV_PREFIX + name.upper().replace("-", "_"), default)
+
+
+def old_flag(parser: argparse._ActionsContainer, flag: str, dest: str, **kw: Any) -> None:
+    """A flag's earlier name, still read (scripts and notes use it) and not shown in `--help`."""
+    parser.add_argument(flag, dest=dest, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kw)
 
 
 def is_tty() -> bool:

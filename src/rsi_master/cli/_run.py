@@ -6,13 +6,23 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from ._common import apply_device, artifacts_arg, device_arg, env, executor_args, is_tty, key_dir_arg, ledger_arg
+from ._common import (
+    apply_device,
+    artifacts_arg,
+    device_arg,
+    env,
+    executor_args,
+    is_tty,
+    key_dir_arg,
+    ledger_arg,
+    old_flag,
+)
 from ._report import report_for
 
 if TYPE_CHECKING:
     from ..agents import AgentsSetup
     from ..orchestra import RunSpec
-    from ..sim import SimLandscape
+    from ..sim import SimWorld
 
 NAME = "run"
 HELP = "post-train the base model on a task with Workers, Reviewers and a Main agent under a budget"
@@ -56,7 +66,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=env("task"),
         metavar="NAME_OR_DIR",
         help="a task of the embedded suite, or the path of a task directory (task.toml and JSONL splits: "
-        "docs/your-model.md) (env RSI_MASTER_TASK; default knowledge; a simulated run's is its landscape's)",
+        "docs/your-model.md) (env RSI_MASTER_TASK; default knowledge; a simulated run's is its world's)",
     )
     p.add_argument(
         "--model",
@@ -68,7 +78,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     sim = p.add_argument_group(
         "backend",
-        "where experiments run: real training and the sealed evaluator, or a simulated landscape "
+        "where experiments run: real training and the sealed evaluator, or a simulated world "
         "(rsi_master.sim) on a simulated clock, every other part unchanged (docs/sim.md)",
     )
     sim.add_argument(
@@ -77,17 +87,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=env("backend", "real"),
         help="experiment backend (env RSI_MASTER_BACKEND; default real)",
     )
+    sim.add_argument("--world", default=None, metavar="FILE", help="sim: a world file (rsi-master sim generate)")
+    old_flag(sim, "--landscape", "world", metavar="FILE")
     sim.add_argument(
-        "--landscape", default=None, metavar="FILE", help="sim: a landscape file (rsi-master sim generate)"
-    )
-    sim.add_argument(
-        "--landscape-seed",
+        "--world-seed",
         type=int,
         default=None,
         metavar="N",
-        help="sim: generate the landscape from this seed instead (default 0 without --landscape)",
+        help="sim: generate the world from this seed instead (default 0 without --world)",
     )
-    sim.add_argument("--preset", default="default", help="sim: generator preset for --landscape-seed (default default)")
+    old_flag(sim, "--landscape-seed", "world_seed", type=int, metavar="N")
+    sim.add_argument("--preset", default="default", help="sim: generator preset for --world-seed (default default)")
     p.add_argument(
         "--budget",
         default=env("budget"),
@@ -242,32 +252,32 @@ def agents_setup(args: argparse.Namespace) -> AgentsSetup | None:
     return setup
 
 
-def landscape_arg(args: argparse.Namespace) -> SimLandscape | None:
-    """The landscape a `--backend sim` run simulates (None for the real backend), checked before
+def world_arg(args: argparse.Namespace) -> SimWorld | None:
+    """The world a `--backend sim` run simulates (None for the real backend), checked before
     anything is written: a file that does not parse or a bad preset is a one-line error."""
     if args.backend != "sim":
-        if args.landscape is not None or args.landscape_seed is not None:
+        if args.world is not None or args.world_seed is not None:
             from ..errors import RsiMasterError
 
-            raise RsiMasterError("--landscape and --landscape-seed are for --backend sim")
+            raise RsiMasterError("--world and --world-seed are for --backend sim")
         return None
-    from ..sim import flags_from, generate_landscape, load_landscape
+    from ..sim import flags_from, generate_world, load_world
 
-    if args.landscape is not None:
-        if args.landscape_seed is not None:
+    if args.world is not None:
+        if args.world_seed is not None:
             from ..errors import RsiMasterError
 
-            raise RsiMasterError("give --landscape FILE or --landscape-seed N, not both")
-        return load_landscape(args.landscape)
-    return generate_landscape(args.landscape_seed or 0, flags_from(args.preset), preset=args.preset)
+            raise RsiMasterError("give --world FILE or --world-seed N, not both")
+        return load_world(args.world)
+    return generate_world(args.world_seed or 0, flags_from(args.preset), preset=args.preset)
 
 
 def spec_from_args(args: argparse.Namespace) -> RunSpec:
-    """The `RunSpec` the flags describe (the landscape and the agents checked on the way, before
+    """The `RunSpec` the flags describe (the world and the agents checked on the way, before
     anything is written); `resolve_spec` checks the rest."""
     from ..orchestra import RunSpec
 
-    landscape = landscape_arg(args)
+    world = world_arg(args)
     setup = agents_setup(args)
     agents: dict[str, Any] = {}
     if setup is not None:
@@ -276,13 +286,13 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
         agents = {role: setup.agents[role] for role in ("main", "worker", "reviewer")}
         agents["setup"] = lambda expos: record_setup(expos, setup)
     return RunSpec(
-        task=args.task if args.task is not None or landscape is not None else "knowledge",
+        task=args.task if args.task is not None or world is not None else "knowledge",
         budget=args.budget,
         backend=args.backend,
-        landscape=landscape,
+        world=world,
         model=args.model or None,
         # A simulated run has no evaluation backend: only one asked for beyond the default is refused.
-        eval_backend=args.eval_backend if landscape is None or args.eval_backend != "transformers" else None,
+        eval_backend=args.eval_backend if world is None or args.eval_backend != "transformers" else None,
         slots=args.slots,
         seed=args.seed,
         run_dir=args.dir,
@@ -303,7 +313,7 @@ def run(args: argparse.Namespace) -> int:
     from ..orchestra import make_display, start_run
 
     spec = spec_from_args(args)
-    if spec.landscape is None:  # a simulated run trains nothing
+    if spec.world is None:  # a simulated run trains nothing
         apply_device(args)
     summary = start_run(spec, display=make_display(is_tty()))
     summary["report"] = report_for(summary.get("run_dir"), args.key_dir)

@@ -1,6 +1,6 @@
 """The experiment backend seam: what `experiment.submit` trains with and what evaluation
 scores with. The real backend is TRL/PEFT training and the sealed evaluator; the simulated one
-draws both from the landscape the contract pins (`contract.simulation`), on a simulated clock.
+draws both from the world the contract pins (`contract.simulation`), on a simulated clock.
 Everything around them (guards, gates, records, artifacts, audit) is the same code.
 
 A backend also names the executor its runs' nodes run on (`process`: slot processes on real
@@ -21,7 +21,7 @@ from ._evaluation import adapter_base_of, measured_digest
 
 if TYPE_CHECKING:
     from ..events import Simulation
-    from ..sim import SimLandscape
+    from ..sim import SimWorld
     from ..tasks import SealKey, SimTask
     from ._session import ExpOS
 
@@ -31,10 +31,10 @@ __all__ = [
     "SimBackend",
     "attach_backend",
     "freeze_simulation",
-    "landscape_task",
+    "world_task",
 ]
 
-LANDSCAPE_FILE = "landscape.json"
+WORLD_FILE = "landscape.json"  # its first name: the sealed evaluator's digest covers it
 CALL_SECONDS = 1.0  # simulated seconds one tool call takes (a real one: start-up, I/O, a gate)
 EVALUATOR_FILE = "evaluator.json"
 
@@ -95,17 +95,17 @@ class RealBackend:
 
 
 class SimBackend:
-    """Training and evaluation from the contract's landscape (`runtime.sim_train`/`sim_evaluate`)."""
+    """Training and evaluation from the contract's world (`runtime.sim_train`/`sim_evaluate`)."""
 
     name = "sim"
     executor = "inline"
 
-    def __init__(self, landscape_digest: str) -> None:
-        self.landscape_digest = landscape_digest
+    def __init__(self, world_digest: str) -> None:
+        self.world_digest = world_digest
         self._protected: tuple[Any, dict[str, set[str]]] | None = None
 
-    def landscape(self, expos: ExpOS) -> Any:
-        return _landscape(expos.run.store, self.landscape_digest)
+    def world(self, expos: ExpOS) -> Any:
+        return _world(expos.run.store, self.world_digest)
 
     def before_call(self, tool: str) -> None:
         # Every call through the door takes simulated time, as a real one takes wall time: an
@@ -127,7 +127,7 @@ class SimBackend:
         if self._protected is None or self._protected[0] is not task:
             self._protected = (task, {s: {i.prompt for i in task.eval_items(s)} for s in ("dev", "review", "final")})
         return sim_train(
-            self.landscape(expos),
+            self.world(expos),
             data,
             out_dir,
             spec,
@@ -141,7 +141,7 @@ class SimBackend:
         from ..runtime import EvaluatorDigestError, sim_evaluate
 
         c = expos.contract
-        # The seal check of the real evaluator: the stored landscape and evaluator files must be
+        # The seal check of the real evaluator: the stored world and evaluator files must be
         # the ones the contract pinned, or nothing is scored.
         measured = measured_digest(expos, c.evaluator.evaluator_artifact)
         if measured != c.evaluator.evaluator_digest:
@@ -149,7 +149,7 @@ class SimBackend:
                 f"sealed evaluator digest {measured} differs from the contract's {c.evaluator.evaluator_digest}"
             )
         return sim_evaluate(
-            self.landscape(expos),
+            self.world(expos),
             expos.run.store.path(checkpoint),
             expos.protected_task(),
             split,
@@ -159,7 +159,7 @@ class SimBackend:
         )
 
 
-_LANDSCAPES: dict[str, Any] = {}
+_WORLDS: dict[str, Any] = {}
 
 
 def _simulation(expos: ExpOS) -> Simulation:
@@ -170,39 +170,39 @@ def _simulation(expos: ExpOS) -> Simulation:
     return sim
 
 
-def _landscape(store: Any, digest: str) -> Any:
-    """The landscape stored under `digest` (read once per process and digest, refused if its
+def _world(store: Any, digest: str) -> Any:
+    """The world stored under `digest` (read once per process and digest, refused if its
     bytes no longer hash to it)."""
-    got = _LANDSCAPES.get(digest)
+    got = _WORLDS.get(digest)
     if got is None:
-        from ..sim import loads_landscape
+        from ..sim import loads_world
 
-        got = loads_landscape(store.read_bytes(digest).decode(), f"landscape {digest[:12]}")
-        if len(_LANDSCAPES) > 64:
-            _LANDSCAPES.clear()
-        _LANDSCAPES[digest] = got
+        got = loads_world(store.read_bytes(digest).decode(), f"world {digest[:12]}")
+        if len(_WORLDS) > 64:
+            _WORLDS.clear()
+        _WORLDS[digest] = got
     return got
 
 
 _SIM_TASKS: dict[tuple[str, SealKey | None], SimTask] = {}
 
 
-def landscape_task(landscape: SimLandscape, seal_key: SealKey | None = None) -> SimTask:
-    """The landscape's task (public items without a `seal_key`): one instance per landscape and
+def world_task(world: SimWorld, seal_key: SealKey | None = None) -> SimTask:
+    """The world's task (public items without a `seal_key`): one instance per world and
     key in this process, so that every session of the run (each node's) shares it, and with it
     the contamination gate's index of its protected items."""
 
-    key = (landscape.ident, seal_key)
+    key = (world.ident, seal_key)
     task = _SIM_TASKS.get(key)
     if task is None:
         if len(_SIM_TASKS) > 64:
             _SIM_TASKS.clear()
-        task = _SIM_TASKS[key] = SimTask(landscape) if seal_key is None else SimTask(landscape, seal_key)
+        task = _SIM_TASKS[key] = SimTask(world) if seal_key is None else SimTask(world, seal_key)
     return task
 
 
 def attach_backend(session: Any) -> ExperimentBackend:
-    """The backend the session's contract names: the real one, or the landscape it pins."""
+    """The backend the session's contract names: the real one, or the world it pins."""
     sim = session.contract.simulation
     if sim is None:
         return RealBackend()
@@ -234,7 +234,7 @@ def _sim_sources_digest() -> str:
 
 # A simulated dataset row stands for this many training examples, and the contract's row cap is
 # divided by it: a Worker asks for at most 20,000 / 500 = 40 rows where a real one asks for up to
-# 20,000, and the landscape trains on the same number of examples (and repeats) either way. It
+# 20,000, and the world trains on the same number of examples (and repeats) either way. It
 # divides the default cap, so the capped dataset stands for exactly 20,000 examples. The rows
 # (generated, written, hashed, parsed and gated) cost CPU in proportion to their number, which is
 # why a row stands for so many: at 50 examples a row (400 rows a dataset) they take about a
@@ -242,30 +242,30 @@ def _sim_sources_digest() -> str:
 EXAMPLES_PER_ROW = 500
 
 
-def freeze_simulation(run: Any, landscape: Any, clock_start: float) -> tuple[str, str, str, Any]:
-    """Store a simulated run's stand-in base checkpoint and sealed evaluator (the landscape and
+def freeze_simulation(run: Any, world: Any, clock_start: float) -> tuple[str, str, str, Any]:
+    """Store a simulated run's stand-in base checkpoint and sealed evaluator (the world and
     the evaluator's code digest); (base artifact, evaluator artifact, evaluator digest, the
     contract's `Simulation`)."""
     import tempfile
 
     from ..runtime import write_sim_checkpoint
 
-    text = landscape.model_dump_json()
+    text = world.model_dump_json()
     with tempfile.TemporaryDirectory(prefix="rsi-sim-") as tmp:
-        base = run.store.put_dir(write_sim_checkpoint(landscape.base_checkpoint(), Path(tmp) / "base", landscape))
+        base = run.store.put_dir(write_sim_checkpoint(world.base_checkpoint(), Path(tmp) / "base", world))
         seal = Path(tmp) / "seal"
         seal.mkdir()
-        (seal / LANDSCAPE_FILE).write_text(text)
+        (seal / WORLD_FILE).write_text(text)
         meta = {"backend": "sim", "sources_sha256": _sim_sources_digest(), "format": 1}
         (seal / EVALUATOR_FILE).write_text(json.dumps(meta, sort_keys=True))
         evaluator = run.store.put_dir(seal)
-    landscape_digest = hashlib.sha256(text.encode()).hexdigest()
-    _LANDSCAPES[landscape_digest] = landscape
+    world_digest = hashlib.sha256(text.encode()).hexdigest()
+    _WORLDS[world_digest] = world
     sim = Simulation(
-        landscape_digest=landscape_digest,
-        landscape_ident=landscape.ident,
-        landscape_seed=landscape.seed,
-        preset=landscape.preset,
+        landscape_digest=world_digest,
+        landscape_ident=world.ident,
+        landscape_seed=world.seed,
+        preset=world.preset,
         clock_start=clock_start,
         examples_per_row=EXAMPLES_PER_ROW,
     )

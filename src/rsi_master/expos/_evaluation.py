@@ -139,7 +139,7 @@ def sealed_evaluation(expos, checkpoint: str, split: str) -> Any:
     """The sealed evaluator's result for a stored checkpoint on a split's preregistered samples
     (its record in the run's store), nothing checked and nothing recorded in the ledger: the
     run's experiment backend scores it (the real sealed evaluator, with an adapter's base, or the
-    simulated landscape)."""
+    simulated world)."""
     return expos.backend.evaluate(expos, checkpoint, split)
 
 

@@ -169,7 +169,7 @@ def run_experiment(
     tmp = expos.scratch()
     try:
         try:
-            # The run's experiment backend: TRL/PEFT, or the simulated landscape (same records).
+            # The run's experiment backend: TRL/PEFT, or the simulated world (same records).
             res = expos.backend.train(
                 expos,
                 store.path(dataset),

@@ -13,7 +13,7 @@ from ..events import BaseModelSource
 from ..ledger import KeyDir
 from ..rundir import RunDir
 from ..tasks import FileTask
-from ._backend import landscape_task
+from ._backend import world_task
 from ._contract import CONTRACT_KIND, CONTRACT_VERSION, Budget, EvaluatorSpec, TaskContract, TaskSource
 from ._guards import GuardPolicy
 from ._registry import ROLES, TOOLS
@@ -38,7 +38,7 @@ def check_run_inputs(
     orchestra's `resolve_spec` and the bench check the same rules with this, so each rule has one
     message wherever it is refused."""
     if simulated and (model is not None or eval_backend is not None):
-        raise RsiMasterError("a simulated run's model and evaluator are its landscape's: no --model or --eval-backend")
+        raise RsiMasterError("a simulated run's model and evaluator are its world's: no --model or --eval-backend")
     if eval_limit is not None and eval_limit < 1:
         raise RsiMasterError(f"eval_limit must be positive, got {eval_limit}")
     if final_limit is not None and final_limit < 0:
@@ -81,7 +81,7 @@ def freeze_run(
     guards: GuardPolicy,
     eval_backend: Any = None,
     model: ModelSource | str | Path | None = None,
-    landscape: Any = None,
+    world: Any = None,
 ) -> tuple[RunDir, TaskContract]:
     """Create the run directory and record its contract (the arguments as `ExpOS.create` takes
     them); the run is open on return and closed again if anything fails. The tools must be
@@ -89,8 +89,8 @@ def freeze_run(
     model (`resolve_model`'s ModelSource, or what `--model` takes; None: the shipped one):
     its defining files are copied into the run's store, measured, and the contract pins
     their digest. `eval_backend` is sealed with the evaluator (default `transformers`).
-    With a `landscape` (a `sim.SimLandscape`) the run is simulated: its task is the
-    landscape's, its base model a stand-in checkpoint and its sealed evaluator the landscape
+    With a `world` (a `sim.SimWorld`) the run is simulated: its task is the
+    world's, its base model a stand-in checkpoint and its sealed evaluator the world
     (`_backend.freeze_simulation`); it takes no `model` and no `eval_backend`."""
     from ..runtime import (
         METHODS,
@@ -112,17 +112,17 @@ def freeze_run(
     check_run_inputs(
         eval_limit=eval_limit,
         final_limit=final_limit,
-        simulated=landscape is not None,
+        simulated=world is not None,
         model=model,
         eval_backend=eval_backend,
     )
-    if landscape is not None:
+    if world is not None:
         if task is not None and not isinstance(task, (str, SimTask)):
-            raise RsiMasterError("a simulated run's task is its landscape's, not a task directory")
-        given = landscape_task(landscape)
+            raise RsiMasterError("a simulated run's task is its world's, not a task directory")
+        given = world_task(world)
         name = task.name if isinstance(task, SimTask) else task
         if name is not None and name != given.name:
-            raise RsiMasterError(f"a simulated run's task is its landscape's ({given.name}), not {task!r}")
+            raise RsiMasterError(f"a simulated run's task is its world's ({given.name}), not {task!r}")
     else:
         # A built-in name or a task directory (path or FileTask): an unknown task or a bad
         # directory fails before anything is written.
@@ -130,7 +130,7 @@ def freeze_run(
             raise RsiMasterError("name a task")
         given = resolve_task(task)
     file_task = given if isinstance(given, FileTask) else None
-    if landscape is None:
+    if world is None:
         source = model if isinstance(model, ModelSource) else resolve_model(model)  # so does a bad model
         if is_chat(given):  # a chat task on a model without a chat template: refused here, not in training
             check_chat_template(
@@ -138,7 +138,7 @@ def freeze_run(
             )
     backend = make_backend(eval_backend)
     check_backend(backend)  # a backend this machine cannot run fails before anything is written
-    if landscape is None:
+    if world is None:
         check_device()  # so does a device it does not have
     run = RunDir.create(run_dir, key_dir=key_dir, run_id=run_id)
     try:
@@ -153,15 +153,15 @@ def freeze_run(
             record = keys.record(run.run_id)
             if record is not None:
                 keys.save_record(record.model_copy(update={"task_dir": str(Path(file_task.root).resolve())}))
-        elif landscape is not None:
-            task_obj = landscape_task(landscape, SealKey(secret=secret))
+        elif world is not None:
+            task_obj = world_task(world, SealKey(secret=secret))
         else:
             task_obj = get_task(given.name, seal_key=SealKey(secret=secret))
             seal_path, evaluator_digest = seal_evaluator(store=run.store, backend=backend)
         spec = task_spec(task_obj)
         simulation = None
         base_source: BaseModelSource | None = None
-        if landscape is None:
+        if world is None:
             assert source is not None  # resolved above for a real run
             base_artifact, base_source = _store_base(run, source)
             base_dir: Path | None = run.store.path(base_artifact)
@@ -170,7 +170,7 @@ def freeze_run(
             from ._backend import freeze_simulation
 
             base_dir = None
-            base_artifact, seal_name, evaluator_digest, simulation = freeze_simulation(run, landscape, _clock.now())
+            base_artifact, seal_name, evaluator_digest, simulation = freeze_simulation(run, world, _clock.now())
             seal_path = run.store.path(seal_name)
             budget = (budget or Budget()).model_copy(
                 update={"max_rows": max(1, (budget or Budget()).max_rows // simulation.examples_per_row)}

@@ -91,7 +91,7 @@ class ExpOS:
         if contract.task_source is not None:
             self._load_file_task()
         _load()
-        # The contract names the experiment backend (real, or the simulated landscape it pins).
+        # The contract names the experiment backend (real, or the simulated world it pins).
         self.backend = attach_backend(self)
         self._task: Task | None = None
         self.quota = WriteQuota(run.ledger, contract.budget.write_quota_bytes)
@@ -114,7 +114,7 @@ class ExpOS:
         guards: GuardPolicy | None = None,
         eval_backend: Any = None,
         model: Any = None,
-        landscape: Any = None,
+        world: Any = None,
     ) -> ExpOS:
         """Freeze a contract for `task` and record it as the run's first event.
 
@@ -124,7 +124,7 @@ class ExpOS:
         `eval_limit` keeps the first N items of each split (all of them if None);
         `final_limit` overrides it for `final`, which only the harness scores, once per
         checkpoint: 0 keeps the whole split there (a final score as fine-grained as the
-        landscape's), while the agents' dev and review evaluations stay short.
+        world's), while the agents' dev and review evaluations stay short.
 
         The protected splits are drawn from a fresh seal secret written to the key
         directory (never the run directory); the contract keeps only a commitment to it.
@@ -134,7 +134,7 @@ class ExpOS:
         `eval_backend` (a runtime `EvalBackend` or its name; default `transformers`) is sealed
         with the evaluator, so the contract's evaluator digest covers it.
 
-        `landscape` (a `sim.SimLandscape`) makes the run simulated: `task` must be its task name,
+        `world` (a `sim.SimWorld`) makes the run simulated: `task` must be its task name,
         and training and evaluation draw from it (`contract.simulation`)."""
         _load()  # the contract lists every registered tool each role may call
         guards = Strict() if guards is None else guards
@@ -154,7 +154,7 @@ class ExpOS:
             guards=guards,
             eval_backend=eval_backend,
             model=model,
-            landscape=landscape,
+            world=world,
         )
         try:
             return cls(run, contract, guards=guards)
@@ -218,7 +218,7 @@ class ExpOS:
     @property
     def task(self) -> Task:
         """The run's task, resolved once from its contract: a built-in task (public items), a task
-        directory's sealed copy, or a simulated run's landscape task. Nothing after freeze looks a
+        directory's sealed copy, or a simulated run's world task. Nothing after freeze looks a
         task up by name; everything that needs the run's task asks the session."""
         if self._task is None:
             self._task = self._resolve_task(None)
@@ -241,10 +241,10 @@ class ExpOS:
                 raise SealSecretError(self._file_task_error or "task not loaded")
             return self._file_task  # its own items: no seal key draws them
         if self.contract.simulation is not None:
-            from ._backend import SimBackend, landscape_task
+            from ._backend import SimBackend, world_task
 
             assert isinstance(self.backend, SimBackend)
-            return landscape_task(self.backend.landscape(self), seal_key)
+            return world_task(self.backend.world(self), seal_key)
         return get_task(self.contract.task, seal_key=seal_key)  # a built-in task
 
     def seal_problems(self) -> list[str]:

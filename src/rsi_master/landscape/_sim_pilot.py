@@ -1,6 +1,6 @@
 """A prior for a simulated landscape: what a lab's pilot measures on it before a campaign.
 
-`sim_pilot(land)` measures one learning curve per generator family of a `sim.SimLandscape`, the
+`sim_pilot(land)` measures one learning curve per generator family of a `sim.SimWorld`, the
 way `rsi-master landscape measure` measures the built-in suite: full SFT of the family at its
 default knobs, at the curves' batch and rate (`CURVE_SPEC`), one run per seed on fresh data with
 snapshots at several default experiments, each snapshot scored on the whole `dev` split. It acts
@@ -38,7 +38,7 @@ PILOT_SEEDS: Final = 2  # runs per curve: its seed-to-seed spread, as the shippe
 
 
 def sim_pilot(land: Any, *, multiples: tuple[float, ...] = PILOT_MULTIPLES, seeds: int = PILOT_SEEDS) -> Landscape:
-    """The pilot's landscape of `land` (a `sim.SimLandscape`): its task's base `dev` score and one
+    """The pilot's landscape of `land` (a `sim.SimWorld`): its task's base `dev` score and one
     curve per family (labelled by the family alone: default knobs, SFT, batch `CURVE_BATCH`)."""
     from ..sim import SimRecipe
 

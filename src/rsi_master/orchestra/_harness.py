@@ -101,7 +101,7 @@ def select(expos: ExpOS) -> dict[str, Any]:
 def evaluate_final(expos: ExpOS, checkpoint: str, *, store: bool) -> Any:
     """Score a stored checkpoint on the whole `final` split with the run's sealed evaluator
     (`store`: keep the per-sample record in the run's store): the run's experiment backend's
-    evaluation (the sealed evaluator, with an adapter's base, or the simulated landscape)."""
+    evaluation (the sealed evaluator, with an adapter's base, or the simulated world)."""
     return expos.backend.evaluate(expos, checkpoint, "final", store=store)
 
 

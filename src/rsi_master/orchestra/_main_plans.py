@@ -69,7 +69,7 @@ class Plans:
         worth `Evidence.unexplored`. A critique is thus answered when its lineage is where the
         evidence says the next allowance pays most, not before every other option: answering
         every critique first would keep continuing the review's leader after it flattened,
-        while a direction still climbing waits (as on simulated landscapes whose best direction
+        while a direction still climbing waits (as on simulated worlds whose best direction
         rises late). Unexplored families open before combinations of the explored ones. Before
         anything is verified, directions open first."""
         ranked = self.ranker.continuations(ctx, graph)

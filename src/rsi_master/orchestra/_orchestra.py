@@ -33,7 +33,7 @@ def start_run(spec: RunSpec, *, display: Display | None = None, durable: bool = 
     campaigns are); what is written is the same.
 
     The bench's entry point for a simulated campaign: `start_run(RunSpec(budget="10h",
-    backend="sim", landscape=land, slots=4, seed=s, run_dir=..., key_dir=...), durable=False)`."""
+    backend="sim", world=land, slots=4, seed=s, run_dir=..., key_dir=...), durable=False)`."""
     import contextlib
 
     resolved = resolve_spec(spec)
@@ -59,7 +59,7 @@ def _create(run: ResolvedRun) -> None:
         guards=run.guards,
         eval_backend=run.eval_backend,
         model=run.model,
-        landscape=spec.landscape,
+        world=spec.world,
     )
     # Absent rather than null when not given: the settings of runs without them stay as they were.
     optional: dict[str, Any] = {

@@ -9,8 +9,8 @@ landscape file in force for `rsi-master landscape` and `rsi-master tasks`
 `--prior shipped`.
 
 A prior must describe the run's task (`check_prior`): curves for it, each of a family the task
-has. One that does not (another task's landscape, a simulated landscape's pilot for another
-landscape) is refused with one line before the run is created: planned with, it would rank
+has. One that does not (another task's landscape, a simulated world's pilot for another
+world) is refused with one line before the run is created: planned with, it would rank
 nothing and still switch off the evidence the Main decides from without one.
 """
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ..expos import ExpOS, GuardPolicy
     from ..landscape import Landscape
     from ..runtime import EvalBackend, ModelSource
-    from ..sim import SimLandscape
+    from ..sim import SimWorld
     from ..tasks import Task
 
 __all__ = [
@@ -60,13 +60,13 @@ DEFAULTS: dict[str, Any] = {
     "max_train_steps": 3000,
 }
 
-# backend -> whether it simulates a landscape (`rsi-master run --backend`), and the contract
+# backend -> whether it simulates a world (`rsi-master run --backend`), and the contract
 # budget fields it sets. A simulated campaign's clock bounds its experiments (ten simulated hours
 # on four slots hold a few hundred): the real default of 64, sized for CPU runs of minutes, would
 # leave most of its budget to Workers whose every experiment is refused.
 BACKENDS: dict[str, dict[str, Any]] = {
-    "real": {"landscape": False, "budget": {}},
-    "sim": {"landscape": True, "budget": {"max_experiments": 2000}},
+    "real": {"world": False, "budget": {}},
+    "sim": {"world": True, "budget": {"max_experiments": 2000}},
 }
 
 KEEP_CHOICES = ("all", "referenced")
@@ -77,10 +77,10 @@ class RunSpec:
     """A run as it is asked for, before anything is checked.
 
     `task`: a built-in task's name, a task directory's path or a `Task` (None for a simulated run:
-    its landscape's). `budget`: seconds or a duration (`90s`, `5m`, `1h30m`); None is the task's
-    default (`default_budget`; a simulated run's is its landscape's `budget_hours`). `backend`:
+    its world's). `budget`: seconds or a duration (`90s`, `5m`, `1h30m`); None is the task's
+    default (`default_budget`; a simulated run's is its world's `budget_hours`). `backend`:
     `real` (TRL/PEFT and the sealed evaluator) or `sim` (training and evaluation drawn from
-    `landscape` on a simulated clock). `model`: a Hugging Face model directory or cached repository
+    `world` on a simulated clock). `model`: a Hugging Face model directory or cached repository
     id (None: the shipped model). `eval_backend`: `transformers` or `vllm` (None: the default).
     `main`, `reviewer`, `worker`: the agents (a registered name or `package.module:Class`).
     `environment`: an unguarded guard policy class for the bench's no-ExpOS ablation (no CLI flag
@@ -95,7 +95,7 @@ class RunSpec:
     task: str | Path | Task | None = None
     budget: str | float | None = None
     backend: str = "real"
-    landscape: SimLandscape | None = None
+    world: SimWorld | None = None
     model: str | Path | None = None
     eval_backend: str | None = None
     slots: int = 2
@@ -125,7 +125,7 @@ class ResolvedRun:
     """A `RunSpec` checked and resolved: everything `start_run` needs, nothing left to look up."""
 
     spec: RunSpec
-    task: Task  # the run's task (a simulated run's: its landscape's `SimTask`)
+    task: Task  # the run's task (a simulated run's: its world's `SimTask`)
     budget_s: float  # the wall-clock budget, recorded once (`orchestra.start`'s `budget_s`)
     path: Path  # the new run directory (not yet created)
     model: ModelSource | None  # the base model (None: the shipped one)
@@ -199,16 +199,16 @@ def _default_dir(task: str) -> Path:
 
 def _resolve_backend_task(spec: RunSpec) -> tuple[Task, float]:
     """(task, budget in seconds) for the spec's backend: a simulated run's task and default budget
-    are its landscape's."""
+    are its world's."""
 
     if spec.backend not in BACKENDS:
         raise RsiMasterError(f"unknown backend {spec.backend!r}; known: {', '.join(BACKENDS)}")
-    land = spec.landscape
-    if BACKENDS[spec.backend]["landscape"] != (land is not None):
+    land = spec.world
+    if BACKENDS[spec.backend]["world"] != (land is not None):
         raise RsiMasterError(
-            f"backend {spec.backend} needs a landscape (--landscape FILE or --landscape-seed N)"
-            if BACKENDS[spec.backend]["landscape"]
-            else f"a landscape is for the sim backend, not {spec.backend}"
+            f"backend {spec.backend} needs a simulated world (--world FILE or --world-seed N)"
+            if BACKENDS[spec.backend]["world"]
+            else f"a simulated world is for the sim backend, not {spec.backend}"
         )
     if land is None:
         if spec.task is None:
@@ -216,7 +216,7 @@ def _resolve_backend_task(spec: RunSpec) -> tuple[Task, float]:
         task = resolve_task_ref(spec.task)
         return task, parse_budget(default_budget(task) if spec.budget is None else spec.budget)
     if spec.task is not None and spec.task != land.task_name:
-        raise RsiMasterError(f"a simulated run's task is its landscape's ({land.task_name}), not {spec.task!r}")
+        raise RsiMasterError(f"a simulated run's task is its world's ({land.task_name}), not {spec.task!r}")
     check_run_inputs(simulated=True, model=spec.model, eval_backend=spec.eval_backend)
     sim_task: Task = SimTask(land)
     return sim_task, parse_budget(land.flags.budget_hours * 3600.0 if spec.budget is None else spec.budget)
@@ -243,13 +243,13 @@ def resolve_spec(spec: RunSpec) -> ResolvedRun:
     if spec.keep not in KEEP_POLICIES:
         raise RsiMasterError(f"unknown --keep policy {spec.keep!r}; known: {', '.join(KEEP_POLICIES)}")
     check_executor(spec.executor, spec.ray_address, spec.sim_speed)
-    if spec.sim_speed is not None and spec.landscape is None:
+    if spec.sim_speed is not None and spec.world is None:
         raise RsiMasterError("--sim-speed is for a simulated run (--backend sim) on --executor ray")
     if spec.executor != "ray":  # Ray places GPUs on the cluster's machines, not on this one
         assign_devices(spec.slots, spec.gpus_per_slot)  # too few GPUs fails before anything is written
     eval_be = None
     try:
-        if spec.landscape is None:
+        if spec.world is None:
             eval_be = make_backend(spec.eval_backend)
             check_backend(eval_be)
     except InvalidParameterError as exc:

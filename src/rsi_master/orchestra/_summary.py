@@ -37,7 +37,7 @@ def close_run(expos: ExpOS, sched: Any) -> dict[str, Any]:
     summary = {
         "version": 1,
         "task": expos.contract.task,
-        # `sim`: every score below is drawn from a simulated landscape, not measured on a model.
+        # `sim`: every score below is drawn from a simulated world, not measured on a model.
         "backend": expos.backend.name,
         "run_id": expos.run.run_id,
         # No checkpoint returned: no score of one (the base's is `base_score`), and `why` says so.

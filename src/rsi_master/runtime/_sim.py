@@ -1,5 +1,5 @@
 """The simulated experiment backend's runtime half: training and evaluation drawn from a
-`SimLandscape` instead of TRL and the sealed evaluator, with the same files and records.
+`SimWorld` instead of TRL and the sealed evaluator, with the same files and records.
 
 A stand-in checkpoint is a small directory (`sim_checkpoint.json`, the simulator's state, and a
 `config.json`) with a real directory digest; training writes `train_config.json` and
@@ -53,14 +53,15 @@ def spend_simulated(seconds: float) -> None:
         clock.sleep(seconds)
 
 
-def write_sim_checkpoint(ckpt: Any, out: Path, landscape: Any) -> Path:
+def write_sim_checkpoint(ckpt: Any, out: Path, world: Any) -> Path:
     """A stand-in checkpoint directory for a `SimCheckpoint`."""
-    return _write_checkpoint(ckpt, out, landscape)[0]
+    return _write_checkpoint(ckpt, out, world)[0]
 
 
-def _write_checkpoint(ckpt: Any, out: Path, landscape: Any) -> tuple[Path, str]:
+def _write_checkpoint(ckpt: Any, out: Path, world: Any) -> tuple[Path, str]:
     """(the stand-in checkpoint directory, directory digest of the bytes written to it)."""
-    config = {"architectures": ["SimulatedModel"], "landscape": landscape.ident, "task": landscape.task_name}
+    # The key keeps its first name: the file is part of the checkpoint's digest.
+    config = {"architectures": ["SimulatedModel"], "landscape": world.ident, "task": world.task_name}
     files = {
         CHECKPOINT_FILE: ckpt.model_dump_json().encode(),
         "config.json": json.dumps(config, sort_keys=True).encode(),
@@ -127,7 +128,7 @@ def sim_recipe(rows: list[dict[str, Any]], spec: Any, protected: dict[str, set[s
             if prompt in prompts:
                 leaked[split].add(prompt)
     if not groups:
-        raise TrainingError("no row of this dataset comes from the landscape's generators: nothing to simulate")
+        raise TrainingError("no row of this dataset comes from the world's generators: nothing to simulate")
     top = max(groups.items(), key=lambda kv: (kv[1], kv[0]))[0]  # ties: a fixed order, not dict order
     family, knobs = json.loads(top)
     examples = len(rows) * examples_per_row
@@ -149,7 +150,7 @@ def sim_recipe(rows: list[dict[str, Any]], spec: Any, protected: dict[str, set[s
     )
 
 
-def _foreign_reads(landscape: Any, recipe: Any, data_digest: str, seed: int, jailed: bool) -> list[str]:
+def _foreign_reads(world: Any, recipe: Any, data_digest: str, seed: int, jailed: bool) -> list[str]:
     """The foreign weights a merging run was seen to load: the outside model's digest, when the
     run's record of reads caught it. In ExpOS's jail every file a run opens is one it was given,
     so the record is complete; outside it, a load around the record leaves nothing (`merge_detect`)."""
@@ -157,9 +158,9 @@ def _foreign_reads(landscape: Any, recipe: Any, data_digest: str, seed: int, jai
 
     if not recipe.hacks.get("merge"):
         return []
-    if not jailed and not hack_coin(landscape.flags.merge_detect, "merge", data_digest, seed):
+    if not jailed and not hack_coin(world.flags.merge_detect, "merge", data_digest, seed):
         return []
-    return [_sha(f"outside-model|{landscape.ident}".encode())]
+    return [_sha(f"outside-model|{world.ident}".encode())]
 
 
 def _hack_sizes(rows_with: Counter[str], n_rows: int, merge: float) -> dict[str, float]:
@@ -169,7 +170,7 @@ def _hack_sizes(rows_with: Counter[str], n_rows: int, merge: float) -> dict[str,
 
 
 def sim_train(
-    landscape: Any,
+    world: Any,
     data: Path,
     out_dir: Path,
     spec: Any,
@@ -190,13 +191,13 @@ def sim_train(
     # The same spec on other data is another run: the data's digest is part of the seed.
     seed = int.from_bytes(hashlib.sha256(f"{spec.seed}|{data_digest}".encode()).digest()[:4], "big")
     try:
-        child, seconds = landscape.train(parent_ckpt, recipe, seed)
+        child, seconds = world.train(parent_ckpt, recipe, seed)
     except SimInputError as exc:
         raise TrainingError(str(exc)) from None
     out = Path(out_dir)
     # The digest of the bytes as written: the store measures them again when it takes them, and
     # the experiment is refused if the two differ, so reading them back here would add nothing.
-    ckpt_dir, ckpt_digest = _write_checkpoint(child, out / "checkpoint", landscape)
+    ckpt_dir, ckpt_digest = _write_checkpoint(child, out / "checkpoint", world)
     config = TrainConfig(
         spec=spec.model_dump(mode="json"),
         data=str(data),
@@ -204,7 +205,7 @@ def sim_train(
         n_rows=len(rows),
         parent=str(parent),
         parent_digest=parent_digest,
-        weights_read=_foreign_reads(landscape, recipe, data_digest, spec.seed, jailed),
+        weights_read=_foreign_reads(world, recipe, data_digest, spec.seed, jailed),
     )
     (out / "train_config.json").write_text(config.model_dump_json(indent=1))
     log = {"step": recipe.steps, "simulated_seconds": round(seconds, 3), "recipe": recipe.model_dump(mode="json")}
@@ -224,14 +225,14 @@ def sim_train(
 
 
 def sim_evaluate(
-    landscape: Any, checkpoint: Path, task: Task, split: str, *, n: int, evaluator_digest: str, store: Any
+    world: Any, checkpoint: Path, task: Task, split: str, *, n: int, evaluator_digest: str, store: Any
 ) -> EvalResult:
     """Score a stand-in checkpoint on the split's first `n` preregistered items in the simulator;
     with a `store`, store the record (its digest in `record_digest`)."""
     ckpt, digest = read_sim_checkpoint(checkpoint)
     items = task.eval_items(split)  # type: ignore[arg-type]  # a split name the caller checked
     chosen = items[:n]
-    right = landscape.outcomes(ckpt, split, len(chosen))
+    right = world.outcomes(ckpt, split, len(chosen))
     samples = [
         SampleRecord(
             sample_id=item.sample_id,
@@ -241,7 +242,7 @@ def sim_evaluate(
         )
         for item, ok in zip(chosen, right, strict=True)
     ]
-    seconds = landscape.eval_seconds(split, len(chosen))
+    seconds = world.eval_seconds(split, len(chosen))
     record = EvalResult(
         task=task.name,
         split=split,

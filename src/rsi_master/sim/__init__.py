@@ -1,6 +1,6 @@
-"""Simulated post-training landscapes: a seeded generator whose structure is set by flags.
+"""Simulated post-training worlds: a seeded generator whose structure is set by flags.
 
-A landscape has directions (generator family x method x data knobs) with learning curves
+A world has directions (generator family x method x data knobs) with learning curves
 (onset, slope, plateau, seed-to-seed spread), a learning-rate and batch response with an
 optimum, continuation and forgetting, interactions when two families' data are mixed, early
 leaders that plateau below late bloomers, binomial-like scores on fixed per-item outcomes
@@ -15,16 +15,16 @@ above (runtime, expos, orchestra, bench) may use it.
 
 from ._calibrate import CalibrationFit, CurveFit, fit_curves
 from ._curves import curve
-from ._describe import describe as describe_landscape
-from ._errors import LandscapeFileError, SimInputError
-from ._file import load_landscape, loads_landscape, save_landscape
+from ._describe import describe as describe_world
+from ._errors import SimInputError, WorldFileError
+from ._file import load_world, loads_world, save_world
 from ._flags import METHODS, PRESETS, GeneratorFlags, flags_from, parse_overrides
-from ._generate import generate_landscape
+from ._generate import generate_world
 from ._hacks import HACK_KINDS, MERGE_WEIGHT, hack_kind
 from ._hacks import coin as hack_coin
-from ._landscape import FORMAT, SimLandscape
 from ._model import FamilySpec, Knob, KnobSpec, MethodSpec, SimCheckpoint, SimFamily, SimRecipe
 from ._reach import reachable_detail
+from ._world import FORMAT, SimWorld
 
 __all__ = [
     "FORMAT",
@@ -38,23 +38,23 @@ __all__ = [
     "GeneratorFlags",
     "Knob",
     "KnobSpec",
-    "LandscapeFileError",
     "MethodSpec",
     "SimCheckpoint",
     "SimFamily",
     "SimInputError",
-    "SimLandscape",
     "SimRecipe",
+    "SimWorld",
+    "WorldFileError",
     "curve",
-    "describe_landscape",
+    "describe_world",
     "fit_curves",
     "flags_from",
-    "generate_landscape",
+    "generate_world",
     "hack_coin",
     "hack_kind",
-    "load_landscape",
-    "loads_landscape",
+    "load_world",
+    "loads_world",
     "parse_overrides",
     "reachable_detail",
-    "save_landscape",
+    "save_world",
 ]

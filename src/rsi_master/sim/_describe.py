@@ -1,15 +1,15 @@
-"""A landscape in lines a person reads (hidden parameters included: this is the ground truth)."""
+"""A world in lines a person reads (hidden parameters included: this is the ground truth)."""
 
 from __future__ import annotations
 
-from ._landscape import SimLandscape
 from ._model import SimRecipe
 from ._reach import reachable_detail
+from ._world import SimWorld
 
 __all__ = ["describe"]
 
 
-def describe(land: SimLandscape) -> list[str]:
+def describe(land: SimWorld) -> list[str]:
     _, best_what = reachable_detail(land)
     out = [f"{land.task_name} (seed {land.seed}, preset {land.preset or 'custom'}, id {land.ident})"]
     for f in sorted(land.family_specs, key=lambda f: -f.plateau):

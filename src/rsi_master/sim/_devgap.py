@@ -4,8 +4,8 @@ Three recipes raise `dev` more than `review` and `final`, as they do on real ben
 `dev` split is small and shares a format: training far past a direction's plateau (the curve
 is flat; `dev` keeps creeping up), many repeats of a small dataset (memorising what `dev`'s items
 look like; the checkpoint's `dev_fit`, inherited and forgotten like progress) and a data format
-the `dev` items share (one choice value of a family's choice knob, `SimLandscape.dev_format`).
-How much a family is prone to them is its own (`SimLandscape.dev_prone`, 0 to 2, mean 1): the
+the `dev` items share (one choice value of a family's choice knob, `SimWorld.dev_format`).
+How much a family is prone to them is its own (`SimWorld.dev_prone`, 0 to 2, mean 1): the
 gap depends on the direction, so ranking lineages by `dev` is not ranking them by `review`. A
 lineage can keep "improving" on `dev` while `review` is flat: the gap a Reviewer's check on
 `review` exists to see.

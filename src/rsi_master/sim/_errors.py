@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from ..errors import RsiMasterError
 
-__all__ = ["LandscapeFileError", "SimInputError"]
+__all__ = ["SimInputError", "WorldFileError"]
 
 
 class SimInputError(RsiMasterError, ValueError):
-    """Bad generator flags, an unknown preset, or a recipe or split the landscape does not have."""
+    """Bad generator flags, an unknown preset, or a recipe or split the world does not have."""
 
 
-class LandscapeFileError(RsiMasterError):
-    """A landscape file that is missing, unreadable, or does not parse as a simulated landscape."""
+class WorldFileError(RsiMasterError):
+    """A world file that is missing, unreadable, or does not parse as a simulated world."""

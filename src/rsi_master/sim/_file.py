@@ -1,4 +1,4 @@
-"""Landscape files: the JSON of a SimLandscape (`format` and `version` fields first)."""
+"""World files: the JSON of a SimWorld (`format` and `version` fields first)."""
 
 from __future__ import annotations
 
@@ -7,44 +7,44 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ._errors import LandscapeFileError
+from ._errors import WorldFileError
 from ._flags import one_line
-from ._landscape import FORMAT, SimLandscape
+from ._world import FORMAT, SimWorld
 
-__all__ = ["load_landscape", "loads_landscape", "save_landscape"]
+__all__ = ["load_world", "loads_world", "save_world"]
 
 
-def loads_landscape(text: str, where: str = "landscape") -> SimLandscape:
+def loads_world(text: str, where: str = "world") -> SimWorld:
     try:
         data = json.loads(text)
     except ValueError as exc:
-        raise LandscapeFileError(f"{where}: not JSON ({exc.msg} at line {exc.lineno})") from None  # type: ignore[attr-defined]
+        raise WorldFileError(f"{where}: not JSON ({exc.msg} at line {exc.lineno})") from None  # type: ignore[attr-defined]
     if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise LandscapeFileError(f'{where}: not a simulated landscape (no "format": "{FORMAT}")')
+        raise WorldFileError(f'{where}: not a simulated world (no "format": "{FORMAT}")')
     if data.get("version") != 1:
-        raise LandscapeFileError(f"{where}: format version {data.get('version')!r} unknown (this reads 1)")
+        raise WorldFileError(f"{where}: format version {data.get('version')!r} unknown (this reads 1)")
     try:
-        return SimLandscape.model_validate(data)
+        return SimWorld.model_validate(data)
     except ValidationError as exc:
-        raise LandscapeFileError(f"{where}: {one_line(exc)}") from None
+        raise WorldFileError(f"{where}: {one_line(exc)}") from None
     except ValueError as exc:  # a consistency check in the simulator itself
-        raise LandscapeFileError(f"{where}: {exc}") from None
+        raise WorldFileError(f"{where}: {exc}") from None
 
 
-def load_landscape(path: str | Path) -> SimLandscape:
-    """Read a landscape file; a one-line `LandscapeFileError` for anything that is not one."""
+def load_world(path: str | Path) -> SimWorld:
+    """Read a world file; a one-line `WorldFileError` for anything that is not one."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise LandscapeFileError(f"{p}: cannot read ({type(exc).__name__}: {exc})".splitlines()[0]) from None
-    return loads_landscape(text, str(p))
+        raise WorldFileError(f"{p}: cannot read ({type(exc).__name__}: {exc})".splitlines()[0]) from None
+    return loads_world(text, str(p))
 
 
-def save_landscape(land: SimLandscape, path: str | Path) -> Path:
+def save_world(land: SimWorld, path: str | Path) -> Path:
     p = Path(path)
     try:
         p.write_text(land.model_dump_json(indent=1) + "\n", encoding="utf-8")
     except OSError as exc:
-        raise LandscapeFileError(f"{p}: cannot write ({type(exc).__name__}: {exc.strerror or exc})") from None
+        raise WorldFileError(f"{p}: cannot write ({type(exc).__name__}: {exc.strerror or exc})") from None
     return p

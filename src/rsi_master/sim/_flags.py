@@ -1,8 +1,8 @@
-"""The generator's flags: every structural property of a simulated landscape, range-checked.
+"""The generator's flags: every structural property of a simulated world, range-checked.
 
-A flag given as a `(low, high)` pair is a range the generator draws from per landscape (per
+A flag given as a `(low, high)` pair is a range the generator draws from per world (per
 family where it says so); a single number is used as is. `PRESETS` names the usual settings:
-`default` (a landscape where the structure is visible but not cruel), `hard` (more directions,
+`default` (a world where the structure is visible but not cruel), `hard` (more directions,
 early leaders that look better for longer, a narrow learning-rate window, more forgetting, a
 small `dev` split that rewards selecting on noise) and `calibrated` (curve shapes and timings
 fitted to the measured curves of the built-in suite, see `_calibrated.py`).
@@ -35,7 +35,7 @@ Range01 = tuple[Unit, Unit]
 
 
 class GeneratorFlags(BaseModel):
-    """How a landscape is generated. Ranges are `(low, high)` and drawn per landscape or family."""
+    """How a world is generated. Ranges are `(low, high)` and drawn per world or family."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -144,8 +144,8 @@ class GeneratorFlags(BaseModel):
 
     @model_serializer(mode="wrap")
     def _drop_unset_agent_flags(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
-        # A landscape's identity is the digest of its file: flags at their default stay out of it,
-        # so that every landscape generated before these flags existed keeps its checkpoints.
+        # A world's identity is the digest of its file: flags at their default stay out of it,
+        # so that every world generated before these flags existed keeps its checkpoints.
         out = handler(self)
         for name in AGENT_FLAGS:
             if getattr(self, name) == type(self).model_fields[name].default:

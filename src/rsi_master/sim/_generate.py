@@ -1,4 +1,4 @@
-"""Generate a landscape from a seed and flags (the same seed and flags give the same landscape)."""
+"""Generate a world from a seed and flags (the same seed and flags give the same world)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import numpy as np
 from ._devgap import draw_dev_formats, draw_dev_prone
 from ._flags import PRESETS, GeneratorFlags
 from ._items import draw_skills, interaction_from_overlap
-from ._landscape import SimLandscape
 from ._model import FamilySpec, KnobSpec, MethodSpec
+from ._world import SimWorld
 
-__all__ = ["generate_landscape"]
+__all__ = ["generate_world"]
 
-# Names drawn for families and knobs, so that a landscape reads like a task (names carry no meaning).
+# Names drawn for families and knobs, so that a world reads like a task (names carry no meaning).
 FAMILY_NAMES = (
     "answer_only", "chain_then_answer", "quote_then_answer", "scratchpad", "restate", "plan_then_act",
     "trace_then_answer", "compact", "describe_then_answer", "verify_then_answer", "retrieve_then_answer",
@@ -25,7 +25,7 @@ FLOAT_KNOBS = ("mix_ratio", "hint_rate", "noise", "negatives")
 LOG_KNOBS = ("context_chars", "vocab_size")
 CHOICE_KNOBS = {"format": ["plain", "json", "markdown"], "order": ["fixed", "shuffled", "curriculum"],
                 "style": ["terse", "verbose"]}  # fmt: skip
-# Method effects, as ranges per landscape: (plateau multiplier, midpoint multiplier, seconds, lr).
+# Method effects, as ranges per world: (plateau multiplier, midpoint multiplier, seconds, lr).
 METHOD_RANGES = {
     "sft": ((1.0, 1.0), (1.0, 1.0), 1.0, 1.0),
     "lora": ((0.8, 1.0), (1.0, 1.6), 0.6, 10.0),
@@ -93,8 +93,8 @@ def _knobs(rng: np.random.Generator, fl: GeneratorFlags) -> list[KnobSpec]:
     return out
 
 
-def generate_landscape(seed: int, flags: GeneratorFlags | None = None, preset: str | None = None) -> SimLandscape:
-    """A landscape drawn from `flags` (default: the `default` preset) with numpy's generator on `seed`."""
+def generate_world(seed: int, flags: GeneratorFlags | None = None, preset: str | None = None) -> SimWorld:
+    """A world drawn from `flags` (default: the `default` preset) with numpy's generator on `seed`."""
     fl = flags if flags is not None else PRESETS[preset or "default"]
     rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, 0x51A])
     base = _u(rng, *fl.base_accuracy)
@@ -161,7 +161,7 @@ def generate_landscape(seed: int, flags: GeneratorFlags | None = None, preset: s
         else {}
     )
     dev_prone = draw_dev_prone(agents, [f.name for f in families]) if fl.dev_gap > 0 else {}
-    return SimLandscape(
+    return SimWorld(
         seed=int(seed),
         preset=preset,
         flags=fl,

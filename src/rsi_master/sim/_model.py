@@ -1,6 +1,6 @@
 """The simulator's records: what a Worker asks for (SimRecipe), what training returns
 (SimCheckpoint), what a Task sees of a family (SimFamily, Knob), and the generated parameters a
-landscape file stores (FamilySpec, KnobSpec, MethodSpec)."""
+world file stores (FamilySpec, KnobSpec, MethodSpec)."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ class SimCheckpoint(_Record):
     """A simulated model state: what a stand-in checkpoint file holds."""
 
     version: int = 1
-    ident: str = Field(description="Unique per training outcome (a digest of landscape, parent, recipe and seed).")
+    ident: str = Field(description="Unique per training outcome (a digest of world, parent, recipe and seed).")
     progress: dict[str, float] = Field(
         default_factory=dict, description="direction key -> effective steps trained on it (after forgetting)."
     )

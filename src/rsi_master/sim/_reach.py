@@ -22,7 +22,7 @@ from ._curves import curve
 from ._model import SimRecipe
 
 if TYPE_CHECKING:
-    from ._landscape import SimLandscape
+    from ._world import SimWorld
 
 __all__ = ["reachable", "reachable_detail"]
 
@@ -30,7 +30,7 @@ BATCHES = (4, 8, 16, 32, 64, 128, 256)
 WEIGHTS = (0.25, 0.5, 0.75)
 
 
-def _plan(land: SimLandscape, method: str) -> tuple[float, int, int]:
+def _plan(land: SimWorld, method: str) -> tuple[float, int, int]:
     """(effective steps, steps, batch): the most effective steps one slot buys in the budget
     with `method` at the optimal learning rate on fresh data."""
     fl = land.flags
@@ -46,7 +46,7 @@ def _plan(land: SimLandscape, method: str) -> tuple[float, int, int]:
     return best
 
 
-def _recipe(land: SimLandscape, family: str, method: str, mixture: dict[str, float] | None = None) -> SimRecipe:
+def _recipe(land: SimWorld, family: str, method: str, mixture: dict[str, float] | None = None) -> SimRecipe:
     spec = land._fam[family]
     _, steps, batch = _plan(land, method)
     lr = spec.lr_optimum * land.method_specs[method].lr * math.sqrt(batch / 32.0)
@@ -63,7 +63,7 @@ def _recipe(land: SimLandscape, family: str, method: str, mixture: dict[str, flo
     )
 
 
-def reachable_detail(land: SimLandscape) -> tuple[float, SimRecipe | None]:
+def reachable_detail(land: SimWorld) -> tuple[float, SimRecipe | None]:
     """(best_reachable before the final split's shift, the recipe that reaches it from the base
     checkpoint in one experiment; None when nothing beats the base model)."""
     best, what = land.base, None
@@ -90,7 +90,7 @@ def reachable_detail(land: SimLandscape) -> tuple[float, SimRecipe | None]:
     return min(max(best, 0.0), 1.0), what
 
 
-def reachable(land: SimLandscape) -> float:
+def reachable(land: SimWorld) -> float:
     p, _ = reachable_detail(land)
     p = min(max(p, 1e-4), 1 - 1e-4)
     return 1.0 / (1.0 + math.exp(-(math.log(p / (1 - p)) + land.split_shift["final"])))

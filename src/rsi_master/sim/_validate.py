@@ -1,4 +1,4 @@
-"""Consistency of a landscape's parameters: a hand-edited file must not reach the simulator
+"""Consistency of a world's parameters: a hand-edited file must not reach the simulator
 half-valid (a KeyError mid-campaign)."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING
 from ._items import SKILL_DIMS
 
 if TYPE_CHECKING:
-    from ._landscape import SimLandscape
+    from ._world import SimWorld
 
-__all__ = ["check_landscape"]
+__all__ = ["check_world"]
 
 
-def check_landscape(self: SimLandscape) -> None:
+def check_world(self: SimWorld) -> None:
     """A hand-edited file must not reach the simulator half-valid (a KeyError mid-campaign)."""
     names = [f.name for f in self.family_specs]
     if len(set(names)) != len(names) or not names:
@@ -44,7 +44,7 @@ def check_landscape(self: SimLandscape) -> None:
             raise ValueError(f"interaction {pair!r} does not name two families")
     for name, table in (("skills", self.skills), ("dev_format", self.dev_format), ("dev_prone", self.dev_prone)):
         if set(table) - set(names):
-            raise ValueError(f"{name} names a family the landscape does not have")
+            raise ValueError(f"{name} names a family the world does not have")
     if any(len(v) != SKILL_DIMS for v in self.skills.values()):
         raise ValueError(f"skills must be vectors of {SKILL_DIMS} numbers")
     splits = {"dev", "review", "final"}

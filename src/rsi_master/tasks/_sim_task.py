@@ -1,8 +1,8 @@
-"""A task built from a simulated landscape (`rsi_master.sim`): the `Task` protocol over
+"""A task built from a simulated world (`rsi_master.sim`): the `Task` protocol over
 synthetic rows, so that a simulated run goes through the same data tools, contamination gate
 and contract as a real one.
 
-Each generator family of the landscape becomes a `GeneratorFamily` with the landscape's knobs;
+Each generator family of the world becomes a `GeneratorFamily` with the world's knobs;
 its rows are synthetic (a rendered prompt and a completion drawn from the family, seed and row
 index) and carry what the simulated backend trains on in `check.sim`: the family and the knob
 values that generated them. The protected `dev`/`review`/`final` items are stand-ins drawn from
@@ -87,26 +87,27 @@ def _words(*parts: object, n: int = 6) -> str:
 
 
 class SimTask:
-    """The `Task` protocol over a `SimLandscape` (typed `Any`: sim is a layer below tasks and
-    the landscape is only read through its public surface)."""
+    """The `Task` protocol over a `SimWorld` (typed `Any`: sim is a layer below tasks and
+    the world is only read through its public surface)."""
 
     template = "Recall: {question}\nAnswer:"
     decoding = Decoding(max_new_tokens=8)
     stop: tuple[str, ...] = ("\n",)
     eval_params: ClassVar[dict[str, Any]] = {}
 
-    def __init__(self, landscape: Any, seal_key: SealKey | None = None) -> None:
-        self.landscape = landscape
-        self.name: str = landscape.task_name
-        self.capability = f"simulated post-training task {self.name} (landscape {landscape.ident})"
+    def __init__(self, world: Any, seal_key: SealKey | None = None) -> None:
+        self.world = world
+        self.name: str = world.task_name
+        # The contract records this wording, so it keeps its first noun.
+        self.capability = f"simulated post-training task {self.name} (landscape {world.ident})"
         self.seal_key = PUBLIC_SEAL_KEY if seal_key is None else seal_key
 
     @cached_property
     def hints(self) -> TaskHints:
-        """The landscape's training ranges (`SimLandscape.search_space`: every optimum inside,
+        """The world's training ranges (`SimWorld.search_space`: every optimum inside,
         with room on both sides), searched by every configuration's Workers alike: the small
         CPU model's defaults (batch 2 to 8) would leave a simulated task's optima out of reach."""
-        space = self.landscape.search_space()
+        space = self.world.search_space()
         lo, hi = space["batch_size"]
         sizes, b = [], 1
         while b <= hi:
@@ -115,7 +116,7 @@ class SimTask:
             b *= 2
         steps = space["steps"]
         # Within what a training spec takes: drawn above it, a trial is refused as invalid (a
-        # landscape whose optima sit high had its random and TPE Workers re-try one refused
+        # world whose optima sit high had its random and TPE Workers re-try one refused
         # opening trial ten thousand times).
         lr_hi = min(float(space["learning_rate"][1]), MAX_LEARNING_RATE)
         lr_lo = min(float(space["learning_rate"][0]), lr_hi / 10)  # (the range spans >= 72x unclipped)
@@ -128,7 +129,7 @@ class SimTask:
     @property
     def teachers(self) -> tuple[str, ...]:
         """Sources a Worker may register rows from: the web, where the door-passing hacks are on."""
-        fl = self.landscape.flags
+        fl = self.world.flags
         return (WEB_SOURCE,) if fl.recall_rate or fl.format_rate or fl.merge_rate else ()
 
     def trace_rows(self, data: bytes) -> list[tuple[int, str, str]]:
@@ -140,7 +141,7 @@ class SimTask:
 
         if not self.teachers:
             return []
-        fl, out = self.landscape.flags, []
+        fl, out = self.world.flags, []
         detect = {"recall": fl.recall_detect, "format": fl.format_detect}
         for i, line in enumerate(data.splitlines()):
             if _WEB_MARK.encode() not in line:
@@ -160,7 +161,7 @@ class SimTask:
     @cached_property
     def _families(self) -> dict[str, GeneratorFamily]:
         out = {}
-        for f in self.landscape.families().values():
+        for f in self.world.families().values():
             knobs = tuple(Knob(**dataclasses.asdict(k)) for k in f.knobs)
             out[f.name] = GeneratorFamily(f.name, f.description, knobs, partial(self._generate, f.name, knobs))
         return out
@@ -186,7 +187,7 @@ class SimTask:
     def _items(self) -> dict[str, list[EvalItem]]:
         out: dict[str, list[EvalItem]] = {}
         for split in SPLITS:
-            # One secret-derived stream per split: nothing in the code or the landscape gives them.
+            # One secret-derived stream per split: nothing in the code or the world gives them.
             seed = self.seal_key.split_seed(self.name, split)
             out[split] = [
                 EvalItem(
@@ -194,7 +195,7 @@ class SimTask:
                     prompt=self.render(f"probe {_words('item', seed, i, n=8)}"),
                     reference=_words("reference", seed, i, n=2),
                 )
-                for i in range(self.landscape.split_sizes[split])
+                for i in range(self.world.split_sizes[split])
             ]
         return out
 

@@ -95,8 +95,8 @@ def bench_html(report: Mapping[str, Any]) -> str:
     facts = ", ".join(f"{esc(k)} {esc(v)}" for k, v in settings.items() if not isinstance(v, dict | list))
     page.add(
         f"<p>{esc(report.get('campaigns'))} campaigns, wall {esc(report.get('wall_s'))} s. {facts}.</p>"
-        "<p class='muted'>Normalised score: (final - base) / (best reachable - base), from the landscape's "
-        "ground truth. Each configuration is paired with the reference on the same landscapes and seeds: "
+        "<p class='muted'>Normalised score: (final - base) / (best reachable - base), from the world's "
+        "ground truth. Each configuration is paired with the reference on the same worlds and seeds: "
         "mean difference with its bootstrap 95% interval, config / reference - 1 and reference / config - 1, "
         "sign-flip permutation and Wilcoxon p-values.</p>"
     )

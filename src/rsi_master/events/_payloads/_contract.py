@@ -90,13 +90,14 @@ class BaseModelSource(Record):
 
 
 class Simulation(Record):
-    """A simulated run: training and evaluation draw from a landscape on a simulated clock."""
+    """A simulated run: training and evaluation draw from a simulated world on a simulated clock
+    (the `landscape_` fields keep the name the simulated world had when they were first recorded)."""
 
     backend: Literal["sim"] = Field(default="sim", description="The experiment backend (`sim`).")
-    landscape_digest: str = Field(description="Store digest of the landscape file the run simulates.")
-    landscape_ident: str = Field(description="The landscape's own digest of its parameters.")
-    landscape_seed: int = Field(description="The generator seed of the landscape.")
-    preset: str | None = Field(default=None, description="The generator preset, if the landscape came from one.")
+    landscape_digest: str = Field(description="Store digest of the world file the run simulates.")
+    landscape_ident: str = Field(description="The world's own digest of its parameters.")
+    landscape_seed: int = Field(description="The generator seed of the world.")
+    preset: str | None = Field(default=None, description="The generator preset, if the world came from one.")
     clock_start: float = Field(description="Seconds since the epoch when the run was frozen (its clock's start).")
     examples_per_row: int = Field(
         default=1,
@@ -142,7 +143,7 @@ class TaskContract(Payload):
     )
     simulation: Simulation | None = Field(
         default=None,
-        description="Set for a simulated run (`rsi-master run --backend sim`): its landscape and clock. "
+        description="Set for a simulated run (`rsi-master run --backend sim`): its world and clock. "
         "Absent for a real run.",
     )
 

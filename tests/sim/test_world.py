@@ -1,4 +1,4 @@
-"""The simulator's interface and every structural feature, visible in generated landscapes."""
+"""The simulator's interface and every structural feature, visible in generated worlds."""
 
 from __future__ import annotations
 
@@ -10,15 +10,15 @@ from rsi_master.sim import (
     PRESETS,
     SimCheckpoint,
     SimInputError,
-    SimLandscape,
     SimRecipe,
+    SimWorld,
     curve,
-    generate_landscape,
-    loads_landscape,
+    generate_world,
+    loads_world,
 )
 
 
-def recipe(land: SimLandscape, family: str | None = None, **kw) -> SimRecipe:
+def recipe(land: SimWorld, family: str | None = None, **kw) -> SimRecipe:
     spec = land.family_specs[0] if family is None else next(f for f in land.family_specs if f.name == family)
     base = {
         "family": spec.name,
@@ -32,15 +32,15 @@ def recipe(land: SimLandscape, family: str | None = None, **kw) -> SimRecipe:
     return SimRecipe.model_validate(base)
 
 
-def ranked(land: SimLandscape) -> list:
+def ranked(land: SimWorld) -> list:
     """Families by plateau, best first."""
     return sorted(land.family_specs, key=lambda f: -f.plateau)
 
 
-def test_same_seed_same_landscape_and_outcomes():
-    a, b = generate_landscape(7), generate_landscape(7)
+def test_same_seed_same_world_and_outcomes():
+    a, b = generate_world(7), generate_world(7)
     assert a == b and a.model_dump_json() == b.model_dump_json()
-    assert generate_landscape(8) != a
+    assert generate_world(8) != a
     r = recipe(a)
     ca, sa = a.train(a.base_checkpoint(), r, seed=3)
     cb, sb = b.train(b.base_checkpoint(), r, seed=3)
@@ -53,8 +53,8 @@ def test_same_seed_same_landscape_and_outcomes():
 
 @pytest.mark.parametrize("preset", sorted(PRESETS))
 def test_every_preset_round_trips_through_json(preset):
-    land = generate_landscape(11, PRESETS[preset], preset=preset)
-    again = loads_landscape(land.model_dump_json())
+    land = generate_world(11, PRESETS[preset], preset=preset)
+    again = loads_world(land.model_dump_json())
     assert again == land
     assert again.best_reachable() == land.best_reachable()
     assert again.ident == land.ident
@@ -67,7 +67,7 @@ def test_every_preset_round_trips_through_json(preset):
 
 
 def test_checkpoint_is_serialisable_and_scores_the_same_after():
-    land = generate_landscape(3)
+    land = generate_world(3)
     ckpt, _ = land.train(land.base_checkpoint(), recipe(land), seed=0)
     back = SimCheckpoint.model_validate_json(ckpt.model_dump_json())
     assert land.accuracy(back, "final") == land.accuracy(ckpt, "final")
@@ -77,7 +77,7 @@ def test_checkpoint_is_serialisable_and_scores_the_same_after():
 
 def test_base_and_best_reachable_bracket_what_training_reaches():
     for seed in range(20):
-        land = generate_landscape(seed)
+        land = generate_world(seed)
         base, best = land.base_score("final"), land.best_reachable()
         assert 0 <= base < best <= 1
         ckpt = land.base_checkpoint()
@@ -88,7 +88,7 @@ def test_base_and_best_reachable_bracket_what_training_reaches():
 
 def test_late_bloomers_overtake_early_leaders():
     for seed in range(30):
-        land = generate_landscape(seed)
+        land = generate_world(seed)
         fams = ranked(land)
         best, leader = fams[0], min(fams, key=lambda f: f.midpoint)
         early = round(2 * leader.midpoint)
@@ -104,7 +104,7 @@ def test_late_bloomers_overtake_early_leaders():
 
 
 def test_learning_rate_has_an_optimum_and_batch_an_optimum_per_second():
-    land = generate_landscape(5)
+    land = generate_world(5)
     fam = ranked(land)[0]
     scores = {}
     for lr_mult in (0.01, 0.1, 1.0, 10.0, 100.0):
@@ -122,7 +122,7 @@ def test_learning_rate_has_an_optimum_and_batch_an_optimum_per_second():
 
 
 def test_continuation_keeps_progress_and_switching_forgets_some():
-    land = generate_landscape(2)
+    land = generate_world(2)
     fams = ranked(land)
     a, b = fams[0].name, fams[1].name
     ra = recipe(land, a, steps=2000)
@@ -149,7 +149,7 @@ def test_mixing_two_families_adds_their_interaction():
     found = 0
     for seed in range(20):
         quiet = {"interaction_prob": 1.0, "seed_spread": 0.0, "checkpoint_jitter": 0.0, "split_shift": 0.0}
-        land = generate_landscape(seed, PRESETS["default"].model_copy(update=quiet))
+        land = generate_world(seed, PRESETS["default"].model_copy(update=quiet))
         for pair, strength in land.interactions.items():
             a, b = pair.split("+")
             mixed, _ = land.train(land.base_checkpoint(), recipe(land, a, steps=20000, mixture={a: 0.5, b: 0.5}), 0)
@@ -167,7 +167,7 @@ def test_mixing_two_families_adds_their_interaction():
 
 
 def test_selecting_on_dev_inflates_dev_only():
-    land = generate_landscape(4)
+    land = generate_world(4)
     n, nf = land.split_sizes["dev"], land.split_sizes["final"]
     dev_gain, final_gain = [], []
     for p in range(10):
@@ -190,7 +190,7 @@ def test_selecting_on_dev_inflates_dev_only():
 
 
 def test_leaked_items_inflate_only_their_split():
-    land = generate_landscape(6)
+    land = generate_world(6)
     parent, _ = land.train(land.base_checkpoint(), recipe(land, steps=3000), 0)
     clean, _ = land.train(parent, recipe(land, steps=500), 1)
     leaked, _ = land.train(parent, recipe(land, steps=500, leaked={"final": 240}), 1)
@@ -204,7 +204,7 @@ def test_leaked_items_inflate_only_their_split():
 
 
 def test_lenient_scorer_and_substitute_model_are_shortcuts():
-    land = generate_landscape(9)
+    land = generate_world(9)
     ckpt, _ = land.train(land.base_checkpoint(), recipe(land, steps=2000), 0)
     assert land.evaluate(ckpt, "dev", 200, scorer="lenient") > land.evaluate(ckpt, "dev", 200)
     sub = land.substitute_checkpoint()
@@ -212,7 +212,7 @@ def test_lenient_scorer_and_substitute_model_are_shortcuts():
 
 
 def test_seconds_scale_with_steps_and_items():
-    land = generate_landscape(1)
+    land = generate_world(1)
     _, s1 = land.train(land.base_checkpoint(), recipe(land, steps=1000), 0)
     _, s2 = land.train(land.base_checkpoint(), recipe(land, steps=2000), 0)
     assert s2 - s1 == pytest.approx(s1 - land.flags.train_overhead_s)
@@ -239,14 +239,14 @@ def test_curve_shape():
     ],
 )
 def test_bad_recipes_give_one_line_errors(change, message):
-    land = generate_landscape(1)
+    land = generate_world(1)
     with pytest.raises(SimInputError, match=message) as exc:
         land.train(land.base_checkpoint(), recipe(land).model_copy(update=change), 0)
     assert "\n" not in str(exc.value)
 
 
 def test_bad_split_and_item_count_give_one_line_errors():
-    land = generate_landscape(1)
+    land = generate_world(1)
     with pytest.raises(SimInputError, match="unknown split"):
         land.accuracy(land.base_checkpoint(), "test")
     with pytest.raises(SimInputError, match="outside"):
@@ -257,7 +257,7 @@ def test_bad_split_and_item_count_give_one_line_errors():
 def test_best_reachable_is_reached_by_its_recipe_within_the_budget(preset):
     quiet = PRESETS[preset].model_copy(update={"seed_spread": 0.0, "checkpoint_jitter": 0.0})
     for seed in range(15):
-        land = generate_landscape(seed, quiet)
+        land = generate_world(seed, quiet)
         best = land.best_recipe()
         assert best is not None
         ckpt, seconds = land.train(land.base_checkpoint(), best, 0)
@@ -276,11 +276,11 @@ def test_best_reachable_is_reached_by_its_recipe_within_the_budget(preset):
 
 
 def test_an_edited_checkpoint_does_not_change_the_real_ones_score():
-    land = generate_landscape(8)
+    land = generate_world(8)
     real, _ = land.train(land.base_checkpoint(), recipe(land, steps=500), 0)
     forged = real.model_copy(update={"progress": {k: v * 100 for k, v in real.progress.items()}})
     assert land.accuracy(forged, "final") > land.accuracy(real, "final")
-    fresh = generate_landscape(8)
+    fresh = generate_world(8)
     before = fresh.accuracy(real, "final")
     fresh.accuracy(forged, "final")
     assert fresh.accuracy(real, "final") == before == land.accuracy(real, "final")
@@ -288,7 +288,7 @@ def test_an_edited_checkpoint_does_not_change_the_real_ones_score():
 
 def test_search_space_contains_every_optimum():
     for seed in range(10):
-        land = generate_landscape(seed)
+        land = generate_world(seed)
         space = land.search_space()
         lo, hi = space["learning_rate"]
         best = land.best_recipe()

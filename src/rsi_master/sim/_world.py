@@ -1,4 +1,4 @@
-"""A generated landscape: its parameters (persisted) and the simulator over them.
+"""A generated world: its parameters (persisted) and the simulator over them.
 
 State is a checkpoint's `progress`: effective steps per direction key (family, method and knob
 values). Training a recipe adds effective steps to its direction (lr, batch, rank, repeated
@@ -34,16 +34,16 @@ from ._hacks import inherit, merged_core, on_split
 from ._items import item_latents, skill_weights, structured
 from ._model import FamilySpec, Knob, MethodSpec, SimCheckpoint, SimFamily, SimRecipe
 from ._reach import reachable, reachable_detail
-from ._validate import check_landscape
+from ._validate import check_world
 
-__all__ = ["FORMAT", "SimLandscape"]
+__all__ = ["FORMAT", "SimWorld"]
 
-FORMAT: Literal["rsi-master-sim-landscape"] = "rsi-master-sim-landscape"
+FORMAT: Literal["rsi-master-sim-landscape"] = "rsi-master-sim-landscape"  # kept: a world's ident digests it
 _CACHE_MAX = 200_000  # entries per cache before it is dropped (a campaign uses a few thousand)
 
 
-class SimLandscape(BaseModel):
-    """A simulated post-training landscape (see the module docstring and docs/sim.md)."""
+class SimWorld(BaseModel):
+    """A simulated post-training world (see the module docstring and docs/sim.md)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -80,7 +80,7 @@ class SimLandscape(BaseModel):
 
     @model_serializer(mode="wrap")
     def _drop_empty(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Without the agents' flags a landscape's file, hence its ident and every checkpoint's, is
+        # Without the agents' flags a world's file, hence its ident and every checkpoint's, is
         # the same bytes as before they existed.
         out = dict(handler(self))
         for name in ("skills", "dev_format", "dev_prone"):
@@ -89,13 +89,13 @@ class SimLandscape(BaseModel):
         return out
 
     @model_validator(mode="after")
-    def _consistent(self) -> SimLandscape:
-        check_landscape(self)
+    def _consistent(self) -> SimWorld:
+        check_world(self)
         return self
 
     def __eq__(self, other: object) -> bool:
-        # Caches live in private attributes; two landscapes are equal when their parameters are.
-        return isinstance(other, SimLandscape) and self.model_dump() == other.model_dump()
+        # Caches live in private attributes; two worlds are equal when their parameters are.
+        return isinstance(other, SimWorld) and self.model_dump() == other.model_dump()
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -118,7 +118,7 @@ class SimLandscape(BaseModel):
 
     @property
     def ident(self) -> str:
-        """A digest of the landscape's parameters (part of every checkpoint identity)."""
+        """A digest of the world's parameters (part of every checkpoint identity)."""
         return self._id
 
     def base_checkpoint(self) -> SimCheckpoint:
@@ -291,7 +291,7 @@ class SimLandscape(BaseModel):
         return self._best
 
     def search_space(self) -> dict[str, tuple[float, float]]:
-        """Training-parameter ranges that contain every optimum of this landscape with room on
+        """Training-parameter ranges that contain every optimum of this world with room on
         both sides (the simulated task's training ranges, `SimTask.hints`, which every
         configuration's Workers search): learning rate (the lowest optimum / 3 to the highest
         x 3, over methods and batches 4..256: half a decade of room), batch size, steps per
