@@ -109,3 +109,18 @@ def test_a_bad_capability_gets_nothing_from_the_keeper_and_is_recorded(keeper, n
     with _session(keeper, token) as job:
         blocked = _wait_for(job, "guard.blocked", 5)
         assert {e.actor.id for e in blocked} == {"unauthenticated"}
+
+
+def test_after_the_runs_final_record_the_keeper_records_no_refusal(tmp_path, key_dir):
+    with new_run(tmp_path) as harness:
+        token = harness.issue("worker", "w1")
+        harness.record(ORCHESTRA, "orchestra.finish", {"summary": "0" * 64, "final_score": None})
+        size = harness.run.ledger.size()
+    keeper = KeyKeeper(str(tmp_path / "run"), str(key_dir))
+    try:
+        with pytest.raises(CapabilityError):
+            keeper.check_capability(token + "x")
+    finally:
+        keeper.close()  # waits for its recorder: anything queued is written by now
+    with ExpOS.open(tmp_path / "run") as x:
+        assert x.run.ledger.size() == size and x.events("guard.blocked") == []

@@ -278,6 +278,13 @@ def test_a_job_holding_only_its_capability_gets_no_key_no_seal_secret_and_no_for
                 num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=other, soft=False)
             )
             out = ray.get(attack.remote(str(tmp_path / "run"), token, keeper, nowhere), timeout=300)
+            # A keeper that dies is replaced at the next job's start (once it wrote the refusals it queued).
+            deadline = time.monotonic() + 60
+            while len(expos.events("guard.blocked")) < 2 and time.monotonic() < deadline:
+                time.sleep(0.2)
+            ray.kill(keeper)
+            again = executor.keeper(str(tmp_path / "run"), str(key_dir))
+            assert again != keeper and ray.get(again.vouch.remote(token))[0] == expos.run.ledger.size()
         finally:
             executor.close()
     assert "no signing key" in out["open"] or "key directory" in out["open"]

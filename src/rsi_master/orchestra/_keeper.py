@@ -108,6 +108,8 @@ class KeyKeeper:
 
     # -- recording refusals ------------------------------------------------------------------
     def _refuse(self, actor: dict[str, str], reason: str) -> None:
+        if next(self.run.ledger.events(kinds=("orchestra.finish",), role="harness", limit=1), None) is not None:
+            return  # the run has ended: nothing more is written (as the door)
         payload = GuardBlocked(tool=None, subcategory=None, reason=reason[:300], args={})
         self._refusals.put({"kind": payload.KIND, "actor": actor, "payload": dump_payload(payload)})
 

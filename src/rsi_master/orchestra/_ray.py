@@ -166,7 +166,16 @@ class RayExecutor:
         self._keeper_of: str | None = None
 
     def keeper(self, run_dir: str, key_dir: str | None) -> Any:
-        """The run's keeper actor, started on first use in a process of the driver's node."""
+        """The run's keeper actor, started on first use in a process of the driver's node, and
+        again if it died (the jobs that were using it failed; the next ones get a new one)."""
+        if self._keeper_of == run_dir:
+            try:
+                self._ray.get(self._keeper.__ray_ready__.remote())
+            except self._ray.exceptions.RayActorError as exc:
+                print(
+                    f"the run's keeper was lost ({type(exc).__name__}); starting another", file=sys.stderr, flush=True
+                )
+                self._keeper_of = None
         if self._keeper_of != run_dir:
             self._stop_keeper()
             from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
