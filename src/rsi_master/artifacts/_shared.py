@@ -124,15 +124,34 @@ class SharedStore:
     # -- blobs ------------------------------------------------------------------------
     def digests(self) -> Iterator[str]:
         """Names under `objects/` as digests (whatever they hold), sorted."""
+        return iter(self.objects())
+
+    def objects(self) -> dict[str, tuple[object, ...] | None]:
+        """Names under `objects/` as digests, sorted, each with what the server stamps on every
+        write of it (S3: size, ETag, LastModified; None where there is no such stamp), from one listing."""
         base = f"{self.root}/objects/"
         try:
-            paths = self.fs.find(f"{self.root}/objects")
+            found = self.fs.find(f"{self.root}/objects", detail=True)
         except FileNotFoundError:
-            return
-        for p in sorted(paths):
+            return {}
+        out: dict[str, tuple[object, ...] | None] = {}
+        for p in sorted(found):
+            info = found[p]
             rel = p[p.index(base) + len(base) :] if base in p else p
             sub, _, name = rel.partition("/")
-            yield sub + name
+            etag = info.get("ETag")
+            out[sub + name] = None if etag is None else (info.get("size"), etag, str(info.get("LastModified")))
+        return out
+
+    def path(self, digest: str) -> str:
+        """The blob's path on its filesystem (a local path where `local`)."""
+        return self._blob(digest)
+
+    @property
+    def local(self) -> bool:
+        """Whether the store is a path on this machine's filesystems (`file://`, a mounted share)."""
+        protocol = self.fs.protocol
+        return "file" in (protocol if isinstance(protocol, tuple) else (protocol,))
 
     def measure(self, digest: str) -> str:
         """The SHA-256 of the stored blob's bytes, streamed (ArtifactError if unreadable)."""
