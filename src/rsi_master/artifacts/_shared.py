@@ -26,9 +26,10 @@ from ._measure import CHUNK, HEX64
 
 __all__ = ["SharedStore", "check_url"]
 
-# Bytes asked of the backend per request. s3fs buffers one block per open file (its default is
-# 50 MiB) and refuses parts under 5 MiB; two chunks keep memory flat on every backend.
+# Bytes buffered per open file for writing: s3fs's default is 50 MiB, and S3 refuses parts under
+# 5 MiB. Reads ask for one chunk at a time with no read-ahead cache, so memory stays a few chunks.
 _BLOCK = 2 * CHUNK
+_READ = {"block_size": CHUNK, "cache_type": "none"}
 
 
 def _fsspec() -> Any:
@@ -94,7 +95,7 @@ class SharedStore:
 
     def head(self, digest: str, n: int) -> bytes:
         """The first `n` bytes of a blob (unmeasured: to tell a manifest from a file)."""
-        with self.fs.open(self._blob(digest), "rb", block_size=_BLOCK) as fh:
+        with self.fs.open(self._blob(digest), "rb", **_READ) as fh:
             return bytes(fh.read(n))
 
     def size(self, digest: str) -> int:
@@ -157,7 +158,7 @@ class SharedStore:
         """The SHA-256 of the stored blob's bytes, streamed (ArtifactError if unreadable)."""
         h = hashlib.sha256()
         try:
-            with self.fs.open(self._blob(digest), "rb", block_size=_BLOCK) as fh:
+            with self.fs.open(self._blob(digest), "rb", **_READ) as fh:
                 while chunk := fh.read(CHUNK):
                     h.update(chunk)
         except OSError as exc:
@@ -199,7 +200,7 @@ class SharedStore:
         part = dest.with_name(f".{dest.name}.part-{os.getpid()}-{uuid.uuid4().hex[:8]}")
         h = hashlib.sha256()
         try:
-            with self.fs.open(src, "rb", block_size=_BLOCK) as fh, open(part, "wb") as out:
+            with self.fs.open(src, "rb", **_READ) as fh, open(part, "wb") as out:
                 while chunk := fh.read(CHUNK):
                     h.update(chunk)
                     out.write(chunk)
