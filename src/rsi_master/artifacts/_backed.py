@@ -12,6 +12,7 @@ fetches into the cache, hashed as written and refused unless it hashes to the di
 
 from __future__ import annotations
 
+import os
 import re
 import uuid
 from collections.abc import Iterable, Iterator
@@ -54,9 +55,13 @@ class SharedArtifactStore:
         self.shared = SharedStore(url)
         self.cache = ArtifactStore(cache)
         self.url = url
-        # Digests this process read whole and found not to be manifests: content-addressed, so a
-        # blob that still hashes to its name still is not one (one that does not is named by `scan`).
         self._not_manifests: set[str] = set()
+        # What this process saw on the shared store. A blob is removed only by pruning, which keeps
+        # every blob the ledger names by itself, so a digest seen is there while this process runs
+        # (its own pruning forgets what it removed), and a file stays a file; a directory is asked
+        # about each time, since another machine's pruning may have removed its files.
+        self._files: set[str] = set()
+        self._present: set[str] = set()
 
     @property
     def root(self) -> Path:
@@ -65,15 +70,23 @@ class SharedArtifactStore:
 
     # -- naming ------------------------------------------------------------------------
     def has(self, digest: str) -> bool:
-        return self.shared.has(digest)
+        if digest in self._present:
+            return True
+        if not self.shared.has(digest):
+            return False
+        self._present.add(digest)
+        return True
 
     def kind(self, digest: str) -> Literal["file", "dir"]:
+        if digest in self._files:
+            return "file"
         if not self.has(digest):
             raise ArtifactError(f"artifact {digest} is not in the store")
         if self.shared.marked(_TREES, digest):
             return "dir"
         if self.is_pruned(digest):
             raise ArtifactError(f"artifact {digest} was pruned by the run's keep policy (only its manifest is kept)")
+        self._files.add(digest)
         return "file"
 
     def is_pruned(self, digest: str) -> bool:
@@ -117,11 +130,12 @@ class SharedArtifactStore:
 
     # -- writing: through the cache, then up by digest ---------------------------------------
     def _upload(self, digest: str) -> None:
-        if self.shared.has(digest):
+        if self.has(digest):
             return
         got = self.shared.put_file(self.cache.blob(digest))
         if got != digest:
             raise ArtifactMismatch(digest, got)
+        self._present.add(digest)
 
     def put_bytes(self, data: bytes) -> str:
         digest = self.cache.put_bytes(data)
@@ -135,12 +149,13 @@ class SharedArtifactStore:
 
     def put_dir(self, path: Path | str, *, move: bool = False) -> str:
         digest = self.cache.put_dir(path, move=move)
-        if self.shared.has(digest) and self.shared.marked(_TREES, digest):
+        if self.has(digest) and self.shared.marked(_TREES, digest):
             return digest
         for _, member in self._manifest_at(digest):
             self._upload(member)
         self.shared.mark(_TREES, digest)
         self._upload(digest)
+        self._files.discard(digest)
         return digest
 
     def put(self, path: Path | str, *, move: bool = False) -> str:
@@ -163,6 +178,8 @@ class SharedArtifactStore:
             if self.shared.has(b):
                 freed += self.shared.size(b)
                 self.shared.remove(b)
+                self._present.discard(b)
+                self._files.discard(b)
         self.cache.prune_dirs(doomed, keep=used)
         return freed
 
@@ -174,14 +191,15 @@ class SharedArtifactStore:
         """Every shared blob re-hashed (streamed), every directory's files checked, and this
         machine's cache scanned as a local store (what `path` hands on is read from it)."""
         issues: list[ArtifactIssue] = []
-        listed = list(self.shared.digests())
+        objects = self.shared.objects()
+        listed = list(objects)
         good: set[str] = set()
-        for name in listed:
+        for name, stamp in objects.items():
             if not HEX64.match(name):
                 issues.append(ArtifactIssue(name, f"unexpected entry objects/{name[:2]}/{name[2:]}"))
                 continue
             try:
-                measured = self.shared.measure(name)
+                measured = self._measure(name, stamp, cache)
             except ArtifactError as exc:
                 issues.append(ArtifactIssue(name, f"unreadable: {exc}"))
                 continue
@@ -203,6 +221,22 @@ class SharedArtifactStore:
             issues.append(ArtifactIssue(issue.digest, f"in this machine's cache {self.cache.root}: {issue.what}"))
         return StoreScan(issues, listed)
 
+    def _measure(self, name: str, stamp: tuple[object, ...] | None, cache: DigestCache | None) -> str:
+        """A blob's SHA-256, read in full unless `cache` (a verifier's, kept across its calls)
+        measured it under the same local stat signature (a shared path: see `_digests`) or the same
+        server stamp (S3's size, ETag and LastModified, which every write of the object replaces)."""
+        if cache is None:
+            return self.shared.measure(name)
+        if self.shared.local:
+            path = self.shared.path(name)
+            try:
+                return cache.digest(path, os.lstat(path))
+            except OSError as exc:
+                raise ArtifactError(f"{path}: {exc.strerror}") from None
+        if stamp is None:
+            return self.shared.measure(name)
+        return cache.stamped(f"{self.url}/{name}", stamp, lambda: self.shared.measure(name))
+
     def _manifest_at(self, digest: str) -> list[tuple[str, str]]:
         """The entries of the manifest blob `digest`, fetched into the cache (refused unless it hashes to its name)."""
         self._fetch(digest)
@@ -211,20 +245,21 @@ class SharedArtifactStore:
             raise ArtifactMismatch(digest, measured)
         return parse_manifest(data)
 
-    def _looks_like_manifest(self, digest: str) -> bool:
-        if digest in self._not_manifests:
+    def _looks_like_manifest(self, digest: str, not_manifests: set[str]) -> bool:
+        if digest in not_manifests:
             return False
         if _FIRST_LINE.match(self.shared.head(digest, _SNIFF)) is None:
-            self._not_manifests.add(digest)
+            not_manifests.add(digest)
             return False
         return True
 
-    def missing_members(self, known: Iterable[str]) -> list[ArtifactIssue]:
+    def missing_members(self, known: Iterable[str], cache: DigestCache | None = None) -> list[ArtifactIssue]:
         """`artifacts.missing_members` on the shared store: directories among `known` whose tree
         marker is gone without a pruning marker, and directories whose files are gone."""
         present = set(self.shared.digests())
         trees, pruned = set(self.shared.markers(_TREES)), set(self.shared.markers(_PRUNED))
         issues: list[ArtifactIssue] = []
+        not_manifests = cache.not_manifests if cache is not None else self._not_manifests
 
         def gone(entries: list[tuple[str, str]]) -> list[str]:
             return sorted(rel for rel, d in entries if d not in present)
@@ -233,7 +268,7 @@ class SharedArtifactStore:
             if not HEX64.match(digest) or digest in trees or digest in pruned or digest not in present:
                 continue
             try:
-                if not self._looks_like_manifest(digest):
+                if not self._looks_like_manifest(digest, not_manifests):
                     continue
                 entries = self._manifest_at(digest)
             except (ArtifactError, OSError, ValueError, UnicodeDecodeError):

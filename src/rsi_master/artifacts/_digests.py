@@ -31,6 +31,7 @@ import hashlib
 import os
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import ArtifactError
@@ -99,6 +100,10 @@ class DigestCache:
         self._seen: set[tuple[int, int]] = set()
         self._manifests: dict[str, dict[str, str]] = {}
         self._manifests_seen: set[str] = set()
+        self._stamped: dict[str, tuple[tuple[object, ...], str]] = {}
+        self.not_manifests: set[str] = set()
+        """Digests of shared-store blobs read and found not to be a directory's manifest (the
+        bytes of a name are fixed: one that no longer hashes to it is named by the scan)."""
         self.hashed = 0
         """Files read and hashed (by this cache's lifetime)."""
         self.reused = 0
@@ -119,6 +124,18 @@ class DigestCache:
         if sig is not None:
             self._seen.add((sig[0], sig[1]))
             self._known[(sig[0], sig[1])] = (sig, digest)
+        return digest
+
+    def stamped(self, key: str, stamp: tuple[object, ...], measure: Callable[[], str]) -> str:
+        """The digest of an object on shared storage whose server stamps every write (S3's ETag, a
+        digest of the bytes, and LastModified): remembered under `key` while its stamp is `stamp`."""
+        known = self._stamped.get(key)
+        if known is not None and known[0] == stamp:
+            self.reused += 1
+            return known[1]
+        self.hashed += 1
+        digest = measure()
+        self._stamped[key] = (stamp, digest)
         return digest
 
     def manifest(self, digest: str, path: Path | str) -> dict[str, str]:

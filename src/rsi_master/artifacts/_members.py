@@ -41,7 +41,7 @@ def missing_members(store: RunStore, known: Iterable[str], cache: DigestCache | 
     """Directories among `known` (digests) whose tree is gone without a pruning marker, and
     trees in the store whose member blobs are gone; each named with what is missing."""
     if isinstance(store, SharedArtifactStore):
-        return store.missing_members(known)
+        return store.missing_members(known, cache)
     cache = cache if cache is not None else DigestCache()
     objects, trees = store.root / "objects", store.root / "trees"
     issues: list[ArtifactIssue] = []

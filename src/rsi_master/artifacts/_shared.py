@@ -26,9 +26,10 @@ from ._measure import CHUNK, HEX64
 
 __all__ = ["SharedStore", "check_url"]
 
-# Bytes asked of the backend per request. s3fs buffers one block per open file (its default is
-# 50 MiB) and refuses parts under 5 MiB; two chunks keep memory flat on every backend.
+# Bytes buffered per open file for writing: s3fs's default is 50 MiB, and S3 refuses parts under
+# 5 MiB. Reads ask for one chunk at a time with no read-ahead cache, so memory stays a few chunks.
 _BLOCK = 2 * CHUNK
+_READ = {"block_size": CHUNK, "cache_type": "none"}
 
 
 def _fsspec() -> Any:
@@ -94,7 +95,7 @@ class SharedStore:
 
     def head(self, digest: str, n: int) -> bytes:
         """The first `n` bytes of a blob (unmeasured: to tell a manifest from a file)."""
-        with self.fs.open(self._blob(digest), "rb", block_size=_BLOCK) as fh:
+        with self.fs.open(self._blob(digest), "rb", **_READ) as fh:
             return bytes(fh.read(n))
 
     def size(self, digest: str) -> int:
@@ -124,21 +125,40 @@ class SharedStore:
     # -- blobs ------------------------------------------------------------------------
     def digests(self) -> Iterator[str]:
         """Names under `objects/` as digests (whatever they hold), sorted."""
+        return iter(self.objects())
+
+    def objects(self) -> dict[str, tuple[object, ...] | None]:
+        """Names under `objects/` as digests, sorted, each with what the server stamps on every
+        write of it (S3: size, ETag, LastModified; None where there is no such stamp), from one listing."""
         base = f"{self.root}/objects/"
         try:
-            paths = self.fs.find(f"{self.root}/objects")
+            found = self.fs.find(f"{self.root}/objects", detail=True)
         except FileNotFoundError:
-            return
-        for p in sorted(paths):
+            return {}
+        out: dict[str, tuple[object, ...] | None] = {}
+        for p in sorted(found):
+            info = found[p]
             rel = p[p.index(base) + len(base) :] if base in p else p
             sub, _, name = rel.partition("/")
-            yield sub + name
+            etag = info.get("ETag")
+            out[sub + name] = None if etag is None else (info.get("size"), etag, str(info.get("LastModified")))
+        return out
+
+    def path(self, digest: str) -> str:
+        """The blob's path on its filesystem (a local path where `local`)."""
+        return self._blob(digest)
+
+    @property
+    def local(self) -> bool:
+        """Whether the store is a path on this machine's filesystems (`file://`, a mounted share)."""
+        protocol = self.fs.protocol
+        return "file" in (protocol if isinstance(protocol, tuple) else (protocol,))
 
     def measure(self, digest: str) -> str:
         """The SHA-256 of the stored blob's bytes, streamed (ArtifactError if unreadable)."""
         h = hashlib.sha256()
         try:
-            with self.fs.open(self._blob(digest), "rb", block_size=_BLOCK) as fh:
+            with self.fs.open(self._blob(digest), "rb", **_READ) as fh:
                 while chunk := fh.read(CHUNK):
                     h.update(chunk)
         except OSError as exc:
@@ -180,7 +200,7 @@ class SharedStore:
         part = dest.with_name(f".{dest.name}.part-{os.getpid()}-{uuid.uuid4().hex[:8]}")
         h = hashlib.sha256()
         try:
-            with self.fs.open(src, "rb", block_size=_BLOCK) as fh, open(part, "wb") as out:
+            with self.fs.open(src, "rb", **_READ) as fh, open(part, "wb") as out:
                 while chunk := fh.read(CHUNK):
                     h.update(chunk)
                     out.write(chunk)
