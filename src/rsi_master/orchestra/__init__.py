@@ -40,7 +40,7 @@ from ._main_parts import Candidate, Nomination, Plan, Verifier
 from ._main_plans import Plans
 from ._main_policy import PolicyMain, expected_scores
 from ._main_verify import ClaimsNomination, ClaimsVerifier, MainPick, ReviewNomination, ReviewVerifier
-from ._memory import worker_memory
+from ._memory import Trial, worker_memory
 from ._metrics import KINDS, run_metrics
 from ._orchestra import resume_run, start_run
 from ._prior import SHIPPED_PRIOR, check_prior, read_prior, run_prior
@@ -116,6 +116,7 @@ __all__ = [
     "RunSpec",
     "Scheduler",
     "TPEWorker",
+    "Trial",
     "Verifier",
     "WorkerAgent",
     "WorkerBrief",

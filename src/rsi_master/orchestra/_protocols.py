@@ -26,6 +26,7 @@ from ._registry import GUARD_POLICIES, MAINS, REVIEWERS, WORKERS, main_agent, re
 if TYPE_CHECKING:
     from ..expos import Caller, ExpOS
     from ._graph import ResearchGraph
+    from ._memory import Trial
 
 __all__ = [
     "MAINS",
@@ -69,7 +70,7 @@ class NodeContext(Generic[B]):
     brief: B
     deadline: float  # the run's clock (`_clock.now()`: real or simulated) by which the node must have finished
     seed: int = 0
-    memory: list[dict[str, Any]] = field(default_factory=list)  # the node's own earlier events (resume)
+    memory: list[Trial] = field(default_factory=list)  # a Worker's own earlier trials, from the ledger (resume)
 
     def call(self, tool: str, args: dict[str, Any] | None = None) -> Any:
         """One tool call as this node; the result is the tool's pydantic model (`call_as` where
