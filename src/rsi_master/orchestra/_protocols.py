@@ -80,13 +80,16 @@ class NodeContext(Generic[B]):
     def call_as(self, result: type[R], tool: str, args: dict[str, Any] | None = None) -> R:
         """`call`, its result checked to be a `result` (a tool returning another model is a fault
         of the harness, raised)."""
-        out = self.call(tool, args)
-        if not isinstance(out, result):
-            raise TypeError(f"{tool} returned {type(out).__name__}, not {result.__name__}")
-        return out
+        return _checked(self.call(tool, args), result, tool)
 
     def time_left(self) -> float:
         return self.deadline - _clock.now()
+
+
+def _checked(out: Any, result: type[R], tool: str) -> R:
+    if not isinstance(out, result):
+        raise TypeError(f"{tool} returned {type(out).__name__}, not {result.__name__}")
+    return out
 
 
 WorkerContext = NodeContext[WorkerBrief]
@@ -105,6 +108,10 @@ class MainContext:
 
     def call(self, tool: str, args: dict[str, Any] | None = None) -> Any:
         return self.expos.call(self.caller, tool, args or {})
+
+    def call_as(self, result: type[R], tool: str, args: dict[str, Any] | None = None) -> R:
+        """`call`, its result checked to be a `result` (as `NodeContext.call_as`)."""
+        return _checked(self.call(tool, args), result, tool)
 
     def fraction_spent(self) -> float:
         return min(1.0, self.spent_s() / self.budget_s)
