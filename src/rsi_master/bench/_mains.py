@@ -20,6 +20,7 @@ from ..orchestra import (
     Direction,
     MainContext,
     MainPick,
+    OrchestraEvent,
     PolicyMain,
     ResearchGraph,
     WorkerNode,
@@ -90,7 +91,7 @@ class OneShotMain:
             },
         )
 
-    def on_event(self, ctx: MainContext, graph: ResearchGraph, event: tuple[int, str, str]) -> None:
+    def on_event(self, ctx: MainContext, graph: ResearchGraph, event: OrchestraEvent) -> None:
         ctx.call(
             "decision.record",
             {

@@ -23,7 +23,17 @@ from ._directions import (
 )
 from ._display import Display, PlainDisplay, RichDisplay, make_display
 from ._evidence import Evidence
-from ._graph import ORCHESTRA, Decision, Job, OrchestraPart, ResearchGraph, ReviewerNode, WorkerNode, load_graph
+from ._graph import (
+    ORCHESTRA,
+    Decision,
+    Job,
+    OrchestraEvent,
+    OrchestraPart,
+    ResearchGraph,
+    ReviewerNode,
+    WorkerNode,
+    load_graph,
+)
 from ._guidance import (
     Guidance,
     GuidanceError,
@@ -98,6 +108,7 @@ __all__ = [
     "MainPick",
     "NodeContext",
     "Nomination",
+    "OrchestraEvent",
     "OrchestraPart",
     "PlainDisplay",
     "Plan",

@@ -25,7 +25,7 @@ from ._registry import GUARD_POLICIES, MAINS, REVIEWERS, WORKERS, main_agent, re
 
 if TYPE_CHECKING:
     from ..expos import Caller, ExpOS
-    from ._graph import ResearchGraph
+    from ._graph import OrchestraEvent, ResearchGraph
     from ._memory import Trial
 
 __all__ = [
@@ -134,8 +134,8 @@ class MainAgent(Protocol):
     def start(self, ctx: MainContext, graph: ResearchGraph) -> None:
         """Seed the research graph (first Workers), recording the decision."""
 
-    def on_event(self, ctx: MainContext, graph: ResearchGraph, event: tuple[int, str, str]) -> None:
-        """Answer one orchestration event (seq, "finalize"|"review", node) with a recorded decision."""
+    def on_event(self, ctx: MainContext, graph: ResearchGraph, event: OrchestraEvent) -> None:
+        """Answer one orchestration event (a finalize or a review report) with a recorded decision."""
 
     def on_idle(self, ctx: MainContext, graph: ResearchGraph, free_slots: int) -> bool:
         """Slots are free and nothing is pending: add work (True) or not (False)."""
