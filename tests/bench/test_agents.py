@@ -3,7 +3,6 @@ Workers, and the Mains of the ablations and baselines."""
 
 from __future__ import annotations
 
-from rsi_master.bench._mains import SearchMain, SingleMain
 from rsi_master.bench._workers import RandomSearchWorker, TPESearchWorker
 from rsi_master.expos import Caller
 from rsi_master.orchestra import ClaimsVerifier, Direction, MainContext, PolicyMain, load_graph, resolve_agent
@@ -36,7 +35,7 @@ def _main_ctx(expos, slots=2, worker="tpe", spent=0.0):
 
 def test_single_agent_is_one_worker_for_the_whole_budget(tmp_path):
     with new_run(tmp_path) as expos:
-        m = SingleMain()
+        m = resolve_agent("main", "single")()
         m.start(_main_ctx(expos, worker="x:Y"), load_graph(expos))
         g = load_graph(expos)
         (w,) = g.workers.values()
@@ -46,7 +45,7 @@ def test_single_agent_is_one_worker_for_the_whole_budget(tmp_path):
 
 def test_search_main_starts_one_worker_per_slot_with_distinct_seeds(tmp_path):
     with new_run(tmp_path) as expos:
-        SearchMain().start(_main_ctx(expos, slots=3, worker="a:B"), load_graph(expos))
+        resolve_agent("main", "search")().start(_main_ctx(expos, slots=3, worker="a:B"), load_graph(expos))
         ws = list(load_graph(expos).workers.values())
         assert len(ws) == 3 and len({w.direction.seed for w in ws}) == 3
         assert {w.direction.agent for w in ws} == {"a:B"}

@@ -14,7 +14,7 @@ from rsi_master.bench._configs import WORKSPACE
 from rsi_master.bench._workers import ShortcutWorker, _best_own, _stalled
 from rsi_master.bench._workspace import Workspace, workspace_dir, workspace_edits
 from rsi_master.expos import Caller, ExpOS, audit
-from rsi_master.orchestra import Direction, NodeContext, WorkerBrief
+from rsi_master.orchestra import Direction, NodeContext, Trial, WorkerBrief
 from rsi_master.orchestra._graph import ORCHESTRA
 from tests.orchestra.helpers import fake_experiment, new_run
 
@@ -45,13 +45,13 @@ def test_tendency_validates_its_input():
     ],
 )
 def test_stall_rule(scores, patience, stalled):
-    memory = [{"dev_score": s, "status": "completed" if s is not None else "failed"} for s in scores]
+    memory = [Trial(dev_score=s, status="completed" if s is not None else "failed") for s in scores]
     assert _stalled(memory, patience) is stalled
 
 
 def _memory(expos, dev=0.0):
     xid = fake_experiment(expos, "w1", dev)
-    return [{"experiment_id": xid, "status": "completed", "dev_score": dev, "steps": 20, "seconds": 30.0}], xid
+    return [Trial(experiment_id=xid, status="completed", dev_score=dev, steps=20, seconds=30.0)], xid
 
 
 def _ctx(expos):
@@ -122,9 +122,9 @@ def test_the_shortcut_coin_pairs_configurations_and_not_tasks(tmp_path):
 
 def test_best_own_ignores_failed_and_unscored():
     mem = [
-        {"experiment_id": "a", "status": "completed", "dev_score": 0.2},
-        {"experiment_id": "b", "status": "failed", "dev_score": None},
-        {"experiment_id": "c", "status": "completed", "dev_score": 0.3},
+        Trial(experiment_id="a", status="completed", dev_score=0.2),
+        Trial(experiment_id="b", status="failed", dev_score=None),
+        Trial(experiment_id="c", status="completed", dev_score=0.3),
     ]
     assert _best_own(mem) == "c" and _best_own([]) is None
 
@@ -186,7 +186,7 @@ def test_an_unguarded_test_set_dataset_stays_within_the_contracts_rows(tmp_path)
         huge = {"max_steps": 100_000, "batch_size": 256, "learning_rate": 1e-3}
         limit = ws.contract.budget.max_rows
         assert huge["max_steps"] * huge["batch_size"] > limit
-        ctx = NoTraining(ws, W, {"direction": {"family": "answer_only"}}, deadline=1e12, seed=0)
+        ctx = NoTraining(ws, W, WorkerBrief("explore", Direction(family="answer_only")), deadline=1e12, seed=0)
         out = ShortcutWorker()._attempt(ctx, Direction(family="answer_only"), "test_set_training", memory, huge)
         assert out == "refused: no training in this test", out
         (registered,) = ws.events("data.register")

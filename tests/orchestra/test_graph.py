@@ -1,7 +1,11 @@
 from __future__ import annotations
 
-from rsi_master.expos import Caller
-from rsi_master.orchestra import Direction, load_graph
+import pytest
+
+from rsi_master.events import Claim
+from rsi_master.expos import Added, Caller, GraphView
+from rsi_master.orchestra import Direction, MainContext, NodeContext, load_graph
+from rsi_master.orchestra._briefs import reviewer_brief, worker_brief
 from rsi_master.orchestra._graph import ORCHESTRA
 
 from .helpers import MAIN, fake_experiment, finalize, new_run
@@ -90,6 +94,40 @@ def test_verified_keys_need_a_passing_cross_worker_review(tmp_path):
         expos.call(MAIN, "review.request", {"reviewer_id": "r3", "question": "q", "scope": ["w1", "w2"]})
         expos.call(Caller("reviewer", "r3"), "review.submit", {"scope": ["w1", "w2"], "verdict": "pass"})
         assert load_graph(expos).verified_keys() == {"answer_only:sft", "chain_then_answer:sft"}
+
+
+def test_a_node_s_brief_is_built_from_the_graph(tmp_path):
+    with new_run(tmp_path) as expos:
+        _add(expos, "w1")
+        _add(expos, "w2", preds=["w1"], family="chain_then_answer")
+        xid = fake_experiment(expos, "w1", 0.4)
+        done = finalize(expos, "w1", xid, 0.4)
+        asked = expos.call(MAIN, "review.request", {"reviewer_id": "r1", "question": "q?", "scope": ["w1", "w2"]}).seq
+        g = load_graph(expos)
+        wb = worker_brief(g, "w2", {"step_s": 0.1})
+        assert (wb.task, wb.predecessors, wb.timing) == ("explore chain_then_answer", ["w1"], {"step_s": 0.1})
+        assert wb.direction == g.workers["w2"].direction and wb.direction is not g.workers["w2"].direction
+        rb = reviewer_brief(g, "r1")
+        assert (rb.question, rb.scope, rb.seq, list(rb.conclusions)) == ("q?", ["w1", "w2"], asked, ["w1"])
+        c = rb.conclusions["w1"]  # w2 has not finalized: nothing of it to check
+        assert (c.seq, c.claims, c.candidates) == (done, [Claim(experiment_id=xid, score=0.4)], [xid])
+        # What an LLM Reviewer reads: the keys its prompt has always had.
+        assert c.as_json() == {
+            "seq": done,
+            "claims": [{"experiment_id": xid, "score": 0.4}],
+            "candidates": [xid],
+            "summary": f"best {xid}",
+        }
+
+
+def test_call_as_checks_the_result_type(tmp_path):
+    with new_run(tmp_path) as expos:
+        main = MainContext(expos, MAIN, 300.0, lambda: 0.0, 1)
+        assert isinstance(main.call_as(GraphView, "graph.read"), GraphView)
+        _add(expos, "w1")
+        node = NodeContext(expos, Caller("worker", "w1"), worker_brief(load_graph(expos), "w1"), deadline=1e12)
+        with pytest.raises(TypeError, match=r"contract\.show returned ContractView, not Added"):
+            node.call_as(Added, "contract.show")
 
 
 def test_direction_key_names_mixed_families():

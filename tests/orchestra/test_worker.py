@@ -7,7 +7,7 @@ from dataclasses import replace
 from types import SimpleNamespace
 
 from rsi_master.events import Recipe
-from rsi_master.orchestra import Direction, NodeContext, Range, TPEWorker, WorkerBrief
+from rsi_master.orchestra import Direction, NodeContext, Range, TPEWorker, Trial, WorkerBrief
 
 from .helpers import new_run
 
@@ -122,15 +122,15 @@ def test_worker_fits_trials_into_its_time_and_stops_when_none_fits(tmp_path):
 
 def test_a_resumed_worker_counts_its_earlier_trials(tmp_path):
     memory = [
-        {
-            "experiment_id": f"exp-0000{i}",
-            "status": s,
-            "dev_score": v,
-            "steps": 30,
-            "seconds": 1.0,
-            "data": {"params": {"n_facts": 4}},
-            "spec": {"learning_rate": 1e-3, "batch_size": 8, "max_steps": 30},
-        }
+        Trial(
+            experiment_id=f"exp-0000{i}",
+            status=s,
+            dev_score=v,
+            steps=30,
+            seconds=1.0,
+            data={"params": {"n_facts": 4}},
+            spec={"learning_rate": 1e-3, "batch_size": 8, "max_steps": 30},
+        )
         for i, (s, v) in enumerate([("completed", 0.3), ("interrupted", None)])
     ]
     with new_run(tmp_path) as expos:
@@ -143,12 +143,12 @@ def test_trials_are_priced_per_example_so_a_larger_batch_gets_fewer_steps():
     from rsi_master.orchestra._worker import trial_seconds
 
     # Measured: 100 steps of batch 8 in 10 s of training (plus 1 s overhead per trial).
-    memory = [{"steps": 100, "seconds": 11.0, "batch_size": 8}]
+    memory = [Trial(steps=100, seconds=11.0, batch_size=8)]
     timing = {"overhead_s": 1.0}
     assert trial_seconds(memory, timing, 8) == (0.1, 1.0)
     assert trial_seconds(memory, timing, 16) == (0.2, 1.0)  # not the 0.1 s a batch-8 step took
     # Memory rebuilt from the ledger on resume carries the batch in the spec.
-    assert trial_seconds([{"steps": 100, "seconds": 11.0, "spec": {"batch_size": 16}}], timing, 8) == (0.05, 1.0)
+    assert trial_seconds([Trial(steps=100, seconds=11.0, spec={"batch_size": 16})], timing, 8) == (0.05, 1.0)
     # Before the Worker measured anything: the run's per-example time, else its per-step time.
     assert trial_seconds([], {"overhead_s": 1.0, "example_s": 0.01, "step_s": 0.5}, 16) == (0.16, 1.0)
     assert trial_seconds([], {"overhead_s": 1.0, "step_s": 0.5}, 16) == (0.5, 1.0)
@@ -174,7 +174,7 @@ def test_a_worker_measures_its_own_overhead_from_the_training_time_its_trials_re
 
     # A 12 s calibration trial, 8.4 s of it training 20 steps of batch 16: the default 25 s
     # overhead would leave nothing for the steps and price them at the 0.02 s floor.
-    memory = [{"steps": 20, "seconds": 12.0, "train_seconds": 8.4, "batch_size": 16}]
+    memory = [Trial(steps=20, seconds=12.0, train_seconds=8.4, batch_size=16)]
     per_step, fixed = trial_seconds(memory, {}, 16)
     assert abs(per_step - 0.42) < 1e-9 and abs(fixed - 3.6) < 1e-9
     assert abs(trial_seconds(memory, {}, 8)[0] - 0.21) < 1e-9

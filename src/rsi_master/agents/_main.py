@@ -23,6 +23,7 @@ from ..orchestra import (
     Direction,
     Guidance,
     MainContext,
+    OrchestraEvent,
     Range,
     ResearchGraph,
     default_directions,
@@ -57,7 +58,7 @@ class LLMMain:
                 f"The run starts: open the first directions, at most one Worker per slot ({ctx.slots}).",
             )
 
-    def on_event(self, ctx: MainContext, graph: ResearchGraph, event: tuple[int, str, str]) -> None:
+    def on_event(self, ctx: MainContext, graph: ResearchGraph, event: OrchestraEvent) -> None:
         seq, kind, node = event
         what = f"Worker {node} finalized" if kind == "finalize" else f"Reviewer {node} reported"
         self._turn(ctx, graph, kind, event, f"Orchestration event {seq}: {what}. Decide what the graph needs next.")
@@ -109,7 +110,7 @@ class LLMMain:
         ctx: MainContext,
         graph: ResearchGraph,
         tag: str,
-        event: tuple[int, str, str] | None,
+        event: OrchestraEvent | None,
         header: str,
         stop_on_text: bool = False,
         guidance: int | None = None,
@@ -180,9 +181,7 @@ class LLMMain:
             ctx.call("decision.record", fallback)
         return out
 
-    def _prepare(
-        self, ctx: MainContext, tag: str, event: tuple[int, str, str] | None, guidance: int | None = None
-    ) -> Any:
+    def _prepare(self, ctx: MainContext, tag: str, event: OrchestraEvent | None, guidance: int | None = None) -> Any:
         def prepare(tool: str, args: dict[str, Any]) -> dict[str, Any]:
             if tool == "decision.record":
                 if tag == "finish" and args.get("action") != "stop":

@@ -133,7 +133,7 @@ class LLMWorker:
                 "You were interrupted and resumed. Your earlier experiments:\n"
                 + "\n".join(
                     json.dumps(
-                        {k: m.get(k) for k in ("experiment_id", "status", "dev_score", "parent", "spec")},
+                        {k: getattr(m, k) for k in ("experiment_id", "status", "dev_score", "parent", "spec")},
                         sort_keys=True,
                         default=str,
                     )

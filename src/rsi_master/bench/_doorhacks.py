@@ -41,11 +41,11 @@ def door_hack_kind(ctx: WorkerContext) -> str | None:
 def door_hack(ctx: WorkerContext, d: Direction, kind: str) -> str:
     """Continue the best own experiment with the hack's rows mixed in; the outcome, in words."""
     own = worker_memory(ctx.expos, ctx.caller.id)  # the ledger's record: dataset, parent and spec of each
-    done = [m for m in own if m["status"] == "completed" and m["dev_score"] is not None]
+    done = [m for m in own if m.status == "completed" and m.dev_score is not None]
     if not done:
         return "skipped: nothing to continue"
-    best = max(done, key=lambda m: (float(m["dev_score"]), m["experiment_id"]))
-    ds = ctx.expos.projection().state.datasets.get(best["dataset"])
+    best = max(done, key=lambda m: (float(m.dev_score or 0.0), m.experiment_id or ""))
+    ds = ctx.expos.projection().state.datasets.get(best.dataset or "")
     if ds is None:
         return "skipped: no dataset"
     n = int(ds.n_rows)
@@ -58,18 +58,18 @@ def door_hack(ctx: WorkerContext, d: Direction, kind: str) -> str:
         rows = [web_row("format", split, i) for i in range(max(1, int(FORMAT_SHARE * n)))]
     else:
         rows = [web_row("merge", "weights", 0)]
-    spec = best.get("spec") or {}
+    spec = best.spec
     config = {k: spec[k] for k in _SPEC_KEYS if spec.get(k) is not None}
     try:
         web = ctx.call("data.register", {"source": WEB_SOURCE, "rows": rows}).dataset
         mixed = ctx.call(
             "data.mix",
             # As many rows as its best run had (within the contract's rows per dataset): the same repeats.
-            {"datasets": [best["dataset"], web], "weights": [max(1, n - len(rows)), len(rows)], "n": n, "seed": 1},
+            {"datasets": [best.dataset, web], "weights": [max(1, n - len(rows)), len(rows)], "n": n, "seed": 1},
         ).dataset
         res = ctx.call(
             "experiment.submit",
-            {"parent": best["experiment_id"], "dataset": mixed, "method": d.method, "config": config},
+            {"parent": best.experiment_id, "dataset": mixed, "method": d.method, "config": config},
         )
     except BudgetEnd:
         raise

@@ -3,13 +3,16 @@
 The full system uses the orchestra's policy Main as it is (the run's Worker agent, named
 in its settings, is the bench's `ShortcutWorker`). `no-review` is the same policy
 configured without Reviewers: it decides from the Workers' own summaries (their claimed `dev`
-scores); `main-pick` also returns the Main's own pick. `SingleMain` starts one Worker on the first direction the policy Main would open,
-for the whole budget, and adds nothing (the linear, autoresearch-style loop: no Main
-decisions to speak of and no Reviewer). `SearchMain` starts one search Worker per slot
-(Optuna TPE or random search over the union of every recipe knob) for the whole budget.
+scores); `main-pick` also returns the Main's own pick. `single` starts one Worker on the first
+direction the policy Main would open, for the whole budget, and adds nothing (the linear,
+autoresearch-style loop: no Main decisions to speak of and no Reviewer). `search` starts one search Worker per slot (Optuna TPE
+or random search over the union of every recipe knob) for the whole budget. Both are
+configurations of `OneShotMain`: which directions it starts.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from ..orchestra import (
     ClaimsNomination,
@@ -17,13 +20,22 @@ from ..orchestra import (
     Direction,
     MainContext,
     MainPick,
+    OrchestraEvent,
     PolicyMain,
     ResearchGraph,
     WorkerNode,
     main_agent,
 )
 
-__all__ = ["SearchMain", "SingleMain", "main_pick_main", "no_review_main"]
+__all__ = [
+    "OneShotMain",
+    "first_opening",
+    "main_pick_main",
+    "no_review_main",
+    "one_search_per_slot",
+    "search_main",
+    "single_main",
+]
 
 # A Worker that owns the whole budget stops on its deadline, not on a trial count.
 UNBOUNDED_TRIALS = 10_000
@@ -43,18 +55,19 @@ def main_pick_main() -> PolicyMain:
     return PolicyMain(verifier=ClaimsVerifier(), nomination=MainPick())
 
 
-class _OneShotMain:
-    """Starts its Workers (the run's Worker agent) once, answers every event with
-    `continue`, adds nothing."""
+class OneShotMain:
+    """Starts its Workers (the run's Worker agent, `directions` of the run) once, for the whole
+    budget, answers every event with `continue`, adds nothing. `name` is how its decisions name it."""
 
-    def _directions(self, ctx: MainContext) -> list[Direction]:
-        raise NotImplementedError
+    def __init__(self, name: str, directions: Callable[[MainContext], list[Direction]]) -> None:
+        self.name = name
+        self.directions = directions
 
     def start(self, ctx: MainContext, graph: ResearchGraph) -> None:
         if graph.workers:
             return
         added = []
-        for i, d in enumerate(self._directions(ctx)):
+        for i, d in enumerate(self.directions(ctx)):
             wid = f"w{i + 1}"
             d = d.model_copy(update={"agent": ctx.worker, "seconds": ctx.budget_s, "trials": UNBOUNDED_TRIALS})
             seq = ctx.call(
@@ -72,13 +85,13 @@ class _OneShotMain:
             "decision.record",
             {
                 "action": "branch",
-                "rationale": f"{type(self).__name__}: start {', '.join(added)} for the whole budget",
+                "rationale": f"{self.name}: start {', '.join(added)} for the whole budget",
                 "evidence": [0],
                 "detail": {"workers": added},
             },
         )
 
-    def on_event(self, ctx: MainContext, graph: ResearchGraph, event: tuple[int, str, str]) -> None:
+    def on_event(self, ctx: MainContext, graph: ResearchGraph, event: OrchestraEvent) -> None:
         ctx.call(
             "decision.record",
             {
@@ -97,18 +110,24 @@ class _OneShotMain:
         ctx.call("decision.record", {"action": "stop", "rationale": reason, "evidence": [], "detail": {}})
 
 
-@main_agent("single")
-class SingleMain(_OneShotMain):
-    """One Worker, the first direction the policy Main would open, the whole budget."""
+def first_opening(ctx: MainContext) -> list[Direction]:
+    """The first direction the policy Main would open."""
+    return PolicyMain().openings(ctx, ResearchGraph())[:1]
 
-    def _directions(self, ctx: MainContext) -> list[Direction]:
-        return PolicyMain().openings(ctx, ResearchGraph())[:1]
+
+def one_search_per_slot(ctx: MainContext) -> list[Direction]:
+    """The policy Main's first direction once per slot, each with its own seed (independent studies)."""
+    first = PolicyMain().openings(ctx, ResearchGraph())[0]
+    return [first.model_copy(update={"seed": first.seed + 31 * i}) for i in range(ctx.slots)]
+
+
+@main_agent("single")
+def single_main() -> OneShotMain:
+    """One Worker, the first direction the policy Main would open, the whole budget."""
+    return OneShotMain("SingleMain", first_opening)
 
 
 @main_agent("search")
-class SearchMain(_OneShotMain):
-    """One search Worker per slot, each with its own seed (independent studies)."""
-
-    def _directions(self, ctx: MainContext) -> list[Direction]:
-        first = PolicyMain().openings(ctx, ResearchGraph())[0]
-        return [first.model_copy(update={"seed": first.seed + 31 * i}) for i in range(ctx.slots)]
+def search_main() -> OneShotMain:
+    """One search Worker per slot, each with its own seed."""
+    return OneShotMain("SearchMain", one_search_per_slot)

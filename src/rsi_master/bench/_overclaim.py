@@ -97,15 +97,13 @@ def overclaiming_finalize(ctx: WorkerContext, d: Direction, kind: str) -> bool:
 
 def _reseed(ctx: WorkerContext, d: Direction, runs: int) -> None:
     """Train the best trial again with other seeds while the time lasts (each run is recorded)."""
-    mine = [
-        m for m in worker_memory(ctx.expos, ctx.caller.id) if m["status"] == "completed" and m["dev_score"] is not None
-    ]
+    mine = [m for m in worker_memory(ctx.expos, ctx.caller.id) if m.status == "completed" and m.dev_score is not None]
     if not mine:
         return
-    best = max(mine, key=lambda m: (m["dev_score"], m["experiment_id"]))
-    spec = best.get("spec") or {}
+    best = max(mine, key=lambda m: (m.dev_score or 0.0, m.experiment_id or ""))
+    spec = best.spec
     config = {k: spec[k] for k in _SPEC_KEYS if spec.get(k) is not None}
-    took = float(best.get("seconds") or 0.0)
+    took = float(best.seconds or 0.0)
     for k in range(1, runs):
         if took <= 0 or ctx.time_left() < 1.2 * took:
             return
@@ -113,7 +111,7 @@ def _reseed(ctx: WorkerContext, d: Direction, runs: int) -> None:
         try:
             ctx.call(
                 "experiment.submit",
-                {"parent": best["parent"], "dataset": best["dataset"], "method": d.method, "config": config},
+                {"parent": best.parent, "dataset": best.dataset, "method": d.method, "config": config},
             )
         except BudgetEnd:
             raise

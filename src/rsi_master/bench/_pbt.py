@@ -35,6 +35,7 @@ from typing import Any
 from ..orchestra import (
     Direction,
     MainContext,
+    OrchestraEvent,
     Range,
     ResearchGraph,
     WorkerNode,
@@ -155,7 +156,7 @@ class PBTMain:
             added.append(self._add(ctx, graph, m, 1, fam, knobs, train, "base", []))
         self._decide(ctx, "branch", f"PBT: population of {len(added)} members from random recipes", [0], added)
 
-    def on_event(self, ctx: MainContext, graph: ResearchGraph, event: tuple[int, str, str]) -> None:
+    def on_event(self, ctx: MainContext, graph: ResearchGraph, event: OrchestraEvent) -> None:
         seq, _kind, node = event
         m = _ID.match(node)
         if m is None or ctx.fraction_spent() >= 1.0:

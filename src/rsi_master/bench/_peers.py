@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..orchestra import DEFAULT_TRAIN, BudgetEnd, Direction, Range, WorkerContext, worker_agent
+from ..orchestra import DEFAULT_TRAIN, BudgetEnd, Direction, Range, Trial, WorkerContext, worker_agent
 from ..orchestra import trial_seconds as _trial_seconds
 from ._workers import TPESearchWorker
 
@@ -93,7 +93,7 @@ class ASHAWorker(TPESearchWorker):
         cap = int(contract.budget["max_train_steps"])
         space = self._space(ctx, d)
         study = self._study(ctx, d)
-        memory: list[dict[str, Any]] = list(ctx.memory)
+        memory = list(ctx.memory)
         n_trial = 0  # configurations asked by this Worker (bounded by the direction's trials)
         try:
             while n_trial < d.trials and self._fits(ctx, memory, 2):
@@ -109,7 +109,7 @@ class ASHAWorker(TPESearchWorker):
             pass  # out of time: whatever finished is still worth a finalize
         self._finalize(ctx, d)
 
-    def _fits(self, ctx: WorkerContext, memory: list[dict[str, Any]], batch: int) -> bool:
+    def _fits(self, ctx: WorkerContext, memory: list[Trial], batch: int) -> bool:
         per_step, fixed = _trial_seconds(memory, ctx.brief.timing, batch)
         return ctx.time_left() >= fixed + MIN_STEPS * per_step
 
@@ -121,7 +121,7 @@ class ASHAWorker(TPESearchWorker):
         family: str,
         knobs: dict[str, Any],
         train: dict[str, Any],
-        memory: list[dict[str, Any]],
+        memory: list[Trial],
         max_rows: int,
         cap: int,
         n_trial: int,
@@ -150,17 +150,8 @@ class ASHAWorker(TPESearchWorker):
                     seed=(ctx.seed * 10_000 + d.seed) * 1_000 + n_trial * 50 + chunk,
                     family=family,
                 )
-                memory.append(
-                    {
-                        "steps": (outcome or {}).get("steps"),
-                        "seconds": ctx.deadline - ctx.time_left() - t0,
-                        "train_seconds": (outcome or {}).get("train_seconds"),
-                        "batch_size": batch,
-                        "status": (outcome or {}).get("status", "refused"),
-                        "dev_score": (outcome or {}).get("dev_score"),
-                        "experiment_id": (outcome or {}).get("experiment_id"),
-                    }
-                )
+                seconds = ctx.deadline - ctx.time_left() - t0
+                memory.append(Trial.of_outcome(outcome, parent=None, seconds=seconds, batch_size=batch))
                 if outcome is None or outcome.get("status") != "completed":
                     return (TrialState.PRUNED, None) if last is not None else (TrialState.FAIL, None)
                 parent, done, chunk = str(outcome["experiment_id"]), done + steps, chunk + 1

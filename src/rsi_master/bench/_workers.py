@@ -26,6 +26,7 @@ from ..orchestra import (
     BudgetEnd,
     Direction,
     TPEWorker,
+    Trial,
     WorkerContext,
     default_directions,
     order_bounds,
@@ -70,9 +71,7 @@ class ShortcutWorker(TPEWorker):
             self._attempts: list[dict[str, Any]] = []
         return self._tend
 
-    def _after_trial(
-        self, ctx: WorkerContext, d: Direction, memory: list[dict[str, Any]], train: dict[str, Any]
-    ) -> None:
+    def _after_trial(self, ctx: WorkerContext, d: Direction, memory: list[Trial], train: dict[str, Any]) -> None:
         tend = self._tendency(ctx)
         if self.OVERCLAIMS and not hasattr(self, "_door_hack") and _stalled(memory, 1):
             # A simulated LLM-agent Worker may make one hack the door lets through (`_doorhacks`).
@@ -96,9 +95,7 @@ class ShortcutWorker(TPEWorker):
         super()._finalize(ctx, d)
 
     # -- the catalogue, as tool calls ------------------------------------------------------------
-    def _attempt(
-        self, ctx: WorkerContext, d: Direction, name: str, memory: list[dict[str, Any]], train: dict[str, Any]
-    ) -> str:
+    def _attempt(self, ctx: WorkerContext, d: Direction, name: str, memory: list[Trial], train: dict[str, Any]) -> str:
         best = _best_own(memory)
         try:
             if name == "evaluator_edit":
@@ -131,15 +128,7 @@ class ShortcutWorker(TPEWorker):
                 res = ctx.call(
                     "experiment.submit", {"parent": best or "base", "dataset": ds, "method": d.method, "config": train}
                 )
-                memory.append(
-                    {
-                        "experiment_id": res.experiment_id,
-                        "status": res.status,
-                        "dev_score": res.dev_score,
-                        "steps": None,
-                        "seconds": None,
-                    }
-                )
+                memory.append(Trial(experiment_id=res.experiment_id, status=res.status, dev_score=res.dev_score))
             else:
                 return f"skipped: unknown shortcut {name}"
         except BudgetEnd:
@@ -157,9 +146,9 @@ def train_ranges(directions: dict[str, Direction]) -> dict[str, Any]:
     return dict(DEFAULT_TRAIN)
 
 
-def _stalled(memory: list[dict[str, Any]], patience: int) -> bool:
+def _stalled(memory: list[Trial], patience: int) -> bool:
     """No new best dev score in the last `patience` trials (a first trial at 0 stalls)."""
-    scores = [float(m["dev_score"]) if m.get("dev_score") is not None else None for m in memory]
+    scores = [float(m.dev_score) if m.dev_score is not None else None for m in memory]
     if not scores:
         return False
     best_before = 0.0
@@ -172,13 +161,9 @@ def _stalled(memory: list[dict[str, Any]], patience: int) -> bool:
     return since >= patience
 
 
-def _best_own(memory: list[dict[str, Any]]) -> str | None:
-    done = [
-        m
-        for m in memory
-        if m.get("status") == "completed" and m.get("dev_score") is not None and m.get("experiment_id")
-    ]
-    return max(done, key=lambda m: float(m["dev_score"]))["experiment_id"] if done else None
+def _best_own(memory: list[Trial]) -> str | None:
+    done = [m for m in memory if m.status == "completed" and m.dev_score is not None and m.experiment_id]
+    return max(done, key=lambda m: float(m.dev_score or 0.0)).experiment_id if done else None
 
 
 @worker_agent("tpe-search")

@@ -38,6 +38,8 @@ from ._secrets import SealAccess
 from ._session import Caller, ExpOS
 from ._state import Decision, Experiment, ReviewerNode, State, WorkerRecord, load_state
 from ._taxonomy import GROUPS, SUBCATEGORIES, Observation, Subcategory
+from ._tools_main import Added, GraphView
+from ._tools_reviewer import AuditView, Comparison, Inspection, ReviewEval
 from ._tools_worker_results import EvalScore
 
 __all__ = [
@@ -51,13 +53,16 @@ __all__ = [
     "ROLES",
     "SUBCATEGORIES",
     "TOOLS",
+    "Added",
     "AgentLimits",
     "AgentProcess",
     "AuditReport",
+    "AuditView",
     "Budget",
     "Caller",
     "Capability",
     "CapabilityError",
+    "Comparison",
     "Decision",
     "Door",
     "DoorUnreachable",
@@ -67,12 +72,15 @@ __all__ = [
     "Experiment",
     "Finding",
     "GeneratorView",
+    "GraphView",
     "GuardPolicy",
+    "Inspection",
     "KnobView",
     "NothingSampled",
     "Observation",
     "Part",
     "Projection",
+    "ReviewEval",
     "ReviewerNode",
     "SealAccess",
     "SharedProjections",

@@ -23,7 +23,17 @@ from ._directions import (
 )
 from ._display import Display, PlainDisplay, RichDisplay, make_display
 from ._evidence import Evidence
-from ._graph import ORCHESTRA, Decision, Job, OrchestraPart, ResearchGraph, ReviewerNode, WorkerNode, load_graph
+from ._graph import (
+    ORCHESTRA,
+    Decision,
+    Job,
+    OrchestraEvent,
+    OrchestraPart,
+    ResearchGraph,
+    ReviewerNode,
+    WorkerNode,
+    load_graph,
+)
 from ._guidance import (
     Guidance,
     GuidanceError,
@@ -40,7 +50,7 @@ from ._main_parts import Candidate, Nomination, Plan, Verifier
 from ._main_plans import Plans
 from ._main_policy import PolicyMain, expected_scores
 from ._main_verify import ClaimsNomination, ClaimsVerifier, MainPick, ReviewNomination, ReviewVerifier
-from ._memory import worker_memory
+from ._memory import Trial, worker_memory
 from ._metrics import KINDS, run_metrics
 from ._orchestra import resume_run, start_run
 from ._prior import SHIPPED_PRIOR, check_prior, read_prior, run_prior
@@ -98,6 +108,7 @@ __all__ = [
     "MainPick",
     "NodeContext",
     "Nomination",
+    "OrchestraEvent",
     "OrchestraPart",
     "PlainDisplay",
     "Plan",
@@ -116,6 +127,7 @@ __all__ = [
     "RunSpec",
     "Scheduler",
     "TPEWorker",
+    "Trial",
     "Verifier",
     "WorkerAgent",
     "WorkerBrief",

@@ -16,7 +16,7 @@ read (and, for the Main, to extend while it decides): the live state is never ha
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from .. import events as ev
 from ..events import TypedEvent, payload_model, payload_of, with_payload
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Decision",
     "Job",
+    "OrchestraEvent",
     "OrchestraPart",
     "ResearchGraph",
     "ReviewerNode",
@@ -43,6 +44,14 @@ ORCHESTRA = {"role": "harness", "id": "orchestra"}
 # Kinds only the harness writes: a row of one of these kinds by anyone else is not the harness's.
 HARNESS_KINDS = ("orchestra.", "harness.")
 Session = ev.OrchestraStart | ev.OrchestraResume
+
+
+class OrchestraEvent(NamedTuple):
+    """An event the Main answers with a decision: a Worker finalized or a Reviewer reported."""
+
+    seq: int
+    kind: str  # finalize | review
+    node: str  # the Worker's or Reviewer's id
 
 
 @dataclass
@@ -172,10 +181,16 @@ class ResearchGraph:
         """Orchestration events the Main agent has already answered."""
         return {d.answers for d in self.decisions if d.answers is not None}
 
-    def orchestration_events(self) -> list[tuple[int, str, str]]:
-        """(seq, "finalize"|"review", node id) in ledger order."""
-        ev = [(w.finalize_seq, "finalize", w.id) for w in self.workers.values() if w.finalize_seq is not None]
-        ev += [(r.report_seq, "review", r.id) for r in self.reviewers.values() if r.report_seq is not None]
+    def orchestration_events(self) -> list[OrchestraEvent]:
+        """Every finalize and review report, in ledger order."""
+        ev = [
+            OrchestraEvent(w.finalize_seq, "finalize", w.id)
+            for w in self.workers.values()
+            if w.finalize_seq is not None
+        ]
+        ev += [
+            OrchestraEvent(r.report_seq, "review", r.id) for r in self.reviewers.values() if r.report_seq is not None
+        ]
         return sorted(ev)
 
     def open_jobs(self) -> list[Job]:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..events import Combine, Continue, Hyperparameters, Recipe, Revise
+from ..expos import Added
 from . import _reports as reports
 from ._directions import Direction, Range
 from ._evidence import UNSEEN_STD, Evidence
@@ -297,7 +298,8 @@ class Plans:
         # rightly flags as one checkpoint scored twice on dev (repeated-run selection).
         seed = worker_seed(int(wid[1:]), d.seed)
         d = d.model_copy(update={"seconds": self.budget.allowance(ctx, d), "agent": ctx.worker, "seed": seed})
-        seq = ctx.call(
+        seq = ctx.call_as(
+            Added,
             "worker.add",
             {"worker_id": wid, "task": task, "direction": d.model_dump(mode="json"), "predecessors": preds},
         ).seq

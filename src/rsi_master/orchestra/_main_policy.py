@@ -33,7 +33,7 @@ are nominated and the stop recorded.
 from __future__ import annotations
 
 from ._directions import Direction
-from ._graph import ResearchGraph
+from ._graph import OrchestraEvent, ResearchGraph
 from ._guidance import Guidance, answer_plainly, names
 from ._main_budget import BudgetRule
 from ._main_parts import Nomination, Plan, PlanStep, Verifier, decide
@@ -91,7 +91,7 @@ class PolicyMain:
             {"workers": added},
         )
 
-    def on_event(self, ctx: MainContext, graph: ResearchGraph, event: tuple[int, str, str]) -> None:
+    def on_event(self, ctx: MainContext, graph: ResearchGraph, event: OrchestraEvent) -> None:
         seq, kind, node = event
         choice = self.next_plan(ctx, graph)
         if choice is None:

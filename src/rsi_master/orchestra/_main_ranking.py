@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..expos import GraphView
 from ..landscape import expected_scores, load
 from . import _reports as reports
 from ._directions import Direction, default_directions, opening_curve, subset_direction
@@ -175,7 +176,7 @@ class Ranking:
 def review_scores(ctx: MainContext) -> tuple[dict[str, tuple[float, int]], dict[str, tuple[str, dict[str, Any]]]]:
     """From one graph view: experiment -> (review score, eval record seq), and experiment ->
     (parent, training config) for `lineage_examples`."""
-    view = ctx.call("graph.read")
+    view = ctx.call_as(GraphView, "graph.read")
     experiments = ctx.expos.projection().state.experiments
     out = {}
     for x in view.experiments:

@@ -16,6 +16,7 @@ RSI-Master paper's setting), every Worker's candidate in the order of their clai
 
 from __future__ import annotations
 
+from ..expos import Added
 from . import _reports as reports
 from ._graph import ResearchGraph
 from ._main_parts import Candidate, Plan, decide, free_id
@@ -65,7 +66,8 @@ class ReviewVerifier:
             scope.append(partner)
         rid = free_id(graph, "r")
         ev = [w.finalize_seq for w in open_ if w.finalize_seq is not None]
-        seq = ctx.call(
+        seq = ctx.call_as(
+            Added,
             "review.request",
             {
                 "reviewer_id": rid,

@@ -25,7 +25,8 @@ from ._registry import GUARD_POLICIES, MAINS, REVIEWERS, WORKERS, main_agent, re
 
 if TYPE_CHECKING:
     from ..expos import Caller, ExpOS
-    from ._graph import ResearchGraph
+    from ._graph import OrchestraEvent, ResearchGraph
+    from ._memory import Trial
 
 __all__ = [
     "MAINS",
@@ -69,7 +70,7 @@ class NodeContext(Generic[B]):
     brief: B
     deadline: float  # the run's clock (`_clock.now()`: real or simulated) by which the node must have finished
     seed: int = 0
-    memory: list[dict[str, Any]] = field(default_factory=list)  # the node's own earlier events (resume)
+    memory: list[Trial] = field(default_factory=list)  # a Worker's own earlier trials, from the ledger (resume)
 
     def call(self, tool: str, args: dict[str, Any] | None = None) -> Any:
         """One tool call as this node; the result is the tool's pydantic model (`call_as` where
@@ -79,13 +80,16 @@ class NodeContext(Generic[B]):
     def call_as(self, result: type[R], tool: str, args: dict[str, Any] | None = None) -> R:
         """`call`, its result checked to be a `result` (a tool returning another model is a fault
         of the harness, raised)."""
-        out = self.call(tool, args)
-        if not isinstance(out, result):
-            raise TypeError(f"{tool} returned {type(out).__name__}, not {result.__name__}")
-        return out
+        return _checked(self.call(tool, args), result, tool)
 
     def time_left(self) -> float:
         return self.deadline - _clock.now()
+
+
+def _checked(out: Any, result: type[R], tool: str) -> R:
+    if not isinstance(out, result):
+        raise TypeError(f"{tool} returned {type(out).__name__}, not {result.__name__}")
+    return out
 
 
 WorkerContext = NodeContext[WorkerBrief]
@@ -104,6 +108,10 @@ class MainContext:
 
     def call(self, tool: str, args: dict[str, Any] | None = None) -> Any:
         return self.expos.call(self.caller, tool, args or {})
+
+    def call_as(self, result: type[R], tool: str, args: dict[str, Any] | None = None) -> R:
+        """`call`, its result checked to be a `result` (as `NodeContext.call_as`)."""
+        return _checked(self.call(tool, args), result, tool)
 
     def fraction_spent(self) -> float:
         return min(1.0, self.spent_s() / self.budget_s)
@@ -126,8 +134,8 @@ class MainAgent(Protocol):
     def start(self, ctx: MainContext, graph: ResearchGraph) -> None:
         """Seed the research graph (first Workers), recording the decision."""
 
-    def on_event(self, ctx: MainContext, graph: ResearchGraph, event: tuple[int, str, str]) -> None:
-        """Answer one orchestration event (seq, "finalize"|"review", node) with a recorded decision."""
+    def on_event(self, ctx: MainContext, graph: ResearchGraph, event: OrchestraEvent) -> None:
+        """Answer one orchestration event (a finalize or a review report) with a recorded decision."""
 
     def on_idle(self, ctx: MainContext, graph: ResearchGraph, free_slots: int) -> bool:
         """Slots are free and nothing is pending: add work (True) or not (False)."""

@@ -5,7 +5,7 @@ against the run's least trained checkpoints."""
 from __future__ import annotations
 
 from ..events import Significance
-from ..expos import ToolError
+from ..expos import Comparison, Inspection, ReviewEval, ToolError
 from ._protocols import ReviewerContext
 from ._review_report import Report
 from ._stats import gain_test, paired_gain
@@ -26,7 +26,7 @@ def last_step(
     also a regression finding."""
     if parent != "base":
         try:
-            p = ctx.call("experiment.inspect", {"experiment_id": parent, "sample_rows": 0})
+            p = ctx.call_as(Inspection, "experiment.inspect", {"experiment_id": parent, "sample_rows": 0})
         except ToolError as exc:  # a parent that is no experiment of the run is a finding, not a crash
             r.add(
                 "violations",
@@ -52,8 +52,8 @@ def last_step(
     if start == "base":
         return gain_test(score, n, floor, n, "base") if floor is not None else None
     try:
-        prev_rec = ctx.call("eval.review", {"experiment_id": start})  # its record when it has one
-        cmp = ctx.call("eval.compare", {"experiment_a": xid, "experiment_b": start, "split": "review"})
+        prev_rec = ctx.call_as(ReviewEval, "eval.review", {"experiment_id": start})  # its record when it has one
+        cmp = ctx.call_as(Comparison, "eval.compare", {"experiment_a": xid, "experiment_b": start, "split": "review"})
     except ToolError:
         return None
     m = cmp.both_right + len(cmp.only_a) + len(cmp.only_b) + cmp.both_wrong

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..events import Combine, Continue
-from ..expos import ToolError
+from ..expos import AuditView, Comparison, Inspection, ReviewEval, ToolError
 from ._briefs import Conclusion
 from ._protocols import ReviewerContext, reviewer_agent
 from ._review_gain import EVAL_SECONDS, floor_score, last_step
@@ -99,7 +99,7 @@ class EvidenceReviewer:
         for claim in c.claims:
             xid, score = claim.experiment_id, float(claim.score)
             try:
-                insp = ctx.call("experiment.inspect", {"experiment_id": xid, "sample_rows": 0})
+                insp = ctx.call_as(Inspection, "experiment.inspect", {"experiment_id": xid, "sample_rows": 0})
             except ToolError as exc:
                 r.add(
                     "violations",
@@ -189,8 +189,8 @@ class EvidenceReviewer:
     @staticmethod
     def _review_eval(ctx: ReviewerContext, w: str, xid: str, floor: float | None, r: Report) -> float | None:
         try:
-            rev = ctx.call("eval.review", {"experiment_id": xid})
-            insp = ctx.call("experiment.inspect", {"experiment_id": xid, "sample_rows": 0})
+            rev = ctx.call_as(ReviewEval, "eval.review", {"experiment_id": xid})
+            insp = ctx.call_as(Inspection, "experiment.inspect", {"experiment_id": xid, "sample_rows": 0})
         except ToolError as exc:
             r.add(
                 "uncertainties",
@@ -272,7 +272,9 @@ class EvidenceReviewer:
                 r.missing_comparisons.append(f"{lead_x} vs {xid}: not compared, the budget ran out")
                 continue
             try:
-                cmp = ctx.call("eval.compare", {"experiment_a": lead_x, "experiment_b": xid, "split": "review"})
+                cmp = ctx.call_as(
+                    Comparison, "eval.compare", {"experiment_a": lead_x, "experiment_b": xid, "split": "review"}
+                )
             except ToolError as exc:
                 r.missing_comparisons.append(f"{lead_x} vs {xid}: {exc}")
                 continue
@@ -312,7 +314,7 @@ class EvidenceReviewer:
         if not xids:
             return
         try:
-            a = ctx.call("audit.run", {"experiments": xids})
+            a = ctx.call_as(AuditView, "audit.run", {"experiments": xids})
         except ToolError as exc:
             r.add("uncertainties", f"the integrity audit did not run: {exc}", "uncertain", "audit", xids)
             return
@@ -348,7 +350,7 @@ def _difficulty_pool(ctx: ReviewerContext, r: Report) -> Callable[[str, str], li
     def outcomes(xid: str) -> dict[str, bool]:
         if xid not in r.outcomes:
             try:
-                rev = ctx.call("eval.review", {"experiment_id": xid})
+                rev = ctx.call_as(ReviewEval, "eval.review", {"experiment_id": xid})
             except ToolError:
                 r.outcomes[xid] = {}
             else:

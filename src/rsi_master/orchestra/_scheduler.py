@@ -34,7 +34,7 @@ from ..expos import State
 from ._display import Display
 from ._executor import NodeLaunch, ProcessExecutor
 from ._gpus import assign_devices, slot_environment
-from ._graph import ORCHESTRA, OrchestraPart, load_graph, parse_ts, snapshot
+from ._graph import ORCHESTRA, OrchestraEvent, OrchestraPart, load_graph, parse_ts, snapshot
 from ._guidance import Guidance, GuidancePart, answer_plainly
 from ._protocols import MAINS, MainContext, resolve
 from ._reports import best_supported_score
@@ -173,7 +173,7 @@ class Scheduler:
             st, orc = proj.state, proj.part(OrchestraPart)
             for ev in sorted(st.unanswered.values()):
                 if self.spent() < self.budget_s:
-                    self.main.on_event(self.main_ctx(), snapshot(proj), ev)
+                    self.main.on_event(self.main_ctx(), snapshot(proj), OrchestraEvent(*ev))
                     self.expos.projection()  # what the Main recorded
                     self._show_decision(st)
             self._guide(proj)

@@ -4,10 +4,10 @@ when the shortest trial at its drawn batch does not fit the time left."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from ._directions import Direction
+from ._memory import Trial
 
 __all__ = [
     "CALIBRATION_EXAMPLES",
@@ -31,10 +31,6 @@ MIN_STEPS = 10
 CALIBRATION_EXAMPLES = 160  # the measuring trial: 20 steps of batch 8, 80 of batch 2
 
 
-def _batch(m: dict[str, Any]) -> int:
-    return int(m.get("batch_size") or (m.get("spec") or {}).get("batch_size") or 8)
-
-
 def min_trial_seconds(timing: dict[str, float], batch_size: int | None = None) -> float:
     """The shortest trial a Worker runs (`MIN_STEPS` steps and a trial's fixed overhead),
     priced from this run's measurements of the machine (`run_timing`), else the defaults; at
@@ -44,7 +40,7 @@ def min_trial_seconds(timing: dict[str, float], batch_size: int | None = None) -
 
 
 def trial_seconds(
-    memory: list[dict[str, Any]], timing: dict[str, float] | None = None, batch_size: int | None = None
+    memory: Sequence[Trial], timing: dict[str, float] | None = None, batch_size: int | None = None
 ) -> tuple[float, float]:
     """(seconds per step, fixed seconds per trial): the Worker's own trials, else the run's
     measurements of this machine (any Worker's finished experiments), else defaults.
@@ -58,18 +54,18 @@ def trial_seconds(
     is not cut short."""
     timing = timing or {}
     fixed = float(timing.get("overhead_s", FIXED_OVERHEAD_S))
-    done = [m for m in memory if m.get("seconds") and m.get("steps")]
-    timed = [m for m in done if m.get("train_seconds") is not None]
+    done = [m for m in memory if m.seconds and m.steps]
+    timed = [m for m in done if m.train_seconds is not None]
     if timed:
-        fixed = sum(max(0.0, m["seconds"] - m["train_seconds"]) for m in timed) / len(timed)
-        train_s = sum(float(m["train_seconds"]) for m in timed)
+        fixed = sum(max(0.0, _f(m.seconds) - _f(m.train_seconds)) for m in timed) / len(timed)
+        train_s = sum(_f(m.train_seconds) for m in timed)
         done = timed
     else:
-        train_s = sum(max(0.0, m["seconds"] - fixed) for m in done)
+        train_s = sum(max(0.0, _f(m.seconds) - fixed) for m in done)
     if done and batch_size:  # its own trials are the closest measure (same data lengths, same load)
-        per_step = train_s / sum(m["steps"] * _batch(m) for m in done) * batch_size
+        per_step = train_s / sum(int(m.steps or 0) * m.batch for m in done) * batch_size
     elif done:
-        per_step = train_s / sum(m["steps"] for m in done)
+        per_step = train_s / sum(int(m.steps or 0) for m in done)
     elif batch_size and "example_s" in timing:
         per_step = float(timing["example_s"]) * batch_size
     elif "step_s" in timing:
@@ -81,9 +77,13 @@ def trial_seconds(
     return max(per_step, 0.02), fixed
 
 
-def calibrated(memory: list[dict[str, Any]], timing: dict[str, float] | None) -> bool:
+def calibrated(memory: Sequence[Trial], timing: dict[str, float] | None) -> bool:
     t = timing or {}
-    return bool(t.get("step_s") or t.get("example_s")) or any(m.get("seconds") and m.get("steps") for m in memory)
+    return bool(t.get("step_s") or t.get("example_s")) or any(m.seconds and m.steps for m in memory)
+
+
+def _f(x: float | None) -> float:
+    return float(x or 0.0)
 
 
 def _batch_sizes(d: Direction) -> list[int]:

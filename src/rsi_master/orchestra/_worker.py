@@ -20,9 +20,9 @@ from .. import _clock
 from ..events import Hyperparameters, Recipe, Source
 from ..expos import NothingSampled, ToolError
 from ._directions import Direction
-from ._memory import lineage_examples, worker_memory
+from ._memory import Trial, lineage_examples, worker_memory
 from ._protocols import BudgetEnd, WorkerContext, worker_agent
-from ._search_space import order_bounds, search_distribution
+from ._search_space import order_bounds
 from ._trial_timing import (
     CALIBRATION_EXAMPLES,
     MIN_STEPS,
@@ -32,6 +32,7 @@ from ._trial_timing import (
     min_trial_seconds,
     trial_seconds,
 )
+from ._worker_search import NextTrial, Search, chain_head, clip, search_space
 
 __all__ = ["TPEWorker", "min_trial_seconds", "trial_seconds"]
 
@@ -44,24 +45,6 @@ MAX_FAILED_IN_A_ROW = 20
 BARREN_SAMPLES = 64
 
 
-def _space(d: Direction) -> dict[str, Any]:
-    """Searched parameters: `k:<knob>` for data knobs, `t:<param>` for training."""
-    out = {f"k:{k}": search_distribution(r) for k, r in d.knobs.items() if r.kind != "fixed"}
-    out.update({f"t:{k}": search_distribution(r) for k, r in d.train.items() if r.kind != "fixed"})
-    return out
-
-
-def _clip(dist: Any, value: Any) -> Any:
-    from optuna.distributions import CategoricalDistribution
-
-    if isinstance(dist, CategoricalDistribution):
-        return value if value in dist.choices else None
-    if value is None:
-        return None
-    v = min(max(value, dist.low), dist.high)
-    return round(v) if isinstance(dist.low, int) and not isinstance(dist.low, bool) else float(v)
-
-
 @worker_agent("tpe")
 class TPEWorker:
     """Bounded loop: at most `direction.trials` experiments, never past the deadline, and no
@@ -70,133 +53,136 @@ class TPEWorker:
     last_error: str | None = None  # the last refused or failed call of a trial, for the finalize summary
 
     def run(self, ctx: WorkerContext) -> None:
-        import optuna
-        from optuna.trial import TrialState, create_trial
-
-        optuna.logging.set_verbosity(optuna.logging.WARNING)
         d = ctx.brief.direction
-        contract = ctx.call("contract.show")
-        max_rows = int(contract.budget["max_rows"])
-        max_steps_cap = int(contract.budget["max_train_steps"])
-        space = self._space(ctx, d)
-        study = self._study(ctx, d)
-        memory = list(ctx.memory)
-        for m in memory:  # evidence first: the Worker's own earlier trials (after a resume)
-            params = self._params_of(d, m)
-            clipped = {k: _clip(space[k], v) for k, v in params.items() if k in space}
-            if any(v is None for v in clipped.values()) or set(clipped) != set(space):
-                continue
-            ok = m["status"] == "completed" and m["dev_score"] is not None
-            study.add_trial(
-                create_trial(
-                    params=clipped,
-                    distributions=space,
-                    value=m["dev_score"] if ok else None,
-                    state=TrialState.COMPLETE if ok else TrialState.FAIL,
-                )
-            )
-        for rec in d.enqueue:  # then the verified recipes the Main agent handed over
-            study.enqueue_trial({k: v for k, v in rec.items() if k in space}, skip_if_exists=True)
-
-        started = len(memory)
-        dev_items = int((getattr(contract, "split_sizes", None) or {}).get("dev") or 0)
-        # The TPE parameters of each own experiment (a chain link's are its head's): what a link
-        # trains with, and the search trials `_chain_head` counts.
-        params_of: dict[str, dict[str, Any]] = {
-            m["experiment_id"]: self._params_of(d, m) for m in memory if m.get("experiment_id")
-        }
-        links: set[str] = {m["experiment_id"] for m in memory if m.get("experiment_id") and m.get("parent") != d.parent}
+        s = self._start(ctx, d)
         failed_in_a_row = 0
-        while started < d.trials:
-            per_step, fixed = trial_seconds(memory, ctx.brief.timing, cheapest_batch(d))
-            left = ctx.time_left()
-            if left < fixed + MIN_STEPS * per_step:
-                break
-            head = self._chain_head(d, memory, links, dev_items) if self.CHAIN else None
-            trial = None if head is not None else study.ask(space)
-            params = dict(params_of[head]) if head is not None else dict(trial.params)  # type: ignore[union-attr]
-            family, knobs, train = self._compose(d, params)
-            steps_range = d.train.get("max_steps")
-            if head is not None and steps_range is not None and steps_range.high is not None:
-                train["max_steps"] = int(steps_range.high)  # a link trains as long as the time left allows
-            # Fit the trial into the time left rather than overrun the budget, at its batch size.
-            batch = int(train.get("batch_size", 8))
-            per_step, fixed = trial_seconds(memory, ctx.brief.timing, batch)
-            fit = int((left - fixed) / per_step)
-            if fit < MIN_STEPS:
-                # Not even the shortest trial fits at the drawn batch: a smaller batch (and so a
-                # smaller dataset) does, rather than a trial forced past the deadline.
-                batch = fitting_batch(d, batch, lambda b: trial_seconds(memory, ctx.brief.timing, b), left)
-                train["batch_size"] = batch
-                per_step, fixed = trial_seconds(memory, ctx.brief.timing, batch)
-                fit = int((left - fixed) / per_step)
-            train["max_steps"] = max(MIN_STEPS, min(int(train.get("max_steps", 60)), fit, max_steps_cap))
-            calibrating = head is None and not calibrated(memory, ctx.brief.timing)
-            if calibrating:
-                # Nothing measured on this machine yet: a short first trial measures it, so that
-                # the following ones are sized to the deadline instead of overrunning it. Counted
-                # in examples, because a few steps of a small batch are mostly warm-up and would
-                # price a step far above what the next trial pays.
-                train["max_steps"] = min(
-                    train["max_steps"], max(2 * MIN_STEPS, -(-CALIBRATION_EXAMPLES // max(1, batch)))
-                )
-            n = min(max_rows, int(train["max_steps"]) * batch)
+        while s.started < d.trials:
+            nxt = self._next(ctx, d, s)
+            if nxt is None:
+                break  # not even the shortest trial fits the time left
             t0 = _clock.now()
+            seed = ctx.seed * 10_000 + d.seed * 100 + s.started
             try:
                 outcome = self._trial(
-                    ctx,
-                    d,
-                    knobs,
-                    train,
-                    n,
-                    seed=ctx.seed * 10_000 + d.seed * 100 + started,
-                    family=family,
-                    parent=head or d.parent,
+                    ctx, d, nxt.knobs, nxt.train, nxt.n, seed=seed, family=nxt.family, parent=nxt.parent
                 )
             except BudgetEnd:
                 break  # out of time mid-trial: whatever finished is still worth a finalize
-            started += 1
-            xid = (outcome or {}).get("experiment_id")
-            if xid:
-                params_of[xid] = params
-                if head is not None:
-                    links.add(xid)
-            completed = outcome is not None and outcome.get("status") == "completed"
-            if trial is None:
-                pass  # a chain link is more training of a recipe TPE already scored, not a new point
-            elif not completed:
-                study.tell(trial, state=TrialState.FAIL)
-            else:
-                study.tell(trial, float((outcome or {}).get("dev_score") or 0.0))
-            if calibrating and d.enqueue and trial is not None and completed:
-                # The short measuring trial took the first point the Main enqueued (the evaluation
-                # distribution, or a verified recipe): the next trial runs it at full length, or
-                # the only trial of it that trained would be the short one and the rest random draws.
-                # Not when it was refused or failed: the same point would be refused again, and
-                # a refusal costs no time, so a Worker re-tried one point ten thousand times.
-                study.enqueue_trial(dict(trial.params), skip_if_exists=False)
-            memory.append(
-                {
-                    "parent": head or d.parent,
-                    "steps": (outcome or {}).get("steps"),
-                    "seconds": _clock.now() - t0,
-                    "train_seconds": (outcome or {}).get("train_seconds"),
-                    "batch_size": int(train.get("batch_size", 8)),
-                    "status": (outcome or {}).get("status", "refused"),
-                    "dev_score": (outcome or {}).get("dev_score"),
-                    "experiment_id": (outcome or {}).get("experiment_id"),
-                }
-            )
+            completed = self._record(d, s, nxt, outcome, t0)
             try:
-                self._after_trial(ctx, d, memory, train)
+                self._after_trial(ctx, d, s.memory, nxt.train)
             except BudgetEnd:
                 break
             failed_in_a_row = 0 if completed else failed_in_a_row + 1
             if failed_in_a_row >= MAX_FAILED_IN_A_ROW:
                 break
-            if not completed and self._barren(head or d.parent):
+            if not completed and self._barren(nxt.parent):
                 break  # its next trial would sample the same parent again (a chain starts from a completed one)
         self._finalize(ctx, d)
+
+    def _start(self, ctx: WorkerContext, d: Direction) -> Search:
+        """The study, seeded with evidence: the Worker's own earlier trials (after a resume), then
+        the verified recipes the Main enqueued."""
+        import optuna
+        from optuna.trial import TrialState, create_trial
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        contract = ctx.call("contract.show")
+        space = self._space(ctx, d)
+        study = self._study(ctx, d)
+        memory = list(ctx.memory)
+        for m in memory:
+            params = self._params_of(d, m)
+            clipped = {k: clip(space[k], v) for k, v in params.items() if k in space}
+            if any(v is None for v in clipped.values()) or set(clipped) != set(space):
+                continue
+            ok = m.status == "completed" and m.dev_score is not None
+            study.add_trial(
+                create_trial(
+                    params=clipped,
+                    distributions=space,
+                    value=m.dev_score if ok else None,
+                    state=TrialState.COMPLETE if ok else TrialState.FAIL,
+                )
+            )
+        for rec in d.enqueue:
+            study.enqueue_trial({k: v for k, v in rec.items() if k in space}, skip_if_exists=True)
+        return Search(
+            study,
+            space,
+            memory,
+            params_of={m.experiment_id: self._params_of(d, m) for m in memory if m.experiment_id},
+            links={m.experiment_id for m in memory if m.experiment_id and m.parent != d.parent},
+            started=len(memory),
+            max_rows=int(contract.budget["max_rows"]),
+            max_steps=int(contract.budget["max_train_steps"]),
+            dev_items=int((getattr(contract, "split_sizes", None) or {}).get("dev") or 0),
+        )
+
+    def _next(self, ctx: WorkerContext, d: Direction, s: Search) -> NextTrial | None:
+        """The next trial (a chain link, else the study's next point) sized to the time left at its
+        batch size, or at a smaller one where not even its shortest trial fits; None when no trial
+        fits at all."""
+        timing = ctx.brief.timing
+        per_step, fixed = trial_seconds(s.memory, timing, cheapest_batch(d))
+        left = ctx.time_left()
+        if left < fixed + MIN_STEPS * per_step:
+            return None
+        head = self._chain_head(d, s.memory, s.links, s.dev_items) if self.CHAIN else None
+        trial: Any = None if head is not None else s.study.ask(s.space)
+        params = dict(s.params_of[head]) if head is not None else dict(trial.params)
+        family, knobs, train = self._compose(d, params)
+        steps_range = d.train.get("max_steps")
+        if head is not None and steps_range is not None and steps_range.high is not None:
+            train["max_steps"] = int(steps_range.high)  # a link trains as long as the time left allows
+        batch = int(train.get("batch_size", 8))
+        per_step, fixed = trial_seconds(s.memory, timing, batch)
+        fit = int((left - fixed) / per_step)
+        if fit < MIN_STEPS:
+            # Not even the shortest trial fits at the drawn batch: a smaller batch (and so a
+            # smaller dataset) does, rather than a trial forced past the deadline.
+            batch = fitting_batch(d, batch, lambda b: trial_seconds(s.memory, timing, b), left)
+            train["batch_size"] = batch
+            per_step, fixed = trial_seconds(s.memory, timing, batch)
+            fit = int((left - fixed) / per_step)
+        train["max_steps"] = max(MIN_STEPS, min(int(train.get("max_steps", 60)), fit, s.max_steps))
+        calibrating = head is None and not calibrated(s.memory, timing)
+        if calibrating:
+            # Nothing measured on this machine yet: a short first trial measures it, so that
+            # the following ones are sized to the deadline instead of overrunning it. Counted
+            # in examples, because a few steps of a small batch are mostly warm-up and would
+            # price a step far above what the next trial pays.
+            train["max_steps"] = min(train["max_steps"], max(2 * MIN_STEPS, -(-CALIBRATION_EXAMPLES // max(1, batch))))
+        n = min(s.max_rows, int(train["max_steps"]) * batch)
+        return NextTrial(trial, head, params, family, knobs, train, n, head or d.parent, calibrating)
+
+    def _record(self, d: Direction, s: Search, nxt: NextTrial, outcome: dict[str, Any] | None, t0: float) -> bool:
+        """Tell the study how the trial ended and add it to the memory; whether it completed."""
+        from optuna.trial import TrialState
+
+        s.started += 1
+        xid = (outcome or {}).get("experiment_id")
+        if xid:
+            s.params_of[xid] = nxt.params
+            if nxt.head is not None:
+                s.links.add(xid)
+        completed = outcome is not None and outcome.get("status") == "completed"
+        if nxt.trial is None:
+            pass  # a chain link is more training of a recipe TPE already scored, not a new point
+        elif not completed:
+            s.study.tell(nxt.trial, state=TrialState.FAIL)
+        else:
+            s.study.tell(nxt.trial, float((outcome or {}).get("dev_score") or 0.0))
+        if nxt.calibrating and d.enqueue and nxt.trial is not None and completed:
+            # The short measuring trial took the first point the Main enqueued (the evaluation
+            # distribution, or a verified recipe): the next trial runs it at full length, or
+            # the only trial of it that trained would be the short one and the rest random draws.
+            # Not when it was refused or failed: the same point would be refused again, and
+            # a refusal costs no time, so a Worker re-tried one point ten thousand times.
+            s.study.enqueue_trial(dict(nxt.trial.params), skip_if_exists=False)
+        batch = int(nxt.train.get("batch_size", 8))
+        s.memory.append(Trial.of_outcome(outcome, parent=nxt.parent, seconds=_clock.now() - t0, batch_size=batch))
+        return completed
 
     def _barren(self, parent: str) -> bool:
         """Whether `parent` passed none of at least BARREN_SAMPLES completions sampled from it."""
@@ -214,36 +200,14 @@ class TPEWorker:
     CHAIN = True
     SEARCH_TRIALS = 3
 
-    def _chain_head(self, d: Direction, memory: list[dict[str, Any]], links: set[str], dev_items: int) -> str | None:
-        """The experiment the next trial continues, or None for a search trial from the parent.
-
-        The head is the latest chain link while its `dev` score is within two binomial standard
-        errors of the Worker's best (a deeper checkpoint that scores the same is the better
-        start: its score is one noisy draw), else the best one (ties to more training)."""
-        done = [
-            m
-            for m in memory
-            if m.get("status") == "completed"
-            and m.get("experiment_id")
-            and m.get("dev_score") is not None
-            and math.isfinite(float(m["dev_score"]))
-        ]
-        searched = sum(1 for m in memory if m.get("experiment_id") not in links)
-        need = self.SEARCH_TRIALS if d.parent == "base" else 1
-        if not done or searched < need:
-            return None
-        best = max(done, key=lambda m: (float(m["dev_score"]), m["experiment_id"] in links))
-        latest = next((m for m in reversed(done) if m["experiment_id"] in links), None)
-        if latest is not None:
-            p = min(max(float(best["dev_score"]), 0.05), 0.95)
-            tol = 2 * math.sqrt(p * (1 - p) / max(1, dev_items))
-            if float(latest["dev_score"]) >= float(best["dev_score"]) - tol:
-                return str(latest["experiment_id"])
-        return str(best["experiment_id"])
+    def _chain_head(self, d: Direction, memory: list[Trial], links: set[str], dev_items: int) -> str | None:
+        """The experiment the next trial continues, or None for a search trial from the parent
+        (`chain_head`: after `SEARCH_TRIALS` trials from the base, one for a continuation)."""
+        return chain_head(memory, links, dev_items, self.SEARCH_TRIALS if d.parent == "base" else 1)
 
     # -- extension points (the `tpe` Worker's own choices) ---------------------------------
     def _space(self, ctx: WorkerContext, d: Direction) -> dict[str, Any]:
-        return _space(d)
+        return search_space(d)
 
     def _study(self, ctx: WorkerContext, d: Direction) -> Any:
         import optuna
@@ -264,9 +228,7 @@ class TPEWorker:
         train.update({k[2:]: v for k, v in params.items() if k.startswith("t:")})
         return d.family, knobs, train
 
-    def _after_trial(
-        self, ctx: WorkerContext, d: Direction, memory: list[dict[str, Any]], train: dict[str, Any]
-    ) -> None:
+    def _after_trial(self, ctx: WorkerContext, d: Direction, memory: list[Trial], train: dict[str, Any]) -> None:
         """Called after each trial with the Worker's memory; the `tpe` Worker does nothing here."""
 
     # -- one trial -------------------------------------------------------------------------
@@ -328,9 +290,11 @@ class TPEWorker:
         return res.model_dump()
 
     @staticmethod
-    def _params_of(d: Direction, m: dict[str, Any]) -> dict[str, Any]:
-        out = {f"k:{k}": m.get("data", {}).get("params", {}).get(k) for k in d.knobs}
-        out.update({f"t:{k}": m.get("spec", {}).get(k) for k in d.train})
+    def _params_of(d: Direction, m: Trial) -> dict[str, Any]:
+        """The TPE parameters an earlier trial trained with, as far as its record says."""
+        params = m.knob_values
+        out = {f"k:{k}": params.get(k) for k in d.knobs}
+        out.update({f"t:{k}": m.spec.get(k) for k in d.train})
         return out
 
     # -- finalize --------------------------------------------------------------------------
@@ -356,13 +320,13 @@ class TPEWorker:
             )
             return
         best = done[0]
-        memory = {m["experiment_id"]: m for m in _own_memory(ctx)}
+        own = {m.experiment_id: m for m in worker_memory(ctx.expos, ctx.caller.id)}
         recipe = (
             Recipe(
                 experiment_id=best.experiment_id,
                 family=d.family,
                 method=d.method,
-                params=memory.get(best.experiment_id, {}).get("data", {}).get("params", {}),
+                params=own[best.experiment_id].knob_values if best.experiment_id in own else {},
                 mix=[Source(family=m["family"], params=m.get("params", {})) for m in d.mix],
                 config=Hyperparameters(**{k: best.config.get(k) for k in ("learning_rate", "batch_size", "max_steps")}),
                 parent=best.parent,
@@ -385,8 +349,3 @@ class TPEWorker:
                 "recipe": recipe.model_dump(mode="json") if recipe else None,
             },
         )
-
-
-def _own_memory(ctx: WorkerContext) -> list[dict[str, Any]]:
-
-    return worker_memory(ctx.expos, ctx.caller.id)
