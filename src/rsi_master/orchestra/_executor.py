@@ -114,7 +114,10 @@ class Conductor:
 
     def __init__(self, start: float) -> None:
         self.t = float(start)
-        self._cv = threading.Condition()
+        # One lock, and a condition per thread on it: a turn wakes only the thread it goes to
+        # (a shared condition's notify_all woke every waiting node to find it was not theirs).
+        self._lock = threading.RLock()
+        self._turns: dict[threading.Thread, threading.Condition] = {}
         self._holder: threading.Thread | None = threading.current_thread()
         self._ready: deque[threading.Thread] = deque()
         self._timers: list[tuple[float, int, threading.Thread]] = []
@@ -127,7 +130,7 @@ class Conductor:
 
     def sleep(self, seconds: float) -> None:
         me = threading.current_thread()
-        with self._cv:
+        with self._lock:
             self._check_held(me)
             if me not in self._stopping:
                 self._timer(me, self.t + max(0.0, seconds))
@@ -145,20 +148,20 @@ class Conductor:
 
         def body() -> None:
             me = threading.current_thread()
-            with self._cv:
-                while self._holder is not me:
-                    self._cv.wait()
+            with self._lock:
+                self._await_turn(me)
             try:
                 target()
             finally:
-                with self._cv:
+                with self._lock:
+                    self._turns.pop(me, None)
                     self._timer_of.pop(me, None)
                     self._stopping.discard(me)
                     on_end(me)
                     self._next()
 
         th = threading.Thread(target=body, name=name, daemon=True)
-        with self._cv:
+        with self._lock:
             self._ready.append(th)
         th.start()
         return th
@@ -170,7 +173,7 @@ class Conductor:
 
     def stop(self, th: threading.Thread) -> None:
         """Ask a node thread to stop: it gets BudgetEnd from its next (or current) wait."""
-        with self._cv:
+        with self._lock:
             self._stopping.add(th)
             self.wake(th)
 
@@ -178,7 +181,7 @@ class Conductor:
         """Wait (as the running thread) until `done()` or `timeout` simulated seconds; a node's
         end wakes the waiter through `wake`."""
         me = threading.current_thread()
-        with self._cv:
+        with self._lock:
             self._check_held(me)
             if done():
                 return
@@ -197,8 +200,14 @@ class Conductor:
 
     def _hand_over(self, me: threading.Thread) -> None:
         self._next()
+        self._await_turn(me)
+
+    def _await_turn(self, me: threading.Thread) -> None:
+        turn = self._turns.get(me)
+        if turn is None:
+            turn = self._turns[me] = threading.Condition(self._lock)
         while self._holder is not me:
-            self._cv.wait()
+            turn.wait()
 
     def _next(self) -> None:
         """Give the turn to the next ready thread, else advance time to the earliest timer."""
@@ -213,7 +222,9 @@ class Conductor:
             self.t = max(self.t, at)
             nxt = th
         self._holder = nxt
-        self._cv.notify_all()
+        turn = self._turns.get(nxt) if nxt is not None else None
+        if turn is not None:  # a thread with no condition yet checks its turn before it waits
+            turn.notify()
 
 
 class _ThreadHandle:
