@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 from rsi_master.cli._main import main
-from rsi_master.sim import generate_landscape, save_landscape
+from rsi_master.sim import generate_world, save_world
 
 pytest.importorskip("fsspec")
 
@@ -20,9 +20,9 @@ pytest.importorskip("fsspec")
 @pytest.mark.slow  # about a minute idle: a whole campaign over HTTP; tests/rundir/test_shared_store.py covers each part fast
 def test_a_sim_run_on_s3_verifies_audits_and_exports(tmp_path, capsys, s3, monkeypatch):
     monkeypatch.delenv("RSI_MASTER_ARTIFACTS", raising=False)
-    land = save_landscape(generate_landscape(4), tmp_path / "land.json")
+    land = save_world(generate_world(4), tmp_path / "world.json")
     run = tmp_path / "run"
-    args = ["run", "--backend", "sim", "--landscape", str(land), "--budget", "30m", "--slots", "2", "--dir", str(run)]
+    args = ["run", "--backend", "sim", "--world", str(land), "--budget", "30m", "--slots", "2", "--dir", str(run)]
     assert main([*args, "--artifacts", s3]) == 0
     assert "experiments: " in capsys.readouterr().out
     url = json.loads((run / "artifacts.json").read_text())["url"]
