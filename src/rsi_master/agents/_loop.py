@@ -36,7 +36,7 @@ from ._memory import (
     ToolCallRecord,
     clip,
 )
-from ._model import ChatModel, ProviderError
+from ._model import ChatModel, Completion, ProviderError
 
 __all__ = ["AgentLoop", "Outcome", "run_tokens"]
 
@@ -121,55 +121,19 @@ class AgentLoop:
                 except ProviderError as exc:
                     out.reason, out.error = "provider_error", str(exc)
                     break
-                step = ActionStep(
-                    index=index,
-                    content=clip(comp.content, MAX_CONTENT_CHARS),
-                    prompt_tokens=comp.prompt_tokens,
-                    completion_tokens=comp.completion_tokens,
-                    cost_usd=self.cfg.cost(comp.prompt_tokens, comp.completion_tokens),
-                    seconds=time.time() - t0,
-                    finish_reason=comp.finish_reason,
-                )
-                out.steps += 1
-                out.tokens += comp.prompt_tokens + comp.completion_tokens
-                out.cost_usd += step.cost_usd
-                pending = step
-                for tc in comp.tool_calls:
-                    if out.finished:
-                        step.tool_calls.append(
-                            ToolCallRecord(
-                                id=tc.id,
-                                name=tc.name,
-                                arguments=tc.arguments,
-                                status="skipped",
-                                observation="not run: the episode has finished",
-                            )
-                        )
-                        continue
-                    rec, result = self._execute(tc.id, tc.name, tc.arguments)
-                    step.tool_calls.append(rec)
-                    known = self._known(tc.name)
-                    if rec.status == "ok" and result is not None and known is not None:
-                        name = self.tools[known].name
-                        out.ok_calls.append((name, result))
-                        if name in self.finish:
-                            out.finished, out.reason, out.result = True, "finished", result
+                pending = step = self._step(comp, index, time.time() - t0, out)
+                self._act(comp, step, out)
                 memory.steps.append(step)
                 pending = None
                 self._record(AgentStep(episode=self.episode, **step.ledger_payload()))
                 if out.finished:
                     break
-                if not comp.tool_calls:
-                    if self.stop_on_text:
-                        out.reason = "replied"
-                        break
-                    memory.steps.append(
-                        NoteStep(
-                            text=f"No tool was called. You act only through the tools; finish with {finish_names}."
-                        )
-                    )
-                elif index == self.cfg.max_steps - 2:
-                    memory.steps.append(NoteStep(text=f"One turn is left: call {finish_names} now."))
+                if not comp.tool_calls and self.stop_on_text:
+                    out.reason = "replied"
+                    break
+                note = self._note(comp, index, finish_names)
+                if note is not None:
+                    memory.steps.append(NoteStep(text=note))
         except BudgetEnd:
             out.reason = "budget_end"  # mid-turn: what its tool calls did is in the ledger already
             if pending is not None:  # its tokens were spent: they count
@@ -188,6 +152,55 @@ class AgentLoop:
                 )
             )
         return out
+
+    def _step(self, comp: Completion, index: int, seconds: float, out: Outcome) -> ActionStep:
+        """The turn's record (its tool calls are added as they run), counted in `out`."""
+        step = ActionStep(
+            index=index,
+            content=clip(comp.content, MAX_CONTENT_CHARS),
+            prompt_tokens=comp.prompt_tokens,
+            completion_tokens=comp.completion_tokens,
+            cost_usd=self.cfg.cost(comp.prompt_tokens, comp.completion_tokens),
+            seconds=seconds,
+            finish_reason=comp.finish_reason,
+        )
+        out.steps += 1
+        out.tokens += comp.prompt_tokens + comp.completion_tokens
+        out.cost_usd += step.cost_usd
+        return step
+
+    def _act(self, comp: Completion, step: ActionStep, out: Outcome) -> None:
+        """Run the turn's tool calls in order, each recorded on `step`; a successful finishing call
+        ends the episode, and the calls after it are recorded as skipped."""
+        for tc in comp.tool_calls:
+            if out.finished:
+                step.tool_calls.append(
+                    ToolCallRecord(
+                        id=tc.id,
+                        name=tc.name,
+                        arguments=tc.arguments,
+                        status="skipped",
+                        observation="not run: the episode has finished",
+                    )
+                )
+                continue
+            rec, result = self._execute(tc.id, tc.name, tc.arguments)
+            step.tool_calls.append(rec)
+            known = self._known(tc.name)
+            if rec.status == "ok" and result is not None and known is not None:
+                name = self.tools[known].name
+                out.ok_calls.append((name, result))
+                if name in self.finish:
+                    out.finished, out.reason, out.result = True, "finished", result
+
+    def _note(self, comp: Completion, index: int, finish_names: str) -> str | None:
+        """What the harness tells the model before its next turn: to act through the tools when it
+        called none, and to finish when one turn is left."""
+        if not comp.tool_calls:
+            return f"No tool was called. You act only through the tools; finish with {finish_names}."
+        if index == self.cfg.max_steps - 2:
+            return f"One turn is left: call {finish_names} now."
+        return None
 
     def _limit(self, out: Outcome) -> str | None:
         if out.tokens >= self.cfg.max_node_tokens:

@@ -55,7 +55,7 @@ class Ranking:
             # No prior: nothing tells the task's families apart before they are measured, so the
             # order is a permutation of them drawn from the run's seed (a fixed order, say by
             # name, would favour the same family in every campaign), and the evidence decides
-            # from there (`_evidence`, `Plans._weighed_plans`, `continuations`).
+            # from there (`_evidence`, `Plans.weighed`, `continuations`).
             from ..tasks import task_hints
 
             dirs = default_directions(task, seed=ctx.seed)
