@@ -5,6 +5,11 @@ budgets, node deadlines, capability expiry) goes through `now()`, and every wait
 goes through `sleep()`. By default both are the real ones. A simulated campaign installs its own
 clock for the duration (`use_clock`), so the same code spends simulated seconds: the clock is
 process-wide, and one process runs one simulated campaign at a time.
+
+A new simulated run starts its clock at `SIM_EPOCH` (from its creation on: its contract, its
+`orchestra.start` and everything after), never at the real time it was started: its ledger, event
+timestamps and every duration and deadline read from them, is then a pure function of its world,
+seed and settings. The real time leaks into nothing it records or decides.
 """
 
 from __future__ import annotations
@@ -15,7 +20,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Clock", "RealClock", "ScaledClock", "current", "now", "sleep", "use_clock"]
+__all__ = ["SIM_EPOCH", "Clock", "RealClock", "ScaledClock", "StillClock", "current", "now", "sleep", "use_clock"]
+
+# 2026-01-01T00:00:00Z: where a new simulated run's clock starts. A whole second, so that an absolute
+# simulated time rounded to the microsecond (a timestamp) or millisecond (a deadline) loses the
+# same amount in every run.
+SIM_EPOCH = 1767225600.0
 
 
 @runtime_checkable
@@ -64,6 +74,22 @@ class ScaledClock:
     def sleep(self, seconds: float) -> None:
         if seconds > 0:
             time.sleep(seconds / self.speed)
+
+
+class StillClock:
+    """A simulated clock that moves only when slept on (a simulated run's creation, before its
+    executor's clock takes over from the time it reads)."""
+
+    simulated = True
+
+    def __init__(self, start: float) -> None:
+        self.t = float(start)
+
+    def time(self) -> float:
+        return self.t
+
+    def sleep(self, seconds: float) -> None:
+        self.t += max(0.0, seconds)
 
 
 _current: Clock = REAL

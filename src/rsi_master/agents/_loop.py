@@ -14,7 +14,6 @@ it, one line to the model, recorded on the step.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -115,13 +114,13 @@ class AgentLoop:
                 if stop:
                     out.reason = stop
                     break
-                t0 = time.time()
+                t0 = _clock.now()  # the run's clock: a simulated run's turn takes its simulated retries
                 try:
                     comp = self._complete(memory.messages(), index)
                 except ProviderError as exc:
                     out.reason, out.error = "provider_error", str(exc)
                     break
-                pending = step = self._step(comp, index, time.time() - t0, out)
+                pending = step = self._step(comp, index, _clock.now() - t0, out)
                 self._act(comp, step, out)
                 memory.steps.append(step)
                 pending = None

@@ -15,7 +15,17 @@ from .. import _clock, _durable
 from ..errors import NotARunError
 from ._event import GENESIS_HASH
 
-__all__ = ["FORMAT", "SCHEMA", "SCHEMA_V1", "SCHEMA_VERSION", "SUPPORTED_SCHEMAS", "connect", "schema_for", "utc_now"]
+__all__ = [
+    "FORMAT",
+    "SCHEMA",
+    "SCHEMA_V1",
+    "SCHEMA_VERSION",
+    "SUPPORTED_SCHEMAS",
+    "connect",
+    "schema_for",
+    "utc_now",
+    "wall_utc",
+]
 
 FORMAT = "rsi-master-ledger"
 # 1: checkpoints over raw event hashes, no seal (read and verified, never appended to).
@@ -70,7 +80,16 @@ def schema_for(version: str) -> list[str]:
 
 def utc_now() -> str:
     # The process's clock (real, or a simulated campaign's): event timestamps are run time.
-    return datetime.fromtimestamp(_clock.now(), UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    return _iso(_clock.now())
+
+
+def wall_utc() -> str:
+    # The real clock, for the operator's key directory (when it saw a run), never for a run's records.
+    return _iso(_clock.REAL.time())
+
+
+def _iso(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def connect(path: Path, *, create: bool) -> sqlite3.Connection:

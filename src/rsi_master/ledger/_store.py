@@ -27,7 +27,7 @@ from ._event import GENESIS_HASH, Event, EventDraft, seal, validate_draft
 from ._keys import KeyDir, RunRecord, Signer, check_run_id, public_key_pem
 from ._merkle import EMPTY_ROOT, Frontier
 from ._pg import PgConnection
-from ._schema import FORMAT, SCHEMA, SCHEMA_VERSION, SUPPORTED_SCHEMAS, connect, utc_now
+from ._schema import FORMAT, SCHEMA, SCHEMA_VERSION, SUPPORTED_SCHEMAS, connect, utc_now, wall_utc
 from ._sealing import SealKeeper
 
 __all__ = ["Ledger"]
@@ -87,7 +87,7 @@ class Ledger(SealKeeper):
             check_run_id(run_id)
         except RsiMasterError as exc:
             raise LedgerError(str(exc)) from None
-        now = utc_now()
+        now = wall_utc()  # the key directory's bookkeeping is real time, a simulated run's too
         key_dir.register(
             RunRecord(run_id=run_id, key_id=signer.key_id, run_dir=str(path.parent.resolve()), created=now, seen=now)
         )

@@ -248,7 +248,7 @@ class InlineExecutor:
     """Each node in a thread of this process under a `Conductor` (the simulated clock)."""
 
     def __init__(self, start: float | None = None) -> None:
-        self.clock = Conductor(_clock.REAL.time() if start is None else start)
+        self.clock = Conductor(_clock.SIM_EPOCH if start is None else start)
         self._waiter: threading.Thread | None = None
         # The nodes take turns, so their sessions share one fold of the ledger: a node starts
         # from the events the nodes before it folded, not from the ledger's first.

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .. import _durable
+from .. import _clock, _durable
 from ..errors import RsiMasterError
 from ..events import OrchestraStart
 from ..expos import Budget, ExpOS, lock_down
@@ -38,7 +38,12 @@ def start_run(spec: RunSpec, *, display: Display | None = None, durable: bool = 
 
     resolved = resolve_spec(spec)
     with contextlib.nullcontext() if durable else _durable.not_durable():
-        _create(resolved)
+        # A simulated run is created on its simulated clock, from `SIM_EPOCH`: its contract and
+        # `orchestra.start` (whose time starts its budget) are not dated by the real clock, and
+        # its executor's clock continues from there.
+        simulated = resolved.spec.backend == "sim"
+        with _clock.use_clock(_clock.StillClock(_clock.SIM_EPOCH)) if simulated else contextlib.nullcontext():
+            _create(resolved)
         return _drive_new(resolved, display or PlainDisplay())
 
 
