@@ -107,6 +107,8 @@ def test_a_large_artifact_put_on_one_node_is_read_on_the_other_with_flat_memory(
     if backend == "file":
         blob = Path(f"{tmp_path}/shared/objects/{put['digest'][:2]}/{put['digest'][2:]}")
         assert blob.stat().st_size == size
+    for side, what in ((put, "put"), (got, "read")):  # the figures docs/scale-out.md gives (pytest -s)
+        print(f"{backend} {size >> 20} MiB {what}: {side['peak'] >> 10} KiB traced, {side['rss'] >> 10} KiB resident")
     flat = {"file": (16 * MiB, 64 * MiB), "s3": (64 * MiB, 128 * MiB)}[backend]  # (traced, resident)
     for side in (put, got):
         assert side["peak"] < flat[0] and side["rss"] < flat[1], side  # a few chunks, not the file
