@@ -155,8 +155,7 @@ def test_rsi_master_with_a_prior_plans_with_the_pilot_of_its_world(tmp_path):
 def test_only_a_configuration_with_a_prior_passes_one_to_its_run(tmp_path, monkeypatch, config, given, expected):
     """The real bench's `rsi-master-prior` plans with the shipped landscape unless a campaign is
     given another file; every other configuration plans without one."""
-    import rsi_master.orchestra as orchestra
-    from rsi_master.bench import ShortcutTendency, run_campaign
+    from rsi_master.bench import ShortcutTendency, _campaign, run_campaign
 
     seen = {}
 
@@ -167,7 +166,7 @@ def test_only_a_configuration_with_a_prior_passes_one_to_its_run(tmp_path, monke
         seen["prior"] = spec.prior
         raise Stop
 
-    monkeypatch.setattr(orchestra, "start_run", start_run)
+    monkeypatch.setattr(_campaign, "start_run", start_run)  # where the campaign calls it
     with pytest.raises(Stop):
         run_campaign(
             config, "knowledge", 0, 60.0, tmp_path, slots=1, eval_limit=5, tendency=ShortcutTendency(), prior=given

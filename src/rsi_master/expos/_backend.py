@@ -220,12 +220,11 @@ def _sim_sources_digest() -> str:
     evaluator's copy of its code."""
     global _SOURCES
     if _SOURCES is None:
-        from .. import runtime, sim, tasks
-
+        package = Path(__file__).parent.parent  # rsi_master
         files = [
-            *sorted(Path(sim.__file__).parent.glob("*.py")),
-            Path(runtime.__file__).parent / "_sim.py",
-            Path(tasks.__file__).parent / "_sim_task.py",
+            *sorted((package / "sim").glob("*.py")),
+            package / "runtime" / "_sim.py",
+            package / "tasks" / "_sim_task.py",
         ]
         lines = "".join(f"{p.parent.name}/{p.name}\t{hashlib.sha256(p.read_bytes()).hexdigest()}\n" for p in files)
         _SOURCES = hashlib.sha256(lines.encode()).hexdigest()

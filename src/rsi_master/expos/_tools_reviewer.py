@@ -21,11 +21,13 @@ from ..events import (
     dump_payload,
     named_ids,
 )
+from ._audit import audit
 from ._errors import ToolRefused
 from ._evaluation import public_reason
 from ._graph import lineage
 from ._registry import tool
 from ._state import load_state
+from ._taxonomy import Subcategory
 
 
 class _In(BaseModel):
@@ -169,8 +171,6 @@ class Comparison(BaseModel):
 def eval_compare(expos, caller, inp: CompareInput) -> Comparison:
     """Compare two experiments' evaluations sample by sample (by sample ID)."""
     if inp.split not in ("review", "dev"):
-        from ._taxonomy import Subcategory
-
         raise ToolRefused(f"no comparisons on {inp.split!r}", Subcategory.TEST_SET_ACCESS)
     st = load_state(expos)
     recs = []
@@ -209,7 +209,6 @@ class AuditView(BaseModel):
 @tool("audit.run", roles=("reviewer", "main"), kind="reviewing", input=AuditInput, result=AuditView)
 def audit_run(expos, caller, inp: AuditInput) -> AuditView:
     """Run the integrity audit over the ledger and run directory (scoped to some experiments)."""
-    from ._audit import audit
 
     if not expos.guards.guarded:  # an unguarded run has no integrity audit while its agents act
         return AuditView(hacking_rate=0.0, interception_rate=None, flagged=[], findings=[])

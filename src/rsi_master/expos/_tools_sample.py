@@ -16,6 +16,7 @@ import json
 from pydantic import Field
 
 from ..events import DataSample, JsonObject, Name
+from ..tasks import sample_items, sampled_rows, validate_params
 from ._contamination_gate import failing_rows
 from ._deadline import seconds_left
 from ._errors import NothingSampled, ToolFailed, ToolInvalid, ToolRefused
@@ -61,7 +62,6 @@ def data_sample(expos, caller, inp: SampleInput) -> SampledDataset:
         is_chat,
         sample,
     )
-    from ..tasks import sample_items, sampled_rows, validate_params
 
     task_name, family = _family(expos, inp.family)
     source = f"{task_name}/{family}"

@@ -30,6 +30,7 @@ from ..events import GuardBlocked, dump_payload, typed
 from ..expos import Capability, CapabilityError, TaskContract, capability_id, check_capability
 from ..ledger import ForgedEvent, KeyDir, WitnessingSigner
 from ..rundir import RunDir, memo_for, verify_run
+from ..tasks import SPLITS
 
 if TYPE_CHECKING:
     from ..tasks import SealKey
@@ -90,7 +91,6 @@ class KeyKeeper:
             raise CapabilityError("the seal key is handed only for this run's contract")
         if self._seal is None:
             from ..runtime import load_seal_key
-            from ..tasks import SPLITS
 
             # The seeds of this run's protected splits, derived from the secret: never the secret.
             self._seal = load_seal_key(self.keys, self.run.run_id, self.commitment).derive(self.task, SPLITS)

@@ -29,6 +29,7 @@ from typing import Any
 from .. import _clock
 from ..errors import RsiMasterError
 from ..expos import ExpOS
+from ..ledger import KeyDir
 from ._job import run_node
 from ._keeper import DriverKeys, KeyKeeper
 from ._launch import NodeLaunch
@@ -179,8 +180,6 @@ class RayExecutor:
         if self._keeper_of != run_dir:
             self._stop_keeper()
             from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-            from ..ledger import KeyDir
 
             here = self._ray.get_runtime_context().get_node_id()
             actor = self._ray.remote(KeyKeeper).options(
