@@ -60,7 +60,8 @@ def connect(address: str | None, *, num_cpus: int | None = None) -> bool:
         os.environ.setdefault(key, value)
     try:
         if address is None:
-            ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=True)
+            # "local": a new instance even where another cluster runs on this machine (ray.init() would join it).
+            ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, log_to_driver=True)
         else:
             ray.init(address=address, log_to_driver=True)
     except (ConnectionError, RuntimeError, ValueError) as exc:
