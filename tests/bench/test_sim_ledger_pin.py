@@ -37,7 +37,7 @@ _VOLATILE = {
     "seconds",
 }
 
-# serial, development landscape 0, seed 0, one simulated hour, 4 slots (one used), default preset.
+# serial, development world 0, seed 0, one simulated hour, 4 slots (one used), default preset.
 _PINNED = (207, "350c91b9826acb044996b8d63d948324e525cf6e2056937c5f37e456ccb6e5b7")
 
 
@@ -49,10 +49,10 @@ def _stable(x: Any) -> Any:
     return x
 
 
-def _ledger_digest(tmp_path: Path, config: str, landscape: int, budget_s: float) -> tuple[int, str]:
+def _ledger_digest(tmp_path: Path, config: str, world: int, budget_s: float) -> tuple[int, str]:
     sim_campaign(
         config,
-        landscape,
+        world,
         False,
         0,
         budget_s=budget_s,
@@ -62,7 +62,7 @@ def _ledger_digest(tmp_path: Path, config: str, landscape: int, budget_s: float)
         tendency_json=ShortcutTendency().model_dump_json(),
         key_dir=str(tmp_path / "keys"),
     )
-    run = tmp_path / "campaigns" / sim_campaign_id(config, landscape, 0) / "run"
+    run = tmp_path / "campaigns" / sim_campaign_id(config, world, 0) / "run"
     led = Ledger.open(run / "ledger.db")
     try:
         rows = [
