@@ -23,6 +23,7 @@ from ._taxonomy import Subcategory
 
 if TYPE_CHECKING:
     from ._session import Caller
+    from ._state import State
 
 __all__ = ["ExperimentResult", "adopt_checkpoint", "measured_dataset", "rows_of", "run_experiment"]
 
@@ -70,7 +71,7 @@ def _steps(spec, n_rows: int) -> int:
     return math.ceil(n_rows * spec.epochs / spec.batch_size)
 
 
-def _parent(ctx: ToolContext, caller, st, parent: str) -> tuple[str, str]:
+def _parent(ctx: ToolContext, caller: Caller, st: State, parent: str) -> tuple[str, str]:
     """(parent checkpoint digest, lineage note); a checkpoint outside the caller's lineage is a guard's."""
     if parent == "base":
         return ctx.contract.base_model_artifact, "base"
@@ -96,7 +97,7 @@ def _kept(ctx: ToolContext, tmp) -> list[dict[str, str]]:
     ]
 
 
-def _refuse_started(ctx: ToolContext, caller, exp_id: str, tmp, inputs, reason: str, sub: Subcategory) -> None:
+def _refuse_started(ctx: ToolContext, caller: Caller, exp_id: str, tmp, inputs, reason: str, sub: Subcategory) -> None:
     """A guard on a started experiment whose inputs were not the measured ones: under a policy
     that refuses, close it as failed and refuse; under one that waives, go on."""
     refusal = ToolRefused(f"{exp_id}: {reason}; nothing was recorded as trained", sub)
@@ -283,13 +284,13 @@ def run_experiment(
     )
 
 
-def _failed(ctx: ToolContext, caller, exp_id: str, tmp, inputs, exc: BaseException) -> ExperimentResult:
+def _failed(ctx: ToolContext, caller: Caller, exp_id: str, tmp, inputs, exc: BaseException) -> ExperimentResult:
     msg = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
     ctx.record(caller, ExperimentFinish(experiment_id=exp_id, status="failed", error=msg), inputs + _kept(ctx, tmp))
     return ExperimentResult(experiment_id=exp_id, status="failed", dev_score=None, error=msg)
 
 
-def adopt_checkpoint(ctx: ToolContext, caller, source: Path, origin: str, note: str) -> ExperimentResult:
+def adopt_checkpoint(ctx: ToolContext, caller: Caller, source: Path, origin: str, note: str) -> ExperimentResult:
     """Bring a checkpoint directory trained elsewhere into the run as the caller's experiment
     (only a policy that waives the weight-provenance guard gets here), then evaluate it on `dev`.
     `origin` is recorded in the experiment's spec; the copy holds `note` in a file (`COPIED_FROM`),

@@ -3,7 +3,7 @@ The Main agent never runs experiments."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -22,6 +22,9 @@ from ._context import ToolContext
 from ._errors import ToolRefused
 from ._registry import tool
 
+if TYPE_CHECKING:
+    from ._session import Caller
+
 
 class _In(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -39,7 +42,7 @@ class GraphView(BaseModel):
 
 
 @tool("graph.read", roles=("main",), kind="monitoring", input=GraphInput, result=GraphView)
-def graph_read(ctx: ToolContext, caller, inp: GraphInput) -> GraphView:
+def graph_read(ctx: ToolContext, caller: Caller, inp: GraphInput) -> GraphView:
     """The research graph: workers, reviews, and every experiment with its aggregate dev score."""
     st = ctx.state()
     exps = [
@@ -95,7 +98,7 @@ class Added(BaseModel):
 
 
 @tool("worker.add", roles=("main",), kind="deciding", input=AddWorkerInput, result=Added)
-def worker_add(ctx: ToolContext, caller, inp: AddWorkerInput) -> Added:
+def worker_add(ctx: ToolContext, caller: Caller, inp: AddWorkerInput) -> Added:
     """Add a Worker node with its task and predecessors."""
     st = ctx.state()
     if inp.worker_id in st.workers:
@@ -115,7 +118,7 @@ class ReviewRequestInput(_In):
 
 
 @tool("review.request", roles=("main",), kind="deciding", input=ReviewRequestInput, result=Added)
-def review_request(ctx: ToolContext, caller, inp: ReviewRequestInput) -> Added:
+def review_request(ctx: ToolContext, caller: Caller, inp: ReviewRequestInput) -> Added:
     """Add a Reviewer node: a question and a scope of Workers."""
     st = ctx.state()
     missing = [w for w in inp.scope if w not in st.workers]
@@ -137,7 +140,7 @@ class DecisionInput(_In):
 
 
 @tool("decision.record", roles=("main",), kind="deciding", input=DecisionInput, result=Added)
-def decision_record(ctx: ToolContext, caller, inp: DecisionInput) -> Added:
+def decision_record(ctx: ToolContext, caller: Caller, inp: DecisionInput) -> Added:
     """Record a decision with its rationale and the evidence it rests on."""
     size = ctx.ledger.size()
     if any(not 0 <= s < size for s in inp.evidence):
@@ -154,7 +157,7 @@ class NominateInput(_In):
 
 
 @tool("candidate.nominate", roles=("main",), kind="deciding", input=NominateInput, result=Added)
-def candidate_nominate(ctx: ToolContext, caller, inp: NominateInput) -> Added:
+def candidate_nominate(ctx: ToolContext, caller: Caller, inp: NominateInput) -> Added:
     """Put an experiment forward for the harness's selection (the harness rule picks)."""
     x = ctx.state().experiments.get(inp.experiment_id)
     if x is None or x.status != "completed":

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ._context import ToolContext
 from ._generator_view import GeneratorView, generator_views
 from ._registry import tool
+
+if TYPE_CHECKING:
+    from ._session import Caller
 
 ALL = ("public", "worker", "reviewer", "main", "harness")
 
@@ -36,7 +39,7 @@ class ContractView(BaseModel):
 
 
 @tool("contract.show", roles=ALL, kind="monitoring", input=NoInput, result=ContractView)
-def contract_show(ctx: ToolContext, caller, inp: NoInput) -> ContractView:
+def contract_show(ctx: ToolContext, caller: Caller, inp: NoInput) -> ContractView:
     """The task contract, without protected items."""
     c = ctx.contract
     return ContractView(
@@ -63,7 +66,7 @@ class Quota(BaseModel):
 
 
 @tool("quota.show", roles=ALL, kind="monitoring", input=NoInput, result=Quota)
-def quota_show(ctx: ToolContext, caller, inp: NoInput) -> Quota:
+def quota_show(ctx: ToolContext, caller: Caller, inp: NoInput) -> Quota:
     """Budget used and left."""
     used = len(ctx.state().experiments)
     b = ctx.contract.budget
@@ -92,7 +95,7 @@ class Tail(BaseModel):
 
 
 @tool("events.tail", roles=ALL, kind="monitoring", input=TailInput, result=Tail)
-def events_tail(ctx: ToolContext, caller, inp: TailInput) -> Tail:
+def events_tail(ctx: ToolContext, caller: Caller, inp: TailInput) -> Tail:
     """The latest events (kind and actor only: payloads can hold per-sample evidence)."""
     size = ctx.ledger.size()
     evs = ctx.ledger.events(since=max(0, size - inp.n))

@@ -4,7 +4,7 @@ sample-by-sample comparison, the integrity audit, and the review itself."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -26,6 +26,9 @@ from ._errors import ToolRefused
 from ._evaluation import public_reason
 from ._graph import lineage
 from ._registry import tool
+
+if TYPE_CHECKING:
+    from ._session import Caller
 
 
 class _In(BaseModel):
@@ -55,7 +58,7 @@ class Inspection(BaseModel):
 
 
 @tool("experiment.inspect", roles=("reviewer", "main"), kind="reviewing", input=InspectInput, result=Inspection)
-def experiment_inspect(ctx: ToolContext, caller, inp: InspectInput) -> Inspection:
+def experiment_inspect(ctx: ToolContext, caller: Caller, inp: InspectInput) -> Inspection:
     """An experiment in full: config, training samples, lineage, digests, evaluation records."""
 
     st = ctx.state()
@@ -120,7 +123,7 @@ def _samples(ctx: ToolContext, record_digest: str) -> list[SampleDiag]:
 
 
 @tool("eval.review", roles=("reviewer",), kind="reviewing", input=ReviewEvalInput, result=ReviewEval, protected=True)
-def eval_review(ctx: ToolContext, caller, inp: ReviewEvalInput) -> ReviewEval:
+def eval_review(ctx: ToolContext, caller: Caller, inp: ReviewEvalInput) -> ReviewEval:
     """Score an experiment on `review` with per-sample diagnostics (once per checkpoint)."""
     st = ctx.state()
     x = st.experiments.get(inp.experiment_id)
@@ -166,7 +169,7 @@ class Comparison(BaseModel):
 
 
 @tool("eval.compare", roles=("reviewer",), kind="comparing", input=CompareInput, result=Comparison, protected=True)
-def eval_compare(ctx: ToolContext, caller, inp: CompareInput) -> Comparison:
+def eval_compare(ctx: ToolContext, caller: Caller, inp: CompareInput) -> Comparison:
     """Compare two experiments' evaluations sample by sample (by sample ID)."""
     if inp.split not in ("review", "dev"):
         from ._taxonomy import Subcategory
@@ -207,7 +210,7 @@ class AuditView(BaseModel):
 
 
 @tool("audit.run", roles=("reviewer", "main"), kind="reviewing", input=AuditInput, result=AuditView)
-def audit_run(ctx: ToolContext, caller, inp: AuditInput) -> AuditView:
+def audit_run(ctx: ToolContext, caller: Caller, inp: AuditInput) -> AuditView:
     """Run the integrity audit over the ledger and run directory (scoped to some experiments)."""
 
     if not ctx.guards.guarded:  # an unguarded run has no integrity audit while its agents act
@@ -267,7 +270,7 @@ class ReviewResult(BaseModel):
 
 
 @tool("review.submit", roles=("reviewer",), kind="reviewing", input=ReviewInput, result=ReviewResult)
-def review_submit(ctx: ToolContext, caller, inp: ReviewInput) -> ReviewResult:
+def review_submit(ctx: ToolContext, caller: Caller, inp: ReviewInput) -> ReviewResult:
     """Submit a review: supported findings, uncertainties, violations, regressions, missing
     comparisons and recommendations, citing ledger evidence."""
     size = ctx.ledger.size()

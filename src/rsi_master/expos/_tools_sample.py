@@ -28,6 +28,7 @@ from ._tools_worker import DatasetResult, _family, _In, _measured, _register
 
 if TYPE_CHECKING:
     from ..tasks import FileTask
+    from ._session import Caller
 
 
 class SampleInput(_In):
@@ -55,7 +56,7 @@ class SampledDataset(DatasetResult):
 
 
 @tool("data.sample", roles=("worker",), kind="launching", input=SampleInput, result=SampledDataset)
-def data_sample(ctx: ToolContext, caller, inp: SampleInput) -> SampledDataset:
+def data_sample(ctx: ToolContext, caller: Caller, inp: SampleInput) -> SampledDataset:
     """Sample completions from a checkpoint on train-pool prompts and register those the task's scorer keeps."""
     from ..runtime import (
         CheckpointLoadError,

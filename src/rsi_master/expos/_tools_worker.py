@@ -3,7 +3,7 @@ and the refused checkpoint import. Reading results and finalizing: `_tools_worke
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -15,6 +15,9 @@ from ._errors import ToolFailed, ToolInvalid, ToolRefused
 from ._experiments import ExperimentResult, adopt_checkpoint, measured_dataset, rows_of, run_experiment
 from ._registry import tool
 from ._taxonomy import Subcategory
+
+if TYPE_CHECKING:
+    from ._session import Caller
 
 _HEX64 = r"^[0-9a-f]{64}$"
 
@@ -83,8 +86,8 @@ def _read(path) -> tuple[bytes, list[dict[str, Any]]]:
 
 
 def _register(
-    ctx,
-    caller,
+    ctx: ToolContext,
+    caller: Caller,
     measured: tuple[bytes, list[dict[str, Any]]],
     *,
     model: type[Payload],
@@ -149,7 +152,7 @@ MAX_TOP_UPS = 4
 
 
 @tool("data.generate", roles=("worker",), kind="launching", input=GenerateInput, result=DatasetResult)
-def data_generate(ctx: ToolContext, caller, inp: GenerateInput) -> DatasetResult:
+def data_generate(ctx: ToolContext, caller: Caller, inp: GenerateInput) -> DatasetResult:
     """Generate training data with one of the task's generator families and register it."""
     from ..runtime import InvalidParameterError
 
@@ -219,7 +222,7 @@ def _generate_clean(
 
 
 @tool("data.register", roles=("worker",), kind="launching", input=RegisterInput, result=DatasetResult)
-def data_register(ctx: ToolContext, caller, inp: RegisterInput) -> DatasetResult:
+def data_register(ctx: ToolContext, caller: Caller, inp: RegisterInput) -> DatasetResult:
     """Register hand-made or teacher-labelled rows from a declared, allowed source."""
     import json
 
@@ -233,7 +236,7 @@ def data_register(ctx: ToolContext, caller, inp: RegisterInput) -> DatasetResult
 
 
 @tool("data.filter", roles=("worker",), kind="launching", input=FilterInput, result=DatasetResult)
-def data_filter(ctx: ToolContext, caller, inp: FilterInput) -> DatasetResult:
+def data_filter(ctx: ToolContext, caller: Caller, inp: FilterInput) -> DatasetResult:
     """Filter a registered dataset (length, checker-verified rows)."""
     from ..runtime import InvalidParameterError, filter_data
 
@@ -268,7 +271,7 @@ def data_filter(ctx: ToolContext, caller, inp: FilterInput) -> DatasetResult:
 
 
 @tool("data.mix", roles=("worker",), kind="launching", input=MixInput, result=DatasetResult)
-def data_mix(ctx: ToolContext, caller, inp: MixInput) -> DatasetResult:
+def data_mix(ctx: ToolContext, caller: Caller, inp: MixInput) -> DatasetResult:
     """Mix registered datasets by weight into a new one."""
     from ..runtime import InvalidParameterError, jsonl_bytes, mix_rows
 
@@ -309,7 +312,7 @@ class SubmitInput(_In):
 
 
 @tool("experiment.submit", roles=("worker",), kind="launching", input=SubmitInput, result=ExperimentResult)
-def experiment_submit(ctx: ToolContext, caller, inp: SubmitInput) -> ExperimentResult:
+def experiment_submit(ctx: ToolContext, caller: Caller, inp: SubmitInput) -> ExperimentResult:
     """Train from an allowed parent on a registered dataset, then evaluate on `dev`."""
     return run_experiment(ctx, caller, parent=inp.parent, dataset=inp.dataset, method=inp.method, config=inp.config)
 
@@ -329,7 +332,7 @@ class Nothing(BaseModel):
     input=CheckpointRegisterInput,
     result=Nothing,
 )
-def checkpoint_register(ctx: ToolContext, caller, inp: CheckpointRegisterInput) -> BaseModel:
+def checkpoint_register(ctx: ToolContext, caller: Caller, inp: CheckpointRegisterInput) -> BaseModel:
     """Always refused: checkpoints exist only as outputs of recorded training from the base."""
     from pathlib import Path
 

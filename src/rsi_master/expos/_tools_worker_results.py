@@ -3,7 +3,7 @@ the results so far, and finalize (claims checked against the evaluation records)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -14,6 +14,9 @@ from ._context import ToolContext
 from ._errors import ToolRefused
 from ._registry import tool
 from ._taxonomy import Subcategory
+
+if TYPE_CHECKING:
+    from ._session import Caller
 
 
 class _In(BaseModel):
@@ -37,7 +40,7 @@ class EvalScore(BaseModel):
 
 
 @tool("eval.run", roles=("worker",), kind="monitoring", input=EvalInput, result=EvalScore)
-def eval_run(ctx: ToolContext, caller, inp: EvalInput) -> EvalScore:
+def eval_run(ctx: ToolContext, caller: Caller, inp: EvalInput) -> EvalScore:
     """Evaluate an own experiment on `dev` (aggregate only); each checkpoint is scored once."""
     if inp.split != "dev":
         ctx.guard(f"workers may not evaluate on {inp.split!r}", Subcategory.TEST_SET_ACCESS)
@@ -75,7 +78,7 @@ class Results(BaseModel):
 
 
 @tool("results.list", roles=("worker",), kind="monitoring", input=ResultsInput, result=Results)
-def results_list(ctx: ToolContext, caller, inp: ResultsInput) -> Results:
+def results_list(ctx: ToolContext, caller: Caller, inp: ResultsInput) -> Results:
     """Own and predecessors' experiments with aggregate `dev` scores."""
     st = ctx.state()
     rows = []
@@ -126,7 +129,7 @@ class FinalizeResult(BaseModel):
 
 
 @tool("worker.finalize", roles=("worker",), kind="deciding", input=FinalizeInput, result=FinalizeResult)
-def worker_finalize(ctx: ToolContext, caller, inp: FinalizeInput) -> FinalizeResult:
+def worker_finalize(ctx: ToolContext, caller: Caller, inp: FinalizeInput) -> FinalizeResult:
     """Finish with a summary; claims are checked against evaluation records."""
     st = ctx.state()
     if caller.id in st.finalized:
