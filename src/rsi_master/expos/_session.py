@@ -3,8 +3,6 @@ ledger, and `call`, the single door through which every agent action passes."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,6 +20,7 @@ from ._backend import SimBackend, attach_backend, world_task
 from ._call import UNAUTHENTICATED, call_tool
 from ._capability import DEFAULT_TTL_S, CapabilityError, capability_id, issue_capability
 from ._catalogue import load as _load
+from ._context import drop_scratch
 from ._contract import CONTRACT_KIND, Budget, TaskContract
 from ._errors import ToolRefused
 from ._freeze import freeze_run
@@ -343,16 +342,7 @@ class ExpOS:
 
     @staticmethod
     def drop_scratch(path: Path) -> None:
-        # The common case first: outputs were moved into the store, leaving empty directories
-        # one level deep, which a few rmdir calls remove without rmtree's per-entry walk.
-        try:
-            with os.scandir(path) as entries:
-                subdirs = [e.path for e in entries if e.is_dir(follow_symlinks=False)]
-            for d in subdirs:
-                os.rmdir(d)
-            os.rmdir(path)
-        except OSError:
-            shutil.rmtree(path, ignore_errors=True)
+        drop_scratch(path)
 
     # -- identity ----------------------------------------------------------------------
     def issue(self, role: str, node: str, *, ttl_s: float | None = None) -> str:
