@@ -8,12 +8,71 @@ import os
 import pytest
 
 
+@pytest.hookimpl(trylast=True)  # after pytest's own, which sets up the temporary directories
 def pytest_configure(config):
     # One BLAS/OpenMP thread per test process, and so in the processes it starts: the suite's
     # parallelism is pytest-xdist's workers, and a pool over every core in each worker would
     # oversubscribe the cores. Set before torch or numpy is imported.
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
+    _bytecode_cache(config)
+    # pytest-xdist hands out whole files (`--dist loadfile`) and by default the files with the
+    # most tests first; with HEAVY_FIRST below, the files that take longest go first instead.
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+# The files that take longest (tens of CPU-seconds each: models trained and sealed evaluations;
+# or long waits on processes), in the order the workers start them, so that the run never ends on
+# one of them while the other workers sit idle. Interleaved, so that the four that build the
+# shared tiny model (`tests/helpers.built_once`) do not all wait for it at once. The rest follow
+# in collection order. `--durations=30` on a directory names its slowest tests.
+HEAVY_FIRST = (
+    "tests/runtime/test_adapter.py",
+    "tests/expos/test_tools_sample.py",
+    "tests/expos/test_identity.py",
+    "tests/runtime/test_hf_model.py",
+    "tests/mcp_server/test_docs.py",
+    "tests/runtime/test_train.py",
+    "tests/expos/test_task_dir.py",
+    "tests/runtime/test_evaluate.py",
+    "tests/orchestra/test_first_plans.py",
+    "tests/expos/test_user_model.py",
+    "tests/mcp_server/test_server.py",
+    "tests/expos/contamination/test_gate.py",
+    "tests/expos/test_boundary.py",
+    "tests/orchestra/test_noprior_campaign.py",
+    "tests/expos/contamination/test_characters.py",
+    "tests/expos/test_tools.py",
+    "tests/expos/test_guards.py",
+    "tests/orchestra/test_cli.py",
+    "tests/ledger/test_store.py",
+    "tests/ledger/test_backends.py",
+    "tests/expos/contamination/test_check.py",
+    "tests/runtime/test_backend.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {path: i for i, path in enumerate(HEAVY_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: files stay whole
+
+
+def _bytecode_cache(config) -> None:
+    """Where PYTHONDONTWRITEBYTECODE keeps bytecode out of the source tree, every Python process
+    the tests start (hundreds: the CLI, the door, agents, sealed evaluators) would compile our
+    modules again, a third of a CPU-second each. The test processes and their children cache
+    bytecode under the run's temporary directory instead (PYTHONPYCACHEPREFIX), still never
+    beside the sources; pytest-xdist workers inherit it from the process that starts them."""
+    import sys
+
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE") or os.environ.get("PYTHONPYCACHEPREFIX"):
+        return
+    prefix = config._tmp_path_factory.getbasetemp() / "pycache"
+    prefix.mkdir(exist_ok=True)
+    del os.environ["PYTHONDONTWRITEBYTECODE"]
+    os.environ["PYTHONPYCACHEPREFIX"] = str(prefix)
+    sys.dont_write_bytecode, sys.pycache_prefix = False, str(prefix)
 
 
 @pytest.fixture(scope="session", autouse=True)
