@@ -8,7 +8,6 @@ import os
 import pytest
 
 
-@pytest.hookimpl(trylast=True)  # after pytest's own, which sets up the temporary directories
 def pytest_configure(config):
     # One BLAS/OpenMP thread per test process, and so in the processes it starts: the suite's
     # parallelism is pytest-xdist's workers, and a pool over every core in each worker would
@@ -59,20 +58,17 @@ def pytest_collection_modifyitems(config, items):
 
 
 def _bytecode_cache(config) -> None:
-    """Where PYTHONDONTWRITEBYTECODE keeps bytecode out of the source tree, every Python process
-    the tests start (hundreds: the CLI, the door, agents, sealed evaluators) would compile our
-    modules again, a third of a CPU-second each. The test processes and their children cache
-    bytecode under the run's temporary directory instead (PYTHONPYCACHEPREFIX), still never
-    beside the sources; pytest-xdist workers inherit it from the process that starts them."""
-    import sys
+    """Where PYTHONDONTWRITEBYTECODE is set, nothing writes our modules' bytecode, and each of the
+    hundreds of Python processes the tests start (the CLI, the door, agents) would compile them
+    again, a third of a CPU-second each. The process that starts the run compiles them once into
+    their `__pycache__` (ignored by git; Python reads it whatever that variable says); later runs
+    find it up to date. Third-party packages have theirs from their installation."""
+    import compileall
 
-    if not os.environ.get("PYTHONDONTWRITEBYTECODE") or os.environ.get("PYTHONPYCACHEPREFIX"):
-        return
-    prefix = config._tmp_path_factory.getbasetemp() / "pycache"
-    prefix.mkdir(exist_ok=True)
-    del os.environ["PYTHONDONTWRITEBYTECODE"]
-    os.environ["PYTHONPYCACHEPREFIX"] = str(prefix)
-    sys.dont_write_bytecode, sys.pycache_prefix = False, str(prefix)
+    import rsi_master
+
+    if os.environ.get("PYTHONDONTWRITEBYTECODE") and not hasattr(config, "workerinput"):
+        compileall.compile_dir(os.path.dirname(rsi_master.__file__), quiet=1)
 
 
 @pytest.fixture(scope="session", autouse=True)
