@@ -49,6 +49,11 @@ HEAVY_FIRST = (
     "tests/ledger/test_backends.py",
     "tests/expos/contamination/test_check.py",
     "tests/runtime/test_backend.py",
+    "tests/bench/test_auditor.py",
+    "tests/views/test_report.py",
+    "tests/orchestra/test_guidance.py",
+    "tests/orchestra/test_sim_run.py",
+    "tests/orchestra/test_noprior.py",
 )
 
 

@@ -156,3 +156,13 @@ def test_no_module_over_400_lines():
         if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES
     }
     assert not long, f"modules over {MAX_MODULE_LINES} lines (split each): {long}"
+
+
+def test_the_heaviest_first_order_names_test_files_that_exist():
+    """`tests/conftest.py` hands these files to pytest-xdist's workers first; a renamed or removed
+    file would silently drop out of that order."""
+    from tests.conftest import HEAVY_FIRST
+
+    repo = Path(__file__).parents[1]
+    assert len(set(HEAVY_FIRST)) == len(HEAVY_FIRST)
+    assert [p for p in HEAVY_FIRST if not (repo / p).is_file()] == []
