@@ -73,7 +73,8 @@ def _bytecode_cache(config) -> None:
     import rsi_master
 
     if os.environ.get("PYTHONDONTWRITEBYTECODE") and not hasattr(config, "workerinput"):
-        compileall.compile_dir(os.path.dirname(rsi_master.__file__), quiet=1)
+        # Silent where it cannot write: each process then compiles them, as without this.
+        compileall.compile_dir(os.path.dirname(rsi_master.__file__), quiet=2)
 
 
 @pytest.fixture(scope="session", autouse=True)
