@@ -189,3 +189,13 @@ def test_function_local_imports_of_our_own_modules_stay_few():
     cli = {m: n for m, n in per_module.items() if m.startswith("rsi_master/cli/") and n}
     # `_common` is on `--help`'s path: the ledger, the artifact store and the runtime stay out of it.
     assert cli == {"rsi_master/cli/_common.py": 3, "rsi_master/cli/_serve.py": 1}, cli
+
+
+def test_the_heaviest_first_order_names_test_files_that_exist():
+    """`tests/conftest.py` hands these files to pytest-xdist's workers first; a renamed or removed
+    file would silently drop out of that order."""
+    from tests.conftest import HEAVY_FIRST
+
+    repo = Path(__file__).parents[1]
+    assert len(set(HEAVY_FIRST)) == len(HEAVY_FIRST)
+    assert [p for p in HEAVY_FIRST if not (repo / p).is_file()] == []
