@@ -33,6 +33,7 @@ from ..ledger import KeyDir
 from ._job import run_node
 from ._keeper import DriverKeys, KeyKeeper
 from ._launch import NodeLaunch
+from ._shipped import Shipped, local_run_dir, ship, shipped_env
 from ._stop import stop_on
 
 __all__ = ["RAY_QUIET_ENV", "RayExecutor", "connect", "ray_node"]
@@ -84,10 +85,14 @@ def keeper_call(ray: Any, keeper: Any) -> Any:
     return call
 
 
-def ray_node(launch: NodeLaunch, clock: _clock.ScaledClock | None = None, keeper: Any = None) -> int:
+def ray_node(
+    launch: NodeLaunch, clock: _clock.ScaledClock | None = None, keeper: Any = None, shipped: Shipped | None = None
+) -> int:
     """The body of a node's Ray task: open the run with the driver's keeper (the task holds no
-    key), run the node on the driver's clock (real, or the scaled one of a simulated run), return
-    0 (an exception is the task's failure)."""
+    key), at `launch.run_dir` or, on a machine without it, at a run directory of its own made of
+    the driver's `shipped` files (`_shipped`), with the driver's store and ledger settings; run
+    the node on the driver's clock (real, or the scaled one of a simulated run), return 0 (an
+    exception is the task's failure)."""
     if launch.key_dir is not None or keeper is None:
         raise RsiMasterError("a Ray task gets the driver's keeper, never the key directory")
     keys = DriverKeys(keeper_call(_ray(), keeper), launch.capability)
@@ -96,7 +101,8 @@ def ray_node(launch: NodeLaunch, clock: _clock.ScaledClock | None = None, keeper
     try:
         with (
             _clock.use_clock(clock or _clock.REAL),
-            ExpOS.open(launch.run_dir, key_dir=keys) as opened,
+            shipped_env(shipped),
+            ExpOS.open(local_run_dir(launch.run_dir, shipped), key_dir=keys) as opened,
         ):
             run_node(opened, launch.kind, launch.node, launch.deadline, launch.seed, launch.reviewer, launch.capability)
     finally:
@@ -166,6 +172,7 @@ class RayExecutor:
         self._task = self._ray.remote(ray_node)
         self._keeper: Any = None
         self._keeper_of: str | None = None
+        self._shipped: Shipped | None = None
 
     def keeper(self, run_dir: str, key_dir: str | None) -> Any:
         """The run's keeper actor, started on first use in a process of the driver's node, and
@@ -209,6 +216,8 @@ class RayExecutor:
         run_dir = str(os.path.abspath(launch.run_dir))
         keeper = self.keeper(run_dir, launch.key_dir)
         launch = dataclasses.replace(launch, run_dir=run_dir, key_dir=None)  # the task holds no key
+        if self._shipped is None or self._shipped.run_dir != run_dir:
+            self._shipped = ship(run_dir)  # for a machine without the run directory
         ref = self._task.options(
             num_cpus=self.cpus_per_slot,
             num_gpus=self.gpus_per_slot,
@@ -217,7 +226,7 @@ class RayExecutor:
             retry_exceptions=False,
             name=f"rsi-{launch.node}",
             **({"runtime_env": self.runtime_env} if self.runtime_env else {}),
-        ).remote(launch, self.clock if isinstance(self.clock, _clock.ScaledClock) else None, keeper)
+        ).remote(launch, self.clock if isinstance(self.clock, _clock.ScaledClock) else None, keeper, self._shipped)
         return _RayHandle(self._ray, ref, launch.node)
 
     def wait(self, handles: list[Any], timeout: float) -> list[Any]:
