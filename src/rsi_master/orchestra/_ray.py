@@ -198,7 +198,8 @@ class RayExecutor:
             # The actor's environment is its raylet's, not this process's: the key directory goes by path.
             path = str(KeyDir(key_dir).path.absolute())
             clock = self.clock if isinstance(self.clock, _clock.ScaledClock) else None
-            self._keeper = actor.remote(run_dir, path, clock)
+            env = dict(self._shipped.env) if self._shipped is not None else None
+            self._keeper = actor.remote(run_dir, path, clock, env)
             self._ray.get(self._keeper.__ray_ready__.remote())  # a keeper that cannot open the run fails here
             self._keeper_of = run_dir
         return self._keeper
@@ -214,10 +215,10 @@ class RayExecutor:
 
     def start(self, launch: NodeLaunch) -> _RayHandle:
         run_dir = str(os.path.abspath(launch.run_dir))
+        if self._shipped is None or self._shipped.run_dir != run_dir:
+            self._shipped = ship(run_dir)  # for a machine without the run directory, and the keeper
         keeper = self.keeper(run_dir, launch.key_dir)
         launch = dataclasses.replace(launch, run_dir=run_dir, key_dir=None)  # the task holds no key
-        if self._shipped is None or self._shipped.run_dir != run_dir:
-            self._shipped = ship(run_dir)  # for a machine without the run directory
         ref = self._task.options(
             num_cpus=self.cpus_per_slot,
             num_gpus=self.gpus_per_slot,
