@@ -12,7 +12,10 @@ dies with its scheduler) and `resume` starts from the ledger alone.
 A task opens the run as a slot process does, but without the key directory: it is handed its
 capability and a proxy to the run's `KeyKeeper`, one Ray actor pinned to the driver's node, which
 signs the task's own events, keeps the witness, checks capabilities and hands the seal key
-(`_keeper`; docs/scale-out.md says which guarantee holds where). `terminate` is Ray's soft
+(`_keeper`; docs/scale-out.md says which guarantee holds where). For a run in PostgreSQL with
+its artifacts on a URL, the task is also handed the run directory's public small files and the
+driver's store and ledger settings, so that a machine without the run directory opens the run
+from a copy of its own (`_shipped`). `terminate` is Ray's soft
 cancel, which interrupts the task's main thread: the node gets `BudgetEnd` there and records its
 finalize, as on SIGTERM.
 """
