@@ -90,12 +90,16 @@ def test_a_run_that_keeps_its_ledger_or_artifacts_in_the_run_directory_needs_it_
 ):
     run = _pg_url_run(tmp_path / "run")
     (run / drop).unlink()
-    shipped = ship(run, {"AWS_SECRET_ACCESS_KEY": "k"})
-    assert shipped.files == {} and shipped.env == {}  # nothing to materialise: no credential sent either
+    shipped = ship(run, {"AWS_SECRET_ACCESS_KEY": "k", "HOME": "/root"})
+    assert shipped.files == {}  # nothing to materialise; the settings of what is on a server still go
+    assert dict(shipped.env) == {"AWS_SECRET_ACCESS_KEY": "k"}
     assert local_run_dir(str(run), shipped) == str(run)  # on a shared filesystem: that one
     with pytest.raises(RsiMasterError, match=f"filesystem every node shares.*{why}"):
         local_run_dir(str(tmp_path / "absent"), shipped)
     assert not cache_root().exists()
+    for name in ("ledger.pg", "artifacts.json"):
+        (run / name).unlink(missing_ok=True)
+    assert ship(run, {"AWS_SECRET_ACCESS_KEY": "k"}).env == {}  # an embedded run: no credential sent
 
 
 def test_the_shipped_settings_hold_while_the_task_runs_and_are_put_back(tmp_path, monkeypatch):

@@ -4,9 +4,9 @@ A run whose ledger is in PostgreSQL and whose artifacts are on an fsspec URL kee
 run directory that a job needs but three small public files: the ledger pointer (`ledger.pg`, a
 URL without its password and the run id), the public key (`ledger.pub`) and the store pointer
 (`artifacts.json`). The driver hands each task their bytes (`Shipped`, never the key directory or
-any other file), with the settings the store and the ledger are reached by: the driver's `AWS_*`
-and `FSSPEC_*` variables (S3 endpoint, region, credentials) and `PGPASSWORD`. A task whose
-`launch.run_dir` is absent on its machine, or holds other bytes, writes those files into a run
+any other file). A run with either on a server gets the settings they are reached by: the
+driver's `AWS_*` and `FSSPEC_*` variables (S3 endpoint, region, credentials) and `PGPASSWORD`.
+A task whose `launch.run_dir` is absent on its machine, or holds other bytes, writes those files into a run
 directory of its own under this machine's temporary directory (`local_run_dir`), with its
 artifact cache there, and opens the run from it. A run with a SQLite ledger or a local store has
 its ledger or artifacts in the run directory itself: its tasks need the path on a shared
@@ -56,13 +56,15 @@ def ship(run_dir: str | Path, environ: Mapping[str, str] | None = None) -> Shipp
     """The driver's side: what a task of the run at `run_dir` gets (read once per run)."""
     path = Path(run_dir)
     environ = os.environ if environ is None else environ
-    if not (path / LEDGER_POINTER).is_file():
-        return Shipped(str(path), needs_shared="its ledger is the SQLite file in the run directory")
-    if not (path / ARTIFACTS_POINTER).is_file():
-        return Shipped(str(path), needs_shared="its artifacts are in the run directory's local store")
+    pg, url = (path / LEDGER_POINTER).is_file(), (path / ARTIFACTS_POINTER).is_file()
+    # The settings wherever the ledger or the store is reached through them; the files only for both.
+    env = {k: v for k, v in environ.items() if k.startswith(_ENV_PREFIXES) or k in _ENV_NAMES} if pg or url else {}
+    if not pg:
+        return Shipped(str(path), env=env, needs_shared="its ledger is the SQLite file in the run directory")
+    if not url:
+        return Shipped(str(path), env=env, needs_shared="its artifacts are in the run directory's local store")
     files = {name: (path / name).read_bytes() for name in SHIPPED_FILES}
     run_id = json.loads(files[LEDGER_POINTER])["run_id"]
-    env = {k: v for k, v in environ.items() if k.startswith(_ENV_PREFIXES) or k in _ENV_NAMES}
     return Shipped(str(path), run_id, files, env)
 
 
