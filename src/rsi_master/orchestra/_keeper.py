@@ -20,6 +20,7 @@ the keeper.
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 from collections.abc import Callable, Sequence
@@ -43,7 +44,12 @@ UNAUTHENTICATED = {"role": "public", "id": "unauthenticated"}
 class KeyKeeper:
     """The driver's side: the run opened with the operator key directory, answering capabilities."""
 
-    def __init__(self, run_dir: str, key_dir: str | None, clock: _clock.Clock | None = None) -> None:
+    def __init__(
+        self, run_dir: str, key_dir: str | None, clock: _clock.Clock | None = None, env: dict[str, str] | None = None
+    ) -> None:
+        # The driver's store and ledger settings (`_shipped`): this process is the keeper's alone,
+        # started by a raylet that may not have them.
+        os.environ.update(env or {})
         if clock is not None and clock is not _clock.REAL:
             # This process is the keeper's alone: the run's clock for capabilities' expiry and heads' times.
             self._clock = _clock.use_clock(clock)
