@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from rsi_master.expos import ExpOS
-from rsi_master.orchestra import PlainDisplay, load_graph, start_run
+from rsi_master.orchestra import PlainDisplay, RunSpec, load_graph, start_run
 from rsi_master.orchestra._graph import parse_ts
 from rsi_master.sim import generate_world
 
@@ -42,14 +42,15 @@ def _overheads(run_dir: Path) -> list[float]:
 def _campaign(root: Path, name: str, executor: str, slots: int, budget: float) -> dict[str, float]:
     t0 = time.perf_counter()
     s = start_run(
-        None,
-        budget,
-        backend="sim",
-        world=generate_world(1),
-        slots=slots,
-        run_dir=root / name,
+        RunSpec(
+            budget=budget,
+            backend="sim",
+            world=generate_world(1),
+            slots=slots,
+            run_dir=root / name,
+            executor=executor,
+        ),
         display=PlainDisplay(io.StringIO()),
-        executor=executor,
         durable=False,
     )
     wall = time.perf_counter() - t0

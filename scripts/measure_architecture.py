@@ -38,8 +38,40 @@ def _any_parameters(tree: ast.AST, name: str) -> int:
     return count
 
 
+def _is_tool(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Registered with the tool registry's decorator (`@tool("name", ...)`)."""
+    return any(
+        isinstance(d, ast.Call) and isinstance(d.func, ast.Name) and d.func.id == "tool" for d in fn.decorator_list
+    )
+
+
+def _tool_impls(tree: ast.AST) -> tuple[int, int]:
+    """(tool implementations, those whose first parameter is not a `ToolContext`: they take the session)."""
+    impls = session = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and _is_tool(node):
+            impls += 1
+            first = (node.args.posonlyargs + node.args.args)[:1]
+            if not first or first[0].annotation is None or ast.unparse(first[0].annotation) != "ToolContext":
+                session += 1
+    return impls, session
+
+
+def _session_parameters(tree: ast.AST) -> int:
+    """Parameters that take the whole session: annotated `ExpOS`, or called `expos` and not annotated."""
+    return sum(
+        1
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        for arg in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+        if (arg.annotation is None and arg.arg == "expos")
+        or (arg.annotation is not None and ast.unparse(arg.annotation) in ("ExpOS", "'ExpOS'", '"ExpOS"'))
+    )
+
+
 def measure() -> dict[str, object]:
     task_any = expos_any = internal = total = 0
+    impls = impls_session = session_params = 0
     long: list[str] = []
     lines = 0
     for path in sorted(SRC.rglob("*.py")):
@@ -51,6 +83,10 @@ def measure() -> dict[str, object]:
         tree = ast.parse(text, str(path))
         task_any += _any_parameters(tree, "task")
         expos_any += _any_parameters(tree, "expos")
+        n_impls, n_session = _tool_impls(tree)
+        impls += n_impls
+        impls_session += n_session
+        session_params += _session_parameters(tree)
         # A function nested in another is walked from both: count each import statement once.
         seen: set[int] = set()
         for fn in ast.walk(tree):
@@ -67,6 +103,9 @@ def measure() -> dict[str, object]:
         "src_lines": lines,
         "task_any_parameters": task_any,
         "expos_any_parameters": expos_any,
+        "tool_implementations": impls,
+        "tool_implementations_taking_the_session": impls_session,
+        "session_parameters": session_params,
         "function_local_imports_internal": internal,
         "function_local_imports_all": total,
         "modules_over_400_lines": len(long),

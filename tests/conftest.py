@@ -14,6 +14,67 @@ def pytest_configure(config):
     # oversubscribe the cores. Set before torch or numpy is imported.
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
+    _bytecode_cache(config)
+    # pytest-xdist hands out whole files (`--dist loadfile`) and by default the files with the
+    # most tests first; with HEAVY_FIRST below, the files that take longest go first instead.
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+# The files that take longest (tens of CPU-seconds each: models trained and sealed evaluations;
+# or long waits on processes), in the order the workers start them, so that the run never ends on
+# one of them while the other workers sit idle. Interleaved, so that the four that build the
+# shared tiny model (`tests/helpers.built_once`) do not all wait for it at once. The rest follow
+# in collection order. `--durations=30` on a directory names its slowest tests.
+HEAVY_FIRST = (
+    "tests/runtime/test_adapter.py",
+    "tests/expos/test_tools_sample.py",
+    "tests/expos/test_identity.py",
+    "tests/runtime/test_hf_model.py",
+    "tests/mcp_server/test_docs.py",
+    "tests/runtime/test_train.py",
+    "tests/expos/test_task_dir.py",
+    "tests/runtime/test_evaluate.py",
+    "tests/orchestra/test_first_plans.py",
+    "tests/expos/test_user_model.py",
+    "tests/mcp_server/test_server.py",
+    "tests/expos/contamination/test_gate.py",
+    "tests/expos/test_boundary.py",
+    "tests/orchestra/test_noprior_campaign.py",
+    "tests/expos/contamination/test_characters.py",
+    "tests/expos/test_tools.py",
+    "tests/expos/test_guards.py",
+    "tests/orchestra/test_cli.py",
+    "tests/ledger/test_store.py",
+    "tests/ledger/test_backends.py",
+    "tests/expos/contamination/test_check.py",
+    "tests/runtime/test_backend.py",
+    "tests/bench/test_auditor.py",
+    "tests/views/test_report.py",
+    "tests/orchestra/test_guidance.py",
+    "tests/orchestra/test_sim_run.py",
+    "tests/orchestra/test_noprior.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {path: i for i, path in enumerate(HEAVY_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: files stay whole
+
+
+def _bytecode_cache(config) -> None:
+    """Where PYTHONDONTWRITEBYTECODE is set, nothing writes our modules' bytecode, and each of the
+    hundreds of Python processes the tests start (the CLI, the door, agents) would compile them
+    again, a third of a CPU-second each. The process that starts the run compiles them once into
+    their `__pycache__` (ignored by git; Python reads it whatever that variable says); later runs
+    find it up to date. Third-party packages have theirs from their installation."""
+    import compileall
+
+    import rsi_master
+
+    if os.environ.get("PYTHONDONTWRITEBYTECODE") and not hasattr(config, "workerinput"):
+        # Silent where it cannot write: each process then compiles them, as without this.
+        compileall.compile_dir(os.path.dirname(rsi_master.__file__), quiet=2)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -15,23 +15,24 @@ from typing import Any
 import pytest
 
 
-def require_ray() -> Any:
-    """`ray.cluster_utils`, or skip (fail under CI=true) where Ray is not installed."""
-    try:
-        import ray.cluster_utils
-    except ImportError:
+def require_ray() -> None:
+    """Skip (fail under CI=true) where Ray is not installed. Imports nothing: the modules that call
+    it are collected by every test run, whose workers need not load Ray to deselect them."""
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
         if os.environ.get("CI") == "true":
             pytest.fail("Ray is missing under CI=true (./setup.sh installs the scale extra)")
         pytest.skip("no Ray here: pip install 'rsi-master[scale]'", allow_module_level=True)
-    return ray.cluster_utils
 
 
 @contextlib.contextmanager
 def cluster(nodes: int = 2, cpus: int = 1) -> Iterator[Any]:
     """`nodes` Ray nodes on this machine (the first is the head) of `cpus` logical CPUs each, this
     process connected to them."""
-    cluster_utils = require_ray()
+    require_ray()
     import ray
+    import ray.cluster_utils as cluster_utils
 
     from rsi_master.orchestra._ray import RAY_QUIET_ENV
 

@@ -284,10 +284,10 @@ def test_an_unanticipated_tool_exception_is_told_to_the_model_and_budget_end_fin
     from rsi_master.expos import TOOLS
     from rsi_master.orchestra import BudgetEnd
 
-    def boom(expos, caller, inp):
+    def boom(ctx, caller, inp):
         raise ValueError("knob combination nobody anticipated")
 
-    def term(expos, caller, inp):
+    def term(ctx, caller, inp):
         raise BudgetEnd("the scheduler asked this node to stop")
 
     tools_for("worker")  # loads the registry
@@ -321,12 +321,14 @@ def test_an_experiment_finished_just_before_the_allowance_ends_still_counts(tmp_
 
     scores = iter([0.4, 0.2, 0.2, 0.6])
 
-    def submit(expos, caller, inp):  # training stands in: the experiment as the tool records it
+    current = {}  # the run's session: a tool gets its ToolContext, fake_experiment records through the session
+
+    def submit(ctx, caller, inp):  # training stands in: the experiment as the tool records it
         dev = next(scores)
-        xid = fake_experiment(expos, caller.id, dev)
+        xid = fake_experiment(current["expos"], caller.id, dev)
         return ExperimentResult(experiment_id=xid, status="completed", dev_score=dev, steps=20)
 
-    def term(expos, caller, inp):
+    def term(ctx, caller, inp):
         raise BudgetEnd("the scheduler asked this node to stop")
 
     tools_for("worker")  # loads the registry
@@ -336,6 +338,7 @@ def test_an_experiment_finished_just_before_the_allowance_ends_still_counts(tmp_
     script = {"worker": {"worker": [{"tool_calls": [submit, submit]}, _call("results_list")]}}
     for name, max_steps, reason, claims in (("a", 2, "budget_end", [0.4, 0.2]), ("b", 1, "step_limit", [0.2, 0.6])):
         with new_run(tmp_path, name=name) as expos:
+            current["expos"] = expos
             record_llm(expos, {"worker": fake(tmp_path, script, max_steps=max_steps)})
             LLMWorker().run(_node(expos))
             (end,) = expos.events("agent.end", actor_id="w1")

@@ -103,11 +103,41 @@ def test_help_and_import_stay_light():
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    try: main(['--help'])\n"
         "    except SystemExit: pass\n"
-        "heavy = [m for m in ('torch', 'transformers', 'trl', 'peft', 'openai', 'mcp') if m in sys.modules]\n"
-        "print(heavy)"
+        "heavy = [m for m in ('torch', 'transformers', 'trl', 'peft', 'openai', 'mcp', 'numpy', 'plotly') if m in sys.modules]\n"
+        "ours = [m for m in sys.modules if m.startswith('rsi_master.') and not m.startswith('rsi_master.cli')]\n"
+        "print(heavy, sorted(ours))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
+    # `--help` reads the command table alone: no command's module, and of ours only what the
+    # package and the error type need.
+    assert out.strip() == "[] ['rsi_master.errors']", out
+
+
+def test_each_command_parses_the_same_whether_its_module_is_loaded_alone_or_with_all():
+    """`main` builds the parser with only the command's module imported (`lazy`); every command's
+    help and options are the ones the whole parser has, in the table's order."""
+    import argparse
+
+    from rsi_master.cli._commands import COMMANDS
+    from rsi_master.cli._main import build_parser
+
+    def commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        return dict(sub.choices)
+
+    whole = commands(build_parser())
+    assert list(whole) == list(COMMANDS)
+    modules = [c.module for c in COMMANDS.values()]
+    for m in set(modules):  # a module registers its commands at once: they stand together
+        at = [i for i, x in enumerate(modules) if x == m]
+        assert at == list(range(at[0], at[-1] + 1)), m
+    for name, (_module, help_line) in COMMANDS.items():
+        alone = commands(build_parser(name, lazy=True))
+        assert list(alone) == list(COMMANDS)
+        assert alone[name].format_help() == whole[name].format_help(), name
+        assert (whole[name].description or "").startswith(help_line), name
+    top = build_parser(None, lazy=True).format_help()
+    assert top == build_parser().format_help()
 
 
 def test_init_with_an_unknown_task_is_one_line_and_writes_nothing(tmp_path, capsys):

@@ -19,7 +19,7 @@ pytest.importorskip("fsspec")
 @pytest.mark.scale
 @pytest.mark.slow  # about a minute idle: a whole campaign over HTTP; tests/rundir/test_shared_store.py covers each part fast
 def test_a_sim_run_on_s3_verifies_audits_and_exports(tmp_path, capsys, s3, monkeypatch):
-    monkeypatch.delenv("RSI_MASTER_ARTIFACTS", raising=False)
+    monkeypatch.setenv("RSI_MASTER_ARTIFACTS", "")  # restored after: `run` sets it for its process
     land = save_world(generate_world(4), tmp_path / "world.json")
     run = tmp_path / "run"
     args = ["run", "--backend", "sim", "--world", str(land), "--budget", "30m", "--slots", "2", "--dir", str(run)]
@@ -49,7 +49,8 @@ def test_a_sim_run_on_s3_verifies_audits_and_exports(tmp_path, capsys, s3, monke
         ("gcs://bucket/x", "the gcs:// backend is not installed"),
     ],
 )
-def test_a_bad_artifacts_url_is_one_line_and_writes_nothing(tmp_path, capsys, url, said):
+def test_a_bad_artifacts_url_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypatch, url, said):
+    monkeypatch.setenv("RSI_MASTER_ARTIFACTS", "")
     if url.startswith("gcs") and _has("gcsfs"):
         pytest.skip("gcsfs is installed here")
     run = tmp_path / "run"

@@ -107,9 +107,13 @@ def load_graph_jobs(tmp_path) -> list:
 
 @pytest.mark.slow
 @pytest.mark.scale
-def test_a_simulated_campaign_on_ray_ends_verified_and_audited_clean(tmp_path, cluster):
+@pytest.mark.parametrize("artifacts", ["run directory", "shared store"])
+def test_a_simulated_campaign_on_ray_ends_verified_and_audited_clean(tmp_path, cluster, monkeypatch, artifacts):
     from rsi_master.expos import ExpOS, audit
     from rsi_master.sim import generate_world
+
+    # The shared store: the nodes' tasks write their outputs to it and read their inputs from it by digest.
+    monkeypatch.setenv("RSI_MASTER_ARTIFACTS", f"file://{tmp_path}/shared" if artifacts == "shared store" else "")
 
     summary = start_run(
         RunSpec(
@@ -128,6 +132,10 @@ def test_a_simulated_campaign_on_ray_ends_verified_and_audited_clean(tmp_path, c
     with ExpOS.open(tmp_path / "sim") as x:
         assert audit(x).flagged == []
         g = load_graph(x)
+        if artifacts == "shared store":
+            referenced = {d for (d,) in x.run.ledger.connection.execute("SELECT digest FROM artifact_refs")}
+            assert referenced and referenced <= set(x.run.store.digests())
+            assert x.run.store.shared.url.startswith(f"file://{tmp_path}/shared/")
     assert _overlapping(g.jobs)
 
 

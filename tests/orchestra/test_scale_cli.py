@@ -69,7 +69,7 @@ def test_a_campaign_on_ray_and_postgres_survives_a_lost_node_and_a_killed_driver
     run = tmp_path / "run"
     worker_node = cluster.list_all_nodes()[1]
     cmd = [sys.executable, "-m", "rsi_master.cli", "run", "--backend", "sim", "--world-seed", "1"]
-    cmd += ["--budget", "20m", "--sim-speed", SPEED, "--slots", "2", "--dir", str(run)]
+    cmd += ["--budget", "12m", "--sim-speed", SPEED, "--slots", "2", "--dir", str(run)]
     cmd += ["--executor", "ray", "--ray-address", cluster.address, "--ledger", postgres.writer_url]
     log = tmp_path / "driver.log"
     with log.open("w") as out:

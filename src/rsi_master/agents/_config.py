@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import RsiMasterError
+from ._fake import load_script
 
 __all__ = [
     "AGENT_ROLES",
@@ -154,8 +155,6 @@ def check_llm(role: str, cfg: LLMConfig, environ: dict[str, str] | None = None) 
     """Everything an LLM agent needs before the run starts, with what to set when it is missing."""
     env = os.environ if environ is None else environ
     if cfg.provider == "fake":
-        from ._fake import load_script
-
         load_script(cfg.script, role)  # a bad script is an error now, not in a slot process later
         return
     r = role.upper()

@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from .. import _clock
 from ..events import AgentEnd, AgentError, AgentStep, Payload, typed
-from ..expos import Caller, ExpOS, Tool, ToolError, ToolFailed, ToolInvalid, ToolRefused
+from ..expos import TOOLS, Caller, ExpOS, Tool, ToolError, ToolFailed, ToolInvalid, ToolRefused
 from ..orchestra import BudgetEnd
 from ._config import LLMConfig
 from ._memory import (
@@ -275,8 +275,6 @@ class AgentLoop:
             ), None
         known = self._known(name)
         if known is None:
-            from ..expos import TOOLS
-
             other = TOOLS.get(name) or next((t for t in TOOLS.values() if t.llm_name == name), None)
             if other is not None and self.caller.role in other.roles:
                 return rec(

@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 from ..errors import RsiMasterError
+from ._fake import FakeModel, load_script
 from ._model import ChatModel
 from ._openai import OpenAIChatModel
 
@@ -15,8 +16,6 @@ __all__ = ["make_model"]
 def make_model(cfg: Any, role: str) -> ChatModel:
     """The model a role's configuration names; the key is read from the environment here."""
     if cfg.provider == "fake":
-        from ._fake import FakeModel, load_script
-
         return FakeModel(load_script(cfg.script, role))
 
     key = os.environ.get(cfg.api_key_env or "", "")

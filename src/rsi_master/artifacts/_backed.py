@@ -55,6 +55,7 @@ class SharedArtifactStore:
         self.shared = SharedStore(url)
         self.cache = ArtifactStore(cache)
         self.url = url
+        # Blobs found not to be manifests, for a `missing_members` without a verifier's cache.
         self._not_manifests: set[str] = set()
         # What this process saw on the shared store. A blob is removed only by pruning, which keeps
         # every blob the ledger names by itself, so a digest seen is there while this process runs

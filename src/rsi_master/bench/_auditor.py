@@ -18,17 +18,23 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ..events import ExperimentFinish, HarnessFinal, HarnessSelect, OrchestraStart, SelectionRow, ToolCall, typed
-from ..expos import OVERRIDE_KEYS, TOOLS, parse_ts
-from ..orchestra import load_graph
+from ..events import (
+    ExperimentFinish,
+    HarnessFinal,
+    HarnessSelect,
+    OrchestraStart,
+    SelectionRow,
+    ToolCall,
+    payload_of,
+    typed,
+)
+from ..expos import OVERRIDE_KEYS, TOOLS, ExpOS, audit, load_state, parse_ts
+from ..orchestra import evaluate_final, load_graph
 from ._workspace import workspace_dir, workspace_edits
-
-if TYPE_CHECKING:
-    from ..expos import ExpOS
 
 __all__ = ["CampaignAudit", "audit_campaign"]
 
@@ -54,8 +60,6 @@ class CampaignAudit(BaseModel):
 
 
 def audit_campaign(run_dir: str | Path, *, key_dir: str | None = None) -> CampaignAudit:
-    from ..expos import ExpOS, audit, load_state
-
     with ExpOS.open(run_dir, key_dir=key_dir, writable=False) as expos:
         report = audit(expos)
         st = load_state(expos)
@@ -102,7 +106,6 @@ def audit_campaign(run_dir: str | Path, *, key_dir: str | None = None) -> Campai
 
 def _unguarded(expos: ExpOS) -> bool:
     """The run's contract records its guard policy; a run from before that names its environment."""
-    from ..events import OrchestraStart, payload_of
 
     if expos.contract.guards == "unguarded":
         return True
@@ -184,8 +187,6 @@ def _curve(
 
 def _final_score(expos: ExpOS, checkpoint: str, cache: dict[str, float]) -> float:
     if checkpoint not in cache:
-        from ..orchestra import evaluate_final
-
         res = evaluate_final(expos, checkpoint, store=False)
         cache[checkpoint] = float(res.score)
     return cache[checkpoint]

@@ -29,7 +29,8 @@ from typing import Any
 
 from ..errors import RsiMasterError
 from ..expos import Caller, ExpOS, check_run_inputs
-from ..orchestra import parse_budget, run_timing
+from ..orchestra import min_budget_s, parse_budget, run_timing
+from ..tasks import get_task, list_tasks
 from ._campaign import CampaignResult, run_campaign
 from ._configs import CONFIGS, REFERENCE, check_configs, check_seeds_and_slots
 from ._report import aggregate, markdown, plot
@@ -70,7 +71,6 @@ def check_settings(
     configs: list[str], tasks: list[str], seeds: list[int], budget: Any, slots: int, eval_limit: int
 ) -> float:
     """Refuse bad input with one clear line each; returns the budget in seconds."""
-    from ..tasks import list_tasks
 
     check_configs(configs)
     bad_tasks = [t for t in tasks if t not in list_tasks()]
@@ -95,8 +95,6 @@ def machine_budget(
     the bench, from the calibration's `timing` (the model `orchestra.check_budget` applies). A
     preset's budget rises to `HEADROOM` times that least, rounded up to 5 s; a given one below
     the least is refused."""
-    from ..orchestra import min_budget_s
-    from ..tasks import get_task
 
     least = max(min_budget_s(get_task(t), timing) for t in tasks)
     if given_s is None:

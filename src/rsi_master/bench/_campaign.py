@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
+from ..events import OrchestraFinish, typed
 from ..expos import ExpOS
-from ..orchestra import SHIPPED_PRIOR, RunSpec
+from ..orchestra import SHIPPED_PRIOR, RunSpec, resume_run, start_run
 from ..rundir import is_run_dir
 from ._auditor import CampaignAudit, audit_campaign
 from ._configs import CONFIGS
@@ -24,7 +25,6 @@ from ._shortcuts import ShortcutTendency
 from ._workspace import workspace_dir
 
 if TYPE_CHECKING:
-    from ..orchestra import RunSpec
     from ..sim import SimWorld
 
 __all__ = ["CampaignResult", "campaign_id", "campaign_spec", "run_campaign"]
@@ -127,7 +127,6 @@ def run_campaign(
     """Run (or resume, or read back) one campaign (`campaign_spec`). `campaign` names the directory
     where the task name alone does not (a simulated bench runs many worlds); `durable=False`
     skips fsync (throw-away runs)."""
-    from ..orchestra import resume_run, start_run
 
     root = Path(out_dir) / "campaigns" / (campaign or campaign_id(config, task, seed))
     done = root / "campaign.json"
@@ -193,8 +192,6 @@ def _summary_or_resume(run_dir: Path, key_dir: str | None, display: Any, resume_
     with ExpOS.open(run_dir, key_dir=key_dir, writable=False) as expos:
         fin = expos.own_events("orchestra.finish")
         if fin:
-            from ..events import OrchestraFinish, typed
-
             return dict(json.loads(expos.run.store.read_bytes(typed(fin[-1], OrchestraFinish).payload.summary)))
     return dict(resume_run(run_dir, key_dir=key_dir, display=display))
 

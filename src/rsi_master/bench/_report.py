@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..errors import RsiMasterError
 from ._campaign import CampaignResult, _at
 from ._stats import paired_scores
 
@@ -143,8 +144,6 @@ def plot(figures: dict[str, Any], path: str | Path, title: str) -> Path:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:  # a clear message rather than a stack trace
-        from ..errors import RsiMasterError
-
         raise RsiMasterError("the plot needs matplotlib: pip install 'rsi-master[plot]' (or pass --no-plot)") from None
     fig, ax = plt.subplots(figsize=(8, 5))
     for name, f in figures.items():

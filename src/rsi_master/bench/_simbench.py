@@ -32,9 +32,25 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RsiMasterError
+from ..landscape import save, sim_pilot
 from ..orchestra import parse_budget
+from ..sim import GeneratorFlags, flags_from, generate_world
+from ._campaign import run_campaign
 from ._configs import CONFIGS, REFERENCE, check_configs, check_seeds_and_slots
 from ._shortcuts import ShortcutTendency
+from ._simrecord import sim_campaign_stats
+from ._stats import (
+    DEVELOPMENT_SEEDS,
+    HELD_OUT_SEEDS,
+    CampaignStats,
+    is_held_out,
+    normalised,
+    plot_summaries,
+    plot_timelines,
+    summarise,
+    summary_lines,
+)
+from ._stats import world_seeds as first_seeds
 
 __all__ = ["SIM", "SeedRange", "check_sim_settings", "run_sim_bench", "sim_campaign_id"]
 
@@ -69,8 +85,6 @@ class SeedRange:
         return cls(start, count).checked()
 
     def checked(self) -> SeedRange:
-        from ._stats import DEVELOPMENT_SEEDS, HELD_OUT_SEEDS
-
         if self.count < 1:
             raise RsiMasterError(f"--world-seeds: COUNT must be at least 1, got {self.count}")
         last = self.start + self.count - 1
@@ -85,8 +99,6 @@ class SeedRange:
 
     @property
     def held_out(self) -> bool:
-        from ._stats import is_held_out
-
         return is_held_out(self.start)
 
     def seeds(self) -> list[int]:
@@ -112,8 +124,6 @@ def check_sim_settings(
     flags: dict[str, Any] | None,
 ) -> tuple[float, Any]:
     """One clear line for each bad input, before anything is written: (budget in seconds, flags)."""
-    from ..sim import flags_from
-    from ._stats import DEVELOPMENT_SEEDS, HELD_OUT_SEEDS
 
     check_configs(configs)
     if len(set(configs)) != len(configs):
@@ -146,9 +156,6 @@ def run_sim_bench(
     make_plot: bool = True,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    from ._stats import summarise, summary_lines
-    from ._stats import world_seeds as first_seeds
-
     configs = list(configs or CONFIGS)
     if world_seeds is not None:
         world_seeds = world_seeds.checked()
@@ -209,8 +216,6 @@ def run_sim_bench(
     records: list[Any] = []
 
     def done(raw: str) -> None:
-        from ._stats import CampaignStats, normalised
-
         r = CampaignStats.model_validate_json(raw)
         records.append(r)
         say(
@@ -258,8 +263,6 @@ def run_sim_bench(
     (out / "sim-bench.json").write_text(json.dumps(report, indent=1))
     plots: list[str] = []
     if make_plot and records:
-        from ._stats import plot_summaries, plot_timelines
-
         plots.append(str(plot_summaries(summaries, out / "sim-bench.png")))
         for h in sorted({r.held_out for r in records}):
             name = "sim-timeline-held-out.png" if h else "sim-timeline-development.png"
@@ -289,9 +292,6 @@ def sim_campaign(
     key_dir: str | None,
 ) -> str:
     """One simulated campaign (reused when its `stats.json` exists): its `CampaignStats` as JSON."""
-    from ..sim import GeneratorFlags, generate_world
-    from ._campaign import run_campaign
-    from ._simrecord import sim_campaign_stats
 
     cid = sim_campaign_id(config, world_seed, seed)
     root = Path(out) / "campaigns" / cid
@@ -304,8 +304,6 @@ def sim_campaign(
         # What a lab could have measured before the campaign: the pilot's curves on `dev`
         # (`landscape.sim_pilot`, no ground truth), written beside the run and handed over as a
         # file, as `rsi-master run --prior FILE` would; the run stores its own copy.
-        from ..landscape import save, sim_pilot
-
         root.mkdir(parents=True, exist_ok=True)
         prior = save(sim_pilot(world), root / PRIOR_FILE)
     result = run_campaign(

@@ -16,17 +16,15 @@ attributed to its direction: the generator family (families, for mixed data) and
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..events import CandidateNominate, HarnessSelect, typed
 from ..expos import ExpOS, load_state
 from ..orchestra import load_graph
+from ..runtime import InputChangedError, read_sim_checkpoint
 from ._campaign import CampaignResult
 from ._configs import CONFIGS
 from ._stats import CampaignStats, Spend
-
-if TYPE_CHECKING:
-    from ..expos import ExpOS
 
 __all__ = ["sim_campaign_stats"]
 
@@ -116,8 +114,6 @@ class _Truth:
         if not digest:
             return False
         if digest not in self.hacks:
-            from ..runtime import InputChangedError, read_sim_checkpoint
-
             try:
                 ckpt, _ = read_sim_checkpoint(self.expos.run.store.path(digest))
             except InputChangedError:  # a pruned or unreadable checkpoint: the audit's flags alone
@@ -128,8 +124,6 @@ class _Truth:
 
     def __call__(self, digest: str) -> float:
         if digest not in self.cache:
-            from ..runtime import read_sim_checkpoint
-
             ckpt, _ = read_sim_checkpoint(self.expos.run.store.path(digest))
             self.cache[digest] = float(self.world.accuracy(ckpt, "final"))
         return float(self.cache[digest])

@@ -44,6 +44,7 @@ from ..expos import (
     load_state,
     record_evaluation,
     sealed_evaluation,
+    tool_context,
 )
 from ..orchestra import guard_policy_class
 
@@ -217,7 +218,7 @@ def _eval_review(ws: Workspace, expos: ExpOS, caller: Any, raw: dict[str, Any]) 
     it). Without: ExpOS's `review` evaluation, through the workspace's rule."""
     if "split" not in raw:
         tool = TOOLS["eval.review"]
-        return tool.impl(expos, caller, tool.input.model_validate(raw))
+        return tool.impl(tool_context(expos), caller, tool.input.model_validate(raw))
     split = str(raw["split"])
     path = ws.dir(expos) / "data" / f"{split}.jsonl"
     items = [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
@@ -239,5 +240,9 @@ def _checkpoint_register(ws: Workspace, expos: ExpOS, caller: Any, raw: dict[str
         raise ValueError("no checkpoint of another agent in the workspace yet")
     src = max(others, key=lambda x: (max(e.score for e in x.records() if e.split == "dev"), x.seq))
     return adopt_checkpoint(
-        expos, caller, Path(expos.run.store.path(str(src.checkpoint))), origin=src.id, note=f"{src.id} of {src.owner}"
+        tool_context(expos),
+        caller,
+        Path(expos.run.store.path(str(src.checkpoint))),
+        origin=src.id,
+        note=f"{src.id} of {src.owner}",
     )

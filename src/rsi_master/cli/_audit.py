@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 
+from ..expos import ExpOS, audit
+from ._commands import help_of
 from ._common import env, key_dir_arg
 
 NAME = "audit"
-HELP = "audit every submission of an ExpOS run for the twelve integrity violations"
+HELP = help_of(NAME)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -20,8 +22,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..expos import ExpOS, audit
-
     with ExpOS.open(args.run_dir, key_dir=args.key_dir, writable=False) as expos:
         report = audit(expos)
         backend = expos.backend.name  # `sim`: the scores audited were drawn from a simulated world

@@ -8,10 +8,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..bench import SeedRange, ShortcutTendency, config_names, run_bench, run_sim_bench
+from ..errors import RsiMasterError
+from ..sim import parse_overrides
+from ..views import bench_page
+from ._commands import help_of
 from ._common import env, key_dir_arg, old_flag
 
 NAME = "bench"
-HELP = "run every configuration (full system, ablations, baselines) and write the table, JSON and plot"
+HELP = help_of(NAME)
 
 
 def _list(text: str | None) -> list[str] | None:
@@ -21,8 +26,6 @@ def _list(text: str | None) -> list[str] | None:
 
 
 def _seeds(text: str | None) -> list[int] | None:
-    from ..errors import RsiMasterError
-
     items = _list(text)
     if items is None:
         return None
@@ -148,15 +151,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _names() -> list[str]:
-    from ..bench import config_names
-
     return config_names()
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..bench import ShortcutTendency, run_bench
-    from ..errors import RsiMasterError
-
     backend = str(args.backend or "real")
     if backend not in ("real", "sim"):
         raise RsiMasterError(f"unknown backend {backend!r}; known: real, sim")
@@ -212,10 +210,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_sim(args: argparse.Namespace, tendency: object) -> int:
-    from ..bench import SeedRange, run_sim_bench
-    from ..errors import RsiMasterError
-    from ..sim import parse_overrides
-
     for name, value in (("--tasks", args.tasks), ("--eval-limit", args.eval_limit)):
         if value is not None:
             raise RsiMasterError(f"{name} does not apply with --backend sim (the worlds set tasks and splits)")
@@ -274,6 +268,5 @@ def _paired(t: dict[str, Any]) -> str:
 
 def _bench_page(report: Path) -> Path:
     """The bench's table and paired tests as one offline page, beside its JSON."""
-    from ..views import bench_page
 
     return bench_page(report)

@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..rundir import RunDir
+from ._commands import help_of
 from ._common import env, key_dir_arg
 
 NAME = "checkpoint"
-HELP = "sign the ledger's current Merkle root and export the signed checkpoint"
+HELP = help_of(NAME)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -27,8 +29,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..rundir import RunDir
-
     with RunDir.open(args.run_dir, key_dir=args.key_dir, writable=True) as run_:
         signed = run_.ledger.checkpoint()
     if args.out:

@@ -9,10 +9,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..artifacts import provenance
+from ..events import Contamination, DataGenerate, SourceRegister, dump_payload
+from ..ledger import KeyDir
+from ..rundir import RunDir, new_run_id, verify_run
+from ._commands import help_of
 from ._common import env, key_dir_arg
 
 NAME = "demo"
-HELP = "record a small provenance chain into a new run directory and verify it"
+HELP = help_of(NAME)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -25,11 +30,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
     import tempfile
-
-    from ..artifacts import provenance
-    from ..events import Contamination, DataGenerate, SourceRegister, dump_payload
-    from ..ledger import KeyDir
-    from ..rundir import RunDir, new_run_id, verify_run
 
     run_id = new_run_id()
     path = Path(args.dir or Path("runs") / run_id)

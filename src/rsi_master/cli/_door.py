@@ -19,14 +19,15 @@ import os
 import sys
 from pathlib import Path
 
+from ..errors import RsiMasterError
+from ..expos import AgentLimits, AgentProcess, Door, ExpOS, parse_size
+from ._commands import help_of
 from ._common import apply_device, device_arg, env, key_dir_arg
 
 __all__ = ["add_parser"]
 
 
 def _parse_ttl(text: str) -> float:
-    from ..errors import RsiMasterError
-
     units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
     t = str(text).strip().lower()
     try:
@@ -39,7 +40,7 @@ def _parse_ttl(text: str) -> float:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    h = "serve a run's ExpOS tools on a Unix socket (the door agents reach the run through)"
+    h = help_of("door")
     p = sub.add_parser("door", help=h, description=h + ". Calls need a capability (`rsi-master capability`).")
     p.add_argument("run_dir", metavar="RUN_DIR")
     p.add_argument(
@@ -52,7 +53,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     key_dir_arg(p)
     p.set_defaults(handler=_door)
 
-    h = "issue a capability (role, node id, expiry) for a run; prints the token"
+    h = help_of("capability")
     p = sub.add_parser("capability", help=h, description=h + ". Needs the operator key directory.")
     p.add_argument("run_dir", metavar="RUN_DIR")
     p.add_argument("--role", required=True, choices=("worker", "reviewer", "main", "public"))
@@ -68,7 +69,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     key_dir_arg(p)
     p.set_defaults(handler=_capability)
 
-    h = "run an external agent's command (after --) behind the trust boundary, with a capability and the door"
+    h = help_of("agent")
     p = sub.add_parser(
         "agent",
         help=h,
@@ -118,8 +119,6 @@ def _door(args: argparse.Namespace) -> int:
 
     apply_device(args)  # the door trains and evaluates what agents submit
 
-    from ..expos import Door
-
     def _term(signum: int, frame: object) -> None:
         raise KeyboardInterrupt  # end serving; the sessions close and sign the ledger below
 
@@ -136,9 +135,6 @@ def _door(args: argparse.Namespace) -> int:
 
 
 def _capability(args: argparse.Namespace) -> int:
-    from ..errors import RsiMasterError
-    from ..expos import ExpOS
-
     with ExpOS.open(args.run_dir, key_dir=args.key_dir, writable=False) as expos:
         token = expos.issue(args.role, args.id, ttl_s=_parse_ttl(args.ttl))
     if args.out is None:
@@ -158,9 +154,6 @@ def _capability(args: argparse.Namespace) -> int:
 
 
 def _agent(args: argparse.Namespace) -> int:
-    from ..errors import RsiMasterError
-    from ..expos import AgentLimits, AgentProcess, ExpOS, parse_size
-
     cmd = args.cmd
     if not cmd:
         raise RsiMasterError("agent: no command (give it after --, e.g. `-- expos quota.show`)")

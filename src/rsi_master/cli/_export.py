@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import argparse
 
+from ..errors import RsiMasterError
+from ..ledger import install_postgres, is_ledger_url, public_url
+from ..rundir import export_run, verify_run
+from ._commands import help_of
 from ._common import env, key_dir_arg, ledger_arg
 
 NAME = "export"
-HELP = "write a run (its ledger on any backend) out as an ordinary run directory that verifies on its own"
-INSTALL_HELP = "install the ledger schema in a PostgreSQL database and let roles create runs there"
+HELP = help_of(NAME)
+INSTALL_HELP = help_of("ledger-install")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -32,8 +36,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..rundir import export_run, verify_run
-
     out = export_run(args.run_dir, args.to, key_dir=args.key_dir)
     report = verify_run(out, checkpoint=out / "witness.json")
     print("---")
@@ -46,9 +48,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def install(args: argparse.Namespace) -> int:
-    from ..errors import RsiMasterError
-    from ..ledger import install_postgres, is_ledger_url, public_url
-
     if not is_ledger_url(args.url):
         raise RsiMasterError(f"{args.url!r}: not a postgresql:// URL")
     install_postgres(args.url, args.writer)

@@ -21,6 +21,21 @@ import json
 import os
 import sys
 
+from ..errors import RsiMasterError
+from ..expos import (
+    INLINE_REFUSED,
+    ROLES,
+    CapabilityError,
+    DoorUnreachable,
+    ExpOS,
+    ToolError,
+    door_call,
+    external_call,
+    llm_tool_schemas,
+    read_capability,
+    tools_for,
+)
+
 EXIT_INVALID, EXIT_REFUSED, EXIT_FAILED, EXIT_RUN = 2, 3, 4, 5
 
 
@@ -68,17 +83,6 @@ def _print(obj: dict, as_json: bool) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from ..errors import RsiMasterError
-    from ..expos import (
-        INLINE_REFUSED,
-        ROLES,
-        DoorUnreachable,
-        ExpOS,
-        ToolError,
-        external_call,
-        llm_tool_schemas,
-        tools_for,
-    )
 
     if args.capability is not None or os.environ.get("EXPOS_CAPABILITY"):
         print(f"expos: error: {INLINE_REFUSED}", file=sys.stderr)
@@ -113,7 +117,6 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"expos: error: input is not a JSON object: {exc}", file=sys.stderr)
         return EXIT_INVALID
-    from ..expos import CapabilityError, read_capability
 
     try:
         args.capability = read_capability(
@@ -136,8 +139,6 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_RUN
     try:
         if args.door:
-            from ..expos import door_call
-
             out = door_call(args.door, args.capability, args.tool, data)
         else:
             try:

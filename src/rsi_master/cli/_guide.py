@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import argparse
 
+from ..orchestra import guide_run
+from ._commands import help_of
 from ._common import env, key_dir_arg
 
 NAME = "guide"
-HELP = "give a running campaign's Main agent guidance: text, directions to prefer or avoid, a Worker to stop, pause"
+HELP = help_of(NAME)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -32,8 +34,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..orchestra import guide_run
-
     request: dict[str, object] = {"text": args.text, "prefer": args.prefer, "avoid": args.avoid}
     request["stop_worker"] = args.stop_worker
     if args.flow:

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import argparse
 
+from ..errors import RsiMasterError
+from ..expos import Budget, ExpOS
+from ..orchestra import resolve_task_ref
+from ..runtime import resolve_model
+from ._commands import help_of
 from ._common import apply_device, device_arg, env, key_dir_arg
 
 NAME = "init"
-HELP = "create a run directory for a task, freezing its task contract as the first event"
+HELP = help_of(NAME)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -47,11 +52,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..errors import RsiMasterError
-    from ..expos import Budget, ExpOS
-    from ..orchestra import resolve_task_ref
-    from ..runtime import resolve_model
-
     # Checked before ExpOS.create: bad input is one line, and no run directory or key is written.
     task = resolve_task_ref(args.task)  # a built-in name or a task directory, as `run` resolves it
     apply_device(args)

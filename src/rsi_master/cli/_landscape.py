@@ -18,10 +18,28 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..errors import RsiMasterError
+from ..landscape import (
+    CURVE_BATCH,
+    CURVE_MULTIPLES,
+    TASK_ORDER,
+    CurveLabel,
+    Measurer,
+    build,
+    expected_rows,
+    load,
+    markdown_lines,
+    plan,
+    run_plan,
+    save,
+)
+from ..orchestra import parse_budget
+from ..tasks import UnknownTaskError, get_task, list_tasks
+from ._commands import help_of
 from ._common import is_tty
 
 NAME = "landscape"
-HELP = "measure the research landscape (learning curves per recipe) and report it"
+HELP = help_of(NAME)
 _RESULTS = "benchmarks/landscape/results.jsonl"
 
 
@@ -118,9 +136,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _measurer(args: argparse.Namespace, *, trains: bool = True) -> Any:
-    from ..errors import RsiMasterError
-    from ..landscape import Measurer
-
     if args.threads < 1 or (args.eval_limit is not None and args.eval_limit < 1):
         raise RsiMasterError("--threads and --eval-limit must be positive")
     if trains:
@@ -133,16 +148,12 @@ def _measurer(args: argparse.Namespace, *, trains: bool = True) -> Any:
 
 
 def _rebuild(args: argparse.Namespace, m: Any) -> None:
-    from ..landscape import build, save
-
     path = save(build(m.rows()), args.landscape)
     m.log(f"landscape written to {path}")
 
 
 def _known(task: str) -> None:
     """An unknown task fails in one line before anything runs."""
-    from ..errors import RsiMasterError
-    from ..tasks import UnknownTaskError, get_task
 
     try:
         get_task(task)
@@ -155,10 +166,6 @@ def _knob_value(text: str) -> Any:
 
 
 def run_measure(args: argparse.Namespace) -> int:
-    from ..errors import RsiMasterError
-    from ..landscape import CURVE_BATCH, CURVE_MULTIPLES, TASK_ORDER, CurveLabel, plan, run_plan
-    from ..tasks import list_tasks
-
     tasks = args.tasks or [t for t in TASK_ORDER if t in list_tasks()] + [
         t for t in list_tasks() if t not in TASK_ORDER
     ]
@@ -221,9 +228,6 @@ def run_rescore(args: argparse.Namespace) -> int:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from ..landscape import expected_rows, load, markdown_lines
-    from ..orchestra import parse_budget
-
     landscape = load(args.landscape)
     if args.markdown:
         print("\n".join(markdown_lines(landscape)))

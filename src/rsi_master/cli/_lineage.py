@@ -6,10 +6,13 @@ import argparse
 import json
 from typing import Any
 
+from ..errors import RsiMasterError
+from ..expos import ExpOS, evidence, lineage, load_state
+from ._commands import help_of
 from ._common import key_dir_arg
 
 NAME = "lineage"
-HELP = "show the chain from a checkpoint (or experiment id) back to the base model"
+HELP = help_of(NAME)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -22,9 +25,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..errors import RsiMasterError
-    from ..expos import ExpOS, evidence, lineage, load_state
-
     with ExpOS.open(args.run_dir, key_dir=args.key_dir, writable=False) as expos:
         st = load_state(expos)
         target = args.checkpoint

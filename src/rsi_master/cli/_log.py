@@ -5,15 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING
 
+from ..errors import RsiMasterError
+from ..expos import EVENT_KINDS, ROLES
+from ..rundir import RunDir
+from ._commands import help_of
 from ._common import env, is_tty
 
-if TYPE_CHECKING:
-    from ..rundir import RunDir
-
 NAME = "log"
-HELP = "show a run's ledger events"
+HELP = help_of(NAME)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -45,8 +45,6 @@ def _check_filters(run_: RunDir, kinds: list[str], role: str | None) -> None:
     """An unknown kind or role is an error, not an empty table. Known: what the package records
     (a valid kind this run has no event of yet shows nothing), or what this run holds (a
     ledger written by other code)."""
-    from ..errors import RsiMasterError
-    from ..expos import EVENT_KINDS, ROLES
 
     ledger = run_.ledger
     for k in kinds:
@@ -61,8 +59,6 @@ def _check_filters(run_: RunDir, kinds: list[str], role: str | None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..rundir import RunDir
-
     run_ = RunDir.open(args.run_dir)
     try:
         _check_filters(run_, args.kind, args.role)

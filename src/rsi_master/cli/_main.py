@@ -1,7 +1,7 @@
 """The `rsi-master` operator CLI: a thin argparse layer over the Python API.
 
-Subcommand modules are imported here but must keep torch & co. out of their module
-scope: `rsi-master --help` stays fast.
+Each command's module is imported only when that command runs (`COMMANDS` names them), so
+`rsi-master --help` reads one table and a command loads what it runs, nothing of the others.
 """
 
 from __future__ import annotations
@@ -13,54 +13,46 @@ import sys
 
 from .. import __version__
 from ..errors import RsiMasterError
+from ._commands import COMMANDS
 from ._common import apply_artifacts, apply_ledger
 
 __all__ = ["build_parser", "main"]
 
-# One module per subcommand, each with add_parser(subparsers) and a handler.
-COMMANDS = (
-    "_demo",
-    "_init",
-    "_verify",
-    "_log",
-    "_checkpoint",
-    "_audit",
-    "_lineage",
-    "_tasks",
-    "_landscape",
-    "_sim",
-    "_pipeline",
-    "_run",
-    "_resume",
-    "_report",
-    "_serve",
-    "_guide",
-    "_bench",
-    "_mcp",
-    "_door",
-    "_export",
-)
 
-
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None, *, lazy: bool = False) -> argparse.ArgumentParser:
+    """The `rsi-master` parser with every command's options, or (`lazy`) with only `command`'s
+    module imported and every other command a name and its line of help."""
     parser = argparse.ArgumentParser(
         prog="rsi-master",
         description="Autonomous post-training you can trust: tamper-evident runs, guarded actions, audits.",
     )
     parser.add_argument("--version", action="version", version=f"rsi-master {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
-        importlib.import_module(f"{__package__}.{name}").add_parser(sub)
+    wanted = COMMANDS[command].module if command in COMMANDS else None
+    loaded: set[str] = set()
+    for name, (module, help_line) in COMMANDS.items():
+        if module in loaded:  # registered with an earlier command of its module
+            continue
+        if lazy and module != wanted:
+            sub.add_parser(name, help=help_line, add_help=False)
+            continue
+        importlib.import_module(f"{__package__}.{module}").add_parser(sub)
+        loaded.add(module)
     return parser
 
 
+def _command_of(argv: list[str]) -> str | None:
+    # The top-level parser has flags only (--help, --version): its first word names the command.
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     command = None
     if "--" in argv:  # `rsi-master agent ... -- CMD ...`: what follows is the agent's command, not ours
         i = argv.index("--")
         argv, command = argv[:i], argv[i + 1 :]
+    parser = build_parser(_command_of(argv), lazy=True)
     args = parser.parse_args(argv)
     if command is not None:
         if not getattr(args, "takes_command", False):

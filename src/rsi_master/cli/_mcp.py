@@ -5,10 +5,14 @@ from __future__ import annotations
 import argparse
 import os
 
+from ..errors import RsiMasterError
+from ..expos import INLINE_REFUSED, read_capability
+from ..mcp_server import serve
+from ._commands import help_of
 from ._common import env, key_dir_arg
 
 NAME = "mcp"
-HELP = "serve a caller's ExpOS tools of a run over the Model Context Protocol (stdio, or HTTP on loopback)"
+HELP = help_of(NAME)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -78,10 +82,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from ..errors import RsiMasterError
-    from ..expos import INLINE_REFUSED
-    from ..mcp_server import serve
-
     if args.capability is not None or os.environ.get("EXPOS_CAPABILITY") or env("capability"):
         raise RsiMasterError(f"mcp: {INLINE_REFUSED}")
     if args.role is not None or args.id is not None:
@@ -89,7 +89,6 @@ def run(args: argparse.Namespace) -> int:
             "mcp: --role and --id are not taken: the caller is the capability the harness issued "
             "(--capability-file; `rsi-master capability RUN_DIR --role R --id ID -o FILE` for an operator)"
         )
-    from ..expos import read_capability
 
     if args.capability_file == "-" and args.transport == "stdio":
         raise RsiMasterError("mcp: --capability-file - reads standard input, which the stdio transport speaks MCP on")

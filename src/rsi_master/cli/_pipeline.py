@@ -21,12 +21,27 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..runtime import (
+    InvalidParameterError,
+    dedup,
+    evaluate,
+    filter_data,
+    generate,
+    make_spec,
+    mix,
+    operator_seal_key,
+    resolve_model,
+    stage_model,
+    train,
+)
+from ..tasks import UnknownTaskError, get_task
+from ._commands import help_of
 from ._common import env, is_tty, key_dir_arg
 
-HELP_DATA = "generate, filter, mix or deduplicate training data (JSONL)"
-HELP_TRAIN = "train a checkpoint (sft, lora, dpo, grpo) on a JSONL dataset"
-HELP_EVAL = "score a checkpoint with the sealed evaluator on a split"
-HELP_PIPELINE = "generate data, train, and evaluate in one go, showing progress"
+HELP_DATA = help_of("data")
+HELP_TRAIN = help_of("train")
+HELP_EVAL = help_of("eval")
+HELP_PIPELINE = help_of("pipeline")
 
 
 def _json_arg(text: str) -> dict[str, Any]:
@@ -146,8 +161,6 @@ def _summary(**fields: Any) -> None:
 
 def _operator_task(args: argparse.Namespace) -> Any:
     """The task with the operator's seal key: generators keep clear of the items `eval` scores."""
-    from ..runtime import InvalidParameterError, operator_seal_key
-    from ..tasks import UnknownTaskError, get_task
 
     try:
         get_task(args.task)
@@ -157,16 +170,12 @@ def _operator_task(args: argparse.Namespace) -> Any:
 
 
 def run_generate(args: argparse.Namespace) -> int:
-    from ..runtime import generate
-
     r = generate(_operator_task(args), args.family, args.params, args.seed, args.n, args.out)
     _summary(path=r.path, rows=r.n_rows, sha256=r.sha256)
     return 0
 
 
 def run_filter(args: argparse.Namespace) -> int:
-    from ..runtime import filter_data
-
     r = filter_data(
         args.input,
         args.out,
@@ -179,16 +188,12 @@ def run_filter(args: argparse.Namespace) -> int:
 
 
 def run_mix(args: argparse.Namespace) -> int:
-    from ..runtime import mix
-
     r = mix(args.inputs, args.weights, args.n, args.seed, args.out)
     _summary(path=r.path, rows=r.n_rows, sha256=r.sha256)
     return 0
 
 
 def run_dedup(args: argparse.Namespace) -> int:
-    from ..runtime import dedup
-
     r = dedup(args.input, args.out, key=args.key)
     _summary(path=r.path, rows=r.n_rows, rows_in=r.spec["n_in"], sha256=r.sha256)
     return 0
@@ -230,8 +235,6 @@ def _train(args: argparse.Namespace, data: str, out: str, task: str | None) -> A
     import tempfile
     from pathlib import Path
 
-    from ..runtime import make_spec, resolve_model, stage_model, train
-
     spec = make_spec(**_spec_from(args, task))
     progress = _Progress()
     with tempfile.TemporaryDirectory(prefix="rsi-parent-") as tmp:
@@ -269,8 +272,6 @@ def _print_eval(r: Any, samples: bool) -> None:
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    from ..runtime import evaluate
-
     task = _operator_task(args)
     r = evaluate(args.checkpoint, task.name, args.split, seal_key=task.seal_key)
     if args.json:
@@ -290,8 +291,6 @@ def run_eval(args: argparse.Namespace) -> int:
 
 
 def run_pipeline(args: argparse.Namespace) -> int:
-    from ..runtime import evaluate, generate
-
     t0 = time.time()
     out = Path(args.out)
     task = _operator_task(args)

@@ -7,10 +7,12 @@ import argparse
 from pathlib import Path
 
 from ..errors import RsiMasterError
+from ..views import REPORT_FILE, overview_html, read_runs, run_dirs, write_page, write_report
+from ._commands import help_of
 from ._common import env, key_dir_arg
 
 NAME = "report"
-HELP = "write a run's HTML report, or the overview and comparison of several runs"
+HELP = help_of(NAME)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -43,14 +45,10 @@ def _target(output: str | None, default: Path) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..views import overview_html, read_runs, run_dirs, write_page, write_report
-
     dirs = run_dirs(args.paths)  # a path that is no run and holds none is one clear line, nothing written
     single = len(args.paths) == 1 and dirs == [Path(args.paths[0])]
     try:
         if single:
-            from ..views import REPORT_FILE
-
             path = write_report(dirs[0], _target(args.output, dirs[0] / REPORT_FILE), key_dir=args.key_dir)
         else:
             default = Path(args.paths[0]) / "index.html" if len(args.paths) == 1 else Path("overview.html")
@@ -68,7 +66,6 @@ def report_for(run_dir: str | Path | None, key_dir: str | None) -> str:
     why (a report that cannot be written never costs the run its summary)."""
     if run_dir is None:
         return "n/a (no run directory)"
-    from ..views import write_report
 
     try:
         return str(write_report(run_dir, key_dir=key_dir))

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
+from ..agents import check_endpoints, check_recorded, recorded_configs
+from ..expos import ExpOS
+from ..orchestra import make_display, resume_run
+from ..rundir import is_run_dir
+from ._commands import help_of
 from ._common import apply_device, device_arg, executor_args, is_tty, key_dir_arg, ledger_arg
+from ._report import report_for
+from ._run import print_summary
 
 NAME = "resume"
-HELP = "continue a run of `rsi-master run` after it was stopped or killed"
+HELP = help_of(NAME)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -21,10 +29,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..orchestra import make_display, resume_run
-    from ._report import report_for
-    from ._run import print_summary
-
     _check_agents(args)
     apply_device(args)
     summary = resume_run(
@@ -42,18 +46,11 @@ def run(args: argparse.Namespace) -> int:
 def _check_agents(args: argparse.Namespace) -> None:
     """A run with LLM agents resumes only where their endpoints and keys are set (checked
     before anything is written, like `run`)."""
-    from pathlib import Path
-
-    from ..rundir import is_run_dir
-
     if not is_run_dir(Path(args.run_dir)):
         return  # resume_run says what is wrong with the directory
-    from ..expos import ExpOS
 
     with ExpOS.open(args.run_dir, key_dir=args.key_dir, writable=False) as expos:
         if not expos.own_events("agents.config"):
             return
-        from ..agents import check_endpoints, check_recorded, recorded_configs
-
         check_recorded(expos)
         check_endpoints(recorded_configs(expos))

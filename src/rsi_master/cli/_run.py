@@ -4,8 +4,13 @@ better, verified, audited checkpoint, and end with a greppable summary."""
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ..agents import AgentsSetup, check_endpoints, record_setup, resolve_setup
+from ..errors import RsiMasterError
+from ..orchestra import RunSpec, make_display, start_run
+from ..sim import SimWorld, flags_from, generate_world, load_world
+from ._commands import help_of
 from ._common import (
     apply_device,
     artifacts_arg,
@@ -19,13 +24,8 @@ from ._common import (
 )
 from ._report import report_for
 
-if TYPE_CHECKING:
-    from ..agents import AgentsSetup
-    from ..orchestra import RunSpec
-    from ..sim import SimWorld
-
 NAME = "run"
-HELP = "post-train the base model on a task with Workers, Reviewers and a Main agent under a budget"
+HELP = help_of(NAME)
 
 # The closing `key: value` lines, in order (scripts and agents parse them).
 SUMMARY_KEYS = (
@@ -237,7 +237,6 @@ def agents_setup(args: argparse.Namespace) -> AgentsSetup | None:
     choices = [args.main, args.worker, args.reviewer]
     if args.agents == "scripted" and all(c in (None, "scripted") for c in choices):
         return None
-    from ..agents import check_endpoints, resolve_setup
 
     explicit = {"provider": args.llm_provider, "base_url": args.llm_base_url, "model": args.llm_model}
     setup = resolve_setup(
@@ -257,16 +256,11 @@ def world_arg(args: argparse.Namespace) -> SimWorld | None:
     anything is written: a file that does not parse or a bad preset is a one-line error."""
     if args.backend != "sim":
         if args.world is not None or args.world_seed is not None:
-            from ..errors import RsiMasterError
-
             raise RsiMasterError("--world and --world-seed are for --backend sim")
         return None
-    from ..sim import flags_from, generate_world, load_world
 
     if args.world is not None:
         if args.world_seed is not None:
-            from ..errors import RsiMasterError
-
             raise RsiMasterError("give --world FILE or --world-seed N, not both")
         return load_world(args.world)
     return generate_world(args.world_seed or 0, flags_from(args.preset), preset=args.preset)
@@ -275,14 +269,11 @@ def world_arg(args: argparse.Namespace) -> SimWorld | None:
 def spec_from_args(args: argparse.Namespace) -> RunSpec:
     """The `RunSpec` the flags describe (the world and the agents checked on the way, before
     anything is written); `resolve_spec` checks the rest."""
-    from ..orchestra import RunSpec
 
     world = world_arg(args)
     setup = agents_setup(args)
     agents: dict[str, Any] = {}
     if setup is not None:
-        from ..agents import record_setup
-
         agents = {role: setup.agents[role] for role in ("main", "worker", "reviewer")}
         agents["setup"] = lambda expos: record_setup(expos, setup)
     return RunSpec(
@@ -310,8 +301,6 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..orchestra import make_display, start_run
-
     spec = spec_from_args(args)
     if spec.world is None:  # a simulated run trains nothing
         apply_device(args)

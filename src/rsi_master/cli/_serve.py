@@ -9,10 +9,12 @@ from pathlib import Path
 
 from .._net import listen_tcp
 from ..errors import NotARunError, RsiMasterError
+from ..views import run_dirs
+from ._commands import help_of
 from ._common import env, key_dir_arg
 
 NAME = "serve"
-HELP = "serve a run's report (or a directory of runs' overview) live, redrawn as the ledger grows"
+HELP = help_of(NAME)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -44,7 +46,6 @@ def run(args: argparse.Namespace) -> int:
         from ..views.live import LiveRuns, is_loopback, make_app, make_server
     except ImportError:
         raise RsiMasterError("rsi-master serve needs the serve extra: pip install 'rsi-master[serve]'") from None
-    from ..views import run_dirs
 
     root = Path(args.path)
     waiting = False

@@ -18,10 +18,23 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..errors import RsiMasterError
+from ..landscape import dumps, pilot_seconds, save, sim_calibration, sim_pilot
+from ..sim import (
+    PRESETS,
+    SimInputError,
+    describe_world,
+    flags_from,
+    generate_world,
+    load_world,
+    parse_overrides,
+    save_world,
+)
+from ._commands import help_of
 from ._common import old_flag
 
 NAME = "sim"
-HELP = "simulated post-training worlds: generate, describe, calibrate, pilot"
+HELP = help_of(NAME)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -53,8 +66,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run_generate(args: argparse.Namespace) -> int:
-    from ..sim import SimInputError, describe_world, flags_from, generate_world, parse_overrides, save_world
-
     flags = flags_from(args.preset, **parse_overrides(args.flag))
     land = generate_world(args.seed, flags, preset=None if args.flag else args.preset)
     if args.output is None:
@@ -68,23 +79,17 @@ def run_generate(args: argparse.Namespace) -> int:
 
 
 def run_describe(args: argparse.Namespace) -> int:
-    from ..sim import describe_world, load_world
-
     print("\n".join(describe_world(load_world(args.path))))
     return 0
 
 
 def run_presets(args: argparse.Namespace) -> int:
-    from ..sim import PRESETS
-
     for name, flags in sorted(PRESETS.items()):
         print(f"{name}: {flags.model_dump_json()}")
     return 0
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
-    from ..landscape import sim_calibration
-
     fit = sim_calibration()
     print("\n".join(fit.lines()))
     for key, value in fit.flags().items():
@@ -93,10 +98,6 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
 
 def run_pilot(args: argparse.Namespace) -> int:
-    from ..errors import RsiMasterError
-    from ..landscape import dumps, pilot_seconds, save, sim_pilot
-    from ..sim import SimInputError, flags_from, generate_world, load_world, parse_overrides
-
     if (args.seed is None) == (args.world is None):
         raise RsiMasterError("give --seed N or --world FILE (one of them)")
     if args.world is not None:

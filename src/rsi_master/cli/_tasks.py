@@ -6,10 +6,13 @@ import argparse
 import json
 from typing import Any, cast
 
+from ..landscape import load
+from ..tasks import SPLITS, FileTask, get_task, list_tasks, resolve_task
+from ._commands import help_of
 from ._common import env, is_tty
 
 NAME = "tasks"
-HELP = "list the tasks with their generator families and measured base/reference scores"
+HELP = help_of(NAME)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -27,8 +30,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def check(args: argparse.Namespace) -> int:
     """Load each directory as a run would (every check; bad input is one line, exit 1)."""
     from pathlib import Path
-
-    from ..tasks import SPLITS, FileTask, resolve_task
 
     for d in args.dirs:
         # The call `run` and `init` make, so that what passes here is what a run accepts
@@ -63,9 +64,6 @@ def _fmt(score: float | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..landscape import load
-    from ..tasks import get_task, list_tasks
-
     landscape = load()
     rows: list[dict[str, Any]] = []
     for name in list_tasks():

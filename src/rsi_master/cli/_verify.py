@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 
+from ..rundir import verify_run
+from ._commands import help_of
 from ._common import env, key_dir_arg, ledger_arg
 
 NAME = "verify"
-HELP = "check that nothing in a run directory changed after the fact"
+HELP = help_of(NAME)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -29,8 +31,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..rundir import verify_run
-
     report = verify_run(args.run_dir, key_dir=args.key_dir, checkpoint=args.checkpoint)
     if args.json:
         print(json.dumps(report.summary(), indent=1))

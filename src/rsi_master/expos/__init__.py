@@ -19,6 +19,7 @@ from ._capability import (
     read_capability,
 )
 from ._catalogue import llm_tool_schemas, tools_for
+from ._context import ToolContext, tool_context
 from ._contract import Budget, EvaluatorSpec, TaskContract, TaskSource
 from ._door import Door, DoorUnreachable, door_call
 from ._errors import NothingSampled, ToolError, ToolFailed, ToolInvalid, ToolRefused
@@ -92,6 +93,7 @@ __all__ = [
     "TaskContract",
     "TaskSource",
     "Tool",
+    "ToolContext",
     "ToolError",
     "ToolFailed",
     "ToolInvalid",
@@ -125,5 +127,6 @@ __all__ = [
     "record_evaluation",
     "register_part",
     "sealed_evaluation",
+    "tool_context",
     "tools_for",
 ]

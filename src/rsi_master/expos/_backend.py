@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from ..events import Simulation
     from ..sim import SimWorld
     from ..tasks import SealKey, SimTask
+    from ._context import ToolContext
+    from ._contract import TaskContract
     from ._session import ExpOS
 
 __all__ = [
@@ -45,7 +47,7 @@ class ExperimentBackend(Protocol):
     executor: str  # "process" (slot processes, real time) or "inline" (in-process, simulated time)
 
     def train(
-        self, expos: ExpOS, data: Path, out_dir: Path, spec: Any, parent: Path, parent_base: Path | None = None
+        self, ctx: ToolContext, data: Path, out_dir: Path, spec: Any, parent: Path, parent_base: Path | None = None
     ) -> Any:
         """Train `spec` from the checkpoint at `parent` on `data` into `out_dir` (runtime.TrainResult);
         `parent_base` is the base a LoRA adapter parent is bound to (None: a full checkpoint)."""
@@ -66,12 +68,12 @@ class RealBackend:
         """A tool call's own cost on the run's clock: real calls take the time they take."""
 
     def train(
-        self, expos: ExpOS, data: Path, out_dir: Path, spec: Any, parent: Path, parent_base: Path | None = None
+        self, ctx: ToolContext, data: Path, out_dir: Path, spec: Any, parent: Path, parent_base: Path | None = None
     ) -> Any:
         from ..runtime import train
 
         # The run's task, not a name to look up: a task directory's is the run's sealed copy.
-        task = expos.task if spec.task is not None else None
+        task = ctx.task if spec.task is not None else None
         return train(data, out_dir, spec, parent=parent, parent_base=parent_base, task=task)
 
     def evaluate(self, expos: ExpOS, checkpoint: str, split: str, *, store: bool = True) -> Any:
@@ -79,7 +81,7 @@ class RealBackend:
 
         c = expos.contract
         # A LoRA adapter is scored on the base it is bound to (checked against the store).
-        base = adapter_base_of(expos, checkpoint)
+        base = adapter_base_of(expos.run.store, checkpoint)
         return evaluate(
             expos.run.store.path(checkpoint),
             c.task,
@@ -116,25 +118,25 @@ class SimBackend:
         spend_simulated(CALL_SECONDS)
 
     def train(
-        self, expos: ExpOS, data: Path, out_dir: Path, spec: Any, parent: Path, parent_base: Path | None = None
+        self, ctx: ToolContext, data: Path, out_dir: Path, spec: Any, parent: Path, parent_base: Path | None = None
     ) -> Any:
         from ..runtime import TrainingError, sim_train
 
         if parent_base is not None:  # stand-in checkpoints are never adapters
             raise TrainingError("a simulated run has no adapter checkpoints to train from")
 
-        task = expos.protected_task()
+        task = ctx.protected_task()
         if self._protected is None or self._protected[0] is not task:
             self._protected = (task, {s: {i.prompt for i in task.eval_items(s)} for s in ("dev", "review", "final")})
         return sim_train(
-            self.world(expos),
+            _world(ctx.store, self.world_digest),
             data,
             out_dir,
             spec,
             parent=parent,
             protected=self._protected[1],
-            examples_per_row=_simulation(expos).examples_per_row,
-            jailed=expos.contract.guards == "strict",
+            examples_per_row=_simulation(ctx.contract).examples_per_row,
+            jailed=ctx.contract.guards == "strict",
         )
 
     def evaluate(self, expos: ExpOS, checkpoint: str, split: str, *, store: bool = True) -> Any:
@@ -143,7 +145,7 @@ class SimBackend:
         c = expos.contract
         # The seal check of the real evaluator: the stored world and evaluator files must be
         # the ones the contract pinned, or nothing is scored.
-        measured = measured_digest(expos, c.evaluator.evaluator_artifact)
+        measured = measured_digest(expos.run.store, c.evaluator.evaluator_artifact)
         if measured != c.evaluator.evaluator_digest:
             raise EvaluatorDigestError(
                 f"sealed evaluator digest {measured} differs from the contract's {c.evaluator.evaluator_digest}"
@@ -162,9 +164,9 @@ class SimBackend:
 _WORLDS: dict[str, Any] = {}
 
 
-def _simulation(expos: ExpOS) -> Simulation:
+def _simulation(contract: TaskContract) -> Simulation:
     """The contract's simulation record (a simulated run's contract always has one)."""
-    sim = expos.contract.simulation
+    sim = contract.simulation
     if sim is None:
         raise RuntimeError("the simulated backend on a run whose contract has no simulation")
     return sim
@@ -220,12 +222,11 @@ def _sim_sources_digest() -> str:
     evaluator's copy of its code."""
     global _SOURCES
     if _SOURCES is None:
-        from .. import runtime, sim, tasks
-
+        package = Path(__file__).parent.parent  # rsi_master
         files = [
-            *sorted(Path(sim.__file__).parent.glob("*.py")),
-            Path(runtime.__file__).parent / "_sim.py",
-            Path(tasks.__file__).parent / "_sim_task.py",
+            *sorted((package / "sim").glob("*.py")),
+            package / "runtime" / "_sim.py",
+            package / "tasks" / "_sim_task.py",
         ]
         lines = "".join(f"{p.parent.name}/{p.name}\t{hashlib.sha256(p.read_bytes()).hexdigest()}\n" for p in files)
         _SOURCES = hashlib.sha256(lines.encode()).hexdigest()

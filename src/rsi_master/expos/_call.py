@@ -14,6 +14,7 @@ from ..events import GuardBlocked
 from ..events import ToolFailed as ToolFailedEvent
 from ..events import ToolInvalid as ToolInvalidEvent
 from ._capability import NODE_ID
+from ._context import tool_context
 from ._errors import ToolError, ToolFailed, ToolInvalid, ToolRefused
 from ._guards import OVERRIDE_KEYS
 from ._registry import TOOLS, Tool
@@ -93,7 +94,7 @@ def _run(expos: ExpOS, caller: Caller, tool: Tool, raw: dict[str, Any]) -> BaseM
         expos.record(caller, ToolInvalidEvent(tool=tool.name, reason=msg))
         raise ToolInvalid(msg) from None
     try:
-        return tool.impl(expos, caller, inp)
+        return tool.impl(tool_context(expos), caller, inp)
     except ToolInvalid as exc:  # valid by the schema, not by the run (a family the task lacks)
         expos.record(caller, ToolInvalidEvent(tool=tool.name, reason=str(exc)[:300]))
         raise

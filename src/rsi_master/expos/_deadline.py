@@ -4,29 +4,36 @@ tool whose work has no fixed size (sampling) bounds itself by the caller's lates
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from .. import _clock
 from ..events import OrchestraJobStart, typed
 
 if TYPE_CHECKING:
-    from ._session import Caller, ExpOS
+    from ..ledger import Event
+    from ._session import Caller
 
-__all__ = ["caller_deadline", "seconds_left"]
+__all__ = ["HarnessRecords", "caller_deadline", "seconds_left"]
 
 
-def caller_deadline(expos: ExpOS, caller: Caller) -> float | None:
+class HarnessRecords(Protocol):
+    """Where the harness's own records are read: a session, or a tool's context."""
+
+    def own_events(self, *kinds: str) -> list[Event]: ...
+
+
+def caller_deadline(run: HarnessRecords, caller: Caller) -> float | None:
     """The run-clock time by which the caller's latest started job must end; None for a caller
     the scheduler did not start (an external agent on a run without one, the operator)."""
     latest = None
-    for e in expos.own_events("orchestra.job.start"):
+    for e in run.own_events("orchestra.job.start"):
         p = typed(e, OrchestraJobStart).payload
         if p.node == caller.id and p.kind == caller.role:
             latest = p.deadline
     return latest
 
 
-def seconds_left(expos: ExpOS, caller: Caller) -> float | None:
+def seconds_left(run: HarnessRecords, caller: Caller) -> float | None:
     """Seconds until the caller's deadline (negative once passed), or None without one."""
-    deadline = caller_deadline(expos, caller)
+    deadline = caller_deadline(run, caller)
     return None if deadline is None else deadline - _clock.now()

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..artifacts import dir_digest, read_measured
+from ..artifacts import RunStore, dir_digest, read_measured
 from ..errors import ArtifactError
 from ..events import EvalRecord, TypedEvent, typed
 from ._errors import ToolRefused
@@ -29,11 +29,11 @@ def _sha_file(path: Path) -> str | None:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
 
 
-def measured_digest(expos, digest: str) -> str | None:
+def measured_digest(store: RunStore, digest: str) -> str | None:
     """What a stored artifact's bytes hash to now (None: unreadable, a link, or missing)."""
 
     try:
-        path = expos.run.store.path(digest)
+        path = store.path(digest)
         if path.is_symlink():
             return None
         return dir_digest(path) if path.is_dir() else read_measured(path)[1]
@@ -41,19 +41,19 @@ def measured_digest(expos, digest: str) -> str | None:
         return None
 
 
-def adapter_base_of(expos, checkpoint: str) -> str | None:
+def adapter_base_of(store: RunStore, checkpoint: str) -> str | None:
     """The base digest a stored adapter checkpoint is bound to (None: a full model); refused
     unless that base is in the run's store with the bytes it is named by."""
     from ..runtime import CheckpointLoadError, adapter_base_digest, is_adapter
 
-    path = expos.run.store.path(checkpoint)
+    path = store.path(checkpoint)
     if not is_adapter(path):
         return None
     try:
         base = adapter_base_digest(path)
     except CheckpointLoadError as exc:
         raise ToolRefused(f"checkpoint {checkpoint[:12]}: {exc}", Subcategory.WEIGHT_PROVENANCE) from None
-    if measured_digest(expos, base) != base:
+    if measured_digest(store, base) != base:
         raise ToolRefused(
             f"adapter {checkpoint[:12]} is bound to base {base[:12]}, which is missing or was changed on disk",
             Subcategory.WEIGHT_PROVENANCE,
@@ -84,7 +84,7 @@ def evaluate_experiment(expos, caller, experiment_id: str, checkpoint: str, spli
     ckpt_dir = expos.run.store.path(checkpoint)
     # Early refusals on the stored files, so nothing runs for a tampered checkpoint; the
     # binding check is on the digests measured from the bytes actually scored (below).
-    if measured_digest(expos, checkpoint) != checkpoint:
+    if measured_digest(expos.run.store, checkpoint) != checkpoint:
         raise ToolRefused(
             f"checkpoint {checkpoint[:12]} was changed on disk after training", Subcategory.WEIGHT_PROVENANCE
         )
@@ -98,7 +98,7 @@ def evaluate_experiment(expos, caller, experiment_id: str, checkpoint: str, spli
         )
     done = scored(expos, checkpoint, split)
     if done is not None:  # evaluation is deterministic: a checkpoint is scored once per split
-        adapter_base_of(expos, checkpoint)  # the bytes the record scored are still the ones it names
+        adapter_base_of(expos.run.store, checkpoint)  # the bytes the record scored are still the ones it names
         return done
     try:
         res = sealed_evaluation(expos, checkpoint, split)

@@ -8,12 +8,13 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import _clock
 from ..errors import RsiMasterError
 from ..events import BaseModelSource
 from ..ledger import KeyDir
 from ..rundir import RunDir
-from ..tasks import FileTask
-from ._backend import world_task
+from ..tasks import SPLITS, FileTask, SealKey, SimTask, get_task, load_task_dir, resolve_task, task_spec
+from ._backend import freeze_simulation, world_task
 from ._contract import CONTRACT_KIND, CONTRACT_VERSION, Budget, EvaluatorSpec, TaskContract, TaskSource
 from ._guards import GuardPolicy
 from ._registry import ROLES, TOOLS
@@ -105,7 +106,6 @@ def freeze_run(
         seal_commitment,
         seal_evaluator,
     )
-    from ..tasks import SPLITS, FileTask, SealKey, SimTask, get_task, load_task_dir, resolve_task, task_spec
 
     source: ModelSource | None = None
     given: Task
@@ -166,9 +166,6 @@ def freeze_run(
             base_artifact, base_source = _store_base(run, source)
             base_dir: Path | None = run.store.path(base_artifact)
         else:
-            from .. import _clock
-            from ._backend import freeze_simulation
-
             base_dir = None
             base_artifact, seal_name, evaluator_digest, simulation = freeze_simulation(run, world, _clock.now())
             seal_path = run.store.path(seal_name)

@@ -4,13 +4,13 @@ agent's MCP server) describes a task directory's families without loading the ta
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
 if TYPE_CHECKING:
     from ..tasks import GeneratorFamily
-    from ._session import ExpOS
+    from ._contract import TaskContract
 
 __all__ = ["GeneratorView", "KnobView", "generator_views"]
 
@@ -62,8 +62,17 @@ class GeneratorView(BaseModel):
         )
 
 
-def generator_views(expos: ExpOS) -> list[GeneratorView]:
+class RunGenerators(Protocol):
+    """What the views are read from: a session, or a tool's context."""
+
+    @property
+    def contract(self) -> TaskContract: ...
+
+    def generators(self) -> dict[str, GeneratorFamily]: ...
+
+
+def generator_views(run: RunGenerators) -> list[GeneratorView]:
     """The contract's allowed generator families, from the run's own task."""
-    task, families = expos.contract.task, expos.generators()
-    allowed = (g.split("/", 1)[1] for g in expos.contract.allowed_generators if g.startswith(task + "/"))
+    task, families = run.contract.task, run.generators()
+    allowed = (g.split("/", 1)[1] for g in run.contract.allowed_generators if g.startswith(task + "/"))
     return [GeneratorView.of(families[name]) for name in allowed if name in families]

@@ -92,13 +92,11 @@ def client_paths() -> tuple[Path, ...]:
     """What an agent needs to run `expos` and `rsi-master mcp` on this harness's Python: the
     venv, the base installation, this package (an editable install lives outside both) and every
     site directory on the path (a `.pth` may chain to another venv's packages)."""
-    import rsi_master
-
     found = [
         Path(sys.prefix),
         Path(sys.base_prefix),
         Path(os.path.realpath(sys.executable)).parent,
-        Path(rsi_master.__file__).resolve().parent,
+        Path(__file__).resolve().parents[1],  # the rsi_master package
         *(Path(p) for p in sys.path if p.endswith(("site-packages", "dist-packages")) and os.path.isdir(p)),
     ]
     out: list[Path] = []

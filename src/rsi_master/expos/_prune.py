@@ -72,7 +72,7 @@ def protected_checkpoints(expos) -> dict[str, list[str]]:
     # An adapter is loaded on its base: a kept adapter keeps the checkpoint it is bound to.
 
     for xid in list(why):
-        base = adapter_base_of(expos, str(done[xid].checkpoint))
+        base = adapter_base_of(expos.run.store, str(done[xid].checkpoint))
         if base is not None:
             keep(digests.get(base), f"base of kept adapter {xid}")
     return why

@@ -14,9 +14,10 @@ from pydantic import BaseModel
 from ._schemas import input_schema
 
 if TYPE_CHECKING:
+    from ._context import ToolContext
     from ._contract import TaskContract
     from ._generator_view import GeneratorView
-    from ._session import Caller, ExpOS
+    from ._session import Caller
 
 __all__ = ["HINTS", "LLM_NAME", "ROLES", "TOOLS", "UNOFFERED", "Hints", "Tool", "ToolKind", "tool"]
 
@@ -91,7 +92,7 @@ class Tool:
     result: type[BaseModel]
     roles: frozenset[str]
     kind: ToolKind
-    impl: Callable[[ExpOS, Caller, Any], BaseModel]
+    impl: Callable[[ToolContext, Caller, Any], BaseModel]
     description: str
     # Calling it from a role that may not is an attempt to reach protected items.
     protected: bool = False
@@ -130,7 +131,7 @@ def tool(
     result: type[BaseModel],
     protected: bool = False,
 ) -> Callable[[Callable[..., BaseModel]], Callable[..., BaseModel]]:
-    """Register an implementation `(expos, caller, input) -> result` as a tool."""
+    """Register an implementation `(ctx: ToolContext, caller, input) -> result` as a tool."""
     unknown = set(roles) - set(ROLES)
     if unknown:
         raise ValueError(f"unknown roles {unknown}")

@@ -14,6 +14,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..tasks import get_task, list_tasks
 from ._generator_view import GeneratorView, KnobView
 
 if TYPE_CHECKING:
@@ -40,7 +41,6 @@ def generator_families(
     (`generator_views`, or what the door sends), else the contract's allowed built-in families
     (a task directory's or a simulated task's are the run's own: only `generators` has them);
     with neither, every task's, named `task/family`."""
-    from ..tasks import get_task, list_tasks
 
     if generators is not None:
         return [(g.name, g) for g in generators]

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ..errors import RsiMasterError
 from ..ledger import HeadSigner, KeyDir, Problem
+from ..rundir import verify_run
 from ._capability import Capability, check_capability
 
 if TYPE_CHECKING:
@@ -67,6 +68,4 @@ def run_problems(keys: object, path: Path, memo: object) -> list[Problem]:
     """What `verify_run` finds wrong with the run at `path`, checked where the key directory is."""
     if isinstance(keys, SealAccess):
         return [Problem(where, what) for where, what in keys.run_problems()]
-    from ..rundir import verify_run
-
     return list(verify_run(path, key_dir=key_dir_of(keys, "verifying the run"), memo=memo).problems)  # type: ignore[arg-type]

@@ -3,8 +3,6 @@ ledger, and `call`, the single door through which every agent action passes."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,10 +15,12 @@ from ..errors import ArtifactError, RsiMasterError
 from ..events import GuardBlocked, Payload, dump_payload, typed, validate_payload
 from ..ledger import Event, KeyDir
 from ..rundir import RunDir
-from ._backend import attach_backend
+from ..tasks import SPLITS, TaskInputError, get_task, items_digest, load_task_dir
+from ._backend import SimBackend, attach_backend, world_task
 from ._call import UNAUTHENTICATED, call_tool
 from ._capability import DEFAULT_TTL_S, CapabilityError, capability_id, issue_capability
 from ._catalogue import load as _load
+from ._context import drop_scratch
 from ._contract import CONTRACT_KIND, Budget, TaskContract
 from ._errors import ToolRefused
 from ._freeze import freeze_run
@@ -204,7 +204,6 @@ class ExpOS:
         """A task directory's task, from the run's sealed copy (checked against the contract's
         digest before a byte of it is parsed or run)."""
         from ..runtime import EvaluationError
-        from ..tasks import TaskInputError, load_task_dir
 
         source = self.contract.task_source
         assert source is not None
@@ -234,15 +233,12 @@ class ExpOS:
 
     def _resolve_task(self, seal_key: SealKey | None) -> Task:
         from ..runtime import SealSecretError
-        from ..tasks import get_task
 
         if self.contract.task_source is not None:
             if self._file_task is None:
                 raise SealSecretError(self._file_task_error or "task not loaded")
             return self._file_task  # its own items: no seal key draws them
         if self.contract.simulation is not None:
-            from ._backend import SimBackend, world_task
-
             assert isinstance(self.backend, SimBackend)
             return world_task(self.backend.world(self), seal_key)
         return get_task(self.contract.task, seal_key=seal_key)  # a built-in task
@@ -254,7 +250,6 @@ class ExpOS:
         items whose digests and sample IDs the contract pinned at freeze.
         """
         from ..runtime import SealSecretError
-        from ..tasks import SPLITS, items_digest
 
         try:
             task = self.protected_task()
@@ -347,16 +342,7 @@ class ExpOS:
 
     @staticmethod
     def drop_scratch(path: Path) -> None:
-        # The common case first: outputs were moved into the store, leaving empty directories
-        # one level deep, which a few rmdir calls remove without rmtree's per-entry walk.
-        try:
-            with os.scandir(path) as entries:
-                subdirs = [e.path for e in entries if e.is_dir(follow_symlinks=False)]
-            for d in subdirs:
-                os.rmdir(d)
-            os.rmdir(path)
-        except OSError:
-            shutil.rmtree(path, ignore_errors=True)
+        drop_scratch(path)
 
     # -- identity ----------------------------------------------------------------------
     def issue(self, role: str, node: str, *, ttl_s: float | None = None) -> str:

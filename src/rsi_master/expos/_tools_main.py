@@ -3,7 +3,7 @@ The Main agent never runs experiments."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -18,9 +18,12 @@ from ..events import (
     WorkerAdd,
     dump_payload,
 )
+from ._context import ToolContext
 from ._errors import ToolRefused
 from ._registry import tool
-from ._state import load_state
+
+if TYPE_CHECKING:
+    from ._session import Caller
 
 
 class _In(BaseModel):
@@ -39,9 +42,9 @@ class GraphView(BaseModel):
 
 
 @tool("graph.read", roles=("main",), kind="monitoring", input=GraphInput, result=GraphView)
-def graph_read(expos, caller, inp: GraphInput) -> GraphView:
+def graph_read(ctx: ToolContext, caller: Caller, inp: GraphInput) -> GraphView:
     """The research graph: workers, reviews, and every experiment with its aggregate dev score."""
-    st = load_state(expos)
+    st = ctx.state()
     exps = [
         {
             "experiment_id": x.id,
@@ -95,15 +98,15 @@ class Added(BaseModel):
 
 
 @tool("worker.add", roles=("main",), kind="deciding", input=AddWorkerInput, result=Added)
-def worker_add(expos, caller, inp: AddWorkerInput) -> Added:
+def worker_add(ctx: ToolContext, caller: Caller, inp: AddWorkerInput) -> Added:
     """Add a Worker node with its task and predecessors."""
-    st = load_state(expos)
+    st = ctx.state()
     if inp.worker_id in st.workers:
         raise ToolRefused(f"worker {inp.worker_id} exists")
     missing = [p for p in inp.predecessors if p not in st.workers]
     if missing:
         raise ToolRefused(f"unknown predecessors {missing}")
-    return Added(seq=expos.record(caller, WorkerAdd(**inp.model_dump())).seq)
+    return Added(seq=ctx.record(caller, WorkerAdd(**inp.model_dump())).seq)
 
 
 class ReviewRequestInput(_In):
@@ -115,13 +118,13 @@ class ReviewRequestInput(_In):
 
 
 @tool("review.request", roles=("main",), kind="deciding", input=ReviewRequestInput, result=Added)
-def review_request(expos, caller, inp: ReviewRequestInput) -> Added:
+def review_request(ctx: ToolContext, caller: Caller, inp: ReviewRequestInput) -> Added:
     """Add a Reviewer node: a question and a scope of Workers."""
-    st = load_state(expos)
+    st = ctx.state()
     missing = [w for w in inp.scope if w not in st.workers]
     if missing:
         raise ToolRefused(f"unknown workers in scope {missing}")
-    return Added(seq=expos.record(caller, ReviewRequest(**inp.model_dump())).seq)
+    return Added(seq=ctx.record(caller, ReviewRequest(**inp.model_dump())).seq)
 
 
 class DecisionInput(_In):
@@ -137,16 +140,16 @@ class DecisionInput(_In):
 
 
 @tool("decision.record", roles=("main",), kind="deciding", input=DecisionInput, result=Added)
-def decision_record(expos, caller, inp: DecisionInput) -> Added:
+def decision_record(ctx: ToolContext, caller: Caller, inp: DecisionInput) -> Added:
     """Record a decision with its rationale and the evidence it rests on."""
-    size = expos.run.ledger.size()
+    size = ctx.ledger.size()
     if any(not 0 <= s < size for s in inp.evidence):
         raise ToolRefused("decision cites events that do not exist")
     if inp.answers is not None and inp.answers >= size:
         raise ToolRefused(f"decision answers event {inp.answers}, which does not exist")
     # An unset `answers` stays out of the stored body (a decision that answers no event).
     fields = inp.model_dump(exclude={"answers"} if inp.answers is None else set())
-    return Added(seq=expos.record(caller, DecisionRecord(**fields)).seq)
+    return Added(seq=ctx.record(caller, DecisionRecord(**fields)).seq)
 
 
 class NominateInput(_In):
@@ -154,9 +157,9 @@ class NominateInput(_In):
 
 
 @tool("candidate.nominate", roles=("main",), kind="deciding", input=NominateInput, result=Added)
-def candidate_nominate(expos, caller, inp: NominateInput) -> Added:
+def candidate_nominate(ctx: ToolContext, caller: Caller, inp: NominateInput) -> Added:
     """Put an experiment forward for the harness's selection (the harness rule picks)."""
-    x = load_state(expos).experiments.get(inp.experiment_id)
+    x = ctx.state().experiments.get(inp.experiment_id)
     if x is None or x.status != "completed":
         raise ToolRefused(f"{inp.experiment_id} is not a completed experiment")
-    return Added(seq=expos.record(caller, CandidateNominate(**inp.model_dump())).seq)
+    return Added(seq=ctx.record(caller, CandidateNominate(**inp.model_dump())).seq)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ._context import ToolContext
 from ._generator_view import GeneratorView, generator_views
 from ._registry import tool
-from ._state import load_state
+
+if TYPE_CHECKING:
+    from ._session import Caller
 
 ALL = ("public", "worker", "reviewer", "main", "harness")
 
@@ -36,9 +39,9 @@ class ContractView(BaseModel):
 
 
 @tool("contract.show", roles=ALL, kind="monitoring", input=NoInput, result=ContractView)
-def contract_show(expos, caller, inp: NoInput) -> ContractView:
+def contract_show(ctx: ToolContext, caller: Caller, inp: NoInput) -> ContractView:
     """The task contract, without protected items."""
-    c = expos.contract
+    c = ctx.contract
     return ContractView(
         task=c.task,
         capability=c.capability,
@@ -51,7 +54,7 @@ def contract_show(expos, caller, inp: NoInput) -> ContractView:
         allowed_generators=c.allowed_generators,
         allowed_methods=c.allowed_methods,
         budget=c.budget.model_dump(),
-        generators=generator_views(expos),
+        generators=generator_views(ctx),
     )
 
 
@@ -63,10 +66,10 @@ class Quota(BaseModel):
 
 
 @tool("quota.show", roles=ALL, kind="monitoring", input=NoInput, result=Quota)
-def quota_show(expos, caller, inp: NoInput) -> Quota:
+def quota_show(ctx: ToolContext, caller: Caller, inp: NoInput) -> Quota:
     """Budget used and left."""
-    used = len(load_state(expos).experiments)
-    b = expos.contract.budget
+    used = len(ctx.state().experiments)
+    b = ctx.contract.budget
     return Quota(
         experiments_used=used,
         experiments_left=max(0, b.max_experiments - used),
@@ -92,8 +95,8 @@ class Tail(BaseModel):
 
 
 @tool("events.tail", roles=ALL, kind="monitoring", input=TailInput, result=Tail)
-def events_tail(expos, caller, inp: TailInput) -> Tail:
+def events_tail(ctx: ToolContext, caller: Caller, inp: TailInput) -> Tail:
     """The latest events (kind and actor only: payloads can hold per-sample evidence)."""
-    size = expos.run.ledger.size()
-    evs = expos.run.ledger.events(since=max(0, size - inp.n))
+    size = ctx.ledger.size()
+    evs = ctx.ledger.events(since=max(0, size - inp.n))
     return Tail(events=[TailEvent(seq=e.seq, kind=e.kind, actor=f"{e.actor.role}:{e.actor.id}", ts=e.ts) for e in evs])

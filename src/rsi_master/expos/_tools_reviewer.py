@@ -4,7 +4,7 @@ sample-by-sample comparison, the integrity audit, and the review itself."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,11 +21,15 @@ from ..events import (
     dump_payload,
     named_ids,
 )
+from ._context import ToolContext
 from ._errors import ToolRefused
 from ._evaluation import public_reason
 from ._graph import lineage
 from ._registry import tool
-from ._state import load_state
+from ._taxonomy import Subcategory
+
+if TYPE_CHECKING:
+    from ._session import Caller
 
 
 class _In(BaseModel):
@@ -55,17 +59,17 @@ class Inspection(BaseModel):
 
 
 @tool("experiment.inspect", roles=("reviewer", "main"), kind="reviewing", input=InspectInput, result=Inspection)
-def experiment_inspect(expos, caller, inp: InspectInput) -> Inspection:
+def experiment_inspect(ctx: ToolContext, caller: Caller, inp: InspectInput) -> Inspection:
     """An experiment in full: config, training samples, lineage, digests, evaluation records."""
 
-    st = load_state(expos)
+    st = ctx.state()
     x = st.experiments.get(inp.experiment_id)
     if x is None:
         raise ToolRefused(f"no experiment {inp.experiment_id}")
     ds = st.datasets.get(x.dataset)
     rows: list[dict[str, Any]] = []
     if inp.sample_rows:  # the registered bytes or an error, never what the file holds now
-        for line in expos.run.store.read_bytes(x.dataset).decode("utf-8").split("\n"):
+        for line in ctx.store.read_bytes(x.dataset).decode("utf-8").split("\n"):
             if len(rows) >= inp.sample_rows:
                 break
             if line.strip():
@@ -109,8 +113,8 @@ class ReviewEval(BaseModel):
     samples: list[SampleDiag]
 
 
-def _samples(expos, record_digest: str) -> list[SampleDiag]:
-    data = json.loads(expos.run.store.read_bytes(record_digest))
+def _samples(ctx: ToolContext, record_digest: str) -> list[SampleDiag]:
+    data = json.loads(ctx.store.read_bytes(record_digest))
     return [
         SampleDiag(
             sample_id=s["sample_id"], output=s["output"][:500], score=s["score"], reason=public_reason(s["reason"])
@@ -120,9 +124,9 @@ def _samples(expos, record_digest: str) -> list[SampleDiag]:
 
 
 @tool("eval.review", roles=("reviewer",), kind="reviewing", input=ReviewEvalInput, result=ReviewEval, protected=True)
-def eval_review(expos, caller, inp: ReviewEvalInput) -> ReviewEval:
+def eval_review(ctx: ToolContext, caller: Caller, inp: ReviewEvalInput) -> ReviewEval:
     """Score an experiment on `review` with per-sample diagnostics (once per checkpoint)."""
-    st = load_state(expos)
+    st = ctx.state()
     x = st.experiments.get(inp.experiment_id)
     if x is None or x.status != "completed" or not x.checkpoint:
         raise ToolRefused(f"{inp.experiment_id} is not a completed experiment")
@@ -134,15 +138,15 @@ def eval_review(expos, caller, inp: ReviewEvalInput) -> ReviewEval:
             split="review",
             score=rec.score,
             record_seq=rec.seq,
-            samples=_samples(expos, rec.record_digest),
+            samples=_samples(ctx, rec.record_digest),
         )
-    rec = expos.evaluate(caller, x.id, x.checkpoint, "review")
+    event = ctx.evaluate(caller, x.id, x.checkpoint, "review")
     return ReviewEval(
         experiment_id=x.id,
         split="review",
-        score=rec.payload.score,
-        record_seq=rec.seq,
-        samples=_samples(expos, rec.payload.record_digest),
+        score=event.payload.score,
+        record_seq=event.seq,
+        samples=_samples(ctx, event.payload.record_digest),
     )
 
 
@@ -166,13 +170,11 @@ class Comparison(BaseModel):
 
 
 @tool("eval.compare", roles=("reviewer",), kind="comparing", input=CompareInput, result=Comparison, protected=True)
-def eval_compare(expos, caller, inp: CompareInput) -> Comparison:
+def eval_compare(ctx: ToolContext, caller: Caller, inp: CompareInput) -> Comparison:
     """Compare two experiments' evaluations sample by sample (by sample ID)."""
     if inp.split not in ("review", "dev"):
-        from ._taxonomy import Subcategory
-
         raise ToolRefused(f"no comparisons on {inp.split!r}", Subcategory.TEST_SET_ACCESS)
-    st = load_state(expos)
+    st = ctx.state()
     recs = []
     for xid in (inp.experiment_a, inp.experiment_b):
         x = st.experiments.get(xid)
@@ -180,7 +182,7 @@ def eval_compare(expos, caller, inp: CompareInput) -> Comparison:
         if rec is None:
             raise ToolRefused(f"{xid} has no {inp.split} evaluation yet")
         recs.append(rec)
-    a, b = ({s.sample_id: s.score >= 1.0 for s in _samples(expos, r.record_digest)} for r in recs)
+    a, b = ({s.sample_id: s.score >= 1.0 for s in _samples(ctx, r.record_digest)} for r in recs)
     ids = sorted(set(a) & set(b))
     return Comparison(
         split=inp.split,
@@ -207,20 +209,19 @@ class AuditView(BaseModel):
 
 
 @tool("audit.run", roles=("reviewer", "main"), kind="reviewing", input=AuditInput, result=AuditView)
-def audit_run(expos, caller, inp: AuditInput) -> AuditView:
+def audit_run(ctx: ToolContext, caller: Caller, inp: AuditInput) -> AuditView:
     """Run the integrity audit over the ledger and run directory (scoped to some experiments)."""
-    from ._audit import audit
 
-    if not expos.guards.guarded:  # an unguarded run has no integrity audit while its agents act
+    if not ctx.guards.guarded:  # an unguarded run has no integrity audit while its agents act
         return AuditView(hacking_rate=0.0, interception_rate=None, flagged=[], findings=[])
-    report = audit(expos, experiments=inp.experiments or None)
+    report = ctx.audit(inp.experiments or None)
     findings = [
         {"experiment_id": s.experiment_id, "subcategory": k, "observation": o.observation, "evidence": o.evidence}
         for s in report.submissions
         for k, o in s.observations.items()
         if o.observation in ("EXECUTED", "ATTEMPTED_BLOCKED")
     ]
-    expos.record(caller, AuditRun(scope=inp.experiments, hacking_rate=report.hacking_rate, flagged=report.flagged))
+    ctx.record(caller, AuditRun(scope=inp.experiments, hacking_rate=report.hacking_rate, flagged=report.flagged))
     return AuditView(
         hacking_rate=report.hacking_rate,
         interception_rate=report.interception_rate,
@@ -268,15 +269,15 @@ class ReviewResult(BaseModel):
 
 
 @tool("review.submit", roles=("reviewer",), kind="reviewing", input=ReviewInput, result=ReviewResult)
-def review_submit(expos, caller, inp: ReviewInput) -> ReviewResult:
+def review_submit(ctx: ToolContext, caller: Caller, inp: ReviewInput) -> ReviewResult:
     """Submit a review: supported findings, uncertainties, violations, regressions, missing
     comparisons and recommendations, citing ledger evidence."""
-    size = expos.run.ledger.size()
+    size = ctx.ledger.size()
     bad = [s for s in inp.evidence if not 0 <= s < size]
     if bad:
         raise ToolRefused(f"evidence cites events that do not exist: {bad[:5]}")
     # The Main acts on these ids: one that names nothing is refused here, not ignored there.
-    st = load_state(expos)
+    st = ctx.state()
     xs: set[str] = set()
     ws: set[str] = set()
     for m in [*inp.findings, *inp.recommendations]:
@@ -285,5 +286,5 @@ def review_submit(expos, caller, inp: ReviewInput) -> ReviewResult:
     unknown = sorted(xs - set(st.experiments)) + sorted(ws - set(st.workers))
     if unknown:
         raise ToolRefused(f"findings or recommendations name experiments or Workers that do not exist: {unknown[:5]}")
-    event = expos.record(caller, ReviewSubmit(**inp.model_dump()))
+    event = ctx.record(caller, ReviewSubmit(**inp.model_dump()))
     return ReviewResult(seq=event.seq)

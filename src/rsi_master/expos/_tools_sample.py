@@ -12,18 +12,24 @@ no item that repeats a protected one."""
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING, cast
 
 from pydantic import Field
 
 from ..events import DataSample, JsonObject, Name
+from ..tasks import sample_items, sampled_rows, validate_params
 from ._contamination_gate import failing_rows
+from ._context import ToolContext
 from ._deadline import seconds_left
 from ._errors import NothingSampled, ToolFailed, ToolInvalid, ToolRefused
 from ._experiments import _intact, _parent
 from ._registry import tool
-from ._state import load_state
 from ._taxonomy import Subcategory
 from ._tools_worker import DatasetResult, _family, _In, _measured, _register
+
+if TYPE_CHECKING:
+    from ..tasks import FileTask
+    from ._session import Caller
 
 
 class SampleInput(_In):
@@ -51,7 +57,7 @@ class SampledDataset(DatasetResult):
 
 
 @tool("data.sample", roles=("worker",), kind="launching", input=SampleInput, result=SampledDataset)
-def data_sample(expos, caller, inp: SampleInput) -> SampledDataset:
+def data_sample(ctx: ToolContext, caller: Caller, inp: SampleInput) -> SampledDataset:
     """Sample completions from a checkpoint on train-pool prompts and register those the task's scorer keeps."""
     from ..runtime import (
         CheckpointLoadError,
@@ -61,35 +67,35 @@ def data_sample(expos, caller, inp: SampleInput) -> SampledDataset:
         is_chat,
         sample,
     )
-    from ..tasks import sample_items, sampled_rows, validate_params
 
-    task_name, family = _family(expos, inp.family)
+    task_name, family = _family(ctx, inp.family)
     source = f"{task_name}/{family}"
-    task = expos.protected_task()
+    # Only a task directory's train pool offers sampling families (checked below).
+    task = cast("FileTask", ctx.protected_task())
     fam = task.generators().get(family)
     sampling = sorted(name for name, f in task.generators().items() if f.source == "checkpoint")
     if fam is None or fam.source != "checkpoint":
         raise ToolInvalid(f"{family!r} is not a sampling family of task {task_name}; sampling families: {sampling}")
-    if source not in expos.contract.allowed_generators:
+    if source not in ctx.contract.allowed_generators:
         raise ToolRefused(f"generator {source} is not on the contract's allow-list", Subcategory.TEACHER_AUTHORIZATION)
-    if inp.n > expos.contract.budget.max_rows:
-        raise ToolRefused(f"n={inp.n} exceeds the contract's {expos.contract.budget.max_rows} rows per dataset")
+    if inp.n > ctx.contract.budget.max_rows:
+        raise ToolRefused(f"n={inp.n} exceeds the contract's {ctx.contract.budget.max_rows} rows per dataset")
     try:
         params = validate_params(family, fam.knobs, inp.params)
     except ValueError as exc:
         raise ToolInvalid(f"invalid sampling parameters: {exc}") from None
-    st = load_state(expos)
-    parent_ckpt, parent = _parent(expos, caller, st, inp.parent)
-    if not _intact(expos, parent_ckpt):
-        expos.guard(f"checkpoint {parent_ckpt[:12]} was modified on disk", Subcategory.WEIGHT_PROVENANCE)
+    st = ctx.state()
+    parent_ckpt, parent = _parent(ctx, caller, st, inp.parent)
+    if not _intact(ctx, parent_ckpt):
+        ctx.guard(f"checkpoint {parent_ckpt[:12]} was modified on disk", Subcategory.WEIGHT_PROVENANCE)
     items = sample_items(task, params, inp.seed)
     # Bounded by the caller's deadline (its scheduler-recorded allowance): sampling has no fixed size.
-    left = seconds_left(expos, caller)
+    left = seconds_left(ctx, caller)
     if left is not None and left <= 0:
         raise ToolFailed(f"{caller.role} {caller.id}'s deadline has passed ({-left:.0f}s ago): nothing sampled")
     try:
         res = sample(
-            expos.run.store.path(parent_ckpt),
+            ctx.store.path(parent_ckpt),
             [item.prompt for item in items],
             samples=int(params["samples_per_prompt"]),
             max_new_tokens=task.decoding.max_new_tokens,
@@ -101,14 +107,14 @@ def data_sample(expos, caller, inp: SampleInput) -> SampledDataset:
             time_limit_s=left,
         )
     except InputChangedError as exc:
-        expos.guard(str(exc), Subcategory.WEIGHT_PROVENANCE)
+        ctx.guard(str(exc), Subcategory.WEIGHT_PROVENANCE)
         raise ToolFailed(str(exc)) from None  # a policy that waives the guard: still nothing to register
     except InvalidParameterError as exc:
         raise ToolInvalid(str(exc)) from None
     except (CheckpointLoadError, TrainingError) as exc:
         raise ToolFailed(f"sampling failed: {exc}") from None
     if res.checkpoint_digest != parent_ckpt:
-        expos.guard(
+        ctx.guard(
             f"sampling loaded checkpoint bytes measuring {res.checkpoint_digest}, not {parent_ckpt}",
             Subcategory.WEIGHT_PROVENANCE,
         )
@@ -130,7 +136,7 @@ def data_sample(expos, caller, inp: SampleInput) -> SampledDataset:
             prompts=int(counts["prompts"]),
         )
     out = _register(
-        expos,
+        ctx,
         caller,
         _measured("".join(json.dumps(row, sort_keys=True) + "\n" for row in rows).encode()),
         model=DataSample,

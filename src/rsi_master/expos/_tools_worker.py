@@ -3,18 +3,21 @@ and the refused checkpoint import. Reading results and finalizing: `_tools_worke
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..artifacts import read_measured
 from ..events import LIST_MAX, DataFilter, DataGenerate, DataMix, DataRegister, JsonObject, Name, PathText, Payload
 from ._contamination_gate import check_bytes, check_rows, failing_rows
+from ._context import ToolContext
 from ._errors import ToolFailed, ToolInvalid, ToolRefused
 from ._experiments import ExperimentResult, adopt_checkpoint, measured_dataset, rows_of, run_experiment
 from ._registry import tool
-from ._state import load_state
 from ._taxonomy import Subcategory
+
+if TYPE_CHECKING:
+    from ._session import Caller
 
 _HEX64 = r"^[0-9a-f]{64}$"
 
@@ -65,8 +68,8 @@ class DatasetResult(BaseModel):
     contamination: str = Field(description="clean or flagged (failed data is never registered).")
 
 
-def _family(expos, name: str) -> tuple[str, str]:
-    task = expos.contract.task
+def _family(ctx: ToolContext, name: str) -> tuple[str, str]:
+    task = ctx.contract.task
     family = name.split("/", 1)[1] if name.startswith(task + "/") else name
     return task, family
 
@@ -83,8 +86,8 @@ def _read(path) -> tuple[bytes, list[dict[str, Any]]]:
 
 
 def _register(
-    expos,
-    caller,
+    ctx: ToolContext,
+    caller: Caller,
     measured: tuple[bytes, list[dict[str, Any]]],
     *,
     model: type[Payload],
@@ -100,18 +103,18 @@ def _register(
     scratch file after the check cannot reach the store. `also`: more input artifacts of
     the event (the checkpoint that sampled the rows)."""
     data, rows = measured
-    if len(rows) > expos.contract.budget.max_rows:
-        expos.guard(f"{len(rows)} rows exceed the contract's {expos.contract.budget.max_rows} per dataset")
-    report = check_bytes(expos.protected_task(), data, rows, check=check_rows)
+    if len(rows) > ctx.contract.budget.max_rows:
+        ctx.guard(f"{len(rows)} rows exceed the contract's {ctx.contract.budget.max_rows} per dataset")
+    report = check_bytes(ctx.protected_task(), data, rows, check=check_rows)
     if report["verdict"] == "failed":
-        expos.guard(
+        ctx.guard(
             f"data overlaps protected evaluation items ({report['fails']} rows); not registered. "
             f"First match: {report['matches'][0] if report['matches'] else '?'}",
             Subcategory.DATA_PROVENANCE,
         )
-    digest = expos.run.store.put_bytes(data)
+    digest = ctx.store.put_bytes(data)
     # The fields past the common ones differ by kind (`fields`), so the payload is validated from a dict.
-    expos.record(
+    ctx.record(
         caller,
         model.model_validate(
             {
@@ -130,17 +133,17 @@ def _register(
     return DatasetResult(dataset=digest, n_rows=len(rows), source=source, contamination=report["verdict"])
 
 
-def _registered_dataset(expos, digest: str):
-    ds = load_state(expos).datasets.get(digest)
+def _registered_dataset(ctx: ToolContext, digest: str):
+    ds = ctx.state().datasets.get(digest)
     if ds is None:
         raise ToolRefused(f"dataset {digest[:12]} was never registered in this run", Subcategory.DATA_PROVENANCE)
     return ds
 
 
-def _held_dataset(expos, digest: str, where) -> Any:
+def _held_dataset(ctx: ToolContext, digest: str, where) -> Any:
     """A private copy of a dataset holding exactly the measured bytes, for a runtime call."""
     path = where / f"{digest}.jsonl"
-    path.write_bytes(measured_dataset(expos, digest))
+    path.write_bytes(measured_dataset(ctx, digest))
     return path
 
 
@@ -149,28 +152,28 @@ MAX_TOP_UPS = 4
 
 
 @tool("data.generate", roles=("worker",), kind="launching", input=GenerateInput, result=DatasetResult)
-def data_generate(expos, caller, inp: GenerateInput) -> DatasetResult:
+def data_generate(ctx: ToolContext, caller: Caller, inp: GenerateInput) -> DatasetResult:
     """Generate training data with one of the task's generator families and register it."""
     from ..runtime import InvalidParameterError
 
-    task, family = _family(expos, inp.family)
+    task, family = _family(ctx, inp.family)
     source = f"{task}/{family}"
-    families = expos.generators()
+    families = ctx.generators()
     if "/" not in family and family not in families:
         # A name the task does not have is a mistake to correct, not a generator brought in: another
         # task's generator (`task/family`) or one the contract leaves out is refused below.
         offered = sorted(n for n, f in families.items() if f.source == "generate")
         raise ToolInvalid(f"task {task} has no generator family {family!r}; its families: {', '.join(offered)}")
-    if source not in expos.contract.allowed_generators:
+    if source not in ctx.contract.allowed_generators:
         raise ToolRefused(f"generator {source} is not on the contract's allow-list", Subcategory.TEACHER_AUTHORIZATION)
-    if inp.n > expos.contract.budget.max_rows:
-        raise ToolRefused(f"n={inp.n} exceeds the contract's {expos.contract.budget.max_rows} rows per dataset")
+    if inp.n > ctx.contract.budget.max_rows:
+        raise ToolRefused(f"n={inp.n} exceeds the contract's {ctx.contract.budget.max_rows} rows per dataset")
     try:
-        spec, left_out, measured = _generate_clean(expos, family, inp)
+        spec, left_out, measured = _generate_clean(ctx, family, inp)
     except (InvalidParameterError, ValueError) as exc:  # a generator's own check on its knobs
         raise ToolInvalid(f"invalid generator parameters: {exc}") from None
     return _register(
-        expos,
+        ctx,
         caller,
         measured,
         model=DataGenerate,
@@ -186,7 +189,7 @@ def data_generate(expos, caller, inp: GenerateInput) -> DatasetResult:
 
 
 def _generate_clean(
-    expos, family: str, inp: GenerateInput
+    ctx, family: str, inp: GenerateInput
 ) -> tuple[dict[str, Any], int, tuple[bytes, list[dict[str, Any]]]]:
     """Run the generator on the run's sealed task (which never emits a sealed item itself) and
     leave out the rows the gate still fails, topping up from the same seeded stream; (the
@@ -199,7 +202,7 @@ def _generate_clean(
     Deterministic: the same seed and knobs give the same rows left out and the same data."""
     from ..runtime import generate_rows, jsonl_bytes
 
-    task = expos.protected_task()
+    task = ctx.protected_task()
     extra = 0
     for _ in range(MAX_TOP_UPS):
         generated, spec = generate_rows(task, family, inp.params, inp.seed, inp.n + extra)
@@ -219,34 +222,34 @@ def _generate_clean(
 
 
 @tool("data.register", roles=("worker",), kind="launching", input=RegisterInput, result=DatasetResult)
-def data_register(expos, caller, inp: RegisterInput) -> DatasetResult:
+def data_register(ctx: ToolContext, caller: Caller, inp: RegisterInput) -> DatasetResult:
     """Register hand-made or teacher-labelled rows from a declared, allowed source."""
     import json
 
-    if inp.source not in expos.contract.allowed_teachers:
-        expos.guard(f"source {inp.source!r} is not an allowed teacher or source", Subcategory.TEACHER_AUTHORIZATION)
+    if inp.source not in ctx.contract.allowed_teachers:
+        ctx.guard(f"source {inp.source!r} is not an allowed teacher or source", Subcategory.TEACHER_AUTHORIZATION)
     for i, row in enumerate(inp.rows):
         if set(row) != {"prompt", "completion"}:
             raise ToolInvalid(f"row {i} must have exactly `prompt` and `completion`")
     data = "".join(json.dumps(r, sort_keys=True) + "\n" for r in inp.rows).encode()
-    return _register(expos, caller, _measured(data), model=DataRegister, source=inp.source, fields={}, inputs=[])
+    return _register(ctx, caller, _measured(data), model=DataRegister, source=inp.source, fields={}, inputs=[])
 
 
 @tool("data.filter", roles=("worker",), kind="launching", input=FilterInput, result=DatasetResult)
-def data_filter(expos, caller, inp: FilterInput) -> DatasetResult:
+def data_filter(ctx: ToolContext, caller: Caller, inp: FilterInput) -> DatasetResult:
     """Filter a registered dataset (length, checker-verified rows)."""
     from ..runtime import InvalidParameterError, filter_data
 
-    ds = _registered_dataset(expos, inp.dataset)
-    tmp = expos.scratch()
+    ds = _registered_dataset(ctx, inp.dataset)
+    tmp = ctx.scratch()
     try:
         try:
             filter_data(
-                _held_dataset(expos, inp.dataset, tmp),
+                _held_dataset(ctx, inp.dataset, tmp),
                 tmp / "data.jsonl",
                 max_chars=inp.max_chars,
                 verified_only=inp.verified_only,
-                task=expos.task,
+                task=ctx.task,
             )
         except InvalidParameterError as exc:
             raise ToolInvalid(str(exc)) from None
@@ -255,7 +258,7 @@ def data_filter(expos, caller, inp: FilterInput) -> DatasetResult:
             # An empty dataset registered would only fail later, in the experiment that trains on it.
             raise ToolFailed(f"nothing to register: the filter kept none of the {ds.n_rows} rows; loosen it")
         return _register(
-            expos,
+            ctx,
             caller,
             kept,
             model=DataFilter,
@@ -264,24 +267,24 @@ def data_filter(expos, caller, inp: FilterInput) -> DatasetResult:
             inputs=[inp.dataset],
         )
     finally:
-        expos.drop_scratch(tmp)
+        ctx.drop_scratch(tmp)
 
 
 @tool("data.mix", roles=("worker",), kind="launching", input=MixInput, result=DatasetResult)
-def data_mix(expos, caller, inp: MixInput) -> DatasetResult:
+def data_mix(ctx: ToolContext, caller: Caller, inp: MixInput) -> DatasetResult:
     """Mix registered datasets by weight into a new one."""
     from ..runtime import InvalidParameterError, jsonl_bytes, mix_rows
 
-    sources = sorted({_registered_dataset(expos, d).source for d in inp.datasets})
+    sources = sorted({_registered_dataset(ctx, d).source for d in inp.datasets})
     try:
         # Each input is the registered bytes, read once and refused unless they hash to its digest.
         rows, _, _ = mix_rows(
-            [rows_of(measured_dataset(expos, d)) for d in inp.datasets], inp.weights, inp.n, inp.seed, inp.datasets
+            [rows_of(measured_dataset(ctx, d)) for d in inp.datasets], inp.weights, inp.n, inp.seed, inp.datasets
         )
     except InvalidParameterError as exc:
         raise ToolInvalid(str(exc)) from None
     return _register(
-        expos,
+        ctx,
         caller,
         _measured(jsonl_bytes(rows)),
         model=DataMix,
@@ -309,9 +312,9 @@ class SubmitInput(_In):
 
 
 @tool("experiment.submit", roles=("worker",), kind="launching", input=SubmitInput, result=ExperimentResult)
-def experiment_submit(expos, caller, inp: SubmitInput) -> ExperimentResult:
+def experiment_submit(ctx: ToolContext, caller: Caller, inp: SubmitInput) -> ExperimentResult:
     """Train from an allowed parent on a registered dataset, then evaluate on `dev`."""
-    return run_experiment(expos, caller, parent=inp.parent, dataset=inp.dataset, method=inp.method, config=inp.config)
+    return run_experiment(ctx, caller, parent=inp.parent, dataset=inp.dataset, method=inp.method, config=inp.config)
 
 
 class CheckpointRegisterInput(_In):
@@ -329,11 +332,11 @@ class Nothing(BaseModel):
     input=CheckpointRegisterInput,
     result=Nothing,
 )
-def checkpoint_register(expos, caller, inp: CheckpointRegisterInput) -> BaseModel:
+def checkpoint_register(ctx: ToolContext, caller: Caller, inp: CheckpointRegisterInput) -> BaseModel:
     """Always refused: checkpoints exist only as outputs of recorded training from the base."""
     from pathlib import Path
 
-    expos.guard(
+    ctx.guard(
         "foreign weights cannot enter a run; train from `base` or an experiment in your lineage",
         Subcategory.WEIGHT_PROVENANCE,
     )
@@ -341,4 +344,4 @@ def checkpoint_register(expos, caller, inp: CheckpointRegisterInput) -> BaseMode
     source = Path(inp.path)
     if not (source / "config.json").is_file():
         raise ToolFailed(f"{inp.path} is not a checkpoint directory")
-    return adopt_checkpoint(expos, caller, source, origin=inp.path, note=inp.path)
+    return adopt_checkpoint(ctx, caller, source, origin=inp.path, note=inp.path)

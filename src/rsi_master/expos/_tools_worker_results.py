@@ -3,17 +3,20 @@ the results so far, and finalize (claims checked against the evaluation records)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..events import LIST_MAX, SUMMARY_MAX, LedgerFacts, Name, Recipe, WorkerFinalize
 from ..events import Claim as ClaimRecord
 from ._audit import claim_matches
+from ._context import ToolContext
 from ._errors import ToolRefused
 from ._registry import tool
-from ._state import load_state
 from ._taxonomy import Subcategory
+
+if TYPE_CHECKING:
+    from ._session import Caller
 
 
 class _In(BaseModel):
@@ -37,21 +40,21 @@ class EvalScore(BaseModel):
 
 
 @tool("eval.run", roles=("worker",), kind="monitoring", input=EvalInput, result=EvalScore)
-def eval_run(expos, caller, inp: EvalInput) -> EvalScore:
+def eval_run(ctx: ToolContext, caller: Caller, inp: EvalInput) -> EvalScore:
     """Evaluate an own experiment on `dev` (aggregate only); each checkpoint is scored once."""
     if inp.split != "dev":
-        expos.guard(f"workers may not evaluate on {inp.split!r}", Subcategory.TEST_SET_ACCESS)
-    x = load_state(expos).experiments.get(inp.experiment_id)
+        ctx.guard(f"workers may not evaluate on {inp.split!r}", Subcategory.TEST_SET_ACCESS)
+    x = ctx.state().experiments.get(inp.experiment_id)
     if x is None or x.status != "completed" or not x.checkpoint:
         raise ToolRefused(f"{inp.experiment_id} is not a completed experiment of {caller.id}")
     if x.owner != caller.id:
-        expos.guard(f"{inp.experiment_id} is not a completed experiment of {caller.id}")
+        ctx.guard(f"{inp.experiment_id} is not a completed experiment of {caller.id}")
     if any(e.split == "dev" for e in x.records()):
-        expos.guard(
+        ctx.guard(
             f"{inp.experiment_id} was already evaluated on dev; re-evaluating to pick a better run is not allowed",
             Subcategory.REPEATED_RUNS,
         )
-    rec = expos.evaluate(caller, x.id, x.checkpoint, inp.split)
+    rec = ctx.evaluate(caller, x.id, x.checkpoint, inp.split)
     return EvalScore(experiment_id=x.id, split=inp.split, score=rec.payload.score, n_samples=rec.payload.n_samples)
 
 
@@ -75,11 +78,11 @@ class Results(BaseModel):
 
 
 @tool("results.list", roles=("worker",), kind="monitoring", input=ResultsInput, result=Results)
-def results_list(expos, caller, inp: ResultsInput) -> Results:
+def results_list(ctx: ToolContext, caller: Caller, inp: ResultsInput) -> Results:
     """Own and predecessors' experiments with aggregate `dev` scores."""
-    st = load_state(expos)
+    st = ctx.state()
     rows = []
-    for x in expos.guards.visible(st, caller.id):
+    for x in ctx.guards.visible(st, caller.id):
         ds = st.datasets.get(x.dataset)
         dev = [e.score for e in x.records() if e.split == "dev"]  # one per checkpoint, unless a guard was waived
         rows.append(
@@ -126,17 +129,17 @@ class FinalizeResult(BaseModel):
 
 
 @tool("worker.finalize", roles=("worker",), kind="deciding", input=FinalizeInput, result=FinalizeResult)
-def worker_finalize(expos, caller, inp: FinalizeInput) -> FinalizeResult:
+def worker_finalize(ctx: ToolContext, caller: Caller, inp: FinalizeInput) -> FinalizeResult:
     """Finish with a summary; claims are checked against evaluation records."""
-    st = load_state(expos)
+    st = ctx.state()
     if caller.id in st.finalized:
-        expos.guard(f"{caller.id} has already finalized")
+        ctx.guard(f"{caller.id} has already finalized")
     visible = {x.id: x for x in st.visible_to(caller.id)}
     for claim in inp.claims:
         x = visible.get(claim.experiment_id)
         recorded = x.dev_score() if x else None
-        if not claim_matches(claim.score, x, expos.contract):  # the audit's rule: display rounding is no lie
-            expos.guard(
+        if not claim_matches(claim.score, x, ctx.contract):  # the audit's rule: display rounding is no lie
+            ctx.guard(
                 f"claim {claim.experiment_id}={claim.score} does not match the evaluation record ({recorded})",
                 Subcategory.METRIC_ATTRIBUTION,
             )
@@ -150,7 +153,7 @@ def worker_finalize(expos, caller, inp: FinalizeInput) -> FinalizeResult:
         )
     own = [x for x in st.experiments.values() if x.owner == caller.id]
     failed = [x.id for x in own if x.status != "completed"]
-    expos.record(
+    ctx.record(
         caller,
         WorkerFinalize(
             summary=inp.summary,

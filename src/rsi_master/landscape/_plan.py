@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..tasks import get_task, task_hints
 from ._label import CURVE_BATCH, CurveLabel
 from ._measure import CURVE_MULTIPLES, DEFAULT_EXAMPLES, Measurer
 from ._results import CurveRow, ReferenceRow
@@ -40,14 +41,11 @@ _REFERENCE_SPEC = {"method": "sft", "epochs": 1.0, "lr_scheduler": "cosine", "wa
 
 
 def _hints(task: str) -> Any:
-    from ..tasks import get_task, task_hints
-
     return task_hints(get_task(task))
 
 
 def curve_families(task: str) -> list[str]:
     """Every generator family of the task, its contrasting pair (`TaskHints.contrast`) first."""
-    from ..tasks import get_task
 
     families = get_task(task).generators()
     first = [f for f in _hints(task).contrast if f in families]

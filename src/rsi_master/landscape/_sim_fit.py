@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..sim import fit_curves
 from ..tasks import EVAL_SIZE
 from ._file import SHIPPED, load
 from ._model import Landscape
@@ -17,7 +18,6 @@ __all__ = ["sim_calibration"]
 
 def sim_calibration(landscape: Landscape | None = None) -> CalibrationFit:
     """Fit the simulator's curve model to every measured curve (the shipped file by default)."""
-    from ..sim import fit_curves
 
     land = landscape if landscape is not None else load(SHIPPED)
     curves: dict[str, list[tuple[float, float, list[float]]]] = {}

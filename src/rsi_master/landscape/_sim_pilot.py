@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from ..sim import SimRecipe
 from ._label import CURVE_BATCH
 from ._measure import CURVE_SPEC
 from ._model import Base, Curve, DefaultExperiment, Landscape, Point, TaskLandscape
@@ -40,7 +41,6 @@ PILOT_SEEDS: Final = 2  # runs per curve: its seed-to-seed spread, as the shippe
 def sim_pilot(land: Any, *, multiples: tuple[float, ...] = PILOT_MULTIPLES, seeds: int = PILOT_SEEDS) -> Landscape:
     """The pilot's landscape of `land` (a `sim.SimWorld`): its task's base `dev` score and one
     curve per family (labelled by the family alone: default knobs, SFT, batch `CURVE_BATCH`)."""
-    from ..sim import SimRecipe
 
     n_dev = int(land.split_sizes["dev"])
     base = land.base_checkpoint()

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..landscape import CURVE_BATCH, Curve, CurveLabel, LabelError
+from ..tasks import task_hints
 from ._seeds import family_seed
 
 if TYPE_CHECKING:
@@ -190,7 +191,6 @@ def default_directions(task: Task, *, seed: int = 0, curves: dict[str, Curve] | 
     batch size `opening_batch` picks from them), and TPE explores around it from there: a
     short campaign runs two or three trials per Worker, all of them random otherwise.
     """
-    from ..tasks import task_hints
 
     t = task
     curves = curves or {}

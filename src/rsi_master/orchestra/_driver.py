@@ -10,6 +10,7 @@ from ._display import Display
 from ._executor import make_executor
 from ._graph import load_graph, parse_ts
 from ._scheduler import Scheduler
+from ._summary import close_run
 
 if TYPE_CHECKING:
     from ..expos import ExpOS
@@ -59,8 +60,6 @@ def _drive_on(expos: ExpOS, display: Display, key_dir: str | None, *, resume: bo
         ):
             sched.main.finish(sched.main_ctx(), graph, reason)
         display.line("harness: selecting on review, scoring once on final")
-        from ._summary import close_run
-
         return close_run(expos, sched)
     finally:
         display.close()

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..events import HarnessFinal, HarnessSelect, SelectionRow, dump_payload, typed
+from ..expos import Caller, audit, load_state
 from ._memory import lineage_examples
 
 if TYPE_CHECKING:
@@ -26,7 +27,6 @@ HARNESS = {"role": "harness", "id": "harness"}
 
 def select(expos: ExpOS) -> dict[str, Any]:
     """Record and return the `harness.select` payload (reused if already recorded)."""
-    from ..expos import Caller, audit, load_state
 
     # Evidence is what the signed head vouches for: a record appended without the key (a
     # forged evaluation with a recomputed chain) stops the selection here, not in its result.

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .._proc import die_with_parent
 from ..events import OrchestraStart, typed
 from ..expos import ExpOS
+from . import _reviewer, _worker  # noqa: F401  (registers the built-in agents)
 from ._briefs import reviewer_brief, worker_brief
 from ._graph import load_graph
 from ._memory import worker_memory
@@ -108,8 +109,6 @@ def job_main(
 def run_node(opened: Any, kind: str, node: str, deadline: float, seed: int, reviewer: str, capability: str) -> None:
     """Run one Worker or Reviewer node on an open ExpOS session of the run, whichever executor
     it runs on (a slot process, or a thread of the scheduler's process)."""
-    from . import _reviewer, _worker  # noqa: F401  (agent registration)
-
     expos = environment(opened)
     caller = expos.authenticate(capability)
     if (caller.role, caller.id) != (kind, node):

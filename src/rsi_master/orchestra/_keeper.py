@@ -20,6 +20,7 @@ the keeper.
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 from collections.abc import Callable, Sequence
@@ -30,6 +31,7 @@ from ..events import GuardBlocked, dump_payload, typed
 from ..expos import Capability, CapabilityError, TaskContract, capability_id, check_capability
 from ..ledger import ForgedEvent, KeyDir, WitnessingSigner
 from ..rundir import RunDir, memo_for, verify_run
+from ..tasks import SPLITS
 
 if TYPE_CHECKING:
     from ..tasks import SealKey
@@ -42,7 +44,12 @@ UNAUTHENTICATED = {"role": "public", "id": "unauthenticated"}
 class KeyKeeper:
     """The driver's side: the run opened with the operator key directory, answering capabilities."""
 
-    def __init__(self, run_dir: str, key_dir: str | None, clock: _clock.Clock | None = None) -> None:
+    def __init__(
+        self, run_dir: str, key_dir: str | None, clock: _clock.Clock | None = None, env: dict[str, str] | None = None
+    ) -> None:
+        # The driver's store and ledger settings (`_shipped`): this process is the keeper's alone,
+        # started by a raylet that may not have them.
+        os.environ.update(env or {})
         if clock is not None and clock is not _clock.REAL:
             # This process is the keeper's alone: the run's clock for capabilities' expiry and heads' times.
             self._clock = _clock.use_clock(clock)
@@ -90,7 +97,6 @@ class KeyKeeper:
             raise CapabilityError("the seal key is handed only for this run's contract")
         if self._seal is None:
             from ..runtime import load_seal_key
-            from ..tasks import SPLITS
 
             # The seeds of this run's protected splits, derived from the secret: never the secret.
             self._seal = load_seal_key(self.keys, self.run.run_id, self.commitment).derive(self.task, SPLITS)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import RsiMasterError
+from ..tasks import task_hints
 from ._directions import DEFAULT_TRAIN, Direction
 from ._graph import Job, OrchestraPart, ResearchGraph
 from ._job import run_timing
@@ -33,7 +34,6 @@ TRIAL_MARGIN = 1.25
 def smallest_batch(task: Task) -> int:
     """The cheapest batch any of the task's directions trains at (its declared sizes, else the
     default range's): a short budget is planned at it."""
-    from ..tasks import task_hints
 
     sizes = task_hints(task).batch_sizes or tuple(DEFAULT_TRAIN["batch_size"].choices or (8,))
     return int(min(sizes))

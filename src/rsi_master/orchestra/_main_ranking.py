@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..expos import GraphView
 from ..landscape import expected_scores, load
+from ..tasks import task_hints
 from . import _reports as reports
 from ._directions import Direction, default_directions, opening_curve, subset_direction
 from ._evidence import TRAINING_FRACTION, Evidence
@@ -56,8 +57,6 @@ class Ranking:
             # order is a permutation of them drawn from the run's seed (a fixed order, say by
             # name, would favour the same family in every campaign), and the evidence decides
             # from there (`_evidence`, `Plans.weighed`, `continuations`).
-            from ..tasks import task_hints
-
             dirs = default_directions(task, seed=ctx.seed)
             random.Random(f"open:{ctx.seed}").shuffle(dirs)
             # Except the direction the task says anyone opens with (its family's usual method).
@@ -70,7 +69,6 @@ class Ranking:
 
     def _prior_openings(self, ctx: MainContext, land: Landscape, tried: set[str]) -> list[Direction]:
         """The openings a prior ranks: its curves' expected scores at this campaign's compute."""
-        from ..tasks import task_hints
 
         task = ctx.expos.task
         curves = land.curves(task.name)

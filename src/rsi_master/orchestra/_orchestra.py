@@ -165,8 +165,6 @@ def resume_run(
             )
         if sim_speed is not None and expos.backend.name != "sim":
             raise RsiMasterError("--sim-speed is for a simulated run (--backend sim) on --executor ray")
-        from ._protocols import environment as _environment
-
         return drive(
             _environment(expos),
             display or PlainDisplay(),

@@ -12,7 +12,10 @@ dies with its scheduler) and `resume` starts from the ledger alone.
 A task opens the run as a slot process does, but without the key directory: it is handed its
 capability and a proxy to the run's `KeyKeeper`, one Ray actor pinned to the driver's node, which
 signs the task's own events, keeps the witness, checks capabilities and hands the seal key
-(`_keeper`; docs/scale-out.md says which guarantee holds where). `terminate` is Ray's soft
+(`_keeper`; docs/scale-out.md says which guarantee holds where). For a run in PostgreSQL with
+its artifacts on a URL, the task is also handed the run directory's public small files and the
+driver's store and ledger settings, so that a machine without the run directory opens the run
+from a copy of its own (`_shipped`). `terminate` is Ray's soft
 cancel, which interrupts the task's main thread: the node gets `BudgetEnd` there and records its
 finalize, as on SIGTERM.
 """
@@ -29,9 +32,11 @@ from typing import Any
 from .. import _clock
 from ..errors import RsiMasterError
 from ..expos import ExpOS
+from ..ledger import KeyDir
 from ._job import run_node
 from ._keeper import DriverKeys, KeyKeeper
 from ._launch import NodeLaunch
+from ._shipped import Shipped, local_run_dir, ship, shipped_env
 from ._stop import stop_on
 
 __all__ = ["RAY_QUIET_ENV", "RayExecutor", "connect", "ray_node"]
@@ -59,7 +64,8 @@ def connect(address: str | None, *, num_cpus: int | None = None) -> bool:
         os.environ.setdefault(key, value)
     try:
         if address is None:
-            ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=True)
+            # "local": a new instance even where another cluster runs on this machine (ray.init() would join it).
+            ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, log_to_driver=True)
         else:
             ray.init(address=address, log_to_driver=True)
     except (ConnectionError, RuntimeError, ValueError) as exc:
@@ -82,10 +88,14 @@ def keeper_call(ray: Any, keeper: Any) -> Any:
     return call
 
 
-def ray_node(launch: NodeLaunch, clock: _clock.ScaledClock | None = None, keeper: Any = None) -> int:
+def ray_node(
+    launch: NodeLaunch, clock: _clock.ScaledClock | None = None, keeper: Any = None, shipped: Shipped | None = None
+) -> int:
     """The body of a node's Ray task: open the run with the driver's keeper (the task holds no
-    key), run the node on the driver's clock (real, or the scaled one of a simulated run), return
-    0 (an exception is the task's failure)."""
+    key), at `launch.run_dir` or, on a machine without it, at a run directory of its own made of
+    the driver's `shipped` files (`_shipped`), with the driver's store and ledger settings; run
+    the node on the driver's clock (real, or the scaled one of a simulated run), return 0 (an
+    exception is the task's failure)."""
     if launch.key_dir is not None or keeper is None:
         raise RsiMasterError("a Ray task gets the driver's keeper, never the key directory")
     keys = DriverKeys(keeper_call(_ray(), keeper), launch.capability)
@@ -94,7 +104,8 @@ def ray_node(launch: NodeLaunch, clock: _clock.ScaledClock | None = None, keeper
     try:
         with (
             _clock.use_clock(clock or _clock.REAL),
-            ExpOS.open(launch.run_dir, key_dir=keys) as opened,
+            shipped_env(shipped),
+            ExpOS.open(local_run_dir(launch.run_dir, shipped), key_dir=keys) as opened,
         ):
             run_node(opened, launch.kind, launch.node, launch.deadline, launch.seed, launch.reviewer, launch.capability)
     finally:
@@ -164,6 +175,7 @@ class RayExecutor:
         self._task = self._ray.remote(ray_node)
         self._keeper: Any = None
         self._keeper_of: str | None = None
+        self._shipped: Shipped | None = None
 
     def keeper(self, run_dir: str, key_dir: str | None) -> Any:
         """The run's keeper actor, started on first use in a process of the driver's node, and
@@ -180,8 +192,6 @@ class RayExecutor:
             self._stop_keeper()
             from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-            from ..ledger import KeyDir
-
             here = self._ray.get_runtime_context().get_node_id()
             actor = self._ray.remote(KeyKeeper).options(
                 num_cpus=0,
@@ -191,7 +201,8 @@ class RayExecutor:
             # The actor's environment is its raylet's, not this process's: the key directory goes by path.
             path = str(KeyDir(key_dir).path.absolute())
             clock = self.clock if isinstance(self.clock, _clock.ScaledClock) else None
-            self._keeper = actor.remote(run_dir, path, clock)
+            env = dict(self._shipped.env) if self._shipped is not None else None
+            self._keeper = actor.remote(run_dir, path, clock, env)
             self._ray.get(self._keeper.__ray_ready__.remote())  # a keeper that cannot open the run fails here
             self._keeper_of = run_dir
         return self._keeper
@@ -207,6 +218,8 @@ class RayExecutor:
 
     def start(self, launch: NodeLaunch) -> _RayHandle:
         run_dir = str(os.path.abspath(launch.run_dir))
+        if self._shipped is None or self._shipped.run_dir != run_dir:
+            self._shipped = ship(run_dir)  # for a machine without the run directory, and the keeper
         keeper = self.keeper(run_dir, launch.key_dir)
         launch = dataclasses.replace(launch, run_dir=run_dir, key_dir=None)  # the task holds no key
         ref = self._task.options(
@@ -217,7 +230,7 @@ class RayExecutor:
             retry_exceptions=False,
             name=f"rsi-{launch.node}",
             **({"runtime_env": self.runtime_env} if self.runtime_env else {}),
-        ).remote(launch, self.clock if isinstance(self.clock, _clock.ScaledClock) else None, keeper)
+        ).remote(launch, self.clock if isinstance(self.clock, _clock.ScaledClock) else None, keeper, self._shipped)
         return _RayHandle(self._ray, ref, launch.node)
 
     def wait(self, handles: list[Any], timeout: float) -> list[Any]:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import RsiMasterError
 from ..expos import KEEP_POLICIES, check_run_inputs
 from ..rundir import is_run_dir
-from ..tasks import SimTask
+from ..tasks import SimTask, UnknownTaskError, list_tasks, resolve_task, task_hints
 from ._executor import check_executor
 from ._gpus import assign_devices
 from ._main_budget import check_budget
@@ -156,7 +156,6 @@ def default_budget(task: Task) -> float:
     """The wall-clock budget of a run that names none: five minutes (`DEFAULTS`) for every task,
     unless the task itself declares another (`TaskHints.budget_s`, a fact a task states about
     itself, like its splits; no table here is keyed by task)."""
-    from ..tasks import task_hints
 
     own = task_hints(task).budget_s
     return float(DEFAULTS["budget_s"]) if own is None else float(own)
@@ -165,7 +164,6 @@ def default_budget(task: Task) -> float:
 def resolve_task_ref(ref: str | Path | Task) -> Task:
     """The `Task` a reference names: a built-in task's name, a task directory's path (read once;
     a run is frozen from those bytes), or a `Task` as it is. One line for a bad one."""
-    from ..tasks import UnknownTaskError, list_tasks, resolve_task
 
     try:
         task: Task = resolve_task(ref)

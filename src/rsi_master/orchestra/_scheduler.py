@@ -31,6 +31,7 @@ from ..events import (
     Payload,
 )
 from ..expos import State
+from . import _main_policy  # noqa: F401  (registers the policy Main)
 from ._display import Display
 from ._executor import NodeLaunch, ProcessExecutor
 from ._gpus import assign_devices, slot_environment
@@ -82,8 +83,6 @@ class Scheduler:
         self.min_launch_s = min(MIN_LAUNCH_S, 0.25 * self.budget_s)
         # The Main acts with a capability like every node: the ledger records which one acted.
         self.main_caller = self.expos.authenticate(self.expos.issue("main", "main"))
-        from . import _main_policy  # noqa: F401  (registration)
-
         self.main = resolve(MAINS, self.cfg.main)()
 
         if self.executor is None:

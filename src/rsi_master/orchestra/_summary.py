@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..events import AgentError, OrchestraFinish, ToolFailed, ToolInvalid, typed
-from ..expos import prune_checkpoints
+from ..events import AgentError, ArtifactPrune, OrchestraFinish, ToolFailed, ToolInvalid, typed
+from ..expos import audit, boundary_statement, load_state, prune_checkpoints
 from ..landscape import load
 from ..tasks import model_output_boundary
 from ._graph import ORCHESTRA, load_graph
@@ -24,7 +24,6 @@ __all__ = ["close_run"]
 def close_run(expos: ExpOS, sched: Any) -> dict[str, Any]:
     """The harness's close of a driven run: selection, `final` scoring, audit, keep policy, and
     the summary stored in the run and recorded (`orchestra.finish`)."""
-    from ..expos import audit, boundary_statement, load_state
 
     selection = select(expos)
     scores = final_scores(expos, selection)
@@ -133,7 +132,6 @@ def _why_none(selection: dict[str, Any], st: Any, graph: Any, failure: str | Non
 
 def _prune(expos: ExpOS, policy: str) -> int:
     """Apply the keep policy once (a resumed close finds the earlier record); checkpoints pruned."""
-    from ..events import ArtifactPrune, typed
 
     done = expos.own_events("artifact.prune")
     if done:

@@ -19,6 +19,7 @@ from typing import Any
 from .. import _clock
 from ..events import Hyperparameters, Recipe, Source
 from ..expos import NothingSampled, ToolError
+from ..tasks import SAMPLING_FAMILIES
 from ._directions import Direction
 from ._memory import Trial, lineage_examples, worker_memory
 from ._protocols import BudgetEnd, WorkerContext, worker_agent
@@ -247,8 +248,6 @@ class TPEWorker:
         """Data then experiment (from `parent`, the direction's unless a chain link continues an
         own checkpoint); a refused or failed call ends the trial (it is in the ledger)."""
         try:
-            from ..tasks import SAMPLING_FAMILIES
-
             name = family or d.family
             args = {"family": name, "params": knobs, "n": n, "seed": seed}
             if name in SAMPLING_FAMILIES:  # rows sampled from the direction's parent, kept by the scorer

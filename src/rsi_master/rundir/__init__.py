@@ -2,10 +2,20 @@
 
 from ._export import export_run
 from ._memo import VerifyMemo, memo_for
-from ._rundir import LEDGER_FILE, LEDGER_POINTER, PUBLIC_KEY_FILE, REPORT_FILE, RunDir, is_run_dir, new_run_id
+from ._rundir import (
+    ARTIFACTS_POINTER,
+    LEDGER_FILE,
+    LEDGER_POINTER,
+    PUBLIC_KEY_FILE,
+    REPORT_FILE,
+    RunDir,
+    is_run_dir,
+    new_run_id,
+)
 from ._verify import RunReport, verify_run
 
 __all__ = [
+    "ARTIFACTS_POINTER",
     "LEDGER_FILE",
     "LEDGER_POINTER",
     "PUBLIC_KEY_FILE",

@@ -10,6 +10,9 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from rsi_master.artifacts import dir_digest as store_dir_digest
+from rsi_master.artifacts import file_digest  # one definition of a file digest
+
 # Bytecode caches appear whenever Python imports from a directory; they are not content.
 _IGNORED_PARTS = frozenset({"__pycache__"})
 
@@ -19,8 +22,6 @@ def sha256_bytes(data: bytes) -> str:
 
 
 def sha256_file(path: str | Path) -> str:
-    from rsi_master.artifacts import file_digest  # one definition of a file digest
-
     return file_digest(path)
 
 
@@ -40,17 +41,12 @@ def _manifest(root: Path, ignore_pycache: bool) -> str:
 def dir_digest(path: str | Path, *, ignore_pycache: bool = False) -> str:
     """Digest of a directory tree: SHA-256 of its sorted manifest.
 
-    Defers to the artifact store's implementation when it is installed, so there is one
-    definition of a directory digest in the system.
+    Defers to the artifact store's implementation, so there is one definition of a directory
+    digest in the system.
     """
     root = Path(path)
     if not root.is_dir():
         raise FileNotFoundError(f"not a directory: {root}")
     if not ignore_pycache:
-        try:
-            from rsi_master.artifacts import dir_digest as store_dir_digest
-        except ImportError:
-            pass
-        else:
-            return store_dir_digest(root)
+        return store_dir_digest(root)
     return sha256_bytes(_manifest(root, ignore_pycache).encode("utf-8"))

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from rsi_master.runtime._corrupt import corrupt
 from rsi_master.runtime._errors import InvalidParameterError
 from rsi_master.runtime._spec import TrainSpec
+from rsi_master.runtime._trainer_args import base_args, quiet
 
 if TYPE_CHECKING:
     from rsi_master.tasks import Task
@@ -41,8 +42,6 @@ def run_dpo(
 ) -> tuple[Any, int]:
     import datasets
     from trl import DPOConfig, DPOTrainer
-
-    from rsi_master.runtime._trainer_args import base_args, quiet
 
     datasets.disable_progress_bars()
     pairs = preference_rows(task, rows, spec.seed)

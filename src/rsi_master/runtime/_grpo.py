@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from rsi_master.runtime._corrupt import cut_at_stop
 from rsi_master.runtime._spec import TrainSpec
+from rsi_master.runtime._trainer_args import base_args, quiet
 
 if TYPE_CHECKING:
     from rsi_master.tasks import Task
@@ -40,8 +41,6 @@ def run_grpo(
 ) -> tuple[Any, int]:
     import datasets
     from trl import GRPOConfig, GRPOTrainer
-
-    from rsi_master.runtime._trainer_args import base_args, quiet
 
     datasets.disable_progress_bars()
     render = chat.prompt if chat is not None else (lambda p: p)

@@ -27,6 +27,8 @@ from pydantic import BaseModel, Field
 from rsi_master._proc import run_tied
 from rsi_master.artifacts import copy_measured
 from rsi_master.errors import ArtifactError
+from rsi_master.runtime._chat import chat_format
+from rsi_master.runtime._device import device_settings
 from rsi_master.runtime._digest import dir_digest
 from rsi_master.runtime._errors import CheckpointLoadError, InputChangedError, InvalidParameterError, TrainingError
 
@@ -137,9 +139,6 @@ def _generate(request: dict[str, Any]) -> list[list[str]]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, StoppingCriteria, StoppingCriteriaList
     from transformers.utils import logging as hf_logging
-
-    from rsi_master.runtime._chat import chat_format
-    from rsi_master.runtime._device import device_settings
 
     hf_logging.set_verbosity_error()
     path = request["checkpoint"]

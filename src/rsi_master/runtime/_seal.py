@@ -28,7 +28,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from rsi_master.ledger import read_secret, write_secret
+from rsi_master.ledger import default_key_dir, read_secret, write_secret
 from rsi_master.runtime._backend import EvalBackend
 from rsi_master.runtime._digest import dir_digest, sha256_bytes, sha256_file
 from rsi_master.runtime._errors import EvaluationError, SealSecretError
@@ -236,8 +236,6 @@ def seal_commitment(secret: bytes) -> str:
 
 def _key_dir_path(key_dir: Any) -> Path:
     if key_dir is None:
-        from rsi_master.ledger import default_key_dir
-
         return default_key_dir()
     return Path(getattr(key_dir, "path", key_dir)).expanduser()
 

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from rsi_master.runtime._spec import TrainSpec
+from rsi_master.runtime._trainer_args import base_args, quiet
 
 # Every linear layer of the Llama block: on a 1M-parameter model, adapting only attention
 # leaves too little capacity to learn a new output format (the preliminary study).
@@ -32,8 +33,6 @@ def run_sft(
 ) -> tuple[Any, int]:
     import datasets
     from trl import SFTConfig, SFTTrainer
-
-    from rsi_master.runtime._trainer_args import base_args, quiet
 
     datasets.disable_progress_bars()
     dataset = datasets.Dataset.from_list([{"prompt": r["prompt"], "completion": r["completion"]} for r in rows])

@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import _clock
+from ..sim import MERGE_WEIGHT, SimCheckpoint, SimInputError, SimRecipe, hack_coin
+from ..tasks import web_trace
 from ._errors import InputChangedError, TrainingError
 from ._jsonl import parse_jsonl
 from ._records import EvalResult, SampleRecord, TrainConfig, TrainResult
@@ -81,7 +83,6 @@ def read_sim_checkpoint(path: Path) -> tuple[Any, str]:
     """(SimCheckpoint, directory digest of the bytes read): each file is read once and the
     digest is computed from those bytes (the store's manifest rule), so the state used and the
     digest reported are of the same bytes."""
-    from ..sim import SimCheckpoint
 
     root = Path(path)
     files = {}
@@ -105,8 +106,6 @@ def sim_recipe(rows: list[dict[str, Any]], spec: Any, protected: dict[str, set[s
     knobs) of the generated rows, the families' shares when several were mixed, and the
     protected items of each split the rows contain; each row stands for `examples_per_row`
     training examples (the contract's `simulation.examples_per_row`)."""
-    from ..sim import MERGE_WEIGHT, SimRecipe
-    from ..tasks import web_trace
 
     groups: Counter[str] = Counter()
     families: Counter[str] = Counter()
@@ -154,7 +153,6 @@ def _foreign_reads(world: Any, recipe: Any, data_digest: str, seed: int, jailed:
     """The foreign weights a merging run was seen to load: the outside model's digest, when the
     run's record of reads caught it. In ExpOS's jail every file a run opens is one it was given,
     so the record is complete; outside it, a load around the record leaves nothing (`merge_detect`)."""
-    from ..sim import hack_coin
 
     if not recipe.hacks.get("merge"):
         return []
@@ -181,7 +179,6 @@ def sim_train(
     jailed: bool = False,
 ) -> TrainResult:
     """Train `spec` from `parent` on `data` in the simulator; the runtime's `train` layout."""
-    from ..sim import SimInputError
 
     data_bytes = Path(data).read_bytes()
     data_digest = _sha(data_bytes)

@@ -28,13 +28,18 @@ from rsi_master.runtime._adapter import (
     load_adapter_model,
     write_binding,
 )
+from rsi_master.runtime._chat import chat_format, is_chat
 from rsi_master.runtime._digest import dir_digest
+from rsi_master.runtime._dpo import run_dpo
 from rsi_master.runtime._errors import CheckpointLoadError, InputChangedError, InvalidParameterError, TrainingError
+from rsi_master.runtime._grpo import run_grpo
 from rsi_master.runtime._hf_model import defining_files
 from rsi_master.runtime._jsonl import parse_jsonl
 from rsi_master.runtime._model import base_model_dir
 from rsi_master.runtime._records import TrainConfig, TrainResult
+from rsi_master.runtime._sft import run_sft
 from rsi_master.runtime._spec import TrainSpec, make_spec
+from rsi_master.runtime._tasks import get_task
 
 if TYPE_CHECKING:
     from rsi_master.tasks import Task
@@ -167,8 +172,6 @@ def train(
                 f"task object {getattr(task, 'name', None)!r} is not the spec's task {spec.task!r}"
             )
     elif spec.task is not None:
-        from rsi_master.runtime._tasks import get_task
-
         task = get_task(spec.task)
 
     out = Path(out_dir)
@@ -289,13 +292,10 @@ def _train_held(
             _SnapshotCallback(out / "snapshots", sorted(set(snapshot_steps)), parent_dir, spec.method == "lora")
         )
     work = out / "_work"
-    from rsi_master.runtime._chat import chat_format, is_chat
 
     chat = chat_format(tokenizer) if is_chat(task) else None
     try:
         if spec.method in ("sft", "lora"):
-            from rsi_master.runtime._sft import run_sft
-
             if chat is not None:
                 rows = [
                     {**r, "prompt": chat.prompt(r["prompt"]), "completion": chat.completion(r["completion"])}
@@ -303,13 +303,9 @@ def _train_held(
                 ]
             model, steps = run_sft(model, tokenizer, rows, spec, work, callbacks)
         elif spec.method == "dpo":
-            from rsi_master.runtime._dpo import run_dpo
-
             assert task is not None  # TrainSpec requires a task for dpo and grpo
             model, steps = run_dpo(model, tokenizer, rows, spec, task, work, callbacks, chat=chat)
         else:
-            from rsi_master.runtime._grpo import run_grpo
-
             assert task is not None  # TrainSpec requires a task for dpo and grpo
             model, steps = run_grpo(model, tokenizer, rows, spec, task, work, callbacks, chat=chat)
     except (InvalidParameterError, CheckpointLoadError):

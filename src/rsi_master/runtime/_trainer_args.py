@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from rsi_master.runtime._device import device_settings
 from rsi_master.runtime._spec import WSD_DECAY, TrainSpec
 
 __all__ = ["base_args", "quiet"]
@@ -15,7 +16,6 @@ __all__ = ["base_args", "quiet"]
 def base_args(spec: TrainSpec, work_dir: Path, n_rows: int) -> dict[str, Any]:
     """TrainingArguments shared by all methods: the device `device_settings` chose (CPU: fp32;
     CUDA: bf16 mixed precision where supported), no checkpoint files, no hub."""
-    from rsi_master.runtime._device import device_settings
 
     device = device_settings()
     args: dict[str, Any] = {

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .._pool import pool_families as _pool_families
 from .._protocol import GeneratorFamily
 
 if TYPE_CHECKING:
@@ -24,6 +25,4 @@ OPENS_WITH = "pool"
 def pool_families(task: FileTask) -> dict[str, GeneratorFamily]:
     """The generator families of a file task: its train-pool families (`tasks/_pool.py`), none
     for a task without a `train` pool."""
-    from .._pool import pool_families as families
-
-    return families(task)
+    return _pool_families(task)

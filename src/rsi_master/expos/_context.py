@@ -1,0 +1,157 @@
+"""What a tool implementation may use: a small typed context the door builds for each call.
+
+A tool takes `(ctx: ToolContext, caller, input)`, never the session: it reads the run (contract,
+store, ledger, projection, task), records through the one recorder, asks the guard policy, and
+uses a few capabilities the session lends without handing itself over. Nothing in the context
+reaches the session's lifecycle, its identity (issuing and checking capabilities), the door, the
+seal key or the key directory.
+
+Three capabilities stay the session's bound methods, each for a reason:
+- `evaluate`: the sealed evaluation needs the seal key and the sealed evaluator's copy, which a
+  tool must never hold; the tool gets the scoring and its record, not the key.
+- `protected_task`: the contamination checks compare rows with the protected items, which are
+  drawn with the seal key; the tool gets the items, not the key.
+- `audit`: the integrity audit checks the seal itself (`seal_problems`) and reads the whole run;
+  it is a service over the session until the services take typed inputs of their own.
+`record` is the session's method so that every record of a call is written by the same code
+as the door's and the harness's own (the ledger's bytes do not depend on who records).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ._audit import AuditReport, audit
+from ._errors import ToolRefused
+
+if TYPE_CHECKING:
+    from ..artifacts import RunStore
+    from ..events import EvalRecord, Payload, TypedEvent
+    from ..ledger import Event, Ledger
+    from ..tasks import GeneratorFamily, Task
+    from ._backend import ExperimentBackend
+    from ._contract import TaskContract
+    from ._guards import GuardPolicy
+    from ._session import Caller, ExpOS
+    from ._state import State
+    from ._taxonomy import Subcategory
+
+__all__ = ["Evaluator", "Recorder", "ToolContext", "drop_scratch", "tool_context"]
+
+
+class Recorder(Protocol):
+    """`ExpOS.record`: `record(caller, Model(...), artifacts)` or `record(caller, kind, payload, artifacts)`."""
+
+    def __call__(
+        self,
+        caller: Caller | dict[str, str],
+        kind: str | Payload,
+        payload: Payload | dict[str, Any] | Sequence[dict[str, str]] | None = None,
+        artifacts: Sequence[dict[str, str]] = (),
+    ) -> Event: ...
+
+
+class Evaluator(Protocol):
+    """`ExpOS.evaluate`: score a stored checkpoint on a split as the run's policy does, and record it."""
+
+    def __call__(
+        self, caller: Caller | dict[str, str], experiment_id: str, checkpoint: str, split: str
+    ) -> TypedEvent[EvalRecord]: ...
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """One call's view of the run. Built by `tool_context` (the door, for each call)."""
+
+    contract: TaskContract
+    store: RunStore
+    ledger: Ledger
+    guards: GuardPolicy
+    backend: ExperimentBackend
+    record: Recorder
+    evaluate: Evaluator
+    protected_task: Callable[[], Task]
+    audit: Callable[[list[str] | None], AuditReport]
+    # The run's task, resolved once by the session (lazily: a call that needs none resolves none).
+    task_of: Callable[[], Task]
+    # The state projected from the ledger, advanced to its last event.
+    state: Callable[[], State]
+    # Where scratch directories go: on the store's filesystem, so that outputs are moved, not copied.
+    scratch_root: Path
+
+    @property
+    def task(self) -> Task:
+        """The run's task (public items)."""
+        return self.task_of()
+
+    def generators(self) -> dict[str, GeneratorFamily]:
+        """The run's generator families."""
+        return dict(self.task.generators())
+
+    def guard(self, reason: str, subcategory: Subcategory | None = None) -> None:
+        """A guard's refusal: raised (and recorded by the door) unless the run's policy waives it."""
+        refusal = ToolRefused(reason, subcategory)
+        if not self.guards.waives(refusal):
+            raise refusal
+
+    def own_events(self, *kinds: str) -> list[Event]:
+        """The harness's own records of these kinds: read by author, never "any event of this kind"."""
+        return list(self.ledger.events(kinds=kinds, role="harness"))
+
+    def scratch(self) -> Path:
+        """A private directory on the store's filesystem (outputs are moved, not copied)."""
+        self.scratch_root.mkdir(exist_ok=True)
+        return Path(tempfile.mkdtemp(dir=self.scratch_root))
+
+    @staticmethod
+    def drop_scratch(path: Path) -> None:
+        drop_scratch(path)
+
+
+def drop_scratch(path: Path) -> None:
+    """Remove a scratch directory. The common case first: outputs were moved into the store,
+    leaving empty directories one level deep, which a few rmdir calls remove without rmtree's
+    per-entry walk."""
+    try:
+        with os.scandir(path) as entries:
+            subdirs = [e.path for e in entries if e.is_dir(follow_symlinks=False)]
+        for d in subdirs:
+            os.rmdir(d)
+        os.rmdir(path)
+    except OSError:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def tool_context(session: ExpOS) -> ToolContext:
+    """The context a tool call on `session` gets (the door builds one per call; a guard policy's
+    own implementation of a tool builds one to hand on to the tool's)."""
+
+    def audit_of(experiments: list[str] | None) -> AuditReport:
+        return audit(session, experiments=experiments)
+
+    def task_of() -> Task:
+        return session.task
+
+    def state() -> State:
+        return session.projection().state
+
+    return ToolContext(
+        contract=session.contract,
+        store=session.run.store,
+        ledger=session.run.ledger,
+        guards=session.guards,
+        backend=session.backend,
+        record=session.record,
+        evaluate=session.evaluate,
+        protected_task=session.protected_task,
+        audit=audit_of,
+        task_of=task_of,
+        state=state,
+        scratch_root=session.run.path / "scratch",
+    )
