@@ -38,10 +38,12 @@ def start_run(spec: RunSpec, *, display: Display | None = None, durable: bool = 
 
     resolved = resolve_spec(spec)
     with contextlib.nullcontext() if durable else _durable.not_durable():
-        # A simulated run is created on its simulated clock, from `SIM_EPOCH`: its contract and
-        # `orchestra.start` (whose time starts its budget) are not dated by the real clock, and
-        # its executor's clock continues from there.
-        simulated = resolved.spec.backend == "sim"
+        # A run on a simulated clock (the inline executor's, or Ray's scaled one) is created on it,
+        # from `SIM_EPOCH`: its contract and `orchestra.start` (whose time starts its budget) are
+        # not dated by the real clock, and its executor's clock continues from there. A simulated
+        # run on the real clock (Ray without --sim-speed) is created on the real clock.
+        spec_ = resolved.spec
+        simulated = spec_.backend == "sim" and (spec_.executor in (None, "inline") or spec_.sim_speed is not None)
         with _clock.use_clock(_clock.StillClock(_clock.SIM_EPOCH)) if simulated else contextlib.nullcontext():
             _create(resolved)
         return _drive_new(resolved, display or PlainDisplay())
