@@ -290,7 +290,14 @@ def test_a_job_holding_only_its_capability_gets_no_key_no_seal_secret_and_no_for
             deadline = time.monotonic() + 60
             while len(expos.events("guard.blocked")) < 2 and time.monotonic() < deadline:
                 time.sleep(0.2)
-            ray.kill(keeper)
+            ray.kill(keeper)  # asynchronous: until the actor is gone it still answers the executor's ping
+            gone = time.monotonic() + 60
+            while time.monotonic() < gone:
+                try:
+                    ray.get(keeper.vouch.remote(token), timeout=10)
+                except Exception:
+                    break
+                time.sleep(0.2)
             again = executor.keeper(str(tmp_path / "run"), str(key_dir))
             assert again != keeper and ray.get(again.vouch.remote(token))[0] == expos.run.ledger.size()
         finally:
