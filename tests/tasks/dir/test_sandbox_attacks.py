@@ -134,7 +134,11 @@ def test_a_fork_bomb_is_bounded_and_ends_with_the_call(tmp_path: Path) -> None:
     t0 = time.monotonic()
     score, _ = _score(tmp_path, program + "def f():\n    return 1\n", ["assert f() == 2"])
     assert score == 0.0 and time.monotonic() - t0 < 10
-    time.sleep(0.2)
+    # The sandbox uid's processes, machine-wide: another test process may be running a sandboxed
+    # answer of its own at this moment, so wait for a moment with none, as the tests above do.
+    deadline = time.monotonic() + 5
+    while _sandbox_processes() and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert _sandbox_processes() == []
 
 
