@@ -15,6 +15,10 @@ Three capabilities stay the session's bound methods, each for a reason:
   it is a service over the session until the services take typed inputs of their own.
 `record` is the session's method so that every record of a call is written by the same code
 as the door's and the harness's own (the ledger's bytes do not depend on who records).
+
+The context narrows what tool code is written against; it is no security boundary. Tools are
+the harness's code (a bound method still knows its `__self__`), and agents reach them only
+through the door, across a process boundary.
 """
 
 from __future__ import annotations
@@ -96,9 +100,7 @@ class ToolContext:
 
     def guard(self, reason: str, subcategory: Subcategory | None = None) -> None:
         """A guard's refusal: raised (and recorded by the door) unless the run's policy waives it."""
-        refusal = ToolRefused(reason, subcategory)
-        if not self.guards.waives(refusal):
-            raise refusal
+        guard(self.guards, reason, subcategory)
 
     def own_events(self, *kinds: str) -> list[Event]:
         """The harness's own records of these kinds: read by author, never "any event of this kind"."""
@@ -106,12 +108,25 @@ class ToolContext:
 
     def scratch(self) -> Path:
         """A private directory on the store's filesystem (outputs are moved, not copied)."""
-        self.scratch_root.mkdir(exist_ok=True)
-        return Path(tempfile.mkdtemp(dir=self.scratch_root))
+        return new_scratch(self.scratch_root)
 
     @staticmethod
     def drop_scratch(path: Path) -> None:
         drop_scratch(path)
+
+
+def guard(guards: GuardPolicy, reason: str, subcategory: Subcategory | None = None) -> None:
+    """A guard's refusal under `guards`: raised unless the policy waives it (the session's and a
+    tool context's `guard`)."""
+    refusal = ToolRefused(reason, subcategory)
+    if not guards.waives(refusal):
+        raise refusal
+
+
+def new_scratch(root: Path) -> Path:
+    """A fresh private directory under `root` (the run's `scratch/`)."""
+    root.mkdir(exist_ok=True)
+    return Path(tempfile.mkdtemp(dir=root))
 
 
 def drop_scratch(path: Path) -> None:

@@ -3,7 +3,6 @@ ledger, and `call`, the single door through which every agent action passes."""
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ from ._backend import SimBackend, attach_backend, world_task
 from ._call import UNAUTHENTICATED, call_tool
 from ._capability import DEFAULT_TTL_S, CapabilityError, capability_id, issue_capability
 from ._catalogue import load as _load
-from ._context import drop_scratch
+from ._context import drop_scratch, guard, new_scratch
 from ._contract import CONTRACT_KIND, Budget, TaskContract
 from ._errors import ToolRefused
 from ._freeze import freeze_run
@@ -316,9 +315,7 @@ class ExpOS:
 
     def guard(self, reason: str, subcategory: Subcategory | None = None) -> None:
         """A guard's refusal: raised (and recorded by the door) unless the session's policy waives it."""
-        refusal = ToolRefused(reason, subcategory)
-        if not self.guards.waives(refusal):
-            raise refusal
+        guard(self.guards, reason, subcategory)
 
     def evaluate(
         self, caller: Caller | dict[str, str], experiment_id: str, checkpoint: str, split: str
@@ -336,9 +333,7 @@ class ExpOS:
 
     def scratch(self) -> Path:
         """A private directory on the store's filesystem (outputs are moved, not copied)."""
-        root = self.run.path / "scratch"
-        root.mkdir(exist_ok=True)
-        return Path(tempfile.mkdtemp(dir=root))
+        return new_scratch(self.run.path / "scratch")
 
     @staticmethod
     def drop_scratch(path: Path) -> None:
