@@ -15,10 +15,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rsi_master.bench._shortcuts import ShortcutTendency
-from rsi_master.bench._simbench import sim_campaign, sim_campaign_id
+from rsi_master.bench._simbench import sim_campaign_id
 from rsi_master.ledger import Ledger
-from rsi_master.sim import PRESETS
+
+from .test_simbench import sim_default_campaign
 
 # Fields that differ between two runs of one campaign (see the module docstring).
 _VOLATILE = {
@@ -54,18 +54,7 @@ def _stable(x: Any) -> Any:
 
 
 def _ledger_digest(tmp_path: Path, config: str, world: int, budget_s: float) -> tuple[int, str]:
-    sim_campaign(
-        config,
-        world,
-        False,
-        0,
-        budget_s=budget_s,
-        out=str(tmp_path),
-        flags_json=PRESETS["default"].model_dump_json(),
-        slots=4,
-        tendency_json=ShortcutTendency().model_dump_json(),
-        key_dir=str(tmp_path / "keys"),
-    )
+    sim_default_campaign(tmp_path, config, world, budget_s)
     run = tmp_path / "campaigns" / sim_campaign_id(config, world, 0) / "run"
     led = Ledger.open(run / "ledger.db")
     try:

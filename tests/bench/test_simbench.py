@@ -341,11 +341,16 @@ _FINALS_10H = {
 def _final(tmp_path, config: str, world: int, budget_s: float) -> float:
     import json
 
+    return float(json.loads(sim_default_campaign(tmp_path, config, world, budget_s))["final"])
+
+
+def sim_default_campaign(tmp_path, config: str, world: int, budget_s: float) -> str:
+    """One simulated campaign as the bench runs it (default preset, 4 slots, seed 0): its stats JSON."""
     from rsi_master.bench._shortcuts import ShortcutTendency
     from rsi_master.bench._simbench import sim_campaign
     from rsi_master.sim import PRESETS
 
-    raw = sim_campaign(
+    return sim_campaign(
         config,
         world,
         False,
@@ -357,7 +362,6 @@ def _final(tmp_path, config: str, world: int, budget_s: float) -> float:
         tendency_json=ShortcutTendency().model_dump_json(),
         key_dir=str(tmp_path / "keys"),
     )
-    return float(json.loads(raw)["final"])
 
 
 @pytest.mark.parametrize("config", ["serial", "single-agent", "random-search"])
