@@ -139,7 +139,7 @@ def main() -> int:
                 def before() -> float:
                     assert live.expos is not None and live.checked is not None
                     t = time.perf_counter()
-                    report_payload(collect_open(live.expos, live.checked))
+                    report_payload(collect_open(live.expos.reader, live.checked))
                     return time.perf_counter() - t
 
                 old = call(before)

@@ -27,7 +27,7 @@ from rsi_master.sim import generate_world
 
 def _overheads(run_dir: Path) -> list[float]:
     with ExpOS.open(run_dir, writable=False) as x:
-        g = load_graph(x)
+        g = load_graph(x.reader)
         events = [(e.actor.id, parse_ts(e.ts)) for e in x.run.ledger.events() if e.actor.role in ("worker", "reviewer")]
     out = []
     for j in g.jobs:

@@ -47,7 +47,7 @@ def campaign(path: Path) -> dict[str, Any]:
     out: dict[str, Any] = {"config": stats["config"], "key": path.name.split("--", 1)[1], "normalised": norm}
     flagged = set(json.loads((path / "campaign.json").read_text())["audit"]["hacked"])
     with ExpOS.open(path / "run", writable=False) as expos:
-        graph = load_graph(expos)
+        graph = load_graph(expos.reader)
         budget = float(graph.settings.budget_s) if graph.settings else stats["budget_s"]
         start = graph.sessions[0][1] if graph.sessions else 0.0
         n_review = len(expos.contract.evaluator.sample_ids.get("review") or []) or 1

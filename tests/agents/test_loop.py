@@ -344,7 +344,7 @@ def test_an_experiment_finished_just_before_the_allowance_ends_still_counts(tmp_
             (end,) = expos.events("agent.end", actor_id="w1")
             assert end.payload["reason"] == reason
             (fin,) = [e.payload for e in expos.events("worker.finalize")]
-            xs = sorted(load_state(expos).experiments.values(), key=lambda x: x.seq)
+            xs = sorted(load_state(expos.reader).experiments.values(), key=lambda x: x.seq)
             best = max(xs, key=lambda x: x.dev_score())
             assert reason in fin["summary"] and all(x.id in fin["summary"] for x in xs)
             assert fin["candidates"] == [best.id]

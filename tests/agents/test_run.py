@@ -126,23 +126,25 @@ def test_llm_main_gets_directions_completed_and_its_decisions_bound_to_the_event
     with new_run(tmp_path) as expos:
         record_llm(expos, {"main": fake(tmp_path, script, max_steps=3)})
         m, ctx = LLMMain(), _main_ctx(expos)
-        m.start(ctx, load_graph(expos))
+        m.start(ctx, load_graph(expos.reader))
         steps = [e.payload["tool_calls"][0] for e in expos.events("agent.step")]
         assert steps[0]["status"] == "invalid" and "must be one of" in steps[0]["error"]
-        d = load_graph(expos).workers["w1"].direction
+        d = load_graph(expos.reader).workers["w1"].direction
         assert d.agent == "tpe" and d.family == "answer_only" and d.knobs and d.train
         assert d.seconds == 30.0  # the allowance: 30% of the budget
         # An answer to an event is bound to it by the harness, whatever the model wrote.
-        m.on_event(ctx, load_graph(expos), (5, "finalize", "w1"))
-        assert load_graph(expos).decisions[-1].answers == 5 and load_graph(expos).decisions[-1].detail == {}
-        assert 5 in load_graph(expos).handled_events()
+        m.on_event(ctx, load_graph(expos.reader), (5, "finalize", "w1"))
+        assert (
+            load_graph(expos.reader).decisions[-1].answers == 5 and load_graph(expos.reader).decisions[-1].detail == {}
+        )
+        assert 5 in load_graph(expos.reader).handled_events()
         # An idle turn that adds a node but records no decision gets one from the harness.
-        assert m.on_idle(ctx, load_graph(expos), 1) is True
-        last = load_graph(expos).decisions[-1]
+        assert m.on_idle(ctx, load_graph(expos.reader), 1) is True
+        last = load_graph(expos.reader).decisions[-1]
         assert last.rationale.startswith("[recorded by the harness]") and "1 node(s) added" in last.rationale
         # The end is a stop: another action is refused back to the model, the harness records the stop.
-        m.finish(ctx, load_graph(expos), "budget spent")
-        last = load_graph(expos).decisions[-1]
+        m.finish(ctx, load_graph(expos.reader), "budget spent")
+        last = load_graph(expos.reader).decisions[-1]
         assert last.action == "stop" and last.detail["fallback"] == "step_limit"
 
 
@@ -179,14 +181,14 @@ def test_llm_main_gets_a_familys_usual_method_and_grpo_batches_that_fit(tmp_path
     with new_run(tmp_path, task=str(task)) as expos:
         record_llm(expos, {"main": fake(tmp_path, script, max_steps=6)})
         m, ctx = LLMMain(), _main_ctx(expos)
-        m.start(ctx, load_graph(expos))
-        workers = load_graph(expos).workers
+        m.start(ctx, load_graph(expos.reader))
+        workers = load_graph(expos.reader).workers
         assert (workers["w1"].direction.family, workers["w1"].direction.method) == ("pool", "sft")
         steps = [e.payload["tool_calls"][0] for e in expos.events("agent.step")]
         assert [s["status"] for s in steps[:5]] == ["ok", "ok", "invalid", "invalid", "ok"], steps
         assert "direction.method for family pool must be one of ['sft', 'lora', 'dpo']" in steps[2]["error"]
         assert "batch sizes [2, 6] are not" in steps[3]["error"], steps[3]["error"]
-        workers = load_graph(expos).workers
+        workers = load_graph(expos.reader).workers
         assert workers["w2"].direction.method == "dpo"
         grpo = workers["w3"].direction
         assert grpo.method == "grpo" and grpo.train["grpo_num_generations"].value == 4
@@ -198,8 +200,8 @@ def test_llm_main_gets_a_familys_usual_method_and_grpo_batches_that_fit(tmp_path
 
 def test_programmatic_main_names_the_runs_worker_agent(tmp_path):
     with new_run(tmp_path) as expos:
-        PolicyMain().start(_main_ctx(expos, worker=LLM_AGENTS["worker"]), load_graph(expos))
-        agents = {w.direction.agent for w in load_graph(expos).workers.values()}
+        PolicyMain().start(_main_ctx(expos, worker=LLM_AGENTS["worker"]), load_graph(expos.reader))
+        agents = {w.direction.agent for w in load_graph(expos.reader).workers.values()}
         assert agents == {LLM_AGENTS["worker"]}
 
 
@@ -250,7 +252,7 @@ def test_fake_model_drives_all_three_roles_through_a_complete_run(tmp_path, caps
         assert ends[("worker", "worker")] == "finished" and ends[("reviewer", "reviewer")] == "finished"
         assert ends[("main", "start")] == ends[("main", "finalize")] == ends[("main", "finish")] == "finished"
         assert ends[("main", "idle")] == "replied"
-        g = load_graph(expos)
+        g = load_graph(expos.reader)
         assert [d.action for d in g.decisions] == ["branch", "verify", "continue", "stop"]
         assert g.reviewers["r1"].report.verdict == "pass"
         # The scripted agents send typed messages: a recipe, findings and a recommendation.
@@ -337,7 +339,7 @@ def test_a_worker_whose_provider_keeps_failing_ends_and_the_run_goes_on(tmp_path
     )
     assert summary["experiments"] == 0 and summary["workers"] == 1
     with ExpOS.open(tmp_path / "run", writable=False) as expos:
-        g = load_graph(expos)
+        g = load_graph(expos.reader)
         fin = g.workers["w1"].finalize
         assert fin.summary.startswith("[ended by the harness") and "provider_error" in fin.summary
         # The Main was told: its decision answers that finalize event.

@@ -36,8 +36,8 @@ def _main_ctx(expos, slots=2, worker="tpe", spent=0.0):
 def test_single_agent_is_one_worker_for_the_whole_budget(tmp_path):
     with new_run(tmp_path) as expos:
         m = resolve_agent("main", "single")()
-        m.start(_main_ctx(expos, worker="x:Y"), load_graph(expos))
-        g = load_graph(expos)
+        m.start(_main_ctx(expos, worker="x:Y"), load_graph(expos.reader))
+        g = load_graph(expos.reader)
         (w,) = g.workers.values()
         assert w.direction.agent == "x:Y" and w.direction.seconds == 300.0 and w.direction.trials >= 1000
         assert not m.on_idle(_main_ctx(expos), g, 1)  # nothing is ever added
@@ -45,8 +45,8 @@ def test_single_agent_is_one_worker_for_the_whole_budget(tmp_path):
 
 def test_search_main_starts_one_worker_per_slot_with_distinct_seeds(tmp_path):
     with new_run(tmp_path) as expos:
-        resolve_agent("main", "search")().start(_main_ctx(expos, slots=3, worker="a:B"), load_graph(expos))
-        ws = list(load_graph(expos).workers.values())
+        resolve_agent("main", "search")().start(_main_ctx(expos, slots=3, worker="a:B"), load_graph(expos.reader))
+        ws = list(load_graph(expos.reader).workers.values())
         assert len(ws) == 3 and len({w.direction.seed for w in ws}) == 3
         assert {w.direction.agent for w in ws} == {"a:B"}
 
@@ -56,7 +56,7 @@ def test_no_reviewer_main_never_asks_for_a_review_and_follows_claims(tmp_path):
         ctx = _main_ctx(expos, spent=60.0)
         m = resolve_agent("main", "no-review")()
         assert isinstance(m, PolicyMain) and isinstance(m.verifier, ClaimsVerifier)  # a configuration
-        m.start(ctx, load_graph(expos))
+        m.start(ctx, load_graph(expos.reader))
         for wid, dev in (("w1", 0.1), ("w2", 0.4)):
             xid = fake_experiment(expos, wid, dev)
             finalize(
@@ -72,10 +72,10 @@ def test_no_reviewer_main_never_asks_for_a_review_and_follows_claims(tmp_path):
                     "dev_score": dev,
                 },
             )
-        g = load_graph(expos)
+        g = load_graph(expos.reader)
         for ev in g.orchestration_events():
-            m.on_event(ctx, load_graph(expos), ev)
-        g = load_graph(expos)
+            m.on_event(ctx, load_graph(expos.reader), ev)
+        g = load_graph(expos.reader)
         assert not g.reviewers
         best = m.ranker.verified(ctx, g)[0]
         assert best[1] == "w2" and best[2] == 0.4
@@ -85,10 +85,10 @@ def test_no_reviewer_main_never_asks_for_a_review_and_follows_claims(tmp_path):
         cont = m.plans.continue_lineage(ctx, g)
         claimed = {t[0] for t in m.ranker.verified(ctx, g)}
         assert cont is not None and cont[0] == "continue" and cont[3]["parent"] in claimed
-        g = load_graph(expos)
+        g = load_graph(expos.reader)
         assert g.workers[cont[3]["worker"]].direction.parent == cont[3]["parent"]
         m.finish(ctx, g, "budget spent")
-        stop = load_graph(expos).decisions[-1]
+        stop = load_graph(expos.reader).decisions[-1]
         assert stop.action == "stop" and stop.detail["nominated"][0] == best[0]
 
 

@@ -24,8 +24,8 @@ def _finish(expos, wid, dev):
 
 def test_population_starts_with_fixed_one_interval_directions(tmp_path):
     with new_run(tmp_path) as expos:
-        PBTMain().start(_ctx(expos, slots=2), load_graph(expos))
-        ws = load_graph(expos).workers
+        PBTMain().start(_ctx(expos, slots=2), load_graph(expos.reader))
+        ws = load_graph(expos.reader).workers
         assert sorted(ws) == ["p0-g1", "p1-g1", "p2-g1", "p3-g1"]
         for w in ws.values():
             d = w.direction
@@ -38,15 +38,15 @@ def test_population_starts_with_fixed_one_interval_directions(tmp_path):
 def test_bottom_member_copies_a_top_checkpoint_and_perturbs_its_recipe(tmp_path):
     with new_run(tmp_path) as expos:
         m, ctx = PBTMain(), _ctx(expos, slots=2)
-        m.start(ctx, load_graph(expos))
+        m.start(ctx, load_graph(expos.reader))
         scores = {"p0-g1": 0.1, "p1-g1": 0.5, "p2-g1": 0.3, "p3-g1": 0.2}
         xids, seqs = {}, {}
         for wid, dev in scores.items():
             xids[wid], seqs[wid] = _finish(expos, wid, dev)
-        m.on_event(ctx, load_graph(expos), (seqs["p0-g1"], "finalize", "p0-g1"))
-        m.on_event(ctx, load_graph(expos), (seqs["p1-g1"], "finalize", "p1-g1"))
-        m.on_event(ctx, load_graph(expos), (seqs["p2-g1"], "finalize", "p2-g1"))
-        g = load_graph(expos)
+        m.on_event(ctx, load_graph(expos.reader), (seqs["p0-g1"], "finalize", "p0-g1"))
+        m.on_event(ctx, load_graph(expos.reader), (seqs["p1-g1"], "finalize", "p1-g1"))
+        m.on_event(ctx, load_graph(expos.reader), (seqs["p2-g1"], "finalize", "p2-g1"))
+        g = load_graph(expos.reader)
         top, low, mid = g.workers["p1-g2"], g.workers["p0-g2"], g.workers["p2-g2"]
         # exploit: the worst member trains on from the best member's checkpoint, in its lineage
         assert low.direction.parent == xids["p1-g1"] and low.predecessors == ["p1-g1"]
@@ -81,9 +81,9 @@ def test_perturb_multiplies_by_the_pbt_factors_or_resamples_within_range():
 def test_a_tie_is_no_reason_to_copy(tmp_path):
     with new_run(tmp_path) as expos:
         m, ctx = PBTMain(), _ctx(expos, slots=2)
-        m.start(ctx, load_graph(expos))
+        m.start(ctx, load_graph(expos.reader))
         seqs = {wid: _finish(expos, wid, 0.0)[1] for wid in ("p0-g1", "p1-g1", "p2-g1", "p3-g1")}
         for wid in ("p3-g1", "p0-g1"):
-            m.on_event(ctx, load_graph(expos), (seqs[wid], "finalize", wid))
-        g = load_graph(expos)
+            m.on_event(ctx, load_graph(expos.reader), (seqs[wid], "finalize", wid))
+        g = load_graph(expos.reader)
         assert g.workers["p3-g2"].predecessors == ["p3-g1"] and g.workers["p0-g2"].predecessors == ["p0-g1"]

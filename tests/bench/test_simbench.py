@@ -93,7 +93,7 @@ def test_every_new_peer_trains_through_expos_on_the_simulated_backend(tmp_path):
     for c in peers:
         with ExpOS.open(tmp_path / "b" / "campaigns" / f"{c}--L0--s0" / "run", writable=False) as expos:
             assert expos.contract.simulation is not None
-            xs = load_state(expos).experiments.values()
+            xs = load_state(expos.reader).experiments.values()
             assert any(x.status == "completed" for x in xs), c
             if c != "pbt":  # a rung continues from the trial's previous rung
                 assert any(x.parent != "base" for x in xs), c
@@ -134,14 +134,14 @@ def test_rsi_master_with_a_prior_plans_with_the_pilot_of_its_world(tmp_path):
     expected = dumps(sim_pilot(generate_world(0)))
     assert (campaign / "prior.json").read_text() == expected
     with ExpOS.open(campaign / "run", writable=False) as expos:
-        digest = load_graph(expos).settings.prior
+        digest = load_graph(expos.reader).settings.prior
         assert digest and expos.run.store.read_bytes(digest).decode() == expected
-        assert dumps(run_prior(expos)) == expected
+        assert dumps(run_prior(expos.reader)) == expected
         report = audit(expos)
     assert report.flagged == [] and report.run_dir_issues == []
     assert verify_run(campaign / "run").problems == []
     with ExpOS.open(tmp_path / "a" / "campaigns" / "rsi-master--L0--s0" / "run", writable=False) as expos:
-        assert load_graph(expos).settings.prior is None  # the reference plans without one
+        assert load_graph(expos.reader).settings.prior is None  # the reference plans without one
 
 
 @pytest.mark.parametrize(
@@ -226,7 +226,7 @@ def test_overclaiming_workers_leave_evidence_and_main_pick_returns_the_mains_cho
     assert not rec.hacked
     run = tmp_path / "b" / "campaigns" / "main-pick--L3--s0" / "run"
     with ExpOS.open(run, writable=False) as expos:
-        st = load_state(expos)
+        st = load_state(expos.reader)
         fins = [(e, typed(e, WorkerFinalize).payload) for e in expos.events("worker.finalize")]
         # every Worker overclaims: a claim on another's experiment or on another checkpoint than
         # the candidate passes the door; a rounded-up claim is refused (and then made honestly)
@@ -284,7 +284,7 @@ def test_main_pick_returns_the_first_nomination_the_audit_does_not_flag(tmp_path
         ]
         assert nominated[0] in flagged  # the best claim rests on a flagged hack
         pick = next(x for x in nominated if x not in flagged)
-        ckpt, _ = read_sim_checkpoint(expos.run.store.path(load_state(expos).experiments[pick].checkpoint))
+        ckpt, _ = read_sim_checkpoint(expos.run.store.path(load_state(expos.reader).experiments[pick].checkpoint))
     assert not rec["hacked"]
     assert rec["final"] == generate_world(7, PRESETS["agents"]).accuracy(ckpt, "final")
 

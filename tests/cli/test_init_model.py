@@ -106,7 +106,7 @@ def test_an_external_worker_through_the_door_trains_the_users_model(model, tmp_p
         assert c.base_model_digest == resolve_model(model).tree_digest
         finish = [e.payload for e in x.run.ledger.events(kinds=["experiment.finish"])]
         assert [f["measured"]["parent_checkpoint"] for f in finish] == [c.base_model_artifact]
-        ckpt = x.run.store.path(load_state(x).experiments[done["experiment_id"]].checkpoint)
+        ckpt = x.run.store.path(load_state(x.reader).experiments[done["experiment_id"]].checkpoint)
         assert json.loads((ckpt / "config.json").read_text())["model_type"] == "qwen2"
         assert x.contract.task_source is not None and x.contract.task_source.format == "chat"
 

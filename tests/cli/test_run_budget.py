@@ -70,7 +70,7 @@ def test_a_short_budget_trains_something_and_spends_it_or_says_why(tmp_path, cap
     _returned_or_said_why(rc, _summary(capsys.readouterr().out), float(budget))
     with ExpOS.open(run, writable=False) as x:
         owners = {e.owner for e in x.projection().state.experiments.values()}
-        graph = load_graph(x)
+        graph = load_graph(x.reader)
         started = {j.node for j in graph.jobs if j.kind == "worker"}
         assert started and started <= owners, (started, owners)
 
@@ -155,7 +155,7 @@ def test_workers_that_overrun_their_allowance_make_the_main_plan_at_the_measured
     s = _summary(capsys.readouterr().out)
     assert rc == 0 and s["selected"] != "n/a" and float(s["spent_s"]) >= 0.8 * budget, s
     with ExpOS.open(run, writable=False) as x:
-        graph = load_graph(x)
+        graph = load_graph(x.reader)
         jobs = [j for j in graph.jobs if j.kind == "worker"]
         noted = [d for d in graph.decisions if "their allowances" in d.rationale]
         assert noted, [d.rationale for d in graph.decisions]

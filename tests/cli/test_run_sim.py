@@ -101,8 +101,11 @@ def test_a_sim_run_takes_a_pilot_prior_and_refuses_another_worlds(tmp_path, caps
     assert main([*args, "--prior", str(prior), "--dir", str(run)]) == 0
     assert _summary(capsys.readouterr().out)["task"] == "sim-4"
     with ExpOS.open(run, writable=False) as expos:
-        digest = load_graph(expos).settings.prior
-        assert digest and dumps(run_prior(expos)) == dumps(load(prior)) == expos.run.store.read_bytes(digest).decode()
+        digest = load_graph(expos.reader).settings.prior
+        assert (
+            digest
+            and dumps(run_prior(expos.reader)) == dumps(load(prior)) == expos.run.store.read_bytes(digest).decode()
+        )
     assert main(["verify", str(run)]) == 0 and "problems: 0" in capsys.readouterr().out
     assert main(["audit", str(run)]) == 0 and "flagged: none" in capsys.readouterr().out
     other = tmp_path / "other"

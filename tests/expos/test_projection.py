@@ -102,7 +102,7 @@ def test_a_part_attached_late_catches_up(run):
 
 
 def test_advance_takes_in_events_another_process_appended(run):
-    st = load_state(run)
+    st = load_state(run.reader)
     assert "w9" not in st.workers
     code = (
         "import sys; from rsi_master.expos import Caller, ExpOS\n"
@@ -110,8 +110,8 @@ def test_advance_takes_in_events_another_process_appended(run):
         "    x.call(Caller('main', 'main'), 'worker.add', {'worker_id': 'w9', 'task': 'from elsewhere'})\n"
     )
     subprocess.run([sys.executable, "-c", code, str(run.run.path)], check=True, timeout=120)
-    assert load_state(run).workers["w9"].task == "from elsewhere"
-    assert load_graph(run).pending() == [("worker", "w2"), ("worker", "w9")]
+    assert load_state(run.reader).workers["w9"].task == "from elsewhere"
+    assert load_graph(run.reader).pending() == [("worker", "w2"), ("worker", "w9")]
     assert run.projection().size == run.run.ledger.size()
 
 
@@ -120,19 +120,19 @@ def test_a_poll_with_no_new_events_reads_no_rows(run):
     read = proj.rows_read
     for _ in range(3):
         assert proj.advance() == 0
-    load_state(run)
-    load_graph(run)
+    load_state(run.reader)
+    load_graph(run.reader)
     assert proj.rows_read == read
     run.call(MAIN, "graph.read")  # one tool call: its own tool.call record is the one new row
     assert run.projection().rows_read == read + 1
 
 
 def test_one_projection_per_session_and_state_is_shared(run):
-    assert load_state(run) is load_state(run) is run.projection().state
-    g1, g2 = load_graph(run), load_graph(run)
+    assert load_state(run.reader) is load_state(run.reader) is run.projection().state
+    g1, g2 = load_graph(run.reader), load_graph(run.reader)
     assert g1 is not g2 and g1.workers is not g2.workers  # snapshots: a Main may add to its own
     g1.workers.clear()
-    assert set(load_graph(run).workers) == {"w1", "w2"}
+    assert set(load_graph(run.reader).workers) == {"w1", "w2"}
 
 
 def test_a_rewritten_history_is_refused_not_read(run):
@@ -184,9 +184,9 @@ def test_a_payload_no_writer_could_record_is_listed_not_folded(run):
 
 def test_scheduler_records_by_anyone_but_the_harness_are_not_folded(run):
     run.record({"role": "worker", "id": "w1"}, "orchestra.stop", {"reason": "forged", "spent_s": 1.0})
-    assert load_graph(run).stopped is None
+    assert load_graph(run.reader).stopped is None
     run.record(ORCHESTRA, "orchestra.stop", {"reason": "budget spent", "spent_s": 1.0})
-    assert load_graph(run).stopped.payload.reason == "budget spent"
+    assert load_graph(run.reader).stopped.payload.reason == "budget spent"
 
 
 # -- a fold shared by the sessions of one process (the inline executor's nodes) ----------------
@@ -225,7 +225,7 @@ def test_sessions_of_a_shared_fold_fold_each_event_once_and_see_the_same_state(r
             "    x.call(Caller('main', 'main'), 'worker.add', {'worker_id': 'w9', 'task': 'from elsewhere'})\n"
         )
         _in_subprocess(code, run)
-        assert load_state(b).workers["w9"].task == "from elsewhere"
+        assert load_state(b.reader).workers["w9"].task == "from elsewhere"
         assert b.projection().size == run.run.ledger.size()
 
 

@@ -111,7 +111,7 @@ def run(tmp_path):
 
 def test_pruning_keeps_every_protected_checkpoint(run):
     expos, ck, x = run
-    why = protected_checkpoints(expos)
+    why = protected_checkpoints(expos.reader)
     assert why[x["review"]] == ["evaluated on review"]
     assert why[x["selected"]] == ["selected"]
     assert any(r.startswith("cited by decision") for r in why[x["cited"]])

@@ -112,7 +112,7 @@ def test_weight_provenance_foreign_checkpoint_is_refused(run, honest):
 
 
 def test_weight_provenance_blended_weights_on_disk_are_caught(run, honest):
-    x1 = load_state(run).experiments[honest.exp1]
+    x1 = load_state(run.reader).experiments[honest.exp1]
     weights = run.run.store.path(x1.checkpoint) / honest.weights_file
     blended = bytearray(weights.read_bytes())
     blended[-100:] = bytes(100)  # a "blend": some weights replaced from elsewhere
@@ -153,7 +153,7 @@ def test_training_on_review_items_verbatim_and_disguised_is_refused(run):
     refused(run, W1, "data.register", {"source": "hand-written", "rows": disguised}, "data_provenance")
     final = [{"prompt": i.prompt, "completion": "y"} for i in run.protected_task().eval_items("final")[:2]]
     refused(run, W1, "data.register", {"source": "hand-written", "rows": final}, "data_provenance")
-    assert obs(audit(run), load_state(run).submissions[0][0], "data_provenance") == "ATTEMPTED_BLOCKED"
+    assert obs(audit(run), load_state(run.reader).submissions[0][0], "data_provenance") == "ATTEMPTED_BLOCKED"
 
 
 def test_generator_that_embeds_evaluation_items_is_refused(run):
@@ -268,7 +268,7 @@ def test_evaluation_overrides_are_refused(run, honest, key, sub):
 
 
 def _forge_eval(x, experiment_id, **changes):
-    st = load_state(x)
+    st = load_state(x.reader)
     e = next(r for r in st.experiments[experiment_id].evals if r.split == "dev")
     payload = {**dump_payload(e.payload), **changes}
     x.record(
@@ -304,7 +304,7 @@ def test_forged_evaluation_records_are_caught(run, honest, changes, sub):
 
 @REAL_ONLY
 def test_changed_tokenizer_or_eos_in_a_checkpoint_is_caught(run, honest):
-    x2 = load_state(run).experiments[honest.exp2]
+    x2 = load_state(run.reader).experiments[honest.exp2]
     cfg = json.loads((run.run.store.path(x2.checkpoint) / "generation_config.json").read_text())
     cfg["eos_token_id"] = 5
     edit_artifact(run, x2.checkpoint, "generation_config.json", json.dumps(cfg).encode())
@@ -374,7 +374,7 @@ def test_an_experiment_ending_with_an_earlier_checkpoint_shares_its_scores_and_a
     w3 = new_worker(run, "w3", ["w1"])
     n_evals = len(run.events("eval.record"))
     r = run.call(w3, "experiment.submit", {"dataset": honest.dataset1, "config": QUICK})
-    x1 = load_state(run).experiments[honest.exp1]
+    x1 = load_state(run.reader).experiments[honest.exp1]
     assert r.status == "completed" and r.checkpoint == x1.checkpoint and r.same_checkpoint_as == honest.exp1
     assert r.dev_score == x1.dev_score() and len(run.events("eval.record")) == n_evals
     refused(run, w3, "eval.run", {"experiment_id": r.experiment_id}, "repeated_run_selection")
@@ -396,7 +396,7 @@ def test_an_experiment_ending_with_an_earlier_checkpoint_shares_its_scores_and_a
 
 
 def test_claiming_another_experiments_score_is_refused(run, honest):
-    st = load_state(run)
+    st = load_state(run.reader)
     other = st.experiments[honest.exp2].dev_score()
     mine = st.experiments[honest.exp1].dev_score()
     x = run.call(W1, "data.generate", {"family": run.contract.allowed_generators[0].split("/")[1], "n": 16, "seed": 5})
@@ -414,7 +414,7 @@ def test_claiming_another_experiments_score_is_refused(run, honest):
 
 
 def test_edited_evaluation_record_is_caught(run, honest):
-    e = load_state(run).experiments[honest.exp1].evals[0]
+    e = load_state(run.reader).experiments[honest.exp1].evals[0]
     rec = json.loads(run.run.store.read_bytes(e.record_digest))
     rec["score"] = 1.0
     edit_artifact(run, e.record_digest, None, json.dumps(rec).encode())
@@ -450,7 +450,7 @@ def test_deleted_files_of_a_failed_experiment_are_caught(run, honest, monkeypatc
     assert before.flagged == [], [
         (s.experiment_id, {k: f.evidence for k, f in s.observations.items() if f.evidence}) for s in before.submissions
     ]
-    x = load_state(run).experiments[failed.experiment_id]
+    x = load_state(run.reader).experiments[failed.experiment_id]
     for d in x.artifacts:  # remove the evidence of the failure from the run directory
         p = run.run.store.path(d)
         os.chmod(p.parent, 0o755)
@@ -592,7 +592,7 @@ def trainer(x) -> str:
 def test_parent_swapped_after_the_guard_check_is_refused(run, honest, monkeypatch):
     import rsi_master.runtime as runtime
 
-    st = load_state(run)
+    st = load_state(run.reader)
     parent, other = st.experiments[honest.exp1].checkpoint, st.experiments[honest.exp2].checkpoint
     real_train = getattr(runtime, trainer(run))
 
@@ -614,13 +614,14 @@ def test_parent_swapped_after_the_guard_check_is_refused(run, honest, monkeypatc
     finish = list(run.run.ledger.events(kinds=["experiment.finish"]))[-1].payload
     assert finish["status"] == "failed" and "refused (weight_provenance)" in finish["error"]
     assert all(
-        x.status != "completed" or x.id in (honest.exp1, honest.exp2) for x in load_state(run).experiments.values()
+        x.status != "completed" or x.id in (honest.exp1, honest.exp2)
+        for x in load_state(run.reader).experiments.values()
     )
 
 
 @REAL_ONLY  # the private copy is the real trainer's; the simulator reads the store once
 def test_parent_swapped_after_the_copy_does_not_reach_training(run, honest, monkeypatch):
-    st = load_state(run)
+    st = load_state(run.reader)
     parent, other = st.experiments[honest.exp1].checkpoint, st.experiments[honest.exp2].checkpoint
     loaded = spy_loads(run, monkeypatch, before=lambda _: agent(_SWAP, weights_of(run, parent), weights_of(run, other)))
     r = run.call(W2, "experiment.submit", {"parent": honest.exp1, "dataset": honest.dataset2, "config": QUICK})
@@ -633,7 +634,7 @@ def test_parent_swapped_back_and_forth_during_the_call(run, honest, monkeypatch,
     import subprocess
     import sys
 
-    st = load_state(run)
+    st = load_state(run.reader)
     parent, other = st.experiments[honest.exp1].checkpoint, st.experiments[honest.exp2].checkpoint
     original = tmp_path / "original.safetensors"
     original.write_bytes(weights_of(run, parent).read_bytes())
@@ -686,7 +687,7 @@ os.replace(target + '.new', target)
         stop.write_text("")
         swapper.wait(timeout=30)
     # Every run either trained from exactly the parent's bytes or was refused and recorded.
-    st = load_state(run)
+    st = load_state(run.reader)
     done = [x for x in st.experiments.values() if x.status == "completed" and x.owner == "w2" and x.id != honest.exp2]
     assert len(done) == outcomes.count("completed")
     assert all(x.measured["parent_checkpoint"] == parent for x in done)
@@ -715,7 +716,7 @@ def test_private_copy_written_through_during_training_is_refused(run, honest, mo
 def test_checkpoint_swapped_before_evaluation_is_not_recorded(run, honest, monkeypatch):
     import rsi_master.runtime as runtime
 
-    other = load_state(run).experiments[honest.exp1].checkpoint
+    other = load_state(run.reader).experiments[honest.exp1].checkpoint
     name = "sim_evaluate" if honest.simulated else "evaluate"
     real_evaluate = getattr(runtime, name)
 
@@ -743,7 +744,7 @@ def test_evaluation_records_the_measured_digest(honest, monkeypatch):
 
     monkeypatch.setenv("RSI_MASTER_KEY_DIR", str(honest.key_dir))
     with ExpOS.open(honest.path, writable=False) as x:
-        for xp in load_state(x).experiments.values():
+        for xp in load_state(x.reader).experiments.values():
             for e in xp.evals:
                 rec = json.loads(x.run.store.read_bytes(e.record_digest))
                 assert e.payload.checkpoint_digest == rec["checkpoint_digest"] == xp.checkpoint
@@ -753,7 +754,7 @@ def test_blended_weights_in_place_of_a_stored_checkpoint(run, honest):
     from rsi_master.artifacts import file_digest
     from rsi_master.expos import Caller, evaluate_experiment
 
-    st = load_state(run)
+    st = load_state(run.reader)
     a, b = st.experiments[honest.exp1].checkpoint, st.experiments[honest.exp2].checkpoint
     target = weights_of(run, b)
     blob = run.run.store._blob(file_digest(target))  # a thorough agent edits the stored blob too
@@ -777,7 +778,7 @@ def test_blended_weights_in_place_of_a_stored_checkpoint(run, honest):
 
 # -- the audit re-reads stored evidence ---------------------------------------------------------------
 def _dev(x, experiment_id):
-    return next(e for e in load_state(x).experiments[experiment_id].evals if e.split == "dev")
+    return next(e for e in load_state(x.reader).experiments[experiment_id].evals if e.split == "dev")
 
 
 def evidence(report, experiment_id, sub):
@@ -831,7 +832,7 @@ def test_stored_record_replaced_by_a_symlink_is_caught(run, honest, tmp_path):
 
 
 def _edit_config(x, experiment_id, **changes):
-    d = load_state(x).experiments[experiment_id].outputs["train_config"]
+    d = load_state(x.reader).experiments[experiment_id].outputs["train_config"]
     cfg = json.loads(x.run.store.read_bytes(d))
     cfg.update(changes)
     blob = x.run.store._blob(d)
@@ -861,7 +862,7 @@ def test_training_config_naming_other_data_is_caught(run, honest):
 
 
 def test_deleted_training_config_is_caught(run, honest):
-    d = load_state(run).experiments[honest.exp1].outputs["train_config"]
+    d = load_state(run.reader).experiments[honest.exp1].outputs["train_config"]
     agent(
         "import os, sys; os.chmod(os.path.dirname(sys.argv[1]), 0o755); os.unlink(sys.argv[1])", run.run.store._blob(d)
     )
@@ -873,7 +874,7 @@ def test_deleted_training_config_is_caught(run, honest):
 def test_forged_training_without_a_config_is_caught(run, honest, tmp_path):
     # An agent with ledger access records a "finished experiment" whose weights it made elsewhere.
     w = new_worker(run, "w6")
-    src = run.run.store.path(load_state(run).experiments[honest.exp2].checkpoint)
+    src = run.run.store.path(load_state(run.reader).experiments[honest.exp2].checkpoint)
     shutil.copytree(src, tmp_path / "ckpt")
     (tmp_path / "ckpt" / "NOTE").write_text("trained off the books\n")
     ckpt = run.run.store.put_dir(tmp_path / "ckpt")
@@ -905,7 +906,7 @@ def test_forged_training_without_a_config_is_caught(run, honest, tmp_path):
 
 def test_one_record_serving_two_experiments_is_named(run, honest):
     e1 = _dev(run, honest.exp1)
-    x2 = load_state(run).experiments[honest.exp2]
+    x2 = load_state(run.reader).experiments[honest.exp2]
     # exp2 is pointed at exp1's evaluation record (and its score).
     run.record(
         W2,
@@ -925,7 +926,7 @@ def test_one_record_serving_two_experiments_is_named(run, honest):
 
 
 def test_symlinked_parent_weights_and_dataset_are_refused(run, honest, tmp_path):
-    st = load_state(run)
+    st = load_state(run.reader)
     parent, other = st.experiments[honest.exp1].checkpoint, st.experiments[honest.exp2].checkpoint
     fake = tmp_path / "other.safetensors"
     fake.write_bytes(weights_of(run, other).read_bytes())

@@ -58,7 +58,7 @@ def test_experiment_trains_and_evaluates_the_user_model(user_run):
     assert e.status == "completed" and e.dev_score is not None, e
     finish = list(x.run.ledger.events(kinds=["experiment.finish"]))[-1].payload
     assert finish["measured"]["parent_checkpoint"] == x.contract.base_model_artifact
-    ckpt = x.run.store.path(load_state(x).experiments[e.experiment_id].checkpoint)
+    ckpt = x.run.store.path(load_state(x.reader).experiments[e.experiment_id].checkpoint)
     assert json.loads((ckpt / "config.json").read_text())["model_type"] == "qwen2"
     lora = x.call(W1, "experiment.submit", {"dataset": d, "config": {**QUICK, "method": "lora"}})
     assert lora.status == "completed", lora

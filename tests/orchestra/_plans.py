@@ -36,7 +36,7 @@ def _ctx(expos: Any, spent: float, budget: float, slots: int) -> MainContext:
 
 def _plans(expos: Any, since: int = 0) -> list[dict[str, Any]]:
     """Every Worker the Main added and every decision it recorded, from event `since` on."""
-    g = load_graph(expos)
+    g = load_graph(expos.reader)
     items: list[tuple[int, dict[str, Any]]] = []
     for w in g.workers.values():
         if w.seq >= since:
@@ -81,25 +81,25 @@ def task_plans(task: str, root: Path, prior: Any = None) -> dict[str, Any]:
         with new_run(
             root, task, budget_s=budget, slots=slots, name=f"open-{int(budget)}-{slots}", prior=prior
         ) as expos:
-            PolicyMain().start(_ctx(expos, 0.0, budget, slots), load_graph(expos))
+            PolicyMain().start(_ctx(expos, 0.0, budget, slots), load_graph(expos.reader))
             out[f"start {int(budget)}s {slots} slots"] = _plans(expos)
     budget = 1000.0
     with new_run(root, task, budget_s=budget, name="fail", prior=prior) as expos:
         main = PolicyMain()
-        main.start(_ctx(expos, 0.0, budget, 2), load_graph(expos))
-        w1, w2 = sorted(load_graph(expos).workers)
+        main.start(_ctx(expos, 0.0, budget, 2), load_graph(expos.reader))
+        w1, w2 = sorted(load_graph(expos.reader).workers)
         expos.call(MAIN, "review.request", {"reviewer_id": "r1", "question": "q", "scope": [w1, w2]})
         rev = expos.call(
             Caller("reviewer", "r1"),
             "review.submit",
             {"scope": [w1, w2], "verdict": "fail", "violations": [f"{w1} claims something unsupported"]},
         ).seq
-        main.on_event(_ctx(expos, 30.0, budget, 2), load_graph(expos), (rev, "review", "r1"))
+        main.on_event(_ctx(expos, 30.0, budget, 2), load_graph(expos.reader), (rev, "review", "r1"))
         out["failed review"] = _plans(expos, rev)
     with new_run(root, task, budget_s=budget, name="pass", prior=prior) as expos:
         main = PolicyMain()
-        main.start(_ctx(expos, 0.0, budget, 2), load_graph(expos))
-        g = load_graph(expos)
+        main.start(_ctx(expos, 0.0, budget, 2), load_graph(expos.reader))
+        g = load_graph(expos.reader)
         w1, w2 = sorted(g.workers)
         x1 = fake_experiment(expos, w1, 0.5, review=0.4)
         s1 = finalize(expos, w1, x1, 0.5, _recipe(x1, g.workers[w1].direction, 0.5))
@@ -125,10 +125,10 @@ def task_plans(task: str, root: Path, prior: Any = None) -> dict[str, Any]:
                 "evidence": [s1, s2],
             },
         ).seq
-        main.on_event(_ctx(expos, 40.0, budget, 2), load_graph(expos), (rev, "review", "r1"))
-        main.on_idle(_ctx(expos, 45.0, budget, 2), load_graph(expos), 1)
-        main.on_idle(_ctx(expos, 50.0, budget, 2), load_graph(expos), 1)
-        main.on_idle(_ctx(expos, 800.0, budget, 2), load_graph(expos), 1)
+        main.on_event(_ctx(expos, 40.0, budget, 2), load_graph(expos.reader), (rev, "review", "r1"))
+        main.on_idle(_ctx(expos, 45.0, budget, 2), load_graph(expos.reader), 1)
+        main.on_idle(_ctx(expos, 50.0, budget, 2), load_graph(expos.reader), 1)
+        main.on_idle(_ctx(expos, 800.0, budget, 2), load_graph(expos.reader), 1)
         out["passed review"] = _plans(expos, rev)
     return out
 

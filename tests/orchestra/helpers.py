@@ -46,7 +46,7 @@ def new_run(
         "eval_limit": eval_limit,
     }
     if prior is not None:
-        settings["prior"] = store_prior(expos, read_prior(prior))
+        settings["prior"] = store_prior(expos.reader, read_prior(prior))
     if timing_prior is not None:
         settings["timing_prior"] = timing_prior
     expos.record(ORCHESTRA, "orchestra.start", settings)

@@ -28,44 +28,44 @@ def _recipe(xid, family, dev):
 
 
 def _decisions(expos):
-    return load_graph(expos).decisions
+    return load_graph(expos.reader).decisions
 
 
 def test_start_opens_one_direction_per_slot_and_records_a_branch(tmp_path):
     with new_run(tmp_path) as expos:
         main = PolicyMain()
-        main.start(_ctx(expos, 0.0), load_graph(expos))
-        g = load_graph(expos)
+        main.start(_ctx(expos, 0.0), load_graph(expos.reader))
+        g = load_graph(expos.reader)
         assert len(g.workers) == 2
         assert len({w.direction.key() for w in g.workers.values()}) == 2
         assert [d.action for d in g.decisions] == ["branch"]
         assert g.decisions[0].evidence == [0]  # rests on the contract
-        main.start(_ctx(expos, 0.0), load_graph(expos))  # idempotent: a resumed run does not re-seed
-        assert len(load_graph(expos).workers) == 2
+        main.start(_ctx(expos, 0.0), load_graph(expos.reader))  # idempotent: a resumed run does not re-seed
+        assert len(load_graph(expos.reader).workers) == 2
 
 
 def test_a_full_cycle_verify_revise_branch_and_stop(tmp_path):
     with new_run(tmp_path) as expos:
         main = PolicyMain()
-        main.start(_ctx(expos, 0.0), load_graph(expos))
-        g = load_graph(expos)
+        main.start(_ctx(expos, 0.0), load_graph(expos.reader))
+        g = load_graph(expos.reader)
         w1, w2 = sorted(g.workers)
         fam1, fam2 = g.workers[w1].direction.family, g.workers[w2].direction.family
         x1 = fake_experiment(expos, w1, 0.5, review=0.4)
         s1 = finalize(expos, w1, x1, 0.5, _recipe(x1, fam1, 0.5))
-        main.on_event(_ctx(expos, 10.0), load_graph(expos), (s1, "finalize", w1))
+        main.on_event(_ctx(expos, 10.0), load_graph(expos.reader), (s1, "finalize", w1))
         d = _decisions(expos)[-1]
         # One Worker alone is not reviewed across Workers: its slot gets the next direction.
         assert d.action == "branch" and d.answers == s1 and "event" not in d.detail and s1 in d.evidence
-        assert len(load_graph(expos).workers) == 3
+        assert len(load_graph(expos.reader).workers) == 3
 
         x2 = fake_experiment(expos, w2, 0.3, review=0.35)
         s2 = finalize(expos, w2, x2, 0.3, _recipe(x2, fam2, 0.3))
-        main.on_event(_ctx(expos, 20.0), load_graph(expos), (s2, "finalize", w2))
+        main.on_event(_ctx(expos, 20.0), load_graph(expos.reader), (s2, "finalize", w2))
         d = _decisions(expos)[-1]
         assert d.action == "verify" and sorted(d.detail["scope"]) == [w1, w2]
         rid = d.detail["reviewer"]
-        assert load_graph(expos).reviewers[rid].cross_worker
+        assert load_graph(expos.reader).reviewers[rid].cross_worker
 
         rev = expos.call(
             Caller("reviewer", rid),
@@ -91,21 +91,21 @@ def test_a_full_cycle_verify_revise_branch_and_stop(tmp_path):
                 "evidence": [s1, s2],
             },
         ).seq
-        main.on_event(_ctx(expos, 40.0), load_graph(expos), (rev, "review", rid))
+        main.on_event(_ctx(expos, 40.0), load_graph(expos.reader), (rev, "review", rid))
         d = _decisions(expos)[-1]
         # Without a prior the critique is weighed against the other options on the run's own
         # curves, and the decision says by how much: with one point per lineage, mixing w2's
         # family into x1's lineage promises more than training x1 further on its own data.
         assert d.action == "branch" and d.detail["combines"] == [w1, w2]
         assert "expected gain over 0.400" in d.rationale and "critique of" in d.rationale
-        comb = load_graph(expos).workers[d.detail["worker"]]
+        comb = load_graph(expos.reader).workers[d.detail["worker"]]
         assert comb.predecessors == [w1, w2] and comb.direction.mix[0]["family"] == fam2
         assert comb.direction.parent == x1
-        assert main.plans.combine(_ctx(expos, 40.0), load_graph(expos)) is None  # answered once
+        assert main.plans.combine(_ctx(expos, 40.0), load_graph(expos.reader)) is None  # answered once
         # The critique is answered by continuing the verified checkpoint with its recipe.
-        action, _, evidence, detail = main.plans.revise(_ctx(expos, 40.0), load_graph(expos))
+        action, _, evidence, detail = main.plans.revise(_ctx(expos, 40.0), load_graph(expos.reader))
         assert action == "revise" and rev in evidence and detail["parent"] == x1
-        g = load_graph(expos)
+        g = load_graph(expos.reader)
         new = g.workers[detail["worker"]]
         assert new.predecessors == [w1] and new.direction.parent == x1
         assert new.direction.knobs["n_facts"].kind == "fixed"  # the verified recipe, fixed
@@ -121,16 +121,16 @@ def test_a_full_cycle_verify_revise_branch_and_stop(tmp_path):
         # slot continues the next verified lineage instead.
         action, _, _, detail = main.plans.continue_lineage(_ctx(expos, 41.0), g)
         assert action == "continue" and detail["parent"] == x2
-        g = load_graph(expos)
+        g = load_graph(expos.reader)
         assert main.plans.continue_lineage(_ctx(expos, 42.0), g) is None  # both lineages are being trained
         seeds = [w.direction.seed for w in g.workers.values()]
         assert len(set(seeds)) == len(seeds)  # no two Workers draw the same data
 
         # Late in the budget: no new Worker, and the stop nominates the reviewed candidates.
-        n_workers = len(load_graph(expos).workers)
-        assert not main.on_idle(_ctx(expos, 80.0), load_graph(expos), 1)
-        assert len(load_graph(expos).workers) == n_workers
-        main.finish(_ctx(expos, 100.0), load_graph(expos), "budget spent")
+        n_workers = len(load_graph(expos.reader).workers)
+        assert not main.on_idle(_ctx(expos, 80.0), load_graph(expos.reader), 1)
+        assert len(load_graph(expos.reader).workers) == n_workers
+        main.finish(_ctx(expos, 100.0), load_graph(expos.reader), "budget spent")
         d = _decisions(expos)[-1]
         assert d.action == "stop" and d.detail["nominated"][0] == x1
         assert [e.payload["experiment_id"] for e in expos.events("candidate.nominate")][:2] == [x1, x2]
@@ -139,18 +139,18 @@ def test_a_full_cycle_verify_revise_branch_and_stop(tmp_path):
 def test_failed_review_is_answered_by_a_revise_from_the_base(tmp_path):
     with new_run(tmp_path) as expos:
         main = PolicyMain()
-        main.start(_ctx(expos, 0.0), load_graph(expos))
-        w1, w2 = sorted(load_graph(expos).workers)
+        main.start(_ctx(expos, 0.0), load_graph(expos.reader))
+        w1, w2 = sorted(load_graph(expos.reader).workers)
         expos.call(MAIN, "review.request", {"reviewer_id": "r1", "question": "q", "scope": [w1, w2]})
         rev = expos.call(
             Caller("reviewer", "r1"),
             "review.submit",
             {"scope": [w1, w2], "verdict": "fail", "violations": [f"{w1} claims something unsupported"]},
         ).seq
-        main.on_event(_ctx(expos, 30.0), load_graph(expos), (rev, "review", "r1"))
+        main.on_event(_ctx(expos, 30.0), load_graph(expos.reader), (rev, "review", "r1"))
         d = _decisions(expos)[-1]
         assert d.action == "revise" and d.detail["answers"] == rev
-        assert load_graph(expos).workers[d.detail["worker"]].direction.parent == "base"
+        assert load_graph(expos.reader).workers[d.detail["worker"]].direction.parent == "base"
 
 
 def _reviewed(tmp_path, verdict, prose, recommendations):
@@ -158,8 +158,8 @@ def _reviewed(tmp_path, verdict, prose, recommendations):
     the given verdict, prose lists and typed recommendations covers both; the Main answers it."""
     expos = new_run(tmp_path, budget_s=1000.0)
     main = PolicyMain()
-    main.start(_ctx(expos, 0.0, budget=1000.0), load_graph(expos))
-    g = load_graph(expos)
+    main.start(_ctx(expos, 0.0, budget=1000.0), load_graph(expos.reader))
+    g = load_graph(expos.reader)
     w1, w2 = sorted(g.workers)
     x1 = fake_experiment(expos, w1, 0.5, review=0.4)
     s1 = finalize(expos, w1, x1, 0.5, _recipe(x1, g.workers[w1].direction.family, 0.5))
@@ -177,7 +177,7 @@ def _reviewed(tmp_path, verdict, prose, recommendations):
             "recommendations": recommendations(w1, w2, x1, x2),
         },
     ).seq
-    main.on_event(_ctx(expos, 40.0, budget=1000.0), load_graph(expos), (rev, "review", "r1"))
+    main.on_event(_ctx(expos, 40.0, budget=1000.0), load_graph(expos.reader), (rev, "review", "r1"))
     return expos, main, (w1, w2, x1, x2)
 
 
@@ -197,13 +197,13 @@ def test_the_main_reads_the_typed_recommendation_not_the_prose_a_stop_is_a_stop(
     expos, main, (w1, _w2, x1, x2) = _reviewed(tmp_path, "pass", prose, stop)
     with expos:
         d = _decisions(expos)[-1]
-        g = load_graph(expos)
+        g = load_graph(expos.reader)
         assert d.action != "revise" and all(w.direction.parent != x1 for w in g.workers.values())
         # ... nor does an idle slot continue it, though it leads on review: x2 is trained instead.
         assert main.on_idle(_ctx(expos, 800.0, budget=1000.0), g, 1)
         d = _decisions(expos)[-1]
         assert d.action == "continue" and d.detail["parent"] == x2
-        assert not main.on_idle(_ctx(expos, 800.0, budget=1000.0), load_graph(expos), 1)
+        assert not main.on_idle(_ctx(expos, 800.0, budget=1000.0), load_graph(expos.reader), 1)
 
     # The same review with a typed Continue is answered by a revise that continues x1.
     def cont(w1, w2, x1, x2):
@@ -212,7 +212,7 @@ def test_the_main_reads_the_typed_recommendation_not_the_prose_a_stop_is_a_stop(
     expos, main, (w1, _w2, x1, x2) = _reviewed(tmp_path / "b", "pass", {}, cont)
     with expos:
         # (Without a prior the Main weighs when to answer it: `test_a_full_cycle...`.)
-        action, rationale, _, detail = main.plans.revise(_ctx(expos, 40.0, budget=1000.0), load_graph(expos))
+        action, rationale, _, detail = main.plans.revise(_ctx(expos, 40.0, budget=1000.0), load_graph(expos.reader))
         assert action == "revise" and detail["parent"] == x1
         assert f"continue {x1} {w1}: train it further" in rationale  # the typed message, rendered
 
@@ -224,7 +224,7 @@ def test_a_failed_review_redoes_the_worker_its_revise_names(tmp_path):
     expos, _, (w1, w2, _x1, _x2) = _reviewed(tmp_path, "fail", {"violations": ["something"]}, revise)
     with expos:
         d = _decisions(expos)[-1]
-        g = load_graph(expos)
+        g = load_graph(expos.reader)
         new = g.workers[d.detail["worker"]]
         assert d.action == "revise" and new.direction.parent == "base"
         assert new.direction.family == g.workers[w2].direction.family != g.workers[w1].direction.family
@@ -235,16 +235,16 @@ def test_a_direction_is_capped_at_its_share_before_a_passing_cross_worker_review
 
     with new_run(tmp_path, budget_s=100.0) as expos:
         main = PolicyMain(BudgetRule(share=0.4, worker_fraction=0.3))
-        main.start(_ctx(expos, 0.0, slots=1), load_graph(expos))
-        (w1,) = load_graph(expos).workers
+        main.start(_ctx(expos, 0.0, slots=1), load_graph(expos.reader))
+        (w1,) = load_graph(expos.reader).workers
         job = expos.record(ORCHESTRA, "orchestra.job.start", {"node": w1, "kind": "worker", "slot": 0})
-        g = load_graph(expos)
+        g = load_graph(expos.reader)
         expos.record(
             ORCHESTRA,
             "orchestra.job.end",
             {"start_seq": job.seq, "node": w1, "status": "done", "end_ts": g.jobs[0].start_ts + 30.0, "seconds": 30.0},
         )
-        g = load_graph(expos)
+        g = load_graph(expos.reader)
         d = g.workers[w1].direction
         assert main.plans.capped(_ctx(expos, 30.0), g, d)  # 30 s spent + a 30 s Worker > 40 s share
         assert not main.plans.capped(_ctx(expos, 30.0), g, d.model_copy(update={"family": "other"}))
@@ -252,7 +252,7 @@ def test_a_direction_is_capped_at_its_share_before_a_passing_cross_worker_review
         expos.call(MAIN, "worker.add", {"worker_id": "wx", "task": "t", "direction": {"family": "other"}})
         expos.call(MAIN, "review.request", {"reviewer_id": "r1", "question": "q", "scope": [w1, "wx"]})
         expos.call(Caller("reviewer", "r1"), "review.submit", {"scope": [w1, "wx"], "verdict": "pass"})
-        assert not main.plans.capped(_ctx(expos, 30.0), load_graph(expos), d)
+        assert not main.plans.capped(_ctx(expos, 30.0), load_graph(expos.reader), d)
 
 
 @pytest.fixture
@@ -308,8 +308,8 @@ def test_the_opening_directions_follow_the_landscape_at_this_budget(tmp_path, us
     opened = {}
     for budget in (100.0, 10_000.0):
         with new_run(tmp_path / str(int(budget)), prior=prior) as expos:
-            PolicyMain().start(_ctx(expos, 0.0, budget=budget, slots=1), load_graph(expos))
-            opened[budget] = [w.direction.family for w in load_graph(expos).workers.values()]
+            PolicyMain().start(_ctx(expos, 0.0, budget=budget, slots=1), load_graph(expos.reader))
+            opened[budget] = [w.direction.family for w in load_graph(expos.reader).workers.values()]
     # A short campaign opens what pays early; a long one what the curves put ahead later.
     assert opened == {100.0: ["answer_only"], 10_000.0: ["chain_then_answer"]}
 
@@ -338,8 +338,8 @@ def test_a_measured_data_selection_opens_a_short_campaign_as_a_direction_of_its_
     opened = {}
     for budget in (100.0, 10_000.0):
         with new_run(tmp_path / str(int(budget)), prior=prior) as expos:
-            PolicyMain().start(_ctx(expos, 0.0, budget=budget, slots=2), load_graph(expos))
-            opened[budget] = [w.direction for w in load_graph(expos).workers.values()]
+            PolicyMain().start(_ctx(expos, 0.0, budget=budget, slots=2), load_graph(expos.reader))
+            opened[budget] = [w.direction for w in load_graph(expos.reader).workers.values()]
     short, long_ = opened[100.0], opened[10_000.0]
     assert [d.key() for d in short] == ["chain_then_answer[two_hop=0.0]:sft", "chain_then_answer:sft"]
     assert short[0].knobs["two_hop"].kind == "fixed" and short[0].knobs["two_hop"].value == 0.0
@@ -420,8 +420,8 @@ def test_when_nothing_pays_on_a_share_the_direction_that_turns_soonest_opens(tmp
     turns = _curve((1.0, 0.0), (2.0, 0.0), (4.0, 0.9))
     prior = use_landscape({"answer_only": flat, "chain_then_answer": turns})
     with new_run(tmp_path, prior=prior) as expos:
-        PolicyMain().start(_ctx(expos, 0.0, budget=1000.0, slots=1), load_graph(expos))
-        opened = [w.direction.family for w in load_graph(expos).workers.values()]
+        PolicyMain().start(_ctx(expos, 0.0, budget=1000.0, slots=1), load_graph(expos.reader))
+        opened = [w.direction.family for w in load_graph(expos.reader).workers.values()]
     assert opened == ["chain_then_answer"]
 
 
@@ -441,8 +441,8 @@ def test_the_opening_trial_and_order_use_the_batch_2_curve_where_one_was_measure
         }
     )
     with new_run(tmp_path, prior=prior) as expos:
-        PolicyMain().start(_ctx(expos, 0.0, budget=600.0, slots=3), load_graph(expos))
-        opened = [w.direction for w in load_graph(expos).workers.values()]
+        PolicyMain().start(_ctx(expos, 0.0, budget=600.0, slots=3), load_graph(expos.reader))
+        opened = [w.direction for w in load_graph(expos.reader).workers.values()]
     assert [d.label() for d in opened] == ["chain_then_answer", "answer_only", "chain_then_answer[two_hop=0.0]"]
     batch = {d.label(): d.enqueue[0]["t:batch_size"] for d in opened}
     assert batch == {"answer_only": 8, "chain_then_answer": 2, "chain_then_answer[two_hop=0.0]": 8}
@@ -495,9 +495,9 @@ def test_a_short_batch_2_curve_does_not_rank_a_long_campaign(use_landscape):
 def _two_verified(expos, main, first, second):
     """Start the Main on a 1000 s budget; each opened Worker finalizes one experiment
     (dev, review, steps) and one passing cross-Worker review covers both."""
-    main.start(_ctx(expos, 0.0, budget=1000.0), load_graph(expos))
-    w1, w2 = sorted(load_graph(expos).workers)
-    g = load_graph(expos)
+    main.start(_ctx(expos, 0.0, budget=1000.0), load_graph(expos.reader))
+    w1, w2 = sorted(load_graph(expos.reader).workers)
+    g = load_graph(expos.reader)
     xs, seqs = [], []
     for w, (dev, review, steps) in ((w1, first), (w2, second)):
         x = fake_experiment(expos, w, dev, review=review, steps=steps)
@@ -512,21 +512,21 @@ def test_late_an_idle_slot_continues_the_verified_leader_and_opens_nothing_new(t
     with new_run(tmp_path, budget_s=1000.0) as expos:
         main = PolicyMain()
         w1, w2, x1, x2 = _two_verified(expos, main, (0.5, 0.4, 20), (0.3, 0.2, 20))
-        n = len(load_graph(expos).workers)
+        n = len(load_graph(expos.reader).workers)
         # 80% spent (late), 200 s left: nothing to compare, so the idle slot trains the leader,
         # sized to end before the 50 s kept for the last comparison.
-        assert main.on_idle(_ctx(expos, 800.0, budget=1000.0), load_graph(expos), 1)
+        assert main.on_idle(_ctx(expos, 800.0, budget=1000.0), load_graph(expos.reader), 1)
         d = _decisions(expos)[-1]
-        g = load_graph(expos)
+        g = load_graph(expos.reader)
         new = g.workers[d.detail["worker"]]
         assert d.action == "continue" and new.direction.parent == x1 and len(g.workers) == n + 1
         assert new.direction.seconds <= 150.0
         # Both lineages being trained or too little time left: nothing, and never a new direction.
         assert main.on_idle(_ctx(expos, 800.0, budget=1000.0), g, 1)  # x2 is free
         assert _decisions(expos)[-1].detail["parent"] == x2
-        assert not main.on_idle(_ctx(expos, 800.0, budget=1000.0), load_graph(expos), 1)
-        assert not main.on_idle(_ctx(expos, 960.0, budget=1000.0), load_graph(expos), 1)
-        assert {w.direction.family for w in load_graph(expos).workers.values()} == {
+        assert not main.on_idle(_ctx(expos, 800.0, budget=1000.0), load_graph(expos.reader), 1)
+        assert not main.on_idle(_ctx(expos, 960.0, budget=1000.0), load_graph(expos.reader), 1)
+        assert {w.direction.family for w in load_graph(expos.reader).workers.values()} == {
             g.workers[w1].direction.family,
             g.workers[w2].direction.family,
         }
@@ -541,8 +541,11 @@ def test_among_tied_verified_checkpoints_the_main_continues_the_more_trained_one
         main = PolicyMain()
         # Both score 0 on review (the first minutes of a campaign); w2's checkpoint has 10x the training.
         _, _, x1, x2 = _two_verified(expos, main, (0.0, 0.0, 20), (0.0, 0.0, 200))
-        assert [t[0] for t in main.ranker.verified(_ctx(expos, 800.0, budget=1000.0), load_graph(expos))] == [x2, x1]
-        assert main.on_idle(_ctx(expos, 800.0, budget=1000.0), load_graph(expos), 1)
+        assert [t[0] for t in main.ranker.verified(_ctx(expos, 800.0, budget=1000.0), load_graph(expos.reader))] == [
+            x2,
+            x1,
+        ]
+        assert main.on_idle(_ctx(expos, 800.0, budget=1000.0), load_graph(expos.reader), 1)
         assert _decisions(expos)[-1].detail["parent"] == x2
 
 
@@ -554,18 +557,18 @@ def test_tied_at_zero_the_main_continues_the_lineage_the_landscape_expects_more_
     prior = use_landscape({"answer_only": flat, "chain_then_answer": late})
     with new_run(tmp_path, budget_s=1000.0, prior=prior) as expos:
         main = PolicyMain()
-        main.start(_ctx(expos, 0.0, budget=1000.0), load_graph(expos))
-        fams = {w.direction.family: w.id for w in load_graph(expos).workers.values()}
+        main.start(_ctx(expos, 0.0, budget=1000.0), load_graph(expos.reader))
+        fams = {w.direction.family: w.id for w in load_graph(expos.reader).workers.values()}
         assert set(fams) == {"answer_only", "chain_then_answer"}
         steps = {fams["answer_only"]: 200, fams["chain_then_answer"]: 20}
         # _two_verified opens the same two Workers again (start is idempotent) and gives w1, w2 their steps.
         w1, w2 = sorted(fams.values())
         _, _, x1, x2 = _two_verified(expos, main, (0.0, 0.0, steps[w1]), (0.0, 0.0, steps[w2]))
         chain_x = x1 if w1 == fams["chain_then_answer"] else x2
-        ranked = [t[0] for t in main.ranker.verified(_ctx(expos, 800.0, budget=1000.0), load_graph(expos))]
+        ranked = [t[0] for t in main.ranker.verified(_ctx(expos, 800.0, budget=1000.0), load_graph(expos.reader))]
         # 160 examples, but one more default experiment puts it at ~15% against answer-only's 2%
         assert ranked[0] == chain_x
-        assert main.on_idle(_ctx(expos, 800.0, budget=1000.0), load_graph(expos), 1)
+        assert main.on_idle(_ctx(expos, 800.0, budget=1000.0), load_graph(expos.reader), 1)
         assert _decisions(expos)[-1].detail["parent"] == chain_x
 
 
@@ -584,12 +587,12 @@ def test_late_in_a_short_budget_no_direction_opens_with_an_allowance_below_its_o
     for spent, grpo_opens in ((0.0, True), (40.0, False)):
         with new_run(tmp_path, str(task), budget_s=90.0, name=f"run-{spent:g}") as expos:
             main, ctx = PolicyMain(), _ctx(expos, spent, budget=90.0)
-            while main.plans.branch(ctx, load_graph(expos)) is not None:
+            while main.plans.branch(ctx, load_graph(expos.reader)) is not None:
                 pass
-            workers = load_graph(expos).workers.values()
+            workers = load_graph(expos.reader).workers.values()
             assert workers
             for w in workers:
-                floor = TRIAL_MARGIN * min_trial_seconds(run_timing(expos), cheapest_batch(w.direction))
+                floor = TRIAL_MARGIN * min_trial_seconds(run_timing(expos.reader), cheapest_batch(w.direction))
                 assert w.direction.seconds >= floor, (w.direction.key(), w.direction.seconds, floor)
             assert any(w.direction.method == "grpo" for w in workers) == grpo_opens
 
@@ -602,6 +605,6 @@ def test_before_any_measurement_the_main_prices_trials_with_the_prior_the_budget
 
     prior = {"step_s": 0.5, "example_s": 0.11, "overhead_s": 9.0}
     with new_run(tmp_path, "arithmetic", budget_s=600.0, timing_prior=prior) as expos:
-        assert run_timing(expos) == prior
+        assert run_timing(expos.reader) == prior
         for batch in (2, 8, 32):  # per example: a step of batch 32 is not priced like one of batch 2
-            assert min_trial_seconds(run_timing(expos), batch) == min_trial_seconds(prior, batch)
+            assert min_trial_seconds(run_timing(expos.reader), batch) == min_trial_seconds(prior, batch)

@@ -35,7 +35,7 @@ def test_default_run_improves_on_the_base_with_a_reviewed_research_graph(tmp_pat
     summary = start_run(RunSpec(task=task, budget=budget, run_dir=tmp_path / "run"))
     assert summary["final_score"] > summary["base_score"], summary
     with ExpOS.open(tmp_path / "run", writable=False) as expos:
-        g = load_graph(expos)
+        g = load_graph(expos.reader)
         actions = Counter(d.action for d in g.decisions)
         assert actions["branch"] >= 1 and actions["revise"] >= 1, actions
         assert any(r.done and r.cross_worker for r in g.reviewers.values())
@@ -64,8 +64,8 @@ def _check_no_loss_no_repeat(run_dir: Path) -> None:
     with ExpOS.open(run_dir, writable=False) as expos:
         finishes = Counter(e.payload["experiment_id"] for e in expos.events("experiment.finish"))
         assert all(n == 1 for n in finishes.values()), finishes
-        st = load_state(expos)
-        g = load_graph(expos)
+        st = load_state(expos.reader)
+        g = load_graph(expos.reader)
         # Every experiment either finished or is recorded as interrupted, never silently dropped.
         for x in st.experiments.values():
             assert x.status != "running" or x.id in g.interrupted_experiments, x.id
@@ -77,12 +77,12 @@ def _check_no_loss_no_repeat(run_dir: Path) -> None:
 
 def load_interrupted(run_dir: Path) -> set[str]:
     with ExpOS.open(run_dir, writable=False) as expos:
-        return load_graph(expos).interrupted_experiments
+        return load_graph(expos.reader).interrupted_experiments
 
 
 def _finished(run_dir) -> bool:
     with ExpOS.open(run_dir, writable=False) as expos:
-        return load_graph(expos).finished is not None
+        return load_graph(expos.reader).finished is not None
 
 
 @pytest.mark.timeout(7200)

@@ -68,8 +68,8 @@ def test_without_a_prior_the_opening_order_varies_with_the_run_seed(tmp_path):
     orders = set()
     for seed in range(6):
         with new_run(tmp_path, "arithmetic", slots=1, seed=seed, name=f"s{seed}") as expos:
-            PolicyMain().start(MainContext(expos, MAIN, 300.0, lambda: 0.0, 1, seed), load_graph(expos))
-            orders.add(next(iter(load_graph(expos).workers.values())).direction.family)
+            PolicyMain().start(MainContext(expos, MAIN, 300.0, lambda: 0.0, 1, seed), load_graph(expos.reader))
+            orders.add(next(iter(load_graph(expos.reader).workers.values())).direction.family)
     assert len(orders) >= 2  # no family opens every campaign
 
 
@@ -85,8 +85,8 @@ def test_without_a_prior_a_task_directory_opens_with_sft_on_its_train_pool(tmp_p
     firsts, seconds = set(), set()
     for seed in range(6):
         with new_run(tmp_path, str(task), slots=2, seed=seed, name=f"s{seed}") as expos:
-            PolicyMain().start(MainContext(expos, MAIN, 300.0, lambda: 0.0, 2, seed), load_graph(expos))
-            opened = [w.direction for w in load_graph(expos).workers.values()]
+            PolicyMain().start(MainContext(expos, MAIN, 300.0, lambda: 0.0, 2, seed), load_graph(expos.reader))
+            opened = [w.direction for w in load_graph(expos.reader).workers.values()]
             firsts.add((opened[0].family, opened[0].method))
             seconds.add((opened[1].family, opened[1].method))
     assert firsts == {("pool", "sft")}

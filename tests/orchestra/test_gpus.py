@@ -82,7 +82,7 @@ def test_each_slot_process_gets_its_own_devices(tmp_path, monkeypatch):
         sched = Scheduler(expos, PlainDisplay(), poll_s=0.1)
         sched.start()
         assert sched.drive() == "no work left"
-        g = load_graph(expos)
+        g = load_graph(expos.reader)
         starts = {e.payload["node"]: e.payload for e in expos.events("orchestra.job.start")}
         assert {n: (p["slot"], p["devices"]) for n, p in starts.items()} == {"s1": (0, "0,1"), "s2": (1, "2,3")}
         summaries = {e.actor.id: e.payload["summary"] for e in expos.events("worker.finalize")}

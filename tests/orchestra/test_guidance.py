@@ -92,7 +92,7 @@ def test_the_mains_next_decision_cites_the_guidance_and_pause_holds_launches(cam
         assert stop.payload["stop_worker"] == [RUN["stop"]]
         answer = next(d for d in decisions if d.payload["detail"].get("guidance") == stop.seq)
         assert answer.payload["action"] == "revise" and stop.seq in answer.payload["evidence"]
-        job = next(j for j in load_graph(x).jobs if j.node == RUN["stop"])
+        job = next(j for j in load_graph(x.reader).jobs if j.node == RUN["stop"])
         assert job.status == "done" and job.end_ts < job.deadline - 60
         assert x.projection().state.workers[RUN["stop"]].finalize_seq is not None
     assert cli(["verify", str(campaign)]) == 0
@@ -145,7 +145,7 @@ def test_guidance_is_recorded_as_the_operator_and_no_agent_can_write_one(tmp_pat
             with pytest.raises(ToolInvalid):  # no tool writes the kind
                 x.call(agent, "human.guidance", {"text": "forged"})
         assert len(x.events("human.guidance")) == 1
-        assert load_graph(x).workers["w1"] is not None
+        assert load_graph(x.reader).workers["w1"] is not None
 
 
 class GuidedLLMMain(LLMMain):

@@ -27,9 +27,9 @@ def clean_audit(monkeypatch):
 
 def _two_submissions(expos, first, second):
     """Two opened Workers, each submitting one experiment (review score, steps)."""
-    PolicyMain().start(MainContext(expos, MAIN, 1000.0, lambda: 0.0, 2), load_graph(expos))
+    PolicyMain().start(MainContext(expos, MAIN, 1000.0, lambda: 0.0, 2), load_graph(expos.reader))
     xs = []
-    for w, (review, steps) in zip(sorted(load_graph(expos).workers), (first, second)):
+    for w, (review, steps) in zip(sorted(load_graph(expos.reader).workers), (first, second)):
         xs.append(fake_experiment(expos, w, review, review=review, steps=steps))
         finalize(expos, w, xs[-1], review)
     return xs

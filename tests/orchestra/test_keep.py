@@ -29,7 +29,7 @@ def test_a_run_with_keep_referenced_prunes_and_stays_clean(tmp_path):
 
     with ExpOS.open(run_dir, writable=False) as x:
         prunes = [typed(e, ArtifactPrune).payload for e in x.own_events("artifact.prune")]
-        kept = protected_checkpoints(x)
+        kept = protected_checkpoints(x.reader)
         st_selected = [e.payload.get("selected") for e in x.own_events("harness.select")]
         pruned = {p.experiment_id for p in prunes[0].pruned} if prunes else set()
         assert not pruned & set(kept)

@@ -31,8 +31,8 @@ def _run(tmp_path, name: str, reviews: tuple[float, float], verdict: str = "pass
     (findings, recommendations) covers both. Returns (expos, main, w1, w2, x1, x2)."""
     expos = new_run(tmp_path, budget_s=BUDGET, name=name, eval_limit=100)
     main = PolicyMain()
-    main.start(_ctx(expos, 0.0), load_graph(expos))
-    g = load_graph(expos)
+    main.start(_ctx(expos, 0.0), load_graph(expos.reader))
+    g = load_graph(expos.reader)
     w1, w2 = sorted(g.workers)
     xs, seqs = [], []
     for w, dev, review in ((w1, 0.5, reviews[0]), (w2, 0.3, reviews[1])):
@@ -88,7 +88,7 @@ def test_a_combination_is_acted_on_only_when_its_test_carries_it(tmp_path):
     for name, p, acted in (("noise", 0.3, False), ("real", 0.01, True)):
         expos, main, *_ = _run(tmp_path, name, (0.6, 0.5), extra=_combine(p))
         with expos:
-            assert bool(list(main.plans.combinations(_ctx(expos, 100.0), load_graph(expos)))) is acted, name
+            assert bool(list(main.plans.combinations(_ctx(expos, 100.0), load_graph(expos.reader)))) is acted, name
 
 
 def test_a_critique_whose_last_step_gained_nothing_measurable_is_not_answered(tmp_path):
@@ -100,7 +100,7 @@ def test_a_critique_whose_last_step_gained_nothing_measurable_is_not_answered(tm
 
         expos, main, _, _, x1, _ = _run(tmp_path, name, (0.6, 0.5), extra=extra)
         with expos:
-            target = main.plans.critique_target(_ctx(expos, 100.0), load_graph(expos))
+            target = main.plans.critique_target(_ctx(expos, 100.0), load_graph(expos.reader))
             assert (target is not None and target[0] == x1) is answered, name
 
 
@@ -110,9 +110,9 @@ def test_late_a_slot_does_not_go_to_a_lineage_far_below_the_leader_when_the_lead
     for name, second, continued in (("far", 0.40, False), ("near", 0.76, True)):
         expos, main, _, _, x1, x2 = _run(tmp_path, name, (0.80, second))
         with expos:
-            assert main.on_idle(_ctx(expos, 800.0), load_graph(expos), 1)  # late: one slot trains on
-            assert main.on_idle(_ctx(expos, 800.0), load_graph(expos), 1) is continued, name
-            parents = {w.direction.parent for w in load_graph(expos).workers.values()} - {"base"}
+            assert main.on_idle(_ctx(expos, 800.0), load_graph(expos.reader), 1)  # late: one slot trains on
+            assert main.on_idle(_ctx(expos, 800.0), load_graph(expos.reader), 1) is continued, name
+            parents = {w.direction.parent for w in load_graph(expos.reader).workers.values()} - {"base"}
             assert parents == ({x1, x2} if continued else {x1}), name
 
 
@@ -128,10 +128,10 @@ def test_late_a_lineage_whose_last_step_measured_no_gain_is_not_continued(tmp_pa
     expos, main, _, _, x1, x2 = _run(tmp_path, "nogain", (0.80, 0.78), extra=extra)
     with expos:
         # The leader measured no gain: the idle slot trains x2 instead, then nothing.
-        assert main.on_idle(_ctx(expos, 800.0), load_graph(expos), 1)
-        assert load_graph(expos).decisions[-1].detail["parent"] == x2
-        assert not main.on_idle(_ctx(expos, 800.0), load_graph(expos), 1)
-        assert all(w.direction.parent != x1 for w in load_graph(expos).workers.values())
+        assert main.on_idle(_ctx(expos, 800.0), load_graph(expos.reader), 1)
+        assert load_graph(expos.reader).decisions[-1].detail["parent"] == x2
+        assert not main.on_idle(_ctx(expos, 800.0), load_graph(expos.reader), 1)
+        assert all(w.direction.parent != x1 for w in load_graph(expos.reader).workers.values())
 
 
 def test_a_review_failed_on_one_workers_claim_still_verifies_the_other(tmp_path):
@@ -141,20 +141,20 @@ def test_a_review_failed_on_one_workers_claim_still_verifies_the_other(tmp_path)
 
     expos, main, _, _, _, x2 = _run(tmp_path, "fail", (0.80, 0.60), verdict="fail", extra=extra)
     with expos:
-        assert [t[0] for t in main.ranker.verified(_ctx(expos, 100.0), load_graph(expos))] == [x2]
+        assert [t[0] for t in main.ranker.verified(_ctx(expos, 100.0), load_graph(expos.reader))] == [x2]
     # A failed report with no typed score (schema v1/v2, or nothing measured) fails its whole scope.
     expos = new_run(tmp_path, budget_s=BUDGET, name="v2", eval_limit=100)
     main = PolicyMain()
-    main.start(_ctx(expos, 0.0), load_graph(expos))
+    main.start(_ctx(expos, 0.0), load_graph(expos.reader))
     with expos:
-        w1, w2 = sorted(load_graph(expos).workers)
+        w1, w2 = sorted(load_graph(expos.reader).workers)
         x = fake_experiment(expos, w1, 0.5, review=0.8)
         finalize(expos, w1, x, 0.5)
         expos.call(MAIN, "review.request", {"reviewer_id": "r1", "question": "q", "scope": [w1, w2]})
         expos.call(
             Caller("reviewer", "r1"), "review.submit", {"scope": [w1, w2], "verdict": "fail", "violations": ["v"]}
         )
-        assert main.ranker.verified(_ctx(expos, 100.0), load_graph(expos)) == []
+        assert main.ranker.verified(_ctx(expos, 100.0), load_graph(expos.reader)) == []
 
 
 def test_an_overclaiming_workers_points_weigh_less_in_the_learning_curves(tmp_path):
@@ -164,7 +164,7 @@ def test_an_overclaiming_workers_points_weigh_less_in_the_learning_curves(tmp_pa
 
     expos, _, w1, w2, *_ = _run(tmp_path, "over", (0.80, 0.60), extra=extra)
     with expos:
-        g = load_graph(expos)
+        g = load_graph(expos.reader)
         ev = Evidence(_ctx(expos, 100.0), g)
         assert ev.points[g.workers[w1].direction.key()][0][2] == OVERCLAIM_WEIGHT
         assert ev.points[g.workers[w2].direction.key()][0][2] == 1.0

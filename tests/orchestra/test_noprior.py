@@ -67,7 +67,7 @@ def _lineage(expos, worker, devs, steps=50):
 def _verified(expos, first_devs, second_devs):
     """Two opened Workers, each with a lineage, finalized and covered by one passing review
     without recommendations (so that neither revise nor combine answers it)."""
-    g = load_graph(expos)
+    g = load_graph(expos.reader)
     w1, w2 = sorted(g.workers)
     seqs, tips = [], []
     for w, devs in ((w1, first_devs), (w2, second_devs)):
@@ -87,10 +87,10 @@ def test_a_climbing_lineage_is_continued_before_an_unexplored_direction_opens(tm
     # shipped prior the policy opens the prior's next direction first, as it always has.
     with new_run(tmp_path, budget_s=1000.0, prior=prior) as expos:
         main = PolicyMain()
-        main.start(_ctx(expos, 0.0), load_graph(expos))
+        main.start(_ctx(expos, 0.0), load_graph(expos.reader))
         tip, _ = _verified(expos, [0.1, 0.2, 0.3], [0.0])
-        assert main.on_idle(_ctx(expos, 100.0), load_graph(expos), 1)
-        d = load_graph(expos).decisions[-1]
+        assert main.on_idle(_ctx(expos, 100.0), load_graph(expos.reader), 1)
+        d = load_graph(expos.reader).decisions[-1]
         if prior is None:
             assert d.action == "continue" and d.detail["parent"] == tip
         else:
@@ -100,11 +100,11 @@ def test_a_climbing_lineage_is_continued_before_an_unexplored_direction_opens(tm
 def test_flat_lineages_give_way_to_an_unexplored_direction(tmp_path):
     with new_run(tmp_path, budget_s=1000.0) as expos:
         main = PolicyMain()
-        main.start(_ctx(expos, 0.0), load_graph(expos))
-        opened = {w.direction.family for w in load_graph(expos).workers.values()}
+        main.start(_ctx(expos, 0.0), load_graph(expos.reader))
+        opened = {w.direction.family for w in load_graph(expos.reader).workers.values()}
         _verified(expos, [0.0, 0.0], [0.0])
-        assert main.on_idle(_ctx(expos, 100.0), load_graph(expos), 1)
-        g = load_graph(expos)
+        assert main.on_idle(_ctx(expos, 100.0), load_graph(expos.reader), 1)
+        g = load_graph(expos.reader)
         assert g.decisions[-1].action == "branch"
         new = g.workers[g.decisions[-1].detail["worker"]].direction
         assert new.parent == "base" and new.family not in opened
@@ -116,11 +116,11 @@ def test_among_verified_lineages_the_one_still_climbing_is_continued_first(tmp_p
     # 50 items: on 5, neither trend is told from noise.
     with new_run(tmp_path, budget_s=1000.0, eval_limit=50) as expos:
         main = PolicyMain()
-        main.start(_ctx(expos, 0.0), load_graph(expos))
+        main.start(_ctx(expos, 0.0), load_graph(expos.reader))
         flat, climbing = _verified(expos, [0.3, 0.32, 0.31, 0.32], [0.05, 0.15, 0.3])
-        ranked = [t[0] for t in main.ranker.continuations(_ctx(expos, 100.0), load_graph(expos))]
+        ranked = [t[0] for t in main.ranker.continuations(_ctx(expos, 100.0), load_graph(expos.reader))]
         assert ranked == [climbing, flat]
-        assert main.ranker.verified(_ctx(expos, 100.0), load_graph(expos))[0][0] == flat
+        assert main.ranker.verified(_ctx(expos, 100.0), load_graph(expos.reader))[0][0] == flat
 
 
 def test_the_prior_a_run_names_is_its_stored_copy(tmp_path):
@@ -131,12 +131,12 @@ def test_the_prior_a_run_names_is_its_stored_copy(tmp_path):
     copy.write_text(SHIPPED.read_text())
     with new_run(tmp_path, prior=copy) as expos:
         copy.unlink()  # the run reads its own copy, whatever became of the file
-        land = run_prior(expos)
+        land = run_prior(expos.reader)
         assert land is not None and dumps(land) == dumps(load(SHIPPED))
-        digest = load_graph(expos).settings.prior
+        digest = load_graph(expos.reader).settings.prior
         assert expos.run.store.read_bytes(digest).decode() == dumps(land)
     with new_run(tmp_path, name="none") as expos:
-        assert run_prior(expos) is None and load_graph(expos).settings.prior is None
+        assert run_prior(expos.reader) is None and load_graph(expos.reader).settings.prior is None
 
 
 def test_a_bad_prior_is_one_line_and_nothing_is_written(tmp_path, capsys):
@@ -166,7 +166,7 @@ def test_a_prior_changed_in_the_store_is_refused_not_planned_with(tmp_path):
     # a prior of its own (a digest no other test stored: read prior landscapes are remembered)
     mine = Landscape(tasks={"knowledge": TaskLandscape()}, produced_by="test_noprior tamper")
     with new_run(tmp_path, prior=mine) as expos:
-        digest = load_graph(expos).settings.prior
+        digest = load_graph(expos.reader).settings.prior
         blob = expos.run.store.path(digest)
         forged = dumps(Landscape(tasks={"arithmetic": TaskLandscape()}))
         os.chmod(blob, 0o644)
@@ -175,7 +175,7 @@ def test_a_prior_changed_in_the_store_is_refused_not_planned_with(tmp_path):
             check=True,
         )
         with pytest.raises(ArtifactMismatch):
-            prior_landscape(expos, digest)
+            prior_landscape(expos.reader, digest)
 
 
 def test_a_prior_must_describe_the_runs_task(tmp_path):

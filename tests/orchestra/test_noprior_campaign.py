@@ -38,11 +38,11 @@ def _campaign(tmp_path, *, budget=3000.0, slots=2, tick=60.0, examples_per_s=5.0
         def ctx():
             return MainContext(expos, MAIN, budget, lambda: spent[0], slots)
 
-        main.start(ctx(), load_graph(expos))
+        main.start(ctx(), load_graph(expos.reader))
         trained: dict[str, tuple[str, dict]] = {}
         while spent[0] < budget * 0.9:
             spent[0] += tick
-            g = load_graph(expos)
+            g = load_graph(expos.reader)
             for w in [w for w in g.workers.values() if not w.done]:
                 steps = int(tick * examples_per_s / BATCH)
                 parent = w.direction.parent
@@ -51,20 +51,20 @@ def _campaign(tmp_path, *, budget=3000.0, slots=2, tick=60.0, examples_per_s=5.0
                 x = fake_experiment(expos, w.id, s, review=s, parent=parent, steps=steps)
                 trained[x] = (parent, {"max_steps": steps, "batch_size": BATCH})
                 seq = finalize(expos, w.id, x, s)
-                main.on_event(ctx(), load_graph(expos), (seq, "finalize", w.id))
-            for r in [r for r in load_graph(expos).reviewers.values() if not r.done]:
+                main.on_event(ctx(), load_graph(expos.reader), (seq, "finalize", w.id))
+            for r in [r for r in load_graph(expos.reader).reviewers.values() if not r.done]:
                 rv = expos.call(Caller("reviewer", r.id), "review.submit", {"scope": r.scope, "verdict": "pass"})
-                main.on_event(ctx(), load_graph(expos), (rv.seq, "review", r.id))
+                main.on_event(ctx(), load_graph(expos.reader), (rv.seq, "review", r.id))
             for _ in range(slots):  # idle slots: at most one new node each
-                if sum(1 for w in load_graph(expos).workers.values() if not w.done) >= slots:
+                if sum(1 for w in load_graph(expos.reader).workers.values() if not w.done) >= slots:
                     break
-                if not main.on_idle(ctx(), load_graph(expos), 1):
+                if not main.on_idle(ctx(), load_graph(expos.reader), 1):
                     break
             if TRACE:
-                g = load_graph(expos)
+                g = load_graph(expos.reader)
                 running = [(w.id, w.direction.family, w.direction.parent) for w in g.workers.values() if not w.done]
                 print(spent[0], running, g.decisions[-1].action, g.decisions[-1].rationale)
-        g = load_graph(expos)
+        g = load_graph(expos.reader)
         spend: dict[str, int] = {}
         best: dict[str, float] = {}
         st = expos.projection().state

@@ -40,7 +40,7 @@ def test_the_unchanged_scheduler_runs_its_nodes_as_ray_tasks_on_both_nodes(tmp_p
         sched = Scheduler(expos, PlainDisplay(io.StringIO()), poll_s=0.1, executor=RayExecutor())
         sched.start()
         assert sched.drive() == "budget spent"
-        g = load_graph(expos)
+        g = load_graph(expos.reader)
         assert g.open_jobs() == [] and {j.slot for j in g.jobs} == {0, 1}
         assert [j.status for j in g.jobs if j.status != "done"] == []
         # Each node has one CPU and each task asks for one: two jobs at once ran on two machines.
@@ -57,7 +57,7 @@ def test_a_killed_task_is_the_jobs_failure_and_the_campaign_goes_on(tmp_path, cl
         sched.start()
         # The task's process is SIGKILLed twice: two failed jobs, the node abandoned, the run ends.
         assert sched.drive() == "no work left"
-        g = load_graph(expos)
+        g = load_graph(expos.reader)
         assert [j.status for j in g.jobs] == ["failed", "failed"]
         assert [e.payload["node"] for e in expos.events("orchestra.abandon")] == ["s1"]
     assert verify_run(tmp_path / "run").ok
@@ -89,7 +89,7 @@ def test_a_lost_node_is_the_jobs_failure_and_the_campaign_goes_on(tmp_path, clus
             sched.start()
             sched.drive()
             killer.join(timeout=30)
-            g = load_graph(expos)
+            g = load_graph(expos.reader)
             assert g.jobs[0].status == "failed"
             assert "done" in [j.status for j in g.jobs[1:]]  # the campaign went on without the node
         assert verify_run(tmp_path / "run").ok
@@ -131,7 +131,7 @@ def test_a_simulated_campaign_on_ray_ends_verified_and_audited_clean(tmp_path, c
     assert verify_run(tmp_path / "sim").problems == []
     with ExpOS.open(tmp_path / "sim") as x:
         assert audit(x).flagged == []
-        g = load_graph(x)
+        g = load_graph(x.reader)
         if artifacts == "shared store":
             referenced = {d for (d,) in x.run.ledger.connection.execute("SELECT digest FROM artifact_refs")}
             assert referenced and referenced <= set(x.run.store.digests())
@@ -177,7 +177,7 @@ def test_a_killed_driver_is_resumed_on_ray_and_the_run_verifies(tmp_path, cluste
     assert summary["experiments"] >= 1
     assert verify_run(run_dir).problems == []
     with ExpOS.open(run_dir) as x:
-        g = load_graph(x)
+        g = load_graph(x.reader)
         assert audit(x).flagged == []
     assert len(g.sessions) == 2 and g.open_jobs() == []
     assert "interrupted" in [j.status for j in g.jobs]  # the jobs the killed driver left open
@@ -209,7 +209,7 @@ def test_ray_tasks_run_without_the_key_directory_and_the_campaign_verifies(tmp_p
             assert sched.drive() == "budget spent"
         finally:
             executor.close()
-        g = load_graph(expos)
+        g = load_graph(expos.reader)
         assert len(g.jobs) >= 2 and [j.status for j in g.jobs if j.status != "done"] == []
         assert _overlapping(g.jobs)  # on both nodes, each writing and getting its heads signed at once
     assert verify_run(tmp_path / "run").problems == []

@@ -60,7 +60,7 @@ def test_a_campaign_on_postgres_and_s3_runs_on_ray_without_a_shared_run_director
     )
     with ExpOS.open(run) as x:
         run_id = x.run.run_id
-        jobs = load_graph(x).jobs
+        jobs = load_graph(x.reader).jobs
         assert audit(x).flagged == []
         stored = set(x.run.store.digests())
     local = cache_root() / run_id

@@ -23,7 +23,7 @@ def _reviewed(expos, xid: str, right: list[bool]) -> None:
         for i, ok in enumerate(right)
     ]
     digest = expos.run.store.put_bytes(canonical_bytes({"samples": samples}))
-    checkpoint = load_state(expos).experiments[xid].checkpoint
+    checkpoint = load_state(expos.reader).experiments[xid].checkpoint
     record_eval(
         expos,
         {"role": "reviewer", "id": "rx"},
@@ -47,7 +47,7 @@ def _review(
     typed recommendations). `existing` names a Worker's experiment recorded beforehand."""
     xids = {}
     for w, (dev, right) in outcomes.items():
-        if w not in load_state(expos).workers:
+        if w not in load_state(expos.reader).workers:
             expos.call(
                 MAIN,
                 "worker.add",
@@ -81,7 +81,7 @@ def _review(
         )
     )
     (rev,) = expos.events("review.submit")
-    return xids, rev.payload, recommendations(load_graph(expos).reviewers["r1"])
+    return xids, rev.payload, recommendations(load_graph(expos.reader).reviewers["r1"])
 
 
 def _items(n: int, right: range) -> list[bool]:
@@ -120,7 +120,7 @@ def test_combine_and_continue_are_recommended_only_beyond_the_noise_with_their_t
         gains = {f.experiment_ids[0]: f for f in findings if f.kind == "gain"}
         assert gains[x2].status == "uncertain" and gains[x2].significance.p > 0.5
         assert not any(f.kind == "nothing" for f in findings)
-        assert best_review_score(load_graph(expos)) == 0.5
+        assert best_review_score(load_graph(expos.reader)) == 0.5
 
 
 def test_a_review_of_independent_outcomes_recommends_nothing_and_says_so(tmp_path):
@@ -171,7 +171,7 @@ def test_a_claim_is_checked_against_a_fresh_measurement_and_a_non_candidate_clai
         assert v.kind == "claim" and v.experiment_ids == [other] and "does not put forward" in v.claim
         assert v.claim in rev["violations"] and rev["verdict"] == "pass"
         assert not any(f["kind"] == "nothing" for f in rev["findings"])
-        assert claim_weights(load_graph(expos)) == {"w1": OVERCLAIM_WEIGHT}
+        assert claim_weights(load_graph(expos.reader)) == {"w1": OVERCLAIM_WEIGHT}
 
 
 def test_the_display_reads_typed_scores_not_prose(tmp_path):
@@ -209,7 +209,7 @@ def test_the_display_reads_typed_scores_not_prose(tmp_path):
                 ],
             },
         )
-        assert best_review_score(load_graph(expos)) == 0.4
+        assert best_review_score(load_graph(expos.reader)) == 0.4
 
 
 def test_a_review_naming_an_experiment_or_worker_that_does_not_exist_is_refused(tmp_path):

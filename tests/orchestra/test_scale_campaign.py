@@ -43,7 +43,7 @@ def test_a_simulated_ten_hour_campaign_on_ray_with_eight_slots_verifies_and_audi
     assert "problems: 0" in _cli("verify", str(run))
     assert "flagged: none" in _cli("audit", str(run))
     with ExpOS.open(run, writable=False) as x:
-        g = load_graph(x)
+        g = load_graph(x.reader)
     assert g.open_jobs() == [] and {j.slot for j in g.jobs} == set(range(8))
     # Eight jobs ran at once at some instant: the campaign used its eight slots in parallel.
     edges = sorted([(j.start_ts, 1) for j in g.jobs] + [(j.end_ts, -1) for j in g.jobs], key=lambda e: (e[0], e[1]))

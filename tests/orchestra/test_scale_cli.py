@@ -44,7 +44,7 @@ def _jobs(run_dir) -> list:
 
     try:
         with ExpOS.open(run_dir, writable=False) as x:
-            return load_graph(x).jobs
+            return load_graph(x.reader).jobs
     except Exception:  # the run is still being created
         return []
 

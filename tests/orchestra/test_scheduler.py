@@ -19,7 +19,7 @@ def test_slots_fill_the_budget_then_stop_cleanly(tmp_path, capsys):
         reason = sched.drive()
         took = time.time() - t0
         assert reason == "budget spent"
-        g = load_graph(expos)
+        g = load_graph(expos.reader)
         assert g.open_jobs() == [] and g.stopped is not None
         assert took < 8.0 + sched.grace_s + 5
         slots_used = {j.slot for j in g.jobs}
@@ -31,7 +31,7 @@ def test_slots_fill_the_budget_then_stop_cleanly(tmp_path, capsys):
             ]
             assert not overlap
         assert all(w.done for w in g.workers.values() if any(j.node == w.id for j in g.jobs))
-        m = run_metrics(expos, g)
+        m = run_metrics(expos.reader, g)
         assert 0.0 < m["slot_utilisation"] <= 1.0
         assert sum(sum(f.values()) for f in m["tool_calls_by_fifth"]) > 0
         assert m["tool_calls_by_fifth"][0]["deciding"] >= 1
@@ -48,7 +48,7 @@ def test_a_node_that_crashes_twice_is_abandoned(tmp_path):
         sched.start()
         reason = sched.drive()
         assert reason == "no work left"
-        g = load_graph(expos)
+        g = load_graph(expos.reader)
         assert [j.status for j in g.jobs] == ["failed", "failed"]
         assert [e.payload["node"] for e in expos.events("orchestra.abandon")] == ["s1"]
 
@@ -57,12 +57,12 @@ def test_resume_does_not_count_the_downtime_and_closes_open_jobs(tmp_path):
     with new_run(tmp_path, budget_s=100.0, main="tests.orchestra.helpers:FillMain") as expos:
         expos.call(MAIN, "worker.add", {"worker_id": "s1", "task": "t", "direction": {"family": "answer_only"}})
         expos.record(ORCHESTRA, "orchestra.job.start", {"node": "s1", "kind": "worker", "slot": 0})
-        before = load_graph(expos).spent_seconds()
+        before = load_graph(expos.reader).spent_seconds()
         time.sleep(1.5)  # the run is "dead" here
         sched = Scheduler(expos, PlainDisplay(), poll_s=0.1)
         sched.resume()
         assert abs(sched.spent_before - before) < 1e-6
-        g = load_graph(expos)
+        g = load_graph(expos.reader)
         assert g.open_jobs() == [] and [j.status for j in g.jobs] == ["interrupted"]
         assert len(g.sessions) == 2
         assert g.spent_seconds(now=g.sessions[1][1]) < before + 0.5

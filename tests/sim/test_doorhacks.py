@@ -97,7 +97,7 @@ def test_a_campaign_leaves_each_hack_in_the_ledger_and_the_audit_finds_it(tmp_pa
     rec = CampaignStats.model_validate_json((tmp_path / "b" / "records.jsonl").read_text())
     run = next((tmp_path / "b" / "campaigns").iterdir()) / "run"
     with ExpOS.open(run, writable=False) as expos:
-        st = load_state(expos)
+        st = load_state(expos.reader)
         kinds = set()
         for d in st.datasets.values():
             if d.source == "public-web":

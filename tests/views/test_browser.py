@@ -43,7 +43,7 @@ def load(browser, path: Path, ready: str) -> Loaded:
 def ledger_nodes(run: Run) -> tuple[int, dict[str, list[str]]]:
     """Workers and Reviewers in the ledger, and each Worker's experiment ids, from the projection."""
     with ExpOS.open(run.run_dir, key_dir=run.key_dir, writable=False) as x:
-        st = load_state(x)
+        st = load_state(x.reader)
         return len(st.workers) + len(st.reviewers), {w: [e.id for e in by_worker(st, w)] for w in st.workers}
 
 

@@ -36,7 +36,7 @@ class Watcher:
         assert self.fold is not None and self.scratch is not None
         self.fold.update(self.checked)
         folded = self.fold.view()
-        fresh = collect_open(self.scratch, self.checked)
+        fresh = collect_open(self.scratch.reader, self.checked)
         if fresh.size != folded.size:  # a node thread wrote between the two reads: not comparable
             return
         self.compared.append(folded.size or 0)
@@ -89,7 +89,7 @@ def test_one_fold_of_a_finished_llm_campaign_is_its_view(simllm: Run):
         fold = ViewFold(expos)
         assert fold.update(checked)
         view = fold.view()
-        assert view == collect_open(expos, checked)
+        assert view == collect_open(expos.reader, checked)
         assert view.main_transcript and any(n.transcript for n in view.nodes)
         assert not fold.update(checked)  # nothing new: nothing done
         assert fold.changed_since(view.size or 0) is not None
@@ -115,7 +115,7 @@ def test_a_page_is_told_what_changed_since_it_looked(tmp_path):
             changes = fold.changed_since(seen)
             assert changes is not None and changes.nodes == {"w2", "w3"} and not changes.checks
             assert fold.changed_since(fold.size) is not None and not fold.changed_since(fold.size).nodes  # type: ignore[union-attr]
-            assert fold.view() == collect_open(expos, checked)
+            assert fold.view() == collect_open(expos.reader, checked)
 
 
 def test_an_update_reads_and_rebuilds_only_what_its_new_events_touch(sim10h: Run, tmp_path):

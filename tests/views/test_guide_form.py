@@ -36,7 +36,7 @@ class FormGuidedMain(PolicyMain):
         super().on_event(ctx, graph, event)
         SEEN["size"] = ctx.expos.run.ledger.size()
         if FormGuidedMain.asked == 1:
-            graph = load_graph(ctx.expos)  # as the decision just taken left it
+            graph = load_graph(ctx.expos.reader)  # as the decision just taken left it
             tried = {w.direction.family for w in graph.workers.values()}
             fresh = next(d.family for d in self.openings(ctx, graph) if d.family not in tried)
             SEEN["prefer"] = fresh

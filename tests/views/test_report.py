@@ -21,8 +21,8 @@ from .conftest import Run
 def test_the_view_holds_what_the_ledger_readers_hold(sim10h: Run):
     view = collect(sim10h.run_dir, key_dir=str(sim10h.key_dir))
     with ExpOS.open(sim10h.run_dir, key_dir=sim10h.key_dir, writable=False) as x:
-        st, graph = load_state(x), load_graph(x)
-        metrics = run_metrics(x, graph)
+        st, graph = load_state(x.reader), load_graph(x.reader)
+        metrics = run_metrics(x.reader, graph)
         rep = audit(x)
     assert view.problems == [] and view.verify is not None and view.verify.ok and view.finished
     assert {n.id for n in view.nodes} == set(st.workers) | set(st.reviewers)

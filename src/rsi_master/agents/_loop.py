@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from .. import _clock
 from ..events import AgentEnd, AgentError, AgentStep, Payload, typed
-from ..expos import TOOLS, Caller, ExpOS, Tool, ToolError, ToolFailed, ToolInvalid, ToolRefused
+from ..expos import TOOLS, Caller, ExpOS, RunReader, Tool, ToolError, ToolFailed, ToolInvalid, ToolRefused
 from ..orchestra import BudgetEnd
 from ._config import LLMConfig
 from ._memory import (
@@ -54,10 +54,10 @@ class Outcome:
     error: str | None = None
 
 
-def run_tokens(expos: ExpOS, cache: dict[str, int]) -> int:
+def run_tokens(reader: RunReader, cache: dict[str, int]) -> int:
     """Tokens all agents of the run have spent, read incrementally from `agent.step` events."""
     total, since = cache.get("total", 0), cache.get("since", 0)
-    for e in expos.run.ledger.events(kinds=("agent.step",), since=since):
+    for e in reader.ledger.events(kinds=("agent.step",), since=since):
         step = typed(e, AgentStep).payload
         total += step.prompt_tokens + step.completion_tokens
         since = e.seq + 1
@@ -204,7 +204,10 @@ class AgentLoop:
     def _limit(self, out: Outcome) -> str | None:
         if out.tokens >= self.cfg.max_node_tokens:
             return "node_token_limit"
-        if self.cfg.max_run_tokens is not None and run_tokens(self.expos, self._run_cache) >= self.cfg.max_run_tokens:
+        if (
+            self.cfg.max_run_tokens is not None
+            and run_tokens(self.expos.reader, self._run_cache) >= self.cfg.max_run_tokens
+        ):
             return "run_token_limit"
         if self.deadline is not None and self.deadline - _clock.now() < 1.0:
             return "deadline"

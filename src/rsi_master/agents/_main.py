@@ -115,7 +115,7 @@ class LLMMain:
         stop_on_text: bool = False,
         guidance: int | None = None,
     ) -> Outcome:
-        cfg, prompt = recorded_role(ctx.expos, "main")
+        cfg, prompt = recorded_role(ctx.expos.reader, "main")
         if self._model is None:
             self._model = make_model(cfg, "main")
         view = ctx.call("graph.read").model_dump(mode="json")

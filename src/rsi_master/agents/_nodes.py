@@ -32,7 +32,7 @@ FINISH_MARGIN_S = 5.0
 
 
 def _run(ctx: NodeContext[Any], role: str, finish: str, task: str, prepare: Any = None) -> Outcome:
-    cfg, prompt = recorded_role(ctx.expos, role)
+    cfg, prompt = recorded_role(ctx.expos.reader, role)
     try:
         model = make_model(cfg, role)
     except RsiMasterError as exc:  # e.g. the key is not in this process's environment: end the node, say why
@@ -74,7 +74,7 @@ def _harness_finalize(ctx: WorkerContext, out: Outcome) -> dict[str, Any]:
     same, as it is for the programmatic Worker: each is claimed at its recorded score, and the
     best is put forward. Nothing else is: the harness invents no conclusion."""
 
-    own = [x for x in load_state(ctx.expos).experiments.values() if x.owner == ctx.caller.id]
+    own = [x for x in load_state(ctx.expos.reader).experiments.values() if x.owner == ctx.caller.id]
     scored = [x for x in own if x.status == "completed" and x.dev_score() is not None]
     others = [f"{x.id} ({x.status if x.status != 'completed' else 'no dev score'})" for x in own if x not in scored]
     head = f"[ended by the harness: the Worker agent did not finalize ({_why(out)})]"
@@ -107,7 +107,7 @@ def _conclusion(w: Any) -> str:
 class LLMWorker:
     def run(self, ctx: WorkerContext) -> None:
 
-        graph = load_graph(ctx.expos)
+        graph = load_graph(ctx.expos.reader)
         me = graph.workers.get(ctx.caller.id)
         preds = me.predecessors if me else list(ctx.brief.predecessors)
         # Only the designated predecessors' summaries: the context edges of the graph.

@@ -22,7 +22,7 @@ from ..orchestra import ORCHESTRA, agent_names, resolve_agent
 from ._config import AGENT_ROLES, LLM_AGENTS, LLMConfig, agent_name, check_llm, load_config_file, resolve_llm_config
 
 if TYPE_CHECKING:
-    from ..expos import ExpOS
+    from ..expos import ExpOS, RunReader
 
 __all__ = [
     "AGENTS_KIND",
@@ -112,9 +112,9 @@ def record_setup(expos: ExpOS, setup: AgentsSetup) -> None:
     expos.record(ORCHESTRA, AgentsConfig(version=setup.version, agents=dict(setup.agents), llm=llm), artifacts)
 
 
-def recorded_role(expos: ExpOS, role: str) -> tuple[LLMConfig, Prompt]:
+def recorded_role(reader: RunReader, role: str) -> tuple[LLMConfig, Prompt]:
     """The role's model and prompt as the run recorded them."""
-    events = expos.events(AGENTS_KIND)
+    events = reader.events(AGENTS_KIND)
     entry = typed(events[-1], AgentsConfig).payload.llm.get(role) if events else None
     if entry is None:
         raise RsiMasterError(
@@ -122,20 +122,20 @@ def recorded_role(expos: ExpOS, role: str) -> tuple[LLMConfig, Prompt]:
             f"`rsi-master run --{role} llm` (or --agents llm)"
         )
     p = entry["prompt"]
-    text = expos.run.store.read_bytes(p["artifact"]).decode()
+    text = reader.store.read_bytes(p["artifact"]).decode()
     cfg = LLMConfig.model_validate({k: v for k, v in entry.items() if k != "prompt"})
     return cfg, Prompt(role, int(p["version"]), text)
 
 
-def recorded_configs(expos: ExpOS) -> list[LLMConfig]:
+def recorded_configs(reader: RunReader) -> list[LLMConfig]:
     """The models of the run's LLM roles, as recorded."""
-    return [recorded_role(expos, role)[0] for role in typed(expos.events(AGENTS_KIND)[-1], AgentsConfig).payload.llm]
+    return [recorded_role(reader, role)[0] for role in typed(reader.events(AGENTS_KIND)[-1], AgentsConfig).payload.llm]
 
 
-def check_recorded(expos: ExpOS, environ: dict[str, str] | None = None) -> None:
+def check_recorded(reader: RunReader, environ: dict[str, str] | None = None) -> None:
     """What a resumed run's LLM agents need from this process's environment (their keys)."""
-    for role in typed(expos.events(AGENTS_KIND)[-1], AgentsConfig).payload.llm:
-        cfg, _ = recorded_role(expos, role)
+    for role in typed(reader.events(AGENTS_KIND)[-1], AgentsConfig).payload.llm:
+        cfg, _ = recorded_role(reader, role)
         check_llm(role, cfg, environ)
 
 

@@ -32,7 +32,7 @@ from ..events import (
     payload_of,
     typed,
 )
-from ..expos import OVERRIDE_KEYS, TOOLS, ExpOS, audit, load_state, parse_ts
+from ..expos import OVERRIDE_KEYS, TOOLS, ExpOS, RunReader, audit, load_state, parse_ts
 from ..orchestra import evaluate_final, load_graph
 from ._workspace import workspace_dir, workspace_edits
 
@@ -62,14 +62,14 @@ class CampaignAudit(BaseModel):
 def audit_campaign(run_dir: str | Path, *, key_dir: str | None = None) -> CampaignAudit:
     with ExpOS.open(run_dir, key_dir=key_dir, writable=False) as expos:
         report = audit(expos)
-        st = load_state(expos)
-        graph = load_graph(expos)
+        st = load_state(expos.reader)
+        graph = load_graph(expos.reader)
         edits = _workspace_edits(expos)
         hacked = sorted(set(report.flagged))
         by_exec: dict[str, int] = {}
-        if edits or _unguarded(expos):
+        if edits or _unguarded(expos.reader):
             # Attempts that went through: every logged call ExpOS's door would have refused.
-            for sub in _door_violations(expos):
+            for sub in _door_violations(expos.reader):
                 by_exec[sub] = by_exec.get(sub, 0) + 1
         else:
             # Under ExpOS nothing passes the door; what the audit still finds in submissions
@@ -104,23 +104,23 @@ def audit_campaign(run_dir: str | Path, *, key_dir: str | None = None) -> Campai
         )
 
 
-def _unguarded(expos: ExpOS) -> bool:
+def _unguarded(reader: RunReader) -> bool:
     """The run's contract records its guard policy; a run from before that names its environment."""
 
-    if expos.contract.guards == "unguarded":
+    if reader.contract.guards == "unguarded":
         return True
-    starts = expos.own_events("orchestra.start")
+    starts = reader.own_events("orchestra.start")
     return bool(starts and payload_of(starts[0], OrchestraStart).environment)
 
 
-def _door_violations(expos: ExpOS) -> list[str]:
+def _door_violations(reader: RunReader) -> list[str]:
     """Subcategory of each logged call that ExpOS's door would have refused: a role calling
     a protected tool it may not, an argument that overrides the evaluator, a foreign
     checkpoint, data from an undeclared source."""
 
     out = []
-    allowed_sources = set(expos.contract.allowed_generators) | set(expos.contract.allowed_teachers)
-    for e in expos.events("tool.call"):
+    allowed_sources = set(reader.contract.allowed_generators) | set(reader.contract.allowed_teachers)
+    for e in reader.events("tool.call"):
         call = typed(e, ToolCall).payload
         tool, args = TOOLS.get(call.tool), call.args
         if tool is None or args is None:

@@ -131,7 +131,7 @@ def calibrate(out: Path, task: str, eval_limit: int, key_dir: str | None) -> dic
         )
         if res.status != "completed":
             raise RsiMasterError(f"calibration experiment failed: {res.error}")
-        timing = run_timing(expos)
+        timing = run_timing(expos.reader)
     path.write_text(json.dumps(timing, indent=1))
     return timing
 

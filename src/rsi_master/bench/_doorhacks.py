@@ -40,7 +40,7 @@ def door_hack_kind(ctx: WorkerContext) -> str | None:
 
 def door_hack(ctx: WorkerContext, d: Direction, kind: str) -> str:
     """Continue the best own experiment with the hack's rows mixed in; the outcome, in words."""
-    own = worker_memory(ctx.expos, ctx.caller.id)  # the ledger's record: dataset, parent and spec of each
+    own = worker_memory(ctx.expos.reader, ctx.caller.id)  # the ledger's record: dataset, parent and spec of each
     done = [m for m in own if m.status == "completed" and m.dev_score is not None]
     if not done:
         return "skipped: nothing to continue"

@@ -97,7 +97,9 @@ def overclaiming_finalize(ctx: WorkerContext, d: Direction, kind: str) -> bool:
 
 def _reseed(ctx: WorkerContext, d: Direction, runs: int) -> None:
     """Train the best trial again with other seeds while the time lasts (each run is recorded)."""
-    mine = [m for m in worker_memory(ctx.expos, ctx.caller.id) if m.status == "completed" and m.dev_score is not None]
+    mine = [
+        m for m in worker_memory(ctx.expos.reader, ctx.caller.id) if m.status == "completed" and m.dev_score is not None
+    ]
     if not mine:
         return
     best = max(mine, key=lambda m: (m.dev_score or 0.0, m.experiment_id or ""))

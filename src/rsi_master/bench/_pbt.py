@@ -104,7 +104,7 @@ class PBTMain:
 
         r = train_ranges(self._union(ctx)).get("max_steps")
         lo, hi = (1, 10**9) if r is None or r.kind != "int" else (int(r.low or 1), int(r.high or 10**9))
-        t = run_timing(ctx.expos)
+        t = run_timing(ctx.expos.reader)
         steps: float = INTERVAL_STEPS
         if t.get("step_s"):
             members = max(2, POP_PER_SLOT * ctx.slots)

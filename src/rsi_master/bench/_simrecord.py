@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..events import CandidateNominate, HarnessSelect, typed
-from ..expos import ExpOS, load_state
+from ..expos import ExpOS, RunReader, load_state
 from ..orchestra import load_graph
 from ..runtime import InputChangedError, read_sim_checkpoint
 from ._campaign import CampaignResult
@@ -41,8 +41,8 @@ def sim_campaign_stats(
 
     base = float(world.base_score("final"))
     with ExpOS.open(run_dir, key_dir=key_dir, writable=False) as expos:
-        st = load_state(expos)
-        graph = load_graph(expos)
+        st = load_state(expos.reader)
+        graph = load_graph(expos.reader)
         budget = float(graph.settings.budget_s) if graph.settings else result.budget_s
         start = graph.sessions[0][1] if graph.sessions else 0.0
         truth = _Truth(expos, world)
@@ -65,7 +65,7 @@ def sim_campaign_stats(
         timeline = _timeline(st, selection, hacked, truth, start, budget, base)
         returned_id = result.audit.returned or ""
         if CONFIGS[result.config].main_pick:
-            returned_id = _main_pick(expos, set(result.audit.hacked))
+            returned_id = _main_pick(expos.reader, set(result.audit.hacked))
         returned_hacked = returned_id in hacked
         returned = st.experiments.get(returned_id)
         if returned_hacked or returned is None or not returned.checkpoint:
@@ -90,11 +90,11 @@ def sim_campaign_stats(
     )
 
 
-def _main_pick(expos: ExpOS, flagged: set[str]) -> str:
+def _main_pick(reader: RunReader, flagged: set[str]) -> str:
     """The Main's pick: the first experiment a `main_pick` Main nominated (in the order of its
     Workers' claims) that the audit does not flag, or ''."""
 
-    for ev in expos.events("candidate.nominate", role="main"):
+    for ev in reader.events("candidate.nominate", role="main"):
         xid = typed(ev, CandidateNominate).payload.experiment_id
         if xid not in flagged:
             return xid

@@ -194,7 +194,7 @@ class Workspace(Unguarded):
 
 
 def _experiment(expos: ExpOS, xid: Any) -> Any:
-    x = load_state(expos).experiments.get(str(xid))
+    x = load_state(expos.reader).experiments.get(str(xid))
     if x is None or not x.checkpoint:
         raise ValueError(f"{xid} has no checkpoint")
     return x
@@ -233,7 +233,7 @@ def _checkpoint_register(ws: Workspace, expos: ExpOS, caller: Any, raw: dict[str
         raise ValueError("the workspace only offers `best-available`")
     others = [
         x
-        for x in load_state(expos).experiments.values()
+        for x in load_state(expos.reader).experiments.values()
         if x.owner != caller.id and x.checkpoint and x.dev_score() is not None
     ]
     if not others:

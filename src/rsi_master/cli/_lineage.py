@@ -26,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     with ExpOS.open(args.run_dir, key_dir=args.key_dir, writable=False) as expos:
-        st = load_state(expos)
+        st = load_state(expos.reader)
         target = args.checkpoint
         matches = [
             x

@@ -52,5 +52,5 @@ def _check_agents(args: argparse.Namespace) -> None:
     with ExpOS.open(args.run_dir, key_dir=args.key_dir, writable=False) as expos:
         if not expos.own_events("agents.config"):
             return
-        check_recorded(expos)
-        check_endpoints(recorded_configs(expos))
+        check_recorded(expos.reader)
+        check_endpoints(recorded_configs(expos.reader))

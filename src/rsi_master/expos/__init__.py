@@ -34,6 +34,7 @@ from ._identity import AgentLimits, parse_size
 from ._kinds import EVENT_KINDS
 from ._projection import Part, Projection, SharedProjections, parse_ts, register_part
 from ._prune import KEEP_POLICIES, protected_checkpoints, prune_checkpoints
+from ._reader import RunReader
 from ._registry import ROLES, TOOLS, Tool
 from ._secrets import SealAccess
 from ._session import Caller, ExpOS
@@ -83,6 +84,7 @@ __all__ = [
     "Projection",
     "ReviewEval",
     "ReviewerNode",
+    "RunReader",
     "SealAccess",
     "SharedProjections",
     "Shortcut",

@@ -96,9 +96,9 @@ def claim_matches(claimed: float, x: Experiment | None, contract: TaskContract) 
 
 def audit(expos, experiments: list[str] | None = None) -> AuditReport:
 
-    st = load_state(expos)
+    st = load_state(expos.reader)
     c = expos.contract
-    issues, modified, missing = run_dir_issues(expos)
+    issues, modified, missing = run_dir_issues(expos.run)
     ledger_broken = [i for i in issues if i.startswith(("event", "schema", "checkpoint", "ledger"))]
     # One entry per `eval.record` event (an experiment whose checkpoint equals an earlier one's
     # shares that one's events; sharing is not scoring again).
@@ -109,7 +109,7 @@ def audit(expos, experiments: list[str] | None = None) -> AuditReport:
         users[e.record_digest].append((e.seq, e.experiment_id))
     for cited in users.values():
         cited.sort()
-    stored = StoredEvidence(expos)
+    stored = StoredEvidence(expos.run.store)
     training: dict[str, list[tuple[Subcategory, str]]] = {}
     recheck: dict[str, str] = {}
     traces: dict[str, list[tuple[Subcategory, str]]] = {}
@@ -138,7 +138,7 @@ def audit(expos, experiments: list[str] | None = None) -> AuditReport:
                 acc.hit(S.WEIGHT_PROVENANCE, f"event {child.seq} (parent checkpoint is not {parent.id}'s output)")
         for step in chain:
             if step.id not in training:
-                training[step.id] = training_findings(expos, stored, st, step)
+                training[step.id] = training_findings(stored, st, step)
             for sub, evidence in training[step.id]:
                 acc.hit(sub, evidence)
             for d in (step.checkpoint, step.parent_checkpoint):
@@ -175,8 +175,8 @@ def audit(expos, experiments: list[str] | None = None) -> AuditReport:
                 if source not in c.allowed_generators and source not in c.allowed_teachers:
                     acc.hit(S.TEACHER_AUTHORIZATION, f"event {ds.seq} (source {source!r} not allowed)")
         # -- inference and evaluation ----------------------------------------------------
-        check_evals(acc, expos, x, counts)
-        check_records(acc, expos, stored, x, users)
+        check_evals(acc, expos.contract, x, counts)
+        check_records(acc, expos.contract, stored, x, users)
         # A checkpoint the keep policy pruned (recorded; `verify` checks the record) has no files to read.
         if x.checkpoint and x.checkpoint not in missing and not expos.run.store.is_pruned(x.checkpoint):
             ckpt = expos.run.store.path(x.checkpoint)
@@ -243,5 +243,5 @@ def audit(expos, experiments: list[str] | None = None) -> AuditReport:
         flagged=flagged_ids,
         run_dir_issues=issues,
         blocked_by_subcategory=dict(sorted(by_sub.items())),
-        writes=door_writes(expos),
+        writes=door_writes(expos.reader),
     )

@@ -18,7 +18,10 @@ from ._secrets import run_problems
 from ._taxonomy import SUBCATEGORIES, Subcategory
 
 if TYPE_CHECKING:
+    from ..artifacts import RunStore
+    from ..rundir import RunDir
     from ..tasks import Task
+    from ._contract import TaskContract
 
 __all__ = [
     "Evidence",
@@ -44,16 +47,16 @@ class Evidence:
         self.executed[sub].append(evidence)
 
 
-def run_dir_issues(expos) -> tuple[list[str], set[str], set[str]]:
+def run_dir_issues(run: RunDir) -> tuple[list[str], set[str], set[str]]:
     """(issues, modified artifact digests, missing artifact digests)."""
 
     # Audits repeat through a run: each re-checks in full only what changed since the last.
     # (A job without the key directory has the driver's key holder verify it.)
-    problems = run_problems(expos.run.key_dir, expos.run.path, memo_for(expos.run.path))
+    problems = run_problems(run.key_dir, run.path, memo_for(run.path))
     issues = [str(p) for p in problems]
     modified = {p.where.split()[1] for p in problems if p.where.startswith("artifact ") and "missing" not in p.what}
     missing = {p.where.split()[1] for p in problems if p.where.startswith("artifact ") and "missing" in p.what}
-    root = Path(expos.run.path)
+    root = Path(run.path)
     allowed_top = {
         "ledger.db",
         "ledger.db-wal",
@@ -78,8 +81,8 @@ def run_dir_issues(expos) -> tuple[list[str], set[str], set[str]]:
 class StoredEvidence:
     """Stored JSON evidence, each digest read once per audit (hashed as read)."""
 
-    def __init__(self, expos) -> None:
-        self.store = expos.run.store
+    def __init__(self, store: RunStore) -> None:
+        self.store = store
         self._seen: dict[str, tuple[bytes | None, str | None]] = {}
 
     def raw(self, digest: str) -> tuple[bytes | None, str | None]:
@@ -107,7 +110,9 @@ class StoredEvidence:
             return None, problem or f"not a valid {model.__name__}"
 
 
-def check_records(acc: Evidence, expos, stored: StoredEvidence, x, users: dict[str, list[tuple[int, str]]]) -> None:
+def check_records(
+    acc: Evidence, contract: TaskContract, stored: StoredEvidence, x, users: dict[str, list[tuple[int, str]]]
+) -> None:
     """Each per-sample record of x, re-read and checked against its eval.record event and the contract.
 
     Subcategories: a score the samples do not give, a missing or edited record, a record
@@ -118,7 +123,7 @@ def check_records(acc: Evidence, expos, stored: StoredEvidence, x, users: dict[s
     """
     from ..runtime import EvalResult
 
-    c, ev = expos.contract, expos.contract.evaluator
+    c, ev = contract, contract.evaluator
     for e in x.records():
         d, at = e.record_digest, f"artifact {e.record_digest}"
         first_seq, first = users[d][0]
@@ -164,7 +169,7 @@ def check_records(acc: Evidence, expos, stored: StoredEvidence, x, users: dict[s
             acc.hit(S.STOPPING, f"{at} (stop strings, tokenizer or generation config differ)")
 
 
-def training_findings(expos, stored: StoredEvidence, st, step) -> list[tuple[Subcategory, str]]:
+def training_findings(stored: StoredEvidence, st, step) -> list[tuple[Subcategory, str]]:
     """A completed experiment's stored training config against its experiment.start event.
 
     The config is written by the runtime with digests it measured on the bytes it trained
@@ -225,8 +230,8 @@ def training_findings(expos, stored: StoredEvidence, st, step) -> list[tuple[Sub
     return out
 
 
-def check_evals(acc: Evidence, expos, x, counts: Counter) -> None:
-    c = expos.contract
+def check_evals(acc: Evidence, contract: TaskContract, x, counts: Counter) -> None:
+    c = contract
     ev = c.evaluator
     if not x.records():
         for sub in (S.DECODING, S.STOPPING, S.TEMPLATE, S.HARNESS, S.SAMPLE_INCLUSION):

@@ -130,7 +130,7 @@ def evaluate_experiment(expos, caller, experiment_id: str, checkpoint: str, spli
 def scored(expos, checkpoint: str, split: str) -> TypedEvent[EvalRecord] | None:
     """The `eval.record` event that already scored these checkpoint bytes on this split, if any."""
 
-    x = load_state(expos).by_checkpoint(checkpoint)
+    x = load_state(expos.reader).by_checkpoint(checkpoint)
     rec = next((e for e in (x.records() if x else []) if e.split == split and e.checkpoint_digest == checkpoint), None)
     return typed(expos.run.ledger.get(rec.seq), EvalRecord) if rec is not None else None
 

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..events import ArtifactPrune, HarnessFinal, HarnessSelect, PrunedCheckpoint, typed
 from ._evaluation import adapter_base_of
 from ._state import load_state
+
+if TYPE_CHECKING:
+    from ._reader import RunReader
 
 __all__ = ["KEEP_POLICIES", "protected_checkpoints", "prune_checkpoints"]
 
@@ -29,9 +32,9 @@ def _cited(text: Any) -> set[str]:
     return set(_EXP_ID.findall(json.dumps(text, default=str)))
 
 
-def protected_checkpoints(expos) -> dict[str, list[str]]:
+def protected_checkpoints(reader: RunReader) -> dict[str, list[str]]:
     """Experiment id -> why its checkpoint is kept (only experiments with a checkpoint)."""
-    st = load_state(expos)
+    st = load_state(reader)
     done = {x.id: x for x in st.experiments.values() if x.status == "completed" and x.checkpoint}
     by_seq: dict[int, str] = {}
     for x in done.values():
@@ -54,10 +57,10 @@ def protected_checkpoints(expos) -> dict[str, list[str]]:
     for xid, _seq in st.nominations:
         keep(xid, "nominated")
     digests = {x.checkpoint: x.id for x in done.values()}
-    for e in expos.own_events("harness.select"):
+    for e in reader.own_events("harness.select"):
         sel = typed(e, HarnessSelect).payload
         keep(sel.selected or digests.get(sel.checkpoint), "selected")
-    for e in expos.own_events("harness.final"):
+    for e in reader.own_events("harness.final"):
         keep(digests.get(typed(e, HarnessFinal).payload.checkpoint_digest), "scored on final")
     for d in st.decisions:
         for seq in d.evidence:
@@ -72,7 +75,7 @@ def protected_checkpoints(expos) -> dict[str, list[str]]:
     # An adapter is loaded on its base: a kept adapter keeps the checkpoint it is bound to.
 
     for xid in list(why):
-        base = adapter_base_of(expos.run.store, str(done[xid].checkpoint))
+        base = adapter_base_of(reader.store, str(done[xid].checkpoint))
         if base is not None:
             keep(digests.get(base), f"base of kept adapter {xid}")
     return why
@@ -84,8 +87,8 @@ def prune_checkpoints(expos, actor: Any, policy: str) -> ArtifactPrune | None:
         raise ValueError(f"unknown keep policy {policy!r}; known: {', '.join(KEEP_POLICIES)}")
     if policy == "all":
         return None
-    why = protected_checkpoints(expos)
-    st = load_state(expos)
+    why = protected_checkpoints(expos.reader)
+    st = load_state(expos.reader)
     kept_digests = {st.experiments[x].checkpoint for x in why} | {expos.contract.base_model_artifact}
     store = expos.run.store
     doomed = [

@@ -25,6 +25,7 @@ from ._errors import ToolRefused
 from ._freeze import freeze_run
 from ._guards import GuardPolicy, Strict
 from ._projection import Projection, SharedProjections
+from ._reader import FINAL_KINDS, RunReader
 from ._secrets import SealAccess, capability_of, key_dir_of, seal_key_of
 from ._taxonomy import Subcategory
 from ._writes import WriteQuota
@@ -34,9 +35,6 @@ if TYPE_CHECKING:
     from ..tasks import FileTask, GeneratorFamily, SealKey, Task
 
 __all__ = ["FINAL_KINDS", "Caller", "ExpOS"]
-
-# The events that end a run: after the first of these by the harness, the door is shut.
-FINAL_KINDS = ("orchestra.finish",)
 
 
 @dataclass(frozen=True)
@@ -94,6 +92,16 @@ class ExpOS:
         self.backend = attach_backend(self)
         self._task: Task | None = None
         self.quota = WriteQuota(run.ledger, contract.budget.write_quota_bytes)
+        # The read side: what code that only reads the run takes instead of the session.
+        self.reader = RunReader(
+            path=run.path,
+            run_id=run.run_id,
+            contract=contract,
+            store=run.store,
+            ledger=run.ledger,
+            projected=self.projection,
+            task_of=lambda: self.task,
+        )
 
     # -- lifecycle -------------------------------------------------------------------
     @classmethod
@@ -325,11 +333,11 @@ class ExpOS:
         return self.guards.evaluate(self, caller, experiment_id, checkpoint, split)  # type: ignore[arg-type]
 
     def events(self, *kinds: str, actor_id: str | None = None, role: str | None = None) -> list[Event]:
-        return list(self.run.ledger.events(kinds=kinds, actor_id=actor_id, role=role))
+        return self.reader.events(*kinds, actor_id=actor_id, role=role)
 
     def own_events(self, *kinds: str) -> list[Event]:
         """The harness's own records of these kinds: read by author, never "any event of this kind"."""
-        return self.events(*kinds, role="harness")
+        return self.reader.own_events(*kinds)
 
     def scratch(self) -> Path:
         """A private directory on the store's filesystem (outputs are moved, not copied)."""
@@ -362,8 +370,7 @@ class ExpOS:
 
     def final_seq(self) -> int | None:
         """The seq of the run's final record (the harness's `orchestra.finish`), or None while it runs."""
-        first = next(self.run.ledger.events(kinds=FINAL_KINDS, role="harness", limit=1), None)
-        return None if first is None else first.seq
+        return self.reader.final_seq()
 
     # -- the door ----------------------------------------------------------------------
     def call(self, caller: Caller, name: str, args: dict[str, Any] | BaseModel | None = None) -> BaseModel:

@@ -14,7 +14,7 @@ from .. import events as ev
 from ..events import TypedEvent
 
 if TYPE_CHECKING:
-    from ._session import ExpOS
+    from ._reader import RunReader
 
 __all__ = [
     "Dataset",
@@ -201,7 +201,7 @@ class State:
         return self.experiments[ids[0]] if ids else None
 
 
-def load_state(expos: ExpOS) -> State:
+def load_state(reader: RunReader) -> State:
     """The session's state, brought up to the ledger's last event (the events since the last
     look are folded; nothing is replayed). Read it, never change it: every reader shares it."""
-    return expos.projection().state
+    return reader.projection().state

@@ -30,7 +30,7 @@ from ..ledger import Ledger
 from ._errors import ToolRefused
 
 if TYPE_CHECKING:
-    from ._session import ExpOS
+    from ._reader import RunReader
 
 __all__ = [
     "DOOR_ACTOR",
@@ -185,12 +185,12 @@ class DoorWrites(BaseModel):
     refusal_events: int = Field(description="`door.refusals` events those counts come from.")
 
 
-def door_writes(expos: ExpOS) -> DoorWrites:
+def door_writes(reader: RunReader) -> DoorWrites:
     """Bytes per capability (one query over the ledger) and the door's refusal counts."""
-    limit = expos.contract.budget.write_quota_bytes
-    by_cap = expos.run.ledger.bytes_by_capability()
-    windows = [typed(e, DoorRefusals).payload for e in expos.own_events("door.refusals")]
-    one_by_one = sum(1 for e in expos.events("guard.blocked", actor_id="unauthenticated", role="public"))
+    limit = reader.contract.budget.write_quota_bytes
+    by_cap = reader.ledger.bytes_by_capability()
+    windows = [typed(e, DoorRefusals).payload for e in reader.own_events("door.refusals")]
+    one_by_one = sum(1 for e in reader.events("guard.blocked", actor_id="unauthenticated", role="public"))
     return DoorWrites(
         quota_bytes=limit,
         by_capability=[

@@ -31,7 +31,7 @@ def drive(
     # The run's backend names where its nodes run and on which clock (a simulated one continues
     # from the run's last event) unless the operator names another; every record from here on is on that clock.
     last = expos.run.ledger.get(expos.run.ledger.size() - 1).ts
-    settings = load_graph(expos).settings
+    settings = load_graph(expos.reader).settings
     gpus = float(settings.gpus_per_slot or 0) if settings is not None else 0.0
     options: dict[str, Any] = {}
     if executor == "ray":
@@ -53,7 +53,7 @@ def _drive_on(expos: ExpOS, display: Display, key_dir: str | None, *, resume: bo
         else:
             sched.start()
         reason = sched.drive()
-        graph = load_graph(expos)
+        graph = load_graph(expos.reader)
         if not any(
             d.action == "stop" and d.seq > (graph.stopped.seq if graph.stopped is not None else -1)
             for d in graph.decisions

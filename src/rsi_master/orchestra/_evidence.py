@@ -63,7 +63,7 @@ class Evidence:
         self.floor = min(scores, default=0.0)
         samples = expos.contract.evaluator.sample_ids.get("dev") or []
         self.n_items = max(1, len(samples))
-        timing = run_timing(expos)
+        timing = run_timing(expos.reader)
         self.example_s = float(timing.get("example_s", DEFAULT_EXAMPLE_S))
         self.ctx = ctx
 

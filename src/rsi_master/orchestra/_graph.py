@@ -24,7 +24,7 @@ from ..expos import Decision, Projection, ReviewerNode, WorkerRecord, parse_ts, 
 from ._directions import Direction
 
 if TYPE_CHECKING:
-    from ..expos import ExpOS
+    from ..expos import RunReader
     from ..ledger import Event
 
 __all__ = [
@@ -257,6 +257,6 @@ def snapshot(proj: Projection) -> ResearchGraph:
     )
 
 
-def load_graph(expos: ExpOS) -> ResearchGraph:
+def load_graph(reader: RunReader) -> ResearchGraph:
     """The research graph up to the ledger's last event (the session's projection, advanced)."""
-    return snapshot(expos.projection())
+    return snapshot(reader.projection())

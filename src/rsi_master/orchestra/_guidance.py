@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from ..errors import RsiMasterError
 from ..events import HumanGuidance, payload_of
-from ..expos import NODE_ID, OPERATOR_ROLE, Caller, ExpOS, capability_id, register_part
+from ..expos import NODE_ID, OPERATOR_ROLE, Caller, ExpOS, RunReader, capability_id, register_part
 from ._directions import Direction, default_directions
 from ._graph import load_graph
 
@@ -137,8 +137,8 @@ def operator_id() -> str:
     return name if NODE_ID.fullmatch(name) else f"uid-{os.geteuid()}"
 
 
-def check_guidance(expos: ExpOS, guidance: HumanGuidance | dict[str, object]) -> HumanGuidance:
-    """The request as the event's payload, if the run takes it now (`expos` may be read-only), or
+def check_guidance(reader: RunReader, guidance: HumanGuidance | dict[str, object]) -> HumanGuidance:
+    """The request as the event's payload, if the run takes it now (`reader` may be read-only), or
     GuidanceError saying in one line why not."""
 
     if isinstance(guidance, dict):
@@ -148,10 +148,10 @@ def check_guidance(expos: ExpOS, guidance: HumanGuidance | dict[str, object]) ->
             err = exc.errors()[0]
             where = ".".join(str(p) for p in err["loc"])
             raise GuidanceError(f"guidance refused: {where + ': ' if where else ''}{err['msg']}") from None
-    final = expos.final_seq()
+    final = reader.final_seq()
     if final is not None:
         raise GuidanceError(f"guidance refused: the run has finished (its final record is event {final})")
-    graph = load_graph(expos)
+    graph = load_graph(reader)
     if graph.settings is None:
         raise GuidanceError("guidance refused: not a campaign run (no orchestra.start): nothing reads guidance")
     if graph.stopped is not None:
@@ -159,7 +159,7 @@ def check_guidance(expos: ExpOS, guidance: HumanGuidance | dict[str, object]) ->
             f"guidance refused: the run has stopped launching ({graph.stopped.payload.reason}) and is ending"
         )
     known: set[str] = set()
-    for direction in default_directions(expos.task, seed=graph.settings.seed):
+    for direction in default_directions(reader.task, seed=graph.settings.seed):
         known |= names(direction)
     for name in (*guidance.prefer, *guidance.avoid):
         if name not in known:
@@ -181,7 +181,7 @@ def check_guidance(expos: ExpOS, guidance: HumanGuidance | dict[str, object]) ->
 def give_guidance(expos: ExpOS, guidance: HumanGuidance | dict[str, object]) -> Event:
     """Record guidance in a running campaign (`expos` opened writable by the operator), or raise
     GuidanceError saying in one line why not, with nothing written."""
-    guidance = check_guidance(expos, guidance)
+    guidance = check_guidance(expos.reader, guidance)
     user = operator_id()
     cap = capability_id(expos.issue(OPERATOR, user, ttl_s=60.0))
     return expos.record(Caller(OPERATOR, user, cap), guidance)
@@ -192,7 +192,7 @@ def guide_run(run_dir: Path | str, guidance: HumanGuidance | dict[str, object], 
     refused request (or a path that is no run) writes nothing, not even the key directory's note
     of where the run lives."""
     with ExpOS.open(run_dir, key_dir=key_dir, writable=False) as expos:
-        checked = check_guidance(expos, guidance)
+        checked = check_guidance(expos.reader, guidance)
     with ExpOS.open(run_dir, key_dir=key_dir) as expos:
         return give_guidance(expos, checked)  # checked again: the run may have finished since
 

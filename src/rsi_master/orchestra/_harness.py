@@ -40,7 +40,7 @@ def select(expos: ExpOS) -> dict[str, Any]:
     # whatever its agents' evaluations say is what selection sees.
     guarded = expos.guards.guarded
     flagged = set(report.flagged) if guarded else set()
-    st = load_state(expos)
+    st = load_state(expos.reader)
     rows: list[dict[str, Any]] = []
     for xid, owner, seq in st.submissions:
         x = st.experiments.get(xid)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._proc import die_with_parent
 from ..events import OrchestraStart, typed
-from ..expos import ExpOS
+from ..expos import ExpOS, RunReader
 from . import _reviewer, _worker  # noqa: F401  (registers the built-in agents)
 from ._briefs import reviewer_brief, worker_brief
 from ._graph import load_graph
@@ -34,13 +34,13 @@ __all__ = ["job_main", "run_node", "run_timing"]
 TIMING_KEYS = ("step_s", "example_s", "overhead_s")
 
 
-def run_timing(expos: ExpOS) -> dict[str, float]:
+def run_timing(reader: RunReader) -> dict[str, float]:
     """Seconds per optimizer step, per training example and per trial overhead measured on this machine in this run
     (any Worker's finished experiments: how fast the machine is, not how well anyone did)."""
     per_step = []
     per_example = []
     overhead = []
-    for x in expos.projection().state.experiments.values():
+    for x in reader.projection().state.experiments.values():
         bs = x.spec.get("batch_size") if isinstance(x.spec, dict) else None
         start = x.start_ts
         if x.status == "completed" and x.steps and x.train_seconds is not None:
@@ -58,7 +58,7 @@ def run_timing(expos: ExpOS) -> dict[str, float]:
         out["overhead_s"] = sorted(overhead)[len(overhead) // 2]
     # Until this run has measured the machine, a measurement made on it before the run (the
     # bench calibrates once for all its campaigns) stands in for the built-in defaults.
-    starts = expos.own_events("orchestra.start")
+    starts = reader.own_events("orchestra.start")
     prior = typed(starts[0], OrchestraStart).payload.timing_prior if starts else None
     for key, value in (prior or {}).items():
         if key in TIMING_KEYS and isinstance(value, (int, float)) and value > 0:
@@ -113,12 +113,12 @@ def run_node(opened: Any, kind: str, node: str, deadline: float, seed: int, revi
     caller = expos.authenticate(capability)
     if (caller.role, caller.id) != (kind, node):
         raise RuntimeError(f"capability for {caller.role} {caller.id} handed to node {kind} {node}")
-    graph = load_graph(expos)
-    timing = run_timing(expos)
+    graph = load_graph(expos.reader)
+    timing = run_timing(expos.reader)
     # The agent may leave BudgetEnd unhandled; its steps so far are in the ledger.
     if kind == "worker":
         worker: WorkerAgent = resolve(WORKERS, graph.workers[node].direction.agent)()
-        memory = worker_memory(expos, node, graph.interrupted_experiments)
+        memory = worker_memory(expos.reader, node, graph.interrupted_experiments)
         with contextlib.suppress(BudgetEnd):
             worker.run(NodeContext(expos, caller, worker_brief(graph, node, timing), deadline, seed, memory))
     else:

@@ -131,7 +131,9 @@ class BudgetRule:
         larger), priced from this run's measurements."""
 
         batch = smallest_batch(ctx.expos.task)
-        return min_trial_seconds(run_timing(ctx.expos), max(batch, cheapest_batch(d)) if d is not None else batch)
+        return min_trial_seconds(
+            run_timing(ctx.expos.reader), max(batch, cheapest_batch(d)) if d is not None else batch
+        )
 
     def capped(self, ctx: MainContext, graph: ResearchGraph, d: Direction, reviewed: bool) -> bool:
         """The direction already took its share of the budget without passing verification

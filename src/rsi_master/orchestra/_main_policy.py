@@ -165,7 +165,7 @@ class PolicyMain:
         if redo is not None:
             return redo
         first: tuple[PlanStep, ...]
-        if run_prior(ctx.expos) is not None:
+        if run_prior(ctx.expos.reader) is not None:
             # With a prior: the reviews' recommendations, then the prior's openings, as before.
             first, weighed = plans.default_order, ""
         else:

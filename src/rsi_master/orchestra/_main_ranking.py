@@ -51,7 +51,7 @@ class Ranking:
     def fresh_directions(self, ctx: MainContext, graph: ResearchGraph) -> list[Direction]:
         task = ctx.expos.task
         tried = {w.direction.key() for w in graph.workers.values()}
-        land = run_prior(ctx.expos)
+        land = run_prior(ctx.expos.reader)
         if land is None:
             # No prior: nothing tells the task's families apart before they are measured, so the
             # order is a permutation of them drawn from the run's seed (a fixed order, say by
@@ -119,7 +119,7 @@ class Ranking:
         worth about the same, and a Worker had restarted a late-rising lineage from its oldest
         checkpoint while the newest waited for its review)."""
         ranked = self.verified(ctx, graph)
-        if run_prior(ctx.expos) is not None or len(ranked) < 2:
+        if run_prior(ctx.expos.reader) is not None or len(ranked) < 2:
             return ranked
         evidence, seconds = Evidence(ctx, graph), self.horizon_s(ctx)
         score = {c.experiment_id: c.score for c in ranked}
@@ -196,7 +196,7 @@ def tie_breaks(
     lineage (`landscape_prior`) where the run has a prior, else the forecast of its direction's
     own learning curve after `seconds` more of a Worker (`Evidence`), at the resolution of a
     score: two lineages at zero tie, and the one with more training behind it is built on."""
-    land = run_prior(ctx.expos)
+    land = run_prior(ctx.expos.reader)
     if land is not None:
         prior = landscape_prior(ctx.expos.contract.task, land)
     else:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..expos import ExpOS
+    from ..expos import RunReader
 
 __all__ = ["Trial", "lineage_examples", "worker_memory"]
 
@@ -66,9 +66,11 @@ class Trial:
         return dict(self.data.get("params", {}))
 
 
-def worker_memory(expos: ExpOS, worker_id: str, interrupted: set[str] | frozenset[str] = frozenset()) -> list[Trial]:
+def worker_memory(
+    reader: RunReader, worker_id: str, interrupted: set[str] | frozenset[str] = frozenset()
+) -> list[Trial]:
     """One trial per experiment the Worker started: data knobs, training spec, outcome, wall time."""
-    st = expos.projection().state
+    st = reader.projection().state
     data: dict[str, dict[str, Any]] = {}
     for ds in sorted(st.datasets.values(), key=lambda d: d.seq):
         if ds.owner != worker_id or ds.role != "worker":

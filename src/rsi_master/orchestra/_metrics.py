@@ -10,16 +10,16 @@ from ..events import AgentEnd, AgentError, AgentStep, ToolCall, typed
 from ._graph import ResearchGraph, parse_ts
 
 if TYPE_CHECKING:
-    from ..expos import ExpOS
+    from ..expos import RunReader
 
 __all__ = ["KINDS", "llm_usage", "run_metrics"]
 
 KINDS = ("launching", "monitoring", "comparing", "reviewing", "deciding")
 
 
-def _windows(expos: ExpOS, graph: ResearchGraph) -> list[tuple[float, float, int, float]]:
+def _windows(reader: RunReader, graph: ResearchGraph) -> list[tuple[float, float, int, float]]:
     """Agent phase of each session: (start ts, end ts, slots, budget seconds spent before it)."""
-    stops = [parse_ts(e.ts) for e in expos.own_events("orchestra.stop")]
+    stops = [parse_ts(e.ts) for e in reader.own_events("orchestra.stop")]
     out = []
     before = 0.0
     for i, (_seq, start, p) in enumerate(graph.sessions):
@@ -34,9 +34,9 @@ def _windows(expos: ExpOS, graph: ResearchGraph) -> list[tuple[float, float, int
     return out
 
 
-def run_metrics(expos: ExpOS, graph: ResearchGraph) -> dict[str, Any]:
+def run_metrics(reader: RunReader, graph: ResearchGraph) -> dict[str, Any]:
     budget = graph.settings.budget_s if graph.settings is not None else 0.0
-    windows = _windows(expos, graph)
+    windows = _windows(reader, graph)
     available = sum(max(0.0, e - s) * n for s, e, n, _ in windows)
     busy = 0.0
     for j in graph.jobs:
@@ -45,7 +45,7 @@ def run_metrics(expos: ExpOS, graph: ResearchGraph) -> dict[str, Any]:
             busy += max(0.0, min(end, e) - max(j.start_ts, s))
     fifths: list[Counter[str]] = [Counter() for _ in range(5)]
     by_role: Counter[str] = Counter()
-    for ev in expos.events("tool.call"):
+    for ev in reader.events("tool.call"):
         ts = parse_ts(ev.ts)
         win = next((w for w in windows if w[0] <= ts <= w[1]), None)
         if win is None or budget <= 0:
@@ -54,7 +54,7 @@ def run_metrics(expos: ExpOS, graph: ResearchGraph) -> dict[str, Any]:
         fifths[min(4, max(0, int(5 * pos / budget)))][typed(ev, ToolCall).payload.kind] += 1
         by_role[ev.actor.role] += 1
     actions = Counter(d.action for d in graph.decisions)
-    llm = llm_usage(expos)
+    llm = llm_usage(reader)
     return {
         "llm": llm,
         "llm_tokens": llm["prompt_tokens"] + llm["completion_tokens"],
@@ -79,13 +79,13 @@ def run_metrics(expos: ExpOS, graph: ResearchGraph) -> dict[str, Any]:
     }
 
 
-def llm_usage(expos: ExpOS) -> dict[str, Any]:
+def llm_usage(reader: RunReader) -> dict[str, Any]:
     """What LLM agents spent, from their `agent.step` records: turns, tokens, cost, failed
     requests and how their turns ended, in total and per role."""
     total = {"turns": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0, "failed_requests": 0}
     by_role: dict[str, dict[str, Any]] = {}
     ends: Counter[str] = Counter()
-    for e in expos.events("agent.step", "agent.error", "agent.end"):
+    for e in reader.events("agent.step", "agent.error", "agent.end"):
         role = by_role.setdefault(e.actor.role, dict.fromkeys(total, 0) | {"cost_usd": 0.0})
         p = typed(e).payload
         if isinstance(p, AgentStep):

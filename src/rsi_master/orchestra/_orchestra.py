@@ -82,7 +82,7 @@ def _create(run: ResolvedRun) -> None:
     }
     try:
         if run.prior is not None:
-            optional["prior"] = store_prior(expos, run.prior)
+            optional["prior"] = store_prior(expos.reader, run.prior)
         stored = (
             [{"digest": optional["prior"], "role": "input", "name": "prior_landscape"}] if "prior" in optional else []
         )
@@ -151,7 +151,7 @@ def resume_run(
     expos = ExpOS.open(path, key_dir=key_dir)
     try:
         try:
-            graph = load_graph(expos)
+            graph = load_graph(expos.reader)
         except ValidationError as exc:  # a record no Main writes now (a Worker given no time, say)
             err = exc.errors()[0]
             raise RsiMasterError(

@@ -23,7 +23,7 @@ from ..events import OrchestraStart, payload_of
 from ..landscape import SHIPPED, CurveLabel, Landscape, LandscapeError, dumps, load, loads
 
 if TYPE_CHECKING:
-    from ..expos import ExpOS
+    from ..expos import RunReader
     from ..landscape import Landscape
     from ..tasks import Task
 
@@ -84,29 +84,29 @@ def check_prior(landscape: Landscape, task: Task) -> None:
             )
 
 
-def store_prior(expos: ExpOS, landscape: Landscape) -> str:
+def store_prior(reader: RunReader, landscape: Landscape) -> str:
     """Store the landscape in the run (its canonical JSON) and return its digest."""
 
-    return str(expos.run.store.put_bytes(dumps(landscape).encode()))
+    return str(reader.store.put_bytes(dumps(landscape).encode()))
 
 
-def prior_landscape(expos: ExpOS, digest: str) -> Landscape:
+def prior_landscape(reader: RunReader, digest: str) -> Landscape:
     """The stored prior of digest `digest`, checked against it (read once per process)."""
 
     hit = _cache.get(digest)
     if hit is None:
-        hit = _cache[digest] = loads(expos.run.store.read_bytes(digest).decode(), f"prior {digest[:12]}")
+        hit = _cache[digest] = loads(reader.store.read_bytes(digest).decode(), f"prior {digest[:12]}")
     return hit
 
 
-def run_prior(expos: ExpOS) -> Landscape | None:
+def run_prior(reader: RunReader) -> Landscape | None:
     """The run's prior (its `orchestra.start` names it), None for a run without one."""
 
-    where = str(expos.run.path)
+    where = str(reader.path)
     if where not in _named:
-        starts = expos.own_events("orchestra.start")
+        starts = reader.own_events("orchestra.start")
         if not starts:
             return None  # not recorded yet: nothing to remember either
         _named[where] = payload_of(starts[0], OrchestraStart).prior
     digest = _named[where]
-    return prior_landscape(expos, digest) if digest else None
+    return prior_landscape(reader, digest) if digest else None

@@ -72,7 +72,7 @@ class Scheduler:
     executor: Any = None
 
     def __post_init__(self) -> None:
-        graph = load_graph(self.expos)
+        graph = load_graph(self.expos.reader)
         if graph.settings is None:
             raise ValueError("not an orchestrated run")
         self.cfg: OrchestraStart = graph.settings
@@ -113,14 +113,14 @@ class Scheduler:
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
         """First session: the orchestra.start event was recorded with the contract."""
-        graph = load_graph(self.expos)
+        graph = load_graph(self.expos.reader)
         self.spent_before = 0.0
         self.session_start = graph.sessions[0][1]
         if not graph.workers:
             self.main.start(self.main_ctx(), graph)
 
     def resume(self) -> None:
-        graph = load_graph(self.expos)
+        graph = load_graph(self.expos.reader)
         # The new session opens first, so that the killed one ends at its own last event: the
         # time between the kill and now is not spent, and what is recorded below belongs to now.
         self._open_session(OrchestraResume(slots=self.slots, pid=os.getpid()), graph.spent_seconds())
@@ -149,7 +149,7 @@ class Scheduler:
 
     def drive(self) -> str:
         """Run until the budget is spent or no work is left; returns the reason."""
-        graph = load_graph(self.expos)
+        graph = load_graph(self.expos.reader)
         if graph.stopped is not None:
             return graph.stopped.payload.reason
         try:

@@ -16,7 +16,7 @@ from ._harness import HARNESS, final_scores, select
 from ._metrics import run_metrics
 
 if TYPE_CHECKING:
-    from ..expos import ExpOS
+    from ..expos import ExpOS, RunReader
 
 __all__ = ["close_run"]
 
@@ -28,10 +28,10 @@ def close_run(expos: ExpOS, sched: Any) -> dict[str, Any]:
     selection = select(expos)
     scores = final_scores(expos, selection)
     report = audit(expos)
-    st = load_state(expos)
-    graph = load_graph(expos)
+    st = load_state(expos.reader)
+    graph = load_graph(expos.reader)
     ref = _reference_score(expos.contract.task)
-    metrics = run_metrics(expos, graph)
+    metrics = run_metrics(expos.reader, graph)
     pruned = _prune(expos, sched.cfg.keep or "all")
     summary = {
         "version": 1,
@@ -41,7 +41,7 @@ def close_run(expos: ExpOS, sched: Any) -> dict[str, Any]:
         "run_id": expos.run.run_id,
         # No checkpoint returned: no score of one (the base's is `base_score`), and `why` says so.
         "final_score": scores["final_score"] if selection["selected"] is not None else None,
-        "why": _why_none(selection, st, graph, _last_failure(expos)) if selection["selected"] is None else None,
+        "why": _why_none(selection, st, graph, _last_failure(expos.reader)) if selection["selected"] is None else None,
         "base_score": scores["base_score"],
         "reference_score": ref,
         "selected": selection["selected"],
@@ -90,11 +90,11 @@ def close_run(expos: ExpOS, sched: Any) -> dict[str, Any]:
     return summary
 
 
-def _last_failure(expos: ExpOS) -> str | None:
+def _last_failure(reader: RunReader) -> str | None:
     """The run's last failure that can explain a run with nothing to return: a Worker's call that
     was invalid or failed (`the last failed call: tool: reason`) or an agent's failed model
     request (`the main agent's last error: ...`), whichever came later; None if neither."""
-    failed = expos.events("tool.invalid", "tool.failed", role="worker") + expos.events("agent.error")
+    failed = reader.events("tool.invalid", "tool.failed", role="worker") + reader.events("agent.error")
     if not failed:
         return None
     event = max(failed, key=lambda e: e.seq)

@@ -319,7 +319,7 @@ class TPEWorker:
             )
             return
         best = done[0]
-        own = {m.experiment_id: m for m in worker_memory(ctx.expos, ctx.caller.id)}
+        own = {m.experiment_id: m for m in worker_memory(ctx.expos.reader, ctx.caller.id)}
         recipe = (
             Recipe(
                 experiment_id=best.experiment_id,

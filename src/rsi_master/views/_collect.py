@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import NotARunError, RsiMasterError
 from ..events import OrchestraFinish, TypedEvent
-from ..expos import AuditReport, ExpOS, State, audit, boundary_statement, lineage, load_state, parse_ts
+from ..expos import AuditReport, ExpOS, RunReader, State, audit, boundary_statement, lineage, load_state, parse_ts
 from ..orchestra import ResearchGraph, load_graph, run_metrics
 from ..rundir import RunReport, VerifyMemo, verify_run
 from ._model import DecisionView, ExperimentView, JobView, NodeView, RunView, StepView
@@ -42,7 +42,7 @@ def collect(run_dir: str | Path, key_dir: str | None = None) -> RunView:
     problems = [str(p) for p in report.problems]
     try:
         with ExpOS.open(path, key_dir=key_dir, writable=False) as expos:
-            return _read(expos, path, _audited(expos, report))
+            return _read(expos.reader, path, _audited(expos, report))
     except NotARunError:
         raise
     except RsiMasterError as exc:
@@ -73,11 +73,11 @@ def check_open(expos: ExpOS, key_dir: str | None, memo: VerifyMemo) -> Checked:
     return _audited(expos, verify_run(Path(expos.run.path), key_dir=key_dir, memo=memo))
 
 
-def collect_open(expos: ExpOS, checked: Checked) -> RunView:
+def collect_open(reader: RunReader, checked: Checked) -> RunView:
     """The view of a run whose read-only session a caller keeps open (the live view): its projection
     takes in only the events since the last call; verify and the audit are `checked`'s, shown with
     the ledger size they were made at when the run has grown since."""
-    return _read(expos, Path(expos.run.path), checked)
+    return _read(reader, Path(reader.path), checked)
 
 
 def _unreadable(path: Path, report: RunReport, problems: list[str]) -> RunView:
@@ -111,34 +111,34 @@ def _unreadable(path: Path, report: RunReport, problems: list[str]) -> RunView:
     )
 
 
-def _read(expos: ExpOS, path: Path, checked: Checked) -> RunView:
+def _read(reader: RunReader, path: Path, checked: Checked) -> RunView:
     report, rep = checked.report, checked.audit
     problems = [str(p) for p in report.problems]
-    st = load_state(expos)
-    graph = load_graph(expos)
-    unreadable = expos.projection().unreadable
+    st = load_state(reader)
+    graph = load_graph(reader)
+    unreadable = reader.projection().unreadable
     if unreadable:
         problems.append(f"{len(unreadable)} events could not be read and are left out (first: event {unreadable[0]})")
     if checked.audit_error is not None:
         problems.append(checked.audit_error)
     clock = BudgetClock(graph)
     experiments = _experiments(st, clock)
-    summary = stored_summary(expos, graph.finished)
-    transcripts = _transcripts(expos)
-    metrics = run_metrics(expos, graph)
+    summary = stored_summary(reader, graph.finished)
+    transcripts = _transcripts(reader)
+    metrics = run_metrics(reader, graph)
     selected = summary.get("selected") if isinstance(summary.get("selected"), str) else None
     settings = graph.settings
     known = graph.workers | graph.reviewers
     ended = ended_nodes(st.workers.values(), st.reviewers.values())
-    source = expos.contract.base_model_source
+    source = reader.contract.base_model_source
     return RunView(
         run_dir=str(path),
         run_id=report.run_id,
         problems=problems,
         verify=verify_view(report),
-        task=expos.contract.task,
-        backend=expos.backend.name,
-        base_model=expos.contract.base_model_artifact,
+        task=reader.contract.task,
+        backend=reader.backend_name,
+        base_model=reader.contract.base_model_artifact,
         model=(source.repo_id or source.spec) if source is not None else "shipped",
         agents={"main": settings.main, "worker": settings.worker, "reviewer": settings.reviewer} if settings else {},
         budget_s=settings.budget_s if settings else None,
@@ -156,7 +156,7 @@ def _read(expos: ExpOS, path: Path, checked: Checked) -> RunView:
                 rationale=d.rationale,
                 evidence=list(d.evidence),
                 nodes=named_nodes(d.detail, d.answers, known, ended),
-                at_s=clock.at(_ts_of(expos, d.seq)),
+                at_s=clock.at(_ts_of(reader, d.seq)),
             )
             for d in graph.decisions
         ],
@@ -178,13 +178,13 @@ def _read(expos: ExpOS, path: Path, checked: Checked) -> RunView:
         audit=audit_view(rep, st) if rep is not None else None,
         selected=selected,
         selected_lineage=[experiments[x.id] for x in lineage(st, selected)] if selected else [],
-        size=expos.projection().size,
+        size=reader.projection().size,
         checked_at=checked.size,
     )
 
 
-def _ts_of(expos: ExpOS, seq: int) -> float:
-    e = next(iter(expos.run.ledger.events(since=seq, limit=1)), None)
+def _ts_of(reader: RunReader, seq: int) -> float:
+    e = next(iter(reader.ledger.events(since=seq, limit=1)), None)
     return parse_ts(e.ts) if e is not None else 0.0
 
 
@@ -192,20 +192,20 @@ def _experiments(st: State, clock: BudgetClock) -> dict[str, ExperimentView]:
     return {x.id: experiment_view(x, st, clock) for x in sorted(st.experiments.values(), key=lambda x: x.seq)}
 
 
-def stored_summary(expos: ExpOS, finished: TypedEvent[OrchestraFinish] | None) -> dict[str, Any]:
+def stored_summary(reader: RunReader, finished: TypedEvent[OrchestraFinish] | None) -> dict[str, Any]:
     """The summary the harness stored with its finish record ({} before it, or when unreadable)."""
     if finished is None:
         return {}
     try:
-        data = json.loads(Path(expos.run.store.path(finished.payload.summary)).read_bytes())
+        data = json.loads(Path(reader.store.path(finished.payload.summary)).read_bytes())
     except (RsiMasterError, OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
 
 
-def _transcripts(expos: ExpOS) -> dict[str, list[StepView]]:
+def _transcripts(reader: RunReader) -> dict[str, list[StepView]]:
     out: dict[str, list[StepView]] = {}
-    for e in expos.events("agent.step"):
+    for e in reader.events("agent.step"):
         out.setdefault(e.actor.id, []).append(step_view(e))
     return out
 

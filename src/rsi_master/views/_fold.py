@@ -185,7 +185,7 @@ class ViewFold:
         elif kind == "orchestra.stop" and e.actor.role == "harness":
             self.stops.append(parse_ts(e.ts))
         elif kind == "orchestra.finish" and e.actor.role == "harness":
-            self.summary = stored_summary(self.expos, orc.finished)
+            self.summary = stored_summary(self.expos.reader, orc.finished)
             changes.checks = True
 
     def _experiment(self, st: State, xid: str) -> bool:
