@@ -7,10 +7,9 @@ import inspect
 
 import pytest
 
-from rsi_master.expos import ExpOS, ToolContext, ToolRefused
+from rsi_master.expos import Caller, ExpOS, ToolContext, ToolRefused
 from rsi_master.expos._catalogue import load
 from rsi_master.expos._registry import TOOLS
-from rsi_master.expos._session import Caller
 
 # What a tool must not reach: the session's lifecycle, identity, seal, door and run directory.
 SESSION_ONLY = (

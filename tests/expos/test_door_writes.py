@@ -15,12 +15,11 @@ import pytest
 
 from rsi_master.events import TEXT_MAX, typed
 from rsi_master.events._payloads import DoorRefusals
-from rsi_master.expos import Door, ExpOS, ToolInvalid
+from rsi_master.expos import Caller, Door, ExpOS, ToolInvalid
 from rsi_master.expos._audit import audit
 from rsi_master.expos._catalogue import load
 from rsi_master.expos._contract import Budget
 from rsi_master.expos._registry import TOOLS
-from rsi_master.expos._session import Caller
 
 MAIN = Caller("main", "main")
 

@@ -7,6 +7,7 @@ taxonomy and an audit computed from the ledger and the run directory alone.
 
 from ._audit import AuditReport, Finding, SubmissionAudit, audit
 from ._boundary import AgentProcess, boundary_statement, lock_down
+from ._caller import Caller
 from ._capability import (
     INLINE_REFUSED,
     NODE_ID,
@@ -34,11 +35,11 @@ from ._identity import AgentLimits, parse_size
 from ._kinds import EVENT_KINDS
 from ._projection import Part, Projection, SharedProjections, parse_ts, register_part
 from ._prune import KEEP_POLICIES, protected_checkpoints, prune_checkpoints
-from ._reader import RunReader
+from ._reader import RunReader, load_state
 from ._registry import ROLES, TOOLS, Tool
 from ._secrets import SealAccess
-from ._session import Caller, ExpOS
-from ._state import Decision, Experiment, ReviewerNode, State, WorkerRecord, load_state
+from ._session import ExpOS
+from ._state import Decision, Experiment, ReviewerNode, State, WorkerRecord
 from ._taxonomy import GROUPS, SUBCATEGORIES, Observation, Subcategory
 from ._tools_main import Added, GraphView
 from ._tools_reviewer import AuditView, Comparison, Inspection, ReviewEval

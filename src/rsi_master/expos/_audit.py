@@ -27,7 +27,8 @@ from ._audit_checks import (
 from ._contamination_gate import check_bytes
 from ._contract import TaskContract
 from ._graph import lineage
-from ._state import Experiment, load_state
+from ._reader import load_state
+from ._state import Experiment
 from ._taxonomy import SUBCATEGORIES, Observation, Subcategory
 from ._writes import DoorWrites, door_writes
 

@@ -21,7 +21,8 @@ from ._registry import TOOLS, Tool
 from ._taxonomy import Subcategory
 
 if TYPE_CHECKING:
-    from ._session import Caller, ExpOS
+    from ._caller import Caller
+    from ._session import ExpOS
 
 __all__ = ["UNAUTHENTICATED", "call_tool"]
 

@@ -40,9 +40,10 @@ if TYPE_CHECKING:
     from ..ledger import Event, Ledger
     from ..tasks import GeneratorFamily, Task
     from ._backend import ExperimentBackend
+    from ._caller import Caller
     from ._contract import TaskContract
     from ._guards import GuardPolicy
-    from ._session import Caller, ExpOS
+    from ._session import ExpOS
     from ._state import State
     from ._taxonomy import Subcategory
 

@@ -11,7 +11,7 @@ from ..events import OrchestraJobStart, typed
 
 if TYPE_CHECKING:
     from ..ledger import Event
-    from ._session import Caller
+    from ._caller import Caller
 
 __all__ = ["HarnessRecords", "caller_deadline", "seconds_left"]
 

@@ -11,7 +11,7 @@ from ..artifacts import RunStore, dir_digest, read_measured
 from ..errors import ArtifactError
 from ..events import EvalRecord, TypedEvent, typed
 from ._errors import ToolRefused
-from ._state import load_state
+from ._reader import load_state
 from ._taxonomy import Subcategory
 
 __all__ = [

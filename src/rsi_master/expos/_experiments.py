@@ -22,7 +22,7 @@ from ._state import experiment_id
 from ._taxonomy import Subcategory
 
 if TYPE_CHECKING:
-    from ._session import Caller
+    from ._caller import Caller
     from ._state import State
 
 __all__ = ["ExperimentResult", "adopt_checkpoint", "measured_dataset", "rows_of", "run_experiment"]

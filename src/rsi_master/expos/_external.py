@@ -12,10 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..events import GuardBlocked, OrchestraStart, typed
+from ._caller import Caller
 from ._catalogue import load as _load
 from ._errors import ToolRefused
 from ._registry import TOOLS
-from ._session import Caller, ExpOS
+from ._session import ExpOS
 
 __all__ = ["external_call"]
 

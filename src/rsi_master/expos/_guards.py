@@ -27,8 +27,9 @@ from ._evaluation import evaluate_experiment, evaluate_unchecked
 from ._taxonomy import Subcategory
 
 if TYPE_CHECKING:
+    from ._caller import Caller
     from ._registry import Tool
-    from ._session import Caller, ExpOS
+    from ._session import ExpOS
     from ._state import Experiment, State
 
 __all__ = ["OVERRIDE_KEYS", "GuardName", "GuardPolicy", "Shortcut", "Strict", "Unguarded"]

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..events import ArtifactPrune, HarnessFinal, HarnessSelect, PrunedCheckpoint, typed
 from ._evaluation import adapter_base_of
-from ._state import load_state
+from ._reader import load_state
 
 if TYPE_CHECKING:
     from ._reader import RunReader

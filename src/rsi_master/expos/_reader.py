@@ -19,8 +19,9 @@ if TYPE_CHECKING:
     from ..tasks import Task
     from ._contract import TaskContract
     from ._projection import Projection
+    from ._state import State
 
-__all__ = ["FINAL_KINDS", "RunReader"]
+__all__ = ["FINAL_KINDS", "RunReader", "load_state"]
 
 # The events that end a run: after the first of these by the harness, the door is shut.
 FINAL_KINDS = ("orchestra.finish",)
@@ -66,3 +67,9 @@ class RunReader:
         """The seq of the run's final record (the harness's `orchestra.finish`), or None while it runs."""
         first = next(self.ledger.events(kinds=FINAL_KINDS, role="harness", limit=1), None)
         return None if first is None else first.seq
+
+
+def load_state(reader: RunReader) -> State:
+    """The run's state, brought up to the ledger's last event (the events since the last
+    look are folded; nothing is replayed). Read it, never change it: every reader shares it."""
+    return reader.projection().state

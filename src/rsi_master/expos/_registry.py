@@ -14,10 +14,10 @@ from pydantic import BaseModel
 from ._schemas import input_schema
 
 if TYPE_CHECKING:
+    from ._caller import Caller
     from ._context import ToolContext
     from ._contract import TaskContract
     from ._generator_view import GeneratorView
-    from ._session import Caller
 
 __all__ = ["HINTS", "LLM_NAME", "ROLES", "TOOLS", "UNOFFERED", "Hints", "Tool", "ToolKind", "tool"]
 

@@ -4,7 +4,6 @@ ledger, and `call`, the single door through which every agent action passes."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +16,7 @@ from ..rundir import RunDir
 from ..tasks import SPLITS, TaskInputError, get_task, items_digest, load_task_dir
 from ._backend import SimBackend, attach_backend, world_task
 from ._call import UNAUTHENTICATED, call_tool
+from ._caller import Caller
 from ._capability import DEFAULT_TTL_S, CapabilityError, capability_id, issue_capability
 from ._catalogue import load as _load
 from ._context import drop_scratch, guard, new_scratch
@@ -35,21 +35,6 @@ if TYPE_CHECKING:
     from ..tasks import FileTask, GeneratorFamily, SealKey, Task
 
 __all__ = ["FINAL_KINDS", "Caller", "ExpOS"]
-
-
-@dataclass(frozen=True)
-class Caller:
-    """Who acts. Outside the harness's own code a Caller comes only from `ExpOS.authenticate`
-    (a capability the harness issued); `cap` is that capability's id, recorded on every event."""
-
-    role: str
-    id: str
-    cap: str | None = None
-
-    def actor(self) -> dict[str, str]:
-        if self.cap is None:
-            return {"role": self.role, "id": self.id}
-        return {"role": self.role, "id": self.id, "cap": self.cap}
 
 
 class ExpOS:

@@ -8,13 +8,10 @@ Nothing here is stored anywhere else: the session's `Projection` folds it from t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import events as ev
 from ..events import TypedEvent
-
-if TYPE_CHECKING:
-    from ._reader import RunReader
 
 __all__ = [
     "Dataset",
@@ -25,7 +22,6 @@ __all__ = [
     "State",
     "WorkerRecord",
     "experiment_id",
-    "load_state",
 ]
 
 
@@ -199,9 +195,3 @@ class State:
         """The first experiment that ended with this checkpoint."""
         ids = self.checkpoints.get(digest)
         return self.experiments[ids[0]] if ids else None
-
-
-def load_state(reader: RunReader) -> State:
-    """The session's state, brought up to the ledger's last event (the events since the last
-    look are folded; nothing is replayed). Read it, never change it: every reader shares it."""
-    return reader.projection().state

@@ -23,7 +23,7 @@ from ._errors import ToolRefused
 from ._registry import tool
 
 if TYPE_CHECKING:
-    from ._session import Caller
+    from ._caller import Caller
 
 
 class _In(BaseModel):

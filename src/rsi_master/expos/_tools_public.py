@@ -11,7 +11,7 @@ from ._generator_view import GeneratorView, generator_views
 from ._registry import tool
 
 if TYPE_CHECKING:
-    from ._session import Caller
+    from ._caller import Caller
 
 ALL = ("public", "worker", "reviewer", "main", "harness")
 

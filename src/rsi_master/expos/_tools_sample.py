@@ -29,7 +29,7 @@ from ._tools_worker import DatasetResult, _family, _In, _measured, _register
 
 if TYPE_CHECKING:
     from ..tasks import FileTask
-    from ._session import Caller
+    from ._caller import Caller
 
 
 class SampleInput(_In):

@@ -17,7 +17,7 @@ from ._registry import tool
 from ._taxonomy import Subcategory
 
 if TYPE_CHECKING:
-    from ._session import Caller
+    from ._caller import Caller
 
 _HEX64 = r"^[0-9a-f]{64}$"
 

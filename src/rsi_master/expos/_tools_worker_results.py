@@ -16,7 +16,7 @@ from ._registry import tool
 from ._taxonomy import Subcategory
 
 if TYPE_CHECKING:
-    from ._session import Caller
+    from ._caller import Caller
 
 
 class _In(BaseModel):
