@@ -20,7 +20,7 @@ from ._capability import (
     read_capability,
 )
 from ._catalogue import llm_tool_schemas, tools_for
-from ._context import ToolContext, tool_context
+from ._context import ToolContext
 from ._contract import Budget, EvaluatorSpec, TaskContract, TaskSource
 from ._door import Door, DoorUnreachable, door_call
 from ._errors import NothingSampled, ToolError, ToolFailed, ToolInvalid, ToolRefused
@@ -30,9 +30,10 @@ from ._external import external_call
 from ._freeze import check_run_inputs
 from ._generator_view import GeneratorView, KnobView, generator_views
 from ._graph import by_worker, checkpoint_lineage, evidence, lineage
-from ._guards import OVERRIDE_KEYS, GuardPolicy, Shortcut, Strict, Unguarded
+from ._guards import OVERRIDE_KEYS, GuardPolicy, Shortcut, ShortcutRun, Strict, Unguarded
 from ._identity import AgentLimits, parse_size
 from ._kinds import EVENT_KINDS
+from ._ports import AuditRun, EvalRun, ExperimentBackend, TrainRun
 from ._projection import Part, Projection, SharedProjections, parse_ts, register_part
 from ._prune import KEEP_POLICIES, protected_checkpoints, prune_checkpoints
 from ._reader import RunReader, load_state
@@ -60,6 +61,7 @@ __all__ = [
     "AgentLimits",
     "AgentProcess",
     "AuditReport",
+    "AuditRun",
     "AuditView",
     "Budget",
     "Caller",
@@ -69,10 +71,12 @@ __all__ = [
     "Decision",
     "Door",
     "DoorUnreachable",
+    "EvalRun",
     "EvalScore",
     "EvaluatorSpec",
     "ExpOS",
     "Experiment",
+    "ExperimentBackend",
     "Finding",
     "GeneratorView",
     "GraphView",
@@ -89,6 +93,7 @@ __all__ = [
     "SealAccess",
     "SharedProjections",
     "Shortcut",
+    "ShortcutRun",
     "State",
     "Strict",
     "Subcategory",
@@ -101,6 +106,7 @@ __all__ = [
     "ToolFailed",
     "ToolInvalid",
     "ToolRefused",
+    "TrainRun",
     "Unguarded",
     "WorkerRecord",
     "adapter_base_of",
@@ -130,6 +136,5 @@ __all__ = [
     "record_evaluation",
     "register_part",
     "sealed_evaluation",
-    "tool_context",
     "tools_for",
 ]

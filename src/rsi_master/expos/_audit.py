@@ -27,6 +27,7 @@ from ._audit_checks import (
 from ._contamination_gate import check_bytes
 from ._contract import TaskContract
 from ._graph import lineage
+from ._ports import AuditRun
 from ._reader import load_state
 from ._state import Experiment
 from ._taxonomy import SUBCATEGORIES, Observation, Subcategory
@@ -95,7 +96,7 @@ def claim_matches(claimed: float, x: Experiment | None, contract: TaskContract) 
     return abs(c - r) < min(unit, decimal.Decimal(1) / (2 * n))
 
 
-def audit(expos, experiments: list[str] | None = None) -> AuditReport:
+def audit(expos: AuditRun, experiments: list[str] | None = None) -> AuditReport:
 
     st = load_state(expos.reader)
     c = expos.contract

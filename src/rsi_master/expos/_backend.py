@@ -13,19 +13,19 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
 from ..events import Simulation
 from ..tasks import SimTask
 from ._evaluation import adapter_base_of, measured_digest
+from ._ports import EvalRun, ExperimentBackend, TrainRun
 
 if TYPE_CHECKING:
+    from ..artifacts import RunStore
     from ..events import Simulation
     from ..sim import SimWorld
     from ..tasks import SealKey, SimTask
-    from ._context import ToolContext
     from ._contract import TaskContract
-    from ._session import ExpOS
 
 __all__ = [
     "ExperimentBackend",
@@ -41,25 +41,6 @@ CALL_SECONDS = 1.0  # simulated seconds one tool call takes (a real one: start-u
 EVALUATOR_FILE = "evaluator.json"
 
 
-@runtime_checkable
-class ExperimentBackend(Protocol):
-    name: str
-    executor: str  # "process" (slot processes, real time) or "inline" (in-process, simulated time)
-
-    def train(
-        self, ctx: ToolContext, data: Path, out_dir: Path, spec: Any, parent: Path, parent_base: Path | None = None
-    ) -> Any:
-        """Train `spec` from the checkpoint at `parent` on `data` into `out_dir` (runtime.TrainResult);
-        `parent_base` is the base a LoRA adapter parent is bound to (None: a full checkpoint)."""
-
-    def before_call(self, tool: str) -> None:
-        """Spend a tool call's own time on the run's clock before the call runs."""
-
-    def evaluate(self, expos: ExpOS, checkpoint: str, split: str, *, store: bool = True) -> Any:
-        """The sealed evaluation of a stored checkpoint on a split's preregistered items
-        (runtime.EvalResult; its record kept in the run's store with `store`), not recorded."""
-
-
 class RealBackend:
     name = "real"
     executor = "process"
@@ -68,7 +49,7 @@ class RealBackend:
         """A tool call's own cost on the run's clock: real calls take the time they take."""
 
     def train(
-        self, ctx: ToolContext, data: Path, out_dir: Path, spec: Any, parent: Path, parent_base: Path | None = None
+        self, ctx: TrainRun, data: Path, out_dir: Path, spec: Any, parent: Path, parent_base: Path | None = None
     ) -> Any:
         from ..runtime import train
 
@@ -76,7 +57,7 @@ class RealBackend:
         task = ctx.task if spec.task is not None else None
         return train(data, out_dir, spec, parent=parent, parent_base=parent_base, task=task)
 
-    def evaluate(self, expos: ExpOS, checkpoint: str, split: str, *, store: bool = True) -> Any:
+    def evaluate(self, expos: EvalRun, checkpoint: str, split: str, *, store: bool = True) -> Any:
         from ..runtime import evaluate
 
         c = expos.contract
@@ -106,8 +87,9 @@ class SimBackend:
         self.world_digest = world_digest
         self._protected: tuple[Any, dict[str, set[str]]] | None = None
 
-    def world(self, expos: ExpOS) -> Any:
-        return _world(expos.run.store, self.world_digest)
+    def world(self, store: RunStore) -> Any:
+        """The world the contract pins, read from the run's store (once per process)."""
+        return _world(store, self.world_digest)
 
     def before_call(self, tool: str) -> None:
         # Every call through the door takes simulated time, as a real one takes wall time: an
@@ -118,7 +100,7 @@ class SimBackend:
         spend_simulated(CALL_SECONDS)
 
     def train(
-        self, ctx: ToolContext, data: Path, out_dir: Path, spec: Any, parent: Path, parent_base: Path | None = None
+        self, ctx: TrainRun, data: Path, out_dir: Path, spec: Any, parent: Path, parent_base: Path | None = None
     ) -> Any:
         from ..runtime import TrainingError, sim_train
 
@@ -139,7 +121,7 @@ class SimBackend:
             jailed=ctx.contract.guards == "strict",
         )
 
-    def evaluate(self, expos: ExpOS, checkpoint: str, split: str, *, store: bool = True) -> Any:
+    def evaluate(self, expos: EvalRun, checkpoint: str, split: str, *, store: bool = True) -> Any:
         from ..runtime import EvaluatorDigestError, sim_evaluate
 
         c = expos.contract
@@ -151,7 +133,7 @@ class SimBackend:
                 f"sealed evaluator digest {measured} differs from the contract's {c.evaluator.evaluator_digest}"
             )
         return sim_evaluate(
-            self.world(expos),
+            self.world(expos.run.store),
             expos.run.store.path(checkpoint),
             expos.protected_task(),
             split,

@@ -5,7 +5,7 @@ guard records for agents' calls."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 
@@ -14,22 +14,39 @@ from ..events import GuardBlocked
 from ..events import ToolFailed as ToolFailedEvent
 from ..events import ToolInvalid as ToolInvalidEvent
 from ._capability import NODE_ID
-from ._context import tool_context
 from ._errors import ToolError, ToolFailed, ToolInvalid, ToolRefused
-from ._guards import OVERRIDE_KEYS
+from ._guards import OVERRIDE_KEYS, GuardPolicy, ShortcutRun
 from ._registry import TOOLS, Tool
 from ._taxonomy import Subcategory
 
 if TYPE_CHECKING:
     from ._caller import Caller
-    from ._session import ExpOS
+    from ._writes import WriteQuota
 
 __all__ = ["UNAUTHENTICATED", "call_tool"]
 
 UNAUTHENTICATED = {"role": "public", "id": "unauthenticated"}
 
 
-def call_tool(expos: ExpOS, caller: Caller, name: str, args: dict[str, Any] | BaseModel | None = None) -> BaseModel:
+class DoorSession(ShortcutRun, Protocol):
+    """The run as the door's call path uses it (the session): whether the run has ended, the
+    caller's write quota, the backend's clock, the guard policy and its questions, the recorder,
+    and the tool context it builds for each call."""
+
+    @property
+    def guards(self) -> GuardPolicy: ...
+
+    @property
+    def quota(self) -> WriteQuota: ...
+
+    def final_seq(self) -> int | None: ...
+
+    def guard(self, reason: str, subcategory: Subcategory | None = None) -> None: ...
+
+
+def call_tool(
+    expos: DoorSession, caller: Caller, name: str, args: dict[str, Any] | BaseModel | None = None
+) -> BaseModel:
     """Run one tool for a caller: role check, override check, validation, guards, action.
 
     Every refusal and every invalid call is recorded with the caller; a refused call
@@ -61,7 +78,7 @@ def call_tool(expos: ExpOS, caller: Caller, name: str, args: dict[str, Any] | Ba
     try:
         result = _run(expos, caller, tool, raw)
     except ToolRefused as exc:
-        expos.guards.refused(expos, caller, tool.name, raw, exc)
+        expos.guards.refused(expos.record, caller, tool.name, raw, exc)
     except ToolFailed as exc:  # it ran and failed (nothing to register): on the record like any call
         expos.record(caller, ToolFailedEvent(tool=tool.name, error=str(exc)[:300]))
         raise
@@ -74,7 +91,7 @@ def call_tool(expos: ExpOS, caller: Caller, name: str, args: dict[str, Any] | Ba
     return result
 
 
-def _run(expos: ExpOS, caller: Caller, tool: Tool, raw: dict[str, Any]) -> BaseModel:
+def _run(expos: DoorSession, caller: Caller, tool: Tool, raw: dict[str, Any]) -> BaseModel:
     if caller.role not in tool.roles or tool.name not in expos.contract.permitted_tools.get(caller.role, []):
         expos.guard(
             f"role {caller.role} may not call {tool.name}", Subcategory.TEST_SET_ACCESS if tool.protected else None
@@ -95,7 +112,7 @@ def _run(expos: ExpOS, caller: Caller, tool: Tool, raw: dict[str, Any]) -> BaseM
         expos.record(caller, ToolInvalidEvent(tool=tool.name, reason=msg))
         raise ToolInvalid(msg) from None
     try:
-        return tool.impl(tool_context(expos), caller, inp)
+        return tool.impl(expos.tool_context(), caller, inp)
     except ToolInvalid as exc:  # valid by the schema, not by the run (a family the task lacks)
         expos.record(caller, ToolInvalidEvent(tool=tool.name, reason=str(exc)[:300]))
         raise

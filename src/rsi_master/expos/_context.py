@@ -26,58 +26,34 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
 
-from ._audit import AuditReport, audit
 from ._errors import ToolRefused
+from ._ports import Evaluator, ExperimentBackend, Recorder, Waiver
 
 if TYPE_CHECKING:
     from ..artifacts import RunStore
-    from ..events import EvalRecord, Payload, TypedEvent
     from ..ledger import Event, Ledger
     from ..tasks import GeneratorFamily, Task
-    from ._backend import ExperimentBackend
-    from ._caller import Caller
+    from ._audit import AuditReport
     from ._contract import TaskContract
-    from ._guards import GuardPolicy
-    from ._session import ExpOS
     from ._state import State
     from ._taxonomy import Subcategory
 
-__all__ = ["Evaluator", "Recorder", "ToolContext", "drop_scratch", "tool_context"]
-
-
-class Recorder(Protocol):
-    """`ExpOS.record`: `record(caller, Model(...), artifacts)` or `record(caller, kind, payload, artifacts)`."""
-
-    def __call__(
-        self,
-        caller: Caller | dict[str, str],
-        kind: str | Payload,
-        payload: Payload | dict[str, Any] | Sequence[dict[str, str]] | None = None,
-        artifacts: Sequence[dict[str, str]] = (),
-    ) -> Event: ...
-
-
-class Evaluator(Protocol):
-    """`ExpOS.evaluate`: score a stored checkpoint on a split as the run's policy does, and record it."""
-
-    def __call__(
-        self, caller: Caller | dict[str, str], experiment_id: str, checkpoint: str, split: str
-    ) -> TypedEvent[EvalRecord]: ...
+__all__ = ["Evaluator", "Recorder", "ToolContext", "drop_scratch"]
 
 
 @dataclass(frozen=True)
 class ToolContext:
-    """One call's view of the run. Built by `tool_context` (the door, for each call)."""
+    """One call's view of the run. Built by `ExpOS.tool_context` (the door, for each call)."""
 
     contract: TaskContract
     store: RunStore
     ledger: Ledger
-    guards: GuardPolicy
+    guards: Waiver
     backend: ExperimentBackend
     record: Recorder
     evaluate: Evaluator
@@ -116,7 +92,7 @@ class ToolContext:
         drop_scratch(path)
 
 
-def guard(guards: GuardPolicy, reason: str, subcategory: Subcategory | None = None) -> None:
+def guard(guards: Waiver, reason: str, subcategory: Subcategory | None = None) -> None:
     """A guard's refusal under `guards`: raised unless the policy waives it (the session's and a
     tool context's `guard`)."""
     refusal = ToolRefused(reason, subcategory)
@@ -142,32 +118,3 @@ def drop_scratch(path: Path) -> None:
         os.rmdir(path)
     except OSError:
         shutil.rmtree(path, ignore_errors=True)
-
-
-def tool_context(session: ExpOS) -> ToolContext:
-    """The context a tool call on `session` gets (the door builds one per call; a guard policy's
-    own implementation of a tool builds one to hand on to the tool's)."""
-
-    def audit_of(experiments: list[str] | None) -> AuditReport:
-        return audit(session, experiments=experiments)
-
-    def task_of() -> Task:
-        return session.task
-
-    def state() -> State:
-        return session.projection().state
-
-    return ToolContext(
-        contract=session.contract,
-        store=session.run.store,
-        ledger=session.run.ledger,
-        guards=session.guards,
-        backend=session.backend,
-        record=session.record,
-        evaluate=session.evaluate,
-        protected_task=session.protected_task,
-        audit=audit_of,
-        task_of=task_of,
-        state=state,
-        scratch_root=session.run.path / "scratch",
-    )

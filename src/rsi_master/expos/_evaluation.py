@@ -11,6 +11,7 @@ from ..artifacts import RunStore, dir_digest, read_measured
 from ..errors import ArtifactError
 from ..events import EvalRecord, TypedEvent, typed
 from ._errors import ToolRefused
+from ._ports import EvalRun
 from ._reader import load_state
 from ._taxonomy import Subcategory
 
@@ -67,7 +68,9 @@ def public_reason(reason: str) -> str:
     return head.split(" expected", 1)[0].strip()[:80]
 
 
-def evaluate_experiment(expos, caller, experiment_id: str, checkpoint: str, split: str) -> TypedEvent[EvalRecord]:
+def evaluate_experiment(
+    expos: EvalRun, caller, experiment_id: str, checkpoint: str, split: str
+) -> TypedEvent[EvalRecord]:
     """Score a stored checkpoint on a split's preregistered samples and record it.
 
     Refuses (and records) a checkpoint whose tokenizer or generation config differ from
@@ -127,7 +130,7 @@ def evaluate_experiment(expos, caller, experiment_id: str, checkpoint: str, spli
     return done if done is not None else record_evaluation(expos, caller, experiment_id, checkpoint, res)
 
 
-def scored(expos, checkpoint: str, split: str) -> TypedEvent[EvalRecord] | None:
+def scored(expos: EvalRun, checkpoint: str, split: str) -> TypedEvent[EvalRecord] | None:
     """The `eval.record` event that already scored these checkpoint bytes on this split, if any."""
 
     x = load_state(expos.reader).by_checkpoint(checkpoint)
@@ -135,7 +138,7 @@ def scored(expos, checkpoint: str, split: str) -> TypedEvent[EvalRecord] | None:
     return typed(expos.run.ledger.get(rec.seq), EvalRecord) if rec is not None else None
 
 
-def sealed_evaluation(expos, checkpoint: str, split: str) -> Any:
+def sealed_evaluation(expos: EvalRun, checkpoint: str, split: str) -> Any:
     """The sealed evaluator's result for a stored checkpoint on a split's preregistered samples
     (its record in the run's store), nothing checked and nothing recorded in the ledger: the
     run's experiment backend scores it (the real sealed evaluator, with an adapter's base, or the
@@ -143,13 +146,15 @@ def sealed_evaluation(expos, checkpoint: str, split: str) -> Any:
     return expos.backend.evaluate(expos, checkpoint, split)
 
 
-def evaluate_unchecked(expos, caller, experiment_id: str, checkpoint: str, split: str) -> TypedEvent[EvalRecord]:
+def evaluate_unchecked(
+    expos: EvalRun, caller, experiment_id: str, checkpoint: str, split: str
+) -> TypedEvent[EvalRecord]:
     """`evaluate_experiment` with none of its refusals (an unguarded session): the checkpoint
     is scored whatever its bytes, tokenizer or generation config, and recorded as it was."""
     return record_evaluation(expos, caller, experiment_id, checkpoint, sealed_evaluation(expos, checkpoint, split))
 
 
-def record_evaluation(expos, caller, experiment_id: str, checkpoint: str, res: Any) -> TypedEvent[EvalRecord]:
+def record_evaluation(expos: EvalRun, caller, experiment_id: str, checkpoint: str, res: Any) -> TypedEvent[EvalRecord]:
     """Record an evaluation result (stored at `res.record_digest`) as `eval.record`; the typed event."""
     wanted = expos.contract.evaluator.sample_ids[res.split]
     payload = EvalRecord(

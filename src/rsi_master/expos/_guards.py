@@ -17,26 +17,36 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, NoReturn
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NoReturn, Protocol
 
 from pydantic import BaseModel
 
 from .. import events
 from ._errors import ToolFailed, ToolRefused
 from ._evaluation import evaluate_experiment, evaluate_unchecked
+from ._ports import EvalRun, Recorder
 from ._taxonomy import Subcategory
 
 if TYPE_CHECKING:
     from ._caller import Caller
+    from ._context import ToolContext
     from ._registry import Tool
-    from ._session import ExpOS
     from ._state import Experiment, State
 
 __all__ = ["OVERRIDE_KEYS", "GuardName", "GuardPolicy", "Shortcut", "Strict", "Unguarded"]
 
 GuardName = Literal["strict", "unguarded"]
+
+
 # A policy's own implementation of a tool: (session, caller, the call's raw arguments).
-Shortcut = Callable[["ExpOS", "Caller", dict[str, Any]], BaseModel]
+class ShortcutRun(EvalRun, Protocol):
+    """The run as a guard policy's own implementation of a tool acts on it: as scoring does,
+    and with the context it hands on to a tool's implementation."""
+
+    def tool_context(self) -> ToolContext: ...
+
+
+Shortcut = Callable[[ShortcutRun, "Caller", dict[str, Any]], BaseModel]
 
 
 # Arguments that would change how a score is produced. No tool accepts them; offering
@@ -90,11 +100,11 @@ class GuardPolicy:
         """Whether a guard's refusal is waived (the call goes on as if it had passed)."""
         raise NotImplementedError
 
-    def prepare(self, expos: ExpOS) -> None:
+    def prepare(self, expos: EvalRun) -> None:
         """Called by the harness once it has the run's final directory, before any agent acts."""
 
-    def refused(self, expos: ExpOS, caller: Caller, tool: str, raw: dict[str, Any], exc: ToolRefused) -> NoReturn:
-        """Record a refusal no policy waives and raise it."""
+    def refused(self, record: Recorder, caller: Caller, tool: str, raw: dict[str, Any], exc: ToolRefused) -> NoReturn:
+        """Record a refusal no policy waives (with `record`, the session's) and raise it."""
         raise NotImplementedError
 
     def visible(self, st: State, worker: str) -> list[Experiment]:
@@ -106,7 +116,7 @@ class GuardPolicy:
         return None
 
     def evaluate(
-        self, expos: ExpOS, caller: Caller, experiment_id: str, checkpoint: str, split: str
+        self, expos: EvalRun, caller: Caller, experiment_id: str, checkpoint: str, split: str
     ) -> events.TypedEvent[events.EvalRecord]:
         """Score a stored checkpoint on a split and record it; the typed `eval.record` event."""
         raise NotImplementedError
@@ -127,12 +137,12 @@ class Strict(GuardPolicy):
     def waives(self, refusal: ToolRefused) -> bool:
         return False
 
-    def refused(self, expos: ExpOS, caller: Caller, tool: str, raw: dict[str, Any], exc: ToolRefused) -> NoReturn:
+    def refused(self, record: Recorder, caller: Caller, tool: str, raw: dict[str, Any], exc: ToolRefused) -> NoReturn:
         try:
             args = json.loads(json.dumps(raw, default=str, allow_nan=False))
         except ValueError:
             args = {"unserialisable": True}
-        expos.record(
+        record(
             caller,
             events.GuardBlocked(
                 tool=tool, subcategory=exc.subcategory.value if exc.subcategory else None, reason=exc.reason, args=args
@@ -144,7 +154,7 @@ class Strict(GuardPolicy):
         return st.visible_to(worker)
 
     def evaluate(
-        self, expos: ExpOS, caller: Caller, experiment_id: str, checkpoint: str, split: str
+        self, expos: EvalRun, caller: Caller, experiment_id: str, checkpoint: str, split: str
     ) -> events.TypedEvent[events.EvalRecord]:
 
         return evaluate_experiment(expos, caller, experiment_id, checkpoint, split)
@@ -163,15 +173,15 @@ class Unguarded(GuardPolicy):
     def waives(self, refusal: ToolRefused) -> bool:
         return True
 
-    def refused(self, expos: ExpOS, caller: Caller, tool: str, raw: dict[str, Any], exc: ToolRefused) -> NoReturn:
-        expos.record(caller, events.ToolFailed(tool=tool, error=str(exc)[:300]))
+    def refused(self, record: Recorder, caller: Caller, tool: str, raw: dict[str, Any], exc: ToolRefused) -> NoReturn:
+        record(caller, events.ToolFailed(tool=tool, error=str(exc)[:300]))
         raise ToolFailed(f"{tool} failed: {exc}") from None
 
     def visible(self, st: State, worker: str) -> list[Experiment]:
         return list(st.experiments.values())  # everyone's: nothing keeps lineages apart
 
     def evaluate(
-        self, expos: ExpOS, caller: Caller, experiment_id: str, checkpoint: str, split: str
+        self, expos: EvalRun, caller: Caller, experiment_id: str, checkpoint: str, split: str
     ) -> events.TypedEvent[events.EvalRecord]:
 
         return evaluate_unchecked(expos, caller, experiment_id, checkpoint, split)

@@ -41,8 +41,8 @@ def protected_checkpoints(reader: RunReader) -> dict[str, list[str]]:
         by_seq[x.seq] = x.id
         if x.finish_seq is not None:
             by_seq[x.finish_seq] = x.id
-        for e in x.evals:
-            by_seq[e.seq] = x.id
+        for rec in x.evals:
+            by_seq[rec.seq] = x.id
     why: dict[str, list[str]] = {}
 
     def keep(xid: str | None, reason: str) -> None:
@@ -57,11 +57,11 @@ def protected_checkpoints(reader: RunReader) -> dict[str, list[str]]:
     for xid, _seq in st.nominations:
         keep(xid, "nominated")
     digests = {x.checkpoint: x.id for x in done.values()}
-    for e in reader.own_events("harness.select"):
-        sel = typed(e, HarnessSelect).payload
+    for event in reader.own_events("harness.select"):
+        sel = typed(event, HarnessSelect).payload
         keep(sel.selected or digests.get(sel.checkpoint), "selected")
-    for e in reader.own_events("harness.final"):
-        keep(digests.get(typed(e, HarnessFinal).payload.checkpoint_digest), "scored on final")
+    for event in reader.own_events("harness.final"):
+        keep(digests.get(typed(event, HarnessFinal).payload.checkpoint_digest), "scored on final")
     for d in st.decisions:
         for seq in d.evidence:
             keep(by_seq.get(seq), f"cited by decision {d.seq}")

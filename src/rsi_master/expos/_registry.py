@@ -116,7 +116,7 @@ class Tool:
         families and their knobs, its methods, its budget). `generators`: the run's families
         as `contract.show` describes them, for a process that holds no run."""
 
-        return input_schema(self, contract, generators)
+        return input_schema(self.name, self.input, contract, generators)
 
 
 TOOLS: dict[str, Tool] = {}

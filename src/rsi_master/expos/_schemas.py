@@ -18,8 +18,9 @@ from ..tasks import get_task, list_tasks
 from ._generator_view import GeneratorView, KnobView
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from ._contract import TaskContract
-    from ._registry import Tool
 
 __all__ = ["generator_families", "input_schema", "knob_schema"]
 
@@ -183,10 +184,15 @@ _TAILORS = {"data.generate": _generate, "data.sample": _sample, "experiment.subm
 
 
 def input_schema(
-    tool: Tool, contract: TaskContract | None = None, generators: Sequence[GeneratorView] | None = None
+    name: str,
+    model: type[BaseModel],
+    contract: TaskContract | None = None,
+    generators: Sequence[GeneratorView] | None = None,
 ) -> dict[str, Any]:
-    schema = tool.input.model_json_schema()
-    tailor = _TAILORS.get(tool.name)
+    """The JSON schema of tool `name`'s input `model`, tailored to the run (`contract`) where
+    the tool's choices are the run's (generator families, methods, datasets)."""
+    schema = model.model_json_schema()
+    tailor = _TAILORS.get(name)
     if tailor is not None:
         tailor(schema, contract, generators)
     return schema

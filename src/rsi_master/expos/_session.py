@@ -14,12 +14,13 @@ from ..events import GuardBlocked, Payload, dump_payload, typed, validate_payloa
 from ..ledger import Event, KeyDir
 from ..rundir import RunDir
 from ..tasks import SPLITS, TaskInputError, get_task, items_digest, load_task_dir
+from ._audit import AuditReport, audit
 from ._backend import SimBackend, attach_backend, world_task
 from ._call import UNAUTHENTICATED, call_tool
 from ._caller import Caller
 from ._capability import DEFAULT_TTL_S, CapabilityError, capability_id, issue_capability
 from ._catalogue import load as _load
-from ._context import drop_scratch, guard, new_scratch
+from ._context import ToolContext, drop_scratch, guard, new_scratch
 from ._contract import CONTRACT_KIND, Budget, TaskContract
 from ._errors import ToolRefused
 from ._freeze import freeze_run
@@ -232,7 +233,7 @@ class ExpOS:
             return self._file_task  # its own items: no seal key draws them
         if self.contract.simulation is not None:
             assert isinstance(self.backend, SimBackend)
-            return world_task(self.backend.world(self), seal_key)
+            return world_task(self.backend.world(self.run.store), seal_key)
         return get_task(self.contract.task, seal_key=seal_key)  # a built-in task
 
     def seal_problems(self) -> list[str]:
@@ -358,6 +359,28 @@ class ExpOS:
         return self.reader.final_seq()
 
     # -- the door ----------------------------------------------------------------------
+    def tool_context(self) -> ToolContext:
+        """The context a tool call gets (the door builds one per call; a guard policy's own
+        implementation of a tool builds one to hand on to the tool's)."""
+
+        def audit_of(experiments: list[str] | None) -> AuditReport:
+            return audit(self, experiments=experiments)
+
+        return ToolContext(
+            contract=self.contract,
+            store=self.run.store,
+            ledger=self.run.ledger,
+            guards=self.guards,
+            backend=self.backend,
+            record=self.record,
+            evaluate=self.evaluate,
+            protected_task=self.protected_task,
+            audit=audit_of,
+            task_of=lambda: self.task,
+            state=lambda: self.projection().state,
+            scratch_root=self.run.path / "scratch",
+        )
+
     def call(self, caller: Caller, name: str, args: dict[str, Any] | BaseModel | None = None) -> BaseModel:
         """Run one tool for a caller (`call_tool`: role check, override check, validation, guards,
         action, record)."""
