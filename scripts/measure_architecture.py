@@ -99,8 +99,14 @@ def measure() -> dict[str, object]:
                             internal += any(a.name.startswith("rsi_master") for a in node.names)
                         else:
                             internal += bool(node.level) or (node.module or "").startswith("rsi_master")
+    sys.path.insert(0, str(REPO))
+    from tests.test_architecture import cycles, import_graph  # the architecture test's own graph
+
+    type_cycles = cycles(import_graph(types=True))
     return {
         "src_lines": lines,
+        "type_cycles": len(type_cycles),
+        "type_cycles_list": "; ".join(" <-> ".join(m.removeprefix("rsi_master.") for m in c) for c in type_cycles) or "-",
         "task_any_parameters": task_any,
         "expos_any_parameters": expos_any,
         "tool_implementations": impls,

@@ -31,25 +31,30 @@ def _resolve(name: str, mods: dict) -> str | None:
     return name or None
 
 
-def _runtime_nodes(tree: ast.AST):
-    """Every node of `tree` except the bodies of `if TYPE_CHECKING:` blocks."""
+def _runtime_nodes(tree: ast.AST, *, types: bool = False):
+    """Every node of `tree` except the bodies of `if TYPE_CHECKING:` blocks (with `types`, those too)."""
     todo = [tree]
     while todo:
         node = todo.pop()
         yield node
-        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+        if (
+            not types
+            and isinstance(node, ast.If)
+            and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+        ):
             todo.extend(node.orelse)
             continue
         todo.extend(ast.iter_child_nodes(node))
 
 
-def import_graph() -> dict[str, set[str]]:
-    """module -> the modules of this package it imports (a `from pkg import sub` names `pkg.sub`)."""
+def import_graph(*, types: bool = False) -> dict[str, set[str]]:
+    """module -> the modules of this package it imports (a `from pkg import sub` names `pkg.sub`);
+    with `types`, also the imports an annotation needs (`if TYPE_CHECKING:`)."""
     mods = _modules()
     graph: dict[str, set[str]] = {m: set() for m in mods}
     for mod, (path, is_pkg) in mods.items():
         package = mod if is_pkg else mod.rpartition(".")[0]
-        for node in _runtime_nodes(ast.parse(path.read_text(), str(path))):
+        for node in _runtime_nodes(ast.parse(path.read_text(), str(path)), types=types):
             targets: list[str] = []
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
@@ -122,6 +127,20 @@ def test_no_import_cycle_between_modules():
     assert not found, "import cycles (break each by moving the shared part into its own module):\n" + "\n".join(
         " <-> ".join(c) for c in found
     )
+
+
+def test_no_type_cycle_inside_expos():
+    """ExpOS's modules name each other's types without a circle either: a service annotates what it
+    takes with a protocol of what it uses (`expos/_ports.py`), so no module of a service names the
+    session's, which is the one that puts them together."""
+    graph = import_graph(types=True)
+    expos = {
+        m: {t for t in ts if t.startswith("rsi_master.expos.")}
+        for m, ts in graph.items()
+        if m.startswith("rsi_master.expos.")
+    }
+    found = cycles(expos)
+    assert not found, "type cycles inside expos:\n" + "\n".join(" <-> ".join(c) for c in found)
 
 
 def _private_owner(module: str) -> str | None:

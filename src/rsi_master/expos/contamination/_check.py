@@ -16,19 +16,19 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from itertools import accumulate, islice
 from typing import Any, cast
 
 import numpy as np
 
+from ._batch import Batch
 from ._characters import evidence
 from ._config import ContaminationConfig
 from ._encodings import FAIL_ONLY, chunk_readings, rot13, word_readings
 from ._hashing import UNKNOWN, clause_shingles, window_hashes, window_ok
 from ._index import CLAUSE_ID, ROW_ID, ContaminationIndex
 from ._matching import exact_matches, near_duplicate_matches, ngram_matches
-from ._normalise import ROW, Scan, scan
+from ._normalise import ROW, scan
 from ._pieces import Pieces, Stream, batch_pieces, character_findings
 from ._report import ContaminationFinding, ContaminationReport, Verdict
 from ._unicode import other_reading
@@ -101,22 +101,6 @@ def _effective_config(index: ContaminationIndex, config: ContaminationConfig | N
         # The prefix filter keeps enough keys for the index threshold, not for a lower one.
         raise ValueError("near_dup_threshold below the index's; rebuild the index with the lower threshold")
     return config
-
-
-@dataclass
-class Batch:
-    """One batch of rows as word ids (clause and row markers removed) with their row and clause."""
-
-    first_row: int
-    tokens: Scan  # normalised tokens, clause markers included
-    token_pos: np.ndarray  # word position -> token index
-    ids: np.ndarray
-    values: np.ndarray
-    row: np.ndarray  # word position -> row number within the batch (non-decreasing)
-    clause: np.ndarray  # a row marker starts a clause too: no clause spans two rows
-    bad: np.ndarray  # unknown word: no match can contain it
-    row_start: np.ndarray  # row -> first word position
-    row_end: np.ndarray
 
 
 def _batch(index: ContaminationIndex, rows: list[str], first_row: int) -> Batch:

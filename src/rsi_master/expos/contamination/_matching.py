@@ -16,7 +16,7 @@ from ._normalise import ranges
 from ._report import ContaminationFinding, MatchKind
 
 if TYPE_CHECKING:
-    from ._check import Batch
+    from ._batch import Batch
 
 __all__ = ["exact_matches", "near_duplicate_matches", "ngram_matches"]
 
