@@ -13,6 +13,7 @@ event counts as answered and the run goes on.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -36,10 +37,58 @@ from ._memory import brief_block, clip
 from ._providers import make_model
 from ._setup import recorded_role
 
-__all__ = ["LLMMain"]
+__all__ = ["LLMMain", "MainBrief", "RecentDecision"]
 
 SHARE = 0.4  # most of the budget one Worker's allowance may take (as the programmatic Main)
 ADDS = ("worker.add", "review.request")
+
+
+@dataclass(frozen=True)
+class RecentDecision:
+    """One of the Main's latest decisions, as its brief quotes it."""
+
+    seq: int
+    action: str
+    rationale: str  # clipped
+
+
+@dataclass(frozen=True)
+class MainBrief:
+    """What the LLM Main reads at the top of a turn, beside the research graph's view: the event
+    the turn answers (or the turn's own name: start, idle, finish, guidance), the task and the
+    families it offers, the run's Worker agent, slots and budget, and its latest decisions."""
+
+    event: OrchestraEvent | None
+    tag: str  # the turn's name, shown where there is no event
+    task: str
+    capability: str
+    families: dict[str, list[str]]  # family -> training methods it offers, its usual one first
+    worker_agent: str
+    slots: int
+    budget_s: float
+    spent_s: float
+    fraction_spent: float
+    reviewed: list[str]  # experiments with a review score, best first
+    recent_decisions: list[RecentDecision]
+
+    def as_json(self) -> dict[str, Any]:
+        """The brief as the model reads it (a JSON block; the fake model's `${brief...}` paths)."""
+        e = self.event
+        return {
+            "event": {"seq": e.seq, "kind": e.kind, "node": e.node} if e is not None else {"kind": self.tag},
+            "task": self.task,
+            "capability": self.capability,
+            "families": self.families,
+            "worker_agent": self.worker_agent,
+            "slots": self.slots,
+            "budget_s": self.budget_s,
+            "spent_s": self.spent_s,
+            "fraction_spent": self.fraction_spent,
+            "reviewed": list(self.reviewed),
+            "recent_decisions": [
+                {"seq": d.seq, "action": d.action, "rationale": d.rationale} for d in self.recent_decisions
+            ],
+        }
 
 
 @main_agent("llm")
@@ -123,27 +172,27 @@ class LLMMain:
             (x for x in view["experiments"] if x.get("review_score") is not None),
             key=lambda x: (-x["review_score"], x["experiment_id"]),
         )
-        decisions = [
-            {"seq": d.seq, "action": d.action, "rationale": clip(d.rationale, 300)}
-            for d in ctx.expos.projection().state.decisions[-8:]
-        ]
-        brief = {
-            "event": {"seq": event[0], "kind": event[1], "node": event[2]} if event else {"kind": tag},
-            "task": ctx.expos.contract.task,
-            "capability": ctx.expos.contract.capability,
-            "families": self._families(ctx),
-            "worker_agent": ctx.worker,
-            "slots": ctx.slots,
-            "budget_s": ctx.budget_s,
-            "spent_s": round(ctx.spent_s(), 1),
-            "fraction_spent": round(ctx.fraction_spent(), 3),
-            "reviewed": [x["experiment_id"] for x in reviewed],
-            "recent_decisions": decisions,
-        }
+        brief = MainBrief(
+            event=event,
+            tag=tag,
+            task=ctx.expos.contract.task,
+            capability=ctx.expos.contract.capability,
+            families=self._families(ctx),
+            worker_agent=ctx.worker,
+            slots=ctx.slots,
+            budget_s=ctx.budget_s,
+            spent_s=round(ctx.spent_s(), 1),
+            fraction_spent=round(ctx.fraction_spent(), 3),
+            reviewed=[x["experiment_id"] for x in reviewed],
+            recent_decisions=[
+                RecentDecision(d.seq, d.action, clip(d.rationale, 300) or "")
+                for d in ctx.expos.projection().state.decisions[-8:]
+            ],
+        )
         task = "\n\n".join(
             [
                 header,
-                brief_block(brief),
+                brief_block(brief.as_json()),
                 "The research graph (graph_read):\n" + (clip(json.dumps(view, sort_keys=True), 20_000) or ""),
             ]
         )
