@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import json
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -36,12 +38,24 @@ def cluster():
 
 
 def _task_without_the_run_directory(launch, clock=None, keeper=None, shipped=None) -> int:
-    """A node's task on a machine where the driver's run directory path does not exist."""
+    """A node's task on a machine where the driver's run directory path does not exist. What it
+    left in this machine's copy of the run goes beside the run directory for the test to read
+    (the driver removes the copies when the run ends)."""
     from rsi_master.orchestra._ray import ray_node
 
     absent = launch.run_dir + ELSEWHERE
     assert not os.path.exists(absent) and "AWS_ENDPOINT_URL" not in os.environ
-    return ray_node(dataclasses.replace(launch, run_dir=absent), clock, keeper, shipped)
+    rc = ray_node(dataclasses.replace(launch, run_dir=absent), clock, keeper, shipped)
+    local = cache_root() / shipped.run_id
+    seen = {
+        "files": sorted(os.listdir(local)),
+        "shipped": {name: (local / name).read_bytes().decode() for name in SHIPPED_FILES},
+        "artifacts": sorted(ArtifactStore(local / "artifacts").digests()),
+    }
+    out = Path(launch.run_dir + ".seen")
+    out.mkdir(exist_ok=True)
+    (out / f"{launch.node}.json").write_text(json.dumps(seen))
+    return rc
 
 
 def test_a_campaign_on_postgres_and_s3_runs_on_ray_without_a_shared_run_directory(
@@ -71,9 +85,13 @@ def test_a_campaign_on_postgres_and_s3_runs_on_ray_without_a_shared_run_director
         assert verify_run(run).problems == []
         # Each task ran from this machine's copy: the shipped files and its own artifact cache, nothing else.
         assert not (tmp_path / f"sim{ELSEWHERE}").exists()
-        assert set(os.listdir(local)) <= {*SHIPPED_FILES, "artifacts", "scratch"}
-        assert all((local / name).read_bytes() == (run / name).read_bytes() for name in SHIPPED_FILES)
-        written = set(ArtifactStore(local / "artifacts").digests())
+        seen = [json.loads(p.read_text()) for p in sorted((tmp_path / "sim.seen").glob("*.json"))]
+        assert seen and len(seen) <= len(jobs)  # a task cancelled mid-way writes nothing
+        assert all(set(s["files"]) <= {*SHIPPED_FILES, "artifacts", "scratch"} for s in seen)
+        assert all(s["shipped"] == {n: (run / n).read_text() for n in SHIPPED_FILES} for s in seen)
+        written = {d for s in seen for d in s["artifacts"]}
         assert written and written <= stored  # the tasks' outputs went up to the S3 store by digest
+        # The driver removed the copy when the run's scheduling ended; the run itself is whole.
+        assert not local.exists()
     finally:
         shutil.rmtree(local, ignore_errors=True)

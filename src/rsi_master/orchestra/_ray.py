@@ -36,7 +36,7 @@ from ..ledger import KeyDir
 from ._job import run_node
 from ._keeper import DriverKeys, KeyKeeper
 from ._launch import NodeLaunch
-from ._shipped import Shipped, local_run_dir, ship, shipped_env
+from ._shipped import Shipped, drop_local_copy, local_run_dir, ship, shipped_env
 from ._stop import stop_on
 
 __all__ = ["RAY_QUIET_ENV", "RayExecutor", "connect", "ray_node"]
@@ -248,10 +248,35 @@ class RayExecutor:
     def poll_timeout(self, poll_s: float, until: float) -> float:
         return poll_s
 
+    def _drop_copies(self) -> None:
+        """Remove the copies of the run that tasks made on machines without its run directory
+        (`_shipped.local_run_dir`): one task on each live node. A node that cannot be reached
+        keeps its copy (said on stderr); a killed driver leaves them until a resumed run ends."""
+        shipped = self._shipped
+        if shipped is None or not shipped.files:
+            return  # tasks ran from the run directory itself: there is no copy
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        task = self._ray.remote(drop_local_copy)
+        refs = [
+            task.options(
+                num_cpus=0,
+                max_retries=0,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=n["NodeID"], soft=False),
+            ).remote(shipped.run_id)
+            for n in self._ray.nodes()
+            if n.get("Alive")
+        ]
+        try:
+            self._ray.get(refs, timeout=120)
+        except Exception as exc:  # the run is complete in the ledger; a copy left behind is only disk
+            print(f"could not remove every node's copy of the run: {type(exc).__name__}: {exc}", file=sys.stderr)
+
     def close(self) -> None:
-        """Close the run's keeper, and leave the cluster if this executor joined it (a private
-        local one is shut down)."""
+        """Close the run's keeper, remove the run's copies on the nodes, and leave the cluster if
+        this executor joined it (a private local one is shut down)."""
         if self._ray.is_initialized():
             self._stop_keeper()
+            self._drop_copies()
         if self._owns and self._ray.is_initialized():
             self._ray.shutdown()

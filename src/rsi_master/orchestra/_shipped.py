@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import tempfile
 import uuid
 from collections.abc import Iterator, Mapping
@@ -27,7 +28,7 @@ from pathlib import Path
 from ..errors import RsiMasterError
 from ..rundir import ARTIFACTS_POINTER, LEDGER_POINTER, PUBLIC_KEY_FILE
 
-__all__ = ["SHIPPED_FILES", "Shipped", "local_run_dir", "ship", "shipped_env"]
+__all__ = ["SHIPPED_FILES", "Shipped", "drop_local_copy", "local_run_dir", "ship", "shipped_env"]
 
 # The run directory's files a task gets the bytes of: public, and all a PostgreSQL + URL run holds.
 SHIPPED_FILES = (LEDGER_POINTER, PUBLIC_KEY_FILE, ARTIFACTS_POINTER)
@@ -109,6 +110,19 @@ def local_run_dir(run_dir: str, shipped: Shipped | None) -> str:
         part.write_bytes(data)
         os.replace(part, target)
     return str(local)
+
+
+def drop_local_copy(run_id: str) -> bool:
+    """Remove this machine's copy of run `run_id` (the shipped files and the artifact cache its
+    tasks kept here); whether there was one. The driver runs this on every node when the run's
+    scheduling ends: the run itself is in the ledger and on the shared store."""
+    if not run_id or "/" in run_id or run_id in (".", ".."):
+        return False
+    local = cache_root() / run_id
+    if not local.is_dir() or local.is_symlink():
+        return False
+    shutil.rmtree(local, ignore_errors=True)
+    return not local.exists()
 
 
 @contextlib.contextmanager
