@@ -15,7 +15,11 @@ from rsi_master.sim import generate_world, save_world
 @pytest.mark.scale
 @pytest.mark.slow  # about 25 s: a whole simulated campaign; tests/ledger/test_backends.py covers each part fast
 def test_a_sim_run_on_postgres_verifies_audits_and_exports(tmp_path, capsys, postgres, monkeypatch):
-    monkeypatch.delenv("RSI_MASTER_LEDGER", raising=False)
+    # `run --ledger` sets RSI_MASTER_LEDGER in this process for its slot processes: set first, so
+    # that monkeypatch restores the variable's absence afterwards (a delenv of an absent one records
+    # nothing to restore, and the URL would reach the worker's later tests).
+    monkeypatch.setenv("RSI_MASTER_LEDGER", "")
+    monkeypatch.delenv("RSI_MASTER_LEDGER")
     land = save_world(generate_world(4), tmp_path / "land.json")
     run = tmp_path / "run"
     args = ["run", "--backend", "sim", "--world", str(land), "--budget", "30m", "--slots", "2", "--dir", str(run)]
