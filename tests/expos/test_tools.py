@@ -69,6 +69,16 @@ def test_every_role_has_its_tools_and_schemas():
             assert fn["description"]
 
 
+@pytest.mark.parametrize("n", [True, "5", 5.0])
+def test_a_number_is_a_json_number(run, n):
+    """`true` or `"5"` where the schema says integer is invalid input, recorded as such, never read as 1 or 5."""
+    with pytest.raises(ToolInvalid, match="n: Input should be a valid integer"):
+        run.call(Caller("worker", "w"), "data.generate", {"family": "answer_only", "n": n})
+    last = list(run.run.ledger.events(kinds=["tool.invalid"]))[-1]
+    assert last.payload["tool"] == "data.generate" and "valid integer" in last.payload["reason"]
+    assert not list(run.run.ledger.events(kinds=["data.generate"]))
+
+
 def test_role_refusals_and_invalid_input_are_recorded(run):
     with pytest.raises(ToolRefused, match="may not call"):
         run.call(Caller("main", "m"), "experiment.submit", {"dataset": "a" * 64})

@@ -79,7 +79,7 @@ def quota_show(ctx: ToolContext, caller: Caller, inp: NoInput) -> Quota:
 
 
 class TailInput(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     n: int = Field(default=20, ge=1, le=500, description="How many of the latest events.")
 
 

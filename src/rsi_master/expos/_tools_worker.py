@@ -23,7 +23,8 @@ _HEX64 = r"^[0-9a-f]{64}$"
 
 
 class _In(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Strict: a number is a JSON number (no `"5"`, no `true` for 1), as the schema the agents read says.
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 # -- data ------------------------------------------------------------------------------

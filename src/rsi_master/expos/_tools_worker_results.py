@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 
 
 class _In(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Strict: a number is a JSON number (no `"5"`, no `true` for 1), as the schema the agents read says.
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class EvalInput(_In):
