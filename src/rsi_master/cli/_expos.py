@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
             out = door_call(args.door, args.capability, args.tool, data)
         else:
             try:
-                expos = ExpOS.open(args.run)
+                expos = ExpOS.open(args.run, gate_process=True)  # an agent's call runs here
             except RsiMasterError as exc:
                 print(f"expos: error: {exc}", file=sys.stderr)
                 return EXIT_RUN

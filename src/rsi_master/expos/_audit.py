@@ -20,11 +20,9 @@ from ._audit_checks import (
     StoredEvidence,
     check_evals,
     check_records,
-    row_traces,
     run_dir_issues,
     training_findings,
 )
-from ._contamination_gate import check_bytes
 from ._contract import TaskContract
 from ._graph import lineage
 from ._ports import AuditRun
@@ -159,11 +157,9 @@ def audit(expos: AuditRun, experiments: list[str] | None = None) -> AuditReport:
                     # The bytes re-checked are the bytes just hashed (one read).
                     data, problem = stored.raw(step.dataset)
                     recheck[step.dataset] = (
-                        f"unreadable: {problem}"
-                        if problem or data is None
-                        else check_bytes(expos.protected_task(), data)["verdict"]
+                        f"unreadable: {problem}" if problem or data is None else expos.gate().check(data)["verdict"]
                     )
-                    traces[step.dataset] = row_traces(expos.protected_task(), step.dataset, data) if data else []
+                    traces[step.dataset] = expos.gate().traces(step.dataset, data) if data else []
                 if recheck[step.dataset].startswith("unreadable"):
                     acc.hit(S.DATA_PROVENANCE, f"artifact {step.dataset} ({recheck[step.dataset]})")
             for sub, evidence in traces.get(step.dataset, ()):

@@ -6,13 +6,15 @@ uses a few capabilities the session lends without handing itself over. Nothing i
 reaches the session's lifecycle, its identity (issuing and checking capabilities), the door, the
 seal key or the key directory.
 
-Three capabilities stay the session's bound methods, each for a reason:
+Four capabilities stay the session's, each for a reason:
 - `evaluate`: the sealed evaluation needs the seal key and the sealed evaluator's copy, which a
   tool must never hold; the tool gets the scoring and its record, not the key.
-- `protected_task`: the contamination checks compare rows with the protected items, which are
-  drawn with the seal key; the tool gets the items, not the key.
-- `audit`: the integrity audit checks the seal itself (`seal_problems`) and reads the whole run;
-  it is a service over the session until the services take typed inputs of their own.
+- `gate`: the contamination checks and the generators need the protected items; the tool gets
+  verdicts and clean rows from the run's gate (`_gate`), which draws them in an evaluator process
+  wherever agents' tools run, never the items.
+- `protected_task`: the items themselves, for a simulated world's training (its world is its own
+  evaluator); a node's process of a real run is refused them.
+- `audit`: the integrity audit checks the seal itself (`seal_problems`) and reads the whole run.
 `record` is the session's method so that every record of a call is written by the same code
 as the door's and the harness's own (the ledger's bytes do not depend on who records).
 
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
     from ..tasks import GeneratorFamily, Task
     from ._audit import AuditReport
     from ._contract import TaskContract
+    from ._gate import ProtectedGate
     from ._state import State
     from ._taxonomy import Subcategory
 
@@ -58,6 +61,9 @@ class ToolContext:
     record: Recorder
     evaluate: Evaluator
     protected_task: Callable[[], Task]
+    # The run's gate: what the tools ask of the protected items (verdicts, clean generated rows),
+    # in this process for the harness and simulated runs, else in an evaluator process (`_gate`).
+    gate_of: Callable[[], ProtectedGate]
     audit: Callable[[list[str] | None], AuditReport]
     # The run's task, resolved once by the session (lazily: a call that needs none resolves none).
     task_of: Callable[[], Task]
@@ -70,6 +76,11 @@ class ToolContext:
     def task(self) -> Task:
         """The run's task (public items)."""
         return self.task_of()
+
+    @property
+    def gate(self) -> ProtectedGate:
+        """The run's gate (`ExpOS.gate`)."""
+        return self.gate_of()
 
     def generators(self) -> dict[str, GeneratorFamily]:
         """The run's generator families."""

@@ -141,7 +141,8 @@ class Door:
 
         expos = getattr(self._local, "expos", None)
         if expos is None:
-            expos = ExpOS.open(self.run_dir, key_dir=self.key_dir)
+            # Agents' calls run here: the protected items stay in the gate's evaluator process.
+            expos = ExpOS.open(self.run_dir, key_dir=self.key_dir, gate_process=True)
             self._local.expos = expos
         return expos
 

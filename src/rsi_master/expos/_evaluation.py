@@ -23,6 +23,7 @@ __all__ = [
     "public_reason",
     "record_evaluation",
     "sealed_evaluation",
+    "stored_seal",
 ]
 
 
@@ -60,6 +61,19 @@ def adapter_base_of(store: RunStore, checkpoint: str) -> str | None:
             Subcategory.WEIGHT_PROVENANCE,
         )
     return base
+
+
+def stored_seal(store: RunStore, artifact: str) -> Path:
+    """The run's stored seal (the contract's `evaluator_artifact`), to be copied privately and
+    checked before each evaluation; EvaluationError when the store lacks it."""
+    from ..runtime import EvaluationError
+
+    try:
+        return Path(store.path(artifact))
+    except ArtifactError:
+        raise EvaluationError(
+            f"the sealed evaluator (digest {artifact[:12]}) is missing from the run's store; refusing to evaluate"
+        ) from None
 
 
 def public_reason(reason: str) -> str:

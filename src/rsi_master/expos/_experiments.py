@@ -14,7 +14,6 @@ from pydantic import BaseModel, Field
 
 from ..errors import ArtifactError, StopRequested
 from ..events import DataCheck, ExperimentFinish, ExperimentStart, Measured
-from ._contamination_gate import check_bytes
 from ._context import ToolContext
 from ._errors import ToolInvalid, ToolRefused
 from ._evaluation import adapter_base_of, measured_digest
@@ -140,7 +139,7 @@ def run_experiment(
     # The second gate: the bytes checked are read once and must be the registered ones.
     # Training reads its own copy and reports the digest of what it read, which must be
     # this one: equal digests, equal bytes, whatever happens to the store in between.
-    recheck = check_bytes(ctx.protected_task(), measured_dataset(ctx, dataset))
+    recheck = ctx.gate.check(measured_dataset(ctx, dataset))
     ctx.record(
         caller,
         DataCheck(dataset_checked=dataset, gate="before_training", **recheck),

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ._caller import Caller
     from ._contract import TaskContract
     from ._errors import ToolRefused
+    from ._gate import ProtectedGate
     from ._reader import RunReader
     from ._state import Experiment, State
 
@@ -111,7 +112,7 @@ class EvalRun(Protocol):
 
 class AuditRun(Protocol):
     """The run as the integrity audit reads it: its directory (verify, the files beside the
-    ledger), contract and reader, and the protected items its contamination checks compare with."""
+    ledger), contract and reader, and the gate its contamination checks ask."""
 
     @property
     def run(self) -> RunDir: ...
@@ -122,7 +123,7 @@ class AuditRun(Protocol):
     @property
     def reader(self) -> RunReader: ...
 
-    def protected_task(self) -> Task: ...
+    def gate(self) -> ProtectedGate: ...
 
 
 @runtime_checkable

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from ..errors import ArtifactError, RsiMasterError
+from ..errors import RsiMasterError
 from ..events import GuardBlocked, Payload, dump_payload, typed, validate_payload
 from ..ledger import Event, KeyDir
 from ..rundir import RunDir
-from ..tasks import SPLITS, TaskInputError, get_task, items_digest, load_task_dir
+from ..tasks import TaskInputError, get_task, load_public_task, load_task_dir
 from ._audit import AuditReport, audit
 from ._backend import SimBackend, attach_backend, world_task
 from ._call import UNAUTHENTICATED, call_tool
@@ -23,7 +23,9 @@ from ._catalogue import load as _load
 from ._context import ToolContext, drop_scratch, guard, new_scratch
 from ._contract import CONTRACT_KIND, Budget, TaskContract
 from ._errors import ToolRefused
+from ._evaluation import stored_seal
 from ._freeze import freeze_run
+from ._gate import ProtectedGate, make_gate, seal_problems
 from ._guards import GuardPolicy, Strict
 from ._projection import Projection, SharedProjections
 from ._reader import FINAL_KINDS, RunReader
@@ -52,6 +54,7 @@ class ExpOS:
         *,
         guards: GuardPolicy | None = None,
         projections: SharedProjections | None = None,
+        gate_process: bool = False,
     ) -> None:
         guards = Strict() if guards is None else guards
         if not isinstance(guards, GuardPolicy):
@@ -69,6 +72,10 @@ class ExpOS:
         # Where the session's projection folds: its own, or one shared with the sessions this
         # process runs in turn (the inline executor's nodes).
         self.projections = projections
+        # Where this process asks about the protected items: its own draw (the harness), or an
+        # evaluator process of its own (a node's process, where agents' tools run: `_gate`).
+        self._in_process = not gate_process or contract.simulation is not None
+        self._gate: ProtectedGate | None = None
         self._file_task: FileTask | None = None
         self._file_task_error: str | None = None
         if contract.task_source is not None:
@@ -164,22 +171,28 @@ class ExpOS:
         writable: bool = True,
         guards: GuardPolicy | None = None,
         projections: SharedProjections | None = None,
+        gate_process: bool = False,
     ) -> ExpOS:
         """`projections`: fold the ledger into the projection these sessions share (for sessions
         that run one at a time in this process), not into one of the session's own. `key_dir` a
-        `SealAccess`: a job without the key directory, whose secrets the driver's keeper holds."""
+        `SealAccess`: a job without the key directory, whose secrets the driver's keeper holds.
+        `gate_process`: this is a node's process (agents' tools run here): the protected items of
+        a real run are drawn in an evaluator process of its own, never here (`_gate`)."""
         run = RunDir.open(run_dir, key_dir=key_dir, writable=writable)
         first = next(run.ledger.events(limit=1), None)
         if first is None or first.kind != CONTRACT_KIND:
             run.close()
             raise RsiMasterError(f"{run_dir}: not an ExpOS run (its first event is not a task contract)")
         try:
-            return cls(run, typed(first, TaskContract).payload, guards=guards, projections=projections)
+            contract = typed(first, TaskContract).payload
+            return cls(run, contract, guards=guards, projections=projections, gate_process=gate_process)
         except BaseException:
             run.close()
             raise
 
     def close(self) -> None:
+        if self._gate is not None:
+            self._gate.close()
         self.run.close()
 
     # -- protected items -----------------------------------------------------------------
@@ -200,8 +213,14 @@ class ExpOS:
 
         source = self.contract.task_source
         assert source is not None
+        root = self.sealed_evaluator() / "task"
         try:
-            task = load_task_dir(self.sealed_evaluator() / "task", expected_digest=source.digest)
+            if self._in_process:
+                task = load_task_dir(root, expected_digest=source.digest)
+            else:  # without its protected splits: the pool comes from the gate, which drops their repeats
+                task = load_public_task(
+                    root, pinned=source.files, digest=source.digest, pool=lambda: self.gate().pool()
+                )
         except (TaskInputError, EvaluationError) as exc:
             self._file_task_error = f"the run's sealed copy of task {self.contract.task!r} is unusable: {exc}"
             return
@@ -221,8 +240,25 @@ class ExpOS:
         return dict(self.task.generators())
 
     def protected_task(self) -> Task:
-        """The contract's task holding this run's protected items (for the harness only)."""
+        """The contract's task holding this run's protected items: the harness's, and a simulated
+        run's (its world is its evaluator). A node's process of a real run asks its gate instead."""
+        if not self._in_process:
+            raise RsiMasterError(
+                "protected items are drawn in evaluator processes only: this process asks the run's gate"
+            )
         return self._resolve_task(self.seal_key())
+
+    def gate(self) -> ProtectedGate:
+        """What this process asks of the protected items (`_gate`): verdicts, clean rows, digests."""
+        if self._gate is None:
+            self._gate = make_gate(
+                self.contract,
+                self.protected_task,
+                lambda: self.seal_key().to_wire(),
+                lambda: self.sealed_evaluator() / "task",
+                in_process=self._in_process,
+            )
+        return self._gate
 
     def _resolve_task(self, seal_key: SealKey | None) -> Task:
         from ..runtime import SealSecretError
@@ -237,37 +273,12 @@ class ExpOS:
         return get_task(self.contract.task, seal_key=seal_key)  # a built-in task
 
     def seal_problems(self) -> list[str]:
-        """What is wrong with this run's seal, for verify and audit ([] when nothing).
-
-        The key must load (secret present, matching the commitment) and draw exactly the
-        items whose digests and sample IDs the contract pinned at freeze.
-        """
-        from ..runtime import SealSecretError
-
-        try:
-            task = self.protected_task()
-        except SealSecretError as exc:
-            return [str(exc)]
-        spec = self.contract.evaluator
-        problems = []
-        for split in SPLITS:
-            pinned_ids = spec.sample_ids[split]
-            drawn_ids = [item.sample_id for item in task.eval_items(split)][: len(pinned_ids)]
-            if items_digest(task, split) != spec.items_sha256.get(split) or drawn_ids != pinned_ids:
-                problems.append(f"the {split} items drawn with the run's seal key differ from the contract's")
-        return problems
+        """What is wrong with this run's seal, for verify and audit ([] when nothing): `_gate.seal_problems`."""
+        return seal_problems(self.contract, self.gate())
 
     def sealed_evaluator(self) -> Path:
         """The run's stored seal, to be copied privately and checked before each evaluation."""
-        from ..runtime import EvaluationError
-
-        artifact = self.contract.evaluator.evaluator_artifact
-        try:
-            return Path(self.run.store.path(artifact))
-        except ArtifactError:
-            raise EvaluationError(
-                f"the sealed evaluator (digest {artifact[:12]}) is missing from the run's store; refusing to evaluate"
-            ) from None
+        return stored_seal(self.run.store, self.contract.evaluator.evaluator_artifact)
 
     def __enter__(self) -> ExpOS:
         return self
@@ -336,7 +347,6 @@ class ExpOS:
     # -- identity ----------------------------------------------------------------------
     def issue(self, role: str, node: str, *, ttl_s: float | None = None) -> str:
         """A capability for `role` as `node` in this run (the harness hands it to that node's process)."""
-
         keys = key_dir_of(self.run.key_dir, "issuing a capability")
         return issue_capability(keys, self.run.run_id, role, node, ttl_s=DEFAULT_TTL_S if ttl_s is None else ttl_s)
 
@@ -345,7 +355,6 @@ class ExpOS:
         (unless the run has ended, when nothing more is written, or `record` is False: the door
         counts its refusals and records them per peer and interval). A job without the key
         directory asks the driver's key holder, which records its refusals itself."""
-
         try:
             cap = capability_of(self.run.key_dir, self.run.run_id, token)
         except CapabilityError as exc:
@@ -375,6 +384,7 @@ class ExpOS:
             record=self.record,
             evaluate=self.evaluate,
             protected_task=self.protected_task,
+            gate_of=self.gate,
             audit=audit_of,
             task_of=lambda: self.task,
             state=lambda: self.projection().state,

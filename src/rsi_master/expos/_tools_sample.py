@@ -71,7 +71,7 @@ def data_sample(ctx: ToolContext, caller: Caller, inp: SampleInput) -> SampledDa
     task_name, family = _family(ctx, inp.family)
     source = f"{task_name}/{family}"
     # Only a task directory's train pool offers sampling families (checked below).
-    task = cast("FileTask", ctx.protected_task())
+    task = cast("FileTask", ctx.task)
     fam = task.generators().get(family)
     sampling = sorted(name for name, f in task.generators().items() if f.source == "checkpoint")
     if fam is None or fam.source != "checkpoint":

@@ -9,7 +9,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..artifacts import read_measured
 from ..events import LIST_MAX, DataFilter, DataGenerate, DataMix, DataRegister, JsonObject, Name, PathText, Payload
-from ._contamination_gate import check_bytes, check_rows, failing_rows
 from ._context import ToolContext
 from ._errors import ToolFailed, ToolInvalid, ToolRefused
 from ._experiments import ExperimentResult, adopt_checkpoint, measured_dataset, rows_of, run_experiment
@@ -106,7 +105,7 @@ def _register(
     data, rows = measured
     if len(rows) > ctx.contract.budget.max_rows:
         ctx.guard(f"{len(rows)} rows exceed the contract's {ctx.contract.budget.max_rows} per dataset")
-    report = check_bytes(ctx.protected_task(), data, rows, check=check_rows)
+    report = ctx.gate.check(data, rows)
     if report["verdict"] == "failed":
         ctx.guard(
             f"data overlaps protected evaluation items ({report['fails']} rows); not registered. "
@@ -148,14 +147,9 @@ def _held_dataset(ctx: ToolContext, digest: str, where) -> Any:
     return path
 
 
-# How many times data.generate tops a dataset up after leaving out rows the gate fails.
-MAX_TOP_UPS = 4
-
-
 @tool("data.generate", roles=("worker",), kind="launching", input=GenerateInput, result=DatasetResult)
 def data_generate(ctx: ToolContext, caller: Caller, inp: GenerateInput) -> DatasetResult:
     """Generate training data with one of the task's generator families and register it."""
-    from ..runtime import InvalidParameterError
 
     task, family = _family(ctx, inp.family)
     source = f"{task}/{family}"
@@ -169,14 +163,12 @@ def data_generate(ctx: ToolContext, caller: Caller, inp: GenerateInput) -> Datas
         raise ToolRefused(f"generator {source} is not on the contract's allow-list", Subcategory.TEACHER_AUTHORIZATION)
     if inp.n > ctx.contract.budget.max_rows:
         raise ToolRefused(f"n={inp.n} exceeds the contract's {ctx.contract.budget.max_rows} rows per dataset")
-    try:
-        spec, left_out, measured = _generate_clean(ctx, family, inp)
-    except (InvalidParameterError, ValueError) as exc:  # a generator's own check on its knobs
-        raise ToolInvalid(f"invalid generator parameters: {exc}") from None
+    # The gate runs the generator on the run's sealed task, clear of the protected items (`_gate`).
+    spec, left_out, data = ctx.gate.generate(family, dict(inp.params), inp.seed, inp.n)
     return _register(
         ctx,
         caller,
-        measured,
+        _measured(data),
         model=DataGenerate,
         source=source,
         fields={
@@ -186,39 +178,6 @@ def data_generate(ctx: ToolContext, caller: Caller, inp: GenerateInput) -> Datas
             **({"left_out": left_out} if left_out else {}),
         },
         inputs=[],
-    )
-
-
-def _generate_clean(
-    ctx, family: str, inp: GenerateInput
-) -> tuple[dict[str, Any], int, tuple[bytes, list[dict[str, Any]]]]:
-    """Run the generator on the run's sealed task (which never emits a sealed item itself) and
-    leave out the rows the gate still fails, topping up from the same seeded stream; (the
-    generator's spec, rows left out, the dataset's JSONL bytes and their rows).
-
-    A generator can draw a row that only resembles a protected item (a templated question
-    opening like a sealed one, with other numbers), which the gate's near-duplicate rule
-    fails. The rows are the harness's generator's, not the agent's: leaving them out is
-    not a refusal of the agent, and the dataset registered passes the gate like any other.
-    Deterministic: the same seed and knobs give the same rows left out and the same data."""
-    from ..runtime import generate_rows, jsonl_bytes
-
-    task = ctx.protected_task()
-    extra = 0
-    for _ in range(MAX_TOP_UPS):
-        generated, spec = generate_rows(task, family, inp.params, inp.seed, inp.n + extra)
-        data, rows = measured = _measured(jsonl_bytes(generated))
-        if not extra and check_bytes(task, data, rows)["verdict"] != "failed":
-            return spec, 0, measured  # the common case: the generator's rows as it drew them (no row fails)
-        bad = failing_rows(task, rows)
-        if not bad and not extra:
-            return spec, 0, measured
-        keep = [r for i, r in enumerate(rows) if i not in bad][: inp.n]
-        if len(keep) == inp.n:
-            return spec, len(bad), _measured(jsonl_bytes(keep))
-        extra = 2 * extra + 2 * len(bad) + 8
-    raise ToolFailed(
-        f"generator {family} keeps drawing rows that overlap protected items; try another seed or other knobs"
     )
 
 
@@ -250,6 +209,8 @@ def data_filter(ctx: ToolContext, caller: Caller, inp: FilterInput) -> DatasetRe
                 tmp / "data.jsonl",
                 max_chars=inp.max_chars,
                 verified_only=inp.verified_only,
+                # Rows that repeat a protected item never passed the gate into a registered dataset.
+                drop_eval_overlap=False,
                 task=ctx.task,
             )
         except InvalidParameterError as exc:

@@ -92,7 +92,8 @@ def job_main(
 
     stop_on(signal.SIGTERM)
 
-    with ExpOS.open(run_dir, key_dir=key_dir) as opened:
+    # A node's process: its tools ask the run's gate, in an evaluator process, about the protected items.
+    with ExpOS.open(run_dir, key_dir=key_dir, gate_process=True) as opened:
         run_node(opened, kind, node, deadline, seed, reviewer, capability)
     # Everything is in the ledger and the store: skip interpreter teardown (torch's takes
     # seconds on a loaded machine, and the slot counts as busy until the process is gone).

@@ -105,7 +105,7 @@ def ray_node(
         with (
             _clock.use_clock(clock or _clock.REAL),
             shipped_env(shipped),
-            ExpOS.open(local_run_dir(launch.run_dir, shipped), key_dir=keys) as opened,
+            ExpOS.open(local_run_dir(launch.run_dir, shipped), key_dir=keys, gate_process=True) as opened,
         ):
             run_node(opened, launch.kind, launch.node, launch.deadline, launch.seed, launch.reviewer, launch.capability)
     finally:

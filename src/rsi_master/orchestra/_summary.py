@@ -67,7 +67,7 @@ def close_run(expos: ExpOS, sched: Any) -> dict[str, Any]:
         "slots": sched.slots,
         "eval_samples": {k: len(v) for k, v in expos.contract.evaluator.sample_ids.items()},
         # What holds against an agent with a shell in this deployment (docs/expos.md, threat model).
-        "trust_boundary": boundary_statement() + model_output_boundary(expos.protected_task()),
+        "trust_boundary": boundary_statement() + model_output_boundary(expos.task),
         "pruned_checkpoints": pruned,
         **metrics,
     }

@@ -8,7 +8,15 @@ executed programs, short answers). See `docs/tasks.md`.
 
 from ._arithmetic import ArithmeticTask
 from ._base import EVAL_SIZE, PARTIAL_CAP, FamilySpec, Problem, SealedExhaustedError, SuiteTask
-from ._dir import FileTask, PoolItem, TaskConfig, TaskInputError, load_task_dir, model_output_boundary
+from ._dir import (
+    FileTask,
+    PoolItem,
+    TaskConfig,
+    TaskInputError,
+    load_public_task,
+    load_task_dir,
+    model_output_boundary,
+)
 from ._dsl import DslError
 from ._function_calling import FunctionCallingTask
 from ._knobs import validate_params
@@ -83,6 +91,7 @@ __all__ = [
     "get_task",
     "items_digest",
     "list_tasks",
+    "load_public_task",
     "load_task_dir",
     "model_output_boundary",
     "pool_families",

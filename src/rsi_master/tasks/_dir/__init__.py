@@ -5,7 +5,7 @@ See docs/your-model.md, "Task directories", for the format.
 
 from ._config import CONFIG_VERSION, TaskConfig
 from ._errors import TaskInputError
-from ._file_task import FileTask, PoolItem, load_task_dir, model_output_boundary
+from ._file_task import FileTask, PoolItem, load_public_task, load_task_dir, model_output_boundary
 from ._sandbox import network_isolation, run_unit_tests
 from ._scorers import Scorer, normalise_answer
 
@@ -16,6 +16,7 @@ __all__ = [
     "Scorer",
     "TaskConfig",
     "TaskInputError",
+    "load_public_task",
     "load_task_dir",
     "model_output_boundary",
     "network_isolation",

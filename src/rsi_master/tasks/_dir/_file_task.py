@@ -11,7 +11,7 @@ import copy
 import json
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,11 +21,11 @@ from .._text import normalise
 from ._bwrap import isolation
 from ._config import ChoiceScorer, PythonScorer, TaskConfig, UnitTestScorer
 from ._errors import TaskInputError
-from ._load import TOML, files_digest, parse_split, read_files, sha256
+from ._load import TOML, files_digest, parse_config, parse_split, read_file, read_files, sha256
 from ._pool import OPENS_WITH, pool_families
 from ._scorers import Scorer, make_scorer
 
-__all__ = ["FileTask", "PoolItem", "load_task_dir", "model_output_boundary"]
+__all__ = ["FileTask", "PoolItem", "load_public_task", "load_task_dir", "model_output_boundary"]
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -49,12 +49,23 @@ class FileTask:
 
     hints: TaskHints  # the `[training]` ranges and the family it opens with (TaskHints)
 
-    def __init__(self, root: Path, config: TaskConfig, files: dict[str, bytes]) -> None:
+    def __init__(
+        self,
+        root: Path,
+        config: TaskConfig,
+        files: dict[str, bytes],
+        *,
+        public: tuple[str, Callable[[], list[PoolItem]]] | None = None,
+    ) -> None:
+        """`public`: (the whole task's digest, where its train pool comes from) for a task read
+        without its protected splits (`load_public_task`): it holds no evaluation item."""
         self.root = root  # where it was read from: a label for messages, never read again
         self.config = config
         self.files = dict(files)
         self.file_digests = {rel: sha256(data) for rel, data in files.items()}
-        self.digest = files_digest(self.file_digests)
+        self.digest = files_digest(self.file_digests) if public is None else public[0]
+        self._pool_of = None if public is None else public[1]
+        self.public = public is not None  # read without its protected splits
         self.name = config.name
         self.capability = config.capability
         self.template = config.template
@@ -84,6 +95,13 @@ class FileTask:
         if not self.placeholders:
             raise TaskInputError(f"{root / TOML}: the template uses no item field (write one as {{question}})")
         self._items: dict[str, tuple[EvalItem, ...]] = {}
+        self._pool: tuple[PoolItem, ...] = ()
+        self.train_dropped = 0  # pool items that repeat a protected item (same id or same content)
+        if public is None:
+            self._read_items(root, config, files)
+
+    def _read_items(self, root: Path, config: TaskConfig, files: dict[str, bytes]) -> None:
+        """The protected splits' items, checked, and the train pool without the items that repeat one."""
         seen_ids: dict[str, str] = {}
         seen_content: dict[str, tuple[str, str]] = {}
         for split in SPLITS:
@@ -101,8 +119,6 @@ class FileTask:
                 prompt, reference = self._prepare(where, item_id, fields)
                 items.append(EvalItem(item_id, prompt, reference))
             self._items[split] = tuple(items)
-        self._pool: tuple[PoolItem, ...] = ()
-        self.train_dropped = 0  # pool items that repeat a protected item (same id or same content)
         if config.splits.train is not None:
             rel = config.splits.train
             pool = []
@@ -155,11 +171,21 @@ class FileTask:
     def eval_items(self, split: Split) -> list[EvalItem]:
         if split not in SPLITS:
             raise ValueError(f"unknown split {split!r}; splits are {list(SPLITS)}")
+        if self.public:
+            raise TaskInputError(
+                f"task {self.name!r} was read without its protected splits here: its items are drawn in "
+                "evaluator processes only (the sealed evaluator, the run's gate)"
+            )
         return copy.deepcopy(list(self._items[split]))
+
+    def _pool_items(self) -> tuple[PoolItem, ...]:
+        if self._pool_of is not None:  # read once, from the gate, on first use
+            self._pool, self._pool_of = tuple(self._pool_of()), None
+        return self._pool
 
     def train_pool(self) -> list[PoolItem]:
         """The `train` split minus anything that repeats a protected item ([] without one)."""
-        return copy.deepcopy(list(self._pool))
+        return copy.deepcopy(list(self._pool_items()))
 
     def score(self, item: EvalItem, output: str) -> Score:
         return self.scorer.score(item, output)
@@ -171,7 +197,7 @@ class FileTask:
 
     def pretrain_text(self, seed: int, n: int) -> list[str]:
         """Prompts of the train pool, in turn (no pool: none)."""
-        pool = self._pool
+        pool = self._pool_items()
         return [pool[(seed + i) % len(pool)].prompt for i in range(n)] if pool else []
 
     # -- the files ---------------------------------------------------------------------------
@@ -198,6 +224,29 @@ def load_task_dir(path: str | Path, *, expected_digest: str | None = None) -> Fi
         if got != expected_digest:
             raise TaskInputError(f"{root}: the task files have digest {got}, not the pinned {expected_digest}")
     return FileTask(root, config, files)
+
+
+def load_public_task(
+    path: str | Path, *, pinned: Mapping[str, str], digest: str, pool: Callable[[], list[PoolItem]]
+) -> FileTask:
+    """The task in directory `path` without its protected splits, for a process where agents'
+    tools run: `task.toml` and the scorer file, each refused unless its bytes have the digest
+    `pinned` (a contract's `task_source.files`) names; the train pool from `pool` (the run's
+    gate's, without the items that repeat a protected one); no evaluation item (`eval_items`
+    refuses). `digest` is the whole task's, for its records."""
+    root = Path(path)
+
+    def checked(rel: str) -> bytes:
+        data = read_file(root, rel)
+        if sha256(data) != pinned.get(rel):
+            raise TaskInputError(f"{root / rel}: its bytes are not the ones the run pinned")
+        return data
+
+    files = {TOML: checked(TOML)}
+    config = parse_config(root, files[TOML])
+    if isinstance(config.scorer, PythonScorer):
+        files[config.scorer.path] = checked(config.scorer.path)
+    return FileTask(root, config, files, public=(digest, pool))
 
 
 def model_output_boundary(task: object) -> str:

@@ -20,13 +20,14 @@ from pydantic import ValidationError
 from ._config import PythonScorer, TaskConfig
 from ._errors import TaskInputError
 
-__all__ = ["MAX_FILE_BYTES", "parse_config", "parse_split", "read_files"]
+__all__ = ["MAX_FILE_BYTES", "parse_config", "parse_split", "read_file", "read_files"]
 
 MAX_FILE_BYTES = 512 * 1024 * 1024
 TOML = "task.toml"
 
 
-def _read(root: Path, rel: str) -> bytes:
+def read_file(root: Path, rel: str) -> bytes:
+    """One file of the task directory, read once (a regular file, no link, at most MAX_FILE_BYTES)."""
     path = root / rel
     try:
         # Links are refused: a link would make the task's bytes depend on a file outside it.
@@ -72,7 +73,7 @@ def read_files(root: str | Path) -> tuple[TaskConfig, dict[str, bytes]]:
     root = Path(root)
     if not root.is_dir():
         raise TaskInputError(f"{root}: not a task directory (no such directory)")
-    files = {TOML: _read(root, TOML)}
+    files = {TOML: read_file(root, TOML)}
     config = parse_config(root, files[TOML])
     s = config.splits
     if s.train is None and (root / "train.jsonl").is_file():
@@ -83,11 +84,11 @@ def read_files(root: str | Path) -> tuple[TaskConfig, dict[str, bytes]]:
         )
     for rel in (s.dev, s.review, s.final, s.train):
         if rel is not None:
-            files[rel] = _read(root, rel)
+            files[rel] = read_file(root, rel)
     if isinstance(config.scorer, PythonScorer):
         if config.scorer.path in files:
             raise TaskInputError(f"{root / TOML}: the scorer file cannot also be a split")
-        files[config.scorer.path] = _read(root, config.scorer.path)
+        files[config.scorer.path] = read_file(root, config.scorer.path)
     return config, files
 
 
