@@ -61,17 +61,19 @@ def test_a_task_directory_is_read_without_its_protected_splits_in_a_node_process
     # Two train items repeat a dev item: the pool drops them, wherever it is read.
     dev = [json.loads(line) for line in (task_dir / "dev.jsonl").read_text().splitlines() if line.strip()]
     train = [json.loads(line) for line in (task_dir / "train.jsonl").read_text().splitlines() if line.strip()]
-    write_jsonl(task_dir / "train.jsonl", train + [{**dev[0], "id": "t-dup-0"}, {**dev[1], "id": "t-dup-1"}])
-    with ExpOS.create(tmp_path / "run", str(task_dir), eval_limit=4) as harness:
-        with ExpOS.open(harness.run.path, gate_process=True) as node:
-            task = node.task
-            assert task.public and sorted(task.files) == ["scorer.py", "task.toml"]
-            with pytest.raises(TaskInputError, match="evaluator processes only"):
-                task.eval_items("dev")
-            assert [p.id for p in task.train_pool()] == [p.id for p in harness.task.train_pool()]
-            assert not {"t-dup-0", "t-dup-1"} & {p.id for p in task.train_pool()}
-            assert task.digest == harness.contract.task_source.digest
-            assert node.seal_problems() == []
+    write_jsonl(task_dir / "train.jsonl", [*train, {**dev[0], "id": "t-dup-0"}, {**dev[1], "id": "t-dup-1"}])
+    with (
+        ExpOS.create(tmp_path / "run", str(task_dir), eval_limit=4) as harness,
+        ExpOS.open(harness.run.path, gate_process=True) as node,
+    ):
+        task = node.task
+        assert task.public and sorted(task.files) == ["scorer.py", "task.toml"]
+        with pytest.raises(TaskInputError, match="evaluator processes only"):
+            task.eval_items("dev")
+        assert [p.id for p in task.train_pool()] == [p.id for p in harness.task.train_pool()]
+        assert not {"t-dup-0", "t-dup-1"} & {p.id for p in task.train_pool()}
+        assert task.digest == harness.contract.task_source.digest
+        assert node.seal_problems() == []
 
 
 # A node's process as an agent's tools run in it, then the strings it still holds, hashed.

@@ -67,10 +67,14 @@ def test_a_job_with_only_its_capability_writes_its_own_events_signed_by_the_keep
         # The seeds of the run's protected splits, never the secret: the job draws the same items.
         assert job.seal_key().secret is None and not job.seal_key().is_public
         drawn = {s: [i.sample_id for i in job.protected_task().eval_items(s)] for s in SPLITS}
+    # As a node's process, the job leaves the drawing to its gate, which draws them from the seeds.
+    with ExpOS.open(keeper.run.path, key_dir=DriverKeys(local_call(keeper), token), gate_process=True) as node:
+        gated = {s: ids for s, (_, ids) in node.gate().pinned(dict.fromkeys(SPLITS, 10**6)).items()}
+        assert node.seal_problems() == []
     with ExpOS.open(keeper.run.path, key_dir=keeper.keys) as harness:
         secret = harness.seal_key().secret
         assert secret is not None
-        assert drawn == {s: [i.sample_id for i in harness.protected_task().eval_items(s)] for s in SPLITS}
+        assert drawn == gated == {s: [i.sample_id for i in harness.protected_task().eval_items(s)] for s in SPLITS}
         assert harness.seal_problems() == []
     report = verify_run(tmp_path / "run", key_dir=keeper.keys)
     assert report.problems == []

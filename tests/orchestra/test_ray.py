@@ -239,7 +239,7 @@ def _attack(run_dir: str, token: str, keeper, nowhere: str) -> dict:
         out["open"] = "opened for writing"
     except RsiMasterError as exc:
         out["open"] = str(exc)
-    with ExpOS.open(run_dir, key_dir=DriverKeys(keeper_call(ray, keeper), token)) as job:
+    with ExpOS.open(run_dir, key_dir=DriverKeys(keeper_call(ray, keeper), token), gate_process=True) as job:
         caller = job.authenticate(token)
         try:
             job.run.record({"kind": "orchestra.stop", "actor": {"role": "harness", "id": "orchestra"}, "payload": {}})
@@ -248,7 +248,12 @@ def _attack(run_dir: str, token: str, keeper, nowhere: str) -> dict:
             out["forged"] = str(exc)
         job.run.record({"kind": "worker.note", "actor": caller.actor(), "payload": {"own": True}})
         out["seal"] = pickle.dumps(job.seal_key())
-        out["drawn"] = [i.sample_id for i in job.protected_task().eval_items("final")]
+        try:
+            job.protected_task()
+            out["items_here"] = "drawn in the job's process"
+        except RsiMasterError as exc:
+            out["items_here"] = str(exc)
+        out["drawn"] = job.gate().pinned({"final": 10**6})["final"][1]  # drawn by its gate, from the seeds
     forged_token = token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB")
     try:
         ray.get(keeper.seal_key.remote(forged_token, None))
@@ -305,10 +310,12 @@ def test_a_job_holding_only_its_capability_gets_no_key_no_seal_secret_and_no_for
     assert "no signing key" in out["open"] or "key directory" in out["open"]
     assert "not as the capability's holder" in out["forged"]
     assert "CapabilityError" in out["forged_capability"]
-    # What the job got of the seal: the seeds of this run's splits; it draws the protected items
-    # (it needs them), but neither the seal secret nor the signing key is among anything it holds.
+    # What the job got of the seal: the seeds of this run's splits, which its gate (an evaluator
+    # process of its own) draws the protected items from; the job's process draws none, and neither
+    # the seal secret nor the signing key is among anything it holds.
     seal = pickle.loads(out["seal"])
     assert seal.secret is None and out["drawn"] == full
+    assert "evaluator processes only" in out["items_here"]
     secret = (key_dir / "seals" / f"{run_id}.key").read_text().strip()
     signing = b"".join(p.read_bytes() for p in key_dir.glob("*.pem"))
     everything = pickle.dumps(out)
