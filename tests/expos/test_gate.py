@@ -87,17 +87,19 @@ with ExpOS.open(run_dir, gate_process=gate_process) as x:
     x.call(w, "data.register", {"rows": [{"prompt": "What is two and two?", "completion": " 4"}], "source": "hand-written"})
     x.call(Caller("reviewer", "r1"), "audit.run", {})
     gc.collect()
-    seen = set()
-    def note(v):
-        if isinstance(v, str) and len(v) >= 8:
-            seen.add(hashlib.sha256(v.encode()).hexdigest())
-    for obj in gc.get_objects():
-        if isinstance(obj, dict):
-            for k, v in obj.items():
-                note(k); note(v)
-        elif isinstance(obj, (list, tuple, set, frozenset)):
-            for v in obj:
-                note(v)
+    # Every string reachable from a tracked object (dicts and tuples of strings alone are not
+    # tracked, so they are reached through what holds them).
+    seen, visited, todo = set(), set(), list(gc.get_objects())
+    while todo:
+        obj = todo.pop()
+        if id(obj) in visited:
+            continue
+        visited.add(id(obj))
+        if isinstance(obj, str):
+            if len(obj) >= 8:
+                seen.add(hashlib.sha256(obj.encode()).hexdigest())
+        elif not isinstance(obj, (bytes, int, float, type(None))):
+            todo.extend(gc.get_referents(obj))
     print(json.dumps(sorted(seen)))
 """
 
