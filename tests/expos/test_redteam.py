@@ -959,10 +959,10 @@ def test_symlinked_parent_weights_and_dataset_are_refused(run, honest, tmp_path)
 
 
 def test_data_written_after_the_registration_check_is_not_registered(run, monkeypatch):
-    import rsi_master.expos._tools_worker as worker_tools
+    import rsi_master.expos._gate as gate
 
     item = _review_items(run, 1)[0]
-    real_check = worker_tools.check_rows
+    real_check = gate.check_rows
 
     def check_rows(task, rows):  # the agent appends a protected item to the scratch file just after the check
         report = real_check(task, rows)
@@ -974,7 +974,7 @@ def test_data_written_after_the_registration_check_is_not_registered(run, monkey
             )
         return report
 
-    monkeypatch.setattr(worker_tools, "check_rows", check_rows)
+    monkeypatch.setattr(gate, "check_rows", check_rows)
     ds = run.call(W1, "data.register", {"source": "hand-written", "rows": [{"prompt": "1+1", "completion": "2"}]})
     stored = [json.loads(line) for line in run.run.store.read_bytes(ds.dataset).decode().splitlines()]
     assert stored == [{"prompt": "1+1", "completion": "2"}]  # the checked bytes, not the appended ones
