@@ -73,9 +73,9 @@ class MainBrief:
 
     def as_json(self) -> dict[str, Any]:
         """The brief as the model reads it (a JSON block; the fake model's `${brief...}` paths)."""
-        e = self.event
+        e = self.event  # an OrchestraEvent, or a plain (seq, kind, node) from a resumed run's graph
         return {
-            "event": {"seq": e.seq, "kind": e.kind, "node": e.node} if e is not None else {"kind": self.tag},
+            "event": {"seq": e[0], "kind": e[1], "node": e[2]} if e is not None else {"kind": self.tag},
             "task": self.task,
             "capability": self.capability,
             "families": self.families,
