@@ -75,8 +75,9 @@ class ProtectedGate(Protocol):
         """Each split's items as the seal draws them: their digest and first `n` sample ids."""
         ...
 
-    def pool(self) -> list[PoolItem]:
-        """A task directory's train pool without the items that repeat a protected one."""
+    def pool(self) -> tuple[list[PoolItem], dict[str, dict[str, Any]]]:
+        """A task directory's train pool without the items that repeat a protected one, and those
+        items' fields as the train split wrote them."""
         ...
 
     def close(self) -> None: ...
@@ -142,8 +143,11 @@ class LocalGate:
             for split, n in splits.items()
         }
 
-    def pool(self) -> list[PoolItem]:
-        return list(self._task_of().train_pool())  # type: ignore[attr-defined]  # a task directory's
+    def pool(self) -> tuple[list[PoolItem], dict[str, dict[str, Any]]]:
+        from ..tasks import raw_fields
+
+        task: Any = self._task_of()  # a task directory's
+        return list(task.train_pool()), raw_fields(task)
 
     def close(self) -> None:
         pass
@@ -252,10 +256,11 @@ class GateProcess:
         got = self._ask({"op": "pinned", "splits": splits})
         return {split: (str(d), [str(i) for i in ids]) for split, (d, ids) in got.items()}
 
-    def pool(self) -> list[PoolItem]:
+    def pool(self) -> tuple[list[PoolItem], dict[str, dict[str, Any]]]:
         from ..tasks import PoolItem
 
-        return [PoolItem(str(i), dict(q), str(p), r) for i, q, p, r in self._ask({"op": "pool"})]
+        got = self._ask({"op": "pool"})
+        return [PoolItem(str(i), dict(q), str(p), r) for i, q, p, r in got["items"]], dict(got["raw"])
 
     def close(self) -> None:
         with self._lock:

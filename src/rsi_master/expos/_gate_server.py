@@ -37,7 +37,8 @@ def _answer(gate: LocalGate, q: dict[str, Any]) -> Any:
     if op == "traces":
         return [[sub.value, text] for sub, text in gate.traces(str(q["digest"]), base64.b64decode(q["data"]))]
     if op == "pool":
-        return [[p.id, p.question, p.prompt, p.reference] for p in gate.pool()]
+        items, raw = gate.pool()
+        return {"items": [[p.id, p.question, p.prompt, p.reference] for p in items], "raw": raw}
     if op == "pinned":
         return {
             split: [d, ids] for split, (d, ids) in gate.pinned({str(k): int(v) for k, v in q["splits"].items()}).items()

@@ -28,6 +28,7 @@ from ._pool import (
     SAMPLING_FAMILIES,
     SELF_DISTILL,
     pool_families,
+    raw_fields,
     sample_items,
     sampled_rows,
 )
@@ -95,6 +96,7 @@ __all__ = [
     "load_task_dir",
     "model_output_boundary",
     "pool_families",
+    "raw_fields",
     "resolve_task",
     "sample_items",
     "sampled_rows",

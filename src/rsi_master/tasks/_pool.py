@@ -71,12 +71,22 @@ def _cache(task: FileTask) -> dict[str, Any]:
         return {}
 
 
+def raw_fields(task: FileTask) -> dict[str, dict[str, Any]]:
+    """The pool's items as the `train` split wrote them (id -> fields), without the items the pool
+    drops (the gate hands these to a task read without its protected splits)."""
+    kept = {item.id for item in task.train_pool()}
+    return {k: v for k, v in _raw_fields(task).items() if k in kept}
+
+
 def _raw_fields(task: FileTask) -> dict[str, dict[str, Any]]:
     """The `train` split's items as written (id -> fields), for targets the rendered pool
     item does not carry (a worked solution beside the answer). Read from the bytes the task
     holds and digested, never from the directory again."""
     cache = _cache(task)
     if "raw" in cache:
+        return cache["raw"]
+    if getattr(task, "public", False):  # read without the train split's bytes: the gate's rows of the pool
+        cache["raw"] = task.raw_pool()
         return cache["raw"]
     out: dict[str, dict[str, Any]] = {}
     splits = getattr(getattr(task, "config", None), "splits", None)

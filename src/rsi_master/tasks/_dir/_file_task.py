@@ -55,10 +55,11 @@ class FileTask:
         config: TaskConfig,
         files: dict[str, bytes],
         *,
-        public: tuple[str, Callable[[], list[PoolItem]]] | None = None,
+        public: tuple[str, Callable[[], tuple[list[PoolItem], dict[str, dict[str, Any]]]]] | None = None,
     ) -> None:
-        """`public`: (the whole task's digest, where its train pool comes from) for a task read
-        without its protected splits (`load_public_task`): it holds no evaluation item."""
+        """`public`: (the whole task's digest, where its train pool and the pool items' fields as
+        written come from) for a task read without its protected splits (`load_public_task`): it
+        holds no evaluation item, nor the train split's bytes."""
         self.root = root  # where it was read from: a label for messages, never read again
         self.config = config
         self.files = dict(files)
@@ -96,6 +97,7 @@ class FileTask:
             raise TaskInputError(f"{root / TOML}: the template uses no item field (write one as {{question}})")
         self._items: dict[str, tuple[EvalItem, ...]] = {}
         self._pool: tuple[PoolItem, ...] = ()
+        self._raw: dict[str, dict[str, Any]] = {}
         self.train_dropped = 0  # pool items that repeat a protected item (same id or same content)
         if public is None:
             self._read_items(root, config, files)
@@ -180,8 +182,14 @@ class FileTask:
 
     def _pool_items(self) -> tuple[PoolItem, ...]:
         if self._pool_of is not None:  # read once, from the gate, on first use
-            self._pool, self._pool_of = tuple(self._pool_of()), None
+            pool, self._raw = self._pool_of()
+            self._pool, self._pool_of = tuple(pool), None
         return self._pool
+
+    def raw_pool(self) -> dict[str, dict[str, Any]]:
+        """A task read without its protected splits: the pool's items as the train split wrote them."""
+        self._pool_items()
+        return copy.deepcopy(self._raw)
 
     def train_pool(self) -> list[PoolItem]:
         """The `train` split minus anything that repeats a protected item ([] without one)."""
@@ -227,13 +235,17 @@ def load_task_dir(path: str | Path, *, expected_digest: str | None = None) -> Fi
 
 
 def load_public_task(
-    path: str | Path, *, pinned: Mapping[str, str], digest: str, pool: Callable[[], list[PoolItem]]
+    path: str | Path,
+    *,
+    pinned: Mapping[str, str],
+    digest: str,
+    pool: Callable[[], tuple[list[PoolItem], dict[str, dict[str, Any]]]],
 ) -> FileTask:
     """The task in directory `path` without its protected splits, for a process where agents'
     tools run: `task.toml` and the scorer file, each refused unless its bytes have the digest
-    `pinned` (a contract's `task_source.files`) names; the train pool from `pool` (the run's
-    gate's, without the items that repeat a protected one); no evaluation item (`eval_items`
-    refuses). `digest` is the whole task's, for its records."""
+    `pinned` (a contract's `task_source.files`) names; the train pool and its items' fields as
+    written from `pool` (the run's gate's, without the items that repeat a protected one); no
+    evaluation item (`eval_items` refuses). `digest` is the whole task's, for its records."""
     root = Path(path)
 
     def checked(rel: str) -> bytes:
