@@ -87,7 +87,8 @@ class ExposDoor:
                 self.where = f"the door {self.socket}"
             else:
                 assert run_dir is not None  # exactly one of door and run_dir, checked above
-                self.expos = self.pool.submit(ExpOS.open, run_dir, key_dir=key_dir).result()
+                # Agents' calls run here: the protected items stay in the gate's evaluator process.
+                self.expos = self.pool.submit(ExpOS.open, run_dir, key_dir=key_dir, gate_process=True).result()
                 self.caller = self.pool.submit(self.expos.authenticate, capability).result()
                 self._contract = self.expos.contract
                 self.generators = self.pool.submit(generator_views, self.expos).result()
