@@ -3,13 +3,15 @@ docs/benchmarks.md ("Orchestration: default runs on each task").
 
     .venv/bin/python benchmarks/default_runs.py --mode idle   --out runs/default-idle
     .venv/bin/python benchmarks/default_runs.py --mode loaded --out runs/default-loaded
+    .venv/bin/python benchmarks/default_runs.py --report runs/default-idle runs/default-loaded
 
 `idle` runs one default `rsi-master run` at a time. `loaded` keeps two runs going at once:
 two lanes take the runs longest first, and when one lane has no measured run left it runs
 an unmeasured filler run until the other lane's last run ends, so that every measured run
 has another run beside it for its whole length. Each run is followed by `verify` and
 `audit`. The script prints one markdown row per run and writes every run's summary, with the
-load average sampled during it, to OUT/results.json.
+load average sampled during it, to OUT/results.json. `--report DIR...` prints the table of
+those results again, with each task's median and range per mode.
 """
 
 from __future__ import annotations
@@ -121,14 +123,49 @@ def row(r: dict[str, object], mode: str) -> str:
     )
 
 
+HEADER = (
+    "| task | mode | seed | final / base | selected review | utilisation | workers | experiments "
+    "| reviews (cross-Worker) | blocked | spent / budget s | load mean | verify | audit flagged | exit |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def report(dirs: list[Path]) -> int:
+    """The table of earlier results (each DIR's results.json), then each task's median per mode."""
+    print(HEADER)
+    by: dict[tuple[str, str], list[float]] = {}
+    reference: dict[str, str] = {}
+    for d in dirs:
+        mode = "loaded" if "loaded" in d.name else "idle"
+        results = json.loads((d / "results.json").read_text())
+        for r in sorted(results, key=lambda r: (TASKS.index(r["task"]) if r["task"] in TASKS else 9, r["seed"])):
+            print(row(r, mode))
+            reference.setdefault(r["task"], r["summary"].get("reference_score", "?"))
+            final = r["summary"].get("final_score")
+            if final not in (None, "n/a"):
+                by.setdefault((r["task"], mode), []).append(float(final))
+    print("\n| task | mode | runs | median final | range | reference |\n|---|---|---|---|---|---|")
+    for (task, mode), finals in sorted(by.items(), key=lambda kv: (TASKS.index(kv[0][0]), kv[0][1])):
+        finals.sort()
+        median = finals[len(finals) // 2] if len(finals) % 2 else sum(finals[len(finals) // 2 - 1 :][:2]) / 2
+        span = f"{finals[0]:.3f}-{finals[-1]:.3f}"
+        print(f"| {task} | {mode} | {len(finals)} | {median:.3f} | {span} | {reference.get(task, '?')} |")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--mode", choices=("idle", "loaded"), required=True)
-    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--report", type=Path, nargs="+", metavar="DIR", help="print the table of earlier results")
+    ap.add_argument("--mode", choices=("idle", "loaded"))
+    ap.add_argument("--out", type=Path)
     ap.add_argument("--tasks", default=",".join(TASKS))
     ap.add_argument("--seeds", default="1,2,3")
     ap.add_argument("--cli", default=str(Path(sys.executable).with_name("rsi-master")))
     args = ap.parse_args()
+    if args.report:
+        return report(args.report)
+    if args.mode is None or args.out is None:
+        ap.error("--mode and --out are needed to run (or --report DIR... to print results)")
     tasks = [t for t in args.tasks.split(",") if t]
     seeds = [int(s) for s in args.seeds.split(",") if s]
     args.out.mkdir(parents=True, exist_ok=True)
