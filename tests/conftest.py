@@ -44,6 +44,7 @@ HEAVY_FIRST = (
     "tests/expos/contamination/test_characters.py",
     "tests/expos/test_tools.py",
     "tests/expos/test_guards.py",
+    "tests/expos/test_gate.py",
     "tests/orchestra/test_cli.py",
     "tests/ledger/test_store.py",
     "tests/ledger/test_backends.py",
