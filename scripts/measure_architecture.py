@@ -106,7 +106,8 @@ def measure() -> dict[str, object]:
     return {
         "src_lines": lines,
         "type_cycles": len(type_cycles),
-        "type_cycles_list": "; ".join(" <-> ".join(m.removeprefix("rsi_master.") for m in c) for c in type_cycles) or "-",
+        "type_cycles_list": "; ".join(" <-> ".join(m.removeprefix("rsi_master.") for m in c) for c in type_cycles)
+        or "-",
         "task_any_parameters": task_any,
         "expos_any_parameters": expos_any,
         "tool_implementations": impls,
