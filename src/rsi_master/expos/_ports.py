@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ._reader import RunReader
     from ._state import Experiment, State
 
-__all__ = ["AuditRun", "EvalRun", "Evaluator", "ExperimentBackend", "Recorder", "TrainRun", "Waiver"]
+__all__ = ["AuditRun", "EvalRun", "Evaluator", "ExperimentBackend", "Recorder", "RunParts", "TrainRun", "Waiver"]
 
 
 class Recorder(Protocol):
@@ -79,9 +79,8 @@ class TrainRun(Protocol):
     def protected_task(self) -> Task: ...
 
 
-class EvalRun(Protocol):
-    """The run as scoring a checkpoint reads and records it: its directory, contract, reader and
-    backend, the seal (key, sealed evaluator's copy, protected items) and the recorder."""
+class RunParts(Protocol):
+    """What every service reads of a run: its directory, contract and reader."""
 
     @property
     def run(self) -> RunDir: ...
@@ -91,6 +90,11 @@ class EvalRun(Protocol):
 
     @property
     def reader(self) -> RunReader: ...
+
+
+class EvalRun(RunParts, Protocol):
+    """The run as scoring a checkpoint reads and records it: its directory, contract, reader and
+    backend, the seal (key, sealed evaluator's copy, protected items) and the recorder."""
 
     @property
     def backend(self) -> ExperimentBackend: ...
@@ -110,18 +114,9 @@ class EvalRun(Protocol):
     def protected_task(self) -> Task: ...
 
 
-class AuditRun(Protocol):
+class AuditRun(RunParts, Protocol):
     """The run as the integrity audit reads it: its directory (verify, the files beside the
     ledger), contract and reader, and the gate its contamination checks ask."""
-
-    @property
-    def run(self) -> RunDir: ...
-
-    @property
-    def contract(self) -> TaskContract: ...
-
-    @property
-    def reader(self) -> RunReader: ...
 
     def gate(self) -> ProtectedGate: ...
 
