@@ -76,6 +76,54 @@ def _bytecode_cache(config) -> None:
     if os.environ.get("PYTHONDONTWRITEBYTECODE") and not hasattr(config, "workerinput"):
         # Silent where it cannot write: each process then compiles them, as without this.
         compileall.compile_dir(os.path.dirname(rsi_master.__file__), quiet=2)
+    if not hasattr(config, "workerinput"):
+        _rewritten_tests_once(config)
+
+
+def _rewritten_tests_once(config) -> None:
+    """Each pytest-xdist worker collects the whole suite and rewrites the asserts of every test
+    module (about 5 CPU-s of its 8): four workers do it four times, at once (on a fresh clone, or
+    where PYTHONDONTWRITEBYTECODE is set and none of them keeps the result). pytest reads a
+    rewritten module's cached code whatever that variable says (checked against the source's
+    hash), so the process that starts the run writes it once, in two processes, before the
+    workers start; later runs find it up to date. Uses pytest's own rewriter
+    (internal names, pinned by the `test` extra); where they are not there, nothing is written and
+    each worker rewrites as before."""
+    from concurrent.futures import ProcessPoolExecutor
+    from pathlib import Path
+
+    try:
+        from _pytest.assertion import rewrite  # noqa: F401  (internal: skip where it moved)
+    except ImportError:
+        return
+    if config.getini("enable_assertion_pass_hook"):
+        return  # the rewritten code depends on it; the workers rewrite with it
+    root = Path(__file__).resolve().parent
+    files = sorted(str(p) for p in root.rglob("*.py") if _rewritten_by_pytest(p) and "fixtures" not in p.parts)
+    if not files:
+        return
+    with ProcessPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
+        list(pool.map(_rewrite_into_cache, [files[i::2] for i in range(2)]))
+
+
+def _rewritten_by_pytest(path) -> bool:
+    return path.name == "conftest.py" or (path.name.startswith("test_") and path.suffix == ".py")
+
+
+def _rewrite_into_cache(files: list[str]) -> None:
+    from pathlib import Path
+
+    from _pytest.assertion.rewrite import PYC_TAIL, _read_pyc, _rewrite_test, _write_pyc, get_cache_dir, try_makedirs
+
+    state = type("State", (), {"trace": staticmethod(lambda _msg: None)})()
+    for name in files:
+        fn = Path(name)
+        cache = get_cache_dir(fn)
+        pyc = cache / (fn.name[:-3] + PYC_TAIL)
+        if _read_pyc(fn, pyc) is not None or not try_makedirs(cache):
+            continue
+        source_hash, co = _rewrite_test(fn, None)  # type: ignore[arg-type]  (no assertion-pass hook)
+        _write_pyc(state, co, source_hash, pyc)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -135,9 +135,9 @@ def test_protected_items_of_a_task_directory_are_refused_at_registration(task_ru
     assert leaked.returncode != 0 and "overlaps protected evaluation items" in leaked.stderr
 
 
-def test_unit_tests_run_in_the_sealed_evaluator_with_their_own_time_limit(tmp_path, monkeypatch) -> None:
-    """A right answer passes through the whole path (seal, private copy, sandbox), even when its
-    tests take longer than the evaluator's default per-item limit (5 s)."""
+def _unit_tests_task(tmp_path, monkeypatch) -> Path:
+    """A unit-test task whose `dev` item's tests take longer than the evaluator's default per-item
+    limit (5 s) and whose `final` item's tests fail."""
     monkeypatch.setenv("RSI_MASTER_KEY_DIR", str(tmp_path / "keys"))
     root = make_task_dir(tmp_path / "task", "unit_tests", extra_toml="", stop=("\n",))
     toml = (root / "task.toml").read_text().replace("timeout_s = 3.0", 'timeout_s = 9.0\nprefix_field = "solution"')
@@ -153,8 +153,18 @@ def test_unit_tests_run_in_the_sealed_evaluator_with_their_own_time_limit(tmp_pa
     ]
     for split, row in zip(("dev", "review", "final"), rows):
         write_jsonl(root / f"{split}.jsonl", [row])
-    with ExpOS.create(tmp_path / "run", str(root)) as x:
+    return root
+
+
+def test_unit_tests_run_in_the_sealed_evaluator_with_their_own_time_limit(tmp_path, monkeypatch) -> None:
+    """A right answer passes through the whole path (seal, private copy, sandbox), even when its
+    tests take longer than the evaluator's default per-item limit (5 s)."""
+    with ExpOS.create(tmp_path / "run", str(_unit_tests_task(tmp_path, monkeypatch))) as x:
         dev = sealed_evaluation(x, x.contract.base_model_artifact, "dev")
-        final = sealed_evaluation(x, x.contract.base_model_artifact, "final")
     assert dev.score == 1.0, dev.samples[0].reason
+
+
+def test_a_failing_unit_test_in_the_sealed_evaluator_is_a_zero_with_its_reason(tmp_path, monkeypatch) -> None:
+    with ExpOS.create(tmp_path / "run", str(_unit_tests_task(tmp_path, monkeypatch))) as x:
+        final = sealed_evaluation(x, x.contract.base_model_artifact, "final")
     assert final.score == 0.0 and "AssertionError" in final.samples[0].reason

@@ -110,39 +110,59 @@ def test_the_pool_directions_are_the_contracts_generators(run):
     assert "samples_per_prompt" in sample["params"]["properties"] and "target" in generate["params"]["properties"]
 
 
-def _every_direction(x: ExpOS):
-    """A dataset of each direction: pool SFT rows, GRPO prompts, kept samples and DPO pairs."""
-    task = x.protected_task()
+def _pool_directions(x: ExpOS):
+    """Pool SFT rows and GRPO prompts."""
     pool = x.call(W1, "data.generate", {"family": "pool", "params": {"keep": "all"}, "n": 12, "seed": 1})
     prompts = x.call(W1, "data.generate", {"family": "pool_prompts", "n": 8, "seed": 1})
-    kept = x.call(
-        W1,
-        "data.sample",
-        {"family": "self_distill", "params": {"prompts": 8, "samples_per_prompt": 4, "keep_per_prompt": 2}, "n": 40},
+    return pool, prompts
+
+
+def _sampled_from_the_base(x: ExpOS, family: str, params: dict):
+    """A `data.sample` round from the base model, and what every sampled row must hold."""
+    task = x.protected_task()
+    out = x.call(
+        W1, "data.sample", {"family": family, "params": {"prompts": 8, "samples_per_prompt": 4, **params}, "n": 40}
     )
-    pairs = x.call(
-        W1, "data.sample", {"family": "sample_pairs", "params": {"prompts": 8, "samples_per_prompt": 4}, "n": 40}
-    )
-    # One rejection-sampling round keeps only what the scorer passes, and says how much that was.
-    assert kept.sampled == 32 and 0 < kept.passing < kept.sampled and kept.n_rows <= kept.passing
     pool_items = {it.id: it for it in task.train_pool()}
-    for row in _stored(x, kept.dataset):
-        assert row["completion"].endswith("\n")
-        assert task.scorer.score(pool_items[row["item"]], row["completion"][:-1]).score == 1.0
-    for row in _stored(x, pairs.dataset):
+    for row in _stored(x, out.dataset):
         item = pool_items[row["item"]]
+        assert row["completion"].endswith("\n")
         assert task.scorer.score(item, row["completion"][:-1]).score == 1.0
-        assert task.scorer.score(item, row["rejected"][:-1]).score == 0.0
-    (event,) = x.events("data.sample")[:1]
+        if "rejected" in row:
+            assert task.scorer.score(item, row["rejected"][:-1]).score == 0.0
+    event = x.events("data.sample")[-1]
     assert event.payload["parent"] == "base" and event.payload["parent_checkpoint"] == x.contract.base_model_artifact
     assert {"digest": x.contract.base_model_artifact, "role": "input", "name": "parent"} in [
         dict(a) for a in event.artifacts
     ]
-    return pool, prompts, kept, pairs
+    return out
 
 
-def test_every_direction_makes_a_dataset(run):
-    _every_direction(run)
+def _kept_samples(x: ExpOS):
+    kept = _sampled_from_the_base(x, "self_distill", {"keep_per_prompt": 2})
+    # One rejection-sampling round keeps only what the scorer passes, and says how much that was.
+    assert kept.sampled == 32 and 0 < kept.passing < kept.sampled and kept.n_rows <= kept.passing
+    return kept
+
+
+def _preference_pairs(x: ExpOS):
+    pairs = _sampled_from_the_base(x, "sample_pairs", {})
+    assert all("rejected" in row for row in _stored(x, pairs.dataset))
+    return pairs
+
+
+def _every_direction(x: ExpOS):
+    """A dataset of each direction: pool SFT rows, GRPO prompts, kept samples and DPO pairs."""
+    return (*_pool_directions(x), _kept_samples(x), _preference_pairs(x))
+
+
+def test_the_pool_directions_and_a_rejection_sampling_round_make_datasets(run):
+    _pool_directions(run)
+    _kept_samples(run)
+
+
+def test_preference_pairs_are_sampled_from_the_base_model(run):
+    _preference_pairs(run)
 
 
 def test_the_next_round_samples_from_a_trained_checkpoint(trained_run):

@@ -119,24 +119,17 @@ def test_timeout_is_an_error_not_a_hang(toy_sft):
         _eval(toy_sft, timeout_s=0.5)
 
 
-def test_real_task_with_store(toy_sft, tmp_path):
-    from rsi_master.artifacts import ArtifactStore
-
-    store = ArtifactStore(tmp_path / "store")
-    r = evaluate(toy_sft, "arithmetic", "dev", store=store, max_samples=8, **PUBLIC)
-    assert r.task == "arithmetic" and len(r.samples) == 8 and store.has(r.record_digest)
-    assert store.has(r.evaluator_digest)
-
-
-def test_store_given_by_a_relative_path(toy_sft, tmp_path, monkeypatch):
-    # `rsi-master run --dir runs/x` hands the runtime a relative store; the evaluator child
-    # runs in its own temporary cwd and must still find the sealed code (a real failure once).
+def test_real_task_with_a_store_given_by_a_relative_path(toy_sft, tmp_path, monkeypatch):
+    # A built-in task scored with a store: the record and the sealed evaluator go into it. The
+    # store is relative, as `rsi-master run --dir runs/x` hands it to the runtime; the evaluator
+    # child runs in its own temporary cwd and must still find the sealed code.
     from rsi_master.artifacts import ArtifactStore
 
     monkeypatch.chdir(tmp_path)
     store = ArtifactStore("relative/store")
-    r = evaluate(toy_sft, "arithmetic", "dev", store=store, max_samples=4, **PUBLIC)
-    assert len(r.samples) == 4 and store.has(r.evaluator_digest)
+    r = evaluate(toy_sft, "arithmetic", "dev", store=store, max_samples=8, **PUBLIC)
+    assert r.task == "arithmetic" and len(r.samples) == 8 and store.has(r.record_digest)
+    assert store.has(r.evaluator_digest)
 
 
 # --- secret seals: the run's seal is copied privately and checked; its key stays off argv ---

@@ -9,6 +9,8 @@ import random
 import subprocess
 import sys
 
+import pytest
+
 from rsi_master.expos import ExpOS
 from tests.helpers import capability_file
 
@@ -83,7 +85,18 @@ def test_disguised_review_items_are_refused_at_registration(tmp_path) -> None:
     assert [e.payload["contamination"]["verdict"] for e in registered] == ["clean"]
 
 
-def test_items_the_character_reading_catches_are_refused_at_registration(tmp_path) -> None:
+# The character-level attacks inside one row, and those spread over several rows (two tests, each
+# a subprocess per attack).
+WITHIN_A_ROW = (
+    "rn for every m",
+    "0 for O, 1 for l, l for I",
+    "Cyrillic O for every 0",
+    "invisible characters inside words and for spaces",
+)
+
+
+@pytest.mark.parametrize("within_a_row", [True, False], ids=["within a row", "across rows"])
+def test_items_the_character_reading_catches_are_refused_at_registration(tmp_path, within_a_row) -> None:
     """The red team's attacks that passed the word methods (docs/expos.md, attack 68), from
     a subprocess with a Worker's capability: each data set is refused and recorded."""
     with ExpOS.create(tmp_path / "run", "arithmetic", eval_limit=4, allowed_teachers=["hand-written"]) as x:
@@ -105,6 +118,8 @@ def test_items_the_character_reading_catches_are_refused_at_registration(tmp_pat
         "halves in rows 1 and 3": [clean[0], row(halves[0]), clean[1], row(halves[1]), clean[2]],
         "halves cut mid-word, reversed, 4 rows apart": [row(cut[1]), *clean[:3], row(cut[0])],
     }
+    attempts = {what: rows for what, rows in attempts.items() if (what in WITHIN_A_ROW) == within_a_row}
+    assert len(attempts) in (3, 4)
     for what, rows in attempts.items():
         out = _register(path, w1, rows)
         assert out.returncode == 3, (what, out.stdout, out.stderr)
