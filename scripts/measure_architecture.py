@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parent.parent
 SRC = REPO / "src" / "rsi_master"
 MAX_MODULE_LINES = 400
 # The README's test command: the default (not `slow`) tests in four pytest-xdist workers.
-SUITE = ["-q", "-n", "4", "--dist", "loadfile"]
+SUITE = ["-q", "-n", "auto", "--dist", "loadfile"]
 
 
 def _any_parameters(tree: ast.AST, name: str) -> int:
@@ -123,7 +123,7 @@ def measure() -> dict[str, object]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--suite", action="store_true", help="also time the default test run (`pytest -q -n 4 --dist loadfile`)"
+        "--suite", action="store_true", help="also time the default test run (`pytest -q -n auto --dist loadfile`)"
     )
     args = parser.parse_args()
     figures = measure()

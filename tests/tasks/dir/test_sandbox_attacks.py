@@ -7,6 +7,7 @@ passes only if the attack worked, so a score of 0 is the attack failing, and the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pwd
@@ -221,6 +222,10 @@ def test_no_network_and_no_host_proc(tmp_path: Path) -> None:
     t.start()
     body = f"import socket\ns = socket.create_connection(('127.0.0.1', {port}), timeout=2)\ns.sendall(b'leak')\nreturn {SECRET!r}"
     score, reason = _steal(tmp_path, body)
+    # The attempt is over: anything it sent has arrived. shutdown() wakes the blocked accept()
+    # (close() alone would leave it waiting out its timeout).
+    with contextlib.suppress(OSError):
+        server.shutdown(socket.SHUT_RDWR)
     server.close()
     t.join()
     assert score == 0.0 and got == [] and ("ConnectionRefused" in reason or "unreachable" in reason), reason
