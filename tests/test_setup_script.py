@@ -6,7 +6,9 @@ Run in its dry-run mode (prints the choice and the commands, installs nothing) w
 
 from __future__ import annotations
 
+import errno
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -21,10 +23,26 @@ def _setup(tmp_path: Path, *args: str, gpus: int | None = None, smi_exit: int = 
         lines = "".join(f'echo "GPU {i}: Fake (UUID: GPU-{i})"\n' for i in range(gpus))
         (bin_dir / "nvidia-smi").write_text(f"#!/bin/sh\n{lines}exit {smi_exit}\n")
         (bin_dir / "nvidia-smi").chmod(0o755)
+        _wait_until_executable(bin_dir / "nvidia-smi")
     # Only what the script needs from the system, and no nvidia-smi of the machine's own.
     path = f"{bin_dir}:/usr/bin:/bin"
     full = {"PATH": path, "HOME": str(tmp_path), **env}
     return subprocess.run(["bash", str(ROOT / "setup.sh"), *args], capture_output=True, text=True, env=full)
+
+
+def _wait_until_executable(path: Path) -> None:
+    """A process forked by another thread of this test process between the file's open and its
+    close holds a copy of the writing descriptor until it execs, and meanwhile executing the file
+    fails with ETXTBSY ("Text file busy"): setup.sh would then see no working nvidia-smi."""
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            subprocess.run([str(path)], capture_output=True, check=False)
+            return
+        except OSError as exc:
+            if exc.errno != errno.ETXTBSY or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def test_cuda_build_where_nvidia_smi_lists_a_gpu(tmp_path):
