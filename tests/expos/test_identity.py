@@ -178,6 +178,54 @@ def test_two_agents_of_different_roles_cannot_read_each_others_capability(place)
         reviewer.stderr.close()
 
 
+def _gate_pids(sock: Path) -> list[int]:
+    """The gate processes (`rsi_master.expos._gate_server`) of the door serving on `sock`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if b"rsi_master.expos._gate_server" not in Path(f"/proc/{entry}/cmdline").read_bytes():
+                    continue
+                ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+                if str(sock).encode() in Path(f"/proc/{ppid}/cmdline").read_bytes():
+                    found.append(int(entry))
+            except (OSError, IndexError, ValueError):
+                continue
+    return found
+
+
+@needs_root
+def test_an_agent_of_another_role_cannot_reach_the_runs_gate(place):
+    """The gate holds the seal key and draws the protected items, beside the door, as the harness.
+    A Worker's `data.generate` through the door starts it; a Reviewer's shell then tries on it
+    everything the capability thief tries, and does not even see it."""
+    made = place.agent("sh", "-c", 'echo \'{"family": "answer_only", "n": 3}\' | expos data.generate -')
+    assert made.returncode == 0 and "dataset" in made.stdout, made.stderr
+    gates = _gate_pids(place.sock)
+    assert gates, "the Worker's data.generate ran without the run's gate"
+    thief = place.agent(sys.executable, "-c", THIEF, *map(str, gates), role="reviewer", node="r9")
+    assert thief.returncode == 0, thief.stderr
+    out = json.loads(thief.stdout)
+    assert set(out["attempts"].values()) <= {"FileNotFoundError", "PermissionError"}, out["attempts"]
+    assert max(out["visible_pids"]) < 100  # its own PID namespace: the door and its gate are not there
+    assert Path(f"/proc/{gates[0]}/environ").read_bytes() is not None  # the gate is alive, as root sees it
+    # Outside any namespace, the agent's uid alone is refused the gate's memory and environment.
+    for what in ("mem", "environ"):
+        peek = subprocess.run(
+            [
+                "setpriv",
+                f"--reuid={out['uid']}",
+                f"--regid={out['uid']}",
+                "--clear-groups",
+                "--",
+                "cat",
+                f"/proc/{gates[0]}/{what}",
+            ],
+            capture_output=True,
+        )
+        assert peek.returncode != 0 and peek.stdout == b"" and b"denied" in peek.stderr, (what, peek.stderr)
+
+
 def test_a_capability_on_the_command_line_or_in_the_environment_is_refused(tmp_path):
     token = "rsicap1.e30.AAAA"
     expos = [sys.executable, "-m", "rsi_master.cli._expos", "--door", str(tmp_path / "d.sock")]
