@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from ..errors import ArtifactError
-from ..rundir import REPORT_FILE, memo_for
+from ..rundir import DRIVER_LOCK, REPORT_FILE, memo_for
 from ._secrets import run_problems
 from ._taxonomy import SUBCATEGORIES, Subcategory
 
@@ -68,9 +68,12 @@ def run_dir_issues(run: RunDir) -> tuple[list[str], set[str], set[str]]:
         "scratch",
     }
     for entry in sorted(os.listdir(root)):
-        # The report the harness writes at the end is a regular file; anything else by its name is not it.
-        is_report = entry == REPORT_FILE and (root / entry).is_file() and not (root / entry).is_symlink()
-        if entry not in allowed_top and not is_report:
+        # The report the harness writes at the end, and the driver's lock, are regular files;
+        # anything else by their names is not them.
+        is_harness_file = (
+            entry in (REPORT_FILE, DRIVER_LOCK) and (root / entry).is_file() and not (root / entry).is_symlink()
+        )
+        if entry not in allowed_top and not is_harness_file:
             issues.append(f"run directory: {entry} was added outside the tools")
     for sub in ("objects", "trees"):
         if not (root / "artifacts" / sub).is_dir():

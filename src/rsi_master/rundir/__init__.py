@@ -4,6 +4,7 @@ from ._export import export_run
 from ._memo import VerifyMemo, memo_for
 from ._rundir import (
     ARTIFACTS_POINTER,
+    DRIVER_LOCK,
     LEDGER_FILE,
     LEDGER_POINTER,
     PUBLIC_KEY_FILE,
@@ -16,6 +17,7 @@ from ._verify import RunReport, verify_run
 
 __all__ = [
     "ARTIFACTS_POINTER",
+    "DRIVER_LOCK",
     "LEDGER_FILE",
     "LEDGER_POINTER",
     "PUBLIC_KEY_FILE",

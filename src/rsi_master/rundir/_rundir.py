@@ -38,6 +38,7 @@ from ..ledger import (
 __all__ = [
     "ARTIFACTS_DIR",
     "ARTIFACTS_POINTER",
+    "DRIVER_LOCK",
     "LEDGER_FILE",
     "LEDGER_POINTER",
     "PUBLIC_KEY_FILE",
@@ -49,6 +50,8 @@ __all__ = [
 
 LEDGER_FILE = "ledger.db"
 LEDGER_POINTER = "ledger.pg"
+# Held (flock) by the process driving the run, and naming it (`orchestra._driver.one_driver`).
+DRIVER_LOCK = "driver.lock"
 # Where new runs keep their ledger (a PostgreSQL URL; unset: SQLite in the run directory), and
 # the URL existing PostgreSQL runs are reached by: process configuration, as PGPASSWORD is, so
 # that every process of a run (slots, evaluators, `verify`) reaches the same database.
