@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -225,7 +226,13 @@ def run_bench(
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn")) as pool:
+        from .._proc import die_with_parent
+
+        # A campaign process dies with the bench (killed or not): an orphan would go on writing
+        # its campaign beside a restarted bench.
+        with ProcessPoolExecutor(
+            max_workers=jobs, mp_context=mp.get_context("spawn"), initializer=die_with_parent, initargs=(os.getpid(),)
+        ) as pool:
             futures = [
                 pool.submit(run_campaign, name, task, seed, budget_s, out, **kwargs) for name, task, seed in plan
             ]

@@ -25,6 +25,7 @@ simulated clock is process-wide, so one process runs one campaign at a time.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -231,7 +232,13 @@ def run_sim_bench(
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn")) as pool:
+        from .._proc import die_with_parent
+
+        # A campaign process dies with the bench (killed or not): an orphan would go on writing
+        # its campaign beside a restarted bench.
+        with ProcessPoolExecutor(
+            max_workers=jobs, mp_context=mp.get_context("spawn"), initializer=die_with_parent, initargs=(os.getpid(),)
+        ) as pool:
             futures = [pool.submit(sim_campaign, c, ls, h, s, **job_kw) for c, ls, h, s in plan]
             for fut in as_completed(futures):
                 done(fut.result())
