@@ -178,3 +178,25 @@ def test_late_a_lineage_is_flat_only_when_its_forecast_gains_less_than_one_item(
     assert not plateaued(0.52, 0.542, 0.017, 4, 50)
     assert plateaued(0.52, 0.52, 0.014 / 2, 4, 50)  # forecasts nothing: flat
     assert not plateaued(0.52, 0.52, 0.0, 2, 50)  # two points cannot tell flat from one noisy step
+
+
+def test_an_unexplored_direction_is_priced_only_while_one_can_be_opened(tmp_path):
+    expos, main, *_, x1, _ = _run(tmp_path, "opened", (0.80, 0.60))
+    with expos:
+        ctx = _ctx(expos, 100.0)
+        _, note = main.plans.weighed(ctx, load_graph(expos.reader))
+        assert "an unexplored direction" in note  # openings are left: branching is an option
+        # Every remaining direction opened (running): `branch` has nothing to open, so the
+        # forecast neither ranks an unexplored direction above continuing nor names one.
+        for d in main.plans.openings(ctx, load_graph(expos.reader)):
+            main.plans.add(ctx, load_graph(expos.reader), d, "open", [])
+        g = load_graph(expos.reader)
+        assert main.plans.branch(ctx, g) is None
+        order, note = main.plans.weighed(ctx, g)
+        names = [p.__name__ for p in order]
+        assert names.index("continue_lineage") < names.index("branch")
+        assert "unexplored direction" not in note and x1 in note
+        assert main.on_idle(ctx, load_graph(expos.reader), 1)
+        last = load_graph(expos.reader).decisions[-1]
+        assert last.action == "continue" and last.detail["parent"] == x1
+        assert "unexplored direction" not in last.rationale

@@ -67,7 +67,8 @@ class Plans:
         answering a review's critique (`continue exp-...`) is worth what more training of that
         checkpoint is, continuing is worth what the best free verified lineage is, and an
         unexplored direction or a combination of two verified recipes (a new direction too) is
-        worth `Evidence.unexplored`. A critique is thus answered when its lineage is where the
+        worth `Evidence.unexplored` (nothing when every opening is open or capped: `branch` would
+        open none). A critique is thus answered when its lineage is where the
         evidence says the next allowance pays most, not before every other option: answering
         every critique first would keep continuing the review's leader after it flattened,
         while a direction still climbing waits (as on simulated worlds whose best direction
@@ -84,7 +85,10 @@ class Plans:
         def gain(xid: str, w: WorkerNode) -> float:
             return evidence.checkpoint_outlook(xid, w.direction, seconds).gain(best)
 
-        fresh = evidence.unexplored(seconds, best)
+        # An unexplored direction is worth something only when `branch` could open one: with every
+        # opening already open or capped it is no option, and the rationale does not price it.
+        can_open = any(not self.capped(ctx, graph, d) for d in self.openings(ctx, graph))
+        fresh = evidence.unexplored(seconds, best) if can_open else -1.0
         cont = gain(free[0].experiment_id, graph.workers[free[0].worker_id]) if free else -1.0
         target = self.critique_target(ctx, graph)
         crit = gain(target[0], target[1]) if target is not None and target[0] not in taken else -1.0
@@ -104,13 +108,13 @@ class Plans:
             (comb, 0, self.combine),
         ]
         order = tuple(plan for _, _, plan in sorted(options, key=lambda o: (-o[0], -o[1])))
-        note = (
-            f"expected gain over {best:.3f} after {seconds:.0f} s more: "
-            + (f"critique of {target[0]} {crit:.4f}, " if target is not None else "")
-            + (f"{free[0].experiment_id} {cont:.4f}, " if free else "")
-            + (f"combination from {pair[0]} {comb:.4f}, " if pair is not None else "")
-            + f"an unexplored direction {fresh:.4f}"
-        )
+        priced = [
+            *([f"critique of {target[0]} {crit:.4f}"] if target is not None else []),
+            *([f"{free[0].experiment_id} {cont:.4f}"] if free else []),
+            *([f"combination from {pair[0]} {comb:.4f}"] if pair is not None else []),
+            *([f"an unexplored direction {fresh:.4f}"] if can_open else []),
+        ]
+        note = (f"expected gain over {best:.3f} after {seconds:.0f} s more: " + ", ".join(priced)) if priced else ""
         return order, note
 
     def redo_failed(self, ctx: MainContext, graph: ResearchGraph) -> Plan | None:
