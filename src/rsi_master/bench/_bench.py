@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .._proc import die_with_parent
 from ..errors import RsiMasterError
 from ..expos import Caller, ExpOS, check_run_inputs
 from ..orchestra import min_budget_s, parse_budget, run_timing
@@ -225,8 +226,6 @@ def run_bench(
     else:
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor, as_completed
-
-        from .._proc import die_with_parent
 
         # A campaign process dies with the bench (killed or not): an orphan would go on writing
         # its campaign beside a restarted bench.

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._proc import die_with_parent
 from ..errors import RsiMasterError
 from ..landscape import save, sim_pilot
 from ..orchestra import parse_budget
@@ -231,8 +232,6 @@ def run_sim_bench(
     else:
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor, as_completed
-
-        from .._proc import die_with_parent
 
         # A campaign process dies with the bench (killed or not): an orphan would go on writing
         # its campaign beside a restarted bench.
