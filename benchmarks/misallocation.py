@@ -30,12 +30,8 @@ from typing import Any
 
 from rsi_master.expos import ExpOS
 
-FAR_SE = 2.0
-
-
-def _se(p: float, n: int) -> float:
-    q = min(max(p, 0.05), 0.95)
-    return math.sqrt(q * (1 - q) / max(1, n))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from review_rates import FAR_SE, score_se
 
 
 def campaign(path: Path) -> dict[str, Any]:
@@ -80,7 +76,7 @@ def campaign(path: Path) -> dict[str, Any]:
             if own < best - 1e-9:
                 out["misallocated_s"] += seconds
                 out["misallocated"] += 1
-            if own < best - FAR_SE * _se(best, n_review):
+            if own < best - FAR_SE * score_se(best, n_review):
                 out["far_below_s"] += seconds
                 out["far_below"] += 1
             running = {p for seq, w, p in added if seq < e.seq and done_at.get(w, math.inf) > e.seq}

@@ -36,7 +36,8 @@ LATE = 0.75
 FAR_SE = 2.0
 
 
-def _se(p: float, n: int) -> float:
+def score_se(p: float, n: int) -> float:
+    """The standard error of an accuracy `p` measured on `n` items (clipped away from 0 and 1)."""
     q = min(max(p, 0.05), 0.95)
     return math.sqrt(q * (1 - q) / max(1, n))
 
@@ -83,7 +84,7 @@ def campaign(path: Path) -> dict[str, Any]:
             late += 1
             known = [s for seq, x, s in review_at if seq < ev.seq and x not in flagged]
             lead = max(known, default=0.0)
-            if parent in score_of and score_of[parent] < lead - FAR_SE * _se(lead, n_review):
+            if parent in score_of and score_of[parent] < lead - FAR_SE * score_se(lead, n_review):
                 far += 1
         out["late_continuations"] = late
         out["late_far_below"] = far

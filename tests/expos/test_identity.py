@@ -109,6 +109,13 @@ def place():
     subprocess.run(["rm", "-rf", str(base)], check=False)
 
 
+def _read_as(uid: int, path: str) -> subprocess.CompletedProcess[bytes]:
+    """`cat path` as `uid`, outside any namespace (the uid's own rights, nothing else)."""
+    return subprocess.run(
+        ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--", "cat", path], capture_output=True
+    )
+
+
 SLEEPER = "import os, sys, time; print(os.getuid(), flush=True); time.sleep(120)"
 
 THIEF = r"""
@@ -158,18 +165,7 @@ def test_two_agents_of_different_roles_cannot_read_each_others_capability(place)
         assert max(out["visible_pids"]) < 100  # its own namespace: the reviewer and the harness are not there
         # The uid alone already refuses: the worker's uid, outside any namespace, on the reviewer's entries.
         for what in ("environ", "root/home/agent/.expos-capability"):
-            peek = subprocess.run(
-                [
-                    "setpriv",
-                    f"--reuid={out['uid']}",
-                    f"--regid={out['uid']}",
-                    "--clear-groups",
-                    "--",
-                    "cat",
-                    f"/proc/{pids[-1]}/{what}",
-                ],
-                capture_output=True,
-            )
+            peek = _read_as(out["uid"], f"/proc/{pids[-1]}/{what}")
             assert peek.returncode != 0 and b"rsicap1." not in peek.stdout and b"denied" in peek.stderr
     finally:
         reviewer.kill()
@@ -211,18 +207,7 @@ def test_an_agent_of_another_role_cannot_reach_the_runs_gate(place):
     assert Path(f"/proc/{gates[0]}/environ").read_bytes() is not None  # the gate is alive, as root sees it
     # Outside any namespace, the agent's uid alone is refused the gate's memory and environment.
     for what in ("mem", "environ"):
-        peek = subprocess.run(
-            [
-                "setpriv",
-                f"--reuid={out['uid']}",
-                f"--regid={out['uid']}",
-                "--clear-groups",
-                "--",
-                "cat",
-                f"/proc/{gates[0]}/{what}",
-            ],
-            capture_output=True,
-        )
+        peek = _read_as(out["uid"], f"/proc/{gates[0]}/{what}")
         assert peek.returncode != 0 and peek.stdout == b"" and b"denied" in peek.stderr, (what, peek.stderr)
 
 
