@@ -60,3 +60,18 @@ def test_the_audit_takes_the_drivers_lock_file_and_nothing_else_by_its_name(tmp_
     (run / DRIVER_LOCK).symlink_to(run / "ledger.pub")
     with ExpOS.open(run, writable=False) as x:
         assert audit(x).run_dir_issues == [f"run directory: {DRIVER_LOCK} was added outside the tools"]
+
+
+def test_a_link_in_the_locks_place_is_refused_not_followed(tmp_path):
+    import pytest
+
+    from rsi_master.errors import RsiMasterError
+
+    with new_run(tmp_path):
+        pass
+    run, target = tmp_path / "run", tmp_path / "elsewhere"
+    target.write_text("keep me\n")
+    (run / DRIVER_LOCK).symlink_to(target)
+    with pytest.raises(RsiMasterError, match="cannot take the run's driver lock"), one_driver(run):
+        pass
+    assert target.read_text() == "keep me\n"

@@ -60,7 +60,11 @@ def one_driver(run_dir: str | Path) -> Iterator[None]:
     refused before it records anything. The lock is the kernel's (`flock`), so a killed driver
     holds it no more; the descriptor is not inherited by the slot processes (spawned)."""
     path = Path(run_dir) / DRIVER_LOCK
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        # Never through a link: whoever could plant one would have the driver truncate its target.
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    except OSError as exc:
+        raise RsiMasterError(f"{path}: cannot take the run's driver lock ({exc.strerror})") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
