@@ -15,6 +15,8 @@ def pytest_configure(config):
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
     _bytecode_cache(config)
+    if not hasattr(config, "workerinput"):
+        _rewritten_tests_once(config)
     # pytest-xdist hands out whole files (`--dist loadfile`) and by default the files with the
     # most tests first; with HEAVY_FIRST below, the files that take longest go first instead.
     if hasattr(config.option, "loadscopereorder"):
@@ -76,8 +78,6 @@ def _bytecode_cache(config) -> None:
     if os.environ.get("PYTHONDONTWRITEBYTECODE") and not hasattr(config, "workerinput"):
         # Silent where it cannot write: each process then compiles them, as without this.
         compileall.compile_dir(os.path.dirname(rsi_master.__file__), quiet=2)
-    if not hasattr(config, "workerinput"):
-        _rewritten_tests_once(config)
 
 
 def _rewritten_tests_once(config) -> None:

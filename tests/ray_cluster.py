@@ -65,13 +65,14 @@ def lose_node(c: Any, node: Any) -> None:
     import signal
 
     raylet = node.all_processes["raylet"][0].process.pid
-    for pid in [raylet, *_descendants(raylet)]:
+    for pid in [raylet, *descendants(raylet)]:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     c.remove_node(node, allow_graceful=False)
 
 
-def _descendants(root: int) -> list[int]:
+def descendants(root: int) -> list[int]:
+    """Every process under `root` (children, theirs, ...), from /proc."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():

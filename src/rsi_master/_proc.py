@@ -15,9 +15,12 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["die_with_parent", "run_tied"]
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+
+__all__ = ["die_with_parent", "run_tied", "tied_process_pool"]
 
 _PR_SET_PDEATHSIG = 1
 
@@ -55,3 +58,14 @@ def run_tied(cmd: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess:
     if prctl is None:
         return subprocess.run(cmd, **kwargs)
     return subprocess.run(cmd, preexec_fn=functools.partial(_arm, prctl, os.getpid()), **kwargs)
+
+
+def tied_process_pool(workers: int) -> ProcessPoolExecutor:
+    """A `ProcessPoolExecutor` of `workers` spawned processes that die with this one (killed or
+    not): an orphaned worker would go on with its job beside a restarted parent."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(
+        max_workers=workers, mp_context=mp.get_context("spawn"), initializer=die_with_parent, initargs=(os.getpid(),)
+    )

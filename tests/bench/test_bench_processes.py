@@ -3,25 +3,13 @@ campaigns, which a restarted bench would otherwise resume beside them."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry))
-    return found
+from tests.ray_cluster import descendants
 
 
 def _alive(pid: int) -> bool:
@@ -42,7 +30,7 @@ def test_a_killed_bench_leaves_no_campaign_process(tmp_path):
         while (tmp_path / "out" / "campaigns").is_dir() is False or not any((tmp_path / "out" / "campaigns").iterdir()):
             assert time.monotonic() < deadline and bench.poll() is None, "no campaign started"
             time.sleep(0.1)
-        workers = [p for p in _children(bench.pid) if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()]
+        workers = [p for p in descendants(bench.pid) if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()]
         assert workers  # campaigns run in processes of their own
     finally:
         bench.send_signal(signal.SIGKILL)  # no cleanup of its own: the kernel must end them

@@ -9,7 +9,10 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
 from rsi_master.cli._main import main
+from rsi_master.errors import RsiMasterError
 from rsi_master.expos import ExpOS
 from rsi_master.orchestra._driver import one_driver
 from rsi_master.rundir import DRIVER_LOCK
@@ -63,10 +66,6 @@ def test_the_audit_takes_the_drivers_lock_file_and_nothing_else_by_its_name(tmp_
 
 
 def test_a_link_in_the_locks_place_is_refused_not_followed(tmp_path):
-    import pytest
-
-    from rsi_master.errors import RsiMasterError
-
     with new_run(tmp_path):
         pass
     run, target = tmp_path / "run", tmp_path / "elsewhere"

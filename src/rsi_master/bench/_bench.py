@@ -22,13 +22,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .._proc import die_with_parent
+from .._proc import tied_process_pool
 from ..errors import RsiMasterError
 from ..expos import Caller, ExpOS, check_run_inputs
 from ..orchestra import min_budget_s, parse_budget, run_timing
@@ -224,14 +223,9 @@ def run_bench(
         for name, task, seed in plan:
             done(run_campaign(name, task, seed, budget_s, out, **kwargs))
     else:
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor, as_completed
+        from concurrent.futures import as_completed
 
-        # A campaign process dies with the bench (killed or not): an orphan would go on writing
-        # its campaign beside a restarted bench.
-        with ProcessPoolExecutor(
-            max_workers=jobs, mp_context=mp.get_context("spawn"), initializer=die_with_parent, initargs=(os.getpid(),)
-        ) as pool:
+        with tied_process_pool(jobs) as pool:
             futures = [
                 pool.submit(run_campaign, name, task, seed, budget_s, out, **kwargs) for name, task, seed in plan
             ]

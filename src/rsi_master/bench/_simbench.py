@@ -25,14 +25,13 @@ simulated clock is process-wide, so one process runs one campaign at a time.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._proc import die_with_parent
+from .._proc import tied_process_pool
 from ..errors import RsiMasterError
 from ..landscape import save, sim_pilot
 from ..orchestra import parse_budget
@@ -230,14 +229,9 @@ def run_sim_bench(
         for c, ls, h, s in plan:
             done(sim_campaign(c, ls, h, s, **job_kw))
     else:
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor, as_completed
+        from concurrent.futures import as_completed
 
-        # A campaign process dies with the bench (killed or not): an orphan would go on writing
-        # its campaign beside a restarted bench.
-        with ProcessPoolExecutor(
-            max_workers=jobs, mp_context=mp.get_context("spawn"), initializer=die_with_parent, initargs=(os.getpid(),)
-        ) as pool:
+        with tied_process_pool(jobs) as pool:
             futures = [pool.submit(sim_campaign, c, ls, h, s, **job_kw) for c, ls, h, s in plan]
             for fut in as_completed(futures):
                 done(fut.result())
