@@ -39,6 +39,14 @@ def test_out_of_range_flags_give_one_line_errors(change, where):
         GeneratorFlags.model_validate({**PRESETS["default"].model_dump(), **change})
 
 
+def test_a_rule_across_flags_reads_as_its_own_message():
+    with pytest.raises(SimInputError) as exc:
+        flags_from("default", item_difficulty=0.9, item_skill=0.5)
+    assert str(exc.value) == (
+        "generator flags: item_difficulty + item_skill must leave at least 0.05 to the checkpoint's own draw"
+    )
+
+
 def test_flags_shape_the_world():
     many = generate_world(1, flags_from(n_families=12, knobs_per_family=(4, 4)))
     assert len(many.family_specs) == 12

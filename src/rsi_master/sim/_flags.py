@@ -262,9 +262,11 @@ def flags_from(preset: str = "default", **overrides: object) -> GeneratorFlags:
 def one_line(exc: ValidationError) -> str:
     """A pydantic error as one line: the first problem and where it is."""
     err = exc.errors()[0]
-    where = ".".join(str(p) for p in err.get("loc", ())) or "flags"
+    # A validator's own ValueError reads as its message, not pydantic's "Value error, ..." wrapper.
+    msg = str(err["ctx"]["error"]) if err["type"] == "value_error" and "error" in err.get("ctx", {}) else err["msg"]
+    where = ".".join(str(p) for p in err.get("loc", ()))
     more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return f"{where}: {err['msg']}{more}"
+    return f"{where}: {msg}{more}" if where else f"{msg}{more}"
 
 
 def parse_overrides(items: list[str]) -> dict[str, object]:
