@@ -13,6 +13,7 @@ from rsi_master.runtime import (
     evaluate,
     evaluator_digest,
 )
+from rsi_master.runtime._warm import WARM_ENV
 from rsi_master.tasks import PUBLIC_SEAL_KEY
 from tests.runtime.conftest import TOY_SOURCE, TOY_SPEC
 
@@ -43,6 +44,17 @@ def test_record_binds_digests_decoding_and_sample_ids(sft_dev, toy):
 
 def test_sft_beats_the_untrained_model(sft_dev, tiny_base):
     assert sft_dev.score > _eval(tiny_base).score
+
+
+def test_a_fresh_evaluator_process_scores_as_the_forked_one(sft_dev, toy_sft, monkeypatch):
+    # The module's evaluations fork from this process's pre-imported Python (`runtime/_warm.py`);
+    # the same evaluation in a fresh interpreter gives the same record.
+    monkeypatch.setenv(WARM_ENV, "0")
+    cold = _eval(toy_sft)
+    assert [(s.sample_id, s.output, s.score) for s in cold.samples] == [
+        (s.sample_id, s.output, s.score) for s in sft_dev.samples
+    ]
+    assert cold.evaluator_digest == sft_dev.evaluator_digest and cold.checkpoint_digest == sft_dev.checkpoint_digest
 
 
 def test_pinned_digest_mismatch_refuses(toy_sft):
@@ -206,26 +218,27 @@ def test_evaluator_runs_from_a_private_copy_and_gets_the_key_on_stdin(sealed_run
     secret = sealed_run.seal_key().secret.hex()
     seen = {}
 
-    def launch_after_tampering(cmd, **kw):
-        script = Path(cmd[cmd.index("-B") + 1])
+    def launch_after_tampering(script, args, **kw):
+        # What the launch hands over (a fresh interpreter's command line, or the zygote's
+        # request: the same script, arguments and environment) never holds the secret.
         seen.update(
             script=script,
             mode=stat.S_IMODE(script.parent.parent.stat().st_mode),
-            visible=" ".join(cmd) + " ".join(kw["env"].values()),
+            visible=" ".join([str(script), *args]) + " ".join(kw["env"].values()),
             stdin=kw["input"],
         )
         target = _unlock(store_seal) / "rsi_master" / "tasks" / "_arithmetic.py"
         target.write_text("raise SystemExit('the tampered copy ran')\n")
-        return real(cmd, **kw)
+        return real(script, args, **kw)
 
-    real = ev.run_tied
-    monkeypatch.setattr(ev, "run_tied", launch_after_tampering)
+    real = ev.run_sealed
+    monkeypatch.setattr(ev, "run_sealed", launch_after_tampering)
     payload = _score_base(sealed_run)
     assert payload.evaluator_digest == sealed_run.contract.evaluator.evaluator_digest and payload.n_samples == 4
     assert not seen["script"].is_relative_to(sealed_run.run.path.resolve()) and seen["mode"] == 0o700
     assert not seen["script"].exists()  # the private copy is gone once the evaluation ends
     assert secret not in seen["visible"] and secret in seen["stdin"]
-    monkeypatch.setattr(ev, "run_tied", real)
+    monkeypatch.setattr(ev, "run_sealed", real)
     with pytest.raises(ToolRefused, match="digest"):  # the next evaluation sees the edit
         _score_base(sealed_run, "review")
 

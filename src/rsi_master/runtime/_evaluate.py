@@ -5,12 +5,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rsi_master._proc import run_tied
 from rsi_master.artifacts import copy_measured
 from rsi_master.errors import ArtifactError
 from rsi_master.runtime._adapter import adapter_base_digest, check_adapter_base, is_adapter
@@ -25,6 +23,7 @@ from rsi_master.runtime._errors import (
 )
 from rsi_master.runtime._records import EvalResult, SampleRecord
 from rsi_master.runtime._seal import private_seal
+from rsi_master.runtime._warm import run_sealed
 from rsi_master.tasks import SealKey
 
 if TYPE_CHECKING:
@@ -191,28 +190,16 @@ def _launch(
     # point at code of its own; the child imports the tasks only from the seal.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
-    cmd = [
-        sys.executable,
-        "-E",
-        "-s",
-        "-B",
-        str(seal / "evaluator.py"),
-        "--request",
-        str(req_path),
-        "--result",
-        str(res_path),
-        "--expected-digest",
-        digest,
-    ]
+    args = ["--request", str(req_path), "--result", str(res_path), "--expected-digest", digest]
     try:
-        proc = run_tied(
-            cmd,
+        # Forked from this process's pre-imported Python where it has one (`_warm.py`).
+        proc = run_sealed(
+            seal / "evaluator.py",
+            args,
             cwd=root,
             env=env,
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
             input=json.dumps({"seal_key": seal_key.to_wire()}),
+            timeout=timeout_s,
         )
     except subprocess.TimeoutExpired as exc:
         raise EvaluationError(f"evaluator timed out after {timeout_s:.0f}s on {request['checkpoint']}") from exc

@@ -1,0 +1,153 @@
+"""The warm evaluator (`runtime/_warm.py`, `_zygote.py`): a sealed script forked from a
+pre-imported Python behaves as the same script in a fresh `python -E -s -B`, and the zygote
+gives its children nothing of its own: no control socket, no caller's path, no life of their
+own after it or their timeout."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from rsi_master.runtime import _warm
+from rsi_master.runtime._warm import WARM_ENV, run_sealed
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork, SCM_RIGHTS and /proc")
+
+PROBE = textwrap.dedent(
+    """
+    import json, os, sys
+    secret = sys.stdin.read()
+    fds = {}
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            fds[fd] = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            pass
+    import torch
+    print(json.dumps({
+        "argv": sys.argv[1:], "cwd": os.getcwd(), "stdin": secret, "env": os.environ.get("PROBE_VAR"),
+        "path0": sys.path[0], "ppid": os.getppid(), "torch": torch.__file__,
+        "sockets": sorted(fd for fd, target in fds.items() if target.startswith("socket:")),
+        "flags": [sys.flags.ignore_environment, sys.flags.no_user_site, sys.flags.dont_write_bytecode],
+    }))
+    print("to stderr", file=sys.stderr)
+    sys.exit(int(sys.argv[1]))
+    """
+)
+
+
+@pytest.fixture
+def probe(tmp_path):
+    script = tmp_path / "seal" / "probe.py"
+    script.parent.mkdir()
+    script.write_text(PROBE)
+    return script
+
+
+def _run(script: Path, cwd: Path, *args: str, timeout: float = 120.0, extra_env=None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PROBE_VAR": "from-the-request", **(extra_env or {})}
+    return run_sealed(script, list(args), cwd=cwd, env=env, input="the seal key", timeout=timeout)
+
+
+def _zygote_pid() -> int:
+    assert _warm._zygote is not None and _warm._zygote.alive()
+    return _warm._zygote.proc.pid
+
+
+def test_a_forked_script_sees_what_a_fresh_interpreter_would(probe, tmp_path, monkeypatch):
+    warm = _run(probe, tmp_path, "3", "two words")
+    monkeypatch.setenv(WARM_ENV, "0")
+    cold = _run(probe, tmp_path, "3", "two words")
+    assert warm.returncode == cold.returncode == 3
+    w, c = json.loads(warm.stdout), json.loads(cold.stdout)
+    assert w["ppid"] == _zygote_pid() and c["ppid"] == os.getpid()  # one forked, one fresh
+    for key in ("argv", "cwd", "stdin", "env", "path0", "torch", "flags"):
+        assert w[key] == c[key], key
+    assert w["argv"] == ["3", "two words"] and w["stdin"] == "the seal key" and w["path0"] == str(probe.parent)
+    assert warm.stderr == cold.stderr == "to stderr\n"
+
+
+def test_a_child_holds_no_socket_and_finds_nothing_on_the_callers_path(probe, tmp_path):
+    # A `torch` on PYTHONPATH or in the working directory is what an agent could plant: the child
+    # imports the interpreter's own, as `python -E -s -B` would.
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    (shadow / "torch.py").write_text("raise SystemExit('shadowed')\n")
+    out = json.loads(_run(probe, shadow, "0", extra_env={"PYTHONPATH": str(shadow)}).stdout)
+    assert out["sockets"] == []  # the zygote's control socket is closed before the script runs
+    assert not out["torch"].startswith(str(shadow))
+
+
+def test_a_timed_out_child_is_killed_and_the_zygote_serves_the_next(probe, tmp_path):
+    slow = tmp_path / "seal" / "slow.py"
+    slow.write_text("import os, sys, time\nprint(os.getpid(), flush=True)\ntime.sleep(60)\n")
+    _run(probe, tmp_path, "0")
+    zygote = _zygote_pid()
+    t0 = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        _run(slow, tmp_path, timeout=2.0)
+    assert time.monotonic() - t0 < 30
+    children = Path(f"/proc/{zygote}/task/{zygote}/children").read_text().split()
+    assert children == []  # killed and reaped
+    again = _run(probe, tmp_path, "0")
+    assert again.returncode == 0 and json.loads(again.stdout)["ppid"] == zygote
+
+
+def test_the_zygote_and_its_child_die_with_the_process_that_started_them(probe, tmp_path):
+    slow = tmp_path / "seal" / "slow.py"
+    slow.write_text("import os, time\nprint(os.getpid(), flush=True)\ntime.sleep(120)\n")
+    owner = textwrap.dedent(
+        f"""
+        import os, sys, threading, time
+        from pathlib import Path
+        from rsi_master.runtime import _warm
+        _warm.run_sealed(Path({str(probe)!r}), ["0"], cwd=Path({str(tmp_path)!r}), env=dict(os.environ), input="", timeout=120)
+        threading.Thread(target=_warm.run_sealed, args=(Path({str(slow)!r}), []),
+                         kwargs=dict(cwd=Path({str(tmp_path)!r}), env=dict(os.environ), input="", timeout=120),
+                         daemon=True).start()
+        time.sleep(1)
+        print(_warm._zygote.proc.pid, flush=True)
+        time.sleep(120)
+        """
+    )
+    proc = subprocess.Popen([sys.executable, "-c", owner], stdout=subprocess.PIPE, text=True)
+    try:
+        zygote = int(proc.stdout.readline())
+        deadline = time.monotonic() + 30
+        kids: list[str] = []
+        while not kids and time.monotonic() < deadline:
+            kids = Path(f"/proc/{zygote}/task/{zygote}/children").read_text().split()
+            time.sleep(0.1)
+        assert len(kids) == 1  # the slow script, forked from the zygote
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in (zygote, int(kids[0]))):
+            time.sleep(0.1)
+        for pid in (zygote, int(kids[0])):
+            assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+
+
+def test_a_dead_zygote_falls_back_to_a_fresh_interpreter(probe, tmp_path, monkeypatch):
+    _run(probe, tmp_path, "0")
+    zygote = _warm._zygote
+    assert zygote is not None
+    # Died between two requests: the next request finds it gone before it sends anything.
+    os.kill(zygote.proc.pid, signal.SIGKILL)
+    zygote.proc.wait()
+    out = _run(probe, tmp_path, "0")
+    assert out.returncode == 0
+    assert json.loads(out.stdout)["ppid"] in (os.getpid(), _zygote_pid())
+    assert _warm._zygote is None or _warm._zygote.proc.pid != zygote.proc.pid
