@@ -332,14 +332,14 @@ def test_a_parent_checkpoint_edited_in_the_store_samples_nothing(trained_run):
 def test_the_private_copy_written_through_while_sampling_is_refused(run, monkeypatch):
     import rsi_master.runtime._sample as sampler
 
-    real = sampler.run_tied
+    real = sampler.run_module
 
-    def write_through(cmd, **kw):  # the agent found the harness's private copy before the child loads it
-        request = json.loads(Path(cmd[-2]).read_text())
+    def write_through(module, args, **kw):  # the agent found the harness's private copy before the child loads it
+        request = json.loads(Path(args[0]).read_text())
         _agent(_APPEND, Path(request["checkpoint"]) / "config.json")
-        return real(cmd, **kw)
+        return real(module, args, **kw)
 
-    monkeypatch.setattr(sampler, "run_tied", write_through)
+    monkeypatch.setattr(sampler, "run_module", write_through)
     with pytest.raises(ToolRefused, match="changed while sampling"):
         run.call(W1, "data.sample", {"family": "self_distill", "params": {"prompts": 2}, "n": 4})
     assert run.events("guard.blocked")[-1].payload["subcategory"] == "weight_provenance"

@@ -151,3 +151,21 @@ def test_a_dead_zygote_falls_back_to_a_fresh_interpreter(probe, tmp_path, monkey
     assert out.returncode == 0
     assert json.loads(out.stdout)["ppid"] in (os.getpid(), _zygote_pid())
     assert _warm._zygote is None or _warm._zygote.proc.pid != zygote.proc.pid
+
+
+def test_the_harness_module_runs_with_the_callers_path(tmp_path, monkeypatch):
+    # `python -m MODULE` of harness code (the sampler): warm, the child takes this process's
+    # sys.path; cold, a fresh interpreter builds it from PYTHONPATH. Both find the same module.
+    pkg = tmp_path / "pkgroot"
+    pkg.mkdir()
+    (pkg / "probe_mod.py").write_text(
+        "import json, os, sys\nprint(json.dumps({'argv': sys.argv[1:], 'file': __file__, 'ppid': os.getppid()}))\n"
+    )
+    monkeypatch.syspath_prepend(str(pkg))
+    env = {**os.environ, "PYTHONPATH": str(pkg)}
+    warm = _warm.run_module("probe_mod", ["a", "b c"], env=env, timeout=120)
+    monkeypatch.setenv(WARM_ENV, "0")
+    cold = _warm.run_module("probe_mod", ["a", "b c"], env=env, timeout=120)
+    w, c = json.loads(warm.stdout), json.loads(cold.stdout)
+    assert w["ppid"] == _zygote_pid() and c["ppid"] == os.getpid()
+    assert w["argv"] == c["argv"] == ["a", "b c"] and w["file"] == c["file"] == str(pkg / "probe_mod.py")

@@ -24,13 +24,13 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from rsi_master._proc import run_tied
 from rsi_master.artifacts import copy_measured
 from rsi_master.errors import ArtifactError
 from rsi_master.runtime._chat import chat_format
 from rsi_master.runtime._device import device_settings
 from rsi_master.runtime._digest import dir_digest
 from rsi_master.runtime._errors import CheckpointLoadError, InputChangedError, InvalidParameterError, TrainingError
+from rsi_master.runtime._warm import run_module
 
 __all__ = ["SampleResult", "sample"]
 
@@ -112,9 +112,9 @@ def sample(
         req, res = Path(tmp) / "request.json", Path(tmp) / "result.json"
         req.write_text(json.dumps(request))
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-        cmd = [sys.executable, "-m", "rsi_master.runtime._sample", str(req), str(res)]
         try:
-            proc = run_tied(cmd, env=env, capture_output=True, text=True, timeout=timeout_s)
+            # Forked from this process's pre-imported Python where it has one (`_warm.py`).
+            proc = run_module("rsi_master.runtime._sample", [str(req), str(res)], env=env, timeout=timeout_s)
         except subprocess.TimeoutExpired:
             if by_deadline:
                 raise TrainingError(

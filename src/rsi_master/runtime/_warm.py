@@ -17,6 +17,7 @@ GPU machine, so not taken there).
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import signal
@@ -32,7 +33,7 @@ from typing import Any
 
 from rsi_master._proc import die_with_parent, run_tied
 
-__all__ = ["WARM_ENV", "Zygote", "run_sealed"]
+__all__ = ["WARM_ENV", "Zygote", "run_module", "run_sealed"]
 
 WARM_ENV = "RSI_MASTER_WARM_EVALUATOR"
 _ZYGOTE = Path(__file__).with_name("_zygote.py")
@@ -105,15 +106,16 @@ class Zygote:
         self.proc.wait()
 
     def run(
-        self, script: str, args: Sequence[str], *, cwd: str, env: dict[str, str], input: str, timeout: float
+        self, what: dict[str, Any], *, cwd: str, env: dict[str, str], input: str, timeout: float
     ) -> tuple[int, str, str]:
-        """(exit code, stdout, stderr) of the script run in a fresh child; TimeoutError after
-        `timeout` seconds (the child killed); _Gone when the zygote fails before the child ran."""
+        """(exit code, stdout, stderr) of `what` ({"script", "args"} or {"module", "path", "args"})
+        run in a fresh child; TimeoutError after `timeout` seconds (the child killed); _Gone when
+        the zygote fails before the child ran."""
         deadline = time.monotonic() + timeout
         stdin_r, stdin_w = os.pipe()
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             try:
-                header = json.dumps({"script": script, "args": list(args), "cwd": cwd, "env": env}).encode()
+                header = json.dumps({**what, "cwd": cwd, "env": env}).encode()
                 try:
                     socket.send_fds(self.sock, [header], [stdin_r, out.fileno(), err.fileno()])
                 except OSError as exc:
@@ -174,7 +176,14 @@ def _usable(env: dict[str, str]) -> Zygote | None:
                 _failed_in = os.getpid()
                 return None
             _zygote = z
+            atexit.register(_close_at_exit)
     return z
+
+
+def _close_at_exit() -> None:
+    z = _zygote
+    if z is not None and z.owner == os.getpid():
+        z.close()
 
 
 def _give_up(z: Zygote) -> None:
@@ -187,17 +196,13 @@ def _give_up(z: Zygote) -> None:
     z.close()
 
 
-def run_sealed(
-    script: Path, args: Sequence[str], *, cwd: Path, env: dict[str, str], input: str, timeout: float
+def _run(
+    cmd: list[str], what: dict[str, Any], *, cwd: Path | None, env: dict[str, str], input: str, timeout: float
 ) -> subprocess.CompletedProcess:
-    """`python -E -s -B SCRIPT ARGS` with this stdin, as `run_tied` runs it, but forked from
-    this process's zygote where there is one (the module docstring says when there is not).
-    Raises `subprocess.TimeoutExpired` after `timeout` seconds, as `subprocess.run` does."""
-    cmd = [sys.executable, "-E", "-s", "-B", str(script), *args]
     z = _usable(env) if len(input.encode("utf-8")) <= _MAX_INPUT else None
     if z is not None and z.lock.acquire(blocking=False):
         try:
-            code, out, err = z.run(str(script), args, cwd=str(cwd), env=env, input=input, timeout=timeout)
+            code, out, err = z.run(what, cwd=str(cwd or os.getcwd()), env=env, input=input, timeout=timeout)
             return subprocess.CompletedProcess(cmd, code, out, err)
         except TimeoutError:
             raise subprocess.TimeoutExpired(cmd, timeout) from None
@@ -206,3 +211,23 @@ def run_sealed(
         finally:
             z.lock.release()
     return run_tied(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, input=input)
+
+
+def run_sealed(
+    script: Path, args: Sequence[str], *, cwd: Path, env: dict[str, str], input: str, timeout: float
+) -> subprocess.CompletedProcess:
+    """`python -E -s -B SCRIPT ARGS` with this stdin, as `run_tied` runs it, but forked from
+    this process's zygote where there is one (the module docstring says when there is not).
+    Raises `subprocess.TimeoutExpired` after `timeout` seconds, as `subprocess.run` does."""
+    cmd = [sys.executable, "-E", "-s", "-B", str(script), *args]
+    what = {"script": str(script), "args": list(args)}
+    return _run(cmd, what, cwd=cwd, env=env, input=input, timeout=timeout)
+
+
+def run_module(module: str, args: Sequence[str], *, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
+    """`python -m MODULE ARGS` of the harness's own code, with this process's `sys.path` (where
+    a fresh interpreter would read it from `PYTHONPATH`), forked from the zygote where there is
+    one, as `run_sealed` is."""
+    cmd = [sys.executable, "-m", module, *args]
+    what = {"module": module, "path": list(sys.path), "args": list(args)}
+    return _run(cmd, what, cwd=None, env=env, input="", timeout=timeout)

@@ -10,7 +10,8 @@ interpreter's own site-packages and nothing an agent could place.
 
 Protocol, over the SOCK_SEQPACKET socket FD (one message per send, one request at a time):
 - zygote -> client: {"ready": true, "cuda": torch.version.cuda} once the imports are done;
-- client -> zygote: {"script", "args", "cwd", "env"} with three descriptors (the child's stdin,
+- client -> zygote: {"script", "args", "cwd", "env"} (or {"module", "path", ...} for the
+  harness's own `python -m MODULE` with its `sys.path`) with three descriptors (the child's stdin,
   stdout and stderr): the zygote forks, answers {"pid": N}, then {"status": CODE} when the
   child ends (a negative code: killed by that signal);
 - client -> zygote: {"kill": true} while a child runs: the zygote kills it (it is not reaped
@@ -92,11 +93,17 @@ def _child(parent: int, request: dict[str, Any], fds: list[int]) -> None:
         threads = request["env"].get("OMP_NUM_THREADS", "")
         if torch is not None and threads.isdigit() and int(threads) > 0:
             torch.set_num_threads(int(threads))  # as a cold interpreter would read it at start
-        script = request["script"]
-        sys.argv = [script, *request["args"]]
-        sys.path.insert(0, os.path.dirname(script))  # what `python SCRIPT` puts first
+        module = request.get("module")
         try:
-            runpy.run_path(script, run_name="__main__")
+            if module:  # `python -m MODULE ARGS` with the caller's own path (harness code, not sealed)
+                sys.argv = [module, *request["args"]]
+                sys.path[:] = request["path"]
+                runpy.run_module(module, run_name="__main__", alter_sys=True)
+            else:
+                script = request["script"]
+                sys.argv = [script, *request["args"]]
+                sys.path.insert(0, os.path.dirname(script))  # what `python SCRIPT` puts first
+                runpy.run_path(script, run_name="__main__")
             code = 0
         except SystemExit as exc:
             if exc.code is None or isinstance(exc.code, int):
