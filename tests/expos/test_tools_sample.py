@@ -282,13 +282,18 @@ def test_sampling_nothing_that_passes_registers_nothing(tmp_path):
         assert failed.payload["tool"] == "data.sample" and "nothing to register" in failed.payload["error"]
 
 
-def test_sampling_stops_at_the_callers_deadline(run):
+def test_sampling_stops_at_the_callers_deadline(run, monkeypatch):
     """The scheduler records each node's deadline; sampling, whose work has no fixed size, is bounded
-    by it: with half a second left (less than loading the model takes) nothing is sampled, the call
-    returns long before an unbounded sampling of 24 prompts x 8 would, and the failure is recorded."""
+    by it: with half a second left (less than a fresh interpreter takes to load the model) nothing is
+    sampled, the call returns long before an unbounded sampling of 24 prompts x 8 would, and the
+    failure is recorded. (A child forked from the warm Python loads the toy model and samples all
+    of it in that half second; its deadline is the same `stop_at` and timeout, `test_warm.py`.)"""
     import time
 
     from rsi_master import _clock
+    from rsi_master.runtime._warm import WARM_ENV
+
+    monkeypatch.setenv(WARM_ENV, "0")
     from rsi_master.events import OrchestraJobStart
     from rsi_master.runtime._sample import STOP_GRACE_S
 

@@ -126,9 +126,15 @@ def test_bad_checkpoints_and_splits_are_clear_errors(tmp_path, toy_sft):
         evaluate(toy_sft, TOY_SPEC, "dev", evaluator=tmp_path, **PUBLIC)
 
 
-def test_timeout_is_an_error_not_a_hang(toy_sft):
+@pytest.mark.parametrize("warm", [True, False], ids=["forked", "fresh"])
+def test_timeout_is_an_error_not_a_hang(toy_sft, warm, monkeypatch):
+    # A fresh interpreter cannot import torch in half a second; a forked child loads the toy model
+    # in a tenth of one, but not after hashing its seal in a hundredth.
+    if not warm:
+        monkeypatch.setenv(WARM_ENV, "0")
     with pytest.raises(EvaluationError, match="timed out"):
-        _eval(toy_sft, timeout_s=0.5)
+        _eval(toy_sft, timeout_s=0.01 if warm else 0.5)
+    assert len(_eval(toy_sft, max_samples=2).samples) == 2  # and the next evaluation runs
 
 
 def test_real_task_with_a_store_given_by_a_relative_path(toy_sft, tmp_path, monkeypatch):

@@ -38,6 +38,7 @@ __all__ = ["WARM_ENV", "Zygote", "run_module", "run_sealed"]
 WARM_ENV = "RSI_MASTER_WARM_EVALUATOR"
 _ZYGOTE = Path(__file__).with_name("_zygote.py")
 _START_TIMEOUT_S = 120.0  # importing torch and transformers on a loaded machine
+_ANSWER_S = 30.0  # how long the zygote may take to answer a fork or a kill
 _MAX_INPUT = 32_768  # stdin is written before the child reads it: it must fit a pipe's buffer
 
 
@@ -127,20 +128,26 @@ class Zygote:
                 if stdin_r >= 0:
                     os.close(stdin_r)
                 os.close(stdin_w)
-            reply = self._recv(max(0.1, deadline - time.monotonic()))
+            try:  # the fork is answered at once, whatever the deadline
+                reply = self._recv(_ANSWER_S)
+            except TimeoutError:
+                self.close()  # and a child it may have forked with it
+                raise _Gone("the zygote did not answer a request") from None
             if "pid" not in reply:
                 raise _Gone(str(reply.get("error", "the zygote refused the request")))
             try:
-                status = self._recv(max(0.1, deadline - time.monotonic()))
+                status = self._recv(max(0.001, deadline - time.monotonic()))
             except TimeoutError:
                 try:
                     self.sock.send(json.dumps({"kill": True}).encode())
-                    self._recv(30.0)
+                    self._recv(_ANSWER_S)
                 except (OSError, _Gone):
                     self.close()  # the child dies with it
                 raise
             except _Gone:
-                # The zygote died under a running child, which died with it (PR_SET_PDEATHSIG).
+                # The zygote died under a running child, which died with it (PR_SET_PDEATHSIG), or
+                # answered nonsense: it is closed, and the child with it.
+                self.close()
                 status = {"status": -signal.SIGKILL}
             out.seek(0)
             err.seek(0)
