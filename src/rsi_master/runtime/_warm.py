@@ -123,7 +123,11 @@ class Zygote:
                     raise _Gone(str(exc)) from None
                 os.close(stdin_r)
                 stdin_r = -1
-                os.write(stdin_w, input.encode("utf-8"))
+                try:
+                    os.write(stdin_w, input.encode("utf-8"))
+                except OSError as exc:  # no reader left: the zygote dropped the request
+                    self.close()
+                    raise _Gone(str(exc)) from None
             finally:
                 if stdin_r >= 0:
                     os.close(stdin_r)
