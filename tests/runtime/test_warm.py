@@ -169,3 +169,56 @@ def test_the_harness_module_runs_with_the_callers_path(tmp_path, monkeypatch):
     w, c = json.loads(warm.stdout), json.loads(cold.stdout)
     assert w["ppid"] == _zygote_pid() and c["ppid"] == os.getpid()
     assert w["argv"] == c["argv"] == ["a", "b c"] and w["file"] == c["file"] == str(pkg / "probe_mod.py")
+
+
+ATTACK = textwrap.dedent(
+    """
+    import json, os, socket, sys
+    zygote = int(sys.argv[1])
+    tried = {"uid": os.getuid()}
+    try:
+        tried["fds"] = os.listdir(f"/proc/{zygote}/fd")
+    except OSError as exc:
+        tried["fds"] = type(exc).__name__
+    for fd in range(3, 12):
+        try:
+            os.open(f"/proc/{zygote}/fd/{fd}", os.O_RDWR)
+            tried[f"open {fd}"] = "opened"
+        except OSError as exc:
+            tried[f"open {fd}"] = type(exc).__name__
+    try:
+        pidfd = os.pidfd_open(zygote)
+        tried["getfd"] = [_try for _try in range(3, 12) if __import__("ctypes").CDLL(None, use_errno=True).syscall(438, pidfd, _try, 0) >= 0]
+    except OSError as exc:
+        tried["getfd"] = type(exc).__name__
+    print(json.dumps(tried))
+    """
+)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="runs the attack under an agent's uid (setpriv), which needs root")
+def test_an_agent_of_another_uid_cannot_reach_the_zygote(probe, tmp_path):
+    # The zygote is reached only through its socketpair. An agent with a shell under its own uid
+    # (the door gives each agent one) tries the ways to another process's descriptors: listing
+    # them, opening them through /proc, duplicating them with pidfd_getfd (syscall 438).
+    from rsi_master.expos._identity import AGENT_UID_BASE, AGENT_UID_COUNT
+
+    _run(probe, tmp_path, "0")
+    zygote = _zygote_pid()
+    uid = AGENT_UID_BASE + AGENT_UID_COUNT - 2
+    as_agent = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--", sys.executable, "-I"]
+    out = subprocess.run([*as_agent, "-c", ATTACK, str(zygote)], capture_output=True, text=True, timeout=60, cwd="/")
+    assert out.returncode == 0, out.stderr
+    tried = json.loads(out.stdout)
+    assert tried["uid"] == uid and tried["fds"] == "PermissionError"
+    assert all(v != "opened" for k, v in tried.items() if k.startswith("open "))
+    assert tried["getfd"] == [] or isinstance(tried["getfd"], str)  # no descriptor duplicated
+    # The control: under the zygote's own uid the same attack duplicates its socket (as such a
+    # process could read the harness's memory too), so the test measures the uid boundary.
+    own = json.loads(
+        subprocess.run(
+            [sys.executable, "-I", "-c", ATTACK, str(zygote)], capture_output=True, text=True, timeout=60, cwd="/"
+        ).stdout
+    )
+    assert isinstance(own["fds"], list) and (own["getfd"] != [] or isinstance(own["getfd"], str))
+    assert _run(probe, tmp_path, "0").returncode == 0  # and the zygote serves on
