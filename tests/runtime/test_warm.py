@@ -180,7 +180,7 @@ ATTACK = textwrap.dedent(
         tried["fds"] = os.listdir(f"/proc/{zygote}/fd")
     except OSError as exc:
         tried["fds"] = type(exc).__name__
-    for fd in range(3, 12):
+    for fd in range(3, 64):
         try:
             os.open(f"/proc/{zygote}/fd/{fd}", os.O_RDWR)
             tried[f"open {fd}"] = "opened"
@@ -188,7 +188,7 @@ ATTACK = textwrap.dedent(
             tried[f"open {fd}"] = type(exc).__name__
     try:
         pidfd = os.pidfd_open(zygote)
-        tried["getfd"] = [_try for _try in range(3, 12) if __import__("ctypes").CDLL(None, use_errno=True).syscall(438, pidfd, _try, 0) >= 0]
+        tried["getfd"] = [_try for _try in range(3, 64) if __import__("ctypes").CDLL(None, use_errno=True).syscall(438, pidfd, _try, 0) >= 0]
     except OSError as exc:
         tried["getfd"] = type(exc).__name__
     print(json.dumps(tried))
