@@ -222,3 +222,27 @@ def test_an_agent_of_another_uid_cannot_reach_the_zygote(probe, tmp_path):
     )
     assert isinstance(own["fds"], list) and (own["getfd"] != [] or isinstance(own["getfd"], str))
     assert _run(probe, tmp_path, "0").returncode == 0  # and the zygote serves on
+
+
+def test_a_zygote_first_asked_for_by_another_thread_outlives_that_thread(probe, tmp_path):
+    # A door answers calls on worker threads. A child dies with the *thread* that started it
+    # (PR_SET_PDEATHSIG), so the zygote is started by a spawner thread kept for that: the thread
+    # that first needed it may end.
+    import threading
+
+    if _warm._zygote is not None:
+        _warm._zygote.close()
+        _warm._zygote = None
+    seen = {}
+
+    def first():
+        seen["out"] = _run(probe, tmp_path, "0")
+
+    t = threading.Thread(target=first)
+    t.start()
+    t.join()
+    zygote = _zygote_pid()
+    assert json.loads(seen["out"].stdout)["ppid"] == zygote  # forked, though not from the main thread
+    time.sleep(0.5)
+    again = _run(probe, tmp_path, "0")
+    assert json.loads(again.stdout)["ppid"] == zygote and _warm._zygote.alive()

@@ -7,12 +7,14 @@ child runs the same file with the same arguments, working directory, environment
 `run_tied` would give a fresh `python -E -s -B SCRIPT ARGS`; what differs is only that torch and
 transformers are already imported, from the interpreter's own site-packages.
 
+The zygote is started by one thread of the process kept for that (`_spawn`): a child's
+PR_SET_PDEATHSIG fires when the *thread* that started it ends, so a zygote started by a door's
+worker thread would die with that thread; the spawner thread lives as long as the process.
+
 The cold path stays, and is taken when a zygote cannot be had: `RSI_MASTER_WARM_EVALUATOR=0`,
-a platform without `os.fork` or `socket.send_fds`, a thread other than the main thread when no
-zygote is running yet (a child dies with the thread that started it: PR_SET_PDEATHSIG), another
-thread's evaluation in flight, a zygote that failed to start or died, or a CUDA build of torch
-(a process that forks after CUDA is initialised cannot use CUDA in the child; not measured on a
-GPU machine, so not taken there).
+a platform without `os.fork` or `socket.send_fds`, another thread's evaluation in flight, a
+zygote that failed to start or died, or a CUDA build of torch (a process that forks after CUDA
+is initialised cannot use CUDA in the child; not measured on a GPU machine, so not taken there).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import queue
 import signal
 import socket
 import subprocess
@@ -175,10 +178,10 @@ def _usable(env: dict[str, str]) -> Zygote | None:
                 z.close()
             z = _zygote = None  # a forked copy's zygote is its parent's
         if z is None:
-            if _failed_in == os.getpid() or threading.current_thread() is not threading.main_thread():
+            if _failed_in == os.getpid():
                 return None
             try:
-                z = Zygote(env)
+                z = _spawn(env)
             except (_Gone, TimeoutError, OSError):
                 _failed_in = os.getpid()
                 return None
@@ -189,6 +192,34 @@ def _usable(env: dict[str, str]) -> Zygote | None:
             _zygote = z
             atexit.register(_close_at_exit)
     return z
+
+
+_spawner: tuple[int, queue.SimpleQueue] | None = None  # (owner pid, requests to its thread)
+
+
+def _spawn(env: dict[str, str]) -> Zygote:
+    """A new Zygote, started by this process's spawner thread (started here on first use; a
+    forked copy of the process has no thread behind its parent's queue, so it starts its own)."""
+    global _spawner
+    if _spawner is None or _spawner[0] != os.getpid():
+        requests: queue.SimpleQueue = queue.SimpleQueue()
+        threading.Thread(target=_spawner_loop, args=(requests,), name="warm-evaluator-spawner", daemon=True).start()
+        _spawner = (os.getpid(), requests)
+    answer: queue.SimpleQueue = queue.SimpleQueue()
+    _spawner[1].put((env, answer))
+    result = answer.get()
+    if isinstance(result, BaseException):
+        raise result
+    return result
+
+
+def _spawner_loop(requests: queue.SimpleQueue) -> None:
+    while True:
+        env, answer = requests.get()
+        try:
+            answer.put(Zygote(env))
+        except BaseException as exc:  # handed to the thread that asked
+            answer.put(exc)
 
 
 def _close_at_exit() -> None:
