@@ -30,7 +30,10 @@ torch_build() {
     "" | auto) ;;
     *) echo "setup.sh: RSI_MASTER_TORCH must be cpu or cuda, got '${RSI_MASTER_TORCH}'" >&2; return 2 ;;
   esac
-  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+  # The listing is read whole before it is searched: `nvidia-smi -L | grep -q` under pipefail
+  # fails when grep exits at the first GPU and nvidia-smi, still writing the next, gets SIGPIPE.
+  local listing
+  if command -v nvidia-smi >/dev/null 2>&1 && listing=$(nvidia-smi -L 2>/dev/null) && grep -q '^GPU ' <<<"$listing"; then
     echo "cuda (nvidia-smi lists a GPU)"
   else
     echo "cpu (no working nvidia-smi)"

@@ -53,6 +53,22 @@ def test_cuda_build_where_nvidia_smi_lists_a_gpu(tmp_path):
     assert "torch.version.cuda" in out.stdout  # the installed wheel is checked to be a CUDA one
 
 
+def test_a_gpu_listing_still_being_written_when_the_first_gpu_is_found(tmp_path):
+    # A machine with several GPUs: nvidia-smi is still writing the second line when the first one
+    # matches. Searching the pipe (`| grep -q` under pipefail) lost the race to SIGPIPE and chose
+    # the CPU build; the listing is read whole first.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text('#!/bin/sh\necho "GPU 0: Fake (UUID: GPU-0)"\nsleep 0.3\necho "GPU 1: Fake (UUID: GPU-1)"\n')
+    smi.chmod(0o755)
+    _wait_until_executable(smi)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    out = subprocess.run(["bash", str(ROOT / "setup.sh"), "--dry-run"], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert "torch: cuda (nvidia-smi lists a GPU)" in out.stdout
+
+
 def test_cpu_build_without_nvidia_smi_or_when_it_fails(tmp_path):
     for i, kw in enumerate(({}, {"gpus": 1, "smi_exit": 9}, {"gpus": 0})):
         (tmp_path / str(i)).mkdir()
