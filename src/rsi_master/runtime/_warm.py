@@ -190,7 +190,6 @@ def _usable(env: dict[str, str]) -> Zygote | None:
                 _failed_in = os.getpid()
                 return None
             _zygote = z
-            atexit.register(_close_at_exit)
     return z
 
 
@@ -226,6 +225,9 @@ def _close_at_exit() -> None:
     z = _zygote
     if z is not None and z.owner == os.getpid():
         z.close()
+
+
+atexit.register(_close_at_exit)  # once: it closes whichever zygote this process holds at exit
 
 
 def _give_up(z: Zygote) -> None:
