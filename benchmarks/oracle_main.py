@@ -29,10 +29,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rsi_master.bench import CampaignStats, SeedRange, paired_test, run_sim_bench
-from rsi_master.bench import _configs, _simbench
-from rsi_master.orchestra import ClaimsNomination, PolicyMain, main_agent
-from rsi_master.orchestra import _evidence, _main_plans, _main_verify
+from rsi_master.bench import CampaignStats, SeedRange, _configs, _simbench, paired_test, run_sim_bench
+from rsi_master.orchestra import ClaimsNomination, PolicyMain, _evidence, _main_plans, _main_verify, main_agent
 from rsi_master.orchestra import _reports as reports
 from rsi_master.orchestra._main_parts import Candidate
 from rsi_master.orchestra._memory import lineage_examples
@@ -219,7 +217,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--preset", default="agents")
     ap.add_argument("--configs", default="rsi-master,no-reviewer,oracle,oracle-review")
-    ap.add_argument("--flag", action="append", default=[], metavar="NAME=VALUE", help="a generator flag over the preset")
+    ap.add_argument(
+        "--flag", action="append", default=[], metavar="NAME=VALUE", help="a generator flag over the preset"
+    )
     a = ap.parse_args(argv)
     ws = SeedRange.parse(a.world_seeds)
     if ws.held_out:
@@ -238,7 +238,9 @@ def main(argv: list[str]) -> int:
         progress=lambda s: print(s, flush=True),
     )
     print(res["table"])
-    recs = [CampaignStats.model_validate_json(line) for line in (Path(a.out) / "records.jsonl").read_text().splitlines()]
+    recs = [
+        CampaignStats.model_validate_json(line) for line in (Path(a.out) / "records.jsonl").read_text().splitlines()
+    ]
     for ref in configs:
         for other in configs:
             if other != ref and configs.index(other) > configs.index(ref):
