@@ -30,7 +30,16 @@ from pathlib import Path
 from typing import Any
 
 from rsi_master.bench import CampaignStats, SeedRange, _configs, _simbench, paired_test, run_sim_bench
-from rsi_master.orchestra import ClaimsNomination, PolicyMain, _evidence, _main_plans, _main_verify, main_agent
+from rsi_master.events import Combine
+from rsi_master.orchestra import (
+    ClaimsNomination,
+    PolicyMain,
+    _evidence,
+    _main_plans,
+    _main_verify,
+    _reviewer,
+    main_agent,
+)
 from rsi_master.orchestra import _reports as reports
 from rsi_master.orchestra._main_parts import Candidate
 from rsi_master.orchestra._memory import lineage_examples
@@ -39,6 +48,11 @@ from rsi_master.runtime._sim import read_sim_checkpoint
 ORACLE = "oracle"
 ORACLE_REVIEW = "oracle-review"
 ORACLE_COMBINE = "oracle-combine"
+# Candidate designs (not oracles): the Reviewer recommends one combination per review, the Main
+# tries each pair of families once. `combine-effect`: the compared pair whose items overlap least
+# against independence at each item's difficulty (effect > 0, whatever its p); `combine-blind`:
+# the leader and the runner-up of the review, whatever their items say (the control).
+TRIALS = ("combine-effect", "combine-blind")
 _state: dict[str, Any] = {"world": None, "active": False, "truth": {}}
 
 
@@ -58,14 +72,18 @@ _original_run_campaign = _simbench.run_campaign
 
 def _run_campaign(config: str, *args: Any, **kw: Any) -> Any:
     _state.update(
-        world=kw.get("world"), active=config in (ORACLE, ORACLE_REVIEW), combine=config == ORACLE_COMBINE, truth={}
+        world=kw.get("world"),
+        active=config in (ORACLE, ORACLE_REVIEW),
+        combine=config == ORACLE_COMBINE,
+        trial=config if config in TRIALS else None,
+        truth={},
     )
     try:
         return _original_run_campaign(config, *args, **kw)
     finally:
         if _state["active"]:
             print(f"oracle: {len(_state['truth'])} checkpoints read at their true accuracy", flush=True)
-        _state.update(world=None, active=False, combine=False, truth={})
+        _state.update(world=None, active=False, combine=False, trial=None, truth={})
 
 
 _simbench.run_campaign = _run_campaign  # type: ignore[assignment]
@@ -135,7 +153,11 @@ def _combinations(self: Any, ctx: Any, graph: Any) -> Any:
     Workers whose families the world makes interact positively (strongest first), each pair of
     families once; the rest of the plan (the mixed direction, its budget cap) as the policy's."""
     if not _state["combine"]:
-        yield from _original_combinations(self, ctx, graph)
+        tried = {_families(w.direction) for w in graph.workers.values() if w.direction.mix}
+        for out in _original_combinations(self, ctx, graph):
+            # a trial design tries each pair of families once
+            if _state["trial"] is None or _families(out[4]) not in tried:
+                yield out
         return
     world = _state["world"]
     strength = {frozenset(k.split("+", 1)): v for k, v in world.interactions.items()}
@@ -174,6 +196,41 @@ class _Truth:
 
 _main_plans.Plans.combinations = _combinations  # type: ignore[method-assign]
 
+_original_compare = _reviewer.EvidenceReviewer._compare
+_original_carried = reports.carried
+
+
+def _compare(ctx: Any, review: Any, r: Any) -> None:
+    _original_compare(ctx, review, r)
+    mode = _state["trial"]
+    if mode is None or any(isinstance(x, Combine) for x in r.recommendations):
+        return
+    compared = [f for f in r.findings if f.kind == "comparison" and f.significance is not None]
+    if mode == "combine-effect":
+        compared = sorted((f for f in compared if f.significance.effect > 0), key=lambda f: -f.significance.effect)
+    if not compared:
+        return
+    f = compared[0]
+    r.recommendations.append(
+        Combine(
+            action="combine",
+            worker_ids=f.worker_ids[:2],
+            experiment_ids=f.experiment_ids[:2],
+            reason=f"trial ({mode}): effect {f.significance.effect:+.1f} items, p={f.significance.p:.3g}",
+            significance=f.significance,
+        )
+    )
+
+
+def _carried(x: Any) -> bool:
+    if _state["trial"] is not None and isinstance(x, Combine):
+        return True
+    return bool(_original_carried(x))
+
+
+_reviewer.EvidenceReviewer._compare = staticmethod(_compare)  # type: ignore[method-assign,assignment]
+reports.carried = _carried
+
 
 @main_agent(ORACLE_COMBINE)
 def oracle_combine_main() -> PolicyMain:
@@ -201,6 +258,10 @@ _configs.CONFIGS[ORACLE_REVIEW] = _configs.Config(
     ORACLE_REVIEW,
 )
 
+
+for _t in TRIALS:
+    main_agent(_t)(PolicyMain)
+    _configs.CONFIGS[_t] = _configs.Config(_t, f"the full system, combinations as trials ({_t})", _t)
 
 _configs.CONFIGS[ORACLE_COMBINE] = _configs.Config(
     ORACLE_COMBINE,
