@@ -53,6 +53,9 @@ ORACLE_COMBINE = "oracle-combine"
 # against independence at each item's difficulty (effect > 0, whatever its p); `combine-blind`:
 # the leader and the runner-up of the review, whatever their items say (the control).
 TRIALS = ("combine-effect", "combine-blind")
+# The no-Reviewer control of the combination trials: the claims Main combines its two best claimed
+# Workers of different families, each pair of families once.
+CLAIMS_COMBINE = "claims-combine"
 _state: dict[str, Any] = {"world": None, "active": False, "truth": {}}
 
 
@@ -76,6 +79,7 @@ def _run_campaign(config: str, *args: Any, **kw: Any) -> Any:
         active=config in (ORACLE, ORACLE_REVIEW),
         combine=config == ORACLE_COMBINE,
         trial=config if config in TRIALS else None,
+        claims_combine=config == CLAIMS_COMBINE,
         truth={},
     )
     try:
@@ -83,7 +87,7 @@ def _run_campaign(config: str, *args: Any, **kw: Any) -> Any:
     finally:
         if _state["active"]:
             print(f"oracle: {len(_state['truth'])} checkpoints read at their true accuracy", flush=True)
-        _state.update(world=None, active=False, combine=False, trial=None, truth={})
+        _state.update(world=None, active=False, combine=False, trial=None, claims_combine=False, truth={})
 
 
 _simbench.run_campaign = _run_campaign  # type: ignore[assignment]
@@ -152,6 +156,9 @@ def _combinations(self: Any, ctx: Any, graph: Any) -> Any:
     """With `oracle-combine`: instead of the reviews' recommendations, every pair of verified
     Workers whose families the world makes interact positively (strongest first), each pair of
     families once; the rest of the plan (the mixed direction, its budget cap) as the policy's."""
+    if _state["claims_combine"]:
+        yield from _claims_combinations(self, ctx, graph)
+        return
     if not _state["combine"]:
         tried = {_families(w.direction) for w in graph.workers.values() if w.direction.mix}
         for out in _original_combinations(self, ctx, graph):
@@ -185,6 +192,26 @@ def _combinations(self: Any, ctx: Any, graph: Any) -> Any:
         if self.capped(ctx, graph, d):
             continue
         yield _Truth(), wa.id, wb.id, ra, d
+
+
+def _claims_combinations(self: Any, ctx: Any, graph: Any) -> Any:
+    tried = {_families(w.direction) for w in graph.workers.values() if w.direction.mix}
+    ranked = [c for c in self.verifier.verified(ctx, graph, 0.0) if reports.recipe(graph.workers[c.worker_id])]
+    if not ranked:
+        return
+    wa = graph.workers[ranked[0].worker_id]
+    ra = reports.recipe(wa)
+    for c in ranked[1:]:
+        wb = graph.workers[c.worker_id]
+        rb = reports.recipe(wb)
+        if rb.family == ra.family or rb.mix or ra.mix:
+            continue
+        base = _main_plans.continue_direction(wa.direction, ra, ra.experiment_id)
+        d = base.model_copy(update={"mix": [{"family": rb.family, "params": rb.params}]})
+        if _families(d) in tried or self.capped(ctx, graph, d):
+            continue
+        yield _Truth(), wa.id, wb.id, ra, d
+        return
 
 
 class _Truth:
@@ -262,6 +289,11 @@ _configs.CONFIGS[ORACLE_REVIEW] = _configs.Config(
 for _t in TRIALS:
     main_agent(_t)(PolicyMain)
     _configs.CONFIGS[_t] = _configs.Config(_t, f"the full system, combinations as trials ({_t})", _t)
+
+main_agent(CLAIMS_COMBINE)(lambda: PolicyMain(verifier=_main_verify.ClaimsVerifier(), nomination=ClaimsNomination()))
+_configs.CONFIGS[CLAIMS_COMBINE] = _configs.Config(
+    CLAIMS_COMBINE, "the no-Reviewer Main combining its two best claimed families, each pair once", CLAIMS_COMBINE
+)
 
 _configs.CONFIGS[ORACLE_COMBINE] = _configs.Config(
     ORACLE_COMBINE,
