@@ -88,7 +88,28 @@ def test_a_combination_is_acted_on_only_when_its_test_carries_it(tmp_path):
     for name, p, acted in (("noise", 0.3, False), ("real", 0.01, True)):
         expos, main, *_ = _run(tmp_path, name, (0.6, 0.5), extra=_combine(p))
         with expos:
-            assert bool(list(main.plans.combinations(_ctx(expos, 100.0), load_graph(expos.reader)))) is acted, name
+            combos = list(main.plans.combinations(_ctx(expos, 100.0), load_graph(expos.reader)))
+            # The review's recommendation only when its test carries it (a trial, review None,
+            # is there either way: `test_two_verified_families_never_mixed_are_tried_together_once`).
+            assert any(r is not None for r, *_ in combos) is acted, name
+
+
+def test_two_verified_families_never_mixed_are_tried_together_once(tmp_path):
+    expos, main, w1, w2, x1, _ = _run(tmp_path, "trial", (0.6, 0.5))
+    with expos:
+        ctx = _ctx(expos, 100.0)
+        g = load_graph(expos.reader)
+        trials = [c for c in main.plans.combinations(ctx, g) if c[0] is None]
+        # The leader on review (w1) trained further from its checkpoint on a mix with the runner-up's family.
+        assert [(a, b) for _, a, b, _, _ in trials] == [(w1, w2)]
+        d = trials[0][4]
+        assert d.parent == x1 and d.family == g.workers[w1].direction.family
+        assert [m["family"] for m in d.mix] == [g.workers[w2].direction.family]
+        plan = main.plans.combine(ctx, g)
+        assert plan is not None and plan.detail["trial"] is True and plan.detail["combines"] == [w1, w2]
+        assert "trial" in plan.rationale and "review" not in plan.detail
+        # Tried once: a Worker already mixes these families, so no trial of them again.
+        assert [c for c in main.plans.combinations(ctx, load_graph(expos.reader)) if c[0] is None] == []
 
 
 def test_a_critique_whose_last_step_gained_nothing_measurable_is_not_answered(tmp_path):
@@ -197,6 +218,10 @@ def test_an_unexplored_direction_is_priced_only_while_one_can_be_opened(tmp_path
         assert names.index("continue_lineage") < names.index("branch")
         assert "unexplored direction" not in note and x1 in note
         assert main.on_idle(ctx, load_graph(expos.reader), 1)
-        last = load_graph(expos.reader).decisions[-1]
-        assert last.action == "continue" and last.detail["parent"] == x1
+        g = load_graph(expos.reader)
+        last = g.decisions[-1]
+        # The idle slot builds on the leader x1: further (continue) or, first, mixed with the
+        # runner-up's family (the trial combination, priced at an unseen direction's spread).
+        assert (last.action, last.detail.get("trial")) in (("continue", None), ("branch", True))
+        assert g.workers[last.detail["worker"]].direction.parent == x1
         assert "unexplored direction" not in last.rationale

@@ -27,6 +27,7 @@ _SECRET = {
     ("eval.record", "record_digest"),
     ("harness.final", "record_digest"),
     ("data.generate", "contamination.index"),
+    ("data.mix", "contamination.index"),  # a mixed dataset is checked against the same keyed index
     ("data.check", "index"),
     ("orchestra.finish", "summary"),
 }

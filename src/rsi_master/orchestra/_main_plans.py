@@ -93,11 +93,14 @@ class Plans:
         target = self.critique_target(ctx, graph)
         crit = gain(target[0], target[1]) if target is not None and target[0] not in taken else -1.0
         # A combination trains a verified lineage further on a mix: each source gets about half
-        # the data, so it is valued as that lineage at half the training, widened by half an
-        # unseen direction's spread for what mixing may add or take away.
+        # the data, so it is valued as that lineage at half the training, widened by an unseen
+        # direction's spread: whether two families interact, and how, is as unknown before they
+        # are mixed as a new direction is (half that spread left combinations untried on
+        # development worlds, where trying them paid: docs/sim.md, "Where the Reviewer's value
+        # can come from").
         pair = self.combine_target(ctx, graph)
         comb = (
-            evidence.checkpoint_outlook(pair[0], pair[1].direction, seconds / 2).gain(best, widen=UNSEEN_STD / 2)
+            evidence.checkpoint_outlook(pair[0], pair[1].direction, seconds / 2).gain(best, widen=UNSEEN_STD)
             if pair is not None and pair[0] not in taken
             else -1.0
         )
@@ -196,11 +199,12 @@ class Plans:
 
     def combinations(
         self, ctx: MainContext, graph: ResearchGraph
-    ) -> Iterator[tuple[ReviewerNode, str, str, Recipe, Direction]]:
+    ) -> Iterator[tuple[ReviewerNode | None, str, str, Recipe, Direction]]:
         """(review, a, b, a's recipe, the mixed direction) for each combination a passing review
         recommended and no decision answered yet, in report order: a's verified recipe trained
         further from its checkpoint on a mix of its data and b's. A mix adds a source: b's family
-        and knobs already in a's recipe (two Workers on one family's same data) is no combination."""
+        and knobs already in a's recipe (two Workers on one family's same data) is no combination.
+        Then the trial no review recommended (`trial_combination`, review None)."""
         for r in sorted(graph.reviewers.values(), key=lambda r: r.report_seq or 0):
             if not r.done or reports.verdict(r) != "pass" or _acted(graph, r.report_seq, "branch"):
                 continue
@@ -227,6 +231,45 @@ class Plans:
                 if self.capped(ctx, graph, d):
                     continue
                 yield r, a, b, ra, d
+        yield from self.trial_combination(ctx, graph)
+
+    def trial_combination(
+        self, ctx: MainContext, graph: ResearchGraph
+    ) -> Iterator[tuple[None, str, str, Recipe, Direction]]:
+        """The combination tried although no review recommended it: the best verified checkpoint's
+        recipe trained further on a mix of its data and the best verified recipe of a family it does
+        not hold yet, each set of families once in a run (a Worker whose data already mixes them
+        tried it). Mixing families is the only way past the best single direction's plateau where
+        families interact, and which pairs do is not visible before they are mixed: per-sample
+        complementarity on a 50-item split picks an interacting pair about twice as often as chance
+        (docs/sim.md, "Where the Reviewer's value can come from"), and a trial ranked by it did no
+        better than the leader with the runner-up. A trial is judged as any lineage is, on its
+        verified score: it is continued only if it ranks."""
+        ranked = [c for c in self.ranker.verified(ctx, graph) if c.worker_id in graph.workers]
+        if not ranked:
+            return
+        stopped = reports.stopped(graph)
+        tried = {_families(w.direction) for w in graph.workers.values() if w.direction.mix}
+        wa = graph.workers[ranked[0].worker_id]
+        ra = reports.recipe(wa)
+        if ra is None or {wa.id, ra.experiment_id} & stopped:
+            return
+        held = {ra.family, *(m.family for m in ra.mix)}
+        for c in ranked[1:]:
+            wb = graph.workers[c.worker_id]
+            rb = reports.recipe(wb)
+            if rb is None or rb.mix or rb.family in held or {wb.id, rb.experiment_id} & stopped:
+                continue
+            base = continue_direction(wa.direction, ra, ra.experiment_id)
+            d = base.model_copy(
+                update={
+                    "mix": [*(m.model_dump(mode="json") for m in ra.mix), {"family": rb.family, "params": rb.params}]
+                }
+            )
+            if _families(d) in tried or self.capped(ctx, graph, d):
+                continue
+            yield None, wa.id, wb.id, ra, d
+            return
 
     def combine_target(self, ctx: MainContext, graph: ResearchGraph) -> tuple[str, WorkerNode] | None:
         """(checkpoint, Worker) the first pending combination trains further, or None."""
@@ -238,6 +281,18 @@ class Plans:
         """A Worker for the first combination a passing review recommended (`combinations`)."""
         for r, a, b, ra, d in self.combinations(ctx, graph):
             rb_family = d.mix[-1]["family"]
+            if r is None:
+                wid = self.add(ctx, graph, d, f"try combining the verified recipes of {a} and {b}", [a, b])
+                return Plan(
+                    "branch",
+                    (
+                        f"trial: {wid} mixes {rb_family} data (of {b}) into the best verified recipe, "
+                        f"{ra.family} from {ra.experiment_id} (of {a}); these families were never mixed in this "
+                        "run, and whether they interact shows only once they are; it is continued only if it ranks"
+                    ),
+                    [s for s in (graph.workers[a].finalize_seq, graph.workers[b].finalize_seq) if s is not None],
+                    {"worker": wid, "combines": [a, b], "trial": True},
+                )
             wid = self.add(ctx, graph, d, f"combine the verified findings of {a} and {b} (review {r.id})", [a, b])
             return Plan(
                 "branch",
@@ -338,6 +393,11 @@ def continue_direction(d: Direction, recipe: Recipe | None, parent: str) -> Dire
     return d.model_copy(
         update={"knobs": knobs, "train": train, "parent": parent, "enqueue": [first], "seed": continue_seed(d.seed)}
     )
+
+
+def _families(d: Direction) -> frozenset[str]:
+    """The families a direction's data holds: its own and those mixed in."""
+    return frozenset([d.family, *(str(m.get("family")) for m in d.mix)])
 
 
 def _acted(graph: ResearchGraph, report_seq: int | None, action: str) -> bool:
