@@ -92,12 +92,9 @@ class Plans:
         cont = gain(free[0].experiment_id, graph.workers[free[0].worker_id]) if free else -1.0
         target = self.critique_target(ctx, graph)
         crit = gain(target[0], target[1]) if target is not None and target[0] not in taken else -1.0
-        # A combination trains a verified lineage further on a mix: each source gets about half
-        # the data, so it is valued as that lineage at half the training, widened by an unseen
-        # direction's spread: whether two families interact, and how, is as unknown before they
-        # are mixed as a new direction is (half that spread left combinations untried on
-        # development worlds, where trying them paid: docs/sim.md, "Where the Reviewer's value
-        # can come from").
+        # A combination trains a verified lineage further on a mix: each source gets about half the
+        # data, so it is valued as that lineage at half the training, widened by an unseen direction's
+        # spread (whether two families interact is as unknown before they are mixed: docs/orchestra.md).
         pair = self.combine_target(ctx, graph)
         comb = (
             evidence.checkpoint_outlook(pair[0], pair[1].direction, seconds / 2).gain(best, widen=UNSEEN_STD)
@@ -237,14 +234,9 @@ class Plans:
         self, ctx: MainContext, graph: ResearchGraph
     ) -> Iterator[tuple[None, str, str, Recipe, Direction]]:
         """The combination tried although no review recommended it: the best verified checkpoint's
-        recipe trained further on a mix of its data and the best verified recipe of a family it does
-        not hold yet, each set of families once in a run (a Worker whose data already mixes them
-        tried it). Mixing families is the only way past the best single direction's plateau where
-        families interact, and which pairs do is not visible before they are mixed: per-sample
-        complementarity on a 50-item split picks an interacting pair about twice as often as chance
-        (docs/sim.md, "Where the Reviewer's value can come from"), and a trial ranked by it did no
-        better than the leader with the runner-up. A trial is judged as any lineage is, on its
-        verified score: it is continued only if it ranks."""
+        recipe trained further on a mix with the best verified recipe of a family it does not hold,
+        each set of families once in a run. Which families interact shows only once they are mixed
+        (docs/orchestra.md, "Trial combinations"); a trial is continued only if its verified score ranks."""
         ranked = [c for c in self.ranker.verified(ctx, graph) if c.worker_id in graph.workers]
         if not ranked:
             return
@@ -285,12 +277,9 @@ class Plans:
                 wid = self.add(ctx, graph, d, f"try combining the verified recipes of {a} and {b}", [a, b])
                 return Plan(
                     "branch",
-                    (
-                        f"trial: {wid} mixes {rb_family} data (of {b}) into the best verified recipe, "
-                        f"{ra.family} from {ra.experiment_id} (of {a}); these families were never mixed in this "
-                        "run, and whether they interact shows only once they are; it is continued only if it ranks"
-                    ),
-                    [s for s in (graph.workers[a].finalize_seq, graph.workers[b].finalize_seq) if s is not None],
+                    f"trial: {wid} mixes {rb_family} data (of {b}) into the best verified recipe, {ra.family} from "
+                    f"{ra.experiment_id} (of {a}): never mixed in this run; it is continued only if it ranks",
+                    _seqs(graph.workers[a].finalize_seq) + _seqs(graph.workers[b].finalize_seq),
                     {"worker": wid, "combines": [a, b], "trial": True},
                 )
             wid = self.add(ctx, graph, d, f"combine the verified findings of {a} and {b} (review {r.id})", [a, b])
