@@ -216,15 +216,7 @@ class Plans:
                 sources = [(ra.family, ra.params), *((m.family, m.params) for m in ra.mix)]
                 if (rb.family, rb.params) in sources:
                     continue  # b's data is already in a's recipe: mixing it in again changes nothing
-                base = continue_direction(wa.direction, ra, ra.experiment_id)
-                d = base.model_copy(
-                    update={
-                        "mix": [
-                            *(m.model_dump(mode="json") for m in ra.mix),
-                            {"family": rb.family, "params": rb.params},
-                        ]
-                    }
-                )
+                d = _mixed(wa.direction, ra, rb)
                 if self.capped(ctx, graph, d):
                     continue
                 yield r, a, b, ra, d
@@ -252,12 +244,7 @@ class Plans:
             rb = reports.recipe(wb)
             if rb is None or rb.mix or rb.family in held or {wb.id, rb.experiment_id} & stopped:
                 continue
-            base = continue_direction(wa.direction, ra, ra.experiment_id)
-            d = base.model_copy(
-                update={
-                    "mix": [*(m.model_dump(mode="json") for m in ra.mix), {"family": rb.family, "params": rb.params}]
-                }
-            )
+            d = _mixed(wa.direction, ra, rb)
             if _families(d) in tried or self.capped(ctx, graph, d):
                 continue
             yield None, wa.id, wb.id, ra, d
@@ -382,6 +369,12 @@ def continue_direction(d: Direction, recipe: Recipe | None, parent: str) -> Dire
     return d.model_copy(
         update={"knobs": knobs, "train": train, "parent": parent, "enqueue": [first], "seed": continue_seed(d.seed)}
     )
+
+
+def _mixed(d: Direction, ra: Recipe, rb: Recipe) -> Direction:
+    """a's verified recipe trained further from its checkpoint on its data mixed with b's."""
+    mix = [*(m.model_dump(mode="json") for m in ra.mix), {"family": rb.family, "params": rb.params}]
+    return continue_direction(d, ra, ra.experiment_id).model_copy(update={"mix": mix})
 
 
 def _families(d: Direction) -> frozenset[str]:
