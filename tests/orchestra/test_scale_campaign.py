@@ -1,7 +1,13 @@
 """A simulated ten-hour campaign with eight slots on a local Ray cluster of two machines, through
-the command line: the simulated clock runs 600 times faster than real time on the driver and in
-every task (`--sim-speed`), so ten simulated hours take a real minute of orchestration,
-and the run ends verified and audited clean with its eight slots busy at once."""
+the command line: the simulated clock runs 300 times faster than real time on the driver and in
+every task (`--sim-speed`), so ten simulated hours take two real minutes of orchestration,
+and the run ends verified and audited clean with its eight slots busy at once.
+
+Each real second a task spends starting (a Ray worker, a Python process, opening the run) is
+`--sim-speed` simulated seconds of its allowance: at 600 the CI machine, with other scale-out
+tests beside it, measured its trials that much longer, and the Main, sizing new Workers at that
+measured rate, stopped with half the ten hours left (17,659 s spent; 45 experiments in another
+run). At 300 a loaded machine still leaves the campaign most of its simulated time to work in."""
 
 from __future__ import annotations
 
@@ -33,12 +39,13 @@ def test_a_simulated_ten_hour_campaign_on_ray_with_eight_slots_verifies_and_audi
     with ray_cluster.cluster(2, cpus=4) as cluster:
         out = _cli(
             "run", "--backend", "sim", "--world-seed", "3", "--budget", "10h", "--slots", "8",
-            "--dir", str(run), "--executor", "ray", "--ray-address", cluster.address, "--sim-speed", "600",
+            "--dir", str(run), "--executor", "ray", "--ray-address", cluster.address, "--sim-speed", "300",
         )  # fmt: skip
     summary = dict(line.split(": ", 1) for line in out.splitlines() if ": " in line)
     assert float(summary["budget_s"]) == 36000.0
-    assert float(summary["spent_s"]) > 0.9 * 36000.0  # ten simulated hours were spent, not cut short
-    assert int(summary["workers"]) >= 16 and int(summary["experiments"]) >= 50
+    # Ten simulated hours were spent, not cut short.
+    assert float(summary["spent_s"]) > 0.9 * 36000.0, out[-3000:]
+    assert int(summary["workers"]) >= 16 and int(summary["experiments"]) >= 50, out[-3000:]
     assert float(summary["hacking_rate"]) == 0.0
     assert "problems: 0" in _cli("verify", str(run))
     assert "flagged: none" in _cli("audit", str(run))
