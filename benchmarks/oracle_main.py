@@ -56,6 +56,10 @@ TRIALS = ("combine-effect", "combine-blind")
 # The no-Reviewer control of the combination trials: the claims Main combines its two best claimed
 # Workers of different families, each pair of families once.
 CLAIMS_COMBINE = "claims-combine"
+# A candidate policy (not an oracle): the full system taking its options in the default order
+# (a review's critique, a combination, an unexplored direction, more of a lineage) as the
+# no-Reviewer Main does, instead of the order `Plans.weighed` prices from the run's evidence.
+ORDERED = "ordered"
 _state: dict[str, Any] = {"world": None, "active": False, "truth": {}}
 
 
@@ -80,6 +84,7 @@ def _run_campaign(config: str, *args: Any, **kw: Any) -> Any:
         combine=config == ORACLE_COMBINE,
         trial=config if config in TRIALS else None,
         claims_combine=config == CLAIMS_COMBINE,
+        ordered=config == ORDERED,
         truth={},
     )
     try:
@@ -87,7 +92,9 @@ def _run_campaign(config: str, *args: Any, **kw: Any) -> Any:
     finally:
         if _state["active"]:
             print(f"oracle: {len(_state['truth'])} checkpoints read at their true accuracy", flush=True)
-        _state.update(world=None, active=False, combine=False, trial=None, claims_combine=False, truth={})
+        _state.update(
+            world=None, active=False, combine=False, trial=None, claims_combine=False, ordered=False, truth={}
+        )
 
 
 _simbench.run_campaign = _run_campaign  # type: ignore[assignment]
@@ -259,6 +266,18 @@ _reviewer.EvidenceReviewer._compare = staticmethod(_compare)  # type: ignore[met
 reports.carried = _carried
 
 
+_original_weighed = _main_plans.Plans.weighed
+
+
+def _weighed(self: Any, ctx: Any, graph: Any) -> Any:
+    if _state.get("ordered"):
+        return self.default_order, ""
+    return _original_weighed(self, ctx, graph)
+
+
+_main_plans.Plans.weighed = _weighed  # type: ignore[method-assign]
+
+
 @main_agent(ORACLE_COMBINE)
 def oracle_combine_main() -> PolicyMain:
     return PolicyMain()
@@ -293,6 +312,11 @@ for _t in TRIALS:
 main_agent(CLAIMS_COMBINE)(lambda: PolicyMain(verifier=_main_verify.ClaimsVerifier(), nomination=ClaimsNomination()))
 _configs.CONFIGS[CLAIMS_COMBINE] = _configs.Config(
     CLAIMS_COMBINE, "the no-Reviewer Main combining its two best claimed families, each pair once", CLAIMS_COMBINE
+)
+
+main_agent(ORDERED)(PolicyMain)
+_configs.CONFIGS[ORDERED] = _configs.Config(
+    ORDERED, "the full system taking its options in the default order (a candidate policy)", ORDERED
 )
 
 _configs.CONFIGS[ORACLE_COMBINE] = _configs.Config(
