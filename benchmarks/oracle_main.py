@@ -60,6 +60,10 @@ CLAIMS_COMBINE = "claims-combine"
 # (a review's critique, a combination, an unexplored direction, more of a lineage) as the
 # no-Reviewer Main does, instead of the order `Plans.weighed` prices from the run's evidence.
 ORDERED = "ordered"
+# A candidate policy: the full system whose trial combinations mix the best claimed recipes (as
+# the no-Reviewer Main's are), not only reviewed ones; the trial itself is then judged like any
+# lineage, reviews included.
+TRIAL_CLAIMS = "trial-claims"
 _state: dict[str, Any] = {"world": None, "active": False, "truth": {}}
 
 
@@ -85,6 +89,7 @@ def _run_campaign(config: str, *args: Any, **kw: Any) -> Any:
         trial=config if config in TRIALS else None,
         claims_combine=config == CLAIMS_COMBINE,
         ordered=config == ORDERED,
+        trial_claims=config == TRIAL_CLAIMS,
         truth={},
     )
     try:
@@ -93,7 +98,14 @@ def _run_campaign(config: str, *args: Any, **kw: Any) -> Any:
         if _state["active"]:
             print(f"oracle: {len(_state['truth'])} checkpoints read at their true accuracy", flush=True)
         _state.update(
-            world=None, active=False, combine=False, trial=None, claims_combine=False, ordered=False, truth={}
+            world=None,
+            active=False,
+            combine=False,
+            trial=None,
+            claims_combine=False,
+            ordered=False,
+            trial_claims=False,
+            truth={},
         )
 
 
@@ -277,6 +289,37 @@ def _weighed(self: Any, ctx: Any, graph: Any) -> Any:
 
 _main_plans.Plans.weighed = _weighed  # type: ignore[method-assign]
 
+_original_trial = _main_plans.Plans.trial_combination
+
+
+class _ClaimsRanking:
+    """The Main's ranking, except that `verified` is the Workers' claims."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def verified(self, ctx: Any, graph: Any) -> Any:
+        return _main_verify.ClaimsVerifier().verified(ctx, graph, 0.0)
+
+
+def _trial_combination(self: Any, ctx: Any, graph: Any) -> Any:
+    if not _state.get("trial_claims"):
+        yield from _original_trial(self, ctx, graph)
+        return
+    real = self.ranker
+    object.__setattr__(self, "ranker", _ClaimsRanking(real))
+    try:
+        found = list(_original_trial(self, ctx, graph))
+    finally:
+        object.__setattr__(self, "ranker", real)
+    yield from found
+
+
+_main_plans.Plans.trial_combination = _trial_combination  # type: ignore[method-assign]
+
 
 @main_agent(ORACLE_COMBINE)
 def oracle_combine_main() -> PolicyMain:
@@ -314,6 +357,12 @@ _configs.CONFIGS[CLAIMS_COMBINE] = _configs.Config(
     CLAIMS_COMBINE, "the no-Reviewer Main combining its two best claimed families, each pair once", CLAIMS_COMBINE
 )
 
+main_agent(TRIAL_CLAIMS)(PolicyMain)
+_configs.CONFIGS[TRIAL_CLAIMS] = _configs.Config(
+    TRIAL_CLAIMS,
+    "the full system whose trial combinations mix the best claimed recipes (a candidate policy)",
+    TRIAL_CLAIMS,
+)
 main_agent(ORDERED)(PolicyMain)
 _configs.CONFIGS[ORDERED] = _configs.Config(
     ORDERED, "the full system taking its options in the default order (a candidate policy)", ORDERED
