@@ -291,15 +291,16 @@ def test_main_pick_returns_the_first_nomination_the_audit_does_not_flag(tmp_path
 
 # Finals of `sim_campaign` (default preset, 4 slots, seed 0): refactoring and speed work must
 # leave every campaign's outcome exactly where it was. A change that is meant to move them updates
-# them on purpose. The ten-hour figures are 4d020c6's (seven had moved since they were pinned and
+# them on purpose (the policy configurations' moved when trial combinations began drawing on the
+# Workers' claims, `Plans.trial_combination`). The ten-hour figures are 4d020c6's (seven had moved since they were pinned and
 # were taken again there, twice, before the simulated clock's hand-over changed).
 _FINALS_1H_L0 = {
-    "rsi-master": 0.47171630632285766,
+    "rsi-master": 0.47136140936723203,
     "rsi-master-prior": 0.3539213699927506,
     "no-expos": 0.09292301963899173,
     "no-reviewer": 0.46923138073305815,
     "main-pick": 0.47455857079789515,
-    "serial": 0.45436407787028715,
+    "serial": 0.46898371516539206,
     "single-agent": 0.22201003456447366,
     "single-agent-no-expos": 0.22201003456447366,
     "optuna-tpe": 0.17623870008992645,
@@ -309,8 +310,8 @@ _FINALS_1H_L0 = {
     "pbt": 0.3386361305972159,
 }
 _FINALS_10H = {
-    ("rsi-master", 0): 0.559921830233025,
-    ("rsi-master-prior", 0): 0.6282478023951735,
+    ("rsi-master", 0): 0.7405186602787112,
+    ("rsi-master-prior", 0): 0.755541747107684,
     ("no-expos", 0): 0.09292301963899173,
     ("no-reviewer", 0): 0.5789400118692495,
     ("main-pick", 0): 0.6049577558529029,
@@ -322,12 +323,12 @@ _FINALS_10H = {
     ("asha", 0): 0.4795111785308971,
     ("hyperband", 0): 0.19920272145921272,
     ("pbt", 0): 0.43631236560580255,
-    ("rsi-master", 1): 0.5955166300756662,
-    ("rsi-master-prior", 1): 0.5172535338067404,
+    ("rsi-master", 1): 0.5575564358709941,
+    ("rsi-master-prior", 1): 0.5233080864523286,
     ("no-expos", 1): 0.045692627552591465,
     ("no-reviewer", 1): 0.548455434655683,
     ("main-pick", 1): 0.536388876825616,
-    ("serial", 1): 0.5453922321289674,
+    ("serial", 1): 0.5432009625823576,
     ("single-agent", 1): 0.6050764161606046,
     ("single-agent-no-expos", 1): 0.045692627552591465,
     ("optuna-tpe", 1): 0.21783722924253235,

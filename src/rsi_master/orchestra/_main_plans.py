@@ -20,6 +20,7 @@ from ._main_budget import BudgetRule
 from ._main_late import late_worth
 from ._main_parts import Plan, PlanStep, Verifier, free_id
 from ._main_ranking import Ranking
+from ._main_verify import ClaimsVerifier
 from ._protocols import MainContext
 from ._seeds import continue_seed, redo_seed, worker_seed
 
@@ -225,11 +226,13 @@ class Plans:
     def trial_combination(
         self, ctx: MainContext, graph: ResearchGraph
     ) -> Iterator[tuple[None, str, str, Recipe, Direction]]:
-        """The combination tried although no review recommended it: the best verified checkpoint's
-        recipe trained further on a mix with the best verified recipe of a family it does not hold,
+        """The combination tried although no review recommended it: the best claimed checkpoint's
+        recipe trained further on a mix with the best claimed recipe of a family it does not hold,
         each set of families once in a run. Which families interact shows only once they are mixed
-        (docs/orchestra.md, "Trial combinations"); a trial is continued only if its verified score ranks."""
-        ranked = [c for c in self.ranker.verified(ctx, graph) if c.worker_id in graph.workers]
+        (docs/orchestra.md, "Trial combinations"). A trial is exploration: it draws on the Workers'
+        claims, not only on reviewed checkpoints (waiting for two families' passing reviews tried
+        fewer combinations, later), and is continued or returned only if its verified score ranks."""
+        ranked = [c for c in ClaimsVerifier().verified(ctx, graph, 0.0) if c.worker_id in graph.workers]
         if not ranked:
             return
         stopped = reports.stopped(graph)
@@ -261,10 +264,10 @@ class Plans:
         for r, a, b, ra, d in self.combinations(ctx, graph):
             rb_family = d.mix[-1]["family"]
             if r is None:
-                wid = self.add(ctx, graph, d, f"try combining the verified recipes of {a} and {b}", [a, b])
+                wid = self.add(ctx, graph, d, f"try combining the claimed recipes of {a} and {b}", [a, b])
                 return Plan(
                     "branch",
-                    f"trial: {wid} mixes {rb_family} data (of {b}) into the best verified recipe, {ra.family} from "
+                    f"trial: {wid} mixes {rb_family} data (of {b}) into the best claimed recipe, {ra.family} from "
                     f"{ra.experiment_id} (of {a}): never mixed in this run; it is continued only if it ranks",
                     _seqs(graph.workers[a].finalize_seq) + _seqs(graph.workers[b].finalize_seq),
                     {"worker": wid, "combines": [a, b], "trial": True},
