@@ -62,7 +62,8 @@ CLAIMS_COMBINE = "claims-combine"
 ORDERED = "ordered"
 # A candidate policy: the full system whose trial combinations mix the best claimed recipes (as
 # the no-Reviewer Main's are), not only reviewed ones; the trial itself is then judged like any
-# lineage, reviews included.
+# lineage, reviews included. Adopted in 828f531: from there on it decides as `rsi-master` does
+# (kept so that docs/sim.md's "Trials on claims" command still runs on the code it names).
 TRIAL_CLAIMS = "trial-claims"
 _state: dict[str, Any] = {"world": None, "active": False, "truth": {}}
 

@@ -292,8 +292,9 @@ def test_main_pick_returns_the_first_nomination_the_audit_does_not_flag(tmp_path
 # Finals of `sim_campaign` (default preset, 4 slots, seed 0): refactoring and speed work must
 # leave every campaign's outcome exactly where it was. A change that is meant to move them updates
 # them on purpose (the policy configurations' moved when trial combinations began drawing on the
-# Workers' claims, `Plans.trial_combination`). The ten-hour figures are 4d020c6's (seven had moved since they were pinned and
-# were taken again there, twice, before the simulated clock's hand-over changed).
+# Workers' claims, `Plans.trial_combination`). The ten-hour figures are 4d020c6's (seven had
+# moved since they were pinned and were taken again there, twice, before the simulated clock's
+# hand-over changed).
 _FINALS_1H_L0 = {
     "rsi-master": 0.47136140936723203,
     "rsi-master-prior": 0.3539213699927506,

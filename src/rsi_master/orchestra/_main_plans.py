@@ -375,7 +375,7 @@ def continue_direction(d: Direction, recipe: Recipe | None, parent: str) -> Dire
 
 
 def _mixed(d: Direction, ra: Recipe, rb: Recipe) -> Direction:
-    """a's verified recipe trained further from its checkpoint on its data mixed with b's."""
+    """a's recipe (verified, or claimed for a trial) trained further from its checkpoint on its data mixed with b's."""
     mix = [*(m.model_dump(mode="json") for m in ra.mix), {"family": rb.family, "params": rb.params}]
     return continue_direction(d, ra, ra.experiment_id).model_copy(update={"mix": mix})
 
