@@ -57,7 +57,9 @@ def main() -> None:
             if (p / "stats.json").is_file() and (keep is None or p.name.split("--")[0] in keep):
                 config, n, got, best = campaign(p)
                 rows[config].append((n, got, best))
-    print("| config | campaigns | accepted submissions per campaign | returned (true final) | best accepted | loss (95% CI) |")
+    print(
+        "| config | campaigns | accepted submissions per campaign | returned (true final) | best accepted | loss (95% CI) |"
+    )
     print("|---|---|---|---|---|---|")
     for config, rs in sorted(rows.items()):
         loss = [b - g for _, g, b in rs]
