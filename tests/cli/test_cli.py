@@ -258,3 +258,43 @@ def _ledger_bytes(run) -> bytes:
         path = run / name
         out += path.read_bytes() if path.exists() else b""
     return out
+
+
+def test_ctrl_c_on_a_simulated_bench_is_one_line_and_the_same_command_continues_it(tmp_path):
+    """Ctrl-C while a simulated campaign's node holds the simulated clock (the scheduler's thread
+    waits for its turn): the scheduler takes the next turn to stop the nodes, so the command ends
+    with one line, not a traceback about the clock that hides the interrupt; the same command
+    then resumes the interrupted campaign and finishes the bench with a run that verifies."""
+    import os
+    import signal
+    import time
+
+    from rsi_master.rundir import verify_run
+
+    env = {**os.environ, "RSI_MASTER_KEY_DIR": str(tmp_path / "keys")}
+    out = tmp_path / "bench"
+    cmd = [sys.executable, "-m", "rsi_master.cli", "bench", "--backend", "sim", "--configs", "rsi-master"]
+    cmd += ["--world-seeds", "100:1", "--seeds", "1", "--budget", "10h", "--jobs", "1", "--no-plot", "--out", str(out)]
+    run = out / "campaigns" / "rsi-master--L100--s0" / "run"
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
+    )
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and _ledger_bytes(run).count(b"experiment.finish") < 8:
+            time.sleep(0.2)
+        assert proc.poll() is None, proc.communicate()
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    assert proc.returncode == 130, err[-3000:]
+    assert "Traceback" not in err, err[-3000:]
+    assert err.strip().splitlines()[-1] == "rsi-master: interrupted; the same command continues the bench"
+    assert not (run.parent / "stats.json").exists()
+    again = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert (run.parent / "stats.json").is_file() and "campaigns: 1" in again.stdout
+    assert verify_run(run, key_dir=tmp_path / "keys").problems == []

@@ -5,6 +5,7 @@ simulated, and is deterministic for its seed."""
 from __future__ import annotations
 
 import io
+import shutil
 
 import pytest
 
@@ -52,6 +53,17 @@ def test_a_simulated_campaign_ends_verifies_audits_clean_and_is_deterministic(tm
     with ExpOS.open(tmp_path / "a") as x:
         report = audit(x)
     assert report.flagged == [] and report.run_dir_issues == []
+
+
+def test_a_run_deleted_and_started_again_at_its_path_runs_as_the_first_did(tmp_path):
+    """A run is created beside its path and renamed into it; the key directory must then know it
+    there, or a second run where a deleted one was (a bench's campaign rerun in the same --out)
+    is refused as a replaced run directory when it is opened to be driven."""
+    a, trace_a, _ = _campaign(tmp_path, "a", budget="10m")
+    shutil.rmtree(tmp_path / "a")
+    b, trace_b, _ = _campaign(tmp_path, "a", budget="10m")
+    assert trace_a == trace_b and a["final_score"] == b["final_score"]
+    assert verify_run(tmp_path / "a").problems == []
 
 
 def test_another_seed_gives_another_campaign(tmp_path):

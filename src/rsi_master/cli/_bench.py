@@ -147,7 +147,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--no-plot", action="store_true", help="skip the PNG (no matplotlib needed)")
     key_dir_arg(p)
-    p.set_defaults(handler=run)
+    # Campaigns with a result are read back and an interrupted one resumes (`run_campaign`).
+    p.set_defaults(handler=run, continues="the same command continues the bench")
 
 
 def _names() -> list[str]:

@@ -76,5 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         where = getattr(args, "dir", None) or getattr(args, "run_dir", None) or "RUN_DIR"
         more = f"; `rsi-master resume {where}` continues the run" if getattr(args, "resumable", False) else ""
+        if getattr(args, "continues", None):
+            more = f"; {args.continues}"
         print(f"rsi-master: interrupted{more}", file=sys.stderr)
         return 130

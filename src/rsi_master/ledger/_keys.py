@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .. import _durable
 from ..errors import KeyMismatchError, RsiMasterError
 from ._files import write_json_atomic
+from ._schema import wall_utc  # the key directory's bookkeeping is real time, a simulated run's too
 
 __all__ = [
     "KEY_DIR_ENV",
@@ -227,6 +228,11 @@ class KeyDir:
 
     def save_record(self, record: RunRecord) -> None:
         write_json_atomic(self.record_path(record.run_id), record.model_dump(mode="json"))
+
+    def moved(self, record: RunRecord, run_dir: Path | str) -> None:
+        """Remember that the operator put `record`'s run at `run_dir` (moved or copied it, or
+        renamed it into place after creating it beside its final path)."""
+        self.save_record(record.model_copy(update={"run_dir": str(Path(run_dir).resolve()), "seen": wall_utc()}))
 
     def record(self, run_id: str) -> RunRecord | None:
         """The record of `run_id`, None if there is none (a damaged one is an error)."""

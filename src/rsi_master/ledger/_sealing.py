@@ -23,7 +23,7 @@ from ._files import write_bytes_atomic
 from ._keys import KeyDir, Signer, verify_signature
 from ._merkle import EMPTY_ROOT, Frontier, consistency_proof, consistency_proof_extending, verify_consistency
 from ._pg import PgConnection
-from ._schema import SCHEMA_VERSION, utc_now, wall_utc
+from ._schema import SCHEMA_VERSION, utc_now
 
 __all__ = ["SealKeeper"]
 
@@ -113,7 +113,7 @@ class SealKeeper:
         self._check_seal(seal_row, frontier, refuse=True)
         self._frontier, self._tip = frontier, tip
         if record.run_dir != run_dir:  # moved or copied by the operator: remember where it is now
-            keys.save_record(record.model_copy(update={"run_dir": run_dir, "seen": wall_utc()}))
+            keys.moved(record, run_dir)
         if witness.tree_size < frontier.size:  # a writer died between its commit and the witness
             self._publish(self._seal_signed(), frontier)
 

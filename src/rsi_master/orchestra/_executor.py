@@ -206,8 +206,24 @@ class Conductor:
         turn = self._turns.get(me)
         if turn is None:
             turn = self._turns[me] = threading.Condition(self._lock)
-        while self._holder is not me:
-            turn.wait()
+        try:
+            while self._holder is not me:
+                turn.wait()
+        except KeyboardInterrupt:
+            # Ctrl-C reaches the main thread (the scheduler's) while a node runs: it takes the
+            # next turn before the interrupt goes on, so that stopping the nodes on its way out
+            # runs on the clock like everything else (without the turn it would fail there, and
+            # the traceback would hide the interrupt). A second Ctrl-C leaves at once.
+            self._timer_of.pop(me, None)
+            if self._holder is None:
+                self._holder = me
+            if self._holder is not me:
+                if me in self._ready:
+                    self._ready.remove(me)
+                self._ready.appendleft(me)
+                while self._holder is not me:
+                    turn.wait()
+            raise
 
     def _next(self) -> None:
         """Give the turn to the next ready thread, else advance time to the earliest timer."""

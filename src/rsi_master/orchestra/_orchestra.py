@@ -106,11 +106,21 @@ def _create(run: ResolvedRun) -> None:
         )
         if spec.setup is not None:
             spec.setup(expos)
+        run_id = expos.run.run_id
     finally:
         expos.close()
     if path.exists():
         path.rmdir()  # empty (checked by resolve_spec)
     building.rename(path)
+    # The key directory is told where the run now is before anything opens it there: where an
+    # earlier run at this path was deleted (a bench's campaign rerun in the same --out), the
+    # newest run the key directory knows at `path` must be this one, or opening it would be
+    # refused as a replaced run directory.
+    keys = KeyDir(spec.key_dir)
+    record = keys.record(run_id)
+    if record is None:
+        raise RsiMasterError(f"the key directory {keys.path} lost its record of run {run_id} while it was created")
+    keys.moved(record, path)
 
 
 def _drive_new(run: ResolvedRun, display: Display) -> dict[str, Any]:
