@@ -21,6 +21,7 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
+from rsi_master.bench import CampaignStats, normalised
 from rsi_master.events import HarnessSelect, typed
 from rsi_master.expos import ExpOS
 from rsi_master.runtime._sim import read_sim_checkpoint
@@ -29,9 +30,9 @@ from rsi_master.sim import GeneratorFlags, generate_world
 
 def campaign(path: Path) -> tuple[str, int, float, float]:
     """(config, accepted submissions, normalised true final of the returned one, of the best one)."""
-    stats = json.loads((path / "stats.json").read_text())
+    stats = CampaignStats.model_validate_json((path / "stats.json").read_text())
     settings = json.loads((path.parent.parent / "settings.json").read_text())
-    world = generate_world(stats["world_seed"], GeneratorFlags.model_validate(settings["flags"]))
+    world = generate_world(stats.world_seed, GeneratorFlags.model_validate(settings["flags"]))
     with ExpOS.open(str(path / "run"), writable=False) as x:
         sel = typed(x.own_events("harness.select")[-1], HarnessSelect).payload
         truth = {}
@@ -39,10 +40,10 @@ def campaign(path: Path) -> tuple[str, int, float, float]:
             if r.accepted and r.checkpoint:
                 ckpt, _ = read_sim_checkpoint(Path(x.run.store.path(r.checkpoint)))
                 truth[r.experiment_id] = float(world.accuracy(ckpt, "final"))
-    base, reach = stats["base"], stats["best_reachable"]
-    norm = lambda v: (v - base) / (reach - base)  # noqa: E731
-    returned = truth.get(sel.selected, base) if sel.selected else base
-    return stats["config"], len(truth), norm(returned), norm(max(truth.values(), default=base))
+    # Normalised as the bench normalises a campaign's final (no selection: the base model, 0).
+    norm = lambda v: normalised(stats.model_copy(update={"final": v}))  # noqa: E731
+    returned = truth.get(sel.selected, stats.base) if sel.selected else stats.base
+    return stats.config, len(truth), norm(returned), norm(max(truth.values(), default=stats.base))
 
 
 def main() -> None:

@@ -75,8 +75,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except KeyboardInterrupt:
         where = getattr(args, "dir", None) or getattr(args, "run_dir", None) or "RUN_DIR"
-        more = f"; `rsi-master resume {where}` continues the run" if getattr(args, "resumable", False) else ""
+        more = ""
         if getattr(args, "continues", None):
             more = f"; {args.continues}"
+        elif getattr(args, "resumable", False):
+            more = f"; `rsi-master resume {where}` continues the run"
         print(f"rsi-master: interrupted{more}", file=sys.stderr)
         return 130
