@@ -23,40 +23,53 @@ def pytest_configure(config):
         config.option.loadscopereorder = False
 
 
-# The files that take longest (tens of CPU-seconds each: models trained and sealed evaluations;
-# or long waits on processes), in the order the workers start them, so that the run never ends on
-# one of them while the other workers sit idle. Interleaved, so that the four that build the
-# shared tiny model (`tests/helpers.built_once`) do not all wait for it at once. The rest follow
-# in collection order. `--durations=30` on a directory names its slowest tests.
+# The files that take longest, in the order the workers start them, so that the run never ends on
+# one of them while the other workers sit idle; the rest follow in collection order. One order for
+# both the default run and the `heavy` one (`-m heavy`): a file's place is its larger total of the
+# two, measured with `--durations=0` on two idle cores (a file's tests' call, setup and teardown).
 HEAVY_FIRST = (
-    "tests/runtime/test_adapter.py",
-    "tests/expos/test_tools_sample.py",
     "tests/expos/test_identity.py",
-    "tests/runtime/test_hf_model.py",
-    "tests/mcp_server/test_docs.py",
-    "tests/runtime/test_train.py",
-    "tests/expos/test_task_dir.py",
-    "tests/runtime/test_evaluate.py",
-    "tests/orchestra/test_first_plans.py",
-    "tests/expos/test_user_model.py",
-    "tests/mcp_server/test_server.py",
+    "tests/runtime/test_adapter.py",
     "tests/expos/contamination/test_gate.py",
+    "tests/expos/test_tools_sample.py",
+    "tests/cli/test_cli.py",
+    "tests/expos/test_tools.py",
+    "tests/runtime/test_warm.py",
+    "tests/mcp_server/test_docs.py",
+    "tests/expos/contamination/test_characters.py",
+    "tests/ledger/test_store.py",
+    "tests/views/test_live.py",
+    "tests/mcp_server/test_server.py",
+    "tests/orchestra/test_first_plans.py",
+    "tests/runtime/test_evaluate.py",
+    "tests/runtime/test_hf_model.py",
+    "tests/orchestra/test_sim_run.py",
+    "tests/expos/contamination/test_check.py",
+    "tests/views/test_drawing.py",
+    "tests/expos/test_task_dir.py",
+    "tests/views/test_browser.py",
+    "tests/expos/test_gate.py",
+    "tests/views/test_guide_form.py",
+    "tests/tasks/test_knowledge.py",
+    "tests/runtime/test_train.py",
+    "tests/ledger/test_backends.py",
     "tests/expos/test_boundary.py",
     "tests/orchestra/test_noprior_campaign.py",
-    "tests/expos/contamination/test_characters.py",
-    "tests/expos/test_tools.py",
-    "tests/expos/test_guards.py",
-    "tests/expos/test_gate.py",
-    "tests/orchestra/test_cli.py",
-    "tests/ledger/test_store.py",
-    "tests/ledger/test_backends.py",
-    "tests/expos/contamination/test_check.py",
-    "tests/runtime/test_backend.py",
-    "tests/bench/test_auditor.py",
+    "tests/cli/test_init_model.py",
+    "tests/bench/test_simbench.py",
+    "tests/rundir/test_verify.py",
+    "tests/cli/test_run_sim.py",
+    "tests/views/test_fold.py",
+    "tests/orchestra/test_scheduler.py",
     "tests/views/test_report.py",
-    "tests/orchestra/test_guidance.py",
-    "tests/orchestra/test_sim_run.py",
+    "tests/expos/contamination/test_fast_paths.py",
+    "tests/bench/test_shortcuts.py",
+    "tests/expos/test_user_model.py",
+    "tests/orchestra/test_decisions.py",
+    "tests/cli/test_run_budget.py",
     "tests/orchestra/test_noprior.py",
+    "tests/tasks/test_sealing.py",
+    "tests/agents/test_run.py",
 )
 
 

@@ -167,6 +167,7 @@ def test_workspace_lays_out_items_with_references_readable_by_workers(tmp_path):
         expos.close()
 
 
+@pytest.mark.heavy
 def test_an_unguarded_test_set_dataset_stays_within_the_contracts_rows(tmp_path):
     """With a task's wide training ranges steps x batch reaches millions of rows: the
     test-set dataset is cut to the contract's rows per dataset (a larger one would be refused

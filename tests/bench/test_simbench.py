@@ -99,6 +99,7 @@ def test_every_new_peer_trains_through_expos_on_the_simulated_backend(tmp_path):
                 assert any(x.parent != "base" for x in xs), c
 
 
+@pytest.mark.heavy
 def test_rsi_master_with_a_prior_plans_with_the_pilot_of_its_world(tmp_path):
     """`rsi-master-prior`: a short campaign on the simulated backend plans with the pilot of its
     world (`landscape.sim_pilot`), stored in the run and named in `orchestra.start` as
@@ -246,6 +247,7 @@ def test_overclaiming_workers_leave_evidence_and_main_pick_returns_the_mains_cho
     assert rec.final == land.accuracy(ckpt, "final")  # what the bench scores is the Main's pick
 
 
+@pytest.mark.heavy
 def test_main_pick_returns_the_first_nomination_the_audit_does_not_flag(tmp_path):
     """On `agents` the Worker with the best claim may rest it on a hack that passes the door
     (here the first three nominations of world 7, seed 1, 4 h are flagged); the Main's pick

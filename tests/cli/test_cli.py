@@ -260,6 +260,7 @@ def _ledger_bytes(run) -> bytes:
     return out
 
 
+@pytest.mark.heavy
 def test_ctrl_c_on_a_simulated_bench_is_one_line_and_the_same_command_continues_it(tmp_path):
     """Ctrl-C while a simulated campaign's node holds the simulated clock (the scheduler's thread
     waits for its turn): the scheduler takes the next turn to stop the nodes, so the command ends
@@ -274,7 +275,7 @@ def test_ctrl_c_on_a_simulated_bench_is_one_line_and_the_same_command_continues_
     env = {**os.environ, "RSI_MASTER_KEY_DIR": str(tmp_path / "keys")}
     out = tmp_path / "bench"
     cmd = [sys.executable, "-m", "rsi_master.cli", "bench", "--backend", "sim", "--configs", "rsi-master"]
-    cmd += ["--world-seeds", "100:1", "--seeds", "1", "--budget", "10h", "--jobs", "1", "--no-plot", "--out", str(out)]
+    cmd += ["--world-seeds", "100:1", "--seeds", "1", "--budget", "3h", "--jobs", "1", "--no-plot", "--out", str(out)]
     run = out / "campaigns" / "rsi-master--L100--s0" / "run"
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True

@@ -227,6 +227,7 @@ def _expos(*args):
     return subprocess.run([sys.executable, "-m", "rsi_master.cli._expos", *args], capture_output=True, text=True)
 
 
+@pytest.mark.heavy
 def test_a_door_serves_several_agents_and_outlives_them(tmp_path):
     run, sock = tmp_path / "run", tmp_path / "doors" / "d.sock"
     assert _cli("init", "--task", "arithmetic", "--dir", str(run)).returncode == 0

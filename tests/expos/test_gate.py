@@ -104,6 +104,7 @@ with ExpOS.open(run_dir, gate_process=gate_process) as x:
 """
 
 
+@pytest.mark.heavy
 def test_a_node_process_holds_no_protected_item_after_its_tools_ran(arithmetic):
     harness = arithmetic
     protected = {

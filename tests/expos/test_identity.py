@@ -229,6 +229,7 @@ def test_a_capability_on_the_command_line_or_in_the_environment_is_refused(tmp_p
         assert token not in res.stderr
 
 
+@pytest.mark.heavy
 def test_a_capability_comes_from_a_file_standard_input_or_a_descriptor(tmp_path, monkeypatch):
     monkeypatch.setenv("RSI_MASTER_KEY_DIR", str(tmp_path / "keys"))
     run = tmp_path / "run"

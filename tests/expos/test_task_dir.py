@@ -68,6 +68,7 @@ def test_contract_pins_the_task_files_and_the_seal_holds_them(task_run) -> None:
         assert "task_source" not in json.dumps(next(y.run.ledger.events(limit=1)).payload)
 
 
+@pytest.mark.heavy
 def test_editing_the_task_directory_after_freeze_changes_nothing(task_run, tmp_path) -> None:
     x, task_dir = task_run
     before = sealed_evaluation(x, x.contract.base_model_artifact, "dev")
@@ -123,6 +124,7 @@ def _register(path: Path, capability: str, rows: list[dict]) -> subprocess.Compl
     )
 
 
+@pytest.mark.heavy
 def test_protected_items_of_a_task_directory_are_refused_at_registration(task_run) -> None:
     x, _ = task_run
     w1 = x.issue("worker", "w1")
@@ -156,6 +158,7 @@ def _unit_tests_task(tmp_path, monkeypatch) -> Path:
     return root
 
 
+@pytest.mark.heavy
 def test_unit_tests_run_in_the_sealed_evaluator_with_their_own_time_limit(tmp_path, monkeypatch) -> None:
     """A right answer passes through the whole path (seal, private copy, sandbox), even when its
     tests take longer than the evaluator's default per-item limit (5 s)."""

@@ -156,15 +156,18 @@ def _every_direction(x: ExpOS):
     return (*_pool_directions(x), _kept_samples(x), _preference_pairs(x))
 
 
+@pytest.mark.heavy
 def test_the_pool_directions_and_a_rejection_sampling_round_make_datasets(run):
     _pool_directions(run)
     _kept_samples(run)
 
 
+@pytest.mark.heavy
 def test_preference_pairs_are_sampled_from_the_base_model(run):
     _preference_pairs(run)
 
 
+@pytest.mark.heavy
 def test_the_next_round_samples_from_a_trained_checkpoint(trained_run):
     x, exp = trained_run  # (of the caller's own lineage)
     again = x.call(
@@ -209,6 +212,7 @@ def test_every_direction_makes_a_dataset_and_trains(run):
     assert x.projection().state.datasets[again.dataset].op == "data.sample"
 
 
+@pytest.mark.heavy
 def test_sampling_from_outside_the_lineage_is_a_guards(trained_run):
     x, exp = trained_run
     x.call(MAIN, "worker.add", {"worker_id": "w2", "task": "another"})
@@ -282,6 +286,7 @@ def test_sampling_nothing_that_passes_registers_nothing(tmp_path):
         assert failed.payload["tool"] == "data.sample" and "nothing to register" in failed.payload["error"]
 
 
+@pytest.mark.heavy
 def test_sampling_stops_at_the_callers_deadline(run, monkeypatch):
     """The scheduler records each node's deadline; sampling, whose work has no fixed size, is bounded
     by it: with half a second left (less than a fresh interpreter takes to load the model) nothing is
@@ -325,6 +330,7 @@ def _agent(code: str, *args) -> None:
 _APPEND = "import os, sys; p = sys.argv[1]; os.chmod(os.path.dirname(p), 0o755); os.chmod(p, 0o644); open(p, 'ab').write(b' ')"
 
 
+@pytest.mark.heavy
 def test_a_parent_checkpoint_edited_in_the_store_samples_nothing(trained_run):
     x, exp = trained_run
     _agent(_APPEND, x.run.store.path(exp.checkpoint) / "config.json")

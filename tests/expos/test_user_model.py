@@ -49,6 +49,7 @@ def test_contract_pins_the_user_models_tree_digest(user_run):
         assert "base_model_source" not in json.dumps(next(y.run.ledger.events(limit=1)).payload)
 
 
+@pytest.mark.heavy
 def test_experiment_trains_and_evaluates_the_user_model(user_run):
     x, _ = user_run
     x.call(MAIN, "worker.add", {"worker_id": "w1", "task": "user model"})

@@ -84,6 +84,7 @@ _KILLED_WRITER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.heavy
 def test_sigkill_mid_append_never_leaves_a_partial_batch(tmp_path, key_dir, backend):
     run_dir = tmp_path / "run"
     _new_run(run_dir, backend).close()

@@ -131,6 +131,7 @@ def _writer(run_dir: str, key_dir: str, worker: int, n: int) -> None:
             run.record(draft(i, actor=f"w{worker}"))
 
 
+@pytest.mark.heavy
 def test_four_processes_append_500_each(tmp_path, key_dir):
     RunDir.create(tmp_path / "run").close()
     ctx = mp.get_context("spawn")
@@ -167,6 +168,7 @@ _KILLED_WRITER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.heavy
 def test_sigkill_mid_append_never_leaves_a_partial_event(tmp_path, key_dir):
     run_dir = tmp_path / "run"
     RunDir.create(run_dir).close()

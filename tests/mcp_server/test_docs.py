@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tomllib
 
+import pytest
 from mcp import Client, StdioServerParameters
 
 from rsi_master.expos import ExpOS, tools_for
@@ -72,6 +73,7 @@ def _http(url: str) -> None:
     asyncio.run(go())
 
 
+@pytest.mark.heavy
 def test_every_snippet_of_the_external_agents_doc_runs(tmp_path, rsi):
     home = tmp_path / "home"
     home.mkdir()

@@ -391,6 +391,7 @@ def test_the_mcp_listing_carries_annotations_and_the_runs_schemas(run_dir):
     )
 
 
+@pytest.mark.heavy
 def test_a_long_call_reports_progress_while_it_runs(tmp_path, key_dir, rsi):
     from rsi_master.expos import Caller
     from rsi_master.expos._state import experiment_id

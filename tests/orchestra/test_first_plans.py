@@ -17,6 +17,7 @@ WITH_PRIOR = json.loads((DATA / "first_plans.json").read_text())
 NO_PRIOR = json.loads((DATA / "first_plans_noprior.json").read_text())
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("task", BUILT_IN)
 def test_with_the_shipped_prior_the_main_plans_as_before(task, tmp_path):
     got = json.loads(json.dumps(task_plans(task, tmp_path, "shipped"), sort_keys=True))
@@ -26,6 +27,7 @@ def test_with_the_shipped_prior_the_main_plans_as_before(task, tmp_path):
         assert got[case] == want[case], case
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("task", BUILT_IN)
 def test_without_a_prior_the_main_plans_as_captured(task, tmp_path):
     got = json.loads(json.dumps(task_plans(task, tmp_path), sort_keys=True))

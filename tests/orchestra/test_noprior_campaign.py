@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from rsi_master.expos import Caller
 from rsi_master.orchestra import MainContext, PolicyMain, load_graph
 from rsi_master.orchestra._memory import lineage_examples
@@ -76,6 +78,7 @@ def _campaign(tmp_path, *, budget=3000.0, slots=2, tick=60.0, examples_per_s=5.0
         return spend, best, [d.action for d in g.decisions]
 
 
+@pytest.mark.heavy
 def test_the_prior_free_main_finds_the_late_bloomer_and_spends_on_it(tmp_path):
     spend, best, actions = _campaign(tmp_path)
     # every family was tried, and the late bloomer, at zero for its first 1,500 examples, ends

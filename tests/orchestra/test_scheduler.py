@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from rsi_master.orchestra import PlainDisplay, Scheduler, load_graph, run_metrics
 from rsi_master.orchestra._graph import ORCHESTRA
 from rsi_master.rundir import verify_run
@@ -11,6 +13,7 @@ from rsi_master.rundir import verify_run
 from .helpers import MAIN, new_run
 
 
+@pytest.mark.heavy
 def test_slots_fill_the_budget_then_stop_cleanly(tmp_path, capsys):
     with new_run(tmp_path, budget_s=8.0, slots=2, main="tests.orchestra.helpers:FillMain") as expos:
         sched = Scheduler(expos, PlainDisplay(), poll_s=0.1)

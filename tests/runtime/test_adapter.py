@@ -21,6 +21,7 @@ from rsi_master.tasks import PUBLIC_SEAL_KEY
 from tests.runtime.conftest import TOY_SOURCE, TOY_SPEC
 
 pytestmark = [
+    pytest.mark.heavy,
     pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning"),
 ]
 

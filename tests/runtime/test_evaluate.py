@@ -46,6 +46,7 @@ def test_sft_beats_the_untrained_model(sft_dev, tiny_base):
     assert sft_dev.score > _eval(tiny_base).score
 
 
+@pytest.mark.heavy
 def test_a_fresh_evaluator_process_scores_as_the_forked_one(sft_dev, toy_sft, monkeypatch):
     # The module's evaluations fork from this process's pre-imported Python (`runtime/_warm.py`);
     # the same evaluation in a fresh interpreter gives the same record.
@@ -126,6 +127,7 @@ def test_bad_checkpoints_and_splits_are_clear_errors(tmp_path, toy_sft):
         evaluate(toy_sft, TOY_SPEC, "dev", evaluator=tmp_path, **PUBLIC)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("warm", [True, False], ids=["forked", "fresh"])
 def test_timeout_is_an_error_not_a_hang(toy_sft, warm, monkeypatch):
     # A fresh interpreter cannot import torch in half a second; a forked child loads the toy model

@@ -142,6 +142,7 @@ def _prompt_nll(ckpt: str | Path, prompts: list[str]) -> float:
     return sum(losses) / len(losses)
 
 
+@pytest.mark.heavy
 def test_prompt_loss_trains_on_the_prompt_tokens_too(tmp_path, tiny_base, toy_data):
     """Same data, steps and seed: only the run with `prompt_loss` learns the prompt template
     (`rev ...\\n=`), so the prompts are likelier under it than under completion-only SFT."""

@@ -101,6 +101,7 @@ def test_a_timed_out_child_is_killed_and_the_zygote_serves_the_next(probe, tmp_p
     assert again.returncode == 0 and json.loads(again.stdout)["ppid"] == zygote
 
 
+@pytest.mark.heavy
 def test_the_zygote_and_its_child_die_with_the_process_that_started_them(probe, tmp_path):
     slow = tmp_path / "seal" / "slow.py"
     slow.write_text("import os, time\nprint(os.getpid(), flush=True)\ntime.sleep(120)\n")
@@ -140,6 +141,7 @@ def test_the_zygote_and_its_child_die_with_the_process_that_started_them(probe, 
         proc.stdout.close()
 
 
+@pytest.mark.heavy
 def test_a_dead_zygote_falls_back_to_a_fresh_interpreter(probe, tmp_path, monkeypatch):
     _run(probe, tmp_path, "0")
     zygote = _warm._zygote
@@ -224,6 +226,7 @@ def test_an_agent_of_another_uid_cannot_reach_the_zygote(probe, tmp_path):
     assert _run(probe, tmp_path, "0").returncode == 0  # and the zygote serves on
 
 
+@pytest.mark.heavy
 def test_a_zygote_first_asked_for_by_another_thread_outlives_that_thread(probe, tmp_path):
     # A door answers calls on worker threads. A child dies with the *thread* that started it
     # (PR_SET_PDEATHSIG), so the zygote is started by a spawner thread kept for that: the thread

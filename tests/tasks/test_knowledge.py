@@ -135,6 +135,7 @@ def test_near_copy_rule_mirrors_the_contamination_check():
         assert ours.get(i, set()) == theirs[item.sample_id], item.sample_id
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("family", list(TASK.generators()))
 def test_generators_never_emit_a_sealed_item_as_the_contamination_check_sees_it(family):
     # Before the near-copy rule, each family had 3 to 8 failed rows here at the margin.

@@ -107,6 +107,7 @@ def _request(prompt: str) -> str:
     return normalise(prompt.split("Request:", 1)[1].split("\n", 1)[0])
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("name", TASK_NAMES)
 def test_generators_never_emit_a_sealed_item(name):
     task = get_task(name)

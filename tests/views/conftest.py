@@ -14,7 +14,7 @@ import pytest
 
 from rsi_master.events import WorkerAdd
 from rsi_master.expos import ExpOS
-from tests.helpers import v1_run
+from tests.helpers import built_once, v1_run
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser")
 
@@ -34,38 +34,46 @@ class Run:
 
 @pytest.fixture(scope="session")
 def sim10h(tmp_path_factory) -> Run:
-    """A simulated 10-hour campaign on two slots (seconds of CPU: the clock is simulated)."""
-    from rsi_master.orchestra import PlainDisplay, RunSpec, start_run
-    from rsi_master.sim import generate_world
+    """A simulated 10-hour campaign on two slots (seconds of CPU: the clock is simulated); made once
+    for all the test run's workers, read-only (a test that changes it changes a copy)."""
 
-    root = tmp_path_factory.mktemp("sim10h")
-    run = Run(root / "run", root / "keys")
-    start_run(
-        RunSpec(
-            budget="10h",
-            backend="sim",
-            world=generate_world(0),
-            slots=2,
-            seed=0,
-            run_dir=run.run_dir,
-            key_dir=str(run.key_dir),
-        ),
-        display=PlainDisplay(io.StringIO()),
-        durable=False,
-    )
-    return run
+    def build(root: Path) -> Path:
+        from rsi_master.orchestra import PlainDisplay, RunSpec, start_run
+        from rsi_master.sim import generate_world
+
+        start_run(
+            RunSpec(
+                budget="10h",
+                backend="sim",
+                world=generate_world(0),
+                slots=2,
+                seed=0,
+                run_dir=root / "run",
+                key_dir=str(root / "keys"),
+            ),
+            display=PlainDisplay(io.StringIO()),
+            durable=False,
+        )
+        return root
+
+    root = built_once(tmp_path_factory, "sim10h", build)
+    return Run(root / "run", root / "keys")
 
 
 @pytest.fixture(scope="session")
 def simllm(tmp_path_factory) -> Run:
-    """A simulated 2-hour campaign with LLM agents on the offline fake model: transcripts in the ledger."""
-    from rsi_master.cli._main import main
+    """A simulated 2-hour campaign with LLM agents on the offline fake model: transcripts in the
+    ledger. Made once for all the test run's workers, read-only."""
 
-    root = tmp_path_factory.mktemp("simllm")
-    run = Run(root / "run", root / "keys")
-    argv = ["run", "--backend", "sim", "--budget", "2h", "--agents", "llm", "--llm-provider", "fake"]
-    assert main([*argv, "--dir", str(run.run_dir), "--key-dir", str(run.key_dir)]) == 0
-    return run
+    def build(root: Path) -> Path:
+        from rsi_master.cli._main import main
+
+        argv = ["run", "--backend", "sim", "--budget", "2h", "--agents", "llm", "--llm-provider", "fake"]
+        assert main([*argv, "--dir", str(root / "run"), "--key-dir", str(root / "keys")]) == 0
+        return root
+
+    root = built_once(tmp_path_factory, "simllm", build)
+    return Run(root / "run", root / "keys")
 
 
 @pytest.fixture(scope="session")

@@ -107,6 +107,7 @@ def check_report(browser, run: Run, out: Path) -> None:
     page.close()
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("which", ["sim10h", "simllm", "v1"])
 def test_the_report_loads_offline_and_its_dag_has_every_node(which, request, browser, tmp_path):
     run: Run = request.getfixturevalue(which)

@@ -72,6 +72,7 @@ def test_a_figure_build_in_flight_never_delays_the_delta_that_carries_a_new_node
         runs.close()
 
 
+@pytest.mark.heavy
 def test_the_live_page_draws_a_new_node_at_once_until_the_dags_next_layout(growing, browser, monkeypatch):
     held = Held(FIGURES["dag"])
     monkeypatch.setitem(FIGURES, "dag", held)
@@ -113,6 +114,7 @@ def test_the_live_page_draws_a_new_node_at_once_until_the_dags_next_layout(growi
         server.stop()
 
 
+@pytest.mark.heavy
 def test_the_live_page_redraws_a_figure_off_screen_only_once_it_scrolls_into_view(growing, browser):
     server = Server(growing)
     try:

@@ -45,6 +45,7 @@ class FormGuidedMain(PolicyMain):
             FORM["send"](flow="resume")
 
 
+@pytest.mark.heavy
 def test_the_form_appends_one_event_the_next_decision_cites_it_and_pause_holds_launches(browser, tmp_path, monkeypatch):
     runs, keys = tmp_path / "runs", tmp_path / "keys"
     runs.mkdir()

@@ -59,6 +59,7 @@ def wait_points(page, n: int, timeout_s: float) -> float:
     return time.perf_counter() - start
 
 
+@pytest.mark.heavy
 def test_the_live_page_shows_a_new_node_within_2_s_and_outlives_a_server_restart(growing, browser):
     server = Server(growing)
     try:

@@ -118,6 +118,7 @@ def _caught(name: str, attack, items: list, every_row: bool = True) -> list[bool
     return out
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("name", TASKS)
 @pytest.mark.parametrize("attack", list(ATTACKS))
 def test_character_attacks_fail_with_the_right_item(name: str, attack: str) -> None:
@@ -157,6 +158,7 @@ def sealed() -> dict:
     return {name: get_task(name, seal_key=SealKey(secret=f"test-characters-{name}".encode() * 2)) for name in TASKS}
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("name", TASKS)
 def test_default_generated_data_has_no_false_hits(name: str, sealed: dict) -> None:
     """Every generator family of every task, default knobs, three seeds, against the

@@ -51,6 +51,7 @@ def _register(path: str, capability: str, rows: list[dict]) -> subprocess.Comple
     )
 
 
+@pytest.mark.heavy
 def test_disguised_review_items_are_refused_at_registration(tmp_path) -> None:
     with ExpOS.create(tmp_path / "run", "arithmetic", eval_limit=4, allowed_teachers=["hand-written"]) as x:
         path = str(x.run.path)
@@ -95,6 +96,7 @@ WITHIN_A_ROW = (
 )
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("within_a_row", [True, False], ids=["within a row", "across rows"])
 def test_items_the_character_reading_catches_are_refused_at_registration(tmp_path, within_a_row) -> None:
     """The red team's attacks that passed the word methods (docs/expos.md, attack 68), from
