@@ -78,6 +78,8 @@ ATTACKS = {
     "halves cut mid-word, consecutive rows": lambda p, rng: ["C", *cut_mid_word(p, 2), "C"],
     "thirds cut mid-word, consecutive rows": lambda p, rng: ["C", *cut_mid_word(rn_for_m(p), 3), "C"],
 }
+# The one attack that leaves an item without a `0` as it was (and so is no attack on it).
+NEEDS_A_ZERO = {"Cyrillic O for every 0"}
 # Pieces in rows that are not next to each other: caught when each piece holds enough of
 # the item (docs: two n-grams' worth of distinctive characters), so not for every item.
 SPREAD = {
@@ -124,8 +126,9 @@ def _caught(name: str, attack, items: list, every_row: bool = True) -> list[bool
 def test_character_attacks_fail_with_the_right_item(name: str, attack: str) -> None:
     """Every attacked row fails, naming the item, and no clean row fails."""
     caught = _caught(name, ATTACKS[attack], _items(name))
-    if not caught:
+    if not caught and attack in NEEDS_A_ZERO:
         pytest.skip(f"{name} items hold no `0`")
+    assert caught, f"{attack} changed none of the {name} items: a broken attack tests nothing"
     assert all(caught), (attack, caught)
 
 
