@@ -28,6 +28,7 @@ def pytest_configure(config):
 # both the default run and the `heavy` one (`-m heavy`): a file's place is its larger total of the
 # two, measured with `--durations=0` on two idle cores (a file's tests' call, setup and teardown).
 HEAVY_FIRST = (
+    "tests/mcp_server/test_inspector.py",
     "tests/expos/test_identity.py",
     "tests/runtime/test_adapter.py",
     "tests/expos/contamination/test_gate.py",

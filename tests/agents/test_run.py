@@ -48,6 +48,7 @@ def test_llm_agents_without_endpoint_or_key_stop_before_the_run_starts(tmp_path,
     assert not run_dir.exists()
 
 
+@pytest.mark.heavy
 def test_an_llm_endpoint_nobody_listens_on_stops_the_run_before_it_starts(tmp_path, capsys, monkeypatch):
     """A base URL with no server: a one-line error after a few tries, in seconds, nothing written,
     rather than every agent turn failing after its retries until the budget is spent."""

@@ -120,6 +120,7 @@ def open_place(monkeypatch):
     subprocess.run(["rm", "-rf", str(base)], check=False)
 
 
+@pytest.mark.heavy
 @needs_root
 def test_an_agent_with_a_shell_reaches_the_run_only_through_the_door(open_place):
     """Also the fresh-clone case: this Python may live under /root (0700); nothing is opened for the agent."""
@@ -265,6 +266,7 @@ def test_a_door_serves_several_agents_and_outlives_them(tmp_path):
         assert len({e.actor.cap for e in x.events("tool.call")}) == 2
 
 
+@pytest.mark.heavy
 @needs_root
 def test_the_embedded_default_works_for_a_non_root_user_and_says_what_holds(agent_python, open_place):
     """Without root there is no second user to drop agents to: the commands work and say so."""

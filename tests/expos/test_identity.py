@@ -144,6 +144,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.heavy
 @needs_root
 def test_two_agents_of_different_roles_cannot_read_each_others_capability(place):
     reviewer = place.agent_popen(sys.executable, "-c", SLEEPER, role="reviewer", node="r1")
@@ -190,6 +191,7 @@ def _gate_pids(sock: Path) -> list[int]:
     return found
 
 
+@pytest.mark.heavy
 @needs_root
 def test_an_agent_of_another_role_cannot_reach_the_runs_gate(place):
     """The gate holds the seal key and draws the protected items, beside the door, as the harness.
@@ -211,6 +213,7 @@ def test_an_agent_of_another_role_cannot_reach_the_runs_gate(place):
         assert peek.returncode != 0 and peek.stdout == b"" and b"denied" in peek.stderr, (what, peek.stderr)
 
 
+@pytest.mark.heavy
 def test_a_capability_on_the_command_line_or_in_the_environment_is_refused(tmp_path):
     token = "rsicap1.e30.AAAA"
     expos = [sys.executable, "-m", "rsi_master.cli._expos", "--door", str(tmp_path / "d.sock")]
@@ -349,6 +352,7 @@ def test_the_home_is_ephemeral(place):
     assert not Path("/home/agent/marker").exists()
 
 
+@pytest.mark.heavy
 @needs_root
 def test_a_readable_task_directory_is_refused_and_a_closed_one_stays_out_of_reach(place):
     base = place.base / "own"
@@ -429,6 +433,7 @@ def test_a_fresh_clone_venv_under_a_closed_directory_works(place):
     assert os.stat(closed).st_mode & 0o777 == 0o700  # nothing was opened for it
 
 
+@pytest.mark.heavy
 @needs_root
 def test_the_agent_ends_when_the_runs_door_goes(place):
     sock = place.base / "door2" / "d.sock"
@@ -461,6 +466,7 @@ def test_bad_limits_get_one_line(tmp_path):
         assert res.returncode == 2 and res.stderr.count("\n") == 1 and says in res.stderr, res.stderr
 
 
+@pytest.mark.heavy
 @needs_root
 def test_an_exposed_tool_under_a_closed_directory_runs_and_private_paths_cannot_be_exposed(place):
     tools = place.base / "closed-home" / "tools"
@@ -513,6 +519,7 @@ def test_a_reused_uid_starts_with_empty_keyrings(place):
     assert res.returncode == 0 and res.stdout.strip() == "empty", res.stderr
 
 
+@pytest.mark.heavy
 @needs_root
 def test_the_agent_ends_when_the_run_ends(place):
     from rsi_master.expos import ExpOS

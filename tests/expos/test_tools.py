@@ -143,6 +143,7 @@ def _cap(path, role, node):
         return x.issue(role, node)
 
 
+@pytest.mark.heavy
 def test_expos_cli_exit_codes(run, tmp_path):
     path = str(run.run.path)
     run.close()
@@ -163,6 +164,7 @@ def test_expos_cli_exit_codes(run, tmp_path):
     assert listing.returncode == 0 and "eval.review" in listing.stdout and "data.generate" not in listing.stdout
 
 
+@pytest.mark.heavy
 def test_expos_cli_a_failed_experiment_exits_non_zero(run, monkeypatch, capsys):
     """An experiment.submit the door accepted whose training broke prints its result and exits 4
     (the action failed), so that a script does not read it as done; the failure is recorded."""
@@ -205,6 +207,7 @@ def test_expos_cli_a_failed_experiment_exits_non_zero(run, monkeypatch, capsys):
         assert [e.payload["status"] for e in x.events("experiment.finish")] == ["failed"]
 
 
+@pytest.mark.heavy
 def test_roles_are_not_declared_by_the_caller(run):
     """`--role main` and another Worker's `--id` are not accepted: only a capability names a caller."""
     path = str(run.run.path)

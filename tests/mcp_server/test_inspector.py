@@ -14,6 +14,9 @@ from rsi_master.expos import ExpOS, tools_for
 
 from .conftest import inspector_env, start_http, stop
 
+# The MCP Inspector (node) takes seconds a call: these run in the `heavy` step, as under CI=true.
+pytestmark = pytest.mark.heavy
+
 ROLES = ("worker", "reviewer", "main", "public")
 
 

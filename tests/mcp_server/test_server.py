@@ -103,6 +103,7 @@ def test_stdio_lists_the_roles_tools_calls_them_and_refuses_the_rest(run_dir, rs
         assert len({e.actor.cap for e in expos.events("tool.call", actor_id="ext1")}) == 1
 
 
+@pytest.mark.heavy
 def test_an_agents_server_through_the_door_serves_a_task_directory_run(rsi, tmp_path):
     """The agent's server holds no run, so it cannot load a task directory's task: the door
     describes the run's generator families in `contract.show`, and the tool list is built from

@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from rsi_master import _clock
 from rsi_master.expos import ExpOS
 from rsi_master.ledger import Ledger
@@ -67,6 +69,7 @@ def _campaign(tmp_path: Path, name: str) -> tuple[list[bytes], dict[str, Any]]:
     return rows, summary
 
 
+@pytest.mark.heavy
 def test_two_runs_of_a_simulated_campaign_record_the_same_ledger(tmp_path):
     a, summary_a = _campaign(tmp_path, "a")
     b, summary_b = _campaign(tmp_path, "b")

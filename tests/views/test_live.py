@@ -180,6 +180,7 @@ def start_campaign(expos: ExpOS) -> None:
     )
 
 
+@pytest.mark.heavy
 def test_the_guidance_form_appends_exactly_one_event(growing, browser):
     start_campaign(growing.expos)
     server = Server(growing)
@@ -315,6 +316,7 @@ def test_a_page_kept_up_by_deltas_holds_what_a_fresh_page_gets(growing):
         runs.close()
 
 
+@pytest.mark.heavy
 def test_the_live_page_puts_new_decisions_and_main_turns_in_place(growing, browser):
     from rsi_master.events import AgentStep, DecisionRecord
 
